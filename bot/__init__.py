@@ -1,0 +1,1 @@
+"""The Slack app: listeners, capture, `/judge`, the message shortcut, buttons and App Home."""

@@ -1,0 +1,120 @@
+"""The `relmon` command: one entry point, one subcommand per job. Each subcommand lives in its own module;
+this file only declares the arguments and dispatches (imports are lazy so `relmon judge` stays light)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from store.settings import Settings
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="relmon", description="Watch a support bot in Slack and judge how well it answers."
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = commands.add_parser("run", help="all in one: bot, worker and beat (embedded Redis and SQLite)")
+    run.add_argument("--port", type=int, default=3000, help="HTTP port for Slack events (default 3000)")
+
+    bot = commands.add_parser(
+        "bot", help="the Slack app: HTTP on --port, or Socket Mode with SLACK_APP_TOKEN"
+    )
+    bot.add_argument("--port", type=int, default=3000, help="HTTP port for Slack events (default 3000)")
+    bot.add_argument("--host", default="0.0.0.0", help="address to listen on (default 0.0.0.0)")
+
+    commands.add_parser("worker", help="a Celery worker that judges captured answers")
+    commands.add_parser("beat", help="the scheduler (weekly digest, retention); run exactly one")
+
+    judge = commands.add_parser("judge", help="judge one question and answer now and print the verdict")
+    judge.add_argument("--question", "-q", help="the question (or '-' to read it from stdin)")
+    judge.add_argument("--question-file", help="read the question from this file")
+    judge.add_argument("--answer", "-a", help="the answer (or '-' to read it from stdin)")
+    judge.add_argument("--answer-file", help="read the answer from this file")
+    judge.add_argument("--reference", "-r", help="a reference answer (correctness and grounded judges)")
+    judge.add_argument("--reference-file", help="read the reference answer from this file")
+    judge.add_argument(
+        "--judge",
+        "-j",
+        default="relevancy",
+        choices=["relevancy", "correctness", "grounded"],
+        help="which judge (default relevancy)",
+    )
+    judge.add_argument("--json", action="store_true", help="print the verdict as JSON")
+
+    evaluate = commands.add_parser("eval", help="measure a judge against human labels (JSONL)")
+    evaluate.add_argument("labels", help="JSONL file: question, answer, optional reference, human score")
+    evaluate.add_argument(
+        "--judge", "-j", default="relevancy", choices=["relevancy", "correctness", "grounded"]
+    )
+    evaluate.add_argument("--threads", type=int, default=8, help="judgments in flight at once (default 8)")
+    evaluate.add_argument("--worst", type=int, default=5, help="how many disagreements to list (default 5)")
+    evaluate.add_argument("--json", action="store_true", help="print the report as JSON")
+
+    digest = commands.add_parser("digest", help="send this week's digest now")
+    digest.add_argument(
+        "--dry-run", action="store_true", help="print it here; touch neither Slack nor the database"
+    )
+    digest.add_argument("--force", action="store_true", help="send another even if this week's was sent")
+
+    export = commands.add_parser("export", help="write stored judgments with their pairs")
+    export.add_argument("--format", choices=["jsonl", "csv"], default="jsonl")
+    export.add_argument("--since", help="only judgments on or after this date (YYYY-MM-DD)")
+    export.add_argument("--output", "-o", help="write to this file instead of stdout")
+
+    commands.add_parser("doctor", help="check settings, Slack, Redis, the database and the LLM endpoint")
+    commands.add_parser("manifest", help="print the Slack app manifest (YAML)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "manifest":
+        from bot.manifest import manifest_yaml
+
+        sys.stdout.write(manifest_yaml())
+        return 0
+    settings = Settings()
+    if args.command in ("judge", "eval"):
+        from bot import judge_cli
+
+        return (
+            judge_cli.run_judge(args, settings)
+            if args.command == "judge"
+            else judge_cli.run_eval(args, settings)
+        )
+    if args.command == "worker":
+        from workers.main import run_worker
+
+        return run_worker(settings)
+    if args.command == "beat":
+        from workers.main import run_beat
+
+        return run_beat(settings)
+    if args.command == "export":
+        from workers.export import run_export
+
+        return run_export(args, settings)
+    if args.command == "digest":
+        from workers.digest_cli import run_digest
+
+        return run_digest(args, settings)
+    if args.command == "bot":
+        from bot.server import serve
+
+        return serve(settings, host=args.host, port=args.port)
+    if args.command == "doctor":
+        from bot.doctor import run_doctor
+
+        return run_doctor(settings)
+    if args.command == "run":
+        from bot.runner import run_all
+
+        return run_all(settings, port=args.port)
+    raise AssertionError(f"unhandled command {args.command}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

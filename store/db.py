@@ -1,0 +1,90 @@
+"""Engine, sessions and migrations. Alembic migrations run at start-up (`migrate`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.orm import Session, sessionmaker
+
+MIGRATIONS_DIR = Path(__file__).parent / "migrations"
+
+
+def make_engine(url: str, *, pool_size: int = 10) -> Engine:
+    """An engine tuned for the URL's database: WAL and a busy timeout for SQLite, a pool for PostgreSQL."""
+    if url.startswith("sqlite"):
+        path = url.split("///", 1)[-1]
+        if path and path != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
+
+        @event.listens_for(engine, "connect")
+        def _sqlite_pragmas(dbapi_connection, _record) -> None:  # pragma: no cover - trivial
+            cursor = dbapi_connection.cursor()
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA synchronous=NORMAL")
+            cursor.execute("PRAGMA foreign_keys=ON")
+            cursor.execute("PRAGMA busy_timeout=30000")
+            cursor.close()
+
+        return engine
+    if url.startswith("postgresql://") or url.startswith("postgres://"):
+        # psycopg 3 is the driver we ship.
+        url = "postgresql+psycopg://" + url.split("://", 1)[1]
+    return create_engine(url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True)
+
+
+def alembic_config(url: str) -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    return config
+
+
+def migrate(engine: Engine) -> None:
+    """Bring the schema to the newest migration (safe to call from several processes at once)."""
+    config = alembic_config(engine.url.render_as_string(hide_password=False))
+    with engine.begin() as connection:
+        if engine.dialect.name == "postgresql":
+            # Serialise concurrent start-ups (bot and workers) on one advisory lock.
+            connection.exec_driver_sql("SELECT pg_advisory_xact_lock(727274)")
+        config.attributes["connection"] = connection
+        command.upgrade(config, "head")
+
+
+def pending_migrations(engine: Engine) -> list[str]:
+    """Revisions not yet applied (for `relmon doctor`)."""
+    script = ScriptDirectory.from_config(alembic_config(engine.url.render_as_string(hide_password=False)))
+    with engine.connect() as connection:
+        current = set(MigrationContext.configure(connection).get_current_heads())
+    heads = set(script.get_heads())
+    if current == heads:
+        return []
+    return [rev.revision for rev in script.walk_revisions() if rev.revision not in current]
+
+
+class Database:
+    """The engine and a session factory for one database URL."""
+
+    def __init__(self, url: str, *, pool_size: int = 10) -> None:
+        self.url = url
+        self.engine = make_engine(url, pool_size=pool_size)
+        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+
+    def migrate(self) -> None:
+        migrate(self.engine)
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        """A session whose transaction commits on success and rolls back on error."""
+        with self._sessions.begin() as session:
+            yield session
+
+    def dispose(self) -> None:
+        self.engine.dispose()

@@ -1,0 +1,176 @@
+"""SQL tables. Every write that a retry could repeat has a unique key, so repeating it is harmless."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Date,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+# An integer primary key that is BIGINT on PostgreSQL and INTEGER (rowid alias) on SQLite.
+IdType = BigInteger().with_variant(Integer(), "sqlite")
+
+
+class PairStatus:
+    SETTLING = "settling"  # captured; waiting for the answer to stop changing
+    PENDING = "pending"  # settled; queued for judging
+    JUDGED = "judged"  # every judge has a stored judgment (ok, null or error)
+    SKIPPED_SAMPLING = "skipped_sampling"
+    SKIPPED_BUDGET = "skipped_budget"
+    NO_QUESTION = "no_question"  # no human question could be found for the answer
+    EMPTY = "empty"  # nothing to judge (empty answer)
+    DELETED = "deleted"  # the answer was deleted before it was judged
+    MERGED = "merged"  # absorbed into an earlier answer of the same run
+
+
+class Pair(Base):
+    """A bot answer and the question it answers."""
+
+    __tablename__ = "pairs"
+    __table_args__ = (
+        # One pair per captured answer: a Slack retry or an edit finds the same row.
+        UniqueConstraint("channel_id", "answer_ts", name="uq_pairs_channel_answer"),
+        Index("ix_pairs_created_at", "created_at"),
+        Index("ix_pairs_channel_created", "channel_id", "created_at"),
+    )
+
+    id: Mapped[int] = mapped_column(IdType, primary_key=True, autoincrement=True)
+    source: Mapped[str] = mapped_column(String(20), default="capture")  # capture | command | shortcut | cli
+    team_id: Mapped[str | None] = mapped_column(String(32))
+    channel_id: Mapped[str | None] = mapped_column(String(32))
+    channel_is_private: Mapped[bool] = mapped_column(Boolean, default=False)
+    answer_ts: Mapped[str | None] = mapped_column(String(32))  # ts of the first message of the answer
+    thread_ts: Mapped[str | None] = mapped_column(String(32))
+    question_ts: Mapped[str | None] = mapped_column(String(32))
+    question_user: Mapped[str | None] = mapped_column(String(32))
+    answer_bot_id: Mapped[str | None] = mapped_column(String(32))
+    question_text: Mapped[str | None] = mapped_column(Text)
+    answer_text: Mapped[str | None] = mapped_column(Text)
+    reference_text: Mapped[str | None] = mapped_column(Text)
+    # Bumped on every edit; a settle task only acts when its version is still the latest.
+    version: Mapped[int] = mapped_column(Integer, default=1)
+    status: Mapped[str] = mapped_column(String(20), default=PairStatus.SETTLING)
+    requested_by: Mapped[str | None] = mapped_column(String(32))  # user of /judge or the shortcut
+    response_url: Mapped[str | None] = mapped_column(Text)  # where an on-demand verdict goes
+    judges: Mapped[list | None] = mapped_column(JSON)  # judges to run; None: the channel's rules
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow)
+
+
+class JudgmentStatus:
+    OK = "ok"
+    NULL = "null"  # the judge says it cannot be scored (grounded: "no document")
+    ERROR = "error"
+
+
+class Judgment(Base):
+    """One judge's verdict on one pair. Unique per (pair, judge): judging again cannot add a row."""
+
+    __tablename__ = "judgments"
+    __table_args__ = (
+        UniqueConstraint("pair_id", "judge", name="uq_judgments_pair_judge"),
+        Index("ix_judgments_cache_key", "cache_key"),
+        Index("ix_judgments_created_at", "created_at"),
+    )
+
+    id: Mapped[int] = mapped_column(IdType, primary_key=True, autoincrement=True)
+    pair_id: Mapped[int] = mapped_column(ForeignKey("pairs.id", ondelete="CASCADE"))
+    judge: Mapped[str] = mapped_column(String(32))
+    status: Mapped[str] = mapped_column(String(10))
+    score: Mapped[float | None] = mapped_column(Float)
+    max_score: Mapped[float | None] = mapped_column(Float)
+    normalized_score: Mapped[float | None] = mapped_column(Float)
+    reasoning: Mapped[str | None] = mapped_column(Text)
+    model: Mapped[str | None] = mapped_column(String(200))
+    prompt_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    completion_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    latency_ms: Mapped[float] = mapped_column(Float, default=0.0)
+    raw_output: Mapped[str | None] = mapped_column(Text)
+    prompt_version: Mapped[str | None] = mapped_column(String(64))
+    error: Mapped[str | None] = mapped_column(Text)
+    cache_key: Mapped[str | None] = mapped_column(String(64))
+    cached: Mapped[bool] = mapped_column(Boolean, default=False)  # reused from an earlier identical call
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Alert(Base):
+    """An alert, claimed here before it is posted: the unique key makes a second post impossible."""
+
+    __tablename__ = "alerts"
+    __table_args__ = (
+        UniqueConstraint("dedupe_key", name="uq_alerts_dedupe_key"),
+        Index("ix_alerts_channel_created", "source_channel_id", "created_at"),
+    )
+
+    id: Mapped[int] = mapped_column(IdType, primary_key=True, autoincrement=True)
+    dedupe_key: Mapped[str] = mapped_column(String(200))
+    kind: Mapped[str] = mapped_column(String(20))  # low_score | degradation | summary | budget
+    judgment_id: Mapped[int | None] = mapped_column(ForeignKey("judgments.id", ondelete="CASCADE"))
+    source_channel_id: Mapped[str | None] = mapped_column(String(32))
+    alert_channel_id: Mapped[str | None] = mapped_column(String(32))
+    status: Mapped[str] = mapped_column(String(20), default="claimed")  # claimed | posted | held | failed
+    message_ts: Mapped[str | None] = mapped_column(String(32))
+    details: Mapped[dict | None] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    posted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class Feedback(Base):
+    """A person's vote on a judgment: one per person, changeable."""
+
+    __tablename__ = "feedback"
+    __table_args__ = (UniqueConstraint("judgment_id", "user_id", name="uq_feedback_judgment_user"),)
+
+    id: Mapped[int] = mapped_column(IdType, primary_key=True, autoincrement=True)
+    judgment_id: Mapped[int] = mapped_column(ForeignKey("judgments.id", ondelete="CASCADE"))
+    user_id: Mapped[str] = mapped_column(String(32))
+    vote: Mapped[str] = mapped_column(String(10))  # right | wrong
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow)
+
+
+class Digest(Base):
+    """One row per digest period (ISO week); forced digests get a key of their own."""
+
+    __tablename__ = "digests"
+    __table_args__ = (UniqueConstraint("period_key", name="uq_digests_period_key"),)
+
+    id: Mapped[int] = mapped_column(IdType, primary_key=True, autoincrement=True)
+    period_key: Mapped[str] = mapped_column(String(64))  # e.g. 2026-W48, or 2026-W48+force-<ts>
+    channel_id: Mapped[str | None] = mapped_column(String(32))
+    status: Mapped[str] = mapped_column(String(20), default="claimed")  # claimed | sent | failed
+    message_ts: Mapped[str | None] = mapped_column(String(32))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    sent_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class DailyUsage(Base):
+    """LLM calls made per UTC day, incremented atomically to enforce the daily budget."""
+
+    __tablename__ = "daily_usage"
+
+    day: Mapped[date] = mapped_column(Date, primary_key=True)
+    llm_calls: Mapped[int] = mapped_column(Integer, default=0)
+    budget_notice_sent: Mapped[bool] = mapped_column(Boolean, default=False)

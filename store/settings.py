@@ -1,0 +1,172 @@
+"""relmon's settings: one pydantic-settings class, read from the environment or a `.env` file.
+
+Every other module receives a `Settings` object; nothing else reads `os.environ`.
+Environment names are the contract in DESIGN.md (SLACK_*, OPENAI_*, REDIS_URL, DATABASE_URL, RELMON_*).
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import AliasChoices, Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+SLACK_DEFAULT_API_URL = "https://slack.com/api/"
+DEFAULT_JUDGE_MODEL = "gpt-4o-mini"
+
+CommaList = Annotated[list[str], NoDecode]
+
+
+def _env(name: str) -> dict:
+    """Field keyword arguments that bind a field to one environment variable (and to its own name)."""
+    return {"validation_alias": AliasChoices(name, name.lower())}
+
+
+# Where a person gets each required setting: shown when one is missing (`relmon run`, `relmon doctor`).
+WHERE_TO_GET = {
+    "SLACK_BOT_TOKEN": "Slack app page > OAuth & Permissions > Bot User OAuth Token (xoxb-...)",
+    "SLACK_SIGNING_SECRET": "Slack app page > Basic Information > App Credentials > Signing Secret",
+    "RELMON_MONITORED_BOTS": "the support bot's bot ID (B...), app ID (A...) or bot user ID (U...): "
+    "open the bot's profile in Slack, or run `relmon doctor` to list the bots it has seen",
+    "RELMON_ALERT_CHANNEL": "the channel ID (C...) for alerts: channel name > About > Channel ID",
+    "OPENAI_API_KEY": "your LLM provider's API key (any OpenAI-compatible endpoint; set OPENAI_BASE_URL too)",
+}
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_file=".env", env_file_encoding="utf-8", extra="ignore", populate_by_name=True
+    )
+
+    # Slack
+    slack_bot_token: SecretStr | None = Field(None, **_env("SLACK_BOT_TOKEN"))
+    slack_signing_secret: SecretStr | None = Field(None, **_env("SLACK_SIGNING_SECRET"))
+    slack_app_token: SecretStr | None = Field(None, **_env("SLACK_APP_TOKEN"))
+    slack_api_url: str = Field(SLACK_DEFAULT_API_URL, **_env("SLACK_API_URL"))
+
+    # The judge's LLM (the OpenAI SDK reads the same variables; we pass them explicitly)
+    openai_api_key: SecretStr | None = Field(None, **_env("OPENAI_API_KEY"))
+    openai_base_url: str | None = Field(None, **_env("OPENAI_BASE_URL"))
+    judge_model: str = Field(DEFAULT_JUDGE_MODEL, **_env("RELMON_JUDGE_MODEL"))
+    llm_timeout_seconds: float = Field(60.0, gt=0, **_env("RELMON_LLM_TIMEOUT"))
+    llm_max_retries: int = Field(4, ge=0, le=10, **_env("RELMON_LLM_MAX_RETRIES"))
+    max_prompt_chars: int = Field(100_000, ge=2_000, **_env("RELMON_MAX_PROMPT_CHARS"))
+    # Estimated cost shown in the digest, in USD per million tokens.
+    cost_per_million_input_tokens: float = Field(0.15, ge=0, **_env("RELMON_COST_INPUT_PER_MTOK"))
+    cost_per_million_output_tokens: float = Field(0.60, ge=0, **_env("RELMON_COST_OUTPUT_PER_MTOK"))
+
+    # Infrastructure
+    redis_url: str | None = Field(None, **_env("REDIS_URL"))
+    database_url: str | None = Field(None, **_env("DATABASE_URL"))
+    data_dir: Path = Field(Path("./data"), **_env("RELMON_DATA_DIR"))
+    worker_concurrency: int = Field(64, ge=1, le=1000, **_env("RELMON_WORKER_CONCURRENCY"))
+
+    # What to watch
+    monitored_bots: CommaList = Field(default_factory=list, **_env("RELMON_MONITORED_BOTS"))
+    watched_channels: CommaList = Field(default_factory=list, **_env("RELMON_WATCHED_CHANNELS"))
+    alert_channel: str | None = Field(None, **_env("RELMON_ALERT_CHANNEL"))
+    digest_channel_setting: str | None = Field(None, **_env("RELMON_DIGEST_CHANNEL"))
+    channel_rules_file: Path | None = Field(None, **_env("RELMON_CHANNEL_RULES"))
+
+    # Capture
+    settle_seconds: float = Field(5.0, ge=0, le=600, **_env("RELMON_SETTLE_SECONDS"))
+    question_ttl_seconds: int = Field(86_400, ge=60, **_env("RELMON_QUESTION_TTL"))
+    toplevel_window_seconds: int = Field(600, ge=1, **_env("RELMON_TOPLEVEL_WINDOW"))
+    history_fallback: bool = Field(True, **_env("RELMON_HISTORY_FALLBACK"))
+
+    # Judging
+    default_judges: CommaList = Field(default_factory=lambda: ["relevancy"], **_env("RELMON_JUDGES"))
+    sample_rate: float = Field(1.0, ge=0, le=1, **_env("RELMON_SAMPLE_RATE"))
+    daily_budget: int = Field(10_000, ge=0, **_env("RELMON_DAILY_BUDGET"))
+
+    # Alerts
+    threshold: int = Field(2, ge=0, le=4, **_env("RELMON_THRESHOLD"))
+    correctness_threshold: int = Field(0, ge=0, le=2, **_env("RELMON_CORRECTNESS_THRESHOLD"))
+    grounded_threshold: int = Field(2, ge=1, le=5, **_env("RELMON_GROUNDED_THRESHOLD"))
+    degradation_window: int = Field(20, ge=2, **_env("RELMON_DEGRADATION_WINDOW"))
+    degradation_floor: float = Field(2.5, ge=0, le=4, **_env("RELMON_DEGRADATION_FLOOR"))
+    alert_cap_per_hour: int = Field(10, ge=1, **_env("RELMON_ALERT_CAP_PER_HOUR"))
+
+    # Digest
+    digest_day: str = Field("mon", **_env("RELMON_DIGEST_DAY"))
+    digest_hour: int = Field(9, ge=0, le=23, **_env("RELMON_DIGEST_HOUR"))
+    digest_timezone: str = Field("UTC", **_env("RELMON_DIGEST_TIMEZONE"))
+
+    # Privacy and operations
+    redact_pii: bool = Field(False, **_env("RELMON_REDACT_PII"))
+    retention_days: int = Field(90, ge=1, **_env("RELMON_RETENTION_DAYS"))
+    sentry_dsn: SecretStr | None = Field(None, **_env("SENTRY_DSN"))
+    log_level: str = Field("INFO", **_env("RELMON_LOG_LEVEL"))
+
+    @field_validator("monitored_bots", "watched_channels", "default_judges", mode="before")
+    @classmethod
+    def _split_commas(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("digest_day")
+    @classmethod
+    def _check_day(cls, value: str) -> str:
+        day = value.strip().lower()[:3]
+        if day not in {"mon", "tue", "wed", "thu", "fri", "sat", "sun"}:
+            raise ValueError("RELMON_DIGEST_DAY must be a weekday name such as mon or monday")
+        return day
+
+    # Derived values ---------------------------------------------------------------------------
+
+    @property
+    def digest_channel(self) -> str | None:
+        return self.digest_channel_setting or self.alert_channel
+
+    @property
+    def resolved_database_url(self) -> str:
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{(self.data_dir / 'relmon.sqlite3').resolve()}"
+
+    @cached_property
+    def monitored_bot_ids(self) -> frozenset[str]:
+        return frozenset(self.monitored_bots)
+
+    def secret(self, name: str) -> str | None:
+        """The plain value of a SecretStr setting (or None)."""
+        value = getattr(self, name)
+        return value.get_secret_value() if value is not None else None
+
+    def missing(self, *, slack: bool = True, llm: bool = True) -> list[str]:
+        """Names of required environment variables that are not set, for the parts asked for."""
+        absent: list[str] = []
+        if slack:
+            if not self.slack_bot_token:
+                absent.append("SLACK_BOT_TOKEN")
+            if not self.slack_signing_secret and not self.slack_app_token:
+                absent.append("SLACK_SIGNING_SECRET")
+            if not self.monitored_bots:
+                absent.append("RELMON_MONITORED_BOTS")
+            if not self.alert_channel:
+                absent.append("RELMON_ALERT_CHANNEL")
+        if llm and not self.openai_api_key:
+            absent.append("OPENAI_API_KEY")
+        return absent
+
+    def missing_message(self, *, slack: bool = True, llm: bool = True) -> str | None:
+        """A message listing exactly what to set and where to get it, or None when nothing is missing."""
+        absent = self.missing(slack=slack, llm=llm)
+        if not absent:
+            return None
+        lines = ["relmon cannot start: these settings are missing (set them in the environment or .env):"]
+        lines += [f"  {name}: {WHERE_TO_GET[name]}" for name in absent]
+        return "\n".join(lines)
+
+
+def mask(secret: str | None) -> str:
+    """Show a secret the way doctor and logs may: its kind prefix and last four characters."""
+    if not secret:
+        return "(unset)"
+    if len(secret) <= 8:
+        return "****"
+    prefix = secret.split("-", 1)[0] + "-" if "-" in secret[:6] else ""
+    return f"{prefix}****{secret[-4:]}"

@@ -1,0 +1,82 @@
+"""Shared fixtures: real Redis, real SQL databases (SQLite and PostgreSQL), and the local fakes."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from store.db import Database
+from tests.services import (
+    RedisProcess,
+    create_postgres_database,
+    drop_postgres_database,
+    postgres_admin_url,
+)
+
+IN_CI = os.environ.get("CI") == "true"
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisProcess]:
+    """A redis-server process owned by the test session (tests may restart it)."""
+    server = RedisProcess(tmp_path_factory.mktemp("redis"))
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def redis_url(redis_server: RedisProcess) -> str:
+    if redis_server.process is None or redis_server.process.poll() is not None:
+        redis_server.start()
+    redis_server.flush()
+    return redis_server.url
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A fresh PostgreSQL database for this session; skipped locally when no server answers, fatal in CI."""
+    admin = postgres_admin_url()
+    if admin is None:
+        if IN_CI:
+            pytest.fail("PostgreSQL is required in CI (set RELMON_TEST_POSTGRES_URL)")
+        pytest.skip("no PostgreSQL server (set RELMON_TEST_POSTGRES_URL)")
+    url, name = create_postgres_database(admin)
+    yield url
+    drop_postgres_database(admin, name)
+
+
+def _reset(database: Database) -> None:
+    from store.models import Base
+
+    with database.engine.begin() as connection:
+        for table in reversed(Base.metadata.sorted_tables):
+            connection.execute(table.delete())
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A migrated, empty database: once on SQLite, once on PostgreSQL."""
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'relmon.sqlite3'}"
+        database = Database(url)
+        database.migrate()
+        database.dispose()
+        yield url
+        return
+    url = request.getfixturevalue("postgres_url")
+    database = Database(url)
+    database.migrate()
+    _reset(database)
+    database.dispose()
+    yield url
+
+
+@pytest.fixture
+def database(db_url: str) -> Iterator[Database]:
+    database = Database(db_url)
+    yield database
+    database.dispose()

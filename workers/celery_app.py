@@ -1,0 +1,81 @@
+"""The Celery app, with settings chosen for an I/O-bound LLM workload. Each setting says why."""
+
+from __future__ import annotations
+
+from celery import Celery
+from kombu import Queue
+
+from store.settings import Settings
+
+# Longest delay any task message can carry (settle countdown, retry backoff), in seconds.
+MAX_TASK_DELAY_SECONDS = 15 * 60
+# Redis redelivers an unacknowledged message after this long; it must exceed every delay above,
+# or a delayed message would be delivered twice.
+VISIBILITY_TIMEOUT_SECONDS = 2 * 60 * 60
+
+QUEUE_JUDGE = "relmon.judge"  # settle and judge captured answers
+QUEUE_SLACK = "relmon.slack"  # post alerts, on-demand verdicts, digests
+
+
+def celery_config(settings: Settings, broker_url: str) -> dict:
+    return {
+        "broker_url": broker_url,
+        # Results live in SQL, not in the broker: no result backend, nothing to expire.
+        "result_backend": None,
+        "task_ignore_result": True,
+        # Acknowledge after the task ran, and put the message back if the worker process dies:
+        # a worker killed with -9 mid-judgment loses nothing. Tasks are idempotent for this.
+        "task_acks_late": True,
+        "task_reject_on_worker_lost": True,
+        # One reserved message per execution slot: a dying worker strands few messages, and
+        # slow LLM calls do not hoard work another worker could take.
+        "worker_prefetch_multiplier": 1,
+        # Judging waits on the network: a thread pool keeps many LLM calls in flight per process.
+        # (The threads pool keeps the consumer that restores unacked messages; gevent/eventlet do not.)
+        "worker_pool": "threads",
+        "worker_concurrency": settings.worker_concurrency,
+        "broker_transport_options": {
+            "visibility_timeout": VISIBILITY_TIMEOUT_SECONDS,
+        },
+        "broker_connection_retry_on_startup": True,
+        # A dead broker must fail a publish quickly so the bot can answer Slack with an error.
+        "broker_connection_timeout": 3,
+        "broker_connection_max_retries": 3,
+        # Task messages carry IDs, never texts: JSON is enough and safe.
+        "task_serializer": "json",
+        "accept_content": ["json"],
+        "task_default_queue": QUEUE_JUDGE,
+        "task_queues": (Queue(QUEUE_JUDGE), Queue(QUEUE_SLACK)),
+        "task_routes": {"workers.tasks.slack.*": {"queue": QUEUE_SLACK}},
+        "worker_hijack_root_logger": False,
+        "worker_send_task_events": False,
+        "timezone": "UTC",
+        "enable_utc": True,
+    }
+
+
+def create_celery(settings: Settings, broker_url: str) -> Celery:  # for tools and benches
+    app = Celery("relmon")
+    app.conf.update(celery_config(settings, broker_url))
+    return app
+
+
+def broker_url_for(settings: Settings) -> str:
+    """REDIS_URL, or the embedded Redis's unix socket in the data folder."""
+    if settings.redis_url:
+        return settings.redis_url
+    return f"redis+socket://{embedded_socket_path(settings)}"
+
+
+def embedded_socket_path(settings: Settings) -> str:
+    return str((settings.data_dir / "redis" / "redis.sock").resolve())
+
+
+# The one Celery app. Tasks register on it at import; `configure` points it at the settings' broker
+# (called by `relmon worker`, `relmon bot`, tests) before anything is sent.
+celery = Celery("relmon")
+
+
+def configure(settings: Settings) -> Celery:
+    celery.conf.update(celery_config(settings, broker_url_for(settings)))
+    return celery
