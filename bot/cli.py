@@ -19,9 +19,7 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="all in one: bot, worker and beat (embedded Redis and SQLite)")
     run.add_argument("--port", type=int, default=3000, help="HTTP port for Slack events (default 3000)")
 
-    bot = commands.add_parser(
-        "bot", help="the Slack app: HTTP on --port, or Socket Mode with SLACK_APP_TOKEN"
-    )
+    bot = commands.add_parser("bot", help="the Slack app: HTTP on --port, or Socket Mode with SLACK_APP_TOKEN")
     bot.add_argument("--port", type=int, default=3000, help="HTTP port for Slack events (default 3000)")
     bot.add_argument("--host", default="0.0.0.0", help="address to listen on (default 0.0.0.0)")
 
@@ -46,17 +44,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     evaluate = commands.add_parser("eval", help="measure a judge against human labels (JSONL)")
     evaluate.add_argument("labels", help="JSONL file: question, answer, optional reference, human score")
-    evaluate.add_argument(
-        "--judge", "-j", default="relevancy", choices=["relevancy", "correctness", "grounded"]
-    )
+    evaluate.add_argument("--judge", "-j", default="relevancy", choices=["relevancy", "correctness", "grounded"])
     evaluate.add_argument("--threads", type=int, default=8, help="judgments in flight at once (default 8)")
     evaluate.add_argument("--worst", type=int, default=5, help="how many disagreements to list (default 5)")
     evaluate.add_argument("--json", action="store_true", help="print the report as JSON")
 
     digest = commands.add_parser("digest", help="send this week's digest now")
-    digest.add_argument(
-        "--dry-run", action="store_true", help="print it here; touch neither Slack nor the database"
-    )
+    digest.add_argument("--dry-run", action="store_true", help="print it here; touch neither Slack nor the database")
     digest.add_argument("--force", action="store_true", help="send another even if this week's was sent")
 
     export = commands.add_parser("export", help="write stored judgments with their pairs")
@@ -80,11 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command in ("judge", "eval"):
         from bot import judge_cli
 
-        return (
-            judge_cli.run_judge(args, settings)
-            if args.command == "judge"
-            else judge_cli.run_eval(args, settings)
-        )
+        return judge_cli.run_judge(args, settings) if args.command == "judge" else judge_cli.run_eval(args, settings)
     if args.command == "worker":
         from workers.main import run_worker
 

@@ -36,9 +36,7 @@ WHERE_TO_GET = {
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(
-        env_file=".env", env_file_encoding="utf-8", extra="ignore", populate_by_name=True
-    )
+    model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore", populate_by_name=True)
 
     # Slack
     slack_bot_token: SecretStr | None = Field(None, **_env("SLACK_BOT_TOKEN"))

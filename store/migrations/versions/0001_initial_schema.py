@@ -25,9 +25,7 @@ def upgrade() -> None:
     )
     op.create_table(
         "digests",
-        sa.Column(
-            "id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), autoincrement=True, nullable=False
-        ),
+        sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), autoincrement=True, nullable=False),
         sa.Column("period_key", sa.String(length=64), nullable=False),
         sa.Column("channel_id", sa.String(length=32), nullable=True),
         sa.Column("status", sa.String(length=20), nullable=False),
@@ -39,9 +37,7 @@ def upgrade() -> None:
     )
     op.create_table(
         "pairs",
-        sa.Column(
-            "id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), autoincrement=True, nullable=False
-        ),
+        sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), autoincrement=True, nullable=False),
         sa.Column("source", sa.String(length=20), nullable=False),
         sa.Column("team_id", sa.String(length=32), nullable=True),
         sa.Column("channel_id", sa.String(length=32), nullable=True),
@@ -70,9 +66,7 @@ def upgrade() -> None:
 
     op.create_table(
         "judgments",
-        sa.Column(
-            "id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), autoincrement=True, nullable=False
-        ),
+        sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), autoincrement=True, nullable=False),
         sa.Column("pair_id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False),
         sa.Column("judge", sa.String(length=32), nullable=False),
         sa.Column("status", sa.String(length=10), nullable=False),
@@ -100,9 +94,7 @@ def upgrade() -> None:
 
     op.create_table(
         "alerts",
-        sa.Column(
-            "id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), autoincrement=True, nullable=False
-        ),
+        sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), autoincrement=True, nullable=False),
         sa.Column("dedupe_key", sa.String(length=200), nullable=False),
         sa.Column("kind", sa.String(length=20), nullable=False),
         sa.Column("judgment_id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=True),
@@ -122,9 +114,7 @@ def upgrade() -> None:
 
     op.create_table(
         "feedback",
-        sa.Column(
-            "id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), autoincrement=True, nullable=False
-        ),
+        sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), autoincrement=True, nullable=False),
         sa.Column("judgment_id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False),
         sa.Column("user_id", sa.String(length=32), nullable=False),
         sa.Column("vote", sa.String(length=10), nullable=False),

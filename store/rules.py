@@ -1,0 +1,93 @@
+"""Per-channel rules: which judges run, thresholds, sampling, where alerts go and whether a private
+channel's text may be quoted there. Read from a YAML file (RELMON_CHANNEL_RULES); the environment
+gives the defaults.
+
+    defaults:
+      judges: [relevancy]
+      sample_rate: 1.0
+    channels:
+      C0123456789:
+        threshold: 3          # relevancy alert at or below 3
+        sample_rate: 0.25
+        alert_channel: C0ALERTS2
+        quote_private: true   # this channel is private, and its alert channel may quote it
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+from store.settings import Settings
+
+JUDGE_NAMES = ("relevancy", "correctness", "grounded")
+
+
+class ChannelRule(BaseModel):
+    """Every field optional: what a channel does not say comes from the defaults."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    judges: list[str] | None = None
+    threshold: int | None = Field(None, ge=0, le=4)
+    correctness_threshold: int | None = Field(None, ge=0, le=2)
+    grounded_threshold: int | None = Field(None, ge=1, le=5)
+    sample_rate: float | None = Field(None, ge=0, le=1)
+    alert_channel: str | None = None
+    quote_private: bool | None = None
+    watch: bool | None = None  # false: ignore this channel even when relmon is in it
+
+
+class EffectiveRule(BaseModel):
+    """The rule in force for one channel, every field decided."""
+
+    judges: list[str]
+    thresholds: dict[str, float]  # judge name -> alert when score <= this
+    sample_rate: float
+    alert_channel: str | None
+    quote_private: bool
+    watch: bool
+
+
+class ChannelRules(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    defaults: ChannelRule = ChannelRule()
+    channels: dict[str, ChannelRule] = {}
+
+    @classmethod
+    def load(cls, path: Path | None) -> ChannelRules:
+        if path is None:
+            return cls()
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+        return cls.model_validate(data)
+
+    def for_channel(self, channel_id: str | None, settings: Settings) -> EffectiveRule:
+        layers = [self.defaults]
+        if channel_id and channel_id in self.channels:
+            layers.append(self.channels[channel_id])
+
+        def pick(name: str, fallback):
+            value = fallback
+            for layer in layers:
+                if getattr(layer, name) is not None:
+                    value = getattr(layer, name)
+            return value
+
+        watched_by_setting = not settings.watched_channels or (channel_id in settings.watched_channels)
+        # A channel named in the rules file is watched unless it says `watch: false`.
+        named = channel_id is not None and channel_id in self.channels
+        return EffectiveRule(
+            judges=pick("judges", list(settings.default_judges)),
+            thresholds={
+                "relevancy": pick("threshold", settings.threshold),
+                "correctness": pick("correctness_threshold", settings.correctness_threshold),
+                "grounded": pick("grounded_threshold", settings.grounded_threshold),
+            },
+            sample_rate=pick("sample_rate", settings.sample_rate),
+            alert_channel=pick("alert_channel", settings.alert_channel),
+            quote_private=pick("quote_private", False),
+            watch=pick("watch", watched_by_setting or named),
+        )
