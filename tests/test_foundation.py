@@ -1,0 +1,105 @@
+"""Settings, channel rules and migrations: the foundation every part stands on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+from sqlalchemy import inspect, select
+from sqlalchemy.exc import IntegrityError
+
+from store.db import Database, pending_migrations
+from store.models import Judgment, Pair
+from store.rules import ChannelRules
+from store.settings import Settings, mask
+
+
+def make_settings(**values) -> Settings:
+    return Settings(_env_file=None, **values)
+
+
+def test_settings_read_the_contract_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RELMON_MONITORED_BOTS", "B111, A222 ,U333")
+    monkeypatch.setenv("RELMON_THRESHOLD", "3")
+    monkeypatch.setenv("RELMON_ALERT_CHANNEL", "C_ALERTS")
+    monkeypatch.setenv("SLACK_API_URL", "http://127.0.0.1:9/api/")
+    settings = Settings(_env_file=None)
+    assert settings.monitored_bots == ["B111", "A222", "U333"]
+    assert settings.threshold == 3
+    assert settings.digest_channel == "C_ALERTS"  # defaults to the alert channel
+    assert settings.slack_api_url == "http://127.0.0.1:9/api/"
+
+
+def test_settings_reject_out_of_range_values(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RELMON_THRESHOLD", "7")
+    with pytest.raises(ValidationError, match="RELMON_THRESHOLD"):
+        Settings(_env_file=None)
+
+
+def test_missing_settings_are_listed_with_where_to_get_them() -> None:
+    message = make_settings().missing_message()
+    assert message is not None
+    for name in ("SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "RELMON_MONITORED_BOTS", "RELMON_ALERT_CHANNEL"):
+        assert name in message
+    complete = make_settings(
+        slack_bot_token="xoxb-1",
+        slack_signing_secret="s",
+        monitored_bots=["B1"],
+        alert_channel="C1",
+        openai_api_key="sk-1",
+    )
+    assert complete.missing_message() is None
+
+
+def test_mask_never_shows_the_whole_secret() -> None:
+    assert mask("xoxb-1234567890-abcdefgh") == "xoxb-****efgh"
+    assert mask("short") == "****"
+    assert mask(None) == "(unset)"
+
+
+def test_channel_rules_layer_over_settings(tmp_path: Path) -> None:
+    rules_file = tmp_path / "rules.yml"
+    rules_file.write_text(
+        "defaults:\n  sample_rate: 0.5\n"
+        "channels:\n  C_PRIV:\n    threshold: 3\n    alert_channel: C_PRIV_ALERTS\n    quote_private: true\n"
+        "  C_OFF:\n    watch: false\n"
+    )
+    settings = make_settings(alert_channel="C_ALERTS", watched_channels=["C_SUPPORT"])
+    rules = ChannelRules.load(rules_file)
+    private = rules.for_channel("C_PRIV", settings)
+    assert private.thresholds["relevancy"] == 3
+    assert private.alert_channel == "C_PRIV_ALERTS" and private.quote_private
+    assert private.sample_rate == 0.5 and private.watch  # named in the rules file
+    support = rules.for_channel("C_SUPPORT", settings)
+    assert support.thresholds["relevancy"] == 2 and support.alert_channel == "C_ALERTS"
+    assert not support.quote_private and support.watch
+    assert not rules.for_channel("C_OFF", settings).watch
+    assert not rules.for_channel("C_OTHER", settings).watch  # not in RELMON_WATCHED_CHANNELS
+
+
+def test_rules_file_rejects_unknown_keys(tmp_path: Path) -> None:
+    rules_file = tmp_path / "rules.yml"
+    rules_file.write_text("channels:\n  C1:\n    treshold: 3\n")
+    with pytest.raises(ValidationError, match="treshold"):
+        ChannelRules.load(rules_file)
+
+
+def test_migrations_create_every_table_and_are_idempotent(database: Database) -> None:
+    database.migrate()  # a second run changes nothing
+    tables = set(inspect(database.engine).get_table_names())
+    assert {"pairs", "judgments", "alerts", "feedback", "digests", "daily_usage"} <= tables
+    assert pending_migrations(database.engine) == []
+
+
+def test_one_judgment_per_pair_and_judge(database: Database) -> None:
+    with database.session() as session:
+        pair = Pair(channel_id="C1", answer_ts="1.000001", answer_text="a", question_text="q")
+        session.add(pair)
+        session.flush()
+        session.add(Judgment(pair_id=pair.id, judge="relevancy", status="ok", score=4))
+        pair_id = pair.id
+    with pytest.raises(IntegrityError), database.session() as session:
+        session.add(Judgment(pair_id=pair_id, judge="relevancy", status="ok", score=1))
+    with database.session() as session:
+        assert len(session.scalars(select(Judgment)).all()) == 1
