@@ -1,0 +1,494 @@
+"""A local Slack Web API server for tests and benches: slack_sdk talks to it over real HTTP.
+
+    with FakeSlack() as slack:
+        client = WebClient(token="xoxb-test", base_url=slack.api_url)
+        slack.add_user("U1", "ana", "Ana Diaz")
+        client.users_info(user="U1")
+        assert slack.calls_to("users.info") == [{"user": "U1"}]
+
+Every call is recorded (`.calls`); state covers users, conversations, chat, files, views, auth and bots.
+`rate_limit(method, times, retry_after)` makes the next calls answer 429 with Retry-After.
+`response_url(key)` gives a URL whose posts land in `.responses[key]` (slash commands, shortcuts).
+Runnable alone: `python -m tests.fakes.slack_server --port N`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import threading
+import time
+from collections import defaultdict
+from contextlib import suppress
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+TEAM_ID = "T_TEST"
+RELMON_USER_ID = "U_RELMON"
+RELMON_BOT_ID = "B_RELMON"
+RELMON_APP_ID = "A_RELMON"
+
+
+@dataclass
+class Channel:
+    id: str
+    name: str
+    is_private: bool = False
+    members: list[str] = field(default_factory=list)
+
+
+class FakeSlack:
+    """A Slack Web API on 127.0.0.1 (a free port), served from a background thread."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        self._lock = threading.RLock()
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.users: dict[str, dict[str, Any]] = {}
+        self.bots: dict[str, dict[str, Any]] = {}
+        self.channels: dict[str, Channel] = {}
+        self.messages: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)  # channel -> ts -> message
+        self.ephemerals: list[dict[str, Any]] = []
+        self.views: list[dict[str, Any]] = []  # every opened, updated or published view, in order
+        self.published: dict[str, dict[str, Any]] = {}  # user_id -> last published home view
+        self.uploads: dict[str, bytes] = {}  # file_id -> bytes posted to its upload URL
+        self.files: dict[str, dict[str, Any]] = {}  # file_id -> metadata, once completed
+        self.responses: dict[str, list[Any]] = defaultdict(list)  # response_url key -> posted bodies
+        self._rate_limits: dict[str, list[int]] = {}  # method -> [remaining, retry_after]
+        self._ts_counter = itertools.count(1)
+        self._id_counter = itertools.count(1)
+        self._server = ThreadingHTTPServer((host, port), self._handler_class())
+        self._server.daemon_threads = True
+        self._thread: threading.Thread | None = None
+        self.add_user(RELMON_USER_ID, "relmon", "relmon", is_bot=True, bot_id=RELMON_BOT_ID)
+        self.add_bot(RELMON_BOT_ID, "relmon", app_id=RELMON_APP_ID, user_id=RELMON_USER_ID)
+
+    # Life cycle -------------------------------------------------------------------------------
+
+    @property
+    def port(self) -> int:
+        return self._server.server_address[1]
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def api_url(self) -> str:
+        return f"{self.base_url}/api/"
+
+    def start(self) -> FakeSlack:
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), name="fake-slack", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> FakeSlack:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # State set-up -----------------------------------------------------------------------------
+
+    def add_user(
+        self, user_id: str, name: str, real_name: str | None = None, *, is_bot: bool = False, bot_id: str | None = None
+    ) -> None:
+        with self._lock:
+            profile = {"real_name": real_name or name, "display_name": name}
+            if bot_id:
+                profile["bot_id"] = bot_id
+            self.users[user_id] = {
+                "id": user_id,
+                "team_id": TEAM_ID,
+                "name": name,
+                "real_name": real_name or name,
+                "is_bot": is_bot,
+                "deleted": False,
+                "profile": profile,
+            }
+
+    def add_bot(self, bot_id: str, name: str, *, app_id: str | None = None, user_id: str | None = None) -> None:
+        with self._lock:
+            self.bots[bot_id] = {"id": bot_id, "name": name, "app_id": app_id, "user_id": user_id, "deleted": False}
+
+    def add_channel(
+        self, channel_id: str, name: str, is_private: bool = False, members: list[str] | None = None
+    ) -> None:
+        with self._lock:
+            self.channels[channel_id] = Channel(channel_id, name, is_private, list(members or []))
+
+    def add_message(
+        self,
+        channel: str,
+        ts: str,
+        user: str | None = None,
+        text: str = "",
+        thread_ts: str | None = None,
+        *,
+        bot_id: str | None = None,
+        **extra: Any,
+    ) -> dict[str, Any]:
+        message: dict[str, Any] = {"type": "message", "ts": ts, "text": text, **extra}
+        if user:
+            message["user"] = user
+        if bot_id:
+            message["bot_id"] = bot_id
+        if thread_ts:
+            message["thread_ts"] = thread_ts
+        with self._lock:
+            self.messages[channel][ts] = message
+        return message
+
+    def rate_limit(self, method: str, times: int = 1, retry_after: int = 1) -> None:
+        """The next `times` calls to `method` answer 429 with this Retry-After (seconds)."""
+        with self._lock:
+            self._rate_limits[method] = [times, retry_after]
+
+    def response_url(self, key: str) -> str:
+        return f"{self.base_url}/response/{key}"
+
+    # Inspection -------------------------------------------------------------------------------
+
+    def calls_to(self, method: str) -> list[dict[str, Any]]:
+        with self._lock:
+            return [params for name, params in self.calls if name == method]
+
+    def posted(self, channel: str | None = None) -> list[dict[str, Any]]:
+        """Messages posted with chat.postMessage (optionally to one channel), in order."""
+        return [p for p in self.calls_to("chat.postMessage") if channel is None or p.get("channel") == channel]
+
+    def reset_calls(self) -> None:
+        with self._lock:
+            self.calls.clear()
+
+    def wait_for(self, method: str, count: int = 1, timeout: float = 10.0) -> list[dict[str, Any]]:
+        """Wait until `method` has been called at least `count` times; return its calls."""
+        deadline = time.monotonic() + timeout
+        while True:
+            calls = self.calls_to(method)
+            if len(calls) >= count or time.monotonic() > deadline:
+                return calls
+            time.sleep(0.02)
+
+    # The API ------------------------------------------------------------------------------------
+
+    def _next_ts(self) -> str:
+        return f"{int(time.time())}.{next(self._ts_counter):06d}"
+
+    def _take_rate_limit(self, method: str) -> int | None:
+        with self._lock:
+            limit = self._rate_limits.get(method)
+            if not limit or limit[0] <= 0:
+                return None
+            limit[0] -= 1
+            return limit[1]
+
+    def handle(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """Answer one API call (already recorded and authenticated)."""
+        handler = getattr(self, "_api_" + method.replace(".", "_"), None)
+        if handler is None:
+            return {"ok": False, "error": "unknown_method"}
+        with self._lock:
+            return handler(params)
+
+    def _api_api_test(self, params: dict) -> dict:
+        return {"ok": True, "args": params}
+
+    def _api_auth_test(self, params: dict) -> dict:
+        return {
+            "ok": True,
+            "url": "https://example.slack.com/",
+            "team": "Test Team",
+            "user": "relmon",
+            "team_id": TEAM_ID,
+            "user_id": RELMON_USER_ID,
+            "bot_id": RELMON_BOT_ID,
+            "is_enterprise_install": False,
+        }
+
+    def _api_bots_info(self, params: dict) -> dict:
+        bot = self.bots.get(params.get("bot", ""))
+        if bot is None:
+            return {"ok": False, "error": "bot_not_found"}
+        return {"ok": True, "bot": bot}
+
+    def _api_users_info(self, params: dict) -> dict:
+        user = self.users.get(params.get("user", ""))
+        if user is None:
+            return {"ok": False, "error": "user_not_found"}
+        return {"ok": True, "user": user}
+
+    def _channel_json(self, channel: Channel) -> dict:
+        return {
+            "id": channel.id,
+            "name": channel.name,
+            "is_channel": not channel.is_private,
+            "is_group": channel.is_private,
+            "is_private": channel.is_private,
+            "is_member": RELMON_USER_ID in channel.members,
+            "num_members": len(channel.members),
+        }
+
+    def _api_conversations_info(self, params: dict) -> dict:
+        channel = self.channels.get(params.get("channel", ""))
+        if channel is None:
+            return {"ok": False, "error": "channel_not_found"}
+        return {"ok": True, "channel": self._channel_json(channel)}
+
+    def _api_conversations_members(self, params: dict) -> dict:
+        channel = self.channels.get(params.get("channel", ""))
+        if channel is None:
+            return {"ok": False, "error": "channel_not_found"}
+        return {"ok": True, "members": list(channel.members), "response_metadata": {"next_cursor": ""}}
+
+    def _api_conversations_list(self, params: dict) -> dict:
+        return {
+            "ok": True,
+            "channels": [self._channel_json(c) for c in self.channels.values()],
+            "response_metadata": {"next_cursor": ""},
+        }
+
+    def _window(self, messages: list[dict], params: dict) -> list[dict]:
+        oldest, latest = params.get("oldest"), params.get("latest")
+        inclusive = str(params.get("inclusive", "")).lower() in ("1", "true")
+
+        def inside(ts: str) -> bool:
+            value = float(ts)
+            if oldest and (value < float(oldest) or (value == float(oldest) and not inclusive)):
+                return False
+            return not (latest and (value > float(latest) or (value == float(latest) and not inclusive)))
+
+        return [m for m in messages if inside(m["ts"])]
+
+    def _api_conversations_history(self, params: dict) -> dict:
+        channel = params.get("channel", "")
+        if channel not in self.channels and channel not in self.messages:
+            return {"ok": False, "error": "channel_not_found"}
+        top = [m for m in self.messages[channel].values() if m.get("thread_ts") in (None, m["ts"])]
+        top = sorted(self._window(top, params), key=lambda m: float(m["ts"]), reverse=True)  # newest first
+        limit = int(params.get("limit") or 100)
+        return {"ok": True, "messages": top[:limit], "has_more": len(top) > limit}
+
+    def _api_conversations_replies(self, params: dict) -> dict:
+        channel, thread = params.get("channel", ""), params.get("ts", "")
+        thread_messages = [
+            m for m in self.messages[channel].values() if m["ts"] == thread or m.get("thread_ts") == thread
+        ]
+        if not thread_messages:
+            return {"ok": False, "error": "thread_not_found"}
+        root = [m for m in thread_messages if m["ts"] == thread]
+        replies = sorted(self._window([m for m in thread_messages if m["ts"] != thread], params), key=_ts_key)
+        limit = int(params.get("limit") or 1000)
+        return {"ok": True, "messages": (root + replies)[:limit], "has_more": len(root + replies) > limit}
+
+    def _api_chat_postMessage(self, params: dict) -> dict:
+        channel = params.get("channel", "")
+        ts = self._next_ts()
+        message = {
+            "type": "message",
+            "ts": ts,
+            "text": params.get("text", ""),
+            "user": RELMON_USER_ID,
+            "bot_id": RELMON_BOT_ID,
+        }
+        for key in ("blocks", "attachments", "thread_ts", "metadata"):
+            if params.get(key) is not None:
+                message[key] = _maybe_json(params[key])
+        self.messages[channel][ts] = message
+        return {"ok": True, "channel": channel, "ts": ts, "message": message}
+
+    def _api_chat_update(self, params: dict) -> dict:
+        channel, ts = params.get("channel", ""), params.get("ts", "")
+        message = self.messages.get(channel, {}).get(ts)
+        if message is None:
+            return {"ok": False, "error": "message_not_found"}
+        for key in ("text", "blocks", "attachments"):
+            if params.get(key) is not None:
+                message[key] = _maybe_json(params[key])
+        return {"ok": True, "channel": channel, "ts": ts, "text": message.get("text", ""), "message": message}
+
+    def _api_chat_delete(self, params: dict) -> dict:
+        channel, ts = params.get("channel", ""), params.get("ts", "")
+        if self.messages.get(channel, {}).pop(ts, None) is None:
+            return {"ok": False, "error": "message_not_found"}
+        return {"ok": True, "channel": channel, "ts": ts}
+
+    def _api_chat_postEphemeral(self, params: dict) -> dict:
+        self.ephemerals.append(params)
+        return {"ok": True, "message_ts": self._next_ts()}
+
+    def _api_chat_getPermalink(self, params: dict) -> dict:
+        channel, ts = params.get("channel", ""), params.get("message_ts", "")
+        return {
+            "ok": True,
+            "channel": channel,
+            "permalink": f"https://example.slack.com/archives/{channel}/p{ts.replace('.', '')}",
+        }
+
+    def _api_files_getUploadURLExternal(self, params: dict) -> dict:
+        file_id = f"F{next(self._id_counter):08d}"
+        return {"ok": True, "upload_url": f"{self.base_url}/upload/{file_id}", "file_id": file_id}
+
+    def _api_files_completeUploadExternal(self, params: dict) -> dict:
+        files = _maybe_json(params.get("files", "[]"))
+        completed = []
+        for item in files:
+            file_id = item.get("id")
+            if file_id not in self.uploads:
+                return {"ok": False, "error": "file_not_found"}
+            record = {
+                "id": file_id,
+                "title": item.get("title"),
+                "size": len(self.uploads[file_id]),
+                "channels": [params["channel_id"]] if params.get("channel_id") else [],
+                "initial_comment": params.get("initial_comment"),
+                "thread_ts": params.get("thread_ts"),
+            }
+            self.files[file_id] = record
+            completed.append(record)
+        return {"ok": True, "files": completed}
+
+    def _view(self, params: dict, kind: str) -> dict:
+        view = _maybe_json(params.get("view", "{}"))
+        view_id = params.get("view_id") or f"V{next(self._id_counter):08d}"
+        record = {"id": view_id, "kind": kind, **view}
+        self.views.append(record)
+        return {"ok": True, "view": record}
+
+    def _api_views_open(self, params: dict) -> dict:
+        if not params.get("trigger_id"):
+            return {"ok": False, "error": "invalid_trigger_id"}
+        return self._view(params, "open")
+
+    def _api_views_update(self, params: dict) -> dict:
+        return self._view(params, "update")
+
+    def _api_views_push(self, params: dict) -> dict:
+        return self._view(params, "push")
+
+    def _api_views_publish(self, params: dict) -> dict:
+        answer = self._view(params, "publish")
+        self.published[params.get("user_id", "")] = answer["view"]
+        return answer
+
+    # HTTP -------------------------------------------------------------------------------------
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:  # quiet
+                pass
+
+            def _read(self) -> bytes:
+                length = int(self.headers.get("Content-Length") or 0)
+                return self.rfile.read(length) if length else b""
+
+            def _send(self, status: int, body: dict | str, headers: dict[str, str] | None = None) -> None:
+                data = (json.dumps(body) if isinstance(body, dict) else body).encode()
+                self.send_response(status)
+                content_type = "application/json; charset=utf-8" if isinstance(body, dict) else "text/plain"
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(data)))
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:
+                self._dispatch(b"")
+
+            def do_POST(self) -> None:
+                self._dispatch(self._read())
+
+            def _dispatch(self, body: bytes) -> None:
+                parts = urlsplit(self.path)
+                if parts.path.startswith("/upload/"):
+                    file_id = parts.path.removeprefix("/upload/")
+                    with fake._lock:
+                        fake.uploads[file_id] = body
+                    self._send(200, f"OK - {len(body)}")
+                    return
+                if parts.path.startswith("/response/"):
+                    key = parts.path.removeprefix("/response/")
+                    with suppress(ValueError):
+                        body = json.loads(body)
+                    with fake._lock:
+                        fake.responses[key].append(body)
+                    self._send(200, {"ok": True})
+                    return
+                if not parts.path.startswith("/api/"):
+                    self._send(404, {"ok": False, "error": "not_found"})
+                    return
+                method = parts.path.removeprefix("/api/")
+                try:
+                    params = _parse_params(self.headers.get("Content-Type", ""), body, parts.query)
+                except ValueError:
+                    self._send(200, {"ok": False, "error": "invalid_form_data"})
+                    return
+                token = params.pop("token", None)
+                auth = self.headers.get("Authorization", "")
+                if auth.startswith("Bearer "):
+                    token = auth.removeprefix("Bearer ")
+                with fake._lock:
+                    fake.calls.append((method, params))
+                if method != "api.test" and not token:
+                    self._send(200, {"ok": False, "error": "not_authed"})
+                    return
+                retry_after = fake._take_rate_limit(method)
+                if retry_after is not None:
+                    self._send(429, {"ok": False, "error": "ratelimited"}, {"Retry-After": str(retry_after)})
+                    return
+                self._send(200, fake.handle(method, params))
+
+        return Handler
+
+
+def _ts_key(message: dict) -> float:
+    return float(message["ts"])
+
+
+def _maybe_json(value: Any) -> Any:
+    """Form bodies carry blocks and views as JSON strings; JSON bodies carry them as objects."""
+    if isinstance(value, str) and value[:1] in ("[", "{"):
+        with suppress(ValueError):
+            return json.loads(value)
+    return value
+
+
+def _parse_params(content_type: str, body: bytes, query: str) -> dict[str, Any]:
+    params: dict[str, Any] = {k: v[-1] for k, v in parse_qs(query).items()}
+    if not body:
+        return params
+    if content_type.startswith("application/json"):
+        data = json.loads(body)
+        if not isinstance(data, dict):
+            raise ValueError("JSON body must be an object")
+        params.update(data)
+    else:
+        params.update({k: v[-1] for k, v in parse_qs(body.decode("utf-8"), keep_blank_values=True).items()})
+    return params
+
+
+def main() -> None:  # pragma: no cover - manual use
+    parser = argparse.ArgumentParser(description="Serve a fake Slack Web API")
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args()
+    with FakeSlack(port=args.port) as fake:
+        print(f"fake Slack at {fake.api_url}", flush=True)
+        with suppress(KeyboardInterrupt):
+            threading.Event().wait()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,109 @@
+"""The fake Slack Web API answers the real slack_sdk over HTTP the way Slack does."""
+
+from __future__ import annotations
+
+import time
+
+import httpx
+import pytest
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
+from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler
+
+from tests.fakes.slack_server import FakeSlack
+
+
+@pytest.fixture
+def slack():
+    with FakeSlack() as fake:
+        yield fake
+
+
+@pytest.fixture
+def client(slack: FakeSlack) -> WebClient:
+    return WebClient(token="xoxb-test", base_url=slack.api_url, timeout=5)
+
+
+def test_auth_test_names_relmon(client: WebClient) -> None:
+    answer = client.auth_test()
+    assert (answer["team_id"], answer["user_id"], answer["bot_id"]) == ("T_TEST", "U_RELMON", "B_RELMON")
+
+
+def test_missing_token_is_not_authed(slack: FakeSlack) -> None:
+    with pytest.raises(SlackApiError) as error:
+        WebClient(token=None, base_url=slack.api_url).users_info(user="U1")
+    assert error.value.response["error"] == "not_authed"
+
+
+def test_users_and_bots(slack: FakeSlack, client: WebClient) -> None:
+    slack.add_user("U1", "ana", "Ana Diaz")
+    slack.add_bot("B9", "helper", app_id="A9", user_id="U9")
+    assert client.users_info(user="U1")["user"]["real_name"] == "Ana Diaz"
+    assert client.bots_info(bot="B9")["bot"]["app_id"] == "A9"
+    with pytest.raises(SlackApiError):
+        client.users_info(user="U404")
+    assert slack.calls_to("users.info") == [{"user": "U1"}, {"user": "U404"}]
+
+
+def test_conversations(slack: FakeSlack, client: WebClient) -> None:
+    slack.add_channel("C1", "support", members=["U1", "U_RELMON"])
+    slack.add_channel("G1", "secret", is_private=True, members=["U1"])
+    slack.add_message("C1", "100.000001", user="U1", text="first question")
+    slack.add_message("C1", "101.000001", user="U1", text="thread root")
+    slack.add_message("C1", "102.000001", user="U1", text="in thread", thread_ts="101.000001")
+    slack.add_message("C1", "103.000001", bot_id="B9", text="answer", thread_ts="101.000001")
+
+    assert client.conversations_info(channel="G1")["channel"]["is_private"] is True
+    assert client.conversations_members(channel="C1")["members"] == ["U1", "U_RELMON"]
+    history = client.conversations_history(channel="C1", latest="101.5", inclusive=True)["messages"]
+    assert [m["text"] for m in history] == ["thread root", "first question"]
+    replies = client.conversations_replies(channel="C1", ts="101.000001")["messages"]
+    assert [m["text"] for m in replies] == ["thread root", "in thread", "answer"]
+
+
+def test_chat_methods_json_and_form(slack: FakeSlack, client: WebClient) -> None:
+    posted = client.chat_postMessage(channel="C1", text="hello", blocks=[{"type": "divider"}])
+    assert posted["ts"]
+    client.chat_update(channel="C1", ts=posted["ts"], text="hello again")
+    assert slack.messages["C1"][posted["ts"]]["text"] == "hello again"
+    assert slack.messages["C1"][posted["ts"]]["blocks"] == [{"type": "divider"}]
+    client.chat_postEphemeral(channel="C1", user="U1", text="psst")
+    assert slack.ephemerals[0]["text"] == "psst"
+    link = client.chat_getPermalink(channel="C1", message_ts="123.456")["permalink"]
+    assert link == "https://example.slack.com/archives/C1/p123456"
+    assert [p["text"] for p in slack.posted("C1")] == ["hello"]
+
+
+def test_files_upload_v2(slack: FakeSlack, client: WebClient) -> None:
+    answer = client.files_upload_v2(channel="C1", filename="chart.png", content=b"\x89PNG-bytes", title="Chart")
+    file_id = answer["files"][0]["id"]
+    assert slack.uploads[file_id] == b"\x89PNG-bytes"
+    assert slack.files[file_id]["channels"] == ["C1"]
+
+
+def test_views(slack: FakeSlack, client: WebClient) -> None:
+    client.views_open(trigger_id="123.abc", view={"type": "modal", "title": {"type": "plain_text", "text": "x"}})
+    client.views_publish(user_id="U1", view={"type": "home", "blocks": []})
+    assert slack.published["U1"]["type"] == "home"
+    assert [v["kind"] for v in slack.views] == ["open", "publish"]
+
+
+def test_rate_limit_with_retry_after(slack: FakeSlack, client: WebClient) -> None:
+    slack.rate_limit("users.info", times=1, retry_after=1)
+    with pytest.raises(SlackApiError) as error:
+        client.users_info(user="U_RELMON")
+    assert error.value.response.status_code == 429
+    assert error.value.response.headers["Retry-After"] == "1"
+
+    slack.rate_limit("users.info", times=1, retry_after=1)
+    patient = WebClient(token="xoxb-test", base_url=slack.api_url, timeout=5)
+    patient.retry_handlers.append(RateLimitErrorRetryHandler(max_retry_count=2))
+    started = time.monotonic()
+    assert patient.users_info(user="U_RELMON")["ok"]
+    assert time.monotonic() - started >= 1.0
+
+
+def test_response_urls_record_posts(slack: FakeSlack) -> None:
+    url = slack.response_url("cmd-1")
+    httpx.post(url, json={"text": "verdict", "response_type": "ephemeral"}, timeout=5)
+    assert slack.responses["cmd-1"] == [{"text": "verdict", "response_type": "ephemeral"}]
