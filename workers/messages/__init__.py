@@ -1,0 +1,1 @@
+"""Block Kit rendering of what relmon posts: pure functions from plain data to `{"text", "blocks"}`."""
