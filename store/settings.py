@@ -78,6 +78,11 @@ class Settings(BaseSettings):
     default_judges: CommaList = Field(default_factory=lambda: ["relevancy"], **_env("RELMON_JUDGES"))
     sample_rate: float = Field(1.0, ge=0, le=1, **_env("RELMON_SAMPLE_RATE"))
     daily_budget: int = Field(10_000, ge=0, **_env("RELMON_DAILY_BUDGET"))
+    # First delay before a transient LLM failure is retried in Celery; doubles on each retry (with jitter).
+    retry_base_seconds: float = Field(2.0, gt=0, le=60, **_env("RELMON_RETRY_BASE_SECONDS"))
+    # Redis hands an unacknowledged task (its worker died) to another worker after this long. It must exceed
+    # every countdown and retry delay; lower it only in tests, to see a killed worker's tasks come back sooner.
+    visibility_timeout_seconds: int = Field(2 * 60 * 60, ge=1, **_env("RELMON_VISIBILITY_TIMEOUT"))
 
     # Alerts
     threshold: int = Field(2, ge=0, le=4, **_env("RELMON_THRESHOLD"))

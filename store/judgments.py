@@ -1,0 +1,161 @@
+"""Judgment queries: idempotent insert (one row per pair and judge), the durable cache, pair status changes made
+by the judging pipeline, stale-pair lookup for the sweeper, and the export query."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
+
+from store.models import Judgment, JudgmentStatus, Pair, PairStatus
+
+CACHEABLE_STATUSES = (JudgmentStatus.OK, JudgmentStatus.NULL)
+
+# Columns a cached judgment copies from the original (tokens, latency and cost stay with the original call).
+CACHED_FIELDS = (
+    "status",
+    "score",
+    "max_score",
+    "normalized_score",
+    "reasoning",
+    "model",
+    "raw_output",
+    "prompt_version",
+    "error",
+    "cache_key",
+)
+
+
+def stored_judges(session: Session, pair_id: int) -> dict[str, int]:
+    """Judge name -> judgment id, for the judgments already stored for a pair."""
+    rows = session.execute(select(Judgment.judge, Judgment.id).where(Judgment.pair_id == pair_id))
+    return {judge: judgment_id for judge, judgment_id in rows}
+
+
+def find_cached(session: Session, cache_key: str) -> dict[str, Any] | None:
+    """The fields of an earlier usable judgment with this cache key (same judge, model, prompt and texts)."""
+    columns = [getattr(Judgment, name) for name in CACHED_FIELDS]
+    row = session.execute(
+        select(*columns)
+        .where(Judgment.cache_key == cache_key, Judgment.status.in_(CACHEABLE_STATUSES))
+        .order_by(Judgment.id)
+        .limit(1)
+    ).first()
+    return dict(row._mapping) if row is not None else None
+
+
+def insert_judgment(session: Session, values: dict[str, Any]) -> tuple[int, bool]:
+    """Store a judgment unless the pair already has one from this judge. Returns (id, whether it is new).
+
+    INSERT ... ON CONFLICT DO NOTHING on the (pair_id, judge) key: a redelivered or duplicated task meets the
+    row its twin stored and adds nothing (no exception, no second row, on SQLite and PostgreSQL alike)."""
+    dialect = session.get_bind().dialect.name
+    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    statement = (
+        insert(Judgment)
+        .values(**values)
+        .on_conflict_do_nothing(index_elements=["pair_id", "judge"])
+        .returning(Judgment.id)
+    )
+    new_id = session.execute(statement).scalar()
+    if new_id is not None:
+        return new_id, True
+    existing = session.scalar(
+        select(Judgment.id).where(Judgment.pair_id == values["pair_id"], Judgment.judge == values["judge"])
+    )
+    assert existing is not None, "conflict on (pair_id, judge) without a row"
+    return existing, False
+
+
+def set_pair_status(session: Session, pair_id: int, status: str, *, only_from: Iterable[str]) -> bool:
+    """Move a pair to `status` if it is still in one of `only_from` (a settle or an edit may have moved it)."""
+    result = session.execute(
+        update(Pair)
+        .where(Pair.id == pair_id, Pair.status.in_(list(only_from)))
+        .values(status=status)
+        .execution_options(synchronize_session=False)
+    )
+    return result.rowcount == 1
+
+
+def stale_pairs(session: Session, *, pending_before: datetime, settling_before: datetime, limit: int) -> list[Pair]:
+    """Pairs that should have moved on by now: pending (a judge task was lost) or settling (a settle task was)."""
+    pending = (Pair.status == PairStatus.PENDING) & (Pair.updated_at < pending_before)
+    settling = (Pair.status == PairStatus.SETTLING) & (Pair.updated_at < settling_before)
+    return list(session.scalars(select(Pair).where(pending | settling).order_by(Pair.id).limit(limit)))
+
+
+def touch_pairs(session: Session, pair_ids: list[int], now: datetime) -> None:
+    """Mark pairs as just re-enqueued, so the next sweep leaves them alone for another period."""
+    if pair_ids:
+        session.execute(
+            update(Pair)
+            .where(Pair.id.in_(pair_ids))
+            .values(updated_at=now)
+            .execution_options(synchronize_session=False)
+        )
+
+
+EXPORT_COLUMNS = (
+    "judgment_id",
+    "pair_id",
+    "source",
+    "channel_id",
+    "message_ts",
+    "thread_ts",
+    "question",
+    "answer",
+    "judge",
+    "status",
+    "score",
+    "max_score",
+    "normalized_score",
+    "reasoning",
+    "error",
+    "model",
+    "prompt_tokens",
+    "completion_tokens",
+    "latency_ms",
+    "cached",
+    "created_at",
+)
+
+
+def export_rows(session: Session, *, since: datetime | None = None, batch: int = 500) -> Iterator[dict[str, Any]]:
+    """Every stored judgment with its pair, oldest first, streamed in batches (server-side cursor on PostgreSQL)."""
+    statement = (
+        select(
+            Judgment.id.label("judgment_id"),
+            Pair.id.label("pair_id"),
+            Pair.source,
+            Pair.channel_id,
+            Pair.answer_ts.label("message_ts"),
+            Pair.thread_ts,
+            Pair.question_text.label("question"),
+            Pair.answer_text.label("answer"),
+            Judgment.judge,
+            Judgment.status,
+            Judgment.score,
+            Judgment.max_score,
+            Judgment.normalized_score,
+            Judgment.reasoning,
+            Judgment.error,
+            Judgment.model,
+            Judgment.prompt_tokens,
+            Judgment.completion_tokens,
+            Judgment.latency_ms,
+            Judgment.cached,
+            Judgment.created_at,
+        )
+        .join(Pair, Pair.id == Judgment.pair_id)
+        .order_by(Judgment.id)
+        .execution_options(yield_per=batch)
+    )
+    if since is not None:
+        statement = statement.where(Judgment.created_at >= since)
+    for row in session.execute(statement):
+        yield dict(row._mapping)

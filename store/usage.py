@@ -1,0 +1,60 @@
+"""The daily LLM-call counter behind the budget. Each statement is atomic on its own, so concurrent workers
+(threads or processes, SQLite or PostgreSQL) can never spend more than the budget or post two notices."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from sqlalchemy import select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
+
+from store.models import DailyUsage
+
+
+def _insert_day_if_missing(session: Session, day: date) -> None:
+    dialect = session.get_bind().dialect.name
+    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    statement = insert(DailyUsage).values(day=day, llm_calls=0, budget_notice_sent=False)
+    session.execute(statement.on_conflict_do_nothing(index_elements=["day"]))
+
+
+def claim_llm_call(session: Session, day: date, budget: int) -> bool:
+    """Count one LLM call against `day` if the budget allows it; False when the budget is spent."""
+    claim = (
+        update(DailyUsage)
+        .where(DailyUsage.day == day, DailyUsage.llm_calls < budget)
+        .values(llm_calls=DailyUsage.llm_calls + 1)
+        .execution_options(synchronize_session=False)
+    )
+    if session.execute(claim).rowcount == 1:
+        return True
+    # Either the budget is spent or the day has no row yet: create it (a racing worker may too) and try again.
+    _insert_day_if_missing(session, day)
+    return session.execute(claim).rowcount == 1
+
+
+def claim_budget_notice(session: Session, day: date) -> bool:
+    """True for exactly one caller per day: that caller posts the 'budget spent' notice."""
+    _insert_day_if_missing(session, day)
+    claim = (
+        update(DailyUsage)
+        .where(DailyUsage.day == day, DailyUsage.budget_notice_sent.is_(False))
+        .values(budget_notice_sent=True)
+        .execution_options(synchronize_session=False)
+    )
+    return session.execute(claim).rowcount == 1
+
+
+def release_budget_notice(session: Session, day: date) -> None:
+    """Give the claim back after a failed post, so a later skipped pair can try again."""
+    session.execute(
+        update(DailyUsage)
+        .where(DailyUsage.day == day)
+        .values(budget_notice_sent=False)
+        .execution_options(synchronize_session=False)
+    )
+
+
+def calls_on(session: Session, day: date) -> int:
+    return session.scalar(select(DailyUsage.llm_calls).where(DailyUsage.day == day)) or 0

@@ -1,0 +1,82 @@
+"""`relmon export`: stored judgments with their pairs, as JSON lines or CSV, streamed (constant memory)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, date, datetime
+from typing import IO, Any
+
+from store.db import Database
+from store.judgments import EXPORT_COLUMNS, export_rows
+from store.settings import Settings
+
+
+def parse_since(text: str | None) -> datetime | None:
+    """YYYY-MM-DD (midnight UTC) or a full ISO timestamp; None for no lower bound."""
+    if not text:
+        return None
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        moment = datetime.combine(date.fromisoformat(text), datetime.min.time())
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def plain(row: dict[str, Any]) -> dict[str, Any]:
+    """JSON/CSV-ready values: timestamps as ISO 8601 in UTC (SQLite returns them without a zone)."""
+    out = dict(row)
+    created = out.get("created_at")
+    if isinstance(created, datetime):
+        created = created if created.tzinfo else created.replace(tzinfo=UTC)
+        out["created_at"] = created.astimezone(UTC).isoformat()
+    return out
+
+
+def write_jsonl(rows: Iterable[dict[str, Any]], out: IO[str]) -> int:
+    count = 0
+    for row in rows:
+        out.write(json.dumps(plain(row), ensure_ascii=False) + "\n")
+        count += 1
+    return count
+
+
+def write_csv(rows: Iterable[dict[str, Any]], out: IO[str]) -> int:
+    writer = csv.DictWriter(out, fieldnames=list(EXPORT_COLUMNS), extrasaction="ignore")
+    writer.writeheader()
+    count = 0
+    for row in rows:
+        writer.writerow(plain(row))
+        count += 1
+    return count
+
+
+@contextmanager
+def _output(path: str | None) -> Iterator[IO[str]]:
+    if not path or path == "-":
+        yield sys.stdout
+        sys.stdout.flush()
+        return
+    with open(path, "w", encoding="utf-8", newline="") as handle:
+        yield handle
+
+
+def run_export(args, settings: Settings) -> int:
+    try:
+        since = parse_since(getattr(args, "since", None))
+    except ValueError:
+        print(f"relmon export: --since must be a date such as 2025-01-31, not {args.since!r}", file=sys.stderr)
+        return 2
+    database = Database(settings.resolved_database_url, pool_size=1)
+    try:
+        database.migrate()  # an empty or older database exports what it has
+        writer = write_csv if args.format == "csv" else write_jsonl
+        with database.session() as session, _output(getattr(args, "output", None)) as out:
+            count = writer(export_rows(session, since=since), out)
+    finally:
+        database.dispose()
+    print(f"relmon export: {count} judgment(s)", file=sys.stderr)
+    return 0

@@ -1,0 +1,111 @@
+"""`relmon worker` and `relmon beat`: start-up order matters (broker, schema, tasks, logging, runtime, then work)."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+
+from store.db import Database
+from store.settings import Settings
+from workers import celery_app
+from workers.runtime import Runtime, set_runtime
+from workers.telemetry import setup_logging
+
+log = logging.getLogger("relmon.worker")
+
+# Every task module; some are written by other parts of the project and may not exist in a given build.
+_process_state: dict[str, object] = {}
+
+TASK_MODULES = (
+    "workers.tasks.judging",
+    "workers.tasks.capture",
+    "workers.tasks.slack",
+    "workers.tasks.digest",
+    "workers.tasks.maintenance",
+)
+
+
+def import_task_modules() -> list[str]:
+    """Import the task modules that exist (registering their tasks on the app); return their names."""
+    loaded = []
+    for name in TASK_MODULES:
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError as error:
+            if error.name != name:  # the module exists but something it imports does not: a real error
+                raise
+            continue
+        loaded.append(name)
+    return loaded
+
+
+def _start_embedded_redis(settings: Settings):
+    """No REDIS_URL: the embedded Redis in the data folder (ops' module), when this build has it."""
+    if settings.redis_url:
+        return None
+    try:
+        embedded = importlib.import_module("workers.embedded_redis")
+    except ModuleNotFoundError as error:
+        if error.name != "workers.embedded_redis":
+            raise
+        return None
+    return embedded.ensure_embedded_redis(settings)
+
+
+def prepare(settings: Settings, component: str) -> Runtime:
+    """What the worker and beat share: logging, broker, schema, Celery configuration, tasks, runtime."""
+    setup_logging(settings, component)
+    redis_handle = _start_embedded_redis(settings)
+    database = Database(settings.resolved_database_url, pool_size=min(settings.worker_concurrency, 20))
+    database.migrate()
+    database.dispose()
+    celery_app.configure(settings)
+    modules = import_task_modules()
+    runtime = Runtime(settings)
+    set_runtime(runtime)
+    _process_state["embedded_redis"] = redis_handle  # referenced for the life of the process
+    log.info("task modules loaded", extra={"modules": modules})
+    return runtime
+
+
+def run_worker(settings: Settings) -> int:
+    """A Celery worker on both queues: a threads pool (many LLM calls in flight), concurrency from settings."""
+    prepare(settings, "worker")
+    worker = celery_app.celery.Worker(
+        pool_cls="threads",
+        concurrency=settings.worker_concurrency,
+        queues=[celery_app.QUEUE_JUDGE, celery_app.QUEUE_SLACK],
+        loglevel=settings.log_level.upper(),
+        hostname=None,
+        optimization="fair",
+    )
+    worker.start()
+    return int(worker.exitcode or 0)
+
+
+def beat_schedule(settings: Settings) -> dict:
+    """The digest engineer's schedule when it exists (it includes the sweeper), else the sweeper alone."""
+    from workers.tasks.judging import SWEEP_SCHEDULE
+
+    try:
+        schedule_module = importlib.import_module("workers.schedule")
+    except ModuleNotFoundError as error:
+        if error.name != "workers.schedule":
+            raise
+        return dict(SWEEP_SCHEDULE)
+    schedule = dict(schedule_module.beat_schedule(settings))
+    for name, entry in SWEEP_SCHEDULE.items():
+        schedule.setdefault(name, entry)
+    return schedule
+
+
+def run_beat(settings: Settings) -> int:
+    """The scheduler. Run exactly one; its state file lives in the data folder."""
+    prepare(settings, "beat")
+    app = celery_app.celery
+    app.conf.beat_schedule = beat_schedule(settings)
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    schedule_file = (settings.data_dir / "celerybeat-schedule").resolve()
+    beat = app.Beat(schedule=str(schedule_file), loglevel=settings.log_level.upper())
+    beat.run()
+    return 0

@@ -1,0 +1,292 @@
+"""judge_pair: judge one settled pair with every judge in force, exactly once per judge, and hand the results on.
+
+Safe to run any number of times for the same pair (redelivery after a worker died, a duplicate enqueue, the stale
+sweeper): each judgment is inserted with ON CONFLICT DO NOTHING on (pair_id, judge), so only the first stores a row.
+The order of checks for each judge: already stored? → sampled out? → durable cache → daily budget → LLM.
+(A cache hit spends no LLM call, so it is looked up before the budget is charged.)
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from celery.signals import task_failure
+
+from judges import TransientLLMError, get_judge
+from store.judgments import (
+    find_cached,
+    insert_judgment,
+    set_pair_status,
+    stale_pairs,
+    stored_judges,
+    touch_pairs,
+)
+from store.models import JudgmentStatus, Pair, PairStatus
+from workers import budget, sampling
+from workers.celery_app import MAX_TASK_DELAY_SECONDS, celery
+from workers.runtime import Runtime, get_runtime
+
+log = logging.getLogger("relmon.judging")
+
+MAX_LLM_RETRIES = 6  # 7 attempts in all: ~2 minutes of backoff at the default 2 s base
+RETRY_CAP_SECONDS = 60.0  # no single delay longer than this (far under MAX_TASK_DELAY_SECONDS)
+STALE_AFTER = timedelta(minutes=10)  # a pair pending this long lost its task (or waits behind a huge backlog)
+SWEEP_LIMIT = 500
+TASK_CONSIDER_ALERT = "workers.tasks.slack.consider_alert"
+TASK_DELIVER_VERDICT = "workers.tasks.slack.deliver_verdict"
+TASK_SETTLE_PAIR = "workers.tasks.capture.settle_pair"
+
+# Beat entry for the sweeper (merged into workers.schedule.beat_schedule).
+SWEEP_SCHEDULE = {
+    "relmon-requeue-stale": {
+        "task": "workers.tasks.judging.requeue_stale",
+        "schedule": 5 * 60.0,
+        "options": {"expires": 4 * 60},  # a sweep that waited past the next one is useless
+    }
+}
+
+assert RETRY_CAP_SECONDS * 1.25 < MAX_TASK_DELAY_SECONDS
+
+
+# Pure rules ------------------------------------------------------------------------------------------------
+
+
+def retry_delay(
+    retries: int, base: float, *, cap: float = RETRY_CAP_SECONDS, rng: random.Random | None = None
+) -> float:
+    """Exponential backoff with jitter: base, 2·base, 4·base … (at most `cap`), each stretched by up to 25% at
+    random so that tasks which failed together (a 429 burst) do not come back together."""
+    delay = min(cap, base * 2**retries)
+    return delay * (1.0 + 0.25 * (rng or random).random())
+
+
+def judges_in_force(pair_judges: list[str] | None, rule_judges: list[str], has_reference: bool) -> list[str]:
+    """The pair's own list (on-demand requests name their judge) or the channel's; judges that compare with a
+    reference answer only when the pair has one. Order kept, duplicates dropped."""
+    names = pair_judges if pair_judges else rule_judges
+    chosen: list[str] = []
+    for name in names:
+        if name in chosen:
+            continue
+        if get_judge(name).needs_reference and not has_reference:
+            continue
+        chosen.append(name)
+    return chosen
+
+
+def judgment_status(verdict_status: str) -> str:
+    """Verdict status → stored status. 'empty' (nothing to judge, no LLM call) cannot be graded: stored as null."""
+    if verdict_status == "empty":
+        return JudgmentStatus.NULL
+    return verdict_status
+
+
+def verdict_values(verdict, *, pair_id: int, cache_key: str) -> dict[str, Any]:
+    return {
+        "pair_id": pair_id,
+        "judge": verdict.judge,
+        "status": judgment_status(verdict.status),
+        "score": verdict.score,
+        "max_score": verdict.max_score,
+        "normalized_score": verdict.normalized_score,
+        "reasoning": verdict.reasoning,
+        "model": verdict.model,
+        "prompt_tokens": verdict.prompt_tokens or 0,
+        "completion_tokens": verdict.completion_tokens or 0,
+        "latency_ms": verdict.latency_ms or 0.0,
+        "raw_output": verdict.raw_output,
+        "prompt_version": verdict.prompt_version,
+        "error": verdict.error,
+        "cache_key": cache_key,
+        "cached": bool(verdict.cached),
+    }
+
+
+def gave_up_values(judge, *, pair_id: int, cache_key: str, model: str, attempts: int, error: Exception) -> dict:
+    return {
+        "pair_id": pair_id,
+        "judge": judge.name,
+        "status": JudgmentStatus.ERROR,
+        "max_score": judge.max_score,
+        "model": model,
+        "prompt_version": judge.prompt_version,
+        "error": f"LLM unavailable after {attempts} attempts: {error}"[:2000],
+        "cache_key": cache_key,
+    }
+
+
+# The task --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PairView:
+    """What judging needs from a pair, read once (plain data: no session kept across the LLM call)."""
+
+    id: int
+    status: str
+    source: str
+    channel_id: str | None
+    answer_ts: str | None
+    question: str
+    answer: str
+    reference: str | None
+    judges: list[str] | None
+
+    @classmethod
+    def of(cls, pair: Pair) -> PairView:
+        return cls(
+            id=pair.id,
+            status=pair.status,
+            source=pair.source or "capture",
+            channel_id=pair.channel_id,
+            answer_ts=pair.answer_ts,
+            question=pair.question_text or "",
+            answer=pair.answer_text or "",
+            reference=pair.reference_text or None,
+            judges=list(pair.judges) if pair.judges else None,
+        )
+
+    @property
+    def on_demand(self) -> bool:
+        return self.source in sampling.ON_DEMAND_SOURCES
+
+
+@celery.task(name="workers.tasks.judging.judge_pair", bind=True, max_retries=MAX_LLM_RETRIES)
+def judge_pair(self, pair_id: int, resumed: bool = False) -> str:
+    """Judge one pair. `resumed` (set by the stale sweeper) means an earlier run may have stopped half-way."""
+    runtime = get_runtime()
+    redelivered = bool((self.request.delivery_info or {}).get("redelivered")) or resumed
+    return _judge(self, runtime, pair_id, redelivered=redelivered)
+
+
+def _judge(task, runtime: Runtime, pair_id: int, *, redelivered: bool) -> str:
+    settings = runtime.settings
+    db = runtime.db
+    with db.session() as session:
+        row = session.get(Pair, pair_id)
+        if row is None:
+            log.warning("pair not found", extra={"pair_id": pair_id})
+            return "missing"
+        pair = PairView.of(row)
+        stored = stored_judges(session, pair_id)
+
+    # A judged pair is done, unless this message came back after a worker died between storing and handing on.
+    if pair.status != PairStatus.PENDING and not (pair.status == PairStatus.JUDGED and redelivered):
+        return pair.status
+
+    rule = runtime.rules.for_channel(pair.channel_id, settings)
+    wanted = judges_in_force(pair.judges, rule.judges, pair.reference is not None)
+    todo = [name for name in wanted if name not in stored]
+
+    if (
+        todo
+        and not stored
+        and not sampling.is_sampled_in(pair.channel_id, pair.answer_ts, rule.sample_rate, source=pair.source)
+    ):
+        with db.session() as session:
+            set_pair_status(session, pair_id, PairStatus.SKIPPED_SAMPLING, only_from=[PairStatus.PENDING])
+        return PairStatus.SKIPPED_SAMPLING
+
+    # Rows an interrupted earlier run stored may never have been handed on: hand them on again (the alert task
+    # claims each alert in SQL, so a repeat posts nothing twice).
+    handed_on = list(stored.values()) if redelivered else []
+    new_ids: list[int] = []
+    model = settings.judge_model
+    for name in todo:
+        judge = get_judge(name)
+        key = judge.cache_key(model, pair.question, pair.answer, pair.reference)
+        with db.session() as session:
+            earlier = find_cached(session, key)
+        if earlier is not None:
+            values = {**earlier, "pair_id": pair_id, "judge": name, "cached": True}
+        else:
+            if not budget.spend_one_call(db, settings.daily_budget):
+                return _skip_for_budget(runtime, pair, new_ids)
+            try:
+                verdict = judge.evaluate(
+                    runtime.llm, question=pair.question, answer=pair.answer, reference=pair.reference
+                )
+                values = verdict_values(verdict, pair_id=pair_id, cache_key=key)
+            except TransientLLMError as error:
+                if task.request.retries < MAX_LLM_RETRIES:
+                    _hand_on(pair, new_ids)  # what this run stored is final: alert on it now
+                    countdown = retry_delay(task.request.retries, settings.retry_base_seconds)
+                    log.info(
+                        "LLM transient error, retrying",
+                        extra={"pair_id": pair_id, "judge": name, "retry": task.request.retries + 1, "in_s": countdown},
+                    )
+                    raise task.retry(countdown=countdown, exc=error) from error
+                values = gave_up_values(
+                    judge, pair_id=pair_id, cache_key=key, model=model, attempts=MAX_LLM_RETRIES + 1, error=error
+                )
+        with db.session() as session:
+            judgment_id, created = insert_judgment(session, values)
+        if created:
+            new_ids.append(judgment_id)
+
+    with db.session() as session:
+        complete = set(stored_judges(session, pair_id)) >= set(wanted)
+        if complete:
+            set_pair_status(session, pair_id, PairStatus.JUDGED, only_from=[PairStatus.PENDING])
+    _hand_on(pair, handed_on + new_ids, complete=complete)
+    return PairStatus.JUDGED if complete else PairStatus.PENDING
+
+
+def _hand_on(pair: PairView, judgment_ids: list[int], *, complete: bool = False) -> None:
+    """Captured answers: the alert policy looks at each new judgment. On-demand: the verdict goes to whoever asked,
+    once every judge has spoken. Messages carry IDs only."""
+    if pair.on_demand:
+        if complete:
+            celery.send_task(TASK_DELIVER_VERDICT, args=[pair.id])
+        return
+    for judgment_id in dict.fromkeys(judgment_ids):
+        celery.send_task(TASK_CONSIDER_ALERT, args=[judgment_id])
+
+
+def _skip_for_budget(runtime: Runtime, pair: PairView, new_ids: list[int]) -> str:
+    settings = runtime.settings
+    with runtime.db.session() as session:
+        set_pair_status(session, pair.id, PairStatus.SKIPPED_BUDGET, only_from=[PairStatus.PENDING])
+    # Whoever asked on demand hears that nothing more will come today (the pair's status says why).
+    _hand_on(pair, new_ids, complete=True)
+    budget.announce_exhausted(runtime.db, runtime.slack, settings.alert_channel, settings.daily_budget)
+    log.info("daily budget spent: pair skipped", extra={"pair_id": pair.id})
+    return PairStatus.SKIPPED_BUDGET
+
+
+@task_failure.connect(sender=judge_pair)
+def _log_failure(sender=None, task_id=None, exception=None, args=None, **_ignored) -> None:
+    """A bug, not an LLM failure: the pair stays pending (never dropped) and the sweeper re-enqueues it later."""
+    log.error(
+        "judge_pair failed; the pair stays pending until the stale sweeper re-enqueues it",
+        extra={"task_id": task_id, "pair_id": (args or [None])[0], "error": repr(exception)[:500]},
+    )
+
+
+@celery.task(name="workers.tasks.judging.requeue_stale")
+def requeue_stale() -> int:
+    """Beat, every few minutes: re-enqueue pairs whose task was lost (broker data lost, a bug raised before the
+    pair moved on). Duplicates are harmless: judging is idempotent and settle acts only on the latest version."""
+    runtime = get_runtime()
+    now = datetime.now(UTC)
+    settle_grace = timedelta(seconds=runtime.settings.settle_seconds) + STALE_AFTER
+    with runtime.db.session() as session:
+        stale = [
+            (pair.id, pair.status, pair.version)
+            for pair in stale_pairs(
+                session, pending_before=now - STALE_AFTER, settling_before=now - settle_grace, limit=SWEEP_LIMIT
+            )
+        ]
+        touch_pairs(session, [pair_id for pair_id, _, _ in stale], now)
+    for pair_id, status, version in stale:
+        if status == PairStatus.PENDING:
+            judge_pair.apply_async(args=[pair_id], kwargs={"resumed": True})
+        else:
+            celery.send_task(TASK_SETTLE_PAIR, args=[pair_id, version])
+    if stale:
+        log.warning("re-enqueued stale pairs", extra={"count": len(stale)})
+    return len(stale)
