@@ -1,0 +1,1 @@
+"""The weekly digest: period logic, statistics (pure), and the chart."""
