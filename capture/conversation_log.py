@@ -1,0 +1,185 @@
+"""The conversation log: recent messages of watched channels, kept in Redis for a while, so questions
+come from events as they arrive rather than from Slack's rate-limited history methods.
+
+Layout (every key expires after `ttl` seconds without writes):
+    relmon:msg:{channel}:{ts}            JSON of one LoggedMessage
+    relmon:top:{channel}                 sorted set of top-level ts (score = ts as a number)
+    relmon:thread:{channel}:{root_ts}    sorted set of a thread's reply ts
+
+`HistoryFallback` fetches `conversations.replies` / `conversations.history` when the log lacks a
+question: at most N calls a minute across all processes (a token bucket in Redis), and after a 429
+none until Slack's Retry-After has passed (slack_sdk's own retry handler waits out the first ones).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, replace
+from typing import Any
+
+import redis
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
+
+from capture.pairing import Author, LoggedMessage
+
+log = logging.getLogger("relmon.capture")
+
+PREFIX = "relmon"
+
+
+def _to_json(message: LoggedMessage) -> str:
+    data = asdict(message)
+    data["author"] = str(message.author)
+    return json.dumps(data, separators=(",", ":"))
+
+
+def _from_json(raw: bytes | str) -> LoggedMessage:
+    data = json.loads(raw)
+    data["author"] = Author(data["author"])
+    return LoggedMessage(**data)
+
+
+class ConversationLog:
+    def __init__(self, client: redis.Redis, ttl_seconds: int) -> None:
+        self.redis = client
+        self.ttl = int(ttl_seconds)
+
+    def _msg_key(self, channel: str, ts: str) -> str:
+        return f"{PREFIX}:msg:{channel}:{ts}"
+
+    def _top_key(self, channel: str) -> str:
+        return f"{PREFIX}:top:{channel}"
+
+    def _thread_key(self, channel: str, root_ts: str) -> str:
+        return f"{PREFIX}:thread:{channel}:{root_ts}"
+
+    def record(self, channel: str, message: LoggedMessage) -> None:
+        """Add or replace one message (an edit replaces the text; a deleted mark survives edits)."""
+        index = self._thread_key(channel, message.thread_key) if message.in_thread else self._top_key(channel)
+        horizon = time.time() - self.ttl
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.set(self._msg_key(channel, message.ts), _to_json(message), ex=self.ttl)
+        pipe.zadd(index, {message.ts: float(message.ts)})
+        pipe.zremrangebyscore(index, "-inf", horizon)  # entries whose message key has expired
+        pipe.expire(index, self.ttl)
+        pipe.execute()
+
+    def record_many(self, channel: str, messages: Iterable[LoggedMessage]) -> None:
+        for message in messages:
+            self.record(channel, message)
+
+    def get(self, channel: str, ts: str) -> LoggedMessage | None:
+        raw = self.redis.get(self._msg_key(channel, ts))
+        return _from_json(raw) if raw else None
+
+    def mark_deleted(self, channel: str, ts: str, fallback: LoggedMessage | None = None) -> LoggedMessage | None:
+        """Mark a message deleted (kept as a tombstone so a late edit cannot revive it)."""
+        current = self.get(channel, ts) or fallback
+        if current is None:
+            return None
+        tombstone = replace(current, deleted=True, content={})
+        self.record(channel, tombstone)
+        return tombstone
+
+    def _load(self, channel: str, timestamps: Iterable[bytes | str]) -> list[LoggedMessage]:
+        keys = [self._msg_key(channel, ts.decode() if isinstance(ts, bytes) else ts) for ts in timestamps]
+        if not keys:
+            return []
+        return [_from_json(raw) for raw in self.redis.mget(keys) if raw]
+
+    def thread(self, channel: str, root_ts: str) -> list[LoggedMessage]:
+        """A thread's root (if logged) and replies."""
+        replies = self.redis.zrange(self._thread_key(channel, root_ts), 0, -1)
+        return self._load(channel, [root_ts, *replies])
+
+    def top_level(self, channel: str, oldest: float, latest: float) -> list[LoggedMessage]:
+        return self._load(channel, self.redis.zrangebyscore(self._top_key(channel), oldest, latest))
+
+    def around(self, channel: str, message: LoggedMessage, window_seconds: float) -> list[LoggedMessage]:
+        """Everything the pairing rules need to place `message`: its thread, and the channel's top-level
+        messages within the window before it (and as long after, for the rest of a top-level run)."""
+        found = {m.ts: m for m in self.thread(channel, message.thread_key)}
+        if not message.in_thread:
+            for m in self.top_level(channel, message.seconds - window_seconds, message.seconds + window_seconds):
+                found.setdefault(m.ts, m)
+        found.setdefault(message.ts, message)
+        return list(found.values())
+
+
+# A token bucket: `capacity` tokens, refilled at capacity per 60 s. Returns 1 when a token was taken.
+_TOKEN_BUCKET = """
+local key = KEYS[1]
+local capacity = tonumber(ARGV[1])
+local now = tonumber(ARGV[2])
+local rate = capacity / 60.0
+local state = redis.call('HMGET', key, 'tokens', 'at')
+local tokens = tonumber(state[1]) or capacity
+local at = tonumber(state[2]) or now
+tokens = math.min(capacity, tokens + math.max(0, now - at) * rate)
+local taken = 0
+if tokens >= 1 then
+  tokens = tokens - 1
+  taken = 1
+end
+redis.call('HSET', key, 'tokens', tostring(tokens), 'at', tostring(now))
+redis.call('EXPIRE', key, 120)
+return taken
+"""
+
+
+class HistoryFallback:
+    """Rate-limited reads of Slack history, used only when the log lacks a question."""
+
+    def __init__(self, client: redis.Redis, slack: WebClient, *, calls_per_minute: int = 20) -> None:
+        self.redis = client
+        self.slack = slack
+        self.calls_per_minute = calls_per_minute
+        self._bucket = client.register_script(_TOKEN_BUCKET)
+        self.bucket_key = f"{PREFIX}:history:bucket"
+        self.blocked_key = f"{PREFIX}:history:blocked_until"
+
+    def _may_call(self) -> bool:
+        blocked_until = self.redis.get(self.blocked_key)
+        if blocked_until and float(blocked_until) > time.time():
+            return False
+        return bool(self._bucket(keys=[self.bucket_key], args=[self.calls_per_minute, time.time()]))
+
+    def _call(self, method: Callable[..., Any], **params: Any) -> list[dict[str, Any]] | None:
+        if not self._may_call():
+            log.info("history fallback skipped: rate limit", extra={"method": method.__name__})
+            return None
+        try:
+            return list(method(**params).get("messages", []))
+        except SlackApiError as error:
+            if error.response.status_code == 429:
+                retry_after = float(error.response.headers.get("Retry-After", 60))
+                self.redis.set(self.blocked_key, time.time() + retry_after, ex=max(1, int(retry_after) + 1))
+            log.warning("history fallback failed", extra={"error": error.response.get("error")})
+            return None
+
+    def fetch(self, channel: str, answer: LoggedMessage, window_seconds: float) -> list[dict[str, Any]]:
+        """The raw messages (API shape) that could hold the question of `answer`: its thread up to it, or
+        the channel's top-level messages in the window before it. Empty when rate-limited."""
+        if answer.in_thread:
+            messages = self._call(
+                self.slack.conversations_replies,
+                channel=channel,
+                ts=answer.thread_key,
+                latest=answer.ts,
+                inclusive=True,
+                limit=100,
+            )
+        else:
+            messages = self._call(
+                self.slack.conversations_history,
+                channel=channel,
+                oldest=f"{answer.seconds - window_seconds:.6f}",
+                latest=answer.ts,
+                inclusive=True,
+                limit=15,  # Slack's page size for rate-limited apps
+            )
+        return messages or []

@@ -1,0 +1,265 @@
+"""Pairing rules: which messages relmon cares about, and which question a bot answer answers.
+
+Plain functions over plain data. The decision is a function of the *set* of logged messages, never of
+the order in which their events arrived: the bot decides once when an answer arrives, and the worker
+decides again at settle time, when late events (an earlier question, an earlier part of the answer)
+have had time to land.
+
+Rules (DESIGN.md, "Pairing rules"):
+- The support bot is recognised by bot_id, bot_profile.id / app_id, or its bot user ID (never by subtype).
+- A reply in a thread answers the latest human message before it in that thread (often the root).
+- A top-level answer answers the latest human top-level message in the channel within a window.
+- A thread_broadcast is a thread reply (its `thread_ts` / `root` name the thread).
+- Consecutive monitored-bot messages in one thread (its root included) form one answer, whose
+  identity is the first of them (the answer root).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from store.rules import ChannelRules
+from store.settings import Settings
+
+
+class Author(StrEnum):
+    HUMAN = "human"
+    MONITORED_BOT = "monitored_bot"
+    OWN = "own"  # relmon itself
+    OTHER = "other"  # any other bot or integration
+
+
+@dataclass(frozen=True)
+class Identity:
+    """relmon's own identity in the workspace, from auth.test."""
+
+    user_id: str | None = None
+    bot_id: str | None = None
+    app_id: str | None = None
+
+    def ids(self) -> set[str]:
+        return {i for i in (self.user_id, self.bot_id, self.app_id) if i}
+
+
+@dataclass(frozen=True)
+class LoggedMessage:
+    """One message as the conversation log keeps it."""
+
+    ts: str
+    thread_ts: str | None
+    author: Author
+    user: str | None = None
+    bot_id: str | None = None
+    subtype: str | None = None
+    deleted: bool = False
+    content: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def in_thread(self) -> bool:
+        """A reply (broadcast or not): its thread is not itself."""
+        return bool(self.thread_ts) and self.thread_ts != self.ts
+
+    @property
+    def thread_key(self) -> str:
+        """The thread this message belongs to: its root's ts (a top-level message is its own root)."""
+        return self.thread_ts if self.in_thread else self.ts
+
+    @property
+    def seconds(self) -> float:
+        return float(self.ts)
+
+
+def ts_key(message: LoggedMessage) -> tuple[float, str]:
+    return (float(message.ts), message.ts)
+
+
+# Who wrote it ------------------------------------------------------------------------------------
+
+
+def message_of(event: dict[str, Any]) -> dict[str, Any]:
+    """The message an event is about: the new version for message_changed, else the event itself."""
+    if event.get("subtype") == "message_changed" and isinstance(event.get("message"), dict):
+        return event["message"]
+    return event
+
+
+def bot_ids_of(message: dict[str, Any]) -> set[str]:
+    """Every ID that could name a bot author: bot_id, app_id, bot_profile's id and app_id, its user."""
+    profile = message.get("bot_profile") or {}
+    ids = {message.get("bot_id"), message.get("app_id"), profile.get("id"), profile.get("app_id")}
+    if message.get("bot_id") or profile:
+        ids.add(message.get("user"))  # a bot message's user is the bot user
+    return {i for i in ids if i}
+
+
+def is_monitored_bot(message: dict[str, Any], monitored: Collection[str]) -> bool:
+    """From the support bot? Matches bot_id, app_id or bot_profile ids; the user only as a bot user ID
+    configured explicitly (a U... in RELMON_MONITORED_BOTS)."""
+    if not monitored:
+        return False
+    if bot_ids_of(message) & set(monitored):
+        return True
+    return bool(message.get("user")) and message["user"] in monitored
+
+
+def is_bot_message(message: dict[str, Any]) -> bool:
+    return bool(message.get("bot_id") or message.get("bot_profile") or message.get("subtype") == "bot_message")
+
+
+def author_of(message: dict[str, Any], monitored: Collection[str], own: Identity) -> Author:
+    ids = bot_ids_of(message) | ({message["user"]} if message.get("user") else set())
+    if ids & own.ids():
+        return Author.OWN
+    if is_monitored_bot(message, monitored):
+        return Author.MONITORED_BOT
+    if is_bot_message(message) or not message.get("user"):
+        return Author.OTHER
+    return Author.HUMAN
+
+
+def logged_message(message: dict[str, Any], author: Author, content: dict[str, Any] | None = None) -> LoggedMessage:
+    from capture.text import content_of
+
+    return LoggedMessage(
+        ts=message["ts"],
+        thread_ts=message.get("thread_ts"),
+        author=author,
+        user=message.get("user"),
+        bot_id=message.get("bot_id"),
+        subtype=message.get("subtype"),
+        content=content if content is not None else content_of(message),
+    )
+
+
+# What to ignore --------------------------------------------------------------------------------
+
+# Subtypes that are not something a person or bot said (joins, topic changes, pins ...).
+IGNORED_SUBTYPES = frozenset(
+    {
+        "channel_join",
+        "channel_leave",
+        "channel_topic",
+        "channel_purpose",
+        "channel_name",
+        "channel_archive",
+        "channel_unarchive",
+        "group_join",
+        "group_leave",
+        "group_topic",
+        "group_purpose",
+        "group_name",
+        "group_archive",
+        "group_unarchive",
+        "pinned_item",
+        "unpinned_item",
+        "ekm_access_denied",
+        "channel_posting_permissions",
+        "reminder_add",
+        "message_replied",
+        "assistant_app_thread",
+    }
+)
+
+
+def relmon_channels(settings: Settings, rules: ChannelRules) -> set[str]:
+    """Where relmon itself posts (alerts and digests): never judged."""
+    channels = {settings.alert_channel, settings.digest_channel, rules.defaults.alert_channel}
+    channels |= {rule.alert_channel for rule in rules.channels.values()}
+    return {c for c in channels if c}
+
+
+def channel_ignore_reason(channel_id: str | None, settings: Settings, rules: ChannelRules) -> str | None:
+    """Why messages in this channel are not captured, or None when they are."""
+    if not channel_id:
+        return "no_channel"
+    if channel_id.startswith("D"):
+        return "direct_message"
+    if channel_id in relmon_channels(settings, rules):
+        return "relmon_channel"
+    if not rules.for_channel(channel_id, settings).watch:
+        return "unwatched"
+    return None
+
+
+# The answer and its question ------------------------------------------------------------------
+
+
+def _live(messages: Iterable[LoggedMessage]) -> list[LoggedMessage]:
+    """Undeleted messages, one per ts (the last given wins), in ts order."""
+    by_ts = {m.ts: m for m in messages}
+    return sorted((m for m in by_ts.values() if not m.deleted), key=ts_key)
+
+
+def thread_messages(thread_key: str, messages: Iterable[LoggedMessage]) -> list[LoggedMessage]:
+    """The root and replies of one thread, in ts order."""
+    return [m for m in _live(messages) if m.thread_key == thread_key]
+
+
+def answer_run(message: LoggedMessage, messages: Iterable[LoggedMessage]) -> list[LoggedMessage]:
+    """The consecutive monitored-bot messages of `message`'s thread that form one answer with it.
+
+    A top-level message that is not a thread root is its own thread, so two top-level bot messages never
+    merge; a bot's top-level message and its own replies under it do."""
+    pool = {m.ts: m for m in messages}
+    pool[message.ts] = message
+    thread = thread_messages(message.thread_key, pool.values())
+    if message.deleted or message not in thread:
+        return [message]
+    index = thread.index(message)
+    start = index
+    while start > 0 and thread[start - 1].author == Author.MONITORED_BOT:
+        start -= 1
+    end = index
+    while end + 1 < len(thread) and thread[end + 1].author == Author.MONITORED_BOT:
+        end += 1
+    return thread[start : end + 1]
+
+
+def answer_root(message: LoggedMessage, messages: Iterable[LoggedMessage]) -> LoggedMessage:
+    """The first message of the answer `message` belongs to: the answer's identity (pair.answer_ts)."""
+    return answer_run(message, messages)[0]
+
+
+def find_question(
+    answer: LoggedMessage, messages: Iterable[LoggedMessage], window_seconds: float
+) -> LoggedMessage | None:
+    """The human message an answer (its root) answers, or None.
+
+    In a thread: the latest human message before it in that thread (the root included).
+    At top level: the latest human top-level message in the channel at most `window_seconds` before it."""
+    live = _live(messages)
+    if answer.in_thread:
+        candidates = [m for m in live if m.thread_key == answer.thread_key]
+    else:
+        oldest = answer.seconds - window_seconds
+        candidates = [m for m in live if not m.in_thread and m.seconds >= oldest]
+    before = [m for m in candidates if m.author == Author.HUMAN and ts_key(m) < ts_key(answer)]
+    return before[-1] if before else None
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """What settling decided for one answer."""
+
+    status: str  # pending | no_question | empty | deleted | merged (store.models.PairStatus values)
+    root: LoggedMessage | None
+    parts: list[LoggedMessage]
+    question: LoggedMessage | None
+
+
+def resolve(answer_ts: str, messages: Iterable[LoggedMessage], window_seconds: float) -> Resolution | None:
+    """Decide an answer's fate from the logged messages; None when the answer is not in the log."""
+    pool = {m.ts: m for m in messages}
+    answer = pool.get(answer_ts)
+    if answer is None:
+        return None
+    if answer.deleted:
+        return Resolution("deleted", answer, [answer], None)
+    run = answer_run(answer, pool.values())
+    if run[0].ts != answer.ts:
+        return Resolution("merged", run[0], run, None)
+    question = find_question(answer, pool.values(), window_seconds)
+    return Resolution("pending" if question else "no_question", answer, run, question)

@@ -1,0 +1,191 @@
+"""Slack messages as readable plain text, for the judge and for people.
+
+A message's words can sit in `text` (mrkdwn with Slack markup), in `blocks` (rich text from the composer,
+sections from apps) and in `attachments`. Blocks win over `text` when both exist, because apps often put
+only a short notification fallback in `text`. Markup becomes what a reader sees: `<@U1>` → "@Ana",
+`<#C1|general>` → "#general", `<https://x|docs>` → "docs (https://x)", `<!here>` → "@here".
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Callable, Iterable
+from typing import Any
+
+UserResolver = Callable[[str], str | None]
+
+_MARKUP = re.compile(r"<([^<>\n]+)>")
+
+
+def _user(user_id: str, resolve_user: UserResolver | None, label: str | None = None) -> str:
+    name = resolve_user(user_id) if resolve_user else None
+    return "@" + (name or label or user_id)
+
+
+def _replace_markup(match: re.Match[str], resolve_user: UserResolver | None) -> str:
+    inner = match.group(1)
+    target, _, label = inner.partition("|")
+    if target.startswith("@"):  # <@U123> or legacy <@U123|name>
+        return _user(target[1:], resolve_user, label or None)
+    if target.startswith("#"):  # <#C123|general> (the name is empty for private channels: <#C123|>)
+        return "#" + (label or target[1:])
+    if target.startswith("!"):
+        command = target[1:]
+        if command in ("here", "channel", "everyone"):
+            return "@" + command
+        if command.startswith("subteam^"):  # <!subteam^S123|@support-team>
+            return label or "@" + command.removeprefix("subteam^")
+        if command.startswith("date^"):  # <!date^1392734382^{date}|Feb 18, 2014>
+            return label or ""
+        return label or "@" + command
+    if target.startswith("mailto:"):
+        return label or target.removeprefix("mailto:")
+    if label and label != target:
+        return f"{label} ({target})"
+    return target
+
+
+def render_markup(text: str, resolve_user: UserResolver | None = None) -> str:
+    """Slack mrkdwn markup to plain text (mentions, channels, links, specials; HTML escapes undone)."""
+    if not text:
+        return ""
+    replaced = _MARKUP.sub(lambda m: _replace_markup(m, resolve_user), text)
+    # Slack escapes only &, < and >; unescape after replacing so "&lt;b&gt;" never becomes markup.
+    return html.unescape(replaced) if "&" in replaced else replaced
+
+
+# Rich text ---------------------------------------------------------------------------------------
+
+
+def _rich_element(element: dict[str, Any], resolve_user: UserResolver | None) -> str:
+    kind = element.get("type")
+    if kind == "text":
+        return element.get("text", "")
+    if kind == "link":
+        url, label = element.get("url", ""), element.get("text")
+        return f"{label} ({url})" if label and label != url else url
+    if kind == "user":
+        return _user(element.get("user_id", ""), resolve_user)
+    if kind == "channel":
+        return "#" + element.get("channel_id", "")
+    if kind == "usergroup":
+        return "@" + element.get("usergroup_id", "")
+    if kind == "broadcast":
+        return "@" + element.get("range", "here")
+    if kind == "emoji":
+        return f":{element.get('name', '')}:"
+    if kind == "date":
+        return element.get("fallback", "")
+    if kind == "color":
+        return element.get("value", "")
+    return element.get("text", "")
+
+
+def _inline(elements: Iterable[dict[str, Any]], resolve_user: UserResolver | None) -> str:
+    return "".join(_rich_element(e, resolve_user) for e in elements)
+
+
+def _rich_block_element(element: dict[str, Any], resolve_user: UserResolver | None) -> str:
+    kind = element.get("type")
+    children = element.get("elements", [])
+    if kind == "rich_text_section":
+        return _inline(children, resolve_user)
+    if kind == "rich_text_preformatted":
+        return "```\n" + _inline(children, resolve_user).strip("\n") + "\n```"
+    if kind == "rich_text_quote":
+        return "\n".join("> " + line for line in _inline(children, resolve_user).split("\n"))
+    if kind == "rich_text_list":
+        indent = "  " * int(element.get("indent", 0) or 0)
+        ordered = element.get("style") == "ordered"
+        start = int(element.get("offset", 0) or 0)
+        lines = []
+        for number, item in enumerate(children, start=start + 1):
+            bullet = f"{number}." if ordered else "-"
+            lines.append(f"{indent}{bullet} {_rich_block_element(item, resolve_user)}")
+        return "\n".join(lines)
+    return _inline(children, resolve_user)
+
+
+def _rich_text(block: dict[str, Any], resolve_user: UserResolver | None) -> str:
+    # Sections carry their own newlines; lists, quotes and code blocks are paragraphs of their own.
+    out = ""
+    for element in block.get("elements", []):
+        part = _rich_block_element(element, resolve_user)
+        if element.get("type") == "rich_text_section":
+            out += part
+        else:
+            if out and not out.endswith("\n"):
+                out += "\n"
+            out += part + "\n"
+    return out.strip("\n")
+
+
+def _text_object(obj: dict[str, Any] | None, resolve_user: UserResolver | None) -> str:
+    if not obj:
+        return ""
+    text = obj.get("text", "")
+    return render_markup(text, resolve_user) if obj.get("type") == "mrkdwn" else text
+
+
+def blocks_text(blocks: Iterable[dict[str, Any]] | None, resolve_user: UserResolver | None = None) -> str:
+    """The words in Block Kit blocks: rich text, sections (text and fields), headers, context."""
+    paragraphs: list[str] = []
+    for block in blocks or []:
+        kind = block.get("type")
+        if kind == "rich_text":
+            paragraphs.append(_rich_text(block, resolve_user))
+        elif kind in ("section", "header"):
+            paragraphs.append(_text_object(block.get("text"), resolve_user))
+            fields = [_text_object(f, resolve_user) for f in block.get("fields", [])]
+            paragraphs.append("\n".join(f for f in fields if f))
+        elif kind == "context":
+            items = [_text_object(e, resolve_user) for e in block.get("elements", []) if e.get("type") != "image"]
+            paragraphs.append(" ".join(i for i in items if i))
+        elif kind == "markdown":  # the markdown block takes standard Markdown, no Slack markup
+            paragraphs.append(block.get("text", ""))
+    return "\n".join(p for p in paragraphs if p.strip())
+
+
+def attachments_text(attachments: Iterable[dict[str, Any]] | None, resolve_user: UserResolver | None = None) -> str:
+    """Legacy attachments: pretext, title, text and fields; the fallback only when nothing else is there."""
+    paragraphs: list[str] = []
+    for attachment in attachments or []:
+        parts = [
+            render_markup(attachment.get(key, ""), resolve_user)
+            for key in ("pretext", "title", "text")
+            if attachment.get(key)
+        ]
+        for item in attachment.get("fields", []) or []:
+            title, value = item.get("title", ""), render_markup(item.get("value", ""), resolve_user)
+            parts.append(f"{title}: {value}" if title else value)
+        if attachment.get("blocks"):
+            parts.append(blocks_text(attachment["blocks"], resolve_user))
+        if not any(p.strip() for p in parts) and attachment.get("fallback"):
+            parts.append(render_markup(attachment["fallback"], resolve_user))
+        paragraphs.append("\n".join(p for p in parts if p))
+    return "\n".join(p for p in paragraphs if p.strip())
+
+
+def files_text(files: Iterable[dict[str, Any]] | None) -> str:
+    names = [f.get("title") or f.get("name") or f.get("id", "file") for f in files or []]
+    return "\n".join(f"[file: {name}]" for name in names)
+
+
+def message_text(message: dict[str, Any], resolve_user: UserResolver | None = None) -> str:
+    """A Slack message (event or API shape) as plain text: blocks or text, then attachments, then files."""
+    body = blocks_text(message.get("blocks"), resolve_user) or render_markup(message.get("text", ""), resolve_user)
+    parts = [body, attachments_text(message.get("attachments"), resolve_user), files_text(message.get("files"))]
+    return "\n".join(p.strip("\n") for p in parts if p and p.strip())
+
+
+# Only the fields that carry words are kept in the conversation log.
+CONTENT_KEYS = ("text", "blocks", "attachments", "files")
+
+
+def content_of(message: dict[str, Any]) -> dict[str, Any]:
+    """The parts of a message that `message_text` reads, with files reduced to their names."""
+    content: dict[str, Any] = {k: message[k] for k in ("text", "blocks", "attachments") if message.get(k)}
+    if message.get("files"):
+        content["files"] = [{k: f.get(k) for k in ("id", "name", "title") if f.get(k)} for f in message["files"]]
+    return content
