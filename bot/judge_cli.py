@@ -1,0 +1,319 @@
+"""`relmon judge` (one verdict now) and `relmon eval` (a judge against human labels): thin adapters around the
+`judges` library. The statistics live in `judges.metrics`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from judges import LLMClient, TransientLLMError, Verdict, get_judge
+from judges.base import Judge
+from judges.metrics import agreement
+from store.settings import WHERE_TO_GET, Settings
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+# The CLI lets the SDK retry transient failures (2 retries with backoff); the pipeline uses Celery instead.
+CLI_MAX_RETRIES = 2
+
+
+class UsageError(Exception):
+    """A mistake in how the command was called; the message says how to fix it."""
+
+
+# Shared ------------------------------------------------------------------------------------------------------
+
+
+def build_client(settings: Settings) -> LLMClient:
+    base_url = settings.openai_base_url
+    api_key = settings.secret("openai_api_key")
+    if not api_key and (base_url is None or "api.openai.com" in base_url):
+        raise UsageError(
+            f"OPENAI_API_KEY is not set: {WHERE_TO_GET['OPENAI_API_KEY']}. "
+            "For a local endpoint (Ollama, vLLM), set OPENAI_BASE_URL instead."
+        )
+    return LLMClient(
+        model=settings.judge_model,
+        base_url=base_url,
+        api_key=api_key,
+        timeout=settings.llm_timeout_seconds,
+        max_retries=CLI_MAX_RETRIES,
+        max_prompt_chars=settings.max_prompt_chars,
+    )
+
+
+def _fail(message: str, code: int, stream: TextIO | None = None) -> int:
+    print(f"relmon: {message}", file=stream or sys.stderr)
+    return code
+
+
+# relmon judge ------------------------------------------------------------------------------------------------
+
+
+def _read_input(label: str, value: str | None, filename: str | None, stdin: _Stdin) -> str | None:
+    if value is not None and filename is not None:
+        raise UsageError(f"give either --{label} or --{label}-file, not both")
+    if value == "-" or filename == "-":
+        return stdin.read(label)
+    if filename is not None:
+        try:
+            return Path(filename).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot read --{label}-file {filename}: {exc.strerror}") from None
+    return value
+
+
+class _Stdin:
+    """Standard input may feed one text only."""
+
+    def __init__(self) -> None:
+        self.used_by: str | None = None
+
+    def read(self, label: str) -> str:
+        if self.used_by is not None:
+            raise UsageError(f"stdin is already read for the {self.used_by}: give the {label} another way")
+        self.used_by = label
+        return sys.stdin.read()
+
+
+def format_verdict(verdict: Verdict, judge: Judge) -> str:
+    if verdict.status == "ok":
+        head = (
+            f"{verdict.judge}: {verdict.score:g} on {judge.min_score}–{judge.max_score} "
+            f"(normalized {verdict.normalized_score:.2f})"
+        )
+    elif verdict.status == "null":
+        head = f"{verdict.judge}: null (the answer says no document answers the question: not graded)"
+    elif verdict.status == "empty":
+        head = f"{verdict.judge}: nothing judged ({verdict.error})"
+    else:
+        head = f"{verdict.judge}: error: {verdict.error}"
+    lines = [head]
+    if verdict.reasoning:
+        lines.append(f"reasoning: {verdict.reasoning}")
+    if verdict.status == "error" and verdict.raw_output:
+        raw = verdict.raw_output if len(verdict.raw_output) <= 2000 else verdict.raw_output[:2000] + " […]"
+        lines.append(f"raw reply: {raw}")
+    if verdict.model:
+        details = [f"model {verdict.model}"]
+        if verdict.prompt_tokens is not None:
+            details.append(f"tokens {verdict.prompt_tokens} in / {verdict.completion_tokens} out")
+        if verdict.latency_ms is not None:
+            details.append(f"{verdict.latency_ms:.0f} ms")
+        if verdict.cached:
+            details.append("cached")
+        details.append(f"prompt {verdict.prompt_version}")
+        lines.append(" · ".join(details))
+    return "\n".join(lines)
+
+
+def run_judge(args: argparse.Namespace, settings: Settings) -> int:
+    judge = get_judge(args.judge)
+    try:
+        stdin = _Stdin()
+        question = _read_input("question", args.question, args.question_file, stdin)
+        answer = _read_input("answer", args.answer, args.answer_file, stdin)
+        reference = _read_input("reference", args.reference, args.reference_file, stdin)
+        if question is None or answer is None:
+            raise UsageError("give the question and the answer (--question/--question-file, --answer/--answer-file)")
+        if judge.needs_reference and not (reference and reference.strip()):
+            raise UsageError(f"the {judge.name} judge compares with a reference answer: give --reference")
+        client = build_client(settings)
+    except UsageError as exc:
+        return _fail(str(exc), EXIT_USAGE)
+    try:
+        verdict = judge.evaluate(client, question=question, answer=answer, reference=reference)
+    except TransientLLMError as exc:
+        return _fail(f"{exc} (after {CLI_MAX_RETRIES} retries; try again later)", EXIT_FAILED)
+    print(verdict.model_dump_json(indent=2) if args.json else format_verdict(verdict, judge))
+    return EXIT_OK if verdict.status in ("ok", "null") else EXIT_FAILED
+
+
+# relmon eval -------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Label:
+    line: int
+    question: str
+    answer: str
+    reference: str | None
+    human: int | None  # None: the human says the answer cannot be graded (grounded judge's null)
+
+
+def load_labels(path: Path, judge: Judge) -> list[Label]:
+    """Read a JSONL file of labelled answers; any malformed line is a UsageError naming the line."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+    labels = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"{path}:{number}: not JSON ({exc.msg})") from None
+        if not isinstance(item, dict):
+            raise UsageError(f"{path}:{number}: expected a JSON object")
+        question, answer = item.get("question"), item.get("answer")
+        if not isinstance(question, str) or not isinstance(answer, str):
+            raise UsageError(f"{path}:{number}: needs string fields question and answer")
+        key = "human_score" if "human_score" in item else "score" if "score" in item else None
+        if key is None:
+            raise UsageError(f"{path}:{number}: needs the human score (human_score or score)")
+        human = item[key]
+        if human is not None and (
+            isinstance(human, bool)
+            or not isinstance(human, int | float)
+            or human != int(human)
+            or not judge.min_score <= human <= judge.max_score
+        ):
+            raise UsageError(
+                f"{path}:{number}: {key} {human!r} is not an integer on the {judge.name} scale "
+                f"{judge.min_score}–{judge.max_score}"
+            )
+        reference = item.get("reference")
+        labels.append(Label(number, question, answer, reference, None if human is None else int(human)))
+    if not labels:
+        raise UsageError(f"{path} has no labelled lines")
+    return labels
+
+
+def _judge_all(judge: Judge, client: LLMClient, labels: list[Label], threads: int) -> list[Verdict]:
+    progress = {"done": 0}
+    lock = threading.Lock()
+
+    def one(label: Label) -> Verdict:
+        try:
+            verdict = judge.evaluate(client, label.question, label.answer, label.reference)
+        except TransientLLMError as exc:
+            verdict = Verdict(
+                judge=judge.name,
+                status="error",
+                max_score=judge.max_score,
+                prompt_version=judge.prompt_version,
+                error=str(exc),
+            )
+        with lock:
+            progress["done"] += 1
+            if sys.stderr.isatty():
+                print(f"\rjudged {progress['done']}/{len(labels)}", end="", file=sys.stderr, flush=True)
+        return verdict
+
+    with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
+        verdicts = list(pool.map(one, labels))
+    if sys.stderr.isatty():
+        print(file=sys.stderr)
+    return verdicts
+
+
+def _snippet(text: str, limit: int = 160) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def eval_report(judge: Judge, labels: list[Label], verdicts: list[Verdict], worst: int) -> dict[str, Any]:
+    """The report as plain data: statistics over the items both the human and the judge scored."""
+    scored = [
+        (label, v) for label, v in zip(labels, verdicts, strict=True) if v.status == "ok" and label.human is not None
+    ]
+    human = [label.human for label, _ in scored]
+    judged = [int(v.score) for _, v in scored]
+    scale = list(range(judge.min_score, judge.max_score + 1))
+    stats = agreement(human, judged, scale)
+    disagreements = sorted(
+        (pair for pair in scored if pair[0].human != int(pair[1].score)),
+        key=lambda pair: (-abs(pair[0].human - int(pair[1].score)), pair[0].line),
+    )
+    nulls = [(label, v) for label, v in zip(labels, verdicts, strict=True) if v.status == "null" or label.human is None]
+    errors = [(label, v) for label, v in zip(labels, verdicts, strict=True) if v.status in ("error", "empty")]
+    return {
+        "judge": judge.name,
+        "model": next((v.model for v in verdicts if v.model), None),
+        "prompt_version": judge.prompt_version,
+        "items": len(labels),
+        "n": stats.n,
+        "errors": len(errors),
+        "null": {
+            "both": sum(1 for label, v in nulls if label.human is None and v.status == "null"),
+            "human_only": sum(1 for label, v in nulls if label.human is None and v.status == "ok"),
+            "judge_only": sum(1 for label, v in nulls if label.human is not None and v.status == "null"),
+        },
+        "exact_agreement": stats.exact,
+        "within_one_agreement": stats.within_one,
+        "kappa_quadratic": stats.kappa,
+        "spearman": stats.spearman,
+        "confusion": {"labels": stats.labels, "rows": "human", "columns": "judge", "matrix": stats.confusion},
+        "worst": [
+            {
+                "line": label.line,
+                "human": label.human,
+                "judge": int(verdict.score),
+                "question": _snippet(label.question),
+                "answer": _snippet(label.answer),
+                "reasoning": _snippet(verdict.reasoning, 300),
+            }
+            for label, verdict in disagreements[: max(0, worst)]
+        ],
+        "error_samples": [{"line": label.line, "error": v.error} for label, v in errors[:5]],
+    }
+
+
+def _number(value: float | None, digits: int = 2) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def format_report(report: dict[str, Any]) -> str:
+    lines = [
+        f"judge {report['judge']} (model {report['model']}, prompt {report['prompt_version']}) "
+        f"on {report['items']} labelled answers",
+        f"  scored by both:        {report['n']}",
+        f"  errors:                {report['errors']}",
+        f"  null (both/human/judge): {report['null']['both']}/{report['null']['human_only']}/"
+        f"{report['null']['judge_only']}",
+        f"  exact agreement:       {_number(report['exact_agreement'])}",
+        f"  within one:            {_number(report['within_one_agreement'])}",
+        f"  Cohen's kappa (quadratic weights): {_number(report['kappa_quadratic'])}",
+        f"  Spearman correlation:  {_number(report['spearman'])}",
+        "",
+        "confusion matrix (rows: human score, columns: judge score)",
+    ]
+    labels = report["confusion"]["labels"]
+    lines.append("  human\\judge " + "".join(f"{label:>6}" for label in labels))
+    for label, row in zip(labels, report["confusion"]["matrix"], strict=True):
+        lines.append(f"  {label:>11} " + "".join(f"{count:>6}" for count in row))
+    if report["worst"]:
+        lines += ["", "worst disagreements"]
+        for item in report["worst"]:
+            lines.append(f"  line {item['line']}: human {item['human']}, judge {item['judge']}")
+            lines.append(f"    Q: {item['question']}")
+            lines.append(f"    A: {item['answer']}")
+            lines.append(f"    judge's reasoning: {item['reasoning']}")
+    if report["error_samples"]:
+        lines += ["", "errors (first ones)"]
+        lines += [f"  line {item['line']}: {item['error']}" for item in report["error_samples"]]
+    return "\n".join(lines)
+
+
+def run_eval(args: argparse.Namespace, settings: Settings) -> int:
+    judge = get_judge(args.judge)
+    try:
+        if args.threads < 1:
+            raise UsageError("--threads must be at least 1")
+        labels = load_labels(Path(args.labels), judge)
+        client = build_client(settings)
+    except UsageError as exc:
+        return _fail(str(exc), EXIT_USAGE)
+    verdicts = _judge_all(judge, client, labels, args.threads)
+    report = eval_report(judge, labels, verdicts, args.worst)
+    print(json.dumps(report, indent=2, ensure_ascii=False) if args.json else format_report(report))
+    if report["n"] == 0:
+        return _fail("no answer could be compared with its label (see the errors above)", EXIT_FAILED)
+    return EXIT_OK

@@ -1,0 +1,110 @@
+"""What every judge does with a question and an answer: check there is something to judge, look in the cache,
+render its prompt within budget, call the LLM once, parse the reply into a verdict."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import ClassVar
+
+from pydantic import BaseModel
+
+from judges.client import LLMClient, LLMRequestError
+from judges.parsing import UnparseableReply
+from judges.prompts import PromptTemplate, PromptTooSmall
+from judges.verdict import Verdict
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """What a judge read in a reply: a score on its scale (None for a null verdict) and the LLM's reasoning."""
+
+    score: int | None
+    reasoning: str
+
+
+class Judge:
+    name: ClassVar[str]
+    min_score: ClassVar[int]
+    max_score: ClassVar[int]
+    needs_reference: ClassVar[bool] = False
+    template: ClassVar[PromptTemplate]
+    # The pydantic model of the reply, sent as a strict JSON schema; None for free-text judges.
+    output_model: ClassVar[type[BaseModel] | None] = None
+
+    @property
+    def prompt_version(self) -> str:
+        return self.template.version
+
+    def placeholders(self, question: str, answer: str, reference: str | None) -> dict[str, str]:
+        """The template's placeholder values."""
+        raise NotImplementedError
+
+    def parse(self, text: str) -> Parsed:
+        """Read the reply; raise UnparseableReply when it holds no valid score."""
+        raise NotImplementedError
+
+    def normalize(self, score: float | None) -> float | None:
+        if score is None:
+            return None
+        return (score - self.min_score) / (self.max_score - self.min_score)
+
+    def cache_key(self, model: str, question: str, answer: str, reference: str | None) -> str:
+        digest = hashlib.sha256()
+        for part in (self.name, model, self.prompt_version, question, answer, reference or ""):
+            encoded = part.encode("utf-8")
+            digest.update(len(encoded).to_bytes(8, "big"))  # length-prefixed: no two inputs share a key
+            digest.update(encoded)
+        return digest.hexdigest()
+
+    def render(self, question: str, answer: str, reference: str | None, max_chars: int) -> str:
+        return self.template.render_within(self.placeholders(question, answer, reference), max_chars)
+
+    def evaluate(self, client: LLMClient, question: str, answer: str, reference: str | None = None) -> Verdict:
+        """Judge one answer. Returns a Verdict (status ok, null, error or empty); raises TransientLLMError when
+        the LLM stayed unreachable or overloaded after the client's retries."""
+        if not answer or not answer.strip():
+            return self._verdict(status="empty", error="nothing to judge: the answer is empty")
+        if self.needs_reference and not (reference and reference.strip()):
+            return self._verdict(
+                status="error",
+                error=f"the {self.name} judge needs a reference answer to compare with (--reference)",
+            )
+        key = self.cache_key(client.model, question, answer, reference)
+        known = client.cache.get(key)
+        if known is not None:
+            return known.model_copy(update={"cached": True})
+        try:
+            prompt = self.render(question, answer, reference, client.max_prompt_chars)
+        except PromptTooSmall as exc:
+            return self._verdict(status="error", model=client.model, error=str(exc))
+        try:
+            reply = client.complete(prompt, self.output_model)
+        except LLMRequestError as exc:
+            return self._verdict(status="error", model=client.model, error=str(exc))
+        measured = {
+            "model": reply.model,
+            "prompt_tokens": reply.prompt_tokens,
+            "completion_tokens": reply.completion_tokens,
+            "latency_ms": round(reply.latency_ms, 1),
+            "raw_output": reply.text,
+        }
+        try:
+            parsed = self.parse(reply.text)
+        except UnparseableReply as exc:
+            return self._verdict(status="error", error=f"cannot read the judge's reply: {exc}", **measured)
+        verdict = self._verdict(
+            status="ok" if parsed.score is not None else "null",
+            score=parsed.score,
+            normalized_score=self.normalize(parsed.score),
+            reasoning=parsed.reasoning,
+            **measured,
+        )
+        client.cache.put(key, verdict)
+        return verdict
+
+    def _verdict(self, **fields: object) -> Verdict:
+        return Verdict(judge=self.name, max_score=self.max_score, prompt_version=self.prompt_version, **fields)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(scale {self.min_score}–{self.max_score}, prompt {self.prompt_version})"

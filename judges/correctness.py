@@ -1,0 +1,32 @@
+"""Correctness against a reference answer, 0 to 2. Seed: 001_8bb062aad4533b87.txt. The LLM explains, then
+gives its rating as [[rating]]; it is read from plain text (no structured output: the format is the seed's)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, BeforeValidator, Field
+
+from judges.base import Judge, Parsed
+from judges.parsing import integer_score, last_bracket_rating, validate
+from judges.prompts import PromptTemplate
+
+
+class CorrectnessRating(BaseModel):
+    rating: Annotated[int, BeforeValidator(integer_score)] = Field(..., ge=0, le=2)
+
+
+class CorrectnessJudge(Judge):
+    name = "correctness"
+    min_score = 0
+    max_score = 2
+    needs_reference = True
+    template = PromptTemplate.load("correctness.txt", "format")
+    output_model = None
+
+    def placeholders(self, question: str, answer: str, reference: str | None) -> dict[str, str]:
+        return {"question": question, "expected_answer": reference or "", "generated_answer": answer}
+
+    def parse(self, text: str) -> Parsed:
+        rating = validate(CorrectnessRating, {"rating": last_bracket_rating(text)}).rating
+        return Parsed(score=rating, reasoning=text.strip())

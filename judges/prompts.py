@@ -1,0 +1,98 @@
+"""Prompt templates: the seed texts kept word for word as package data, filled in one pass, and kept under a
+character budget by cutting the user texts (never the instructions)."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Literal
+
+Syntax = Literal["format", "jinja"]
+
+# One regex per placeholder syntax. Filling is a single re.sub over the template, so a value that itself
+# contains "{answer}", "{{ input }}" or stray braces is copied verbatim and never re-interpreted.
+_PATTERNS: dict[Syntax, re.Pattern[str]] = {
+    # str.format style: {name}, with {{ and }} as escaped braces (the relevancy and correctness seeds)
+    "format": re.compile(r"\{\{|\}\}|\{(\w+)\}"),
+    # Jinja style: {{ name }} (the grounded seed), filled by plain replacement, without a Jinja dependency
+    "jinja": re.compile(r"\{\{\s*(\w+)\s*\}\}"),
+}
+
+
+def cut_marker(count: int) -> str:
+    return f"\n[… cut {count:,} characters …]\n"
+
+
+def cut_text(text: str, limit: int) -> str:
+    """`text` shortened to at most `limit` characters: its head and tail around a visible marker that says how
+    much was removed. The head gets two thirds: a question's or answer's opening usually matters most."""
+    if len(text) <= limit:
+        return text
+    keep = max(0, limit - len(cut_marker(len(text))))  # the marker for the largest possible cut is the longest
+    head = keep - keep // 3
+    tail = keep // 3
+    marker = cut_marker(len(text) - keep)
+    return text[:head] + marker + (text[len(text) - tail :] if tail else "")
+
+
+def share_budget(lengths: dict[str, int], budget: int) -> dict[str, int]:
+    """Split `budget` characters between fields: short fields keep all they need, the rest is shared equally
+    between the long ones (water-filling), so a giant answer does not squeeze out a short question."""
+    limits: dict[str, int] = {}
+    remaining = budget
+    pending = sorted(lengths, key=lambda name: lengths[name])
+    for index, name in enumerate(pending):
+        share = remaining // (len(pending) - index)
+        limits[name] = min(lengths[name], share)
+        remaining -= limits[name]
+    return limits
+
+
+class PromptTooSmall(ValueError):
+    """The character budget cannot hold the judge's own instructions plus a minimum of user text."""
+
+
+@dataclass(frozen=True)
+class PromptTemplate:
+    text: str
+    syntax: Syntax
+    placeholders: tuple[str, ...] = field(init=False)
+    version: str = field(init=False)
+    fixed_length: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        names = tuple(dict.fromkeys(m.group(1) for m in _PATTERNS[self.syntax].finditer(self.text) if m.group(1)))
+        object.__setattr__(self, "placeholders", names)
+        object.__setattr__(self, "version", hashlib.sha256(self.text.encode("utf-8")).hexdigest()[:16])
+        object.__setattr__(self, "fixed_length", len(self.render({name: "" for name in names})))
+
+    @classmethod
+    def load(cls, filename: str, syntax: Syntax) -> PromptTemplate:
+        text = resources.files("judges").joinpath("prompts", filename).read_text(encoding="utf-8")
+        return cls(text, syntax)
+
+    def render(self, values: dict[str, str]) -> str:
+        missing = set(self.placeholders) - set(values)
+        if missing:
+            raise KeyError(f"no value for placeholder(s) {sorted(missing)}")
+
+        def fill(match: re.Match[str]) -> str:
+            name = match.group(1)
+            if name is None:  # an escaped brace ("{{" or "}}" in format syntax)
+                return match.group(0)[0]
+            return values[name]
+
+        return _PATTERNS[self.syntax].sub(fill, self.text)
+
+    def render_within(self, values: dict[str, str], max_chars: int, min_field_chars: int = 200) -> str:
+        """Render with the user texts cut so the whole prompt is at most `max_chars` characters."""
+        budget = max_chars - self.fixed_length
+        if budget < min_field_chars * len(self.placeholders):
+            raise PromptTooSmall(
+                f"max_prompt_chars={max_chars:,} leaves no room for the texts: the prompt's own instructions take "
+                f"{self.fixed_length:,} characters (raise RELMON_MAX_PROMPT_CHARS)"
+            )
+        limits = share_budget({name: len(values[name]) for name in self.placeholders}, budget)
+        return self.render({name: cut_text(values[name], limits[name]) for name in self.placeholders})

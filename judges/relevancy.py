@@ -1,0 +1,38 @@
+"""Answer relevancy (the default judge): how well the answer addresses the question, 0 to 4, independent of
+factual correctness. Seed: 002_1d41c61cba137151.txt. The LLM answers JSON {score, reasoning}."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+
+from judges.base import Judge, Parsed
+from judges.parsing import extract_json_object, integer_score, validate
+from judges.prompts import PromptTemplate
+
+
+class RelevancyOutput(BaseModel):
+    """The seed's AnswerRelevancyResult."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    score: Annotated[int, BeforeValidator(integer_score)] = Field(
+        ..., ge=0, le=4, description="Integer 0 (completely irrelevant) to 4 (fully relevant)."
+    )
+    reasoning: str = Field(..., description="Concise 1-2 sentence justification for the score.")
+
+
+class RelevancyJudge(Judge):
+    name = "relevancy"
+    min_score = 0
+    max_score = 4
+    template = PromptTemplate.load("relevancy.txt", "format")
+    output_model = RelevancyOutput
+
+    def placeholders(self, question: str, answer: str, reference: str | None) -> dict[str, str]:
+        return {"user_message": question, "response": answer}
+
+    def parse(self, text: str) -> Parsed:
+        result = validate(RelevancyOutput, extract_json_object(text))
+        return Parsed(score=result.score, reasoning=result.reasoning.strip())

@@ -1,0 +1,455 @@
+"""A local OpenAI-compatible chat completions server for tests and benches. The real `openai` SDK talks to it
+over HTTP (point `base_url` / OPENAI_BASE_URL at `.base_url`).
+
+- `POST /v1/chat/completions`: honours `response_format` (json_schema → JSON content that fits the schema),
+  fills `usage` (characters // 4) and `model`.
+- Default replies follow the answer text, so any test can steer a score: the text after "### RESPONSE:"
+  (relevancy), "ASSISTANT'S ANSWER:" (correctness) or "Answer 2:" (grounded) scores lowest if it contains
+  "offtopic", middling if it contains "partial", highest otherwise; a grounded answer that starts with
+  "No document seems to precisely answer your question" is graded null.
+- Behaviour (in process with `set_behavior`, or `POST /_admin/behavior` with the same fields as JSON):
+  latency, a seeded fault rate drawing from 429 (with Retry-After), 500, timeout (sleeps past the client's
+  timeout) and garbage (200 with unreadable content), rejection of `response_format` (400), a fixed error
+  status for every call (`always_status`, e.g. 401), and a required API key.
+- `GET /_admin/stats`: request count and counts per answered status. `POST /_admin/reset` clears them.
+
+Run it alone: `python -m tests.fakes.openai_server --port 8765 --latency-ms 500`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+NO_DOCUMENT = "No document seems to precisely answer your question"
+FAULTS = ("429", "500", "timeout", "garbage")
+GARBAGE = '<<<%%% the model lost its train of thought ~~~ {"score": ## >>>'
+
+Reply = Callable[[dict], "str | None"]
+
+
+@dataclass
+class Behavior:
+    latency_ms: float = 0.0
+    fault_rate: float = 0.0
+    faults: tuple[str, ...] = FAULTS
+    reject_response_format: bool = False
+    seed: int | None = None
+    timeout_seconds: float = 5.0  # how long a "timeout" fault sleeps: make it longer than the client's timeout
+    retry_after_seconds: float = 0.1
+    always_status: int | None = None  # answer every completion with this error status (401, 403, 404, 400...)
+    api_key: str | None = None  # when set, any other bearer token gets 401
+
+
+# Default scoring ---------------------------------------------------------------------------------------------
+
+
+def _grade(text: str, low: int, middle: int, high: int) -> int:
+    lowered = text.lower()
+    if "offtopic" in lowered:
+        return low
+    if "partial" in lowered:
+        return middle
+    return high
+
+
+def _between(text: str, start: str, end: str | None) -> str | None:
+    at = text.find(start)
+    if at == -1:
+        return None
+    begin = at + len(start)
+    stop = text.rfind(end) if end else -1
+    return text[begin : stop if stop >= begin else len(text)].strip()
+
+
+def prompt_text(body: dict) -> str:
+    parts = []
+    for message in body.get("messages", []):
+        content = message.get("content")
+        if isinstance(content, str):
+            parts.append(content)
+        elif isinstance(content, list):
+            parts.extend(str(item.get("text", "")) for item in content if isinstance(item, dict))
+    return "\n".join(parts)
+
+
+def default_reply(body: dict) -> str:
+    """A realistic judge reply graded from the answer text (see the module docstring)."""
+    prompt = prompt_text(body)
+    structured = _json_schema(body) is not None
+    if "### RESPONSE:" in prompt:
+        answer = _between(prompt, "### RESPONSE:", "\nOutput only the JSON object described above") or ""
+        score = _grade(answer, 0, 2, 4)
+        payload = json.dumps({"score": score, "reasoning": f"The response is graded {score} for relevancy."})
+        return payload if structured else f"```json\n{payload}\n```"
+    if "ASSISTANT'S ANSWER:" in prompt:
+        answer = _between(prompt, "ASSISTANT'S ANSWER:", None) or ""
+        rating = _grade(answer, 0, 1, 2)
+        return f"The assistant's answer was compared with the reference answer.\n\nThe rating is: [[{rating}]]"
+    if "Answer 2:" in prompt:
+        answer = _between(prompt, "Answer 2:", "\n[/TO EVALUATE]") or ""
+        reference = _between(prompt, "Answer 1:", "\nAnswer 2:") or ""
+
+        def grade(text: str) -> dict:
+            no_document = text.startswith(NO_DOCUMENT)
+            return {
+                "answer_affirms_no_document_answers": no_document,
+                "answer_relevancy_justification": "No document answers it." if no_document else "Graded by topic.",
+                "answer_relevancy": None if no_document else _grade(text, 1, 3, 5),
+            }
+
+        payload = json.dumps({"answer_1": grade(reference), "answer_2": grade(answer)}, indent=4)
+        return payload if structured else f"Here is my evaluation:\n{payload}\nI hope this helps."
+    schema = _json_schema(body)
+    if schema is not None:
+        return json.dumps(_instance(schema, schema))
+    return "I am a fake language model."
+
+
+def _json_schema(body: dict) -> dict | None:
+    response_format = body.get("response_format")
+    if isinstance(response_format, dict) and response_format.get("type") == "json_schema":
+        return (response_format.get("json_schema") or {}).get("schema") or {}
+    return None
+
+
+def _instance(schema: dict, root: dict) -> Any:
+    """A minimal value that fits a JSON schema (for schemas this fake does not know)."""
+    if "$ref" in schema:
+        name = schema["$ref"].rsplit("/", 1)[-1]
+        return _instance(root.get("$defs", {}).get(name, {}), root)
+    if "anyOf" in schema:
+        return _instance(schema["anyOf"][0], root)
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = kind[0]
+    if "enum" in schema:
+        return schema["enum"][0]
+    if kind == "object":
+        return {name: _instance(sub, root) for name, sub in schema.get("properties", {}).items()}
+    if kind == "array":
+        return []
+    if kind == "integer":
+        return int(schema.get("minimum", 0))
+    if kind == "number":
+        return float(schema.get("minimum", 0))
+    if kind == "boolean":
+        return False
+    if kind == "null":
+        return None
+    return ""
+
+
+# The server -------------------------------------------------------------------------------------------------
+
+
+class _State:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.behavior = Behavior()
+        self.random = random.Random()
+        self.reply: Reply | None = None
+        self.requests: list[dict] = []
+        self.statuses: Counter[int] = Counter()
+        self.handler_seconds: list[float] = []  # time spent answering each completion, injected latency included
+
+    def configure(self, **fields: Any) -> None:
+        with self.lock:
+            if "faults" in fields:
+                fields["faults"] = tuple(str(fault) for fault in fields["faults"])
+                unknown = set(fields["faults"]) - set(FAULTS)
+                if unknown:
+                    raise ValueError(f"unknown faults {sorted(unknown)}; choose from {FAULTS}")
+            self.behavior = Behavior(**{**asdict(Behavior()), **fields})
+            self.random = random.Random(self.behavior.seed)
+
+    def draw_fault(self) -> str | None:
+        with self.lock:
+            behavior = self.behavior
+            if behavior.fault_rate > 0 and self.random.random() < behavior.fault_rate:
+                return self.random.choice(behavior.faults)
+            return None
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive: the SDK pools connections
+    # Headers and body leave in one segment, without Nagle: otherwise delayed ACKs add ~40 ms per request.
+    disable_nagle_algorithm = True
+    wbufsize = 64 * 1024
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet
+        return
+
+    def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(payload).encode("utf-8")
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(data)
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout): nothing to do
+            self.close_connection = True
+
+    def _body(self) -> dict:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        return json.loads(raw or b"{}")
+
+    def do_GET(self) -> None:
+        state = self.server.state
+        if self.path.rstrip("/") == "/_admin/stats":
+            with state.lock:
+                stats = {
+                    "requests": len(state.requests),
+                    "statuses": {str(code): count for code, count in sorted(state.statuses.items())},
+                    "behavior": asdict(state.behavior),
+                }
+            self._send(200, stats)
+        elif self.path.rstrip("/") in ("/v1/models", "/models"):
+            self._send(200, {"object": "list", "data": [{"id": "fake-judge", "object": "model", "owned_by": "fake"}]})
+        else:
+            self._send(404, {"error": {"message": f"no route {self.path}", "type": "invalid_request_error"}})
+
+    def do_POST(self) -> None:
+        state = self.server.state
+        path = self.path.rstrip("/")
+        try:
+            body = self._body()
+        except (ValueError, UnicodeDecodeError):
+            self._send(400, {"error": {"message": "the body is not JSON", "type": "invalid_request_error"}})
+            return
+        if path == "/_admin/behavior":
+            try:
+                state.configure(**body)
+            except (TypeError, ValueError) as exc:
+                self._send(400, {"error": {"message": str(exc)}})
+                return
+            self._send(200, {"ok": True, "behavior": asdict(state.behavior)})
+        elif path == "/_admin/reset":
+            with state.lock:
+                state.requests.clear()
+                state.statuses.clear()
+                state.handler_seconds.clear()
+            self._send(200, {"ok": True})
+        elif path in ("/v1/chat/completions", "/chat/completions"):
+            started = time.perf_counter()
+            status = self._complete(body)
+            with state.lock:
+                state.statuses[status] += 1
+                state.handler_seconds.append(time.perf_counter() - started)
+        else:
+            self._send(404, {"error": {"message": f"no route {self.path}", "type": "invalid_request_error"}})
+
+    def _complete(self, body: dict) -> int:
+        state = self.server.state
+        with state.lock:
+            state.requests.append(body)
+            behavior = state.behavior
+            custom = state.reply
+        if behavior.latency_ms:
+            time.sleep(behavior.latency_ms / 1000)
+        if behavior.api_key is not None and self.headers.get("Authorization") != f"Bearer {behavior.api_key}":
+            return self._error(401, "Incorrect API key provided.", "invalid_request_error", "invalid_api_key")
+        if behavior.always_status:
+            return self._error(behavior.always_status, f"fake error {behavior.always_status}", "fake_error", None)
+        if behavior.reject_response_format and body.get("response_format") is not None:
+            return self._error(
+                400,
+                "Invalid parameter: 'response_format' of type 'json_schema' is not supported with this model.",
+                "invalid_request_error",
+                None,
+                param="response_format",
+            )
+        fault = state.draw_fault()
+        if fault == "429":
+            headers = {"Retry-After": str(behavior.retry_after_seconds)}
+            return self._error(429, "Rate limit reached", "requests", "rate_limit_exceeded", headers=headers)
+        if fault == "500":
+            return self._error(500, "The server had an error while processing your request.", "server_error", None)
+        if fault == "timeout":
+            time.sleep(behavior.timeout_seconds)
+        content = GARBAGE if fault == "garbage" else None
+        if content is None and custom is not None:
+            content = custom(body)
+        if content is None:
+            content = default_reply(body)
+        prompt = prompt_text(body)
+        self._send(
+            200,
+            {
+                "id": f"chatcmpl-fake{len(state.requests)}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": str(body.get("model") or "fake-judge"),
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": content, "refusal": None},
+                        "finish_reason": "stop",
+                        "logprobs": None,
+                    }
+                ],
+                "usage": {
+                    "prompt_tokens": len(prompt) // 4,
+                    "completion_tokens": len(content) // 4,
+                    "total_tokens": len(prompt) // 4 + len(content) // 4,
+                },
+            },
+        )
+        return 200
+
+    def _error(
+        self,
+        status: int,
+        message: str,
+        kind: str,
+        code: str | None,
+        *,
+        param: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> int:
+        self._send(status, {"error": {"message": message, "type": kind, "param": param, "code": code}}, headers)
+        return status
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True  # a sleeping "timeout" handler must not keep the process alive
+    block_on_close = False
+    request_queue_size = 256  # many SDK threads connect at once
+    allow_reuse_address = True
+
+    def __init__(self, address: tuple[str, int]) -> None:
+        super().__init__(address, _Handler)
+        self.state = _State()
+
+
+class FakeOpenAI:
+    """The fake server on 127.0.0.1, in a background thread. Use as a context manager."""
+
+    def __init__(self, port: int = 0, **behavior: Any) -> None:
+        self._server = _Server(("127.0.0.1", port))
+        self._thread: threading.Thread | None = None
+        if behavior:
+            self.set_behavior(**behavior)
+
+    @property
+    def port(self) -> int:
+        return self._server.server_address[1]
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def requests(self) -> list[dict]:
+        """The JSON bodies of the chat completion requests received so far (a copy)."""
+        with self._server.state.lock:
+            return list(self._server.state.requests)
+
+    @property
+    def statuses(self) -> dict[int, int]:
+        with self._server.state.lock:
+            return dict(self._server.state.statuses)
+
+    @property
+    def handler_seconds(self) -> list[float]:
+        with self._server.state.lock:
+            return list(self._server.state.handler_seconds)
+
+    def set_behavior(
+        self,
+        latency_ms: float = 0.0,
+        fault_rate: float = 0.0,
+        faults: Iterable[str] = FAULTS,
+        reject_response_format: bool = False,
+        seed: int | None = None,
+        timeout_seconds: float = 5.0,
+        retry_after_seconds: float = 0.1,
+        always_status: int | None = None,
+        api_key: str | None = None,
+    ) -> None:
+        self._server.state.configure(
+            latency_ms=latency_ms,
+            fault_rate=fault_rate,
+            faults=tuple(faults),
+            reject_response_format=reject_response_format,
+            seed=seed,
+            timeout_seconds=timeout_seconds,
+            retry_after_seconds=retry_after_seconds,
+            always_status=always_status,
+            api_key=api_key,
+        )
+
+    def set_reply(self, reply: Reply | None) -> None:
+        """A custom reply: called with each request body; return the content, or None for the default."""
+        with self._server.state.lock:
+            self._server.state.reply = reply
+
+    def reset(self) -> None:
+        with self._server.state.lock:
+            self._server.state.requests.clear()
+            self._server.state.statuses.clear()
+            self._server.state.handler_seconds.clear()
+
+    def start(self) -> FakeOpenAI:
+        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-openai", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> FakeOpenAI:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="A fake OpenAI-compatible chat completions server.")
+    parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
+    parser.add_argument("--latency-ms", type=float, default=0.0)
+    parser.add_argument("--fault-rate", type=float, default=0.0)
+    parser.add_argument("--faults", default=",".join(FAULTS), help=f"comma-separated, from {','.join(FAULTS)}")
+    parser.add_argument("--reject-response-format", action="store_true")
+    parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--timeout-seconds", type=float, default=5.0)
+    args = parser.parse_args(argv)
+    fake = FakeOpenAI(
+        port=args.port,
+        latency_ms=args.latency_ms,
+        fault_rate=args.fault_rate,
+        faults=[fault for fault in args.faults.split(",") if fault],
+        reject_response_format=args.reject_response_format,
+        seed=args.seed,
+        timeout_seconds=args.timeout_seconds,
+    )
+    print(f"fake OpenAI listening on {fake.base_url}", flush=True)
+    try:
+        fake._server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        fake._server.server_close()
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())
