@@ -1,0 +1,256 @@
+"""The weekly digest as Block Kit (for Slack) and as plain text (for `relmon digest --dry-run`).
+
+Pure functions of a `workers.digest.stats.Report` plus the links and the quotes the caller may show: the
+caller has already applied the privacy rule, so every quote passed in may be printed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from zoneinfo import ZoneInfo
+
+from workers.digest.stats import Change, ChannelStats, JudgeStats, Prices, Report, WorstAnswer
+
+MAX_BLOCKS = 50  # Slack's limit per message
+MAX_CHANNEL_SECTIONS = 30  # leaves room for the header, overall figures and footer
+QUOTE_CHARS = 160
+SECTION_CHARS = 2900  # under the 3,000 a section's text may hold
+
+Quotes = Mapping[int, tuple[str | None, str | None]]  # pair id -> (question, answer) that may be shown
+Links = Mapping[int, str]  # pair id -> permalink
+
+
+# Small formatters shared with the App Home ------------------------------------------------------
+
+
+def pct(share: float | None) -> str:
+    return "–" if share is None else f"{share * 100:.0f}%"
+
+
+def signed(value: float | None, *, points: bool = False, digits: int = 1) -> str:
+    if value is None:
+        return ""
+    if points:
+        value *= 100
+        return f"{'+' if value >= 0 else '−'}{abs(value):.0f} pts"
+    return f"{'+' if value >= 0 else '−'}{abs(value):.{digits}f}"
+
+
+def mean_text(stats: JudgeStats | None) -> str:
+    if stats is None or stats.mean is None:
+        return "no scores"
+    return f"{stats.mean:.2f} / {stats.scale[1]}"
+
+
+def threshold_text(stats: JudgeStats) -> str:
+    if not stats.thresholds:
+        return "at or below threshold"
+    return "≤ " + "/".join(f"{t:g}" for t in stats.thresholds)
+
+
+def judge_line(stats: JudgeStats, change: Change | None = None) -> str:
+    """`mean 3.10 / 4 (+0.2) · 12% ≤ 2 (−3 pts)`."""
+    if stats.scored == 0:
+        extra = f" · {stats.nulls} unscorable" if stats.nulls else ""
+        return f"no scores{extra}"
+    mean = f"mean {mean_text(stats)}"
+    low = f"{pct(stats.share_low)} {threshold_text(stats)}"
+    if change is not None and change.mean is not None:
+        mean += f" ({signed(change.mean)})"
+    if change is not None and change.share_low is not None:
+        low += f" ({signed(change.share_low, points=True)})"
+    parts = [mean, low]
+    if stats.nulls:
+        parts.append(f"{stats.nulls} unscorable")
+    return " · ".join(parts)
+
+
+def channel_ref(channel_id: str | None, *, slack: bool = True) -> str:
+    if channel_id is None:
+        return "all channels"
+    return f"<#{channel_id}>" if slack else f"#{channel_id}"
+
+
+def escape(text: str) -> str:
+    """Slack mrkdwn's three control characters."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def shorten(text: str, limit: int = QUOTE_CHARS) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def money(usd: float) -> str:
+    return f"${usd:.2f}" if usd >= 0.01 or usd == 0 else f"${usd:.4f}"
+
+
+def period_text(report: Report) -> str:
+    tz = ZoneInfo(report.period.timezone)
+    start = report.period.start.astimezone(tz)
+    end = report.period.end.astimezone(tz)
+    return f"{start:%a %d %b %H:%M} – {end:%a %d %b %Y %H:%M} {report.period.timezone}, compared with the 7 days before"
+
+
+# Pieces ---------------------------------------------------------------------------------------------
+
+
+def _volume_line(stats: ChannelStats) -> str:
+    parts = [f"{stats.seen} seen", f"{stats.judged} judged"]
+    if stats.skipped_sampling:
+        parts.append(f"{stats.skipped_sampling} skipped by sampling")
+    if stats.skipped_budget:
+        parts.append(f"{stats.skipped_budget} over the daily budget")
+    if stats.not_judged:
+        parts.append(f"{stats.not_judged} without a question")
+    if stats.waiting:
+        parts.append(f"{stats.waiting} still waiting")
+    return " · ".join(parts)
+
+
+def _agreement_line(stats: ChannelStats) -> str:
+    votes = stats.votes_right + stats.votes_wrong
+    if not votes:
+        return "no votes yet"
+    return f"{pct(stats.agreement)} of {votes} vote{'s' if votes != 1 else ''} say the judge was right"
+
+
+def _usage_line(stats: ChannelStats) -> str:
+    tokens = stats.tokens
+    return f"{tokens.total:,} tokens ({tokens.prompt:,} in, {tokens.completion:,} out) · ≈ {money(tokens.cost_usd)}"
+
+
+def _worst_line(worst: WorstAnswer, links: Links, quotes: Quotes, *, slack: bool = True) -> str:
+    scale = f"{worst.score:g}/{worst.max_score:g}" if worst.max_score is not None else f"{worst.score:g}"
+    where = channel_ref(worst.channel_id, slack=slack)
+    link = links.get(worst.pair_id)
+    if slack:
+        head = f"• *{scale}* {worst.judge} in {where}" + (f" · <{link}|view answer>" if link else "")
+    else:
+        ref = link or f"ts {worst.answer_ts}"
+        head = f"- {scale} {worst.judge} in {where} ({ref})"
+    quote = quotes.get(worst.pair_id)
+    if not quote:
+        return head
+    question, answer = quote
+    lines = [head]
+    for label, text in (("Q", question), ("A", answer)):
+        if text:
+            body = shorten(text)
+            lines.append(f">_{label}:_ {escape(body)}" if slack else f"    {label}: {body}")
+    return "\n".join(lines)
+
+
+def _overall_fields(report: Report) -> list[dict]:
+    overall = report.overall
+    fields = [
+        {"type": "mrkdwn", "text": f"*Answers*\n{_volume_line(overall)}"},
+    ]
+    for name, stats in list(overall.judges.items())[:3]:
+        fields.append(
+            {"type": "mrkdwn", "text": f"*{name.capitalize()}*\n{judge_line(stats, report.change(overall, name))}"}
+        )
+    errors = overall.errors
+    errored = f" ({overall.errored} answers unjudged)" if overall.errored else ""
+    fields.append({"type": "mrkdwn", "text": f"*Judge errors*\n{errors}{errored}"})
+    fields.append({"type": "mrkdwn", "text": f"*Agreement with the judge*\n{_agreement_line(overall)}"})
+    fields.append({"type": "mrkdwn", "text": f"*LLM usage*\n{_usage_line(overall)}"})
+    return fields[:10]
+
+
+def _channel_section(report: Report, stats: ChannelStats, links: Links, quotes: Quotes) -> dict:
+    lines = [f"*{channel_ref(stats.channel_id)}* — {_volume_line(stats)}"]
+    for name, judge in stats.judges.items():
+        lines.append(f"{name}: {judge_line(judge, report.change(stats, name))}")
+    extras = []
+    if stats.errors:
+        extras.append(f"{stats.errors} judge error{'s' if stats.errors != 1 else ''}")
+    if stats.votes_right + stats.votes_wrong:
+        extras.append(f"agreement {pct(stats.agreement)}")
+    if extras:
+        lines.append(" · ".join(extras))
+    if stats.worst:
+        lines.append("Worst:")
+        lines += [_worst_line(w, links, quotes) for w in stats.worst]
+    return {"type": "section", "text": {"type": "mrkdwn", "text": _fit("\n".join(lines))}}
+
+
+def _fit(text: str, limit: int = SECTION_CHARS) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# Messages --------------------------------------------------------------------------------------------
+
+
+def digest_message(report: Report, links: Links, quotes: Quotes, prices: Prices | None = None) -> dict:
+    """`{"text", "blocks"}` for chat.postMessage (at most 50 blocks)."""
+    title = f"Weekly digest · {report.period.week_key}"
+    blocks: list[dict] = [
+        {"type": "header", "text": {"type": "plain_text", "text": title}},
+        {"type": "context", "elements": [{"type": "mrkdwn", "text": period_text(report)}]},
+    ]
+    if report.empty:
+        blocks.append(
+            {"type": "section", "text": {"type": "mrkdwn", "text": "No answers were captured in the last 7 days."}}
+        )
+        return {"text": f"{title}: no answers captured", "blocks": blocks}
+    blocks.append({"type": "section", "fields": _overall_fields(report)})
+    if report.overall.worst:
+        worst = "\n".join(_worst_line(w, links, quotes) for w in report.overall.worst)
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": _fit(f"*Worst answers*\n{worst}")}})
+    blocks.append({"type": "divider"})
+    shown = report.channels[:MAX_CHANNEL_SECTIONS]
+    blocks += [_channel_section(report, stats, links, quotes) for stats in shown]
+    if len(report.channels) > len(shown):
+        more = len(report.channels) - len(shown)
+        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": f"…and {more} more channels"}]})
+    footer = "Changes are against the 7 days before. Shares count scores at or below each channel's alert threshold."
+    if prices is not None:
+        footer += (
+            f" Cost estimated at ${prices.input_per_million:g} / ${prices.output_per_million:g} "
+            "per million input / output tokens."
+        )
+    blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": footer}]})
+    assert len(blocks) <= MAX_BLOCKS
+    overall = report.overall
+    main = overall.judge(report.primary_judge)
+    summary = f"{title}: {overall.judged} of {overall.seen} answers judged"
+    if main is not None and main.mean is not None:
+        summary += f", mean {report.primary_judge} {mean_text(main)}"
+    return {"text": summary, "blocks": blocks}
+
+
+def digest_text(report: Report, links: Links, quotes: Quotes, prices: Prices | None = None) -> str:
+    """The same digest for a terminal."""
+    out = [f"Weekly digest · {report.period.key}", period_text(report), ""]
+    if report.empty:
+        out.append("No answers were captured in the last 7 days.")
+        return "\n".join(out) + "\n"
+
+    def block(stats: ChannelStats) -> list[str]:
+        lines = [f"Answers: {_volume_line(stats)}"]
+        for name, judge in stats.judges.items():
+            lines.append(f"{name}: {judge_line(judge, report.change(stats, name))}")
+            if judge.scored:
+                distribution = "  ".join(f"{score}:{count}" for score, count in judge.distribution.items())
+                lines.append(f"  distribution {distribution}")
+        lines.append(f"Judge errors: {stats.errors}")
+        lines.append(f"Agreement: {_agreement_line(stats)}")
+        if stats.worst:
+            lines.append("Worst answers:")
+            lines += [_worst_line(w, links, quotes, slack=False) for w in stats.worst]
+        return lines
+
+    out.append("== All channels ==")
+    out += block(report.overall)
+    out.append(f"LLM usage: {_usage_line(report.overall)}")
+    for stats in report.channels:
+        out += ["", f"== {channel_ref(stats.channel_id, slack=False)} =="]
+        out += block(stats)
+    if prices is not None:
+        out += [
+            "",
+            f"Cost estimated at ${prices.input_per_million:g} / ${prices.output_per_million:g} "
+            "per million input / output tokens.",
+        ]
+    return "\n".join(out) + "\n"

@@ -1,0 +1,97 @@
+"""Celery beat's schedule: the weekly digest, the daily retention purge, and the pipeline's sweeper.
+
+Crontabs run in the digest's time zone (RELMON_DIGEST_TIMEZONE), daylight-saving changes included, while the
+Celery app itself stays on UTC. The purge runs at 04:30 local time: never in the 01:00–03:00 hours that
+daylight-saving changes skip or repeat.
+"""
+
+from __future__ import annotations
+
+import importlib
+from datetime import tzinfo
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from celery.schedules import crontab
+
+from store.settings import Settings
+
+TASK_SEND_DIGEST = "workers.tasks.digest.send_digest"
+TASK_PURGE_OLD = "workers.tasks.maintenance.purge_old"
+PURGE_HOUR, PURGE_MINUTE = 4, 30
+
+
+class zoned_crontab(crontab):  # lower case, like the celery class it extends
+    """A crontab whose fields are read in a given IANA time zone rather than the Celery app's.
+
+    Celery normalises "now" and the last run into the schedule's `tz` before matching fields, so overriding
+    `tz` is all it takes. The zone travels in `_orig_kwargs`, so beat's pickled schedule file keeps it.
+    """
+
+    def __init__(
+        self,
+        minute: Any = "*",
+        hour: Any = "*",
+        day_of_week: Any = "*",
+        day_of_month: Any = "*",
+        month_of_year: Any = "*",
+        *,
+        timezone: str = "UTC",
+        **kwargs: Any,
+    ) -> None:
+        ZoneInfo(timezone)  # fail at start-up on a zone that does not exist
+        self.timezone_name = timezone
+        super().__init__(minute, hour, day_of_week, day_of_month, month_of_year, **kwargs)
+        self._orig_kwargs = {**kwargs, "timezone": timezone}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        state = dict(state)
+        self.timezone_name = state.pop("timezone", "UTC")
+        super().__setstate__(state)
+        self._orig_kwargs = {**state, "timezone": self.timezone_name}
+
+    @property
+    def tz(self) -> tzinfo:  # type: ignore[override]
+        return ZoneInfo(self.timezone_name)
+
+    def __repr__(self) -> str:
+        return f"<zoned_crontab: {super().__repr__()[1:-1]} {self.timezone_name}>"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, zoned_crontab):
+            return super().__eq__(other) and other.timezone_name == self.timezone_name
+        return NotImplemented
+
+    __hash__ = crontab.__hash__
+
+
+def _sweeper_entries() -> dict:
+    """The pipeline's stale-pair sweeper, when this build has it."""
+    try:
+        judging = importlib.import_module("workers.tasks.judging")
+    except ModuleNotFoundError as error:
+        if error.name != "workers.tasks.judging":
+            raise
+        return {}
+    return dict(getattr(judging, "SWEEP_SCHEDULE", {}))
+
+
+def beat_schedule(settings: Settings) -> dict:
+    zone = settings.digest_timezone
+    schedule = {
+        "relmon-weekly-digest": {
+            "task": TASK_SEND_DIGEST,
+            "schedule": zoned_crontab(
+                minute=0, hour=settings.digest_hour, day_of_week=settings.digest_day, timezone=zone
+            ),
+            # A digest that could not start within a day is stale; the next week's will come.
+            "options": {"expires": 24 * 60 * 60},
+        },
+        "relmon-purge-old": {
+            "task": TASK_PURGE_OLD,
+            "schedule": zoned_crontab(minute=PURGE_MINUTE, hour=PURGE_HOUR, timezone=zone),
+            "options": {"expires": 12 * 60 * 60},
+        },
+    }
+    schedule.update(_sweeper_entries())
+    return schedule

@@ -1,0 +1,233 @@
+"""Digest tasks: the weekly digest (exactly once per ISO week) and the private `/judge digest` preview.
+
+Thin adapters: statistics come from `workers.digest.stats`, rendering from `workers.messages.digest`,
+SQL from `store.stats_queries` and `store.digests`.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+
+from slack_sdk.errors import SlackApiError
+from slack_sdk.webhook import WebhookClient
+
+from store import digests as digest_rows
+from store.stats_queries import pair_rows, pair_texts
+from workers.celery_app import celery
+from workers.digest.chart import render_chart
+from workers.digest.period import Period, period_for
+from workers.digest.privacy import may_quote
+from workers.digest.stats import Prices, Report, WorstAnswer, build_report
+from workers.messages.digest import Links, Quotes, digest_message
+from workers.runtime import Runtime, get_runtime
+
+log = logging.getLogger("relmon.digest")
+
+# A run that claimed a period and then vanished (worker killed) is presumed dead after this long.
+CLAIM_LEASE = timedelta(minutes=15)
+MAX_RETRIES = 5
+METADATA_EVENT = "relmon_digest"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status: str  # sent | already_sent | in_progress | no_channel
+    period_key: str | None = None
+    message_ts: str | None = None
+    file_id: str | None = None
+
+
+def prices_for(runtime: Runtime) -> Prices:
+    settings = runtime.settings
+    return Prices(settings.cost_per_million_input_tokens, settings.cost_per_million_output_tokens)
+
+
+def load_report(runtime: Runtime, period: Period) -> Report:
+    settings, rules = runtime.settings, runtime.rules
+    with runtime.db.session() as session:
+        current = pair_rows(session, period.start, period.end)
+        previous = pair_rows(session, period.previous_start, period.start)
+    configured = set(settings.watched_channels) | set(rules.channels)
+    return build_report(
+        period,
+        current,
+        previous,
+        lambda channel: rules.for_channel(channel, settings).thresholds,
+        prices_for(runtime),
+        channels=configured,
+        is_watched=lambda channel: rules.for_channel(channel, settings).watch,
+    )
+
+
+def _all_worst(report: Report) -> list[WorstAnswer]:
+    seen: dict[int, WorstAnswer] = {}
+    for worst in [*report.overall.worst, *(w for stats in report.channels for w in stats.worst)]:
+        seen.setdefault(worst.pair_id, worst)
+    return list(seen.values())
+
+
+def quotes_for(runtime: Runtime, report: Report, destination: str | None) -> Quotes:
+    """Texts of the worst answers that may be shown in `destination` (the privacy rule of alerts)."""
+    allowed = [
+        w
+        for w in _all_worst(report)
+        if may_quote(w.channel_is_private, runtime.rules.for_channel(w.channel_id, runtime.settings), destination)
+    ]
+    if not allowed:
+        return {}
+    with runtime.db.session() as session:
+        return pair_texts(session, [w.pair_id for w in allowed])
+
+
+def links_for(runtime: Runtime, report: Report) -> Links:
+    """Permalinks of the worst answers (a missing link only costs the link, never the digest)."""
+    links: dict[int, str] = {}
+    for worst in _all_worst(report):
+        if not worst.channel_id or not worst.answer_ts:
+            continue
+        try:
+            answer = runtime.slack.chat_getPermalink(channel=worst.channel_id, message_ts=worst.answer_ts)
+            links[worst.pair_id] = answer["permalink"]
+        except SlackApiError as error:
+            log.warning("no permalink", extra={"pair_id": worst.pair_id, "error": error.response.get("error")})
+    return links
+
+
+def _posted_earlier(runtime: Runtime, channel: str, period_key: str, since: datetime) -> str | None:
+    """The ts of this period's message if a run posted it but died before recording it."""
+    try:
+        history = runtime.slack.conversations_history(
+            channel=channel, oldest=f"{since.timestamp():.6f}", limit=50, include_all_metadata=True
+        )
+    except SlackApiError:
+        return None  # cannot tell: post (a rare duplicate beats a missing digest)
+    for message in history.get("messages", []):
+        metadata = message.get("metadata") or {}
+        if (
+            metadata.get("event_type") == METADATA_EVENT
+            and metadata.get("event_payload", {}).get("period_key") == period_key
+        ):
+            return message["ts"]
+    return None
+
+
+def deliver_digest(runtime: Runtime, now: datetime, *, force: bool = False, period_key: str | None = None) -> Outcome:
+    """Send the digest for the period `now` falls in, unless it was sent already. Safe to repeat.
+
+    `period_key` pins the key of a forced digest across retries (its key carries the first attempt's time).
+    """
+    settings = runtime.settings
+    channel = settings.digest_channel
+    if not channel:
+        log.warning("no digest channel: set RELMON_DIGEST_CHANNEL or RELMON_ALERT_CHANNEL")
+        return Outcome("no_channel")
+    period = period_for(now, settings.digest_timezone, force=force)
+    if period_key:
+        period = replace(period, key=period_key)
+    with runtime.db.session() as session:
+        claim = digest_rows.claim(session, period.key, channel, now, CLAIM_LEASE)
+        if claim is None:
+            status = digest_rows.status_of(session, period.key)
+    if claim is None:
+        log.info("digest not sent again", extra={"period_key": period.key, "status": status})
+        return Outcome("already_sent" if status == digest_rows.SENT else "in_progress", period.key)
+
+    try:
+        report = load_report(runtime, period)
+        message_ts = claim.message_ts or _posted_earlier(runtime, channel, period.key, period.end - CLAIM_LEASE * 4)
+        if message_ts is None:
+            message = digest_message(
+                report, links_for(runtime, report), quotes_for(runtime, report, channel), prices_for(runtime)
+            )
+            posted = runtime.slack.chat_postMessage(
+                channel=channel,
+                text=message["text"],
+                blocks=message["blocks"],
+                unfurl_links=False,
+                metadata={"event_type": METADATA_EVENT, "event_payload": {"period_key": period.key}},
+            )
+            message_ts = posted["ts"]
+        with runtime.db.session() as session:
+            digest_rows.mark_posted(session, claim.id, message_ts)
+        file_id = None
+        if not report.empty:
+            upload = runtime.slack.files_upload_v2(
+                channel=channel,
+                content=render_chart(report),
+                filename=f"relmon-digest-{period.week_key}.png",
+                title=f"relmon digest {period.week_key}: daily {report.primary_judge} and score distribution",
+            )
+            file_id = (upload.get("file") or {}).get("id")
+        with runtime.db.session() as session:
+            digest_rows.mark_sent(session, claim.id, datetime.now(UTC))
+    except Exception:
+        with runtime.db.session() as session:
+            digest_rows.release(session, claim.id)
+        raise
+    log.info("digest sent", extra={"period_key": period.key, "message_ts": message_ts})
+    return Outcome("sent", period.key, message_ts, file_id)
+
+
+def deliver_preview(
+    runtime: Runtime, now: datetime, *, user_id: str, channel_id: str | None, response_url: str | None
+) -> dict:
+    """The digest as it would be sent now, shown only to one person; claims nothing."""
+    settings = runtime.settings
+    period = period_for(now, settings.digest_timezone)
+    report = load_report(runtime, period)
+    # Quote private text only where the rule would allow it in the channel the preview appears in.
+    message = digest_message(
+        report, links_for(runtime, report), quotes_for(runtime, report, channel_id), prices_for(runtime)
+    )
+    note = {
+        "type": "context",
+        "elements": [
+            {
+                "type": "mrkdwn",
+                "text": "Preview: only you can see this. The weekly digest, with its chart, goes to "
+                + (
+                    f"<#{settings.digest_channel}>."
+                    if settings.digest_channel
+                    else "the digest channel once one is set."
+                ),
+            }
+        ],
+    }
+    blocks = [note, *message["blocks"]]
+    if response_url:
+        WebhookClient(response_url, timeout=15).send(
+            text=message["text"], blocks=blocks, response_type="ephemeral", replace_original=False
+        )
+    else:
+        runtime.slack.chat_postEphemeral(channel=channel_id, user=user_id, text=message["text"], blocks=blocks)
+    return message
+
+
+def _retry_delay(retries: int) -> int:
+    return min(30 * 2**retries, 600)
+
+
+@celery.task(name="workers.tasks.digest.send_digest", bind=True, max_retries=MAX_RETRIES)
+def send_digest(self, force: bool = False, period_key: str | None = None) -> str:
+    runtime, now = get_runtime(), datetime.now(UTC)
+    if force and period_key is None:
+        period_key = period_for(now, runtime.settings.digest_timezone, force=True).key
+    try:
+        return deliver_digest(runtime, now, force=force, period_key=period_key).status
+    except SlackApiError as error:
+        # The claim was released: the retry finishes what this run started (the same forced key included).
+        raise self.retry(
+            exc=error, countdown=_retry_delay(self.request.retries), kwargs={"force": force, "period_key": period_key}
+        ) from error
+
+
+@celery.task(name="workers.tasks.digest.send_digest_preview", bind=True, max_retries=2)
+def send_digest_preview(self, user_id: str, channel_id: str | None = None, response_url: str | None = None) -> None:
+    try:
+        deliver_preview(
+            get_runtime(), datetime.now(UTC), user_id=user_id, channel_id=channel_id, response_url=response_url
+        )
+    except SlackApiError as error:
+        raise self.retry(exc=error, countdown=5) from error

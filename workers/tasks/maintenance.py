@@ -1,0 +1,35 @@
+"""Retention: every day, delete pairs (and with them judgments, alerts and feedback) older than
+RELMON_RETENTION_DAYS. Batches keep each transaction short, so capture and judging never wait long."""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime, timedelta
+
+from store.retention import delete_alerts_batch, delete_pairs_batch
+from workers.celery_app import celery
+from workers.runtime import Runtime, get_runtime
+
+log = logging.getLogger("relmon.maintenance")
+
+BATCH_SIZE = 1000
+
+
+def purge(runtime: Runtime, now: datetime, *, batch_size: int = BATCH_SIZE) -> dict[str, int]:
+    """Delete what is older than the retention period; returns how many pairs and loose alerts went."""
+    before = now - timedelta(days=runtime.settings.retention_days)
+    counts = {"pairs": 0, "alerts": 0}
+    for name, delete_batch in (("pairs", delete_pairs_batch), ("alerts", delete_alerts_batch)):
+        while True:
+            with runtime.db.session() as session:
+                deleted = delete_batch(session, before, batch_size)
+            counts[name] += deleted
+            if deleted < batch_size:
+                break
+    log.info("retention purge", extra={"before": before.isoformat(), **counts})
+    return counts
+
+
+@celery.task(name="workers.tasks.maintenance.purge_old")
+def purge_old() -> dict[str, int]:
+    return purge(get_runtime(), datetime.now(UTC))
