@@ -1,0 +1,289 @@
+"""Alert queries: claim an alert under its unique key before it is posted, count what the hourly cap
+counts, find held low scores for the hour's summary, track degradation episodes, and the 7-day figures
+of `/judge stats`.
+
+The claim is the at-most-once guarantee: INSERT ... ON CONFLICT DO NOTHING on `dedupe_key`, so two
+workers handling the same judgment meet one row. `lock_channel` serialises the decisions that count
+rows first (the hourly cap, degradation episodes) so that a burst handled by many workers at once
+cannot all see "under the cap".
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import func, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
+
+from store.models import Alert, Judgment, JudgmentStatus, Pair
+
+KIND_LOW = "low_score"
+KIND_DEGRADATION = "degradation"
+KIND_SUMMARY = "summary"
+KIND_VERDICT = "verdict"  # an on-demand verdict delivered to whoever asked
+
+STATUS_CLAIMED = "claimed"  # to be posted (a worker holds it, or died holding it)
+STATUS_POSTED = "posted"
+STATUS_HELD = "held"  # a low score over the hourly cap: shown in the hour's summary instead
+STATUS_FAILED = "failed"  # Slack refused it for good (e.g. the alert channel is gone)
+
+# Low-score rows that use up the hourly cap: everything posted or on its way, not the held ones.
+CAP_STATUSES = (STATUS_CLAIMED, STATUS_POSTED, STATUS_FAILED)
+
+
+def _insert(session: Session):
+    return postgresql.insert if session.get_bind().dialect.name == "postgresql" else sqlite.insert
+
+
+def lock_channel(session: Session, channel_id: str) -> None:
+    """Serialise alert decisions for one source channel until this transaction ends.
+
+    PostgreSQL: a transaction-scoped advisory lock on the channel. SQLite: a no-op write takes the
+    database's write lock now (other writers wait on busy_timeout), so the counts that follow are current."""
+    dialect = session.get_bind().dialect.name
+    if dialect == "postgresql":
+        digest = hashlib.sha256(f"relmon-alerts:{channel_id}".encode()).digest()
+        key = int.from_bytes(digest[:8], "big", signed=True)
+        session.execute(select(func.pg_advisory_xact_lock(key)))
+    else:
+        session.execute(update(Alert).where(Alert.id == -1).values(status=Alert.status))
+
+
+def claim(
+    session: Session,
+    *,
+    dedupe_key: str,
+    kind: str,
+    status: str = STATUS_CLAIMED,
+    judgment_id: int | None = None,
+    source_channel_id: str | None = None,
+    alert_channel_id: str | None = None,
+    details: dict[str, Any] | None = None,
+    now: datetime | None = None,
+) -> tuple[Alert, bool]:
+    """The alert row for this key, inserted if absent. Returns (row, whether this call created it)."""
+    statement = (
+        _insert(session)(Alert)
+        .values(
+            dedupe_key=dedupe_key,
+            kind=kind,
+            status=status,
+            judgment_id=judgment_id,
+            source_channel_id=source_channel_id,
+            alert_channel_id=alert_channel_id,
+            details=details or {},
+            created_at=now or datetime.now(UTC),
+        )
+        .on_conflict_do_nothing(index_elements=["dedupe_key"])
+        .returning(Alert.id)
+    )
+    inserted = session.execute(statement).scalar_one_or_none()
+    row = by_key(session, dedupe_key)
+    assert row is not None  # inserted now, or by whoever won the race
+    return row, inserted is not None
+
+
+def by_key(session: Session, dedupe_key: str) -> Alert | None:
+    return session.execute(select(Alert).where(Alert.dedupe_key == dedupe_key)).scalar_one_or_none()
+
+
+def by_message(session: Session, channel_id: str, message_ts: str) -> Alert | None:
+    return session.execute(
+        select(Alert).where(Alert.alert_channel_id == channel_id, Alert.message_ts == message_ts).limit(1)
+    ).scalar_one_or_none()
+
+
+def low_alert_for_judgment(session: Session, judgment_id: int) -> Alert | None:
+    return session.execute(
+        select(Alert).where(Alert.judgment_id == judgment_id, Alert.kind == KIND_LOW).limit(1)
+    ).scalar_one_or_none()
+
+
+def count_low_alerts(session: Session, channel_id: str, since: datetime, until: datetime) -> int:
+    """Low-score alerts that count against the hourly cap of a source channel."""
+    return session.execute(
+        select(func.count(Alert.id)).where(
+            Alert.kind == KIND_LOW,
+            Alert.source_channel_id == channel_id,
+            Alert.status.in_(CAP_STATUSES),
+            Alert.created_at >= since,
+            Alert.created_at < until,
+        )
+    ).scalar_one()
+
+
+def mark_posted(session: Session, alert_id: int, message_ts: str | None, now: datetime | None = None) -> None:
+    session.execute(
+        update(Alert)
+        .where(Alert.id == alert_id)
+        .values(status=STATUS_POSTED, message_ts=message_ts, posted_at=now or datetime.now(UTC))
+    )
+
+
+def mark_failed(session: Session, alert_id: int, error: str) -> None:
+    row = session.get(Alert, alert_id)
+    if row is not None:
+        row.status = STATUS_FAILED
+        row.details = {**(row.details or {}), "error": error[:500]}
+
+
+def merge_details(session: Session, alert_id: int, **values: Any) -> None:
+    row = session.get(Alert, alert_id)
+    if row is not None:
+        row.details = {**(row.details or {}), **values}  # a new dict: JSON columns track assignment only
+
+
+@dataclass(frozen=True)
+class HeldItem:
+    """A held low score with what the summary shows of it."""
+
+    alert_id: int
+    judgment_id: int
+    judge: str
+    score: float
+    max_score: float | None
+    reasoning: str | None
+    created_at: datetime
+    permalink: str | None
+    channel_is_private: bool
+
+
+def held_channel_hours(session: Session, since: datetime) -> list[tuple[str, datetime]]:
+    """(source channel, claim time) of every held low score since `since`; the caller buckets by hour."""
+    rows = session.execute(
+        select(Alert.source_channel_id, Alert.created_at).where(
+            Alert.kind == KIND_LOW, Alert.status == STATUS_HELD, Alert.created_at >= since
+        )
+    )
+    return [(channel, created) for channel, created in rows if channel]
+
+
+def held_in_hour(session: Session, channel_id: str, since: datetime, until: datetime) -> list[HeldItem]:
+    rows = session.execute(
+        select(Alert, Judgment, Pair.channel_is_private)
+        .join(Judgment, Judgment.id == Alert.judgment_id)
+        .join(Pair, Pair.id == Judgment.pair_id)
+        .where(
+            Alert.kind == KIND_LOW,
+            Alert.status == STATUS_HELD,
+            Alert.source_channel_id == channel_id,
+            Alert.created_at >= since,
+            Alert.created_at < until,
+        )
+        .order_by(Alert.id)
+    )
+    return [
+        HeldItem(
+            alert_id=alert.id,
+            judgment_id=judgment.id,
+            judge=judgment.judge,
+            score=judgment.score,
+            max_score=judgment.max_score,
+            reasoning=judgment.reasoning,
+            created_at=alert.created_at,
+            permalink=(alert.details or {}).get("permalink"),
+            channel_is_private=bool(private),
+        )
+        for alert, judgment, private in rows
+    ]
+
+
+@dataclass(frozen=True)
+class DegradationHistory:
+    open_alert_id: int | None  # the latest episode, not yet recovered
+    last_alert_at: datetime | None
+    episodes: int
+
+
+def degradation_history(session: Session, channel_id: str) -> DegradationHistory:
+    rows = session.execute(
+        select(Alert.id, Alert.created_at, Alert.details)
+        .where(Alert.kind == KIND_DEGRADATION, Alert.source_channel_id == channel_id)
+        .order_by(Alert.id.desc())
+    ).all()
+    if not rows:
+        return DegradationHistory(None, None, 0)
+    latest_id, latest_at, details = rows[0]
+    recovered = bool((details or {}).get("recovered_at"))
+    return DegradationHistory(None if recovered else latest_id, latest_at, len(rows))
+
+
+def mark_recovered(session: Session, alert_id: int, at: datetime) -> None:
+    merge_details(session, alert_id, recovered_at=at.isoformat())
+
+
+def recent_scores(
+    session: Session, channel_id: str, judge: str, *, last: int, since: datetime
+) -> list[tuple[float, datetime]]:
+    """(score, time) of a channel's captured `ok` judgments by one judge: the latest `last` of them,
+    plus any others since `since` (the degradation window's two halves)."""
+    base = (
+        select(Judgment.score, Judgment.created_at, Judgment.id)
+        .join(Pair, Pair.id == Judgment.pair_id)
+        .where(
+            Pair.channel_id == channel_id,
+            Pair.source == "capture",
+            Judgment.judge == judge,
+            Judgment.status == JudgmentStatus.OK,
+            Judgment.score.is_not(None),
+        )
+    )
+    latest = session.execute(base.order_by(Judgment.id.desc()).limit(last)).all()
+    within = session.execute(base.where(Judgment.created_at >= since)).all()
+    seen: dict[int, tuple[float, datetime]] = {}
+    for score, created, judgment_id in [*latest, *within]:
+        seen[judgment_id] = (score, created)
+    return list(seen.values())
+
+
+@dataclass(frozen=True)
+class JudgeStats:
+    judge: str
+    judged: int
+    mean: float | None
+    low: int
+    max_score: float | None
+    errors: int
+
+
+def channel_stats(session: Session, channel_id: str, since: datetime, thresholds: dict[str, float]) -> list[JudgeStats]:
+    """Per judge, over captured answers in a channel since `since`: how many were scored, the mean,
+    how many at or below the threshold, and how many could not be judged."""
+    stats = []
+    for judge, threshold in thresholds.items():
+        scope = (
+            select(Judgment)
+            .join(Pair, Pair.id == Judgment.pair_id)
+            .where(
+                Pair.channel_id == channel_id,
+                Pair.source == "capture",
+                Judgment.judge == judge,
+                Judgment.created_at >= since,
+            )
+            .subquery()
+        )
+        ok = scope.c.status == JudgmentStatus.OK
+        judged, mean, low, max_score, errors = session.execute(
+            select(
+                func.count().filter(ok),
+                func.avg(scope.c.score).filter(ok),
+                func.count().filter(ok, scope.c.score <= threshold),
+                func.max(scope.c.max_score),
+                func.count().filter(scope.c.status == JudgmentStatus.ERROR),
+            )
+        ).one()
+        stats.append(
+            JudgeStats(
+                judge,
+                int(judged or 0),
+                float(mean) if mean is not None else None,
+                int(low or 0),
+                max_score,
+                int(errors or 0),
+            )
+        )
+    return stats

@@ -1,0 +1,37 @@
+"""Feedback queries: one vote per person and judgment, changeable (an upsert on the unique key)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sqlalchemy import select
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
+
+from store.models import Feedback, Judgment
+
+
+def record_vote(session: Session, judgment_id: int, user_id: str, vote: str, now: datetime | None = None) -> bool:
+    """Store or change this person's vote. Returns False when the judgment does not exist."""
+    if session.get(Judgment, judgment_id) is None:
+        return False
+    moment = now or datetime.now(UTC)
+    insert = postgresql.insert if session.get_bind().dialect.name == "postgresql" else sqlite.insert
+    statement = insert(Feedback).values(
+        judgment_id=judgment_id, user_id=user_id, vote=vote, created_at=moment, updated_at=moment
+    )
+    statement = statement.on_conflict_do_update(
+        index_elements=["judgment_id", "user_id"], set_={"vote": vote, "updated_at": moment}
+    )
+    session.execute(statement)
+    return True
+
+
+def votes_for(session: Session, judgment_id: int) -> list[tuple[str, str]]:
+    """(user_id, vote) for one judgment, oldest change first."""
+    rows = session.execute(
+        select(Feedback.user_id, Feedback.vote)
+        .where(Feedback.judgment_id == judgment_id)
+        .order_by(Feedback.updated_at, Feedback.id)
+    )
+    return [(user_id, vote) for user_id, vote in rows]

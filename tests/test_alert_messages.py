@@ -1,0 +1,235 @@
+"""Alert, summary and verdict rendering: content, Slack's Block Kit limits, cutting, privacy."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from workers.alerts.feedback import Tally
+from workers.messages import blocks as bk
+from workers.messages.alerts import (
+    DegradationAlert,
+    LowScoreAlert,
+    SummaryItem,
+    degradation_alert,
+    low_score_alert,
+    summary_message,
+)
+from workers.messages.verdicts import (
+    ERRORS,
+    StatsRow,
+    VerdictItem,
+    error_message,
+    help_message,
+    judge_modal,
+    stats_message,
+    verdict_message,
+)
+
+AT = datetime(2026, 11, 27, 14, 5, tzinfo=UTC)
+PERMALINK = "https://example.slack.com/archives/C1/p1764252300000100"
+
+
+def alert(**changes) -> LowScoreAlert:
+    values = {
+        "judgment_id": 42,
+        "judge": "relevancy",
+        "score": 1.0,
+        "max_score": 4.0,
+        "threshold": 2,
+        "channel_id": "C1",
+        "answered_at": AT,
+        "quote": True,
+        "question": "How do I reset my password?",
+        "answer": "Our office is open 9 to 5 <weekdays> & weekends.",
+        "reasoning": "The answer talks about opening hours, not passwords.",
+        "permalink": PERMALINK,
+    }
+    values.update(changes)
+    return LowScoreAlert(**values)
+
+
+def all_text(payload: dict) -> str:
+    return json.dumps(payload)
+
+
+def check_limits(payload: dict, max_blocks: int = bk.MAX_BLOCKS) -> None:
+    """Every Block Kit limit from NOTES.md that these messages can reach."""
+    assert payload["text"] and len(payload["text"]) <= bk.MAX_FALLBACK_TEXT
+    assert len(payload["blocks"]) <= max_blocks
+    for block in payload["blocks"]:
+        if block.get("block_id"):
+            assert len(block["block_id"]) <= bk.MAX_ID
+        if block["type"] == "header":
+            assert block["text"]["type"] == "plain_text" and len(block["text"]["text"]) <= bk.MAX_HEADER_TEXT
+        if block["type"] == "section":
+            if "text" in block:
+                assert 0 < len(block["text"]["text"]) <= bk.MAX_SECTION_TEXT
+            for field in block.get("fields", []):
+                assert len(field["text"]) <= bk.MAX_FIELD_TEXT
+        if block["type"] == "context":
+            assert len(block["elements"]) <= bk.MAX_CONTEXT_ELEMENTS
+        if block["type"] == "actions":
+            assert len(block["elements"]) <= bk.MAX_ACTION_ELEMENTS
+            for element in block["elements"]:
+                assert len(element["text"]["text"]) <= bk.MAX_BUTTON_TEXT
+                assert len(element.get("value", "")) <= bk.MAX_BUTTON_VALUE
+                assert len(element["action_id"]) <= bk.MAX_ID
+                assert len(element.get("url", "")) <= bk.MAX_URL
+
+
+def test_low_score_alert_shows_everything_a_reader_needs():
+    payload = low_score_alert(alert(votes=Tally(2, 1)))
+    check_limits(payload)
+    blocks = payload["blocks"]
+    assert blocks[0] == {
+        "type": "header",
+        "text": {"type": "plain_text", "text": "Low relevancy score: 1 / 4", "emoji": True},
+    }
+    text = all_text(payload)
+    assert "How do I reset my password?" in text
+    assert "&lt;weekdays&gt; &amp; weekends" in text  # mrkdwn escaped
+    assert "opening hours, not passwords" in text
+    assert "<#C1>" in text and "<!date^" in text
+    buttons = blocks[-2]["elements"]
+    assert [b.get("action_id") for b in buttons] == ["open_message", "feedback_right", "feedback_wrong"]
+    assert buttons[0]["url"] == PERMALINK
+    assert [b["text"]["text"] for b in buttons[1:]] == ["Judge was right", "Judge was wrong"]
+    assert buttons[1]["value"] == buttons[2]["value"] == "42"
+    assert blocks[-1]["elements"][0]["text"] == "Feedback: 2 say the judge was right · 1 says it was wrong"
+    # the notification text carries no conversation text
+    assert payload["text"] == "Low relevancy score 1 / 4 in <#C1>"
+
+
+def test_long_answer_is_cut_with_a_note():
+    answer = "word & <tag> " * 2_000  # 26,000 characters, longer once escaped
+    payload = low_score_alert(alert(answer=answer, reasoning="r" * 5_000, question="q" * 4_000))
+    check_limits(payload)
+    answer_block = next(b for b in payload["blocks"] if b["type"] == "section" and "*Answer*" in b["text"]["text"])
+    assert "cut to fit Slack: 26,000 characters in all" in answer_block["text"]["text"]
+    assert answer_block["text"]["text"].count("…") == 1
+    assert len(answer_block["text"]["text"]) > 2_000  # cut near the limit, not far below it
+
+
+def test_short_answer_is_not_marked_cut():
+    payload = low_score_alert(alert())
+    assert "cut to fit" not in all_text(payload)
+
+
+def test_private_channel_alert_withholds_question_answer_and_reasoning():
+    payload = low_score_alert(alert(quote=False))
+    check_limits(payload)
+    text = all_text(payload)
+    assert "password" not in text and "office" not in text and "opening hours" not in text
+    assert "reasoning withheld" in text.lower()
+    assert PERMALINK in text  # the link still works for members
+    assert "1 / 4" in text
+
+
+def test_missing_permalink_drops_the_link_button():
+    payload = low_score_alert(alert(permalink=None))
+    check_limits(payload)
+    actions = next(b for b in payload["blocks"] if b["type"] == "actions")
+    assert [b["action_id"] for b in actions["elements"]] == ["feedback_right", "feedback_wrong"]
+
+
+def test_scores_on_their_scales():
+    assert bk.format_score(1, 4) == "1 / 4"
+    assert bk.format_score(0, 2) == "0 / 2"
+    assert bk.format_score(2.5, 5) == "2.5 / 5"
+    assert bk.format_score(None, 5) == "no score"
+    header = low_score_alert(alert(judge="grounded", score=2, max_score=5))["blocks"][0]["text"]["text"]
+    assert header == "Low groundedness score: 2 / 5"
+
+
+@pytest.mark.parametrize("length", [0, 1, 100, 2_999, 3_000, 3_001, 50_000])
+def test_fit_quote_never_exceeds_its_budget(length):
+    text = ("ab\n<&>" * length)[:length]
+    quoted, cut = bk.fit_quote(text, 2_800)
+    assert len(quoted) <= 2_800
+    assert cut == (len(bk.quote(text)) > 2_800)
+
+
+def test_shorten_and_header_limits():
+    assert bk.shorten("abc", 3) == "abc"
+    assert bk.shorten("abcdef", 4) == "abc…"
+    assert len(bk.header("x" * 500)["text"]["text"]) == bk.MAX_HEADER_TEXT
+    assert len(bk.button("y" * 200, action_id="a", value="v" * 5000)["text"]["text"]) == bk.MAX_BUTTON_TEXT
+
+
+def test_degradation_alert():
+    payload = degradation_alert(DegradationAlert("C1", "relevancy", 1.85, 2.5, 20, AT))
+    check_limits(payload)
+    text = all_text(payload)
+    assert "1.85" in text and "2.5" in text and "last 20 judged answers" in text and "<#C1>" in text
+
+
+def summary_items(count: int, reasoning: str = "Talks about something else.") -> list[SummaryItem]:
+    return [
+        SummaryItem(i, "relevancy", 0, 4, AT + timedelta(seconds=i), f"{PERMALINK}{i}", reasoning) for i in range(count)
+    ]
+
+
+def test_summary_lists_held_scores():
+    payload = summary_message("C1", AT, summary_items(3), cap=10, quote=True)
+    check_limits(payload)
+    assert payload["blocks"][0]["text"]["text"] == "3 more low scores this hour"
+    text = all_text(payload)
+    assert text.count("0 / 4") == 3 and "Talks about something else." in text and "cap of 10" in text
+
+
+def test_huge_summary_stays_within_limits_and_counts_the_rest():
+    payload = summary_message("C1", AT, summary_items(2_000, "x" * 400), cap=10, quote=True)
+    check_limits(payload)
+    assert "more not shown" in payload["blocks"][-1]["elements"][0]["text"]
+
+
+def test_private_summary_withholds_reasoning():
+    payload = summary_message("C1", AT, summary_items(2, "secret details"), cap=10, quote=False)
+    check_limits(payload)
+    assert "secret details" not in all_text(payload)
+    assert "withheld" in all_text(payload)
+
+
+def test_verdict_message_quotes_back_to_the_asker():
+    items = [
+        VerdictItem("relevancy", "ok", 1, 4, "Off topic."),
+        VerdictItem("grounded", "null", None, 5, "No document."),
+        VerdictItem("correctness", "error", None, 2, None),
+    ]
+    payload = verdict_message(items, question="Q?", answer="A" * 10_000, channel_id="C1")
+    check_limits(payload)
+    text = all_text(payload)
+    assert payload["blocks"][0]["text"]["text"] == "Verdict: Relevancy 1 / 4"
+    assert "Off topic." in text and "no score" in text and "not judged" in text and "cut to fit" in text
+
+
+def test_verdict_without_judgments_explains():
+    assert verdict_message([], question="q", answer="a")["text"] == ERRORS["not_judged"]
+    assert verdict_message([], question="q", answer="a", budget_spent=True)["text"] == ERRORS["budget"]
+
+
+def test_errors_are_one_short_sentence():
+    for code, sentence in ERRORS.items():
+        assert len(sentence) <= 130, code
+        assert sentence.count(". ") == 0, code  # one sentence
+        assert error_message(code)["text"] == sentence
+
+
+def test_stats_help_and_modal():
+    rows = [StatsRow("relevancy", 40, 3.125, 6, 2, 4, errors=1), StatsRow("correctness", 0, None, 0, 0, 2)]
+    payload = stats_message("C1", rows)
+    check_limits(payload)
+    text = all_text(payload)
+    assert "40 answers judged" in text and "3.12 / 4" in text and "15% at or below 2" in text
+    assert "1 could not be judged" in text and "Correctness" not in text
+    assert "No answers judged" in stats_message("C1", [StatsRow("relevancy", 0, None, 0, 2, 4)])["text"]
+    assert "/judge stats" in help_message()["blocks"][0]["text"]["text"]
+    modal = judge_modal({"response_url": "https://x", "channel_id": "C1"})
+    check_limits({"text": "modal", "blocks": modal["blocks"]}, max_blocks=100)
+    assert modal["callback_id"] == "judge_modal"
+    assert [b["block_id"] for b in modal["blocks"]] == ["question", "answer", "reference", "judge"]
+    assert len(modal["title"]["text"]) <= 24
+    assert json.loads(modal["private_metadata"])["channel_id"] == "C1"

@@ -1,0 +1,181 @@
+"""The alert policy: given plain facts about a new judgment and its channel's recent history, decide
+what to post. No database, no Slack, no clock of its own (`now` comes in): every rule is tested directly.
+
+Three decisions:
+- a low score: alert now, hold it for the hour's summary (the per-channel hourly cap is reached), or nothing;
+- degradation: the channel's rolling mean fell below the floor (alert once, re-arm when it recovers);
+- the dedupe keys that make each alert happen at most once (claimed in the `alerts` table before posting).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from enum import StrEnum
+
+# Sources whose judgments may raise channel alerts; on-demand checks (/judge, the shortcut) answer privately.
+ALERTING_SOURCES = frozenset({"capture"})
+# The judge whose scale the degradation floor is written on (0–4).
+DEGRADATION_JUDGE = "relevancy"
+# Degradation alerts at most once per channel per this period, even if the mean flaps around the floor.
+DEGRADATION_PERIOD = timedelta(hours=1)
+# The "last hour" half of the rolling window.
+DEGRADATION_RECENT = timedelta(hours=1)
+
+
+class Action(StrEnum):
+    ALERT = "alert"  # post an alert now
+    HOLD = "hold"  # low, but the channel's hourly cap is reached: gather into the hour's summary
+    NONE = "none"  # nothing to post
+    REARM = "rearm"  # degradation only: the mean recovered, the next drop may alert again
+
+
+@dataclass(frozen=True)
+class JudgmentFacts:
+    """What the policy needs to know about one stored judgment."""
+
+    judgment_id: int
+    judge: str
+    status: str  # ok | null | error
+    score: float | None
+    source: str = "capture"
+    channel_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Decision:
+    action: Action
+    reason: str
+
+
+def as_utc(moment: datetime) -> datetime:
+    """SQLite hands back naive datetimes; everything relmon stores is UTC."""
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def hour_start(moment: datetime) -> datetime:
+    return as_utc(moment).replace(minute=0, second=0, microsecond=0)
+
+
+def hour_label(moment: datetime) -> str:
+    """The UTC hour as it appears in dedupe keys: 2026112714."""
+    return hour_start(moment).strftime("%Y%m%d%H")
+
+
+def low_key(judgment_id: int) -> str:
+    return f"low:{judgment_id}"
+
+
+def summary_key(channel_id: str, moment: datetime) -> str:
+    return f"summary:{channel_id}:{hour_label(moment)}"
+
+
+def degradation_key(channel_id: str, episode: int) -> str:
+    """One key per degradation episode: two workers that see the same drop race for the same key."""
+    return f"degr:{channel_id}:{episode}"
+
+
+def is_low(facts: JudgmentFacts, thresholds: Mapping[str, float]) -> bool:
+    """At or below the threshold of its judge. Errors and null scores are never low."""
+    if facts.status != "ok" or facts.score is None:
+        return False
+    threshold = thresholds.get(facts.judge)
+    return threshold is not None and facts.score <= threshold
+
+
+def decide_low_score(
+    facts: JudgmentFacts,
+    thresholds: Mapping[str, float],
+    *,
+    alert_channel: str | None,
+    alerts_this_hour: int,
+    cap_per_hour: int,
+) -> Decision:
+    """Alert, hold for the summary, or nothing. `alerts_this_hour`: low-score alerts already claimed
+    for this source channel in the current UTC hour (held ones not counted)."""
+    if facts.source not in ALERTING_SOURCES:
+        return Decision(Action.NONE, "on_demand")
+    if facts.status != "ok":
+        return Decision(Action.NONE, f"status_{facts.status}")
+    if facts.score is None:
+        return Decision(Action.NONE, "no_score")
+    if facts.judge not in thresholds:
+        return Decision(Action.NONE, "unknown_judge")
+    if not is_low(facts, thresholds):
+        return Decision(Action.NONE, "above_threshold")
+    if not alert_channel:
+        return Decision(Action.NONE, "no_alert_channel")
+    if alerts_this_hour >= cap_per_hour:
+        return Decision(Action.HOLD, "hourly_cap")
+    return Decision(Action.ALERT, "low_score")
+
+
+@dataclass(frozen=True)
+class ScoredAt:
+    score: float
+    at: datetime
+
+
+@dataclass(frozen=True)
+class DegradationState:
+    """The channel's degradation history: is an episode open (alerted, not yet recovered), and when
+    the last degradation alert was claimed."""
+
+    active: bool = False
+    last_alert_at: datetime | None = None
+    episodes: int = 0  # degradation alerts claimed so far for the channel
+
+
+@dataclass(frozen=True)
+class DegradationDecision:
+    action: Action
+    reason: str
+    mean: float | None = None
+    count: int = 0
+    episode: int | None = None  # the episode number to claim when action is ALERT
+
+
+def rolling_sample(recent: Sequence[ScoredAt], window: int, now: datetime) -> list[float]:
+    """The rolling window: every score of the last hour when the channel had at least `window` of
+    them (a busy channel is judged on its last hour), else its last `window` scores, however old."""
+    newest_first = sorted(recent, key=lambda item: as_utc(item.at), reverse=True)
+    since = as_utc(now) - DEGRADATION_RECENT
+    last_hour = [item.score for item in newest_first if as_utc(item.at) >= since]
+    if len(last_hour) >= window:
+        return last_hour
+    return [item.score for item in newest_first[:window]]
+
+
+def decide_degradation(
+    recent: Sequence[ScoredAt],
+    *,
+    window: int,
+    floor: float,
+    state: DegradationState,
+    now: datetime,
+) -> DegradationDecision:
+    """Alert when the rolling mean is below the floor, once per episode and at most once per period;
+    re-arm when the mean is back at or above the floor. Fewer than `window` scores: too early to say."""
+    sample = rolling_sample(recent, window, now)
+    if len(sample) < window:
+        return DegradationDecision(Action.NONE, "too_few_answers", count=len(sample))
+    mean = sum(sample) / len(sample)
+    if mean >= floor:
+        if state.active:
+            return DegradationDecision(Action.REARM, "recovered", mean, len(sample))
+        return DegradationDecision(Action.NONE, "healthy", mean, len(sample))
+    if state.active:
+        return DegradationDecision(Action.NONE, "already_alerted", mean, len(sample))
+    if state.last_alert_at is not None and as_utc(now) - as_utc(state.last_alert_at) < DEGRADATION_PERIOD:
+        return DegradationDecision(Action.NONE, "once_per_period", mean, len(sample))
+    return DegradationDecision(Action.ALERT, "below_floor", mean, len(sample), episode=state.episodes + 1)
+
+
+def may_quote(channel_is_private: bool, *, rule_names_alert_channel: bool, quote_private: bool) -> bool:
+    """Whether an alert or summary may quote the question, answer and reasoning. A public channel's
+    text may be quoted; a private channel's only when its own rule names the alert channel that
+    receives it and says `quote_private: true` (the people there were chosen for it)."""
+    if not channel_is_private:
+        return True
+    return rule_names_alert_channel and quote_private

@@ -1,0 +1,185 @@
+"""Alerts as Block Kit: a low score, a degradation, the hour's summary of held low scores.
+
+Pure functions from plain data to `{"text": ..., "blocks": [...]}` (the arguments of chat.postMessage and
+chat.update). Privacy is decided by the caller (`quote`): when False, nothing of the conversation is shown,
+not the question, the answer or the judge's reasoning (which often repeats the answer), only the score and the
+link, which Slack itself only opens for members of the channel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from workers.alerts.feedback import ACTION_RIGHT, ACTION_WRONG, Tally, describe
+from workers.messages.blocks import (
+    MAX_BLOCKS,
+    MAX_SECTION_TEXT,
+    actions,
+    button,
+    channel_mention,
+    context,
+    escape,
+    fit_quote,
+    format_score,
+    header,
+    message,
+    section,
+    shorten,
+    slack_date,
+)
+
+JUDGE_LABELS = {"relevancy": "Relevancy", "correctness": "Correctness", "grounded": "Groundedness"}
+WITHHELD = (
+    "_Question, answer and reasoning withheld: this is a private channel and its rules do not let this "
+    "alert channel quote it. Open the message to read it (members of the channel only)._"
+)
+FEEDBACK_BLOCK_ID = "relmon_feedback"
+OPEN_ACTION_ID = "open_message"
+# Room for the label line and the "cut" note inside one section's 3,000 characters.
+_QUOTE_BUDGET = MAX_SECTION_TEXT - 200
+
+
+def judge_label(judge: str) -> str:
+    return JUDGE_LABELS.get(judge, judge.capitalize())
+
+
+@dataclass(frozen=True)
+class LowScoreAlert:
+    judgment_id: int
+    judge: str
+    score: float
+    max_score: float | None
+    threshold: float | None
+    channel_id: str
+    answered_at: datetime
+    quote: bool
+    question: str | None = None
+    answer: str | None = None
+    reasoning: str | None = None
+    permalink: str | None = None
+    votes: Tally = field(default_factory=Tally)
+
+
+def quoted_section(label: str, text: str | None, *, what: str) -> dict:
+    """A labelled block quote cut to the section limit, saying so (and how long it was) when cut."""
+    if not text or not text.strip():
+        return section(f"*{label}*\n_(empty)_")
+    body, was_cut = fit_quote(text, _QUOTE_BUDGET)
+    note = f"\n_{what} cut to fit Slack: {len(text):,} characters in all; open the message for the rest._"
+    return section(f"*{label}*\n{body}{note if was_cut else ''}")
+
+
+def feedback_buttons(judgment_id: int, permalink: str | None) -> dict:
+    elements = []
+    if permalink:
+        elements.append(button("Open the message", action_id=OPEN_ACTION_ID, url=permalink))
+    value = str(judgment_id)
+    elements.append(button("Judge was right", action_id=ACTION_RIGHT, value=value, style="primary"))
+    elements.append(button("Judge was wrong", action_id=ACTION_WRONG, value=value))
+    return actions(*elements, block_id=FEEDBACK_BLOCK_ID)
+
+
+def low_score_alert(alert: LowScoreAlert) -> dict:
+    score = format_score(alert.score, alert.max_score)
+    label = judge_label(alert.judge)
+    where = f"{channel_mention(alert.channel_id)} · {slack_date(alert.answered_at)}"
+    threshold = f" · alerts at {format_score(alert.threshold, None)} or lower" if alert.threshold is not None else ""
+    blocks = [
+        header(f"Low {label.lower()} score: {score}"),
+        context(f"*{label} {score}*{threshold} · {where}"),
+    ]
+    if alert.quote:
+        blocks.append(quoted_section("Question", alert.question, what="Question"))
+        blocks.append(quoted_section("Answer", alert.answer, what="Answer"))
+        reasoning = escape(alert.reasoning.strip()) if alert.reasoning and alert.reasoning.strip() else "_(none)_"
+        blocks.append(section(shorten(f"*Why the judge scored it {score}*\n{reasoning}", MAX_SECTION_TEXT)))
+    else:
+        blocks.append(section(WITHHELD))
+    if not alert.permalink:
+        blocks.append(context("_The link to the message is unavailable (it may have been deleted)._"))
+    blocks.append(feedback_buttons(alert.judgment_id, alert.permalink))
+    blocks.append(context(describe(alert.votes)))
+    # The fallback shows in notifications: never any of the conversation's text.
+    text = f"Low {label.lower()} score {score} in {channel_mention(alert.channel_id)}"
+    return message(text, blocks)
+
+
+@dataclass(frozen=True)
+class DegradationAlert:
+    channel_id: str
+    judge: str
+    mean: float
+    floor: float
+    count: int
+    at: datetime
+
+
+def degradation_alert(alert: DegradationAlert) -> dict:
+    label = judge_label(alert.judge).lower()
+    mean = f"{alert.mean:.2f}"
+    blocks = [
+        header(f"Answers are getting worse: mean {label} {mean}"),
+        section(
+            f"In {channel_mention(alert.channel_id)}, the mean {label} score of the last {alert.count} judged "
+            f"answers is *{mean}*, below the floor of *{alert.floor:g}*. relmon will not repeat this alert until "
+            "the mean recovers."
+        ),
+        context(f"{slack_date(alert.at)} · floor: RELMON_DEGRADATION_FLOOR · window: RELMON_DEGRADATION_WINDOW"),
+    ]
+    text = f"Answers in {channel_mention(alert.channel_id)} are getting worse: mean {label} {mean} < {alert.floor:g}"
+    return message(text, blocks)
+
+
+@dataclass(frozen=True)
+class SummaryItem:
+    judgment_id: int
+    judge: str
+    score: float
+    max_score: float | None
+    answered_at: datetime
+    permalink: str | None = None
+    reasoning: str | None = None
+
+
+def summary_line(item: SummaryItem, *, quote: bool) -> str:
+    score = format_score(item.score, item.max_score)
+    link = f"<{item.permalink}|open>" if item.permalink else "link unavailable"
+    line = f"• *{score}* {item.judge} · {slack_date(item.answered_at)} · {link}"
+    if quote and item.reasoning and item.reasoning.strip():
+        line += f"\n   _{escape(shorten(' '.join(item.reasoning.split()), 200))}_"
+    return line
+
+
+def summary_message(channel_id: str, hour: datetime, items: Sequence[SummaryItem], *, cap: int, quote: bool) -> dict:
+    """One message per source channel and hour for the low scores held back by the cap; updated in place
+    (chat.update) as more gather. Lines are packed into sections, and what does not fit is counted."""
+    count = len(items)
+    blocks = [
+        header(f"{count} more low score{'s' if count != 1 else ''} this hour"),
+        section(
+            f"{channel_mention(channel_id)} reached its cap of {cap} alerts for the hour starting "
+            f"{slack_date(hour)}, so further low scores are gathered here instead of posted one by one."
+        ),
+    ]
+    if not quote:
+        blocks.append(context("_Reasoning withheld: private channel._"))
+    footer_room = 1  # the "and N more" context
+    chunk = ""
+    shown = 0
+    for item in items:
+        line = summary_line(item, quote=quote)
+        if len(chunk) + len(line) + 1 > MAX_SECTION_TEXT:
+            if len(blocks) + 1 + footer_room >= MAX_BLOCKS:
+                break
+            blocks.append(section(chunk))
+            chunk = ""
+        chunk = f"{chunk}\n{line}" if chunk else line
+        shown += 1
+    if chunk:
+        blocks.append(section(chunk))
+    if shown < count:
+        blocks.append(context(f"…and {count - shown} more not shown (Slack's message size limit)."))
+    text = f"{count} more low score{'s' if count != 1 else ''} in {channel_mention(channel_id)} this hour"
+    return message(text, blocks)

@@ -1,0 +1,133 @@
+"""Block Kit building blocks that keep to Slack's limits (NOTES.md): escaping, quoting, cutting.
+
+Slack rejects a message that breaks a limit (`invalid_blocks`), so every builder here cuts instead.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+MAX_BLOCKS = 50  # per message (modals and Home allow 100)
+MAX_SECTION_TEXT = 3_000
+MAX_FIELD_TEXT = 2_000
+MAX_FIELDS = 10
+MAX_HEADER_TEXT = 150
+MAX_CONTEXT_ELEMENTS = 10
+MAX_ACTION_ELEMENTS = 25
+MAX_BUTTON_TEXT = 75
+MAX_BUTTON_VALUE = 2_000
+MAX_URL = 3_000
+MAX_ID = 255  # action_id and block_id
+MAX_FALLBACK_TEXT = 40_000
+ELLIPSIS = "…"
+
+Block = dict[str, Any]
+
+
+def escape(text: str) -> str:
+    """mrkdwn control characters, as Slack asks: only &, < and >."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def shorten(text: str, limit: int) -> str:
+    """At most `limit` characters, ending in an ellipsis when cut."""
+    if len(text) <= limit:
+        return text
+    return text[: max(limit - 1, 0)].rstrip() + ELLIPSIS
+
+
+def quote(text: str) -> str:
+    """Escaped and shown as a block quote, line by line."""
+    lines = escape(text.strip()).splitlines() or [""]
+    return "\n".join(f">{line}" for line in lines)
+
+
+def fit_quote(text: str, budget: int) -> tuple[str, bool]:
+    """The longest quoted prefix of `text` whose rendering fits `budget` characters, and whether it
+    was cut. Escaping and quote marks lengthen the text, so the cut is searched on the raw text."""
+    full = quote(text)
+    if len(full) <= budget:
+        return full, False
+    low, high = 0, len(text)
+    while low < high:  # the largest n with quote(text[:n] + …) within budget
+        middle = (low + high + 1) // 2
+        if len(quote(text[:middle].rstrip() + ELLIPSIS)) <= budget:
+            low = middle
+        else:
+            high = middle - 1
+    return quote(text[:low].rstrip() + ELLIPSIS), True
+
+
+def plain(text: str, limit: int) -> dict[str, Any]:
+    return {"type": "plain_text", "text": shorten(text, limit) or " ", "emoji": True}
+
+
+def mrkdwn(text: str, limit: int = MAX_SECTION_TEXT) -> dict[str, Any]:
+    return {"type": "mrkdwn", "text": shorten(text, limit) or " "}
+
+
+def header(text: str) -> Block:
+    return {"type": "header", "text": plain(text, MAX_HEADER_TEXT)}
+
+
+def section(text: str, *, block_id: str | None = None) -> Block:
+    block: Block = {"type": "section", "text": mrkdwn(text)}
+    if block_id:
+        block["block_id"] = block_id[:MAX_ID]
+    return block
+
+
+def context(*texts: str) -> Block:
+    return {"type": "context", "elements": [mrkdwn(text) for text in texts[:MAX_CONTEXT_ELEMENTS]]}
+
+
+def divider() -> Block:
+    return {"type": "divider"}
+
+
+def button(
+    text: str, *, action_id: str, value: str | None = None, url: str | None = None, style: str | None = None
+) -> dict[str, Any]:
+    element: dict[str, Any] = {"type": "button", "text": plain(text, MAX_BUTTON_TEXT), "action_id": action_id[:MAX_ID]}
+    if value is not None:
+        element["value"] = value[:MAX_BUTTON_VALUE]
+    if url is not None:
+        element["url"] = url[:MAX_URL]
+    if style is not None:
+        element["style"] = style
+    return element
+
+
+def actions(*elements: dict[str, Any], block_id: str | None = None) -> Block:
+    block: Block = {"type": "actions", "elements": list(elements[:MAX_ACTION_ELEMENTS])}
+    if block_id:
+        block["block_id"] = block_id[:MAX_ID]
+    return block
+
+
+def message(text: str, blocks: list[Block]) -> dict[str, Any]:
+    """A message payload: the fallback `text` (notifications, screen readers) and at most 50 blocks."""
+    return {"text": shorten(text, MAX_FALLBACK_TEXT), "blocks": blocks[:MAX_BLOCKS]}
+
+
+def slack_date(moment: datetime) -> str:
+    """A date every reader sees in their own time zone, with a UTC fallback."""
+    epoch = int(moment.timestamp())
+    fallback = moment.strftime("%Y-%m-%d %H:%M UTC")
+    return f"<!date^{epoch}^{{date_short_pretty}} at {{time}}|{fallback}>"
+
+
+def channel_mention(channel_id: str | None) -> str:
+    return f"<#{channel_id}>" if channel_id else "a direct check"
+
+
+def format_score(score: float | None, max_score: float | None, *, decimals: int = 1) -> str:
+    """A score on its scale, such as "1 / 4"; whole numbers without decimals."""
+
+    def number(value: float) -> str:
+        return str(int(value)) if float(value).is_integer() else f"{value:.{decimals}f}"
+
+    if score is None:
+        return "no score"
+    return f"{number(score)} / {number(max_score)}" if max_score is not None else number(score)
