@@ -23,19 +23,45 @@ def _candidates(text: str) -> list[str]:
     return [block.strip() for block in _FENCE.findall(text)] + [text.strip()]
 
 
+def _balanced_end(text: str, start: int) -> int:
+    """Index just past the brace that closes the one at `start` (braces inside JSON strings do not count), or
+    len(text) when it never closes (a truncated reply)."""
+    depth = 0
+    in_string = escaped = False
+    for index in range(start, len(text)):
+        char = text[index]
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char == "{":
+            depth += 1
+        elif char == "}":
+            depth -= 1
+            if depth == 0:
+                return index + 1
+    return len(text)
+
+
 def extract_json_object(text: str) -> dict[str, Any]:
-    """The first JSON object in `text`, which may wrap it in code fences, prose before or after, or both."""
+    """The first top-level JSON object in `text`, which may wrap it in code fences, prose before or after, or
+    both. An object nested inside a malformed one is not taken for the answer: that would be a guess."""
     decoder = json.JSONDecoder()
     for candidate in _candidates(text):
         start = candidate.find("{")
         while start != -1:
             try:
-                value, _ = decoder.raw_decode(candidate, start)
+                value, end = decoder.raw_decode(candidate, start)
             except json.JSONDecodeError:
-                value = None
+                value, end = None, _balanced_end(candidate, start)
             if isinstance(value, dict):
                 return value
-            start = candidate.find("{", start + 1)
+            start = candidate.find("{", max(end, start + 1))
     if "{" in text:
         raise UnparseableReply("the reply has no valid JSON object (malformed JSON)")
     raise UnparseableReply("the reply has no JSON object")

@@ -185,12 +185,19 @@ class _Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True
     wbufsize = 64 * 1024
     server: _Server
+    _started: float | None = None  # set while answering a chat completion
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet
         return
 
     def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
         data = json.dumps(payload).encode("utf-8")
+        if self._started is not None:  # a completion: count it before the client can see the answer
+            state = self.server.state
+            with state.lock:
+                state.statuses[status] += 1
+                state.handler_seconds.append(time.perf_counter() - self._started)
+            self._started = None
         try:
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
@@ -245,11 +252,8 @@ class _Handler(BaseHTTPRequestHandler):
                 state.handler_seconds.clear()
             self._send(200, {"ok": True})
         elif path in ("/v1/chat/completions", "/chat/completions"):
-            started = time.perf_counter()
-            status = self._complete(body)
-            with state.lock:
-                state.statuses[status] += 1
-                state.handler_seconds.append(time.perf_counter() - started)
+            self._started = time.perf_counter()
+            self._complete(body)
         else:
             self._send(404, {"error": {"message": f"no route {self.path}", "type": "invalid_request_error"}})
 
