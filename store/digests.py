@@ -39,8 +39,9 @@ def claim(
         insert(Digest)
         .values(period_key=period_key, channel_id=channel_id, status=CLAIMED, created_at=now)
         .on_conflict_do_nothing(index_elements=["period_key"])
-    )
-    if inserted.rowcount != 1:
+        .returning(Digest.id)  # rowcount is not reliable here (psycopg reports -1)
+    ).first()
+    if inserted is None:
         # Compare-and-set: only one of several runs racing for an abandoned claim gets it.
         taken = session.execute(
             update(Digest)
@@ -49,8 +50,9 @@ def claim(
                 or_(Digest.status == FAILED, (Digest.status == CLAIMED) & (Digest.created_at < now - lease)),
             )
             .values(status=CLAIMED, created_at=now)
-        )
-        if taken.rowcount != 1:
+            .returning(Digest.id)
+        ).first()
+        if taken is None:
             return None
     row = session.execute(select(Digest).where(Digest.period_key == period_key)).scalar_one()
     return DigestClaim(id=row.id, period_key=row.period_key, message_ts=row.message_ts)

@@ -1,0 +1,276 @@
+"""Sending the digest against the fake Slack Web API (real HTTP) and a real database (SQLite and PostgreSQL):
+exactly once per ISO week, --force sends another, a crashed run is completed, the chart is a real PNG."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from PIL import Image
+from slack_sdk.errors import SlackApiError
+from sqlalchemy import func, select, update
+
+from store.models import Digest, Feedback, Judgment, Pair
+from store.settings import Settings
+from tests.fakes.slack_server import FakeSlack
+from workers.runtime import Runtime, set_runtime
+from workers.tasks.digest import CLAIM_LEASE, deliver_digest, send_digest, send_digest_preview
+
+DIGEST_CHANNEL = "CDIGEST"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def slack() -> Iterator[FakeSlack]:
+    with FakeSlack() as fake:
+        yield fake
+
+
+def make_runtime(db_url: str, slack: FakeSlack, tmp_path: Path, **extra) -> Runtime:
+    settings = Settings(
+        slack_bot_token="xoxb-test",
+        slack_api_url=slack.api_url,
+        database_url=db_url,
+        digest_channel_setting=DIGEST_CHANNEL,
+        alert_channel="CALERTS",
+        data_dir=tmp_path / "data",
+        **extra,
+    )
+    runtime = Runtime(settings)
+    set_runtime(runtime)
+    return runtime
+
+
+@pytest.fixture
+def runtime(db_url: str, slack: FakeSlack, tmp_path: Path) -> Iterator[Runtime]:
+    runtime = make_runtime(db_url, slack, tmp_path)
+    yield runtime
+    set_runtime(None)
+    runtime.db.dispose()
+
+
+def seed(runtime: Runtime, now: datetime, *, private_text: bool = False) -> None:
+    """Two channels over two weeks: scores, an error, a vote, a skipped answer, one private channel."""
+    scores = {"C1": [4, 4, 3, 1, 0, 4, 2], "C2": [3, 4, 4, 2]}
+    with runtime.db.session() as session:
+        n = 0
+        for week, offset in (("this", timedelta(0)), ("last", timedelta(days=7))):
+            for channel, values in scores.items():
+                for i, score in enumerate(values):
+                    n += 1
+                    pair = Pair(
+                        channel_id=channel,
+                        answer_ts=f"1763000000.{n:06d}",
+                        status="judged",
+                        question_text=f"question {n} in {channel}",
+                        answer_text=f"answer {n} in {channel}",
+                        created_at=now - offset - timedelta(hours=5 + 20 * i),
+                    )
+                    session.add(pair)
+                    session.flush()
+                    judged = score if week == "this" else min(4, score + 1)
+                    judgment = Judgment(
+                        pair_id=pair.id,
+                        judge="relevancy",
+                        status="ok",
+                        score=judged,
+                        max_score=4,
+                        normalized_score=judged / 4,
+                        prompt_tokens=400,
+                        completion_tokens=40,
+                    )
+                    session.add(judgment)
+                    session.flush()
+                    if judged == 0:
+                        session.add(Feedback(judgment_id=judgment.id, user_id="U1", vote="right"))
+        errored = Pair(
+            channel_id="C2", answer_ts="1763000001.000001", status="judged", created_at=now - timedelta(hours=3)
+        )
+        skipped = Pair(
+            channel_id="C2",
+            answer_ts="1763000001.000002",
+            status="skipped_sampling",
+            created_at=now - timedelta(hours=2),
+        )
+        private = Pair(
+            channel_id="GPRIV",
+            channel_is_private=True,
+            answer_ts="1763000001.000003",
+            status="judged",
+            question_text="secret question",
+            answer_text="secret answer",
+            created_at=now - timedelta(hours=1),
+        )
+        session.add_all([errored, skipped, private])
+        session.flush()
+        session.add(Judgment(pair_id=errored.id, judge="relevancy", status="error", error="500 from the LLM"))
+        session.add(
+            Judgment(pair_id=private.id, judge="relevancy", status="ok", score=0, max_score=4, normalized_score=0.0)
+        )
+
+
+def now_utc() -> datetime:
+    return datetime.now(UTC)
+
+
+def assert_png_chart(slack: FakeSlack) -> None:
+    completes = slack.calls_to("files.completeUploadExternal")
+    assert len(completes) == 1 and completes[0]["channel_id"] == DIGEST_CHANNEL
+    (data,) = slack.uploads.values()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    assert 10_000 <= len(data) <= 1_000_000
+    with Image.open(io.BytesIO(data)) as image:
+        width, height = image.size
+    assert 900 <= width <= 2000 and 350 <= height <= 1000 and width > height
+
+
+def test_digest_is_posted_once_per_week_with_its_chart(runtime: Runtime, slack: FakeSlack) -> None:
+    now = now_utc()
+    seed(runtime, now)
+    assert send_digest.apply().get() == "sent"
+
+    (posted,) = slack.posted(DIGEST_CHANNEL)
+    text = str(posted["blocks"])
+    assert "Weekly digest" in text and "<#C1>" in text and "<#C2>" in text
+    assert "view answer" in text  # permalinks of the worst answers
+    assert "secret answer" not in text  # a private channel's text is never quoted here
+    assert "answer 5 in C1" in text  # a public worst answer (score 0) is quoted
+    assert "1 (1 answers unjudged)" in text or "Judge errors*\n1" in text
+    assert_png_chart(slack)
+    with runtime.db.session() as session:
+        row = session.execute(select(Digest)).scalar_one()
+        assert row.status == "sent" and row.message_ts == posted.get("ts", row.message_ts)
+
+    # Beat firing twice, or a retry: nothing more is posted or uploaded.
+    assert send_digest.apply().get() == "already_sent"
+    assert deliver_digest(runtime, now_utc()).status == "already_sent"
+    assert len(slack.posted(DIGEST_CHANNEL)) == 1
+    assert len(slack.calls_to("files.completeUploadExternal")) == 1
+
+    # --force sends another, under a key of its own.
+    forced = deliver_digest(runtime, now_utc(), force=True)
+    assert forced.status == "sent" and "+force-" in forced.period_key
+    assert len(slack.posted(DIGEST_CHANNEL)) == 2
+    with runtime.db.session() as session:
+        assert session.execute(select(func.count()).select_from(Digest)).scalar_one() == 2
+
+
+def test_a_crashed_run_is_completed_and_a_live_one_is_left_alone(runtime: Runtime, slack: FakeSlack) -> None:
+    now = now_utc()
+    seed(runtime, now)
+    key = deliver_digest.__globals__["period_for"](now, "UTC").key
+    with runtime.db.session() as session:
+        session.add(Digest(period_key=key, channel_id=DIGEST_CHANNEL, status="claimed", created_at=now))
+    # Another run holds a fresh claim: this one posts nothing.
+    assert deliver_digest(runtime, now).status == "in_progress"
+    assert slack.posted(DIGEST_CHANNEL) == []
+
+    # That run died after posting the message: a retry after the lease uploads the chart, no second message.
+    with runtime.db.session() as session:
+        session.execute(
+            update(Digest).values(created_at=now - CLAIM_LEASE - timedelta(minutes=1), message_ts="1763000000.999999")
+        )
+    outcome = deliver_digest(runtime, now)
+    assert outcome.status == "sent" and outcome.message_ts == "1763000000.999999"
+    assert slack.posted(DIGEST_CHANNEL) == []
+    assert_png_chart(slack)
+
+
+def test_a_run_that_died_before_recording_its_message_does_not_post_it_twice(
+    runtime: Runtime, slack: FakeSlack
+) -> None:
+    now = now_utc()
+    seed(runtime, now)
+    first = deliver_digest(runtime, now)
+    # Forget the recorded ts and make the claim look abandoned, as if the worker died after chat.postMessage.
+    with runtime.db.session() as session:
+        session.execute(
+            update(Digest).values(
+                status="claimed", message_ts=None, created_at=now - CLAIM_LEASE - timedelta(minutes=1)
+            )
+        )
+    second = deliver_digest(runtime, now)
+    assert second.status == "sent" and second.message_ts == first.message_ts
+    assert len(slack.posted(DIGEST_CHANNEL)) == 1  # found by its metadata in the channel's history
+
+
+def test_a_slack_error_releases_the_claim_for_the_retry(runtime: Runtime, slack: FakeSlack) -> None:
+    seed(runtime, now_utc())
+    slack.rate_limit("chat.postMessage", times=100, retry_after=0)  # more 429s than the client retries
+    with pytest.raises(SlackApiError):
+        deliver_digest(runtime, now_utc())
+    with runtime.db.session() as session:
+        assert session.execute(select(Digest.status)).scalar_one() == "failed"
+    slack.rate_limit("chat.postMessage", times=0)
+    assert deliver_digest(runtime, now_utc()).status == "sent"
+
+
+def test_private_text_is_quoted_where_the_rules_allow(db_url: str, slack: FakeSlack, tmp_path: Path) -> None:
+    rules = tmp_path / "rules.yml"
+    rules.write_text(f"channels:\n  GPRIV:\n    quote_private: true\n    alert_channel: {DIGEST_CHANNEL}\n")
+    runtime = make_runtime(db_url, slack, tmp_path, channel_rules_file=rules)
+    try:
+        seed(runtime, now_utc())
+        assert deliver_digest(runtime, now_utc()).status == "sent"
+        assert "secret answer" in str(slack.posted(DIGEST_CHANNEL)[0]["blocks"])
+    finally:
+        set_runtime(None)
+        runtime.db.dispose()
+
+
+def test_preview_is_private_and_claims_nothing(runtime: Runtime, slack: FakeSlack) -> None:
+    seed(runtime, now_utc())
+    send_digest_preview.apply(args=("U1", "C1", slack.response_url("preview"))).get()
+    (body,) = slack.responses["preview"]
+    assert body["response_type"] == "ephemeral" and "Weekly digest" in str(body["blocks"])
+    assert "secret answer" not in str(body["blocks"])
+    send_digest_preview.apply(args=("U1", "C1", None)).get()
+    (ephemeral,) = slack.calls_to("chat.postEphemeral")
+    assert ephemeral["user"] == "U1" and ephemeral["channel"] == "C1"
+    assert slack.posted() == [] and slack.calls_to("files.completeUploadExternal") == []
+    with runtime.db.session() as session:
+        assert session.execute(select(func.count()).select_from(Digest)).scalar_one() == 0
+
+
+def test_relmon_digest_dry_run_prints_and_touches_nothing(runtime: Runtime, slack: FakeSlack, db_url: str) -> None:
+    seed(runtime, now_utc())
+    env = {
+        **os.environ,
+        "DATABASE_URL": db_url,
+        "SLACK_BOT_TOKEN": "xoxb-test",
+        "SLACK_API_URL": slack.api_url,
+        "RELMON_DIGEST_CHANNEL": DIGEST_CHANNEL,
+        "RELMON_DATA_DIR": str(runtime.settings.data_dir),
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "digest", "--dry-run"],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Weekly digest" in done.stdout and "#C1" in done.stdout and "distribution 0:" in done.stdout
+    assert "secret answer" not in done.stdout
+    assert slack.calls == []
+    with runtime.db.session() as session:
+        assert session.execute(select(func.count()).select_from(Digest)).scalar_one() == 0
+
+
+def test_relmon_digest_sends_then_says_already_sent(runtime: Runtime, slack: FakeSlack, capsys) -> None:
+    from argparse import Namespace
+
+    from workers.digest_cli import run_digest
+
+    seed(runtime, now_utc())
+    assert run_digest(Namespace(dry_run=False, force=False), runtime.settings) == 0
+    assert run_digest(Namespace(dry_run=False, force=False), runtime.settings) == 0
+    assert "already sent" in capsys.readouterr().out
+    assert len(slack.posted(DIGEST_CHANNEL)) == 1

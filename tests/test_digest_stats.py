@@ -1,0 +1,207 @@
+"""The digest's statistics, period logic, privacy rule and rendering: pure functions, tested directly."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from store.rules import ChannelRules
+from store.settings import Settings
+from store.stats_queries import JudgmentRow, PairRow
+from workers.digest.period import period_for
+from workers.digest.privacy import may_quote
+from workers.digest.stats import Prices, build_report, channel_stats, daily_series
+from workers.messages.digest import MAX_BLOCKS, digest_message, digest_text
+
+NOW = datetime(2026, 11, 23, 9, 0, tzinfo=UTC)  # a Monday, ISO week 48
+PERIOD = period_for(NOW, "UTC")
+PRICES = Prices(input_per_million=0.15, output_per_million=0.60)
+THRESHOLDS = {"C1": {"relevancy": 2}, "C2": {"relevancy": 3}}
+
+
+def thresholds_for(channel):
+    return THRESHOLDS.get(channel, {"relevancy": 2})
+
+
+_ids = iter(range(1, 1_000_000))
+
+
+def verdict(score, *, judge="relevancy", status="ok", right=0, wrong=0, tokens=(100, 10), cached=False, top=4):
+    return JudgmentRow(
+        id=next(_ids),
+        judge=judge,
+        status=status,
+        score=score if status == "ok" else None,
+        max_score=top,
+        normalized_score=score / top if status == "ok" and score is not None else None,
+        prompt_tokens=tokens[0],
+        completion_tokens=tokens[1],
+        cached=cached,
+        votes_right=right,
+        votes_wrong=wrong,
+    )
+
+
+def pair(channel="C1", *, at=None, status="judged", judgments=(), source="capture", private=False):
+    pair_id = next(_ids)
+    return PairRow(
+        id=pair_id,
+        channel_id=channel,
+        created_at=at or NOW - timedelta(days=1),
+        status=status,
+        source=source,
+        channel_is_private=private,
+        answer_ts=f"1700000000.{pair_id:06d}",
+        judgments=tuple(judgments),
+    )
+
+
+def test_period_is_the_seven_days_up_to_now_keyed_by_the_iso_week_sent_in():
+    assert PERIOD.key == "2026-W48"
+    assert PERIOD.end == NOW and PERIOD.start == NOW - timedelta(days=7)
+    assert PERIOD.previous_start == NOW - timedelta(days=14)
+    # Sunday 23:30 UTC is already Monday in Tokyo: the week is the digest time zone's.
+    sunday_night = datetime(2026, 11, 22, 23, 30, tzinfo=UTC)
+    assert period_for(sunday_night, "UTC").key == "2026-W47"
+    assert period_for(sunday_night, "Asia/Tokyo").key == "2026-W48"
+    # ISO years: 31 Dec 2026 (Thursday) belongs to 2026-W53, 1 Jan 2027 too.
+    assert period_for(datetime(2027, 1, 1, 12, tzinfo=UTC)).key == "2026-W53"
+    forced = period_for(NOW, force=True)
+    assert forced.key.startswith("2026-W48+force-") and forced.week_key == "2026-W48"
+    with pytest.raises(ValueError):
+        period_for(datetime(2026, 11, 23, 9, 0))
+
+
+def test_an_empty_week_has_no_figures_and_renders_a_short_message():
+    report = build_report(PERIOD, [], [], thresholds_for, PRICES)
+    assert report.empty
+    assert report.overall.seen == 0 and report.overall.judged == 0 and report.overall.errors == 0
+    assert report.overall.judges == {} and report.overall.worst == [] and report.overall.agreement is None
+    assert [point.answers for point in report.daily] == [0] * 7
+    assert all(point.mean is None for point in report.daily)
+    message = digest_message(report, {}, {})
+    assert "No answers were captured" in message["blocks"][-1]["text"]["text"]
+    assert "No answers were captured" in digest_text(report, {}, {})
+
+
+def test_a_week_with_only_errors_counts_errors_and_no_scores():
+    rows = [pair(judgments=[verdict(None, status="error", tokens=(50, 0))]) for _ in range(4)]
+    stats = channel_stats(None, rows, thresholds_for, PRICES)
+    assert stats.seen == 4 and stats.judged == 0 and stats.errored == 4 and stats.errors == 4
+    relevancy = stats.judge("relevancy")
+    assert relevancy.scored == 0 and relevancy.mean is None and relevancy.share_low is None
+    assert relevancy.distribution == {0: 0, 1: 0, 2: 0, 3: 0, 4: 0}
+    assert stats.worst == []
+    assert stats.tokens.prompt == 200 and stats.tokens.completion == 0
+    report = build_report(PERIOD, rows, [], thresholds_for, PRICES)
+    text = digest_text(report, {}, {})
+    assert "Judge errors: 4" in text and "no scores" in text
+
+
+def test_counts_scores_thresholds_per_channel_votes_and_tokens():
+    rows = [
+        pair("C1", judgments=[verdict(4, right=2)]),
+        pair("C1", judgments=[verdict(2, wrong=1)]),  # low in C1 (threshold 2)
+        pair("C1", judgments=[verdict(3, tokens=(999, 99), cached=True)]),  # cached: no tokens spent
+        pair("C2", judgments=[verdict(3, right=1)]),  # low in C2 (threshold 3)
+        pair("C2", judgments=[verdict(None, status="error")]),
+        pair("C2", judgments=[verdict(None, judge="grounded", status="null", top=5)]),
+        pair("C1", status="skipped_sampling"),
+        pair("C1", status="skipped_budget"),
+        pair("C1", status="no_question"),
+        pair("C1", status="merged"),  # absorbed into another answer: not an answer of its own
+        pair("C1", source="command", judgments=[verdict(0, tokens=(300, 30))]),  # a /judge request
+    ]
+    stats = channel_stats(None, rows, thresholds_for, PRICES)
+    assert stats.seen == 9
+    assert stats.judged == 5  # four scored, one null (grounded "no document")
+    assert (stats.skipped_sampling, stats.skipped_budget, stats.not_judged, stats.errored) == (1, 1, 1, 1)
+    relevancy = stats.judge("relevancy")
+    assert relevancy.scored == 4 and relevancy.errors == 1
+    assert relevancy.mean == pytest.approx(3.0)
+    assert relevancy.distribution == {0: 0, 1: 0, 2: 1, 3: 2, 4: 1}
+    assert relevancy.low == 2 and relevancy.share_low == pytest.approx(0.5)
+    assert relevancy.thresholds == (2.0, 3.0)
+    assert stats.judge("grounded").nulls == 1 and stats.judge("grounded").scored == 0
+    assert (stats.votes_right, stats.votes_wrong) == (3, 1) and stats.agreement == pytest.approx(0.75)
+    # Tokens: every judgment not served from cache, the /judge request's included.
+    assert stats.tokens.prompt == 100 * 5 + 300 and stats.tokens.completion == 10 * 5 + 30
+    assert stats.tokens.cost_usd == pytest.approx(800 / 1e6 * 0.15 + 80 / 1e6 * 0.60)
+    # The worst answers are captured ones, lowest normalized score first.
+    assert [w.score for w in stats.worst] == [2.0, 3.0, 3.0]
+
+
+def test_change_against_the_previous_week_per_channel_and_overall():
+    previous = [pair("C1", at=NOW - timedelta(days=10), judgments=[verdict(s)]) for s in (1, 2, 4, 4)]
+    current = [pair("C1", judgments=[verdict(s)]) for s in (3, 4, 4, 4)]
+    report = build_report(PERIOD, current, previous, thresholds_for, PRICES)
+    change = report.change(report.overall, "relevancy")
+    assert change.mean == pytest.approx(3.75 - 2.75)
+    assert change.share_low == pytest.approx(0.0 - 0.5)
+    assert report.change(report.channels[0], "relevancy").mean == pytest.approx(1.0)
+    assert "(+1.0)" in digest_text(report, {}, {}) and "(−50 pts)" in digest_text(report, {}, {})
+
+
+def test_daily_series_puts_answers_in_their_24_hour_slice():
+    rows = [
+        pair(at=PERIOD.start + timedelta(hours=1), judgments=[verdict(4)]),
+        pair(at=PERIOD.start + timedelta(hours=2), judgments=[verdict(2)]),
+        pair(at=PERIOD.start + timedelta(days=6, hours=23), judgments=[verdict(None, status="error")]),
+        pair(at=PERIOD.start - timedelta(minutes=1), judgments=[verdict(0)]),  # the week before
+    ]
+    points = daily_series(rows, PERIOD, "relevancy")
+    assert len(points) == 7 and points[0].start == PERIOD.start
+    assert (points[0].answers, points[0].scored, points[0].mean) == (2, 2, 3.0)
+    assert (points[6].answers, points[6].scored, points[6].mean) == (1, 0, None)
+    assert sum(p.answers for p in points) == 3
+
+
+def test_channels_that_are_configured_appear_even_when_quiet_and_unwatched_ones_never():
+    rows = [pair("C1", judgments=[verdict(4)]), pair("CX", judgments=[verdict(0)])]
+    report = build_report(
+        PERIOD, rows, [], thresholds_for, PRICES, channels=["C9"], is_watched=lambda channel: channel != "CX"
+    )
+    assert [stats.channel_id for stats in report.channels] == ["C1", "C9"]
+    assert report.channels[1].seen == 0
+    assert report.overall.seen == 1
+
+
+def test_private_text_is_quoted_only_in_the_alert_channel_its_rule_allows():
+    settings = Settings(alert_channel="CALERTS")
+    rules = ChannelRules.model_validate(
+        {"channels": {"GPRIV": {"quote_private": True, "alert_channel": "CQUOTE"}, "GOTHER": {}}}
+    )
+    assert may_quote(False, rules.for_channel("C1", settings), "CANY")
+    assert not may_quote(True, rules.for_channel("GOTHER", settings), "CALERTS")
+    assert not may_quote(True, rules.for_channel("GPRIV", settings), "CALERTS")
+    assert may_quote(True, rules.for_channel("GPRIV", settings), "CQUOTE")
+    assert not may_quote(True, rules.for_channel("GPRIV", settings), None)
+
+
+def test_message_quotes_only_what_it_is_given_and_escapes_it():
+    public = pair("C1", judgments=[verdict(0)])
+    private = pair("GPRIV", private=True, judgments=[verdict(1)])
+    report = build_report(PERIOD, [public, private], [], thresholds_for, PRICES)
+    quotes = {public.id: ("How do I <reset> it?", "Try & see")}
+    links = {public.id: "https://example.slack.com/archives/C1/p1", private.id: "https://example.slack.com/x"}
+    message = digest_message(report, links, quotes, PRICES)
+    rendered = str(message["blocks"])
+    assert "How do I &lt;reset&gt; it?" in rendered and "Try &amp; see" in rendered
+    assert "<https://example.slack.com/x|view answer>" in rendered  # the private answer: score and link only
+    assert "*1/4* relevancy in <#GPRIV>" in rendered
+
+
+def test_many_channels_stay_within_slack_block_limits():
+    rows = [pair(f"C{i:03d}", judgments=[verdict(i % 5)]) for i in range(120)]
+    report = build_report(PERIOD, rows, [], thresholds_for, PRICES)
+    message = digest_message(report, {}, {}, PRICES)
+    assert len(message["blocks"]) <= MAX_BLOCKS
+    assert "more channels" in str(message["blocks"][-2])
+    for block in message["blocks"]:
+        if block["type"] == "section" and "text" in block:
+            assert len(block["text"]["text"]) <= 3000
+        if block["type"] == "section" and "fields" in block:
+            assert len(block["fields"]) <= 10
+        if block["type"] == "header":
+            assert len(block["text"]["text"]) <= 150
