@@ -1,9 +1,172 @@
-"""Listeners for capture (being built)."""
+"""Capture listener: every `message` event (all subtypes) in watched channels.
 
-from slack_bolt import App
+Human messages go to the conversation log (they are the questions). A monitored bot's message is logged,
+its answer (the run of bot messages it belongs to) is upserted as a `settling` pair with a new version,
+and `settle_pair` is enqueued. Edits bump the version; a deleted answer is marked deleted.
 
+Retries: an event is marked done (by `event_id`, in Redis) only after capture succeeded, so Slack's retry
+of a failed delivery is processed and a retry of a successful one is not. Errors propagate: Bolt answers
+500 and Slack retries. Replaying an event is harmless anyway (the pair is unique per answer).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from slack_bolt import App, BoltContext
+
+from capture.conversation_log import ConversationLog
+from capture.directory import channel_is_private
+from capture.pairing import (
+    IGNORED_SUBTYPES,
+    Author,
+    Identity,
+    LoggedMessage,
+    answer_run,
+    author_of,
+    channel_ignore_reason,
+    logged_message,
+    message_of,
+    thread_messages,
+    ts_key,
+)
+from capture.redact import redact_if
+from capture.text import message_text
+from store import pairs
 from store.settings import Settings
+from workers.runtime import Runtime, get_runtime
+
+log = logging.getLogger("relmon.capture")
+
+EVENT_DONE_TTL_SECONDS = 3600  # Slack's last retry comes about 5 minutes after the first delivery
+
+
+class Capture:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    @property
+    def runtime(self) -> Runtime:
+        return get_runtime()
+
+    def log(self) -> ConversationLog:
+        return ConversationLog(self.runtime.redis, self.settings.question_ttl_seconds)
+
+    # Entry point -----------------------------------------------------------------------------
+
+    def on_message(self, body: dict[str, Any], event: dict[str, Any], context: BoltContext) -> None:
+        event_id = body.get("event_id")
+        done_key = f"relmon:event:{event_id}"
+        redis = self.runtime.redis
+        if event_id and redis.exists(done_key):
+            log.info("duplicate event ignored", extra={"event_id": event_id})
+            return
+        own = Identity(user_id=context.bot_user_id, bot_id=context.bot_id, app_id=body.get("api_app_id"))
+        self.handle(event, body.get("team_id"), own)
+        if event_id:
+            redis.set(done_key, "1", ex=EVENT_DONE_TTL_SECONDS, nx=True)
+
+    def handle(self, event: dict[str, Any], team_id: str | None, own: Identity) -> None:
+        channel = event.get("channel")
+        subtype = event.get("subtype")
+        if subtype in IGNORED_SUBTYPES or channel_ignore_reason(channel, self.settings, self.runtime.rules):
+            return
+        if subtype == "message_deleted":
+            self._deleted(channel, event, own, team_id)
+            return
+        message = message_of(event)
+        if not message.get("ts"):
+            return
+        author = author_of(message, self.settings.monitored_bots, own)
+        if author == Author.OWN:
+            return
+        conversation = self.log()
+        existing = conversation.get(channel, message["ts"])
+        if existing is not None and existing.deleted:
+            return  # a late edit of a deleted message
+        if isinstance(event.get("root"), dict):  # thread_broadcast: the thread's root may be the question
+            root = event["root"]
+            if root.get("ts") and conversation.get(channel, root["ts"]) is None:
+                root_author = author_of(root, self.settings.monitored_bots, own)
+                if root_author != Author.OWN:
+                    conversation.record(channel, logged_message(root, root_author))
+        # Other bots are logged without their words: they still separate one answer from the next.
+        logged = logged_message(message, author, content={} if author == Author.OTHER else None)
+        conversation.record(channel, logged)
+        if author == Author.MONITORED_BOT:
+            self._capture_answer(channel, logged, event, team_id, conversation)
+
+    # Answers -----------------------------------------------------------------------------------
+
+    def _capture_answer(
+        self,
+        channel: str,
+        message: LoggedMessage,
+        event: dict[str, Any],
+        team_id: str | None,
+        conversation: ConversationLog,
+    ) -> None:
+        from workers.tasks.capture import settle_pair
+
+        runtime = self.runtime
+        around = conversation.around(channel, message, self.settings.toplevel_window_seconds)
+        run = answer_run(message, around)
+        root = run[0]
+        answer_text = "\n".join(t for t in (message_text(p.content) for p in run) if t.strip())
+        answer_text = redact_if(self.settings.redact_pii, answer_text)  # RELMON_REDACT_PII: before the store
+        private = channel_is_private(runtime.redis, runtime.slack, channel, event.get("channel_type"))
+        with runtime.db.session() as session:
+            captured = pairs.upsert_captured(
+                session,
+                channel_id=channel,
+                answer_ts=root.ts,
+                answer_text=answer_text,
+                team_id=team_id,
+                thread_ts=root.thread_ts,
+                answer_bot_id=root.bot_id or message.bot_id,
+                channel_is_private=private,
+            )
+            pairs.mark_merged(session, channel, [p.ts for p in run[1:]])
+        if not captured.accepted:
+            log.info("edit of a settled answer ignored", extra={"pair_id": captured.pair_id})
+            return
+        # A stream that says it is complete needs no quiet time; any other change waits to settle.
+        inner = message_of(event)
+        completed = inner.get("streaming_state") == "completed" or event.get("streaming_state") == "completed"
+        countdown = 0 if completed else self.settings.settle_seconds
+        settle_pair.apply_async((captured.pair_id, captured.version), countdown=countdown)
+        log.info(
+            "answer captured",
+            extra={"pair_id": captured.pair_id, "version": captured.version, "channel": channel, "parts": len(run)},
+        )
+
+    def _deleted(self, channel: str, event: dict[str, Any], own: Identity, team_id: str | None) -> None:
+        ts = event.get("deleted_ts") or (event.get("previous_message") or {}).get("ts")
+        if not ts:
+            return
+        conversation = self.log()
+        previous = dict(event.get("previous_message") or {}, ts=ts)
+        existing = conversation.get(channel, ts)
+        author = existing.author if existing else author_of(previous, self.settings.monitored_bots, own)
+        tombstone = conversation.mark_deleted(channel, ts, fallback=logged_message(previous, author, content={}))
+        if author != Author.MONITORED_BOT or tombstone is None:
+            return
+        with self.runtime.db.session() as session:
+            if pairs.mark_deleted(session, channel, ts):
+                log.info("answer deleted before judging", extra={"channel": channel})
+                return
+        # A later part of a multi-message answer: the answer it belonged to loses that part.
+        around = conversation.around(channel, tombstone, self.settings.toplevel_window_seconds)
+        before = [m for m in thread_messages(tombstone.thread_key, around) if ts_key(m) < ts_key(tombstone)]
+        if before and before[-1].author == Author.MONITORED_BOT:
+            self._capture_answer(channel, before[-1], event, team_id, conversation)
 
 
 def register(app: App, settings: Settings) -> None:
-    """Wire this module's listeners onto the app."""
+    capture = Capture(settings)
+    app.event("message")(capture.on_message)
+
+    @app.event("app_mention")
+    def _mention_is_seen_as_a_message_too() -> None:
+        """A mention in a watched channel also arrives as a `message` event, which captures it."""

@@ -1,0 +1,132 @@
+"""Pair queries for capture and settling. Every write is one statement with its condition inside it, so a
+Slack retry, a late edit or two settle tasks racing cannot both win."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
+
+from store.models import Pair, PairStatus, utcnow
+
+# An edit re-opens an answer only while it has not been judged (nor deleted or merged away).
+EDITABLE = (PairStatus.SETTLING, PairStatus.PENDING, PairStatus.NO_QUESTION, PairStatus.EMPTY)
+
+
+@dataclass(frozen=True)
+class Captured:
+    pair_id: int
+    version: int
+    accepted: bool  # False: the pair exists but is past editing (judged, deleted, merged); nothing to settle
+
+
+def _insert(session: Session):
+    return postgresql.insert if session.get_bind().dialect.name == "postgresql" else sqlite.insert
+
+
+def upsert_captured(
+    session: Session,
+    *,
+    channel_id: str,
+    answer_ts: str,
+    answer_text: str,
+    team_id: str | None = None,
+    thread_ts: str | None = None,
+    answer_bot_id: str | None = None,
+    channel_is_private: bool = False,
+) -> Captured:
+    """Create the pair for an answer (status settling, version 1) or, on an edit, replace its text,
+    bump its version and put it back to settling — unless it is past editing."""
+    insert = _insert(session)
+    statement = insert(Pair).values(
+        source="capture",
+        team_id=team_id,
+        channel_id=channel_id,
+        channel_is_private=channel_is_private,
+        answer_ts=answer_ts,
+        thread_ts=thread_ts,
+        answer_bot_id=answer_bot_id,
+        answer_text=answer_text,
+        version=1,
+        status=PairStatus.SETTLING,
+        created_at=utcnow(),
+        updated_at=utcnow(),
+    )
+    statement = statement.on_conflict_do_update(
+        index_elements=[Pair.channel_id, Pair.answer_ts],
+        set_={
+            "answer_text": statement.excluded.answer_text,
+            "version": Pair.version + 1,
+            "status": PairStatus.SETTLING,
+            "updated_at": utcnow(),
+        },
+        where=Pair.status.in_(EDITABLE),
+    ).returning(Pair.id, Pair.version)
+    row = session.execute(statement).first()
+    if row is not None:
+        return Captured(row.id, row.version, True)
+    existing = session.execute(
+        select(Pair.id, Pair.version).where(Pair.channel_id == channel_id, Pair.answer_ts == answer_ts)
+    ).one()
+    return Captured(existing.id, existing.version, False)
+
+
+def get_pair(session: Session, pair_id: int) -> Pair | None:
+    return session.get(Pair, pair_id)
+
+
+def find_by_answer(session: Session, channel_id: str, answer_ts: str) -> Pair | None:
+    return session.execute(select(Pair).where(Pair.channel_id == channel_id, Pair.answer_ts == answer_ts)).scalar()
+
+
+def mark_merged(session: Session, channel_id: str, answer_ts_list: list[str]) -> int:
+    """Later parts of a multi-message answer whose own pair was created first (events out of order)."""
+    if not answer_ts_list:
+        return 0
+    result = session.execute(
+        update(Pair)
+        .where(Pair.channel_id == channel_id, Pair.answer_ts.in_(answer_ts_list), Pair.status.in_(EDITABLE))
+        .values(status=PairStatus.MERGED, version=Pair.version + 1, updated_at=utcnow())
+    )
+    return result.rowcount
+
+
+def mark_deleted(session: Session, channel_id: str, answer_ts: str) -> bool:
+    """A deleted answer is never judged: only a pair not yet judged becomes deleted."""
+    result = session.execute(
+        update(Pair)
+        .where(Pair.channel_id == channel_id, Pair.answer_ts == answer_ts, Pair.status.in_(EDITABLE))
+        .values(status=PairStatus.DELETED, version=Pair.version + 1, updated_at=utcnow())
+    )
+    return result.rowcount > 0
+
+
+def settle(
+    session: Session,
+    pair_id: int,
+    version: int,
+    *,
+    status: str,
+    answer_text: str | None,
+    question_ts: str | None = None,
+    question_user: str | None = None,
+    question_text: str | None = None,
+) -> bool:
+    """Move a settling pair to its settled status, only if nothing changed it since `version`."""
+    values: dict = {
+        "status": status,
+        "question_ts": question_ts,
+        "question_user": question_user,
+        "question_text": question_text,
+        "updated_at": utcnow(),
+    }
+    if answer_text is not None:
+        values["answer_text"] = answer_text
+    result = session.execute(
+        update(Pair)
+        .where(Pair.id == pair_id, Pair.version == version, Pair.status == PairStatus.SETTLING)
+        .values(**values)
+    )
+    return result.rowcount == 1

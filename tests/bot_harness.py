@@ -1,0 +1,77 @@
+"""The bot's WSGI app served in-process over real HTTP (a threaded wsgiref server), for tests and benches."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from socketserver import ThreadingMixIn
+from typing import Any
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+from sqlalchemy import select
+
+from bot.server import build_wsgi_app
+from store.models import Pair
+from store.settings import Settings
+from workers.runtime import Runtime, set_runtime
+
+SECRET = "test-signing-secret"
+
+
+class _ThreadingServer(ThreadingMixIn, WSGIServer):
+    daemon_threads = True
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def bot_settings(*, redis_url: str, database_url: str, slack_api_url: str, **overrides: Any) -> Settings:
+    values: dict[str, Any] = {
+        "slack_bot_token": "xoxb-test-token",
+        "slack_signing_secret": SECRET,
+        "slack_api_url": slack_api_url,
+        "redis_url": redis_url,
+        "database_url": database_url,
+        "monitored_bots": ["B_SUPPORT"],
+        "alert_channel": "C_ALERTS",
+        "openai_api_key": "sk-test",
+    }
+    values.update(overrides)
+    return Settings(_env_file=None, **values)
+
+
+@dataclass
+class ServedBot:
+    settings: Settings
+    runtime: Runtime
+    url: str  # .../slack/events
+    base_url: str
+
+    def pairs(self) -> list[Pair]:
+        with self.runtime.db.session() as session:
+            return list(session.execute(select(Pair).order_by(Pair.id)).scalars())
+
+
+class BotServer:
+    """Serve build_wsgi_app(settings) on 127.0.0.1 (a free port) until closed."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.runtime = Runtime(settings)
+        self.wsgi = build_wsgi_app(settings, self.runtime)
+        self.server = make_server("127.0.0.1", 0, self.wsgi, server_class=_ThreadingServer, handler_class=_QuietHandler)
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
+        base_url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.served = ServedBot(settings, self.runtime, f"{base_url}/slack/events", base_url)
+
+    def __enter__(self) -> ServedBot:
+        self.thread.start()
+        return self.served
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=5)
+        self.runtime.db.dispose()
+        set_runtime(None)

@@ -1,0 +1,162 @@
+"""`settle_pair`: once an answer has been quiet for RELMON_SETTLE_SECONDS, find its question and hand it on.
+
+The bot enqueues `settle_pair(pair_id, version)` after every change to an answer; only the task carrying
+the latest version acts. It re-reads the conversation log (events may have arrived out of order since
+capture), resolves the question with the pure rules in `capture.pairing`, and moves the pair from
+`settling` to `pending` (or `no_question`, `empty`, `deleted`, `merged`) with one conditional UPDATE,
+then enqueues `judge_pair`. A pair found already `pending` at the same version is enqueued again:
+the worker may have died between the two steps, and `judge_pair` is idempotent.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import redis
+from slack_sdk.errors import SlackApiError
+from sqlalchemy.exc import OperationalError
+
+from capture.conversation_log import ConversationLog, HistoryFallback
+from capture.directory import UserNames, own_identity
+from capture.pairing import IGNORED_SUBTYPES, Author, LoggedMessage, Resolution, author_of, logged_message, resolve
+from capture.redact import redact_if
+from capture.text import message_text
+from store import pairs
+from store.models import PairStatus
+from workers.celery_app import celery
+from workers.runtime import Runtime, get_runtime
+
+log = logging.getLogger("relmon.capture")
+
+# Shared by every worker process (a Redis token bucket): Slack's history methods are rate-limited hard.
+HISTORY_CALLS_PER_MINUTE = 20
+
+
+@dataclass(frozen=True)
+class PairSnapshot:
+    id: int
+    channel_id: str
+    answer_ts: str
+    thread_ts: str | None
+    answer_text: str | None
+    version: int
+    status: str
+
+
+def _snapshot(runtime: Runtime, pair_id: int) -> PairSnapshot | None:
+    with runtime.db.session() as session:
+        pair = pairs.get_pair(session, pair_id)
+        if pair is None:
+            return None
+        return PairSnapshot(
+            pair.id, pair.channel_id, pair.answer_ts, pair.thread_ts, pair.answer_text, pair.version, pair.status
+        )
+
+
+def _history(runtime: Runtime, log_: ConversationLog, channel: str, answer: LoggedMessage) -> None:
+    """Fill the log from Slack history (rate-limited) when it lacks the question."""
+    settings = runtime.settings
+    fallback = HistoryFallback(runtime.redis, runtime.slack, calls_per_minute=HISTORY_CALLS_PER_MINUTE)
+    raw = fallback.fetch(channel, answer, settings.toplevel_window_seconds)
+    if not raw:
+        return
+    try:
+        own = own_identity(runtime.redis, runtime.slack)
+    except SlackApiError:
+        return
+    for message in raw:
+        if not message.get("ts") or message.get("subtype") in IGNORED_SUBTYPES:
+            continue
+        if log_.get(channel, message["ts"]) is not None:
+            continue  # the log knows better (a tombstone, a later edit)
+        author = author_of(message, settings.monitored_bots, own)
+        if author == Author.OWN:
+            continue
+        log_.record(channel, logged_message(message, author))
+
+
+def resolve_pair(runtime: Runtime, pair: PairSnapshot) -> tuple[Resolution, str]:
+    """The settled resolution of a pair and its answer text (names resolved)."""
+    settings = runtime.settings
+    conversation = ConversationLog(runtime.redis, settings.question_ttl_seconds)
+    window = settings.toplevel_window_seconds
+    answer = conversation.get(pair.channel_id, pair.answer_ts) or LoggedMessage(
+        # Not in the log (expired, or Redis lost it): settle on what capture stored.
+        ts=pair.answer_ts,
+        thread_ts=pair.thread_ts,
+        author=Author.MONITORED_BOT,
+        content={"text": pair.answer_text or ""},
+    )
+    messages = conversation.around(pair.channel_id, answer, window)
+    resolution = resolve(pair.answer_ts, messages, window)
+    if resolution.status == PairStatus.NO_QUESTION and settings.history_fallback:
+        _history(runtime, conversation, pair.channel_id, answer)
+        resolution = resolve(pair.answer_ts, conversation.around(pair.channel_id, answer, window), window)
+    names = UserNames(runtime.redis, runtime.slack)
+    answer_text = "\n".join(t for t in (message_text(p.content, names) for p in resolution.parts) if t.strip())
+    return resolution, answer_text
+
+
+def settle(runtime: Runtime, pair_id: int, version: int) -> str:
+    """Settle one pair; returns what happened (for logs and tests)."""
+    pair = _snapshot(runtime, pair_id)
+    if pair is None:
+        return "missing"
+    if pair.version != version:
+        return "stale"  # a later edit enqueued its own settle
+    if pair.status == PairStatus.PENDING:
+        _enqueue_judging(pair_id)
+        return "requeued"
+    if pair.status != PairStatus.SETTLING:
+        return f"skipped:{pair.status}"
+
+    resolution, answer_text = resolve_pair(runtime, pair)
+    status = resolution.status
+    question_text = None
+    question = resolution.question
+    if status == PairStatus.PENDING:
+        question_text = message_text(question.content, UserNames(runtime.redis, runtime.slack)).strip()
+        if not question_text:
+            status = PairStatus.NO_QUESTION
+    # RELMON_REDACT_PII: the texts written here are what the LLM and the store see.
+    answer_text = redact_if(runtime.settings.redact_pii, answer_text)
+    question_text = redact_if(runtime.settings.redact_pii, question_text)
+    if status in (PairStatus.PENDING, PairStatus.NO_QUESTION) and not answer_text.strip():
+        status = PairStatus.EMPTY
+    with runtime.db.session() as session:
+        won = pairs.settle(
+            session,
+            pair_id,
+            version,
+            status=status,
+            answer_text=answer_text if status not in (PairStatus.DELETED, PairStatus.MERGED) else None,
+            question_ts=question.ts if question and status == PairStatus.PENDING else None,
+            question_user=question.user if question and status == PairStatus.PENDING else None,
+            question_text=question_text if status == PairStatus.PENDING else None,
+        )
+    if not won:
+        return "lost"  # changed while we looked: the newer version's settle decides
+    log.info("pair settled", extra={"pair_id": pair_id, "version": version, "status": status})
+    if status == PairStatus.PENDING:
+        _enqueue_judging(pair_id)
+    return status
+
+
+def _enqueue_judging(pair_id: int) -> None:
+    from workers.tasks.judging import judge_pair
+
+    judge_pair.delay(pair_id)
+
+
+@celery.task(
+    name="workers.tasks.capture.settle_pair",
+    bind=True,
+    acks_late=True,
+    autoretry_for=(redis.RedisError, OperationalError),
+    retry_backoff=2,
+    retry_backoff_max=120,
+    max_retries=8,
+)
+def settle_pair(self, pair_id: int, version: int) -> str:
+    return settle(get_runtime(), pair_id, version)
