@@ -1,0 +1,98 @@
+"""App Home: the last 7 days per channel and the settings in effect, published with views.publish."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from bot.listeners.home import publish_home
+from store.models import Judgment, Pair
+from store.settings import Settings
+from tests.fakes.slack_server import FakeSlack
+from workers.runtime import Runtime, set_runtime, slack_client_for
+
+
+@pytest.fixture
+def slack() -> Iterator[FakeSlack]:
+    with FakeSlack() as fake:
+        yield fake
+
+
+@pytest.fixture
+def runtime(db_url: str, slack: FakeSlack, tmp_path: Path) -> Iterator[Runtime]:
+    rules = tmp_path / "rules.yml"
+    rules.write_text("channels:\n  C2:\n    threshold: 3\n    sample_rate: 0.25\n")
+    settings = Settings(
+        slack_bot_token="xoxb-test",
+        slack_api_url=slack.api_url,
+        database_url=db_url,
+        alert_channel="CALERTS",
+        judge_model="judge-model-x",
+        digest_timezone="Europe/Paris",
+        channel_rules_file=rules,
+        data_dir=tmp_path / "data",
+    )
+    runtime = Runtime(settings)
+    set_runtime(runtime)
+    yield runtime
+    set_runtime(None)
+    runtime.db.dispose()
+
+
+def add(runtime: Runtime, channel: str, scores: list[int | None], at: datetime) -> None:
+    with runtime.db.session() as session:
+        for i, score in enumerate(scores):
+            pair = Pair(channel_id=channel, answer_ts=f"{at.timestamp():.0f}.{i:06d}", status="judged", created_at=at)
+            session.add(pair)
+            session.flush()
+            status = "error" if score is None else "ok"
+            normalized = None if score is None else score / 4
+            session.add(
+                Judgment(
+                    pair_id=pair.id,
+                    judge="relevancy",
+                    status=status,
+                    score=score,
+                    max_score=4,
+                    normalized_score=normalized,
+                )
+            )
+
+
+def test_home_shows_last_week_per_channel_and_settings(runtime: Runtime, slack: FakeSlack) -> None:
+    now = datetime.now(UTC)
+    add(runtime, "C1", [4, 2, None], now - timedelta(days=1))
+    add(runtime, "C2", [3, 4], now - timedelta(days=2))
+    add(runtime, "C1", [0, 0, 0], now - timedelta(days=9))  # older than 7 days: not shown
+    publish_home(slack_client_for(runtime.settings), "U123")
+
+    (call,) = slack.calls_to("views.publish")
+    assert call["user_id"] == "U123"
+    view = slack.published["U123"]
+    assert view["type"] == "home" and len(view["blocks"]) <= 100
+    text = str(view["blocks"])
+    assert "*<#C1>*\\n2 judged of 3 · relevancy mean 3.00 / 4 · 50% ≤ 2 · 1 error" in text
+    assert "*<#C2>*\\n2 judged of 2 · relevancy mean 3.50 / 4 · 50% ≤ 3 · 0 errors" in text
+    assert "relevancy alert ≤ 3 · sampling 25%" in text  # C2's own rule
+    assert "`judge-model-x`" in text and "relevancy ≤ 2" in text and "100% of answers" in text
+    assert "10,000 LLM calls" in text and "Mondays 09:00 Europe/Paris to <#CALERTS>" in text
+
+
+def test_home_stays_within_100_blocks_with_many_channels(runtime: Runtime, slack: FakeSlack) -> None:
+    now = datetime.now(UTC)
+    for i in range(80):
+        add(runtime, f"C{i:03d}", [i % 5], now - timedelta(hours=1))
+    view = publish_home(slack_client_for(runtime.settings), "U1")
+    assert len(view["blocks"]) <= 100
+    assert "…and 21 more channels" in str(view["blocks"])  # 80 busy channels and C2 from the rules file
+    assert slack.published["U1"]["blocks"] == view["blocks"]
+
+
+def test_home_with_nothing_captured_yet(runtime: Runtime, slack: FakeSlack) -> None:
+    view = publish_home(slack_client_for(runtime.settings), "U1")
+    text = str(view["blocks"])
+    assert "*All channels*\\n0 judged of 0 · 0 errors" in text
+    assert "*<#C2>*\\n0 judged of 0" in text  # named in the rules file: shown even when quiet
