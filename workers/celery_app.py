@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from celery import Celery
-from kombu import Queue
+from kombu import Exchange, Queue
 
 from store.settings import Settings
 
@@ -15,6 +15,7 @@ VISIBILITY_TIMEOUT_SECONDS = 2 * 60 * 60
 
 QUEUE_JUDGE = "relmon.judge"  # settle and judge captured answers
 QUEUE_SLACK = "relmon.slack"  # post alerts, on-demand verdicts, digests
+QUEUES = (QUEUE_JUDGE, QUEUE_SLACK)
 
 
 def restore_interval(visibility_timeout: float) -> int:
@@ -58,7 +59,9 @@ def celery_config(settings: Settings, broker_url: str) -> dict:
         "task_serializer": "json",
         "accept_content": ["json"],
         "task_default_queue": QUEUE_JUDGE,
-        "task_queues": (Queue(QUEUE_JUDGE), Queue(QUEUE_SLACK)),
+        # Each queue bound to its own exchange and key: with bare Queue(name), kombu binds relmon.slack to the
+        # default exchange under relmon.judge's key, so a message published through that exchange lands in both.
+        "task_queues": tuple(Queue(name, Exchange(name, type="direct"), routing_key=name) for name in QUEUES),
         "task_routes": {"workers.tasks.slack.*": {"queue": QUEUE_SLACK}},
         "worker_hijack_root_logger": False,
         "worker_send_task_events": False,

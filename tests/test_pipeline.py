@@ -1,0 +1,330 @@
+"""The judging pipeline end to end: real `relmon worker` processes, a real Redis, SQLite and PostgreSQL, the fake
+OpenAI and Slack servers over HTTP. Pending pairs are inserted with SQL and judge_pair is enqueued by name, as the
+settle task would; the bot is not involved."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+import redis
+from sqlalchemy import func, insert, select, update
+
+from store.db import Database
+from store.models import DailyUsage, Judgment, Pair, PairStatus
+from store.settings import Settings
+from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.slack_server import FakeSlack
+from tests.processes import RelmonProcess, relmon_env, start_worker, wait_for
+from workers.celery_app import QUEUE_JUDGE, create_celery
+from workers.sampling import is_sampled_in
+
+pytestmark = pytest.mark.slow
+
+JUDGE_PAIR = "workers.tasks.judging.judge_pair"
+ALERT_CHANNEL = "C_ALERTS"
+# Short enough that a killed worker's unacked tasks come back within seconds, longer than any retry delay here
+# (base 0.05 s: at most 0.05·2⁵·1.25 = 2 s) or any single task (LLM timeout 1 s).
+TEST_VISIBILITY_TIMEOUT = 5
+
+
+# Fixtures and helpers ----------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def fake_openai() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI(latency_ms=20) as fake:
+        yield fake
+
+
+@pytest.fixture
+def fake_slack() -> Iterator[FakeSlack]:
+    with FakeSlack() as fake:
+        yield fake
+
+
+@pytest.fixture
+def env_for(redis_url: str, db_url: str, fake_openai: FakeOpenAI, fake_slack: FakeSlack, tmp_path: Path):
+    """An environment for `relmon worker`, with test-speed timings; keyword arguments override."""
+
+    def make(**overrides: object) -> dict[str, str]:
+        settings = {
+            "RELMON_WORKER_CONCURRENCY": 8,
+            "RELMON_VISIBILITY_TIMEOUT": TEST_VISIBILITY_TIMEOUT,
+            "RELMON_RETRY_BASE_SECONDS": 0.05,
+            "RELMON_LLM_TIMEOUT": 1,
+            "RELMON_ALERT_CHANNEL": ALERT_CHANNEL,
+            **overrides,
+        }
+        return relmon_env(
+            redis_url=redis_url,
+            database_url=db_url,
+            slack_api_url=fake_slack.api_url,
+            openai_base_url=fake_openai.base_url,
+            data_dir=tmp_path / "data",
+            **settings,
+        )
+
+    return make
+
+
+@pytest.fixture
+def producer(redis_url: str):
+    """A Celery app on the test Redis that only publishes (like the bot's settle step would)."""
+    app = create_celery(Settings(redis_url=redis_url), redis_url)
+    yield app
+    app.close()
+
+
+@pytest.fixture
+def worker_logs(tmp_path: Path) -> Path:
+    return tmp_path / "logs"
+
+
+def add_pairs(
+    database: Database,
+    count: int,
+    *,
+    channel: str = "C_SUPPORT",
+    source: str = "capture",
+    question: str | None = None,
+    answer: str | None = None,
+    start: int = 0,
+) -> list[int]:
+    now = datetime.now(UTC)
+    rows = [
+        {
+            "source": source,
+            "channel_id": channel,
+            "answer_ts": f"1700000000.{start + i:06d}",
+            "thread_ts": "1700000000.000000",
+            "question_text": question or f"How do I reset my password on device {start + i}?",
+            "answer_text": answer or f"Open Settings, then Security, then Reset, on device {start + i}.",
+            "status": PairStatus.PENDING,
+            "version": 1,
+            "created_at": now,
+            "updated_at": now,
+        }
+        for i in range(count)
+    ]
+    with database.session() as session:
+        session.execute(insert(Pair), rows)
+        ids = session.scalars(
+            select(Pair.id).where(Pair.channel_id == channel, Pair.answer_ts.in_([r["answer_ts"] for r in rows]))
+        ).all()
+    return sorted(ids)
+
+
+def enqueue(producer, pair_ids: list[int]) -> None:
+    for pair_id in pair_ids:
+        producer.send_task(JUDGE_PAIR, args=[pair_id], queue=QUEUE_JUDGE)
+
+
+def statuses(database: Database, pair_ids: list[int]) -> Counter[str]:
+    with database.session() as session:
+        return Counter(session.scalars(select(Pair.status).where(Pair.id.in_(pair_ids))).all())
+
+
+def judgments_per_pair(database: Database) -> Counter[int]:
+    with database.session() as session:
+        return Counter(session.scalars(select(Judgment.pair_id)).all())
+
+
+def count_judgments(database: Database) -> int:
+    with database.session() as session:
+        return session.scalar(select(func.count(Judgment.id))) or 0
+
+
+def settled(database: Database, pair_ids: list[int]) -> bool:
+    return statuses(database, pair_ids).get(PairStatus.PENDING, 0) == 0
+
+
+# (a) exactly once across a SIGKILL ----------------------------------------------------------------------------
+
+
+def test_killed_worker_mid_batch_every_pair_judged_exactly_once(
+    database: Database, env_for, producer, fake_openai: FakeOpenAI, worker_logs: Path
+) -> None:
+    fake_openai.set_behavior(latency_ms=150)
+    env = env_for()
+    pair_ids = add_pairs(database, 200)
+    worker = start_worker(env, log_dir=worker_logs)
+    try:
+        enqueue(producer, pair_ids)
+        wait_for(lambda: count_judgments(database) >= 40, timeout=60, what="40 judgments before the kill")
+        worker.kill()
+        judged_before_kill = count_judgments(database)
+        assert judged_before_kill < len(pair_ids), "the kill must land mid-batch"
+        # The killed worker's reserved tasks sit unacked in Redis until the visibility timeout.
+        assert redis.Redis.from_url(producer.conf.broker_url).hlen("unacked") > 0
+    finally:
+        worker.stop()
+
+    restarted = start_worker(env, log_dir=worker_logs)
+    try:
+        wait_for(lambda: settled(database, pair_ids), timeout=90, what="every pair judged after the restart")
+    finally:
+        restarted.stop()
+
+    per_pair = judgments_per_pair(database)
+    assert set(per_pair) == set(pair_ids)
+    assert set(per_pair.values()) == {1}  # one judgment per pair and judge: never a second row
+    assert statuses(database, pair_ids) == Counter({PairStatus.JUDGED: len(pair_ids)})
+    # Each pair reached the LLM once, except those in flight at the kill (at most one per execution slot).
+    requests = len(fake_openai.requests)
+    assert len(pair_ids) <= requests <= len(pair_ids) + int(env["RELMON_WORKER_CONCURRENCY"])
+    assert redis.Redis.from_url(producer.conf.broker_url).hlen("unacked") == 0
+
+
+# (b) LLM faults -----------------------------------------------------------------------------------------------
+
+
+def test_llm_faults_leave_every_pair_judged_or_stored_as_error(
+    database: Database, env_for, producer, fake_openai: FakeOpenAI, worker_logs: Path
+) -> None:
+    # 30% of calls fail: 429 (Retry-After), 500, a timeout past the client's 1 s, or unreadable garbage.
+    fake_openai.set_behavior(latency_ms=20, fault_rate=0.3, seed=11, timeout_seconds=1.5)
+    pair_ids = add_pairs(database, 120)
+    with start_worker(env_for(RELMON_WORKER_CONCURRENCY=16), log_dir=worker_logs):
+        enqueue(producer, pair_ids)
+        wait_for(lambda: settled(database, pair_ids), timeout=90, what="every pair judged or errored")
+
+    per_pair = judgments_per_pair(database)
+    assert set(per_pair) == set(pair_ids) and set(per_pair.values()) == {1}  # none lost, none twice
+    assert statuses(database, pair_ids) == Counter({PairStatus.JUDGED: len(pair_ids)})
+    with database.session() as session:
+        rows = session.execute(select(Judgment.status, Judgment.error, Judgment.raw_output)).all()
+    by_status = Counter(status for status, _, _ in rows)
+    assert set(by_status) <= {"ok", "error"} and by_status["ok"] > 0
+    # Transient faults were retried (the fake answered 429/5xx and timed out) and mostly recovered; garbage is a
+    # permanent error, stored with its reason and the raw text, never a guessed score.
+    seen = fake_openai.statuses
+    assert seen.get(429, 0) > 0 and seen.get(500, 0) > 0
+    assert len(fake_openai.requests) > len(pair_ids)
+    errors = [(error, raw) for status, error, raw in rows if status == "error"]
+    assert errors, "some garbage replies must be stored as errors"
+    assert all(error for error, _ in errors)
+    assert any(raw and "lost its train of thought" in raw for _, raw in errors)
+
+
+def test_llm_down_for_good_is_stored_as_an_error_after_the_retries(
+    database: Database, env_for, producer, fake_openai: FakeOpenAI, worker_logs: Path
+) -> None:
+    fake_openai.set_behavior(always_status=503)
+    pair_ids = add_pairs(database, 3)
+    with start_worker(env_for(), log_dir=worker_logs):
+        enqueue(producer, pair_ids)
+        wait_for(lambda: settled(database, pair_ids), timeout=60, what="pairs given up on")
+    with database.session() as session:
+        errors = session.scalars(select(Judgment.error)).all()
+    assert len(errors) == 3 and all("after 7 attempts" in error for error in errors)
+    assert len(fake_openai.requests) == 3 * 7  # one retry layer: Celery's 6 retries, no SDK retries inside
+
+
+# (c) durable cache and (d) sampling --------------------------------------------------------------------------
+
+
+def test_durable_cache_and_deterministic_sampling(
+    database: Database, env_for, producer, fake_openai: FakeOpenAI, worker_logs: Path, tmp_path: Path
+) -> None:
+    rules = tmp_path / "rules.yml"
+    rules.write_text("channels:\n  C_SAMPLED:\n    sample_rate: 0.3\n", encoding="utf-8")
+    with start_worker(env_for(RELMON_CHANNEL_RULES=rules), log_dir=worker_logs):
+        # (c) The same question and answer in two messages: the second is copied, not sent to the LLM again.
+        first = add_pairs(database, 1, question="How do I reset?", answer="Use the Reset button.", start=500)
+        enqueue(producer, first)
+        wait_for(lambda: settled(database, first), timeout=30, what="the first pair")
+        first_twin = add_pairs(database, 1, question="How do I reset?", answer="Use the Reset button.", start=501)
+        # Enqueuing the first pair again adds nothing either: it is judged already.
+        enqueue(producer, first + first_twin)
+        wait_for(lambda: settled(database, first_twin), timeout=30, what="the twin pair")
+        requests_after_cache = len(fake_openai.requests)
+
+        # (d) A channel sampled at 30%: exactly the predicted messages are judged; on-demand ones always are.
+        sampled = add_pairs(database, 60, channel="C_SAMPLED")
+        on_demand = add_pairs(database, 5, channel="C_SAMPLED", source="command", start=1000)
+        enqueue(producer, sampled + on_demand)
+        wait_for(lambda: settled(database, sampled + on_demand), timeout=60, what="the sampled channel")
+
+    assert requests_after_cache == 1
+    with database.session() as session:
+        twin = session.scalars(select(Judgment).where(Judgment.pair_id == first_twin[0])).one()
+        original = session.scalars(select(Judgment).where(Judgment.pair_id == first[0])).one()
+        assert twin.cached and not original.cached
+        assert (twin.score, twin.cache_key, twin.reasoning) == (original.score, original.cache_key, original.reasoning)
+        assert twin.prompt_tokens == 0  # a copy costs nothing
+        rows = session.execute(select(Pair.id, Pair.answer_ts, Pair.status).where(Pair.id.in_(sampled))).all()
+    expected = {pid: is_sampled_in("C_SAMPLED", ts, 0.3, source="capture") for pid, ts, _ in rows}
+    actual = {pid: status == PairStatus.JUDGED for pid, _, status in rows}
+    assert actual == expected
+    assert 0 < sum(actual.values()) < len(sampled)
+    assert {status for _, _, status in rows} == {PairStatus.JUDGED, PairStatus.SKIPPED_SAMPLING}
+    assert statuses(database, on_demand) == Counter({PairStatus.JUDGED: 5})
+    per_pair = judgments_per_pair(database)
+    assert all(per_pair[pid] == 1 for pid, judged in actual.items() if judged)
+    assert all(pid not in per_pair for pid, judged in actual.items() if not judged)
+    assert len(fake_openai.requests) == 1 + sum(actual.values()) + 5
+
+
+# (e) daily budget ---------------------------------------------------------------------------------------------
+
+
+def test_budget_exhausted_skips_pairs_and_says_so_once(
+    database: Database, env_for, producer, fake_openai: FakeOpenAI, fake_slack: FakeSlack, worker_logs: Path
+) -> None:
+    pair_ids = add_pairs(database, 12)
+    with start_worker(env_for(RELMON_DAILY_BUDGET=5), log_dir=worker_logs):
+        enqueue(producer, pair_ids)
+        wait_for(lambda: settled(database, pair_ids), timeout=60, what="budgeted pairs")
+        more = add_pairs(database, 3, start=100)  # later in the day: still skipped, still no second notice
+        enqueue(producer, more)
+        wait_for(lambda: settled(database, more), timeout=30, what="later pairs")
+
+    assert statuses(database, pair_ids + more) == Counter(
+        {PairStatus.JUDGED: 5, PairStatus.SKIPPED_BUDGET: len(pair_ids) + 3 - 5}
+    )
+    assert len(fake_openai.requests) == 5
+    with database.session() as session:
+        usage = session.scalars(select(DailyUsage)).one()
+    assert usage.llm_calls == 5 and usage.budget_notice_sent
+    notices = [m for m in fake_slack.posted(ALERT_CHANNEL) if "daily budget" in (m.get("text") or "")]
+    assert len(notices) == 1
+    assert "RELMON_DAILY_BUDGET" in notices[0]["text"]
+
+
+# The stale sweeper --------------------------------------------------------------------------------------------
+
+
+def test_stale_sweeper_reenqueues_lost_pairs_once_per_period(database: Database, redis_url: str, db_url: str) -> None:
+    from workers import celery_app
+    from workers.runtime import Runtime, set_runtime
+    from workers.tasks.judging import requeue_stale
+
+    settings = Settings(redis_url=redis_url, database_url=db_url)
+    celery_app.configure(settings)
+    set_runtime(Runtime(settings))
+    try:
+        fresh = add_pairs(database, 2)
+        lost = add_pairs(database, 3, start=10)
+        old = datetime.now(UTC) - timedelta(minutes=30)
+        with database.session() as session:
+            session.execute(update(Pair).where(Pair.id.in_(lost)).values(updated_at=old))
+        assert requeue_stale.apply().get() == 3
+        queue = redis.Redis.from_url(redis_url)
+        assert queue.llen(QUEUE_JUDGE) == 3
+        assert requeue_stale.apply().get() == 0  # touched: the next sweep leaves them alone
+        assert statuses(database, fresh + lost) == Counter({PairStatus.PENDING: 5})
+    finally:
+        set_runtime(None)
+
+
+def test_worker_process_starts_and_stops_cleanly(env_for, worker_logs: Path) -> None:
+    worker = RelmonProcess("worker", env=env_for(), log_dir=worker_logs).start()
+    try:
+        worker.wait_until_ready(timeout=60)
+        assert "workers.tasks.judging.judge_pair" in worker.log()
+    finally:
+        assert worker.stop() == 0

@@ -1,0 +1,159 @@
+"""The pipeline's pure rules (sampling, backoff, judges in force) and its SQL primitives (budget counter, notice
+claim, idempotent insert), the latter raced from many threads on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import random
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, date, datetime
+
+import pytest
+
+from store.db import Database
+from store.judgments import find_cached, insert_judgment, set_pair_status, stored_judges
+from store.models import Judgment, Pair, PairStatus
+from store.usage import calls_on, claim_budget_notice, claim_llm_call, release_budget_notice
+from workers import budget
+from workers.celery_app import MAX_TASK_DELAY_SECONDS, VISIBILITY_TIMEOUT_SECONDS
+from workers.sampling import is_sampled_in, sample_point
+from workers.tasks.judging import MAX_LLM_RETRIES, RETRY_CAP_SECONDS, judges_in_force, retry_delay
+
+# Sampling ---------------------------------------------------------------------------------------------------
+
+
+def test_sampling_is_deterministic_and_close_to_the_rate() -> None:
+    messages = [("C1", f"1700000000.{i:06d}") for i in range(4000)]
+    first = [is_sampled_in(c, ts, 0.25, source="capture") for c, ts in messages]
+    again = [is_sampled_in(c, ts, 0.25, source="capture") for c, ts in messages]
+    assert first == again
+    assert 0.22 < sum(first) / len(first) < 0.28
+
+
+def test_raising_the_rate_only_adds_messages() -> None:
+    messages = [("C9", f"1700000000.{i:06d}") for i in range(1000)]
+    low = {m for m in messages if is_sampled_in(*m, 0.1, source="capture")}
+    high = {m for m in messages if is_sampled_in(*m, 0.5, source="capture")}
+    assert low < high
+
+
+def test_sampling_edges_and_on_demand() -> None:
+    assert is_sampled_in("C1", "1.0", 1.0, source="capture")
+    assert not is_sampled_in("C1", "1.0", 0.0, source="capture")
+    for source in ("command", "shortcut", "cli"):
+        assert is_sampled_in("C1", "1.0", 0.0, source=source)
+    assert sample_point("C1", "1.0") != sample_point("C2", "1.0")
+    assert 0.0 <= sample_point(None, None) < 1.0
+
+
+# Backoff ----------------------------------------------------------------------------------------------------
+
+
+def test_retry_delay_doubles_with_jitter_and_stays_under_the_visibility_timeout() -> None:
+    rng = random.Random(7)
+    delays = [retry_delay(n, 2.0, rng=rng) for n in range(MAX_LLM_RETRIES)]
+    for n, delay in enumerate(delays):
+        expected = min(RETRY_CAP_SECONDS, 2.0 * 2**n)
+        assert expected <= delay <= expected * 1.25
+    assert max(delays) <= RETRY_CAP_SECONDS * 1.25 < MAX_TASK_DELAY_SECONDS < VISIBILITY_TIMEOUT_SECONDS
+    # Jitter: two tasks failing together do not come back together.
+    assert retry_delay(3, 2.0, rng=random.Random(1)) != retry_delay(3, 2.0, rng=random.Random(2))
+
+
+# Judges in force --------------------------------------------------------------------------------------------
+
+
+def test_judges_in_force_need_a_reference_for_correctness_and_grounded() -> None:
+    assert judges_in_force(None, ["relevancy", "correctness", "grounded"], False) == ["relevancy"]
+    assert judges_in_force(None, ["relevancy", "correctness"], True) == ["relevancy", "correctness"]
+    assert judges_in_force(["grounded", "grounded"], ["relevancy"], True) == ["grounded"]
+
+
+# SQL primitives, raced ---------------------------------------------------------------------------------------
+
+
+def _add_pair(database: Database, **fields) -> int:
+    with database.session() as session:
+        pair = Pair(
+            source="capture",
+            channel_id="C1",
+            answer_ts=fields.pop("answer_ts", "1.000001"),
+            question_text="q",
+            answer_text="a",
+            status=PairStatus.PENDING,
+            **fields,
+        )
+        session.add(pair)
+        session.flush()
+        return pair.id
+
+
+def test_budget_counter_never_overspends_under_a_race(database: Database) -> None:
+    day = date(2025, 3, 1)
+
+    def claim(_: int) -> bool:
+        with database.session() as session:
+            return claim_llm_call(session, day, 25)
+
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        results = list(pool.map(claim, range(80)))
+    assert sum(results) == 25
+    with database.session() as session:
+        assert calls_on(session, day) == 25
+        assert not claim_llm_call(session, day, 25)
+        assert claim_llm_call(session, date(2025, 3, 2), 25)  # a new day, a new budget
+
+
+def test_budget_notice_is_claimed_once_per_day(database: Database) -> None:
+    day = date(2025, 3, 1)
+
+    def claim(_: int) -> bool:
+        with database.session() as session:
+            return claim_budget_notice(session, day)
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        assert sum(pool.map(claim, range(20))) == 1
+    with database.session() as session:
+        release_budget_notice(session, day)  # a failed post gives the claim back
+        assert claim_budget_notice(session, day)
+        assert not claim_budget_notice(session, day)
+
+
+def test_budget_day_is_utc() -> None:
+    moment = datetime(2025, 3, 1, 23, 30, tzinfo=UTC)
+    assert budget.budget_day(moment) == date(2025, 3, 1)
+    assert "RELMON_DAILY_BUDGET" in budget.notice_text(100, date(2025, 3, 1))
+
+
+def test_insert_judgment_is_idempotent_under_a_race(database: Database) -> None:
+    pair_id = _add_pair(database)
+    values = {"pair_id": pair_id, "judge": "relevancy", "status": "ok", "score": 3.0, "max_score": 4.0}
+
+    def insert(_: int) -> tuple[int, bool]:
+        with database.session() as session:
+            return insert_judgment(session, {**values, "cache_key": "k1"})
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        results = list(pool.map(insert, range(16)))
+    assert sum(created for _, created in results) == 1
+    assert len({judgment_id for judgment_id, _ in results}) == 1
+    with database.session() as session:
+        assert session.query(Judgment).count() == 1
+        assert stored_judges(session, pair_id) == {"relevancy": results[0][0]}
+        assert find_cached(session, "k1")["score"] == 3.0
+        assert find_cached(session, "other") is None
+
+
+def test_error_judgments_are_not_cached_and_status_moves_only_from_pending(database: Database) -> None:
+    pair_id = _add_pair(database)
+    with database.session() as session:
+        insert_judgment(session, {"pair_id": pair_id, "judge": "relevancy", "status": "error", "cache_key": "k2"})
+        assert find_cached(session, "k2") is None
+        assert set_pair_status(session, pair_id, PairStatus.JUDGED, only_from=[PairStatus.PENDING])
+        assert not set_pair_status(session, pair_id, PairStatus.SKIPPED_BUDGET, only_from=[PairStatus.PENDING])
+
+
+@pytest.mark.parametrize("vt, expected", [(7200, 60), (10, 2), (3, 1)])
+def test_abandoned_messages_are_looked_for_often_enough(vt: int, expected: int) -> None:
+    from workers.celery_app import restore_interval
+
+    assert restore_interval(vt) == expected
