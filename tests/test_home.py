@@ -96,3 +96,23 @@ def test_home_with_nothing_captured_yet(runtime: Runtime, slack: FakeSlack) -> N
     text = str(view["blocks"])
     assert "*All channels*\\n0 judged of 0 · 0 errors" in text
     assert "*<#C2>*\\n0 judged of 0" in text  # named in the rules file: shown even when quiet
+
+
+def test_signed_app_home_opened_event_publishes_the_view(
+    db_url: str, redis_url: str, slack: FakeSlack, tmp_path: Path
+) -> None:
+    from tests.bot_harness import SECRET, BotServer, bot_settings
+    from tests.slack_requests import envelope, post
+
+    settings = bot_settings(
+        redis_url=redis_url, database_url=db_url, slack_api_url=slack.api_url, data_dir=tmp_path / "data"
+    )
+    with BotServer(settings) as bot:
+        add(bot.runtime, "C7", [1, 4], datetime.now(UTC) - timedelta(hours=2))
+        messages_tab = {"type": "app_home_opened", "user": "U9", "channel": "D9", "tab": "messages", "event_ts": "1.1"}
+        assert post(bot.url, envelope(messages_tab), SECRET).status_code == 200
+        event = {"type": "app_home_opened", "user": "U9", "channel": "D9", "tab": "home", "event_ts": "1.2"}
+        assert post(bot.url, envelope(event), SECRET).status_code == 200
+        (call,) = slack.wait_for("views.publish", timeout=20)
+    assert call["user_id"] == "U9"
+    assert "*<#C7>*\\n2 judged of 2 · relevancy mean 2.50 / 4 · 50% ≤ 2" in str(slack.published["U9"]["blocks"])

@@ -1,7 +1,7 @@
 """App Home: on `app_home_opened` (Home tab), publish the last 7 days per channel and the settings in effect.
 
-Bolt acknowledges the event before the listener runs (process_before_response is off), so the few queries
-here never delay the acknowledgement.
+The app answers events only after their listeners ran (process_before_response), so the queries and
+views.publish run in a lazy listener: Slack gets its acknowledgement at once, the view follows.
 """
 
 from __future__ import annotations
@@ -32,9 +32,15 @@ def publish_home(client: WebClient, user_id: str, now: datetime | None = None) -
     return view
 
 
+def _acknowledge() -> None:
+    """Events need no reply body: returning is the acknowledgement."""
+
+
+def _publish_for_opener(event: dict, client: WebClient) -> None:
+    if event.get("tab", "home") != "home":
+        return  # the Messages tab opened: nothing to draw
+    publish_home(client, event["user"])
+
+
 def register(app: App, settings: Settings) -> None:
-    @app.event("app_home_opened")
-    def on_home_opened(event: dict, client: WebClient) -> None:
-        if event.get("tab", "home") != "home":
-            return  # the Messages tab opened: nothing to draw
-        publish_home(client, event["user"])
+    app.event("app_home_opened")(ack=_acknowledge, lazy=[_publish_for_opener])
