@@ -1,19 +1,154 @@
-"""Logging (one structured line per event, never message texts above debug) and Sentry set-up."""
+"""Logging and Sentry, built so that neither ever carries a question, an answer or a token.
+
+Logs: one JSON object per line. Pass the identifiers as fields, never the texts in the message:
+
+    log.info("judged", extra=event_fields(channel=pair.channel_id, message_ts=pair.answer_ts,
+                                          judgment_id=judgment.id, judge="relevancy", score=3))
+    log.debug("judged", extra={"question": question})   # texts: DEBUG only, dropped above it
+
+Every line goes through `SecretMaskingFilter`: Slack and OpenAI-style tokens and the configured secrets are
+masked anywhere in it (message, fields, traceback).
+
+Sentry (`setup_sentry`): Celery integration, no default PII, no local variables, and `before_send` /
+`before_breadcrumb` hooks that drop task arguments, request bodies, message texts and token-like strings.
+"""
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
+from collections.abc import Iterable
 from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
-from store.settings import Settings
+from store.settings import Settings, mask
+
+# Log-record fields and event keys that hold message texts. They appear in logs at DEBUG only and never in Sentry.
+TEXT_FIELDS = frozenset(
+    {
+        "text",
+        "question",
+        "answer",
+        "reference",
+        "prompt",
+        "messages",
+        "raw_output",
+        "reasoning",
+        "message_text",
+        "blocks",
+        "body",
+    }
+)
+# Log-record fields dropped above DEBUG, at any depth: texts, and Celery task arguments (which hold IDs for
+# relmon's tasks, but a text for any task that takes one).
+LOG_DROPPED_KEYS = TEXT_FIELDS | {"args", "kwargs"}
+# Sentry event keys dropped wherever they occur: Celery task arguments, frame locals, request payloads.
+SENTRY_DROPPED_KEYS = TEXT_FIELDS | {"args", "kwargs", "vars", "data", "cookies", "query_string", "params"}
+SECRET_SETTINGS = ("slack_bot_token", "slack_signing_secret", "slack_app_token", "openai_api_key", "sentry_dsn")
+
+# Tokens recognisable by shape: Slack (xoxb-, xoxp-, xoxa-, xoxe-, xapp-), OpenAI-style keys (sk-, sk-proj-),
+# and passwords in URLs (scheme://user:password@host).
+TOKEN_PATTERN = re.compile(r"\b(?:xox[abpoers]|xapp)-[A-Za-z0-9-]{6,}|\bsk-[A-Za-z0-9_-]{8,}")
+URL_PASSWORD_PATTERN = re.compile(r"(?P<head>[a-z][a-z0-9+.-]*://[^:/@\s]*:)(?P<password>[^@/\s]+)(?=@)", re.I)
+
+
+def mask_url(url: str | None) -> str:
+    """A URL with its password masked (redis://:****word@host:6379/0), for doctor and logs."""
+    if not url:
+        return "(unset)"
+    parts = urlsplit(url)
+    if not parts.password:
+        return url
+    userinfo = (parts.username or "") + ":" + mask(parts.password)
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urlunsplit(parts._replace(netloc=f"{userinfo}@{host}"))
+
+
+class SecretMasker:
+    """Replaces token-shaped strings and the given secret values with their masked form."""
+
+    def __init__(self, secrets: Iterable[str | None] = ()) -> None:
+        # Longest first, so a secret containing another is masked whole.
+        self.secrets = sorted({s for s in secrets if s and len(s) >= 4}, key=len, reverse=True)
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> SecretMasker:
+        secrets = [settings.secret(name) for name in SECRET_SETTINGS]
+        for url in (settings.redis_url, settings.database_url):
+            if url:
+                secrets.append(urlsplit(url).password)
+        dsn = settings.secret("sentry_dsn")
+        if dsn:
+            secrets.append(urlsplit(dsn).username)  # the DSN's public key
+        return cls(secrets)
+
+    def __call__(self, text: str) -> str:
+        for secret in self.secrets:
+            if secret in text:
+                text = text.replace(secret, mask(secret))
+        text = TOKEN_PATTERN.sub(lambda m: mask(m.group(0)), text)
+        return URL_PASSWORD_PATTERN.sub(lambda m: m.group("head") + mask(m.group("password")), text)
+
+    def scrub(self, value: Any) -> Any:
+        """Mask secrets in strings nested anywhere in dicts, lists and tuples."""
+        if isinstance(value, str):
+            return self(value)
+        if isinstance(value, dict):
+            return {key: self.scrub(item) for key, item in value.items()}
+        if isinstance(value, list | tuple):
+            return type(value)(self.scrub(item) for item in value)
+        return value
+
+
+class SecretMaskingFilter(logging.Filter):
+    """Masks secrets anywhere in a record: message, arguments, extra fields, traceback; and drops text fields
+    from records above DEBUG. Attach it to handlers (handler filters also see records from child loggers)."""
+
+    def __init__(self, masker: SecretMasker) -> None:
+        super().__init__()
+        self.masker = masker
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg = self.masker(record.getMessage())
+        record.args = None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = self.masker(record.exc_text)
+        if record.stack_info:
+            record.stack_info = self.masker(record.stack_info)
+        for key, value in list(vars(record).items()):
+            if key in JsonLineFormatter.RESERVED:
+                continue
+            if record.levelno > logging.DEBUG:
+                if key in LOG_DROPPED_KEYS:
+                    delattr(record, key)  # message texts: DEBUG only
+                    continue
+                value = _drop_keys(value, LOG_DROPPED_KEYS)  # e.g. Celery's `data={"args": ...}` on task errors
+            setattr(record, key, self.masker.scrub(value))
+        return True
+
+
+def event_fields(
+    *,
+    channel: str | None = None,
+    message_ts: str | None = None,
+    judgment_id: int | None = None,
+    pair_id: int | None = None,
+    **fields: Any,
+) -> dict[str, Any]:
+    """The `extra=` of a log call: the identifiers every line should carry, without the ones not known."""
+    known = {"channel": channel, "message_ts": message_ts, "judgment_id": judgment_id, "pair_id": pair_id}
+    return {key: value for key, value in {**known, **fields}.items() if value is not None}
 
 
 class JsonLineFormatter(logging.Formatter):
-    """One JSON object per line: time, level, logger, message and any `extra={...}` fields."""
+    """One JSON object per line: time, level, logger, event and any `extra={...}` fields."""
 
-    RESERVED = set(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
+    RESERVED = set(vars(logging.makeLogRecord({}))) | {"message", "asctime", "taskName"}
 
     def format(self, record: logging.LogRecord) -> str:
         line = {
@@ -23,15 +158,84 @@ class JsonLineFormatter(logging.Formatter):
             "event": record.getMessage(),
         }
         line.update({k: v for k, v in vars(record).items() if k not in self.RESERVED})
-        if record.exc_info:
-            line["exception"] = self.formatException(record.exc_info)
+        if record.exc_info or record.exc_text:
+            line["exception"] = record.exc_text or self.formatException(record.exc_info)
+        if record.stack_info:
+            line["stack"] = record.stack_info
         return json.dumps(line, default=str)
 
 
-def setup_logging(settings: Settings, component: str) -> None:
-    handler = logging.StreamHandler(sys.stderr)
+def setup_logging(settings: Settings, component: str, stream: Any = None) -> logging.Handler:
+    """JSON lines on stderr (or `stream`), secrets masked, texts only at DEBUG; and Sentry when SENTRY_DSN is
+    set. Returns the handler."""
+    handler = logging.StreamHandler(stream or sys.stderr)
     handler.setFormatter(JsonLineFormatter())
+    handler.addFilter(SecretMaskingFilter(SecretMasker.from_settings(settings)))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(settings.log_level.upper())
-    logging.getLogger("relmon").info("starting", extra={"component": component})
+    # Every process that logs also reports errors: bot, worker and beat all start here.
+    sentry_on = setup_sentry(settings, component)
+    logging.getLogger("relmon").info("starting", extra={"component": component, "sentry": sentry_on})
+    return handler
+
+
+# Sentry -------------------------------------------------------------------------------------------------
+
+
+def _drop_keys(value: Any, keys: frozenset[str]) -> Any:
+    if isinstance(value, dict):
+        return {k: _drop_keys(v, keys) for k, v in value.items() if k not in keys}
+    if isinstance(value, list):
+        return [_drop_keys(item, keys) for item in value]
+    return value
+
+
+def scrub_event(event: dict[str, Any], masker: SecretMasker) -> dict[str, Any]:
+    """What may leave the process: no task arguments, frame locals, request bodies, texts or tokens."""
+    event = dict(event)
+    request = event.get("request")
+    if isinstance(request, dict):
+        # Keep only how the request was made; headers can carry signatures, bodies carry message texts.
+        event["request"] = {k: request[k] for k in ("method", "url") if k in request}
+    logentry = event.get("logentry")
+    if isinstance(logentry, dict):
+        # The formatted line (already text-free at INFO+); the raw arguments may hold texts.
+        event["logentry"] = {"message": logentry.get("formatted") or logentry.get("message")}
+    event = _drop_keys(event, SENTRY_DROPPED_KEYS)
+    return masker.scrub(event)
+
+
+def scrub_breadcrumb(crumb: dict[str, Any], masker: SecretMasker) -> dict[str, Any] | None:
+    crumb = dict(crumb)
+    data = crumb.get("data")
+    if isinstance(data, dict):
+        # HTTP breadcrumbs keep url, method and status; log breadcrumbs keep their identifier fields.
+        crumb["data"] = {k: v for k, v in data.items() if k not in SENTRY_DROPPED_KEYS}
+    return masker.scrub(crumb)
+
+
+def setup_sentry(settings: Settings, component: str) -> bool:
+    """Report errors to SENTRY_DSN (bot and worker) without ever sending texts or tokens. False when unset."""
+    dsn = settings.secret("sentry_dsn")
+    if not dsn:
+        return False
+    import sentry_sdk
+    from sentry_sdk.integrations.celery import CeleryIntegration
+
+    masker = SecretMasker.from_settings(settings)
+    sentry_sdk.init(
+        dsn=dsn,
+        # Only what we use: Celery, plus the defaults (logging, excepthook, threading, ...). Auto-enabled
+        # integrations (OpenAI, HTTP clients, SQLAlchemy, Redis) would record prompts, URLs and queries.
+        integrations=[CeleryIntegration()],
+        auto_enabling_integrations=False,
+        send_default_pii=False,  # no user data, and no LLM prompts from the OpenAI integration
+        include_local_variables=False,  # frame locals hold questions and answers
+        max_request_body_size="never",
+        before_send=lambda event, hint: scrub_event(event, masker),
+        before_breadcrumb=lambda crumb, hint: scrub_breadcrumb(crumb, masker),
+        server_name=component,  # not the host name: one less identifier
+    )
+    sentry_sdk.set_tag("component", component)
+    return True

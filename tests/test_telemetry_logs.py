@@ -1,0 +1,123 @@
+"""Logs: one JSON line per event with identifier fields; message texts only at DEBUG; secrets masked."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from collections.abc import Iterator
+
+import pytest
+
+from store.settings import Settings
+from workers.telemetry import SecretMasker, event_fields, mask_url, setup_logging
+
+BOT_TOKEN = "xoxb-1111-2222-AbCdEfGhIjKlMnOp"
+SIGNING_SECRET = "8f14e45fceea167a5a36dedd4bea2543"
+OPENAI_KEY = "sk-proj-QwErTyUiOpAsDfGhJkL0987"
+QUESTION = "How do I reset the flux capacitor on my Model 7?"
+ANSWER = "Unplug it, wait ten seconds, then hold the blue button."
+
+
+@pytest.fixture
+def capture_logs() -> Iterator[callable]:
+    root = logging.getLogger()
+    saved_handlers, saved_level = root.handlers[:], root.level
+
+    def start(level: str = "INFO", **settings: object) -> io.StringIO:
+        stream = io.StringIO()
+        values = {
+            "slack_bot_token": BOT_TOKEN,
+            "slack_signing_secret": SIGNING_SECRET,
+            "openai_api_key": OPENAI_KEY,
+            "log_level": level,
+            **settings,
+        }
+        setup_logging(Settings(**values), "test", stream=stream)
+        return stream
+
+    yield start
+    root.handlers[:], root.level = saved_handlers, saved_level
+
+
+def lines(stream: io.StringIO) -> list[dict]:
+    return [json.loads(line) for line in stream.getvalue().splitlines()]
+
+
+def test_each_event_is_one_json_line_with_identifier_fields(capture_logs) -> None:
+    stream = capture_logs()
+    log = logging.getLogger("relmon.test")
+    log.info("judged", extra=event_fields(channel="C123", message_ts="1700000000.000100", judgment_id=42, score=3))
+    try:
+        raise ValueError("line one\nline two")
+    except ValueError:
+        log.exception("failed", extra=event_fields(channel="C123", pair_id=7))
+    records = lines(stream)[1:]  # after "starting"
+    assert len(stream.getvalue().splitlines()) == 3  # a traceback does not break the one-line rule
+    judged, failed = records
+    assert judged["event"] == "judged" and judged["level"] == "info"
+    assert (judged["channel"], judged["message_ts"], judged["judgment_id"], judged["score"]) == (
+        "C123",
+        "1700000000.000100",
+        42,
+        3,
+    )
+    assert "pair_id" not in judged  # unknown identifiers are left out, not null
+    assert failed["pair_id"] == 7 and "line two" in failed["exception"]
+
+
+def test_message_texts_appear_only_at_debug(capture_logs) -> None:
+    stream = capture_logs("INFO")
+    log = logging.getLogger("relmon.test")
+    for level in (logging.INFO, logging.WARNING, logging.ERROR):
+        log.log(level, "pair captured", extra=event_fields(channel="C1", question=QUESTION, answer=ANSWER, text=ANSWER))
+    output = stream.getvalue()
+    assert QUESTION not in output and ANSWER not in output
+    assert all(record["channel"] == "C1" for record in lines(stream)[1:])
+
+    debug_stream = capture_logs("DEBUG")
+    log.debug("pair captured", extra=event_fields(channel="C1", question=QUESTION, answer=ANSWER))
+    log.info("pair captured", extra=event_fields(channel="C1", question=QUESTION))
+    debug, info = lines(debug_stream)[1:]
+    assert debug["question"] == QUESTION and debug["answer"] == ANSWER
+    assert "question" not in info  # still dropped at INFO when the process logs at DEBUG
+
+
+def test_tokens_and_configured_secrets_are_masked_anywhere_in_a_line(capture_logs) -> None:
+    stream = capture_logs(
+        redis_url="redis://:hunter2hunter2@redis:6379/0",
+        database_url="postgresql://relmon:pgpassword99@db/relmon",
+    )
+    log = logging.getLogger("slack_sdk.web")  # a library logger: the filter sits on the handler
+    log.warning("calling with token %s and key %s", BOT_TOKEN, OPENAI_KEY)
+    log.warning("signature secret", extra={"headers": {"Authorization": f"Bearer {BOT_TOKEN}"}, "s": SIGNING_SECRET})
+    log.warning("unknown tokens xoxp-9999-8888-zzzzzz and xapp-1-A111-222-abcdef and sk-ant-abcdefghijk123")
+    log.warning("connecting to redis://:hunter2hunter2@redis:6379/0 and postgresql://relmon:pgpassword99@db/relmon")
+    try:
+        token = BOT_TOKEN
+        raise RuntimeError(f"auth failed for {token}")
+    except RuntimeError:
+        log.exception("slack call failed")
+    output = stream.getvalue()
+    for secret in (
+        BOT_TOKEN,
+        OPENAI_KEY,
+        SIGNING_SECRET,
+        "xoxp-9999-8888-zzzzzz",
+        "xapp-1-A111-222-abcdef",
+        "sk-ant-abcdefghijk123",
+        "hunter2hunter2",
+        "pgpassword99",
+    ):
+        assert secret not in output, secret
+    assert "xoxb-****MnOp" in output  # masked, still recognisable
+    assert "@redis:6379/0" in output and "@db/relmon" in output
+
+
+def test_masker_and_mask_url_on_plain_values() -> None:
+    masker = SecretMasker(["a-configured-secret-value"])
+    assert masker("x a-configured-secret-value y") == "x a-****alue y"
+    assert masker.scrub({"k": ["xoxb-123456-abcdef"], "n": 3}) == {"k": ["xoxb-****cdef"], "n": 3}
+    assert mask_url("redis://:hunter2hunter2@redis:6379/0") == "redis://:****ter2@redis:6379/0"
+    assert mask_url("redis://redis:6379/0") == "redis://redis:6379/0"
+    assert mask_url(None) == "(unset)"
