@@ -216,13 +216,10 @@ def mark_recovered(session: Session, alert_id: int, at: datetime) -> None:
     merge_details(session, alert_id, recovered_at=at.isoformat())
 
 
-def recent_scores(
-    session: Session, channel_id: str, judge: str, *, last: int, since: datetime
-) -> list[tuple[float, datetime]]:
-    """(score, time) of a channel's captured `ok` judgments by one judge: the latest `last` of them,
-    plus any others since `since` (the degradation window's two halves)."""
-    base = (
-        select(Judgment.score, Judgment.created_at, Judgment.id)
+def recent_scores(session: Session, channel_id: str, judge: str, *, last: int) -> list[tuple[float, datetime]]:
+    """(score, time) of the latest `last` captured `ok` judgments by one judge in a channel."""
+    rows = session.execute(
+        select(Judgment.score, Judgment.created_at)
         .join(Pair, Pair.id == Judgment.pair_id)
         .where(
             Pair.channel_id == channel_id,
@@ -231,13 +228,10 @@ def recent_scores(
             Judgment.status == JudgmentStatus.OK,
             Judgment.score.is_not(None),
         )
+        .order_by(Judgment.id.desc())
+        .limit(last)
     )
-    latest = session.execute(base.order_by(Judgment.id.desc()).limit(last)).all()
-    within = session.execute(base.where(Judgment.created_at >= since)).all()
-    seen: dict[int, tuple[float, datetime]] = {}
-    for score, created, judgment_id in [*latest, *within]:
-        seen[judgment_id] = (score, created)
-    return list(seen.values())
+    return [(score, created) for score, created in rows]
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,6 @@ ALERTING_SOURCES = frozenset({"capture"})
 DEGRADATION_JUDGE = "relevancy"
 # Degradation alerts at most once per channel per this period, even if the mean flaps around the floor.
 DEGRADATION_PERIOD = timedelta(hours=1)
-# The "last hour" half of the rolling window.
-DEGRADATION_RECENT = timedelta(hours=1)
 
 
 class Action(StrEnum):
@@ -136,14 +134,11 @@ class DegradationDecision:
     episode: int | None = None  # the episode number to claim when action is ALERT
 
 
-def rolling_sample(recent: Sequence[ScoredAt], window: int, now: datetime) -> list[float]:
-    """The rolling window: every score of the last hour when the channel had at least `window` of
-    them (a busy channel is judged on its last hour), else its last `window` scores, however old."""
+def rolling_sample(recent: Sequence[ScoredAt], window: int) -> list[float]:
+    """The rolling window: the channel's last `window` scores, newest first. A count window, not a time
+    window, so a quiet channel is judged on as many answers as a busy one (a busy channel's window simply
+    covers less than the last hour) and the mean responds as quickly as answers arrive."""
     newest_first = sorted(recent, key=lambda item: as_utc(item.at), reverse=True)
-    since = as_utc(now) - DEGRADATION_RECENT
-    last_hour = [item.score for item in newest_first if as_utc(item.at) >= since]
-    if len(last_hour) >= window:
-        return last_hour
     return [item.score for item in newest_first[:window]]
 
 
@@ -157,7 +152,7 @@ def decide_degradation(
 ) -> DegradationDecision:
     """Alert when the rolling mean is below the floor, once per episode and at most once per period;
     re-arm when the mean is back at or above the floor. Fewer than `window` scores: too early to say."""
-    sample = rolling_sample(recent, window, now)
+    sample = rolling_sample(recent, window)
     if len(sample) < window:
         return DegradationDecision(Action.NONE, "too_few_answers", count=len(sample))
     mean = sum(sample) / len(sample)

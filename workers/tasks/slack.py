@@ -1,0 +1,554 @@
+"""Tasks that post to Slack: alerts on low scores and degradation, the hour's summary of held alerts,
+vote tallies on alerts, and on-demand verdicts.
+
+At most once: every post is first claimed as a row in `alerts` (unique `dedupe_key`). The post itself
+runs under a short Redis lease per alert row, so two workers with the same judgment (a redelivery, a
+duplicate enqueue) take turns: the second finds the row `posted` and does nothing. A worker that dies
+after claiming leaves the row `claimed`; its redelivered task (late acks) or any retry finds it so and
+posts it. Messages carry IDs only; texts are read from the database.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+import redis
+from slack_sdk.errors import SlackApiError
+from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler, RateLimitErrorRetryHandler
+from slack_sdk.webhook import WebhookClient
+from sqlalchemy import select
+
+from store import alerts as alert_store
+from store.feedback import votes_for
+from store.models import Alert, Judgment, Pair, PairStatus
+from workers.alerts.feedback import tally
+from workers.alerts.policy import (
+    DEGRADATION_JUDGE,
+    Action,
+    DegradationState,
+    JudgmentFacts,
+    ScoredAt,
+    as_utc,
+    decide_degradation,
+    decide_low_score,
+    degradation_key,
+    hour_start,
+    low_key,
+    may_quote,
+    summary_key,
+)
+from workers.celery_app import celery
+from workers.messages.alerts import (
+    DegradationAlert,
+    LowScoreAlert,
+    SummaryItem,
+    degradation_alert,
+    low_score_alert,
+    summary_message,
+)
+from workers.messages.verdicts import VerdictItem, verdict_message
+from workers.runtime import Runtime, get_runtime
+
+log = logging.getLogger("relmon.alerts")
+
+LEASE_SECONDS = 120  # a worker posting an alert holds it this long at most (Slack calls time out sooner)
+LEASE_WAIT_SECONDS = 30  # how long a twin waits for the holder before retrying later
+SUMMARY_DELAY_SECONDS = 5.0  # held alerts gather this long before the summary is posted or updated
+SUMMARY_LOOKBACK = timedelta(hours=2)  # a flush also finishes the previous hour's summary
+MAX_RETRIES = 8
+# Slack errors that no retry can fix: the alert is marked failed and logged.
+PERMANENT_SLACK_ERRORS = frozenset(
+    {
+        "channel_not_found",
+        "not_in_channel",
+        "is_archived",
+        "invalid_blocks",
+        "invalid_blocks_format",
+        "msg_too_long",
+        "msg_blocks_too_long",
+        "no_text",
+        "invalid_auth",
+        "account_inactive",
+        "token_revoked",
+        "missing_scope",
+        "message_not_found",
+        "cant_update_message",
+        "restricted_action",
+        "user_not_found",
+    }
+)
+
+
+class LeaseBusy(Exception):
+    """Another worker is posting this alert right now; try again later."""
+
+
+def slack_error(error: Exception) -> str | None:
+    if isinstance(error, SlackApiError):
+        return str(error.response.get("error") or "")
+    return None
+
+
+def is_permanent(error: Exception) -> bool:
+    return slack_error(error) in PERMANENT_SLACK_ERRORS
+
+
+def retry_countdown(retries: int) -> float:
+    return min(60.0, 2.0 * 2**retries)
+
+
+@contextmanager
+def lease(runtime: Runtime, alert_id: int) -> Iterator[None]:
+    """One worker at a time per alert row (Redis lock with a timeout: a dead holder frees it)."""
+    lock = runtime.redis.lock(
+        f"relmon:alert-lease:{alert_id}", timeout=LEASE_SECONDS, blocking_timeout=LEASE_WAIT_SECONDS
+    )
+    if not lock.acquire():
+        raise LeaseBusy(alert_id)
+    try:
+        yield
+    finally:
+        with suppress(redis.exceptions.LockError):
+            lock.release()
+
+
+def _run(task, function, *args):
+    """Run a task body; transient failures (Slack 5xx or connection, a busy lease, Redis or database hiccups)
+    retry with backoff. Slack's 429s were already waited out by the client's RateLimitErrorRetryHandler."""
+    try:
+        return function(get_runtime(), *args)
+    except Exception as error:
+        if is_permanent(error) or task.request.retries >= MAX_RETRIES:
+            raise
+        countdown = retry_countdown(task.request.retries)
+        log.info("slack task retrying", extra={"task": task.name, "in_s": countdown, "error": repr(error)[:300]})
+        raise task.retry(countdown=countdown, exc=error) from error
+
+
+# Look-ups ---------------------------------------------------------------------------------------------
+
+
+def permalink(runtime: Runtime, channel_id: str | None, message_ts: str | None) -> str | None:
+    if not channel_id or not message_ts:
+        return None
+    try:
+        return runtime.slack.chat_getPermalink(channel=channel_id, message_ts=message_ts).get("permalink")
+    except SlackApiError as error:
+        log.info("no permalink", extra={"channel": channel_id, "error": slack_error(error)})
+        return None
+
+
+def quote_allowed(runtime: Runtime, channel_id: str | None, channel_is_private: bool) -> bool:
+    """Privacy (DESIGN.md): a private channel is quoted only where its own rule sends alerts and allows it."""
+    own_rule = runtime.rules.channels.get(channel_id) if channel_id else None
+    names_alert_channel = own_rule is not None and own_rule.alert_channel is not None
+    effective = runtime.rules.for_channel(channel_id, runtime.settings)
+    return may_quote(
+        channel_is_private, rule_names_alert_channel=names_alert_channel, quote_private=effective.quote_private
+    )
+
+
+def answered_at(pair: Pair) -> datetime:
+    if pair.answer_ts:
+        with suppress(ValueError):
+            return datetime.fromtimestamp(float(pair.answer_ts), UTC)
+    return as_utc(pair.created_at)
+
+
+# consider_alert ----------------------------------------------------------------------------------------
+
+
+@celery.task(name="workers.tasks.slack.consider_alert", bind=True, max_retries=MAX_RETRIES)
+def consider_alert(self, judgment_id: int) -> str:
+    """Apply the alert policy to one new judgment: post a low-score alert, hold it for the hour's summary,
+    and check the channel's rolling mean for degradation. Idempotent."""
+    return _run(self, consider, judgment_id)
+
+
+def consider(runtime: Runtime, judgment_id: int, now: datetime | None = None) -> str:
+    now = now or datetime.now(UTC)
+    settings = runtime.settings
+    with runtime.db.session() as session:
+        judgment = session.get(Judgment, judgment_id)
+        if judgment is None:
+            return "missing"
+        pair = session.get(Pair, judgment.pair_id)
+        facts = JudgmentFacts(
+            judgment_id=judgment.id,
+            judge=judgment.judge,
+            status=judgment.status,
+            score=judgment.score,
+            source=pair.source or "capture",
+            channel_id=pair.channel_id,
+        )
+        answer_ts = pair.answer_ts
+        existing = alert_store.by_key(session, low_key(judgment_id))
+        existing = (existing.id, existing.status) if existing else None
+    if not facts.channel_id:
+        return "no_channel"
+    rule = runtime.rules.for_channel(facts.channel_id, settings)
+
+    outcome = _low_score(runtime, facts, rule, answer_ts, existing, now)
+    degradation = _degradation(runtime, facts, rule, now)
+    return f"{outcome}; degradation: {degradation}"
+
+
+def _low_score(runtime: Runtime, facts: JudgmentFacts, rule, answer_ts, existing, now: datetime) -> str:
+    settings = runtime.settings
+
+    def decide(alerts_this_hour: int):
+        return decide_low_score(
+            facts,
+            rule.thresholds,
+            alert_channel=rule.alert_channel,
+            alerts_this_hour=alerts_this_hour,
+            cap_per_hour=settings.alert_cap_per_hour,
+        )
+
+    if existing is None:
+        if decide(0).action is Action.NONE:  # not low (or not alerting): no lock, no Slack call
+            return decide(0).reason
+        link = permalink(runtime, facts.channel_id, answer_ts)  # before the transaction: no Slack call under a lock
+        hour = hour_start(now)
+        with runtime.db.session() as session:
+            alert_store.lock_channel(session, facts.channel_id)
+            row = alert_store.by_key(session, low_key(facts.judgment_id))
+            if row is None:  # still unclaimed now that we hold the channel's lock
+                count = alert_store.count_low_alerts(session, facts.channel_id, hour, hour + timedelta(hours=1))
+                decision = decide(count)
+                row, _ = alert_store.claim(
+                    session,
+                    dedupe_key=low_key(facts.judgment_id),
+                    kind=alert_store.KIND_LOW,
+                    status=alert_store.STATUS_HELD if decision.action is Action.HOLD else alert_store.STATUS_CLAIMED,
+                    judgment_id=facts.judgment_id,
+                    source_channel_id=facts.channel_id,
+                    alert_channel_id=rule.alert_channel,
+                    details={"permalink": link, "reason": decision.reason},
+                    now=now,
+                )
+            existing = (row.id, row.status)
+    alert_id, status = existing
+    if status == alert_store.STATUS_CLAIMED:
+        return post_alert(runtime, alert_id)
+    if status == alert_store.STATUS_HELD:
+        schedule_summary_flush(runtime)
+        return "held"
+    return status
+
+
+def post_alert(runtime: Runtime, alert_id: int) -> str:
+    """Post a claimed alert (low score or degradation) unless it was posted already."""
+    with lease(runtime, alert_id):
+        with runtime.db.session() as session:
+            row = session.get(Alert, alert_id)
+            if row is None or row.status != alert_store.STATUS_CLAIMED:
+                return row.status if row else "missing"
+            channel = row.alert_channel_id
+            payload = _render(runtime, session, row)
+        try:
+            response = runtime.slack.chat_postMessage(
+                channel=channel, unfurl_links=False, unfurl_media=False, **payload
+            )
+        except SlackApiError as error:
+            if is_permanent(error):
+                with runtime.db.session() as session:
+                    alert_store.mark_failed(session, alert_id, slack_error(error) or "slack error")
+                log.error("alert not posted", extra={"alert_id": alert_id, "error": slack_error(error)})
+                return alert_store.STATUS_FAILED
+            raise
+        with runtime.db.session() as session:
+            alert_store.mark_posted(session, alert_id, response.get("ts"))
+    log.info("alert posted", extra={"alert_id": alert_id, "channel": channel})
+    return alert_store.STATUS_POSTED
+
+
+def _render(runtime: Runtime, session, row: Alert) -> dict:
+    if row.kind == alert_store.KIND_DEGRADATION:
+        details = row.details or {}
+        return degradation_alert(
+            DegradationAlert(
+                channel_id=row.source_channel_id,
+                judge=details.get("judge", DEGRADATION_JUDGE),
+                mean=float(details["mean"]),
+                floor=float(details["floor"]),
+                count=int(details["count"]),
+                at=as_utc(row.created_at),
+            )
+        )
+    return _render_low(runtime, session, row)
+
+
+def _render_low(runtime: Runtime, session, row: Alert) -> dict:
+    judgment = session.get(Judgment, row.judgment_id)
+    pair = session.get(Pair, judgment.pair_id)
+    rule = runtime.rules.for_channel(pair.channel_id, runtime.settings)
+    return low_score_alert(
+        LowScoreAlert(
+            judgment_id=judgment.id,
+            judge=judgment.judge,
+            score=judgment.score,
+            max_score=judgment.max_score,
+            threshold=rule.thresholds.get(judgment.judge),
+            channel_id=pair.channel_id,
+            answered_at=answered_at(pair),
+            quote=quote_allowed(runtime, pair.channel_id, bool(pair.channel_is_private)),
+            question=pair.question_text,
+            answer=pair.answer_text,
+            reasoning=judgment.reasoning,
+            permalink=(row.details or {}).get("permalink"),
+            votes=tally(votes_for(session, judgment.id)),
+        )
+    )
+
+
+# Degradation ------------------------------------------------------------------------------------------
+
+
+def _degradation(runtime: Runtime, facts: JudgmentFacts, rule, now: datetime) -> str:
+    settings = runtime.settings
+    if facts.judge != DEGRADATION_JUDGE or facts.status != "ok" or facts.source != "capture":
+        return "not_applicable"
+    if not rule.alert_channel:
+        return "no_alert_channel"
+    unposted: int | None = None
+    with runtime.db.session() as session:
+        alert_store.lock_channel(session, facts.channel_id)
+        history = alert_store.degradation_history(session, facts.channel_id)
+        if history.open_alert_id is not None:
+            open_row = session.get(Alert, history.open_alert_id)
+            if open_row.status == alert_store.STATUS_CLAIMED:
+                unposted = open_row.id  # claimed by a worker that died before posting
+        scores = alert_store.recent_scores(
+            session,
+            facts.channel_id,
+            DEGRADATION_JUDGE,
+            last=settings.degradation_window,
+        )
+        decision = decide_degradation(
+            [ScoredAt(score, at) for score, at in scores],
+            window=settings.degradation_window,
+            floor=settings.degradation_floor,
+            state=DegradationState(
+                active=history.open_alert_id is not None,
+                last_alert_at=history.last_alert_at,
+                episodes=history.episodes,
+            ),
+            now=now,
+        )
+        if decision.action is Action.ALERT:
+            row, _ = alert_store.claim(
+                session,
+                dedupe_key=degradation_key(facts.channel_id, decision.episode),
+                kind=alert_store.KIND_DEGRADATION,
+                source_channel_id=facts.channel_id,
+                alert_channel_id=rule.alert_channel,
+                details={
+                    "mean": round(decision.mean, 4),
+                    "count": decision.count,
+                    "floor": settings.degradation_floor,
+                    "judge": DEGRADATION_JUDGE,
+                },
+                now=now,
+            )
+            unposted = row.id if row.status == alert_store.STATUS_CLAIMED else None
+        elif decision.action is Action.REARM:
+            alert_store.mark_recovered(session, history.open_alert_id, now)
+    if unposted is not None:
+        post_alert(runtime, unposted)
+    return decision.reason
+
+
+# Summaries ----------------------------------------------------------------------------------------------
+
+SUMMARY_SCHEDULED_KEY = "relmon:summary-flush-scheduled"
+
+
+def schedule_summary_flush(runtime: Runtime) -> None:
+    """At most one pending flush at a time. The marker expires a second before the flush runs, so a held
+    alert recorded after the marker is gone schedules the next flush itself; one recorded while it stood was
+    committed before the flush reads."""
+    marker_ms = int(max(SUMMARY_DELAY_SECONDS - 1.0, 0.1) * 1000)
+    if runtime.redis.set(SUMMARY_SCHEDULED_KEY, "1", nx=True, px=marker_ms):
+        flush_alert_summaries.apply_async(countdown=SUMMARY_DELAY_SECONDS)
+
+
+@celery.task(name="workers.tasks.slack.flush_alert_summaries", bind=True, max_retries=MAX_RETRIES)
+def flush_alert_summaries(self) -> int:
+    """Post or update the summary message of every channel-hour with held low scores."""
+    return _run(self, flush_summaries)
+
+
+def flush_summaries(runtime: Runtime, now: datetime | None = None) -> int:
+    now = now or datetime.now(UTC)
+    with runtime.db.session() as session:
+        held = alert_store.held_channel_hours(session, now - SUMMARY_LOOKBACK)
+    buckets = sorted({(channel, hour_start(created)) for channel, created in held})
+    for channel, hour in buckets:
+        flush_summary(runtime, channel, hour)
+    return len(buckets)
+
+
+def flush_summary(runtime: Runtime, channel_id: str, hour: datetime) -> str:
+    rule = runtime.rules.for_channel(channel_id, runtime.settings)
+    if not rule.alert_channel:
+        return "no_alert_channel"
+    with runtime.db.session() as session:
+        row, _ = alert_store.claim(
+            session,
+            dedupe_key=summary_key(channel_id, hour),
+            kind=alert_store.KIND_SUMMARY,
+            source_channel_id=channel_id,
+            alert_channel_id=rule.alert_channel,
+            details={"hour": hour.isoformat(), "count": 0},
+        )
+        summary_id = row.id
+    with lease(runtime, summary_id):
+        with runtime.db.session() as session:
+            row = session.get(Alert, summary_id)
+            items = alert_store.held_in_hour(session, channel_id, hour, hour + timedelta(hours=1))
+            shown = int((row.details or {}).get("count", 0))
+            state = (row.status, row.message_ts, row.alert_channel_id)
+        status, message_ts, alert_channel = state
+        if (
+            not items
+            or status == alert_store.STATUS_FAILED
+            or (status == alert_store.STATUS_POSTED and shown == len(items))
+        ):
+            return "unchanged"
+        private = any(item.channel_is_private for item in items)
+        payload = summary_message(
+            channel_id,
+            hour,
+            [
+                SummaryItem(
+                    i.judgment_id, i.judge, i.score, i.max_score, as_utc(i.created_at), i.permalink, i.reasoning
+                )
+                for i in items
+            ],
+            cap=runtime.settings.alert_cap_per_hour,
+            quote=quote_allowed(runtime, channel_id, private),
+        )
+        if message_ts:
+            runtime.slack.chat_update(channel=alert_channel, ts=message_ts, **payload)
+        else:
+            response = runtime.slack.chat_postMessage(
+                channel=alert_channel, unfurl_links=False, unfurl_media=False, **payload
+            )
+            message_ts = response.get("ts")
+            with runtime.db.session() as session:
+                alert_store.mark_posted(session, summary_id, message_ts)
+        with runtime.db.session() as session:
+            alert_store.merge_details(session, summary_id, count=len(items))
+    log.info("alert summary sent", extra={"channel": channel_id, "count": len(items)})
+    return "updated" if state[1] else "posted"
+
+
+# Votes ------------------------------------------------------------------------------------------------
+
+
+@celery.task(name="workers.tasks.slack.refresh_alert_votes", bind=True, max_retries=MAX_RETRIES)
+def refresh_alert_votes(self, alert_id: int) -> str:
+    """Show the current feedback tally on a posted alert (chat.update)."""
+    return _run(self, refresh_votes, alert_id)
+
+
+def refresh_votes(runtime: Runtime, alert_id: int) -> str:
+    # Under the alert's lease, so the last update to run reads the latest votes.
+    with lease(runtime, alert_id):
+        with runtime.db.session() as session:
+            row = session.get(Alert, alert_id)
+            if row is None or row.kind != alert_store.KIND_LOW:
+                return "not_an_alert"
+            if row.status != alert_store.STATUS_POSTED or not row.message_ts:
+                return "not_posted"  # the post, when it happens, renders the votes itself
+            channel, ts = row.alert_channel_id, row.message_ts
+            payload = _render_low(runtime, session, row)
+        runtime.slack.chat_update(channel=channel, ts=ts, **payload)
+    return "updated"
+
+
+# On-demand verdicts -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _VerdictJob:
+    alert_id: int
+    status: str
+    requested_by: str | None
+    response_url: str | None
+    payload: dict
+
+
+@celery.task(name="workers.tasks.slack.deliver_verdict", bind=True, max_retries=MAX_RETRIES)
+def deliver_verdict(self, pair_id: int) -> str:
+    """Send an on-demand verdict to whoever asked: on the response_url, else as a direct message. Once."""
+    return _run(self, deliver, pair_id)
+
+
+def deliver(runtime: Runtime, pair_id: int) -> str:
+    with runtime.db.session() as session:
+        pair = session.get(Pair, pair_id)
+        if pair is None:
+            return "missing"
+        row, _ = alert_store.claim(
+            session,
+            dedupe_key=f"verdict:{pair_id}",
+            kind=alert_store.KIND_VERDICT,
+            source_channel_id=pair.channel_id,
+            alert_channel_id=pair.requested_by,
+        )
+        alert_id = row.id
+    with lease(runtime, alert_id):
+        with runtime.db.session() as session:
+            row = session.get(Alert, alert_id)
+            if row.status != alert_store.STATUS_CLAIMED:
+                return row.status
+            pair = session.get(Pair, pair_id)
+            judgments = session.execute(select(Judgment).where(Judgment.pair_id == pair_id).order_by(Judgment.id))
+            items = [VerdictItem(j.judge, j.status, j.score, j.max_score, j.reasoning) for j in judgments.scalars()]
+            payload = verdict_message(
+                items,
+                question=pair.question_text,
+                answer=pair.answer_text,
+                channel_id=pair.channel_id,
+                budget_spent=pair.status == PairStatus.SKIPPED_BUDGET,
+            )
+            job = _VerdictJob(alert_id, row.status, pair.requested_by, pair.response_url, payload)
+        where = _send_privately(runtime, job)
+        with runtime.db.session() as session:
+            alert_store.mark_posted(session, alert_id, None)
+            alert_store.merge_details(session, alert_id, delivered_via=where)
+    return where
+
+
+def _send_privately(runtime: Runtime, job: _VerdictJob) -> str:
+    if job.response_url:
+        webhook = WebhookClient(
+            job.response_url,
+            timeout=15,
+            retry_handlers=[
+                RateLimitErrorRetryHandler(max_retry_count=3),
+                ConnectionErrorRetryHandler(max_retry_count=2),
+            ],
+        )
+        try:
+            response = webhook.send(
+                text=job.payload["text"],
+                blocks=job.payload["blocks"],
+                response_type="ephemeral",
+                replace_original=False,
+            )
+            if response.status_code == 200:
+                return "response_url"
+            log.info("response_url refused the verdict", extra={"status": response.status_code})
+        except Exception as error:  # an expired URL (30 minutes, 5 posts) or a network error: fall back to a DM
+            log.info("response_url failed", extra={"error": repr(error)[:200]})
+    if not job.requested_by:
+        return "nobody"
+    runtime.slack.chat_postMessage(channel=job.requested_by, unfurl_links=False, **job.payload)
+    return "direct_message"
