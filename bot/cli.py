@@ -58,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--since", help="only judgments on or after this date (YYYY-MM-DD)")
     export.add_argument("--output", "-o", help="write to this file instead of stdout")
 
+    commands.add_parser("migrate", help="bring the database schema up to date, then exit")
     commands.add_parser("doctor", help="check settings, Slack, Redis, the database and the LLM endpoint")
     commands.add_parser("manifest", help="print the Slack app manifest (YAML)")
     return parser
@@ -99,6 +100,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from bot.doctor import run_doctor
 
         return run_doctor(settings)
+    if args.command == "migrate":
+        from bot.runner import run_migrate
+
+        return run_migrate(settings)
     if args.command == "run":
         from bot.runner import run_all
 

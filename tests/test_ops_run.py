@@ -1,0 +1,151 @@
+"""`relmon run` and `relmon worker` with no services: embedded Redis, SQLite, real processes, clean stops."""
+
+from __future__ import annotations
+
+import os
+import signal
+import stat
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.slack_server import FakeSlack
+from tests.processes import RelmonProcess, relmon_command, relmon_env, wait_for
+from tests.services import free_port
+
+pytestmark = pytest.mark.slow
+
+REQUIRED = (
+    "SLACK_BOT_TOKEN",
+    "SLACK_SIGNING_SECRET",
+    "RELMON_MONITORED_BOTS",
+    "RELMON_ALERT_CHANNEL",
+    "OPENAI_API_KEY",
+)
+
+
+def children_of(pid: int) -> set[int]:
+    """Every live descendant of `pid`, from /proc."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if fields[0] != "Z":
+                parents[int(entry.name)] = int(fields[1])
+    found, frontier = set(), {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.fixture
+def no_service_env(tmp_path: Path) -> Iterator[dict[str, str]]:
+    """Fake Slack and LLM, test credentials, and neither REDIS_URL nor DATABASE_URL."""
+    with FakeSlack() as slack, FakeOpenAI() as llm:
+        env = relmon_env(
+            redis_url="",
+            database_url="",
+            slack_api_url=slack.api_url,
+            openai_base_url=llm.base_url,
+            data_dir=tmp_path / "data",
+            RELMON_WORKER_CONCURRENCY=2,
+        )
+        del env["REDIS_URL"], env["DATABASE_URL"]
+        yield env
+
+
+def test_missing_settings_stop_it_at_once_naming_exactly_what_to_set(tmp_path: Path) -> None:
+    base = {k: v for k, v in relmon_env(redis_url="", database_url="", data_dir=tmp_path / "d").items()}
+    for name in (*REQUIRED, "REDIS_URL", "DATABASE_URL"):
+        base.pop(name, None)
+    result = subprocess.run(relmon_command("run"), env=base, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    for name in REQUIRED:
+        assert f"  {name}: " in result.stderr
+    assert "Bot User OAuth Token" in result.stderr  # where to get it
+    assert not (tmp_path / "d" / "redis").exists()  # nothing was started
+
+    partial = {**base, "SLACK_BOT_TOKEN": "xoxb-1-2-abcdefgh", "OPENAI_API_KEY": "sk-abcdefghijkl"}
+    result = subprocess.run(
+        relmon_command("run"), env=partial, cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 2
+    listed = [line.split(":")[0].strip() for line in result.stderr.splitlines() if line.startswith("  ")]
+    assert listed == ["SLACK_SIGNING_SECRET", "RELMON_MONITORED_BOTS", "RELMON_ALERT_CHANNEL"]
+
+
+@pytest.mark.timeout(240)
+def test_run_needs_no_service_and_stops_everything_on_sigterm(no_service_env: dict[str, str], tmp_path: Path) -> None:
+    data = Path(no_service_env["RELMON_DATA_DIR"])
+    port = free_port()
+    run = RelmonProcess("run", "--port", str(port), env=no_service_env, log_dir=tmp_path, cwd=tmp_path).start()
+    try:
+        run.wait_http(f"http://127.0.0.1:{port}/healthz", timeout=120)
+        run.wait_for_log("ready", timeout=90)  # the worker
+        socket_path = data / "redis" / "redis.sock"
+        assert stat.S_ISSOCK(os.stat(socket_path).st_mode)
+        assert (data / "redis" / "appendonly.aof").exists()
+        assert (data / "relmon.sqlite3").exists()
+        redis_pid = int((data / "redis" / "redis.pid").read_text())
+        descendants = children_of(run.pid)
+        assert redis_pid in descendants
+        assert len(descendants - {redis_pid}) >= 3  # bot, worker, beat (and their own children)
+        assert "xoxb-test-token" not in run.log()  # logs mask the token
+
+        os.kill(run.pid, signal.SIGTERM)  # the run process only: it must forward the signal itself
+        assert run.process.wait(timeout=90) == 0
+        wait_for(lambda: not any(alive(pid) for pid in descendants), timeout=10, what="every child to exit")
+        assert not alive(redis_pid)
+        assert not socket_path.exists()  # redis-server shut down gracefully
+    finally:
+        run.stop()
+
+
+@pytest.mark.timeout(240)
+def test_a_child_that_dies_stops_everything_loudly(no_service_env: dict[str, str], tmp_path: Path) -> None:
+    port = free_port()
+    run = RelmonProcess("run", "--port", str(port), env=no_service_env, log_dir=tmp_path, cwd=tmp_path).start()
+    try:
+        run.wait_http(f"http://127.0.0.1:{port}/healthz", timeout=120)
+        data = Path(no_service_env["RELMON_DATA_DIR"])
+        redis_pid = int((data / "redis" / "redis.pid").read_text())
+        descendants = children_of(run.pid)
+        beat = next(p for p in descendants if b"beat" in Path(f"/proc/{p}/cmdline").read_bytes())
+        os.kill(beat, signal.SIGKILL)
+        assert run.process.wait(timeout=90) == 1  # nothing restarted silently
+        assert "`relmon beat` exited" in run.log()
+        wait_for(lambda: not any(alive(pid) for pid in descendants), timeout=10, what="every child to exit")
+        assert not alive(redis_pid)
+    finally:
+        run.stop()
+
+
+@pytest.mark.timeout(180)
+def test_worker_alone_starts_and_stops_the_embedded_redis(no_service_env: dict[str, str], tmp_path: Path) -> None:
+    data = Path(no_service_env["RELMON_DATA_DIR"])
+    worker = RelmonProcess("worker", env=no_service_env, log_dir=tmp_path, cwd=tmp_path).start()
+    try:
+        worker.wait_until_ready(timeout=120)
+        assert stat.S_ISSOCK(os.stat(data / "redis" / "redis.sock").st_mode)
+        redis_pid = int((data / "redis" / "redis.pid").read_text())
+        assert alive(redis_pid)
+        os.kill(worker.pid, signal.SIGTERM)
+        worker.process.wait(timeout=60)
+        wait_for(lambda: not alive(redis_pid), timeout=15, what="the embedded redis-server to exit")
+        assert (data / "redis" / "appendonly.aof").exists()
+    finally:
+        worker.stop()
