@@ -57,6 +57,10 @@ class FakeSlack:
         self.files: dict[str, dict[str, Any]] = {}  # file_id -> metadata, once completed
         self.responses: dict[str, list[Any]] = defaultdict(list)  # response_url key -> posted bodies
         self._rate_limits: dict[str, list[int]] = {}  # method -> [remaining, retry_after]
+        # As Slack does: every API answer names the token's scopes in `x-oauth-scopes` (None: header left out).
+        self.oauth_scopes: list[str] | None = None
+        # When set, any other token gets `invalid_auth` (None: every token is accepted).
+        self.valid_tokens: set[str] | None = None
         self._ts_counter = itertools.count(1)
         self._id_counter = itertools.count(1)
         self._server = ThreadingHTTPServer((host, port), self._handler_class())
@@ -445,11 +449,15 @@ class FakeSlack:
                 if method != "api.test" and not token:
                     self._send(200, {"ok": False, "error": "not_authed"})
                     return
+                if method != "api.test" and fake.valid_tokens is not None and token not in fake.valid_tokens:
+                    self._send(200, {"ok": False, "error": "invalid_auth"})
+                    return
                 retry_after = fake._take_rate_limit(method)
                 if retry_after is not None:
                     self._send(429, {"ok": False, "error": "ratelimited"}, {"Retry-After": str(retry_after)})
                     return
-                self._send(200, fake.handle(method, params))
+                scopes = fake.oauth_scopes
+                self._send(200, fake.handle(method, params), {"x-oauth-scopes": ",".join(scopes)} if scopes else None)
 
         return Handler
 
