@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from urllib.parse import parse_qs, urlsplit
 
 _LINK = re.compile(r"https://[A-Za-z0-9.-]*slack\.com/archives/[^\s|>]+")
-_PATH = re.compile(r"^/archives/([CGD][A-Z0-9]{2,})/p(\d{10})(\d{6})$")
+_PATH = re.compile(r"^/archives/([CGD][A-Z0-9_]{2,})/p(\d{10})(\d{6})$")
 _TS = re.compile(r"^\d{10}\.\d{6}$")
 
 
