@@ -52,7 +52,10 @@ SECRET_SETTINGS = ("slack_bot_token", "slack_signing_secret", "slack_app_token",
 # Tokens recognisable by shape: Slack (xoxb-, xoxp-, xoxa-, xoxe-, xapp-), OpenAI-style keys (sk-, sk-proj-),
 # and passwords in URLs (scheme://user:password@host).
 TOKEN_PATTERN = re.compile(r"\b(?:xox[abpoers]|xapp)-[A-Za-z0-9-]{6,}|\bsk-[A-Za-z0-9_-]{8,}")
-URL_PASSWORD_PATTERN = re.compile(r"(?P<head>[a-z][a-z0-9+.-]*://[^:/@\s]*:)(?P<password>[^@/\s]+)(?=@)", re.I)
+URL_PASSWORD_PATTERN = re.compile(
+    r"(?P<head>[a-z][a-z0-9+.-]*://[^:/@\s]*:)(?!\*\*\*\*)(?P<password>[^@/\s]+)(?=@)",  # not if already masked
+    re.I,
+)
 
 
 def mask_url(url: str | None) -> str:
