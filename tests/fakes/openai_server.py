@@ -11,7 +11,8 @@ over HTTP (point `base_url` / OPENAI_BASE_URL at `.base_url`).
   latency, a seeded fault rate drawing from 429 (with Retry-After), 500, timeout (sleeps past the client's
   timeout) and garbage (200 with unreadable content), rejection of `response_format` (400), a fixed error
   status for every call (`always_status`, e.g. 401), and a required API key.
-- `GET /_admin/stats`: request count and counts per answered status. `POST /_admin/reset` clears them.
+- `GET /_admin/stats`: request count, counts per answered status, and the total time spent answering
+  completions (injected latency included; benches subtract it). `POST /_admin/reset` clears them.
 
 Run it alone: `python -m tests.fakes.openai_server --port 8765 --latency-ms 500`.
 """
@@ -222,6 +223,7 @@ class _Handler(BaseHTTPRequestHandler):
                 stats = {
                     "requests": len(state.requests),
                     "statuses": {str(code): count for code, count in sorted(state.statuses.items())},
+                    "handler_seconds_total": sum(state.handler_seconds),
                     "behavior": asdict(state.behavior),
                 }
             self._send(200, stats)
