@@ -1,0 +1,159 @@
+"""End to end: signed requests to the served bot, a real `relmon worker` process, FakeOpenAI and FakeSlack.
+
+- a captured low score → exactly one alert with the expected blocks; a repeated consider_alert → still one;
+- the feedback buttons → votes stored and the alert updated with the tally;
+- over the hourly cap → one summary message for the rest;
+- /judge with a link → the verdict arrives privately on the response_url.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from store.db import Database
+from store.models import Pair, PairStatus
+from store.settings import Settings
+from tests import slack_requests as sr
+from tests.bot_harness import SECRET, BotServer, bot_settings
+from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.slack_server import FakeSlack
+from tests.processes import relmon_env, start_worker, wait_for
+from workers.celery_app import create_celery
+
+pytestmark = pytest.mark.slow
+
+C = "C_SUPPORT"
+ALERTS = "C_ALERTS"
+QUESTION_TS = "1712345600.000100"
+ANSWER_TS = "1712345678.123456"
+
+
+@pytest.fixture
+def slack():
+    with FakeSlack() as fake:
+        fake.add_channel(C, "support", members=["U_ASKER", "U_RELMON"])
+        fake.add_channel(ALERTS, "alerts", members=["U_ASKER", "U_TWO", "U_RELMON"])
+        fake.add_message(C, QUESTION_TS, "U_ASKER", "How do I reset my password?")
+        fake.add_message(C, ANSWER_TS, "U_SUPPORT", "offtopic: our office is open 9 to 5", QUESTION_TS,
+                         bot_id="B_SUPPORT")  # fmt: skip
+        yield fake
+
+
+@pytest.fixture
+def openai():
+    with FakeOpenAI() as fake:
+        yield fake
+
+
+@pytest.fixture
+def worker(redis_url, db_url, slack, openai, tmp_path: Path):
+    Database(db_url).migrate()
+    env = relmon_env(
+        redis_url=redis_url,
+        database_url=db_url,
+        slack_api_url=slack.api_url,
+        openai_base_url=openai.base_url,
+        data_dir=tmp_path / "data",
+        RELMON_ALERT_CHANNEL=ALERTS,
+        RELMON_ALERT_CAP_PER_HOUR=2,
+        RELMON_WORKER_CONCURRENCY=4,
+    )
+    process = start_worker(env, log_dir=tmp_path / "logs")
+    yield process
+    process.stop()
+
+
+@pytest.fixture
+def bot(redis_url, db_url, slack):
+    server = BotServer(
+        bot_settings(redis_url=redis_url, database_url=db_url, slack_api_url=slack.api_url, alert_cap_per_hour=2)
+    )
+    yield server.__enter__()
+    server.__exit__()
+
+
+@pytest.fixture
+def producer(redis_url):
+    app = create_celery(Settings(_env_file=None, redis_url=redis_url), redis_url)
+    yield app
+    app.close()
+
+
+def captured_pairs(bot, answers: list[str], first: int = 0) -> list[int]:
+    """Pairs as capture leaves them after settling: pending, ready for judge_pair."""
+    now = datetime.now(UTC)
+    ids = []
+    with bot.runtime.db.session() as session:
+        for index, answer in enumerate(answers):
+            pair = Pair(source="capture", channel_id=C, answer_ts=f"1712340000.{first + index:06d}", thread_ts=QUESTION_TS,
+                        question_text="How do I reset my password?", answer_text=answer, status=PairStatus.PENDING,
+                        created_at=now, updated_at=now)  # fmt: skip
+            session.add(pair)
+            session.flush()
+            ids.append(pair.id)
+    return ids
+
+
+def messages_in(slack: FakeSlack, channel: str) -> list[dict]:
+    return sorted(slack.messages[channel].values(), key=lambda m: float(m["ts"]))
+
+
+def test_low_scores_alert_once_take_feedback_and_summarise(bot, slack, worker, producer):
+    ids = captured_pairs(bot, ["offtopic: our office is open 9 to 5", "Open Settings, then Reset."])
+    for pair_id in ids:
+        producer.send_task("workers.tasks.judging.judge_pair", args=[pair_id])
+
+    [alert] = wait_for(lambda: messages_in(slack, ALERTS), timeout=30, what="the alert")
+    blocks = alert["blocks"]
+    assert blocks[0]["text"]["text"] == "Low relevancy score: 0 / 4"
+    text = json.dumps(blocks)
+    assert "How do I reset my password?" in text and "offtopic: our office is open 9 to 5" in text
+    buttons = next(b for b in blocks if b["type"] == "actions")["elements"]
+    assert [b["text"]["text"] for b in buttons] == ["Open the message", "Judge was right", "Judge was wrong"]
+    assert buttons[0]["url"] == f"https://example.slack.com/archives/{C}/p1712340000000000"
+    judgment_id = int(buttons[1]["value"])
+
+    # a repeat of consider_alert (a retry, a redelivery) posts nothing more
+    producer.send_task("workers.tasks.slack.consider_alert", args=[judgment_id], queue="relmon.slack")
+    wait_for(lambda: len(slack.calls_to("chat.getPermalink")) >= 1, timeout=10)
+
+    # feedback: two people vote; the alert shows the tally
+    for user, action in (("U_ASKER", "feedback_wrong"), ("U_TWO", "feedback_right")):
+        body = sr.block_actions(action, str(judgment_id), user_id=user, channel_id=ALERTS, message_ts=alert["ts"])
+        assert sr.post(bot.url, body, SECRET).status_code == 200
+
+    def tallied():
+        shown = json.dumps(slack.messages[ALERTS][alert["ts"]]["blocks"], ensure_ascii=False)
+        return "1 says the judge was right · 1 says it was wrong" in shown
+
+    wait_for(tallied, timeout=20, what="the tally on the alert")
+
+    # over the cap (2 an hour, one used): one more alert, then the rest gather into one summary message
+    more = captured_pairs(bot, [f"offtopic answer number {i}" for i in range(1, 5)], first=10)
+    for pair_id in more:
+        producer.send_task("workers.tasks.judging.judge_pair", args=[pair_id])
+
+    def summary_shows_three():
+        posted = messages_in(slack, ALERTS)
+        summaries = [m for m in posted if "more low score" in m["text"]]
+        return len(summaries) == 1 and "3 more low scores" in summaries[0]["text"] and posted
+
+    posted = wait_for(summary_shows_three, timeout=40, what="one summary of 3 held low scores")
+    assert len([m for m in posted if m["text"].startswith("Low relevancy score")]) == 2
+    assert len(posted) == 3  # two alerts and one summary: never a flood
+
+
+def test_judge_link_sends_the_verdict_privately(bot, slack, worker):
+    link = f"https://example.slack.com/archives/{C}/p1712345678123456?thread_ts={QUESTION_TS}&cid={C}"
+    response = sr.post(bot.url, sr.slash_command(link, response_url=slack.response_url("verdict")), SECRET)
+    assert response.status_code == 200 and "Judging" in response.json()["text"]
+    [verdict] = wait_for(lambda: slack.responses["verdict"], timeout=30, what="the verdict on the response_url")
+    assert verdict["response_type"] == "ephemeral"
+    assert verdict["blocks"][0]["text"]["text"] == "Verdict: Relevancy 0 / 4"
+    assert "How do I reset my password?" in json.dumps(verdict["blocks"])
+    assert messages_in(slack, ALERTS) == [] and messages_in(slack, C) != []  # no alert for an on-demand check
+    assert len(slack.messages[C]) == 2  # nothing posted in the channel either
