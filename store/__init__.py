@@ -1,6 +1,4 @@
-"""relmon's store: settings, SQL models, queries and migrations. Imports nothing else of relmon's."""
+"""relmon's store: settings, channel rules, SQL models, queries and migrations. Imports nothing else of relmon's.
 
-from store.db import Database
-from store.settings import Settings
-
-__all__ = ["Database", "Settings"]
+Kept import-free so that `store.settings` loads without SQLAlchemy or Alembic (the `relmon judge` path).
+"""
