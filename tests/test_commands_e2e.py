@@ -89,9 +89,17 @@ def captured_pairs(bot, answers: list[str], first: int = 0) -> list[int]:
     ids = []
     with bot.runtime.db.session() as session:
         for index, answer in enumerate(answers):
-            pair = Pair(source="capture", channel_id=C, answer_ts=f"1712340000.{first + index:06d}", thread_ts=QUESTION_TS,
-                        question_text="How do I reset my password?", answer_text=answer, status=PairStatus.PENDING,
-                        created_at=now, updated_at=now)  # fmt: skip
+            pair = Pair(
+                source="capture",
+                channel_id=C,
+                answer_ts=f"1712340000.{first + index:06d}",
+                thread_ts=QUESTION_TS,
+                question_text="How do I reset my password?",
+                answer_text=answer,
+                status=PairStatus.PENDING,
+                created_at=now,
+                updated_at=now,
+            )
             session.add(pair)
             session.flush()
             ids.append(pair.id)
