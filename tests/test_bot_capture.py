@@ -370,6 +370,7 @@ MUTED_RULES = ChannelRules(channels={"C_MUTED": ChannelRule(watch=False)})
     ids=["other bot", "classic bot", "relmon", "alert channel", "unwatched", "watch false"],
 )
 def test_ignored_messages_make_no_pair(make_bot, event: dict, overrides: dict) -> None:
+    overrides = dict(overrides)  # the parameter is shared by the sqlite and postgres runs
     rules = overrides.pop("rules", None)
     bot = make_bot(**overrides)
     if rules is not None:
