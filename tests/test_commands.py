@@ -12,7 +12,7 @@ import pytest
 import redis
 from sqlalchemy import select
 
-from bot.listeners.commands import MEMBERSHIP, Route, channel_reference, route
+from bot.listeners.commands import MEMBERSHIP, Route, channel_reference, named_judge, route
 from bot.permalinks import MessageLink, parse_message_link
 from store.feedback import votes_for
 from store.models import Pair
@@ -71,6 +71,12 @@ def test_message_links(text, expected):
 )
 def test_route(text, expected):
     assert route(text) == expected
+
+
+def test_named_judge():
+    assert named_judge(f"{LINK} relevancy") == "relevancy"
+    assert named_judge(f"<{LINK}> Correctness") == "correctness"
+    assert named_judge(LINK) is None
 
 
 def test_channel_reference():
@@ -158,6 +164,13 @@ def test_link_creates_an_on_demand_pair_and_queues_judging(bot, slack, redis_url
     jobs = wait_for(lambda: queued(redis_url, QUEUE_JUDGE), timeout=5, what="judge_pair queued")
     assert jobs == [{"task": "workers.tasks.judging.judge_pair", "args": f"[{pair.id}]"}]
     assert slack.responses["link"] == []  # nothing more until the verdict
+
+
+def test_link_with_a_judge_name(bot, slack):
+    assert "run `/judge` alone" in command(bot, f"{LINK} grounded", slack).json()["text"]
+    command(bot, f"{LINK} relevancy", slack)
+    [pair] = wait_for(lambda: pairs(bot), timeout=10, what="an on-demand pair")
+    assert pair.judges == ["relevancy"]
 
 
 def test_a_stored_pair_supplies_the_question(bot, slack):

@@ -16,7 +16,7 @@ import logging
 import re
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -33,6 +33,7 @@ from capture.text import message_text
 from store.alerts import by_message, channel_stats, low_alert_for_judgment
 from store.feedback import record_vote
 from store.models import Pair, PairStatus
+from store.rules import JUDGE_NAMES
 from store.settings import Settings
 from workers.alerts.feedback import ACTION_RIGHT, ACTION_WRONG, VOTE_FOR_ACTION
 from workers.celery_app import celery
@@ -95,6 +96,14 @@ def route(text: str | None) -> Route:
 
 _CHANNEL_MENTION = re.compile(r"^<#([CG][A-Z0-9_]+)(?:\|[^>]*)?>$")
 _CHANNEL_ID = re.compile(r"^[CG][A-Z0-9_]{6,}$")
+
+
+def named_judge(text: str) -> str | None:
+    """A judge named after the link (`/judge <link> relevancy`), as the manifest's usage hint shows."""
+    for word in re.split(r"[\s<>|]+", text.lower()):
+        if word in JUDGE_NAMES:
+            return word
+    return None
 
 
 def channel_reference(argument: str) -> tuple[str | None, str | None]:
@@ -307,12 +316,15 @@ def judge_message(
     source: str,
     response_url: str | None,
     message: dict | None = None,
+    judges: list[str] | None = None,
 ) -> None:
     """The link and the shortcut: check access first, then find, store and enqueue."""
     runtime = get_runtime()
     try:
         require_member(client, channel_id, user_id)
         wanted = find_on_demand(runtime, client, channel_id, ts, thread_ts, message)
+        if judges:
+            wanted = replace(wanted, judges=judges)
         enqueue_on_demand(runtime, wanted, source=source, user_id=user_id, response_url=response_url)
     except Refusal as refusal:
         _tell(respond, error_message(refusal.code))
@@ -374,6 +386,8 @@ def ack_judge(ack: Ack, command: dict) -> None:
         ack(**help_message(), response_type="ephemeral")
     elif wanted.kind in ("bad_link", "unknown"):
         ack(**error_message("bad_link" if wanted.kind == "bad_link" else "unknown_command"), response_type="ephemeral")
+    elif wanted.kind == "link" and named_judge(wanted.argument) in JUDGES_NEEDING_REFERENCE:
+        ack(**error_message("link_needs_reference"), response_type="ephemeral")
     elif wanted.kind == "link":
         ack(**accepted_message(), response_type="ephemeral")
     elif wanted.kind == "stats":
@@ -392,6 +406,9 @@ def work_judge(command: dict, client: WebClient, respond: Respond) -> None:
     if wanted.kind == "link":
         link = parse_message_link(wanted.argument)
         assert link is not None  # route() checked
+        judge = named_judge(wanted.argument)
+        if judge in JUDGES_NEEDING_REFERENCE:
+            return  # refused in the ack
         judge_message(
             client,
             respond,
@@ -401,6 +418,7 @@ def work_judge(command: dict, client: WebClient, respond: Respond) -> None:
             thread_ts=link.thread_ts,
             source="command",
             response_url=response_url,
+            judges=[judge] if judge else None,
         )
     elif wanted.kind == "stats":
         show_stats(client, respond, user_id=user_id, argument=wanted.argument, current_channel=channel_id)

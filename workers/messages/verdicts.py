@@ -35,6 +35,7 @@ ERRORS = {
     "unknown_channel": "relmon doesn't know that channel: use `/judge stats #channel` with a channel it is in.",
     "unknown_command": "relmon didn't understand that: try `/judge help`.",
     "needs_reference": "The correctness and grounded judges compare with a reference answer: please add one.",
+    "link_needs_reference": "Correctness and grounded need a reference answer: run `/judge` alone to paste one.",
 }
 
 
