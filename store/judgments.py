@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import Connection, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -30,31 +30,65 @@ CACHED_FIELDS = (
 )
 
 
-def stored_judges(session: Session, pair_id: int) -> dict[str, int]:
+# The hot path (judge_pair) runs these on a Core connection, which skips the ORM's per-statement work; the
+# functions accept either a Connection or a Session.
+Executor = Connection | Session
+
+PAIR_FIELDS = (
+    "id",
+    "status",
+    "source",
+    "channel_id",
+    "answer_ts",
+    "question_text",
+    "answer_text",
+    "reference_text",
+    "judges",
+)
+
+
+def dialect_name(executor: Executor) -> str:
+    bind = executor.get_bind() if isinstance(executor, Session) else executor
+    return bind.dialect.name
+
+
+def pair_for_judging(executor: Executor, pair_id: int) -> dict[str, Any] | None:
+    """The pair's fields judging needs, as plain data (no ORM object kept across the LLM call)."""
+    row = executor.execute(select(*[getattr(Pair, name) for name in PAIR_FIELDS]).where(Pair.id == pair_id)).first()
+    return dict(row._mapping) if row is not None else None
+
+
+def stored_judges(session: Executor, pair_id: int) -> dict[str, int]:
     """Judge name -> judgment id, for the judgments already stored for a pair."""
     rows = session.execute(select(Judgment.judge, Judgment.id).where(Judgment.pair_id == pair_id))
     return {judge: judgment_id for judge, judgment_id in rows}
 
 
-def find_cached(session: Session, cache_key: str) -> dict[str, Any] | None:
+def find_cached(session: Executor, cache_key: str) -> dict[str, Any] | None:
     """The fields of an earlier usable judgment with this cache key (same judge, model, prompt and texts)."""
+    return find_cached_many(session, [cache_key]).get(cache_key)
+
+
+def find_cached_many(session: Executor, cache_keys: list[str]) -> dict[str, dict[str, Any]]:
+    """Cache key -> fields of the earliest usable (ok or null) judgment with that key, for the keys found."""
+    if not cache_keys:
+        return {}
     columns = [getattr(Judgment, name) for name in CACHED_FIELDS]
-    row = session.execute(
+    rows = session.execute(
         select(*columns)
-        .where(Judgment.cache_key == cache_key, Judgment.status.in_(CACHEABLE_STATUSES))
-        .order_by(Judgment.id)
-        .limit(1)
-    ).first()
-    return dict(row._mapping) if row is not None else None
+        .where(Judgment.cache_key.in_(cache_keys), Judgment.status.in_(CACHEABLE_STATUSES))
+        .order_by(Judgment.id.desc())
+    )
+    # Newest first, so the earliest judgment with a key is written last and is the one returned.
+    return {row.cache_key: dict(row._mapping) for row in rows}
 
 
-def insert_judgment(session: Session, values: dict[str, Any]) -> tuple[int, bool]:
+def insert_judgment(session: Executor, values: dict[str, Any]) -> tuple[int, bool]:
     """Store a judgment unless the pair already has one from this judge. Returns (id, whether it is new).
 
     INSERT ... ON CONFLICT DO NOTHING on the (pair_id, judge) key: a redelivered or duplicated task meets the
     row its twin stored and adds nothing (no exception, no second row, on SQLite and PostgreSQL alike)."""
-    dialect = session.get_bind().dialect.name
-    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    insert = postgresql.insert if dialect_name(session) == "postgresql" else sqlite.insert
     statement = (
         insert(Judgment)
         .values(**values)
@@ -71,7 +105,7 @@ def insert_judgment(session: Session, values: dict[str, Any]) -> tuple[int, bool
     return existing, False
 
 
-def set_pair_status(session: Session, pair_id: int, status: str, *, only_from: Iterable[str]) -> bool:
+def set_pair_status(session: Executor, pair_id: int, status: str, *, only_from: Iterable[str]) -> bool:
     """Move a pair to `status` if it is still in one of `only_from` (a settle or an edit may have moved it)."""
     result = session.execute(
         update(Pair)

@@ -7,19 +7,18 @@ from datetime import date
 
 from sqlalchemy import select, update
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.orm import Session
 
+from store.judgments import Executor, dialect_name
 from store.models import DailyUsage
 
 
-def _insert_day_if_missing(session: Session, day: date) -> None:
-    dialect = session.get_bind().dialect.name
-    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+def _insert_day_if_missing(session: Executor, day: date) -> None:
+    insert = postgresql.insert if dialect_name(session) == "postgresql" else sqlite.insert
     statement = insert(DailyUsage).values(day=day, llm_calls=0, budget_notice_sent=False)
     session.execute(statement.on_conflict_do_nothing(index_elements=["day"]))
 
 
-def claim_llm_call(session: Session, day: date, budget: int) -> bool:
+def claim_llm_call(session: Executor, day: date, budget: int) -> bool:
     """Count one LLM call against `day` if the budget allows it; False when the budget is spent."""
     claim = (
         update(DailyUsage)
@@ -34,7 +33,7 @@ def claim_llm_call(session: Session, day: date, budget: int) -> bool:
     return session.execute(claim).rowcount == 1
 
 
-def claim_budget_notice(session: Session, day: date) -> bool:
+def claim_budget_notice(session: Executor, day: date) -> bool:
     """True for exactly one caller per day: that caller posts the 'budget spent' notice."""
     _insert_day_if_missing(session, day)
     claim = (
@@ -46,7 +45,7 @@ def claim_budget_notice(session: Session, day: date) -> bool:
     return session.execute(claim).rowcount == 1
 
 
-def release_budget_notice(session: Session, day: date) -> None:
+def release_budget_notice(session: Executor, day: date) -> None:
     """Give the claim back after a failed post, so a later skipped pair can try again."""
     session.execute(
         update(DailyUsage)
@@ -56,5 +55,5 @@ def release_budget_notice(session: Session, day: date) -> None:
     )
 
 
-def calls_on(session: Session, day: date) -> int:
+def calls_on(session: Executor, day: date) -> int:
     return session.scalar(select(DailyUsage.llm_calls).where(DailyUsage.day == day)) or 0

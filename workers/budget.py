@@ -28,8 +28,8 @@ def notice_text(budget: int, day: date) -> str:
 
 def spend_one_call(db: Database, budget: int, now: datetime | None = None) -> bool:
     """Take one LLM call from today's budget; False when it is spent."""
-    with db.session() as session:
-        return claim_llm_call(session, budget_day(now), budget)
+    with db.engine.begin() as connection:
+        return claim_llm_call(connection, budget_day(now), budget)
 
 
 def announce_exhausted(db: Database, slack, channel: str | None, budget: int, now: datetime | None = None) -> bool:

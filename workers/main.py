@@ -16,6 +16,17 @@ log = logging.getLogger("relmon.worker")
 # Every task module; some are written by other parts of the project and may not exist in a given build.
 _process_state: dict[str, object] = {}
 
+# Celery logs every task received and succeeded, and the HTTP clients every request: five lines per judgment,
+# each formatted and scrubbed while holding the GIL (about a tenth of a busy worker's CPU). Below DEBUG they
+# are dropped; failures and retries still show (WARNING and up, and relmon's own "retrying" line).
+PER_TASK_LOGGERS = ("celery.worker.strategy", "celery.app.trace", "httpx", "httpx2", "httpcore", "openai")
+
+
+def quiet_per_task_logs(settings: Settings) -> None:
+    if settings.log_level.upper() != "DEBUG":
+        for name in PER_TASK_LOGGERS:
+            logging.getLogger(name).setLevel(logging.WARNING)
+
 TASK_MODULES = (
     "workers.tasks.judging",
     "workers.tasks.capture",
@@ -71,6 +82,7 @@ def prepare(settings: Settings, component: str) -> Runtime:
 def run_worker(settings: Settings) -> int:
     """A Celery worker on both queues: a threads pool (many LLM calls in flight), concurrency from settings."""
     prepare(settings, "worker")
+    quiet_per_task_logs(settings)  # before the Worker exists: Celery caches "is INFO on?" at start-up
     worker = celery_app.celery.Worker(
         pool_cls="threads",
         concurrency=settings.worker_concurrency,

@@ -15,17 +15,19 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from celery.signals import task_failure
+from sqlalchemy.exc import OperationalError
 
 from judges import TransientLLMError, get_judge
 from store.judgments import (
-    find_cached,
+    find_cached_many,
     insert_judgment,
+    pair_for_judging,
     set_pair_status,
     stale_pairs,
     stored_judges,
     touch_pairs,
 )
-from store.models import JudgmentStatus, Pair, PairStatus
+from store.models import JudgmentStatus, PairStatus
 from workers import budget, sampling
 from workers.celery_app import MAX_TASK_DELAY_SECONDS, celery
 from workers.runtime import Runtime, get_runtime
@@ -137,17 +139,17 @@ class PairView:
     judges: list[str] | None
 
     @classmethod
-    def of(cls, pair: Pair) -> PairView:
+    def of(cls, fields: dict[str, Any]) -> PairView:
         return cls(
-            id=pair.id,
-            status=pair.status,
-            source=pair.source or "capture",
-            channel_id=pair.channel_id,
-            answer_ts=pair.answer_ts,
-            question=pair.question_text or "",
-            answer=pair.answer_text or "",
-            reference=pair.reference_text or None,
-            judges=list(pair.judges) if pair.judges else None,
+            id=fields["id"],
+            status=fields["status"],
+            source=fields["source"] or "capture",
+            channel_id=fields["channel_id"],
+            answer_ts=fields["answer_ts"],
+            question=fields["question_text"] or "",
+            answer=fields["answer_text"] or "",
+            reference=fields["reference_text"] or None,
+            judges=list(fields["judges"]) if fields["judges"] else None,
         )
 
     @property
@@ -155,7 +157,15 @@ class PairView:
         return self.source in sampling.ON_DEMAND_SOURCES
 
 
-@celery.task(name="workers.tasks.judging.judge_pair", bind=True, max_retries=MAX_LLM_RETRIES)
+@celery.task(
+    name="workers.tasks.judging.judge_pair",
+    bind=True,
+    max_retries=MAX_LLM_RETRIES,
+    # The database went away (restart, failover): Celery retries the task with backoff instead of dropping it.
+    autoretry_for=(OperationalError,),
+    retry_backoff=1,
+    retry_backoff_max=30,
+)
 def judge_pair(self, pair_id: int, resumed: bool = False) -> str:
     """Judge one pair. `resumed` (set by the stale sweeper) means an earlier run may have stopped half-way."""
     runtime = get_runtime()
@@ -164,76 +174,83 @@ def judge_pair(self, pair_id: int, resumed: bool = False) -> str:
 
 
 def _judge(task, runtime: Runtime, pair_id: int, *, redelivered: bool) -> str:
+    """Three short transactions on the hot path: read (pair, stored judges, cache), the budget claim, and the
+    insert together with the status change. No transaction is open during the LLM call."""
     settings = runtime.settings
-    db = runtime.db
-    with db.session() as session:
-        row = session.get(Pair, pair_id)
-        if row is None:
+    engine = runtime.db.engine
+    model = settings.judge_model
+    with engine.begin() as connection:
+        fields = pair_for_judging(connection, pair_id)
+        if fields is None:
             log.warning("pair not found", extra={"pair_id": pair_id})
             return "missing"
-        pair = PairView.of(row)
-        stored = stored_judges(session, pair_id)
-
-    # A judged pair is done, unless this message came back after a worker died between storing and handing on.
-    if pair.status != PairStatus.PENDING and not (pair.status == PairStatus.JUDGED and redelivered):
-        return pair.status
-
-    rule = runtime.rules.for_channel(pair.channel_id, settings)
-    wanted = judges_in_force(pair.judges, rule.judges, pair.reference is not None)
-    todo = [name for name in wanted if name not in stored]
-
-    if (
-        todo
-        and not stored
-        and not sampling.is_sampled_in(pair.channel_id, pair.answer_ts, rule.sample_rate, source=pair.source)
-    ):
-        with db.session() as session:
-            set_pair_status(session, pair_id, PairStatus.SKIPPED_SAMPLING, only_from=[PairStatus.PENDING])
-        return PairStatus.SKIPPED_SAMPLING
+        pair = PairView.of(fields)
+        # A judged pair is done, unless this message came back after a worker died between storing and handing on.
+        if pair.status != PairStatus.PENDING and not (pair.status == PairStatus.JUDGED and redelivered):
+            return pair.status
+        stored = stored_judges(connection, pair_id)
+        rule = runtime.rules.for_channel(pair.channel_id, settings)
+        wanted = judges_in_force(pair.judges, rule.judges, pair.reference is not None)
+        todo = [name for name in wanted if name not in stored]
+        if (
+            todo
+            and not stored
+            and not sampling.is_sampled_in(pair.channel_id, pair.answer_ts, rule.sample_rate, source=pair.source)
+        ):
+            set_pair_status(connection, pair_id, PairStatus.SKIPPED_SAMPLING, only_from=[PairStatus.PENDING])
+            return PairStatus.SKIPPED_SAMPLING
+        keys = {name: get_judge(name).cache_key(model, pair.question, pair.answer, pair.reference) for name in todo}
+        cached = find_cached_many(connection, list(keys.values()))
 
     # Rows an interrupted earlier run stored may never have been handed on: hand them on again (the alert task
     # claims each alert in SQL, so a repeat posts nothing twice).
     handed_on = list(stored.values()) if redelivered else []
-    new_ids: list[int] = []
-    model = settings.judge_model
+    ready: list[dict[str, Any]] = []  # judgments to store, in judge order
     for name in todo:
-        judge = get_judge(name)
-        key = judge.cache_key(model, pair.question, pair.answer, pair.reference)
-        with db.session() as session:
-            earlier = find_cached(session, key)
-        if earlier is not None:
-            values = {**earlier, "pair_id": pair_id, "judge": name, "cached": True}
-        else:
-            if not budget.spend_one_call(db, settings.daily_budget):
-                return _skip_for_budget(runtime, pair, new_ids)
-            try:
-                verdict = judge.evaluate(
-                    runtime.llm, question=pair.question, answer=pair.answer, reference=pair.reference
+        judge, key = get_judge(name), keys[name]
+        if key in cached:
+            ready.append({**cached[key], "pair_id": pair_id, "judge": name, "cached": True})
+            continue
+        if not budget.spend_one_call(runtime.db, settings.daily_budget):
+            return _skip_for_budget(runtime, pair, _store(engine, pair_id, ready, mark_judged=False))
+        try:
+            verdict = judge.evaluate(runtime.llm, question=pair.question, answer=pair.answer, reference=pair.reference)
+            ready.append(verdict_values(verdict, pair_id=pair_id, cache_key=key))
+        except TransientLLMError as error:
+            if task.request.retries < MAX_LLM_RETRIES:
+                # What this run has is final: store it and alert on it now; the retry skips those judges.
+                _hand_on(pair, _store(engine, pair_id, ready, mark_judged=False))
+                countdown = retry_delay(task.request.retries, settings.retry_base_seconds)
+                log.info(
+                    "LLM transient error, retrying",
+                    extra={"pair_id": pair_id, "judge": name, "retry": task.request.retries + 1, "in_s": countdown},
                 )
-                values = verdict_values(verdict, pair_id=pair_id, cache_key=key)
-            except TransientLLMError as error:
-                if task.request.retries < MAX_LLM_RETRIES:
-                    _hand_on(pair, new_ids)  # what this run stored is final: alert on it now
-                    countdown = retry_delay(task.request.retries, settings.retry_base_seconds)
-                    log.info(
-                        "LLM transient error, retrying",
-                        extra={"pair_id": pair_id, "judge": name, "retry": task.request.retries + 1, "in_s": countdown},
-                    )
-                    raise task.retry(countdown=countdown, exc=error) from error
-                values = gave_up_values(
+                raise task.retry(countdown=countdown, exc=error) from error
+            ready.append(
+                gave_up_values(
                     judge, pair_id=pair_id, cache_key=key, model=model, attempts=MAX_LLM_RETRIES + 1, error=error
                 )
-        with db.session() as session:
-            judgment_id, created = insert_judgment(session, values)
-        if created:
-            new_ids.append(judgment_id)
+            )
+    # Every judge in force now has a row (this run's, or a twin task's that won the insert): the pair is judged.
+    new_ids = _store(engine, pair_id, ready, mark_judged=True)
+    _hand_on(pair, handed_on + new_ids, complete=True)
+    return PairStatus.JUDGED
 
-    with db.session() as session:
-        complete = set(stored_judges(session, pair_id)) >= set(wanted)
-        if complete:
-            set_pair_status(session, pair_id, PairStatus.JUDGED, only_from=[PairStatus.PENDING])
-    _hand_on(pair, handed_on + new_ids, complete=complete)
-    return PairStatus.JUDGED if complete else PairStatus.PENDING
+
+def _store(engine, pair_id: int, ready: list[dict[str, Any]], *, mark_judged: bool) -> list[int]:
+    """Insert the judgments (a row another run stored first wins) and, at the end, mark the pair judged, in one
+    transaction. Returns the ids of the rows this call created."""
+    if not ready and not mark_judged:
+        return []
+    created_ids = []
+    with engine.begin() as connection:
+        for values in ready:
+            judgment_id, created = insert_judgment(connection, values)
+            if created:
+                created_ids.append(judgment_id)
+        if mark_judged:
+            set_pair_status(connection, pair_id, PairStatus.JUDGED, only_from=[PairStatus.PENDING])
+    return created_ids
 
 
 def _hand_on(pair: PairView, judgment_ids: list[int], *, complete: bool = False) -> None:
