@@ -27,6 +27,7 @@ def quiet_per_task_logs(settings: Settings) -> None:
         for name in PER_TASK_LOGGERS:
             logging.getLogger(name).setLevel(logging.WARNING)
 
+
 TASK_MODULES = (
     "workers.tasks.judging",
     "workers.tasks.capture",
