@@ -174,9 +174,15 @@ def files_text(files: Iterable[dict[str, Any]] | None) -> str:
 
 def message_text(message: dict[str, Any], resolve_user: UserResolver | None = None) -> str:
     """A Slack message (event or API shape) as plain text: blocks or text, then attachments, then files."""
-    body = blocks_text(message.get("blocks"), resolve_user) or render_markup(message.get("text", ""), resolve_user)
-    parts = [body, attachments_text(message.get("attachments"), resolve_user), files_text(message.get("files"))]
-    return "\n".join(p.strip("\n") for p in parts if p and p.strip())
+    try:
+        body = blocks_text(message.get("blocks"), resolve_user) or render_markup(message.get("text", ""), resolve_user)
+        parts = [body, attachments_text(message.get("attachments"), resolve_user), files_text(message.get("files"))]
+        return "\n".join(p.strip("\n") for p in parts if p and p.strip())
+    except (TypeError, AttributeError, ValueError):
+        # Parts of a shape Slack never sends (a fuzzer's, or a future block type): keep the plain text, so one odd
+        # message in the conversation log cannot fail every later capture in its thread with a 500.
+        text = message.get("text")
+        return render_markup(text, resolve_user).strip() if isinstance(text, str) else ""
 
 
 # Only the fields that carry words are kept in the conversation log.
@@ -186,6 +192,8 @@ CONTENT_KEYS = ("text", "blocks", "attachments", "files")
 def content_of(message: dict[str, Any]) -> dict[str, Any]:
     """The parts of a message that `message_text` reads, with files reduced to their names."""
     content: dict[str, Any] = {k: message[k] for k in ("text", "blocks", "attachments") if message.get(k)}
-    if message.get("files"):
-        content["files"] = [{k: f.get(k) for k in ("id", "name", "title") if f.get(k)} for f in message["files"]]
+    if isinstance(message.get("files"), list):
+        content["files"] = [
+            {k: f.get(k) for k in ("id", "name", "title") if f.get(k)} for f in message["files"] if isinstance(f, dict)
+        ]
     return content
