@@ -18,6 +18,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -195,12 +196,12 @@ class System:
             worker.stop()
 
 
-@pytest.fixture
-def fault_db_url(tmp_path: Path) -> Iterator[str]:
+@contextmanager
+def fresh_database(directory: Path) -> Iterator[str]:
     """A fresh, migrated database: PostgreSQL (as in production) when a server answers, else SQLite."""
     admin = postgres_admin_url()
     if admin is None:
-        url = f"sqlite:///{tmp_path / 'relmon.sqlite3'}"
+        url = f"sqlite:///{directory / 'relmon.sqlite3'}"
         Database(url).migrate()
         yield url
         return
@@ -208,20 +209,35 @@ def fault_db_url(tmp_path: Path) -> Iterator[str]:
     database = Database(url)
     database.migrate()
     database.dispose()
-    yield url
-    drop_postgres_database(admin, name)
+    try:
+        yield url
+    finally:
+        drop_postgres_database(admin, name)
 
 
 @pytest.fixture
-def make_system(redis_url: str, fault_db_url: str, tmp_path: Path) -> Iterator:
-    started: list[tuple[System, BotServer, FakeSlack, FakeOpenAI]] = []
+def fault_db_url(tmp_path: Path) -> Iterator[str]:
+    with fresh_database(tmp_path) as url:
+        yield url
 
-    def make(*, llm_latency_ms: float = 50, workers: int = 2, concurrency: int = 8, **worker_settings) -> System:
-        slack = FakeSlack().start()
+
+@contextmanager
+def running_system(
+    *,
+    redis_url: str,
+    database_url: str,
+    directory: Path,
+    llm_latency_ms: float = 50,
+    workers: int = 2,
+    concurrency: int = 8,
+    bot_overrides: dict | None = None,
+    **worker_settings: object,
+) -> Iterator[System]:
+    """The in-process bot over HTTP, `workers` real `relmon worker` processes, the fake Slack and LLM."""
+    with FakeSlack() as slack, FakeOpenAI(latency_ms=llm_latency_ms) as llm:
         slack.add_user("U_ASKER", "ana", "Ana Diaz")
         slack.add_channel(CHANNEL, "support", members=["U_ASKER", "U_RELMON", "U_SUPPORT"])
         slack.add_channel(ALERTS, "alerts", members=["U_RELMON"])
-        llm = FakeOpenAI(latency_ms=llm_latency_ms).start()
         timings = {
             "RELMON_SETTLE_SECONDS": 0,
             "RELMON_VISIBILITY_TIMEOUT": VISIBILITY_TIMEOUT,
@@ -233,35 +249,37 @@ def make_system(redis_url: str, fault_db_url: str, tmp_path: Path) -> Iterator:
         }
         env = relmon_env(
             redis_url=redis_url,
-            database_url=fault_db_url,
+            database_url=database_url,
             slack_api_url=slack.api_url,
             openai_base_url=llm.base_url,
-            data_dir=tmp_path / "data",
+            data_dir=directory / "data",
             RELMON_WORKER_CONCURRENCY=concurrency,
             **{**timings, **worker_settings},
         )
-        server = BotServer(
-            bot_settings(
-                redis_url=redis_url,
-                database_url=fault_db_url,
-                slack_api_url=slack.api_url,
-                settle_seconds=0,
-                history_fallback=False,
-            )
+        settings = bot_settings(
+            redis_url=redis_url,
+            database_url=database_url,
+            slack_api_url=slack.api_url,
+            settle_seconds=0,
+            history_fallback=False,
+            **(bot_overrides or {}),
         )
-        bot = server.__enter__()
-        system = System(bot, slack, llm, Database(fault_db_url), env, tmp_path / "logs")
-        started.append((system, server, slack, llm))
-        system.start_workers(workers)
-        return system
+        with BotServer(settings) as bot:
+            system = System(bot, slack, llm, Database(database_url), env, directory / "logs")
+            try:
+                system.start_workers(workers)
+                yield system
+            finally:
+                system.stop()
+                system.database.dispose()
 
-    yield make
-    for system, server, slack, llm in started:
-        system.stop()
-        server.__exit__()
-        system.database.dispose()
-        slack.stop()
-        llm.stop()
+
+@pytest.fixture
+def make_system(redis_url: str, fault_db_url: str, tmp_path: Path) -> Iterator:
+    with ExitStack() as stack:
+        yield lambda **options: stack.enter_context(
+            running_system(redis_url=redis_url, database_url=fault_db_url, directory=tmp_path, **options)
+        )
 
 
 # The faults --------------------------------------------------------------------------------------------------
