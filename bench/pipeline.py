@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
+import redis
 from sqlalchemy import func, insert, select
 
 from store.db import Database
@@ -37,7 +38,7 @@ from store.settings import Settings
 from tests.fakes.slack_server import FakeSlack
 from tests.processes import relmon_env, start_worker, wait_for
 from tests.services import RedisProcess, free_port
-from workers.celery_app import QUEUE_JUDGE, create_celery
+from workers.celery_app import QUEUE_JUDGE, QUEUE_SLACK, create_celery
 
 JUDGE_PAIR = "workers.tasks.judging.judge_pair"
 
@@ -148,6 +149,11 @@ def count_judged(database: Database, first_id: int, last_id: int) -> int:
         return session.scalar(
             select(func.count(Judgment.id)).where(Judgment.pair_id >= first_id, Judgment.pair_id <= last_id)
         )
+
+
+def queues_idle(redis_url: str) -> bool:
+    client = redis.Redis.from_url(redis_url)
+    return client.llen(QUEUE_JUDGE) + client.llen(QUEUE_SLACK) + client.hlen("unacked") == 0
 
 
 def start_fake_openai(latency_ms: float) -> tuple[subprocess.Popen, str]:
@@ -281,7 +287,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{result['sustained_per_s']:.1f}/s sustained (middle 80%); worker CPU {cpu_ms:.1f} ms per judgment "
             f"(alert follow-up included): one free core would allow ~{1000 / cpu_ms:.0f}/s"
         )
-        time.sleep(2)
+        # The alert follow-ups of the burst (relmon.slack) must drain too, or they would compete with the steady run.
+        wait_for(lambda: queues_idle(redis_url), timeout=300, interval=0.5, what="the queues to drain")
         result = steady(database, producer, args.rate, args.seconds, timeout=120)
         print(
             f"steady: {result['pairs']} pairs at {args.rate:g}/s ({result['late_sends']} sent late): "
