@@ -7,7 +7,8 @@ event then the monitored bot's answer in its thread (RELMON_SETTLE_SECONDS=0, so
 --offtopic-every-th answer contains "offtopic", which the fake LLM scores 0, so it alerts. Then it waits for the
 pipeline to drain and prints:
 
-- answers sent, captured (pairs stored), judged (a judgment stored), lost (sent but not judged), duplicated
+- answers sent, captured (pairs stored), judged (a judgment stored), queued at the end (still waiting in the
+  queue when --drain-seconds ran out), lost (neither judged nor queued), duplicated
   (extra judgments per pair and judge, extra alert posts per judgment, LLM calls beyond one per judgment);
 - alert latency p50/p99: answer event sent → alert posted at the fake Slack, minus the LLM's 500 ms;
 - the bot's event acknowledgement latency p50/p99;
@@ -36,7 +37,7 @@ import httpx
 from sqlalchemy import func, select
 
 from store.db import Database
-from store.models import Judgment, Pair
+from store.models import Judgment, Pair, PairStatus
 from tests import slack_requests as sr
 from tests.fakes.slack_server import FakeSlack
 from tests.processes import RelmonProcess, relmon_env, start_bot, wait_for
@@ -239,7 +240,9 @@ def main(argv: list[str] | None = None) -> int:
         rss = {name: peak_rss_mb(process.pid) for name, process in processes}
 
         with database.session() as session:
-            pairs = {row.answer_ts: row.id for row in session.execute(select(Pair.answer_ts, Pair.id))}
+            rows = list(session.execute(select(Pair.answer_ts, Pair.id, Pair.status)))
+            pairs = {row.answer_ts: row.id for row in rows}
+            waiting = {row.id for row in rows if row.status in (PairStatus.SETTLING, PairStatus.PENDING)}
             judgments = list(session.execute(select(Judgment.id, Judgment.pair_id, Judgment.judge, Judgment.score)))
         per_pair_judge = Counter((j.pair_id, j.judge) for j in judgments)
         judged_pairs = {j.pair_id for j in judgments}
@@ -268,7 +271,9 @@ def main(argv: list[str] | None = None) -> int:
             "answers_sent": len(sent_at),
             "captured": captured,
             "judged": judged,
-            "lost": len(sent_at) - judged,
+            # Still settling or pending when the drain window closed: queued in Redis, not lost.
+            "queued_at_end": sum(1 for ts in sent_at if pairs.get(ts) in waiting and pairs[ts] not in judged_pairs),
+            "lost": sum(1 for ts in sent_at if pairs.get(ts) not in judged_pairs and pairs.get(ts) not in waiting),
             "duplicated": duplicate_judgments + duplicate_alerts,
             "duplicate_judgments": duplicate_judgments,
             "duplicate_alert_posts": duplicate_alerts,
@@ -311,7 +316,9 @@ def print_report(report: dict[str, Any]) -> None:
         f"load: {report['rate_per_s']:g} answers/s for {report['seconds']:g} s, {report['workers']} workers x "
         f"{report['concurrency']} threads, {report['database']}"
     )
-    for key in ("answers_sent", "captured", "judged", "lost", "duplicated", "alerts_expected", "alerts_posted"):
+    keys = ("answers_sent", "captured", "judged", "queued_at_end", "lost", "duplicated")
+    keys += ("alerts_expected", "alerts_posted")
+    for key in keys:
         print(f"  {key.replace('_', ' '):<34} {report[key]}")
     print(
         f"  {'LLM calls (beyond one per judgment)':<34} {report['llm_calls']} ({report['llm_calls_beyond_judgments']})"
