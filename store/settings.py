@@ -83,6 +83,8 @@ class Settings(BaseSettings):
     # Redis hands an unacknowledged task (its worker died) to another worker after this long. It must exceed
     # every countdown and retry delay; lower it only in tests, to see a killed worker's tasks come back sooner.
     visibility_timeout_seconds: int = Field(2 * 60 * 60, ge=1, **_env("RELMON_VISIBILITY_TIMEOUT"))
+    # A pair still pending or settling this long after its last change lost its task: beat re-enqueues it.
+    sweep_after_seconds: int = Field(600, ge=2, **_env("RELMON_SWEEP_AFTER_SECONDS"))
 
     # Alerts
     threshold: int = Field(2, ge=0, le=4, **_env("RELMON_THRESHOLD"))

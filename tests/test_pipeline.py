@@ -154,12 +154,12 @@ def sweep_as_beat_would(database: Database, *, broker_url: str, db_url: str, pai
     """Age the pairs past the sweeper's threshold and run requeue_stale here, on the test Redis and database."""
     from workers import celery_app
     from workers.runtime import Runtime, set_runtime
-    from workers.tasks.judging import STALE_AFTER, requeue_stale
+    from workers.tasks.judging import requeue_stale
 
-    with database.session() as session:
-        aged = datetime.now(UTC) - STALE_AFTER - timedelta(minutes=1)
-        session.execute(update(Pair).where(Pair.id.in_(pair_ids)).values(updated_at=aged))
     settings = Settings(redis_url=broker_url, database_url=db_url)
+    with database.session() as session:
+        aged = datetime.now(UTC) - timedelta(seconds=settings.sweep_after_seconds, minutes=1)
+        session.execute(update(Pair).where(Pair.id.in_(pair_ids)).values(updated_at=aged))
     celery_app.configure(settings)
     set_runtime(Runtime(settings))
     try:

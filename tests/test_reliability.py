@@ -43,6 +43,9 @@ CHANNEL = "C_SUPPORT"
 ALERTS = "C_ALERTS"
 THRESHOLD = 2  # relevancy ≤ 2 alerts; the fake LLM scores "offtopic" answers 0 and others 4
 VISIBILITY_TIMEOUT = 5  # a killed worker's unacked tasks come back within seconds
+# Beat's sweeper re-enqueues a pair that has not moved on for this long: the backstop for a task message lost
+# in kombu's window between taking a message off the Redis list and recording it as unacknowledged.
+SWEEP_AFTER = 15
 SETTLE_TIMEOUT = 90.0  # the longest a test waits for the pipeline to finish (it usually takes seconds)
 
 
@@ -58,6 +61,7 @@ class System:
     worker_env: dict[str, str]
     log_dir: Path
     workers: list[RelmonProcess] = field(default_factory=list)
+    beat: RelmonProcess | None = None
     answers: dict[str, bool] = field(default_factory=dict)  # answer ts → offtopic (should alert)
     restarts: int = 0  # workers the supervisor replaced
 
@@ -190,10 +194,14 @@ class System:
         assert llm_calls <= len(judgments) + extra_llm_calls, f"{llm_calls} LLM calls for {len(judgments)} pairs"
         return {"pairs": len(pairs), "ok": len(ok), "errors": len(judgments) - len(ok), "alerts": len(posted)}
 
+    def start_beat(self) -> None:
+        """Exactly one `relmon beat`, as in production: its sweeper is part of what keeps nothing stuck."""
+        self.beat = RelmonProcess("beat", env=self.worker_env, log_dir=self.log_dir).start()
+
     def stop(self) -> None:
-        for worker in self.workers:
-            worker.kill()  # nothing to finish gracefully: the test has checked what it needed
-            worker.stop()
+        for process in [*self.workers, *([self.beat] if self.beat else [])]:
+            process.kill()  # nothing to finish gracefully: the test has checked what it needed
+            process.stop()
 
 
 @contextmanager
@@ -241,6 +249,7 @@ def running_system(
         timings = {
             "RELMON_SETTLE_SECONDS": 0,
             "RELMON_VISIBILITY_TIMEOUT": VISIBILITY_TIMEOUT,
+            "RELMON_SWEEP_AFTER_SECONDS": SWEEP_AFTER,
             "RELMON_RETRY_BASE_SECONDS": 0.05,
             "RELMON_LLM_TIMEOUT": 1,
             "RELMON_ALERT_CAP_PER_HOUR": 10_000,
@@ -268,6 +277,7 @@ def running_system(
             system = System(bot, slack, llm, Database(database_url), env, directory / "logs")
             try:
                 system.start_workers(workers)
+                system.start_beat()
                 yield system
             finally:
                 system.stop()

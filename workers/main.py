@@ -9,6 +9,7 @@ from store.db import Database
 from store.settings import Settings
 from workers import celery_app
 from workers.runtime import Runtime, set_runtime
+from workers.schedule import beat_schedule
 from workers.telemetry import setup_logging
 
 log = logging.getLogger("relmon.worker")
@@ -38,30 +39,19 @@ TASK_MODULES = (
 
 
 def import_task_modules() -> list[str]:
-    """Import the task modules that exist (registering their tasks on the app); return their names."""
-    loaded = []
+    """Import every task module, registering its tasks on the app; return their names."""
     for name in TASK_MODULES:
-        try:
-            importlib.import_module(name)
-        except ModuleNotFoundError as error:
-            if error.name != name:  # the module exists but something it imports does not: a real error
-                raise
-            continue
-        loaded.append(name)
-    return loaded
+        importlib.import_module(name)
+    return list(TASK_MODULES)
 
 
 def _start_embedded_redis(settings: Settings):
-    """No REDIS_URL: the embedded Redis in the data folder (ops' module), when this build has it."""
+    """No REDIS_URL: the embedded Redis in the data folder."""
     if settings.redis_url:
         return None
-    try:
-        embedded = importlib.import_module("workers.embedded_redis")
-    except ModuleNotFoundError as error:
-        if error.name != "workers.embedded_redis":
-            raise
-        return None
-    return embedded.ensure_embedded_redis(settings)
+    from workers.embedded_redis import ensure_embedded_redis
+
+    return ensure_embedded_redis(settings)
 
 
 def prepare(settings: Settings, component: str) -> Runtime:
@@ -98,22 +88,6 @@ def run_worker(settings: Settings) -> int:
     )
     worker.start()
     return int(worker.exitcode or 0)
-
-
-def beat_schedule(settings: Settings) -> dict:
-    """The digest engineer's schedule when it exists (it includes the sweeper), else the sweeper alone."""
-    from workers.tasks.judging import SWEEP_SCHEDULE
-
-    try:
-        schedule_module = importlib.import_module("workers.schedule")
-    except ModuleNotFoundError as error:
-        if error.name != "workers.schedule":
-            raise
-        return dict(SWEEP_SCHEDULE)
-    schedule = dict(schedule_module.beat_schedule(settings))
-    for name, entry in SWEEP_SCHEDULE.items():
-        schedule.setdefault(name, entry)
-    return schedule
 
 
 def run_beat(settings: Settings) -> int:

@@ -7,7 +7,6 @@ daylight-saving changes skip or repeat.
 
 from __future__ import annotations
 
-import importlib
 from datetime import tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -65,15 +64,11 @@ class zoned_crontab(crontab):  # lower case, like the celery class it extends
     __hash__ = crontab.__hash__
 
 
-def _sweeper_entries() -> dict:
-    """The pipeline's stale-pair sweeper, when this build has it."""
-    try:
-        judging = importlib.import_module("workers.tasks.judging")
-    except ModuleNotFoundError as error:
-        if error.name != "workers.tasks.judging":
-            raise
-        return {}
-    return dict(getattr(judging, "SWEEP_SCHEDULE", {}))
+def _sweeper_entries(settings: Settings) -> dict:
+    """The pipeline's stale-pair sweeper."""
+    from workers.tasks.judging import sweep_schedule
+
+    return sweep_schedule(settings.sweep_after_seconds)
 
 
 def beat_schedule(settings: Settings) -> dict:
@@ -93,5 +88,5 @@ def beat_schedule(settings: Settings) -> dict:
             "options": {"expires": 12 * 60 * 60},
         },
     }
-    schedule.update(_sweeper_entries())
+    schedule.update(_sweeper_entries(settings))
     return schedule

@@ -36,20 +36,24 @@ log = logging.getLogger("relmon.judging")
 
 MAX_LLM_RETRIES = 6  # 7 attempts in all: ~2 minutes of backoff at the default 2 s base
 RETRY_CAP_SECONDS = 60.0  # no single delay longer than this (far under MAX_TASK_DELAY_SECONDS)
-STALE_AFTER = timedelta(minutes=10)  # a pair pending this long lost its task (or waits behind a huge backlog)
 SWEEP_LIMIT = 500
 TASK_CONSIDER_ALERT = "workers.tasks.slack.consider_alert"
 TASK_DELIVER_VERDICT = "workers.tasks.slack.deliver_verdict"
 TASK_SETTLE_PAIR = "workers.tasks.capture.settle_pair"
 
-# Beat entry for the sweeper (merged into workers.schedule.beat_schedule).
-SWEEP_SCHEDULE = {
-    "relmon-requeue-stale": {
-        "task": "workers.tasks.judging.requeue_stale",
-        "schedule": 5 * 60.0,
-        "options": {"expires": 4 * 60},  # a sweep that waited past the next one is useless
+
+def sweep_schedule(sweep_after_seconds: float) -> dict:
+    """Beat entry for the sweeper (merged into workers.schedule.beat_schedule): a sweep every half threshold,
+    at most every 5 minutes, so a lost task is found at most 1.5 thresholds after its pair last changed."""
+    every = min(5 * 60.0, max(1.0, sweep_after_seconds / 2))
+    return {
+        "relmon-requeue-stale": {
+            "task": "workers.tasks.judging.requeue_stale",
+            "schedule": every,
+            "options": {"expires": every},  # a sweep that waited past the next one is useless
+        }
     }
-}
+
 
 assert RETRY_CAP_SECONDS * 1.25 < MAX_TASK_DELAY_SECONDS
 
@@ -290,12 +294,13 @@ def requeue_stale() -> int:
     pair moved on). Duplicates are harmless: judging is idempotent and settle acts only on the latest version."""
     runtime = get_runtime()
     now = datetime.now(UTC)
-    settle_grace = timedelta(seconds=runtime.settings.settle_seconds) + STALE_AFTER
+    stale_after = timedelta(seconds=runtime.settings.sweep_after_seconds)
+    settle_grace = timedelta(seconds=runtime.settings.settle_seconds) + stale_after
     with runtime.db.session() as session:
         stale = [
             (pair.id, pair.status, pair.version)
             for pair in stale_pairs(
-                session, pending_before=now - STALE_AFTER, settling_before=now - settle_grace, limit=SWEEP_LIMIT
+                session, pending_before=now - stale_after, settling_before=now - settle_grace, limit=SWEEP_LIMIT
             )
         ]
         touch_pairs(session, [pair_id for pair_id, _, _ in stale], now)
