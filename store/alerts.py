@@ -212,6 +212,26 @@ def degradation_history(session: Session, channel_id: str) -> DegradationHistory
     return DegradationHistory(None if recovered else latest_id, latest_at, len(rows))
 
 
+@dataclass(frozen=True)
+class LatestDegradation:
+    status: str
+    created_at: datetime
+    recovered: bool
+
+
+def latest_degradation(session: Session, channel_id: str) -> LatestDegradation | None:
+    """The channel's most recent degradation alert (one indexed row, for the lock-free pre-check)."""
+    row = session.execute(
+        select(Alert.status, Alert.created_at, Alert.details)
+        .where(Alert.kind == KIND_DEGRADATION, Alert.source_channel_id == channel_id)
+        .order_by(Alert.id.desc())
+        .limit(1)
+    ).first()
+    if row is None:
+        return None
+    return LatestDegradation(row.status, row.created_at, bool((row.details or {}).get("recovered_at")))
+
+
 def mark_recovered(session: Session, alert_id: int, at: datetime) -> None:
     merge_details(session, alert_id, recovered_at=at.isoformat())
 

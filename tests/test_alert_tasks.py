@@ -271,3 +271,31 @@ def add_judgment_for_pair(runtime, pair_id: int, score: float) -> None:
 
     with runtime.db.session() as session:
         session.add(Judgment(pair_id=pair_id, judge="relevancy", status="ok", score=score, max_score=4, reasoning="r"))
+
+
+def _alert_state(runtime) -> list[tuple]:
+    return [(a.dedupe_key, a.status, json.dumps(a.details, sort_keys=True)) for a in alerts(runtime)]
+
+
+def test_the_lock_free_precheck_never_skips_a_judgment_that_changes_anything(make_runtime, fake):
+    """Judging enqueues consider_alert only when `follow_up_needed` says an alert may follow. Along a run of
+    scores that alerts, holds, degrades, recovers and degrades again, every judgment whose `consider` changed
+    the alerts table was flagged, and plain good scores were not."""
+    from workers.alerts.policy import JudgmentFacts
+
+    scores = [4, 4, 1, 4, 1, 1, 1, 1, 1, 4, 4, 4, 4, 4, 4, 1, 1, 1, 1, 4, 4]
+    with make_runtime(degradation_window=4, degradation_floor=2.5, threshold=1, alert_cap_per_hour=2) as runtime:
+        flagged_good = 0
+        for score in scores:
+            judgment_id = add_judgment(runtime, score=score)
+            facts = JudgmentFacts(judgment_id, "relevancy", "ok", score, "capture", SUPPORT)
+            needed = tasks.follow_up_needed(runtime, facts)
+            before = _alert_state(runtime)
+            tasks.consider(runtime, judgment_id)
+            if _alert_state(runtime) != before:
+                assert needed, f"score {score} (judgment {judgment_id}) changed alerts but was not flagged"
+            elif needed and score == 4:
+                flagged_good += 1
+        assert fake.posted(ALERTS)  # the run did alert
+        assert flagged_good < scores.count(4)  # good scores in a healthy window are not flagged
+        assert not tasks.follow_up_needed(runtime, JudgmentFacts(0, "relevancy", "error", None, "capture", SUPPORT))

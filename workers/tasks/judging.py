@@ -29,8 +29,10 @@ from store.judgments import (
 )
 from store.models import JudgmentStatus, PairStatus
 from workers import budget, sampling
+from workers.alerts.policy import JudgmentFacts
 from workers.celery_app import MAX_TASK_DELAY_SECONDS, celery
 from workers.runtime import Runtime, get_runtime
+from workers.tasks.slack import follow_up_needed
 
 log = logging.getLogger("relmon.judging")
 
@@ -208,7 +210,7 @@ def _judge(task, runtime: Runtime, pair_id: int, *, redelivered: bool) -> str:
 
     # Rows an interrupted earlier run stored may never have been handed on: hand them on again (the alert task
     # claims each alert in SQL, so a repeat posts nothing twice).
-    handed_on = list(stored.values()) if redelivered else []
+    handed_on: dict[int, dict[str, Any] | None] = dict.fromkeys(stored.values()) if redelivered else {}
     ready: list[dict[str, Any]] = []  # judgments to store, in judge order
     for name in todo:
         judge, key = get_judge(name), keys[name]
@@ -223,7 +225,7 @@ def _judge(task, runtime: Runtime, pair_id: int, *, redelivered: bool) -> str:
         except TransientLLMError as error:
             if task.request.retries < MAX_LLM_RETRIES:
                 # What this run has is final: store it and alert on it now; the retry skips those judges.
-                _hand_on(pair, _store(engine, pair_id, ready, mark_judged=False))
+                _hand_on(runtime, pair, _store(engine, pair_id, ready, mark_judged=False))
                 countdown = retry_delay(task.request.retries, settings.retry_base_seconds)
                 log.info(
                     "LLM transient error, retrying",
@@ -236,44 +238,59 @@ def _judge(task, runtime: Runtime, pair_id: int, *, redelivered: bool) -> str:
                 )
             )
     # Every judge in force now has a row (this run's, or a twin task's that won the insert): the pair is judged.
-    new_ids = _store(engine, pair_id, ready, mark_judged=True)
-    _hand_on(pair, handed_on + new_ids, complete=True)
+    created = _store(engine, pair_id, ready, mark_judged=True)
+    _hand_on(runtime, pair, {**handed_on, **created}, complete=True, recheck=redelivered)
     return PairStatus.JUDGED
 
 
-def _store(engine, pair_id: int, ready: list[dict[str, Any]], *, mark_judged: bool) -> list[int]:
+def _store(engine, pair_id: int, ready: list[dict[str, Any]], *, mark_judged: bool) -> dict[int, dict[str, Any]]:
     """Insert the judgments (a row another run stored first wins) and, at the end, mark the pair judged, in one
-    transaction. Returns the ids of the rows this call created."""
+    transaction. Returns the rows this call created: id → the values stored."""
     if not ready and not mark_judged:
-        return []
-    created_ids = []
+        return {}
+    created_rows: dict[int, dict[str, Any]] = {}
     with engine.begin() as connection:
         for values in ready:
             judgment_id, created = insert_judgment(connection, values)
             if created:
-                created_ids.append(judgment_id)
+                created_rows[judgment_id] = values
         if mark_judged:
             set_pair_status(connection, pair_id, PairStatus.JUDGED, only_from=[PairStatus.PENDING])
-    return created_ids
+    return created_rows
 
 
-def _hand_on(pair: PairView, judgment_ids: list[int], *, complete: bool = False) -> None:
-    """Captured answers: the alert policy looks at each new judgment. On-demand: the verdict goes to whoever asked,
-    once every judge has spoken. Messages carry IDs only."""
+def _hand_on(
+    runtime: Runtime,
+    pair: PairView,
+    judgments: dict[int, dict[str, Any] | None],
+    *,
+    complete: bool = False,
+    recheck: bool = False,
+) -> None:
+    """Captured answers: the alert policy looks at each new judgment (a task only when an alert may follow; after
+    a redelivery, always, since a claimed alert may wait to be posted). On-demand: the verdict goes to whoever
+    asked, once every judge has spoken. Messages carry IDs only."""
     if pair.on_demand:
         if complete:
             celery.send_task(TASK_DELIVER_VERDICT, args=[pair.id])
         return
-    for judgment_id in dict.fromkeys(judgment_ids):
-        celery.send_task(TASK_CONSIDER_ALERT, args=[judgment_id])
+    for judgment_id, values in judgments.items():
+        if recheck or values is None or follow_up_needed(runtime, _facts(judgment_id, values, pair)):
+            celery.send_task(TASK_CONSIDER_ALERT, args=[judgment_id])
 
 
-def _skip_for_budget(runtime: Runtime, pair: PairView, new_ids: list[int]) -> str:
+def _facts(judgment_id: int, values: dict[str, Any], pair: PairView) -> JudgmentFacts:
+    return JudgmentFacts(
+        judgment_id, values["judge"], values["status"], values.get("score"), pair.source, pair.channel_id
+    )
+
+
+def _skip_for_budget(runtime: Runtime, pair: PairView, created: dict[int, dict[str, Any]]) -> str:
     settings = runtime.settings
     with runtime.db.session() as session:
         set_pair_status(session, pair.id, PairStatus.SKIPPED_BUDGET, only_from=[PairStatus.PENDING])
     # Whoever asked on demand hears that nothing more will come today (the pair's status says why).
-    _hand_on(pair, new_ids, complete=True)
+    _hand_on(runtime, pair, created, complete=True)
     budget.announce_exhausted(runtime.db, runtime.slack, settings.alert_channel, settings.daily_budget)
     log.info("daily budget spent: pair skipped", extra={"pair_id": pair.id})
     return PairStatus.SKIPPED_BUDGET

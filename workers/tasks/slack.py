@@ -309,37 +309,83 @@ def _render_low(runtime: Runtime, session, row: Alert) -> dict:
 # Degradation ------------------------------------------------------------------------------------------
 
 
+def _degradation_state(session, settings, channel_id: str, now: datetime):
+    """The channel's degradation history, a claimed-but-unposted degradation alert (its worker died), and what
+    the policy decides on the channel's latest scores."""
+    unposted: int | None = None
+    history = alert_store.degradation_history(session, channel_id)
+    if history.open_alert_id is not None:
+        open_row = session.get(Alert, history.open_alert_id)
+        if open_row.status == alert_store.STATUS_CLAIMED:
+            unposted = open_row.id  # claimed by a worker that died before posting
+    scores = alert_store.recent_scores(session, channel_id, DEGRADATION_JUDGE, last=settings.degradation_window)
+    decision = decide_degradation(
+        [ScoredAt(score, at) for score, at in scores],
+        window=settings.degradation_window,
+        floor=settings.degradation_floor,
+        state=DegradationState(
+            active=history.open_alert_id is not None,
+            last_alert_at=history.last_alert_at,
+            episodes=history.episodes,
+        ),
+        now=now,
+    )
+    return history, unposted, decision
+
+
+def follow_up_needed(runtime: Runtime, facts: JudgmentFacts, now: datetime | None = None) -> bool:
+    """A cheap, lock-free look at a judgment just stored: could `consider` claim or post anything for it?
+    False only when it certainly would not, so judging enqueues `consider_alert` only when it may matter
+    (most answers are fine: no Celery message, no channel lock). Never a false "no": every judgment reads the
+    scores after its own insert committed, so the last of concurrent judgments sees them all, and the locked
+    path in `consider` stays the one that decides and dedupes."""
+    settings = runtime.settings
+    if not facts.channel_id:
+        return False
+    rule = runtime.rules.for_channel(facts.channel_id, settings)
+    low = decide_low_score(
+        facts,
+        rule.thresholds,
+        alert_channel=rule.alert_channel,
+        alerts_this_hour=0,
+        cap_per_hour=settings.alert_cap_per_hour,
+    )
+    if low.action is not Action.NONE:
+        return True
+    if facts.judge != DEGRADATION_JUDGE or facts.status != "ok" or facts.source != "capture" or not rule.alert_channel:
+        return False
+    with runtime.db.session() as session:
+        scores = alert_store.recent_scores(
+            session, facts.channel_id, DEGRADATION_JUDGE, last=settings.degradation_window
+        )
+        if len(scores) < settings.degradation_window:
+            return False  # too early to say, whatever the history
+        latest = alert_store.latest_degradation(session, facts.channel_id)
+    if latest is not None and latest.status == alert_store.STATUS_CLAIMED:
+        return True  # claimed by a worker that died before posting
+    decision = decide_degradation(
+        [ScoredAt(score, at) for score, at in scores],
+        window=settings.degradation_window,
+        floor=settings.degradation_floor,
+        state=DegradationState(
+            active=latest is not None and not latest.recovered,
+            last_alert_at=latest.created_at if latest else None,
+            episodes=0,  # the episode number only names the alert; the locked path counts them
+        ),
+        now=now or datetime.now(UTC),
+    )
+    return decision.action in (Action.ALERT, Action.REARM)
+
+
 def _degradation(runtime: Runtime, facts: JudgmentFacts, rule, now: datetime) -> str:
     settings = runtime.settings
     if facts.judge != DEGRADATION_JUDGE or facts.status != "ok" or facts.source != "capture":
         return "not_applicable"
     if not rule.alert_channel:
         return "no_alert_channel"
-    unposted: int | None = None
     with runtime.db.session() as session:
         alert_store.lock_channel(session, facts.channel_id)
-        history = alert_store.degradation_history(session, facts.channel_id)
-        if history.open_alert_id is not None:
-            open_row = session.get(Alert, history.open_alert_id)
-            if open_row.status == alert_store.STATUS_CLAIMED:
-                unposted = open_row.id  # claimed by a worker that died before posting
-        scores = alert_store.recent_scores(
-            session,
-            facts.channel_id,
-            DEGRADATION_JUDGE,
-            last=settings.degradation_window,
-        )
-        decision = decide_degradation(
-            [ScoredAt(score, at) for score, at in scores],
-            window=settings.degradation_window,
-            floor=settings.degradation_floor,
-            state=DegradationState(
-                active=history.open_alert_id is not None,
-                last_alert_at=history.last_alert_at,
-                episodes=history.episodes,
-            ),
-            now=now,
-        )
+        history, unposted, decision = _degradation_state(session, settings, facts.channel_id, now)
         if decision.action is Action.ALERT:
             row, _ = alert_store.claim(
                 session,
