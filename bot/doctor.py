@@ -70,7 +70,7 @@ def check_settings(settings: Settings) -> Iterator[Check]:
             yield fail(
                 "channel rules",
                 f"{settings.channel_rules_file} cannot be used: {first}",
-                "fix the file (format: see `store/rules.py` or docs/readme/configuration.md)",
+                "fix the file (format: see `store/rules.py` or the README (Configuration))",
             )
         else:
             yield ok("channel rules", f"{settings.channel_rules_file} is valid")
