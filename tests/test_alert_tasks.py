@@ -299,3 +299,23 @@ def test_the_lock_free_precheck_never_skips_a_judgment_that_changes_anything(mak
         assert fake.posted(ALERTS)  # the run did alert
         assert flagged_good < scores.count(4)  # good scores in a healthy window are not flagged
         assert not tasks.follow_up_needed(runtime, JudgmentFacts(0, "relevancy", "error", None, "capture", SUPPORT))
+
+
+def test_a_stale_claim_whose_post_reached_slack_is_not_posted_again(make_runtime, fake):
+    """A worker posted the alert, then died before recording it: the retry finds the message by the dedupe key
+    in its metadata and records it instead of posting a second one."""
+    with make_runtime() as runtime:
+        judgment_id = add_judgment(runtime, score=0)
+        assert tasks.consider(runtime, judgment_id).startswith("posted")
+        [posted] = fake.posted(ALERTS)
+        metadata = json.loads(posted["metadata"]) if isinstance(posted["metadata"], str) else posted["metadata"]
+        assert metadata["event_payload"]["dedupe_key"] == f"low:{judgment_id}"
+        [posted_ts] = fake.messages[ALERTS]
+        with runtime.db.session() as session:  # as if the worker died before marking it posted, a while ago
+            row = session.execute(select(Alert)).scalar_one()
+            row.status, row.message_ts = "claimed", None
+            row.created_at = datetime.now(UTC) - timedelta(minutes=5)
+        assert tasks.consider(runtime, judgment_id).startswith("posted")
+        assert len(fake.posted(ALERTS)) == 1
+        [row] = alerts(runtime)
+        assert (row.status, row.message_ts) == ("posted", posted_ts)

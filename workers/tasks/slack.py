@@ -241,6 +241,30 @@ def _low_score(runtime: Runtime, facts: JudgmentFacts, rule, answer_ts, existing
     return status
 
 
+ALERT_METADATA_EVENT = "relmon_alert"
+# A claim older than this was left by a worker that died, perhaps after Slack accepted its post.
+STALE_CLAIM = timedelta(seconds=30)
+
+
+def _posted_before(runtime: Runtime, channel: str, dedupe_key: str, since: datetime) -> str | None:
+    """The ts of this alert's message if a worker posted it but died before recording it (every alert carries
+    its dedupe key in Slack message metadata). Asked only for stale claims: the history API is rate-limited."""
+    try:
+        history = runtime.slack.conversations_history(
+            channel=channel, oldest=f"{since.timestamp() - 1:.6f}", limit=100, include_all_metadata=True
+        )
+    except SlackApiError:
+        return None  # cannot tell: post (a rare duplicate beats a missing alert)
+    for message in history.get("messages", []):
+        metadata = message.get("metadata") or {}
+        if (
+            metadata.get("event_type") == ALERT_METADATA_EVENT
+            and (metadata.get("event_payload") or {}).get("dedupe_key") == dedupe_key
+        ):
+            return message.get("ts")
+    return None
+
+
 def post_alert(runtime: Runtime, alert_id: int) -> str:
     """Post a claimed alert (low score or degradation) unless it was posted already."""
     with lease(runtime, alert_id):
@@ -248,11 +272,19 @@ def post_alert(runtime: Runtime, alert_id: int) -> str:
             row = session.get(Alert, alert_id)
             if row is None or row.status != alert_store.STATUS_CLAIMED:
                 return row.status if row else "missing"
-            channel = row.alert_channel_id
+            channel, dedupe_key, claimed_at = row.alert_channel_id, row.dedupe_key, as_utc(row.created_at)
             payload = _render(runtime, session, row)
+        if datetime.now(UTC) - claimed_at > STALE_CLAIM:
+            earlier_ts = _posted_before(runtime, channel, dedupe_key, claimed_at)
+            if earlier_ts:
+                with runtime.db.session() as session:
+                    alert_store.mark_posted(session, alert_id, earlier_ts)
+                log.info("alert found posted by a worker that died", extra={"alert_id": alert_id})
+                return alert_store.STATUS_POSTED
+        metadata = {"event_type": ALERT_METADATA_EVENT, "event_payload": {"dedupe_key": dedupe_key}}
         try:
             response = runtime.slack.chat_postMessage(
-                channel=channel, unfurl_links=False, unfurl_media=False, **payload
+                channel=channel, unfurl_links=False, unfurl_media=False, metadata=metadata, **payload
             )
         except SlackApiError as error:
             if is_permanent(error):
