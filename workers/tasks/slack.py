@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 import redis
+from celery.exceptions import Reject
 from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler, RateLimitErrorRetryHandler
 from slack_sdk.webhook import WebhookClient
@@ -126,7 +127,14 @@ def _run(task, function, *args):
             raise
         countdown = retry_countdown(task.request.retries)
         log.info("slack task retrying", extra={"task": task.name, "in_s": countdown, "error": repr(error)[:300]})
-        raise task.retry(countdown=countdown, exc=error) from error
+        try:
+            task.retry(countdown=countdown, exc=error)  # raises Retry once the retry message is published
+        except Reject as dropped:
+            # The broker could not take the retry (Redis restarting), and Celery would drop this message. Reject
+            # it with requeue instead: it goes back to the queue, or, if Redis cannot even hear that, stays
+            # unacknowledged and comes back after the visibility timeout. Judging has the stale-pair sweeper as a
+            # backstop; an alert has only its message.
+            raise Reject(error, requeue=True) from dropped
 
 
 # Look-ups ---------------------------------------------------------------------------------------------
