@@ -21,6 +21,7 @@ from workers.digest.period import Period, period_for
 from workers.digest.privacy import may_quote
 from workers.digest.stats import Prices, Report, WorstAnswer, build_report
 from workers.messages.digest import Links, Quotes, digest_message
+from workers.posted_marks import find_marked, mark
 from workers.runtime import Runtime, get_runtime
 
 log = logging.getLogger("relmon.digest")
@@ -95,24 +96,6 @@ def links_for(runtime: Runtime, report: Report) -> Links:
     return links
 
 
-def _posted_earlier(runtime: Runtime, channel: str, period_key: str, since: datetime) -> str | None:
-    """The ts of this period's message if a run posted it but died before recording it."""
-    try:
-        history = runtime.slack.conversations_history(
-            channel=channel, oldest=f"{since.timestamp():.6f}", limit=50, include_all_metadata=True
-        )
-    except SlackApiError:
-        return None  # cannot tell: post (a rare duplicate beats a missing digest)
-    for message in history.get("messages", []):
-        metadata = message.get("metadata") or {}
-        if (
-            metadata.get("event_type") == METADATA_EVENT
-            and metadata.get("event_payload", {}).get("period_key") == period_key
-        ):
-            return message["ts"]
-    return None
-
-
 def deliver_digest(runtime: Runtime, now: datetime, *, force: bool = False, period_key: str | None = None) -> Outcome:
     """Send the digest for the period `now` falls in, unless it was sent already. Safe to repeat.
 
@@ -136,7 +119,9 @@ def deliver_digest(runtime: Runtime, now: datetime, *, force: bool = False, peri
 
     try:
         report = load_report(runtime, period)
-        message_ts = claim.message_ts or _posted_earlier(runtime, channel, period.key, period.end - CLAIM_LEASE * 4)
+        message_ts = claim.message_ts or find_marked(
+            runtime.slack, channel, period.end - CLAIM_LEASE * 4, METADATA_EVENT, "period_key", period.key
+        )
         if message_ts is None:
             message = digest_message(
                 report, links_for(runtime, report), quotes_for(runtime, report, channel), prices_for(runtime)
@@ -146,7 +131,7 @@ def deliver_digest(runtime: Runtime, now: datetime, *, force: bool = False, peri
                 text=message["text"],
                 blocks=message["blocks"],
                 unfurl_links=False,
-                metadata={"event_type": METADATA_EVENT, "event_payload": {"period_key": period.key}},
+                metadata=mark(METADATA_EVENT, "period_key", period.key),
             )
             message_ts = posted["ts"]
         with runtime.db.session() as session:

@@ -52,6 +52,7 @@ from workers.messages.alerts import (
     summary_message,
 )
 from workers.messages.verdicts import VerdictItem, verdict_message
+from workers.posted_marks import find_marked, mark
 from workers.runtime import Runtime, get_runtime
 
 log = logging.getLogger("relmon.alerts")
@@ -254,25 +255,6 @@ ALERT_METADATA_EVENT = "relmon_alert"
 STALE_CLAIM = timedelta(seconds=30)
 
 
-def _posted_before(runtime: Runtime, channel: str, dedupe_key: str, since: datetime) -> str | None:
-    """The ts of this alert's message if a worker posted it but died before recording it (every alert carries
-    its dedupe key in Slack message metadata). Asked only for stale claims: the history API is rate-limited."""
-    try:
-        history = runtime.slack.conversations_history(
-            channel=channel, oldest=f"{since.timestamp() - 1:.6f}", limit=100, include_all_metadata=True
-        )
-    except SlackApiError:
-        return None  # cannot tell: post (a rare duplicate beats a missing alert)
-    for message in history.get("messages", []):
-        metadata = message.get("metadata") or {}
-        if (
-            metadata.get("event_type") == ALERT_METADATA_EVENT
-            and (metadata.get("event_payload") or {}).get("dedupe_key") == dedupe_key
-        ):
-            return message.get("ts")
-    return None
-
-
 def post_alert(runtime: Runtime, alert_id: int) -> str:
     """Post a claimed alert (low score or degradation) unless it was posted already."""
     with lease(runtime, alert_id):
@@ -283,13 +265,13 @@ def post_alert(runtime: Runtime, alert_id: int) -> str:
             channel, dedupe_key, claimed_at = row.alert_channel_id, row.dedupe_key, as_utc(row.created_at)
             payload = _render(runtime, session, row)
         if datetime.now(UTC) - claimed_at > STALE_CLAIM:
-            earlier_ts = _posted_before(runtime, channel, dedupe_key, claimed_at)
+            earlier_ts = find_marked(runtime.slack, channel, claimed_at, ALERT_METADATA_EVENT, "dedupe_key", dedupe_key)
             if earlier_ts:
                 with runtime.db.session() as session:
                     alert_store.mark_posted(session, alert_id, earlier_ts)
                 log.info("alert found posted by a worker that died", extra={"alert_id": alert_id})
                 return alert_store.STATUS_POSTED
-        metadata = {"event_type": ALERT_METADATA_EVENT, "event_payload": {"dedupe_key": dedupe_key}}
+        metadata = mark(ALERT_METADATA_EVENT, "dedupe_key", dedupe_key)
         try:
             response = runtime.slack.chat_postMessage(
                 channel=channel, unfurl_links=False, unfurl_media=False, metadata=metadata, **payload
