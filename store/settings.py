@@ -49,7 +49,8 @@ class Settings(BaseSettings):
     openai_base_url: str | None = Field(None, **_env("OPENAI_BASE_URL"))
     judge_model: str = Field(DEFAULT_JUDGE_MODEL, **_env("RELMON_JUDGE_MODEL"))
     llm_timeout_seconds: float = Field(60.0, gt=0, **_env("RELMON_LLM_TIMEOUT"))
-    llm_max_retries: int = Field(4, ge=0, le=10, **_env("RELMON_LLM_MAX_RETRIES"))
+    # Celery retries of a transient LLM failure in the pipeline (7 attempts: about two minutes at the 2 s base).
+    llm_max_retries: int = Field(6, ge=0, le=10, **_env("RELMON_LLM_MAX_RETRIES"))
     max_prompt_chars: int = Field(100_000, ge=2_000, **_env("RELMON_MAX_PROMPT_CHARS"))
     # Estimated cost shown in the digest, in USD per million tokens.
     cost_per_million_input_tokens: float = Field(0.15, ge=0, **_env("RELMON_COST_INPUT_PER_MTOK"))

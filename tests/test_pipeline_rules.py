@@ -12,11 +12,12 @@ import pytest
 from store.db import Database
 from store.judgments import find_cached, insert_judgment, set_pair_status, stored_judges
 from store.models import Judgment, Pair, PairStatus
+from store.settings import Settings
 from store.usage import calls_on, claim_budget_notice, claim_llm_call, release_budget_notice
 from workers import budget
 from workers.celery_app import MAX_TASK_DELAY_SECONDS, VISIBILITY_TIMEOUT_SECONDS
 from workers.sampling import is_sampled_in, sample_point
-from workers.tasks.judging import MAX_LLM_RETRIES, RETRY_CAP_SECONDS, judges_in_force, retry_delay
+from workers.tasks.judging import RETRY_CAP_SECONDS, judges_in_force, retry_delay
 
 # Sampling ---------------------------------------------------------------------------------------------------
 
@@ -50,7 +51,7 @@ def test_sampling_edges_and_on_demand() -> None:
 
 def test_retry_delay_doubles_with_jitter_and_stays_under_the_visibility_timeout() -> None:
     rng = random.Random(7)
-    delays = [retry_delay(n, 2.0, rng=rng) for n in range(MAX_LLM_RETRIES)]
+    delays = [retry_delay(n, 2.0, rng=rng) for n in range(Settings(_env_file=None).llm_max_retries)]
     for n, delay in enumerate(delays):
         expected = min(RETRY_CAP_SECONDS, 2.0 * 2**n)
         assert expected <= delay <= expected * 1.25

@@ -36,7 +36,8 @@ from workers.tasks.slack import follow_up_needed
 
 log = logging.getLogger("relmon.judging")
 
-MAX_LLM_RETRIES = 6  # 7 attempts in all: ~2 minutes of backoff at the default 2 s base
+# Celery's own bound on retries of one task; the LLM retries stop earlier, at RELMON_LLM_MAX_RETRIES (≤ 10).
+TASK_MAX_RETRIES = 10
 RETRY_CAP_SECONDS = 60.0  # no single delay longer than this (far under MAX_TASK_DELAY_SECONDS)
 SWEEP_LIMIT = 500
 TASK_CONSIDER_ALERT = "workers.tasks.slack.consider_alert"
@@ -166,7 +167,7 @@ class PairView:
 @celery.task(
     name="workers.tasks.judging.judge_pair",
     bind=True,
-    max_retries=MAX_LLM_RETRIES,
+    max_retries=TASK_MAX_RETRIES,
     # The database went away (restart, failover): Celery retries the task with backoff instead of dropping it.
     autoretry_for=(OperationalError,),
     retry_backoff=1,
@@ -223,7 +224,7 @@ def _judge(task, runtime: Runtime, pair_id: int, *, redelivered: bool) -> str:
             verdict = judge.evaluate(runtime.llm, question=pair.question, answer=pair.answer, reference=pair.reference)
             ready.append(verdict_values(verdict, pair_id=pair_id, cache_key=key))
         except TransientLLMError as error:
-            if task.request.retries < MAX_LLM_RETRIES:
+            if task.request.retries < settings.llm_max_retries:
                 # What this run has is final: store it and alert on it now; the retry skips those judges.
                 _hand_on(runtime, pair, _store(engine, pair_id, ready, mark_judged=False))
                 countdown = retry_delay(task.request.retries, settings.retry_base_seconds)
@@ -234,7 +235,12 @@ def _judge(task, runtime: Runtime, pair_id: int, *, redelivered: bool) -> str:
                 raise task.retry(countdown=countdown, exc=error) from error
             ready.append(
                 gave_up_values(
-                    judge, pair_id=pair_id, cache_key=key, model=model, attempts=MAX_LLM_RETRIES + 1, error=error
+                    judge,
+                    pair_id=pair_id,
+                    cache_key=key,
+                    model=model,
+                    attempts=settings.llm_max_retries + 1,
+                    error=error,
                 )
             )
     # Every judge in force now has a row (this run's, or a twin task's that won the insert): the pair is judged.
