@@ -30,6 +30,8 @@ from dataclasses import asdict, dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.fakes.background import BackgroundServer
+
 NO_DOCUMENT = "No document seems to precisely answer your question"
 FAULTS = ("429", "500", "timeout", "garbage")
 GARBAGE = '<<<%%% the model lost its train of thought ~~~ {"score": ## >>>'
@@ -342,18 +344,16 @@ class _Server(ThreadingHTTPServer):
         self.state = _State()
 
 
-class FakeOpenAI:
+class FakeOpenAI(BackgroundServer):
     """The fake server on 127.0.0.1, in a background thread. Use as a context manager."""
+
+    thread_name = "fake-openai"
 
     def __init__(self, port: int = 0, **behavior: Any) -> None:
         self._server = _Server(("127.0.0.1", port))
         self._thread: threading.Thread | None = None
         if behavior:
             self.set_behavior(**behavior)
-
-    @property
-    def port(self) -> int:
-        return self._server.server_address[1]
 
     @property
     def base_url(self) -> str:
@@ -409,23 +409,6 @@ class FakeOpenAI:
             self._server.state.requests.clear()
             self._server.state.statuses.clear()
             self._server.state.handler_seconds.clear()
-
-    def start(self) -> FakeOpenAI:
-        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-openai", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def __enter__(self) -> FakeOpenAI:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 def main(argv: list[str] | None = None) -> int:

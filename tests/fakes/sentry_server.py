@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.fakes.background import BackgroundServer
+
 
 @dataclass
 class Envelope:
@@ -75,8 +77,10 @@ def parse_envelope(project: str, raw: bytes) -> Envelope:
     return Envelope(project, headers, items, raw)
 
 
-class FakeSentry:
+class FakeSentry(BackgroundServer):
     """A Sentry ingest API on 127.0.0.1 (a free port), served from a background thread."""
+
+    thread_name = "fake-sentry"
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0, public_key: str = "public", project: str = "1") -> None:
         self.public_key = public_key
@@ -89,29 +93,8 @@ class FakeSentry:
         self._thread: threading.Thread | None = None
 
     @property
-    def port(self) -> int:
-        return self._server.server_address[1]
-
-    @property
     def dsn(self) -> str:
         return f"http://{self.public_key}@127.0.0.1:{self.port}/{self.project}"
-
-    def start(self) -> FakeSentry:
-        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-sentry", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def __enter__(self) -> FakeSentry:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     # Inspection -------------------------------------------------------------------------------
 

@@ -26,6 +26,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from tests.fakes.background import BackgroundServer
+
 TEAM_ID = "T_TEST"
 RELMON_USER_ID = "U_RELMON"
 RELMON_BOT_ID = "B_RELMON"
@@ -40,8 +42,11 @@ class Channel:
     members: list[str] = field(default_factory=list)
 
 
-class FakeSlack:
+class FakeSlack(BackgroundServer):
     """A Slack Web API on 127.0.0.1 (a free port), served from a background thread."""
+
+    thread_name = "fake-slack"
+    poll_interval = 0.05
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
         self._lock = threading.RLock()
@@ -72,33 +77,12 @@ class FakeSlack:
     # Life cycle -------------------------------------------------------------------------------
 
     @property
-    def port(self) -> int:
-        return self._server.server_address[1]
-
-    @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
     @property
     def api_url(self) -> str:
         return f"{self.base_url}/api/"
-
-    def start(self) -> FakeSlack:
-        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), name="fake-slack", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def __enter__(self) -> FakeSlack:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     # State set-up -----------------------------------------------------------------------------
 
