@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import select
+from sqlalchemy.exc import OperationalError
 
 from store import alerts as alert_store
 from store.feedback import record_vote
@@ -315,7 +316,36 @@ def test_a_stale_claim_whose_post_reached_slack_is_not_posted_again(make_runtime
             row = session.execute(select(Alert)).scalar_one()
             row.status, row.message_ts = "claimed", None
             row.created_at = datetime.now(UTC) - timedelta(minutes=5)
+        runtime.redis.delete(f"relmon:posted:low:{judgment_id}")  # it died before even the Redis receipt
         assert tasks.consider(runtime, judgment_id).startswith("posted")
         assert len(fake.posted(ALERTS)) == 1
         [row] = alerts(runtime)
+        assert (row.status, row.message_ts) == ("posted", posted_ts)
+
+
+def test_database_down_after_slack_took_the_post_does_not_post_twice(make_runtime, fake, monkeypatch):
+    """Slack accepted the alert, then the database failed before recording it (PostgreSQL restarting): the task
+    fails and Celery retries it at once, long before the claim looks stale. The Redis receipt stops a second
+    post; the same holds for the hour's summary and for a private verdict."""
+    real_mark_posted = alert_store.mark_posted
+    failures = []
+
+    def database_gone_once(session, alert_id, message_ts):
+        if not failures:
+            failures.append(alert_id)
+            raise OperationalError("UPDATE alerts", {}, Exception("server closed the connection unexpectedly"))
+        return real_mark_posted(session, alert_id, message_ts)
+
+    monkeypatch.setattr(alert_store, "mark_posted", database_gone_once)
+    with make_runtime() as runtime:
+        judgment_id = add_judgment(runtime, score=0)
+        with pytest.raises(OperationalError):
+            tasks.consider(runtime, judgment_id)
+        assert len(fake.posted(ALERTS)) == 1
+        [row] = alerts(runtime)
+        assert row.status == "claimed"  # the database never heard of the post
+        assert tasks.consider(runtime, judgment_id).startswith("posted")  # the retry
+        assert len(fake.posted(ALERTS)) == 1
+        [row] = alerts(runtime)
+        [posted_ts] = fake.messages[ALERTS]
         assert (row.status, row.message_ts) == ("posted", posted_ts)

@@ -29,3 +29,25 @@ def find_marked(slack: WebClient, channel: str, since: datetime, event_type: str
         if metadata.get("event_type") == event_type and (metadata.get("event_payload") or {}).get(key) == value:
             return message.get("ts")
     return None
+
+
+# A receipt in Redis bridges the gap between Slack accepting a post and the database recording it: when the
+# database is down at that moment, the task retries, and the retry finds the receipt instead of posting again.
+RECEIPT_TTL_SECONDS = 7 * 24 * 3600
+
+
+def _receipt_key(key: str) -> str:
+    return f"relmon:posted:{key}"
+
+
+def remember_post(redis_client, key: str, message_ts: str | None) -> None:
+    """Note at once that the post labelled `key` went out (before the database write that records it)."""
+    redis_client.set(_receipt_key(key), message_ts or "", ex=RECEIPT_TTL_SECONDS)
+
+
+def recall_post(redis_client, key: str) -> str | None:
+    """The receipt left by `remember_post`: the message ts ("" when Slack gave none), or None if never posted."""
+    value = redis_client.get(_receipt_key(key))
+    if value is None:
+        return None
+    return value.decode() if isinstance(value, bytes) else value

@@ -52,7 +52,7 @@ from workers.messages.alerts import (
     summary_message,
 )
 from workers.messages.verdicts import VerdictItem, verdict_message
-from workers.posted_marks import find_marked, mark
+from workers.posted_marks import find_marked, mark, recall_post, remember_post
 from workers.runtime import Runtime, get_runtime
 
 log = logging.getLogger("relmon.alerts")
@@ -264,13 +264,14 @@ def post_alert(runtime: Runtime, alert_id: int) -> str:
                 return row.status if row else "missing"
             channel, dedupe_key, claimed_at = row.alert_channel_id, row.dedupe_key, as_utc(row.created_at)
             payload = _render(runtime, session, row)
-        if datetime.now(UTC) - claimed_at > STALE_CLAIM:
+        earlier_ts = recall_post(runtime.redis, dedupe_key)  # posted, but the database missed it (it was down)
+        if earlier_ts is None and datetime.now(UTC) - claimed_at > STALE_CLAIM:
             earlier_ts = find_marked(runtime.slack, channel, claimed_at, ALERT_METADATA_EVENT, "dedupe_key", dedupe_key)
-            if earlier_ts:
-                with runtime.db.session() as session:
-                    alert_store.mark_posted(session, alert_id, earlier_ts)
-                log.info("alert found posted by a worker that died", extra={"alert_id": alert_id})
-                return alert_store.STATUS_POSTED
+        if earlier_ts is not None:
+            with runtime.db.session() as session:
+                alert_store.mark_posted(session, alert_id, earlier_ts or None)
+            log.info("alert found posted already", extra={"alert_id": alert_id})
+            return alert_store.STATUS_POSTED
         metadata = mark(ALERT_METADATA_EVENT, "dedupe_key", dedupe_key)
         try:
             response = runtime.slack.chat_postMessage(
@@ -283,6 +284,7 @@ def post_alert(runtime: Runtime, alert_id: int) -> str:
                 log.error("alert not posted", extra={"alert_id": alert_id, "error": slack_error(error)})
                 return alert_store.STATUS_FAILED
             raise
+        remember_post(runtime.redis, dedupe_key, response.get("ts"))
         with runtime.db.session() as session:
             alert_store.mark_posted(session, alert_id, response.get("ts"))
     log.info("alert posted", extra={"alert_id": alert_id, "channel": channel})
@@ -482,6 +484,12 @@ def flush_summary(runtime: Runtime, channel_id: str, hour: datetime) -> str:
             shown = int((row.details or {}).get("count", 0))
             state = (row.status, row.message_ts, row.alert_channel_id)
         status, message_ts, alert_channel = state
+        receipt_key = summary_key(channel_id, hour)
+        if not message_ts:
+            message_ts = recall_post(runtime.redis, receipt_key) or None  # posted, but the database missed it
+            if message_ts:
+                with runtime.db.session() as session:
+                    alert_store.mark_posted(session, summary_id, message_ts)
         if (
             not items
             or status == alert_store.STATUS_FAILED
@@ -508,6 +516,7 @@ def flush_summary(runtime: Runtime, channel_id: str, hour: datetime) -> str:
                 channel=alert_channel, unfurl_links=False, unfurl_media=False, **payload
             )
             message_ts = response.get("ts")
+            remember_post(runtime.redis, receipt_key, message_ts)
             with runtime.db.session() as session:
                 alert_store.mark_posted(session, summary_id, message_ts)
         with runtime.db.session() as session:
@@ -587,7 +596,11 @@ def deliver(runtime: Runtime, pair_id: int) -> str:
                 budget_spent=pair.status == PairStatus.SKIPPED_BUDGET,
             )
             job = _VerdictJob(alert_id, row.status, pair.requested_by, pair.response_url, payload)
-        where = _send_privately(runtime, job)
+        receipt_key = f"verdict:{pair_id}"
+        where = recall_post(runtime.redis, receipt_key)  # sent, but the database missed it (it was down)
+        if not where:
+            where = _send_privately(runtime, job)
+            remember_post(runtime.redis, receipt_key, where)
         with runtime.db.session() as session:
             alert_store.mark_posted(session, alert_id, None)
             alert_store.merge_details(session, alert_id, delivered_via=where)
