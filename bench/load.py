@@ -72,22 +72,68 @@ class TimedSlack(FakeSlack):
         return answer
 
 
+def process_tree(pid: int, *, children: bool = True) -> list[int]:
+    """The process and (by default) its descendants."""
+    found, pending = [], [pid]
+    while pending:
+        current = pending.pop()
+        found.append(current)
+        if not children:
+            continue
+        try:
+            for task in Path(f"/proc/{current}/task").iterdir():
+                pending.extend(int(child) for child in (task / "children").read_text().split())
+        except (OSError, ValueError):
+            continue
+    return found
+
+
 def peak_rss_mb(pid: int, *, children: bool = True) -> float:
     """VmHWM (peak resident set) of a process and (by default) its descendants, in MB."""
     total = 0
-    pending = [pid]
-    while pending:
-        current = pending.pop()
+    for current in process_tree(pid, children=children):
         try:
             for line in Path(f"/proc/{current}/status").read_text().splitlines():
                 if line.startswith("VmHWM:"):
                     total += int(line.split()[1])
-            for task in Path(f"/proc/{current}/task").iterdir() if children else ():
-                children = (task / "children").read_text().split()
-                pending.extend(int(child) for child in children)
         except (OSError, ValueError):
             continue
     return total / 1024
+
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU time the processes have used so far."""
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / CLOCK_TICKS
+
+
+def postgres_pids() -> list[int]:
+    """The PostgreSQL server's processes (every backend counts: the bench's database is the only busy one)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "comm").read_text().strip() in ("postgres", "postmaster"):
+                    pids.append(int(entry.name))
+            except OSError:
+                continue
+    return pids
+
+
+def machine_busy_seconds() -> float:
+    """CPU time the whole machine spent not idle (all cores), from /proc/stat."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle, iowait
+    return (sum(fields[:8]) - idle) / CLOCK_TICKS
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -217,6 +263,15 @@ def main(argv: list[str] | None = None) -> int:
                     offtopic.add(answer_ts)
             deliver(sr.bot_message(CHANNEL, answer_ts, text, thread_ts=question_ts))
 
+        def cpu_snapshot() -> dict[str, dict[int, float]]:
+            groups = {name: process_tree(process.pid) for name, process in processes}
+            groups["fake LLM"] = [llm.pid]
+            groups["redis"] = [redis_server.process.pid]
+            groups["postgresql"] = postgres_pids() if database_url.startswith("postgresql") else []
+            groups["bench (fake Slack, senders)"] = [os.getpid()]
+            return {name: {pid: cpu_seconds([pid]) for pid in pids} for name, pids in groups.items()}
+
+        cpu_before, busy_before, wall_before = cpu_snapshot(), machine_busy_seconds(), time.monotonic()
         print(f"sending {total} answers at {args.rate:g}/s for {args.seconds:g} s ...", flush=True)
         with ThreadPoolExecutor(max_workers=args.senders) as pool:
             list(pool.map(send, range(total)))
@@ -236,6 +291,14 @@ def main(argv: list[str] | None = None) -> int:
             wait_for(drained, timeout=args.drain_seconds, interval=0.5, what="the pipeline to drain")
         except AssertionError as error:
             print(f"warning: {error}", flush=True)
+        cpu_after, busy_after, wall_after = cpu_snapshot(), machine_busy_seconds(), time.monotonic()
+        cpu_ms_per_answer = {
+            name: round(
+                1000 * sum(t - cpu_before.get(name, {}).get(pid, 0.0) for pid, t in cpu_after[name].items()) / total, 2
+            )
+            for name in cpu_after
+        }
+        machine_busy = (busy_after - busy_before) / (wall_after - wall_before) / (os.cpu_count() or 1)
         time.sleep(2.0)  # late duplicates would land now
         rss = {name: peak_rss_mb(process.pid) for name, process in processes}
 
@@ -289,6 +352,8 @@ def main(argv: list[str] | None = None) -> int:
             "send_failures": dict(failures),
             "sending_took_s": round(sending_took, 1),
             "peak_rss_mb": {name: round(value, 1) for name, value in rss.items()},
+            "cpu_ms_per_answer": cpu_ms_per_answer,
+            "machine_busy_percent": round(100 * machine_busy, 1),
         }
         report["peak_rss_mb"]["fake LLM"] = round(peak_rss_mb(llm.pid), 1)
         report["peak_rss_mb"]["redis"] = round(peak_rss_mb(redis_server.process.pid), 1)
@@ -333,6 +398,11 @@ def print_report(report: dict[str, Any]) -> None:
     print("  peak RSS:")
     for name, value in report["peak_rss_mb"].items():
         print(f"    {name:<32} {value:.1f} MB")
+    busy = report["machine_busy_percent"]
+    print(f"  CPU per answer, from the first send to the drained pipeline (machine {busy}% busy):")
+    for name, value in report["cpu_ms_per_answer"].items():
+        print(f"    {name:<32} {value:.2f} ms")
+    print(f"    {'all of the above':<32} {sum(report['cpu_ms_per_answer'].values()):.2f} ms")
 
 
 if __name__ == "__main__":

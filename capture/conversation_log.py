@@ -57,16 +57,47 @@ class ConversationLog:
     def _thread_key(self, channel: str, root_ts: str) -> str:
         return f"{PREFIX}:thread:{channel}:{root_ts}"
 
-    def record(self, channel: str, message: LoggedMessage) -> None:
-        """Add or replace one message (an edit replaces the text; a deleted mark survives edits)."""
+    def _record_into(self, pipe, channel: str, message: LoggedMessage) -> None:
         index = self._thread_key(channel, message.thread_key) if message.in_thread else self._top_key(channel)
         horizon = time.time() - self.ttl
-        pipe = self.redis.pipeline(transaction=False)
         pipe.set(self._msg_key(channel, message.ts), _to_json(message), ex=self.ttl)
         pipe.zadd(index, {message.ts: float(message.ts)})
         pipe.zremrangebyscore(index, "-inf", horizon)  # entries whose message key has expired
         pipe.expire(index, self.ttl)
+
+    def record(self, channel: str, message: LoggedMessage, *, then_set: tuple[str, int] | None = None) -> None:
+        """Add or replace one message (an edit replaces the text; a deleted mark survives edits). `then_set`
+        (key, seconds) is set in the same round trip, after the message: a marker that it was recorded."""
+        pipe = self.redis.pipeline(transaction=True)
+        self._record_into(pipe, channel, message)
+        if then_set is not None:
+            pipe.set(then_set[0], "1", ex=then_set[1])
         pipe.execute()
+
+    def lookup(self, channel: str, ts: str, flag_key: str | None) -> tuple[LoggedMessage | None, bool]:
+        """The logged message at `ts` and whether `flag_key` exists, in one round trip."""
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.get(self._msg_key(channel, ts))
+        if flag_key is not None:
+            pipe.exists(flag_key)
+        replies = pipe.execute()
+        raw = replies[0]
+        return (_from_json(raw) if raw else None), bool(flag_key is not None and replies[1])
+
+    def record_and_around(self, channel: str, message: LoggedMessage, window_seconds: float) -> list[LoggedMessage]:
+        """`record` then `around`, in two round trips instead of four to six."""
+        pipe = self.redis.pipeline(transaction=True)
+        self._record_into(pipe, channel, message)
+        pipe.zrange(self._thread_key(channel, message.thread_key), 0, -1)
+        if not message.in_thread:
+            pipe.zrangebyscore(
+                self._top_key(channel), message.seconds - window_seconds, message.seconds + window_seconds
+            )
+        replies = pipe.execute()
+        thread = [message.thread_key, *replies[4]]
+        top = replies[5] if not message.in_thread else []
+        loaded = self._load(channel, [*thread, *top])
+        return self._merge_around(message, loaded)
 
     def record_many(self, channel: str, messages: Iterable[LoggedMessage]) -> None:
         for message in messages:
@@ -102,10 +133,16 @@ class ConversationLog:
     def around(self, channel: str, message: LoggedMessage, window_seconds: float) -> list[LoggedMessage]:
         """Everything the pairing rules need to place `message`: its thread, and the channel's top-level
         messages within the window before it (and as long after, for the rest of a top-level run)."""
-        found = {m.ts: m for m in self.thread(channel, message.thread_key)}
+        loaded = self.thread(channel, message.thread_key)
         if not message.in_thread:
-            for m in self.top_level(channel, message.seconds - window_seconds, message.seconds + window_seconds):
-                found.setdefault(m.ts, m)
+            loaded += self.top_level(channel, message.seconds - window_seconds, message.seconds + window_seconds)
+        return self._merge_around(message, loaded)
+
+    @staticmethod
+    def _merge_around(message: LoggedMessage, loaded: list[LoggedMessage]) -> list[LoggedMessage]:
+        found: dict[str, LoggedMessage] = {}
+        for m in loaded:
+            found.setdefault(m.ts, m)
         found.setdefault(message.ts, message)
         return list(found.values())
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import Connection, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -219,7 +219,7 @@ class LatestDegradation:
     recovered: bool
 
 
-def latest_degradation(session: Session, channel_id: str) -> LatestDegradation | None:
+def latest_degradation(session: Session | Connection, channel_id: str) -> LatestDegradation | None:
     """The channel's most recent degradation alert (one indexed row, for the lock-free pre-check)."""
     row = session.execute(
         select(Alert.status, Alert.created_at, Alert.details)
@@ -236,19 +236,25 @@ def mark_recovered(session: Session, alert_id: int, at: datetime) -> None:
     merge_details(session, alert_id, recovered_at=at.isoformat())
 
 
-def recent_scores(session: Session, channel_id: str, judge: str, *, last: int) -> list[tuple[float, datetime]]:
-    """(score, time) of the latest `last` captured `ok` judgments by one judge in a channel."""
+def recent_scores(
+    session: Session | Connection, channel_id: str, judge: str, *, last: int
+) -> list[tuple[float, datetime]]:
+    """(score, time) of one judge's `ok` judgments of the channel's latest `last` captured answers so judged.
+
+    Runs after every judgment: it walks the channel's pairs newest first on ix_pairs_channel_created and looks up
+    each one's judgment on its (pair_id, judge) key, so it reads about `last` rows whatever the table's size.
+    (Ordering by judgment ID instead made the database join the channel's whole history each time.)"""
     rows = session.execute(
         select(Judgment.score, Judgment.created_at)
-        .join(Pair, Pair.id == Judgment.pair_id)
+        .select_from(Pair)
+        .join(Judgment, (Judgment.pair_id == Pair.id) & (Judgment.judge == judge))
         .where(
             Pair.channel_id == channel_id,
             Pair.source == "capture",
-            Judgment.judge == judge,
             Judgment.status == JudgmentStatus.OK,
             Judgment.score.is_not(None),
         )
-        .order_by(Judgment.id.desc())
+        .order_by(Pair.created_at.desc(), Pair.id.desc())
         .limit(last)
     )
     return [(score, created) for score, created in rows]

@@ -28,7 +28,7 @@ def notice_text(budget: int, day: date) -> str:
 
 def spend_one_call(db: Database, budget: int, now: datetime | None = None) -> bool:
     """Take one LLM call from today's budget; False when it is spent."""
-    with db.engine.begin() as connection:
+    with db.autocommit() as connection:  # one atomic UPDATE (the insert of a new day's row is idempotent)
         return claim_llm_call(connection, budget_day(now), budget)
 
 

@@ -57,23 +57,21 @@ class Capture:
 
     def on_message(self, body: dict[str, Any], event: dict[str, Any], context: BoltContext) -> None:
         event_id = body.get("event_id")
-        done_key = f"relmon:event:{event_id}"
-        redis = self.runtime.redis
-        if event_id and redis.exists(done_key):
-            log.info("duplicate event ignored", extra={"event_id": event_id})
-            return
         own = Identity(user_id=context.bot_user_id, bot_id=context.bot_id, app_id=body.get("api_app_id"))
-        self.handle(event, body.get("team_id"), own)
-        if event_id:
-            redis.set(done_key, "1", ex=EVENT_DONE_TTL_SECONDS, nx=True)
+        self.handle(event, body.get("team_id"), own, done_key=f"relmon:event:{event_id}" if event_id else None)
 
-    def handle(self, event: dict[str, Any], team_id: str | None, own: Identity) -> None:
+    def handle(self, event: dict[str, Any], team_id: str | None, own: Identity, done_key: str | None = None) -> None:
+        """Capture one message event. `done_key` marks the event captured (set only once capture succeeded), so
+        that Slack's retry of a delivery that worked is skipped. Redis round trips are few and pipelined: every
+        event waits for them before Slack gets its acknowledgement."""
         channel = event.get("channel")
         subtype = event.get("subtype")
         if subtype in IGNORED_SUBTYPES or channel_ignore_reason(channel, self.settings, self.runtime.rules):
             return
         if subtype == "message_deleted":
-            self._deleted(channel, event, own, team_id)
+            if not self._already_done(done_key):
+                self._deleted(channel, event, own, team_id)
+                self._mark_done(done_key)
             return
         message = message_of(event)
         if not message.get("ts"):
@@ -82,7 +80,10 @@ class Capture:
         if author == Author.OWN:
             return
         conversation = self.log()
-        existing = conversation.get(channel, message["ts"])
+        existing, done = conversation.lookup(channel, message["ts"], done_key)
+        if done:
+            log.info("duplicate event ignored", extra={"event_id": done_key})
+            return
         if existing is not None and existing.deleted:
             return  # a late edit of a deleted message
         if isinstance(event.get("root"), dict):  # thread_broadcast: the thread's root may be the question
@@ -93,9 +94,19 @@ class Capture:
                     conversation.record(channel, logged_message(root, root_author))
         # Other bots are logged without their words: they still separate one answer from the next.
         logged = logged_message(message, author, content={} if author == Author.OTHER else None)
-        conversation.record(channel, logged)
-        if author == Author.MONITORED_BOT:
-            self._capture_answer(channel, logged, event, team_id, conversation)
+        if author != Author.MONITORED_BOT:
+            conversation.record(channel, logged, then_set=(done_key, EVENT_DONE_TTL_SECONDS) if done_key else None)
+            return
+        around = conversation.record_and_around(channel, logged, self.settings.toplevel_window_seconds)
+        self._capture_answer(channel, logged, event, team_id, around)
+        self._mark_done(done_key)
+
+    def _already_done(self, done_key: str | None) -> bool:
+        return done_key is not None and bool(self.runtime.redis.exists(done_key))
+
+    def _mark_done(self, done_key: str | None) -> None:
+        if done_key is not None:
+            self.runtime.redis.set(done_key, "1", ex=EVENT_DONE_TTL_SECONDS, nx=True)
 
     # Answers -----------------------------------------------------------------------------------
 
@@ -105,12 +116,12 @@ class Capture:
         message: LoggedMessage,
         event: dict[str, Any],
         team_id: str | None,
-        conversation: ConversationLog,
+        around: list[LoggedMessage],
     ) -> None:
+        """`around`: what the log holds around `message` (ConversationLog.around)."""
         from workers.tasks.capture import settle_pair
 
         runtime = self.runtime
-        around = conversation.around(channel, message, self.settings.toplevel_window_seconds)
         run = answer_run(message, around)
         root = run[0]
         answer_text = "\n".join(t for t in (message_text(p.content) for p in run) if t.strip())
@@ -160,7 +171,8 @@ class Capture:
         around = conversation.around(channel, tombstone, self.settings.toplevel_window_seconds)
         before = [m for m in thread_messages(tombstone.thread_key, around) if ts_key(m) < ts_key(tombstone)]
         if before and before[-1].author == Author.MONITORED_BOT:
-            self._capture_answer(channel, before[-1], event, team_id, conversation)
+            window = self.settings.toplevel_window_seconds
+            self._capture_answer(channel, before[-1], event, team_id, conversation.around(channel, before[-1], window))
 
 
 def register(app: App, settings: Settings) -> None:

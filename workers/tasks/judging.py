@@ -181,12 +181,12 @@ def judge_pair(self, pair_id: int, resumed: bool = False) -> str:
 
 
 def _judge(task, runtime: Runtime, pair_id: int, *, redelivered: bool) -> str:
-    """Three short transactions on the hot path: read (pair, stored judges, cache), the budget claim, and the
-    insert together with the status change. No transaction is open during the LLM call."""
+    """On the hot path: reads (pair, stored judges, cache) and the budget claim each in autocommit, then one
+    transaction for the insert together with the status change. No transaction is open during the LLM call."""
     settings = runtime.settings
     engine = runtime.db.engine
     model = settings.judge_model
-    with engine.begin() as connection:
+    with runtime.db.autocommit() as connection:
         fields = pair_for_judging(connection, pair_id)
         if fields is None:
             log.warning("pair not found", extra={"pair_id": pair_id})

@@ -378,13 +378,13 @@ def follow_up_needed(runtime: Runtime, facts: JudgmentFacts, now: datetime | Non
         return True
     if facts.judge != DEGRADATION_JUDGE or facts.status != "ok" or facts.source != "capture" or not rule.alert_channel:
         return False
-    with runtime.db.session() as session:
+    with runtime.db.autocommit() as connection:  # two reads, no transaction needed
         scores = alert_store.recent_scores(
-            session, facts.channel_id, DEGRADATION_JUDGE, last=settings.degradation_window
+            connection, facts.channel_id, DEGRADATION_JUDGE, last=settings.degradation_window
         )
         if len(scores) < settings.degradation_window:
             return False  # too early to say, whatever the history
-        latest = alert_store.latest_degradation(session, facts.channel_id)
+        latest = alert_store.latest_degradation(connection, facts.channel_id)
     if latest is not None and latest.status == alert_store.STATUS_CLAIMED:
         return True  # claimed by a worker that died before posting
     decision = decide_degradation(
