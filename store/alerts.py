@@ -241,22 +241,32 @@ def recent_scores(
 ) -> list[tuple[float, datetime]]:
     """(score, time) of one judge's `ok` judgments of the channel's latest `last` captured answers so judged.
 
-    Runs after every judgment: it walks the channel's pairs newest first on ix_pairs_channel_created and looks up
-    each one's judgment on its (pair_id, judge) key, so it reads about `last` rows whatever the table's size.
-    (Ordering by judgment ID instead made the database join the channel's whole history each time.)"""
-    rows = session.execute(
-        select(Judgment.score, Judgment.created_at)
-        .select_from(Pair)
-        .join(Judgment, (Judgment.pair_id == Pair.id) & (Judgment.judge == judge))
-        .where(
-            Pair.channel_id == channel_id,
-            Pair.source == "capture",
-            Judgment.status == JudgmentStatus.OK,
-            Judgment.score.is_not(None),
+    Runs after every judgment, so it must cost about `last` rows whatever the tables hold: it takes the channel's
+    newest pairs first (ix_pairs_channel_created), a few times `last` of them (some are still being judged or were
+    skipped), and only then their judgments, so the database never joins the channel's history, nor walks it
+    row by row. When that batch of pairs holds too few, a four times larger one is read, up to all of them."""
+    batch = 3 * last
+    while True:
+        recent = (
+            select(Pair.id, Pair.created_at)
+            .where(Pair.channel_id == channel_id, Pair.source == "capture")
+            .order_by(Pair.created_at.desc(), Pair.id.desc())
+            .limit(batch)
+            .subquery()
         )
-        .order_by(Pair.created_at.desc(), Pair.id.desc())
-        .limit(last)
-    )
+        rows = session.execute(
+            select(Judgment.score, Judgment.created_at)
+            .join(recent, Judgment.pair_id == recent.c.id)
+            .where(Judgment.judge == judge, Judgment.status == JudgmentStatus.OK, Judgment.score.is_not(None))
+            .order_by(recent.c.created_at.desc(), recent.c.id.desc())
+            .limit(last)
+        ).all()
+        if len(rows) >= last:
+            break
+        pairs_read = session.execute(select(func.count()).select_from(recent)).scalar_one()
+        if pairs_read < batch:
+            break  # that was every pair of the channel
+        batch *= 4
     return [(score, created) for score, created in rows]
 
 

@@ -146,7 +146,8 @@ class Capture:
         inner = message_of(event)
         completed = inner.get("streaming_state") == "completed" or event.get("streaming_state") == "completed"
         countdown = 0 if completed else self.settings.settle_seconds
-        settle_pair.apply_async((captured.pair_id, captured.version), countdown=countdown)
+        # No countdown at all rather than 0: a message with an ETA costs the worker a timer and a prefetch slot.
+        settle_pair.apply_async((captured.pair_id, captured.version), countdown=countdown or None)
         log.info(
             "answer captured",
             extra={"pair_id": captured.pair_id, "version": captured.version, "channel": channel, "parts": len(run)},
