@@ -241,33 +241,36 @@ def recent_scores(
 ) -> list[tuple[float, datetime]]:
     """(score, time) of one judge's `ok` judgments of the channel's latest `last` captured answers so judged.
 
-    Runs after every judgment, so it must cost about `last` rows whatever the tables hold: it takes the channel's
-    newest pairs first (ix_pairs_channel_created), a few times `last` of them (some are still being judged or were
-    skipped), and only then their judgments, so the database never joins the channel's history, nor walks it
-    row by row. When that batch of pairs holds too few, a four times larger one is read, up to all of them."""
+    Runs after every judgment, so it must cost about `last` rows whatever the tables hold and whatever the planner
+    believes: two plain index look-ups rather than one join, whose plan on a young database (no statistics yet)
+    fetched the whole judgments table for every pair. First the channel's newest pairs (ix_pairs_channel_created),
+    a few times `last` of them since some are still being judged or were skipped; then their judgments by
+    (pair_id, judge). When that batch holds too few, a four times larger one is read, up to all of them."""
     batch = 3 * last
     while True:
-        recent = (
-            select(Pair.id, Pair.created_at)
-            .where(Pair.channel_id == channel_id, Pair.source == "capture")
-            .order_by(Pair.created_at.desc(), Pair.id.desc())
-            .limit(batch)
-            .subquery()
+        pair_ids = list(
+            session.execute(
+                select(Pair.id)
+                .where(Pair.channel_id == channel_id, Pair.source == "capture")
+                .order_by(Pair.created_at.desc())  # exactly the index's order: the scan stops after `batch` rows
+                .limit(batch)
+            ).scalars()
         )
-        rows = session.execute(
-            select(Judgment.score, Judgment.created_at)
-            .join(recent, Judgment.pair_id == recent.c.id)
-            .where(Judgment.judge == judge, Judgment.status == JudgmentStatus.OK, Judgment.score.is_not(None))
-            .order_by(recent.c.created_at.desc(), recent.c.id.desc())
-            .limit(last)
-        ).all()
-        if len(rows) >= last:
-            break
-        pairs_read = session.execute(select(func.count()).select_from(recent)).scalar_one()
-        if pairs_read < batch:
-            break  # that was every pair of the channel
+        found = {
+            pair_id: (score, created)
+            for pair_id, score, created in session.execute(
+                select(Judgment.pair_id, Judgment.score, Judgment.created_at).where(
+                    Judgment.pair_id.in_(pair_ids),
+                    Judgment.judge == judge,
+                    Judgment.status == JudgmentStatus.OK,
+                    Judgment.score.is_not(None),
+                )
+            )
+        }
+        rows = [found[pair_id] for pair_id in pair_ids if pair_id in found][:last]
+        if len(rows) >= last or len(pair_ids) < batch:  # enough, or that was every pair of the channel
+            return rows
         batch *= 4
-    return [(score, created) for score, created in rows]
 
 
 @dataclass(frozen=True)
