@@ -19,7 +19,7 @@ from sqlalchemy import Connection, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from store.models import Alert, Judgment, JudgmentStatus, Pair
+from store.models import Alert, Judgment, JudgmentStatus, Pair, PairStatus
 
 KIND_LOW = "low_score"
 KIND_DEGRADATION = "degradation"
@@ -243,15 +243,15 @@ def recent_scores(
 
     Runs after every judgment, so it must cost about `last` rows whatever the tables hold and whatever the planner
     believes: two plain index look-ups rather than one join, whose plan on a young database (no statistics yet)
-    fetched the whole judgments table for every pair. First the channel's newest pairs (ix_pairs_channel_created),
-    a few times `last` of them since some are still being judged or were skipped; then their judgments by
-    (pair_id, judge). When that batch holds too few, a four times larger one is read, up to all of them."""
+    fetched the whole judgments table for every pair. First the channel's newest judged pairs (a burst leaves many
+    pending) on ix_pairs_channel_created, a few times `last` of them since some judgments are errors; then their
+    judgments by (pair_id, judge). When that batch holds too few, a four times larger one is read, up to all."""
     batch = 3 * last
     while True:
         pair_ids = list(
             session.execute(
                 select(Pair.id)
-                .where(Pair.channel_id == channel_id, Pair.source == "capture")
+                .where(Pair.channel_id == channel_id, Pair.source == "capture", Pair.status == PairStatus.JUDGED)
                 .order_by(Pair.created_at.desc())  # exactly the index's order: the scan stops after `batch` rows
                 .limit(batch)
             ).scalars()
