@@ -9,6 +9,7 @@
 Every call is recorded (`.calls`); state covers users, conversations, chat, files, views, auth and bots.
 `rate_limit(method, times, retry_after)` makes the next calls answer 429 with Retry-After.
 `response_url(key)` gives a URL whose posts land in `.responses[key]` (slash commands, shortcuts).
+`apps.connections.open` (app-level xapp- tokens only) answers `socket_mode_url`, e.g. a FakeSocketMode's `.url`.
 Runnable alone: `python -m tests.fakes.slack_server --port N`.
 """
 
@@ -48,8 +49,10 @@ class FakeSlack(BackgroundServer):
     thread_name = "fake-slack"
     poll_interval = 0.05
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, *, socket_mode_url: str | None = None) -> None:
         self._lock = threading.RLock()
+        # What apps.connections.open answers (tests.fakes.socket_mode_server); None: Socket Mode is off.
+        self.socket_mode_url = socket_mode_url
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self.users: dict[str, dict[str, Any]] = {}
         self.bots: dict[str, dict[str, Any]] = {}
@@ -201,6 +204,11 @@ class FakeSlack(BackgroundServer):
             "bot_id": RELMON_BOT_ID,
             "is_enterprise_install": False,
         }
+
+    def _api_apps_connections_open(self, params: dict) -> dict:
+        if self.socket_mode_url is None:
+            return {"ok": False, "error": "socket_mode_not_enabled"}
+        return {"ok": True, "url": self.socket_mode_url}
 
     def _api_bots_info(self, params: dict) -> dict:
         bot = self.bots.get(params.get("bot", ""))
@@ -435,6 +443,9 @@ class FakeSlack(BackgroundServer):
                     return
                 if method != "api.test" and fake.valid_tokens is not None and token not in fake.valid_tokens:
                     self._send(200, {"ok": False, "error": "invalid_auth"})
+                    return
+                if method == "apps.connections.open" and not token.startswith("xapp-"):
+                    self._send(200, {"ok": False, "error": "not_allowed_token_type"})  # Slack's answer
                     return
                 retry_after = fake._take_rate_limit(method)
                 if retry_after is not None:

@@ -1,0 +1,131 @@
+"""End to end over Socket Mode: `relmon bot` with SLACK_APP_TOKEN (and no signing secret) opens its connection
+through `apps.connections.open` on the fake Slack, receives a question and an answer as Socket Mode envelopes
+from the fake websocket endpoint, acknowledges each one once it is captured, reconnects when Slack asks it to,
+skips a redelivery, and a real `relmon worker` started afterwards judges the stored pair."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from sqlalchemy import func, select
+
+from store.db import Database
+from store.models import Judgment, Pair, PairStatus
+from tests import slack_requests as sr
+from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.slack_server import FakeSlack
+from tests.fakes.socket_mode_server import FakeSocketMode
+from tests.processes import RelmonProcess, WaitTimeout, relmon_env, start_worker, wait_for
+
+pytestmark = pytest.mark.slow
+
+APP_TOKEN = "xapp-test-token"
+ACK_TIMEOUT = 60.0  # seconds; generous: the machine may be busy with other test runs
+
+
+def start_socket_mode_bot(env: dict[str, str], socket_mode: FakeSocketMode, log_dir: Path) -> RelmonProcess:
+    """A `relmon bot` connected to the fake Socket Mode endpoint (fails early, with its output, if it exits)."""
+    bot = RelmonProcess("bot", env=env, log_dir=log_dir).start()
+    deadline = time.monotonic() + 60
+    try:
+        while not socket_mode.wait_for_connection(timeout=0.5):
+            if not bot.running():
+                raise WaitTimeout(f"relmon bot exited ({bot.process.returncode}):\n{bot.tail()}")
+            if time.monotonic() > deadline:
+                raise WaitTimeout(f"relmon bot did not connect over Socket Mode within 60s:\n{bot.tail()}")
+    except BaseException:
+        bot.stop()
+        raise
+    return bot
+
+
+def deliver(socket_mode: FakeSocketMode, bot: RelmonProcess, body: dict, **retry: object) -> None:
+    """Push one Events API body as an envelope and wait for the bot's acknowledgement of it."""
+    envelope_id = socket_mode.push_event(body, **retry)
+    ack = socket_mode.wait_for_ack(envelope_id, timeout=ACK_TIMEOUT)
+    assert ack is not None, f"envelope {envelope_id} was never acknowledged:\n{bot.tail()}"
+    assert ack == {"envelope_id": envelope_id}  # no response payload for Events API envelopes
+
+
+def test_socket_mode_events_are_acknowledged_captured_once_and_judged(
+    redis_url: str, db_url: str, tmp_path: Path
+) -> None:
+    with (
+        FakeSocketMode() as socket_mode,
+        FakeSlack(socket_mode_url=socket_mode.url) as slack,
+        FakeOpenAI() as openai,
+    ):
+        slack.add_user("U_ASKER", "ana", "Ana Diaz")
+        slack.add_channel("C_SUPPORT", "support", members=["U_ASKER", "U_RELMON"])
+        env = relmon_env(
+            redis_url=redis_url,
+            database_url=db_url,
+            slack_api_url=slack.api_url,
+            openai_base_url=openai.base_url,
+            data_dir=tmp_path / "data",
+            SLACK_APP_TOKEN=APP_TOKEN,
+            RELMON_SETTLE_SECONDS="0.5",
+        )
+        del env["SLACK_SIGNING_SECRET"]  # Socket Mode needs no signing secret (Settings.missing)
+
+        database = Database(db_url)
+        bot = start_socket_mode_bot(env, socket_mode, tmp_path)
+        try:
+            # The connection URL came from apps.connections.open (which the fake only answers for xapp- tokens).
+            assert slack.calls_to("apps.connections.open")
+            assert socket_mode.paths[0].startswith("/link/?ticket=test-ticket")
+            assert socket_mode.sent[0]["type"] == "hello"
+
+            question = sr.human_message("C_SUPPORT", sr.next_ts(), "How do I reset my password?")
+            answer = sr.bot_message(
+                "C_SUPPORT", sr.next_ts(), "Open Settings > Security > Reset password.", thread_ts=question["ts"]
+            )
+            answer_body = sr.envelope(answer)
+            deliver(socket_mode, bot, sr.envelope(question))
+            deliver(socket_mode, bot, answer_body)
+
+            # Acknowledged only once captured (process_before_response): the pair is there already. No worker
+            # runs yet, so its settle task waits in Redis and the pair stays settling.
+            assert _pairs(database) == [(answer["ts"], PairStatus.SETTLING, 1)]
+
+            # Slack refreshes connections: after its `disconnect` notice the bot opens a new one (a new URL from
+            # apps.connections.open), and the next envelope arrives over that.
+            socket_mode.disconnect("refresh_requested")
+            assert socket_mode.wait_for_connection(timeout=ACK_TIMEOUT, count=2), bot.tail()
+            wait_for(lambda: len(slack.calls_to("apps.connections.open")) >= 2, timeout=10, what="a new URL")
+
+            # Slack redelivers the same event (same event_id) after a missed ack: acknowledged, not captured again
+            # (a second capture would bump the version of the settling pair).
+            deliver(socket_mode, bot, answer_body, retry_attempt=1, retry_reason="timeout")
+            assert _pairs(database) == [(answer["ts"], PairStatus.SETTLING, 1)]
+            assert len(socket_mode.acks) == 3
+            assert bot.running()
+
+            worker = start_worker(env, log_dir=tmp_path)
+            with worker:
+
+                def judged() -> Judgment | None:
+                    with database.session() as session:
+                        return session.execute(select(Judgment)).scalar()
+
+                judgment = wait_for(judged, timeout=90, what="a stored judgment")
+                assert (judgment.judge, judgment.status) == ("relevancy", "ok")
+                wait_for(lambda: _pairs(database)[0][1] == PairStatus.JUDGED, timeout=60, what="the pair judged")
+            with database.session() as session:
+                pair = session.execute(select(Pair)).scalar_one()
+                assert session.execute(select(func.count()).select_from(Judgment)).scalar_one() == 1
+            assert judgment.pair_id == pair.id
+            assert (pair.question_text, pair.answer_text) == (question["text"], answer["text"])
+            assert pair.question_ts == question["ts"]
+            assert bot.running(), bot.tail()
+        finally:
+            bot.stop()
+            database.dispose()
+
+
+def _pairs(database: Database) -> list[tuple[str, str, int]]:
+    with database.session() as session:
+        rows = session.execute(select(Pair.answer_ts, Pair.status, Pair.version).order_by(Pair.id)).all()
+    return [tuple(row) for row in rows]
