@@ -1,0 +1,111 @@
+"""The query that runs after every judgment (the degradation window, `store.alerts.recent_scores`) must not grow with
+the tables faster than one read of each, even on a young database: PostgreSQL without statistics (a new database,
+or autovacuum off) once planned it to fetch the whole judgments table for every pair, which took a core at
+50 answers/s (bench.load). Checked on the plans the databases actually run: rows touched on PostgreSQL (EXPLAIN
+ANALYZE), index use on SQLite."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import event, insert, select
+
+from store.alerts import recent_scores
+from store.models import Judgment, JudgmentStatus, Pair, PairStatus
+
+WINDOW = 20
+BUSY, OTHER = "C_BUSY", "C_OTHER"
+JUDGED_PER_CHANNEL = 2_000
+PENDING = 500  # a burst: the newest pairs of the busy channel are still waiting for the LLM
+
+
+def fill(database) -> list[float]:
+    """Two channels of judged answers, interleaved in time, then a burst of pending ones; no ANALYZE (a young
+    database). Returns the busy channel's scores, newest first."""
+    base = datetime(2026, 11, 1, tzinfo=UTC)
+    pairs, busy_scores = [], []
+    for i in range(2 * JUDGED_PER_CHANNEL):
+        channel = BUSY if i % 2 == 0 else OTHER
+        pairs.append(
+            {
+                "channel_id": channel,
+                "answer_ts": f"{1_790_000_000 + i}.000100",
+                "status": PairStatus.JUDGED,
+                "created_at": base + timedelta(seconds=i),
+            }
+        )
+    for i in range(PENDING):
+        pairs.append(
+            {
+                "channel_id": BUSY,
+                "answer_ts": f"{1_800_000_000 + i}.000100",
+                "status": PairStatus.PENDING,
+                "created_at": base + timedelta(days=1, seconds=i),
+            }
+        )
+    with database.engine.begin() as connection:
+        connection.execute(insert(Pair), pairs)
+        judged = connection.execute(
+            select(Pair.id, Pair.channel_id).where(Pair.status == PairStatus.JUDGED).order_by(Pair.created_at)
+        ).all()
+        judgments = []
+        for n, (pair_id, channel) in enumerate(judged):
+            score = float(n % 5)
+            judgments.append({"pair_id": pair_id, "judge": "relevancy", "status": JudgmentStatus.OK, "score": score})
+            if channel == BUSY:
+                busy_scores.append(score)
+        connection.execute(insert(Judgment), judgments)
+    return busy_scores[::-1]
+
+
+def run_recording_statements(database) -> tuple[list[float], list[tuple[str, object]]]:
+    statements: list[tuple[str, object]] = []
+
+    def record(_conn, _cursor, statement, parameters, _context, _executemany) -> None:
+        statements.append((statement, parameters))
+
+    event.listen(database.engine, "before_cursor_execute", record)
+    try:
+        with database.autocommit() as connection:
+            scores = [score for score, _ in recent_scores(connection, BUSY, "relevancy", last=WINDOW)]
+    finally:
+        event.remove(database.engine, "before_cursor_execute", record)
+    return scores, statements
+
+
+def rows_touched(plan: dict) -> float:
+    """Rows a plan node and its children produced or threw away, over all their loops."""
+    loops = plan.get("Actual Loops", 1)
+    own = plan.get("Actual Rows", 0) + plan.get("Rows Removed by Filter", 0)
+    own += plan.get("Rows Removed by Index Recheck", 0)
+    return own * loops + sum(rows_touched(child) for child in plan.get("Plans", []))
+
+
+def test_the_degradation_window_reads_a_bounded_number_of_rows(database) -> None:
+    newest_first = fill(database)
+    scores, statements = run_recording_statements(database)
+    assert scores == newest_first[:WINDOW]  # the busy channel's newest judged answers, pending ones skipped
+    assert 1 <= len(statements) <= 4
+
+    if database.engine.dialect.name == "postgresql":
+        total = 0.0
+        with database.autocommit() as connection:
+            for statement, parameters in statements:
+                explained = connection.exec_driver_sql(
+                    "EXPLAIN (ANALYZE, FORMAT JSON) " + statement, parameters
+                ).scalar_one()
+                plan = (json.loads(explained) if isinstance(explained, str) else explained)[0]["Plan"]
+                total += rows_touched(plan)
+        # Without statistics (a young database, or autovacuum off) PostgreSQL may read each table once: fine. The
+        # plan this replaced read the judgments table again for every pair, hundreds of thousands of rows here.
+        table_rows = 2 * JUDGED_PER_CHANNEL + PENDING + 2 * JUDGED_PER_CHANNEL
+        assert total <= 1.5 * table_rows, f"{total:.0f} rows touched for {table_rows} rows in the tables"
+    else:
+        with database.autocommit() as connection:
+            for statement, parameters in statements:
+                plan = connection.exec_driver_sql("EXPLAIN QUERY PLAN " + statement, parameters).all()
+                details = [row[-1] for row in plan]
+                assert all("SEARCH" in d or "USING" in d for d in details if d.startswith(("SCAN", "SEARCH"))), details
+                assert not any(d.startswith("SCAN") for d in details), details  # no full table scan
+                assert not any("TEMP B-TREE" in d for d in details), details  # the order comes from the index
