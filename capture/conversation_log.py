@@ -85,23 +85,12 @@ class ConversationLog:
         return (_from_json(raw) if raw else None), bool(flag_key is not None and replies[1])
 
     def record_and_around(self, channel: str, message: LoggedMessage, window_seconds: float) -> list[LoggedMessage]:
-        """`record` then `around`, in two round trips instead of four to six."""
+        """`record`, then `around`, in the round trips `around` alone takes."""
         pipe = self.redis.pipeline(transaction=True)
         self._record_into(pipe, channel, message)
-        pipe.zrange(self._thread_key(channel, message.thread_key), 0, -1)
-        if not message.in_thread:
-            pipe.zrangebyscore(
-                self._top_key(channel), message.seconds - window_seconds, message.seconds + window_seconds
-            )
-        replies = pipe.execute()
-        thread = [message.thread_key, *replies[4]]
-        top = replies[5] if not message.in_thread else []
-        loaded = self._load(channel, [*thread, *top])
-        return self._merge_around(message, loaded)
-
-    def record_many(self, channel: str, messages: Iterable[LoggedMessage]) -> None:
-        for message in messages:
-            self.record(channel, message)
+        reads_from = len(pipe)
+        self._queue_around(pipe, channel, message, window_seconds)
+        return self._around_from(channel, message, pipe.execute()[reads_from:])
 
     def get(self, channel: str, ts: str) -> LoggedMessage | None:
         raw = self.redis.get(self._msg_key(channel, ts))
@@ -122,26 +111,27 @@ class ConversationLog:
             return []
         return [_from_json(raw) for raw in self.redis.mget(keys) if raw]
 
-    def thread(self, channel: str, root_ts: str) -> list[LoggedMessage]:
-        """A thread's root (if logged) and replies."""
-        replies = self.redis.zrange(self._thread_key(channel, root_ts), 0, -1)
-        return self._load(channel, [root_ts, *replies])
-
-    def top_level(self, channel: str, oldest: float, latest: float) -> list[LoggedMessage]:
-        return self._load(channel, self.redis.zrangebyscore(self._top_key(channel), oldest, latest))
-
     def around(self, channel: str, message: LoggedMessage, window_seconds: float) -> list[LoggedMessage]:
         """Everything the pairing rules need to place `message`: its thread, and the channel's top-level
         messages within the window before it (and as long after, for the rest of a top-level run)."""
-        loaded = self.thread(channel, message.thread_key)
-        if not message.in_thread:
-            loaded += self.top_level(channel, message.seconds - window_seconds, message.seconds + window_seconds)
-        return self._merge_around(message, loaded)
+        pipe = self.redis.pipeline(transaction=False)
+        self._queue_around(pipe, channel, message, window_seconds)
+        return self._around_from(channel, message, pipe.execute())
 
-    @staticmethod
-    def _merge_around(message: LoggedMessage, loaded: list[LoggedMessage]) -> list[LoggedMessage]:
+    def _queue_around(self, pipe, channel: str, message: LoggedMessage, window_seconds: float) -> None:
+        """The index reads of `around`: the thread's replies, and for a top-level message the window's ts."""
+        pipe.zrange(self._thread_key(channel, message.thread_key), 0, -1)
+        if not message.in_thread:
+            pipe.zrangebyscore(
+                self._top_key(channel), message.seconds - window_seconds, message.seconds + window_seconds
+            )
+
+    def _around_from(self, channel: str, message: LoggedMessage, replies: list) -> list[LoggedMessage]:
+        """Load the messages `_queue_around`'s replies name (the thread's root first) and add `message` itself."""
+        replies_ts = replies[0]
+        top_ts = replies[1] if not message.in_thread else []
         found: dict[str, LoggedMessage] = {}
-        for m in loaded:
+        for m in self._load(channel, [message.thread_key, *replies_ts, *top_ts]):
             found.setdefault(m.ts, m)
         found.setdefault(message.ts, message)
         return list(found.values())
