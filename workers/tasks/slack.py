@@ -467,10 +467,11 @@ def flush_summary(runtime: Runtime, channel_id: str, hour: datetime) -> str:
     rule = runtime.rules.for_channel(channel_id, runtime.settings)
     if not rule.alert_channel:
         return "no_alert_channel"
+    dedupe_key = summary_key(channel_id, hour)  # also the key of its post receipt
     with runtime.db.session() as session:
         row, _ = alert_store.claim(
             session,
-            dedupe_key=summary_key(channel_id, hour),
+            dedupe_key=dedupe_key,
             kind=alert_store.KIND_SUMMARY,
             source_channel_id=channel_id,
             alert_channel_id=rule.alert_channel,
@@ -484,9 +485,8 @@ def flush_summary(runtime: Runtime, channel_id: str, hour: datetime) -> str:
             shown = int((row.details or {}).get("count", 0))
             state = (row.status, row.message_ts, row.alert_channel_id)
         status, message_ts, alert_channel = state
-        receipt_key = summary_key(channel_id, hour)
         if not message_ts:
-            message_ts = recall_post(runtime.redis, receipt_key) or None  # posted, but the database missed it
+            message_ts = recall_post(runtime.redis, dedupe_key) or None  # posted, but the database missed it
             if message_ts:
                 with runtime.db.session() as session:
                     alert_store.mark_posted(session, summary_id, message_ts)
@@ -516,7 +516,7 @@ def flush_summary(runtime: Runtime, channel_id: str, hour: datetime) -> str:
                 channel=alert_channel, unfurl_links=False, unfurl_media=False, **payload
             )
             message_ts = response.get("ts")
-            remember_post(runtime.redis, receipt_key, message_ts)
+            remember_post(runtime.redis, dedupe_key, message_ts)
             with runtime.db.session() as session:
                 alert_store.mark_posted(session, summary_id, message_ts)
         with runtime.db.session() as session:
@@ -568,13 +568,14 @@ def deliver_verdict(self, pair_id: int) -> str:
 
 
 def deliver(runtime: Runtime, pair_id: int) -> str:
+    dedupe_key = f"verdict:{pair_id}"  # also the key of its post receipt
     with runtime.db.session() as session:
         pair = session.get(Pair, pair_id)
         if pair is None:
             return "missing"
         row, _ = alert_store.claim(
             session,
-            dedupe_key=f"verdict:{pair_id}",
+            dedupe_key=dedupe_key,
             kind=alert_store.KIND_VERDICT,
             source_channel_id=pair.channel_id,
             alert_channel_id=pair.requested_by,
@@ -596,11 +597,10 @@ def deliver(runtime: Runtime, pair_id: int) -> str:
                 budget_spent=pair.status == PairStatus.SKIPPED_BUDGET,
             )
             job = _VerdictJob(alert_id, row.status, pair.requested_by, pair.response_url, payload)
-        receipt_key = f"verdict:{pair_id}"
-        where = recall_post(runtime.redis, receipt_key)  # sent, but the database missed it (it was down)
+        where = recall_post(runtime.redis, dedupe_key)  # sent, but the database missed it (it was down)
         if not where:
             where = _send_privately(runtime, job)
-            remember_post(runtime.redis, receipt_key, where)
+            remember_post(runtime.redis, dedupe_key, where)
         with runtime.db.session() as session:
             alert_store.mark_posted(session, alert_id, None)
             alert_store.merge_details(session, alert_id, delivered_via=where)
