@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from bench.measure import percentile
 from tests import slack_requests as sr
 from tests.fakes.slack_server import FakeSlack
 from tests.processes import relmon_env, start_bot
@@ -55,11 +56,6 @@ def rss_kib(pid: int) -> int:
             if line.startswith("Pss:"):
                 total += int(line.split()[1])
     return total
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
 
 
 def make_events(count: int, channels: int) -> list[bytes]:
@@ -165,10 +161,10 @@ def _drive(url: str, server_pid: int, rate: float, seconds: float, senders: int)
         "rate_achieved": len(latencies) / elapsed,
         "failures": len(failures),
         "p50_ms": statistics.median(latencies),
-        "p90_ms": percentile(latencies, 90),
-        "p99_ms": percentile(latencies, 99),
+        "p90_ms": percentile(latencies, 0.90),
+        "p99_ms": percentile(latencies, 0.99),
         "max_ms": max(latencies),
-        "late_p99_ms": percentile(lateness, 99),
+        "late_p99_ms": percentile(lateness, 0.99),
         "rss_mib_peak": max(rss_samples) / 1024 if rss_samples else 0.0,
         "rss_mib_end": rss_kib(server_pid) / 1024,
     }

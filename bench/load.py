@@ -38,6 +38,7 @@ from urllib.parse import urlsplit
 import httpx
 from sqlalchemy import func, select
 
+from bench.measure import CLOCK_TICKS, cpu_seconds, percentile, process_tree, status_mb
 from store.db import Database
 from store.models import Judgment, Pair, PairStatus
 from tests import slack_requests as sr
@@ -74,48 +75,9 @@ class TimedSlack(FakeSlack):
         return answer
 
 
-def process_tree(pid: int, *, children: bool = True) -> list[int]:
-    """The process and (by default) its descendants."""
-    found, pending = [], [pid]
-    while pending:
-        current = pending.pop()
-        found.append(current)
-        if not children:
-            continue
-        try:
-            for task in Path(f"/proc/{current}/task").iterdir():
-                pending.extend(int(child) for child in (task / "children").read_text().split())
-        except (OSError, ValueError):
-            continue
-    return found
-
-
 def peak_rss_mb(pid: int, *, children: bool = True) -> float:
     """VmHWM (peak resident set) of a process and (by default) its descendants, in MB."""
-    total = 0
-    for current in process_tree(pid, children=children):
-        try:
-            for line in Path(f"/proc/{current}/status").read_text().splitlines():
-                if line.startswith("VmHWM:"):
-                    total += int(line.split()[1])
-        except (OSError, ValueError):
-            continue
-    return total / 1024
-
-
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pids: list[int]) -> float:
-    """User + system CPU time the processes have used so far."""
-    total = 0
-    for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += int(fields[11]) + int(fields[12])  # utime, stime
-    return total / CLOCK_TICKS
+    return status_mb(pid, "VmHWM", children=children)
 
 
 def postgres_pids() -> list[int]:
@@ -136,13 +98,6 @@ def machine_busy_seconds() -> float:
     fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
     idle = fields[3] + fields[4]  # idle, iowait
     return (sum(fields[:8]) - idle) / CLOCK_TICKS
-
-
-def percentile(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -32,6 +32,7 @@ import httpx
 import redis
 from sqlalchemy import func, insert, select
 
+from bench.measure import cpu_seconds, percentile, process_tree, status_mb
 from store.db import Database
 from store.models import Judgment, Pair, PairStatus
 from store.settings import Settings
@@ -46,42 +47,8 @@ JUDGE_PAIR = "workers.tasks.judging.judge_pair"
 # Measurements ----------------------------------------------------------------------------------------------
 
 
-def process_tree(pid: int) -> list[int]:
-    """The process and all its descendants (from /proc/*/task/*/children)."""
-    found, todo = [], [pid]
-    while todo:
-        current = todo.pop()
-        found.append(current)
-        for task in Path(f"/proc/{current}/task").glob("*"):
-            try:
-                todo.extend(int(child) for child in (task / "children").read_text().split())
-            except OSError:
-                continue
-    return found
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of the process and its children so far."""
-    ticks = 0
-    for member in process_tree(pid):
-        try:
-            fields = Path(f"/proc/{member}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        ticks += int(fields[11]) + int(fields[12])  # utime, stime
-    return ticks / os.sysconf("SC_CLK_TCK")
-
-
 def rss_mb(pid: int) -> float:
-    total_kb = 0
-    for member in process_tree(pid):
-        try:
-            for line in Path(f"/proc/{member}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total_kb += int(line.split()[1])
-        except OSError:
-            continue
-    return total_kb / 1024
+    return status_mb(pid, "VmRSS")
 
 
 class RssSampler(threading.Thread):
@@ -99,11 +66,6 @@ class RssSampler(threading.Thread):
         self._halt.set()
         self.join(timeout=5)
         return self.peak
-
-
-def percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(fraction * (len(ordered) - 1))))]
 
 
 def as_utc(moment: datetime) -> datetime:
@@ -278,9 +240,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         dialect = database.engine.dialect.name
         print(f"relmon pipeline bench: 1 worker, {dialect}, LLM {args.latency_ms:.0f} ms")
-        cpu_before = cpu_seconds(worker.pid)
+        cpu_before = cpu_seconds(process_tree(worker.pid))
         result = burst(database, producer, args.pairs, timeout=args.pairs / 5 + 60)
-        cpu_ms = (cpu_seconds(worker.pid) - cpu_before) * 1000 / result["pairs"]
+        cpu_ms = (cpu_seconds(process_tree(worker.pid)) - cpu_before) * 1000 / result["pairs"]
         print(
             f"burst:  {result['pairs']} pairs enqueued in {result['enqueue_s']:.2f} s, all judged in "
             f"{result['elapsed_s']:.1f} s: {result['overall_per_s']:.1f} judgments/s overall, "

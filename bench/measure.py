@@ -1,0 +1,58 @@
+"""What the benchmarks read off /proc, and their percentiles: one copy for bench.events, bench.pipeline and
+bench.load."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def process_tree(pid: int, *, children: bool = True) -> list[int]:
+    """The process and (by default) all its descendants (from /proc/*/task/*/children)."""
+    found, pending = [], [pid]
+    while pending:
+        current = pending.pop()
+        found.append(current)
+        if not children:
+            continue
+        for task in Path(f"/proc/{current}/task").glob("*"):
+            try:
+                pending.extend(int(child) for child in (task / "children").read_text().split())
+            except (OSError, ValueError):
+                continue
+    return found
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU time the processes have used so far (a process that is gone counts nothing)."""
+    ticks = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        ticks += int(fields[11]) + int(fields[12])  # utime, stime
+    return ticks / CLOCK_TICKS
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    """The nearest-rank value at `fraction` (0.99 for p99); NaN when there are no values."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(fraction * (len(ordered) - 1))))]
+
+
+def status_mb(pid: int, field: str, *, children: bool = True) -> float:
+    """A memory field of /proc/*/status (VmRSS, VmHWM ...) summed over a process and its descendants, in MB."""
+    total_kb = 0
+    for member in process_tree(pid, children=children):
+        try:
+            for line in Path(f"/proc/{member}/status").read_text().splitlines():
+                if line.startswith(f"{field}:"):
+                    total_kb += int(line.split()[1])
+        except (OSError, ValueError):
+            continue
+    return total_kb / 1024
