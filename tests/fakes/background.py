@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import argparse
 import threading
+from collections.abc import Callable
+from contextlib import suppress
 from http.server import HTTPServer
-from typing import Self
+from typing import Any, Self
 
 
 class BackgroundServer:
@@ -38,3 +41,14 @@ class BackgroundServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def serve_from_command_line(make: Callable[[int], Any], description: str, announce: Callable[[Any], str]) -> None:
+    """`python -m tests.fakes.<fake> [--port N]`: serve one fake until interrupted, saying where it listens."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args()
+    with make(args.port) as fake:
+        print(announce(fake), flush=True)
+        with suppress(KeyboardInterrupt):
+            threading.Event().wait()

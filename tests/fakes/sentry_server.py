@@ -13,7 +13,6 @@ Runnable alone: `python -m tests.fakes.sentry_server --port N`.
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import json
 import threading
@@ -24,7 +23,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from tests.fakes.background import BackgroundServer
+from tests.fakes.background import BackgroundServer, serve_from_command_line
 
 
 @dataclass
@@ -167,13 +166,11 @@ class FakeSentry(BackgroundServer):
 
 
 def main() -> None:  # pragma: no cover - manual use
-    parser = argparse.ArgumentParser(description="Serve a fake Sentry ingest endpoint")
-    parser.add_argument("--port", type=int, default=0)
-    args = parser.parse_args()
-    with FakeSentry(port=args.port) as fake:
-        print(f"fake Sentry DSN {fake.dsn}", flush=True)
-        with suppress(KeyboardInterrupt):
-            threading.Event().wait()
+    serve_from_command_line(
+        lambda port: FakeSentry(port=port),
+        "Serve a fake Sentry ingest endpoint",
+        lambda fake: f"fake Sentry DSN {fake.dsn}",
+    )
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -15,7 +15,6 @@ Runnable alone: `python -m tests.fakes.slack_server --port N`.
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import json
 import threading
@@ -27,7 +26,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from tests.fakes.background import BackgroundServer
+from tests.fakes.background import BackgroundServer, serve_from_command_line
 
 TEAM_ID = "T_TEST"
 RELMON_USER_ID = "U_RELMON"
@@ -484,13 +483,9 @@ def _parse_params(content_type: str, body: bytes, query: str) -> dict[str, Any]:
 
 
 def main() -> None:  # pragma: no cover - manual use
-    parser = argparse.ArgumentParser(description="Serve a fake Slack Web API")
-    parser.add_argument("--port", type=int, default=0)
-    args = parser.parse_args()
-    with FakeSlack(port=args.port) as fake:
-        print(f"fake Slack at {fake.api_url}", flush=True)
-        with suppress(KeyboardInterrupt):
-            threading.Event().wait()
+    serve_from_command_line(
+        lambda port: FakeSlack(port=port), "Serve a fake Slack Web API", lambda fake: f"fake Slack at {fake.api_url}"
+    )
 
 
 if __name__ == "__main__":  # pragma: no cover
