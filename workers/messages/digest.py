@@ -10,8 +10,10 @@ from collections.abc import Mapping
 from zoneinfo import ZoneInfo
 
 from workers.digest.stats import Change, ChannelStats, JudgeStats, Prices, Report, WorstAnswer
+from workers.messages import blocks as block_kit
+from workers.messages.blocks import escape
 
-MAX_BLOCKS = 50  # Slack's limit per message
+MAX_BLOCKS = block_kit.MAX_BLOCKS  # Slack's limit per message
 MAX_CHANNEL_SECTIONS = 30  # leaves room for the header, overall figures and footer
 QUOTE_CHARS = 160
 SECTION_CHARS = 2900  # under the 3,000 a section's text may hold
@@ -71,14 +73,9 @@ def channel_ref(channel_id: str | None, *, slack: bool = True) -> str:
     return f"<#{channel_id}>" if slack else f"#{channel_id}"
 
 
-def escape(text: str) -> str:
-    """Slack mrkdwn's three control characters."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
 def shorten(text: str, limit: int = QUOTE_CHARS) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+    """On one line (whitespace runs become one space), then cut as every Block Kit text is."""
+    return block_kit.shorten(" ".join(text.split()), limit)
 
 
 def money(usd: float) -> str:

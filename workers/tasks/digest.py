@@ -23,6 +23,7 @@ from workers.digest.stats import Prices, Report, WorstAnswer, build_report
 from workers.messages.digest import Links, Quotes, digest_message
 from workers.posted_marks import find_marked, mark
 from workers.runtime import Runtime, get_runtime
+from workers.tasks.slack import permalink
 
 log = logging.getLogger("relmon.digest")
 
@@ -86,13 +87,9 @@ def links_for(runtime: Runtime, report: Report) -> Links:
     """Permalinks of the worst answers (a missing link only costs the link, never the digest)."""
     links: dict[int, str] = {}
     for worst in _all_worst(report):
-        if not worst.channel_id or not worst.answer_ts:
-            continue
-        try:
-            answer = runtime.slack.chat_getPermalink(channel=worst.channel_id, message_ts=worst.answer_ts)
-            links[worst.pair_id] = answer["permalink"]
-        except SlackApiError as error:
-            log.warning("no permalink", extra={"pair_id": worst.pair_id, "error": error.response.get("error")})
+        link = permalink(runtime, worst.channel_id, worst.answer_ts)
+        if link:
+            links[worst.pair_id] = link
     return links
 
 
