@@ -22,7 +22,9 @@ def make_engine(url: str, *, pool_size: int = 10) -> Engine:
         path = url.split("///", 1)[-1]
         if path and path != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
+        # hide_parameters: a failed statement's message would otherwise carry its bound values (questions and
+        # answers) into logs and Sentry.
+        engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False}, hide_parameters=True)
 
         @event.listens_for(engine, "connect")
         def _sqlite_pragmas(dbapi_connection, _record) -> None:  # pragma: no cover - trivial
@@ -41,7 +43,7 @@ def make_engine(url: str, *, pool_size: int = 10) -> Engine:
     # After a server restart the first statement on a dead connection fails instead; SQLAlchemy then discards
     # every pooled connection of that age at once, the failed task retries (OperationalError), and the bot answers
     # 500 so that Slack resends the event.
-    return create_engine(url, pool_size=pool_size, max_overflow=pool_size)
+    return create_engine(url, pool_size=pool_size, max_overflow=pool_size, hide_parameters=True)
 
 
 def alembic_config(url: str) -> Config:
