@@ -36,6 +36,7 @@ from capture.text import message_text
 from store import pairs
 from store.settings import Settings
 from workers.runtime import Runtime, get_runtime
+from workers.telemetry import event_fields
 
 log = logging.getLogger("relmon.capture")
 
@@ -140,7 +141,10 @@ class Capture:
             )
             pairs.mark_merged(session, channel, [p.ts for p in run[1:]])
         if not captured.accepted:
-            log.info("edit of a settled answer ignored", extra={"pair_id": captured.pair_id})
+            log.info(
+                "edit of a settled answer ignored",
+                extra=event_fields(channel=channel, message_ts=root.ts, pair_id=captured.pair_id),
+            )
             return
         # A stream that says it is complete needs no quiet time; any other change waits to settle.
         inner = message_of(event)
@@ -150,7 +154,9 @@ class Capture:
         settle_pair.apply_async((captured.pair_id, captured.version), countdown=countdown or None)
         log.info(
             "answer captured",
-            extra={"pair_id": captured.pair_id, "version": captured.version, "channel": channel, "parts": len(run)},
+            extra=event_fields(
+                channel=channel, message_ts=root.ts, pair_id=captured.pair_id, version=captured.version, parts=len(run)
+            ),
         )
 
     def _deleted(self, channel: str, event: dict[str, Any], own: Identity, team_id: str | None) -> None:
@@ -166,7 +172,7 @@ class Capture:
             return
         with self.runtime.db.session() as session:
             if pairs.mark_deleted(session, channel, ts):
-                log.info("answer deleted before judging", extra={"channel": channel})
+                log.info("answer deleted before judging", extra=event_fields(channel=channel, message_ts=ts))
                 return
         # A later part of a multi-message answer: the answer it belonged to loses that part.
         around = conversation.around(channel, tombstone, self.settings.toplevel_window_seconds)

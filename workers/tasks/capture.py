@@ -26,6 +26,7 @@ from store import pairs
 from store.models import PairStatus
 from workers.celery_app import celery
 from workers.runtime import Runtime, get_runtime
+from workers.telemetry import event_fields
 
 log = logging.getLogger("relmon.capture")
 
@@ -137,7 +138,12 @@ def settle(runtime: Runtime, pair_id: int, version: int) -> str:
         )
     if not won:
         return "lost"  # changed while we looked: the newer version's settle decides
-    log.info("pair settled", extra={"pair_id": pair_id, "version": version, "status": status})
+    log.info(
+        "pair settled",
+        extra=event_fields(
+            channel=pair.channel_id, message_ts=pair.answer_ts, pair_id=pair_id, version=version, status=status
+        ),
+    )
     if status == PairStatus.PENDING:
         _enqueue_judging(pair_id)
     return status
