@@ -224,6 +224,33 @@ def test_private_text_is_quoted_where_the_rules_allow(db_url: str, slack: FakeSl
         runtime.db.dispose()
 
 
+@pytest.mark.parametrize(
+    "rules_yaml",
+    [
+        # Quoting on in the channel's own rule, the alert channel only inherited from the defaults.
+        f"defaults:\n  alert_channel: {DIGEST_CHANNEL}\nchannels:\n  GPRIV:\n    quote_private: true\n",
+        # Quoting and the alert channel both from the defaults.
+        f"defaults:\n  quote_private: true\n  alert_channel: {DIGEST_CHANNEL}\n",
+    ],
+    ids=["own-quote-only", "defaults-quote"],
+)
+def test_private_text_is_not_quoted_unless_its_own_rule_names_the_alert_channel(
+    db_url: str, slack: FakeSlack, tmp_path: Path, rules_yaml: str
+) -> None:
+    rules = tmp_path / "rules.yml"
+    rules.write_text(rules_yaml)
+    runtime = make_runtime(db_url, slack, tmp_path, channel_rules_file=rules)
+    try:
+        seed(runtime, now_utc())
+        assert deliver_digest(runtime, now_utc()).status == "sent"
+        blocks = str(slack.posted(DIGEST_CHANNEL)[0]["blocks"])
+        assert "secret answer" not in blocks and "secret question" not in blocks
+        assert "<#GPRIV>" in blocks  # still reported: score and link
+    finally:
+        set_runtime(None)
+        runtime.db.dispose()
+
+
 def test_preview_is_private_and_claims_nothing(runtime: Runtime, slack: FakeSlack) -> None:
     seed(runtime, now_utc())
     send_digest_preview.apply(args=("U1", "C1", slack.response_url("preview"))).get()

@@ -9,6 +9,7 @@ import pytest
 from store.rules import ChannelRules
 from store.settings import Settings
 from store.stats_queries import JudgmentRow, PairRow
+from workers.alerts.policy import may_quote as alert_may_quote
 from workers.digest.period import period_for
 from workers.digest.privacy import may_quote
 from workers.digest.stats import Prices, build_report, channel_stats, daily_series
@@ -172,11 +173,38 @@ def test_private_text_is_quoted_only_in_the_alert_channel_its_rule_allows():
     rules = ChannelRules.model_validate(
         {"channels": {"GPRIV": {"quote_private": True, "alert_channel": "CQUOTE"}, "GOTHER": {}}}
     )
-    assert may_quote(False, rules.for_channel("C1", settings), "CANY")
-    assert not may_quote(True, rules.for_channel("GOTHER", settings), "CALERTS")
-    assert not may_quote(True, rules.for_channel("GPRIV", settings), "CALERTS")
-    assert may_quote(True, rules.for_channel("GPRIV", settings), "CQUOTE")
-    assert not may_quote(True, rules.for_channel("GPRIV", settings), None)
+    assert may_quote("C1", False, rules, settings, "CANY")
+    assert not may_quote("GOTHER", True, rules, settings, "CALERTS")
+    assert not may_quote("GPRIV", True, rules, settings, "CALERTS")
+    assert may_quote("GPRIV", True, rules, settings, "CQUOTE")
+    assert not may_quote("GPRIV", True, rules, settings, None)
+
+
+def test_private_text_needs_the_channels_own_rule_to_name_the_alert_channel_as_alerts_do():
+    settings = Settings(alert_channel="CALERTS")
+    # Quoting on, but the channel's rule names no alert channel: its alerts would not quote, nor may the digest.
+    own_quote_only = ChannelRules.model_validate({"channels": {"GPRIV": {"quote_private": True}}})
+    assert not may_quote("GPRIV", True, own_quote_only, settings, "CALERTS")
+    # Quoting on and an alert channel in the defaults: inherited, not chosen by the channel.
+    from_defaults = ChannelRules.model_validate(
+        {"defaults": {"quote_private": True, "alert_channel": "CALERTS"}, "channels": {"GPRIV": {}}}
+    )
+    assert not may_quote("GPRIV", True, from_defaults, settings, "CALERTS")
+    assert not may_quote("GUNLISTED", True, from_defaults, settings, "CALERTS")
+    # The defaults may still turn quoting on for a channel whose own rule names its alert channel.
+    named = ChannelRules.model_validate(
+        {"defaults": {"quote_private": True}, "channels": {"GPRIV": {"alert_channel": "CQUOTE"}}}
+    )
+    assert may_quote("GPRIV", True, named, settings, "CQUOTE")
+    assert not may_quote("GPRIV", True, named, settings, "CALERTS")
+    # Exactly the alerts' answer wherever the destination is the channel's alert channel.
+    for rules in (own_quote_only, from_defaults, named):
+        effective = rules.for_channel("GPRIV", settings)
+        own = rules.channels.get("GPRIV")
+        alerts = alert_may_quote(
+            True, rule_names_alert_channel=bool(own and own.alert_channel), quote_private=effective.quote_private
+        )
+        assert may_quote("GPRIV", True, rules, settings, effective.alert_channel) == alerts
 
 
 def test_message_quotes_only_what_it_is_given_and_escapes_it():

@@ -75,7 +75,7 @@ def quotes_for(runtime: Runtime, report: Report, destination: str | None) -> Quo
     allowed = [
         w
         for w in _all_worst(report)
-        if may_quote(w.channel_is_private, runtime.rules.for_channel(w.channel_id, runtime.settings), destination)
+        if may_quote(w.channel_id, w.channel_is_private, runtime.rules, runtime.settings, destination)
     ]
     if not allowed:
         return {}
