@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -53,10 +54,29 @@ def alembic_config(url: str) -> Config:
     return config
 
 
+@contextmanager
+def _sqlite_migration_lock(engine: Engine) -> Iterator[None]:
+    """An exclusive fcntl lock on a file next to the SQLite database, held while migrating: SQLite has no
+    advisory lock, and two processes checking "is alembic_version there?" at once both create the tables."""
+    database = engine.url.database
+    if engine.dialect.name != "sqlite" or not database or database == ":memory:":
+        yield
+        return
+    lock_path = Path(database).with_name(Path(database).name + ".migrate.lock")
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_path, "a+b") as lock_file:
+        fcntl.flock(lock_file, fcntl.LOCK_EX)  # released when the file closes, even if the process dies
+        try:
+            yield
+        finally:
+            fcntl.flock(lock_file, fcntl.LOCK_UN)
+
+
 def migrate(engine: Engine) -> None:
-    """Bring the schema to the newest migration (safe to call from several processes at once)."""
+    """Bring the schema to the newest migration (safe to call from several processes at once: PostgreSQL
+    serialises on an advisory lock, SQLite on a file lock next to the database)."""
     config = alembic_config(engine.url.render_as_string(hide_password=False))
-    with engine.begin() as connection:
+    with _sqlite_migration_lock(engine), engine.begin() as connection:
         if engine.dialect.name == "postgresql":
             # Serialise concurrent start-ups (bot and workers) on one advisory lock.
             connection.exec_driver_sql("SELECT pg_advisory_xact_lock(727274)")

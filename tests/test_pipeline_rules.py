@@ -4,8 +4,12 @@ claim, idempotent insert), the latter raced from many threads on SQLite and Post
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, date, datetime
+from pathlib import Path
 
 import pytest
 
@@ -158,3 +162,47 @@ def test_abandoned_messages_are_looked_for_often_enough(vt: int, expected: int) 
     from workers.celery_app import restore_interval
 
     assert restore_interval(vt) == expected
+
+
+# Migrations from several processes at once -------------------------------------------------------------------
+
+_MIGRATE_AFTER_GO = """
+import os, sys, time
+from store.db import Database
+go = sys.argv[2]
+while not os.path.exists(go):  # imports done: wait for the others, then all migrate at once
+    time.sleep(0.001)
+Database(sys.argv[1]).migrate()
+"""
+
+
+def test_several_processes_migrate_one_fresh_sqlite_file_at_once(tmp_path: Path) -> None:
+    """Bot and workers start together and each migrates: on a fresh SQLite file, without a lock, two of them
+    both saw no alembic_version and both created the tables ("table daily_usage already exists")."""
+    from sqlalchemy import inspect
+
+    from store.db import pending_migrations
+
+    for round_ in range(8):
+        url = f"sqlite:///{tmp_path / f'fresh-{round_}.sqlite3'}"
+        go = tmp_path / f"go-{round_}"
+        processes = [
+            subprocess.Popen(
+                [sys.executable, "-c", _MIGRATE_AFTER_GO, url, str(go)],
+                cwd=Path(__file__).resolve().parents[1],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+            )
+            for _ in range(4)
+        ]
+        time.sleep(1.5)  # let every process finish importing
+        go.touch()
+        outputs = [process.communicate(timeout=60)[0].decode(errors="replace") for process in processes]
+        failed = [out for process, out in zip(processes, outputs, strict=True) if process.returncode != 0]
+        assert not failed, f"round {round_}: {len(failed)} of 4 migrations failed:\n{failed[0][-1500:]}"
+        database = Database(url)
+        try:
+            assert pending_migrations(database.engine) == []
+            assert {"pairs", "judgments", "daily_usage"} <= set(inspect(database.engine).get_table_names())
+        finally:
+            database.dispose()
