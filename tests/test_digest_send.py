@@ -284,7 +284,8 @@ def test_relmon_digest_dry_run_prints_and_touches_nothing(runtime: Runtime, slac
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
-    assert "Weekly digest" in done.stdout and "#C1" in done.stdout and "distribution 0:" in done.stdout
+    assert "Weekly digest" in done.stdout and "#C1" in done.stdout and "scores 0:" in done.stdout
+    assert "LLM usage:" in done.stdout.split("== #C1 ==")[1]  # per channel, not only overall
     assert "secret answer" not in done.stdout
     assert slack.calls == []
     with runtime.db.session() as session:

@@ -220,16 +220,60 @@ def test_message_quotes_only_what_it_is_given_and_escapes_it():
     assert "*1/4* relevancy in <#GPRIV>" in rendered
 
 
-def test_many_channels_stay_within_slack_block_limits():
-    rows = [pair(f"C{i:03d}", judgments=[verdict(i % 5)]) for i in range(120)]
+def test_message_and_dry_run_show_each_judges_distribution_and_each_channels_tokens_and_cost():
+    rows = [
+        pair("C1", judgments=[verdict(4, tokens=(1000, 100))]),
+        pair("C1", judgments=[verdict(2, tokens=(1000, 100))]),
+        pair("C1", judgments=[verdict(3, tokens=(1000, 100))]),
+        pair("C2", judgments=[verdict(3, tokens=(2000, 0)), verdict(5, judge="grounded", top=5, tokens=(500, 50))]),
+    ]
     report = build_report(PERIOD, rows, [], thresholds_for, PRICES)
     message = digest_message(report, {}, {}, PRICES)
+    fields = {f["text"].split("\n")[0]: f["text"] for f in message["blocks"][2]["fields"]}
+    assert "scores 0:0 · 1:0 · 2:1 · 3:2 · 4:1" in fields["*Relevancy*"]
+    assert "scores 1:0 · 2:0 · 3:0 · 4:0 · 5:1" in fields["*Grounded*"]
+    sections = {b["text"]["text"].split(" ")[0]: b["text"]["text"] for b in message["blocks"] if "text" in b}
+    c1, c2 = sections["*<#C1>*"], sections["*<#C2>*"]
+    assert "scores 0:0 · 1:0 · 2:1 · 3:1 · 4:1" in c1
+    assert "3,300 tokens ≈ $0.0006" in c1  # 3,000 in at $0.15/M + 300 out at $0.60/M
+    assert "scores 0:0 · 1:0 · 2:0 · 3:1 · 4:0" in c2 and "scores 1:0 · 2:0 · 3:0 · 4:0 · 5:1" in c2
+    assert "2,550 tokens ≈ $0.0004" in c2
+    assert "grounded: no scores" in c1  # a judge without scores in a channel gets no distribution
+    text = digest_text(report, {}, {}, PRICES)
+    channel_c1 = text.split("== #C1 ==")[1].split("== #C2 ==")[0]
+    assert "  scores 0:0 · 1:0 · 2:1 · 3:1 · 4:1" in channel_c1
+    assert "LLM usage: 3,300 tokens (3,000 in, 300 out) · ≈ $0.0006" in channel_c1
+    assert "LLM usage: 2,550 tokens (2,500 in, 50 out) · ≈ $0.0004" in text.split("== #C2 ==")[1]
+
+
+def test_many_channels_stay_within_slack_block_limits():
+    rows = [
+        pair(
+            f"C{i:03d}",
+            judgments=[
+                verdict(i % 5, tokens=(123_456, 7_890)),
+                verdict(i % 3, judge="correctness", top=2),
+                verdict(1 + i % 5, judge="grounded", top=5),
+            ],
+        )
+        for i in range(120)
+        for _ in range(4)
+    ]
+    report = build_report(PERIOD, rows, [], thresholds_for, PRICES)
+    long_text = "word " * 400
+    quotes = {row.id: (long_text, long_text) for row in rows}
+    links = {row.id: "https://example.slack.com/archives/C1/p" + "9" * 60 for row in rows}
+    message = digest_message(report, links, quotes, PRICES)
     assert len(message["blocks"]) <= MAX_BLOCKS
     assert "more channels" in str(message["blocks"][-2])
+    channel_sections = [b for b in message["blocks"] if "*<#C" in b.get("text", {}).get("text", "")[:5]]
+    assert channel_sections and all("tokens ≈ $" in b["text"]["text"] for b in channel_sections)
+    assert all(b["text"]["text"].count("scores ") == 3 for b in channel_sections)
     for block in message["blocks"]:
         if block["type"] == "section" and "text" in block:
             assert len(block["text"]["text"]) <= 3000
         if block["type"] == "section" and "fields" in block:
             assert len(block["fields"]) <= 10
+            assert all(len(field["text"]) <= 2000 for field in block["fields"])
         if block["type"] == "header":
             assert len(block["text"]["text"]) <= 150

@@ -67,6 +67,11 @@ def judge_line(stats: JudgeStats, change: Change | None = None) -> str:
     return " · ".join(parts)
 
 
+def distribution_line(stats: JudgeStats) -> str:
+    """`scores 0:12 · 1:22 · 2:18 · 3:44 · 4:58`: answers per score, every score of the scale shown."""
+    return "scores " + " · ".join(f"{score}:{count}" for score, count in stats.distribution.items())
+
+
 def channel_ref(channel_id: str | None, *, slack: bool = True) -> str:
     if channel_id is None:
         return "all channels"
@@ -117,6 +122,11 @@ def _usage_line(stats: ChannelStats) -> str:
     return f"{tokens.total:,} tokens ({tokens.prompt:,} in, {tokens.completion:,} out) · ≈ {money(tokens.cost_usd)}"
 
 
+def _short_usage(stats: ChannelStats) -> str:
+    """`12,345 tokens ≈ $0.02`: one channel's share of the bill, short enough for its section."""
+    return f"LLM {stats.tokens.total:,} tokens ≈ {money(stats.tokens.cost_usd)}"
+
+
 def _worst_line(worst: WorstAnswer, links: Links, quotes: Quotes, *, slack: bool = True) -> str:
     scale = f"{worst.score:g}/{worst.max_score:g}" if worst.max_score is not None else f"{worst.score:g}"
     where = channel_ref(worst.channel_id, slack=slack)
@@ -144,9 +154,10 @@ def _overall_fields(report: Report) -> list[dict]:
         {"type": "mrkdwn", "text": f"*Answers*\n{_volume_line(overall)}"},
     ]
     for name, stats in list(overall.judges.items())[:3]:
-        fields.append(
-            {"type": "mrkdwn", "text": f"*{name.capitalize()}*\n{judge_line(stats, report.change(overall, name))}"}
-        )
+        text = f"*{name.capitalize()}*\n{judge_line(stats, report.change(overall, name))}"
+        if stats.scored:
+            text += f"\n{distribution_line(stats)}"
+        fields.append({"type": "mrkdwn", "text": block_kit.shorten(text, block_kit.MAX_FIELD_TEXT)})
     errors = overall.errors
     errored = f" ({overall.errored} answers unjudged)" if overall.errored else ""
     fields.append({"type": "mrkdwn", "text": f"*Judge errors*\n{errors}{errored}"})
@@ -158,12 +169,16 @@ def _overall_fields(report: Report) -> list[dict]:
 def _channel_section(report: Report, stats: ChannelStats, links: Links, quotes: Quotes) -> dict:
     lines = [f"*{channel_ref(stats.channel_id)}* — {_volume_line(stats)}"]
     for name, judge in stats.judges.items():
-        lines.append(f"{name}: {judge_line(judge, report.change(stats, name))}")
+        line = f"{name}: {judge_line(judge, report.change(stats, name))}"
+        # The distribution on the judge's own line keeps a channel's section short when there are many.
+        lines.append(line + (f" · {distribution_line(judge)}" if judge.scored else ""))
     extras = []
     if stats.errors:
         extras.append(f"{stats.errors} judge error{'s' if stats.errors != 1 else ''}")
     if stats.votes_right + stats.votes_wrong:
         extras.append(f"agreement {pct(stats.agreement)}")
+    if stats.tokens.total:
+        extras.append(_short_usage(stats))
     if extras:
         lines.append(" · ".join(extras))
     if stats.worst:
@@ -229,10 +244,10 @@ def digest_text(report: Report, links: Links, quotes: Quotes, prices: Prices | N
         for name, judge in stats.judges.items():
             lines.append(f"{name}: {judge_line(judge, report.change(stats, name))}")
             if judge.scored:
-                distribution = "  ".join(f"{score}:{count}" for score, count in judge.distribution.items())
-                lines.append(f"  distribution {distribution}")
+                lines.append(f"  {distribution_line(judge)}")
         lines.append(f"Judge errors: {stats.errors}")
         lines.append(f"Agreement: {_agreement_line(stats)}")
+        lines.append(f"LLM usage: {_usage_line(stats)}")
         if stats.worst:
             lines.append("Worst answers:")
             lines += [_worst_line(w, links, quotes, slack=False) for w in stats.worst]
@@ -240,7 +255,6 @@ def digest_text(report: Report, links: Links, quotes: Quotes, prices: Prices | N
 
     out.append("== All channels ==")
     out += block(report.overall)
-    out.append(f"LLM usage: {_usage_line(report.overall)}")
     for stats in report.channels:
         out += ["", f"== {channel_ref(stats.channel_id, slack=False)} =="]
         out += block(stats)
