@@ -83,6 +83,31 @@ def test_message_texts_appear_only_at_debug(capture_logs) -> None:
     assert "question" not in info  # still dropped at INFO when the process logs at DEBUG
 
 
+def test_error_messages_and_tracebacks_lose_texts_above_debug(capture_logs) -> None:
+    stream = capture_logs("DEBUG")
+    log = logging.getLogger("relmon.test")
+    row = f"DETAIL:  Failing row contains (7, C1, {QUESTION}, {ANSWER})."
+    try:
+        try:
+            raise ValueError(f'new row violates check constraint "ck"\n{row}')
+        except ValueError as error:
+            raise RuntimeError(f"store failed\n[SQL: INSERT INTO pairs]\n[parameters: ({QUESTION!r},)]") from error
+    except RuntimeError as error:
+        log.error("capture failed: %s", error, exc_info=True, extra=event_fields(channel="C1", message_ts="1.2"))
+        log.warning("the model refused to judge: %s", ANSWER)
+        log.debug("capture failed: %s", error)  # DEBUG keeps everything
+    failed, refused, debug = lines(stream)[1:]
+    assert QUESTION not in json.dumps([failed, refused]) and ANSWER not in json.dumps([failed, refused])
+    assert failed["event"] == "capture failed: store failed [withheld]"
+    assert (failed["channel"], failed["message_ts"]) == ("C1", "1.2")
+    # The traceback keeps its frames and error classes, in one line of JSON.
+    assert 'ValueError: new row violates check constraint "ck" [withheld]' in failed["exception"]
+    assert "RuntimeError: store failed [withheld]" in failed["exception"]
+    assert "direct cause" in failed["exception"] and 'raise RuntimeError(f"store failed' in failed["exception"]
+    assert refused["event"] == "the model refused to judge: [withheld]"
+    assert QUESTION in debug["event"]
+
+
 def test_tokens_and_configured_secrets_are_masked_anywhere_in_a_line(capture_logs) -> None:
     stream = capture_logs(
         redis_url="redis://:hunter2hunter2@redis:6379/0",

@@ -172,6 +172,45 @@ def test_scrubbers_drop_texts_arguments_bodies_and_tokens() -> None:
     assert crumb["data"] == {"url": "http://x"} and BOT_TOKEN not in crumb["message"]
 
 
+# What a failed INSERT raised before hide_parameters (and what PostgreSQL's own DETAIL still says).
+SQL_ERROR = (
+    '(psycopg.errors.CheckViolation) new row for relation "pairs" violates check constraint "ck"\n'
+    f"DETAIL:  Failing row contains (7, C1, 1.2, {ANSWER}).\n"
+    "[SQL: INSERT INTO pairs (channel_id, answer_text) VALUES (%(channel_id)s, %(answer_text)s)]\n"
+    f"[parameters: {{'channel_id': 'C1', 'answer_text': {ANSWER!r}}}]\n"
+    "(Background on this error at: https://sqlalche.me/e/20/gkpj)"
+)
+
+
+def test_scrubbers_take_texts_out_of_exception_values_and_messages() -> None:
+    masker = SecretMasker([])
+    event = {
+        "message": f"the model refused to judge: I will not repeat {QUESTION}",
+        "logentry": {"message": "%s", "formatted": f"Failed to run listener function (error: {SQL_ERROR})"},
+        "exception": {"values": [
+            {"type": "CheckViolation", "module": "psycopg.errors", "value": SQL_ERROR.split("\n[SQL")[0]},
+            {"type": "IntegrityError", "module": "sqlalchemy.exc", "value": SQL_ERROR},
+            {"type": "KeyError", "value": repr(QUESTION)},
+            {"type": "RuntimeError", "value": "judging pair 7 failed"},
+            {"type": "ValueError", "value": "x" * 500},
+        ]},
+        "breadcrumbs": {"values": [{"category": "relmon", "message": f"settle failed: {SQL_ERROR}"}]},
+    }  # fmt: skip
+    scrubbed = scrub_event(event, masker)
+    assert all(secret not in repr(scrubbed) for secret in SECRETS)
+    values = scrubbed["exception"]["values"]
+    assert [v["type"] for v in values] == ["CheckViolation", "IntegrityError", "KeyError", "RuntimeError", "ValueError"]
+    assert values[1]["value"] == (
+        '(psycopg.errors.CheckViolation) new row for relation "pairs" violates check constraint "ck" [withheld]'
+    )
+    assert values[2]["value"] == "'[withheld]'"
+    assert values[3]["value"] == "judging pair 7 failed"  # identifiers and error names are kept
+    assert values[4]["value"] == "[withheld] (500 characters)"
+    assert scrubbed["message"] == "the model refused to judge: [withheld]"
+    assert scrubbed["logentry"]["message"].startswith("Failed to run listener function (error: (psycopg")
+    assert scrubbed["breadcrumbs"]["values"][0]["message"].startswith("settle failed: (psycopg")
+
+
 def test_envelope_parser_reads_length_and_newline_items() -> None:
     raw = b'{"event_id":"e1"}\n{"type":"event","length":9}\n{"a":"b"}\n{"type":"session"}\n{"s":1}\n'
     envelope = parse_envelope("1", raw)

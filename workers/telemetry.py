@@ -11,6 +11,11 @@ masked anywhere in it (message, fields, traceback).
 
 Sentry (`setup_sentry`): Celery integration, no default PII, no local variables, and `before_send` /
 `before_breadcrumb` hooks that drop task arguments, request bodies, message texts and token-like strings.
+
+Messages themselves are scrubbed too (`scrub_message`), in Sentry and in every log line above DEBUG: exception
+values, tracebacks and log messages lose SQL statements and parameters, database DETAIL lines (failing rows),
+model output, every line after the first, long quoted strings, and whatever is still too long to be an
+identifier-and-error-name message.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import json
 import logging
 import re
 import sys
+import traceback
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
@@ -56,6 +62,78 @@ URL_PASSWORD_PATTERN = re.compile(
     r"(?P<head>[a-z][a-z0-9+.-]*://[^:/@\s]*:)(?!\*\*\*\*)(?P<password>[^@/\s]+)(?=@)",  # not if already masked
     re.I,
 )
+
+
+# Messages (exception values, log and breadcrumb messages) can carry texts however carefully relmon logs: a
+# database error quotes the failing statement, its parameters or the whole failing row; an LLM error quotes the
+# model. Defence in depth, applied to every message above DEBUG and to everything sent to Sentry:
+#  - from the first of these markers on, the rest is dropped: SQLAlchemy's statement and parameters, PostgreSQL's
+#    DETAIL ("Failing row contains (...)", "Key (...)=(...)"), psycopg's CONTEXT/LINE, the judge client's refusal;
+TEXT_MARKERS = re.compile(
+    r"\[SQL: |\[parameters: |\(Background on this error|\bDETAIL: |\bCONTEXT: |\bLINE \d+: |\bHINT: |"
+    r"(?<=refused to judge:)",
+)
+#  - only the first line is kept (a message's next lines are its details: statement, row, output);
+FIRST_LINE = re.compile(r"\r?\n|\\n")  # a real newline, or an escaped one inside a repr()
+#  - quoted strings longer than a short identifier are replaced (an exception's repr quoting a text);
+MAX_QUOTED_CHARS = 40
+_QUOTES = (("'", "'"), ('"', '"'), ("“", "”"))
+LONG_QUOTED = re.compile("|".join(f"{left}[^{right}\\n]{{{MAX_QUOTED_CHARS},}}{right}" for left, right in _QUOTES))
+#  - what is still longer than MAX_MESSAGE_CHARS is withheld, but for a short "context:" prefix.
+MAX_MESSAGE_CHARS = 160
+MAX_PREFIX_CHARS = 120
+WITHHELD = "[withheld]"
+
+
+def scrub_message(text: str) -> str:
+    """A message with anything that could be a question, an answer or a model output taken out; short messages
+    made of identifiers and error names ("judging pair 7 failed") are kept as they are."""
+    if not text:
+        return text
+    marker = TEXT_MARKERS.search(text)
+    cut = marker is not None
+    if marker:
+        text = text[: marker.start()].rstrip()
+    first = FIRST_LINE.split(text, maxsplit=1)
+    cut = cut or len(first) > 1
+    text = LONG_QUOTED.sub(lambda m: f"{m.group(0)[0]}{WITHHELD}{m.group(0)[-1]}", first[0]).rstrip()
+    if len(text) > MAX_MESSAGE_CHARS:
+        head, colon, _ = text.partition(": ")
+        text = f"{head}:" if colon and len(head) <= MAX_PREFIX_CHARS else ""
+        text = f"{text} {WITHHELD} ({len(first[0])} characters)".strip()
+    elif cut:
+        text = f"{text} {WITHHELD}" if text else WITHHELD
+    return text
+
+
+def format_exception_scrubbed(exc: BaseException) -> str:
+    """A traceback like `traceback.format_exception`'s (causes and contexts too), each exception's message passed
+    through `scrub_message`: frames hold file names, lines and code, never data (no locals)."""
+    chain: list[tuple[BaseException, str]] = []
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    link = ""
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        chain.append((current, link))
+        if current.__cause__ is not None:
+            current, link = current.__cause__, traceback._cause_message.strip()  # type: ignore[attr-defined]
+        elif current.__context__ is not None and not current.__suppress_context__:
+            current, link = current.__context__, traceback._context_message.strip()  # type: ignore[attr-defined]
+        else:
+            current = None
+    parts: list[str] = []
+    for error, next_link in reversed(chain):
+        kind = type(error)
+        module = kind.__module__
+        name = kind.__qualname__ if module in ("builtins", "__main__") else f"{module}.{kind.__qualname__}"
+        message = scrub_message(str(error))
+        if error.__traceback__ is not None:
+            parts.append("Traceback (most recent call last):\n" + "".join(traceback.format_tb(error.__traceback__)))
+        parts.append(f"{name}: {message}\n" if message else f"{name}\n")
+        if next_link:
+            parts.append(f"\n{next_link}\n\n")
+    return "".join(parts).rstrip("\n")
 
 
 def mask_url(url: str | None) -> str:
@@ -115,10 +193,19 @@ class SecretMaskingFilter(logging.Filter):
         self.masker = masker
 
     def filter(self, record: logging.LogRecord) -> bool:
-        record.msg = self.masker(record.getMessage())
+        above_debug = record.levelno > logging.DEBUG
+        message = record.getMessage()
+        record.msg = self.masker(scrub_message(message) if above_debug else message)
         record.args = None
-        if record.exc_info and not record.exc_text:
+        if record.exc_info and record.exc_info[1] is not None and above_debug:
+            # Formatted here, each message scrubbed: a database error's message quotes rows and statements.
+            record.exc_text = format_exception_scrubbed(record.exc_info[1])
+        elif record.exc_info and not record.exc_text:
             record.exc_text = logging.Formatter().formatException(record.exc_info)
+        elif record.exc_text and above_debug:  # formatted earlier by someone else: drop the known detail lines
+            record.exc_text = "\n".join(
+                line for line in record.exc_text.splitlines() if not TEXT_MARKERS.match(line.lstrip())
+            )
         if record.exc_text:
             record.exc_text = self.masker(record.exc_text)
         if record.stack_info:
@@ -203,10 +290,31 @@ def scrub_event(event: dict[str, Any], masker: SecretMasker) -> dict[str, Any]:
         event["request"] = {k: request[k] for k in ("method", "url") if k in request}
     logentry = event.get("logentry")
     if isinstance(logentry, dict):
-        # The formatted line (already text-free at INFO+); the raw arguments may hold texts.
-        event["logentry"] = {"message": logentry.get("formatted") or logentry.get("message")}
+        # The formatted line, scrubbed; the raw arguments may hold texts.
+        event["logentry"] = {"message": _scrub_str(logentry.get("formatted") or logentry.get("message"))}
+    if isinstance(event.get("message"), str):
+        event["message"] = scrub_message(event["message"])
+    exceptions = event.get("exception")
+    if isinstance(exceptions, dict) and isinstance(exceptions.get("values"), list):
+        # Keep each exception's type, module and frames; its value (str(exception)) may quote rows and outputs.
+        event["exception"] = dict(
+            exceptions,
+            values=[
+                dict(value, value=_scrub_str(value.get("value"))) if isinstance(value, dict) else value
+                for value in exceptions["values"]
+            ],
+        )
+    crumbs = event.get("breadcrumbs")
+    if isinstance(crumbs, dict) and isinstance(crumbs.get("values"), list):
+        event["breadcrumbs"] = dict(
+            crumbs, values=[scrub_breadcrumb(c, masker) for c in crumbs["values"] if isinstance(c, dict)]
+        )
     event = _drop_keys(event, SENTRY_DROPPED_KEYS)
     return masker.scrub(event)
+
+
+def _scrub_str(value: Any) -> Any:
+    return scrub_message(value) if isinstance(value, str) else value
 
 
 def scrub_breadcrumb(crumb: dict[str, Any], masker: SecretMasker) -> dict[str, Any] | None:
@@ -215,6 +323,8 @@ def scrub_breadcrumb(crumb: dict[str, Any], masker: SecretMasker) -> dict[str, A
     if isinstance(data, dict):
         # HTTP breadcrumbs keep url, method and status; log breadcrumbs keep their identifier fields.
         crumb["data"] = {k: v for k, v in data.items() if k not in SENTRY_DROPPED_KEYS}
+    if isinstance(crumb.get("message"), str):
+        crumb["message"] = scrub_message(crumb["message"])  # a log breadcrumb's message, e.g. a quoted error
     return masker.scrub(crumb)
 
 
