@@ -212,10 +212,15 @@ def test_verdict_without_judgments_explains():
 
 
 def test_errors_are_one_short_sentence():
+    # Each is "what happened: what to do", the second half starting with an imperative (after "please").
+    actions = {"add", "ask", "check", "invite", "join", "paste", "pick", "run", "try", "use"}
     for code, sentence in ERRORS.items():
         assert len(sentence) <= 130, code
-        assert sentence.count(". ") == 0, code  # one sentence
+        assert sentence.count(". ") == 0 and sentence.endswith("."), code  # one sentence
         assert error_message(code)["text"] == sentence
+        happened, _, to_do = sentence.partition(": ")
+        assert happened and to_do, f"{code}: says what happened, then what to do"
+        assert to_do.removeprefix("please ").split()[0] in actions, f"{code}: {to_do!r} names no action"
 
 
 def test_stats_help_and_modal():

@@ -3,7 +3,9 @@
 Every handler acknowledges at once (Slack allows 3 seconds) from the request alone; anything that
 touches Slack, the database or the broker runs after the ack in a lazy listener. Judging itself runs in
 the workers: an on-demand pair is stored and `workers.tasks.judging.judge_pair` enqueued; the verdict
-comes back privately (the response_url, else a direct message) from `workers.tasks.slack.deliver_verdict`.
+comes back privately from `workers.tasks.slack.deliver_verdict` (the response_url, else an ephemeral message
+in the channel where the person asked, else a direct message). Every other reply (the "Judging…" note,
+refusals, stats) goes the same way through `workers.replies`, without the direct message.
 
 Access: a person can only have judged, or see the figures of, a channel they are a member of
 (conversations.members, cached for a minute); otherwise relmon refuses in one sentence and reveals nothing.
@@ -20,7 +22,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from slack_bolt import Ack, App, Respond
+from slack_bolt import Ack, App
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 from sqlalchemy import select
@@ -48,6 +50,7 @@ from workers.messages.verdicts import (
     judge_modal,
     stats_message,
 )
+from workers.replies import Asker, remember_reply_channel, reply_privately
 from workers.runtime import Runtime, get_runtime
 
 log = logging.getLogger("relmon.commands")
@@ -167,6 +170,7 @@ class Refusal(Exception):
 
 
 def require_member(client: WebClient, channel_id: str, user_id: str) -> None:
+    """The link and the shortcut: relmon must see the channel, and the person be a member of it."""
     member = MEMBERSHIP.is_member(client, channel_id, user_id)
     if member is None:
         raise Refusal("not_found")
@@ -275,9 +279,7 @@ def find_on_demand(
     return OnDemand(channel_id, private, question, answer, question_ts, message.get("thread_ts"))
 
 
-def enqueue_on_demand(
-    runtime: Runtime, wanted: OnDemand, *, source: str, user_id: str, response_url: str | None
-) -> int:
+def enqueue_on_demand(runtime: Runtime, wanted: OnDemand, *, source: str, asker: Asker) -> int:
     """Store an on-demand pair (pending: no settling needed) and queue it for judging.
 
     `answer_ts` stays empty: the (channel, answer_ts) key belongs to the captured pair, and one answer may be
@@ -294,12 +296,14 @@ def enqueue_on_demand(
             reference_text=wanted.reference,
             judges=wanted.judges,
             status=PairStatus.PENDING,
-            requested_by=user_id,
-            response_url=response_url,
+            requested_by=asker.user_id,
+            response_url=asker.response_url,
         )
         session.add(pair)
         session.flush()
         pair_id = pair.id
+    # The verdict's fallback when the response_url is gone: an ephemeral message where the person asked.
+    remember_reply_channel(runtime.redis, pair_id, asker.channel_id)
     celery.send_task(TASK_JUDGE_PAIR, args=[pair_id])
     log.info("on-demand judgment queued", extra={"pair_id": pair_id, "source": source})
     return pair_id
@@ -307,60 +311,80 @@ def enqueue_on_demand(
 
 def judge_message(
     client: WebClient,
-    respond: Respond,
+    asker: Asker,
     *,
-    user_id: str,
     channel_id: str,
     ts: str,
     thread_ts: str | None,
     source: str,
-    response_url: str | None,
     message: dict | None = None,
     judges: list[str] | None = None,
+    note_when_taken: bool = False,
 ) -> None:
-    """The link and the shortcut: check access first, then find, store and enqueue."""
+    """The link and the shortcut: check access first, then find, store and enqueue. `note_when_taken`: say
+    "Judging…" once the answer is found (the link's ack already said it; a shortcut's ack cannot)."""
     runtime = get_runtime()
+    assert asker.user_id is not None
     try:
-        require_member(client, channel_id, user_id)
+        require_member(client, channel_id, asker.user_id)
         wanted = find_on_demand(runtime, client, channel_id, ts, thread_ts, message)
         if judges:
             wanted = replace(wanted, judges=judges)
-        enqueue_on_demand(runtime, wanted, source=source, user_id=user_id, response_url=response_url)
+        if note_when_taken:  # before the enqueue, so it cannot arrive after the verdict
+            _tell(client, asker, accepted_message())
+        enqueue_on_demand(runtime, wanted, source=source, asker=asker)
     except Refusal as refusal:
-        _tell(respond, error_message(refusal.code))
+        _tell(client, asker, error_message(refusal.code))
     except Exception:
         log.exception("on-demand judgment failed to start", extra={"channel": channel_id, "source": source})
-        _tell(respond, error_message("unavailable"))
+        _tell(client, asker, error_message("unavailable"))
 
 
-def _tell(respond: Respond, payload: dict) -> None:
-    try:
-        respond(text=payload["text"], blocks=payload["blocks"], response_type="ephemeral", replace_original=False)
-    except Exception:  # an expired response_url: nothing else reaches the person privately here
-        log.warning("could not answer on the response_url")
+def _tell(client: WebClient, asker: Asker, payload: dict) -> None:
+    """Reply privately: the response_url (its 429s waited out), else an ephemeral message; logged when
+    neither works (a DM is kept for verdicts)."""
+    reply_privately(client, asker, payload)
+
+
+def _command_asker(command: dict) -> Asker:
+    return Asker(command.get("user_id"), command.get("channel_id"), command.get("response_url"))
 
 
 # /judge stats ------------------------------------------------------------------------------------------
 
 
-def resolve_channel(client: WebClient, argument: str, current_channel: str) -> str:
-    channel_id, name = channel_reference(argument)
-    if channel_id:
-        return channel_id
-    if name is None:
-        return current_channel
+def channel_named(client: WebClient, name: str) -> str | None:
     for page in client.conversations_list(types="public_channel,private_channel", limit=1000, exclude_archived=True):
         for channel in page.get("channels", []):
             if channel.get("name", "").lower() == name:
                 return channel["id"]
-    raise Refusal("unknown_channel")
+    return None
 
 
-def show_stats(client: WebClient, respond: Respond, *, user_id: str, argument: str, current_channel: str) -> None:
+def stats_channel(client: WebClient, argument: str, current_channel: str, user_id: str) -> str:
+    """The channel whose figures this person may see, or a Refusal."""
+    channel_id, name = channel_reference(argument)
+    if channel_id is None and name is None:  # this conversation: a DM, or a channel relmon may not be in
+        member = MEMBERSHIP.is_member(client, current_channel, user_id)
+        if member is None:
+            raise Refusal("stats_not_here")
+        if not member:
+            raise Refusal("stats_refused")
+        return current_channel
+    if channel_id is None:
+        channel_id = channel_named(client, name or "")
+    # One answer for a name relmon doesn't know, a channel it can't see and a channel the person isn't in:
+    # a non-member learns nothing, not even whether a private channel of that name exists.
+    if channel_id is None or not MEMBERSHIP.is_member(client, channel_id, user_id):
+        raise Refusal("stats_refused")
+    return channel_id
+
+
+def show_stats(client: WebClient, asker: Asker, *, argument: str) -> None:
     runtime = get_runtime()
+    assert asker.user_id is not None and asker.channel_id is not None
     try:
-        channel_id = resolve_channel(client, argument, current_channel)
-        require_member(client, channel_id, user_id)
+        channel_id = stats_channel(client, argument, asker.channel_id, asker.user_id)
         rule = runtime.rules.for_channel(channel_id, runtime.settings)
         since = datetime.now(UTC) - timedelta(days=STATS_DAYS)
         with runtime.db.session() as session:
@@ -368,12 +392,12 @@ def show_stats(client: WebClient, respond: Respond, *, user_id: str, argument: s
         rows = [
             StatsRow(s.judge, s.judged, s.mean, s.low, rule.thresholds[s.judge], s.max_score, s.errors) for s in stats
         ]
-        _tell(respond, stats_message(channel_id, rows, days=STATS_DAYS))
+        _tell(client, asker, stats_message(channel_id, rows, days=STATS_DAYS))
     except Refusal as refusal:
-        _tell(respond, error_message(refusal.code))
+        _tell(client, asker, error_message(refusal.code))
     except Exception:
         log.exception("stats failed")
-        _tell(respond, error_message("unavailable"))
+        _tell(client, asker, error_message("unavailable"))
 
 
 # Listeners ---------------------------------------------------------------------------------------------
@@ -398,11 +422,11 @@ def ack_judge(ack: Ack, command: dict) -> None:
         ack()  # the modal opens next
 
 
-def work_judge(command: dict, client: WebClient, respond: Respond) -> None:
+def work_judge(command: dict, client: WebClient) -> None:
     """After the ack: the slow part of /judge."""
     wanted = route(command.get("text"))
-    user_id, channel_id = command["user_id"], command["channel_id"]
-    response_url = command.get("response_url")
+    asker = _command_asker(command)
+    user_id, channel_id, response_url = asker.user_id, asker.channel_id, asker.response_url
     if wanted.kind == "link":
         link = parse_message_link(wanted.argument)
         assert link is not None  # route() checked
@@ -411,17 +435,15 @@ def work_judge(command: dict, client: WebClient, respond: Respond) -> None:
             return  # refused in the ack
         judge_message(
             client,
-            respond,
-            user_id=user_id,
+            asker,
             channel_id=link.channel_id,
             ts=link.ts,
             thread_ts=link.thread_ts,
             source="command",
-            response_url=response_url,
             judges=[judge] if judge else None,
         )
     elif wanted.kind == "stats":
-        show_stats(client, respond, user_id=user_id, argument=wanted.argument, current_channel=channel_id)
+        show_stats(client, asker, argument=wanted.argument)
     elif wanted.kind == "digest":
         try:
             celery.send_task(
@@ -430,38 +452,38 @@ def work_judge(command: dict, client: WebClient, respond: Respond) -> None:
             )
         except Exception:
             log.exception("digest preview not queued")
-            _tell(respond, error_message("unavailable"))
+            _tell(client, asker, error_message("unavailable"))
     elif wanted.kind == "modal":
         metadata = {"response_url": response_url, "channel_id": channel_id}
         try:
             client.views_open(trigger_id=command["trigger_id"], view=judge_modal(metadata))
         except SlackApiError as error:
             log.warning("views.open failed", extra={"error": error.response.get("error")})
-            _tell(respond, error_message("unavailable"))
+            _tell(client, asker, error_message("unavailable"))
 
 
 def ack_shortcut(ack: Ack) -> None:
-    ack()
+    ack()  # Slack shows nothing from a shortcut's ack: the "Judging…" note follows on the response_url
 
 
-def work_shortcut(body: dict, client: WebClient, respond: Respond) -> None:
+def work_shortcut(body: dict, client: WebClient) -> None:
     message = body.get("message") or {}
     channel_id = (body.get("channel") or {}).get("id")
+    asker = Asker(body["user"]["id"], channel_id, body.get("response_url"))
     ts = message.get("ts") or body.get("message_ts")
     if not channel_id or not ts:
-        _tell(respond, error_message("not_found"))
+        _tell(client, asker, error_message("not_found"))
         return
     thread_ts = message.get("thread_ts")
     judge_message(
         client,
-        respond,
-        user_id=body["user"]["id"],
+        asker,
         channel_id=channel_id,
         ts=ts,
         thread_ts=thread_ts if thread_ts != ts else None,
         source="shortcut",
-        response_url=body.get("response_url"),
         message=message,
+        note_when_taken=True,
     )
 
 
@@ -509,8 +531,8 @@ def work_modal(body: dict, view: dict, client: WebClient) -> None:
         metadata = json.loads(view.get("private_metadata") or "{}")
     except ValueError:
         metadata = {}
-    user_id = body["user"]["id"]
-    response_url = metadata.get("response_url")
+    # The modal has no response_url of its own: the /judge that opened it passed its own, and its channel.
+    asker = Asker(body["user"]["id"], metadata.get("channel_id"), metadata.get("response_url"))
     runtime = get_runtime()
     redact = runtime.settings.redact_pii
     wanted = OnDemand(
@@ -521,27 +543,25 @@ def work_modal(body: dict, view: dict, client: WebClient) -> None:
         reference=redact_if(redact, values["reference"]),
         judges=[values["judge"]],
     )
+    _tell(client, asker, accepted_message("the answer you pasted"))  # the modal closed on the ack
     try:
-        enqueue_on_demand(runtime, wanted, source="command", user_id=user_id, response_url=response_url)
+        enqueue_on_demand(runtime, wanted, source="command", asker=asker)
     except Exception:
         log.exception("modal judgment failed to start")
-        payload = error_message("unavailable")
-        try:
-            client.chat_postMessage(channel=user_id, text=payload["text"], blocks=payload["blocks"])
-        except SlackApiError:
-            log.warning("could not tell the person the check failed")
+        _tell(client, asker, error_message("unavailable"))
 
 
 def ack_feedback(ack: Ack) -> None:
     ack()
 
 
-def work_feedback(body: dict, respond: Respond) -> None:
+def work_feedback(body: dict, client: WebClient) -> None:
     """Record the click as this person's vote (changeable), then refresh the alert's tally."""
     action = body["actions"][0]
     vote = VOTE_FOR_ACTION[action["action_id"]]
     user_id = body["user"]["id"]
     container = body.get("container") or {}
+    asker = Asker(user_id, container.get("channel_id"), body.get("response_url"))
     runtime = get_runtime()
     try:
         judgment_id = int(action.get("value") or "")
@@ -556,14 +576,14 @@ def work_feedback(body: dict, respond: Respond) -> None:
             if alert is None:
                 alert = low_alert_for_judgment(session, judgment_id)
             alert_id = alert.id if alert is not None else None
-        if not recorded:
-            _tell(respond, error_message("not_judged"))
+        if not recorded:  # the judgment was deleted (retention) since the alert was posted
+            _tell(client, asker, error_message("vote_gone"))
             return
         if alert_id is not None:
             celery.send_task(TASK_REFRESH_VOTES, args=[alert_id])
     except Exception:
         log.exception("feedback not recorded")
-        _tell(respond, error_message("unavailable"))
+        _tell(client, asker, error_message("unavailable"))
 
 
 def register(app: App, settings: Settings) -> None:

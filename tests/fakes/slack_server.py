@@ -8,7 +8,11 @@
 
 Every call is recorded (`.calls`); state covers users, conversations, chat, files, views, auth and bots.
 `rate_limit(method, times, retry_after)` makes the next calls answer 429 with Retry-After.
-`response_url(key)` gives a URL whose posts land in `.responses[key]` (slash commands, shortcuts).
+`response_url(key)` gives a URL whose posts land in `.responses[key]` (slash commands, shortcuts);
+`rate_limit_response_url(key, times, retry_after)` makes its next posts answer 429 with Retry-After, and
+`expire_response_url(key)` makes it answer 404 `expired_url` (as after 30 minutes or 5 posts).
+`.response_attempts[key]` keeps the time of every post, taken or refused.
+chat.postEphemeral to a known channel answers `user_not_in_channel` when the user is not a member.
 `apps.connections.open` (app-level xapp- tokens only) answers `socket_mode_url`, e.g. a FakeSocketMode's `.url`.
 Runnable alone: `python -m tests.fakes.slack_server --port N`.
 """
@@ -64,6 +68,9 @@ class FakeSlack(BackgroundServer):
         self.files: dict[str, dict[str, Any]] = {}  # file_id -> metadata, once completed
         self.responses: dict[str, list[Any]] = defaultdict(list)  # response_url key -> posted bodies
         self._rate_limits: dict[str, list[int]] = {}  # method -> [remaining, retry_after]
+        self.response_attempts: dict[str, list[float]] = defaultdict(list)  # response_url key -> post times
+        self._response_limits: dict[str, list[int]] = {}  # response_url key -> [remaining, retry_after]
+        self._expired_responses: set[str] = set()
         # As Slack does: every API answer names the token's scopes in `x-oauth-scopes` (None: header left out).
         self.oauth_scopes: list[str] | None = None
         # When set, any other token gets `invalid_auth` (None: every token is accepted).
@@ -144,6 +151,28 @@ class FakeSlack(BackgroundServer):
 
     def response_url(self, key: str) -> str:
         return f"{self.base_url}/response/{key}"
+
+    def rate_limit_response_url(self, key: str, times: int = 1, retry_after: int = 1) -> None:
+        """The next `times` posts to response_url(key) answer 429 with this Retry-After (seconds)."""
+        with self._lock:
+            self._response_limits[key] = [times, retry_after]
+
+    def expire_response_url(self, key: str) -> None:
+        """From now on response_url(key) answers 404 `expired_url`, as Slack does after 30 minutes."""
+        with self._lock:
+            self._expired_responses.add(key)
+
+    def _response_fault(self, key: str) -> tuple[int, str, dict[str, str]] | None:
+        """(status, body, headers) when this post to response_url(key) is refused; None: take it."""
+        with self._lock:
+            self.response_attempts[key].append(time.monotonic())
+            if key in self._expired_responses:
+                return 404, "expired_url", {}
+            limit = self._response_limits.get(key)
+            if limit and limit[0] > 0:
+                limit[0] -= 1
+                return 429, "rate_limited", {"Retry-After": str(limit[1])}
+        return None
 
     # Inspection -------------------------------------------------------------------------------
 
@@ -317,6 +346,9 @@ class FakeSlack(BackgroundServer):
         return {"ok": True, "channel": channel, "ts": ts}
 
     def _api_chat_postEphemeral(self, params: dict) -> dict:
+        channel = self.channels.get(params.get("channel", ""))
+        if channel is not None and params.get("user") not in channel.members:
+            return {"ok": False, "error": "user_not_in_channel"}
         self.ephemerals.append(params)
         return {"ok": True, "message_ts": self._next_ts()}
 
@@ -416,6 +448,10 @@ class FakeSlack(BackgroundServer):
                     return
                 if parts.path.startswith("/response/"):
                     key = parts.path.removeprefix("/response/")
+                    fault = fake._response_fault(key)
+                    if fault is not None:
+                        self._send(*fault)
+                        return
                     with suppress(ValueError):
                         body = json.loads(body)
                     with fake._lock:

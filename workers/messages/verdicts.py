@@ -21,10 +21,10 @@ from workers.messages.blocks import (
     shorten,
 )
 
-# Errors a person may see: one short sentence each, saying what to do.
+# Errors a person may see: one short sentence each, "what happened: what to do" (tests check the action).
 ERRORS = {
-    "not_member": "You can only judge or see messages from channels you are a member of, so relmon can't help "
-    "with that one.",
+    "not_member": "You can only judge messages from channels you are a member of: join the channel, or run `/judge` "
+    "alone and paste the texts.",
     "bad_link": "That isn't a message link: use “Copy link” on the answer, then `/judge <link>`.",
     "not_found": "relmon can't find that message: check the link, and invite relmon to the channel if it isn't in it.",
     "no_question": "relmon can't tell which question that message answers: run `/judge` alone and paste both.",
@@ -32,7 +32,13 @@ ERRORS = {
     "unavailable": "relmon couldn't start that check just now: please try again in a minute.",
     "budget": "relmon has used today's judging budget: please try again tomorrow or ask an admin to raise it.",
     "not_judged": "relmon couldn't judge that answer: please try again in a few minutes.",
-    "unknown_channel": "relmon doesn't know that channel: use `/judge stats #channel` with a channel it is in.",
+    # /judge stats: one answer for an unknown name, a channel relmon can't see and one the person isn't in.
+    "stats_refused": "relmon can only show figures for a channel you and relmon are both in: check the name, or "
+    "pick one of yours.",
+    "stats_not_here": "relmon isn't in this conversation: run `/judge stats #channel` for a channel it is in, or "
+    "invite relmon here.",
+    "vote_gone": "That judgment no longer exists, so your vote wasn't counted: use “Judge this answer” on the "
+    "message to judge it again.",
     "unknown_command": "relmon didn't understand that: try `/judge help`.",
     "needs_reference": "The correctness and grounded judges compare with a reference answer: please add one.",
     "link_needs_reference": "Correctness and grounded need a reference answer: run `/judge` alone to paste one.",

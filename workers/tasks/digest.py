@@ -11,7 +11,6 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 from slack_sdk.errors import SlackApiError
-from slack_sdk.webhook import WebhookClient
 
 from store import digests as digest_rows
 from store.stats_queries import pair_rows, pair_texts
@@ -22,6 +21,7 @@ from workers.digest.privacy import may_quote
 from workers.digest.stats import Prices, Report, WorstAnswer, build_report
 from workers.messages.digest import Links, Quotes, digest_message
 from workers.posted_marks import find_marked, mark
+from workers.replies import Asker, reply_privately
 from workers.runtime import Runtime, get_runtime
 from workers.tasks.slack import permalink
 
@@ -178,12 +178,10 @@ def deliver_preview(
         ],
     }
     blocks = [note, *message["blocks"]]
-    if response_url:
-        WebhookClient(response_url, timeout=15).send(
-            text=message["text"], blocks=blocks, response_type="ephemeral", replace_original=False
-        )
-    else:
-        runtime.slack.chat_postEphemeral(channel=channel_id, user=user_id, text=message["text"], blocks=blocks)
+    # The response_url with its 429s waited out, else an ephemeral message in the channel.
+    reply_privately(
+        runtime.slack, Asker(user_id, channel_id, response_url), {"text": message["text"], "blocks": blocks}
+    )
     return message
 
 

@@ -19,18 +19,19 @@ from datetime import UTC, datetime, timedelta
 import redis
 from celery.exceptions import Reject
 from slack_sdk.errors import SlackApiError
-from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler, RateLimitErrorRetryHandler
-from slack_sdk.webhook import WebhookClient
 from sqlalchemy import select
 
 from store import alerts as alert_store
 from store.feedback import votes_for
 from store.models import Alert, Judgment, Pair, PairStatus
+from workers import replies
 from workers.alerts.feedback import tally
 from workers.alerts.policy import (
     DEGRADATION_JUDGE,
+    WINDOW_ANSWERS,
     Action,
     DegradationState,
+    DegradationWindow,
     JudgmentFacts,
     ScoredAt,
     as_utc,
@@ -41,6 +42,7 @@ from workers.alerts.policy import (
     low_key,
     may_quote,
     summary_key,
+    window_means,
 )
 from workers.celery_app import celery
 from workers.messages.alerts import (
@@ -54,6 +56,7 @@ from workers.messages.alerts import (
 from workers.messages.verdicts import VerdictItem, verdict_message
 from workers.posted_marks import find_marked, mark, recall_post, remember_post
 from workers.runtime import Runtime, get_runtime
+from workers.telemetry import event_fields
 
 log = logging.getLogger("relmon.alerts")
 
@@ -209,13 +212,15 @@ def consider(runtime: Runtime, judgment_id: int, now: datetime | None = None) ->
 def _low_score(runtime: Runtime, facts: JudgmentFacts, rule, answer_ts, existing, now: datetime) -> str:
     settings = runtime.settings
 
-    def decide(alerts_this_hour: int):
+    def decide(alerts_this_hour: int, alert_channel_alerts: int = 0):
         return decide_low_score(
             facts,
             rule.thresholds,
             alert_channel=rule.alert_channel,
             alerts_this_hour=alerts_this_hour,
-            cap_per_hour=settings.alert_cap_per_hour,
+            cap_per_hour=rule.alert_cap_per_hour,
+            alert_channel_alerts_this_hour=alert_channel_alerts,
+            alert_channel_cap=settings.alert_channel_cap_per_hour,
         )
 
     if existing is None:
@@ -225,10 +230,13 @@ def _low_score(runtime: Runtime, facts: JudgmentFacts, rule, answer_ts, existing
         hour = hour_start(now)
         with runtime.db.session() as session:
             alert_store.lock_channel(session, facts.channel_id)
+            alert_store.lock_alert_channel(session, rule.alert_channel)  # its cap counts every source channel
             row = alert_store.by_key(session, low_key(facts.judgment_id))
-            if row is None:  # still unclaimed now that we hold the channel's lock
-                count = alert_store.count_low_alerts(session, facts.channel_id, hour, hour + timedelta(hours=1))
-                decision = decide(count)
+            if row is None:  # still unclaimed now that we hold the channels' locks
+                until = hour + timedelta(hours=1)
+                count = alert_store.count_low_alerts(session, facts.channel_id, hour, until)
+                to_alert_channel = alert_store.count_low_alerts_to(session, rule.alert_channel, hour, until)
+                decision = decide(count, to_alert_channel)
                 row, _ = alert_store.claim(
                     session,
                     dedupe_key=low_key(facts.judgment_id),
@@ -264,6 +272,22 @@ def post_alert(runtime: Runtime, alert_id: int) -> str:
                 return row.status if row else "missing"
             channel, dedupe_key, claimed_at = row.alert_channel_id, row.dedupe_key, as_utc(row.created_at)
             payload = _render(runtime, session, row)
+            # Identifiers only (never text): the judgment and the source message it is about.
+            source_ts = None
+            if row.judgment_id is not None:
+                source_ts = session.execute(
+                    select(Pair.answer_ts)
+                    .join(Judgment, Judgment.pair_id == Pair.id)
+                    .where(Judgment.id == row.judgment_id)
+                ).scalar_one_or_none()
+            fields = event_fields(
+                channel=row.source_channel_id,
+                message_ts=source_ts,
+                judgment_id=row.judgment_id,
+                alert_id=alert_id,
+                alert_kind=row.kind,
+                alert_channel=channel,
+            )
         earlier_ts = recall_post(runtime.redis, dedupe_key)  # posted, but the database missed it (it was down)
         if earlier_ts is None and datetime.now(UTC) - claimed_at > STALE_CLAIM:
             earlier_ts = find_marked(runtime.slack, channel, claimed_at, ALERT_METADATA_EVENT, "dedupe_key", dedupe_key)
@@ -287,7 +311,7 @@ def post_alert(runtime: Runtime, alert_id: int) -> str:
         remember_post(runtime.redis, dedupe_key, response.get("ts"))
         with runtime.db.session() as session:
             alert_store.mark_posted(session, alert_id, response.get("ts"))
-    log.info("alert posted", extra={"alert_id": alert_id, "channel": channel})
+    log.info("alert posted", extra={**fields, "alert_ts": response.get("ts")})
     return alert_store.STATUS_POSTED
 
 
@@ -302,6 +326,11 @@ def _render(runtime: Runtime, session, row: Alert) -> dict:
                 floor=float(details["floor"]),
                 count=int(details["count"]),
                 at=as_utc(row.created_at),
+                # rows claimed before the time window existed name no window: theirs was the count window
+                window=details.get("window", WINDOW_ANSWERS),
+                window_answers=int(details.get("window_answers", details["count"])),
+                window_minutes=int(details.get("window_minutes", 0)),
+                min_answers=int(details.get("min_answers", 0)),
             )
         )
     return _render_low(runtime, session, row)
@@ -333,7 +362,21 @@ def _render_low(runtime: Runtime, session, row: Alert) -> dict:
 # Degradation ------------------------------------------------------------------------------------------
 
 
-def _degradation_state(session, settings, channel_id: str, now: datetime):
+def degradation_window(rule) -> DegradationWindow:
+    return DegradationWindow(rule.degradation_window, rule.degradation_window_minutes, rule.degradation_min_answers)
+
+
+def _recent(connection, rule, channel_id: str, now: datetime) -> list[ScoredAt]:
+    """The scores both windows need, in one bounded read."""
+    minutes = rule.degradation_window_minutes
+    since = as_utc(now) - timedelta(minutes=minutes) if minutes > 0 else None
+    scores = alert_store.recent_scores(
+        connection, channel_id, DEGRADATION_JUDGE, last=rule.degradation_window, since=since
+    )
+    return [ScoredAt(score, at) for score, at in scores]
+
+
+def _degradation_state(session, rule, channel_id: str, now: datetime):
     """The channel's degradation history, a claimed-but-unposted degradation alert (its worker died), and what
     the policy decides on the channel's latest scores."""
     unposted: int | None = None
@@ -342,11 +385,10 @@ def _degradation_state(session, settings, channel_id: str, now: datetime):
         open_row = session.get(Alert, history.open_alert_id)
         if open_row.status == alert_store.STATUS_CLAIMED:
             unposted = open_row.id  # claimed by a worker that died before posting
-    scores = alert_store.recent_scores(session, channel_id, DEGRADATION_JUDGE, last=settings.degradation_window)
     decision = decide_degradation(
-        [ScoredAt(score, at) for score, at in scores],
-        window=settings.degradation_window,
-        floor=settings.degradation_floor,
+        _recent(session, rule, channel_id, now),
+        window=degradation_window(rule),
+        floor=rule.degradation_floor,
         state=DegradationState(
             active=history.open_alert_id is not None,
             last_alert_at=history.last_alert_at,
@@ -372,44 +414,42 @@ def follow_up_needed(runtime: Runtime, facts: JudgmentFacts, now: datetime | Non
         rule.thresholds,
         alert_channel=rule.alert_channel,
         alerts_this_hour=0,
-        cap_per_hour=settings.alert_cap_per_hour,
+        cap_per_hour=rule.alert_cap_per_hour,
     )
     if low.action is not Action.NONE:
         return True
     if facts.judge != DEGRADATION_JUDGE or facts.status != "ok" or facts.source != "capture" or not rule.alert_channel:
         return False
+    now = now or datetime.now(UTC)
     with runtime.db.autocommit() as connection:  # two reads, no transaction needed
-        scores = alert_store.recent_scores(
-            connection, facts.channel_id, DEGRADATION_JUDGE, last=settings.degradation_window
-        )
-        if len(scores) < settings.degradation_window:
+        recent = _recent(connection, rule, facts.channel_id, now)
+        if not window_means(recent, degradation_window(rule), now):
             return False  # too early to say, whatever the history
         latest = alert_store.latest_degradation(connection, facts.channel_id)
     if latest is not None and latest.status == alert_store.STATUS_CLAIMED:
         return True  # claimed by a worker that died before posting
     decision = decide_degradation(
-        [ScoredAt(score, at) for score, at in scores],
-        window=settings.degradation_window,
-        floor=settings.degradation_floor,
+        recent,
+        window=degradation_window(rule),
+        floor=rule.degradation_floor,
         state=DegradationState(
             active=latest is not None and not latest.recovered,
             last_alert_at=latest.created_at if latest else None,
             episodes=0,  # the episode number only names the alert; the locked path counts them
         ),
-        now=now or datetime.now(UTC),
+        now=now,
     )
     return decision.action in (Action.ALERT, Action.REARM)
 
 
 def _degradation(runtime: Runtime, facts: JudgmentFacts, rule, now: datetime) -> str:
-    settings = runtime.settings
     if facts.judge != DEGRADATION_JUDGE or facts.status != "ok" or facts.source != "capture":
         return "not_applicable"
     if not rule.alert_channel:
         return "no_alert_channel"
     with runtime.db.session() as session:
         alert_store.lock_channel(session, facts.channel_id)
-        history, unposted, decision = _degradation_state(session, settings, facts.channel_id, now)
+        history, unposted, decision = _degradation_state(session, rule, facts.channel_id, now)
         if decision.action is Action.ALERT:
             row, _ = alert_store.claim(
                 session,
@@ -420,8 +460,12 @@ def _degradation(runtime: Runtime, facts: JudgmentFacts, rule, now: datetime) ->
                 details={
                     "mean": round(decision.mean, 4),
                     "count": decision.count,
-                    "floor": settings.degradation_floor,
+                    "floor": rule.degradation_floor,
                     "judge": DEGRADATION_JUDGE,
+                    "window": decision.window,  # which window tripped: the last N answers or the last M minutes
+                    "window_answers": rule.degradation_window,
+                    "window_minutes": rule.degradation_window_minutes,
+                    "min_answers": rule.degradation_min_answers,
                 },
                 now=now,
             )
@@ -506,7 +550,8 @@ def flush_summary(runtime: Runtime, channel_id: str, hour: datetime) -> str:
                 )
                 for i in items
             ],
-            cap=runtime.settings.alert_cap_per_hour,
+            cap=rule.alert_cap_per_hour,
+            alert_channel_cap=runtime.settings.alert_channel_cap_per_hour,
             quote=quote_allowed(runtime, channel_id, private),
         )
         if message_ts:
@@ -558,16 +603,18 @@ class _VerdictJob:
     status: str
     requested_by: str | None
     response_url: str | None
+    reply_channel: str | None  # where the person asked (else the answer's channel): the ephemeral fallback
     payload: dict
 
 
 @celery.task(name="workers.tasks.slack.deliver_verdict", bind=True, max_retries=MAX_RETRIES)
-def deliver_verdict(self, pair_id: int) -> str:
-    """Send an on-demand verdict to whoever asked: on the response_url, else as a direct message. Once."""
-    return _run(self, deliver, pair_id)
+def deliver_verdict(self, pair_id: int, reply_channel: str | None = None) -> str:
+    """Send an on-demand verdict to whoever asked: on the response_url, else as an ephemeral message in the
+    channel where they asked, else (not in that channel) as a direct message. Once."""
+    return _run(self, deliver, pair_id, reply_channel)
 
 
-def deliver(runtime: Runtime, pair_id: int) -> str:
+def deliver(runtime: Runtime, pair_id: int, reply_channel: str | None = None) -> str:
     dedupe_key = f"verdict:{pair_id}"  # also the key of its post receipt
     with runtime.db.session() as session:
         pair = session.get(Pair, pair_id)
@@ -596,7 +643,9 @@ def deliver(runtime: Runtime, pair_id: int) -> str:
                 channel_id=pair.channel_id,
                 budget_spent=pair.status == PairStatus.SKIPPED_BUDGET,
             )
-            job = _VerdictJob(alert_id, row.status, pair.requested_by, pair.response_url, payload)
+            # The person is a member of the answer's channel (checked before judging): a fair second choice.
+            where_asked = reply_channel or replies.reply_channel(runtime.redis, pair_id) or pair.channel_id
+            job = _VerdictJob(alert_id, row.status, pair.requested_by, pair.response_url, where_asked, payload)
         where = recall_post(runtime.redis, dedupe_key)  # sent, but the database missed it (it was down)
         if not where:
             where = _send_privately(runtime, job)
@@ -608,28 +657,7 @@ def deliver(runtime: Runtime, pair_id: int) -> str:
 
 
 def _send_privately(runtime: Runtime, job: _VerdictJob) -> str:
-    if job.response_url:
-        webhook = WebhookClient(
-            job.response_url,
-            timeout=15,
-            retry_handlers=[
-                RateLimitErrorRetryHandler(max_retry_count=3),
-                ConnectionErrorRetryHandler(max_retry_count=2),
-            ],
-        )
-        try:
-            response = webhook.send(
-                text=job.payload["text"],
-                blocks=job.payload["blocks"],
-                response_type="ephemeral",
-                replace_original=False,
-            )
-            if response.status_code == 200:
-                return "response_url"
-            log.info("response_url refused the verdict", extra={"status": response.status_code})
-        except Exception as error:  # an expired URL (30 minutes, 5 posts) or a network error: fall back to a DM
-            log.info("response_url failed", extra={"error": repr(error)[:200]})
-    if not job.requested_by:
+    if not job.requested_by and not job.response_url:
         return "nobody"
-    runtime.slack.chat_postMessage(channel=job.requested_by, unfurl_links=False, **job.payload)
-    return "direct_message"
+    asker = replies.Asker(job.requested_by, job.reply_channel, job.response_url)
+    return replies.reply_privately(runtime.slack, asker, job.payload, direct_message_last=True)
