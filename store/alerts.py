@@ -39,18 +39,25 @@ def _insert(session: Session):
     return postgresql.insert if session.get_bind().dialect.name == "postgresql" else sqlite.insert
 
 
-def lock_channel(session: Session, channel_id: str) -> None:
+def lock_channel(session: Session, channel_id: str, *, namespace: str = "relmon-alerts") -> None:
     """Serialise alert decisions for one source channel until this transaction ends.
 
     PostgreSQL: a transaction-scoped advisory lock on the channel. SQLite: a no-op write takes the
     database's write lock now (other writers wait on busy_timeout), so the counts that follow are current."""
     dialect = session.get_bind().dialect.name
     if dialect == "postgresql":
-        digest = hashlib.sha256(f"relmon-alerts:{channel_id}".encode()).digest()
+        digest = hashlib.sha256(f"{namespace}:{channel_id}".encode()).digest()
         key = int.from_bytes(digest[:8], "big", signed=True)
         session.execute(select(func.pg_advisory_xact_lock(key)))
     else:
         session.execute(update(Alert).where(Alert.id == -1).values(status=Alert.status))
+
+
+def lock_alert_channel(session: Session, alert_channel_id: str) -> None:
+    """Serialise decisions that count an alert channel's hourly cap. Taken after `lock_channel` of the source,
+    never before, and in a namespace of its own (a channel may be both): no two transactions wait on each other
+    in a cycle."""
+    lock_channel(session, alert_channel_id, namespace="relmon-alert-channel")
 
 
 def claim(
@@ -109,6 +116,19 @@ def count_low_alerts(session: Session, channel_id: str, since: datetime, until: 
         select(func.count(Alert.id)).where(
             Alert.kind == KIND_LOW,
             Alert.source_channel_id == channel_id,
+            Alert.status.in_(CAP_STATUSES),
+            Alert.created_at >= since,
+            Alert.created_at < until,
+        )
+    ).scalar_one()
+
+
+def count_low_alerts_to(session: Session, alert_channel_id: str, since: datetime, until: datetime) -> int:
+    """Low-score alerts that count against the hourly cap of an alert channel, from every source channel."""
+    return session.execute(
+        select(func.count(Alert.id)).where(
+            Alert.kind == KIND_LOW,
+            Alert.alert_channel_id == alert_channel_id,
             Alert.status.in_(CAP_STATUSES),
             Alert.created_at >= since,
             Alert.created_at < until,
@@ -236,40 +256,58 @@ def mark_recovered(session: Session, alert_id: int, at: datetime) -> None:
     merge_details(session, alert_id, recovered_at=at.isoformat())
 
 
-def recent_scores(
-    session: Session | Connection, channel_id: str, judge: str, *, last: int
-) -> list[tuple[float, datetime]]:
-    """(score, time) of one judge's `ok` judgments of the channel's latest `last` captured answers so judged.
+def _utc(moment: datetime) -> datetime:
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment  # SQLite hands back naive UTC
 
-    Runs after every judgment, so it must cost about `last` rows whatever the tables hold and whatever the planner
-    believes: two plain index look-ups rather than one join, whose plan on a young database (no statistics yet)
-    fetched the whole judgments table for every pair. First the channel's newest judged pairs (a burst leaves many
-    pending) on ix_pairs_channel_created, a few times `last` of them since some judgments are errors; then their
-    judgments by (pair_id, judge). When that batch holds too few, a four times larger one is read, up to all."""
+
+# The time window's sample is the newest answers of the window, at most this many: on a busy channel the last hour
+# holds thousands, and this read runs after every judgment. 200 answers pin a mean to within a few hundredths.
+TIME_WINDOW_MOST = 200
+
+
+def recent_scores(
+    session: Session | Connection,
+    channel_id: str,
+    judge: str,
+    *,
+    last: int,
+    since: datetime | None = None,
+    most: int = TIME_WINDOW_MOST,
+) -> list[tuple[float, datetime]]:
+    """(score, answer capture time) of one judge's `ok` judgments of the channel's captured answers, newest first:
+    the latest `last` so judged, and, with `since`, also every later one captured at or after `since` (the time
+    window), up to `most` in all.
+
+    Runs after every judgment, so it must cost about that many rows whatever the tables hold and whatever the
+    planner believes: two plain index look-ups rather than one join, whose plan on a young database (no statistics
+    yet) fetched the whole judgments table for every pair. First the channel's newest judged pairs (a burst leaves
+    many pending) on ix_pairs_channel_created, a few times `last` of them since some judgments are errors; then
+    their judgments by (pair_id, judge). When that batch holds too few, or does not reach back to `since`, a four
+    times larger one is read, up to all."""
+    most = max(most, last)
     batch = 3 * last
     while True:
-        pair_ids = list(
+        pairs = session.execute(
+            select(Pair.id, Pair.created_at)
+            .where(Pair.channel_id == channel_id, Pair.source == "capture", Pair.status == PairStatus.JUDGED)
+            .order_by(Pair.created_at.desc())  # exactly the index's order: the scan stops after `batch` rows
+            .limit(batch)
+        ).all()
+        found = dict(
             session.execute(
-                select(Pair.id)
-                .where(Pair.channel_id == channel_id, Pair.source == "capture", Pair.status == PairStatus.JUDGED)
-                .order_by(Pair.created_at.desc())  # exactly the index's order: the scan stops after `batch` rows
-                .limit(batch)
-            ).scalars()
-        )
-        found = {
-            pair_id: (score, created)
-            for pair_id, score, created in session.execute(
-                select(Judgment.pair_id, Judgment.score, Judgment.created_at).where(
-                    Judgment.pair_id.in_(pair_ids),
+                select(Judgment.pair_id, Judgment.score).where(
+                    Judgment.pair_id.in_([pair_id for pair_id, _ in pairs]),
                     Judgment.judge == judge,
                     Judgment.status == JudgmentStatus.OK,
                     Judgment.score.is_not(None),
                 )
-            )
-        }
-        rows = [found[pair_id] for pair_id in pair_ids if pair_id in found][:last]
-        if len(rows) >= last or len(pair_ids) < batch:  # enough, or that was every pair of the channel
-            return rows
+            ).all()
+        )
+        rows = [(found[pair_id], _utc(created)) for pair_id, created in pairs if pair_id in found]
+        reaches_since = since is None or (bool(pairs) and _utc(pairs[-1].created_at) < since)
+        if len(pairs) < batch or len(rows) >= most or (len(rows) >= last and reaches_since):
+            # enough, or that was every pair of the channel
+            return rows[:last] + [row for row in rows[last:most] if since is not None and row[1] >= since]
         batch *= 4
 
 

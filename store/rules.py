@@ -1,6 +1,6 @@
 """Per-channel rules: which judges run, thresholds, sampling, where alerts go and whether a private
-channel's text may be quoted there. Read from a YAML file (RELMON_CHANNEL_RULES); the environment
-gives the defaults.
+channel's text may be quoted there, the hourly cap, and the degradation windows and floor. Read from a YAML
+file (RELMON_CHANNEL_RULES); the environment gives the defaults.
 
     defaults:
       judges: [relevancy]
@@ -11,6 +11,11 @@ gives the defaults.
         sample_rate: 0.25
         alert_channel: C0ALERTS2
         quote_private: true   # this channel is private, and its alert channel may quote it
+        alert_cap_per_hour: 5           # low-score alerts an hour from this channel (the rest: the summary)
+        degradation_floor: 3.0          # degradation when the mean relevancy falls below 3.0...
+        degradation_window: 50          # ...over the last 50 answers
+        degradation_window_minutes: 30  # ...or over the last 30 minutes' answers (0: count window only)
+        degradation_min_answers: 8      # ...when there are at least 8 of them
 """
 
 from __future__ import annotations
@@ -38,6 +43,11 @@ class ChannelRule(BaseModel):
     alert_channel: str | None = None
     quote_private: bool | None = None
     watch: bool | None = None  # false: ignore this channel even when relmon is in it
+    alert_cap_per_hour: int | None = Field(None, ge=1)
+    degradation_window: int | None = Field(None, ge=2)
+    degradation_window_minutes: int | None = Field(None, ge=0, le=24 * 60)
+    degradation_min_answers: int | None = Field(None, ge=1)
+    degradation_floor: float | None = Field(None, ge=0, le=4)
 
 
 class EffectiveRule(BaseModel):
@@ -49,6 +59,11 @@ class EffectiveRule(BaseModel):
     alert_channel: str | None
     quote_private: bool
     watch: bool
+    alert_cap_per_hour: int
+    degradation_window: int
+    degradation_window_minutes: int
+    degradation_min_answers: int
+    degradation_floor: float
 
 
 class ChannelRules(BaseModel):
@@ -90,4 +105,9 @@ class ChannelRules(BaseModel):
             alert_channel=pick("alert_channel", settings.alert_channel),
             quote_private=pick("quote_private", False),
             watch=pick("watch", watched_by_setting or named),
+            alert_cap_per_hour=pick("alert_cap_per_hour", settings.alert_cap_per_hour),
+            degradation_window=pick("degradation_window", settings.degradation_window),
+            degradation_window_minutes=pick("degradation_window_minutes", settings.degradation_window_minutes),
+            degradation_min_answers=pick("degradation_min_answers", settings.degradation_min_answers),
+            degradation_floor=pick("degradation_floor", settings.degradation_floor),
         )

@@ -10,13 +10,25 @@ from functools import cached_property
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import AliasChoices, Field, SecretStr, field_validator
+from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 SLACK_DEFAULT_API_URL = "https://slack.com/api/"
 DEFAULT_JUDGE_MODEL = "gpt-4o-mini"
 
 CommaList = Annotated[list[str], NoDecode]
+
+# Retries of a transient LLM failure: no single backoff delay longer than this, each stretched by up to 25% at random.
+RETRY_CAP_SECONDS = 60.0
+RETRY_JITTER = 0.25
+
+
+def largest_retry_delay(retry_base_seconds: float, llm_max_retries: int) -> float:
+    """The longest countdown a judging retry can carry: the last backoff step with full jitter. A 429's
+    Retry-After is honoured up to this too, so it is also the longest delay a rate limit can impose."""
+    if llm_max_retries <= 0:
+        return 0.0
+    return min(RETRY_CAP_SECONDS, retry_base_seconds * 2 ** (llm_max_retries - 1)) * (1 + RETRY_JITTER)
 
 
 def _env(name: str) -> dict:
@@ -91,9 +103,15 @@ class Settings(BaseSettings):
     threshold: int = Field(2, ge=0, le=4, **_env("RELMON_THRESHOLD"))
     correctness_threshold: int = Field(0, ge=0, le=2, **_env("RELMON_CORRECTNESS_THRESHOLD"))
     grounded_threshold: int = Field(2, ge=1, le=5, **_env("RELMON_GROUNDED_THRESHOLD"))
+    # Degradation: the channel's mean relevancy is below the floor over its last N answers, or over the answers
+    # of the last M minutes when there are at least RELMON_DEGRADATION_MIN_ANSWERS of them (0 minutes: off).
     degradation_window: int = Field(20, ge=2, **_env("RELMON_DEGRADATION_WINDOW"))
+    degradation_window_minutes: int = Field(60, ge=0, le=24 * 60, **_env("RELMON_DEGRADATION_WINDOW_MINUTES"))
+    degradation_min_answers: int = Field(5, ge=1, **_env("RELMON_DEGRADATION_MIN_ANSWERS"))
     degradation_floor: float = Field(2.5, ge=0, le=4, **_env("RELMON_DEGRADATION_FLOOR"))
     alert_cap_per_hour: int = Field(10, ge=1, **_env("RELMON_ALERT_CAP_PER_HOUR"))
+    # Low-score alerts one alert channel receives per hour from all its source channels together.
+    alert_channel_cap_per_hour: int = Field(30, ge=1, **_env("RELMON_ALERT_CHANNEL_CAP_PER_HOUR"))
 
     # Digest
     digest_day: str = Field("mon", **_env("RELMON_DIGEST_DAY"))
@@ -120,6 +138,22 @@ class Settings(BaseSettings):
         if day not in {"mon", "tue", "wed", "thu", "fri", "sat", "sun"}:
             raise ValueError("RELMON_DIGEST_DAY must be a weekday name such as mon or monday")
         return day
+
+    @model_validator(mode="after")
+    def _visibility_outlasts_every_delay(self) -> Settings:
+        # A delayed task waits unacknowledged in Redis; past the visibility timeout Redis hands it out again.
+        retry = largest_retry_delay(self.retry_base_seconds, self.llm_max_retries)
+        longest = max(retry, self.settle_seconds)
+        if self.visibility_timeout_seconds <= longest:
+            raise ValueError(
+                f"RELMON_VISIBILITY_TIMEOUT ({self.visibility_timeout_seconds} s) must be longer than the longest "
+                f"task delay ({longest:g} s): the last judging retry ({retry:g} s: RELMON_RETRY_BASE_SECONDS="
+                f"{self.retry_base_seconds:g} doubling over RELMON_LLM_MAX_RETRIES={self.llm_max_retries} retries, "
+                f"at most {RETRY_CAP_SECONDS:g} s, plus {RETRY_JITTER:.0%} jitter; also the cap on a 429's "
+                f"Retry-After) and RELMON_SETTLE_SECONDS ({self.settle_seconds:g} s). Otherwise Redis delivers a "
+                "delayed task twice. Raise RELMON_VISIBILITY_TIMEOUT or lower those settings."
+            )
+        return self
 
     # Derived values ---------------------------------------------------------------------------
 

@@ -6,9 +6,14 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from store.rules import ChannelRules
+from store.settings import Settings
 from workers.alerts.policy import (
+    WINDOW_ANSWERS,
+    WINDOW_MINUTES,
     Action,
     DegradationState,
+    DegradationWindow,
     JudgmentFacts,
     ScoredAt,
     decide_degradation,
@@ -20,6 +25,7 @@ from workers.alerts.policy import (
     may_quote,
     rolling_sample,
     summary_key,
+    time_sample,
 )
 
 THRESHOLDS = {"relevancy": 2, "correctness": 0, "grounded": 2}
@@ -62,6 +68,30 @@ def test_low_score_decision(judgment, alert_channel, alerts_this_hour, action, r
     assert (decision.action, decision.reason) == (action, reason)
 
 
+@pytest.mark.parametrize(
+    ("source_count", "alert_channel_count", "action", "reason"),
+    [
+        (0, 0, Action.ALERT, "low_score"),
+        (0, 29, Action.ALERT, "low_score"),  # the 30th the alert channel receives this hour
+        (0, 30, Action.HOLD, "alert_channel_cap"),  # a burst across many source channels stops here
+        (3, 30, Action.HOLD, "alert_channel_cap"),
+        (10, 5, Action.HOLD, "hourly_cap"),  # the source channel's own cap comes first
+    ],
+)
+def test_the_alert_channel_has_a_cap_of_its_own(source_count, alert_channel_count, action, reason):
+    decision = decide_low_score(
+        facts(score=0),
+        THRESHOLDS,
+        alert_channel="C_ALERTS",
+        alerts_this_hour=source_count,
+        cap_per_hour=10,
+        alert_channel_alerts_this_hour=alert_channel_count,
+        alert_channel_cap=30,
+    )
+    assert (decision.action, decision.reason) == (action, reason)
+    assert decision.action is not Action.NONE  # held or alerted, never dropped: held ones go to the summary
+
+
 def test_per_channel_thresholds_change_the_decision():
     strict = {**THRESHOLDS, "relevancy": 3}
     assert is_low(facts(score=3), strict)
@@ -84,11 +114,94 @@ def scores(*values: float, minutes_apart: float = 10, start: datetime = NOW) -> 
     return [ScoredAt(v, start - timedelta(minutes=minutes_apart * i)) for i, v in enumerate(values)]
 
 
-def test_rolling_sample_is_the_last_answers_however_old():
+def test_the_two_windows_are_the_last_answers_and_the_last_minutes():
     quiet = scores(1, 1, 4, 4, 4, minutes_apart=60 * 24)
     assert rolling_sample(list(reversed(quiet)), window=3) == [1, 1, 4]  # newest first, order of input irrelevant
+    assert time_sample(quiet, 60, NOW) == [1]  # a day apart: only the newest is in the last hour
     busy = scores(*([1.0] * 30), minutes_apart=1)
     assert rolling_sample(busy, window=20) == [1.0] * 20
+    assert len(time_sample(busy, 60, NOW)) == 30 and time_sample(busy, 0, NOW) == []  # 0 minutes: off
+
+
+HOUR_WINDOW = DegradationWindow(answers=20, minutes=60, min_answers=5)
+
+
+def test_eight_bad_answers_in_the_last_hour_alert_before_the_count_window_fills():
+    """The audit's first probe: window 20, floor 2.5, 8 answers in the last hour all scoring 0. The count window
+    alone said too_few_answers; the last hour's mean trips the floor."""
+    recent = scores(*([0] * 8), minutes_apart=5)
+    assert decide_degradation(recent, window=20, floor=2.5, state=DegradationState(), now=NOW).reason == (
+        "too_few_answers"  # count window only (the time window off), as before
+    )
+    decision = decide_degradation(recent, window=HOUR_WINDOW, floor=2.5, state=DegradationState(), now=NOW)
+    assert (decision.action, decision.reason, decision.window) == (Action.ALERT, "below_floor", WINDOW_MINUTES)
+    assert (decision.mean, decision.count) == (0, 8)
+
+
+def test_a_sharp_drop_in_a_quiet_channel_trips_the_time_window():
+    """The audit's second probe: 20 answers spread over 5 days, the newest at 0. The last-20 mean (3.2) hides the
+    drop; the last hour, once it holds the minimum sample, shows it."""
+    old = [ScoredAt(4, NOW - timedelta(hours=6 * (i + 1))) for i in range(16)]
+    for minimum, action, reason in ((5, Action.NONE, "healthy"), (4, Action.ALERT, "below_floor")):
+        recent = old + scores(0, 0, 0, 0, minutes_apart=10)  # the 4 newest, in the last hour
+        window = DegradationWindow(answers=20, minutes=60, min_answers=minimum)
+        decision = decide_degradation(recent, window=window, floor=2.5, state=DegradationState(), now=NOW)
+        assert (decision.action, decision.reason) == (action, reason), minimum
+    assert decision.window == WINDOW_MINUTES and decision.mean == 0 and decision.count == 4
+    assert [(m.kind, m.mean) for m in decision.means] == [(WINDOW_ANSWERS, 3.2), (WINDOW_MINUTES, 0)]
+    # with a fifth bad answer in the hour the default minimum of 5 is met too
+    recent = old[1:] + scores(0, 0, 0, 0, 0, minutes_apart=10)
+    assert decide_degradation(recent, window=HOUR_WINDOW, floor=2.5, state=DegradationState(), now=NOW).action is (
+        Action.ALERT
+    )
+
+
+@pytest.mark.parametrize(
+    ("recent", "state", "action", "reason", "window"),
+    [
+        # the count window trips on its own: a quiet hour
+        (scores(1, 1, 1, 1, minutes_apart=120), DegradationState(), Action.ALERT, "below_floor", WINDOW_ANSWERS),
+        # both trip: the lower mean is reported
+        (scores(0, 4, 0, 4, 0, 0, 0, 0, minutes_apart=5), DegradationState(), Action.ALERT, "below_floor",
+         WINDOW_MINUTES),  # last 4: 2.0; the hour: 1.0
+        # the last 4 are fine but the hour is not: still degraded, no re-arm
+        (scores(4, 4, 4, 4, 0, 0, 0, 0, 0, 0, minutes_apart=5), DegradationState(active=True), Action.NONE,
+         "already_alerted", WINDOW_MINUTES),
+        # both windows back above the floor: re-arm
+        (scores(4, 4, 4, 4, 3, 3, minutes_apart=5), DegradationState(active=True), Action.REARM, "recovered",
+         WINDOW_ANSWERS),
+        # fewer than 4 answers, and fewer than 5 in the hour: too early
+        (scores(0, 0, 0, minutes_apart=5), DegradationState(), Action.NONE, "too_few_answers", None),
+    ],
+)  # fmt: skip
+def test_either_window_below_the_floor_is_degradation(recent, state, action, reason, window):
+    decision = decide_degradation(recent, window=DegradationWindow(4, 60, 5), floor=2.5, state=state, now=NOW)
+    assert (decision.action, decision.reason, decision.window) == (action, reason, window)
+
+
+def test_rules_set_the_cap_windows_and_floor_per_channel():
+    settings = Settings(_env_file=None, alert_cap_per_hour=10, degradation_floor=2.5)
+    rules = ChannelRules.model_validate(
+        {
+            "defaults": {"degradation_window_minutes": 30},
+            "channels": {
+                "C_STRICT": {
+                    "alert_cap_per_hour": 3,
+                    "degradation_window": 50,
+                    "degradation_window_minutes": 0,
+                    "degradation_min_answers": 8,
+                    "degradation_floor": 3.25,
+                }
+            },
+        }
+    )
+    strict, other = rules.for_channel("C_STRICT", settings), rules.for_channel("C_OTHER", settings)
+    assert (strict.alert_cap_per_hour, strict.degradation_window, strict.degradation_window_minutes) == (3, 50, 0)
+    assert (strict.degradation_min_answers, strict.degradation_floor) == (8, 3.25)
+    assert (other.alert_cap_per_hour, other.degradation_window, other.degradation_window_minutes) == (10, 20, 30)
+    assert (other.degradation_min_answers, other.degradation_floor) == (5, 2.5)
+    with pytest.raises(ValueError):
+        ChannelRules.model_validate({"channels": {"C1": {"degradation_floor": 5}}})
 
 
 @pytest.mark.parametrize(

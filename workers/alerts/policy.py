@@ -2,8 +2,10 @@
 what to post. No database, no Slack, no clock of its own (`now` comes in): every rule is tested directly.
 
 Three decisions:
-- a low score: alert now, hold it for the hour's summary (the per-channel hourly cap is reached), or nothing;
-- degradation: the channel's rolling mean fell below the floor (alert once, re-arm when it recovers);
+- a low score: alert now, hold it for the hour's summary (the source channel's or the alert channel's hourly cap
+  is reached), or nothing;
+- degradation: the channel's rolling mean (last N answers, or last M minutes) fell below the floor (alert once,
+  re-arm when it recovers);
 - the dedupe keys that make each alert happen at most once (claimed in the `alerts` table before posting).
 """
 
@@ -89,9 +91,12 @@ def decide_low_score(
     alert_channel: str | None,
     alerts_this_hour: int,
     cap_per_hour: int,
+    alert_channel_alerts_this_hour: int = 0,
+    alert_channel_cap: int | None = None,
 ) -> Decision:
     """Alert, hold for the summary, or nothing. `alerts_this_hour`: low-score alerts already claimed
-    for this source channel in the current UTC hour (held ones not counted)."""
+    for this source channel in the current UTC hour (held ones not counted); `alert_channel_alerts_this_hour`:
+    the same for the alert channel, from every source channel (a burst across many channels is one flood there)."""
     if facts.source not in ALERTING_SOURCES:
         return Decision(Action.NONE, "on_demand")
     if facts.status != "ok":
@@ -106,6 +111,8 @@ def decide_low_score(
         return Decision(Action.NONE, "no_alert_channel")
     if alerts_this_hour >= cap_per_hour:
         return Decision(Action.HOLD, "hourly_cap")
+    if alert_channel_cap is not None and alert_channel_alerts_this_hour >= alert_channel_cap:
+        return Decision(Action.HOLD, "alert_channel_cap")
     return Decision(Action.ALERT, "low_score")
 
 
@@ -125,6 +132,27 @@ class DegradationState:
     episodes: int = 0  # degradation alerts claimed so far for the channel
 
 
+WINDOW_ANSWERS = "answers"  # the last N answers
+WINDOW_MINUTES = "minutes"  # the answers of the last M minutes
+
+
+@dataclass(frozen=True)
+class DegradationWindow:
+    """How a channel's rolling mean is taken: its last `answers` scores, and (when `minutes` > 0) the scores of
+    its last `minutes` minutes if there are at least `min_answers` of them."""
+
+    answers: int
+    minutes: int = 0
+    min_answers: int = 5
+
+
+@dataclass(frozen=True)
+class WindowMean:
+    kind: str  # WINDOW_ANSWERS | WINDOW_MINUTES
+    mean: float
+    count: int
+
+
 @dataclass(frozen=True)
 class DegradationDecision:
     action: Action
@@ -132,39 +160,69 @@ class DegradationDecision:
     mean: float | None = None
     count: int = 0
     episode: int | None = None  # the episode number to claim when action is ALERT
+    window: str | None = None  # which window's mean is reported: the one that tripped, if any
+    means: tuple[WindowMean, ...] = ()  # every window that had enough answers
 
 
 def rolling_sample(recent: Sequence[ScoredAt], window: int) -> list[float]:
-    """The rolling window: the channel's last `window` scores, newest first. A count window, not a time
-    window, so a quiet channel is judged on as many answers as a busy one (a busy channel's window simply
-    covers less than the last hour) and the mean responds as quickly as answers arrive."""
+    """The count window: the channel's last `window` scores, newest first, however old. A quiet channel is
+    judged on as many answers as a busy one; the time window (`time_sample`) catches a sharp drop in a channel
+    whose last N answers reach back days."""
     newest_first = sorted(recent, key=lambda item: as_utc(item.at), reverse=True)
     return [item.score for item in newest_first[:window]]
+
+
+def time_sample(recent: Sequence[ScoredAt], minutes: int, now: datetime) -> list[float]:
+    """The time window: every score of the last `minutes` minutes (as many as the caller read)."""
+    if minutes <= 0:
+        return []
+    since = as_utc(now) - timedelta(minutes=minutes)
+    return [item.score for item in recent if as_utc(item.at) >= since]
+
+
+def window_means(recent: Sequence[ScoredAt], window: DegradationWindow, now: datetime) -> list[WindowMean]:
+    """The mean of each window that has enough answers to judge on: the count window needs all N, the time
+    window its minimum."""
+    means = []
+    by_count = rolling_sample(recent, window.answers)
+    if len(by_count) >= window.answers:
+        means.append(WindowMean(WINDOW_ANSWERS, sum(by_count) / len(by_count), len(by_count)))
+    by_time = time_sample(recent, window.minutes, now)
+    if window.minutes > 0 and len(by_time) >= window.min_answers:
+        means.append(WindowMean(WINDOW_MINUTES, sum(by_time) / len(by_time), len(by_time)))
+    return means
 
 
 def decide_degradation(
     recent: Sequence[ScoredAt],
     *,
-    window: int,
+    window: int | DegradationWindow,
     floor: float,
     state: DegradationState,
     now: datetime,
 ) -> DegradationDecision:
-    """Alert when the rolling mean is below the floor, once per episode and at most once per period;
-    re-arm when the mean is back at or above the floor. Fewer than `window` scores: too early to say."""
-    sample = rolling_sample(recent, window)
-    if len(sample) < window:
-        return DegradationDecision(Action.NONE, "too_few_answers", count=len(sample))
-    mean = sum(sample) / len(sample)
-    if mean >= floor:
-        if state.active:
-            return DegradationDecision(Action.REARM, "recovered", mean, len(sample))
-        return DegradationDecision(Action.NONE, "healthy", mean, len(sample))
+    """Alert when the mean of either window (the last N answers, or the last M minutes' answers when there are
+    enough) is below the floor, once per episode and at most once per period; re-arm when every window with
+    enough answers is back at or above the floor. No window with enough answers: too early to say."""
+    if isinstance(window, int):
+        window = DegradationWindow(window)
+    means = tuple(window_means(recent, window, now))
+    if not means:
+        return DegradationDecision(Action.NONE, "too_few_answers", count=len(rolling_sample(recent, window.answers)))
+    below = [m for m in means if m.mean < floor]
+    # Report the tripped window with the lowest mean (the count window on a tie); else the count window if known.
+    shown = min(below, key=lambda m: m.mean) if below else means[0]
+
+    def decision(action: Action, reason: str, episode: int | None = None) -> DegradationDecision:
+        return DegradationDecision(action, reason, shown.mean, shown.count, episode, shown.kind, means)
+
+    if not below:
+        return decision(Action.REARM, "recovered") if state.active else decision(Action.NONE, "healthy")
     if state.active:
-        return DegradationDecision(Action.NONE, "already_alerted", mean, len(sample))
+        return decision(Action.NONE, "already_alerted")
     if state.last_alert_at is not None and as_utc(now) - as_utc(state.last_alert_at) < DEGRADATION_PERIOD:
-        return DegradationDecision(Action.NONE, "once_per_period", mean, len(sample))
-    return DegradationDecision(Action.ALERT, "below_floor", mean, len(sample), episode=state.episodes + 1)
+        return decision(Action.NONE, "once_per_period")
+    return decision(Action.ALERT, "below_floor", episode=state.episodes + 1)
 
 
 def may_quote(channel_is_private: bool, *, rule_names_alert_channel: bool, quote_private: bool) -> bool:
