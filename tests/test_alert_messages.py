@@ -52,7 +52,7 @@ def alert(**changes) -> LowScoreAlert:
 
 
 def all_text(payload: dict) -> str:
-    return json.dumps(payload)
+    return json.dumps(payload, ensure_ascii=False)
 
 
 def check_limits(payload: dict, max_blocks: int = bk.MAX_BLOCKS) -> None:
@@ -113,6 +113,18 @@ def test_long_answer_is_cut_with_a_note():
     assert len(answer_block["text"]["text"]) > 2_000  # cut near the limit, not far below it
 
 
+def test_long_reasoning_is_cut_with_a_note():
+    reasoning = "The answer <ignores> the question & " * 300  # 11,100 characters
+    payload = low_score_alert(alert(reasoning=reasoning))
+    check_limits(payload)
+    block = next(b for b in payload["blocks"] if b["type"] == "section" and "*Why the judge" in b["text"]["text"])
+    text = block["text"]["text"]
+    assert text.endswith(f"_Reasoning cut to fit Slack: {len(reasoning.strip()):,} characters in all._")
+    assert "&lt;ignores&gt;" in text and len(text) > 2_000  # escaped, and cut near the limit
+    short = next(b for b in low_score_alert(alert())["blocks"] if "*Why the judge" in json.dumps(b))
+    assert "cut to fit" not in short["text"]["text"] and "opening hours, not passwords." in short["text"]["text"]
+
+
 def test_short_answer_is_not_marked_cut():
     payload = low_score_alert(alert())
     assert "cut to fit" not in all_text(payload)
@@ -160,10 +172,29 @@ def test_shorten_and_header_limits():
 
 
 def test_degradation_alert():
-    payload = degradation_alert(DegradationAlert("C1", "relevancy", 1.85, 2.5, 20, AT))
+    payload = degradation_alert(DegradationAlert("C1", "relevancy", 1.85, 2.5, 20, AT, "answers", 20, 60, 5))
     check_limits(payload)
     text = all_text(payload)
     assert "1.85" in text and "2.5" in text and "last 20 judged answers" in text and "<#C1>" in text
+    # the values in force, not the names of the settings
+    assert "RELMON_" not in text
+    assert "floor 2.5 · window: last 20 answers or last 60 minutes (5 answers at least)" in text
+
+
+def test_degradation_alert_says_the_time_window_tripped():
+    payload = degradation_alert(DegradationAlert("C1", "relevancy", 0.25, 3, 8, AT, "minutes", 50, 30, 6))
+    check_limits(payload)
+    text = all_text(payload)
+    assert "the mean relevancy score of the 8 answers judged in the last 30 minutes is *0.25*" in text
+    assert "below the floor of *3*" in text and "last 50 answers or last 30 minutes (6 answers at least)" in text
+    count_only = all_text(degradation_alert(DegradationAlert("C1", "relevancy", 1, 2.5, 20, AT, "answers", 20, 0)))
+    assert "window: last 20 answers" in count_only and "minutes" not in count_only
+
+
+def test_summary_names_the_alert_channel_cap():
+    payload = summary_message("C1", AT, summary_items(2), cap=10, quote=True, alert_channel_cap=30)
+    check_limits(payload)
+    assert "cap of 10 alerts" in all_text(payload) and "cap of 30 alerts from all channels" in all_text(payload)
 
 
 def summary_items(count: int, reasoning: str = "Talks about something else.") -> list[SummaryItem]:

@@ -71,6 +71,19 @@ def quoted_section(label: str, text: str | None, *, what: str) -> dict:
     return section(f"*{label}*\n{body}{note if was_cut else ''}")
 
 
+def reasoning_section(label: str, reasoning: str | None) -> dict:
+    """The judge's reasoning, cut to the section limit with a note saying so (its full text is in the database
+    and in `relmon export`, not in the source message)."""
+    if not reasoning or not reasoning.strip():
+        return section(f"*{label}*\n_(none)_")
+    text = reasoning.strip()
+    body = escape(text)
+    if len(body) <= _QUOTE_BUDGET:
+        return section(f"*{label}*\n{body}")
+    note = f"\n_Reasoning cut to fit Slack: {len(text):,} characters in all._"
+    return section(f"*{label}*\n{shorten(body, _QUOTE_BUDGET)}{note}")
+
+
 def feedback_buttons(judgment_id: int, permalink: str | None) -> dict:
     elements = []
     if permalink:
@@ -93,8 +106,7 @@ def low_score_alert(alert: LowScoreAlert) -> dict:
     if alert.quote:
         blocks.append(quoted_section("Question", alert.question, what="Question"))
         blocks.append(quoted_section("Answer", alert.answer, what="Answer"))
-        reasoning = escape(alert.reasoning.strip()) if alert.reasoning and alert.reasoning.strip() else "_(none)_"
-        blocks.append(section(shorten(f"*Why the judge scored it {score}*\n{reasoning}", MAX_SECTION_TEXT)))
+        blocks.append(reasoning_section(f"Why the judge scored it {score}", alert.reasoning))
     else:
         blocks.append(section(WITHHELD))
     if not alert.permalink:
@@ -112,21 +124,37 @@ class DegradationAlert:
     judge: str
     mean: float
     floor: float
-    count: int
+    count: int  # answers in the window that tripped
     at: datetime
+    window: str = "answers"  # which window tripped: "answers" (the last N) or "minutes" (the last M minutes)
+    window_answers: int | None = None  # N
+    window_minutes: int = 0  # M; 0: the time window is off
+    min_answers: int = 0  # the time window's minimum sample
+
+
+def window_description(alert: DegradationAlert) -> str:
+    """The windows in force, with their values: "last 20 answers or last 60 minutes (5 answers at least)"."""
+    parts = [f"last {alert.window_answers or alert.count} answers"]
+    if alert.window_minutes > 0:
+        minimum = f" ({alert.min_answers} answers at least)" if alert.min_answers else ""
+        parts.append(f"last {alert.window_minutes} minutes{minimum}")
+    return " or ".join(parts)
 
 
 def degradation_alert(alert: DegradationAlert) -> dict:
     label = judge_label(alert.judge).lower()
     mean = f"{alert.mean:.2f}"
+    if alert.window == "minutes":
+        over = f"the {alert.count} answers judged in the last {alert.window_minutes} minutes"
+    else:
+        over = f"the last {alert.count} judged answers"
     blocks = [
         header(f"Answers are getting worse: mean {label} {mean}"),
         section(
-            f"In {channel_mention(alert.channel_id)}, the mean {label} score of the last {alert.count} judged "
-            f"answers is *{mean}*, below the floor of *{alert.floor:g}*. relmon will not repeat this alert until "
-            "the mean recovers."
+            f"In {channel_mention(alert.channel_id)}, the mean {label} score of {over} is *{mean}*, below the "
+            f"floor of *{alert.floor:g}*. relmon will not repeat this alert until the mean recovers."
         ),
-        context(f"{slack_date(alert.at)} · floor: RELMON_DEGRADATION_FLOOR · window: RELMON_DEGRADATION_WINDOW"),
+        context(f"{slack_date(alert.at)} · floor {alert.floor:g} · window: {window_description(alert)}"),
     ]
     text = f"Answers in {channel_mention(alert.channel_id)} are getting worse: mean {label} {mean} < {alert.floor:g}"
     return message(text, blocks)
@@ -152,15 +180,27 @@ def summary_line(item: SummaryItem, *, quote: bool) -> str:
     return line
 
 
-def summary_message(channel_id: str, hour: datetime, items: Sequence[SummaryItem], *, cap: int, quote: bool) -> dict:
-    """One message per source channel and hour for the low scores held back by the cap; updated in place
-    (chat.update) as more gather. Lines are packed into sections, and what does not fit is counted."""
+def summary_message(
+    channel_id: str,
+    hour: datetime,
+    items: Sequence[SummaryItem],
+    *,
+    cap: int,
+    quote: bool,
+    alert_channel_cap: int | None = None,
+) -> dict:
+    """One message per source channel and hour for the low scores held back by a cap (the source channel's, or
+    the alert channel's across all sources); updated in place (chat.update) as more gather. Lines are packed into
+    sections, and what does not fit is counted."""
     count = len(items)
+    this_channel = (
+        f", or this channel its cap of {alert_channel_cap} alerts from all channels," if alert_channel_cap else ""
+    )
     blocks = [
         header(f"{count} more low score{'s' if count != 1 else ''} this hour"),
         section(
             f"{channel_mention(channel_id)} reached its cap of {cap} alerts for the hour starting "
-            f"{slack_date(hour)}, so further low scores are gathered here instead of posted one by one."
+            f"{slack_date(hour)}{this_channel} so further low scores are gathered here instead of posted one by one."
         ),
     ]
     if not quote:
