@@ -1,17 +1,21 @@
-"""The digest's chart: daily mean score with answer volume, and the week's score distribution.
+"""The digest's chart: daily mean score with answer volume on top, the week's score distribution below.
 
-Drawn with matplotlib's Agg backend (no display needed) at a size that stays readable in Slack's preview.
+Drawn with matplotlib's Agg backend (no display needed). Slack previews an image about 360 px wide, so the
+figure is nearly square (its thumbnail keeps the panels' height), the two panels are stacked and the text is
+set large for the figure's size (14–16 pt at 7.5 in wide stays about 9–11 px tall at 360 px).
 """
 
 from __future__ import annotations
 
 import io
+from collections import Counter
 from zoneinfo import ZoneInfo
 
 import matplotlib
 
 matplotlib.use("Agg")  # before pyplot: workers and CI have no display
 
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
@@ -21,80 +25,164 @@ BAR_COLOUR = "#c9d6e3"
 LINE_COLOUR = "#1f5f99"
 LOW_COLOUR = "#d9534f"
 OK_COLOUR = "#5cb85c"
-DPI = 110
+MUTED = "#5a6b7b"
+DPI = 100
+SIZE = (7.5, 7.2)  # inches: 750 × 720 px
+NO_SCORES_SIZE = (7.5, 4.4)  # one panel when nothing was scored
+STYLE = {
+    "font.size": 14,
+    "axes.titlesize": 16,
+    "axes.labelsize": 14,
+    "xtick.labelsize": 14,
+    "ytick.labelsize": 13,
+    "legend.fontsize": 13,
+    "axes.spines.top": False,
+}
 
 
 def render_chart(report: Report) -> bytes:
     """The chart as PNG bytes."""
-    judge = report.primary_judge
-    stats = report.overall.judge(judge)
-    low_end, high_end = stats.scale if stats else (0, 4)
-    tz = ZoneInfo(report.period.timezone)
-
-    figure = Figure(figsize=(11, 4.2), dpi=DPI, layout="constrained")
-    daily_axes, dist_axes = figure.subplots(1, 2, width_ratios=[1.7, 1])
-    figure.suptitle(f"relmon weekly digest · {report.period.week_key}", fontsize=14, fontweight="bold")
-
-    # Left: answers per day as bars (right axis), mean score as a line (left axis).
-    positions = list(range(len(report.daily)))
-    labels = [point.start.astimezone(tz).strftime("%a\n%d %b") for point in report.daily]
-    volume_axes = daily_axes.twinx()
-    volume_axes.bar(positions, [p.answers for p in report.daily], color=BAR_COLOUR, width=0.6, label="answers")
-    volume_axes.set_ylabel("answers per day", fontsize=11, color="#5a6b7b")
-    volume_axes.yaxis.set_major_locator(MaxNLocator(integer=True, nbins=5))
-    volume_axes.set_ylim(0, max([p.answers for p in report.daily] + [1]) * 1.25)
-    # Draw the line above the bars: the score axes in front, with a transparent background.
-    daily_axes.set_zorder(volume_axes.get_zorder() + 1)
-    daily_axes.patch.set_visible(False)
-    means = [(x, p.mean) for x, p in zip(positions, report.daily, strict=True) if p.mean is not None]
-    if means:
-        xs, ys = zip(*means, strict=True)
-        daily_axes.plot(xs, ys, color=LINE_COLOUR, marker="o", linewidth=2.2, markersize=6, label=f"mean {judge}")
-        for x, y in means:
-            daily_axes.annotate(f"{y:.1f}", (x, y), textcoords="offset points", xytext=(0, 8), ha="center", fontsize=9)
-    else:
-        daily_axes.text(0.5, 0.5, "no scored answers", transform=daily_axes.transAxes, ha="center", color="#888")
-    threshold = _single_threshold(report, judge)
-    if threshold is not None:
-        daily_axes.axhline(threshold, color=LOW_COLOUR, linestyle="--", linewidth=1, label=f"alert ≤ {threshold:g}")
-    daily_axes.set_ylim(low_end - 0.2, high_end + 1.0)  # headroom for the legend
-    daily_axes.yaxis.set_major_locator(MaxNLocator(integer=True))
-    daily_axes.set_ylabel(f"mean {judge} score ({low_end}–{high_end})", fontsize=11)
-    daily_axes.set_xticks(positions, labels, fontsize=9)
-    start_time = report.period.start.astimezone(tz).strftime("%H:%M")
-    daily_axes.set_xlabel(f"24-hour days from {start_time} {report.period.timezone}", fontsize=10)
-    daily_axes.set_title("Daily mean score and answer volume", fontsize=12)
-    daily_axes.grid(axis="y", alpha=0.3)
-    handles, names = daily_axes.get_legend_handles_labels()
-    bar_handles, bar_names = volume_axes.get_legend_handles_labels()
-    daily_axes.legend(handles + bar_handles, names + bar_names, loc="upper left", ncol=3, fontsize=9, frameon=False)
-    for axes in (daily_axes, volume_axes):
-        axes.spines["top"].set_visible(False)
-
-    # Right: how many answers got each score this week.
-    scores = list(range(low_end, high_end + 1))
-    counts = [stats.distribution.get(s, 0) if stats else 0 for s in scores]
-    colours = [LOW_COLOUR if threshold is not None and s <= threshold else OK_COLOUR for s in scores]
-    bars = dist_axes.bar(scores, counts, color=colours, width=0.65)
-    dist_axes.bar_label(bars, fontsize=9, padding=2)
-    dist_axes.set_xticks(scores)
-    dist_axes.set_xlabel(f"{judge} score", fontsize=11)
-    dist_axes.set_ylabel("answers", fontsize=11)
-    dist_axes.yaxis.set_major_locator(MaxNLocator(integer=True, nbins=5))
-    dist_axes.set_ylim(0, max([*counts, 1]) * 1.2)
-    dist_axes.set_title("Score distribution this week", fontsize=12)
-    dist_axes.spines[["top", "right"]].set_visible(False)
-    dist_axes.grid(axis="y", alpha=0.3)
-
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=DPI, facecolor="white")
+    with matplotlib.rc_context(STYLE):
+        figure = chart_figure(report)
+        buffer = io.BytesIO()
+        figure.savefig(buffer, format="png", dpi=DPI, facecolor="white")
     return buffer.getvalue()
 
 
-def _single_threshold(report: Report, judge: str) -> float | None:
-    """The alert threshold to draw, when every channel uses the same one."""
+def chart_figure(report: Report) -> Figure:
+    """The chart as a matplotlib figure (call under `matplotlib.rc_context(STYLE)` for its fonts)."""
+    judge = report.primary_judge
     stats = report.overall.judge(judge)
-    if stats and len(stats.thresholds) == 1:
-        return stats.thresholds[0]
-    values = {t.get(judge) for t in report.thresholds.values() if t.get(judge) is not None}
-    return values.pop() if len(values) == 1 else None
+    if stats is None or stats.scored == 0:
+        figure = Figure(figsize=NO_SCORES_SIZE, dpi=DPI, layout="constrained")
+        _volume_panel(figure.subplots(), report, no_scores_note(report))
+        return figure
+    figure = Figure(figsize=SIZE, dpi=DPI, layout="constrained")
+    daily_axes, dist_axes = figure.subplots(2, 1, height_ratios=[1.15, 1])
+    threshold = chart_threshold(report, judge)
+    _daily_panel(daily_axes, report, threshold)
+    _distribution_panel(dist_axes, report, threshold)
+    return figure
+
+
+def day_label(report: Report, index: int) -> str:
+    """`Mon 23`: the weekday and day of the month each 24-hour slice starts on, in the digest's time zone."""
+    start = report.daily[index].start.astimezone(ZoneInfo(report.period.timezone))
+    return f"{start:%a} {start.day}"
+
+
+def no_scores_note(report: Report) -> str:
+    """What the chart says instead of empty panels, e.g. `no scores: 10 judgments failed`."""
+    overall = report.overall
+    if overall.seen == 0:
+        return "no answers this week"
+    if overall.errors:
+        return f"no scores: {overall.errors} judgment{'s' if overall.errors != 1 else ''} failed"
+    stats = overall.judge(report.primary_judge)
+    if stats is not None and stats.nulls:
+        return f"no scores: {stats.nulls} answer{'s' if stats.nulls != 1 else ''} could not be scored"
+    return "no scores yet"
+
+
+def chart_threshold(report: Report, judge: str) -> tuple[float, str] | None:
+    """The alert threshold to draw and its legend label. When channels differ, the one most channels use
+    (ties: the default), and the label says how many channels that is."""
+    default = report.thresholds.get(None, {}).get(judge)
+    per_channel = [t[judge] for channel, t in report.thresholds.items() if channel is not None and judge in t]
+    if not per_channel:
+        return (default, f"alert ≤ {default:g}") if default is not None else None
+    counts = Counter(per_channel)
+    if len(counts) == 1:
+        value = per_channel[0]
+        return value, f"alert ≤ {value:g}"
+    top = max(counts.values())
+    value = default if default is not None and counts.get(default) == top else max(counts, key=counts.__getitem__)
+    return value, f"alert ≤ {value:g} ({counts[value]} of {len(per_channel)} channels)"
+
+
+def _daily_panel(axes: Axes, report: Report, threshold: tuple[float, str] | None) -> None:
+    """Answers per day as bars (right axis) behind the judge's daily mean as a line (left axis)."""
+    judge = report.primary_judge
+    stats = report.overall.judge(judge)
+    low_end, high_end = stats.scale if stats else (0, 4)
+    positions = list(range(len(report.daily)))
+    answers = [point.answers for point in report.daily]
+
+    volume = axes.twinx()
+    volume.bar(positions, answers, color=BAR_COLOUR, width=0.6, label="answers")
+    volume.set_ylabel("answers per day", color=MUTED)
+    volume.tick_params(axis="y", colors=MUTED)
+    volume.yaxis.set_major_locator(MaxNLocator(integer=True, nbins=4))
+    volume.set_ylim(0, max([*answers, 1]) * 1.15)
+    volume.spines["top"].set_visible(False)
+    # The score axes in front of the bars, with a transparent background, so the line is drawn over them.
+    axes.set_zorder(volume.get_zorder() + 1)
+    axes.patch.set_visible(False)
+
+    means = [(x, p.mean) for x, p in zip(positions, report.daily, strict=True) if p.mean is not None]
+    if means:
+        xs, ys = zip(*means, strict=True)
+        axes.plot(xs, ys, color=LINE_COLOUR, marker="o", linewidth=2.5, markersize=7, label=f"mean {judge}")
+        # Only the latest value is labelled: the axis reads the rest, and seven labels crowd the preview.
+        last_x, last_y = means[-1]
+        axes.annotate(
+            f"{last_y:.1f}", (last_x, last_y), textcoords="offset points", xytext=(0, 10), ha="center",
+            color=LINE_COLOUR, fontweight="bold",
+        )  # fmt: skip
+    if threshold is not None:
+        axes.axhline(threshold[0], color=LOW_COLOUR, linestyle="--", linewidth=1.5, label=threshold[1])
+    axes.set_ylim(low_end - 0.3, high_end + 0.4)
+    axes.yaxis.set_major_locator(MaxNLocator(integer=True))
+    axes.set_ylabel(f"mean {judge} ({low_end}–{high_end})")
+    axes.set_xticks(positions, [day_label(report, i) for i in positions])
+    axes.set_xlim(-0.6, len(positions) - 0.4)
+    axes.grid(axis="y", alpha=0.3)
+    # Room under the title for the legend row.
+    axes.set_title(f"Daily mean {judge} and answers", loc="left", pad=34)
+    handles, names = axes.get_legend_handles_labels()
+    bar_handles, bar_names = volume.get_legend_handles_labels()
+    # Above the plot area, so it never sits on the line or the bars.
+    axes.legend(
+        handles + bar_handles, names + bar_names, loc="lower left", bbox_to_anchor=(0, 1.01), ncol=3,
+        frameon=False, borderaxespad=0, handlelength=1.5, columnspacing=1.0,
+    )  # fmt: skip
+
+
+def _volume_panel(axes: Axes, report: Report, note: str) -> None:
+    """A week without scores: the answers per day, and the reason there is nothing else to draw."""
+    positions = list(range(len(report.daily)))
+    answers = [point.answers for point in report.daily]
+    axes.bar(positions, answers, color=BAR_COLOUR, width=0.6)
+    axes.set_ylabel("answers per day")
+    axes.yaxis.set_major_locator(MaxNLocator(integer=True, nbins=4))
+    axes.set_ylim(0, max([*answers, 1]) * 1.6)  # headroom: the note sits above the bars
+    axes.set_xticks(positions, [day_label(report, i) for i in positions])
+    axes.set_xlim(-0.6, len(positions) - 0.4)
+    axes.spines["right"].set_visible(False)
+    axes.grid(axis="y", alpha=0.3)
+    axes.set_title(f"Answers per day (no {report.primary_judge} scores)", loc="left")
+    axes.text(
+        0.5, 0.82, note, transform=axes.transAxes, ha="center", va="center", fontsize=16, color="#333",
+        bbox={"boxstyle": "round,pad=0.5", "facecolor": "#fff4f3", "edgecolor": LOW_COLOUR},
+    )  # fmt: skip
+
+
+def _distribution_panel(axes: Axes, report: Report, threshold: tuple[float, str] | None) -> None:
+    """How many answers got each score this week; scores at or below the threshold in red."""
+    judge = report.primary_judge
+    stats = report.overall.judge(judge)
+    assert stats is not None  # only drawn when the judge scored something
+    low_end, high_end = stats.scale
+    scores = list(range(low_end, high_end + 1))
+    counts = [stats.distribution.get(score, 0) for score in scores]
+    colours = [LOW_COLOUR if threshold is not None and s <= threshold[0] else OK_COLOUR for s in scores]
+    bars = axes.bar(scores, counts, color=colours, width=0.65)
+    axes.bar_label(bars, padding=3)
+    axes.set_xticks(scores)
+    axes.set_xlabel(f"{judge} score")
+    axes.set_ylabel("answers")
+    axes.yaxis.set_major_locator(MaxNLocator(integer=True, nbins=4))
+    axes.set_ylim(0, max([*counts, 1]) * 1.22)  # room for the count above the tallest bar
+    axes.spines["right"].set_visible(False)
+    axes.grid(axis="y", alpha=0.3)
+    axes.set_title(f"{judge.capitalize()} scores this week ({stats.scored} scored)", loc="left")
