@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 
 import openai
 from openai.lib._parsing import type_to_response_format_param  # the SDK's own pydantic → strict JSON schema
@@ -169,7 +173,11 @@ class LLMClient:
             detail = _provider_message(exc)
             if status in _TRANSIENT_STATUSES or status >= 500:
                 what = "rate-limited the request" if status == 429 else "failed"
-                return TransientLLMError(f"the LLM endpoint {what} ({status}): {detail}", status_code=status)
+                return TransientLLMError(
+                    f"the LLM endpoint {what} ({status}): {detail}",
+                    status_code=status,
+                    retry_after=retry_after_seconds(exc.response.headers),
+                )
             if status == 401:
                 return LLMRequestError(f"the LLM endpoint rejected the API key (401): check OPENAI_API_KEY ({detail})")
             if status == 403:
@@ -184,6 +192,33 @@ class LLMClient:
                 )
             return LLMRequestError(f"the LLM endpoint rejected the request ({status}): {detail}")
         return LLMRequestError(f"unexpected reply from the LLM endpoint {where}: {exc}")
+
+
+def retry_after_seconds(headers: Mapping[str, str], now: datetime | None = None) -> float | None:
+    """The wait a server asked for: `retry-after-ms` (OpenAI's), or `Retry-After` in seconds or as an HTTP date.
+    None when absent, unreadable or negative."""
+    millis = headers.get("retry-after-ms")
+    if millis is not None:
+        try:
+            value = float(millis) / 1000
+        except ValueError:
+            value = -1.0
+        if math.isfinite(value) and value >= 0:
+            return value
+    raw = headers.get("retry-after")
+    if raw is None:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        try:
+            moment = parsedate_to_datetime(raw)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        value = max(0.0, (moment - (now or datetime.now(UTC))).total_seconds())
+    return value if math.isfinite(value) and value >= 0 else None
 
 
 def _provider_message(exc: openai.APIStatusError) -> str:

@@ -41,8 +41,10 @@ class Verdict(BaseModel):
 
 class TransientLLMError(Exception):
     """The LLM could not be reached or was overloaded (429, 5xx, timeout, connection error), even after the
-    client's own retries. Retrying later may succeed; nothing was judged."""
+    client's own retries. Retrying later may succeed; nothing was judged. `retry_after`: the seconds the server
+    asked us to wait (a 429's or 503's Retry-After), when it said."""
 
-    def __init__(self, message: str, *, status_code: int | None = None) -> None:
+    def __init__(self, message: str, *, status_code: int | None = None, retry_after: float | None = None) -> None:
         super().__init__(message)
         self.status_code = status_code
+        self.retry_after = retry_after

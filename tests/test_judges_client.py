@@ -8,10 +8,12 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 
 import pytest
 
 from judges import CorrectnessJudge, GroundedJudge, LLMClient, RelevancyJudge, TransientLLMError, get_judge
+from judges.client import retry_after_seconds
 from tests.fakes.openai_server import GARBAGE, FakeOpenAI
 from tests.services import free_port
 from tests.test_judges_parsing import seed_relevancy_template
@@ -102,6 +104,28 @@ def test_occasional_transient_errors_are_absorbed_by_the_sdk_retries(fake: FakeO
     assert all(v.status == "ok" for v in verdicts)
     statuses = fake.statuses
     assert statuses[200] == 12 and statuses[429] > 0
+
+
+def test_a_429_carries_the_servers_retry_after(fake: FakeOpenAI) -> None:
+    """The pipeline waits at least this long before its retry (workers.tasks.judging.retry_countdown)."""
+    fake.set_behavior(fault_rate=1.0, faults=["429"], retry_after_seconds=7.5)
+    with pytest.raises(TransientLLMError) as caught:
+        RelevancyJudge().evaluate(client_for(fake, max_retries=0), QUESTION, ANSWER)
+    assert (caught.value.status_code, caught.value.retry_after) == (429, 7.5)
+    fake.set_behavior(fault_rate=1.0, faults=["500"])  # no Retry-After: none carried
+    with pytest.raises(TransientLLMError) as caught:
+        RelevancyJudge().evaluate(client_for(fake, max_retries=0), QUESTION, ANSWER)
+    assert (caught.value.status_code, caught.value.retry_after) == (500, None)
+
+
+def test_retry_after_header_forms() -> None:
+    now = datetime(2026, 1, 5, 12, 0, 0, tzinfo=UTC)
+    assert retry_after_seconds({"retry-after": "3"}) == 3.0
+    assert retry_after_seconds({"retry-after-ms": "250", "retry-after": "3"}) == 0.25  # the finer one wins
+    assert retry_after_seconds({"retry-after": "Mon, 05 Jan 2026 12:00:20 GMT"}, now=now) == 20.0
+    assert retry_after_seconds({"retry-after": "Mon, 05 Jan 2026 11:00:00 GMT"}, now=now) == 0.0  # already past
+    for unreadable in ({}, {"retry-after": "soon"}, {"retry-after": "-4"}, {"retry-after": "nan"}):
+        assert retry_after_seconds(unreadable) is None
 
 
 def test_pipeline_client_does_not_retry(fake: FakeOpenAI) -> None:

@@ -8,6 +8,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -248,11 +249,36 @@ def test_llm_faults_leave_every_pair_judged_or_stored_as_error(
     # permanent error, stored with its reason and the raw text, never a guessed score.
     seen = fake_openai.statuses
     assert seen.get(429, 0) > 0 and seen.get(500, 0) > 0
+    # Every fault kind was served, the timeout included (its late 200 looks like a success in `statuses`).
+    served = fake_openai.faults_served
+    assert all(served.get(kind, 0) > 0 for kind in ("429", "500", "timeout", "garbage")), served
     assert len(fake_openai.requests) > len(pair_ids)
     errors = [(error, raw) for status, error, raw in rows if status == "error"]
     assert errors, "some garbage replies must be stored as errors"
     assert all(error for error, _ in errors)
     assert any(raw and "lost its train of thought" in raw for _, raw in errors)
+
+
+def test_a_429_retry_waits_for_retry_after_and_the_pair_costs_one_budget_unit(
+    database: Database, env_for, producer, fake_openai: FakeOpenAI, worker_logs: Path
+) -> None:
+    # The first two calls are rate-limited with Retry-After: 1.5 s; the backoff alone would wait 0.05 s, 0.1 s.
+    fake_openai.set_behavior(fault_first=2, faults=["429"], retry_after_seconds=1.5)
+    pair_ids = add_pairs(database, 1)
+    with start_worker(env_for(), log_dir=worker_logs):
+        enqueue(producer, pair_ids)
+        wait_for(lambda: settled(database, pair_ids), timeout=60, what="the rate-limited pair")
+
+    assert fake_openai.statuses == {429: 2, 200: 1}
+    times = fake_openai.request_times
+    gaps = [later - earlier for earlier, later in pairwise(times)]
+    assert len(gaps) == 2 and min(gaps) >= 1.4, gaps
+    with database.session() as session:
+        judgment = session.scalars(select(Judgment)).one()
+        usage = session.scalars(select(DailyUsage)).one()
+    assert judgment.status == "ok"
+    # A budget of judgments, not of attempts: three calls for one pair and judge spend one unit.
+    assert usage.llm_calls == 1
 
 
 def test_llm_down_for_good_is_stored_as_an_error_after_the_retries(

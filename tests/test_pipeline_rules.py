@@ -12,16 +12,16 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from store.db import Database
 from store.judgments import find_cached, insert_judgment, set_pair_status, stored_judges
 from store.models import Judgment, Pair, PairStatus
-from store.settings import Settings
+from store.settings import RETRY_CAP_SECONDS, Settings, largest_retry_delay
 from store.usage import calls_on, claim_budget_notice, claim_llm_call, release_budget_notice
 from workers import budget
-from workers.celery_app import MAX_TASK_DELAY_SECONDS, VISIBILITY_TIMEOUT_SECONDS
 from workers.sampling import is_sampled_in, sample_point
-from workers.tasks.judging import RETRY_CAP_SECONDS, judges_in_force, retry_delay
+from workers.tasks.judging import judges_in_force, retry_countdown, retry_delay
 
 # Sampling ---------------------------------------------------------------------------------------------------
 
@@ -54,14 +54,39 @@ def test_sampling_edges_and_on_demand() -> None:
 
 
 def test_retry_delay_doubles_with_jitter_and_stays_under_the_visibility_timeout() -> None:
+    settings = Settings(_env_file=None)
     rng = random.Random(7)
-    delays = [retry_delay(n, 2.0, rng=rng) for n in range(Settings(_env_file=None).llm_max_retries)]
+    delays = [retry_delay(n, settings.retry_base_seconds, rng=rng) for n in range(settings.llm_max_retries)]
     for n, delay in enumerate(delays):
-        expected = min(RETRY_CAP_SECONDS, 2.0 * 2**n)
+        expected = min(RETRY_CAP_SECONDS, settings.retry_base_seconds * 2**n)
         assert expected <= delay <= expected * 1.25
-    assert max(delays) <= RETRY_CAP_SECONDS * 1.25 < MAX_TASK_DELAY_SECONDS < VISIBILITY_TIMEOUT_SECONDS
+    longest = largest_retry_delay(settings.retry_base_seconds, settings.llm_max_retries)
+    assert max(delays) <= longest < settings.visibility_timeout_seconds
     # Jitter: two tasks failing together do not come back together.
     assert retry_delay(3, 2.0, rng=random.Random(1)) != retry_delay(3, 2.0, rng=random.Random(2))
+
+
+def test_retry_after_is_the_least_countdown_up_to_the_longest_backoff() -> None:
+    rng = random.Random(3)
+    assert retry_countdown(0, 2.0, 6, 30.0, rng=rng) == 30.0  # the server asked for 30 s: not 2 s
+    assert 2.0 <= retry_countdown(0, 2.0, 6, 0.5, rng=rng) <= 2.5  # a shorter Retry-After: the backoff holds
+    assert retry_countdown(0, 2.0, 6, 3600.0, rng=rng) == largest_retry_delay(2.0, 6) == 75.0  # capped
+    assert retry_countdown(0, 0.05, 6, 30.0, rng=rng) == largest_retry_delay(0.05, 6) == 2.0  # test timings
+    assert 2.0 <= retry_countdown(0, 2.0, 6, None, rng=rng) <= 2.5
+
+
+def test_visibility_timeout_must_outlast_every_retry_and_settle_delay() -> None:
+    with pytest.raises(ValidationError, match=r"RELMON_VISIBILITY_TIMEOUT.*RELMON_RETRY_BASE_SECONDS"):
+        Settings(_env_file=None, visibility_timeout_seconds=60)  # the defaults' last retry waits up to 75 s
+    with pytest.raises(ValidationError, match="RELMON_SETTLE_SECONDS"):
+        Settings(_env_file=None, visibility_timeout_seconds=10, retry_base_seconds=0.05, settle_seconds=10)
+    assert Settings(_env_file=None, visibility_timeout_seconds=76).visibility_timeout_seconds == 76
+    # The timings the process tests use (fast retries, a short timeout) are accepted.
+    fast = Settings(_env_file=None, visibility_timeout_seconds=5, retry_base_seconds=0.05, settle_seconds=0)
+    assert largest_retry_delay(fast.retry_base_seconds, fast.llm_max_retries) < fast.visibility_timeout_seconds
+    # The environment variable is checked too, as a worker reads it.
+    with pytest.raises(ValidationError, match="RELMON_VISIBILITY_TIMEOUT"):
+        Settings(_env_file=None, RELMON_VISIBILITY_TIMEOUT="30", RELMON_RETRY_BASE_SECONDS="1")
 
 
 # Judges in force --------------------------------------------------------------------------------------------

@@ -7,12 +7,6 @@ from kombu import Exchange, Queue
 
 from store.settings import Settings
 
-# Longest delay any task message can carry (settle countdown, retry backoff), in seconds.
-MAX_TASK_DELAY_SECONDS = 15 * 60
-# Redis redelivers an unacknowledged message after this long; it must exceed every delay above,
-# or a delayed message would be delivered twice.
-VISIBILITY_TIMEOUT_SECONDS = 2 * 60 * 60
-
 QUEUE_JUDGE = "relmon.judge"  # settle and judge captured answers
 QUEUE_SLACK = "relmon.slack"  # post alerts, on-demand verdicts, digests
 QUEUES = (QUEUE_JUDGE, QUEUE_SLACK)
@@ -41,8 +35,9 @@ def celery_config(settings: Settings, broker_url: str) -> dict:
         "worker_pool": "threads",
         "worker_concurrency": settings.worker_concurrency,
         "broker_transport_options": {
-            # VISIBILITY_TIMEOUT_SECONDS by default (RELMON_VISIBILITY_TIMEOUT; tests lower it to see a killed
-            # worker's tasks come back within seconds). With late acks, Redis keeps every delivered message in
+            # RELMON_VISIBILITY_TIMEOUT, 2 h by default (tests lower it to see a killed worker's tasks come back
+            # within seconds). Settings refuses one not longer than every task delay (settle countdown, retries),
+            # or Redis would hand a delayed message out twice. With late acks, Redis keeps every delivered message in
             # its `unacked` hash; any worker re-queues those older than this, so a SIGKILLed worker's tasks
             # are judged by whoever is alive (or by the same worker once restarted).
             "visibility_timeout": settings.visibility_timeout_seconds,

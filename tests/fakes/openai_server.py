@@ -9,10 +9,12 @@ over HTTP (point `base_url` / OPENAI_BASE_URL at `.base_url`).
   "No document seems to precisely answer your question" is graded null.
 - Behaviour (in process with `set_behavior`, or `POST /_admin/behavior` with the same fields as JSON):
   latency, a seeded fault rate drawing from 429 (with Retry-After), 500, timeout (sleeps past the client's
-  timeout) and garbage (200 with unreadable content), rejection of `response_format` (400), a fixed error
+  timeout) and garbage (200 with unreadable content), `fault_first` (the first N completions are faults whatever
+  the rate), rejection of `response_format` (400), a fixed error
   status for every call (`always_status`, e.g. 401), and a required API key.
-- `GET /_admin/stats`: request count, counts per answered status, and the total time spent answering
-  completions (injected latency included; benches subtract it). `POST /_admin/reset` clears them.
+- `GET /_admin/stats`: request count, counts per answered status, counts per fault served (a timeout fault's
+  late 200 is counted both ways), and the total time spent answering completions (injected latency included;
+  benches subtract it). `POST /_admin/reset` clears them. `.request_times` has when each completion arrived.
 
 Run it alone: `python -m tests.fakes.openai_server --port 8765 --latency-ms 500`.
 """
@@ -48,6 +50,7 @@ class Behavior:
     seed: int | None = None
     timeout_seconds: float = 5.0  # how long a "timeout" fault sleeps: make it longer than the client's timeout
     retry_after_seconds: float = 0.1
+    fault_first: int = 0  # the first N completions after this behaviour is set are faults, whatever fault_rate says
     always_status: int | None = None  # answer every completion with this error status (401, 403, 404, 400...)
     api_key: str | None = None  # when set, any other bearer token gets 401
 
@@ -162,6 +165,9 @@ class _State:
         self.reply: Reply | None = None
         self.requests: list[dict] = []
         self.statuses: Counter[int] = Counter()
+        self.faults_served: Counter[str] = Counter()  # which faults were drawn, by kind
+        self.request_times: list[float] = []  # time.monotonic() at each completion's arrival
+        self.forced_faults = 0  # how many of behavior.fault_first have been served
         self.handler_seconds: list[float] = []  # time spent answering each completion, injected latency included
 
     def configure(self, **fields: Any) -> None:
@@ -173,13 +179,28 @@ class _State:
                     raise ValueError(f"unknown faults {sorted(unknown)}; choose from {FAULTS}")
             self.behavior = Behavior(**{**asdict(Behavior()), **fields})
             self.random = random.Random(self.behavior.seed)
+            self.forced_faults = 0
 
     def draw_fault(self) -> str | None:
         with self.lock:
             behavior = self.behavior
-            if behavior.fault_rate > 0 and self.random.random() < behavior.fault_rate:
-                return self.random.choice(behavior.faults)
-            return None
+            fault = None
+            if self.forced_faults < behavior.fault_first:
+                self.forced_faults += 1
+                fault = self.random.choice(behavior.faults)
+            elif behavior.fault_rate > 0 and self.random.random() < behavior.fault_rate:
+                fault = self.random.choice(behavior.faults)
+            if fault is not None:
+                self.faults_served[fault] += 1
+            return fault
+
+    def clear(self) -> None:
+        """Forget what was served (call with the lock held)."""
+        self.requests.clear()
+        self.statuses.clear()
+        self.faults_served.clear()
+        self.request_times.clear()
+        self.handler_seconds.clear()
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -225,6 +246,7 @@ class _Handler(BaseHTTPRequestHandler):
                 stats = {
                     "requests": len(state.requests),
                     "statuses": {str(code): count for code, count in sorted(state.statuses.items())},
+                    "faults": dict(sorted(state.faults_served.items())),
                     "handler_seconds_total": sum(state.handler_seconds),
                     "behavior": asdict(state.behavior),
                 }
@@ -251,9 +273,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, {"ok": True, "behavior": asdict(state.behavior)})
         elif path == "/_admin/reset":
             with state.lock:
-                state.requests.clear()
-                state.statuses.clear()
-                state.handler_seconds.clear()
+                state.clear()
             self._send(200, {"ok": True})
         elif path in ("/v1/chat/completions", "/chat/completions"):
             self._started = time.perf_counter()
@@ -265,6 +285,7 @@ class _Handler(BaseHTTPRequestHandler):
         state = self.server.state
         with state.lock:
             state.requests.append(body)
+            state.request_times.append(time.monotonic())
             behavior = state.behavior
             custom = state.reply
         if behavior.latency_ms:
@@ -371,6 +392,18 @@ class FakeOpenAI(BackgroundServer):
             return dict(self._server.state.statuses)
 
     @property
+    def faults_served(self) -> dict[str, int]:
+        """How many of each fault kind ("429", "500", "timeout", "garbage") were served."""
+        with self._server.state.lock:
+            return dict(self._server.state.faults_served)
+
+    @property
+    def request_times(self) -> list[float]:
+        """time.monotonic() at the arrival of each chat completion request (same clock as the test's)."""
+        with self._server.state.lock:
+            return list(self._server.state.request_times)
+
+    @property
     def handler_seconds(self) -> list[float]:
         with self._server.state.lock:
             return list(self._server.state.handler_seconds)
@@ -386,6 +419,7 @@ class FakeOpenAI(BackgroundServer):
         retry_after_seconds: float = 0.1,
         always_status: int | None = None,
         api_key: str | None = None,
+        fault_first: int = 0,
     ) -> None:
         self._server.state.configure(
             latency_ms=latency_ms,
@@ -397,6 +431,7 @@ class FakeOpenAI(BackgroundServer):
             retry_after_seconds=retry_after_seconds,
             always_status=always_status,
             api_key=api_key,
+            fault_first=fault_first,
         )
 
     def set_reply(self, reply: Reply | None) -> None:
@@ -406,9 +441,7 @@ class FakeOpenAI(BackgroundServer):
 
     def reset(self) -> None:
         with self._server.state.lock:
-            self._server.state.requests.clear()
-            self._server.state.statuses.clear()
-            self._server.state.handler_seconds.clear()
+            self._server.state.clear()
 
 
 def main(argv: list[str] | None = None) -> int:

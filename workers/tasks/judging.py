@@ -28,9 +28,10 @@ from store.judgments import (
     touch_pairs,
 )
 from store.models import JudgmentStatus, PairStatus
+from store.settings import RETRY_CAP_SECONDS, RETRY_JITTER, largest_retry_delay
 from workers import budget, sampling
 from workers.alerts.policy import JudgmentFacts
-from workers.celery_app import MAX_TASK_DELAY_SECONDS, celery
+from workers.celery_app import celery
 from workers.runtime import Runtime, get_runtime
 from workers.tasks.slack import follow_up_needed
 
@@ -38,7 +39,6 @@ log = logging.getLogger("relmon.judging")
 
 # Celery's own bound on retries of one task; the LLM retries stop earlier, at RELMON_LLM_MAX_RETRIES (≤ 10).
 TASK_MAX_RETRIES = 10
-RETRY_CAP_SECONDS = 60.0  # no single delay longer than this (far under MAX_TASK_DELAY_SECONDS)
 SWEEP_LIMIT = 500
 TASK_CONSIDER_ALERT = "workers.tasks.slack.consider_alert"
 TASK_DELIVER_VERDICT = "workers.tasks.slack.deliver_verdict"
@@ -58,9 +58,6 @@ def sweep_schedule(sweep_after_seconds: float) -> dict:
     }
 
 
-assert RETRY_CAP_SECONDS * 1.25 < MAX_TASK_DELAY_SECONDS
-
-
 # Pure rules ------------------------------------------------------------------------------------------------
 
 
@@ -70,7 +67,19 @@ def retry_delay(
     """Exponential backoff with jitter: base, 2·base, 4·base … (at most `cap`), each stretched by up to 25% at
     random so that tasks which failed together (a 429 burst) do not come back together."""
     delay = min(cap, base * 2**retries)
-    return delay * (1.0 + 0.25 * (rng or random).random())
+    return delay * (1.0 + RETRY_JITTER * (rng or random).random())
+
+
+def retry_countdown(
+    retries: int, base: float, max_retries: int, retry_after: float | None = None, *, rng: random.Random | None = None
+) -> float:
+    """The delay before retry number `retries + 1`: the backoff, but never sooner than the server's Retry-After.
+    A Retry-After is honoured up to the longest delay the backoff itself reaches (`largest_retry_delay`), which
+    Settings keeps under the visibility timeout: a longer one would have Redis deliver the retry twice."""
+    delay = retry_delay(retries, base, rng=rng)
+    if retry_after is not None and retry_after > delay:
+        delay = max(delay, min(retry_after, largest_retry_delay(base, max_retries)))
+    return delay
 
 
 def judges_in_force(pair_judges: list[str] | None, rule_judges: list[str], has_reference: bool) -> list[str]:
@@ -227,10 +236,18 @@ def _judge(task, runtime: Runtime, pair_id: int, *, redelivered: bool) -> str:
             if task.request.retries < settings.llm_max_retries:
                 # What this run has is final: store it and alert on it now; the retry skips those judges.
                 _hand_on(runtime, pair, _store(engine, pair_id, ready, mark_judged=False))
-                countdown = retry_delay(task.request.retries, settings.retry_base_seconds)
+                countdown = retry_countdown(
+                    task.request.retries, settings.retry_base_seconds, settings.llm_max_retries, error.retry_after
+                )
                 log.info(
                     "LLM transient error, retrying",
-                    extra={"pair_id": pair_id, "judge": name, "retry": task.request.retries + 1, "in_s": countdown},
+                    extra={
+                        "pair_id": pair_id,
+                        "judge": name,
+                        "retry": task.request.retries + 1,
+                        "in_s": round(countdown, 3),
+                        "retry_after_s": error.retry_after,
+                    },
                 )
                 raise task.retry(countdown=countdown, exc=error) from error
             ready.append(
