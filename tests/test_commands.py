@@ -5,28 +5,33 @@ check what the bot stores and enqueues; tests/test_commands_e2e.py runs a real w
 from __future__ import annotations
 
 import json
+import re
 import time
 import urllib.parse
+from pathlib import Path
 
 import pytest
 import redis
+import yaml
 from sqlalchemy import select
 
 from bot.listeners.commands import MEMBERSHIP, Route, channel_reference, named_judge, route
 from bot.permalinks import MessageLink, parse_message_link
 from store.feedback import votes_for
 from store.models import Pair
+from store.rules import JUDGE_NAMES
 from tests import slack_requests as sr
 from tests.alert_helpers import add_judgment
 from tests.bot_harness import SECRET, BotServer, ServedBot, bot_settings
 from tests.fakes.slack_server import FakeSlack
 from tests.processes import wait_for
 from workers.celery_app import QUEUE_JUDGE, QUEUE_SLACK
+from workers.messages.verdicts import ERRORS
 from workers.tasks import slack as tasks
 
 C = "C_SUPPORT"
 OTHER = "C_OTHER"  # U_ASKER is not a member
-PRIVATE = "G_PRIVATE"
+PRIVATE = "G_PRIVATE"  # U_ASKER is a member, U_STRANGER is not
 QUESTION_TS = "1712345600.000100"
 ANSWER_TS = "1712345678.123456"
 LINK = f"https://example.slack.com/archives/{C}/p1712345678123456?thread_ts={QUESTION_TS}&cid={C}"
@@ -103,6 +108,8 @@ def slack():
                          bot_id="B_SUPPORT")  # fmt: skip
         fake.add_message(OTHER, "1712345000.000001", "U_BOSS", "What is the Q3 budget?")
         fake.add_message(OTHER, "1712345001.000002", "U_SUPPORT", "The Q3 budget is 4 million.", bot_id="B_SUPPORT")
+        fake.add_message(PRIVATE, "1712345100.000001", "U_ASKER", "When are the layoffs?")
+        fake.add_message(PRIVATE, "1712345101.000002", "U_SUPPORT", "The layoffs are in May.", bot_id="B_SUPPORT")
         MEMBERSHIP._members.clear()
         yield fake
 
@@ -188,16 +195,29 @@ def test_non_member_is_refused_and_sees_nothing(bot, slack):
     link = f"https://example.slack.com/archives/{OTHER}/p1712345001000002"
     command(bot, link, slack, key="refused")
     [refusal] = wait_for(lambda: slack.responses["refused"], timeout=10, what="the refusal")
-    assert (
-        refusal["text"]
-        == "You can only judge or see messages from channels you are a member of, so relmon can't help with that one."
-    )
+    assert refusal["text"] == ERRORS["not_member"] and "join the channel" in refusal["text"]
     assert "budget" not in json.dumps(refusal) and "finance" not in json.dumps(refusal)
     assert refusal["response_type"] == "ephemeral"
     time.sleep(0.3)
     assert pairs(bot) == []
     # access was checked before anything of the channel was read
     assert slack.calls_to("conversations.history") == [] and slack.calls_to("conversations.replies") == []
+
+
+def test_non_member_asking_about_a_private_channel_learns_nothing(bot, slack):
+    link = f"https://example.slack.com/archives/{PRIVATE}/p1712345101000002"
+    command(bot, link, slack, key="private", user_id="U_STRANGER")
+    [refusal] = wait_for(lambda: slack.responses["private"], timeout=10, what="the refusal")
+    assert refusal["text"] == ERRORS["not_member"] and refusal["response_type"] == "ephemeral"
+    shown = json.dumps(refusal)
+    assert "layoffs" not in shown and "secret" not in shown and PRIVATE not in shown
+    time.sleep(0.3)
+    assert pairs(bot) == []
+    assert slack.calls_to("conversations.history") == [] and slack.calls_to("conversations.replies") == []
+    # a member of the private channel is served
+    command(bot, link, slack, key="member")
+    [pair] = wait_for(lambda: pairs(bot), timeout=10, what="the member's pair")
+    assert pair.channel_is_private is True and pair.answer_text == "The layoffs are in May."
 
 
 def test_channel_relmon_cannot_see_is_refused(bot, slack):
@@ -222,6 +242,9 @@ def test_shortcut_judges_the_message_it_is_used_on(bot, slack):
     [pair] = wait_for(lambda: pairs(bot), timeout=10, what="an on-demand pair")
     assert pair.source == "shortcut" and pair.question_text == "How do I reset my password?"
     assert pair.response_url == slack.response_url("sc")
+    # the shortcut's ack shows nothing, so a private note says it was taken
+    [note] = wait_for(lambda: slack.responses["sc"], timeout=10, what="the Judging… note")
+    assert note["text"].startswith("Judging that answer…") and note["response_type"] == "ephemeral"
 
 
 def test_shortcut_in_a_channel_the_person_left_is_refused(bot, slack):
@@ -264,6 +287,8 @@ def test_judge_alone_opens_the_modal_and_its_submission_queues_a_pair(bot, slack
         ["correctness"],
     )
     assert pair.channel_id is None and pair.response_url == slack.response_url("modal") and pair.status == "pending"
+    [note] = wait_for(lambda: slack.responses["modal"], timeout=10, what="the Judging… note")
+    assert note["text"].startswith("Judging the answer you pasted…") and note["response_type"] == "ephemeral"
 
 
 def test_stats_for_a_channel(bot, slack):
@@ -281,7 +306,58 @@ def test_stats_of_a_channel_the_person_is_not_in_is_refused(bot, slack):
     add_judgment(bot.runtime, score=1, channel_id=OTHER)
     command(bot, f"stats <#{OTHER}|finance>", slack, key="stats2")
     [answer] = wait_for(lambda: slack.responses["stats2"], timeout=10, what="the refusal")
-    assert "member" in answer["text"] and "answers judged" not in json.dumps(answer)
+    assert answer["text"] == ERRORS["stats_refused"] and "answers judged" not in json.dumps(answer)
+
+
+def test_stats_where_relmon_is_not_says_what_to_do(bot, slack):
+    command(bot, "stats", slack, key="dm", channel_id="D_DIRECT")  # a DM: relmon can't see it
+    [answer] = wait_for(lambda: slack.responses["dm"], timeout=10, what="the answer")
+    assert answer["text"] == ERRORS["stats_not_here"] and "can't find that message" not in answer["text"]
+
+
+def test_stats_refusals_do_not_tell_whether_a_private_channel_exists(bot, slack):
+    add_judgment(bot.runtime, score=1, channel_id=PRIVATE, private=True)
+    answers = {}
+    for key, name in (("named-private", "#secret"), ("named-nothing", "#no-such-channel"), ("id-private", PRIVATE)):
+        command(bot, f"stats {name}", slack, key=key, user_id="U_STRANGER")
+        [answers[key]] = wait_for(lambda key=key: slack.responses[key], timeout=10, what=key)
+    assert {a["text"] for a in answers.values()} == {ERRORS["stats_refused"]}
+    assert "answers judged" not in json.dumps(answers)
+
+
+def test_a_refusal_waits_out_a_rate_limited_response_url(bot, slack):
+    slack.rate_limit_response_url("slow", times=1, retry_after=1)
+    started = time.monotonic()
+    command(bot, f"stats <#{OTHER}|finance>", slack, key="slow")
+    [answer] = wait_for(lambda: slack.responses["slow"], timeout=15, what="the refusal after the wait")
+    assert answer["text"] == ERRORS["stats_refused"] and time.monotonic() - started >= 1.0
+    assert len(slack.response_attempts["slow"]) == 2 and slack.ephemerals == []
+
+
+def test_an_expired_response_url_falls_back_to_an_ephemeral_message(bot, slack):
+    add_judgment(bot.runtime, score=4, channel_id=C)
+    slack.expire_response_url("gone")
+    command(bot, "stats", slack, key="gone")
+    [ephemeral] = wait_for(lambda: slack.ephemerals, timeout=10, what="the ephemeral stats")
+    assert (ephemeral["channel"], ephemeral["user"]) == (C, "U_ASKER") and "1 answers judged" in json.dumps(ephemeral)
+    assert slack.responses["gone"] == [] and slack.posted() == []
+
+
+def test_a_vote_on_a_deleted_judgment_says_what_to_do(bot, slack):
+    body = sr.block_actions("feedback_wrong", "987654", channel_id="C_ALERTS", response_url=slack.response_url("v"))
+    assert sr.post(bot.url, body, SECRET).status_code == 200
+    [answer] = wait_for(lambda: slack.responses["v"], timeout=10, what="the answer")
+    assert answer["text"] == ERRORS["vote_gone"]
+
+
+def test_the_manifest_usage_hint_matches_what_the_link_accepts(bot, slack):
+    manifest = yaml.safe_load((Path(__file__).parents[1] / "bot" / "manifest.yml").read_text())
+    [judge_command] = manifest["features"]["slash_commands"]
+    advertised = re.findall(r"\[([a-z|]+)\]", judge_command["usage_hint"])
+    named = [name for group in advertised for name in group.split("|") if name in JUDGE_NAMES]
+    assert named, judge_command["usage_hint"]
+    for name in named:
+        assert command(bot, f"{LINK} {name}", slack, key=name).json()["text"].startswith("Judging"), name
 
 
 def test_digest_is_routed_to_the_digest_preview_task(bot, slack, redis_url):

@@ -107,3 +107,27 @@ def test_response_urls_record_posts(slack: FakeSlack) -> None:
     url = slack.response_url("cmd-1")
     httpx.post(url, json={"text": "verdict", "response_type": "ephemeral"}, timeout=5)
     assert slack.responses["cmd-1"] == [{"text": "verdict", "response_type": "ephemeral"}]
+
+
+def test_response_url_rate_limited_then_taken(slack: FakeSlack) -> None:
+    slack.rate_limit_response_url("busy", times=1, retry_after=1)
+    first = httpx.post(slack.response_url("busy"), json={"text": "one"}, timeout=5)
+    assert first.status_code == 429 and first.headers["Retry-After"] == "1"
+    assert slack.responses["busy"] == []
+    assert httpx.post(slack.response_url("busy"), json={"text": "two"}, timeout=5).status_code == 200
+    assert slack.responses["busy"] == [{"text": "two"}] and len(slack.response_attempts["busy"]) == 2
+
+
+def test_expired_response_url_answers_404(slack: FakeSlack) -> None:
+    slack.expire_response_url("old")
+    answer = httpx.post(slack.response_url("old"), json={"text": "late"}, timeout=5)
+    assert (answer.status_code, answer.text) == (404, "expired_url") and slack.responses["old"] == []
+
+
+def test_ephemeral_needs_a_member_in_a_known_channel(slack: FakeSlack, client: WebClient) -> None:
+    slack.add_channel("C2", "general", members=["U1", "U_RELMON"])
+    client.chat_postEphemeral(channel="C2", user="U1", text="for you")
+    with pytest.raises(SlackApiError) as error:
+        client.chat_postEphemeral(channel="C2", user="U_STRANGER", text="not for you")
+    assert error.value.response["error"] == "user_not_in_channel"
+    assert [e["text"] for e in slack.ephemerals] == ["for you"]
