@@ -5,6 +5,7 @@ its summary, degradation, privacy, 429s, vote tallies and private verdicts."""
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from datetime import UTC, datetime, timedelta
 
@@ -14,8 +15,11 @@ from sqlalchemy.exc import OperationalError
 
 from store import alerts as alert_store
 from store.feedback import record_vote
-from store.models import Alert, Pair
+from store.models import Alert, Judgment, Pair
+from store.settings import Settings
 from tests.alert_helpers import ALERTS, SUPPORT, add_judgment, alert_runtime, fake_slack, make_settings, write_rules
+from tests.processes import relmon_env, start_worker, wait_for
+from workers.celery_app import create_celery
 from workers.tasks import slack as tasks
 
 
@@ -115,7 +119,8 @@ def test_twin_workers_on_one_judgment_post_once(make_runtime, fake):
 
 
 def test_hourly_cap_gathers_the_rest_into_one_summary(make_runtime, fake):
-    with make_runtime(alert_cap_per_hour=2) as runtime:
+    # the time window off: five bad answers in an hour would also (rightly) post a degradation alert
+    with make_runtime(alert_cap_per_hour=2, degradation_window_minutes=0) as runtime:
         ids = [add_judgment(runtime, score=0, reasoning=f"reason {i}") for i in range(5)]
         for judgment_id in ids:
             tasks.consider(runtime, judgment_id)
@@ -142,7 +147,7 @@ def test_hourly_cap_gathers_the_rest_into_one_summary(make_runtime, fake):
 
 def test_cap_holds_under_a_concurrent_burst(make_runtime, fake):
     """Eight workers handle eight low scores at once: the cap of three still holds exactly."""
-    with make_runtime(alert_cap_per_hour=3) as runtime:
+    with make_runtime(alert_cap_per_hour=3, degradation_window_minutes=0) as runtime:  # no degradation alert here
         ids = [add_judgment(runtime, score=0) for _ in range(8)]
         barrier = threading.Barrier(len(ids))
 
@@ -160,7 +165,9 @@ def test_cap_holds_under_a_concurrent_burst(make_runtime, fake):
 
 
 def test_degradation_alerts_once_and_rearms_after_recovery(make_runtime, fake):
-    with make_runtime(degradation_window=4, degradation_floor=2.5, threshold=0) as runtime:
+    # the count window alone (the time window has its own tests): recovery needs every window above the floor
+    with make_runtime(degradation_window=4, degradation_floor=2.5, threshold=0, degradation_window_minutes=0
+                      ) as runtime:  # fmt: skip
         # threshold 0: these 1s are not low-score alerts, only a falling mean
         for _ in range(3):
             tasks.consider(runtime, add_judgment(runtime, score=1))
@@ -278,14 +285,16 @@ def _alert_state(runtime) -> list[tuple]:
     return [(a.dedupe_key, a.status, json.dumps(a.details, sort_keys=True)) for a in alerts(runtime)]
 
 
-def test_the_lock_free_precheck_never_skips_a_judgment_that_changes_anything(make_runtime, fake):
+@pytest.mark.parametrize("minutes", [0, 60])  # the count window alone, and with the time window
+def test_the_lock_free_precheck_never_skips_a_judgment_that_changes_anything(make_runtime, fake, minutes):
     """Judging enqueues consider_alert only when `follow_up_needed` says an alert may follow. Along a run of
     scores that alerts, holds, degrades, recovers and degrades again, every judgment whose `consider` changed
     the alerts table was flagged, and plain good scores were not."""
     from workers.alerts.policy import JudgmentFacts
 
     scores = [4, 4, 1, 4, 1, 1, 1, 1, 1, 4, 4, 4, 4, 4, 4, 1, 1, 1, 1, 4, 4]
-    with make_runtime(degradation_window=4, degradation_floor=2.5, threshold=1, alert_cap_per_hour=2) as runtime:
+    with make_runtime(degradation_window=4, degradation_floor=2.5, threshold=1, alert_cap_per_hour=2,
+                      degradation_window_minutes=minutes, degradation_min_answers=3) as runtime:  # fmt: skip
         flagged_good = 0
         for score in scores:
             judgment_id = add_judgment(runtime, score=score)
@@ -349,3 +358,194 @@ def test_database_down_after_slack_took_the_post_does_not_post_twice(make_runtim
         [row] = alerts(runtime)
         [posted_ts] = fake.messages[ALERTS]
         assert (row.status, row.message_ts) == ("posted", posted_ts)
+
+
+# The time window, per-channel rules, the alert channel's cap, the log line ---------------------------------------
+
+
+def set_answered_at(runtime, judgment_id: int, at: datetime) -> None:
+    """When the answer was captured (the time window reads the pair's capture time)."""
+    with runtime.db.session() as session:
+        pair = session.get(Pair, session.get(Judgment, judgment_id).pair_id)
+        pair.created_at = at
+
+
+def degradation_posts(fake, channel: str = ALERTS) -> list[dict]:
+    return [p for p in fake.posted(channel) if "getting worse" in p["text"]]
+
+
+def test_a_bad_last_hour_alerts_before_the_count_window_fills(make_runtime, fake):
+    """Window 20, floor 2.5, the hour's window with its minimum of 5: the fifth bad answer of the hour alerts,
+    though the channel has far fewer than 20 answers, and the alert says which window tripped."""
+    with make_runtime(degradation_window=20, degradation_floor=2.5, threshold=0) as runtime:
+        for _ in range(4):
+            tasks.consider(runtime, add_judgment(runtime, score=1))
+        assert degradation_posts(fake) == []  # 4 answers: below the hour's minimum sample
+        assert tasks.consider(runtime, add_judgment(runtime, score=1)).endswith("degradation: below_floor")
+        [post] = degradation_posts(fake)
+        text = json.dumps(post["blocks"], ensure_ascii=False)
+        assert "the 5 answers judged in the last 60 minutes is *1.00*" in text
+        assert "window: last 20 answers or last 60 minutes (5 answers at least)" in text and "RELMON_" not in text
+        [row] = [a for a in alerts(runtime) if a.kind == "degradation"]
+        assert row.details["window"] == "minutes" and row.details["count"] == 5
+
+
+@pytest.mark.parametrize("minutes", [60, 0])
+def test_a_quiet_channel_whose_last_answers_reach_back_days(make_runtime, fake, minutes):
+    """15 good answers over five days, then 5 bad ones in the last hour: the last-20 mean (3.25) stays above the
+    floor; the last hour's (1.0) does not. With the time window off, no alert."""
+    now = datetime.now(UTC)
+    with make_runtime(degradation_window=20, degradation_floor=2.5, threshold=0, degradation_window_minutes=minutes
+                      ) as runtime:  # fmt: skip
+        for i in range(15):
+            judgment_id = add_judgment(runtime, score=4)
+            set_answered_at(runtime, judgment_id, now - timedelta(hours=8 * (15 - i)))
+            tasks.consider(runtime, judgment_id, now=now)
+        for _ in range(5):
+            tasks.consider(runtime, add_judgment(runtime, score=1), now=now)
+        # the last 20: 15 × 4 and 5 × 1 → 3.25, healthy; the last hour: 1.0
+        assert len(degradation_posts(fake)) == (1 if minutes else 0)
+
+
+def test_rules_file_sets_the_cap_windows_and_floor_per_channel(make_runtime, fake, tmp_path):
+    strict = "C_STRICT"
+    fake.add_channel(strict, "strict", members=["U_RELMON"])
+    rules = write_rules(
+        tmp_path,
+        {
+            "channels": {
+                strict: {
+                    "alert_cap_per_hour": 1,
+                    "degradation_floor": 3.5,
+                    "degradation_window": 3,
+                    "degradation_window_minutes": 0,
+                }
+            }
+        },
+    )
+    with make_runtime(channel_rules_file=rules, degradation_window_minutes=0) as runtime:
+        for channel in (strict, SUPPORT):  # the same answers in both channels
+            for _ in range(3):
+                tasks.consider(runtime, add_judgment(runtime, score=3, channel_id=channel))
+        # mean 3.0: below the strict channel's floor of 3.5 over its window of 3; the defaults (20, 2.5) say nothing
+        [post] = degradation_posts(fake)
+        assert f"<#{strict}>" in post["text"] and "< 3.5" in post["text"]
+        assert "last 3 judged answers" in json.dumps(post["blocks"])
+
+        for channel in (strict, SUPPORT):
+            for _ in range(2):
+                tasks.consider(runtime, add_judgment(runtime, score=0, channel_id=channel))
+        lows = [p for p in fake.posted(ALERTS) if p["text"].startswith("Low relevancy")]
+        assert sorted(p["text"].split(" in ")[1] for p in lows) == [f"<#{strict}>", f"<#{SUPPORT}>", f"<#{SUPPORT}>"]
+        assert [(a.source_channel_id, a.status) for a in alerts(runtime) if a.status == "held"] == [(strict, "held")]
+        assert tasks.flush_summaries(runtime) == 1
+        [summary] = [p for p in fake.posted(ALERTS) if "more low score" in p["text"]]
+        assert f"<#{strict}> reached its cap of 1 alerts" in json.dumps(summary["blocks"])
+
+
+SOURCES = [f"C_SOURCE{i}" for i in range(6)]
+
+
+def test_the_alert_channel_cap_holds_a_burst_across_source_channels(make_runtime, fake, tmp_path):
+    """Six source channels, one low score each, one shared alert channel with a cap of 3 an hour: each source
+    channel is far under its own cap, yet the alert channel receives 3 alerts and the rest go to summaries."""
+    for channel in SOURCES:
+        fake.add_channel(channel, channel.lower(), members=["U_RELMON"])
+    rules = write_rules(tmp_path, {"channels": {"C_ELSEWHERE": {"alert_channel": "C_OTHER_ALERTS"}}})
+    with make_runtime(alert_cap_per_hour=10, alert_channel_cap_per_hour=3, channel_rules_file=rules) as runtime:
+        ids = [add_judgment(runtime, score=0, channel_id=channel) for channel in SOURCES]
+        barrier = threading.Barrier(len(ids))
+
+        def run(judgment_id):
+            barrier.wait(timeout=10)
+            tasks.consider(runtime, judgment_id)
+
+        threads = [threading.Thread(target=run, args=(i,)) for i in ids]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        assert len(fake.posted(ALERTS)) == 3
+        rows = alerts(runtime)
+        assert sorted(a.status for a in rows) == ["held"] * 3 + ["posted"] * 3
+        assert {a.details["reason"] for a in rows if a.status == "held"} == {"alert_channel_cap"}
+
+        assert tasks.flush_summaries(runtime) == 3  # one summary per source channel-hour, as for the channel cap
+        summaries = [p for p in fake.posted(ALERTS) if "more low score" in p["text"]]
+        assert len(summaries) == 3 and all("1 more low score" in p["text"] for p in summaries)
+        assert all("cap of 3 alerts from all channels" in json.dumps(p["blocks"]) for p in summaries)
+        # the cap is the alert channel's: a channel whose rule sends its alerts elsewhere still alerts
+        tasks.consider(runtime, add_judgment(runtime, score=0, channel_id="C_ELSEWHERE"))
+        assert len(fake.posted("C_OTHER_ALERTS")) == 1 and len(fake.posted(ALERTS)) == 6
+
+
+def test_the_alert_posted_log_line_names_the_judgment_and_the_source_message(make_runtime, fake, caplog):
+    with make_runtime() as runtime:
+        judgment_id = add_judgment(
+            runtime, score=0, answer_ts="1764252300.000100", question="secret question", answer="secret answer"
+        )
+        with caplog.at_level(logging.INFO, logger="relmon.alerts"):
+            tasks.consider(runtime, judgment_id)
+        [record] = [r for r in caplog.records if r.getMessage() == "alert posted"]
+        assert record.judgment_id == judgment_id and record.message_ts == "1764252300.000100"
+        assert record.channel == SUPPORT and record.alert_channel == ALERTS
+        assert record.alert_ts in fake.messages[ALERTS] and record.alert_kind == "low_score"
+        assert "secret" not in json.dumps(vars(record), default=str)  # identifiers only, never text
+
+
+# Through a real worker process --------------------------------------------------------------------------------
+
+PRIVATE = "G_PRIVATE"
+
+
+@pytest.mark.slow
+def test_worker_applies_rule_thresholds_and_withholds_private_text_in_the_summary(db_url, redis_url, fake, tmp_path):
+    """A real `relmon worker` takes consider_alert from Redis: the rules file's threshold decides (3 alerts in the
+    private channel, not in the default one) and its cap of 1 sends the rest to the hour's summary, which shows
+    neither the private channel's text nor the judge's reasoning."""
+    fake.add_channel(PRIVATE, "private", is_private=True, members=["U_RELMON"])
+    rules = write_rules(tmp_path, {"channels": {PRIVATE: {"threshold": 3, "alert_cap_per_hour": 1}}})
+    settings = make_settings(redis_url=redis_url, database_url=db_url, slack_api_url=fake.api_url)
+    env = relmon_env(
+        redis_url=redis_url,
+        database_url=db_url,
+        slack_api_url=fake.api_url,
+        data_dir=tmp_path / "data",
+        RELMON_CHANNEL_RULES=rules,
+        RELMON_DEGRADATION_WINDOW_MINUTES=0,
+        RELMON_WORKER_CONCURRENCY=1,  # one task at a time, in the order sent
+    )
+    producer = create_celery(Settings(_env_file=None, redis_url=redis_url), redis_url)
+    with alert_runtime(settings) as runtime:
+        worker = start_worker(env, log_dir=tmp_path / "logs")
+        try:
+            secret = {"question": "secret question", "answer": "secret answer", "reasoning": "secret reasoning"}
+            ids = [add_judgment(runtime, score=3, channel_id=SUPPORT)]  # 3 is above the default threshold of 2
+            ids += [add_judgment(runtime, score=3, channel_id=PRIVATE, private=True, **secret) for _ in range(3)]
+            ids += [add_judgment(runtime, score=2, channel_id=SUPPORT)]  # at the default threshold
+            for judgment_id in ids:
+                producer.send_task("workers.tasks.slack.consider_alert", args=[judgment_id], queue="relmon.slack")
+
+            def settled():
+                posted = fake.posted(ALERTS)
+                summaries = [p for p in posted if "more low score" in p["text"]]
+                return posted if summaries and "2 more low scores" in summaries[-1]["text"] else None
+
+            wait_for(settled, timeout=60, what="two alerts and the private channel's summary of 2")
+            messages = sorted(fake.messages[ALERTS].values(), key=lambda m: float(m["ts"]))
+            texts = [m["text"] for m in messages]
+            assert texts == [
+                f"Low relevancy score 3 / 4 in <#{PRIVATE}>",  # the rule's threshold of 3
+                f"Low relevancy score 2 / 4 in <#{SUPPORT}>",  # the default threshold of 2; the 3 there did not alert
+                f"2 more low scores in <#{PRIVATE}> this hour",
+            ]
+            shown = json.dumps(messages, ensure_ascii=False)
+            assert "secret" not in shown  # no question, answer or reasoning of the private channel anywhere
+            summary = json.dumps(messages[2]["blocks"], ensure_ascii=False)
+            assert "Reasoning withheld: private channel" in summary and summary.count("3 / 4") == 2
+            with runtime.db.session() as session:
+                low = {a.judgment_id: a.status for a in session.execute(select(Alert)).scalars() if a.judgment_id}
+            assert low == {ids[1]: "posted", ids[2]: "held", ids[3]: "held", ids[4]: "posted"}
+        finally:
+            worker.stop()
+            producer.close()
