@@ -58,6 +58,10 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--since", help="only judgments on or after this date (YYYY-MM-DD)")
     export.add_argument("--output", "-o", help="write to this file instead of stdout")
 
+    ping = commands.add_parser("ping", help="health check: this host's worker or beat answers over the broker")
+    ping.add_argument("which", choices=["worker", "beat"])
+    ping.add_argument("--hostname", help="the node's host name (default: this host's, as in a container)")
+
     commands.add_parser("migrate", help="bring the database schema up to date, then exit")
     commands.add_parser("doctor", help="check settings, Slack, Redis, the database and the LLM endpoint")
     commands.add_parser("manifest", help="print the Slack app manifest (YAML)")
@@ -84,6 +88,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from workers.main import run_beat
 
         return run_beat(settings)
+    if args.command == "ping":
+        from workers.main import ping
+
+        return ping(settings, args.which, args.hostname)
     if args.command == "export":
         from workers.export import run_export
 

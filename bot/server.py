@@ -307,6 +307,22 @@ def _gunicorn(wsgi_factory: Callable[[], Any], options: dict[str, Any]):
     return RelmonServer()
 
 
+def _relmon_gunicorn_logger() -> type:
+    """gunicorn's logger class, its error and access logs sent to relmon's root handler (JSON lines, secrets
+    masked, texts scrubbed) instead of its own plain-text stderr handlers ("[date] [pid] [INFO] Listening at")."""
+    from gunicorn.glogging import Logger
+
+    class RelmonGunicornLogger(Logger):
+        def setup(self, cfg: Any) -> None:
+            super().setup(cfg)
+            for logger in (self.error_log, self.access_log):
+                for handler in list(logger.handlers):
+                    logger.removeHandler(handler)
+                logger.propagate = True  # to the root logger set up by workers.telemetry.setup_logging
+
+    return RelmonGunicornLogger
+
+
 def gunicorn_options(host: str, port: int, settings: Settings) -> dict[str, Any]:
     return {
         "bind": f"{host}:{port}",
@@ -323,8 +339,10 @@ def gunicorn_options(host: str, port: int, settings: Settings) -> dict[str, Any]
         "keepalive": 5,
         "limit_request_line": 8190,
         "loglevel": settings.log_level.lower(),
+        # No access log: a line per Slack event; refusals are logged by EventsWSGI ("request refused").
         "accesslog": None,
         "errorlog": "-",
+        "logger_class": _relmon_gunicorn_logger(),
         "proc_name": "relmon-bot",
     }
 

@@ -3,16 +3,23 @@ ever does. Each scenario runs in a subprocess of its own (sentry_sdk.init is pro
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from store.db import Database
+from tests import slack_requests as sr
+from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.sentry_server import FakeSentry, parse_envelope
 from tests.fakes.slack_server import FakeSlack
+from tests.processes import relmon_env, start_bot, start_worker, wait_for
+from tests.services import create_postgres_database, drop_postgres_database, postgres_admin_url
 from workers.telemetry import SecretMasker, scrub_breadcrumb, scrub_event
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -99,54 +106,102 @@ def test_a_failing_celery_task_reports_without_texts_or_tokens(redis_url: str, t
         assert BOT_TOKEN not in result.stderr and QUESTION not in result.stderr  # nor in the logs
 
 
-BOLT_SCRIPT = """
-    import json
-
-    import sentry_sdk
-    from slack_bolt import App, BoltRequest
-    from slack_sdk import WebClient
-
-    from store.settings import Settings
-    from workers.telemetry import setup_logging
-
-    settings = Settings()
-    setup_logging(settings, "bot")
-    client = WebClient(token=settings.secret("slack_bot_token"), base_url=settings.slack_api_url)
-    app = App(client=client, signing_secret=settings.secret("slack_signing_secret"),
-              request_verification_enabled=False)
-
-    @app.event("message")
-    def on_message(event, client):
-        question, answer, token = {question!r}, event["text"], client.token
-        raise KeyError("no pair for this message")
-
-    body = {{"type": "event_callback", "team_id": "T1", "event_id": "Ev1", "event": {{
-        "type": "message", "channel": "C1", "ts": "1.2", "text": {answer!r}, "bot_id": "B1"}}}}
-    response = app.dispatch(BoltRequest(body=json.dumps(body), headers={{"content-type": ["application/json"]}}))
-    print("status", response.status)
-    sentry_sdk.flush(timeout=10)
+# A real bot (relmon's gunicorn server) and a real worker whose database refuses these texts: PostgreSQL's error
+# then quotes the whole failing row (DETAIL: Failing row contains (...)), which hide_parameters does not cover.
+REFUSING_CONSTRAINT = """
+    ALTER TABLE pairs ADD CONSTRAINT refuses_test_texts CHECK (
+        coalesce(answer_text, '') NOT LIKE '%%duplicate charges%%'
+        AND coalesce(question_text, '') NOT LIKE '%%charged twice%%'
+    )
 """
+SECOND_QUESTION = "I was charged twice again for order 99812, can you check my Visa statement?"
+SECOND_ANSWER = "Your refund for that second charge is already on its way to you."
 
 
-@pytest.mark.timeout(60)
-def test_a_failing_bolt_listener_reports_without_texts_or_tokens(tmp_path: Path) -> None:
-    with FakeSentry() as sentry, FakeSlack() as slack:
-        script = BOLT_SCRIPT.format(question=QUESTION, answer=ANSWER)
-        env = {
-            "SENTRY_DSN": sentry.dsn,
-            "RELMON_DATA_DIR": str(tmp_path),
-            "SLACK_BOT_TOKEN": BOT_TOKEN,
-            "SLACK_SIGNING_SECRET": "s3cr3t-signing-value",
-            "SLACK_API_URL": slack.api_url,
-        }
-        result = run_script(script, env)
-        assert result.returncode == 0, result.stderr[-3000:]
-        events = sentry.wait_for_events(1)
-        assert events, f"no event reached Sentry:\n{result.stderr[-2000:]}"
-        assert any(v.get("type") == "KeyError" for e in events for v in e.get("exception", {}).get("values", []))
-        assert all(e["tags"]["component"] == "bot" for e in events)
-        assert_nothing_leaked(sentry)
-        assert "s3cr3t-signing-value" not in sentry.raw_text()
+@pytest.fixture
+def refusing_database() -> Iterator[str]:
+    admin = postgres_admin_url()
+    if admin is None:
+        pytest.skip("no PostgreSQL server (set RELMON_TEST_POSTGRES_URL)")
+    url, name = create_postgres_database(admin)
+    database = Database(url)
+    try:
+        database.migrate()
+        with database.engine.begin() as connection:
+            connection.exec_driver_sql(REFUSING_CONSTRAINT)
+        database.dispose()
+        yield url
+    finally:
+        database.dispose()
+        drop_postgres_database(admin, name)
+
+
+def json_lines(output: str) -> list[dict]:
+    """Every line of a relmon process's output, each one JSON object (fails on the first that is not)."""
+    parsed = []
+    for line in output.splitlines():
+        try:
+            parsed.append(json.loads(line))
+        except ValueError:
+            pytest.fail(f"not a JSON line: {line!r}\n--- output ---\n{output[-4000:]}")
+    return parsed
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_database_errors_in_the_real_bot_and_worker_reach_sentry_and_logs_without_texts(
+    redis_url: str, refusing_database: str, tmp_path: Path
+) -> None:
+    with FakeSentry() as sentry, FakeSlack() as slack, FakeOpenAI() as llm:
+        slack.add_user("U_ASKER", "ana", "Ana Diaz")
+        slack.add_channel("C_SUPPORT", "support", members=["U_ASKER", "U_RELMON"])
+        env = relmon_env(
+            redis_url=redis_url,
+            database_url=refusing_database,
+            slack_api_url=slack.api_url,
+            openai_base_url=llm.base_url,
+            data_dir=tmp_path / "data",
+            SENTRY_DSN=sentry.dsn,
+            SLACK_BOT_TOKEN=BOT_TOKEN,
+            OPENAI_API_KEY=OPENAI_KEY,
+            RELMON_SETTLE_SECONDS="0",
+        )
+        bot, base_url = start_bot(env, log_dir=tmp_path)
+        worker = start_worker(env, log_dir=tmp_path)
+        with bot, worker:
+            # 1. The bot's insert of the answer fails (in the Bolt listener, behind gunicorn).
+            question = sr.human_message("C_SUPPORT", sr.next_ts(), QUESTION, user="U_ASKER")
+            answer = sr.bot_message("C_SUPPORT", sr.next_ts(), ANSWER, thread_ts=question["ts"])
+            # 2. The answer is stored, but the worker's settle fails writing the question.
+            second = sr.human_message("C_SUPPORT", sr.next_ts(), SECOND_QUESTION, user="U_ASKER")
+            reply = sr.bot_message("C_SUPPORT", sr.next_ts(), SECOND_ANSWER, thread_ts=second["ts"])
+            for event in (question, answer, second, reply):
+                response = sr.post(base_url + "/slack/events", sr.envelope(event), "test-signing-secret")
+                assert response.status_code in (200, 500), response.text
+
+            def components() -> set[str]:
+                return {e.get("tags", {}).get("component") for e in sentry.events() if e.get("exception")}
+
+            wait_for(lambda: {"bot", "worker"} <= components(), timeout=60, what="errors from the bot and the worker")
+            bot.stop()
+            worker.stop()
+
+        events = [e for e in sentry.events() if e.get("exception")]
+        types = {value["type"] for e in events for value in e["exception"]["values"]}
+        assert types & {"IntegrityError", "CheckViolation"}, types  # the error classes are kept
+        raw = sentry.raw_text()
+        logs = bot.log() + worker.log()
+        for text in (QUESTION, ANSWER, SECOND_QUESTION, SECOND_ANSWER, "charged twice", "duplicate charges", BOT_TOKEN):
+            assert text not in raw, f"{text!r} reached Sentry"
+            assert text not in logs, f"{text!r} is in a log line"
+        assert "refuses_test_texts" in raw  # the error still says which constraint failed
+
+        # One JSON object per line, tracebacks included: the worker's failure is one event with its traceback.
+        worker_lines = json_lines(worker.log())
+        failures = [line for line in worker_lines if "CheckViolation" in line.get("exception", "")]
+        assert failures and all("Traceback" in line["exception"] for line in failures)
+        bot_lines = json_lines(bot.log())
+        assert any("CheckViolation" in line.get("exception", "") for line in bot_lines)
 
 
 def test_scrubbers_drop_texts_arguments_bodies_and_tokens() -> None:

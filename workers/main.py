@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import json
 import logging
+import os
+import signal
+import sys
+from datetime import UTC, datetime
+from types import FrameType
 
 from store.db import Database
 from store.settings import Settings
@@ -70,14 +77,38 @@ def prepare(settings: Settings, component: str) -> Runtime:
     return runtime
 
 
+# Beat wakes at least this often (Celery's default is 5 minutes): a stop request that a start-up callback swallowed
+# (see _install_beat_stop_handler) is seen within this time, and the ping health check knows the loop is alive.
+BEAT_MAX_INTERVAL_SECONDS = 5.0
+PING_TIMEOUT_SECONDS = 5.0
+
+
+def _say_as_json(msg: str, f: object = None) -> None:
+    """Celery's signal-handler messages ("worker: Warm shutdown (MainProcess)") as a JSON line on stderr. Written
+    with os.write, no logging lock: it runs inside a signal handler."""
+    now = datetime.now(UTC).isoformat(timespec="milliseconds")
+    line = json.dumps({"time": now, "level": "info", "logger": "celery.apps.worker", "event": msg.strip()})
+    with contextlib.suppress(OSError, AttributeError, ValueError):  # best effort, like Celery's own
+        os.write(sys.__stderr__.fileno(), (line + "\n").encode())
+
+
+def _json_only_celery_output() -> None:
+    """Celery prints some lines itself, bypassing logging: keep stderr one JSON object per line."""
+    import celery.apps.worker
+
+    celery.apps.worker.safe_say = _say_as_json
+
+
 def run_worker(settings: Settings) -> int:
     """A Celery worker on both queues: a threads pool (many LLM calls in flight), concurrency from settings."""
     prepare(settings, "worker")
     quiet_per_task_logs(settings)  # before the Worker exists: Celery caches "is INFO on?" at start-up
+    _json_only_celery_output()
+    queues = [celery_app.QUEUE_JUDGE, celery_app.QUEUE_SLACK]
     worker = celery_app.celery.Worker(
         pool_cls="threads",
         concurrency=settings.worker_concurrency,
-        queues=[celery_app.QUEUE_JUDGE, celery_app.QUEUE_SLACK],
+        queues=queues,
         loglevel=settings.log_level.upper(),
         optimization="fair",
         # No gossip, mingle or worker heartbeats: they sync revokes and monitoring events we do not use, and
@@ -85,6 +116,14 @@ def run_worker(settings: Settings) -> int:
         without_gossip=True,
         without_mingle=True,
         without_heartbeat=True,
+        # No ASCII-art banner on stdout, and no stdout/stderr redirection into the "celery.redirected" logger
+        # (it made each line of a traceback an event of its own): errors reach logging with exc_info.
+        quiet=True,
+        redirect_stdouts=False,
+    )
+    log.info(
+        "worker configured",
+        extra={"node": worker.hostname, "queues": queues, "concurrency": settings.worker_concurrency},
     )
     worker.start()
     return int(worker.exitcode or 0)
@@ -97,6 +136,53 @@ def run_beat(settings: Settings) -> int:
     app.conf.beat_schedule = beat_schedule(settings)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     schedule_file = (settings.data_dir / "celerybeat-schedule").resolve()
-    beat = app.Beat(schedule=str(schedule_file), loglevel=settings.log_level.upper())
+
+    class RelmonBeat(app.Beat):  # type: ignore[name-defined,misc]
+        def install_sync_handler(self, service) -> None:
+            _install_beat_stop_handler(service)
+
+    beat = RelmonBeat(
+        schedule=str(schedule_file),
+        loglevel=settings.log_level.upper(),
+        max_interval=BEAT_MAX_INTERVAL_SECONDS,
+        quiet=True,  # no banner on stdout: logs are JSON lines
+        redirect_stdouts=False,
+        # Beat answers `celery inspect ping` as celerybeat@<host> while its loop ticks: `relmon ping beat`.
+        remote_control=True,
+    )
     beat.run()
     return 0
+
+
+def _install_beat_stop_handler(service) -> None:
+    """SIGTERM and SIGINT stop beat. Celery's handler only raises SystemExit; raised while a garbage-collector
+    callback runs (SQLAlchemy's pool finalizers, at start-up), Python prints "Exception ignored" and beat goes on
+    until SIGKILL. The flag ends the loop at its next wake-up (BEAT_MAX_INTERVAL_SECONDS) even then."""
+
+    def stop(signum: int, _frame: FrameType | None) -> None:
+        log.info("stopping", extra={"signal": signal.Signals(signum).name})
+        service._is_shutdown.set()  # the loop's own condition; its `finally` saves the schedule
+        raise SystemExit(0)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+
+
+def ping(settings: Settings, which: str, hostname: str | None = None) -> int:
+    """`relmon ping worker|beat`: ask this host's worker (celery@HOST) or beat (celerybeat@HOST) to answer over
+    the broker; 0 when it does. The container health check: beat stops answering when its loop stalls."""
+    from celery.beat import beat_nodename
+    from celery.utils.nodenames import default_nodename
+
+    app = celery_app.configure(settings)
+    node = default_nodename(hostname) if which == "worker" else beat_nodename(hostname)
+    try:
+        replies = app.control.ping(destination=[node], timeout=PING_TIMEOUT_SECONDS)
+    except Exception as error:  # the broker is unreachable: unhealthy, say why
+        print(f"relmon ping: cannot reach the broker ({type(error).__name__})", file=sys.stderr)
+        return 1
+    if any(node in reply for reply in replies):
+        print(f"{node}: pong")
+        return 0
+    print(f"relmon ping: {node} did not answer within {PING_TIMEOUT_SECONDS:.0f} s", file=sys.stderr)
+    return 1

@@ -50,9 +50,12 @@ TEXT_FIELDS = frozenset(
 )
 # Log-record fields dropped above DEBUG, at any depth: texts, and Celery task arguments (which hold IDs for
 # relmon's tasks, but a text for any task that takes one).
-LOG_DROPPED_KEYS = TEXT_FIELDS | {"args", "kwargs"}
+# "traceback": Celery's task-failure record carries the formatted traceback again next to exc_info.
+LOG_DROPPED_KEYS = TEXT_FIELDS | {"args", "kwargs", "traceback"}
 # Sentry event keys dropped wherever they occur: Celery task arguments, frame locals, request payloads.
-SENTRY_DROPPED_KEYS = TEXT_FIELDS | {"args", "kwargs", "vars", "data", "cookies", "query_string", "params"}
+SENTRY_DROPPED_KEYS = TEXT_FIELDS | {
+    "args", "kwargs", "vars", "data", "cookies", "query_string", "params", "traceback"
+}  # fmt: skip
 SECRET_SETTINGS = ("slack_bot_token", "slack_signing_secret", "slack_app_token", "openai_api_key", "sentry_dsn")
 
 # Tokens recognisable by shape: Slack (xoxb-, xoxp-, xoxa-, xoxe-, xapp-), OpenAI-style keys (sk-, sk-proj-),
@@ -218,6 +221,7 @@ class SecretMaskingFilter(logging.Filter):
                     delattr(record, key)  # message texts: DEBUG only
                     continue
                 value = _drop_keys(value, LOG_DROPPED_KEYS)  # e.g. Celery's `data={"args": ...}` on task errors
+                value = _scrub_strings(value)  # e.g. Celery's `data={"exc": repr(error)}`
             setattr(record, key, self.masker.scrub(value))
         return True
 
@@ -264,6 +268,7 @@ def setup_logging(settings: Settings, component: str, stream: Any = None) -> log
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(settings.log_level.upper())
+    logging.captureWarnings(True)  # warnings.warn() as a JSON line (py.warnings), not free text on stderr
     # Every process that logs also reports errors: bot, worker and beat all start here.
     sentry_on = setup_sentry(settings, component)
     logging.getLogger("relmon").info("starting", extra={"component": component, "sentry": sentry_on})
@@ -304,6 +309,8 @@ def scrub_event(event: dict[str, Any], masker: SecretMasker) -> dict[str, Any]:
                 for value in exceptions["values"]
             ],
         )
+    if isinstance(event.get("extra"), dict):
+        event["extra"] = _scrub_strings(event["extra"])  # log records' extra fields, Celery's job data
     crumbs = event.get("breadcrumbs")
     if isinstance(crumbs, dict) and isinstance(crumbs.get("values"), list):
         event["breadcrumbs"] = dict(
@@ -315,6 +322,17 @@ def scrub_event(event: dict[str, Any], masker: SecretMasker) -> dict[str, Any]:
 
 def _scrub_str(value: Any) -> Any:
     return scrub_message(value) if isinstance(value, str) else value
+
+
+def _scrub_strings(value: Any) -> Any:
+    """`scrub_message` on every string nested in dicts, lists and tuples (field values are identifiers: short)."""
+    if isinstance(value, str):
+        return scrub_message(value)
+    if isinstance(value, dict):
+        return {key: _scrub_strings(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_scrub_strings(item) for item in value)
+    return value
 
 
 def scrub_breadcrumb(crumb: dict[str, Any], masker: SecretMasker) -> dict[str, Any] | None:
