@@ -119,10 +119,18 @@ def now_utc() -> datetime:
     return datetime.now(UTC)
 
 
-def assert_png_chart(slack: FakeSlack) -> None:
-    completes = slack.calls_to("files.completeUploadExternal")
-    assert len(completes) == 1 and completes[0]["channel_id"] == DIGEST_CHANNEL
-    (data,) = slack.uploads.values()
+def digest_ts(runtime: Runtime) -> str:
+    with runtime.db.session() as session:
+        return session.execute(select(Digest.message_ts).order_by(Digest.id)).scalars().first()
+
+
+def assert_png_chart(slack: FakeSlack, thread_ts: str) -> None:
+    """One chart, shared into the digest's thread, a real PNG of a size that reads in Slack's preview."""
+    (shared,) = slack.files.values()
+    assert shared["channels"] == [DIGEST_CHANNEL] and shared["thread_ts"] == thread_ts
+    replies = [m for m in slack.messages[DIGEST_CHANNEL].values() if m.get("thread_ts") == thread_ts]
+    assert [f["id"] for m in replies for f in m.get("files", [])] == [shared["id"]]
+    data = slack.uploads[shared["id"]]
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     assert 10_000 <= len(data) <= 1_000_000
     with Image.open(io.BytesIO(data)) as image:
@@ -143,7 +151,8 @@ def test_digest_is_posted_once_per_week_with_its_chart(runtime: Runtime, slack: 
     assert "secret answer" not in text  # a private channel's text is never quoted here
     assert "answer 5 in C1" in text  # a public worst answer (score 0) is quoted
     assert "1 (1 answers unjudged)" in text or "Judge errors*\n1" in text
-    assert_png_chart(slack)
+    assert "is in this message's thread" in text  # the digest says where its chart is
+    assert_png_chart(slack, digest_ts(runtime))
     with runtime.db.session() as session:
         row = session.execute(select(Digest)).scalar_one()
         assert row.status == "sent" and row.message_ts == posted.get("ts", row.message_ts)
@@ -152,7 +161,7 @@ def test_digest_is_posted_once_per_week_with_its_chart(runtime: Runtime, slack: 
     assert send_digest.apply().get() == "already_sent"
     assert deliver_digest(runtime, now_utc()).status == "already_sent"
     assert len(slack.posted(DIGEST_CHANNEL)) == 1
-    assert len(slack.calls_to("files.completeUploadExternal")) == 1
+    assert len(slack.files) == 1
 
     # --force sends another, under a key of its own.
     forced = deliver_digest(runtime, now_utc(), force=True)
@@ -173,6 +182,7 @@ def test_a_crashed_run_is_completed_and_a_live_one_is_left_alone(runtime: Runtim
     assert slack.posted(DIGEST_CHANNEL) == []
 
     # That run died after posting the message: a retry after the lease uploads the chart, no second message.
+    slack.add_message(DIGEST_CHANNEL, "1763000000.999999", "URELMON", "Weekly digest")
     with runtime.db.session() as session:
         session.execute(
             update(Digest).values(created_at=now - CLAIM_LEASE - timedelta(minutes=1), message_ts="1763000000.999999")
@@ -180,7 +190,98 @@ def test_a_crashed_run_is_completed_and_a_live_one_is_left_alone(runtime: Runtim
     outcome = deliver_digest(runtime, now)
     assert outcome.status == "sent" and outcome.message_ts == "1763000000.999999"
     assert slack.posted(DIGEST_CHANNEL) == []
-    assert_png_chart(slack)
+    assert_png_chart(slack, "1763000000.999999")
+
+
+def test_a_run_that_died_after_uploading_the_chart_does_not_upload_it_twice(runtime: Runtime, slack: FakeSlack) -> None:
+    now = now_utc()
+    seed(runtime, now)
+    first = deliver_digest(runtime, now)
+    # The chart went up, then the worker died before recording the digest as sent.
+    with runtime.db.session() as session:
+        session.execute(update(Digest).values(status="claimed", created_at=now - CLAIM_LEASE - timedelta(minutes=1)))
+    second = deliver_digest(runtime, now)
+    assert second.status == "sent" and second.message_ts == first.message_ts
+    assert second.file_id == first.file_id  # found in the thread, not uploaded again
+    assert len(slack.posted(DIGEST_CHANNEL)) == 1 and len(slack.calls_to("files.getUploadURLExternal")) == 1
+    assert_png_chart(slack, first.message_ts)
+
+
+def test_a_failed_chart_upload_is_retried_into_the_same_thread_once(runtime: Runtime, slack: FakeSlack) -> None:
+    seed(runtime, now_utc())
+    slack.rate_limit("files.completeUploadExternal", times=100, retry_after=0)
+    with pytest.raises(SlackApiError):
+        deliver_digest(runtime, now_utc())
+    slack.rate_limit("files.completeUploadExternal", times=0)
+    assert deliver_digest(runtime, now_utc()).status == "sent"
+    assert len(slack.posted(DIGEST_CHANNEL)) == 1
+    assert_png_chart(slack, digest_ts(runtime))
+
+
+def test_a_network_error_is_retried_and_the_digest_still_goes_out_once(
+    db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Slack unreachable for the first attempt (beyond the client's own connection retries): the task retries."""
+    import socket
+
+    from workers.tasks import digest as digest_tasks
+
+    with socket.socket() as probe:  # a port nobody listens on, until the fake Slack starts there
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    settings = Settings(
+        slack_bot_token="xoxb-test",
+        slack_api_url=f"http://127.0.0.1:{port}/api/",
+        database_url=db_url,
+        digest_channel_setting=DIGEST_CHANNEL,
+        alert_channel="CALERTS",
+        data_dir=tmp_path / "data",
+    )
+    runtime = Runtime(settings)
+    set_runtime(runtime)
+    attempts: list[BaseException | None] = []
+    started: list[FakeSlack] = []
+    deliver = digest_tasks.deliver_digest
+
+    def slack_comes_back_after_the_first_attempt(*args, **kwargs):
+        try:
+            outcome = deliver(*args, **kwargs)
+        except BaseException as error:
+            attempts.append(error)
+            raise
+        finally:
+            if not started:
+                started.append(FakeSlack(port=port).start())
+        attempts.append(None)
+        return outcome
+
+    monkeypatch.setattr(digest_tasks, "deliver_digest", slack_comes_back_after_the_first_attempt)
+    try:
+        seed(runtime, now_utc())
+        assert send_digest.apply().get() == "sent"
+        first, second = attempts
+        assert isinstance(first, OSError) and not isinstance(first, SlackApiError)  # connection refused
+        assert second is None
+        (slack,) = started
+        assert len(slack.posted(DIGEST_CHANNEL)) == 1
+        assert_png_chart(slack, digest_ts(runtime))
+        with runtime.db.session() as session:
+            assert session.execute(select(Digest.status)).scalars().all() == ["sent"]
+    finally:
+        for fake in started:
+            fake.stop()
+        set_runtime(None)
+        runtime.db.dispose()
+
+
+def test_an_empty_week_posts_the_digest_without_a_chart(runtime: Runtime, slack: FakeSlack) -> None:
+    outcome = deliver_digest(runtime, now_utc())
+    assert outcome.status == "sent" and outcome.file_id is None
+    (posted,) = slack.posted(DIGEST_CHANNEL)
+    assert "No answers were captured" in str(posted["blocks"]) and "thread" not in str(posted["blocks"])
+    assert slack.calls_to("files.getUploadURLExternal") == [] and slack.files == {}
+    with runtime.db.session() as session:
+        assert session.execute(select(Digest.status)).scalar_one() == "sent"
 
 
 def test_a_run_that_died_before_recording_its_message_does_not_post_it_twice(
@@ -262,6 +363,7 @@ def test_preview_is_private_and_claims_nothing(runtime: Runtime, slack: FakeSlac
     (ephemeral,) = slack.calls_to("chat.postEphemeral")
     assert ephemeral["user"] == "U1" and ephemeral["channel"] == "C1"
     assert slack.posted() == [] and slack.calls_to("files.completeUploadExternal") == []
+    assert "thread" not in str(body["blocks"])  # the preview has no chart thread
     with runtime.db.session() as session:
         assert session.execute(select(func.count()).select_from(Digest)).scalar_one() == 0
 

@@ -381,6 +381,11 @@ class FakeSlack(BackgroundServer):
             }
             self.files[file_id] = record
             completed.append(record)
+        if params.get("channel_id"):  # as Slack does: the shared files show as a message (in the thread, if given)
+            self.add_message(
+                params["channel_id"], self._next_ts(), RELMON_USER_ID, params.get("initial_comment") or "",
+                params.get("thread_ts"), bot_id=RELMON_BOT_ID, subtype="file_share", files=completed,
+            )  # fmt: skip
         return {"ok": True, "files": completed}
 
     def _view(self, params: dict, kind: str) -> dict:

@@ -194,8 +194,11 @@ def _fit(text: str, limit: int = SECTION_CHARS) -> str:
 # Messages --------------------------------------------------------------------------------------------
 
 
-def digest_message(report: Report, links: Links, quotes: Quotes, prices: Prices | None = None) -> dict:
-    """`{"text", "blocks"}` for chat.postMessage (at most 50 blocks)."""
+def digest_message(
+    report: Report, links: Links, quotes: Quotes, prices: Prices | None = None, *, chart_in_thread: bool = False
+) -> dict:
+    """`{"text", "blocks"}` for chat.postMessage (at most 50 blocks). `chart_in_thread`: the chart follows
+    as a reply, and the message says where to find it."""
     title = f"Weekly digest · {report.period.week_key}"
     blocks: list[dict] = [
         {"type": "header", "text": {"type": "plain_text", "text": title}},
@@ -207,6 +210,10 @@ def digest_message(report: Report, links: Links, quotes: Quotes, prices: Prices 
         )
         return {"text": f"{title}: no answers captured", "blocks": blocks}
     blocks.append({"type": "section", "fields": _overall_fields(report)})
+    if chart_in_thread:
+        chart = f":chart_with_upwards_trend: The chart (daily mean {report.primary_judge}, answers per day and the "
+        chart += "week's score distribution) is in this message's thread."
+        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": chart}]})
     if report.overall.worst:
         worst = "\n".join(_worst_line(w, links, quotes) for w in report.overall.worst)
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": _fit(f"*Worst answers*\n{worst}")}})

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
+from http.client import HTTPException
 
 from slack_sdk.errors import SlackApiError
 
@@ -31,6 +32,9 @@ log = logging.getLogger("relmon.digest")
 CLAIM_LEASE = timedelta(minutes=15)
 MAX_RETRIES = 5
 METADATA_EVENT = "relmon_digest"
+# Worth another attempt: Slack answered with an error, or could not be reached even after the client's own
+# connection retries (URLError and socket errors are OSErrors; a dropped connection is an HTTPException).
+RETRYABLE = (SlackApiError, OSError, HTTPException)
 
 
 @dataclass(frozen=True)
@@ -121,7 +125,11 @@ def deliver_digest(runtime: Runtime, now: datetime, *, force: bool = False, peri
         )
         if message_ts is None:
             message = digest_message(
-                report, links_for(runtime, report), quotes_for(runtime, report, channel), prices_for(runtime)
+                report,
+                links_for(runtime, report),
+                quotes_for(runtime, report, channel),
+                prices_for(runtime),
+                chart_in_thread=not report.empty,
             )
             posted = runtime.slack.chat_postMessage(
                 channel=channel,
@@ -134,14 +142,8 @@ def deliver_digest(runtime: Runtime, now: datetime, *, force: bool = False, peri
         with runtime.db.session() as session:
             digest_rows.mark_posted(session, claim.id, message_ts)
         file_id = None
-        if not report.empty:
-            upload = runtime.slack.files_upload_v2(
-                channel=channel,
-                content=render_chart(report),
-                filename=f"relmon-digest-{period.week_key}.png",
-                title=f"relmon digest {period.week_key}: daily {report.primary_judge} and score distribution",
-            )
-            file_id = (upload.get("file") or {}).get("id")
+        if not report.empty:  # an empty week has nothing to draw
+            file_id = _chart_in_thread(runtime, channel, message_ts, period, report)
         with runtime.db.session() as session:
             digest_rows.mark_sent(session, claim.id, datetime.now(UTC))
     except Exception:
@@ -150,6 +152,34 @@ def deliver_digest(runtime: Runtime, now: datetime, *, force: bool = False, peri
         raise
     log.info("digest sent", extra={"period_key": period.key, "message_ts": message_ts})
     return Outcome("sent", period.key, message_ts, file_id)
+
+
+def chart_title(period: Period, report: Report) -> str:
+    return f"relmon digest {period.week_key}: daily {report.primary_judge} and score distribution"
+
+
+def _chart_in_thread(runtime: Runtime, channel: str, message_ts: str, period: Period, report: Report) -> str | None:
+    """Upload the chart as a reply to the digest, unless an earlier attempt already did: the upload may have
+    gone through before that run failed, and the thread is where it would be (exactly once, as the post)."""
+    title = chart_title(period, report)
+    try:
+        replies = runtime.slack.conversations_replies(channel=channel, ts=message_ts, limit=200).get("messages")
+    except SlackApiError as error:
+        if error.response.get("error") != "thread_not_found":
+            raise
+        replies = []  # no replies yet (or the digest was deleted): nothing was uploaded there
+    for reply in replies or []:
+        for shared in reply.get("files") or []:
+            if shared.get("title") == title:
+                return shared.get("id")
+    upload = runtime.slack.files_upload_v2(
+        channel=channel,
+        thread_ts=message_ts,
+        content=render_chart(report),
+        filename=f"relmon-digest-{period.week_key}.png",
+        title=title,
+    )
+    return (upload.get("file") or {}).get("id")
 
 
 def deliver_preview(
@@ -196,8 +226,9 @@ def send_digest(self, force: bool = False, period_key: str | None = None) -> str
         period_key = period_for(now, runtime.settings.digest_timezone, force=True).key
     try:
         return deliver_digest(runtime, now, force=force, period_key=period_key).status
-    except SlackApiError as error:
+    except RETRYABLE as error:
         # The claim was released: the retry finishes what this run started (the same forced key included).
+        log.warning("digest retrying", extra={"attempt": self.request.retries + 1, "error": repr(error)[:300]})
         raise self.retry(
             exc=error, countdown=_retry_delay(self.request.retries), kwargs={"force": force, "period_key": period_key}
         ) from error
