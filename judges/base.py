@@ -71,9 +71,9 @@ class Judge:
                 error=f"the {self.name} judge needs a reference answer to compare with (--reference)",
             )
         key = self.cache_key(client.model, question, answer, reference)
-        known = client.cache.get(key)
+        known = self.from_cache(client, key)
         if known is not None:
-            return known.model_copy(update={"cached": True})
+            return known
         try:
             prompt = self.render(question, answer, reference, client.max_prompt_chars)
         except PromptTooSmall as exc:
@@ -102,6 +102,16 @@ class Judge:
         )
         client.cache.put(key, verdict)
         return verdict
+
+    def from_cache(self, client: LLMClient, key: str) -> Verdict | None:
+        """The client's cached verdict for this key, as a copy: marked cached, with no tokens or latency (a cache
+        hit calls nothing and costs nothing). The pipeline looks here before it charges the budget."""
+        known = client.cache.get(key)
+        if known is None:
+            return None
+        return known.model_copy(
+            update={"cached": True, "prompt_tokens": None, "completion_tokens": None, "latency_ms": None}
+        )
 
     def _verdict(self, **fields: object) -> Verdict:
         return Verdict(judge=self.name, max_score=self.max_score, prompt_version=self.prompt_version, **fields)

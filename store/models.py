@@ -174,3 +174,26 @@ class DailyUsage(Base):
     day: Mapped[date] = mapped_column(Date, primary_key=True)
     llm_calls: Mapped[int] = mapped_column(Integer, default=0)
     budget_notice_sent: Mapped[bool] = mapped_column(Boolean, default=False)
+
+
+class BudgetCharge(Base):
+    """The budget unit spent on one (pair, judge): the daily budget counts judgments, so a retry or a redelivery
+    of the same judgment finds its row and charges nothing more."""
+
+    __tablename__ = "budget_charges"
+
+    pair_id: Mapped[int] = mapped_column(IdType, ForeignKey("pairs.id", ondelete="CASCADE"), primary_key=True)
+    judge: Mapped[str] = mapped_column(String(32), primary_key=True)
+    day: Mapped[date] = mapped_column(Date)
+
+
+class JudgingFailure(Base):
+    """judge_pair runs of a pair that failed with an error other than the LLM's (a bug): after a few, the stale
+    sweeper stores the pair's judgments as errors instead of re-enqueuing it forever."""
+
+    __tablename__ = "judging_failures"
+
+    pair_id: Mapped[int] = mapped_column(IdType, ForeignKey("pairs.id", ondelete="CASCADE"), primary_key=True)
+    failures: Mapped[int] = mapped_column(Integer, default=0)
+    last_error: Mapped[str | None] = mapped_column(Text)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -1,15 +1,18 @@
-"""The daily LLM-call counter behind the budget. Each statement is atomic on its own, so concurrent workers
-(threads or processes, SQLite or PostgreSQL) can never spend more than the budget or post two notices."""
+"""The daily counter behind the budget. Each statement is atomic on its own, so concurrent workers (threads or
+processes, SQLite or PostgreSQL) can never spend more than the budget or post two notices.
+
+The budget counts judgments, one unit per (pair, judge) however many LLM calls its retries take:
+`charge_judgment` records the unit in `budget_charges` under the same key, so a retry finds it and pays nothing."""
 
 from __future__ import annotations
 
 from datetime import date
 
-from sqlalchemy import select, update
+from sqlalchemy import delete, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from store.judgments import Executor, dialect_name
-from store.models import DailyUsage
+from store.models import BudgetCharge, DailyUsage
 
 
 def _insert_day_if_missing(session: Executor, day: date) -> None:
@@ -31,6 +34,30 @@ def claim_llm_call(session: Executor, day: date, budget: int) -> bool:
     # Either the budget is spent or the day has no row yet: create it (a racing worker may too) and try again.
     _insert_day_if_missing(session, day)
     return session.execute(claim).rowcount == 1
+
+
+def charge_judgment(session: Executor, pair_id: int, judge: str, day: date, budget: int) -> bool:
+    """Spend one unit of `day`'s budget on (pair, judge) unless it was spent already (an earlier attempt of the
+    same judgment). False when the unit is not spent yet and the budget is. Run it in one transaction: the charge
+    row and the counter move together, and a racing twin waits on the row's key, then finds it paid."""
+    insert = postgresql.insert if dialect_name(session) == "postgresql" else sqlite.insert
+    statement = (
+        insert(BudgetCharge)
+        .values(pair_id=pair_id, judge=judge, day=day)
+        .on_conflict_do_nothing(index_elements=["pair_id", "judge"])
+        .returning(BudgetCharge.pair_id)
+    )
+    if session.execute(statement).scalar() is None:
+        return True  # paid by an earlier attempt
+    if claim_llm_call(session, day, budget):
+        return True
+    # Budget spent: take the charge back, so the row never claims a unit that was not counted.
+    session.execute(
+        delete(BudgetCharge)
+        .where(BudgetCharge.pair_id == pair_id, BudgetCharge.judge == judge)
+        .execution_options(synchronize_session=False)
+    )
+    return False
 
 
 def claim_budget_notice(session: Executor, day: date) -> bool:

@@ -13,15 +13,16 @@ from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
+from sqlalchemy import select
 
 from store.db import Database
 from store.judgments import find_cached, insert_judgment, set_pair_status, stored_judges
-from store.models import Judgment, Pair, PairStatus
+from store.models import BudgetCharge, Judgment, Pair, PairStatus
 from store.settings import RETRY_CAP_SECONDS, Settings, largest_retry_delay
-from store.usage import calls_on, claim_budget_notice, claim_llm_call, release_budget_notice
+from store.usage import calls_on, charge_judgment, claim_budget_notice, claim_llm_call, release_budget_notice
 from workers import budget
 from workers.sampling import is_sampled_in, sample_point
-from workers.tasks.judging import judges_in_force, retry_countdown, retry_delay
+from workers.tasks.judging import MAX_FAILED_RUNS, judges_in_force, retry_countdown, retry_delay, sweep_action
 
 # Sampling ---------------------------------------------------------------------------------------------------
 
@@ -98,6 +99,16 @@ def test_judges_in_force_need_a_reference_for_correctness_and_grounded() -> None
     assert judges_in_force(["grounded", "grounded"], ["relevancy"], True) == ["grounded"]
 
 
+# The sweeper's decision ------------------------------------------------------------------------------------
+
+
+def test_the_sweeper_gives_up_on_a_pair_only_after_its_task_failed_repeatedly() -> None:
+    assert sweep_action(PairStatus.PENDING, 0) == "judge"  # lost, never failed: judge it again
+    assert sweep_action(PairStatus.PENDING, MAX_FAILED_RUNS - 1) == "judge"
+    assert sweep_action(PairStatus.PENDING, MAX_FAILED_RUNS) == "give_up"
+    assert sweep_action(PairStatus.SETTLING, 99) == "settle"  # failures count judging runs only
+
+
 # SQL primitives, raced ---------------------------------------------------------------------------------------
 
 
@@ -131,6 +142,34 @@ def test_budget_counter_never_overspends_under_a_race(database: Database) -> Non
         assert calls_on(session, day) == 25
         assert not claim_llm_call(session, day, 25)
         assert claim_llm_call(session, date(2025, 3, 2), 25)  # a new day, a new budget
+
+
+def test_a_judgment_is_charged_once_however_many_attempts_race(database: Database) -> None:
+    """The budget counts judgments: every attempt at (pair, judge) (retries, redeliveries, twins racing from
+    several workers) pays one unit between them; other judgments still stop at the budget."""
+    day = date(2025, 3, 1)
+    pairs = [_add_pair(database, answer_ts=f"1.{n:06d}") for n in range(6)]
+
+    def charge(attempt: tuple[int, str]) -> bool:
+        with database.session() as session:
+            return charge_judgment(session, attempt[0], attempt[1], day, 3)
+
+    same = [(pairs[0], "relevancy")] * 24
+    with ThreadPoolExecutor(max_workers=12) as pool:
+        assert all(pool.map(charge, same))  # all paid for, once
+    with database.session() as session:
+        assert calls_on(session, day) == 1
+    others = [(pair_id, judge) for pair_id in pairs[1:] for judge in ("relevancy", "grounded")] * 3
+    with ThreadPoolExecutor(max_workers=12) as pool:
+        results = dict(zip(others, pool.map(charge, others), strict=False))
+    assert sum(results.values()) == 2  # the two units left, each to one judgment (its repeats agree)
+    with database.session() as session:
+        assert calls_on(session, day) == 3
+        charged = set(session.execute(select(BudgetCharge.pair_id, BudgetCharge.judge)).all())
+        # Refused charges leave no row behind: a later day could still pay for them.
+        assert charged == {(pairs[0], "relevancy")} | {key for key, paid in results.items() if paid}
+        assert charge_judgment(session, pairs[0], "relevancy", day, 3)  # a retry of a paid judgment: still paid
+        assert not charge_judgment(session, pairs[5], "correctness", day, 3)
 
 
 def test_budget_notice_is_claimed_once_per_day(database: Database) -> None:

@@ -1,5 +1,6 @@
-"""The daily budget of LLM calls: pure rules (which day, what the notice says) and thin adapters over
-`store.usage` (the atomic counter) and Slack (the once-a-day notice)."""
+"""The daily budget of judgments (one unit per pair and judge, however many LLM calls its retries take): pure
+rules (which day, what the notice says) and thin adapters over `store.usage` (the atomic counter) and Slack
+(the once-a-day notice)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import logging
 from datetime import UTC, date, datetime
 
 from store.db import Database
-from store.usage import claim_budget_notice, claim_llm_call, release_budget_notice
+from store.usage import charge_judgment, claim_budget_notice, release_budget_notice
 
 log = logging.getLogger("relmon.budget")
 
@@ -20,16 +21,17 @@ def budget_day(now: datetime | None = None) -> date:
 def notice_text(budget: int, day: date) -> str:
     """What happened and what to do about it, in a line or two."""
     return (
-        f":warning: relmon reached its daily budget of {budget:,} LLM calls for {day.isoformat()} (UTC). "
+        f":warning: relmon reached its daily budget of {budget:,} judgments for {day.isoformat()} (UTC). "
         "Answers are still captured but not judged until midnight UTC; they are recorded as skipped. "
         "To judge more, raise RELMON_DAILY_BUDGET (or lower RELMON_SAMPLE_RATE) and restart the workers."
     )
 
 
-def spend_one_call(db: Database, budget: int, now: datetime | None = None) -> bool:
-    """Take one LLM call from today's budget; False when it is spent."""
-    with db.autocommit() as connection:  # one atomic UPDATE (the insert of a new day's row is idempotent)
-        return claim_llm_call(connection, budget_day(now), budget)
+def charge(db: Database, pair_id: int, judge: str, budget: int, now: datetime | None = None) -> bool:
+    """Pay for one judgment from today's budget, once per (pair, judge): True if it is paid (now or by an
+    earlier attempt), False when the budget is spent."""
+    with db.session() as session:  # the charge row and the counter in one transaction
+        return charge_judgment(session, pair_id, judge, budget_day(now), budget)
 
 
 def announce_exhausted(db: Database, slack, channel: str | None, budget: int, now: datetime | None = None) -> bool:

@@ -2,8 +2,12 @@
 
 Safe to run any number of times for the same pair (redelivery after a worker died, a duplicate enqueue, the stale
 sweeper): each judgment is inserted with ON CONFLICT DO NOTHING on (pair_id, judge), so only the first stores a row.
-The order of checks for each judge: already stored? → sampled out? → durable cache → daily budget → LLM.
-(A cache hit spends no LLM call, so it is looked up before the budget is charged.)
+The order of checks for each judge: already stored? → sampled out? → durable cache → in-process cache → daily
+budget → LLM. (A cache hit calls nothing, so it is looked up before the budget is charged; the budget is charged
+once per pair and judge, so a retry of the same judgment is not charged again.)
+
+A task that keeps failing with a bug (not an LLM error) leaves its pair pending; each failure is counted, and the
+stale sweeper gives up after MAX_FAILED_RUNS of them: it stores the pair's judgments as errors with the reason.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from celery.signals import task_failure
 from sqlalchemy.exc import OperationalError
 
 from judges import TransientLLMError, get_judge
+from store.attempts import failures_of, record_failure
 from store.judgments import (
     find_cached_many,
     insert_judgment,
@@ -34,12 +39,16 @@ from workers.alerts.policy import JudgmentFacts
 from workers.celery_app import celery
 from workers.runtime import Runtime, get_runtime
 from workers.tasks.slack import follow_up_needed
+from workers.telemetry import event_fields
 
 log = logging.getLogger("relmon.judging")
 
 # Celery's own bound on retries of one task; the LLM retries stop earlier, at RELMON_LLM_MAX_RETRIES (≤ 10).
 TASK_MAX_RETRIES = 10
 SWEEP_LIMIT = 500
+# Failed judge_pair runs (bugs, not LLM errors) after which the sweeper stops re-enqueuing a pair and stores it
+# as an error: the first run and two re-enqueues, ten minutes or more apart.
+MAX_FAILED_RUNS = 3
 TASK_CONSIDER_ALERT = "workers.tasks.slack.consider_alert"
 TASK_DELIVER_VERDICT = "workers.tasks.slack.deliver_verdict"
 TASK_SETTLE_PAIR = "workers.tasks.capture.settle_pair"
@@ -137,6 +146,33 @@ def gave_up_values(judge, *, pair_id: int, cache_key: str, model: str, attempts:
     }
 
 
+def sweep_action(status: str, failures: int, max_failures: int = MAX_FAILED_RUNS) -> str:
+    """What the sweeper does with a stale pair: "settle" it again (settling), "judge" it again (pending), or
+    "give_up" (pending, but its judging task has failed `max_failures` times already: a bug would fail again)."""
+    if status != PairStatus.PENDING:
+        return "settle"
+    return "give_up" if failures >= max_failures else "judge"
+
+
+def failed_values(name: str, *, pair_id: int, model: str, reason: str) -> dict[str, Any]:
+    """An error judgment for a judge the pipeline gave up on. The judge's name may be what broke judging (an
+    unknown name in the pair's list): then its scale and prompt version are unknown and left empty."""
+    try:
+        judge = get_judge(name)
+        max_score, prompt_version = judge.max_score, judge.prompt_version
+    except ValueError:
+        max_score, prompt_version = None, None
+    return {
+        "pair_id": pair_id,
+        "judge": name[:32],
+        "status": JudgmentStatus.ERROR,
+        "max_score": max_score,
+        "model": model,
+        "prompt_version": prompt_version,
+        "error": reason[:2000],
+    }
+
+
 # The task --------------------------------------------------------------------------------------------------
 
 
@@ -227,15 +263,19 @@ def _judge(task, runtime: Runtime, pair_id: int, *, redelivered: bool) -> str:
         if key in cached:
             ready.append({**cached[key], "pair_id": pair_id, "judge": name, "cached": True})
             continue
-        if not budget.spend_one_call(runtime.db, settings.daily_budget):
-            return _skip_for_budget(runtime, pair, _store(engine, pair_id, ready, mark_judged=False))
+        known = judge.from_cache(runtime.llm, key)  # a twin judged by this process since the SQL lookup
+        if known is not None:
+            ready.append(verdict_values(known, pair_id=pair_id, cache_key=key))
+            continue
+        if not budget.charge(runtime.db, pair_id, name, settings.daily_budget):
+            return _skip_for_budget(runtime, pair, _store(engine, pair, ready, mark_judged=False))
         try:
             verdict = judge.evaluate(runtime.llm, question=pair.question, answer=pair.answer, reference=pair.reference)
             ready.append(verdict_values(verdict, pair_id=pair_id, cache_key=key))
         except TransientLLMError as error:
             if task.request.retries < settings.llm_max_retries:
                 # What this run has is final: store it and alert on it now; the retry skips those judges.
-                _hand_on(runtime, pair, _store(engine, pair_id, ready, mark_judged=False))
+                _hand_on(runtime, pair, _store(engine, pair, ready, mark_judged=False))
                 countdown = retry_countdown(
                     task.request.retries, settings.retry_base_seconds, settings.llm_max_retries, error.retry_after
                 )
@@ -261,12 +301,12 @@ def _judge(task, runtime: Runtime, pair_id: int, *, redelivered: bool) -> str:
                 )
             )
     # Every judge in force now has a row (this run's, or a twin task's that won the insert): the pair is judged.
-    created = _store(engine, pair_id, ready, mark_judged=True)
+    created = _store(engine, pair, ready, mark_judged=True)
     _hand_on(runtime, pair, {**handed_on, **created}, complete=True, recheck=redelivered)
     return PairStatus.JUDGED
 
 
-def _store(engine, pair_id: int, ready: list[dict[str, Any]], *, mark_judged: bool) -> dict[int, dict[str, Any]]:
+def _store(engine, pair: PairView, ready: list[dict[str, Any]], *, mark_judged: bool) -> dict[int, dict[str, Any]]:
     """Insert the judgments (a row another run stored first wins) and, at the end, mark the pair judged, in one
     transaction. Returns the rows this call created: id → the values stored."""
     if not ready and not mark_judged:
@@ -278,7 +318,20 @@ def _store(engine, pair_id: int, ready: list[dict[str, Any]], *, mark_judged: bo
             if created:
                 created_rows[judgment_id] = values
         if mark_judged:
-            set_pair_status(connection, pair_id, PairStatus.JUDGED, only_from=[PairStatus.PENDING])
+            set_pair_status(connection, pair.id, PairStatus.JUDGED, only_from=[PairStatus.PENDING])
+    for judgment_id, values in created_rows.items():  # once per stored row: a twin's lost insert logs nothing
+        log.info(
+            "judged",
+            extra=event_fields(
+                channel=pair.channel_id,
+                message_ts=pair.answer_ts,
+                judgment_id=judgment_id,
+                pair_id=pair.id,
+                judge=values["judge"],
+                score=values.get("score"),
+                status=values["status"],
+            ),
+        )
     return created_rows
 
 
@@ -321,11 +374,21 @@ def _skip_for_budget(runtime: Runtime, pair: PairView, created: dict[int, dict[s
 
 @task_failure.connect(sender=judge_pair)
 def _log_failure(sender=None, task_id=None, exception=None, args=None, **_ignored) -> None:
-    """A bug, not an LLM failure: the pair stays pending (never dropped) and the sweeper re-enqueues it later."""
+    """A bug, not an LLM failure: the pair stays pending (never dropped) and the sweeper re-enqueues it later,
+    until it has failed MAX_FAILED_RUNS times; the failure is counted in SQL for that."""
+    pair_id = (args or [None])[0]
+    error = repr(exception)[:500]
     log.error(
-        "judge_pair failed; the pair stays pending until the stale sweeper re-enqueues it",
-        extra={"task_id": task_id, "pair_id": (args or [None])[0], "error": repr(exception)[:500]},
+        "judge_pair failed; the pair stays pending until the stale sweeper re-enqueues it or gives up",
+        extra={"task_id": task_id, "pair_id": pair_id, "error": error},
     )
+    if not isinstance(pair_id, int):
+        return
+    try:
+        with get_runtime().db.autocommit() as connection:
+            record_failure(connection, pair_id, error)
+    except Exception:  # the database may be what failed: the sweeper still re-enqueues the pair
+        log.exception("could not count the failed judging run", extra={"pair_id": pair_id})
 
 
 @celery.task(name="workers.tasks.judging.requeue_stale")
@@ -344,11 +407,52 @@ def requeue_stale() -> int:
             )
         ]
         touch_pairs(session, [pair_id for pair_id, _, _ in stale], now)
+        failures = failures_of(session, [pair_id for pair_id, status, _ in stale if status == PairStatus.PENDING])
+    given_up = 0
     for pair_id, status, version in stale:
-        if status == PairStatus.PENDING:
+        failed, last_error = failures.get(pair_id, (0, None))
+        action = sweep_action(status, failed)
+        if action == "judge":
             judge_pair.apply_async(args=[pair_id], kwargs={"resumed": True})
-        else:
+        elif action == "settle":
             celery.send_task(TASK_SETTLE_PAIR, args=[pair_id, version])
+        else:
+            try:
+                _give_up(runtime, pair_id, failed, last_error)
+                given_up += 1
+            except Exception:  # one broken pair must not stop the sweep; it is tried again next time
+                log.exception("could not give up on a failing pair", extra={"pair_id": pair_id})
     if stale:
-        log.warning("re-enqueued stale pairs", extra={"count": len(stale)})
+        log.warning("re-enqueued stale pairs", extra={"count": len(stale) - given_up, "given_up": given_up})
     return len(stale)
+
+
+def _give_up(runtime: Runtime, pair_id: int, failures: int, last_error: str | None) -> None:
+    """The end state of a pair whose judging task kept failing: an error judgment, with the reason, for every
+    judge in force that has none, and the pair judged (so it is counted, alerted on and never swept again)."""
+    settings = runtime.settings
+    with runtime.db.autocommit() as connection:
+        fields = pair_for_judging(connection, pair_id)
+        if fields is None:
+            return
+        pair = PairView.of(fields)
+        if pair.status != PairStatus.PENDING:
+            return
+        stored = stored_judges(connection, pair_id)
+    try:
+        rule = runtime.rules.for_channel(pair.channel_id, settings)
+        names = judges_in_force(pair.judges, rule.judges, pair.reference is not None)
+    except Exception:  # the bug may be right here (an unknown judge's name): name the judges that were asked for
+        names = list(pair.judges or settings.default_judges)
+    reason = f"gave up after {failures} failed attempts (an error in relmon, not the LLM): {last_error or 'unknown'}"
+    ready = [
+        failed_values(name, pair_id=pair_id, model=settings.judge_model, reason=reason)
+        for name in (names or ["relevancy"])
+        if name not in stored
+    ]
+    created = _store(runtime.db.engine, pair, ready, mark_judged=True)
+    log.error(
+        "gave up judging a pair",
+        extra=event_fields(channel=pair.channel_id, message_ts=pair.answer_ts, pair_id=pair_id, failures=failures),
+    )
+    _hand_on(runtime, pair, created, complete=True)
