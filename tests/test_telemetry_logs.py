@@ -6,10 +6,15 @@ import io
 import json
 import logging
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from store.settings import Settings
+from tests import slack_requests as sr
+from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.slack_server import FakeSlack
+from tests.processes import RelmonProcess, relmon_env, start_bot, start_worker
 from workers.telemetry import SecretMasker, event_fields, mask_url, setup_logging
 
 BOT_TOKEN = "xoxb-1111-2222-AbCdEfGhIjKlMnOp"
@@ -146,3 +151,66 @@ def test_masker_and_mask_url_on_plain_values() -> None:
     assert mask_url("redis://:hunter2hunter2@redis:6379/0") == "redis://:****ter2@redis:6379/0"
     assert mask_url("redis://redis:6379/0") == "redis://redis:6379/0"
     assert mask_url(None) == "(unset)"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_real_bot_worker_and_beat_write_only_json_lines_with_identifiers(redis_url: str, tmp_path: Path) -> None:
+    db_url = f"sqlite:///{tmp_path / 'relmon.sqlite3'}"
+    with FakeSlack() as slack, FakeOpenAI() as llm:
+        slack.add_user("U_ASKER", "ana", "Ana Diaz")
+        slack.add_channel("C_SUPPORT", "support", members=["U_ASKER", "U_RELMON"])
+        env = relmon_env(
+            redis_url=redis_url,
+            database_url=db_url,
+            slack_api_url=slack.api_url,
+            openai_base_url=llm.base_url,
+            data_dir=tmp_path / "data",
+            RELMON_SETTLE_SECONDS="0",
+        )
+        bot, base_url = start_bot(env, log_dir=tmp_path)
+        worker = start_worker(env, log_dir=tmp_path)
+        beat = RelmonProcess("beat", env=env, log_dir=tmp_path).start()
+        with bot, worker, beat:
+            beat.wait_for_log("beat: Starting", timeout=60)
+            question = sr.human_message("C_SUPPORT", sr.next_ts(), QUESTION)
+            answer = sr.bot_message("C_SUPPORT", sr.next_ts(), ANSWER, thread_ts=question["ts"])
+            for event in (question, answer):
+                assert sr.post(base_url + "/slack/events", sr.envelope(event), "test-signing-secret").status_code == 200
+            worker.wait_for_log('"pair settled"', timeout=60)
+            for process in (bot, worker, beat):
+                assert process.stop() in (0, -15), process.tail()
+
+    outputs = {"bot": bot.log(), "worker": worker.log(), "beat": beat.log()}
+    parsed = {name: json_lines(output) for name, output in outputs.items()}
+    for name, output in outputs.items():
+        assert QUESTION not in output and ANSWER not in output, name
+    bot_events = {line["event"]: line for line in parsed["bot"]}
+    # gunicorn's own lines, JSON like the rest (they were "[date] [pid] [INFO] Listening at: ...").
+    assert any(e.startswith("Listening at: http://127.0.0.1:") for e in bot_events)
+    assert bot_events["Listening at: " + base_url + f" ({bot.pid})"]["logger"] == "gunicorn.error"
+    captured = bot_events["answer captured"]
+    assert (captured["channel"], captured["message_ts"]) == ("C_SUPPORT", answer["ts"]) and captured["pair_id"]
+    settled = next(line for line in parsed["worker"] if line["event"] == "pair settled")
+    assert (settled["channel"], settled["message_ts"], settled["pair_id"]) == (
+        "C_SUPPORT",
+        answer["ts"],
+        captured["pair_id"],
+    )
+    worker_events = [line["event"] for line in parsed["worker"]]
+    assert "worker: Warm shutdown (MainProcess)" in worker_events  # printed by Celery itself, now JSON
+    assert not any("-------------- celery@" in output for output in outputs.values())  # no banner
+    assert any(line["event"] == "beat: Starting..." for line in parsed["beat"])
+
+
+def json_lines(output: str) -> list[dict]:
+    """Each line of a process's output as JSON; fails on the first line that is not one JSON object."""
+    parsed = []
+    for line in output.splitlines():
+        try:
+            value = json.loads(line)
+        except ValueError:
+            pytest.fail(f"not a JSON line: {line!r}\n--- output ---\n{output[-3000:]}")
+        assert isinstance(value, dict), line
+        parsed.append(value)
+    return parsed
