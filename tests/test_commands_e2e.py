@@ -3,7 +3,10 @@
 - a captured low score → exactly one alert with the expected blocks; a repeated consider_alert → still one;
 - the feedback buttons → votes stored and the alert updated with the tally;
 - over the hourly cap → one summary message for the rest;
-- /judge with a link → the verdict arrives privately on the response_url.
+- /judge with a link → the verdict arrives privately on the response_url, after a 429's Retry-After, or as an
+  ephemeral message where /judge was typed when the response_url has expired;
+- the "Judge this answer" shortcut and the /judge modal → a "Judging…" note, then the verdict;
+- /judge stats → the figures of what the worker judged.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+import redis
 
 from store.db import Database
 from store.models import Pair, PairStatus
@@ -22,7 +26,7 @@ from tests.bot_harness import SECRET, BotServer, bot_settings
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.slack_server import FakeSlack
 from tests.processes import relmon_env, start_worker, wait_for
-from workers.celery_app import create_celery
+from workers.celery_app import QUEUE_SLACK, create_celery
 
 pytestmark = pytest.mark.slow
 
@@ -110,7 +114,15 @@ def messages_in(slack: FakeSlack, channel: str) -> list[dict]:
     return sorted(slack.messages[channel].values(), key=lambda m: float(m["ts"]))
 
 
-def test_low_scores_alert_once_take_feedback_and_summarise(bot, slack, worker, producer):
+def done(redis_url: str, queue: str, task_id: str) -> bool:
+    """True once a task's message is neither waiting in its queue nor held unacknowledged: with late acks,
+    the worker acknowledges it only after the task has run."""
+    client = redis.Redis.from_url(redis_url)
+    held = [*client.lrange(queue, 0, -1), *client.hvals("unacked")]
+    return not any(task_id.encode() in raw for raw in held)
+
+
+def test_low_scores_alert_once_take_feedback_and_summarise(bot, slack, worker, producer, redis_url):
     ids = captured_pairs(bot, ["offtopic: our office is open 9 to 5", "Open Settings, then Reset."])
     for pair_id in ids:
         producer.send_task("workers.tasks.judging.judge_pair", args=[pair_id])
@@ -125,9 +137,10 @@ def test_low_scores_alert_once_take_feedback_and_summarise(bot, slack, worker, p
     assert buttons[0]["url"] == f"https://example.slack.com/archives/{C}/p1712340000000000"
     judgment_id = int(buttons[1]["value"])
 
-    # a repeat of consider_alert (a retry, a redelivery) posts nothing more
-    producer.send_task("workers.tasks.slack.consider_alert", args=[judgment_id], queue="relmon.slack")
-    wait_for(lambda: len(slack.calls_to("chat.getPermalink")) >= 1, timeout=10)
+    # a repeat of consider_alert (a retry, a redelivery) posts nothing more, once it has run
+    repeat = producer.send_task("workers.tasks.slack.consider_alert", args=[judgment_id], queue=QUEUE_SLACK)
+    wait_for(lambda: done(redis_url, QUEUE_SLACK, repeat.id), timeout=20, what="the repeated consider_alert to finish")
+    assert len(messages_in(slack, ALERTS)) == 1
 
     # feedback: two people vote; the alert shows the tally
     for user, action in (("U_ASKER", "feedback_wrong"), ("U_TWO", "feedback_right")):
@@ -165,3 +178,71 @@ def test_judge_link_sends_the_verdict_privately(bot, slack, worker):
     assert "How do I reset my password?" in json.dumps(verdict["blocks"])
     assert messages_in(slack, ALERTS) == [] and messages_in(slack, C) != []  # no alert for an on-demand check
     assert len(slack.messages[C]) == 2  # nothing posted in the channel either
+
+
+def test_the_verdict_waits_out_a_rate_limited_response_url(bot, slack, worker):
+    slack.rate_limit_response_url("busy", times=1, retry_after=2)
+    link = f"https://example.slack.com/archives/{C}/p1712345678123456?thread_ts={QUESTION_TS}&cid={C}"
+    assert sr.post(bot.url, sr.slash_command(link, response_url=slack.response_url("busy")), SECRET).status_code == 200
+    [verdict] = wait_for(lambda: slack.responses["busy"], timeout=40, what="the verdict after the Retry-After")
+    assert verdict["blocks"][0]["text"]["text"] == "Verdict: Relevancy 0 / 4"
+    refused, taken = slack.response_attempts["busy"]
+    assert taken - refused >= 2.0  # the worker waited as Slack asked
+    assert slack.ephemerals == [] and slack.posted() == []  # no fallback needed
+
+
+def test_an_expired_response_url_sends_the_verdict_ephemerally_where_judge_was_typed(bot, slack, worker):
+    slack.expire_response_url("late")
+    link = f"https://example.slack.com/archives/{C}/p1712345678123456?thread_ts={QUESTION_TS}&cid={C}"
+    body = sr.slash_command(link, channel_id=ALERTS, response_url=slack.response_url("late"))  # typed in #alerts
+    assert sr.post(bot.url, body, SECRET).status_code == 200
+    [ephemeral] = wait_for(lambda: slack.ephemerals, timeout=40, what="the verdict as an ephemeral message")
+    assert (ephemeral["channel"], ephemeral["user"]) == (ALERTS, "U_ASKER")
+    assert "Verdict: Relevancy 0 / 4" in json.dumps(ephemeral["blocks"])
+    assert slack.responses["late"] == [] and slack.posted() == []  # not a DM, nothing in a channel
+
+
+def test_shortcut_notes_then_sends_the_verdict(bot, slack, worker):
+    message = {"type": "message", "ts": ANSWER_TS, "thread_ts": QUESTION_TS, "user": "U_SUPPORT",
+               "text": "offtopic: our office is open 9 to 5", "bot_id": "B_SUPPORT"}  # fmt: skip
+    body = sr.message_action(message, channel_id=C, response_url=slack.response_url("sc"))
+    assert sr.post(bot.url, body, SECRET).status_code == 200
+    note, verdict = wait_for(lambda: len(slack.responses["sc"]) >= 2 and slack.responses["sc"], timeout=40)
+    assert note["text"].startswith("Judging that answer…") and note["response_type"] == "ephemeral"
+    assert verdict["blocks"][0]["text"]["text"] == "Verdict: Relevancy 0 / 4"
+    assert "How do I reset my password?" in json.dumps(verdict["blocks"]) and verdict["response_type"] == "ephemeral"
+    assert messages_in(slack, ALERTS) == [] and len(slack.messages[C]) == 2
+
+
+def test_modal_sends_the_verdict_of_the_pasted_answer(bot, slack, worker):
+    from tests.test_commands import view_submission
+
+    assert sr.post(bot.url, sr.slash_command("", response_url=slack.response_url("modal")), SECRET).status_code == 200
+    [opened] = wait_for(lambda: slack.calls_to("views.open"), timeout=10, what="views.open")
+    view = opened["view"] if isinstance(opened["view"], dict) else json.loads(opened["view"])
+    body = view_submission(
+        view, question="Can I pay by card?", answer="Yes, every major card works.", judge="relevancy"
+    )
+    assert sr.post(bot.url, body, SECRET).status_code == 200
+    note, verdict = wait_for(lambda: len(slack.responses["modal"]) >= 2 and slack.responses["modal"], timeout=40)
+    assert note["text"].startswith("Judging the answer you pasted…")
+    assert verdict["blocks"][0]["text"]["text"] == "Verdict: Relevancy 4 / 4"
+    assert "Yes, every major card works." in json.dumps(verdict["blocks"]) and verdict["response_type"] == "ephemeral"
+    assert messages_in(slack, ALERTS) == []
+
+
+def test_stats_show_what_the_worker_judged(bot, slack, worker, producer):
+    for pair_id in captured_pairs(bot, ["offtopic: our office is open 9 to 5", "Open Settings, then Reset."]):
+        producer.send_task("workers.tasks.judging.judge_pair", args=[pair_id])
+    wait_for(lambda: messages_in(slack, ALERTS), timeout=30, what="the low score's alert")
+
+    def counted():
+        slack.responses.pop("stats", None)
+        sr.post(bot.url, sr.slash_command("stats", response_url=slack.response_url("stats")), SECRET)
+        answer = wait_for(lambda: slack.responses["stats"], timeout=10, what="the stats")[0]
+        return "2 answers judged" in json.dumps(answer) and answer
+
+    answer = wait_for(counted, timeout=30, what="stats counting both judged answers")
+    text = answer["blocks"][-1]["text"]["text"]
+    assert "*Relevancy*: 2 answers judged" in text and "mean 2 / 4" in text and "50% at or below" in text
+    assert answer["response_type"] == "ephemeral"
