@@ -23,7 +23,7 @@ USER relmon
 VOLUME ["/data"]
 EXPOSE 3000
 
-# The bot answers /healthz (Redis reachable); compose disables this check for the worker and beat.
+# The bot answers /healthz (Redis reachable); compose replaces this check with `relmon ping worker|beat` for those.
 HEALTHCHECK --interval=15s --timeout=5s --start-period=20s --retries=3 \
   CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:3000/healthz', timeout=4)"
 

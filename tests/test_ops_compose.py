@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import socket
 import subprocess
 import tomllib
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 import yaml
 
 from store.settings import Settings
+from tests.processes import RelmonProcess, relmon_command, relmon_env, start_worker
 
 ROOT = Path(__file__).resolve().parents[1]
 RELMON_SERVICES = ("migrate", "bot", "worker", "beat")
@@ -89,6 +91,27 @@ def test_bot_worker_and_beat(compose: dict) -> None:
     assert command_of(services["beat"]) == "relmon beat"
 
 
+def test_every_long_running_service_has_a_health_check(compose: dict) -> None:
+    for name, service in compose["services"].items():
+        if service.get("restart") == "no":  # one-shot (migrate)
+            continue
+        check = service.get("healthcheck", {})
+        assert not check.get("disable") and check.get("test"), f"{name} has no health check"
+    assert healthcheck_text(compose["services"]["worker"]) == "CMD relmon ping worker"
+    assert healthcheck_text(compose["services"]["beat"]) == "CMD relmon ping beat"
+
+
+def seconds(duration: str) -> float:
+    units = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
+    return sum(float(n) * units[u] for n, u in re.findall(r"(\d+(?:\.\d+)?)(ms|s|m|h)", duration))
+
+
+def test_the_worker_has_time_to_finish_its_llm_calls_on_stop(compose: dict) -> None:
+    llm_timeout = Settings.model_fields["llm_timeout_seconds"].default  # RELMON_LLM_TIMEOUT's default
+    grace = seconds(compose["services"]["worker"]["stop_grace_period"])
+    assert grace >= llm_timeout + 20  # an LLM call's timeout, then its writes
+
+
 def test_exactly_one_beat(compose: dict) -> None:
     beats = [name for name, service in compose["services"].items() if "relmon beat" in command_of(service)]
     assert beats == ["beat"]
@@ -135,6 +158,30 @@ def test_configuration_doc_lists_every_setting() -> None:
     text = (ROOT / "README.md").read_text()
     for variable in setting_variables():
         assert f"`{variable}`" in text, f"{variable} missing from README.md"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_the_health_check_commands_answer_for_a_real_worker_and_beat(redis_url: str, tmp_path: Path) -> None:
+    """`relmon ping worker|beat`, the compose health checks, against real processes on this host."""
+    env = relmon_env(redis_url=redis_url, database_url=f"sqlite:///{tmp_path / 'db.sqlite3'}", data_dir=tmp_path / "d")
+
+    def ping(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(relmon_command("ping", *args), env=env, capture_output=True, text=True, timeout=60)
+
+    assert ping("worker").returncode == 1  # nothing runs yet: unhealthy
+    worker = start_worker(env, log_dir=tmp_path)
+    beat = RelmonProcess("beat", env=env, log_dir=tmp_path).start()
+    with worker, beat:
+        beat.wait_for_log("beat pidbox: Connected", timeout=60)
+        result = ping("worker")
+        assert result.returncode == 0 and f"celery@{socket.gethostname()}: pong" in result.stdout, result.stderr
+        result = ping("beat")
+        assert result.returncode == 0 and f"celerybeat@{socket.gethostname()}: pong" in result.stdout, result.stderr
+        other = ping("worker", "--hostname", "elsewhere")  # another host's worker: not this container's
+        assert other.returncode == 1 and "celery@elsewhere did not answer" in other.stderr
+        assert beat.stop() == 0  # SIGTERM: beat stops at once and cleanly
+    assert ping("beat").returncode == 1
 
 
 @pytest.mark.skipif(shutil.which("docker-compose") is None, reason="docker-compose is not installed")
