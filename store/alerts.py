@@ -282,17 +282,25 @@ def recent_scores(
     planner believes: two plain index look-ups rather than one join, whose plan on a young database (no statistics
     yet) fetched the whole judgments table for every pair. First the channel's newest judged pairs (a burst leaves
     many pending) on ix_pairs_channel_created, a few times `last` of them since some judgments are errors; then
-    their judgments by (pair_id, judge). When that batch holds too few, or does not reach back to `since`, a four
-    times larger one is read, up to all."""
+    their judgments by (pair_id, judge). When that batch holds too few, or does not reach back to `since`, the
+    next, four times larger, continues from the oldest pair read (within the time window once the count window is
+    full), up to all."""
     most = max(most, last)
     batch = 3 * last
+    rows: list[tuple[float, datetime]] = []
+    seen: set[int] = set()
+    oldest: datetime | None = None  # the oldest pair read so far: the next batch continues from there
     while True:
-        pairs = session.execute(
-            select(Pair.id, Pair.created_at)
-            .where(Pair.channel_id == channel_id, Pair.source == "capture", Pair.status == PairStatus.JUDGED)
-            .order_by(Pair.created_at.desc())  # exactly the index's order: the scan stops after `batch` rows
-            .limit(batch)
-        ).all()
+        query = select(Pair.id, Pair.created_at).where(
+            Pair.channel_id == channel_id, Pair.source == "capture", Pair.status == PairStatus.JUDGED
+        )
+        if oldest is not None:
+            query = query.where(Pair.created_at <= oldest)  # `<=`: a tie on the boundary is read again, and skipped
+            if since is not None and len(rows) >= last:
+                query = query.where(Pair.created_at >= since)  # only the time window still wants rows
+        # exactly the index's order: the scan stops after `batch` rows
+        read = session.execute(query.order_by(Pair.created_at.desc()).limit(batch)).all()
+        pairs = [(pair_id, _utc(created)) for pair_id, created in read if pair_id not in seen]
         found = dict(
             session.execute(
                 select(Judgment.pair_id, Judgment.score).where(
@@ -303,10 +311,13 @@ def recent_scores(
                 )
             ).all()
         )
-        rows = [(found[pair_id], _utc(created)) for pair_id, created in pairs if pair_id in found]
-        reaches_since = since is None or (bool(pairs) and _utc(pairs[-1].created_at) < since)
-        if len(pairs) < batch or len(rows) >= most or (len(rows) >= last and reaches_since):
-            # enough, or that was every pair of the channel
+        rows += [(found[pair_id], created) for pair_id, created in pairs if pair_id in found]
+        seen.update(pair_id for pair_id, _ in pairs)
+        if read:
+            oldest = _utc(read[-1].created_at)
+        reaches_since = since is None or (oldest is not None and oldest < since)
+        if len(read) < batch or len(rows) >= most or (len(rows) >= last and reaches_since):
+            # enough, or that was every pair of the channel (or of the time window)
             return rows[:last] + [row for row in rows[last:most] if since is not None and row[1] >= since]
         batch *= 4
 
