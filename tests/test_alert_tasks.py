@@ -261,6 +261,7 @@ def test_verdict_goes_privately_to_the_response_url_once(make_runtime, fake):
 
 
 def test_verdict_falls_back_to_a_direct_message(make_runtime, fake):
+    fake.add_channel(SUPPORT, "support", members=["U_RELMON"])  # U_ASKER left: no ephemeral, a DM is the last resort
     with make_runtime() as runtime:
         with runtime.db.session() as session:
             pair = Pair(source="shortcut", channel_id=SUPPORT, question_text="q", answer_text="a", status="judged",
