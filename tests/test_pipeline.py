@@ -4,6 +4,7 @@ settle task would; the bot is not involved."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -16,7 +17,7 @@ import redis
 from sqlalchemy import func, insert, select, update
 
 from store.db import Database
-from store.models import DailyUsage, Judgment, Pair, PairStatus
+from store.models import DailyUsage, JudgingFailure, Judgment, Pair, PairStatus
 from store.settings import Settings
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.slack_server import FakeSlack
@@ -265,9 +266,11 @@ def test_a_429_retry_waits_for_retry_after_and_the_pair_costs_one_budget_unit(
     # The first two calls are rate-limited with Retry-After: 1.5 s; the backoff alone would wait 0.05 s, 0.1 s.
     fake_openai.set_behavior(fault_first=2, faults=["429"], retry_after_seconds=1.5)
     pair_ids = add_pairs(database, 1)
-    with start_worker(env_for(), log_dir=worker_logs):
+    with start_worker(env_for(), log_dir=worker_logs) as worker:
         enqueue(producer, pair_ids)
         wait_for(lambda: settled(database, pair_ids), timeout=60, what="the rate-limited pair")
+        worker.wait_for_log('"event": "judged"', timeout=10)
+        lines = [json.loads(line) for line in worker.log().splitlines() if line.startswith("{")]
 
     assert fake_openai.statuses == {429: 2, 200: 1}
     times = fake_openai.request_times
@@ -279,6 +282,60 @@ def test_a_429_retry_waits_for_retry_after_and_the_pair_costs_one_budget_unit(
     assert judgment.status == "ok"
     # A budget of judgments, not of attempts: three calls for one pair and judge spend one unit.
     assert usage.llm_calls == 1
+    # One structured line per stored judgment, with identifiers and the outcome, never the texts.
+    judged = [line for line in lines if line.get("event") == "judged"]
+    assert len(judged) == 1
+    assert {key: judged[0].get(key) for key in ("channel", "message_ts", "judgment_id", "pair_id", "judge")} == {
+        "channel": "C_SUPPORT",
+        "message_ts": "1700000000.000000",
+        "judgment_id": judgment.id,
+        "pair_id": pair_ids[0],
+        "judge": "relevancy",
+    }
+    assert (judged[0]["score"], judged[0]["status"]) == (judgment.score, "ok")
+    assert "password" not in json.dumps(judged[0]).lower()
+
+
+def test_a_pair_whose_judging_keeps_failing_is_given_up_on_as_an_error(
+    database: Database, env_for, producer, fake_openai: FakeOpenAI, worker_logs: Path
+) -> None:
+    """A bug (here an unknown judge in the pair's list) fails the task every time: the sweeper re-enqueues it
+    until it has failed MAX_FAILED_RUNS times, then stores an error with the reason; never a loop, never lost."""
+    from workers.tasks.judging import MAX_FAILED_RUNS
+
+    broken = add_pairs(database, 1)
+    healthy = add_pairs(database, 1, start=1)
+    with database.session() as session:
+        session.execute(update(Pair).where(Pair.id == broken[0]).values(judges=["relevancy", "no_such_judge"]))
+
+    def failures() -> int:
+        with database.session() as session:
+            return session.scalar(select(JudgingFailure.failures).where(JudgingFailure.pair_id == broken[0])) or 0
+
+    broker_url = producer.conf.broker_url
+    with start_worker(env_for(), log_dir=worker_logs):
+        enqueue(producer, broken + healthy)
+        wait_for(lambda: settled(database, healthy), timeout=30, what="the healthy pair")
+        for attempt in range(1, MAX_FAILED_RUNS + 1):
+            wait_for(lambda attempt=attempt: failures() == attempt, timeout=30, what=f"failed run {attempt}")
+            assert statuses(database, broken) == Counter({PairStatus.PENDING: 1})  # still waiting, never dropped
+            # The sweep after the last failure gives up instead of re-enqueuing.
+            assert sweep_as_beat_would(database, broker_url=broker_url, db_url=database.url, pair_ids=broken) == 1
+        assert statuses(database, broken) == Counter({PairStatus.JUDGED: 1})
+        time.sleep(1.0)  # nothing more was enqueued: no further run fails
+        assert failures() == MAX_FAILED_RUNS
+        # Judged now: later sweeps leave it alone.
+        assert sweep_as_beat_would(database, broker_url=broker_url, db_url=database.url, pair_ids=broken) == 0
+
+    with database.session() as session:
+        rows = session.execute(
+            select(Judgment.judge, Judgment.status, Judgment.error).where(Judgment.pair_id == broken[0])
+        ).all()
+    assert {judge for judge, _, _ in rows} == {"relevancy", "no_such_judge"}
+    for _, status, error in rows:
+        assert status == "error"
+        assert f"gave up after {MAX_FAILED_RUNS} failed attempts" in error and "no_such_judge" in error
+    assert statuses(database, healthy) == Counter({PairStatus.JUDGED: 1})
 
 
 def test_llm_down_for_good_is_stored_as_an_error_after_the_retries(
@@ -338,6 +395,44 @@ def test_durable_cache_and_deterministic_sampling(
     assert all(per_pair[pid] == 1 for pid, judged in actual.items() if judged)
     assert all(pid not in per_pair for pid, judged in actual.items() if not judged)
     assert len(fake_openai.requests) == 1 + sum(actual.values()) + 5
+
+
+def test_a_twin_found_in_the_in_process_cache_costs_no_budget_and_no_tokens(
+    database: Database, redis_url: str, db_url: str, fake_openai: FakeOpenAI
+) -> None:
+    """The SQL cache missed (the twin's row is not stored yet) but this process judged the same texts moments
+    ago: the verdict is copied from the client's cache, charged nothing and recorded without tokens."""
+    from judges import RelevancyJudge
+    from workers import celery_app
+    from workers.runtime import Runtime, set_runtime
+    from workers.tasks.judging import judge_pair
+
+    settings = Settings(
+        _env_file=None,
+        redis_url=redis_url,
+        database_url=db_url,
+        openai_base_url=fake_openai.base_url,
+        openai_api_key="sk-test-key",
+        llm_max_retries=0,
+    )
+    celery_app.configure(settings)
+    runtime = Runtime(settings)
+    set_runtime(runtime)
+    try:
+        question, answer = "How do I reset?", "Use the Reset button."
+        twin = add_pairs(database, 1, question=question, answer=answer)
+        first = RelevancyJudge().evaluate(runtime.llm, question, answer)  # a twin's judgment, not stored yet
+        assert first.prompt_tokens and len(fake_openai.requests) == 1
+        assert judge_pair.apply(args=[twin[0]]).get() == PairStatus.JUDGED
+    finally:
+        set_runtime(None)
+    assert len(fake_openai.requests) == 1  # no second call
+    with database.session() as session:
+        judgment = session.scalars(select(Judgment).where(Judgment.pair_id == twin[0])).one()
+        charged = session.scalar(select(func.coalesce(func.sum(DailyUsage.llm_calls), 0)))
+    assert judgment.cached and judgment.score == first.score
+    assert (judgment.prompt_tokens, judgment.completion_tokens, judgment.latency_ms) == (0, 0, 0.0)
+    assert charged == 0
 
 
 # (e) daily budget ---------------------------------------------------------------------------------------------
