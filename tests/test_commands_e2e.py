@@ -64,6 +64,7 @@ def worker(redis_url, db_url, slack, openai, tmp_path: Path):
         data_dir=tmp_path / "data",
         RELMON_ALERT_CHANNEL=ALERTS,
         RELMON_ALERT_CAP_PER_HOUR=2,
+        RELMON_DEGRADATION_WINDOW_MINUTES=0,  # five bad answers in an hour would also post a degradation alert
         RELMON_WORKER_CONCURRENCY=4,
     )
     process = start_worker(env, log_dir=tmp_path / "logs")
