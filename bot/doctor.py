@@ -2,13 +2,17 @@
 
 One line per check (`ok`, `FAIL` or `skip`), secrets masked; exit code 1 when any check fails. The checks are
 plain functions returning `Check` values, so each can be tested against the fakes on its own.
+
+Besides settings, Slack (token, scopes, SLACK_APP_TOKEN, each channel), Redis, the database and the LLM, it lists
+the bots that posted lately in the watched channels, with their bot, app and user IDs, marking those in
+RELMON_MONITORED_BOTS: the way to find what to put in that setting.
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TextIO
 
 from store.settings import WHERE_TO_GET, Settings, mask
@@ -170,13 +174,151 @@ def check_slack(settings: Settings) -> Iterator[Check]:
         else:
             yield ok("slack scopes", f"all {len(needed)} scopes of the manifest granted")
 
+    if settings.slack_app_token:
+        yield check_app_token(settings)
+    readable: list[tuple[str, str]] = []  # (channel ID, label) of the watched channels relmon can read
     for channel_id, why in channels_to_check(settings):
-        yield _check_channel(client, channel_id, why, user_id, SlackApiError)
+        check = _check_channel(client, channel_id, why, user_id, SlackApiError)
+        yield check
+        if check.status == "ok" and why.startswith("watched"):
+            readable.append((channel_id, check.detail.rsplit("member of ", 1)[-1]))
+    yield from check_bots_seen(client, settings, readable, own_bot_id=auth.get("bot_id"))
+
+
+def check_app_token(settings: Settings) -> Check:
+    """SLACK_APP_TOKEN (Socket Mode): apps.connections.open answers with a WebSocket URL (not opened here)."""
+    from slack_sdk import WebClient
+    from slack_sdk.errors import SlackApiError
+
+    token = mask(settings.secret("slack_app_token"))
+    base_url = settings.slack_api_url if settings.slack_api_url.endswith("/") else settings.slack_api_url + "/"
+    client = WebClient(base_url=base_url, timeout=15)
+    fix = (
+        "create an App-Level Token with the connections:write scope (Slack app page > Basic Information > "
+        "App-Level Tokens, xapp-...), turn on Socket Mode, and set SLACK_APP_TOKEN to it; unset it to use HTTP"
+    )
+    try:
+        client.apps_connections_open(app_token=settings.secret("slack_app_token"))
+    except SlackApiError as error:
+        code = error.response.get("error", "unknown")
+        return fail("slack app token", f"Slack refused SLACK_APP_TOKEN {token} for Socket Mode ({code})", fix)
+    except OSError as error:  # network: DNS, refused, TLS, timeout (urllib's errors are OSErrors)
+        return fail(
+            "slack app token",
+            f"cannot reach the Slack API at {settings.slack_api_url} ({type(error).__name__})",
+            "check the network and SLACK_API_URL",
+        )
+    return ok("slack app token", f"SLACK_APP_TOKEN {token} opens Socket Mode connections")
+
+
+# How much history doctor reads to find the bots that answer in the watched channels.
+HISTORY_MESSAGES = 200
+THREADS_READ = 20
+
+
+@dataclass
+class SeenBot:
+    bot_id: str
+    app_id: str | None = None
+    user_id: str | None = None
+    name: str | None = None
+    messages: int = 0
+    channels: list[str] = field(default_factory=list)
+
+    def ids(self) -> set[str]:
+        return {value for value in (self.bot_id, self.app_id, self.user_id) if value}
+
+
+def _bot_messages(client, channel_id: str) -> Iterator[dict]:
+    """Bot messages among the channel's recent history and the replies of its most recent threads (support bots
+    often answer in threads, which conversations.history leaves out)."""
+    history = client.conversations_history(channel=channel_id, limit=HISTORY_MESSAGES)["messages"]
+    threads = [m["ts"] for m in history if m.get("reply_count") or m.get("thread_ts") == m.get("ts")]
+    for message in history:
+        if message.get("bot_id"):
+            yield message
+    for ts in threads[:THREADS_READ]:
+        for reply in client.conversations_replies(channel=channel_id, ts=ts, limit=HISTORY_MESSAGES)["messages"]:
+            if reply.get("bot_id") and reply.get("ts") != ts:
+                yield reply
+
+
+def check_bots_seen(
+    client, settings: Settings, channels: list[tuple[str, str]], own_bot_id: str | None = None
+) -> Iterator[Check]:
+    """List the bots that posted in the watched channels lately, so RELMON_MONITORED_BOTS can be filled in."""
+    from slack_sdk.errors import SlackApiError
+
+    if not channels:
+        yield skip("slack bots seen", "no watched channel to read (RELMON_WATCHED_CHANNELS or channel rules)")
+        return
+    seen: dict[str, SeenBot] = {}
+    unread = 0
+    for channel_id, label in channels:
+        try:
+            for message in _bot_messages(client, channel_id):
+                if message["bot_id"] == own_bot_id:
+                    continue  # relmon's own alerts
+                profile = message.get("bot_profile") or {}
+                bot = seen.setdefault(message["bot_id"], SeenBot(message["bot_id"]))
+                bot.app_id = bot.app_id or message.get("app_id") or profile.get("app_id")
+                bot.user_id = bot.user_id or message.get("user")
+                bot.name = bot.name or profile.get("name") or message.get("username")
+                bot.messages += 1
+                if label not in bot.channels:
+                    bot.channels.append(label)
+        except SlackApiError as error:
+            unread += 1
+            code = error.response.get("error", "unknown")
+            fix = "grant channels:history and groups:history, then reinstall the app"
+            yield fail(f"slack history {channel_id}", f"cannot read the history of {label} ({code})", fix)
+        except OSError as error:  # network (urllib's errors are OSErrors)
+            unread += 1
+            yield fail(
+                f"slack history {channel_id}",
+                f"cannot reach the Slack API to read {label} ({type(error).__name__})",
+                "check the network and SLACK_API_URL",
+            )
+    monitored = set(settings.monitored_bots)
+    shown = ", ".join(label for _, label in channels)
+    if not seen and unread == len(channels):
+        return  # nothing read: the failures above say why
+    if not seen:
+        yield ok("slack bots seen", f"no bot message in the recent history of {shown}")
+        return
+    for bot in sorted(seen.values(), key=lambda b: -b.messages):
+        ids = ", ".join(f"{kind} {value}" for kind, value in (("app", bot.app_id), ("user", bot.user_id)) if value)
+        name = f'"{bot.name}" ' if bot.name else ""
+        state = "monitored (in RELMON_MONITORED_BOTS)" if bot.ids() & monitored else "not monitored"
+        where = ", ".join(bot.channels)
+        yield ok(f"slack bot {bot.bot_id}", f"{name}({ids or 'no app'}): {bot.messages} message(s) in {where}; {state}")
+    if monitored and not any(bot.ids() & monitored for bot in seen.values()):
+        yield fail(
+            "slack monitored bots",
+            f"none of RELMON_MONITORED_BOTS ({', '.join(sorted(monitored))}) posted lately in {shown}",
+            "set RELMON_MONITORED_BOTS to the bot ID (B...), app ID (A...) or user ID (U...) of the support bot "
+            "among the bots listed above",
+        )
 
 
 def _check_channel(client, channel_id: str, why: str, user_id: str | None, api_error: type) -> Check:
     name = f"slack channel {channel_id}"
     invite = f"in Slack, open the channel and type `/invite @relmon` (or check the ID {channel_id})"
+    try:
+        return _check_channel_membership(client, channel_id, why, user_id, api_error, name, invite)
+    except api_error as error:  # a call _check_channel_membership does not expect to fail
+        return fail(name, f"{why}: Slack answered {error.response.get('error', 'unknown')}", invite)
+    except OSError as error:  # network: report it as this channel's problem, and go on with the others
+        return fail(
+            name,
+            f"{why}: cannot reach the Slack API ({type(error).__name__})",
+            "check the network and SLACK_API_URL (leave it unset for Slack itself)",
+        )
+
+
+def _check_channel_membership(
+    client, channel_id: str, why: str, user_id: str | None, api_error: type, name: str, invite: str
+) -> Check:
     try:
         info = client.conversations_info(channel=channel_id)["channel"]
     except api_error as error:

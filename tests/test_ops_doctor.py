@@ -13,7 +13,7 @@ from bot.doctor import required_scopes, run_doctor
 from store.db import Database
 from store.settings import Settings
 from tests.fakes.openai_server import FakeOpenAI
-from tests.fakes.slack_server import RELMON_USER_ID, FakeSlack
+from tests.fakes.slack_server import RELMON_BOT_ID, RELMON_USER_ID, FakeSlack
 from tests.processes import relmon_command, relmon_env
 from tests.services import free_port
 
@@ -132,6 +132,68 @@ def test_unknown_model(healthy: dict, llm: FakeOpenAI) -> None:
     llm.set_behavior(always_status=404)
     code, text = doctor(**healthy)
     assert code == 1 and "does not know the model" in text and "RELMON_JUDGE_MODEL" in text
+
+
+def test_lists_the_bots_seen_in_the_watched_channels(healthy: dict, slack: FakeSlack) -> None:
+    slack.add_message("C_WATCH", "1700000001.000100", "U_SUPPORT", "How do I export my data?", reply_count=2)
+    # The support bot answers in the thread (not in conversations.history), under its bot user U_SUPPORTBOT.
+    slack.add_message(
+        "C_WATCH",
+        "1700000002.000100",
+        "U_SUPPORTBOT",
+        "Settings > Export.",
+        thread_ts="1700000001.000100",
+        bot_id="B_SUPPORT",
+        app_id="A_SUPPORT",
+        bot_profile={"id": "B_SUPPORT", "app_id": "A_SUPPORT", "name": "Helpdesk AI"},
+    )
+    slack.add_message("C_WATCH", "1700000003.000100", None, "Deploy finished", bot_id="B_CI", username="ci-bot")
+    slack.add_message("C_WATCH", "1700000004.000100", RELMON_USER_ID, "alert", bot_id=RELMON_BOT_ID)
+    code, text = doctor(**{**healthy, "monitored_bots": ["A_SUPPORT"]})
+    assert code == 0, text
+    assert (
+        'ok    slack bot B_SUPPORT: "Helpdesk AI" (app A_SUPPORT, user U_SUPPORTBOT): 1 message(s) in #support; '
+        "monitored (in RELMON_MONITORED_BOTS)"
+    ) in text
+    assert 'ok    slack bot B_CI: "ci-bot" (no app): 1 message(s) in #support; not monitored' in text
+    assert RELMON_BOT_ID not in text  # relmon's own messages are not candidates
+
+    code, text = doctor(**{**healthy, "monitored_bots": ["B_GONE"]})
+    assert code == 1
+    assert failures(text) == [
+        "FAIL  slack monitored bots: none of RELMON_MONITORED_BOTS (B_GONE) posted lately in #support"
+    ]
+    assert "among the bots listed above" in text
+
+
+def test_socket_mode_app_token(healthy: dict, slack: FakeSlack) -> None:
+    app_token = "xapp-1-A111-2222-GoodAppTokenValue"
+    slack.valid_tokens = {BOT_TOKEN, app_token}
+    slack.socket_mode_url = "ws://127.0.0.1:1/socket"
+    code, text = doctor(**{**healthy, "slack_app_token": app_token})
+    assert code == 0, text
+    assert "ok    slack app token: SLACK_APP_TOKEN xapp-****alue opens Socket Mode connections" in text
+    assert app_token not in text
+
+    code, text = doctor(**{**healthy, "slack_app_token": "xapp-1-A111-2222-RevokedAppToken"})
+    assert code == 1
+    assert failures(text) == [
+        "FAIL  slack app token: Slack refused SLACK_APP_TOKEN xapp-****oken for Socket Mode (invalid_auth)"
+    ]
+    assert "App-Level Token" in text
+
+
+def test_a_network_error_in_a_channel_check_is_reported_not_raised() -> None:
+    from slack_sdk import WebClient
+    from slack_sdk.errors import SlackApiError
+
+    from bot.doctor import _check_channel, check_bots_seen
+
+    dead = WebClient(token=BOT_TOKEN, base_url=f"http://127.0.0.1:{free_port()}/api/", timeout=2)
+    check = _check_channel(dead, "C_WATCH", "watched channel (RELMON_WATCHED_CHANNELS)", RELMON_USER_ID, SlackApiError)
+    assert check.failed and "cannot reach the Slack API" in check.detail
+    [history] = check_bots_seen(dead, Settings(), [("C_WATCH", "#support")])
+    assert history.failed and history.name == "slack history C_WATCH"
 
 
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
