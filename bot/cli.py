@@ -70,6 +70,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    from workers.embedded_redis import EmbeddedRedisError
+
+    try:
+        return _dispatch(args)
+    except EmbeddedRedisError as error:  # bot, worker or beat without REDIS_URL: a setup problem, not a crash
+        print(f"relmon {args.command}: cannot start the embedded Redis: {error}", file=sys.stderr)
+        return 3
+
+
+def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "manifest":
         from bot.manifest import manifest_yaml
 

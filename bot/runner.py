@@ -26,6 +26,7 @@ from workers.telemetry import mask_url, setup_logging
 log = logging.getLogger("relmon.run")
 
 STOP_TIMEOUT_SECONDS = 30.0
+EXIT_EMBEDDED_REDIS = 3  # 2: settings missing; 1: a child exited
 POLL_SECONDS = 0.2
 _PR_SET_PDEATHSIG = 1
 
@@ -95,9 +96,15 @@ def run_all(settings: Settings, port: int = 3000) -> int:
     setup_logging(settings, "run")
     settings.data_dir.mkdir(parents=True, exist_ok=True)
 
-    from workers.embedded_redis import ensure_embedded_redis
+    from workers.embedded_redis import EmbeddedRedisError, ensure_embedded_redis
 
-    embedded = ensure_embedded_redis(settings)
+    try:
+        embedded = ensure_embedded_redis(settings)
+    except EmbeddedRedisError as error:
+        # A setup problem with advice (socket path too long, redis-server would not start): one clear message.
+        log.error("embedded redis failed", extra={"reason": type(error).__name__})
+        print(f"relmon run: cannot start the embedded Redis: {error}", file=sys.stderr)
+        return EXIT_EMBEDDED_REDIS
     children: list[Child] = []
     received: list[int] = []
 

@@ -6,6 +6,8 @@ import os
 import signal
 import stat
 import subprocess
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -149,3 +151,45 @@ def test_worker_alone_starts_and_stops_the_embedded_redis(no_service_env: dict[s
         assert (data / "redis" / "appendonly.aof").exists()
     finally:
         worker.stop()
+
+
+def test_an_embedded_redis_problem_is_one_clear_message(tmp_path: Path) -> None:
+    # A data folder so deep that the Redis socket path exceeds the 107 bytes a unix socket path may have.
+    env = relmon_env(redis_url="", database_url="", data_dir=tmp_path / ("d" * 120))
+    del env["REDIS_URL"], env["DATABASE_URL"]
+    for command in ("run", "worker"):
+        result = subprocess.run(
+            relmon_command(command), env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60
+        )
+        assert result.returncode == 3, result.stderr
+        assert "Traceback" not in result.stderr
+        assert f"relmon {command}: cannot start the embedded Redis:" in result.stderr
+        assert "RELMON_DATA_DIR" in result.stderr  # the advice
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the swallowed exit, on purpose
+def test_beat_stops_on_sigterm_even_when_a_gc_callback_swallows_the_exit() -> None:
+    """What `relmon run` saw: SIGTERM landing while a garbage-collector callback runs (SQLAlchemy's pool
+    finalizers) turns Celery's SystemExit into "Exception ignored", and beat ran on until SIGKILL."""
+    from workers.main import BEAT_MAX_INTERVAL_SECONDS, _install_beat_stop_handler
+
+    class Service:
+        _is_shutdown = threading.Event()
+
+    class Finalized:
+        def __del__(self) -> None:  # the signal's handler runs here, inside a finalizer
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    service = Service()
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        _install_beat_stop_handler(service)
+        Finalized()  # collected at once: SystemExit is raised in __del__ and ignored
+        assert service._is_shutdown.is_set()  # beat's loop sees it at its next wake-up
+        with pytest.raises(SystemExit):
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(1)  # the handler runs before this returns
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    assert BEAT_MAX_INTERVAL_SECONDS <= 10  # and that wake-up comes soon
