@@ -153,6 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         RELMON_SETTLE_SECONDS=0,
         RELMON_WORKER_CONCURRENCY=args.concurrency,
         RELMON_ALERT_CAP_PER_HOUR=1_000_000,
+        RELMON_ALERT_CHANNEL_CAP_PER_HOUR=1_000_000,
         RELMON_HISTORY_FALLBACK="false",
         RELMON_LOG_LEVEL="INFO",  # the processes' readiness lines are INFO
     )

@@ -112,23 +112,19 @@ def low_alert_for_judgment(session: Session, judgment_id: int) -> Alert | None:
 
 def count_low_alerts(session: Session, channel_id: str, since: datetime, until: datetime) -> int:
     """Low-score alerts that count against the hourly cap of a source channel."""
-    return session.execute(
-        select(func.count(Alert.id)).where(
-            Alert.kind == KIND_LOW,
-            Alert.source_channel_id == channel_id,
-            Alert.status.in_(CAP_STATUSES),
-            Alert.created_at >= since,
-            Alert.created_at < until,
-        )
-    ).scalar_one()
+    return _count_low(session, Alert.source_channel_id, channel_id, since, until)
 
 
 def count_low_alerts_to(session: Session, alert_channel_id: str, since: datetime, until: datetime) -> int:
     """Low-score alerts that count against the hourly cap of an alert channel, from every source channel."""
+    return _count_low(session, Alert.alert_channel_id, alert_channel_id, since, until)
+
+
+def _count_low(session: Session, channel_column, channel_id: str, since: datetime, until: datetime) -> int:
     return session.execute(
         select(func.count(Alert.id)).where(
             Alert.kind == KIND_LOW,
-            Alert.alert_channel_id == alert_channel_id,
+            channel_column == channel_id,
             Alert.status.in_(CAP_STATUSES),
             Alert.created_at >= since,
             Alert.created_at < until,

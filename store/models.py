@@ -122,6 +122,8 @@ class Alert(Base):
     __table_args__ = (
         UniqueConstraint("dedupe_key", name="uq_alerts_dedupe_key"),
         Index("ix_alerts_channel_created", "source_channel_id", "created_at"),
+        # The alert channel's hourly cap counts its low-score alerts from every source channel.
+        Index("ix_alerts_alert_channel_created", "alert_channel_id", "created_at"),
     )
 
     id: Mapped[int] = mapped_column(IdType, primary_key=True, autoincrement=True)

@@ -78,7 +78,7 @@ def test_home_shows_last_week_per_channel_and_settings(runtime: Runtime, slack: 
     assert "*<#C2>*\\n2 judged of 2 · relevancy mean 3.50 / 4 · 50% ≤ 3 · 0 errors" in text
     assert "relevancy alert ≤ 3 · sampling 25%" in text  # C2's own rule
     assert "`judge-model-x`" in text and "relevancy ≤ 2" in text and "100% of answers" in text
-    assert "10,000 LLM calls" in text and "Mondays 09:00 Europe/Paris to <#CALERTS>" in text
+    assert "10,000 judgments" in text and "Mondays 09:00 Europe/Paris to <#CALERTS>" in text
 
 
 def test_home_stays_within_100_blocks_with_many_channels(runtime: Runtime, slack: FakeSlack) -> None:

@@ -50,7 +50,7 @@ def settings_fields(settings: Settings, default: EffectiveRule) -> list[dict]:
         {"type": "mrkdwn", "text": f"*Judges*\n{', '.join(default.judges)}"},
         {"type": "mrkdwn", "text": f"*Alert thresholds*\n{thresholds}"},
         {"type": "mrkdwn", "text": f"*Sampling*\n{pct(default.sample_rate)} of answers"},
-        {"type": "mrkdwn", "text": f"*Daily budget*\n{settings.daily_budget:,} LLM calls"},
+        {"type": "mrkdwn", "text": f"*Daily budget*\n{settings.daily_budget:,} judgments"},
         {"type": "mrkdwn", "text": f"*Alerts*\n{alerts_to}, at most {settings.alert_cap_per_hour} an hour"},
         {
             "type": "mrkdwn",
