@@ -20,6 +20,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from store.models import Alert, Judgment, JudgmentStatus, Pair, PairStatus
+from store.settings import TIME_WINDOW_MOST_ANSWERS
 
 KIND_LOW = "low_score"
 KIND_DEGRADATION = "degradation"
@@ -258,7 +259,7 @@ def _utc(moment: datetime) -> datetime:
 
 # The time window's sample is the newest answers of the window, at most this many: on a busy channel the last hour
 # holds thousands, and this read runs after every judgment. 200 answers pin a mean to within a few hundredths.
-TIME_WINDOW_MOST = 200
+TIME_WINDOW_MOST = TIME_WINDOW_MOST_ANSWERS
 
 
 def recent_scores(

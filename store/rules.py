@@ -25,7 +25,7 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-from store.settings import Settings
+from store.settings import TIME_WINDOW_MOST_ANSWERS, Settings
 
 JUDGE_NAMES = ("relevancy", "correctness", "grounded")
 
@@ -46,7 +46,7 @@ class ChannelRule(BaseModel):
     alert_cap_per_hour: int | None = Field(None, ge=1)
     degradation_window: int | None = Field(None, ge=2)
     degradation_window_minutes: int | None = Field(None, ge=0, le=24 * 60)
-    degradation_min_answers: int | None = Field(None, ge=1)
+    degradation_min_answers: int | None = Field(None, ge=1, le=TIME_WINDOW_MOST_ANSWERS)
     degradation_floor: float | None = Field(None, ge=0, le=4)
 
 

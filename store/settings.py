@@ -18,6 +18,10 @@ DEFAULT_JUDGE_MODEL = "gpt-4o-mini"
 
 CommaList = Annotated[list[str], NoDecode]
 
+# The degradation time window reads at most this many of its newest answers (store.alerts.recent_scores): a
+# minimum sample above it could never be reached, so the settings refuse one.
+TIME_WINDOW_MOST_ANSWERS = 200
+
 # Retries of a transient LLM failure: no single backoff delay longer than this, each stretched by up to 25% at random.
 RETRY_CAP_SECONDS = 60.0
 RETRY_JITTER = 0.25
@@ -107,7 +111,7 @@ class Settings(BaseSettings):
     # of the last M minutes when there are at least RELMON_DEGRADATION_MIN_ANSWERS of them (0 minutes: off).
     degradation_window: int = Field(20, ge=2, **_env("RELMON_DEGRADATION_WINDOW"))
     degradation_window_minutes: int = Field(60, ge=0, le=24 * 60, **_env("RELMON_DEGRADATION_WINDOW_MINUTES"))
-    degradation_min_answers: int = Field(5, ge=1, **_env("RELMON_DEGRADATION_MIN_ANSWERS"))
+    degradation_min_answers: int = Field(5, ge=1, le=TIME_WINDOW_MOST_ANSWERS, **_env("RELMON_DEGRADATION_MIN_ANSWERS"))
     degradation_floor: float = Field(2.5, ge=0, le=4, **_env("RELMON_DEGRADATION_FLOOR"))
     alert_cap_per_hour: int = Field(10, ge=1, **_env("RELMON_ALERT_CAP_PER_HOUR"))
     # Low-score alerts one alert channel receives per hour from all its source channels together.
