@@ -7,7 +7,9 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from store.settings import Settings
+from pydantic import ValidationError
+
+from store.settings import Settings, invalid_settings_message
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -74,6 +76,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         return _dispatch(args)
+    except ValidationError as error:  # a setting with a bad value: say which and why, not a traceback
+        print(invalid_settings_message(error), file=sys.stderr)
+        return 2
     except EmbeddedRedisError as error:  # bot, worker or beat without REDIS_URL: a setup problem, not a crash
         print(f"relmon {args.command}: cannot start the embedded Redis: {error}", file=sys.stderr)
         return 3

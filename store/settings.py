@@ -10,7 +10,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 SLACK_DEFAULT_API_URL = "https://slack.com/api/"
@@ -204,6 +204,19 @@ class Settings(BaseSettings):
         lines = ["relmon cannot start: these settings are missing (set them in the environment or .env):"]
         lines += [f"  {name}: {WHERE_TO_GET[name]}" for name in absent]
         return "\n".join(lines)
+
+
+def invalid_settings_message(error: ValidationError) -> str:
+    """A ValidationError from Settings() as lines a person can act on: the environment variable, what is wrong."""
+    lines = ["relmon cannot start: these settings are invalid (fix them in the environment or .env):"]
+    for problem in error.errors(include_url=False):
+        field = problem["loc"][0] if problem["loc"] else None
+        info = Settings.model_fields.get(field) if isinstance(field, str) else None
+        alias = getattr(info, "validation_alias", None) if info else None
+        name = alias.choices[0] if isinstance(alias, AliasChoices) else field
+        message = problem["msg"].removeprefix("Value error, ")
+        lines.append(f"  {name}: {message}" if name else f"  {message}")  # a rule across several settings
+    return "\n".join(lines)
 
 
 def mask(secret: str | None) -> str:

@@ -26,3 +26,29 @@ def test_bot_without_slack_settings_exits_at_once_listing_them(tmp_path: Path) -
     assert "SLACK_SIGNING_SECRET" in result.stderr and "RELMON_MONITORED_BOTS" in result.stderr
     assert "RELMON_ALERT_CHANNEL" not in result.stderr  # it is set: only what is missing is listed
     assert not (tmp_path / "db.sqlite3").exists()  # nothing was started or created
+
+
+def test_invalid_settings_stop_every_command_with_the_variables_to_fix(tmp_path: Path) -> None:
+    env = relmon_env(redis_url="redis://127.0.0.1:9/0", database_url=f"sqlite:///{tmp_path / 'db.sqlite3'}")
+    env.update(RELMON_THRESHOLD="high", RELMON_DEGRADATION_MIN_ANSWERS="300", RELMON_VISIBILITY_TIMEOUT="10")
+    for command in (["run", "--port", "0"], ["worker"], ["doctor"]):
+        result = subprocess.run(
+            [sys.executable, "-m", "bot.cli", *command],
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert result.returncode == 2, result.stderr
+        assert "Traceback" not in result.stderr
+        assert "these settings are invalid" in result.stderr
+        assert "RELMON_THRESHOLD: Input should be a valid integer" in result.stderr
+        assert "RELMON_DEGRADATION_MIN_ANSWERS: Input should be less than or equal to 200" in result.stderr
+        assert not (tmp_path / "db.sqlite3").exists()
+    # A rule across settings is named by its own message.
+    env.update(RELMON_THRESHOLD="2", RELMON_DEGRADATION_MIN_ANSWERS="5")
+    result = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "worker"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 2 and "RELMON_VISIBILITY_TIMEOUT (10 s) must be longer" in result.stderr
