@@ -280,6 +280,19 @@ class FakeSlack(BackgroundServer):
             "response_metadata": {"next_cursor": ""},
         }
 
+    def _api_users_conversations(self, params: dict) -> dict:
+        """Channels `user` (default relmon) is a member of, of `types`, `limit` a page, paged with `cursor`."""
+        user, types = params.get("user") or RELMON_USER_ID, str(params.get("types") or "public_channel").split(",")
+        mine = [
+            c
+            for c in self.channels.values()
+            if user in c.members and ("private_channel" if c.is_private else "public_channel") in types
+        ]
+        start, limit = int(params.get("cursor") or 0), int(params.get("limit") or 100)
+        after = str(start + limit) if start + limit < len(mine) else ""
+        page = [self._channel_json(c) for c in mine[start : start + limit]]
+        return {"ok": True, "channels": page, "response_metadata": {"next_cursor": after}}
+
     def _window(self, messages: list[dict], params: dict) -> list[dict]:
         oldest, latest = params.get("oldest"), params.get("latest")
         inclusive = str(params.get("inclusive", "")).lower() in ("1", "true")
