@@ -7,8 +7,11 @@ import json
 import logging
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web import SlackResponse
 
 from store.settings import Settings
 from tests import slack_requests as sr
@@ -151,6 +154,138 @@ def test_masker_and_mask_url_on_plain_values() -> None:
     assert mask_url("redis://:hunter2hunter2@redis:6379/0") == "redis://:****ter2@redis:6379/0"
     assert mask_url("redis://redis:6379/0") == "redis://redis:6379/0"
     assert mask_url(None) == "(unset)"
+
+
+class Unprintable(Exception):
+    """An exception (or argument) whose str() raises, quoting a text while it does."""
+
+    def __str__(self) -> str:
+        raise ValueError(QUESTION)
+
+    __repr__ = __str__
+
+
+class Opaque:
+    def __str__(self) -> str:
+        raise RuntimeError(ANSWER)
+
+    __repr__ = __str__
+
+
+class Wordy:
+    """An object in a field whose str() quotes a text (the formatter used to write it as it was)."""
+
+    def __str__(self) -> str:
+        return f"Pair(7, {QUESTION!r})"
+
+
+def test_log_calls_never_raise_into_the_caller_and_leak_nothing(capture_logs) -> None:
+    stream = capture_logs()
+    handler = logging.getLogger().handlers[0]
+    handler_errors: list[logging.LogRecord] = []
+    handler.handleError = handler_errors.append  # "--- Logging error ---" on stderr, with the record's msg
+    log = logging.getLogger("relmon.test")
+    loop: dict = {"question": QUESTION, "note": ANSWER}
+    loop["self"] = loop
+    try:
+        try:
+            raise KeyError(QUESTION)
+        except KeyError as error:
+            raise Unprintable(QUESTION) from error
+    except Unprintable:
+        log.exception("judging pair 7 failed", extra=event_fields(pair_id=7))  # used to raise ValueError here
+    log.info("judged %s and %s", QUESTION)  # too few arguments: TypeError
+    log.info("judged %d", ANSWER)  # wrong type: TypeError
+    log.info("judged %s", Opaque())  # an argument whose str() raises
+    log.info(Opaque())  # a message whose str() raises
+    log.warning("looping state", extra={"state": loop, "pair_id": 8})  # RecursionError while scrubbing
+    log.warning("objects", extra={"pair": Wordy(), "other": Opaque(), "pair_id": 9})
+
+    output = stream.getvalue()
+    records = lines(stream)[1:]
+    assert len(output.splitlines()) == 8 and len(records) == 7  # one JSON line each, after "starting"
+    assert not handler_errors
+    assert QUESTION not in output and ANSWER not in output
+    failed, few, wrong, unprintable_arg, unprintable_msg, looping, objects = records
+    assert failed["event"] == "judging pair 7 failed" and failed["pair_id"] == 7
+    assert "Unprintable: <unprintable Unprintable>" in failed["exception"]
+    assert "KeyError: '[withheld]'" in failed["exception"] and "direct cause" in failed["exception"]
+    assert few["event"] == "judged %s and %s [message not formatted: TypeError]"
+    assert wrong["event"] == "judged %d [message not formatted: TypeError]"
+    assert unprintable_arg["event"] == "judged %s [message not formatted: RuntimeError]"
+    assert unprintable_msg["event"] == "<unprintable Opaque> [message not formatted: RuntimeError]"
+    assert looping["event"] == "looping state [fields withheld: RecursionError while scrubbing]"
+    assert "state" not in looping and "pair_id" not in looping
+    assert objects["pair"] == "Pair(7, '[withheld]')" and objects["other"] == "<unprintable Opaque>"
+    assert objects["pair_id"] == 9
+
+
+def slack_api_error(code: str, text: str) -> SlackApiError:
+    """What slack_sdk's WebClient raises: the code on the message's second line, in Slack's whole answer."""
+    data = {"ok": False, "error": code, "response_metadata": {"messages": [f"[ERROR] {text}"]}, "warning": text}
+    response = SlackResponse(
+        client=None,
+        http_verb="POST",
+        api_url="https://slack.com/api/chat.postMessage",
+        req_args={},
+        data=data,
+        headers={},
+        status_code=200,
+    )
+    with pytest.raises(SlackApiError) as raised:
+        response.validate()
+    return raised.value
+
+
+def test_slack_error_codes_survive_scrubbing_in_task_log_lines(capture_logs, monkeypatch) -> None:
+    from workers.tasks import digest as digest_tasks
+    from workers.tasks import slack as slack_tasks
+
+    stream = capture_logs()
+    monkeypatch.setattr(slack_tasks, "get_runtime", lambda: None)
+    monkeypatch.setattr(digest_tasks, "get_runtime", lambda: None)
+
+    # A transient error: the Slack task logs "slack task retrying" and asks Celery for a retry.
+    class Retried(Exception):
+        pass
+
+    def retry(countdown: float, exc: Exception) -> None:
+        raise Retried
+
+    def post(runtime: object) -> None:
+        raise slack_api_error("internal_error", ANSWER)
+
+    task = SimpleNamespace(name="workers.tasks.slack.post_alert", request=SimpleNamespace(retries=0), retry=retry)
+    with pytest.raises(Retried):
+        slack_tasks._run(task, post)
+
+    # The digest retries on any Slack error (called directly, Celery's retry re-raises it).
+    def deliver(*args: object, **kwargs: object) -> None:
+        raise slack_api_error("channel_not_found", ANSWER)
+
+    monkeypatch.setattr(digest_tasks, "deliver_digest", deliver)
+    with pytest.raises(SlackApiError):
+        digest_tasks.send_digest.run()
+
+    # A permanent error fails the task: Celery logs it with its traceback.
+    try:
+        raise slack_api_error("channel_not_found", ANSWER)
+    except SlackApiError as error:
+        logging.getLogger("celery.app.trace").error("Task failed: %r", error, exc_info=True)
+
+    output = stream.getvalue()
+    assert ANSWER not in output and "[ERROR]" not in output
+    retrying, digest, failed = lines(stream)[1:]
+    assert retrying["event"] == "slack task retrying" and retrying["slack_error"] == "internal_error"
+    assert retrying["error"].endswith("[withheld] (slack error: internal_error)")
+    assert digest["event"] == "digest retrying" and digest["slack_error"] == "channel_not_found"
+    assert digest["error"].endswith("[withheld] (slack error: channel_not_found)")
+    assert failed["event"].endswith("(slack error: channel_not_found)")
+    assert (
+        "slack_sdk.errors.SlackApiError: The request to the Slack API failed. (url: https://slack.com/api/"
+        in (failed["exception"])
+    )
+    assert failed["exception"].endswith("[withheld] (slack error: channel_not_found)")
 
 
 @pytest.mark.slow

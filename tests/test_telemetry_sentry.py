@@ -20,7 +20,7 @@ from tests.fakes.sentry_server import FakeSentry, parse_envelope
 from tests.fakes.slack_server import FakeSlack
 from tests.processes import relmon_env, start_bot, start_worker, wait_for
 from tests.services import create_postgres_database, drop_postgres_database, postgres_admin_url
-from workers.telemetry import SecretMasker, scrub_breadcrumb, scrub_event
+from workers.telemetry import SecretMasker, scrub_breadcrumb, scrub_event, scrub_message
 
 ROOT = Path(__file__).resolve().parents[1]
 QUESTION = "Why was I charged twice for order 99812 on my Visa?"
@@ -264,6 +264,60 @@ def test_scrubbers_take_texts_out_of_exception_values_and_messages() -> None:
     assert scrubbed["message"] == "the model refused to judge: [withheld]"
     assert scrubbed["logentry"]["message"].startswith("Failed to run listener function (error: (psycopg")
     assert scrubbed["breadcrumbs"]["values"][0]["message"].startswith("settle failed: (psycopg")
+
+
+def test_slack_error_codes_survive_in_exception_values_and_messages() -> None:
+    # str(SlackApiError) as the async client words it (status in the first line), the sync one's is tested with
+    # the log lines; Slack's answer can quote a text (response_metadata, warnings).
+    response = {"ok": False, "error": "ratelimited", "response_metadata": {"messages": [f"[ERROR] {ANSWER}"]}}
+    value = (
+        "The request to the Slack API failed. (url: https://slack.com/api/chat.postMessage, status: 429)\n"
+        f"The server responded with: {response}"
+    )
+    nested = f"Failed to run listener function (error: {'x' * 150} {value})"
+    event = {
+        "exception": {"values": [{"type": "SlackApiError", "module": "slack_sdk.errors", "value": value}]},
+        "logentry": {"message": "%s", "formatted": nested},
+        "breadcrumbs": {"values": [{"category": "relmon.worker", "message": f"slack task retrying {value!r}"}]},
+    }
+    scrubbed = scrub_event(event, SecretMasker([]))
+    assert all(secret not in repr(scrubbed) for secret in SECRETS) and "[ERROR]" not in repr(scrubbed)
+    assert scrubbed["exception"]["values"][0]["value"] == (
+        "The request to the Slack API failed. (url: https://slack.com/api/chat.postMessage, status: 429) [withheld]"
+        " (slack error: ratelimited)"
+    )
+    # Withheld as too long, the code and the status are still there.
+    assert scrubbed["logentry"]["message"] == (
+        "Failed to run listener function (error: [withheld] (286 characters) (slack error: ratelimited, status: 429)"
+    )
+    assert scrubbed["breadcrumbs"]["values"][0]["message"].endswith("[withheld] (slack error: ratelimited)")
+    assert scrub_message("channel_not_found") == "channel_not_found"  # other messages get no suffix
+
+
+def test_scrubbers_never_raise_and_reduce_what_they_cannot_scrub() -> None:
+    masker = SecretMasker([BOT_TOKEN])
+    loop: dict = {"note": ANSWER}
+    loop["self"] = loop  # RecursionError in the scrubbing
+    event = {
+        "event_id": "e1",
+        "level": "error",
+        "server_name": "worker",
+        "message": QUESTION,
+        "extra": {"state": loop},
+        "exception": {"values": [{"type": "CheckViolation", "module": "psycopg.errors", "value": SQL_ERROR,
+            "stacktrace": {"frames": [{"function": "settle", "lineno": 3, "context_line": f"x = {QUESTION!r}",
+                                       "vars": {"answer": ANSWER, "token": BOT_TOKEN}}]}}]},
+    }  # fmt: skip
+    scrubbed = scrub_event(event, masker)  # used to raise RecursionError: Sentry then dropped the event
+    assert all(secret not in repr(scrubbed) for secret in SECRETS)
+    assert scrubbed["message"] == "[withheld] (event not scrubbed: RecursionError)"
+    assert (scrubbed["event_id"], scrubbed["level"], scrubbed["server_name"]) == ("e1", "error", "worker")
+    assert scrubbed["exception"] == {"values": [{"type": "CheckViolation", "module": "psycopg.errors",
+        "value": "[withheld]", "stacktrace": {"frames": [{"function": "settle", "lineno": 3}]}}]}  # fmt: skip
+    assert "extra" not in scrubbed
+    assert scrub_event({"exception": "not a dict", "message": 7}, masker) == {"exception": "not a dict", "message": 7}
+    # Sentry keeps a breadcrumb as it was when before_breadcrumb raises: dropped instead.
+    assert scrub_breadcrumb({"category": "relmon", "message": QUESTION, "data": {"state": loop}}, masker) is None
 
 
 def test_envelope_parser_reads_length_and_newline_items() -> None:

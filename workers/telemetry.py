@@ -15,7 +15,12 @@ Sentry (`setup_sentry`): Celery integration, no default PII, no local variables,
 Messages themselves are scrubbed too (`scrub_message`), in Sentry and in every log line above DEBUG: exception
 values, tracebacks and log messages lose SQL statements and parameters, database DETAIL lines (failing rows),
 model output, every line after the first, long quoted strings, and whatever is still too long to be an
-identifier-and-error-name message.
+identifier-and-error-name message. A Slack API error keeps Slack's error code and HTTP status, which its
+message gives on the line that would be cut: "... [withheld] (slack error: channel_not_found, status: 404)".
+
+Neither ever raises into the code that logs: a message whose arguments do not format, an exception whose str()
+raises, fields that do not serialise or a Sentry event that cannot be scrubbed give a reduced line or event
+("<unprintable ValueError>", "[withheld: ...]"), never the unscrubbed one.
 """
 
 from __future__ import annotations
@@ -86,6 +91,33 @@ LONG_QUOTED = re.compile("|".join(f"{left}[^{right}\\n]{{{MAX_QUOTED_CHARS},}}{r
 MAX_MESSAGE_CHARS = 160
 MAX_PREFIX_CHARS = 120
 WITHHELD = "[withheld]"
+# str(SlackApiError): "The request to the Slack API failed. (url: ..., status: 404)\nThe server responded with:
+# {'ok': False, 'error': 'channel_not_found', ...}". The code is an identifier; the rest of the answer is not kept.
+SLACK_STATUS = re.compile(r"The request to the Slack API failed\. \(url: [^,\s]*, status: (\d{3})\)")
+SLACK_ERROR_CODE = re.compile(
+    r"The server responded with: \{.*?\\?['\"]error\\?['\"]: \\?['\"]([a-z0-9_.]{1,64})\\?['\"]", re.S
+)
+
+
+def _safe_str(value: object) -> str:
+    """str(value), or "<unprintable ValueError>" when its __str__ raises."""
+    try:
+        return str(value)
+    except Exception:
+        return f"<unprintable {type(value).__name__}>"
+
+
+def slack_error_suffix(text: str, kept: str = "") -> str:
+    """The suffix that keeps a SlackApiError's code and HTTP status, e.g. ` (slack error: channel_not_found,
+    status: 404)`, for a message quoting one (its str() or repr(), alone or inside another message); "" for any
+    other message. What `kept` (the scrubbed message) already says is not repeated."""
+    code = SLACK_ERROR_CODE.search(text)
+    if code is None or f"slack error: {code.group(1)}" in kept:
+        return ""
+    status = SLACK_STATUS.search(text)
+    if status is None or f"status: {status.group(1)})" in kept:
+        return f" (slack error: {code.group(1)})"
+    return f" (slack error: {code.group(1)}, status: {status.group(1)})"
 
 
 def scrub_message(text: str) -> str:
@@ -93,6 +125,7 @@ def scrub_message(text: str) -> str:
     made of identifiers and error names ("judging pair 7 failed") are kept as they are."""
     if not text:
         return text
+    original = text
     marker = TEXT_MARKERS.search(text)
     cut = marker is not None
     if marker:
@@ -106,12 +139,20 @@ def scrub_message(text: str) -> str:
         text = f"{text} {WITHHELD} ({len(first[0])} characters)".strip()
     elif cut:
         text = f"{text} {WITHHELD}" if text else WITHHELD
-    return text
+    return text + slack_error_suffix(original, text)
 
 
 def format_exception_scrubbed(exc: BaseException) -> str:
     """A traceback like `traceback.format_exception`'s (causes and contexts too), each exception's message passed
-    through `scrub_message`: frames hold file names, lines and code, never data (no locals)."""
+    through `scrub_message`: frames hold file names, lines and code, never data (no locals). Never raises: an
+    exception whose str() raises is "<unprintable ValueError>"."""
+    try:
+        return _format_exception_scrubbed(exc)
+    except Exception as failure:
+        return f"{type(exc).__name__}: {WITHHELD} (traceback not formatted: {type(failure).__name__})"
+
+
+def _format_exception_scrubbed(exc: BaseException) -> str:
     chain: list[tuple[BaseException, str]] = []
     seen: set[int] = set()
     current: BaseException | None = exc
@@ -130,7 +171,7 @@ def format_exception_scrubbed(exc: BaseException) -> str:
         kind = type(error)
         module = kind.__module__
         name = kind.__qualname__ if module in ("builtins", "__main__") else f"{module}.{kind.__qualname__}"
-        message = scrub_message(str(error))
+        message = scrub_message(_safe_str(error))
         if error.__traceback__ is not None:
             parts.append("Traceback (most recent call last):\n" + "".join(traceback.format_tb(error.__traceback__)))
         parts.append(f"{name}: {message}\n" if message else f"{name}\n")
@@ -196,10 +237,43 @@ class SecretMaskingFilter(logging.Filter):
         self.masker = masker
 
     def filter(self, record: logging.LogRecord) -> bool:
-        above_debug = record.levelno > logging.DEBUG
-        message = record.getMessage()
-        record.msg = self.masker(scrub_message(message) if above_debug else message)
-        record.args = None
+        # Runs in Handler.handle, outside the handler's own error handling: what it raises reaches the caller of
+        # log.info(). So it never raises; a record it cannot scrub loses its fields and traceback instead.
+        message: str | None = None
+        try:
+            above_debug = record.levelno > logging.DEBUG
+            message = self.masker(scrub_message(self._message(record)) if above_debug else self._message(record))
+            record.msg, record.args = message, None
+            self._scrub_rest(record, above_debug)
+        except Exception as failure:
+            return self._withhold(record, message, failure)
+        return True
+
+    @staticmethod
+    def _message(record: logging.LogRecord) -> str:
+        """record.getMessage(), or the bare format string and a note when the arguments do not format (the
+        arguments are left out: they are where texts are)."""
+        try:
+            return record.getMessage()
+        except Exception as failure:
+            return f"{_safe_str(record.msg)} [message not formatted: {type(failure).__name__}]"
+
+    @staticmethod
+    def _withhold(record: logging.LogRecord, message: str | None, failure: Exception) -> bool:
+        """The record reduced to what is known to be safe: its scrubbed message, or none; no fields, no traceback."""
+        try:
+            note = f"[fields withheld: {type(failure).__name__} while scrubbing]"
+            for key in [key for key in vars(record) if key not in JsonLineFormatter.RESERVED]:
+                delattr(record, key)
+            error = record.exc_info[1] if isinstance(record.exc_info, tuple) and len(record.exc_info) == 3 else None
+            record.exc_text = f"{type(error).__name__}: {WITHHELD}" if error is not None else None
+            record.exc_info = record.stack_info = None
+            record.msg, record.args = (f"{message} {note}" if message is not None else f"{WITHHELD} {note}"), None
+            return True
+        except Exception:
+            return False  # the line is lost rather than raised into the caller
+
+    def _scrub_rest(self, record: logging.LogRecord, above_debug: bool) -> None:
         if record.exc_info and record.exc_info[1] is not None and above_debug:
             # Formatted here, each message scrubbed: a database error's message quotes rows and statements.
             record.exc_text = format_exception_scrubbed(record.exc_info[1])
@@ -216,14 +290,14 @@ class SecretMaskingFilter(logging.Filter):
         for key, value in list(vars(record).items()):
             if key in JsonLineFormatter.RESERVED:
                 continue
-            if record.levelno > logging.DEBUG:
+            value = _plain(value)  # objects as their str(), scrubbed below like any string
+            if above_debug:
                 if key in LOG_DROPPED_KEYS:
                     delattr(record, key)  # message texts: DEBUG only
                     continue
                 value = _drop_keys(value, LOG_DROPPED_KEYS)  # e.g. Celery's `data={"args": ...}` on task errors
                 value = _scrub_strings(value)  # e.g. Celery's `data={"exc": repr(error)}`
             setattr(record, key, self.masker.scrub(value))
-        return True
 
 
 def event_fields(
@@ -245,18 +319,29 @@ class JsonLineFormatter(logging.Formatter):
     RESERVED = set(vars(logging.makeLogRecord({}))) | {"message", "asctime", "taskName"}
 
     def format(self, record: logging.LogRecord) -> str:
-        line = {
+        """Never raises: fields that do not serialise give a line with time, level, logger, event and a note."""
+        try:
+            line = self._head(record)
+            line["event"] = record.getMessage()
+            line.update({k: v for k, v in vars(record).items() if k not in self.RESERVED})
+            if record.exc_info or record.exc_text:
+                line["exception"] = record.exc_text or self.formatException(record.exc_info)
+            if record.stack_info:
+                line["stack"] = record.stack_info
+            return json.dumps(line, default=_safe_str)
+        except Exception as failure:
+            line = self._head(record)
+            line["event"] = record.msg if isinstance(record.msg, str) and not record.args else WITHHELD
+            line["note"] = f"fields withheld: {type(failure).__name__} while formatting"
+            return json.dumps(line, default=_safe_str)
+
+    @staticmethod
+    def _head(record: logging.LogRecord) -> dict[str, Any]:
+        return {
             "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
-            "level": record.levelname.lower(),
-            "logger": record.name,
-            "event": record.getMessage(),
+            "level": _safe_str(record.levelname).lower(),
+            "logger": _safe_str(record.name),
         }
-        line.update({k: v for k, v in vars(record).items() if k not in self.RESERVED})
-        if record.exc_info or record.exc_text:
-            line["exception"] = record.exc_text or self.formatException(record.exc_info)
-        if record.stack_info:
-            line["stack"] = record.stack_info
-        return json.dumps(line, default=str)
 
 
 def setup_logging(settings: Settings, component: str, stream: Any = None) -> logging.Handler:
@@ -278,6 +363,18 @@ def setup_logging(settings: Settings, component: str, stream: Any = None) -> log
 # Sentry -------------------------------------------------------------------------------------------------
 
 
+def _plain(value: Any) -> Any:
+    """JSON values, dicts, lists and tuples as they are; any other object as its str(), which the scrubbing then
+    sees (the formatter's default=str would write it unscrubbed)."""
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_plain(item) for item in value)
+    return _safe_str(value)
+
+
 def _drop_keys(value: Any, keys: frozenset[str]) -> Any:
     if isinstance(value, dict):
         return {k: _drop_keys(v, keys) for k, v in value.items() if k not in keys}
@@ -287,7 +384,48 @@ def _drop_keys(value: Any, keys: frozenset[str]) -> Any:
 
 
 def scrub_event(event: dict[str, Any], masker: SecretMasker) -> dict[str, Any]:
-    """What may leave the process: no task arguments, frame locals, request bodies, texts or tokens."""
+    """What may leave the process: no task arguments, frame locals, request bodies, texts or tokens. Never
+    raises (Sentry would drop the event): an event it cannot scrub is sent reduced (`reduced_event`)."""
+    try:
+        return _scrub_event(event, masker)
+    except Exception as failure:
+        return reduced_event(event, failure)
+
+
+# What a reduced event keeps: its identity and, per exception, the type, module and frames' locations.
+REDUCED_EVENT_KEYS = ("event_id", "timestamp", "level", "platform", "logger", "server_name", "release", "environment")
+REDUCED_FRAME_KEYS = ("filename", "module", "function", "lineno", "in_app")
+
+
+def reduced_event(event: Any, failure: Exception) -> dict[str, Any]:
+    """An event made only of plain identifiers taken from `event`: nothing of it that could hold a text."""
+
+    def plain(value: Any) -> bool:
+        return value is None or (isinstance(value, str | int | float | bool) and len(str(value)) <= 200)
+
+    reduced: dict[str, Any] = {"message": f"{WITHHELD} (event not scrubbed: {type(failure).__name__})"}
+    try:
+        reduced.update({key: event[key] for key in REDUCED_EVENT_KEYS if key in event and plain(event[key])})
+        values = []
+        for value in event["exception"]["values"]:
+            kept = {key: value[key] for key in ("type", "module") if key in value and plain(value[key])}
+            frames = value["stacktrace"]["frames"] if isinstance(value.get("stacktrace"), dict) else []
+            kept["value"] = WITHHELD
+            kept["stacktrace"] = {
+                "frames": [
+                    {k: f[k] for k in REDUCED_FRAME_KEYS if k in f and plain(f[k])}
+                    for f in frames
+                    if isinstance(f, dict)
+                ]
+            }
+            values.append(kept)
+        reduced["exception"] = {"values": values}
+    except Exception:
+        pass  # what could be read so far, or only the message
+    return reduced
+
+
+def _scrub_event(event: dict[str, Any], masker: SecretMasker) -> dict[str, Any]:
     event = dict(event)
     request = event.get("request")
     if isinstance(request, dict):
@@ -336,6 +474,15 @@ def _scrub_strings(value: Any) -> Any:
 
 
 def scrub_breadcrumb(crumb: dict[str, Any], masker: SecretMasker) -> dict[str, Any] | None:
+    """A breadcrumb without texts or tokens; None (dropped) if it cannot be scrubbed: Sentry would keep it as it
+    is when `before_breadcrumb` raises."""
+    try:
+        return _scrub_breadcrumb(crumb, masker)
+    except Exception:
+        return None
+
+
+def _scrub_breadcrumb(crumb: dict[str, Any], masker: SecretMasker) -> dict[str, Any] | None:
     crumb = dict(crumb)
     data = crumb.get("data")
     if isinstance(data, dict):

@@ -24,7 +24,7 @@ from workers.messages.digest import Links, Quotes, digest_message
 from workers.posted_marks import find_marked, mark
 from workers.replies import Asker, reply_privately
 from workers.runtime import Runtime, get_runtime
-from workers.tasks.slack import permalink
+from workers.tasks.slack import permalink, slack_error
 
 log = logging.getLogger("relmon.digest")
 
@@ -228,7 +228,10 @@ def send_digest(self, force: bool = False, period_key: str | None = None) -> str
         return deliver_digest(runtime, now, force=force, period_key=period_key).status
     except RETRYABLE as error:
         # The claim was released: the retry finishes what this run started (the same forced key included).
-        log.warning("digest retrying", extra={"attempt": self.request.retries + 1, "error": repr(error)[:300]})
+        log.warning(
+            "digest retrying",
+            extra={"attempt": self.request.retries + 1, "error": repr(error)[:300], "slack_error": slack_error(error)},
+        )
         raise self.retry(
             exc=error, countdown=_retry_delay(self.request.retries), kwargs={"force": force, "period_key": period_key}
         ) from error

@@ -130,7 +130,10 @@ def _run(task, function, *args):
         if is_permanent(error) or task.request.retries >= MAX_RETRIES:
             raise
         countdown = retry_countdown(task.request.retries)
-        log.info("slack task retrying", extra={"task": task.name, "in_s": countdown, "error": repr(error)[:300]})
+        log.info(
+            "slack task retrying",
+            extra={"task": task.name, "in_s": countdown, "error": repr(error)[:300], "slack_error": slack_error(error)},
+        )
         try:
             task.retry(countdown=countdown, exc=error)  # raises Retry once the retry message is published
         except Reject as dropped:
