@@ -1,36 +1,59 @@
-"""Private replies to one person: on the `response_url` Slack gave with a command, shortcut or button, with
-its 429s waited out (Retry-After), else as an ephemeral message in the channel, else (for verdicts only) a
-direct message. Used by the bot's listeners, the verdict task and the digest preview.
+"""Private replies to one person: on the `response_url` Slack gave with a command, shortcut or button, else
+as an ephemeral message in the channel, else (for verdicts only) a direct message. Used by the bot's listeners,
+the verdict task and the digest preview.
 
 A response_url answers 404 once expired (30 minutes or 5 posts) and 429 when rate limited; slack_sdk's
-WebhookClient returns rather than raises on those, so the status code is checked here.
+WebhookClient returns rather than raises on those, so the status code is checked here. A 429's Retry-After is
+waited out (three times at most) only when the caller may wait: the Celery tasks may, the bot's listeners may
+not (they share Bolt's few threads, and a /judge queued behind a sleeping one would open its modal after the
+3-second trigger_id expired), so there a 429 falls back to the ephemeral at once.
+
+Each reply is sent once. A post is "refused" when Slack answered it with an error status (nothing was shown)
+and "unsent" when no connection could be made (DNS, refused, TLS, or the connect timed out): only then does
+the next channel get it, and only the unsent post is retried. When the request went out whole but no answer
+came (a timeout, or the connection closed after the post), Slack may have shown it: its outcome is unknown,
+and it is neither posted again nor sent anywhere else. urllib draws that line for us: whatever fails while
+connecting or sending is raised as a URLError, whatever fails while waiting for the answer comes as is.
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from http.client import HTTPException
+from urllib.error import HTTPError, URLError
 
 from redis import Redis
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
-from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler, RateLimitErrorRetryHandler
+from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler
+from slack_sdk.http_retry.handler import RetryHandler
+from slack_sdk.http_retry.request import HttpRequest
+from slack_sdk.http_retry.response import HttpResponse
+from slack_sdk.http_retry.state import RetryState
 from slack_sdk.webhook import WebhookClient
 
 log = logging.getLogger("relmon.replies")
 
 RESPONSE_URL_TIMEOUT_SECONDS = 15
-RATE_LIMIT_RETRIES = 3  # each waits the Retry-After Slack sent
-CONNECTION_RETRIES = 2
+RATE_LIMIT_RETRIES = 3  # each waits the Retry-After Slack sent (Celery tasks only)
+CONNECTION_RETRIES = 2  # of a request that could not be sent at all
 # The channel where /judge was typed, kept for the verdict's ephemeral fallback. Task messages carry the pair
 # ID only, so the bot files it here under that ID; a verdict waiting out a long outage may outlive a day.
 REPLY_CHANNEL_KEY = "relmon:reply-channel:{pair_id}"
 REPLY_CHANNEL_TTL_SECONDS = 7 * 24 * 3600
 
 RESPONSE_URL = "response_url"
+RESPONSE_URL_UNCONFIRMED = "response_url_unconfirmed"  # posted, but Slack's answer never came: not sent again
 EPHEMERAL = "ephemeral"
 DIRECT_MESSAGE = "direct_message"
 NOWHERE = "nowhere"
+
+# What became of a post to a response_url.
+TAKEN = "taken"  # a 2xx answer
+REFUSED = "refused"  # an error status (expired, used up, still rate limited…): nothing shown
+UNSENT = "unsent"  # no connection could be made: nothing sent
+UNKNOWN = "unknown"  # sent whole, no answer: Slack may have shown it
 
 
 @dataclass(frozen=True)
@@ -42,40 +65,81 @@ class Asker:
     response_url: str | None
 
 
-def webhook_for(response_url: str) -> WebhookClient:
-    return WebhookClient(
-        response_url,
-        timeout=RESPONSE_URL_TIMEOUT_SECONDS,
-        retry_handlers=[
-            RateLimitErrorRetryHandler(max_retry_count=RATE_LIMIT_RETRIES),
-            ConnectionErrorRetryHandler(max_retry_count=CONNECTION_RETRIES),
-        ],
-    )
+def _not_sent(error: BaseException | None) -> bool:
+    """urllib raises a URLError (not an HTTPError: that is an answer) only when the request could not be
+    sent whole: resolving, connecting, the TLS handshake or writing the request failed."""
+    return isinstance(error, URLError) and not isinstance(error, HTTPError)
 
 
-def post_to_response_url(response_url: str, payload: dict) -> bool:
-    """True once Slack took the message (200); False when it refused it (expired, used up, still rate
-    limited after the retries) or could not be reached."""
+def _sent_unanswered(error: BaseException) -> bool:
+    """What urllib passes on as is, after the request went out whole: a timeout waiting for the answer, a
+    connection closed or reset, a garbled answer. Anything else (a URLError, a malformed URL) sent nothing."""
+    return isinstance(error, (OSError, HTTPException)) and not isinstance(error, URLError)
+
+
+class UnsentRetryHandler(RetryHandler):
+    """Retries a request that never left (slack_sdk's ConnectionErrorRetryHandler also retries a connection
+    closed after the request was sent, which would post the same reply twice)."""
+
+    def _can_retry(
+        self,
+        *,
+        state: RetryState,
+        request: HttpRequest,
+        response: HttpResponse | None = None,
+        error: Exception | None = None,
+    ) -> bool:
+        return response is None and _not_sent(error)
+
+
+def webhook_for(response_url: str, *, wait_rate_limits: bool = True) -> WebhookClient:
+    handlers: list[RetryHandler] = [UnsentRetryHandler(max_retry_count=CONNECTION_RETRIES)]
+    if wait_rate_limits:
+        handlers.insert(0, RateLimitErrorRetryHandler(max_retry_count=RATE_LIMIT_RETRIES))
+    return WebhookClient(response_url, timeout=RESPONSE_URL_TIMEOUT_SECONDS, retry_handlers=handlers)
+
+
+def post_to_response_url(response_url: str, payload: dict, *, wait_rate_limits: bool = True) -> str:
+    """TAKEN, REFUSED, UNSENT or UNKNOWN (see above). `wait_rate_limits`: sleep out a 429's Retry-After."""
     try:
-        response = webhook_for(response_url).send(
+        response = webhook_for(response_url, wait_rate_limits=wait_rate_limits).send(
             text=payload["text"], blocks=payload.get("blocks"), response_type="ephemeral", replace_original=False
         )
-    except Exception as error:  # a network failure after the connection retries
-        log.info("response_url unreachable", extra={"error": repr(error)[:200]})
-        return False
-    if response.status_code == 200:
-        return True
+    except Exception as error:  # never the URL or the text in the logs: the error's type is enough
+        if _sent_unanswered(error):
+            log.info("response_url did not answer", extra={"error": type(error).__name__})
+            return UNKNOWN
+        log.info("response_url unreachable", extra={"error": type(error).__name__})
+        return UNSENT
+    if 200 <= response.status_code < 300:
+        return TAKEN
     # The body is Slack's short reason (expired_url, used_url, …), never the person's text.
     log.info("response_url refused the reply", extra={"status": response.status_code, "reason": response.body[:80]})
-    return False
+    return REFUSED
 
 
-def reply_privately(client: WebClient | None, asker: Asker, payload: dict, *, direct_message_last: bool = False) -> str:
-    """Tell one person `payload` ({text, blocks}) so only they see it; returns where it went.
+def reply_privately(
+    client: WebClient | None,
+    asker: Asker,
+    payload: dict,
+    *,
+    direct_message_last: bool = False,
+    wait_rate_limits: bool = True,
+) -> str:
+    """Tell one person `payload` ({text, blocks}) so only they see it, once; returns where it went.
 
-    A direct message is a last resort for what the person waits for (a verdict), not for short notes."""
-    if asker.response_url and post_to_response_url(asker.response_url, payload):
-        return RESPONSE_URL
+    A direct message is a last resort for what the person waits for (a verdict), not for short notes.
+    `wait_rate_limits=False` (the bot's listeners): a rate-limited response_url is not waited for.
+    RESPONSE_URL_UNCONFIRMED: posted on the response_url but never answered; not sent anywhere else."""
+    if asker.response_url:
+        outcome = post_to_response_url(asker.response_url, payload, wait_rate_limits=wait_rate_limits)
+        if outcome == TAKEN:
+            return RESPONSE_URL
+        if outcome == UNKNOWN:  # Slack may be showing it already: a second copy elsewhere would be a duplicate
+            log.warning(
+                "reply outcome unknown, not sent again", extra={"user": asker.user_id, "channel": asker.channel_id}
+            )
+            return RESPONSE_URL_UNCONFIRMED
     if client is not None and asker.user_id and asker.channel_id:
         try:
             client.chat_postEphemeral(

@@ -5,7 +5,8 @@ touches Slack, the database or the broker runs after the ack in a lazy listener.
 the workers: an on-demand pair is stored and `workers.tasks.judging.judge_pair` enqueued; the verdict
 comes back privately from `workers.tasks.slack.deliver_verdict` (the response_url, else an ephemeral message
 in the channel where the person asked, else a direct message). Every other reply (the "Judging…" note,
-refusals, stats) goes the same way through `workers.replies`, without the direct message.
+refusals, stats) goes the same way through `workers.replies`, without the direct message and without waiting
+out a rate-limited response_url (an ephemeral message at once instead).
 
 Access: a person can only have judged, or see the figures of, a channel they are a member of
 (conversations.members, cached for a minute); otherwise relmon refuses in one sentence and reveals nothing.
@@ -341,9 +342,10 @@ def judge_message(
 
 
 def _tell(client: WebClient, asker: Asker, payload: dict) -> None:
-    """Reply privately: the response_url (its 429s waited out), else an ephemeral message; logged when
-    neither works (a DM is kept for verdicts)."""
-    reply_privately(client, asker, payload)
+    """Reply privately: the response_url, else an ephemeral message; logged when neither works (a DM is kept
+    for verdicts). A rate-limited response_url is not waited for: these listeners share Bolt's few threads,
+    and one sleeping out a Retry-After could hold up a /judge whose modal must open within 3 seconds."""
+    reply_privately(client, asker, payload, wait_rate_limits=False)
 
 
 def _command_asker(command: dict) -> Asker:

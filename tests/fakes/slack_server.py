@@ -10,7 +10,9 @@ Every call is recorded (`.calls`); state covers users, conversations, chat, file
 `rate_limit(method, times, retry_after)` makes the next calls answer 429 with Retry-After.
 `response_url(key)` gives a URL whose posts land in `.responses[key]` (slash commands, shortcuts);
 `rate_limit_response_url(key, times, retry_after)` makes its next posts answer 429 with Retry-After, and
-`expire_response_url(key)` makes it answer 404 `expired_url` (as after 30 minutes or 5 posts).
+`expire_response_url(key)` makes it answer 404 `expired_url` (as after 30 minutes or 5 posts),
+`slow_response_url(key, seconds)` takes its posts but answers them only that much later, and
+`drop_response_url(key, times)` takes its next posts and closes the connection without an answer.
 `.response_attempts[key]` keeps the time of every post, taken or refused.
 chat.postEphemeral to a known channel answers `user_not_in_channel` when the user is not a member.
 `apps.connections.open` (app-level xapp- tokens only) answers `socket_mode_url`, e.g. a FakeSocketMode's `.url`.
@@ -71,6 +73,8 @@ class FakeSlack(BackgroundServer):
         self.response_attempts: dict[str, list[float]] = defaultdict(list)  # response_url key -> post times
         self._response_limits: dict[str, list[int]] = {}  # response_url key -> [remaining, retry_after]
         self._expired_responses: set[str] = set()
+        self._response_delays: dict[str, float] = {}  # response_url key -> seconds before the answer
+        self._response_drops: dict[str, int] = {}  # response_url key -> posts taken but left unanswered
         # As Slack does: every API answer names the token's scopes in `x-oauth-scopes` (None: header left out).
         self.oauth_scopes: list[str] | None = None
         # When set, any other token gets `invalid_auth` (None: every token is accepted).
@@ -161,6 +165,24 @@ class FakeSlack(BackgroundServer):
         """From now on response_url(key) answers 404 `expired_url`, as Slack does after 30 minutes."""
         with self._lock:
             self._expired_responses.add(key)
+
+    def slow_response_url(self, key: str, seconds: float) -> None:
+        """From now on response_url(key) takes each post at once but answers it `seconds` later."""
+        with self._lock:
+            self._response_delays[key] = seconds
+
+    def drop_response_url(self, key: str, times: int = 1) -> None:
+        """The next `times` posts to response_url(key) are taken, then the connection is closed unanswered."""
+        with self._lock:
+            self._response_drops[key] = times
+
+    def _response_answer(self, key: str) -> tuple[float, bool]:
+        """For a post just taken: (seconds before the answer, whether to close without answering)."""
+        with self._lock:
+            dropped = self._response_drops.get(key, 0) > 0
+            if dropped:
+                self._response_drops[key] -= 1
+            return self._response_delays.get(key, 0.0), dropped
 
     def _response_fault(self, key: str) -> tuple[int, str, dict[str, str]] | None:
         """(status, body, headers) when this post to response_url(key) is refused; None: take it."""
@@ -474,7 +496,13 @@ class FakeSlack(BackgroundServer):
                         body = json.loads(body)
                     with fake._lock:
                         fake.responses[key].append(body)
-                    self._send(200, {"ok": True})
+                    delay, dropped = fake._response_answer(key)
+                    if dropped:
+                        self.close_connection = True  # taken, but no answer: the client sees the connection close
+                        return
+                    time.sleep(delay)
+                    with suppress(OSError):  # a client that stopped waiting has closed its end
+                        self._send(200, {"ok": True})
                     return
                 if not parts.path.startswith("/api/"):
                     self._send(404, {"ok": False, "error": "not_found"})

@@ -612,8 +612,10 @@ class _VerdictJob:
 
 @celery.task(name="workers.tasks.slack.deliver_verdict", bind=True, max_retries=MAX_RETRIES)
 def deliver_verdict(self, pair_id: int, reply_channel: str | None = None) -> str:
-    """Send an on-demand verdict to whoever asked: on the response_url, else as an ephemeral message in the
-    channel where they asked, else (not in that channel) as a direct message. Once."""
+    """Send an on-demand verdict to whoever asked: on the response_url (its Retry-After waited out), else as an
+    ephemeral message in the channel where they asked, else (not in that channel) as a direct message. Once:
+    a post the response_url took without answering (timeout, connection closed) is not sent again anywhere
+    (`response_url_unconfirmed`)."""
     return _run(self, deliver, pair_id, reply_channel)
 
 
