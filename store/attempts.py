@@ -1,9 +1,11 @@
-"""Failed judging runs per pair: a judge_pair task that raises (a bug, not an LLM error) leaves its pair pending
-for the stale sweeper; counting the failures lets the sweeper stop after a few and store the pair as an error."""
+"""Failed judging runs per pair: a judge_pair task that raises (a bug, not an LLM error nor an outage of the
+database or Redis) leaves its pair pending for the stale sweeper; counting the failures, and when the last one
+happened, lets the sweeper stop after a few and store the pair as an error once no run can still be going."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import NamedTuple
 
 from sqlalchemy import select
 from sqlalchemy.dialects import postgresql, sqlite
@@ -35,13 +37,28 @@ def record_failure(session: Executor, pair_id: int, error: str, now: datetime | 
     session.execute(statement)
 
 
-def failures_of(session: Executor, pair_ids: list[int]) -> dict[int, tuple[int, str | None]]:
-    """Pair id -> (failed runs, the last error), for the pairs that failed at least once."""
+class Failures(NamedTuple):
+    """A pair's failed judging runs: how many, the last error, and when it was counted (UTC)."""
+
+    count: int
+    last_error: str | None
+    last_failed_at: datetime | None
+
+
+def failures_of(session: Executor, pair_ids: list[int]) -> dict[int, Failures]:
+    """Pair id -> its Failures, for the pairs that failed at least once."""
     if not pair_ids:
         return {}
     rows = session.execute(
-        select(JudgingFailure.pair_id, JudgingFailure.failures, JudgingFailure.last_error).where(
-            JudgingFailure.pair_id.in_(pair_ids)
-        )
+        select(
+            JudgingFailure.pair_id, JudgingFailure.failures, JudgingFailure.last_error, JudgingFailure.updated_at
+        ).where(JudgingFailure.pair_id.in_(pair_ids))
     )
-    return {pair_id: (failures, last_error) for pair_id, failures, last_error in rows}
+    return {pair_id: Failures(count, last_error, _utc(failed_at)) for pair_id, count, last_error, failed_at in rows}
+
+
+def _utc(moment: datetime | None) -> datetime | None:
+    """SQLite returns naive datetimes (stored in UTC): make them comparable with aware ones."""
+    if moment is not None and moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    return moment

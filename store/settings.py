@@ -35,6 +35,27 @@ def largest_retry_delay(retry_base_seconds: float, llm_max_retries: int) -> floa
     return min(RETRY_CAP_SECONDS, retry_base_seconds * 2 ** (llm_max_retries - 1)) * (1 + RETRY_JITTER)
 
 
+def required_delays(settings: Settings) -> dict[str, float]:
+    """The countdowns relmon must wait in full, each named by the settings that set it: the visibility timeout
+    has to outlast every one (Settings refuses one that does not)."""
+    retry = largest_retry_delay(settings.retry_base_seconds, settings.llm_max_retries)
+    return {
+        f"the last judging retry, also the cap on a 429's Retry-After (RELMON_RETRY_BASE_SECONDS="
+        f"{settings.retry_base_seconds:g} doubling over RELMON_LLM_MAX_RETRIES={settings.llm_max_retries} retries, "
+        f"at most {RETRY_CAP_SECONDS:g} s, plus {RETRY_JITTER:.0%} jitter)": retry,
+        "the wait before a captured answer is settled (RELMON_SETTLE_SECONDS)": settings.settle_seconds,
+    }
+
+
+def delay_ceiling(settings: Settings) -> float:
+    """The longest countdown or ETA any relmon task message may carry (workers.celery_app cuts longer ones at
+    publish). Delays fixed in the code (Slack task retries up to 60 s, digest retries up to 10 minutes, the alert
+    summary's 5 s, database and Redis retries) fit under it at the 2 h default timeout; under a short timeout
+    they come sooner rather than twice. The delays the settings require are never cut: Settings keeps the
+    timeout above them."""
+    return max(settings.visibility_timeout_seconds / 2, *required_delays(settings).values())
+
+
 def _env(name: str) -> dict:
     """Field keyword arguments that bind a field to one environment variable (and to its own name)."""
     return {"validation_alias": AliasChoices(name, name.lower())}
@@ -146,16 +167,16 @@ class Settings(BaseSettings):
     @model_validator(mode="after")
     def _visibility_outlasts_every_delay(self) -> Settings:
         # A delayed task waits unacknowledged in Redis; past the visibility timeout Redis hands it out again.
-        retry = largest_retry_delay(self.retry_base_seconds, self.llm_max_retries)
-        longest = max(retry, self.settle_seconds)
+        delays = required_delays(self)
+        longest = max(delays.values())
         if self.visibility_timeout_seconds <= longest:
+            listed = "; ".join(f"{what}: {seconds:g} s" for what, seconds in delays.items())
             raise ValueError(
-                f"RELMON_VISIBILITY_TIMEOUT ({self.visibility_timeout_seconds} s) must be longer than the longest "
-                f"task delay ({longest:g} s): the last judging retry ({retry:g} s: RELMON_RETRY_BASE_SECONDS="
-                f"{self.retry_base_seconds:g} doubling over RELMON_LLM_MAX_RETRIES={self.llm_max_retries} retries, "
-                f"at most {RETRY_CAP_SECONDS:g} s, plus {RETRY_JITTER:.0%} jitter; also the cap on a 429's "
-                f"Retry-After) and RELMON_SETTLE_SECONDS ({self.settle_seconds:g} s). Otherwise Redis delivers a "
-                "delayed task twice. Raise RELMON_VISIBILITY_TIMEOUT or lower those settings."
+                f"RELMON_VISIBILITY_TIMEOUT ({self.visibility_timeout_seconds} s) must be longer than every task "
+                f"delay relmon waits in full, else Redis delivers the delayed task twice. Those delays: {listed}. "
+                "Raise RELMON_VISIBILITY_TIMEOUT or lower those settings. (Every other countdown, such as the Slack "
+                "task retries, the digest retries, the alert summary's delayed post and the database and Redis "
+                "retries, is cut to half the timeout, or to the longest of those delays when it is longer.)"
             )
         return self
 

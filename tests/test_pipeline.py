@@ -152,8 +152,11 @@ def queues_idle(broker: redis.Redis, after: float = 0.0) -> bool:
     return broker.llen(QUEUE_JUDGE) == 0 and broker.hlen("unacked") == 0
 
 
-def sweep_as_beat_would(database: Database, *, broker_url: str, db_url: str, pair_ids: list[int]) -> int:
-    """Age the pairs past the sweeper's threshold and run requeue_stale here, on the test Redis and database."""
+def sweep_as_beat_would(
+    database: Database, *, broker_url: str, db_url: str, pair_ids: list[int], age_failures: bool = True
+) -> int:
+    """Age the pairs past the sweeper's threshold (and their counted failures with them, unless told not to: a
+    failure just now) and run requeue_stale here, on the test Redis and database."""
     from workers import celery_app
     from workers.runtime import Runtime, set_runtime
     from workers.tasks.judging import requeue_stale
@@ -162,6 +165,8 @@ def sweep_as_beat_would(database: Database, *, broker_url: str, db_url: str, pai
     with database.session() as session:
         aged = datetime.now(UTC) - timedelta(seconds=settings.sweep_after_seconds, minutes=1)
         session.execute(update(Pair).where(Pair.id.in_(pair_ids)).values(updated_at=aged))
+        if age_failures:
+            session.execute(update(JudgingFailure).where(JudgingFailure.pair_id.in_(pair_ids)).values(updated_at=aged))
     celery_app.configure(settings)
     set_runtime(Runtime(settings))
     try:
@@ -336,6 +341,60 @@ def test_a_pair_whose_judging_keeps_failing_is_given_up_on_as_an_error(
         assert status == "error"
         assert f"gave up after {MAX_FAILED_RUNS} failed attempts" in error and "no_such_judge" in error
     assert statuses(database, healthy) == Counter({PairStatus.JUDGED: 1})
+
+
+def test_an_outage_is_not_counted_and_a_recent_failure_is_judged_again_not_given_up_on(
+    database: Database, redis_url: str
+) -> None:
+    """An outage of the database or Redis fails judge_pair after its retries, but counts for nothing: it would
+    give up on healthy pairs. A bug counts; yet while the last failure is recent a twin run (a redelivery, a
+    duplicate) may still be storing the real verdict, so the sweeper re-enqueues the pair and gives up only at a
+    sweep after a quiet interval."""
+    from kombu.exceptions import OperationalError as BrokerError
+    from sqlalchemy.exc import OperationalError
+
+    from workers.runtime import Runtime, set_runtime
+    from workers.tasks.judging import MAX_FAILED_RUNS, _log_failure
+
+    pair_id = add_pairs(database, 1)[0]
+
+    def failures() -> int:
+        with database.session() as session:
+            return session.scalar(select(JudgingFailure.failures).where(JudgingFailure.pair_id == pair_id)) or 0
+
+    set_runtime(Runtime(Settings(redis_url=redis_url, database_url=database.url)))
+    try:
+        outages = [
+            OperationalError("SELECT 1", {}, Exception("server closed the connection unexpectedly")),
+            BrokerError("Error 111 connecting to localhost:6379. Connection refused."),  # send_task in _hand_on
+            redis.exceptions.ConnectionError("Connection refused"),
+            ConnectionResetError(104, "Connection reset by peer"),
+        ]
+        for _ in range(MAX_FAILED_RUNS):  # an outage spanning many sweeps
+            for error in outages:
+                _log_failure(task_id="t", exception=error, args=[pair_id])
+        assert failures() == 0
+        for _ in range(MAX_FAILED_RUNS):
+            _log_failure(task_id="t", exception=ValueError("unknown judge: no_such_judge"), args=[pair_id])
+        assert failures() == MAX_FAILED_RUNS
+    finally:
+        set_runtime(None)
+
+    broker = redis.Redis.from_url(redis_url)
+    # The last failure is recent: re-enqueued (a run), not given up on.
+    assert (
+        sweep_as_beat_would(database, broker_url=redis_url, db_url=database.url, pair_ids=[pair_id], age_failures=False)
+        == 1
+    )
+    assert statuses(database, [pair_id]) == Counter({PairStatus.PENDING: 1})
+    assert broker.llen(QUEUE_JUDGE) == 1
+    assert count_judgments(database) == 0
+    # A sweep after a quiet interval (that run never came, or failed again long ago): given up on.
+    assert sweep_as_beat_would(database, broker_url=redis_url, db_url=database.url, pair_ids=[pair_id]) == 1
+    assert statuses(database, [pair_id]) == Counter({PairStatus.JUDGED: 1})
+    with database.session() as session:
+        error = session.scalar(select(Judgment.error).where(Judgment.pair_id == pair_id))
+    assert f"gave up after {MAX_FAILED_RUNS} failed attempts" in error and "no_such_judge" in error
 
 
 def test_llm_down_for_good_is_stored_as_an_error_after_the_retries(

@@ -3,26 +3,38 @@ claim, idempotent insert), the latter raced from many threads on SQLite and Post
 
 from __future__ import annotations
 
+import errno
 import random
 import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import pytest
+import redis
+from kombu.exceptions import OperationalError as BrokerError
 from pydantic import ValidationError
 from sqlalchemy import select
+from sqlalchemy.exc import InterfaceError, OperationalError
 
 from store.db import Database
 from store.judgments import find_cached, insert_judgment, set_pair_status, stored_judges
 from store.models import BudgetCharge, Judgment, Pair, PairStatus
-from store.settings import RETRY_CAP_SECONDS, Settings, largest_retry_delay
+from store.settings import RETRY_CAP_SECONDS, Settings, delay_ceiling, largest_retry_delay
 from store.usage import calls_on, charge_judgment, claim_budget_notice, claim_llm_call, release_budget_notice
 from workers import budget
+from workers.celery_app import DELAY_CEILING, bounded_delay, celery
 from workers.sampling import is_sampled_in, sample_point
-from workers.tasks.judging import MAX_FAILED_RUNS, judges_in_force, retry_countdown, retry_delay, sweep_action
+from workers.tasks.judging import (
+    MAX_FAILED_RUNS,
+    is_infrastructure,
+    judges_in_force,
+    retry_countdown,
+    retry_delay,
+    sweep_action,
+)
 
 # Sampling ---------------------------------------------------------------------------------------------------
 
@@ -88,6 +100,82 @@ def test_visibility_timeout_must_outlast_every_retry_and_settle_delay() -> None:
     # The environment variable is checked too, as a worker reads it.
     with pytest.raises(ValidationError, match="RELMON_VISIBILITY_TIMEOUT"):
         Settings(_env_file=None, RELMON_VISIBILITY_TIMEOUT="30", RELMON_RETRY_BASE_SECONDS="1")
+    # The message names every setting behind a delay relmon waits in full, and what happens to the others.
+    with pytest.raises(ValidationError) as refused:
+        Settings(_env_file=None, visibility_timeout_seconds=60)
+    for name in ("RELMON_RETRY_BASE_SECONDS", "RELMON_LLM_MAX_RETRIES", "RELMON_SETTLE_SECONDS", "Retry-After"):
+        assert name in str(refused.value)
+    assert "digest retries" in str(refused.value) and "Slack task retries" in str(refused.value)
+
+
+def _fixed_delays() -> dict[str, float]:
+    """The longest countdown of each delay written into the code rather than the settings."""
+    from workers.tasks import capture, digest, maintenance, slack  # noqa: F401 (capture, maintenance: registered)
+
+    delays = {
+        "slack retry": slack.retry_countdown(slack.MAX_RETRIES),
+        "digest retry": digest._retry_delay(digest.MAX_RETRIES),
+        "alert summary": slack.SUMMARY_DELAY_SECONDS,
+    }
+    for name, task in celery.tasks.items():
+        if name.startswith("celery."):
+            continue
+        delays[f"{name} default retry"] = task.default_retry_delay
+        if getattr(task, "autoretry_for", None) and getattr(task, "retry_backoff", False):
+            delays[f"{name} autoretry"] = task.retry_backoff_max
+    return delays
+
+
+def test_the_delays_fixed_in_the_code_fit_the_default_timeout_and_are_cut_under_a_short_one() -> None:
+    # At the 2 h default nothing relmon schedules is cut: Slack retries (60 s), digest retries (10 min), the
+    # summary's 5 s, the database and Redis autoretries, Celery's default retry delay.
+    default = Settings(_env_file=None)
+    assert max(_fixed_delays().values()) <= delay_ceiling(default) < default.visibility_timeout_seconds
+    # 120 s: accepted (every delay the settings require is shorter), and a digest retry of up to 480 s is cut to
+    # the longest of those, 75 s, instead of being handed out twice by Redis.
+    short = Settings(_env_file=None, visibility_timeout_seconds=120)
+    assert delay_ceiling(short) == largest_retry_delay(2.0, 6) == 75.0
+    assert bounded_delay({"countdown": 480}, delay_ceiling(short)) == {"countdown": 75.0, "eta": None}
+    # The process tests' timings: everything delayed comes back within half the timeout.
+    fast = Settings(_env_file=None, visibility_timeout_seconds=5, retry_base_seconds=0.05, settle_seconds=0)
+    assert delay_ceiling(fast) == 2.5
+    # A delay the settings require is never cut: the settle wait, the longest judging retry.
+    settle = Settings(_env_file=None, visibility_timeout_seconds=10, retry_base_seconds=0.05, settle_seconds=9)
+    assert delay_ceiling(settle) == 9
+
+
+def test_bounded_delay_cuts_countdowns_and_etas_beyond_the_ceiling() -> None:
+    now = datetime(2025, 1, 6, 9, 0, tzinfo=UTC)
+    assert bounded_delay({"countdown": 3.0}, 5.0) == {"countdown": 3.0}
+    assert bounded_delay({"countdown": 30.0, "queue": "q"}, 5.0) == {"countdown": 5.0, "eta": None, "queue": "q"}
+    assert bounded_delay({}, 5.0) == {}
+    assert bounded_delay({"countdown": 600}, None) == {"countdown": 600}  # not configured: as given
+    soon, late = now + timedelta(seconds=4), now + timedelta(minutes=10)
+    assert bounded_delay({"eta": soon}, 5.0, now) == {"eta": soon}
+    assert bounded_delay({"eta": late}, 5.0, now) == {"eta": None, "countdown": 5.0}
+    assert bounded_delay({"eta": late.replace(tzinfo=None).isoformat()}, 5.0, now) == {"eta": None, "countdown": 5.0}
+
+
+def test_every_relmon_task_publishes_its_delays_under_the_ceiling(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Retries (task.retry publishes through the task's apply_async, as its signature does), autoretries and
+    countdowns of every task go through RelmonTask."""
+    from celery.app.task import Task
+
+    from workers.tasks.digest import send_digest
+    from workers.tasks.judging import judge_pair
+    from workers.tasks.slack import flush_alert_summaries
+
+    published: list[tuple[str, dict]] = []
+    monkeypatch.setattr(Task, "apply_async", lambda self, *args, **options: published.append((self.name, options)))
+    monkeypatch.setitem(celery.conf, DELAY_CEILING, 75.0)
+    send_digest.signature(kwargs={"force": False}, countdown=480).apply_async()  # the path task.retry takes
+    flush_alert_summaries.apply_async(countdown=5.0)
+    judge_pair.apply_async(args=[1], countdown=60.0)
+    assert [(name, options.get("countdown")) for name, options in published] == [
+        ("workers.tasks.digest.send_digest", 75.0),
+        ("workers.tasks.slack.flush_alert_summaries", 5.0),
+        ("workers.tasks.judging.judge_pair", 60.0),
+    ]
 
 
 # Judges in force --------------------------------------------------------------------------------------------
@@ -107,6 +195,59 @@ def test_the_sweeper_gives_up_on_a_pair_only_after_its_task_failed_repeatedly() 
     assert sweep_action(PairStatus.PENDING, MAX_FAILED_RUNS - 1) == "judge"
     assert sweep_action(PairStatus.PENDING, MAX_FAILED_RUNS) == "give_up"
     assert sweep_action(PairStatus.SETTLING, 99) == "settle"  # failures count judging runs only
+
+
+def test_the_sweeper_gives_up_only_once_the_last_failure_is_a_sweep_interval_old() -> None:
+    quiet_since = datetime(2025, 1, 6, 9, 0, tzinfo=UTC)
+    old, recent = quiet_since - timedelta(seconds=1), quiet_since + timedelta(seconds=1)
+    assert sweep_action(PairStatus.PENDING, MAX_FAILED_RUNS, old, quiet_since=quiet_since) == "give_up"
+    # A twin run (a redelivery, a duplicate) may still be going: its verdict must not lose to error rows.
+    assert sweep_action(PairStatus.PENDING, MAX_FAILED_RUNS, recent, quiet_since=quiet_since) == "judge"
+    assert sweep_action(PairStatus.PENDING, MAX_FAILED_RUNS + 5, quiet_since, quiet_since=quiet_since) == "judge"
+    assert sweep_action(PairStatus.PENDING, MAX_FAILED_RUNS - 1, old, quiet_since=quiet_since) == "judge"
+
+
+def _raised(error: BaseException, cause: BaseException | None = None) -> BaseException:
+    try:
+        raise error from cause
+    except BaseException as raised:
+        return raised
+
+
+def test_only_failures_of_relmon_not_of_its_infrastructure_count_towards_giving_up() -> None:
+    from urllib.error import URLError
+
+    outages = [
+        OperationalError("SELECT 1", {}, Exception("server closed the connection unexpectedly")),
+        InterfaceError("SELECT 1", {}, Exception("connection already closed")),
+        BrokerError("Error 111 connecting to localhost:6379. Connection refused."),
+        redis.exceptions.ConnectionError("Connection refused"),
+        redis.exceptions.TimeoutError("Timeout reading from socket"),
+        ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused"),
+        TimeoutError("timed out"),
+        OSError(errno.ENETUNREACH, "Network is unreachable"),
+        URLError(ConnectionResetError(errno.ECONNRESET, "reset")),
+        _raised(RuntimeError("could not hand on"), BrokerError("Redis gone")),  # raised from an outage
+    ]
+    for error in outages:
+        assert is_infrastructure(error), error
+    bugs = [
+        ValueError("unknown judge: no_such_judge"),
+        KeyError("score"),
+        FileNotFoundError(errno.ENOENT, "rules.yaml"),
+        redis.exceptions.ResponseError("WRONGTYPE"),
+        None,
+    ]
+    for error in bugs:
+        assert not is_infrastructure(error), error
+    # A bug raised while an outage was being handled (implicit context, not `from`) is still a bug.
+    try:
+        try:
+            raise OperationalError("SELECT 1", {}, Exception("gone"))
+        except OperationalError:
+            raise KeyError("score")  # noqa: B904
+    except KeyError as bug:
+        assert not is_infrastructure(bug)
 
 
 # SQL primitives, raced ---------------------------------------------------------------------------------------

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
-from celery import Celery
+import logging
+from datetime import UTC, datetime
+
+from celery import Celery, Task
 from kombu import Exchange, Queue
 
-from store.settings import Settings
+from store.settings import Settings, delay_ceiling
+
+log = logging.getLogger("relmon.celery")
 
 QUEUE_JUDGE = "relmon.judge"  # settle and judge captured answers
 QUEUE_SLACK = "relmon.slack"  # post alerts, on-demand verdicts, digests
@@ -15,6 +20,42 @@ QUEUES = (QUEUE_JUDGE, QUEUE_SLACK)
 def restore_interval(visibility_timeout: float) -> int:
     """Seconds between sweeps for abandoned (unacked, timed-out) messages: a fifth of the timeout, 1 to 60 s."""
     return int(min(60, max(1, visibility_timeout // 5)))
+
+
+# The conf key holding `store.settings.delay_ceiling`: the longest countdown a relmon task message may carry.
+DELAY_CEILING = "relmon_delay_ceiling"
+
+
+def bounded_delay(options: dict, ceiling: float | None, now: datetime | None = None) -> dict:
+    """Publish options with the countdown or ETA cut to `ceiling` seconds from now (None: left as they are).
+    A worker reserves a delayed message at once and holds it, unacknowledged, until it is due: one due after the
+    visibility timeout would be handed out again by Redis, and run twice."""
+    if ceiling is None:
+        return options
+    countdown, eta = options.get("countdown"), options.get("eta")
+    if eta is not None:
+        now = now or datetime.now(UTC)
+        due = datetime.fromisoformat(eta) if isinstance(eta, str) else eta
+        if due.tzinfo is None:
+            due = due.replace(tzinfo=UTC)
+        countdown = (due - now).total_seconds()
+    if countdown is None or countdown <= ceiling:
+        return options
+    return {**options, "countdown": ceiling, "eta": None}
+
+
+class RelmonTask(Task):
+    """Every relmon task: its delayed messages (retries, autoretries, countdowns) never outlast the visibility
+    timeout. Settings keeps the timeout above every delay it configures (judging backoff and Retry-After, the
+    settle wait); the delays fixed in the code (Slack and digest retries, the alert summary's wait, database and
+    Redis retries) are cut to the ceiling here, so under a short timeout they come sooner, never twice."""
+
+    def apply_async(self, args=None, kwargs=None, task_id=None, producer=None, link=None, link_error=None, **options):
+        ceiling = self.app.conf.get(DELAY_CEILING)
+        bounded = bounded_delay(options, ceiling)
+        if bounded is not options:
+            log.debug("task delay cut to the ceiling", extra={"task": self.name, "ceiling_s": ceiling})
+        return super().apply_async(args, kwargs, task_id, producer, link, link_error, **bounded)
 
 
 def celery_config(settings: Settings, broker_url: str) -> dict:
@@ -36,10 +77,11 @@ def celery_config(settings: Settings, broker_url: str) -> dict:
         "worker_concurrency": settings.worker_concurrency,
         "broker_transport_options": {
             # RELMON_VISIBILITY_TIMEOUT, 2 h by default (tests lower it to see a killed worker's tasks come back
-            # within seconds). Settings refuses one not longer than every task delay (settle countdown, retries),
-            # or Redis would hand a delayed message out twice. With late acks, Redis keeps every delivered message in
-            # its `unacked` hash; any worker re-queues those older than this, so a SIGKILLed worker's tasks
-            # are judged by whoever is alive (or by the same worker once restarted).
+            # within seconds). A delayed message outlasting it would be handed out twice: Settings refuses one
+            # not longer than the delays the settings configure (settle countdown, judging retries), and
+            # RelmonTask cuts every other countdown to DELAY_CEILING. With late acks, Redis keeps every
+            # delivered message in its `unacked` hash; any worker re-queues those older than this, so a
+            # SIGKILLed worker's tasks are judged by whoever is alive (or by the same worker once restarted).
             "visibility_timeout": settings.visibility_timeout_seconds,
             # How often a worker looks for such abandoned messages: a cheap sorted-set range query. kombu's
             # default (10 s x throttle 10) would add up to 100 s to a short test timeout.
@@ -62,6 +104,7 @@ def celery_config(settings: Settings, broker_url: str) -> dict:
         "worker_send_task_events": False,
         "timezone": "UTC",
         "enable_utc": True,
+        DELAY_CEILING: delay_ceiling(settings),
     }
 
 
@@ -84,7 +127,7 @@ def embedded_socket_path(settings: Settings) -> str:
 
 # The one Celery app. Tasks register on it at import; `configure` points it at the settings' broker
 # (called by `relmon worker`, `relmon bot`, tests) before anything is sent.
-celery = Celery("relmon")
+celery = Celery("relmon", task_cls=RelmonTask)
 
 
 def configure(settings: Settings) -> Celery:

@@ -8,21 +8,29 @@ once per pair and judge, so a retry of the same judgment is not charged again.)
 
 A task that keeps failing with a bug (not an LLM error) leaves its pair pending; each failure is counted, and the
 stale sweeper gives up after MAX_FAILED_RUNS of them: it stores the pair's judgments as errors with the reason.
+Failures of the infrastructure (the database, Redis or the network down, after their retries) are not counted: an
+outage of any length only delays a pair. The sweeper gives up only once the last failure is a sweep interval old,
+so that no run that could still store the real verdict is beaten to it by the error rows.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 import random
+import socket
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import redis
 from celery.signals import task_failure
-from sqlalchemy.exc import OperationalError
+from kombu.exceptions import OperationalError as BrokerError
+from sqlalchemy.exc import DBAPIError, DisconnectionError, InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 
 from judges import TransientLLMError, get_judge
-from store.attempts import failures_of, record_failure
+from store.attempts import Failures, failures_of, record_failure
 from store.judgments import (
     find_cached_many,
     insert_judgment,
@@ -54,10 +62,15 @@ TASK_DELIVER_VERDICT = "workers.tasks.slack.deliver_verdict"
 TASK_SETTLE_PAIR = "workers.tasks.capture.settle_pair"
 
 
+def sweep_interval(sweep_after_seconds: float) -> float:
+    """Seconds between sweeps: half the threshold, at most 5 minutes."""
+    return min(5 * 60.0, max(1.0, sweep_after_seconds / 2))
+
+
 def sweep_schedule(sweep_after_seconds: float) -> dict:
     """Beat entry for the sweeper (merged into workers.schedule.beat_schedule): a sweep every half threshold,
     at most every 5 minutes, so a lost task is found at most 1.5 thresholds after its pair last changed."""
-    every = min(5 * 60.0, max(1.0, sweep_after_seconds / 2))
+    every = sweep_interval(sweep_after_seconds)
     return {
         "relmon-requeue-stale": {
             "task": "workers.tasks.judging.requeue_stale",
@@ -146,12 +159,74 @@ def gave_up_values(judge, *, pair_id: int, cache_key: str, model: str, attempts:
     }
 
 
-def sweep_action(status: str, failures: int, max_failures: int = MAX_FAILED_RUNS) -> str:
+def sweep_action(
+    status: str,
+    failures: int,
+    last_failed_at: datetime | None = None,
+    *,
+    quiet_since: datetime | None = None,
+    max_failures: int = MAX_FAILED_RUNS,
+) -> str:
     """What the sweeper does with a stale pair: "settle" it again (settling), "judge" it again (pending), or
-    "give_up" (pending, but its judging task has failed `max_failures` times already: a bug would fail again)."""
+    "give_up" (pending, its judging task has failed `max_failures` times already: a bug would fail again; and
+    the last failure came before `quiet_since`, a sweep interval ago). A failure more recent than that may have a
+    twin still running (a redelivery, a duplicate enqueue) whose verdict the error rows would beat to the insert:
+    the pair is judged again instead, and given up on at a later sweep if it fails again."""
     if status != PairStatus.PENDING:
         return "settle"
-    return "give_up" if failures >= max_failures else "judge"
+    if failures < max_failures:
+        return "judge"
+    if last_failed_at is not None and quiet_since is not None and last_failed_at >= quiet_since:
+        return "judge"
+    return "give_up"
+
+
+# Network errors below the libraries (a socket refused, reset, unreachable): an outage, not a bug.
+NETWORK_ERRNOS = frozenset(
+    {
+        errno.ECONNREFUSED,
+        errno.ECONNRESET,
+        errno.ECONNABORTED,
+        errno.EPIPE,
+        errno.ETIMEDOUT,
+        errno.EHOSTUNREACH,
+        errno.EHOSTDOWN,
+        errno.ENETUNREACH,
+        errno.ENETDOWN,
+        errno.ENETRESET,
+    }
+)
+INFRASTRUCTURE_ERRORS = (
+    OperationalError,  # the database: connection lost, server restarting, lock timeouts (after the autoretries)
+    InterfaceError,
+    DisconnectionError,
+    PoolTimeoutError,  # no connection free in the pool
+    redis.exceptions.ConnectionError,  # Redis (budget, locks, caches) unreachable or loading
+    redis.exceptions.TimeoutError,
+    redis.exceptions.ReadOnlyError,  # a replica during failover
+    BrokerError,  # kombu could not publish (send_task, a retry) to the broker
+    ConnectionError,  # builtin: refused, reset, aborted, broken pipe
+    TimeoutError,  # builtin, and socket.timeout
+    socket.gaierror,  # DNS
+    socket.herror,
+)
+
+
+def is_infrastructure(error: BaseException | None) -> bool:
+    """True for a failure of what relmon runs on (database, Redis, broker, network), not of relmon's code: such a
+    failure is not counted towards giving up on a pair. Looks through the explicit causes (`raise … from`)."""
+    seen = 0
+    while error is not None and seen < 8:
+        if isinstance(error, INFRASTRUCTURE_ERRORS):
+            return True
+        if isinstance(error, DBAPIError) and error.connection_invalidated:
+            return True
+        if isinstance(error, OSError) and error.errno in NETWORK_ERRNOS:
+            return True
+        reason = getattr(error, "reason", None)  # urllib's URLError wraps the socket error in `reason`
+        error = error.__cause__ or (reason if isinstance(reason, BaseException) else None)
+        seen += 1
+    return False
 
 
 def failed_values(name: str, *, pair_id: int, model: str, reason: str) -> dict[str, Any]:
@@ -374,10 +449,18 @@ def _skip_for_budget(runtime: Runtime, pair: PairView, created: dict[int, dict[s
 
 @task_failure.connect(sender=judge_pair)
 def _log_failure(sender=None, task_id=None, exception=None, args=None, **_ignored) -> None:
-    """A bug, not an LLM failure: the pair stays pending (never dropped) and the sweeper re-enqueues it later,
-    until it has failed MAX_FAILED_RUNS times; the failure is counted in SQL for that."""
+    """Not an LLM failure (those are retried, then stored): the pair stays pending (never dropped) and the sweeper
+    re-enqueues it later. A bug is counted in SQL, so the sweeper gives up after MAX_FAILED_RUNS; an outage of the
+    database, Redis or the network (still failing after its retries) is not: it would give up on healthy pairs."""
     pair_id = (args or [None])[0]
     error = repr(exception)[:500]
+    if is_infrastructure(exception):
+        log.warning(
+            "judge_pair failed on the infrastructure (not counted); the pair stays pending until the stale "
+            "sweeper re-enqueues it",
+            extra={"task_id": task_id, "pair_id": pair_id, "error": error},
+        )
+        return
     log.error(
         "judge_pair failed; the pair stays pending until the stale sweeper re-enqueues it or gives up",
         extra={"task_id": task_id, "pair_id": pair_id, "error": error},
@@ -398,6 +481,8 @@ def requeue_stale() -> int:
     runtime = get_runtime()
     now = datetime.now(UTC)
     stale_after = timedelta(seconds=runtime.settings.sweep_after_seconds)
+    # A failure within the last sweep interval may have a twin run still going: not given up on yet.
+    quiet_since = now - timedelta(seconds=sweep_interval(runtime.settings.sweep_after_seconds))
     settle_grace = timedelta(seconds=runtime.settings.settle_seconds) + stale_after
     with runtime.db.session() as session:
         stale = [
@@ -410,15 +495,15 @@ def requeue_stale() -> int:
         failures = failures_of(session, [pair_id for pair_id, status, _ in stale if status == PairStatus.PENDING])
     given_up = 0
     for pair_id, status, version in stale:
-        failed, last_error = failures.get(pair_id, (0, None))
-        action = sweep_action(status, failed)
+        failed = failures.get(pair_id, Failures(0, None, None))
+        action = sweep_action(status, failed.count, failed.last_failed_at, quiet_since=quiet_since)
         if action == "judge":
             judge_pair.apply_async(args=[pair_id], kwargs={"resumed": True})
         elif action == "settle":
             celery.send_task(TASK_SETTLE_PAIR, args=[pair_id, version])
         else:
             try:
-                _give_up(runtime, pair_id, failed, last_error)
+                _give_up(runtime, pair_id, failed.count, failed.last_error)
                 given_up += 1
             except Exception:  # one broken pair must not stop the sweep; it is tried again next time
                 log.exception("could not give up on a failing pair", extra={"pair_id": pair_id})
