@@ -258,7 +258,7 @@ def _utc(moment: datetime) -> datetime:
 
 
 # The time window's sample is the newest answers of the window, at most this many: on a busy channel the last hour
-# holds thousands, and this read runs after every judgment. 200 answers pin a mean to within a few hundredths.
+# holds thousands, and this read runs after every judgment.
 TIME_WINDOW_MOST = TIME_WINDOW_MOST_ANSWERS
 
 
@@ -283,7 +283,7 @@ def recent_scores(
     next, four times larger, continues from the oldest pair read (within the time window once the count window is
     full), up to all."""
     most = max(most, last)
-    batch = 3 * last
+    batch = max(3 * last, most)  # one batch usually serves both windows
     rows: list[tuple[float, datetime]] = []
     seen: set[int] = set()
     oldest: datetime | None = None  # the oldest pair read so far: the next batch continues from there

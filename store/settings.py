@@ -19,8 +19,9 @@ DEFAULT_JUDGE_MODEL = "gpt-4o-mini"
 CommaList = Annotated[list[str], NoDecode]
 
 # The degradation time window reads at most this many of its newest answers (store.alerts.recent_scores): a
-# minimum sample above it could never be reached, so the settings refuse one.
-TIME_WINDOW_MOST_ANSWERS = 200
+# minimum sample above it could never be reached, so the settings refuse one. The read runs after every judgment:
+# 60 answers keep it to one batch at the default count window (3 × 20 pairs), and pin a 0–4 mean to about ±0.3.
+TIME_WINDOW_MOST_ANSWERS = 60
 
 # Retries of a transient LLM failure: no single backoff delay longer than this, each stretched by up to 25% at random.
 RETRY_CAP_SECONDS = 60.0

@@ -44,7 +44,7 @@ def test_invalid_settings_stop_every_command_with_the_variables_to_fix(tmp_path:
         assert "Traceback" not in result.stderr
         assert "these settings are invalid" in result.stderr
         assert "RELMON_THRESHOLD: Input should be a valid integer" in result.stderr
-        assert "RELMON_DEGRADATION_MIN_ANSWERS: Input should be less than or equal to 200" in result.stderr
+        assert "RELMON_DEGRADATION_MIN_ANSWERS: Input should be less than or equal to 60" in result.stderr
         assert not (tmp_path / "db.sqlite3").exists()
     # A rule across settings is named by its own message.
     env.update(RELMON_THRESHOLD="2", RELMON_DEGRADATION_MIN_ANSWERS="5")

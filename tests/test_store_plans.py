@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import event, insert, select
 
-from store.alerts import recent_scores
+from store.alerts import TIME_WINDOW_MOST, recent_scores
 from store.models import Judgment, JudgmentStatus, Pair, PairStatus
 
 WINDOW = 20
@@ -85,7 +85,11 @@ def rows_touched(plan: dict) -> float:
 
 # The time window: none; the busy channel's last 100 seconds (50 answers); a whole day (capped at TIME_WINDOW_MOST).
 NEWEST_JUDGED = datetime(2026, 11, 1, tzinfo=UTC) + timedelta(seconds=2 * JUDGED_PER_CHANNEL - 2)
-TIME_WINDOWS = [(None, WINDOW), (NEWEST_JUDGED - timedelta(seconds=98), 50), (NEWEST_JUDGED - timedelta(days=1), 200)]
+TIME_WINDOWS = [
+    (None, WINDOW),
+    (NEWEST_JUDGED - timedelta(seconds=98), 50),
+    (NEWEST_JUDGED - timedelta(days=1), TIME_WINDOW_MOST),
+]
 
 
 @pytest.mark.parametrize(("since", "expected"), TIME_WINDOWS)
