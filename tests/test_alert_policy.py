@@ -23,6 +23,7 @@ from workers.alerts.policy import (
     is_low,
     low_key,
     may_quote,
+    may_quote_channel,
     rolling_sample,
     summary_key,
     time_sample,
@@ -263,3 +264,23 @@ def test_private_channels_are_quoted_only_where_their_rule_allows(
     private, names_alert_channel, quote_private, expected
 ):
     assert may_quote(private, rule_names_alert_channel=names_alert_channel, quote_private=quote_private) is expected
+
+
+@pytest.mark.parametrize(
+    ("rules", "quoted"),
+    [
+        ({"channels": {"G1": {"alert_channel": "CA", "quote_private": True}}}, True),
+        # quoting on in the defaults: enough once the channel's own entry names its alert channel
+        ({"defaults": {"quote_private": True}, "channels": {"G1": {"alert_channel": "CA"}}}, True),
+        # an alert channel from the defaults (or the environment) is never enough
+        ({"defaults": {"quote_private": True, "alert_channel": "CA"}}, False),
+        ({"channels": {"G1": {"quote_private": True}}}, False),
+        ({"channels": {"G1": {"alert_channel": "CA"}}}, False),
+        ({}, False),
+    ],
+)
+def test_a_private_channel_is_quoted_only_under_its_own_alert_channel(rules: dict, quoted: bool) -> None:
+    settings = Settings(alert_channel="CDEFAULT")
+    parsed = ChannelRules.model_validate(rules)
+    assert may_quote_channel("G1", True, parsed, settings) is quoted
+    assert may_quote_channel("G1", False, parsed, settings) is True  # public channels are always quoted

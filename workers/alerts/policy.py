@@ -15,6 +15,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # plain data in, plain answers out: the types are only named here
+    from store.rules import ChannelRules
+    from store.settings import Settings
 
 # Sources whose judgments may raise channel alerts; on-demand checks (/judge, the shortcut) answer privately.
 ALERTING_SOURCES = frozenset({"capture"})
@@ -232,3 +237,16 @@ def may_quote(channel_is_private: bool, *, rule_names_alert_channel: bool, quote
     if not channel_is_private:
         return True
     return rule_names_alert_channel and quote_private
+
+
+def may_quote_channel(
+    channel_id: str | None, channel_is_private: bool, rules: ChannelRules, settings: Settings
+) -> bool:
+    """`may_quote` for a channel under the rules file: its own entry must name the alert channel; quoting may be
+    on in that entry or in the defaults. Alerts, summaries and the digest all ask this."""
+    own_rule = rules.channels.get(channel_id) if channel_id else None
+    return may_quote(
+        channel_is_private,
+        rule_names_alert_channel=own_rule is not None and own_rule.alert_channel is not None,
+        quote_private=rules.for_channel(channel_id, settings).quote_private,
+    )

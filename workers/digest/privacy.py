@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from store.rules import ChannelRules
 from store.settings import Settings
-from workers.alerts.policy import may_quote as alert_may_quote
+from workers.alerts.policy import may_quote_channel
 
 
 def may_quote(
@@ -22,13 +22,10 @@ def may_quote(
 ) -> bool:
     if not channel_is_private:
         return True
-    own_rule = rules.channels.get(channel_id) if channel_id else None
+    # The alerts' rule, the same function, and only where those alerts go.
     effective = rules.for_channel(channel_id, settings)
-    # The alerts' rule, word for word (workers/tasks/slack.py `quote_allowed` builds the same arguments).
-    alerts_would_quote = alert_may_quote(
-        channel_is_private,
-        rule_names_alert_channel=own_rule is not None and own_rule.alert_channel is not None,
-        quote_private=effective.quote_private,
+    return (
+        may_quote_channel(channel_id, channel_is_private, rules, settings)
+        and destination_channel is not None
+        and effective.alert_channel == destination_channel
     )
-    # ...and only where those alerts go.
-    return alerts_would_quote and destination_channel is not None and effective.alert_channel == destination_channel

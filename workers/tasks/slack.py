@@ -40,7 +40,7 @@ from workers.alerts.policy import (
     degradation_key,
     hour_start,
     low_key,
-    may_quote,
+    may_quote_channel,
     summary_key,
     window_means,
 )
@@ -159,12 +159,7 @@ def permalink(runtime: Runtime, channel_id: str | None, message_ts: str | None) 
 
 def quote_allowed(runtime: Runtime, channel_id: str | None, channel_is_private: bool) -> bool:
     """Privacy (DESIGN.md): a private channel is quoted only where its own rule sends alerts and allows it."""
-    own_rule = runtime.rules.channels.get(channel_id) if channel_id else None
-    names_alert_channel = own_rule is not None and own_rule.alert_channel is not None
-    effective = runtime.rules.for_channel(channel_id, runtime.settings)
-    return may_quote(
-        channel_is_private, rule_names_alert_channel=names_alert_channel, quote_private=effective.quote_private
-    )
+    return may_quote_channel(channel_id, channel_is_private, runtime.rules, runtime.settings)
 
 
 def answered_at(pair: Pair) -> datetime:
