@@ -25,7 +25,6 @@ from slack_bolt.adapter.wsgi import SlackRequestHandler
 from slack_sdk.signature import SignatureVerifier
 
 from store.settings import Settings
-from workers import celery_app
 from workers.runtime import Runtime
 
 log = logging.getLogger("relmon.bot")
@@ -348,21 +347,11 @@ def gunicorn_options(host: str, port: int, settings: Settings) -> dict[str, Any]
 
 
 def prepare(settings: Settings, component: str = "bot") -> None:
-    """Start-up shared by HTTP and Socket Mode: logging, embedded Redis, Celery, database schema."""
-    from workers.telemetry import setup_logging
+    """Start-up shared by HTTP and Socket Mode (and with the worker and beat): logging, embedded Redis, schema,
+    Celery."""
+    from workers.startup import start_process
 
-    setup_logging(settings, component)
-    if not settings.redis_url:
-        from workers.embedded_redis import ensure_embedded_redis
-
-        _keep["embedded_redis"] = ensure_embedded_redis(settings)
-    celery_app.configure(settings)
-    runtime = Runtime(settings)
-    runtime.db.migrate()
-    runtime.db.dispose()
-
-
-_keep: dict[str, Any] = {}  # objects that must live as long as the process
+    start_process(settings, component)
 
 
 def serve(settings: Settings, host: str = "0.0.0.0", port: int = 3000) -> int:

@@ -12,17 +12,13 @@ import sys
 from datetime import UTC, datetime
 from types import FrameType
 
-from store.db import Database
 from store.settings import Settings
 from workers import celery_app
 from workers.runtime import Runtime, set_runtime
 from workers.schedule import beat_schedule
-from workers.telemetry import setup_logging
+from workers.startup import start_process
 
 log = logging.getLogger("relmon.worker")
-
-# Every task module; some are written by other parts of the project and may not exist in a given build.
-_process_state: dict[str, object] = {}
 
 # Celery logs every task received and succeeded, and the HTTP clients every request: five lines per judgment,
 # each formatted and scrubbed while holding the GIL (about a tenth of a busy worker's CPU). Below DEBUG they
@@ -36,6 +32,7 @@ def quiet_per_task_logs(settings: Settings) -> None:
             logging.getLogger(name).setLevel(logging.WARNING)
 
 
+# Every task module; some are written by other parts of the project and may not exist in a given build.
 TASK_MODULES = (
     "workers.tasks.judging",
     "workers.tasks.capture",
@@ -52,27 +49,12 @@ def import_task_modules() -> list[str]:
     return list(TASK_MODULES)
 
 
-def _start_embedded_redis(settings: Settings):
-    """No REDIS_URL: the embedded Redis in the data folder."""
-    if settings.redis_url:
-        return None
-    from workers.embedded_redis import ensure_embedded_redis
-
-    return ensure_embedded_redis(settings)
-
-
 def prepare(settings: Settings, component: str) -> Runtime:
-    """What the worker and beat share: logging, broker, schema, Celery configuration, tasks, runtime."""
-    setup_logging(settings, component)
-    redis_handle = _start_embedded_redis(settings)
-    database = Database(settings.resolved_database_url, pool_size=min(settings.worker_concurrency, 20))
-    database.migrate()
-    database.dispose()
-    celery_app.configure(settings)
+    """What the worker and beat add to the shared start-up: the task modules and the process's runtime."""
+    start_process(settings, component, pool_size=min(settings.worker_concurrency, 20))
     modules = import_task_modules()
     runtime = Runtime(settings)
     set_runtime(runtime)
-    _process_state["embedded_redis"] = redis_handle  # referenced for the life of the process
     log.info("task modules loaded", extra={"modules": modules})
     return runtime
 
