@@ -20,9 +20,8 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from urllib.parse import urlsplit
 
-from bench.measure import percentile
+from bench.measure import SignedEventPoster, percentile
 from tests import slack_requests as sr
 from tests.fakes.slack_server import FakeSlack
 from tests.processes import relmon_env, start_bot
@@ -102,13 +101,10 @@ def _drive(url: str, server_pid: int, rate: float, seconds: float, senders: int)
     finished: list[float] = []  # when each answer came back
     start = time.monotonic() + 0.5
 
-    target = urlsplit(url)
+    poster = SignedEventPoster(url, SECRET, timeout=10)
 
     def sender() -> None:
-        # A light client (stdlib http.client, one keep-alive connection per thread), as wrk would be: the
-        # senders share this machine's two cores with the server, so their CPU is kept small.
         nonlocal next_index
-        connection = http.client.HTTPConnection(target.hostname, target.port, timeout=10)
         try:
             while True:
                 with lock:
@@ -120,17 +116,11 @@ def _drive(url: str, server_pid: int, rate: float, seconds: float, senders: int)
                 delay = slot - time.monotonic()
                 if delay > 0:
                     time.sleep(delay)
-                body = bodies[index]
-                headers = {"Content-Type": "application/json", **sr.sign(body, SECRET)}
                 sent = time.monotonic()
                 try:
-                    connection.request("POST", target.path, body=body, headers=headers)
-                    response = connection.getresponse()
-                    response.read()
-                    status = response.status
+                    status = poster.post(bodies[index])
                 except (OSError, http.client.HTTPException):
-                    connection.close()  # reconnect on the next request
-                    status = 599
+                    status = 599  # reconnects on the next request
                 done = time.monotonic()
                 with lock:
                     finished.append(done)
@@ -139,7 +129,7 @@ def _drive(url: str, server_pid: int, rate: float, seconds: float, senders: int)
                     if status != 200:
                         failures.append(status)
         finally:
-            connection.close()
+            poster.close()
 
     def sample_rss() -> None:
         while any(t.is_alive() for t in threads):

@@ -33,12 +33,11 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 from sqlalchemy import func, select
 
-from bench.measure import CLOCK_TICKS, cpu_seconds, percentile, process_tree, status_mb
+from bench.measure import CLOCK_TICKS, SignedEventPoster, cpu_seconds, percentile, process_tree, status_mb
 from store.db import Database
 from store.models import Judgment, Pair, PairStatus
 from tests import slack_requests as sr
@@ -174,42 +173,24 @@ def main(argv: list[str] | None = None) -> int:
         ack_seconds: list[float] = []
         failures: Counter[str] = Counter()
         lock = threading.Lock()
-        local = threading.local()
-
-        target = urlsplit(events_url)
-
-        def connection() -> http.client.HTTPConnection:
-            # A light client (stdlib http.client, one keep-alive connection per sender thread), as in bench.events:
-            # the load generator shares this machine's two cores with the system it measures.
-            if not hasattr(local, "connection"):
-                local.connection = http.client.HTTPConnection(target.hostname, target.port, timeout=30)
-            return local.connection
+        poster = SignedEventPoster(events_url, SECRET, timeout=30)
 
         def deliver(event: dict) -> None:
             body = json.dumps(sr.envelope(event)).encode()
             for _attempt in range(4):  # as Slack does: retry what was not acknowledged
                 started = time.perf_counter()
                 try:
-                    conn = connection()
-                    conn.request(
-                        "POST",
-                        target.path,
-                        body=body,
-                        headers={"Content-Type": "application/json", **sr.sign(body, SECRET)},
-                    )
-                    response = conn.getresponse()
-                    response.read()
+                    status = poster.post(body)
                 except (OSError, http.client.HTTPException) as error:
-                    local.__dict__.pop("connection", None)
                     with lock:
                         failures[type(error).__name__] += 1
                     continue
                 with lock:
                     ack_seconds.append(time.perf_counter() - started)
-                if response.status < 300:
+                if status < 300:
                     return
                 with lock:
-                    failures[str(response.status)] += 1
+                    failures[str(status)] += 1
             with lock:
                 failures["gave up"] += 1
 

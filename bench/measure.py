@@ -3,8 +3,13 @@ bench.load."""
 
 from __future__ import annotations
 
+import http.client
 import os
+import threading
 from pathlib import Path
+from urllib.parse import urlsplit
+
+from tests import slack_requests as sr
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -56,3 +61,35 @@ def status_mb(pid: int, field: str, *, children: bool = True) -> float:
         except (OSError, ValueError):
             continue
     return total_kb / 1024
+
+
+class SignedEventPoster:
+    """Posts signed Slack event bodies to one URL over a keep-alive stdlib http.client connection per thread: a
+    light client, as wrk would be, since the senders share the machine's two cores with what they measure."""
+
+    def __init__(self, url: str, secret: str, *, timeout: float = 10.0) -> None:
+        target = urlsplit(url)
+        self.host, self.port, self.path = target.hostname, target.port, target.path
+        self.secret, self.timeout = secret, timeout
+        self._local = threading.local()
+
+    def post(self, body: bytes) -> int:
+        """The HTTP status; raises OSError or HTTPException (and drops the connection, to reconnect next time)."""
+        connection = getattr(self._local, "connection", None)
+        if connection is None:
+            connection = self._local.connection = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
+        try:
+            connection.request(
+                "POST", self.path, body=body, headers={"Content-Type": "application/json", **sr.sign(body, self.secret)}
+            )
+            response = connection.getresponse()
+            response.read()
+            return response.status
+        except (OSError, http.client.HTTPException):
+            self.close()
+            raise
+
+    def close(self) -> None:
+        connection = self._local.__dict__.pop("connection", None)
+        if connection is not None:
+            connection.close()
