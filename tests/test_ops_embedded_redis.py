@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import stat
 from pathlib import Path
@@ -80,3 +81,35 @@ def test_too_long_a_socket_path_is_refused_with_advice(tmp_path: Path) -> None:
     settings = Settings(redis_url=None, data_dir=tmp_path / ("x" * 120))
     with pytest.raises(EmbeddedRedisError, match="RELMON_DATA_DIR"):
         ensure_embedded_redis(settings)
+
+
+def _in_forked_child(work) -> int:
+    """Run `work` in a child forked from this process (as gunicorn forks its workers: no exec), then exit it the
+    way a Python process exits (atexit handlers run); returns the child's exit code."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        code = 0
+        try:
+            work()
+            atexit._run_exitfuncs()  # what sys.exit() in a gunicorn worker ends with
+        except BaseException:
+            code = 1
+        os._exit(code)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # fork() in a process with threads (the test's own)
+def test_a_forked_child_exiting_leaves_the_server_and_its_socket_alone(data_dir: Path) -> None:
+    settings = Settings(redis_url=None, data_dir=data_dir)
+    embedded = ensure_embedded_redis(settings)  # registers embedded.stop with atexit, inherited by the child
+    try:
+        embedded.client().set("before", "1")
+        assert _in_forked_child(embedded.stop) == 0  # an explicit stop() in the child, then its atexit handlers
+        assert embedded.process.poll() is None  # still running
+        assert stat.S_ISSOCK(os.stat(embedded.socket_path).st_mode)  # the socket was not unlinked
+        assert embedded.client().get("before") == b"1"  # new connections still work
+        again = ensure_embedded_redis(settings)
+        assert not again.owned  # reused, not a second redis-server on the same AOF
+    finally:
+        embedded.stop()
+    assert embedded.process.returncode == 0 and not os.path.exists(embedded.socket_path)  # the owner still stops it

@@ -136,6 +136,42 @@ def test_a_child_that_dies_stops_everything_loudly(no_service_env: dict[str, str
         run.stop()
 
 
+@pytest.mark.timeout(240)
+def test_bot_alone_keeps_its_embedded_redis_when_gunicorn_workers_exit(
+    no_service_env: dict[str, str], tmp_path: Path
+) -> None:
+    """gunicorn forks its workers from the master that started the embedded Redis; a worker that exits (stopped,
+    timed out, or replaced on SIGHUP) runs the inherited atexit handler, which must leave the server alone."""
+    data = Path(no_service_env["RELMON_DATA_DIR"])
+    socket_path = data / "redis" / "redis.sock"
+    port = free_port()
+    bot = RelmonProcess("bot", "--host", "127.0.0.1", "--port", str(port), env=no_service_env, log_dir=tmp_path)
+    bot.cwd = str(tmp_path)
+    bot.start()
+    try:
+        health = f"http://127.0.0.1:{port}/healthz"
+        bot.wait_http(health, timeout=120)
+        redis_pid = int((data / "redis" / "redis.pid").read_text())
+        workers = children_of(bot.pid) - {redis_pid}
+        assert workers
+        os.kill(next(iter(workers)), signal.SIGTERM)  # one worker stops gracefully: sys.exit, atexit handlers
+        os.kill(bot.pid, signal.SIGHUP)  # a reload: every worker replaced the same way
+        wait_for(lambda: not any(alive(pid) for pid in workers), timeout=60, what="the old workers to exit")
+        wait_for(lambda: children_of(bot.pid) - {redis_pid} - workers, timeout=60, what="new workers")
+        assert alive(redis_pid)
+        assert stat.S_ISSOCK(os.stat(socket_path).st_mode)  # not unlinked by an exiting worker
+        bot.wait_http(health, timeout=60)  # the new workers reach Redis
+        assert "embedded redis stopped" not in bot.log()
+        assert bot.log().count("embedded redis started") == 1
+
+        os.kill(bot.pid, signal.SIGTERM)
+        bot.process.wait(timeout=60)
+        wait_for(lambda: not alive(redis_pid), timeout=15, what="the master to stop its embedded redis-server")
+        assert not socket_path.exists()
+    finally:
+        bot.stop()
+
+
 @pytest.mark.timeout(180)
 def test_worker_alone_starts_and_stops_the_embedded_redis(no_service_env: dict[str, str], tmp_path: Path) -> None:
     data = Path(no_service_env["RELMON_DATA_DIR"])

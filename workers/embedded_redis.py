@@ -7,6 +7,9 @@ Redis service. Used only when REDIS_URL is unset.
     embedded.stop()                              # also registered with atexit
 
 A server already answering on the socket (another relmon process started it) is reused, never doubled.
+Only the process that started the server stops it: a child forked from that process (gunicorn's workers are
+forked from the bot's master without exec) inherits the handle and its atexit registration, and its exit must
+leave the server and its socket alone.
 """
 
 from __future__ import annotations
@@ -60,16 +63,19 @@ def answering(socket_path: str) -> bool:
 
 @dataclass
 class EmbeddedRedis:
-    """A redis-server on a unix socket. `process` is None when we reuse a server another process owns."""
+    """A redis-server on a unix socket. `process` is None when we reuse a server another process owns.
+    `owner_pid` is the process that created the handle: only it may stop the server (see the module docstring)."""
 
     socket_path: str
     directory: Path
     process: subprocess.Popen | None = None
+    owner_pid: int = field(default_factory=os.getpid)
     _stopped: bool = field(default=False, repr=False)
 
     @property
     def owned(self) -> bool:
-        return self.process is not None
+        """True in the process that started the server (never in a child forked from it)."""
+        return self.process is not None and os.getpid() == self.owner_pid
 
     @property
     def broker_url(self) -> str:
@@ -80,8 +86,10 @@ class EmbeddedRedis:
         return _client(self.socket_path)
 
     def stop(self, timeout: float = STOP_TIMEOUT_SECONDS) -> None:
-        """Graceful shutdown (AOF flushed), SIGKILL only if it hangs; a reused server is left running."""
-        if self._stopped or self.process is None:
+        """Graceful shutdown (AOF flushed), SIGKILL only if it hangs; a reused server is left running, and so is
+        the server in a forked child (there Popen.poll() sees no child of its own and answers "exited": stopping
+        would unlink the live socket without stopping the server)."""
+        if self._stopped or not self.owned:
             return
         self._stopped = True
         if self.process.poll() is None:
