@@ -64,9 +64,14 @@ def celery_config(settings: Settings, broker_url: str) -> dict:
         # Results live in SQL, not in the broker: no result backend, nothing to expire.
         "result_backend": None,
         "task_ignore_result": True,
-        # Acknowledge after the task ran, and put the message back if the worker process dies:
-        # a worker killed with -9 mid-judgment loses nothing. Tasks are idempotent for this.
+        # Acknowledge after the task ran: a worker killed with -9 mid-judgment loses nothing. What brings its
+        # messages back is Redis, not the worker: they stay in the `unacked` hash until the visibility timeout
+        # below, then a live worker restores them; the stale sweeper re-enqueues whatever is lost beyond that.
+        # Tasks are idempotent for this.
         "task_acks_late": True,
+        # Does nothing under the threads pool (no child process can die alone: the whole worker dies, and the
+        # visibility timeout applies). Kept so that the prefork pool, if anyone switches to it, requeues the
+        # message of a killed child at once instead of acknowledging it as failed.
         "task_reject_on_worker_lost": True,
         # One reserved message per execution slot: a dying worker strands few messages, and
         # slow LLM calls do not hoard work another worker could take.
