@@ -555,3 +555,51 @@ def test_worker_process_starts_and_stops_cleanly(env_for, producer, worker_logs:
         worker.wait_for_log('"event": "pair not found"', timeout=30)
     finally:
         assert worker.stop() == 0
+
+
+# LLM retries are counted apart from the database autoretries ----------------------------------------------------
+
+
+def test_llm_retries_are_counted_apart_from_celery_retries() -> None:
+    from workers.tasks.judging import TASK_MAX_RETRIES, may_retry_llm
+
+    # Eight database autoretries (Celery's request.retries) before the LLM failed: all six LLM retries remain.
+    assert all(may_retry_llm(attempts, 6, task_retries=8 + attempts) for attempts in range(6))
+    assert not may_retry_llm(6, 6, task_retries=8 + 6)  # the seventh failure is the last
+    assert not may_retry_llm(0, 0, task_retries=0)
+    # Celery's own bound leaves room for the most LLM retries after ten database retries...
+    assert all(may_retry_llm(attempts, 10, task_retries=10 + attempts) for attempts in range(10))
+    # ...and past it the LLM error is stored (given up on), never left to Celery to fail the task with.
+    assert not may_retry_llm(2, 10, task_retries=TASK_MAX_RETRIES)
+
+
+def test_database_retries_before_llm_failures_do_not_shorten_the_llm_retries(
+    database: Database, redis_url: str, db_url: str, fake_openai: FakeOpenAI
+) -> None:
+    """judge_pair run as Celery would after eight database autoretries (request.retries = 8): the LLM still gets
+    its RELMON_LLM_MAX_RETRIES retries, and the stored error counts the LLM attempts actually made."""
+    from workers import celery_app
+    from workers.runtime import Runtime, set_runtime
+    from workers.tasks.judging import judge_pair
+
+    settings = Settings(
+        _env_file=None,
+        redis_url=redis_url,
+        database_url=db_url,
+        openai_base_url=fake_openai.base_url,
+        openai_api_key="sk-test-key",
+        llm_max_retries=3,
+        retry_base_seconds=0.01,
+    )
+    celery_app.configure(settings)
+    set_runtime(Runtime(settings))
+    fake_openai.set_behavior(always_status=503, retry_after_seconds=0)
+    try:
+        (pair_id,) = add_pairs(database, 1)
+        assert judge_pair.apply(args=[pair_id], retries=8).get() == PairStatus.JUDGED
+    finally:
+        set_runtime(None)
+    assert len(fake_openai.requests) == 4  # the first call and three retries
+    with database.session() as session:
+        error = session.scalars(select(Judgment.error).where(Judgment.pair_id == pair_id)).one()
+    assert error.startswith("LLM unavailable after 4 attempts")

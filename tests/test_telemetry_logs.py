@@ -349,3 +349,43 @@ def json_lines(output: str) -> list[dict]:
         assert isinstance(value, dict), line
         parsed.append(value)
     return parsed
+
+
+def test_retry_and_budget_lines_of_judging_carry_channel_and_message_ts(
+    capture_logs, database, redis_url: str, db_url: str
+) -> None:
+    """judge_pair's "retrying" and "budget spent" lines name the pair's channel and answer ts, never its texts."""
+    from tests.test_pipeline import add_pairs
+    from workers import celery_app
+    from workers.runtime import Runtime, set_runtime
+    from workers.tasks.judging import judge_pair
+
+    stream = capture_logs()
+    with FakeOpenAI() as fake_openai:
+        settings = Settings(
+            _env_file=None,
+            redis_url=redis_url,
+            database_url=db_url,
+            openai_base_url=fake_openai.base_url,
+            openai_api_key=OPENAI_KEY,
+            llm_max_retries=1,
+            retry_base_seconds=0.01,
+            daily_budget=1,
+        )
+        celery_app.configure(settings)
+        set_runtime(Runtime(settings))
+        try:
+            fake_openai.set_behavior(fault_first=1, faults=["500"], retry_after_seconds=0)
+            (first,) = add_pairs(database, 1, channel="C_LOGS", question=QUESTION, answer=ANSWER)
+            (second,) = add_pairs(database, 1, channel="C_LOGS", start=1)  # other texts: no cache hit
+            judge_pair.apply(args=[first]).get()  # fails once, retried, judged: the day's one judgment
+            judge_pair.apply(args=[second]).get()  # the budget is spent
+        finally:
+            set_runtime(None)
+    events = {line["event"]: line for line in lines(stream)}
+    retrying = events["LLM transient error, retrying"]
+    skipped = events["daily budget spent: pair skipped"]
+    assert (retrying["channel"], retrying["message_ts"], retrying["pair_id"]) == ("C_LOGS", "1700000000.000000", first)
+    assert (retrying["judge"], retrying["retry"]) == ("relevancy", 1)
+    assert (skipped["channel"], skipped["message_ts"], skipped["pair_id"]) == ("C_LOGS", "1700000000.000001", second)
+    assert QUESTION not in stream.getvalue() and ANSWER not in stream.getvalue()

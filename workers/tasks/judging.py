@@ -51,8 +51,11 @@ from workers.telemetry import event_fields
 
 log = logging.getLogger("relmon.judging")
 
-# Celery's own bound on retries of one task; the LLM retries stop earlier, at RELMON_LLM_MAX_RETRIES (≤ 10).
-TASK_MAX_RETRIES = 10
+# The LLM retries are counted on their own (the `llm_attempts` kwarg) and stop at RELMON_LLM_MAX_RETRIES (≤ 10).
+# Celery's `request.retries` counts every retry of the task, the database autoretries too; its bound leaves room
+# for all the LLM retries after up to 10 database retries (an LLM retry it would refuse is given up on instead).
+MAX_LLM_RETRIES = 10
+TASK_MAX_RETRIES = MAX_LLM_RETRIES + 10
 SWEEP_LIMIT = 500
 # Failed judge_pair runs (bugs, not LLM errors) after which the sweeper stops re-enqueuing a pair and stores it
 # as an error: the first run and two re-enqueues, ten minutes or more apart.
@@ -102,6 +105,16 @@ def retry_countdown(
     if retry_after is not None and retry_after > delay:
         delay = max(delay, min(retry_after, largest_retry_delay(base, max_retries)))
     return delay
+
+
+def may_retry_llm(
+    llm_attempts: int, llm_max_retries: int, task_retries: int, task_max_retries: int = TASK_MAX_RETRIES
+) -> bool:
+    """Whether a transient LLM failure is retried: `llm_attempts` LLM retries done so far (not Celery's
+    `request.retries`, which counts the database autoretries too), below RELMON_LLM_MAX_RETRIES, and Celery's own
+    bound on the task's retries not reached (else its retry() would fail the task instead of storing the error).
+    The failed call was attempt number `llm_attempts + 1`."""
+    return llm_attempts < llm_max_retries and task_retries < task_max_retries
 
 
 def judges_in_force(pair_judges: list[str] | None, rule_judges: list[str], has_reference: bool) -> list[str]:
@@ -293,14 +306,16 @@ class PairView:
     retry_backoff=1,
     retry_backoff_max=30,
 )
-def judge_pair(self, pair_id: int, resumed: bool = False) -> str:
-    """Judge one pair. `resumed` (set by the stale sweeper) means an earlier run may have stopped half-way."""
+def judge_pair(self, pair_id: int, resumed: bool = False, llm_attempts: int = 0) -> str:
+    """Judge one pair. `resumed` (set by the stale sweeper) means an earlier run may have stopped half-way;
+    `llm_attempts` is how many times this task was retried for a transient LLM error (a small counter, set by
+    the task's own retry; the database autoretries keep it as it is)."""
     runtime = get_runtime()
     redelivered = bool((self.request.delivery_info or {}).get("redelivered")) or resumed
-    return _judge(self, runtime, pair_id, redelivered=redelivered)
+    return _judge(self, runtime, pair_id, redelivered=redelivered, llm_attempts=llm_attempts)
 
 
-def _judge(task, runtime: Runtime, pair_id: int, *, redelivered: bool) -> str:
+def _judge(task, runtime: Runtime, pair_id: int, *, redelivered: bool, llm_attempts: int = 0) -> str:
     """On the hot path: reads (pair, stored judges, cache) and the budget claim each in autocommit, then one
     transaction for the insert together with the status change. No transaction is open during the LLM call."""
     settings = runtime.settings
@@ -348,30 +363,33 @@ def _judge(task, runtime: Runtime, pair_id: int, *, redelivered: bool) -> str:
             verdict = judge.evaluate(runtime.llm, question=pair.question, answer=pair.answer, reference=pair.reference)
             ready.append(verdict_values(verdict, pair_id=pair_id, cache_key=key))
         except TransientLLMError as error:
-            if task.request.retries < settings.llm_max_retries:
+            if may_retry_llm(llm_attempts, settings.llm_max_retries, task.request.retries, task.max_retries):
                 # What this run has is final: store it and alert on it now; the retry skips those judges.
                 _hand_on(runtime, pair, _store(engine, pair, ready, mark_judged=False))
                 countdown = retry_countdown(
-                    task.request.retries, settings.retry_base_seconds, settings.llm_max_retries, error.retry_after
+                    llm_attempts, settings.retry_base_seconds, settings.llm_max_retries, error.retry_after
                 )
                 log.info(
                     "LLM transient error, retrying",
-                    extra={
-                        "pair_id": pair_id,
-                        "judge": name,
-                        "retry": task.request.retries + 1,
-                        "in_s": round(countdown, 3),
-                        "retry_after_s": error.retry_after,
-                    },
+                    extra=event_fields(
+                        channel=pair.channel_id,
+                        message_ts=pair.answer_ts,
+                        pair_id=pair_id,
+                        judge=name,
+                        retry=llm_attempts + 1,
+                        in_s=round(countdown, 3),
+                        retry_after_s=error.retry_after,
+                    ),
                 )
-                raise task.retry(countdown=countdown, exc=error) from error
+                kwargs = {**(task.request.kwargs or {}), "llm_attempts": llm_attempts + 1}
+                raise task.retry(countdown=countdown, exc=error, kwargs=kwargs) from error
             ready.append(
                 gave_up_values(
                     judge,
                     pair_id=pair_id,
                     cache_key=key,
                     model=model,
-                    attempts=settings.llm_max_retries + 1,
+                    attempts=llm_attempts + 1,
                     error=error,
                 )
             )
@@ -443,7 +461,10 @@ def _skip_for_budget(runtime: Runtime, pair: PairView, created: dict[int, dict[s
     # Whoever asked on demand hears that nothing more will come today (the pair's status says why).
     _hand_on(runtime, pair, created, complete=True)
     budget.announce_exhausted(runtime.db, runtime.slack, settings.alert_channel, settings.daily_budget)
-    log.info("daily budget spent: pair skipped", extra={"pair_id": pair.id})
+    log.info(
+        "daily budget spent: pair skipped",
+        extra=event_fields(channel=pair.channel_id, message_ts=pair.answer_ts, pair_id=pair.id),
+    )
     return PairStatus.SKIPPED_BUDGET
 
 
