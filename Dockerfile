@@ -23,7 +23,8 @@ USER relmon
 VOLUME ["/data"]
 EXPOSE 3000
 
-# The bot answers /healthz (Redis reachable); compose replaces this check with `relmon ping worker|beat` for those.
+# The bot answers /healthz on 3000 in HTTP and Socket Mode alike (Redis reachable; in Socket Mode also the
+# connection to Slack up); compose replaces this check with `relmon ping worker|beat` for those.
 HEALTHCHECK --interval=15s --timeout=5s --start-period=20s --retries=3 \
   CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:3000/healthz', timeout=4)"
 

@@ -1,5 +1,6 @@
 """`relmon bot`: the Slack app over HTTP on gunicorn (gthread workers), or over Socket Mode when
-SLACK_APP_TOKEN is set.
+SLACK_APP_TOKEN is set (then only `GET /healthz` is served over HTTP, on the same --port, from a small stdlib
+server in a thread: container health checks work in both modes).
 
 HTTP routes: `POST /slack/events` (events, slash commands, interactivity) and `GET /healthz`.
 Requests are checked before Bolt sees them, so bad input gets a 4xx and never a 500 that Slack would
@@ -15,8 +16,10 @@ import json
 import logging
 import re
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -273,16 +276,55 @@ class EventsWSGI:
         return body
 
     def health(self, start_response: StartResponse) -> list:
-        checks = {}
+        status, body = health_report(self.runtime)
+        return _respond(start_response, status, body)
+
+
+def health_report(runtime: Runtime, socket_mode_connected: Callable[[], bool] | None = None) -> tuple[int, dict]:
+    """What /healthz answers, over HTTP and in Socket Mode alike: Redis answers a PING, and in Socket Mode the
+    connection to Slack is up. 200 when every check is "ok", else 503 naming the failing one."""
+    checks = {}
+    try:
+        runtime.redis.ping()
+        checks["redis"] = "ok"
+    except Exception as error:  # any failure means not healthy; say which
+        checks["redis"] = f"error: {type(error).__name__}"
+    if socket_mode_connected is not None:
         try:
-            self.runtime.redis.ping()
-            checks["redis"] = "ok"
-        except Exception as error:  # any failure means not healthy; say which
-            checks["redis"] = f"error: {type(error).__name__}"
-        healthy = all(value == "ok" for value in checks.values())
-        return _respond(
-            start_response, 200 if healthy else 503, {"status": "ok" if healthy else "error", "checks": checks}
-        )
+            checks["socket_mode"] = "ok" if socket_mode_connected() else "error: not connected"
+        except Exception as error:
+            checks["socket_mode"] = f"error: {type(error).__name__}"
+    healthy = all(value == "ok" for value in checks.values())
+    return 200 if healthy else 503, {"status": "ok" if healthy else "error", "checks": checks}
+
+
+def start_health_server(host: str, port: int, report: Callable[[], tuple[int, dict]]) -> ThreadingHTTPServer:
+    """Socket Mode serves no Slack endpoint over HTTP, but container health checks still ask GET /healthz on
+    --port: a tiny stdlib server in a daemon thread answers that, and 404 to everything else."""
+
+    class HealthHandler(BaseHTTPRequestHandler):
+        server_version = "relmon"
+        sys_version = ""
+
+        def do_GET(self) -> None:
+            if self.path.split("?", 1)[0] == HEALTH_PATH:
+                status, body = report()
+            else:
+                status, body = 404, {"error": "not found"}
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, format: str, *args: Any) -> None:  # no access log, as over HTTP
+            pass
+
+    server = ThreadingHTTPServer((host, port), HealthHandler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, name="relmon-healthz", daemon=True).start()
+    return server
 
 
 def build_wsgi_app(settings: Settings, runtime: Runtime | None = None) -> EventsWSGI:
@@ -361,13 +403,28 @@ def serve(settings: Settings, host: str = "0.0.0.0", port: int = 3000) -> int:
         return 2
     prepare(settings)
     if settings.slack_app_token:
-        from slack_bolt.adapter.socket_mode import SocketModeHandler
-
-        from bot.app import create_app
-
-        log.info("socket mode")
-        SocketModeHandler(create_app(settings), settings.secret("slack_app_token")).start()
-        return 0
+        return serve_socket_mode(settings, host, port)
     log.info("serving HTTP", extra={"host": host, "port": port, "path": EVENT_PATH})
     _gunicorn(lambda: build_wsgi_app(settings), gunicorn_options(host, port, settings)).run()
+    return 0
+
+
+def serve_socket_mode(settings: Settings, host: str, port: int) -> int:
+    """Events over Slack's websocket (no public URL); GET /healthz on --port for health checks."""
+    from slack_bolt.adapter.socket_mode import SocketModeHandler
+
+    from bot.app import create_app
+
+    runtime = Runtime(settings)
+    handler = SocketModeHandler(create_app(settings, runtime), settings.secret("slack_app_token"))
+    try:
+        health = start_health_server(host, port, lambda: health_report(runtime, handler.client.is_connected))
+    except OSError as error:
+        print(f"relmon bot: cannot serve {HEALTH_PATH} on {host}:{port}: {error.strerror or error}", file=sys.stderr)
+        return 1
+    log.info("socket mode", extra={"host": host, "port": port, "path": HEALTH_PATH})
+    try:
+        handler.start()  # connects, then blocks until the process is stopped
+    finally:
+        health.shutdown()
     return 0

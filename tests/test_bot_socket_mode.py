@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 from sqlalchemy import func, select
 
@@ -18,6 +19,7 @@ from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.slack_server import FakeSlack
 from tests.fakes.socket_mode_server import FakeSocketMode
 from tests.processes import RelmonProcess, WaitTimeout, relmon_env, start_worker, wait_for
+from tests.services import free_port
 
 pytestmark = pytest.mark.slow
 
@@ -25,9 +27,13 @@ APP_TOKEN = "xapp-test-token"
 ACK_TIMEOUT = 60.0  # seconds; generous: the machine may be busy with other test runs
 
 
-def start_socket_mode_bot(env: dict[str, str], socket_mode: FakeSocketMode, log_dir: Path) -> RelmonProcess:
-    """A `relmon bot` connected to the fake Socket Mode endpoint (fails early, with its output, if it exits)."""
-    bot = RelmonProcess("bot", env=env, log_dir=log_dir).start()
+def start_socket_mode_bot(
+    env: dict[str, str], socket_mode: FakeSocketMode, log_dir: Path, port: int | None = None
+) -> RelmonProcess:
+    """A `relmon bot` connected to the fake Socket Mode endpoint (fails early, with its output, if it exits). Its
+    /healthz listens on 127.0.0.1:`port` (a free one by default)."""
+    port = port or free_port()
+    bot = RelmonProcess("bot", "--host", "127.0.0.1", "--port", str(port), env=env, log_dir=log_dir).start()
     deadline = time.monotonic() + 60
     try:
         while not socket_mode.wait_for_connection(timeout=0.5):
@@ -129,3 +135,41 @@ def _pairs(database: Database) -> list[tuple[str, str, int]]:
     with database.session() as session:
         rows = session.execute(select(Pair.answer_ts, Pair.status, Pair.version).order_by(Pair.id)).all()
     return [tuple(row) for row in rows]
+
+
+def test_socket_mode_answers_healthz_on_its_port_while_connected(redis_url: str, db_url: str, tmp_path: Path) -> None:
+    """No Slack endpoint over HTTP in Socket Mode, but the container health check's GET /healthz on --port answers:
+    200 while Redis answers and the Socket Mode connection is up, 503 once the connection is gone."""
+    socket_mode = FakeSocketMode().start()
+    with FakeSlack(socket_mode_url=socket_mode.url) as slack:
+        env = relmon_env(
+            redis_url=redis_url,
+            database_url=db_url,
+            slack_api_url=slack.api_url,
+            data_dir=tmp_path / "data",
+            SLACK_APP_TOKEN=APP_TOKEN,
+        )
+        del env["SLACK_SIGNING_SECRET"]
+        port = free_port()
+        health = f"http://127.0.0.1:{port}/healthz"
+        bot = start_socket_mode_bot(env, socket_mode, tmp_path, port=port)
+        try:
+            response = bot.wait_http(health, timeout=30)
+            assert response.json() == {"status": "ok", "checks": {"redis": "ok", "socket_mode": "ok"}}
+            assert httpx.post(f"http://127.0.0.1:{port}/slack/events", content=b"{}", timeout=5).status_code in (
+                404,
+                501,
+            )  # no Slack endpoint over HTTP
+            assert httpx.get(f"http://127.0.0.1:{port}/slack/events", timeout=5).status_code == 404
+
+            socket_mode.stop()  # Slack's end goes away: reconnecting fails, the check says so
+            down = wait_for(
+                lambda: (r := httpx.get(health, timeout=5)).status_code == 503 and r,
+                timeout=30,
+                what="/healthz to answer 503",
+            )
+            assert down.json()["checks"] == {"redis": "ok", "socket_mode": "error: not connected"}
+            assert bot.running(), bot.tail()
+        finally:
+            bot.stop()
+            socket_mode.stop()
