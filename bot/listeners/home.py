@@ -1,33 +1,91 @@
 """App Home: on `app_home_opened` (Home tab), publish the last 7 days per channel and the settings in effect.
 
+Whoever opens the tab sees the figures of public channels and of the private channels they are a member of, as
+`/judge stats` would show them (the same membership check, conversations.members): a private channel they are not
+in is left out of the list and of the "All channels" line, and the view says how many were left out.
+
 The app answers events only after their listeners ran (process_before_response), so the queries and
 views.publish run in a lazy listener: Slack gets its acknowledgement at once, the view follows.
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterable
 from datetime import UTC, datetime
 
 from slack_bolt import App
 from slack_sdk import WebClient
 
+from bot.listeners.commands import MEMBERSHIP
 from store.settings import Settings
+
+log = logging.getLogger("relmon.home")
+
+
+class Viewer:
+    """Which channels' figures one person may see, decided once per channel for one view build. A channel is
+    private when any of its pairs in the period (or the one before) was captured in a private conversation;
+    its figures are shown only to its members (relmon must see the channel to vouch for anyone)."""
+
+    def __init__(self, client: WebClient, user_id: str, rows: Iterable) -> None:
+        self.client, self.user_id = client, user_id
+        self.private = {row.channel_id for row in rows if row.channel_id and row.channel_is_private}
+        self._allowed: dict[str, bool] = {}
+
+    def may_see(self, channel_id: str) -> bool:
+        if channel_id not in self.private:
+            return True
+        allowed = self._allowed.get(channel_id)
+        if allowed is None:
+            try:
+                allowed = MEMBERSHIP.is_member(self.client, channel_id, self.user_id) is True
+            except Exception:  # Slack failed to answer: the safe side, not shown this time
+                log.warning("could not check channel membership for the Home tab", extra={"channel": channel_id})
+                allowed = False
+            self._allowed[channel_id] = allowed
+        return allowed
 
 
 def publish_home(client: WebClient, user_id: str, now: datetime | None = None) -> dict:
-    """Build the Home view from the database and publish it for one user; returns the view."""
+    """Build the Home view from the database for one user and publish it; returns the view."""
     # Imported here: the bot process loads the digest code (and matplotlib) only when the Home tab opens.
+    from store.stats_queries import pair_rows
     from workers.digest.period import period_for
+    from workers.digest.stats import build_report, captured
     from workers.messages.home import home_view
     from workers.runtime import get_runtime
-    from workers.tasks.digest import load_report
+    from workers.tasks.digest import prices_for
 
     runtime = get_runtime()
     settings, rules = runtime.settings, runtime.rules
     now = now or datetime.now(UTC)
-    report = load_report(runtime, period_for(now, settings.digest_timezone))
+    period = period_for(now, settings.digest_timezone)
+    # As workers.tasks.digest.load_report, with only the channels this person may see.
+    with runtime.db.session() as session:
+        current = pair_rows(session, period.start, period.end)
+        previous = pair_rows(session, period.previous_start, period.start)
+    viewer = Viewer(client, user_id, [*current, *previous])
+    configured = set(settings.watched_channels) | set(rules.channels)
+
+    def watched(channel: str) -> bool:
+        return rules.for_channel(channel, settings).watch
+
+    listed = {row.channel_id for row in captured(current) if row.channel_id} | configured
+    hidden = sorted(c for c in listed if watched(c) and not viewer.may_see(c))
+    report = build_report(
+        period,
+        current,
+        previous,
+        lambda channel: rules.for_channel(channel, settings).thresholds,
+        prices_for(runtime),
+        channels=configured,
+        is_watched=lambda channel: watched(channel) and viewer.may_see(channel),
+    )
     channel_rules = {stats.channel_id: rules.for_channel(stats.channel_id, settings) for stats in report.channels}
-    view = home_view(report, settings, rules.for_channel(None, settings), channel_rules, now=now)
+    view = home_view(
+        report, settings, rules.for_channel(None, settings), channel_rules, now=now, hidden_private=len(hidden)
+    )
     client.views_publish(user_id=user_id, view=view)
     return view
 

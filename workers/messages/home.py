@@ -37,10 +37,13 @@ def _rule_text(rule: EffectiveRule, default: EffectiveRule) -> str:
         changes.append(f"sampling {pct(rule.sample_rate)}")
     if rule.alert_channel != default.alert_channel and rule.alert_channel:
         changes.append(f"alerts to <#{rule.alert_channel}>")
+    if rule.alert_cap_per_hour != default.alert_cap_per_hour:
+        changes.append(f"at most {rule.alert_cap_per_hour} alerts an hour")
     return " · ".join(changes)
 
 
 def settings_fields(settings: Settings, default: EffectiveRule) -> list[dict]:
+    """The environment's settings, and the default rule in force (the rules file's `defaults` over them)."""
     thresholds = " · ".join(f"{judge} ≤ {default.thresholds[judge]:g}" for judge in default.judges)
     day = DAY_NAMES.get(settings.digest_day, settings.digest_day)
     digest_to = f" to <#{settings.digest_channel}>" if settings.digest_channel else " (no channel set)"
@@ -51,13 +54,19 @@ def settings_fields(settings: Settings, default: EffectiveRule) -> list[dict]:
         {"type": "mrkdwn", "text": f"*Alert thresholds*\n{thresholds}"},
         {"type": "mrkdwn", "text": f"*Sampling*\n{pct(default.sample_rate)} of answers"},
         {"type": "mrkdwn", "text": f"*Daily budget*\n{settings.daily_budget:,} judgments"},
-        {"type": "mrkdwn", "text": f"*Alerts*\n{alerts_to}, at most {settings.alert_cap_per_hour} an hour"},
+        {"type": "mrkdwn", "text": f"*Alerts*\n{alerts_to}, at most {default.alert_cap_per_hour} an hour"},
         {
             "type": "mrkdwn",
             "text": f"*Weekly digest*\n{day}s {settings.digest_hour:02d}:00 {settings.digest_timezone}{digest_to}",
         },
         {"type": "mrkdwn", "text": f"*Retention*\n{settings.retention_days} days"},
     ]
+
+
+def hidden_note(count: int) -> str:
+    if count == 1:
+        return "1 private channel you are not in is not shown."
+    return f"{count} private channels you are not in are not shown."
 
 
 def home_view(
@@ -67,9 +76,12 @@ def home_view(
     channel_rules: Mapping[str, EffectiveRule],
     *,
     now: datetime,
+    hidden_private: int = 0,
 ) -> dict:
-    """The view for views.publish."""
+    """The view for views.publish. `report` holds only what the viewer may see; `hidden_private` private channels
+    they are not in were left out of it (and of the "All channels" line)."""
     local = now.astimezone(ZoneInfo(report.period.timezone))
+    overall = "All channels you can see" if hidden_private else "All channels"
     blocks: list[dict] = [
         {"type": "header", "text": {"type": "plain_text", "text": "relmon: how the support bot is doing"}},
         {
@@ -82,7 +94,11 @@ def home_view(
                 }
             ],
         },
-        {"type": "section", "text": {"type": "mrkdwn", "text": f"*All channels*\n{_figures(report.overall)}"}},
+        {"type": "section", "text": {"type": "mrkdwn", "text": f"*{overall}*\n{_figures(report.overall)}"}},
+    ]
+    if hidden_private:
+        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": hidden_note(hidden_private)}]})
+    blocks += [
         {"type": "divider"},
         {"type": "header", "text": {"type": "plain_text", "text": "Channels"}},
     ]
