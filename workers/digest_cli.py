@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from datetime import UTC, datetime
+from pathlib import Path
 
 from store.settings import Settings
 from workers.digest.period import period_for
@@ -16,13 +17,32 @@ def run_digest(args: argparse.Namespace, settings: Settings, *, now: datetime | 
     runtime = Runtime(settings)
     set_runtime(runtime)
     try:
-        runtime.db.migrate()  # the schema only; a dry run writes no rows
         if args.dry_run:
+            # A dry run touches neither Slack nor the database: it does not migrate, it refuses an old schema.
+            if not schema_at_head(runtime):
+                sys.stderr.write(
+                    "relmon digest --dry-run: the database schema is not up to date; run relmon migrate first\n"
+                )
+                return 1
             return _dry_run(runtime, now)
+        runtime.db.migrate()  # the schema only
         return _send(runtime, now, force=args.force)
     finally:
         runtime.db.dispose()
         set_runtime(None)
+
+
+def schema_at_head(runtime: Runtime) -> bool:
+    """Whether every migration is applied, found without writing: a SQLite file that does not exist yet is not
+    opened (that would create it)."""
+    from store.db import pending_migrations
+
+    url = runtime.settings.resolved_database_url
+    if url.startswith("sqlite"):
+        path = url.split("///", 1)[-1]
+        if path and path != ":memory:" and not Path(path).exists():
+            return False
+    return not pending_migrations(runtime.db.engine)
 
 
 def _dry_run(runtime: Runtime, now: datetime) -> int:
