@@ -78,6 +78,8 @@ def check_limits(payload: dict, max_blocks: int = bk.MAX_BLOCKS) -> None:
                 assert len(element.get("value", "")) <= bk.MAX_BUTTON_VALUE
                 assert len(element["action_id"]) <= bk.MAX_ID
                 assert len(element.get("url", "")) <= bk.MAX_URL
+    # Slack refuses more text than about 12,000 characters in all (`msg_blocks_too_long`).
+    assert bk.text_length(payload["blocks"]) <= bk.MAX_MESSAGE_TEXT
 
 
 def test_low_score_alert_shows_everything_a_reader_needs():
@@ -214,7 +216,49 @@ def test_summary_lists_held_scores():
 def test_huge_summary_stays_within_limits_and_counts_the_rest():
     payload = summary_message("C1", AT, summary_items(2_000, "x" * 400), cap=10, quote=True)
     check_limits(payload)
-    assert "more not shown" in payload["blocks"][-1]["elements"][0]["text"]
+    shown = all_text(payload).count("0 / 4")
+    assert f"…and {2_000 - shown} more low scores this hour" in payload["blocks"][-1]["elements"][0]["text"]
+
+
+def link_numbers(payload: dict) -> list[int]:
+    """The items a summary lists, by the number its permalink ends in, in order."""
+    return [int(part.split("|")[0]) for part in all_text(payload).split(PERMALINK)[1:]]
+
+
+@pytest.mark.parametrize("quote", [True, False])
+def test_a_burst_of_held_scores_keeps_the_summary_under_slacks_total_and_shows_the_newest(quote):
+    """400 held items once filled 50 blocks with 137k characters: Slack answered `msg_blocks_too_long` and the
+    summary stopped updating in the very burst it is for."""
+    items = summary_items(400, "The answer is about something else entirely. " * 5)
+    payload = summary_message("C1", AT, items, cap=10, quote=quote, alert_channel_cap=30)
+    check_limits(payload)
+    assert bk.text_length(payload["blocks"]) <= bk.MAX_MESSAGE_TEXT
+    assert payload["blocks"][0]["text"]["text"] == "400 more low scores this hour"
+    listed = link_numbers(payload)
+    assert 10 < len(listed) < 400
+    assert listed == list(range(399, 399 - len(listed), -1))  # the newest, newest first
+    closing = payload["blocks"][-1]["elements"][0]["text"]
+    assert closing.startswith(f"…and {400 - len(listed)} more low scores this hour")
+
+
+def test_a_summary_that_fits_lists_every_item_and_counts_none():
+    payload = summary_message("C1", AT, summary_items(20), cap=10, quote=True)
+    check_limits(payload)
+    assert link_numbers(payload) == list(range(19, -1, -1))
+    assert "more low score" not in payload["blocks"][-1].get("elements", [{}])[0].get("text", "")
+
+
+def test_text_length_counts_every_text_in_the_blocks():
+    blocks = [
+        bk.header("h" * 10),
+        bk.section("s" * 20),
+        {"type": "section", "fields": [bk.mrkdwn("f" * 30), bk.mrkdwn("g" * 40)]},
+        bk.context("c" * 50, "d" * 60),
+        bk.actions(bk.button("b" * 70, action_id="a" * 200, value="v" * 900)),
+        bk.divider(),
+    ]
+    assert bk.text_length(blocks) == 10 + 20 + 30 + 40 + 50 + 60 + 70
+    assert bk.text_length(blocks[1]) == 20 and bk.text_length([]) == 0
 
 
 def test_private_summary_withholds_reasoning():

@@ -274,6 +274,59 @@ def test_a_network_error_is_retried_and_the_digest_still_goes_out_once(
         runtime.db.dispose()
 
 
+def seed_busy_week(runtime: Runtime, now: datetime, channels: int) -> None:
+    """`channels` public channels, three judges each, four poorly scored answers apiece with long texts."""
+    long_text = "The customer asks how to rotate the signing keys without downtime. " * 40
+    with runtime.db.session() as session:
+        for c in range(channels):
+            for i in range(4):
+                pair = Pair(
+                    channel_id=f"CBUSY{c:03d}",
+                    answer_ts=f"1763100000.{c * 10 + i:06d}",
+                    status="judged",
+                    question_text=long_text,
+                    answer_text=long_text,
+                    created_at=now - timedelta(hours=3 + 30 * i),
+                )
+                session.add(pair)
+                session.flush()
+                for judge, score, top in (("relevancy", i % 3, 4), ("correctness", i % 2, 2), ("grounded", 1, 5)):
+                    session.add(
+                        Judgment(
+                            pair_id=pair.id,
+                            judge=judge,
+                            status="ok",
+                            score=score,
+                            max_score=top,
+                            normalized_score=score / top,
+                            prompt_tokens=900,
+                            completion_tokens=60,
+                        )
+                    )
+
+
+def test_a_digest_of_many_busy_channels_is_posted_within_slacks_total(runtime: Runtime, slack: FakeSlack) -> None:
+    """Slack refuses blocks holding more than about 12,000 characters of text in all (`msg_blocks_too_long`); the
+    digest of 30 busy channels held far more, and every retry was refused the same way."""
+    with pytest.raises(SlackApiError) as refused:  # the fake refuses as Slack does
+        runtime.slack.chat_postMessage(
+            channel=DIGEST_CHANNEL,
+            text="x",
+            blocks=[{"type": "section", "text": {"type": "mrkdwn", "text": "x" * 3000}}] * 5,
+        )
+    assert refused.value.response["error"] == "msg_blocks_too_long"
+    seed_busy_week(runtime, now_utc(), 30)
+
+    assert deliver_digest(runtime, now_utc()).status == "sent"
+
+    _refused, posted = slack.posted(DIGEST_CHANNEL)
+    text = str(posted["blocks"])
+    assert slack.max_blocks_text == 12_000 and "Weekly digest" in text and "<#CBUSY000>" in text
+    assert "more channels: see `/judge stats #channel` or the App Home" in text
+    assert "rotate the signing keys" in text  # the week's worst answers are still quoted
+    assert_png_chart(slack, digest_ts(runtime))
+
+
 def test_an_empty_week_posts_the_digest_without_a_chart(runtime: Runtime, slack: FakeSlack) -> None:
     outcome = deliver_digest(runtime, now_utc())
     assert outcome.status == "sent" and outcome.file_id is None

@@ -15,6 +15,8 @@ Every call is recorded (`.calls`); state covers users, conversations, chat, file
 `drop_response_url(key, times)` takes its next posts and closes the connection without an answer.
 `.response_attempts[key]` keeps the time of every post, taken or refused.
 chat.postEphemeral to a known channel answers `user_not_in_channel` when the user is not a member.
+chat.postMessage and chat.update answer `msg_blocks_too_long` when the text of all their blocks together is longer
+than `.max_blocks_text` characters (12,000 by default, as Slack; None: no limit).
 `apps.connections.open` (app-level xapp- tokens only) answers `socket_mode_url`, e.g. a FakeSocketMode's `.url`.
 Runnable alone: `python -m tests.fakes.slack_server --port N`.
 """
@@ -79,6 +81,7 @@ class FakeSlack(BackgroundServer):
         self.oauth_scopes: list[str] | None = None
         # When set, any other token gets `invalid_auth` (None: every token is accepted).
         self.valid_tokens: set[str] | None = None
+        self.max_blocks_text: int | None = 12_000
         self._ts_counter = itertools.count(1)
         self._id_counter = itertools.count(1)
         self._server = ThreadingHTTPServer((host, port), self._handler_class())
@@ -237,6 +240,9 @@ class FakeSlack(BackgroundServer):
         handler = getattr(self, "_api_" + method.replace(".", "_"), None)
         if handler is None:
             return {"ok": False, "error": "unknown_method"}
+        limit = self.max_blocks_text if method in ("chat.postMessage", "chat.update") else None
+        if limit is not None and _blocks_text(_maybe_json(params.get("blocks"))) > limit:
+            return {"ok": False, "error": "msg_blocks_too_long"}
         with self._lock:
             return handler(params)
 
@@ -540,6 +546,15 @@ class FakeSlack(BackgroundServer):
 
 def _ts_key(message: dict) -> float:
     return float(message["ts"])
+
+
+def _blocks_text(value: Any) -> int:
+    """Characters of every `text` string in blocks, at any depth (Slack's total for `msg_blocks_too_long`)."""
+    if isinstance(value, list):
+        return sum(_blocks_text(item) for item in value)
+    if isinstance(value, dict):
+        return sum(len(v) if k == "text" and isinstance(v, str) else _blocks_text(v) for k, v in value.items())
+    return 0
 
 
 def _maybe_json(value: Any) -> Any:

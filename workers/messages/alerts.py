@@ -15,6 +15,7 @@ from datetime import datetime
 from workers.alerts.feedback import ACTION_RIGHT, ACTION_WRONG, Tally, describe
 from workers.messages.blocks import (
     MAX_BLOCKS,
+    MAX_MESSAGE_TEXT,
     MAX_SECTION_TEXT,
     actions,
     button,
@@ -28,6 +29,7 @@ from workers.messages.blocks import (
     section,
     shorten,
     slack_date,
+    text_length,
 )
 
 JUDGE_LABELS = {"relevancy": "Relevancy", "correctness": "Correctness", "grounded": "Groundedness"}
@@ -190,8 +192,9 @@ def summary_message(
     alert_channel_cap: int | None = None,
 ) -> dict:
     """One message per source channel and hour for the low scores held back by a cap (the source channel's, or
-    the alert channel's across all sources); updated in place (chat.update) as more gather. Lines are packed into
-    sections, and what does not fit is counted."""
+    the alert channel's across all sources); updated in place (chat.update) as more gather. `items` come oldest
+    first; the message lists the newest first, packed into sections, as many as Slack's limits let one message
+    hold (50 blocks, `MAX_MESSAGE_TEXT` characters in all), and counts the rest."""
     count = len(items)
     this_channel = (
         f", or this channel its cap of {alert_channel_cap} alerts from all channels," if alert_channel_cap else ""
@@ -205,21 +208,36 @@ def summary_message(
     ]
     if not quote:
         blocks.append(context("_Reasoning withheld: private channel._"))
-    footer_room = 1  # the "and N more" context
-    chunk = ""
+    # Room kept for the closing "and N more" (N < count, so its length is at most this).
+    room = MAX_MESSAGE_TEXT - text_length(blocks) - len(_more_low_scores(count))
+    sections: list[str] = []  # full ones
+    chunk = ""  # the one being filled
     shown = 0
-    for item in items:
-        line = summary_line(item, quote=quote)
-        if len(chunk) + len(line) + 1 > MAX_SECTION_TEXT:
-            if len(blocks) + 1 + footer_room >= MAX_BLOCKS:
+    for item in reversed(items):  # the newest first: in a burst they are the ones to look at
+        line = shorten(summary_line(item, quote=quote), MAX_SECTION_TEXT)
+        joins = bool(chunk) and len(chunk) + 1 + len(line) <= MAX_SECTION_TEXT
+        cost = len(line) + joins  # the newline that joins it
+        if cost > room:
+            break
+        if joins:
+            chunk = f"{chunk}\n{line}"
+        else:  # a section of its own: one more block, and the closing line still needs one
+            if len(blocks) + len(sections) + bool(chunk) + 2 > MAX_BLOCKS:
                 break
-            blocks.append(section(chunk))
-            chunk = ""
-        chunk = f"{chunk}\n{line}" if chunk else line
+            if chunk:
+                sections.append(chunk)
+            chunk = line
+        room -= cost
         shown += 1
     if chunk:
-        blocks.append(section(chunk))
+        sections.append(chunk)
+    blocks += [section(text) for text in sections]
     if shown < count:
-        blocks.append(context(f"…and {count - shown} more not shown (Slack's message size limit)."))
+        blocks.append(context(_more_low_scores(count - shown)))
     text = f"{count} more low score{'s' if count != 1 else ''} in {channel_mention(channel_id)} this hour"
     return message(text, blocks)
+
+
+def _more_low_scores(rest: int) -> str:
+    scores = "low score" if rest == 1 else "low scores"
+    return f"…and {rest} more {scores} this hour, the oldest (not shown: Slack limits a message's size)."

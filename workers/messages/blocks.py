@@ -1,6 +1,8 @@
 """Block Kit building blocks that keep to Slack's limits (NOTES.md): escaping, quoting, cutting.
 
-Slack rejects a message that breaks a limit (`invalid_blocks`), so every builder here cuts instead.
+Slack rejects a message that breaks a limit (`invalid_blocks`), so every builder here cuts instead. Slack also
+rejects a message whose blocks hold too much text in all (`msg_blocks_too_long`), however well each block keeps to
+its own limit: builders that fill many blocks measure the whole with `text_length` against `MAX_MESSAGE_TEXT`.
 """
 
 from __future__ import annotations
@@ -20,6 +22,11 @@ MAX_BUTTON_VALUE = 2_000
 MAX_URL = 3_000
 MAX_ID = 255  # action_id and block_id
 MAX_FALLBACK_TEXT = 40_000
+# The text of all of a message's blocks together. Slack answers `msg_blocks_too_long` above about 12,000
+# characters in all, even when every block keeps to its own limit; the limit is undocumented and containers seem
+# to count too (slackapi/bolt-js issues #2509 and #2867: one message of 11,341 measured characters was refused).
+# Hence a budget well under it, as `text_length` measures.
+MAX_MESSAGE_TEXT = 10_000
 ELLIPSIS = "…"
 
 Block = dict[str, Any]
@@ -104,6 +111,23 @@ def actions(*elements: dict[str, Any], block_id: str | None = None) -> Block:
     if block_id:
         block["block_id"] = block_id[:MAX_ID]
     return block
+
+
+def text_length(blocks: Any) -> int:
+    """The characters of text in `blocks` (a list of blocks, one block or any part of one), as Slack sums them
+    for `msg_blocks_too_long`: every `text` string at any depth, so section text and fields, context elements,
+    headers, button labels, confirm dialogs and rich text alike."""
+    if isinstance(blocks, list):
+        return sum(text_length(item) for item in blocks)
+    if not isinstance(blocks, dict):
+        return 0
+    total = 0
+    for key, value in blocks.items():
+        if key == "text" and isinstance(value, str):
+            total += len(value)
+        elif isinstance(value, (dict, list)):
+            total += text_length(value)
+    return total
 
 
 def message(text: str, blocks: list[Block]) -> dict[str, Any]:

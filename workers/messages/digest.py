@@ -187,8 +187,48 @@ def _channel_section(report: Report, stats: ChannelStats, links: Links, quotes: 
     return {"type": "section", "text": {"type": "mrkdwn", "text": _fit("\n".join(lines))}}
 
 
+def _worst_section(report: Report, links: Links, quotes: Quotes) -> dict:
+    worst = "\n".join(_worst_line(w, links, quotes) for w in report.overall.worst)
+    return {"type": "section", "text": {"type": "mrkdwn", "text": _fit(f"*Worst answers*\n{worst}")}}
+
+
+def _more_channels(count: int) -> dict:
+    text = f"…and {count} more channel{'s' if count != 1 else ''}: see `/judge stats #channel` or the App Home"
+    return {"type": "context", "elements": [{"type": "mrkdwn", "text": text}]}
+
+
 def _fit(text: str, limit: int = SECTION_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _within_budget(report: Report, links: Links, quotes: Quotes, *, budget: int, room: int) -> list[dict]:
+    """The week's worst answers and the channels' sections, in at most `room` blocks and `budget` characters of
+    text (Slack refuses a message whose blocks hold too much text in all: `block_kit.MAX_MESSAGE_TEXT`). The
+    week's worst answers always stay whole; what matters least goes first: the quotes of each channel's worst
+    answers (they keep the score and the link), then the last channels, counted in a line that says where to
+    see them."""
+    channels = report.channels
+    more = _more_channels(len(channels))
+    head = [_worst_section(report, links, quotes)] if report.overall.worst else []
+    if block_kit.text_length([*head, more]) > budget:  # not with Slack's sizes, but the digest must go out
+        head = [_worst_section(report, links, {})]
+    head.append({"type": "divider"})
+    most = min(MAX_CHANNEL_SECTIONS, room - len(head) - 1)  # with a block left for `more`
+    for channel_quotes in (quotes, {}):
+        sections = [_channel_section(report, stats, links, channel_quotes) for stats in channels]
+        fits = len(sections) <= min(MAX_CHANNEL_SECTIONS, room - len(head))
+        if fits and block_kit.text_length(head + sections) <= budget:
+            return head + sections
+        if len(sections) > most and block_kit.text_length([*head, *sections[:most], more]) <= budget:
+            break  # only the number of blocks leaves channels out: keep their quotes
+    left = budget - block_kit.text_length([*head, more])
+    shown: list[dict] = []
+    for section in sections[:most]:
+        left -= block_kit.text_length(section)
+        if left < 0:
+            break
+        shown.append(section)
+    return [*head, *shown, _more_channels(len(channels) - len(shown))]
 
 
 # Messages --------------------------------------------------------------------------------------------
@@ -214,22 +254,21 @@ def digest_message(
         chart = f":chart_with_upwards_trend: The chart (daily mean {report.primary_judge}, answers per day and the "
         chart += "week's score distribution) is in this message's thread."
         blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": chart}]})
-    if report.overall.worst:
-        worst = "\n".join(_worst_line(w, links, quotes) for w in report.overall.worst)
-        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": _fit(f"*Worst answers*\n{worst}")}})
-    blocks.append({"type": "divider"})
-    shown = report.channels[:MAX_CHANNEL_SECTIONS]
-    blocks += [_channel_section(report, stats, links, quotes) for stats in shown]
-    if len(report.channels) > len(shown):
-        more = len(report.channels) - len(shown)
-        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": f"…and {more} more channels"}]})
     footer = "Changes are against the 7 days before. Shares count scores at or below each channel's alert threshold."
     if prices is not None:
         footer += (
             f" Cost estimated at ${prices.input_per_million:g} / ${prices.output_per_million:g} "
             "per million input / output tokens."
         )
-    blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": footer}]})
+    closing = {"type": "context", "elements": [{"type": "mrkdwn", "text": footer}]}
+    blocks += _within_budget(
+        report,
+        links,
+        quotes,
+        budget=block_kit.MAX_MESSAGE_TEXT - block_kit.text_length([*blocks, closing]),
+        room=MAX_BLOCKS - len(blocks) - 1,
+    )
+    blocks.append(closing)
     assert len(blocks) <= MAX_BLOCKS
     overall = report.overall
     main = overall.judge(report.primary_judge)
