@@ -69,7 +69,8 @@ WHERE_TO_GET = {
     "RELMON_MONITORED_BOTS": "the support bot's bot ID (B...), app ID (A...) or bot user ID (U...): "
     "open the bot's profile in Slack, or run `relmon doctor` to list the bots it has seen",
     "RELMON_ALERT_CHANNEL": "the channel ID (C...) for alerts: channel name > About > Channel ID",
-    "OPENAI_API_KEY": "your LLM provider's API key (any OpenAI-compatible endpoint; set OPENAI_BASE_URL too)",
+    "OPENAI_API_KEY": "your LLM provider's API key (any OpenAI-compatible endpoint; set OPENAI_BASE_URL too). "
+    "A local endpoint that needs no key (Ollama, vLLM): set OPENAI_BASE_URL instead",
 }
 
 
@@ -202,25 +203,30 @@ class Settings(BaseSettings):
         value = getattr(self, name)
         return value.get_secret_value() if value is not None else None
 
-    def missing(self, *, slack: bool = True, llm: bool = True) -> list[str]:
-        """Names of required environment variables that are not set, for the parts asked for."""
+    def missing(self, *, slack: bool = True, llm: bool = True, events: bool = True) -> list[str]:
+        """Names of required environment variables that are not set, for the parts asked for.
+
+        `slack`: the bot token, and with `events` also what receiving and pairing Slack events takes (the signing
+        secret unless Socket Mode, the monitored bots, the alert channel). `relmon worker` asks `events=False`: it
+        posts to Slack but receives nothing. `llm`: OPENAI_API_KEY, unless OPENAI_BASE_URL names an endpoint (a
+        local server such as Ollama or vLLM needs no key)."""
         absent: list[str] = []
         if slack:
             if not self.slack_bot_token:
                 absent.append("SLACK_BOT_TOKEN")
-            if not self.slack_signing_secret and not self.slack_app_token:
+            if events and not self.slack_signing_secret and not self.slack_app_token:
                 absent.append("SLACK_SIGNING_SECRET")
-            if not self.monitored_bots:
+            if events and not self.monitored_bots:
                 absent.append("RELMON_MONITORED_BOTS")
-            if not self.alert_channel:
+            if events and not self.alert_channel:
                 absent.append("RELMON_ALERT_CHANNEL")
-        if llm and not self.openai_api_key:
+        if llm and not self.openai_api_key and not self.openai_base_url:
             absent.append("OPENAI_API_KEY")
         return absent
 
-    def missing_message(self, *, slack: bool = True, llm: bool = True) -> str | None:
+    def missing_message(self, *, slack: bool = True, llm: bool = True, events: bool = True) -> str | None:
         """A message listing exactly what to set and where to get it, or None when nothing is missing."""
-        absent = self.missing(slack=slack, llm=llm)
+        absent = self.missing(slack=slack, llm=llm, events=events)
         if not absent:
             return None
         lines = ["relmon cannot start: these settings are missing (set them in the environment or .env):"]

@@ -82,7 +82,14 @@ def _json_only_celery_output() -> None:
 
 
 def run_worker(settings: Settings) -> int:
-    """A Celery worker on both queues: a threads pool (many LLM calls in flight), concurrency from settings."""
+    """A Celery worker on both queues: a threads pool (many LLM calls in flight), concurrency from settings.
+    Refuses to start (exit 2, before anything starts) without the LLM (OPENAI_API_KEY, or OPENAI_BASE_URL for a
+    keyless endpoint) or SLACK_BOT_TOKEN (it posts alerts and summaries): a worker without them would take every
+    task and fail each one."""
+    missing = settings.missing_message(events=False)
+    if missing:
+        print(missing, file=sys.stderr)
+        return 2
     prepare(settings, "worker")
     quiet_per_task_logs(settings)  # before the Worker exists: Celery caches "is INFO on?" at start-up
     _json_only_celery_output()
@@ -112,7 +119,8 @@ def run_worker(settings: Settings) -> int:
 
 
 def run_beat(settings: Settings) -> int:
-    """The scheduler. Run exactly one; its state file lives in the data folder."""
+    """The scheduler. Run exactly one; its state file lives in the data folder. It needs neither Slack nor the
+    LLM: it only enqueues tasks (the digest is built and posted by a worker), so no setting is required here."""
     prepare(settings, "beat")
     app = celery_app.celery
     app.conf.beat_schedule = beat_schedule(settings)
