@@ -616,14 +616,15 @@ def check_database(settings: Settings) -> Check:
 
 
 def check_llm(settings: Settings) -> Check:
-    if not settings.openai_api_key:
+    key_value = settings.secret("openai_api_key")
+    if not key_value and not settings.openai_base_url:
         return skip("llm", "no OPENAI_API_KEY")
     import openai
 
     endpoint = settings.openai_base_url or "OpenAI (https://api.openai.com/v1)"
-    key = mask(settings.secret("openai_api_key"))
+    key = mask(key_value) if key_value else "none (a keyless endpoint)"
     client = openai.OpenAI(
-        api_key=settings.secret("openai_api_key"),
+        api_key=key_value or "not-needed",  # a local endpoint (Ollama, vLLM) needs none; the SDK wants a string
         base_url=settings.openai_base_url,
         max_retries=0,
         timeout=LLM_TIMEOUT_SECONDS,

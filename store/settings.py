@@ -158,6 +158,25 @@ class Settings(BaseSettings):
             return [part.strip() for part in value.split(",") if part.strip()]
         return value
 
+    @field_validator(
+        "slack_bot_token",
+        "slack_signing_secret",
+        "slack_app_token",
+        "openai_api_key",
+        "openai_base_url",
+        "redis_url",
+        "database_url",
+        "alert_channel",
+        "digest_channel_setting",
+        "channel_rules_file",
+        "sentry_dsn",
+        mode="before",
+    )
+    @classmethod
+    def _blank_is_unset(cls, value: object) -> object:
+        """`NAME=` in a .env file (as docker-compose passes it) means unset, not an empty URL or token."""
+        return None if isinstance(value, str) and not value.strip() else value
+
     @field_validator("digest_day")
     @classmethod
     def _check_day(cls, value: str) -> str:

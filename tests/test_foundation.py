@@ -31,6 +31,16 @@ def test_settings_read_the_contract_names(monkeypatch: pytest.MonkeyPatch) -> No
     assert settings.slack_api_url == "http://127.0.0.1:9/api/"
 
 
+def test_blank_settings_in_a_dotenv_file_mean_unset(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # docker-compose passes `NAME=` lines of .env as empty strings: an empty URL or token would break the clients.
+    (tmp_path / ".env").write_text("OPENAI_BASE_URL=\nREDIS_URL=\nSENTRY_DSN=\nOPENAI_API_KEY= \nDATABASE_URL=\n")
+    settings = Settings(_env_file=tmp_path / ".env")
+    assert settings.openai_base_url is None and settings.redis_url is None and settings.database_url is None
+    assert settings.sentry_dsn is None and settings.openai_api_key is None
+    assert settings.resolved_database_url.startswith("sqlite:///")
+    assert "OPENAI_API_KEY" in settings.missing()
+
+
 def test_settings_reject_out_of_range_values(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RELMON_THRESHOLD", "7")
     with pytest.raises(ValidationError, match="RELMON_THRESHOLD"):

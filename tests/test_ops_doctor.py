@@ -346,3 +346,13 @@ def test_the_command_lists_missing_settings_and_exits_non_zero(tmp_path: Path, d
     assert "skip  slack: no SLACK_BOT_TOKEN" in result.stdout
     assert "ok    redis: embedded mode" in result.stdout
     assert "test-signing-secret" not in result.stdout
+
+
+def test_a_keyless_local_llm_endpoint_is_checked_without_a_key(healthy: dict, llm: FakeOpenAI) -> None:
+    llm.set_behavior(api_key=None)  # an Ollama- or vLLM-like endpoint: no key asked
+    code, text = doctor(**{**healthy, "openai_api_key": ""})
+    assert code == 0, text
+    assert f"ok    llm: {healthy['openai_base_url']} answered" in text and "none (a keyless endpoint)" in text
+    # Without a base URL there is nothing to call: the check is skipped, and the settings check says what to set.
+    code, text = doctor(**{**healthy, "openai_api_key": "", "openai_base_url": ""})
+    assert "skip  llm: no OPENAI_API_KEY" in text and code == 1
