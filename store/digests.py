@@ -24,6 +24,8 @@ class DigestClaim:
     id: int
     period_key: str
     message_ts: str | None  # set once the message is posted: a retry then only finishes the rest
+    # Taken over from a run that crashed or gave up (not a fresh insert): that run may have posted unrecorded.
+    taken_over: bool = False
 
 
 def _insert(session: Session):
@@ -55,7 +57,7 @@ def claim(
         if taken is None:
             return None
     row = session.execute(select(Digest).where(Digest.period_key == period_key)).scalar_one()
-    return DigestClaim(id=row.id, period_key=row.period_key, message_ts=row.message_ts)
+    return DigestClaim(id=row.id, period_key=row.period_key, message_ts=row.message_ts, taken_over=inserted is None)
 
 
 def status_of(session: Session, period_key: str) -> str | None:

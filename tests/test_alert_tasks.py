@@ -8,6 +8,8 @@ import json
 import logging
 import threading
 from datetime import UTC, datetime, timedelta
+from http.client import RemoteDisconnected
+from urllib.error import URLError
 
 import pytest
 from sqlalchemy import select
@@ -359,6 +361,96 @@ def test_database_down_after_slack_took_the_post_does_not_post_twice(make_runtim
         [row] = alerts(runtime)
         [posted_ts] = fake.messages[ALERTS]
         assert (row.status, row.message_ts) == ("posted", posted_ts)
+
+
+# Slack took the post but its answer never came: a timeout, a connection closed after sending ---------------------
+
+CLIENT_TIMEOUT = 1  # seconds (15 in production): the slow answer below comes after it
+
+
+def post_never_answered(runtime, fake, fault: str) -> type[BaseException]:
+    """The next chat.postMessage is carried out by Slack, but the client hears nothing: what the client raises."""
+    if fault == "slow":
+        runtime.slack.timeout = CLIENT_TIMEOUT
+        fake.slow_method("chat.postMessage", CLIENT_TIMEOUT + 1.5)
+        return TimeoutError
+    fake.drop_method("chat.postMessage")
+    return RemoteDisconnected
+
+
+def metadata_of(post: dict) -> dict:
+    return json.loads(post["metadata"]) if isinstance(post["metadata"], str) else post["metadata"]
+
+
+@pytest.mark.parametrize("fault", ["slow", "drop"])
+def test_an_alert_slack_took_without_answering_is_not_posted_again(make_runtime, fake, fault):
+    """The client neither re-sends the post by itself (a dropped connection is retried only when nothing was sent)
+    nor does the task's retry, seconds later and long before the claim looks stale, post it blind: the first
+    attempt noted it was posting, so the retry looks for the marked message in the channel and records it."""
+    with make_runtime() as runtime:
+        judgment_id = add_judgment(runtime, score=0)
+        raised = post_never_answered(runtime, fake, fault)
+        with pytest.raises(raised):
+            tasks.consider(runtime, judgment_id)
+        assert len(fake.posted(ALERTS)) == 1 and len(fake.messages[ALERTS]) == 1
+        assert fake.calls_to("conversations.history") == []  # a first attempt reads no history
+        assert tasks.consider(runtime, judgment_id).startswith("posted")  # the task's retry
+        assert len(fake.posted(ALERTS)) == 1
+        assert len(fake.calls_to("conversations.history")) == 1
+        [row] = alerts(runtime)
+        [posted_ts] = fake.messages[ALERTS]
+        assert (row.status, row.message_ts) == ("posted", posted_ts)
+        assert tasks.consider(runtime, judgment_id).startswith("posted")
+        assert len(fake.posted(ALERTS)) == 1 and len(fake.calls_to("conversations.history")) == 1
+
+
+@pytest.mark.parametrize("fault", ["slow", "drop"])
+def test_a_summary_slack_took_without_answering_is_not_posted_again(make_runtime, fake, fault):
+    """The hour's summary carries its dedupe key in its metadata, as alerts do, and its retry looks for it."""
+    with make_runtime(alert_cap_per_hour=1, degradation_window_minutes=0) as runtime:
+        for _ in range(2):
+            tasks.consider(runtime, add_judgment(runtime, score=0))
+        assert [row.status for row in alerts(runtime)] == ["posted", "held"]
+        raised = post_never_answered(runtime, fake, fault)
+        with pytest.raises(raised):
+            tasks.flush_summaries(runtime)
+        assert len(fake.posted(ALERTS)) == 2  # the alert and the summary
+        tasks.flush_summaries(runtime)  # the task's retry
+        tasks.flush_summaries(runtime)
+        posts = fake.posted(ALERTS)
+        assert len(posts) == 2 and len(fake.messages[ALERTS]) == 2
+        summary = next(row for row in alerts(runtime) if row.kind == "summary")
+        assert metadata_of(posts[1]) == {
+            "event_type": "relmon_alert",
+            "event_payload": {"dedupe_key": summary.dedupe_key},
+        }
+        assert summary.status == "posted" and summary.message_ts in fake.messages[ALERTS]
+
+
+def test_an_unanswered_post_is_retried_later_than_other_failures(monkeypatch):
+    """Slack may still be working on a post that timed out: its retry comes after the history has caught up.
+    A request that could not even be sent (urllib's URLError) retries as soon as any other failure."""
+    monkeypatch.setattr(tasks, "get_runtime", lambda: None)
+
+    class Request:
+        retries = 0
+
+    class Task:
+        name, request, countdowns = "test", Request(), []
+
+        def retry(self, countdown, exc):
+            self.countdowns.append(countdown)
+            raise RuntimeError("retry")
+
+    task = Task()
+    for error in (TimeoutError("timed out"), RemoteDisconnected("closed"), URLError(ConnectionRefusedError())):
+
+        def fail(runtime, error=error):
+            raise error
+
+        with pytest.raises(RuntimeError):
+            tasks._run(task, fail)
+    assert task.countdowns == [tasks.UNKNOWN_OUTCOME_RETRY_SECONDS] * 2 + [tasks.retry_countdown(0)]
 
 
 # The time window, per-channel rules, the alert channel's cap, the log line ---------------------------------------

@@ -19,7 +19,9 @@ from sqlalchemy import func, select, update
 from store.models import Digest, Feedback, Judgment, Pair
 from store.settings import Settings
 from tests.fakes.slack_server import FakeSlack
+from workers.digest.period import period_for
 from workers.runtime import Runtime, set_runtime
+from workers.tasks import digest as digest_tasks
 from workers.tasks.digest import CLAIM_LEASE, deliver_digest, send_digest, send_digest_preview
 
 DIGEST_CHANNEL = "CDIGEST"
@@ -353,6 +355,65 @@ def test_a_run_that_died_before_recording_its_message_does_not_post_it_twice(
     second = deliver_digest(runtime, now)
     assert second.status == "sent" and second.message_ts == first.message_ts
     assert len(slack.posted(DIGEST_CHANNEL)) == 1  # found by its metadata in the channel's history
+
+
+class WorkerKilled(BaseException):
+    """The worker process dies: no `except Exception` runs, the claim stays `claimed`."""
+
+
+@pytest.mark.parametrize("receipt", ["kept", "lost"])
+def test_a_run_killed_between_its_post_and_its_record_is_not_posted_again_when_redelivered(
+    db_url: str, redis_url: str, slack: FakeSlack, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, receipt: str
+) -> None:
+    """The worker died after chat.postMessage, before the database recorded the message: the task comes back
+    after the visibility timeout (2 h), long after the claim's 15-minute lease. Its Redis receipt (left the
+    moment Slack took the post) stops a second digest, and so does, were Redis to lose it, the marked message
+    in the channel, looked for as far back as the period's key allows."""
+    runtime = make_runtime(db_url, slack, tmp_path, redis_url=redis_url)
+    try:
+        now = now_utc()
+        tz = runtime.settings.digest_timezone
+        if period_for(now, tz).key != period_for(now + timedelta(hours=2), tz).key:
+            now -= timedelta(hours=3)  # the redelivery must fall in the same ISO week
+        seed(runtime, now)
+
+        def killed(*args, **kwargs):
+            raise WorkerKilled
+
+        with monkeypatch.context() as patch:
+            patch.setattr(digest_tasks.digest_rows, "mark_posted", killed)
+            with pytest.raises(WorkerKilled):
+                deliver_digest(runtime, now)
+        [first_ts] = slack.messages[DIGEST_CHANNEL]
+        with runtime.db.session() as session:
+            assert session.execute(select(Digest.status, Digest.message_ts)).one() == ("claimed", None)
+        if receipt == "lost":
+            runtime.redis.delete(f"relmon:posted:digest:{period_for(now, tz).key}")
+
+        again = deliver_digest(runtime, now + timedelta(hours=2))  # the redelivery
+        assert again.status == "sent" and again.message_ts == first_ts
+        assert len(slack.posted(DIGEST_CHANNEL)) == 1
+        assert_png_chart(slack, first_ts)
+        assert len(slack.calls_to("conversations.history")) == (1 if receipt == "lost" else 0)
+    finally:
+        set_runtime(None)
+        runtime.db.dispose()
+
+
+def test_a_digest_post_slack_took_after_the_timeout_is_not_posted_again(runtime: Runtime, slack: FakeSlack) -> None:
+    """Slack carries out the post but answers after the client gave up: the run releases its claim, and the
+    retry, taking it over, finds the marked message instead of posting a second digest."""
+    now = now_utc()
+    seed(runtime, now)
+    runtime.slack.timeout = 1
+    slack.slow_method("chat.postMessage", 2.5)
+    with pytest.raises(TimeoutError):
+        deliver_digest(runtime, now)
+    assert slack.calls_to("conversations.history") == []  # a fresh claim reads no history
+    [first_ts] = slack.messages[DIGEST_CHANNEL]
+    again = deliver_digest(runtime, now_utc())
+    assert again.status == "sent" and again.message_ts == first_ts
+    assert len(slack.posted(DIGEST_CHANNEL)) == 1
 
 
 def test_a_slack_error_releases_the_claim_for_the_retry(runtime: Runtime, slack: FakeSlack) -> None:

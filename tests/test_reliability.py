@@ -388,3 +388,17 @@ def test_slack_rate_limits_alert_posts(make_system) -> None:
     assert tallies["alerts"] == 6
     attempts = system.slack.calls_to("chat.postMessage")
     assert len(attempts) >= tallies["alerts"] + 6  # the refused attempts were made, and retried
+
+
+def test_slack_drops_the_connection_after_taking_alert_posts(make_system) -> None:
+    """Slack carries out chat.postMessage but the connection closes before its answer: the client does not re-send
+    it (only a request that never left is retried), and the task's retry finds the marked post in the channel
+    instead of posting it again. Each alert is posted once."""
+    system = make_system(llm_latency_ms=20)
+    system.slack.drop_method("chat.postMessage", times=4)
+    system.send_answers(24)
+    system.wait_until_finished()
+    tallies = system.check_exactly_once()
+    assert tallies["alerts"] == 6
+    assert len(system.slack.calls_to("chat.postMessage")) == tallies["alerts"]  # the dropped ones were not re-sent
+    assert system.slack.calls_to("conversations.history")  # the retries looked for them

@@ -12,12 +12,13 @@ from functools import cached_property
 
 import redis
 from slack_sdk import WebClient
-from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler, RateLimitErrorRetryHandler
+from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler
 
 from store.db import Database
 from store.rules import ChannelRules
 from store.settings import Settings
 from workers.celery_app import broker_url_for
+from workers.replies import UnsentRetryHandler
 
 
 def redis_client_for(settings: Settings) -> redis.Redis:
@@ -28,13 +29,27 @@ def redis_client_for(settings: Settings) -> redis.Redis:
     return redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=3, health_check_interval=30)
 
 
+SLACK_TIMEOUT_SECONDS = 15
+SLACK_CONNECTION_RETRIES = 2  # of a request that could not be sent at all
+
+
 def slack_client_for(settings: Settings) -> WebClient:
-    """slack_sdk client at SLACK_API_URL that waits out 429s (Retry-After) and retries dropped connections."""
+    """slack_sdk client at SLACK_API_URL that waits out 429s (Retry-After) and retries a request only when it
+    never left (no connection could be made). Not slack_sdk's ConnectionErrorRetryHandler: it also re-sends a
+    request whose connection closed or reset after it was sent, when Slack may have carried it out already (a
+    second chat.postMessage). A call that went out but got no answer (that, or a timeout) is raised to the task:
+    a post's own retry first looks for the earlier post (workers.tasks.slack, workers.tasks.digest)."""
     base_url = settings.slack_api_url if settings.slack_api_url.endswith("/") else settings.slack_api_url + "/"
-    client = WebClient(token=settings.secret("slack_bot_token"), base_url=base_url, timeout=15)
-    client.retry_handlers.append(RateLimitErrorRetryHandler(max_retry_count=5))
-    client.retry_handlers.append(ConnectionErrorRetryHandler(max_retry_count=2))
-    return client
+    # The handlers replace slack_sdk's default list, which holds a ConnectionErrorRetryHandler of its own.
+    return WebClient(
+        token=settings.secret("slack_bot_token"),
+        base_url=base_url,
+        timeout=SLACK_TIMEOUT_SECONDS,
+        retry_handlers=[
+            RateLimitErrorRetryHandler(max_retry_count=5),
+            UnsentRetryHandler(max_retry_count=SLACK_CONNECTION_RETRIES),
+        ],
+    )
 
 
 @dataclass

@@ -14,6 +14,9 @@ Every call is recorded (`.calls`); state covers users, conversations, chat, file
 `slow_response_url(key, seconds)` takes its posts but answers them only that much later, and
 `drop_response_url(key, times)` takes its next posts and closes the connection without an answer.
 `.response_attempts[key]` keeps the time of every post, taken or refused.
+`slow_method(method, seconds, times)` carries out the next calls to a Web API method at once but answers them
+only that much later (after the client's timeout, say), and `drop_method(method, times)` carries them out and
+closes the connection without an answer: Slack did it, the client never hears.
 chat.postEphemeral to a known channel answers `user_not_in_channel` when the user is not a member.
 chat.postMessage and chat.update answer `msg_blocks_too_long` when the text of all their blocks together is longer
 than `.max_blocks_text` characters (12,000 by default, as Slack; None: no limit).
@@ -77,6 +80,7 @@ class FakeSlack(BackgroundServer):
         self._expired_responses: set[str] = set()
         self._response_delays: dict[str, float] = {}  # response_url key -> seconds before the answer
         self._response_drops: dict[str, int] = {}  # response_url key -> posts taken but left unanswered
+        self._method_faults: dict[str, list] = {}  # Web API method -> [remaining, seconds before the answer, drop]
         # As Slack does: every API answer names the token's scopes in `x-oauth-scopes` (None: header left out).
         self.oauth_scopes: list[str] | None = None
         # When set, any other token gets `invalid_auth` (None: every token is accepted).
@@ -178,6 +182,25 @@ class FakeSlack(BackgroundServer):
         """The next `times` posts to response_url(key) are taken, then the connection is closed unanswered."""
         with self._lock:
             self._response_drops[key] = times
+
+    def slow_method(self, method: str, seconds: float, times: int = 1) -> None:
+        """The next `times` calls to `method` are carried out at once but answered `seconds` later."""
+        with self._lock:
+            self._method_faults[method] = [times, seconds, False]
+
+    def drop_method(self, method: str, times: int = 1) -> None:
+        """The next `times` calls to `method` are carried out, then the connection is closed unanswered."""
+        with self._lock:
+            self._method_faults[method] = [times, 0.0, True]
+
+    def _method_answer(self, method: str) -> tuple[float, bool]:
+        """For a call just carried out: (seconds before the answer, whether to close without answering)."""
+        with self._lock:
+            fault = self._method_faults.get(method)
+            if not fault or fault[0] <= 0:
+                return 0.0, False
+            fault[0] -= 1
+            return fault[1], fault[2]
 
     def _response_answer(self, key: str) -> tuple[float, bool]:
         """For a post just taken: (seconds before the answer, whether to close without answering)."""
@@ -539,7 +562,14 @@ class FakeSlack(BackgroundServer):
                     self._send(429, {"ok": False, "error": "ratelimited"}, {"Retry-After": str(retry_after)})
                     return
                 scopes = fake.oauth_scopes
-                self._send(200, fake.handle(method, params), {"x-oauth-scopes": ",".join(scopes)} if scopes else None)
+                answer = fake.handle(method, params)
+                delay, dropped = fake._method_answer(method)
+                if dropped:
+                    self.close_connection = True  # carried out, but no answer: the client sees the connection close
+                    return
+                time.sleep(delay)
+                with suppress(OSError):  # a client that stopped waiting has closed its end
+                    self._send(200, answer, {"x-oauth-scopes": ",".join(scopes)} if scopes else None)
 
         return Handler
 

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from http.client import HTTPException
 
+import redis
 from slack_sdk.errors import SlackApiError
 
 from store import digests as digest_rows
@@ -21,7 +22,7 @@ from workers.digest.period import Period, period_for
 from workers.digest.privacy import may_quote
 from workers.digest.stats import Prices, Report, WorstAnswer, build_report
 from workers.messages.digest import Links, Quotes, digest_message
-from workers.posted_marks import find_marked, mark
+from workers.posted_marks import RECEIPT_TTL_SECONDS, find_marked, mark, recall_post, remember_post
 from workers.replies import Asker, reply_privately
 from workers.runtime import Runtime, get_runtime
 from workers.tasks.slack import permalink, slack_error
@@ -97,6 +98,56 @@ def links_for(runtime: Runtime, report: Report) -> Links:
     return links
 
 
+def first_post_bound(period: Period) -> datetime:
+    """The earliest moment a digest with this period's key can have been posted: when a forced digest's key
+    was made (the time in it), else the start of the ISO week the key names, in the digest's time zone."""
+    week, _, forced = period.key.partition("+force-")
+    try:
+        if forced:
+            return datetime.strptime(forced, "%Y%m%dT%H%M%S").replace(tzinfo=UTC)
+        year, number = week.split("-W")
+        monday = date.fromisocalendar(int(year), int(number), 1)
+        return min(datetime.combine(monday, time.min, tzinfo=period.tz).astimezone(UTC), period.start)
+    except ValueError:  # a key of another shape: the seven days the digest covers
+        return period.start
+
+
+def receipt_key(period: Period) -> str:
+    return f"digest:{period.key}"
+
+
+def _receipt_ttl(runtime: Runtime) -> int:
+    # Outlasts the visibility timeout: a worker killed after the post comes back as a redelivery that long after.
+    return max(RECEIPT_TTL_SECONDS, 2 * runtime.settings.visibility_timeout_seconds)
+
+
+def _recall(runtime: Runtime, period: Period) -> str | None:
+    try:
+        return recall_post(runtime.redis, receipt_key(period)) or None
+    except redis.exceptions.RedisError as error:  # the channel's history is the fallback
+        log.warning("digest receipt unreadable", extra={"period_key": period.key, "error": repr(error)[:200]})
+        return None
+
+
+def _remember(runtime: Runtime, period: Period, message_ts: str) -> None:
+    try:
+        remember_post(runtime.redis, receipt_key(period), message_ts, _receipt_ttl(runtime))
+    except redis.exceptions.RedisError as error:  # the metadata mark still finds the post
+        log.warning("digest receipt not kept", extra={"period_key": period.key, "error": repr(error)[:200]})
+
+
+def earlier_digest(runtime: Runtime, channel: str, period: Period, claim: digest_rows.DigestClaim) -> str | None:
+    """The ts of this period's digest if an earlier run posted it: recorded in the claim, else its Redis receipt
+    (left the moment Slack took the post), else, when the claim was taken over from a run that crashed or gave
+    up, the marked message in the channel, looked for as far back as the key allows (the redelivery of a run
+    killed after posting comes the visibility timeout later, 2 h by default, long after the claim's lease). A
+    fresh claim had no earlier run: nothing is read."""
+    found = claim.message_ts or _recall(runtime, period)
+    if found is None and claim.taken_over:
+        found = find_marked(runtime.slack, channel, first_post_bound(period), METADATA_EVENT, "period_key", period.key)
+    return found
+
+
 def deliver_digest(runtime: Runtime, now: datetime, *, force: bool = False, period_key: str | None = None) -> Outcome:
     """Send the digest for the period `now` falls in, unless it was sent already. Safe to repeat.
 
@@ -120,9 +171,7 @@ def deliver_digest(runtime: Runtime, now: datetime, *, force: bool = False, peri
 
     try:
         report = load_report(runtime, period)
-        message_ts = claim.message_ts or find_marked(
-            runtime.slack, channel, period.end - CLAIM_LEASE * 4, METADATA_EVENT, "period_key", period.key
-        )
+        message_ts = earlier_digest(runtime, channel, period, claim)
         if message_ts is None:
             message = digest_message(
                 report,
@@ -139,6 +188,7 @@ def deliver_digest(runtime: Runtime, now: datetime, *, force: bool = False, peri
                 metadata=mark(METADATA_EVENT, "period_key", period.key),
             )
             message_ts = posted["ts"]
+            _remember(runtime, period, message_ts)
         with runtime.db.session() as session:
             digest_rows.mark_posted(session, claim.id, message_ts)
         file_id = None

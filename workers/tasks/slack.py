@@ -6,6 +6,11 @@ runs under a short Redis lease per alert row, so two workers with the same judgm
 duplicate enqueue) take turns: the second finds the row `posted` and does nothing. A worker that dies
 after claiming leaves the row `claimed`; its redelivered task (late acks) or any retry finds it so and
 posts it. Messages carry IDs only; texts are read from the database.
+
+A post whose outcome is unknown (timed out, connection closed after sending, worker killed mid-call) may be in
+the channel already. Alerts and summaries carry their dedupe key in the message metadata, and a note in Redis
+says a post was attempted: a retry that finds the note (or a stale claim) but no receipt looks for the marked
+message in the channel before posting again. A first attempt on a fresh claim reads no history.
 """
 
 from __future__ import annotations
@@ -54,7 +59,15 @@ from workers.messages.alerts import (
     summary_message,
 )
 from workers.messages.verdicts import VerdictItem, verdict_message
-from workers.posted_marks import find_marked, mark, recall_post, remember_post
+from workers.posted_marks import (
+    attempted,
+    find_marked,
+    mark,
+    note_attempt,
+    outcome_unknown,
+    recall_post,
+    remember_post,
+)
 from workers.runtime import Runtime, get_runtime
 from workers.telemetry import event_fields
 
@@ -65,6 +78,9 @@ LEASE_WAIT_SECONDS = 30  # how long a twin waits for the holder before retrying 
 SUMMARY_DELAY_SECONDS = 5.0  # held alerts gather this long before the summary is posted or updated
 SUMMARY_LOOKBACK = timedelta(hours=2)  # a flush also finishes the previous hour's summary
 MAX_RETRIES = 8
+# A retry after a post whose outcome is unknown waits at least this long: a post Slack was still working on has
+# had time to reach the channel's history, where the retry looks for it.
+UNKNOWN_OUTCOME_RETRY_SECONDS = 15.0
 # Slack errors that no retry can fix: the alert is marked failed and logged.
 PERMANENT_SLACK_ERRORS = frozenset(
     {
@@ -130,6 +146,8 @@ def _run(task, function, *args):
         if is_permanent(error) or task.request.retries >= MAX_RETRIES:
             raise
         countdown = retry_countdown(task.request.retries)
+        if outcome_unknown(error):
+            countdown = max(countdown, UNKNOWN_OUTCOME_RETRY_SECONDS)
         log.info(
             "slack task retrying",
             extra={"task": task.name, "in_s": countdown, "error": repr(error)[:300], "slack_error": slack_error(error)},
@@ -256,9 +274,34 @@ def _low_score(runtime: Runtime, facts: JudgmentFacts, rule, answer_ts, existing
     return status
 
 
-ALERT_METADATA_EVENT = "relmon_alert"
+ALERT_METADATA_EVENT = "relmon_alert"  # alerts and summaries; the payload's `dedupe_key` is the row's
 # A claim older than this was left by a worker that died, perhaps after Slack accepted its post.
 STALE_CLAIM = timedelta(seconds=30)
+
+
+def earlier_post(runtime: Runtime, channel: str, claimed_at: datetime, dedupe_key: str) -> str | None:
+    """The ts of an earlier post of `dedupe_key` ("" when Slack gave none), or None when none is known: its
+    Redis receipt, else, when an earlier attempt may have posted without hearing back (its attempt note stands,
+    or the claim is stale: its worker died, perhaps before even the note), the marked message in the channel."""
+    earlier = recall_post(runtime.redis, dedupe_key)  # posted, but the database missed it (it was down)
+    if earlier is None and (attempted(runtime.redis, dedupe_key) or datetime.now(UTC) - claimed_at > STALE_CLAIM):
+        earlier = find_marked(runtime.slack, channel, claimed_at, ALERT_METADATA_EVENT, "dedupe_key", dedupe_key)
+    return earlier
+
+
+def post_marked(runtime: Runtime, channel: str, dedupe_key: str, payload: dict):
+    """chat.postMessage labelled with `dedupe_key`, noted as attempted before it is sent and receipted the
+    moment Slack answers."""
+    note_attempt(runtime.redis, dedupe_key)
+    response = runtime.slack.chat_postMessage(
+        channel=channel,
+        unfurl_links=False,
+        unfurl_media=False,
+        metadata=mark(ALERT_METADATA_EVENT, "dedupe_key", dedupe_key),
+        **payload,
+    )
+    remember_post(runtime.redis, dedupe_key, response.get("ts"))
+    return response
 
 
 def post_alert(runtime: Runtime, alert_id: int) -> str:
@@ -286,19 +329,14 @@ def post_alert(runtime: Runtime, alert_id: int) -> str:
                 alert_kind=row.kind,
                 alert_channel=channel,
             )
-        earlier_ts = recall_post(runtime.redis, dedupe_key)  # posted, but the database missed it (it was down)
-        if earlier_ts is None and datetime.now(UTC) - claimed_at > STALE_CLAIM:
-            earlier_ts = find_marked(runtime.slack, channel, claimed_at, ALERT_METADATA_EVENT, "dedupe_key", dedupe_key)
+        earlier_ts = earlier_post(runtime, channel, claimed_at, dedupe_key)
         if earlier_ts is not None:
             with runtime.db.session() as session:
                 alert_store.mark_posted(session, alert_id, earlier_ts or None)
             log.info("alert found posted already", extra={"alert_id": alert_id})
             return alert_store.STATUS_POSTED
-        metadata = mark(ALERT_METADATA_EVENT, "dedupe_key", dedupe_key)
         try:
-            response = runtime.slack.chat_postMessage(
-                channel=channel, unfurl_links=False, unfurl_media=False, metadata=metadata, **payload
-            )
+            response = post_marked(runtime, channel, dedupe_key, payload)
         except SlackApiError as error:
             if is_permanent(error):
                 with runtime.db.session() as session:
@@ -306,7 +344,6 @@ def post_alert(runtime: Runtime, alert_id: int) -> str:
                 log.error("alert not posted", extra={"alert_id": alert_id, "error": slack_error(error)})
                 return alert_store.STATUS_FAILED
             raise
-        remember_post(runtime.redis, dedupe_key, response.get("ts"))
         with runtime.db.session() as session:
             alert_store.mark_posted(session, alert_id, response.get("ts"))
     log.info("alert posted", extra={**fields, "alert_ts": response.get("ts")})
@@ -509,7 +546,7 @@ def flush_summary(runtime: Runtime, channel_id: str, hour: datetime) -> str:
     rule = runtime.rules.for_channel(channel_id, runtime.settings)
     if not rule.alert_channel:
         return "no_alert_channel"
-    dedupe_key = summary_key(channel_id, hour)  # also the key of its post receipt
+    dedupe_key = summary_key(channel_id, hour)  # also the key of its post receipt and its metadata mark
     with runtime.db.session() as session:
         row, _ = alert_store.claim(
             session,
@@ -526,9 +563,10 @@ def flush_summary(runtime: Runtime, channel_id: str, hour: datetime) -> str:
             items = alert_store.held_in_hour(session, channel_id, hour, hour + timedelta(hours=1))
             shown = int((row.details or {}).get("count", 0))
             state = (row.status, row.message_ts, row.alert_channel_id)
+            claimed_at = as_utc(row.created_at)
         status, message_ts, alert_channel = state
-        if not message_ts:
-            message_ts = recall_post(runtime.redis, dedupe_key) or None  # posted, but the database missed it
+        if not message_ts:  # posted already, but the database missed it (down, or the post's answer never came)?
+            message_ts = earlier_post(runtime, alert_channel, claimed_at, dedupe_key) or None
             if message_ts:
                 with runtime.db.session() as session:
                     alert_store.mark_posted(session, summary_id, message_ts)
@@ -555,11 +593,7 @@ def flush_summary(runtime: Runtime, channel_id: str, hour: datetime) -> str:
         if message_ts:
             runtime.slack.chat_update(channel=alert_channel, ts=message_ts, **payload)
         else:
-            response = runtime.slack.chat_postMessage(
-                channel=alert_channel, unfurl_links=False, unfurl_media=False, **payload
-            )
-            message_ts = response.get("ts")
-            remember_post(runtime.redis, dedupe_key, message_ts)
+            message_ts = post_marked(runtime, alert_channel, dedupe_key, payload).get("ts")
             with runtime.db.session() as session:
                 alert_store.mark_posted(session, summary_id, message_ts)
         with runtime.db.session() as session:
