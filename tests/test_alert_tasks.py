@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from datetime import UTC, datetime, timedelta
 from http.client import RemoteDisconnected
 from urllib.error import URLError
@@ -642,3 +643,23 @@ def test_worker_applies_rule_thresholds_and_withholds_private_text_in_the_summar
         finally:
             worker.stop()
             producer.close()
+
+
+def test_a_lease_left_by_an_earlier_attempt_of_the_same_task_is_taken_back_at_once(make_runtime, monkeypatch):
+    # Redis went down while an attempt held the lease (it could not release it) and came back with the lock in its
+    # append-only file: the retry of that same task (same Celery task id) must not wait out LEASE_SECONDS.
+    monkeypatch.setattr(tasks, "LEASE_WAIT_SECONDS", 0.3)
+    with make_runtime() as runtime:
+        left_behind = runtime.redis.lock("relmon:alert-lease:77", timeout=tasks.LEASE_SECONDS)
+        assert left_behind.acquire(token="task-1")
+        started = time.monotonic()
+        with tasks.lease(runtime, 77, owner="task-1"):
+            assert time.monotonic() - started < 0.2
+            assert runtime.redis.pttl("relmon:alert-lease:77") > (tasks.LEASE_SECONDS - 5) * 1000
+        assert runtime.redis.get("relmon:alert-lease:77") is None  # released on the way out
+        # Another task's lease is still respected: it waits, then gives up for a later retry.
+        assert left_behind.acquire(token="task-1")
+        with pytest.raises(tasks.LeaseBusy), tasks.lease(runtime, 77, owner="task-2"):
+            pass
+        with pytest.raises(tasks.LeaseBusy), tasks.lease(runtime, 77):  # outside a task: no owner, no take-over
+            pass

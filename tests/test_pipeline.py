@@ -603,3 +603,46 @@ def test_database_retries_before_llm_failures_do_not_shorten_the_llm_retries(
     with database.session() as session:
         error = session.scalars(select(Judgment.error).where(Judgment.pair_id == pair_id)).one()
     assert error.startswith("LLM unavailable after 4 attempts")
+
+
+def test_a_judgment_stored_while_the_broker_is_down_is_still_handed_to_the_alert_policy(
+    database: Database, redis_url: str, db_url: str, fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The judgment and the pair's `judged` status commit together; the alert task is queued after. When the
+    broker refuses that (Redis restarting), the pair is already judged, so neither a plain retry nor the stale
+    sweeper would look at it again: the task retries as a resumed run that hands the stored judgment on."""
+    from kombu.exceptions import OperationalError as BrokerError
+
+    from workers import celery_app
+    from workers.runtime import Runtime, set_runtime
+    from workers.tasks import judging
+
+    settings = Settings(
+        _env_file=None,
+        redis_url=redis_url,
+        database_url=db_url,
+        openai_base_url=fake_openai.base_url,
+        openai_api_key="sk-test-key",
+        alert_channel="C_ALERTS",
+    )
+    celery_app.configure(settings)
+    set_runtime(Runtime(settings))
+    queued: list[tuple[str, list]] = []
+    refusals = iter([True])  # the first send fails, as against a restarting Redis
+
+    def send_task(name: str, args: list, **_options) -> None:
+        if next(refusals, False):
+            raise BrokerError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+        queued.append((name, args))
+
+    monkeypatch.setattr(judging.celery, "send_task", send_task)
+    try:
+        (pair_id,) = add_pairs(database, 1, answer="Our offtopic cafeteria menu is pasta.")
+        assert judging.judge_pair.apply(args=[pair_id]).get() == PairStatus.JUDGED
+    finally:
+        set_runtime(None)
+    with database.session() as session:
+        judgment = session.scalars(select(Judgment).where(Judgment.pair_id == pair_id)).one()
+    assert judgment.score == 0
+    assert queued == [(judging.TASK_CONSIDER_ALERT, [judgment.id])]
+    assert len(fake_openai.requests) == 1  # the resumed run judged nothing again

@@ -24,6 +24,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import redis
+from celery.exceptions import Reject
 from celery.signals import task_failure
 from kombu.exceptions import OperationalError as BrokerError
 from sqlalchemy.exc import DBAPIError, DisconnectionError, InterfaceError, OperationalError
@@ -56,6 +57,7 @@ log = logging.getLogger("relmon.judging")
 # for all the LLM retries after up to 10 database retries (an LLM retry it would refuse is given up on instead).
 MAX_LLM_RETRIES = 10
 TASK_MAX_RETRIES = MAX_LLM_RETRIES + 10
+HAND_ON_RETRY_SECONDS = 1.0  # first wait before handing stored judgments on again (doubles, at most 30 s)
 SWEEP_LIMIT = 500
 # Failed judge_pair runs (bugs, not LLM errors) after which the sweeper stops re-enqueuing a pair and stores it
 # as an error: the first run and two re-enqueues, ten minutes or more apart.
@@ -312,7 +314,25 @@ def judge_pair(self, pair_id: int, resumed: bool = False, llm_attempts: int = 0)
     the task's own retry; the database autoretries keep it as it is)."""
     runtime = get_runtime()
     redelivered = bool((self.request.delivery_info or {}).get("redelivered")) or resumed
-    return _judge(self, runtime, pair_id, redelivered=redelivered, llm_attempts=llm_attempts)
+    try:
+        return _judge(self, runtime, pair_id, redelivered=redelivered, llm_attempts=llm_attempts)
+    except HandOnFailed as failure:
+        # The judgments are stored (the pair may be judged already, so neither the sweeper nor a plain retry
+        # would look at it again), but their follow-up tasks were not queued: retry as a resumed run, which
+        # hands every stored judgment on again (the alert task claims each alert in SQL: nothing posts twice).
+        log.warning(
+            "follow-up tasks not queued; retrying the hand-on",
+            extra={**event_fields(pair_id=pair_id), "error": repr(failure.error)[:300]},
+        )
+        countdown = min(30.0, HAND_ON_RETRY_SECONDS * 2**self.request.retries)
+        try:
+            raise self.retry(
+                kwargs={"resumed": True, "llm_attempts": llm_attempts}, countdown=countdown, exc=failure.error
+            ) from failure
+        except Reject as dropped:
+            # The broker cannot take the retry either (Redis down): requeue this message instead (or, if Redis
+            # cannot even hear that, it stays unacknowledged and is restored, marked redelivered, later).
+            raise Reject(failure.error, requeue=True) from dropped
 
 
 def _judge(task, runtime: Runtime, pair_id: int, *, redelivered: bool, llm_attempts: int = 0) -> str:
@@ -439,13 +459,24 @@ def _hand_on(
     """Captured answers: the alert policy looks at each new judgment (a task only when an alert may follow; after
     a redelivery, always, since a claimed alert may wait to be posted). On-demand: the verdict goes to whoever
     asked, once every judge has spoken. Messages carry IDs only."""
-    if pair.on_demand:
-        if complete:
-            celery.send_task(TASK_DELIVER_VERDICT, args=[pair.id])
-        return
-    for judgment_id, values in judgments.items():
-        if recheck or values is None or follow_up_needed(runtime, _facts(judgment_id, values, pair)):
-            celery.send_task(TASK_CONSIDER_ALERT, args=[judgment_id])
+    try:
+        if pair.on_demand:
+            if complete:
+                celery.send_task(TASK_DELIVER_VERDICT, args=[pair.id])
+            return
+        for judgment_id, values in judgments.items():
+            if recheck or values is None or follow_up_needed(runtime, _facts(judgment_id, values, pair)):
+                celery.send_task(TASK_CONSIDER_ALERT, args=[judgment_id])
+    except Exception as error:  # the broker or the database, after the judgments were stored
+        raise HandOnFailed(error) from error
+
+
+class HandOnFailed(Exception):
+    """Judgments were stored but their follow-up tasks (alert policy, verdict) could not all be queued."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(repr(error)[:300])
+        self.error = error
 
 
 def _facts(judgment_id: int, values: dict[str, Any], pair: PairView) -> JudgmentFacts:

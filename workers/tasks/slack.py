@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 import redis
+from celery import current_task
 from celery.exceptions import Reject
 from slack_sdk.errors import SlackApiError
 from sqlalchemy import select
@@ -122,13 +123,26 @@ def retry_countdown(retries: int) -> float:
     return min(60.0, 2.0 * 2**retries)
 
 
+def _current_task_id() -> str | None:
+    task = current_task
+    return task.request.id if task and task.request and task.request.id else None
+
+
 @contextmanager
-def lease(runtime: Runtime, alert_id: int) -> Iterator[None]:
-    """One worker at a time per alert row (Redis lock with a timeout: a dead holder frees it)."""
-    lock = runtime.redis.lock(
-        f"relmon:alert-lease:{alert_id}", timeout=LEASE_SECONDS, blocking_timeout=LEASE_WAIT_SECONDS
-    )
-    if not lock.acquire():
+def lease(runtime: Runtime, alert_id: int, owner: str | None = None) -> Iterator[None]:
+    """One worker at a time per alert row (Redis lock with a timeout: a dead holder frees it).
+
+    The lock's token is the Celery task's id, which a retry or a redelivery of the same task keeps. So when an
+    attempt could not release it (Redis went down mid-task, or the worker died), the next attempt of that same
+    task takes its own lease back at once instead of waiting out LEASE_SECONDS; a different task still waits."""
+    owner = owner or _current_task_id()
+    key = f"relmon:alert-lease:{alert_id}"
+    lock = runtime.redis.lock(key, timeout=LEASE_SECONDS, blocking_timeout=LEASE_WAIT_SECONDS)
+    token = owner.encode() if owner else None
+    if token is not None and runtime.redis.get(key) == token:
+        lock.local.token = token
+        lock.reacquire()  # ours, left by an earlier attempt: a fresh timeout, then on with the work
+    elif not lock.acquire(token=token):
         raise LeaseBusy(alert_id)
     try:
         yield
