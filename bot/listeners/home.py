@@ -50,38 +50,22 @@ class Viewer:
 def publish_home(client: WebClient, user_id: str, now: datetime | None = None) -> dict:
     """Build the Home view from the database for one user and publish it; returns the view."""
     # Imported here: the bot process loads the digest code (and matplotlib) only when the Home tab opens.
-    from store.stats_queries import pair_rows
     from workers.digest.period import period_for
-    from workers.digest.stats import build_report, captured
+    from workers.digest.stats import captured
     from workers.messages.home import home_view
     from workers.runtime import get_runtime
-    from workers.tasks.digest import prices_for
+    from workers.tasks.digest import load_rows, report_from
 
     runtime = get_runtime()
     settings, rules = runtime.settings, runtime.rules
     now = now or datetime.now(UTC)
     period = period_for(now, settings.digest_timezone)
-    # As workers.tasks.digest.load_report, with only the channels this person may see.
-    with runtime.db.session() as session:
-        current = pair_rows(session, period.start, period.end)
-        previous = pair_rows(session, period.previous_start, period.start)
+    current, previous = load_rows(runtime, period)
     viewer = Viewer(client, user_id, [*current, *previous])
     configured = set(settings.watched_channels) | set(rules.channels)
-
-    def watched(channel: str) -> bool:
-        return rules.for_channel(channel, settings).watch
-
     listed = {row.channel_id for row in captured(current) if row.channel_id} | configured
-    hidden = sorted(c for c in listed if watched(c) and not viewer.may_see(c))
-    report = build_report(
-        period,
-        current,
-        previous,
-        lambda channel: rules.for_channel(channel, settings).thresholds,
-        prices_for(runtime),
-        channels=configured,
-        is_watched=lambda channel: watched(channel) and viewer.may_see(channel),
-    )
+    hidden = sorted(c for c in listed if rules.for_channel(c, settings).watch and not viewer.may_see(c))
+    report = report_from(runtime, period, current, previous, may_see=viewer.may_see)
     channel_rules = {stats.channel_id: rules.for_channel(stats.channel_id, settings) for stats in report.channels}
     view = home_view(
         report, settings, rules.for_channel(None, settings), channel_rules, now=now, hidden_private=len(hidden)

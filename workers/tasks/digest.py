@@ -7,6 +7,7 @@ SQL from `store.stats_queries` and `store.digests`.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, time, timedelta
 from http.client import HTTPException
@@ -52,19 +53,32 @@ def prices_for(runtime: Runtime) -> Prices:
 
 
 def load_report(runtime: Runtime, period: Period) -> Report:
-    settings, rules = runtime.settings, runtime.rules
+    return report_from(runtime, period, *load_rows(runtime, period))
+
+
+def load_rows(runtime: Runtime, period: Period) -> tuple[list, list]:
+    """The pairs of the period and of the period before it."""
     with runtime.db.session() as session:
-        current = pair_rows(session, period.start, period.end)
-        previous = pair_rows(session, period.previous_start, period.start)
-    configured = set(settings.watched_channels) | set(rules.channels)
+        return pair_rows(session, period.start, period.end), pair_rows(session, period.previous_start, period.start)
+
+
+def report_from(
+    runtime: Runtime,
+    period: Period,
+    current: list,
+    previous: list,
+    may_see: Callable[[str], bool] = lambda _channel: True,
+) -> Report:
+    """The report of the watched channels; `may_see` leaves out channels a viewer may not see (the App Home)."""
+    settings, rules = runtime.settings, runtime.rules
     return build_report(
         period,
         current,
         previous,
         lambda channel: rules.for_channel(channel, settings).thresholds,
         prices_for(runtime),
-        channels=configured,
-        is_watched=lambda channel: rules.for_channel(channel, settings).watch,
+        channels=set(settings.watched_channels) | set(rules.channels),
+        is_watched=lambda channel: rules.for_channel(channel, settings).watch and may_see(channel),
     )
 
 
