@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from http.client import HTTPException
 from urllib.error import HTTPError, URLError
 
 from redis import Redis
@@ -32,6 +31,8 @@ from slack_sdk.http_retry.request import HttpRequest
 from slack_sdk.http_retry.response import HttpResponse
 from slack_sdk.http_retry.state import RetryState
 from slack_sdk.webhook import WebhookClient
+
+from workers.posted_marks import outcome_unknown
 
 log = logging.getLogger("relmon.replies")
 
@@ -71,12 +72,6 @@ def _not_sent(error: BaseException | None) -> bool:
     return isinstance(error, URLError) and not isinstance(error, HTTPError)
 
 
-def _sent_unanswered(error: BaseException) -> bool:
-    """What urllib passes on as is, after the request went out whole: a timeout waiting for the answer, a
-    connection closed or reset, a garbled answer. Anything else (a URLError, a malformed URL) sent nothing."""
-    return isinstance(error, (OSError, HTTPException)) and not isinstance(error, URLError)
-
-
 class UnsentRetryHandler(RetryHandler):
     """Retries a request that never left (slack_sdk's ConnectionErrorRetryHandler also retries a connection
     closed after the request was sent, which would post the same reply twice)."""
@@ -106,7 +101,7 @@ def post_to_response_url(response_url: str, payload: dict, *, wait_rate_limits: 
             text=payload["text"], blocks=payload.get("blocks"), response_type="ephemeral", replace_original=False
         )
     except Exception as error:  # never the URL or the text in the logs: the error's type is enough
-        if _sent_unanswered(error):
+        if outcome_unknown(error):
             log.info("response_url did not answer", extra={"error": type(error).__name__})
             return UNKNOWN
         log.info("response_url unreachable", extra={"error": type(error).__name__})
