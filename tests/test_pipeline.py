@@ -8,6 +8,7 @@ import json
 import time
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from itertools import pairwise
 from pathlib import Path
@@ -23,6 +24,7 @@ from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.slack_server import FakeSlack
 from tests.processes import RelmonProcess, WaitTimeout, relmon_env, start_worker, wait_for
 from workers.celery_app import QUEUE_JUDGE, create_celery
+from workers.runtime import Runtime
 from workers.sampling import is_sampled_in
 
 pytestmark = pytest.mark.slow
@@ -152,27 +154,38 @@ def queues_idle(broker: redis.Redis, after: float = 0.0) -> bool:
     return broker.llen(QUEUE_JUDGE) == 0 and broker.hlen("unacked") == 0
 
 
+@contextmanager
+def in_process_worker(redis_url: str, db_url: str, **overrides: object) -> Iterator[Runtime]:
+    """The worker's runtime in this process, as `relmon worker` sets it up, for tasks run with `.apply()`."""
+    from workers import celery_app
+    from workers.runtime import set_runtime
+
+    settings = Settings(_env_file=None, redis_url=redis_url, database_url=db_url, **overrides)
+    celery_app.configure(settings)
+    runtime = Runtime(settings)
+    set_runtime(runtime)
+    try:
+        yield runtime
+    finally:
+        set_runtime(None)
+
+
 def sweep_as_beat_would(
     database: Database, *, broker_url: str, db_url: str, pair_ids: list[int], age_failures: bool = True
 ) -> int:
     """Age the pairs past the sweeper's threshold (and their counted failures with them, unless told not to: a
     failure just now) and run requeue_stale here, on the test Redis and database."""
-    from workers import celery_app
-    from workers.runtime import Runtime, set_runtime
     from workers.tasks.judging import requeue_stale
 
-    settings = Settings(redis_url=broker_url, database_url=db_url)
-    with database.session() as session:
-        aged = datetime.now(UTC) - timedelta(seconds=settings.sweep_after_seconds, minutes=1)
-        session.execute(update(Pair).where(Pair.id.in_(pair_ids)).values(updated_at=aged))
-        if age_failures:
-            session.execute(update(JudgingFailure).where(JudgingFailure.pair_id.in_(pair_ids)).values(updated_at=aged))
-    celery_app.configure(settings)
-    set_runtime(Runtime(settings))
-    try:
+    with in_process_worker(broker_url, db_url) as runtime:
+        with database.session() as session:
+            aged = datetime.now(UTC) - timedelta(seconds=runtime.settings.sweep_after_seconds, minutes=1)
+            session.execute(update(Pair).where(Pair.id.in_(pair_ids)).values(updated_at=aged))
+            if age_failures:
+                session.execute(
+                    update(JudgingFailure).where(JudgingFailure.pair_id.in_(pair_ids)).values(updated_at=aged)
+                )
         return requeue_stale.apply().get()
-    finally:
-        set_runtime(None)
 
 
 # (a) exactly once across a SIGKILL ----------------------------------------------------------------------------
@@ -462,29 +475,16 @@ def test_a_twin_found_in_the_in_process_cache_costs_no_budget_and_no_tokens(
     """The SQL cache missed (the twin's row is not stored yet) but this process judged the same texts moments
     ago: the verdict is copied from the client's cache, charged nothing and recorded without tokens."""
     from judges import RelevancyJudge
-    from workers import celery_app
-    from workers.runtime import Runtime, set_runtime
     from workers.tasks.judging import judge_pair
 
-    settings = Settings(
-        _env_file=None,
-        redis_url=redis_url,
-        database_url=db_url,
-        openai_base_url=fake_openai.base_url,
-        openai_api_key="sk-test-key",
-        llm_max_retries=0,
-    )
-    celery_app.configure(settings)
-    runtime = Runtime(settings)
-    set_runtime(runtime)
-    try:
+    with in_process_worker(
+        redis_url, db_url, openai_base_url=fake_openai.base_url, openai_api_key="sk-test-key", llm_max_retries=0
+    ) as runtime:
         question, answer = "How do I reset?", "Use the Reset button."
         twin = add_pairs(database, 1, question=question, answer=answer)
         first = RelevancyJudge().evaluate(runtime.llm, question, answer)  # a twin's judgment, not stored yet
         assert first.prompt_tokens and len(fake_openai.requests) == 1
         assert judge_pair.apply(args=[twin[0]]).get() == PairStatus.JUDGED
-    finally:
-        set_runtime(None)
     assert len(fake_openai.requests) == 1  # no second call
     with database.session() as session:
         judgment = session.scalars(select(Judgment).where(Judgment.pair_id == twin[0])).one()
@@ -524,14 +524,9 @@ def test_budget_exhausted_skips_pairs_and_says_so_once(
 
 
 def test_stale_sweeper_reenqueues_lost_pairs_once_per_period(database: Database, redis_url: str, db_url: str) -> None:
-    from workers import celery_app
-    from workers.runtime import Runtime, set_runtime
     from workers.tasks.judging import requeue_stale
 
-    settings = Settings(redis_url=redis_url, database_url=db_url)
-    celery_app.configure(settings)
-    set_runtime(Runtime(settings))
-    try:
+    with in_process_worker(redis_url, db_url):
         fresh = add_pairs(database, 2)
         lost = add_pairs(database, 3, start=10)
         old = datetime.now(UTC) - timedelta(minutes=30)
@@ -542,8 +537,6 @@ def test_stale_sweeper_reenqueues_lost_pairs_once_per_period(database: Database,
         assert queue.llen(QUEUE_JUDGE) == 3
         assert requeue_stale.apply().get() == 0  # touched: the next sweep leaves them alone
         assert statuses(database, fresh + lost) == Counter({PairStatus.PENDING: 5})
-    finally:
-        set_runtime(None)
 
 
 def test_worker_process_starts_and_stops_cleanly(env_for, producer, worker_logs: Path) -> None:
@@ -578,27 +571,19 @@ def test_database_retries_before_llm_failures_do_not_shorten_the_llm_retries(
 ) -> None:
     """judge_pair run as Celery would after eight database autoretries (request.retries = 8): the LLM still gets
     its RELMON_LLM_MAX_RETRIES retries, and the stored error counts the LLM attempts actually made."""
-    from workers import celery_app
-    from workers.runtime import Runtime, set_runtime
     from workers.tasks.judging import judge_pair
 
-    settings = Settings(
-        _env_file=None,
-        redis_url=redis_url,
-        database_url=db_url,
+    with in_process_worker(
+        redis_url,
+        db_url,
         openai_base_url=fake_openai.base_url,
         openai_api_key="sk-test-key",
         llm_max_retries=3,
         retry_base_seconds=0.01,
-    )
-    celery_app.configure(settings)
-    set_runtime(Runtime(settings))
-    fake_openai.set_behavior(always_status=503, retry_after_seconds=0)
-    try:
+    ):
+        fake_openai.set_behavior(always_status=503, retry_after_seconds=0)
         (pair_id,) = add_pairs(database, 1)
         assert judge_pair.apply(args=[pair_id], retries=8).get() == PairStatus.JUDGED
-    finally:
-        set_runtime(None)
     assert len(fake_openai.requests) == 4  # the first call and three retries
     with database.session() as session:
         error = session.scalars(select(Judgment.error).where(Judgment.pair_id == pair_id)).one()
@@ -613,34 +598,22 @@ def test_a_judgment_stored_while_the_broker_is_down_is_still_handed_to_the_alert
     sweeper would look at it again: the task retries as a resumed run that hands the stored judgment on."""
     from kombu.exceptions import OperationalError as BrokerError
 
-    from workers import celery_app
-    from workers.runtime import Runtime, set_runtime
     from workers.tasks import judging
 
-    settings = Settings(
-        _env_file=None,
-        redis_url=redis_url,
-        database_url=db_url,
-        openai_base_url=fake_openai.base_url,
-        openai_api_key="sk-test-key",
-        alert_channel="C_ALERTS",
-    )
-    celery_app.configure(settings)
-    set_runtime(Runtime(settings))
-    queued: list[tuple[str, list]] = []
-    refusals = iter([True])  # the first send fails, as against a restarting Redis
+    with in_process_worker(
+        redis_url, db_url, openai_base_url=fake_openai.base_url, openai_api_key="sk-test-key", alert_channel="C_ALERTS"
+    ):
+        queued: list[tuple[str, list]] = []
+        refusals = iter([True])  # the first send fails, as against a restarting Redis
 
-    def send_task(name: str, args: list, **_options) -> None:
-        if next(refusals, False):
-            raise BrokerError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
-        queued.append((name, args))
+        def send_task(name: str, args: list, **_options) -> None:
+            if next(refusals, False):
+                raise BrokerError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+            queued.append((name, args))
 
-    monkeypatch.setattr(judging.celery, "send_task", send_task)
-    try:
+        monkeypatch.setattr(judging.celery, "send_task", send_task)
         (pair_id,) = add_pairs(database, 1, answer="Our offtopic cafeteria menu is pasta.")
         assert judging.judge_pair.apply(args=[pair_id]).get() == PairStatus.JUDGED
-    finally:
-        set_runtime(None)
     with database.session() as session:
         judgment = session.scalars(select(Judgment).where(Judgment.pair_id == pair_id)).one()
     assert judgment.score == 0
