@@ -30,7 +30,7 @@ import logging
 import re
 import sys
 import traceback
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -219,13 +219,7 @@ class SecretMasker:
 
     def scrub(self, value: Any) -> Any:
         """Mask secrets in strings nested anywhere in dicts, lists and tuples."""
-        if isinstance(value, str):
-            return self(value)
-        if isinstance(value, dict):
-            return {key: self.scrub(item) for key, item in value.items()}
-        if isinstance(value, list | tuple):
-            return type(value)(self.scrub(item) for item in value)
-        return value
+        return _map_nested(value, lambda leaf: self(leaf) if isinstance(leaf, str) else leaf)
 
 
 class SecretMaskingFilter(logging.Filter):
@@ -363,16 +357,21 @@ def setup_logging(settings: Settings, component: str, stream: Any = None) -> log
 # Sentry -------------------------------------------------------------------------------------------------
 
 
+def _map_nested(value: Any, leaf: Callable[[Any], Any]) -> Any:
+    """`leaf` applied to every value nested in dicts, lists and tuples (the containers kept)."""
+    if isinstance(value, dict):
+        return {key: _map_nested(item, leaf) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_map_nested(item, leaf) for item in value)
+    return leaf(value)
+
+
 def _plain(value: Any) -> Any:
     """JSON values, dicts, lists and tuples as they are; any other object as its str(), which the scrubbing then
     sees (the formatter's default=str would write it unscrubbed)."""
-    if value is None or isinstance(value, str | int | float | bool):
-        return value
-    if isinstance(value, dict):
-        return {key: _plain(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return type(value)(_plain(item) for item in value)
-    return _safe_str(value)
+    return _map_nested(
+        value, lambda leaf: leaf if leaf is None or isinstance(leaf, str | int | float | bool) else _safe_str(leaf)
+    )
 
 
 def _drop_keys(value: Any, keys: frozenset[str]) -> Any:
@@ -464,13 +463,7 @@ def _scrub_str(value: Any) -> Any:
 
 def _scrub_strings(value: Any) -> Any:
     """`scrub_message` on every string nested in dicts, lists and tuples (field values are identifiers: short)."""
-    if isinstance(value, str):
-        return scrub_message(value)
-    if isinstance(value, dict):
-        return {key: _scrub_strings(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return type(value)(_scrub_strings(item) for item in value)
-    return value
+    return _map_nested(value, _scrub_str)
 
 
 def scrub_breadcrumb(crumb: dict[str, Any], masker: SecretMasker) -> dict[str, Any] | None:
