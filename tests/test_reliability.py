@@ -27,6 +27,7 @@ import httpx
 import pytest
 from sqlalchemy import select
 
+from store import alerts as alert_store
 from store.db import Database
 from store.models import Alert, Judgment, JudgmentStatus, Pair, PairStatus
 from tests import slack_requests as sr
@@ -398,6 +399,12 @@ def test_slack_drops_the_connection_after_taking_alert_posts(make_system) -> Non
     system.slack.drop_method("chat.postMessage", times=4)
     system.send_answers(24)
     system.wait_until_finished()
+    # The dropped posts are in the channel at once; their tasks record them only when a retry has found them.
+    wait_for(
+        lambda: all(a.status == alert_store.STATUS_POSTED for a in system.alert_rows()),
+        timeout=60,
+        what="every alert recorded as posted",
+    )
     tallies = system.check_exactly_once()
     assert tallies["alerts"] == 6
     assert len(system.slack.calls_to("chat.postMessage")) == tallies["alerts"]  # the dropped ones were not re-sent
