@@ -25,6 +25,7 @@ def test_weekly_digest_runs_at_local_time_in_a_non_utc_zone() -> None:
     settings = Settings(digest_day="wednesday", digest_hour=8, digest_timezone="America/New_York")
     entry = beat_schedule(settings)["relmon-weekly-digest"]
     assert entry["task"] == "workers.tasks.digest.send_digest"
+    assert entry["kwargs"] == {"scheduled": True}  # the run is keyed by its slot (see scheduled_key)
     digest = entry["schedule"]
     assert digest.timezone_name == "America/New_York" and digest.hour == {8} and digest.day_of_week == {3}
     # Winter (EST, UTC-5): Wednesday 08:00 local is 13:00 UTC.

@@ -361,6 +361,38 @@ class WorkerKilled(BaseException):
     """The worker process dies: no `except Exception` runs, the claim stays `claimed`."""
 
 
+def test_a_scheduled_digest_that_runs_late_into_the_next_week_is_still_its_own_weeks(
+    db_url: str, slack: FakeSlack, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Scheduled for Sunday 23:00 UTC: beat's run posts week N's digest; the same task coming back at 01:00 on
+    Monday (a redelivery after the visibility timeout), already in ISO week N+1, finds week N's digest sent
+    instead of sending week N+1's a week early (which would leave next Sunday's run with nothing to send)."""
+    runtime = make_runtime(db_url, slack, tmp_path, digest_day="sun", digest_hour=23)
+    clock: list[datetime] = []
+
+    class Clock(datetime):
+        @classmethod
+        def now(cls, tz=None):  # the task's own clock
+            return clock[-1]
+
+    try:
+        today = now_utc().replace(hour=23, minute=0, second=0, microsecond=0)
+        sunday = today - timedelta(days=(today.weekday() - 6) % 7 or 7)  # the last Sunday before today
+        seed(runtime, sunday)
+        monkeypatch.setattr(digest_tasks, "datetime", Clock)
+        clock.append(sunday)
+        assert send_digest.apply(kwargs={"scheduled": True}).get() == "sent"
+        clock.append(sunday + timedelta(hours=2))
+        assert period_for(clock[-1], "UTC").key != period_for(sunday, "UTC").key  # the run is in the next week
+        assert send_digest.apply(kwargs={"scheduled": True}).get() == "already_sent"
+        assert len(slack.posted(DIGEST_CHANNEL)) == 1
+        with runtime.db.session() as session:
+            assert session.execute(select(Digest.period_key)).scalars().all() == [period_for(sunday, "UTC").key]
+    finally:
+        set_runtime(None)
+        runtime.db.dispose()
+
+
 @pytest.mark.parametrize("receipt", ["kept", "lost"])
 def test_a_run_killed_between_its_post_and_its_record_is_not_posted_again_when_redelivered(
     db_url: str, redis_url: str, slack: FakeSlack, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, receipt: str

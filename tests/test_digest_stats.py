@@ -10,7 +10,7 @@ from store.rules import ChannelRules
 from store.settings import Settings
 from store.stats_queries import JudgmentRow, PairRow
 from workers.alerts.policy import may_quote as alert_may_quote
-from workers.digest.period import period_for
+from workers.digest.period import latest_slot, period_for, scheduled_key
 from workers.digest.privacy import may_quote
 from workers.digest.stats import Prices, build_report, channel_stats, daily_series
 from workers.messages import blocks as block_kit
@@ -73,6 +73,23 @@ def test_period_is_the_seven_days_up_to_now_keyed_by_the_iso_week_sent_in():
     assert forced.key.startswith("2026-W48+force-") and forced.week_key == "2026-W48"
     with pytest.raises(ValueError):
         period_for(datetime(2026, 11, 23, 9, 0))
+
+
+def test_a_scheduled_run_is_keyed_by_its_slot_not_by_when_it_runs():
+    sunday_slot = datetime(2026, 11, 29, 23, 0, tzinfo=UTC)  # Sunday 23:00, the last hour of 2026-W48
+    assert latest_slot(sunday_slot, "sun", 23) == sunday_slot
+    assert latest_slot(sunday_slot - timedelta(seconds=1), "sun", 23) == sunday_slot - timedelta(days=7)
+    late = sunday_slot + timedelta(hours=2)  # Monday 01:00: ISO week 49
+    assert period_for(late).key == "2026-W49"
+    assert scheduled_key(late, "sun", 23) == "2026-W48"
+    assert scheduled_key(NOW, "mon", 9) == "2026-W48" == scheduled_key(NOW + timedelta(days=6), "mon", 9)
+    # The slot is local: Monday 09:00 in Tokyo is Monday 00:00 UTC.
+    assert latest_slot(NOW, "mon", 9, "Asia/Tokyo") == datetime(2026, 11, 23, 0, 0, tzinfo=UTC)
+    assert scheduled_key(datetime(2026, 11, 22, 23, 59, tzinfo=UTC), "mon", 9, "Asia/Tokyo") == "2026-W47"
+    # Across daylight saving (New York falls back on 1 Nov 2026), Monday 09:00 stays 09:00 local.
+    assert latest_slot(datetime(2026, 11, 3, tzinfo=UTC), "mon", 9, "America/New_York") == datetime(
+        2026, 11, 2, 14, 0, tzinfo=UTC
+    )
 
 
 def test_an_empty_week_has_no_figures_and_renders_a_short_message():

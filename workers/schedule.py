@@ -79,6 +79,8 @@ def beat_schedule(settings: Settings) -> dict:
             "schedule": zoned_crontab(
                 minute=0, hour=settings.digest_hour, day_of_week=settings.digest_day, timezone=zone
             ),
+            # The run keys its digest by the slot it was scheduled for, not by when it runs (see scheduled_key).
+            "kwargs": {"scheduled": True},
             # A digest that could not start within a day is stale; the next week's will come.
             "options": {"expires": 24 * 60 * 60},
         },

@@ -4,7 +4,7 @@ compared with the seven days before; its key is the ISO week in which it is sent
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta, tzinfo
+from datetime import UTC, datetime, time, timedelta, tzinfo
 from zoneinfo import ZoneInfo
 
 WINDOW = timedelta(days=7)
@@ -42,6 +42,27 @@ def period_for(now: datetime, timezone: str = "UTC", *, force: bool = False) -> 
     if force:
         key = f"{key}+force-{end.strftime('%Y%m%dT%H%M%S')}"
     return Period(key=key, start=end - WINDOW, end=end, previous_start=end - 2 * WINDOW, timezone=timezone)
+
+
+WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+
+
+def latest_slot(now: datetime, weekday: str, hour: int, timezone: str = "UTC") -> datetime:
+    """The latest scheduled digest moment (`weekday` at `hour`:00 in `timezone`) at or before `now`, in UTC."""
+    tz = ZoneInfo(timezone)
+    local = now.astimezone(tz)
+    days_back = (local.weekday() - WEEKDAYS.index(weekday)) % 7
+    slot = datetime.combine(local.date() - timedelta(days=days_back), time(hour), tzinfo=tz)
+    if slot > local:
+        slot -= timedelta(days=7)
+    return slot.astimezone(UTC)
+
+
+def scheduled_key(now: datetime, weekday: str, hour: int, timezone: str = "UTC") -> str:
+    """The key of the scheduled digest a run at `now` belongs to: the ISO week of its slot, not of `now`. A task
+    that comes back late (a retry, or a redelivery after the broker's visibility timeout) across the week's
+    boundary (a Sunday-night schedule, say) still finishes its own week's digest instead of sending next week's."""
+    return iso_week_key(latest_slot(now, weekday, hour, timezone), ZoneInfo(timezone))
 
 
 def day_slices(period: Period) -> list[tuple[datetime, datetime]]:

@@ -19,7 +19,7 @@ from store import digests as digest_rows
 from store.stats_queries import pair_rows, pair_texts
 from workers.celery_app import celery
 from workers.digest.chart import render_chart
-from workers.digest.period import Period, period_for
+from workers.digest.period import Period, period_for, scheduled_key
 from workers.digest.privacy import may_quote
 from workers.digest.stats import Prices, Report, WorstAnswer, build_report
 from workers.messages.digest import Links, Quotes, digest_message
@@ -284,10 +284,13 @@ def _retry_delay(retries: int) -> int:
 
 
 @celery.task(name="workers.tasks.digest.send_digest", bind=True, max_retries=MAX_RETRIES)
-def send_digest(self, force: bool = False, period_key: str | None = None) -> str:
+def send_digest(self, force: bool = False, period_key: str | None = None, scheduled: bool = False) -> str:
     runtime, now = get_runtime(), datetime.now(UTC)
+    settings = runtime.settings
     if force and period_key is None:
-        period_key = period_for(now, runtime.settings.digest_timezone, force=True).key
+        period_key = period_for(now, settings.digest_timezone, force=True).key
+    elif scheduled and period_key is None:  # beat's run: the week of the slot it was sent for
+        period_key = scheduled_key(now, settings.digest_day, settings.digest_hour, settings.digest_timezone)
     try:
         return deliver_digest(runtime, now, force=force, period_key=period_key).status
     except RETRYABLE as error:
