@@ -167,19 +167,21 @@ class HeldItem:
     created_at: datetime
     permalink: str | None
     channel_is_private: bool
+    source_channel_id: str
 
 
 def held_channel_hours(session: Session, since: datetime) -> list[tuple[str, datetime]]:
-    """(source channel, claim time) of every held low score since `since`; the caller buckets by hour."""
+    """(alert channel, claim time) of every held low score since `since`; the caller buckets by hour."""
     rows = session.execute(
-        select(Alert.source_channel_id, Alert.created_at).where(
+        select(Alert.alert_channel_id, Alert.created_at).where(
             Alert.kind == KIND_LOW, Alert.status == STATUS_HELD, Alert.created_at >= since
         )
     )
     return [(channel, created) for channel, created in rows if channel]
 
 
-def held_in_hour(session: Session, channel_id: str, since: datetime, until: datetime) -> list[HeldItem]:
+def held_in_hour(session: Session, alert_channel_id: str, since: datetime, until: datetime) -> list[HeldItem]:
+    """The low scores held for `alert_channel_id` in [since, until), from every source channel, oldest first."""
     rows = session.execute(
         select(Alert, Judgment, Pair.channel_is_private)
         .join(Judgment, Judgment.id == Alert.judgment_id)
@@ -187,7 +189,7 @@ def held_in_hour(session: Session, channel_id: str, since: datetime, until: date
         .where(
             Alert.kind == KIND_LOW,
             Alert.status == STATUS_HELD,
-            Alert.source_channel_id == channel_id,
+            Alert.alert_channel_id == alert_channel_id,
             Alert.created_at >= since,
             Alert.created_at < until,
         )
@@ -204,6 +206,7 @@ def held_in_hour(session: Session, channel_id: str, since: datetime, until: date
             created_at=alert.created_at,
             permalink=(alert.details or {}).get("permalink"),
             channel_is_private=bool(private),
+            source_channel_id=alert.source_channel_id or "",
         )
         for alert, judgment, private in rows
     ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -194,19 +195,22 @@ def test_degradation_alert_says_the_time_window_tripped():
 
 
 def test_summary_names_the_alert_channel_cap():
-    payload = summary_message("C1", AT, summary_items(2), cap=10, quote=True, alert_channel_cap=30)
+    payload = summary_message(AT, summary_items(2), caps={"C1": 10}, alert_channel_cap=30)
     check_limits(payload)
     assert "cap of 10 alerts" in all_text(payload) and "cap of 30 alerts from all channels" in all_text(payload)
 
 
-def summary_items(count: int, reasoning: str = "Talks about something else.") -> list[SummaryItem]:
+def summary_items(
+    count: int, reasoning: str = "Talks about something else.", *, channel: str = "C1", quote: bool = True
+) -> list[SummaryItem]:
     return [
-        SummaryItem(i, "relevancy", 0, 4, AT + timedelta(seconds=i), f"{PERMALINK}{i}", reasoning) for i in range(count)
+        SummaryItem(i, "relevancy", 0, 4, AT + timedelta(seconds=i), f"{PERMALINK}{i}", reasoning, channel, quote)
+        for i in range(count)
     ]
 
 
 def test_summary_lists_held_scores():
-    payload = summary_message("C1", AT, summary_items(3), cap=10, quote=True)
+    payload = summary_message(AT, summary_items(3), caps={"C1": 10})
     check_limits(payload)
     assert payload["blocks"][0]["text"]["text"] == "3 more low scores this hour"
     text = all_text(payload)
@@ -214,7 +218,7 @@ def test_summary_lists_held_scores():
 
 
 def test_huge_summary_stays_within_limits_and_counts_the_rest():
-    payload = summary_message("C1", AT, summary_items(2_000, "x" * 400), cap=10, quote=True)
+    payload = summary_message(AT, summary_items(2_000, "x" * 400), caps={"C1": 10})
     check_limits(payload)
     shown = all_text(payload).count("0 / 4")
     assert f"…and {2_000 - shown} more low scores this hour" in payload["blocks"][-1]["elements"][0]["text"]
@@ -229,8 +233,8 @@ def link_numbers(payload: dict) -> list[int]:
 def test_a_burst_of_held_scores_keeps_the_summary_under_slacks_total_and_shows_the_newest(quote):
     """400 held items once filled 50 blocks with 137k characters: Slack answered `msg_blocks_too_long` and the
     summary stopped updating in the very burst it is for."""
-    items = summary_items(400, "The answer is about something else entirely. " * 5)
-    payload = summary_message("C1", AT, items, cap=10, quote=quote, alert_channel_cap=30)
+    items = summary_items(400, "The answer is about something else entirely. " * 5, quote=quote)
+    payload = summary_message(AT, items, caps={"C1": 10}, alert_channel_cap=30)
     check_limits(payload)
     assert bk.text_length(payload["blocks"]) <= bk.MAX_MESSAGE_TEXT
     assert payload["blocks"][0]["text"]["text"] == "400 more low scores this hour"
@@ -242,7 +246,7 @@ def test_a_burst_of_held_scores_keeps_the_summary_under_slacks_total_and_shows_t
 
 
 def test_a_summary_that_fits_lists_every_item_and_counts_none():
-    payload = summary_message("C1", AT, summary_items(20), cap=10, quote=True)
+    payload = summary_message(AT, summary_items(20), caps={"C1": 10})
     check_limits(payload)
     assert link_numbers(payload) == list(range(19, -1, -1))
     assert "more low score" not in payload["blocks"][-1].get("elements", [{}])[0].get("text", "")
@@ -262,10 +266,41 @@ def test_text_length_counts_every_text_in_the_blocks():
 
 
 def test_private_summary_withholds_reasoning():
-    payload = summary_message("C1", AT, summary_items(2, "secret details"), cap=10, quote=False)
+    payload = summary_message(AT, summary_items(2, "secret details", quote=False), caps={"C1": 10})
     check_limits(payload)
     assert "secret details" not in all_text(payload)
     assert "withheld" in all_text(payload)
+
+
+def test_one_summary_gathers_several_source_channels_and_withholds_only_the_private_ones():
+    public = summary_items(3, "public reasoning", channel="C_PUBLIC")
+    private = [
+        replace(item, judgment_id=10 + item.judgment_id, permalink=f"{PERMALINK}{10 + item.judgment_id}")
+        for item in summary_items(2, "secret details", channel="G_PRIVATE", quote=False)
+    ]
+    payload = summary_message(AT, public + private, caps={"C_PUBLIC": 2, "G_PRIVATE": 5}, alert_channel_cap=30)
+    check_limits(payload)
+    text = all_text(payload)
+    assert payload["text"] == "5 more low scores from 2 channels this hour"
+    assert "<#C_PUBLIC> (3 held, cap 2)" in text and "<#G_PRIVATE> (2 held, cap 5)" in text
+    assert "this channel's 30 from all channels" in text
+    assert text.count("public reasoning") == 3 and "secret details" not in text
+    assert "Reasoning withheld for scores from private channels" in text
+    assert text.count("<#G_PRIVATE> · *0 / 4*") == 2 and text.count("<#C_PUBLIC> · *0 / 4*") == 3
+
+
+def test_a_summary_of_many_channels_names_the_busiest_and_counts_the_rest():
+    items = [
+        replace(item, judgment_id=n, channel_id=f"C{n:03d}")
+        for n, item in enumerate(summary_items(60) + summary_items(5))
+    ]
+    items[-1] = replace(items[-1], channel_id="C000")  # C000 holds two
+    caps = {item.channel_id: 10 for item in items}
+    payload = summary_message(AT, items, caps=caps)
+    check_limits(payload)
+    intro = payload["blocks"][1]["text"]["text"]
+    assert intro.startswith("Low scores from 64 channels went over the hourly alert caps (each channel's own) ")
+    assert "<#C000> (2 held, cap 10)" in intro and intro.endswith(", 44 more.")
 
 
 def test_verdict_message_quotes_back_to_the_asker():

@@ -145,7 +145,7 @@ def test_hourly_cap_gathers_the_rest_into_one_summary(make_runtime, fake):
         [update] = fake.calls_to("chat.update")  # …updated in place
         assert "4 more low scores this hour" in json.dumps(update["blocks"])
         summary_rows = [row for row in alerts(runtime) if row.kind == "summary"]
-        assert len(summary_rows) == 1 and summary_rows[0].dedupe_key.startswith(f"summary:{SUPPORT}:")
+        assert len(summary_rows) == 1 and summary_rows[0].dedupe_key.startswith(f"summary:{ALERTS}:")
 
 
 def test_cap_holds_under_a_concurrent_burst(make_runtime, fake):
@@ -564,13 +564,19 @@ def test_the_alert_channel_cap_holds_a_burst_across_source_channels(make_runtime
         assert sorted(a.status for a in rows) == ["held"] * 3 + ["posted"] * 3
         assert {a.details["reason"] for a in rows if a.status == "held"} == {"alert_channel_cap"}
 
-        assert tasks.flush_summaries(runtime) == 3  # one summary per source channel-hour, as for the channel cap
-        summaries = [p for p in fake.posted(ALERTS) if "more low score" in p["text"]]
-        assert len(summaries) == 3 and all("1 more low score" in p["text"] for p in summaries)
-        assert all("cap of 3 alerts from all channels" in json.dumps(p["blocks"]) for p in summaries)
+        # One summary for the alert channel's hour, whatever the source channels: a burst across channels must
+        # not become one summary message per channel.
+        assert tasks.flush_summaries(runtime) == 1
+        [summary] = [p for p in fake.posted(ALERTS) if "more low score" in p["text"]]
+        assert summary["text"] == "3 more low scores from 3 channels this hour"
+        blocks = json.dumps(summary["blocks"], ensure_ascii=False)
+        assert "this channel's 3 from all channels" in blocks
+        held_sources = sorted(a.source_channel_id for a in rows if a.status == "held")
+        assert all(f"<#{channel}> (1 held, cap 10)" in blocks for channel in held_sources)
+        assert all(f"• <#{channel}> · *0 / 4*" in blocks for channel in held_sources)  # each line says where
         # the cap is the alert channel's: a channel whose rule sends its alerts elsewhere still alerts
         tasks.consider(runtime, add_judgment(runtime, score=0, channel_id="C_ELSEWHERE"))
-        assert len(fake.posted("C_OTHER_ALERTS")) == 1 and len(fake.posted(ALERTS)) == 6
+        assert len(fake.posted("C_OTHER_ALERTS")) == 1 and len(fake.posted(ALERTS)) == 4
 
 
 def test_the_alert_posted_log_line_names_the_judgment_and_the_source_message(make_runtime, fake, caplog):

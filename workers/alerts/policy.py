@@ -72,8 +72,9 @@ def low_key(judgment_id: int) -> str:
     return f"low:{judgment_id}"
 
 
-def summary_key(channel_id: str, moment: datetime) -> str:
-    return f"summary:{channel_id}:{hour_label(moment)}"
+def summary_key(alert_channel_id: str, moment: datetime) -> str:
+    """One summary per alert channel and hour, whichever source channels its held scores came from."""
+    return f"summary:{alert_channel_id}:{hour_label(moment)}"
 
 
 def degradation_key(channel_id: str, episode: int) -> str:

@@ -8,7 +8,8 @@ link, which Slack itself only opens for members of the channel.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -171,50 +172,85 @@ class SummaryItem:
     answered_at: datetime
     permalink: str | None = None
     reasoning: str | None = None
+    channel_id: str = ""  # the source channel
+    quote: bool = True  # False: a private channel whose text may not be shown here (reasoning withheld)
 
 
-def summary_line(item: SummaryItem, *, quote: bool) -> str:
+def summary_line(item: SummaryItem, *, name_channel: bool = False) -> str:
     score = format_score(item.score, item.max_score)
     link = f"<{item.permalink}|open>" if item.permalink else "link unavailable"
-    line = f"• *{score}* {item.judge} · {slack_date(item.answered_at)} · {link}"
-    if quote and item.reasoning and item.reasoning.strip():
+    where = f"{channel_mention(item.channel_id)} · " if name_channel and item.channel_id else ""
+    line = f"• {where}*{score}* {item.judge} · {slack_date(item.answered_at)} · {link}"
+    if item.quote and item.reasoning and item.reasoning.strip():
         line += f"\n   _{escape(shorten(' '.join(item.reasoning.split()), 200))}_"
     return line
 
 
-def summary_message(
-    channel_id: str,
-    hour: datetime,
-    items: Sequence[SummaryItem],
-    *,
-    cap: int,
-    quote: bool,
-    alert_channel_cap: int | None = None,
-) -> dict:
-    """One message per source channel and hour for the low scores held back by a cap (the source channel's, or
-    the alert channel's across all sources); updated in place (chat.update) as more gather. `items` come oldest
-    first; the message lists the newest first, packed into sections, as many as Slack's limits let one message
-    hold (50 blocks, `MAX_MESSAGE_TEXT` characters in all), and counts the rest."""
-    count = len(items)
+SUMMARY_CHANNELS_NAMED = 20  # the intro names at most this many source channels, then counts the rest
+
+
+def _summary_intro(
+    hour: datetime, items: Sequence[SummaryItem], caps: Mapping[str, int], alert_channel_cap: int | None
+) -> str:
     this_channel = (
         f", or this channel its cap of {alert_channel_cap} alerts from all channels," if alert_channel_cap else ""
     )
+    held = Counter(item.channel_id for item in items)
+    if len(held) == 1:
+        [channel] = held
+        return (
+            f"{channel_mention(channel)} reached its cap of {caps[channel]} alerts for the hour starting "
+            f"{slack_date(hour)}{this_channel} so further low scores are gathered here instead of posted one by one."
+        )
+    named = [
+        f"{channel_mention(channel)} ({count} held, cap {caps[channel]})"
+        for channel, count in held.most_common(SUMMARY_CHANNELS_NAMED)
+    ]
+    if len(held) > SUMMARY_CHANNELS_NAMED:
+        named.append(f"{len(held) - SUMMARY_CHANNELS_NAMED} more")
+    over = "each channel's own"
+    if alert_channel_cap:
+        over += f", and this channel's {alert_channel_cap} from all channels"
+    return (
+        f"Low scores from {len(held)} channels went over the hourly alert caps ({over}) for the hour starting "
+        f"{slack_date(hour)}, so they are gathered here instead of posted one by one: {', '.join(named)}."
+    )
+
+
+def summary_message(
+    hour: datetime,
+    items: Sequence[SummaryItem],
+    *,
+    caps: Mapping[str, int],
+    alert_channel_cap: int | None = None,
+) -> dict:
+    """One message per alert channel and hour for the low scores held back by a cap (their source channel's, or
+    the alert channel's across all sources), from every source channel: a burst across many channels is one
+    message, not one per channel. Updated in place (chat.update) as more gather. `caps`: each source channel's
+    hourly cap. `items` come oldest first; the message lists the newest first, packed into sections, as many as
+    Slack's limits let one message hold (50 blocks, `MAX_MESSAGE_TEXT` characters in all), and counts the rest."""
+    count = len(items)
+    channels = {item.channel_id for item in items}
     blocks = [
         header(f"{count} more low score{'s' if count != 1 else ''} this hour"),
-        section(
-            f"{channel_mention(channel_id)} reached its cap of {cap} alerts for the hour starting "
-            f"{slack_date(hour)}{this_channel} so further low scores are gathered here instead of posted one by one."
-        ),
+        section(shorten(_summary_intro(hour, items, caps, alert_channel_cap), MAX_SECTION_TEXT)),
     ]
-    if not quote:
-        blocks.append(context("_Reasoning withheld: private channel._"))
+    withheld = [item for item in items if not item.quote]
+    if withheld:
+        blocks.append(
+            context(
+                "_Reasoning withheld: private channel._"
+                if len(withheld) == count
+                else "_Reasoning withheld for scores from private channels._"
+            )
+        )
     # Room kept for the closing "and N more" (N < count, so its length is at most this).
     room = MAX_MESSAGE_TEXT - text_length(blocks) - len(_more_low_scores(count))
     sections: list[str] = []  # full ones
     chunk = ""  # the one being filled
     shown = 0
     for item in reversed(items):  # the newest first: in a burst they are the ones to look at
-        line = shorten(summary_line(item, quote=quote), MAX_SECTION_TEXT)
+        line = shorten(summary_line(item, name_channel=len(channels) > 1), MAX_SECTION_TEXT)
         joins = bool(chunk) and len(chunk) + 1 + len(line) <= MAX_SECTION_TEXT
         cost = len(line) + joins  # the newline that joins it
         if cost > room:
@@ -234,7 +270,11 @@ def summary_message(
     blocks += [section(text) for text in sections]
     if shown < count:
         blocks.append(context(_more_low_scores(count - shown)))
-    text = f"{count} more low score{'s' if count != 1 else ''} in {channel_mention(channel_id)} this hour"
+    scores = f"{count} more low score{'s' if count != 1 else ''}"
+    if len(channels) == 1:
+        text = f"{scores} in {channel_mention(next(iter(channels)))} this hour"
+    else:
+        text = f"{scores} from {len(channels)} channels this hour"
     return message(text, blocks)
 
 

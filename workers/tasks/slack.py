@@ -542,7 +542,7 @@ def schedule_summary_flush(runtime: Runtime) -> None:
 
 @celery.task(name="workers.tasks.slack.flush_alert_summaries", bind=True, max_retries=MAX_RETRIES)
 def flush_alert_summaries(self) -> int:
-    """Post or update the summary message of every channel-hour with held low scores."""
+    """Post or update the summary message of every alert channel-hour with held low scores."""
     return _run(self, flush_summaries)
 
 
@@ -550,35 +550,34 @@ def flush_summaries(runtime: Runtime, now: datetime | None = None) -> int:
     now = now or datetime.now(UTC)
     with runtime.db.session() as session:
         held = alert_store.held_channel_hours(session, now - SUMMARY_LOOKBACK)
-    buckets = sorted({(channel, hour_start(created)) for channel, created in held})
-    for channel, hour in buckets:
-        flush_summary(runtime, channel, hour)
+    buckets = sorted({(alert_channel, hour_start(created)) for alert_channel, created in held})
+    for alert_channel, hour in buckets:
+        flush_summary(runtime, alert_channel, hour)
     return len(buckets)
 
 
-def flush_summary(runtime: Runtime, channel_id: str, hour: datetime) -> str:
-    rule = runtime.rules.for_channel(channel_id, runtime.settings)
-    if not rule.alert_channel:
-        return "no_alert_channel"
-    dedupe_key = summary_key(channel_id, hour)  # also the key of its post receipt and its metadata mark
+def flush_summary(runtime: Runtime, alert_channel: str, hour: datetime) -> str:
+    """Post or update the hour's summary in `alert_channel`: one message for the low scores held there from every
+    source channel (a burst across many channels must not become one summary per channel)."""
+    dedupe_key = summary_key(alert_channel, hour)  # also the key of its post receipt and its metadata mark
     with runtime.db.session() as session:
         row, _ = alert_store.claim(
             session,
             dedupe_key=dedupe_key,
             kind=alert_store.KIND_SUMMARY,
-            source_channel_id=channel_id,
-            alert_channel_id=rule.alert_channel,
+            source_channel_id=None,
+            alert_channel_id=alert_channel,
             details={"hour": hour.isoformat(), "count": 0},
         )
         summary_id = row.id
     with lease(runtime, summary_id):
         with runtime.db.session() as session:
             row = session.get(Alert, summary_id)
-            items = alert_store.held_in_hour(session, channel_id, hour, hour + timedelta(hours=1))
+            items = alert_store.held_in_hour(session, alert_channel, hour, hour + timedelta(hours=1))
             shown = int((row.details or {}).get("count", 0))
-            state = (row.status, row.message_ts, row.alert_channel_id)
+            state = (row.status, row.message_ts)
             claimed_at = as_utc(row.created_at)
-        status, message_ts, alert_channel = state
+        status, message_ts = state
         if not message_ts:  # posted already, but the database missed it (down, or the post's answer never came)?
             message_ts = earlier_post(runtime, alert_channel, claimed_at, dedupe_key) or None
             if message_ts:
@@ -590,19 +589,26 @@ def flush_summary(runtime: Runtime, channel_id: str, hour: datetime) -> str:
             or (status == alert_store.STATUS_POSTED and shown == len(items))
         ):
             return "unchanged"
-        private = any(item.channel_is_private for item in items)
+        sources = {i.source_channel_id for i in items}
+        caps = {source: runtime.rules.for_channel(source, runtime.settings).alert_cap_per_hour for source in sources}
         payload = summary_message(
-            channel_id,
             hour,
             [
                 SummaryItem(
-                    i.judgment_id, i.judge, i.score, i.max_score, as_utc(i.created_at), i.permalink, i.reasoning
+                    i.judgment_id,
+                    i.judge,
+                    i.score,
+                    i.max_score,
+                    as_utc(i.created_at),
+                    i.permalink,
+                    i.reasoning,
+                    channel_id=i.source_channel_id,
+                    quote=quote_allowed(runtime, i.source_channel_id, i.channel_is_private),
                 )
                 for i in items
             ],
-            cap=rule.alert_cap_per_hour,
+            caps=caps,
             alert_channel_cap=runtime.settings.alert_channel_cap_per_hour,
-            quote=quote_allowed(runtime, channel_id, private),
         )
         if message_ts:
             runtime.slack.chat_update(channel=alert_channel, ts=message_ts, **payload)
@@ -612,7 +618,7 @@ def flush_summary(runtime: Runtime, channel_id: str, hour: datetime) -> str:
                 alert_store.mark_posted(session, summary_id, message_ts)
         with runtime.db.session() as session:
             alert_store.merge_details(session, summary_id, count=len(items))
-    log.info("alert summary sent", extra={"channel": channel_id, "count": len(items)})
+    log.info("alert summary sent", extra={"alert_channel": alert_channel, "sources": len(sources), "count": len(items)})
     return "updated" if state[1] else "posted"
 
 
