@@ -406,7 +406,7 @@ def test_history_fallback_honours_retry_after(bot: ServedBot, slack: FakeSlack) 
     """A 429 that outlasts slack_sdk's retries blocks further history calls until Retry-After passes."""
     q_ts, a_ts = sr.next_ts(), sr.next_ts()
     slack.add_message(C, q_ts, user="U_ASKER", text="old question")
-    slack.rate_limit("conversations.replies", times=10, retry_after=1)
+    slack.rate_limit("conversations.replies", times=10, retry_after=30)  # long enough to still stand when checked
     send(bot, sr.bot_message(C, a_ts, "answer", thread_ts=q_ts))
     bot.runtime.slack.retry_handlers.clear()  # fail fast on the 429 in this test
     assert list(settle_all(bot).values()) == [PairStatus.NO_QUESTION]

@@ -82,7 +82,8 @@ def test_socket_mode_events_are_acknowledged_captured_once_and_judged(
             # The connection URL came from apps.connections.open (which the fake only answers for xapp- tokens).
             assert slack.calls_to("apps.connections.open")
             assert socket_mode.paths[0].startswith("/link/?ticket=test-ticket")
-            assert socket_mode.sent[0]["type"] == "hello"
+            # The fake registers the connection a moment before it sends hello.
+            assert wait_for(lambda: socket_mode.sent, timeout=10, what="hello")[0]["type"] == "hello"
 
             question = sr.human_message("C_SUPPORT", sr.next_ts(), "How do I reset my password?")
             answer = sr.bot_message(

@@ -418,7 +418,13 @@ def test_feedback_buttons_record_votes_and_queue_a_refresh(bot, slack, redis_url
         body = sr.block_actions(action, str(judgment_id), user_id=user, channel_id="C_ALERTS", message_ts=alert_ts)
         response = sr.post(bot.url, body, SECRET)
         assert response.status_code == 200 and time.monotonic() - started < 3.0
-        time.sleep(0.2)
+        vote = action.removeprefix("feedback_")
+
+        def recorded(user=user, vote=vote):  # the click's work runs after the answer: let it land before the next
+            with runtime.db.session() as session:
+                return (user, vote) in set(votes_for(session, judgment_id))
+
+        wait_for(recorded, timeout=10, what=f"{user}'s {vote} vote")
 
     def votes():
         with runtime.db.session() as session:

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from store.settings import Settings
-from tests.processes import RelmonProcess, relmon_command, relmon_env, start_worker
+from tests.processes import RelmonProcess, relmon_command, relmon_env, start_worker, wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
 RELMON_SERVICES = ("migrate", "bot", "worker", "beat")
@@ -176,7 +176,8 @@ def test_the_health_check_commands_answer_for_a_real_worker_and_beat(redis_url: 
         beat.wait_for_log("beat pidbox: Connected", timeout=60)
         result = ping("worker")
         assert result.returncode == 0 and f"celery@{socket.gethostname()}: pong" in result.stdout, result.stderr
-        result = ping("beat")
+        # beat logs "Connected" a moment before it listens for pings: a health check retries, and so does this
+        result = wait_for(lambda: (r := ping("beat")).returncode == 0 and r, timeout=30, what="beat's pong")
         assert result.returncode == 0 and f"celerybeat@{socket.gethostname()}: pong" in result.stdout, result.stderr
         other = ping("worker", "--hostname", "elsewhere")  # another host's worker: not this container's
         assert other.returncode == 1 and "celery@elsewhere did not answer" in other.stderr

@@ -61,7 +61,7 @@ def env_for(redis_url: str, db_url: str, fake_openai: FakeOpenAI, fake_slack: Fa
             "RELMON_WORKER_CONCURRENCY": 8,
             "RELMON_VISIBILITY_TIMEOUT": TEST_VISIBILITY_TIMEOUT,
             "RELMON_RETRY_BASE_SECONDS": 0.05,
-            "RELMON_LLM_TIMEOUT": 1,
+            "RELMON_LLM_TIMEOUT": 10,  # a stalled reply is not retried (tests count LLM calls); fault tests set 1
             "RELMON_ALERT_CHANNEL": ALERT_CHANNEL,
             **overrides,
         }
@@ -253,7 +253,7 @@ def test_llm_faults_leave_every_pair_judged_or_stored_as_error(
     # 30% of calls fail: 429 (Retry-After), 500, a timeout past the client's 1 s, or unreadable garbage.
     fake_openai.set_behavior(latency_ms=20, fault_rate=0.3, seed=11, timeout_seconds=1.5)
     pair_ids = add_pairs(database, 120)
-    with start_worker(env_for(RELMON_WORKER_CONCURRENCY=16), log_dir=worker_logs):
+    with start_worker(env_for(RELMON_WORKER_CONCURRENCY=16, RELMON_LLM_TIMEOUT=1), log_dir=worker_logs):
         enqueue(producer, pair_ids)
         wait_for(lambda: settled(database, pair_ids), timeout=90, what="every pair judged or errored")
 
@@ -504,6 +504,8 @@ def test_budget_exhausted_skips_pairs_and_says_so_once(
     with start_worker(env_for(RELMON_DAILY_BUDGET=5), log_dir=worker_logs):
         enqueue(producer, pair_ids)
         wait_for(lambda: settled(database, pair_ids), timeout=60, what="budgeted pairs")
+        # The skipped status is stored before the notice is posted: wait for the notice too.
+        wait_for(lambda: budget_notices(fake_slack), timeout=30, what="the budget notice")
         more = add_pairs(database, 3, start=100)  # later in the day: still skipped, still no second notice
         enqueue(producer, more)
         wait_for(lambda: settled(database, more), timeout=30, what="later pairs")
@@ -515,9 +517,13 @@ def test_budget_exhausted_skips_pairs_and_says_so_once(
     with database.session() as session:
         usage = session.scalars(select(DailyUsage)).one()
     assert usage.llm_calls == 5 and usage.budget_notice_sent
-    notices = [m for m in fake_slack.posted(ALERT_CHANNEL) if "daily budget" in (m.get("text") or "")]
+    notices = budget_notices(fake_slack)
     assert len(notices) == 1
     assert "RELMON_DAILY_BUDGET" in notices[0]["text"]
+
+
+def budget_notices(fake_slack: FakeSlack) -> list[dict]:
+    return [m for m in fake_slack.posted(ALERT_CHANNEL) if "daily budget" in (m.get("text") or "")]
 
 
 # The stale sweeper --------------------------------------------------------------------------------------------

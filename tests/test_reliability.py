@@ -252,8 +252,12 @@ def running_system(
             "RELMON_VISIBILITY_TIMEOUT": VISIBILITY_TIMEOUT,
             "RELMON_SWEEP_AFTER_SECONDS": SWEEP_AFTER,
             "RELMON_RETRY_BASE_SECONDS": 0.05,
-            "RELMON_LLM_TIMEOUT": 1,
+            # Long enough that a reply stalled on a loaded machine is not retried (the tests count LLM calls);
+            # the fault test that serves timeouts sets 1 s.
+            "RELMON_LLM_TIMEOUT": 10,
             "RELMON_ALERT_CAP_PER_HOUR": 10_000,
+            # Exactly one alert per low score: a degradation alert depends on the order the scores land in.
+            "RELMON_DEGRADATION_WINDOW_MINUTES": 0,
             "RELMON_THRESHOLD": THRESHOLD,
             "RELMON_HISTORY_FALLBACK": "false",
         }
@@ -366,7 +370,7 @@ def test_postgres_restarted_mid_run(make_system, fault_db_url: str) -> None:
 def test_llm_failing_thirty_percent_of_calls(make_system) -> None:
     """429s, 5xx, timeouts and garbage on 30% of calls: transient ones are retried (one layer: Celery), garbage
     is stored as an error verdict, never a guessed score and never an alert."""
-    system = make_system(llm_latency_ms=20)
+    system = make_system(llm_latency_ms=20, RELMON_LLM_TIMEOUT=1)  # the served timeouts (1.5 s) outlast it
     system.llm.set_behavior(latency_ms=20, fault_rate=0.3, seed=8, timeout_seconds=1.5, retry_after_seconds=0.05)
     system.send_answers(40)
     system.wait_until_finished()
