@@ -73,6 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from workers.embedded_redis import EmbeddedRedisError
+    from workers.startup import StartupError
 
     try:
         return _dispatch(args)
@@ -81,6 +82,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except EmbeddedRedisError as error:  # bot, worker or beat without REDIS_URL: a setup problem, not a crash
         print(f"relmon {args.command}: cannot start the embedded Redis: {error}", file=sys.stderr)
+        return 3
+    except StartupError as error:  # the database unreachable at start-up, say: the same kind of problem
+        print(f"relmon {args.command}: {error}", file=sys.stderr)
         return 3
 
 

@@ -388,12 +388,38 @@ def gunicorn_options(host: str, port: int, settings: Settings) -> dict[str, Any]
     }
 
 
+# What each gunicorn worker would otherwise import on its own after the fork (the listeners and what they use
+# on the first event, command or Home tab): imported once in the master, the workers share those pages.
+MODULES_BEFORE_FORK = (
+    "bot.app",
+    "bot.listeners.capture",
+    "bot.listeners.commands",
+    "bot.listeners.home",
+    "workers.tasks.capture",
+    "workers.tasks.digest",
+    "workers.digest.stats",
+    "workers.messages.home",
+)
+
+
+def load_before_fork(settings: Settings) -> None:
+    """Import in the master what the workers use, and the database's SQLAlchemy dialect (creating an engine
+    loads it; no connection is made). `pre_fork`'s gc.freeze then keeps those objects' pages shared."""
+    import importlib
+
+    from store.db import make_engine
+
+    for name in MODULES_BEFORE_FORK:
+        importlib.import_module(name)
+    make_engine(settings.resolved_database_url).dispose()
+
+
 def prepare(settings: Settings, component: str = "bot") -> None:
     """Start-up shared by HTTP and Socket Mode (and with the worker and beat): logging, embedded Redis, schema,
     Celery."""
     from workers.startup import start_process
 
-    start_process(settings, component)
+    start_process(settings, component, migrate_in_child_process=True)
 
 
 def serve(settings: Settings, host: str = "0.0.0.0", port: int = 3000) -> int:
@@ -405,6 +431,7 @@ def serve(settings: Settings, host: str = "0.0.0.0", port: int = 3000) -> int:
     if settings.slack_app_token:
         return serve_socket_mode(settings, host, port)
     log.info("serving HTTP", extra={"host": host, "port": port, "path": EVENT_PATH})
+    load_before_fork(settings)
     _gunicorn(lambda: build_wsgi_app(settings), gunicorn_options(host, port, settings)).run()
     return 0
 

@@ -1,18 +1,23 @@
-"""Engine, sessions and migrations. Alembic migrations run at start-up (`migrate`)."""
+"""Engine, sessions and migrations. Alembic migrations run at start-up (`migrate`).
+
+Alembic is imported only where a migration runs or is checked: the bot migrates in a short-lived child process
+(`migrate_in_child`), so the processes that serve Slack never load it (about 10 MB each, with its templates)."""
 
 from __future__ import annotations
 
 import fcntl
+import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
+
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 
@@ -48,6 +53,8 @@ def make_engine(url: str, *, pool_size: int = 10) -> Engine:
 
 
 def alembic_config(url: str) -> Config:
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
     config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
@@ -75,6 +82,8 @@ def _sqlite_migration_lock(engine: Engine) -> Iterator[None]:
 def migrate(engine: Engine) -> None:
     """Bring the schema to the newest migration (safe to call from several processes at once: PostgreSQL
     serialises on an advisory lock, SQLite on a file lock next to the database)."""
+    from alembic import command
+
     config = alembic_config(engine.url.render_as_string(hide_password=False))
     with _sqlite_migration_lock(engine), engine.begin() as connection:
         if engine.dialect.name == "postgresql":
@@ -86,6 +95,9 @@ def migrate(engine: Engine) -> None:
 
 def pending_migrations(engine: Engine) -> list[str]:
     """Revisions not yet applied (for `relmon doctor`)."""
+    from alembic.runtime.migration import MigrationContext
+    from alembic.script import ScriptDirectory
+
     script = ScriptDirectory.from_config(alembic_config(engine.url.render_as_string(hide_password=False)))
     with engine.connect() as connection:
         current = set(MigrationContext.configure(connection).get_current_heads())
@@ -93,6 +105,49 @@ def pending_migrations(engine: Engine) -> list[str]:
     if current == heads:
         return []
     return [rev.revision for rev in script.walk_revisions() if rev.revision not in current]
+
+
+class MigrationError(RuntimeError):
+    """The schema could not be brought up to date (the database unreachable, refused, or a migration failed)."""
+
+
+def _migrate_url(url: str) -> str | None:
+    """Migrate, and return what went wrong as one line of text, or None."""
+    database = Database(url, pool_size=1)
+    try:
+        database.migrate()
+    except Exception as error:  # reported by the parent, in its own words
+        return f"{type(error).__name__}: {' '.join(str(error).split())}"
+    finally:
+        database.dispose()
+    return None
+
+
+def _migrate_child_main() -> None:
+    """The child of `migrate_in_child`: the URL arrives on stdin (not argv, which `ps` shows), the problem, if
+    any, leaves on stdout."""
+    problem = _migrate_url(sys.stdin.read())
+    if problem:
+        print(problem)
+        sys.exit(1)
+
+
+def migrate_in_child(url: str, timeout_seconds: float = 600) -> None:
+    """`migrate` in a short-lived Python process: the caller never imports Alembic (nor keeps a helper process
+    around, as multiprocessing's spawn would: its resource tracker)."""
+    try:
+        child = subprocess.run(
+            [sys.executable, "-c", "from store.db import _migrate_child_main; _migrate_child_main()"],
+            input=url,
+            capture_output=True,
+            text=True,
+            timeout=timeout_seconds,
+        )
+    except subprocess.TimeoutExpired:
+        raise MigrationError(f"the migration did not finish within {timeout_seconds:g} s") from None
+    if child.returncode != 0:
+        lines = (child.stdout.strip() or child.stderr.strip()).splitlines()
+        raise MigrationError(lines[-1] if lines else f"the migration exited with code {child.returncode}")
 
 
 class Database:

@@ -6,6 +6,7 @@ import os
 import signal
 import stat
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -19,6 +20,7 @@ from tests.processes import RelmonProcess, relmon_command, relmon_env, wait_for
 from tests.services import free_port
 
 pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parent.parent
 
 REQUIRED = (
     "SLACK_BOT_TOKEN",
@@ -201,6 +203,54 @@ def test_an_embedded_redis_problem_is_one_clear_message(tmp_path: Path) -> None:
         assert "Traceback" not in result.stderr
         assert f"relmon {command}: cannot start the embedded Redis:" in result.stderr
         assert "RELMON_DATA_DIR" in result.stderr  # the advice
+
+
+def test_a_database_that_cannot_be_reached_is_one_clear_message(redis_url: str, tmp_path: Path) -> None:
+    """Bot (which migrates in a child process) and worker (in its own): the database's problem in one line,
+    the URL's password masked, what to check, exit code 3; not a traceback."""
+    dead = f"postgresql+psycopg://relmon:hunter2@127.0.0.1:{free_port()}/relmon"
+    env = relmon_env(redis_url=redis_url, database_url=dead, data_dir=tmp_path / "data")
+    for command in ("bot", "worker"):
+        result = subprocess.run(
+            relmon_command(command), env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120
+        )
+        assert result.returncode == 3, result.stderr
+        assert "Traceback" not in result.stderr and "hunter2" not in result.stderr
+        [line] = [line for line in result.stderr.splitlines() if line.startswith(f"relmon {command}: ")]
+        assert "cannot bring the database schema up to date at postgresql+psycopg://relmon:****@127.0.0.1" in line
+        assert "Connection refused" in line and "Check DATABASE_URL" in line and "sqlalche.me" not in line
+
+
+def test_the_processes_that_serve_load_neither_alembic_nor_matplotlib(tmp_path: Path) -> None:
+    """The bot migrates in a child process and the digest's chart module loads only when a digest draws: each
+    gunicorn worker and each Celery worker is spared Alembic (~10 MB) and matplotlib (~40 MB)."""
+    url = f"sqlite:///{tmp_path / 'fresh.sqlite3'}"
+    script = f"""
+import sys
+from bot.server import MODULES_BEFORE_FORK, load_before_fork
+from store.db import migrate_in_child, pending_migrations, make_engine
+from store.settings import Settings
+from workers.main import import_task_modules
+
+migrate_in_child({url!r})
+load_before_fork(Settings(database_url={url!r}))
+import_task_modules()
+assert all(name in sys.modules for name in MODULES_BEFORE_FORK)
+print(sorted(name for name in ("alembic", "matplotlib") if name in sys.modules))
+print(pending_migrations(make_engine({url!r})))  # the child migrated the fresh file (this loads alembic)
+"""
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["[]", "[]"]
+
+
+def test_a_failed_migration_in_the_child_process_comes_back_as_its_error(tmp_path: Path) -> None:
+    from store.db import MigrationError, migrate_in_child
+
+    not_a_database = tmp_path / "not-a-database.sqlite3"
+    not_a_database.write_bytes(b"this is not a SQLite file" * 100)
+    with pytest.raises(MigrationError, match=r"DatabaseError.*file is not a database"):
+        migrate_in_child(f"sqlite:///{not_a_database}")
 
 
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the swallowed exit, on purpose

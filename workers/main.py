@@ -51,7 +51,7 @@ def import_task_modules() -> list[str]:
 
 def prepare(settings: Settings, component: str) -> Runtime:
     """What the worker and beat add to the shared start-up: the task modules and the process's runtime."""
-    start_process(settings, component, pool_size=min(settings.worker_concurrency, 20))
+    start_process(settings, component)
     modules = import_task_modules()
     runtime = Runtime(settings)
     set_runtime(runtime)

@@ -3,21 +3,51 @@ REDIS_URL is set, the database schema, and Celery's configuration."""
 
 from __future__ import annotations
 
-from store.db import Database
+import re
+
+from sqlalchemy.exc import SQLAlchemyError
+
+from store.db import Database, MigrationError, migrate_in_child
 from store.settings import Settings
 from workers import celery_app
 from workers.embedded_redis import EmbeddedRedis, ensure_embedded_redis
-from workers.telemetry import setup_logging
+from workers.telemetry import mask_url, setup_logging
 
 # Objects that must live as long as the process (the embedded Redis handle stops the server when collected).
 _held: dict[str, EmbeddedRedis | None] = {}
 
 
-def start_process(settings: Settings, component: str, *, pool_size: int = 10) -> None:
-    """Run once at the start of a process, before it serves or consumes anything."""
+SQLALCHEMY_BACKGROUND = re.compile(r"\(Background on this error at: [^)]*\)")
+
+
+class StartupError(RuntimeError):
+    """A service relmon needs is not there at start-up: a setup problem, said in one line, not a traceback."""
+
+
+def start_process(settings: Settings, component: str, *, migrate_in_child_process: bool = False) -> None:
+    """Run once at the start of a process, before it serves or consumes anything. `migrate_in_child_process`:
+    the bot's, so that the processes serving Slack never load Alembic (less memory in each)."""
     setup_logging(settings, component)
     _held["embedded_redis"] = ensure_embedded_redis(settings)  # None with REDIS_URL set
-    database = Database(settings.resolved_database_url, pool_size=pool_size)
-    database.migrate()  # concurrent start-ups serialise on a lock (store.db.migrate)
-    database.dispose()
+    migrate_schema(settings.resolved_database_url, in_child=migrate_in_child_process)
     celery_app.configure(settings)
+
+
+def migrate_schema(url: str, *, in_child: bool = False) -> None:
+    """Concurrent start-ups serialise on a lock (store.db.migrate)."""
+    try:
+        if in_child:
+            migrate_in_child(url)
+        else:
+            database = Database(url, pool_size=1)
+            try:
+                database.migrate()
+            finally:
+                database.dispose()
+    except (SQLAlchemyError, MigrationError) as error:
+        problem = " ".join(SQLALCHEMY_BACKGROUND.sub("", str(error)).split()).rstrip(". ")[:500]
+        problem += "" if problem.endswith(("?", "!")) else "."
+        raise StartupError(
+            f"cannot bring the database schema up to date at {mask_url(url)}: {problem} Check DATABASE_URL "
+            "(unset: SQLite in RELMON_DATA_DIR) and that the server is up; `relmon doctor` checks it."
+        ) from None

@@ -49,7 +49,8 @@ class Viewer:
 
 def publish_home(client: WebClient, user_id: str, now: datetime | None = None) -> dict:
     """Build the Home view from the database for one user and publish it; returns the view."""
-    # Imported here: the bot process loads the digest code (and matplotlib) only when the Home tab opens.
+    # Imported here: the digest's task module registers Celery tasks, which only processes that use them need
+    # (gunicorn's master loads it before forking: bot.server.MODULES_BEFORE_FORK).
     from workers.digest.period import period_for
     from workers.digest.stats import captured
     from workers.messages.home import home_view

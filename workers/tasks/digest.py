@@ -18,7 +18,6 @@ from slack_sdk.errors import SlackApiError
 from store import digests as digest_rows
 from store.stats_queries import pair_rows, pair_texts
 from workers.celery_app import celery
-from workers.digest.chart import render_chart
 from workers.digest.period import Period, period_for, scheduled_key
 from workers.digest.privacy import may_quote
 from workers.digest.stats import Prices, Report, WorstAnswer, build_report
@@ -236,6 +235,10 @@ def _chart_in_thread(runtime: Runtime, channel: str, message_ts: str, period: Pe
         for shared in reply.get("files") or []:
             if shared.get("title") == title:
                 return shared.get("id")
+    # Imported here: matplotlib is ~40 MB, and every process that loads this module (each worker, and the bot
+    # when someone opens App Home) would carry it, though only the weekly digest draws.
+    from workers.digest.chart import render_chart
+
     upload = runtime.slack.files_upload_v2(
         channel=channel,
         thread_ts=message_ts,
