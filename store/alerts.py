@@ -29,7 +29,7 @@ KIND_VERDICT = "verdict"  # an on-demand verdict delivered to whoever asked
 
 STATUS_CLAIMED = "claimed"  # to be posted (a worker holds it, or died holding it)
 STATUS_POSTED = "posted"
-STATUS_HELD = "held"  # a low score over the hourly cap: shown in the hour's summary instead
+STATUS_HELD = "held"  # over an hourly cap: shown in the hour's summary instead
 STATUS_FAILED = "failed"  # Slack refused it for good (e.g. the alert channel is gone)
 
 # Low-score rows that use up the hourly cap: everything posted or on its way, not the held ones.
@@ -116,9 +116,18 @@ def count_low_alerts(session: Session, channel_id: str, since: datetime, until: 
     return _count_low(session, Alert.source_channel_id, channel_id, since, until)
 
 
-def count_low_alerts_to(session: Session, alert_channel_id: str, since: datetime, until: datetime) -> int:
-    """Low-score alerts that count against the hourly cap of an alert channel, from every source channel."""
-    return _count_low(session, Alert.alert_channel_id, alert_channel_id, since, until)
+def count_alerts_to(session: Session, alert_channel_id: str, since: datetime, until: datetime) -> int:
+    """Alerts (low-score and degradation) that count against the hourly cap of an alert channel, from every
+    source channel."""
+    return session.execute(
+        select(func.count(Alert.id)).where(
+            Alert.kind.in_((KIND_LOW, KIND_DEGRADATION)),
+            Alert.alert_channel_id == alert_channel_id,
+            Alert.status.in_(CAP_STATUSES),
+            Alert.created_at >= since,
+            Alert.created_at < until,
+        )
+    ).scalar_one()
 
 
 def _count_low(session: Session, channel_column, channel_id: str, since: datetime, until: datetime) -> int:
@@ -171,10 +180,11 @@ class HeldItem:
 
 
 def held_channel_hours(session: Session, since: datetime) -> list[tuple[str, datetime]]:
-    """(alert channel, claim time) of every held low score since `since`; the caller buckets by hour."""
+    """(alert channel, claim time) of every held alert (low score or degradation) since `since`; the caller
+    buckets by hour."""
     rows = session.execute(
         select(Alert.alert_channel_id, Alert.created_at).where(
-            Alert.kind == KIND_LOW, Alert.status == STATUS_HELD, Alert.created_at >= since
+            Alert.kind.in_((KIND_LOW, KIND_DEGRADATION)), Alert.status == STATUS_HELD, Alert.created_at >= since
         )
     )
     return [(channel, created) for channel, created in rows if channel]
@@ -210,6 +220,23 @@ def held_in_hour(session: Session, alert_channel_id: str, since: datetime, until
         )
         for alert, judgment, private in rows
     ]
+
+
+def held_degradations(session: Session, alert_channel_id: str, since: datetime, until: datetime) -> list[Alert]:
+    """The degradation alerts held for `alert_channel_id` in [since, until) by its hourly cap, oldest first."""
+    return list(
+        session.execute(
+            select(Alert)
+            .where(
+                Alert.kind == KIND_DEGRADATION,
+                Alert.status == STATUS_HELD,
+                Alert.alert_channel_id == alert_channel_id,
+                Alert.created_at >= since,
+                Alert.created_at < until,
+            )
+            .order_by(Alert.id)
+        ).scalars()
+    )
 
 
 @dataclass(frozen=True)

@@ -137,7 +137,7 @@ class Settings(BaseSettings):
     degradation_min_answers: int = Field(5, ge=1, le=TIME_WINDOW_MOST_ANSWERS, **_env("RELMON_DEGRADATION_MIN_ANSWERS"))
     degradation_floor: float = Field(2.5, ge=0, le=4, **_env("RELMON_DEGRADATION_FLOOR"))
     alert_cap_per_hour: int = Field(10, ge=1, **_env("RELMON_ALERT_CAP_PER_HOUR"))
-    # Low-score alerts one alert channel receives per hour from all its source channels together.
+    # Alerts (low-score and degradation) one alert channel receives per hour from all its source channels together.
     alert_channel_cap_per_hour: int = Field(30, ge=1, **_env("RELMON_ALERT_CHANNEL_CAP_PER_HOUR"))
 
     # Digest

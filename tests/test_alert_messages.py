@@ -289,6 +289,34 @@ def test_one_summary_gathers_several_source_channels_and_withholds_only_the_priv
     assert text.count("<#G_PRIVATE> · *0 / 4*") == 2 and text.count("<#C_PUBLIC> · *0 / 4*") == 3
 
 
+def test_a_summary_puts_held_degradation_alerts_first():
+    worse = [
+        DegradationAlert("C_A", "relevancy", 0.5, 2.5, 8, AT, "minutes", 50, 60, 5),
+        DegradationAlert("C_B", "relevancy", 1.25, 2.5, 50, AT, "answers", 50, 60, 5),
+    ]
+    only = summary_message(AT, [], caps={}, alert_channel_cap=30, degradations=worse)
+    check_limits(only)
+    assert only["text"] == "2 channels getting worse this hour"
+    text = all_text(only)
+    assert "*Getting worse* (this channel had its 30 alerts for the hour)" in text
+    assert "• <#C_A>: mean relevancy *0.50* over the 8 answers judged in the last 60 minutes, below the floor" in text
+    assert "• <#C_B>: mean relevancy *1.25* over the last 50 judged answers" in text
+    assert "low score" not in text
+
+    both = summary_message(AT, summary_items(3), caps={"C1": 10}, alert_channel_cap=30, degradations=worse[:1])
+    check_limits(both)
+    assert both["blocks"][0]["text"]["text"] == "1 channel getting worse and 3 more low scores this hour"
+    assert all_text(both).index("Getting worse") < all_text(both).index("reached its cap of 10")
+
+    many = [replace(worse[0], channel_id=f"C{n:03d}") for n in range(45)]
+    crowded = summary_message(AT, summary_items(400, "x" * 300), caps={"C1": 10}, degradations=many)
+    check_limits(crowded)
+    assert bk.text_length(crowded["blocks"]) <= bk.MAX_MESSAGE_TEXT
+    worse_section = crowded["blocks"][1]["text"]["text"]
+    listed = worse_section.count("• <#C")
+    assert 5 <= listed < 45 and worse_section.endswith(f"…and {45 - listed} more channels getting worse.")
+
+
 def test_a_summary_of_many_channels_names_the_busiest_and_counts_the_rest():
     items = [
         replace(item, judgment_id=n, channel_id=f"C{n:03d}")

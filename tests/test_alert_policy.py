@@ -12,11 +12,13 @@ from workers.alerts.policy import (
     WINDOW_ANSWERS,
     WINDOW_MINUTES,
     Action,
+    Decision,
     DegradationState,
     DegradationWindow,
     JudgmentFacts,
     ScoredAt,
     decide_degradation,
+    decide_degradation_delivery,
     decide_low_score,
     degradation_key,
     hour_label,
@@ -225,6 +227,13 @@ def test_rules_set_the_cap_windows_and_floor_per_channel():
 def test_degradation_decision(values, state, action, reason):
     decision = decide_degradation(scores(*values), window=4, floor=2.5, state=state, now=NOW)
     assert (decision.action, decision.reason) == (action, reason)
+
+
+def test_a_degradation_alert_waits_for_the_summary_once_the_alert_channel_had_its_cap():
+    assert decide_degradation_delivery(0, 30) == Decision(Action.ALERT, "degradation")
+    assert decide_degradation_delivery(29, 30).action is Action.ALERT
+    assert decide_degradation_delivery(30, 30) == Decision(Action.HOLD, "alert_channel_cap")
+    assert decide_degradation_delivery(500, None).action is Action.ALERT  # no cap set
 
 
 def test_degradation_episode_numbers_follow_the_history():

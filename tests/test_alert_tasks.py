@@ -578,6 +578,44 @@ def test_the_alert_channel_cap_holds_a_burst_across_source_channels(make_runtime
         assert len(fake.posted("C_OTHER_ALERTS")) == 1 and len(fake.posted(ALERTS)) == 4
 
 
+def test_degradation_alerts_share_the_alert_channel_cap_and_wait_at_the_top_of_the_summary(make_runtime, fake):
+    """A bot that breaks everywhere at once: four channels getting worse, an alert channel capped at 2 an hour.
+    Two degradation alerts are posted; the other two wait in one summary, first news at its top, and stay
+    episodes (no repeat while their channels stay bad). A low score after that is held too: the cap counts
+    both kinds."""
+    for channel in SOURCES[:4]:
+        fake.add_channel(channel, channel.lower(), members=["U_RELMON"])
+    settings = dict(degradation_window=2, degradation_floor=2.5, degradation_window_minutes=0, threshold=0)
+    with make_runtime(alert_channel_cap_per_hour=2, **settings) as runtime:
+        for channel in SOURCES[:4]:
+            for _ in range(2):  # threshold 0: these 1s are not low-score alerts, only a falling mean
+                tasks.consider(runtime, add_judgment(runtime, score=1, channel_id=channel))
+        posted = degradation_posts(fake)
+        assert len(posted) == 2
+        rows = [a for a in alerts(runtime) if a.kind == "degradation"]
+        assert sorted(a.status for a in rows) == ["held", "held", "posted", "posted"]
+        held = sorted(a.source_channel_id for a in rows if a.status == "held")
+        assert all(a.details["reason"] == "alert_channel_cap" for a in rows if a.status == "held")
+
+        assert tasks.flush_summaries(runtime) == 1
+        [summary] = [p for p in fake.posted(ALERTS) if "this hour" in p["text"]]
+        assert summary["text"] == "2 channels getting worse this hour"
+        blocks = json.dumps(summary["blocks"], ensure_ascii=False)
+        assert "*Getting worse* (this channel had its 2 alerts for the hour)" in blocks
+        assert all(
+            f"• <#{channel}>: mean relevancy *1.00* over the last 2 judged answers" in blocks for channel in held
+        )
+
+        for channel in SOURCES[:4]:  # still bad: no channel alerts again, held or not
+            tasks.consider(runtime, add_judgment(runtime, score=1, channel_id=channel))
+        assert len([a for a in alerts(runtime) if a.kind == "degradation"]) == 4
+
+    with make_runtime(alert_channel_cap_per_hour=2, **{**settings, "threshold": 2}) as runtime:
+        tasks.consider(runtime, add_judgment(runtime, score=0, channel_id=SOURCES[0]))
+        [low] = [a for a in alerts(runtime) if a.kind == "low_score"]
+        assert low.status == "held" and low.details["reason"] == "alert_channel_cap"  # 2 degradation alerts came first
+
+
 def test_the_alert_posted_log_line_names_the_judgment_and_the_source_message(make_runtime, fake, caplog):
     with make_runtime() as runtime:
         judgment_id = add_judgment(

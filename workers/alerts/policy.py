@@ -122,6 +122,15 @@ def decide_low_score(
     return Decision(Action.ALERT, "low_score")
 
 
+def decide_degradation_delivery(alert_channel_alerts_this_hour: int, alert_channel_cap: int | None) -> Decision:
+    """A degradation alert is posted unless its alert channel already had its cap of alerts this hour (low-score
+    and degradation, from every source channel): then it waits at the top of the hour's summary. When a bot
+    breaks everywhere at once, twenty channels getting worse are one summary, not twenty more messages."""
+    if alert_channel_cap is not None and alert_channel_alerts_this_hour >= alert_channel_cap:
+        return Decision(Action.HOLD, "alert_channel_cap")
+    return Decision(Action.ALERT, "degradation")
+
+
 @dataclass(frozen=True)
 class ScoredAt:
     score: float

@@ -144,13 +144,16 @@ def window_description(alert: DegradationAlert) -> str:
     return " or ".join(parts)
 
 
+def _tripped_window(alert: DegradationAlert) -> str:
+    if alert.window == "minutes":
+        return f"the {alert.count} answers judged in the last {alert.window_minutes} minutes"
+    return f"the last {alert.count} judged answers"
+
+
 def degradation_alert(alert: DegradationAlert) -> dict:
     label = judge_label(alert.judge).lower()
     mean = f"{alert.mean:.2f}"
-    if alert.window == "minutes":
-        over = f"the {alert.count} answers judged in the last {alert.window_minutes} minutes"
-    else:
-        over = f"the last {alert.count} judged answers"
+    over = _tripped_window(alert)
     blocks = [
         header(f"Answers are getting worse: mean {label} {mean}"),
         section(
@@ -189,6 +192,37 @@ def summary_line(item: SummaryItem, *, name_channel: bool = False) -> str:
 SUMMARY_CHANNELS_NAMED = 20  # the intro names at most this many source channels, then counts the rest
 
 
+def degradation_line(alert: DegradationAlert) -> str:
+    label = judge_label(alert.judge).lower()
+    return (
+        f"• {channel_mention(alert.channel_id)}: mean {label} *{alert.mean:.2f}* over {_tripped_window(alert)}, "
+        f"below the floor of *{alert.floor:g}* · {slack_date(alert.at)}"
+    )
+
+
+def _degradation_section(degradations: Sequence[DegradationAlert], alert_channel_cap: int | None) -> str:
+    """The channels getting worse whose alerts the alert channel's cap held back: the summary's first news."""
+    cap = f" (this channel had its {alert_channel_cap} alerts for the hour)" if alert_channel_cap else ""
+    text = f"*Getting worse*{cap}; relmon will not repeat these until the mean recovers:"
+    room = MAX_SECTION_TEXT - len(text) - 60  # the closing "…and N more" fits in 60
+    listed = 0
+    for alert in degradations:
+        line = degradation_line(alert)
+        if len(line) + 1 > room:
+            break
+        text, room, listed = f"{text}\n{line}", room - len(line) - 1, listed + 1
+    if listed < len(degradations):
+        text += f"\n…and {len(degradations) - listed} more channels getting worse."
+    return text
+
+
+def _summary_title(lows: int, degraded: int) -> str:
+    parts = [f"{degraded} channel{'s' if degraded != 1 else ''} getting worse"] if degraded else []
+    if lows:
+        parts.append(f"{lows} more low score{'s' if lows != 1 else ''}")
+    return " and ".join(parts) + " this hour"
+
+
 def _summary_intro(
     hour: datetime, items: Sequence[SummaryItem], caps: Mapping[str, int], alert_channel_cap: int | None
 ) -> str:
@@ -223,18 +257,21 @@ def summary_message(
     *,
     caps: Mapping[str, int],
     alert_channel_cap: int | None = None,
+    degradations: Sequence[DegradationAlert] = (),
 ) -> dict:
     """One message per alert channel and hour for the low scores held back by a cap (their source channel's, or
     the alert channel's across all sources), from every source channel: a burst across many channels is one
     message, not one per channel. Updated in place (chat.update) as more gather. `caps`: each source channel's
-    hourly cap. `items` come oldest first; the message lists the newest first, packed into sections, as many as
+    hourly cap. `degradations`: degradation alerts the alert channel's cap held back, listed first. `items` come
+    oldest first; the message lists the newest first, packed into sections, as many as
     Slack's limits let one message hold (50 blocks, `MAX_MESSAGE_TEXT` characters in all), and counts the rest."""
     count = len(items)
     channels = {item.channel_id for item in items}
-    blocks = [
-        header(f"{count} more low score{'s' if count != 1 else ''} this hour"),
-        section(shorten(_summary_intro(hour, items, caps, alert_channel_cap), MAX_SECTION_TEXT)),
-    ]
+    blocks = [header(_summary_title(count, len(degradations)))]
+    if degradations:
+        blocks.append(section(shorten(_degradation_section(degradations, alert_channel_cap), MAX_SECTION_TEXT)))
+    if items:
+        blocks.append(section(shorten(_summary_intro(hour, items, caps, alert_channel_cap), MAX_SECTION_TEXT)))
     withheld = [item for item in items if not item.quote]
     if withheld:
         blocks.append(
@@ -270,11 +307,12 @@ def summary_message(
     blocks += [section(text) for text in sections]
     if shown < count:
         blocks.append(context(_more_low_scores(count - shown)))
-    scores = f"{count} more low score{'s' if count != 1 else ''}"
-    if len(channels) == 1:
-        text = f"{scores} in {channel_mention(next(iter(channels)))} this hour"
+    if degradations:
+        text = _summary_title(count, len(degradations))
+    elif len(channels) == 1:
+        text = f"{count} more low score{'s' if count != 1 else ''} in {channel_mention(next(iter(channels)))} this hour"
     else:
-        text = f"{scores} from {len(channels)} channels this hour"
+        text = f"{count} more low score{'s' if count != 1 else ''} from {len(channels)} channels this hour"
     return message(text, blocks)
 
 

@@ -42,6 +42,7 @@ from workers.alerts.policy import (
     ScoredAt,
     as_utc,
     decide_degradation,
+    decide_degradation_delivery,
     decide_low_score,
     degradation_key,
     hour_start,
@@ -265,7 +266,7 @@ def _low_score(runtime: Runtime, facts: JudgmentFacts, rule, answer_ts, existing
             if row is None:  # still unclaimed now that we hold the channels' locks
                 until = hour + timedelta(hours=1)
                 count = alert_store.count_low_alerts(session, facts.channel_id, hour, until)
-                to_alert_channel = alert_store.count_low_alerts_to(session, rule.alert_channel, hour, until)
+                to_alert_channel = alert_store.count_alerts_to(session, rule.alert_channel, hour, until)
                 decision = decide(count, to_alert_channel)
                 row, _ = alert_store.claim(
                     session,
@@ -366,23 +367,26 @@ def post_alert(runtime: Runtime, alert_id: int) -> str:
 
 def _render(runtime: Runtime, session, row: Alert) -> dict:
     if row.kind == alert_store.KIND_DEGRADATION:
-        details = row.details or {}
-        return degradation_alert(
-            DegradationAlert(
-                channel_id=row.source_channel_id,
-                judge=details.get("judge", DEGRADATION_JUDGE),
-                mean=float(details["mean"]),
-                floor=float(details["floor"]),
-                count=int(details["count"]),
-                at=as_utc(row.created_at),
-                # rows claimed before the time window existed name no window: theirs was the count window
-                window=details.get("window", WINDOW_ANSWERS),
-                window_answers=int(details.get("window_answers", details["count"])),
-                window_minutes=int(details.get("window_minutes", 0)),
-                min_answers=int(details.get("min_answers", 0)),
-            )
-        )
+        return degradation_alert(degradation_of(row))
     return _render_low(runtime, session, row)
+
+
+def degradation_of(row: Alert) -> DegradationAlert:
+    """What a degradation alert's row says, for its own message or its line in the hour's summary."""
+    details = row.details or {}
+    return DegradationAlert(
+        channel_id=row.source_channel_id,
+        judge=details.get("judge", DEGRADATION_JUDGE),
+        mean=float(details["mean"]),
+        floor=float(details["floor"]),
+        count=int(details["count"]),
+        at=as_utc(row.created_at),
+        # rows claimed before the time window existed name no window: theirs was the count window
+        window=details.get("window", WINDOW_ANSWERS),
+        window_answers=int(details.get("window_answers", details["count"])),
+        window_minutes=int(details.get("window_minutes", 0)),
+        min_answers=int(details.get("min_answers", 0)),
+    )
 
 
 def _render_low(runtime: Runtime, session, row: Alert) -> dict:
@@ -496,10 +500,17 @@ def _degradation(runtime: Runtime, facts: JudgmentFacts, rule, now: datetime) ->
         return "not_applicable"
     if not rule.alert_channel:
         return "no_alert_channel"
+    held = False
     with runtime.db.session() as session:
         alert_store.lock_channel(session, facts.channel_id)
         history, unposted, decision = _degradation_state(session, rule, facts.channel_id, now)
         if decision.action is Action.ALERT:
+            alert_store.lock_alert_channel(session, rule.alert_channel)  # its cap counts every source channel
+            hour = hour_start(now)
+            delivery = decide_degradation_delivery(
+                alert_store.count_alerts_to(session, rule.alert_channel, hour, hour + timedelta(hours=1)),
+                runtime.settings.alert_channel_cap_per_hour,
+            )
             row, _ = alert_store.claim(
                 session,
                 dedupe_key=degradation_key(facts.channel_id, decision.episode),
@@ -515,14 +526,20 @@ def _degradation(runtime: Runtime, facts: JudgmentFacts, rule, now: datetime) ->
                     "window_answers": rule.degradation_window,
                     "window_minutes": rule.degradation_window_minutes,
                     "min_answers": rule.degradation_min_answers,
+                    "reason": delivery.reason,
                 },
+                status=alert_store.STATUS_HELD if delivery.action is Action.HOLD else alert_store.STATUS_CLAIMED,
                 now=now,
             )
             unposted = row.id if row.status == alert_store.STATUS_CLAIMED else None
+            held = row.status == alert_store.STATUS_HELD
         elif decision.action is Action.REARM:
             alert_store.mark_recovered(session, history.open_alert_id, now)
     if unposted is not None:
         post_alert(runtime, unposted)
+    if held:
+        schedule_summary_flush(runtime)
+        return "degradation_held"
     return decision.reason
 
 
@@ -574,6 +591,10 @@ def flush_summary(runtime: Runtime, alert_channel: str, hour: datetime) -> str:
         with runtime.db.session() as session:
             row = session.get(Alert, summary_id)
             items = alert_store.held_in_hour(session, alert_channel, hour, hour + timedelta(hours=1))
+            degradations = [
+                degradation_of(held)
+                for held in alert_store.held_degradations(session, alert_channel, hour, hour + timedelta(hours=1))
+            ]
             shown = int((row.details or {}).get("count", 0))
             state = (row.status, row.message_ts)
             claimed_at = as_utc(row.created_at)
@@ -583,11 +604,8 @@ def flush_summary(runtime: Runtime, alert_channel: str, hour: datetime) -> str:
             if message_ts:
                 with runtime.db.session() as session:
                     alert_store.mark_posted(session, summary_id, message_ts)
-        if (
-            not items
-            or status == alert_store.STATUS_FAILED
-            or (status == alert_store.STATUS_POSTED and shown == len(items))
-        ):
+        total = len(items) + len(degradations)
+        if not total or status == alert_store.STATUS_FAILED or (status == alert_store.STATUS_POSTED and shown == total):
             return "unchanged"
         sources = {i.source_channel_id for i in items}
         caps = {source: runtime.rules.for_channel(source, runtime.settings).alert_cap_per_hour for source in sources}
@@ -609,6 +627,7 @@ def flush_summary(runtime: Runtime, alert_channel: str, hour: datetime) -> str:
             ],
             caps=caps,
             alert_channel_cap=runtime.settings.alert_channel_cap_per_hour,
+            degradations=degradations,
         )
         if message_ts:
             runtime.slack.chat_update(channel=alert_channel, ts=message_ts, **payload)
@@ -617,8 +636,16 @@ def flush_summary(runtime: Runtime, alert_channel: str, hour: datetime) -> str:
             with runtime.db.session() as session:
                 alert_store.mark_posted(session, summary_id, message_ts)
         with runtime.db.session() as session:
-            alert_store.merge_details(session, summary_id, count=len(items))
-    log.info("alert summary sent", extra={"alert_channel": alert_channel, "sources": len(sources), "count": len(items)})
+            alert_store.merge_details(session, summary_id, count=total)
+    log.info(
+        "alert summary sent",
+        extra={
+            "alert_channel": alert_channel,
+            "sources": len(sources),
+            "count": len(items),
+            "degraded": len(degradations),
+        },
+    )
     return "updated" if state[1] else "posted"
 
 
