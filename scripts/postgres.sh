@@ -36,7 +36,7 @@ ensure_postgres() {
     sleep 1
   done
   if ! pg_answers "$trust_url"; then
-    su postgres -c "psql -q -c \"ALTER USER postgres PASSWORD 'relmon-test'\"" >/dev/null
+    (cd / && su postgres -c "psql -q -c \"ALTER USER postgres PASSWORD 'relmon-test'\"") >/dev/null
   fi
   for url in "$trust_url" "$password_url"; do
     if pg_answers "$url"; then export RELMON_TEST_POSTGRES_URL=$url; return 0; fi
