@@ -6,6 +6,7 @@ message is only the verdict's last resort. The verdict task (workers.tasks.slack
 from __future__ import annotations
 
 import time
+from urllib.error import URLError
 
 import pytest
 from slack_sdk import WebClient
@@ -106,6 +107,31 @@ def test_a_direct_message_only_when_asked_for(slack: FakeSlack, client: WebClien
     assert slack.posted() == []
     assert reply_privately(client, outsider, PAYLOAD, direct_message_last=True) == "direct_message"
     assert [p["channel"] for p in slack.posted()] == ["U_OUT"]
+
+
+def test_an_ephemeral_or_direct_message_slack_took_without_answering_is_not_sent_again(
+    slack: FakeSlack, client: WebClient
+) -> None:
+    """As on the response_url: Slack carried out the post and closed the connection unanswered. It may be showing:
+    no second copy, there or by the next way (relmon's own client never re-sends such a request either)."""
+    client.retry_handlers.clear()
+    slack.drop_method("chat.postEphemeral")
+    where = reply_privately(client, Asker("U1", "C1", None), PAYLOAD, direct_message_last=True)
+    assert where == "ephemeral_unconfirmed"
+    assert len(slack.ephemerals) == 1 and slack.posted() == []
+
+    slack.drop_method("chat.postMessage")
+    outsider = Asker("U_OUT", "C1", None)  # not a member of C1: the ephemeral is refused, the DM is the last resort
+    assert reply_privately(client, outsider, PAYLOAD, direct_message_last=True) == "direct_message_unconfirmed"
+    assert [p["channel"] for p in slack.posted()] == ["U_OUT"]
+
+
+def test_a_reply_that_could_not_be_sent_at_all_raises_for_the_retry(client: WebClient) -> None:
+    """Nothing listening: the request never left, so nothing is showing, and the task's retry may send it."""
+    dead = WebClient(token="xoxb-test", base_url=f"http://127.0.0.1:{free_port()}/api/", timeout=2)
+    dead.retry_handlers.clear()
+    with pytest.raises(URLError):
+        reply_privately(dead, Asker("U1", "C1", None), PAYLOAD)
 
 
 # The verdict task -------------------------------------------------------------------------------------------

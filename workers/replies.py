@@ -19,7 +19,10 @@ connecting or sending is raised as a URLError, whatever fails while waiting for 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from http.client import HTTPException
 from urllib.error import HTTPError, URLError
 
 from redis import Redis
@@ -47,7 +50,9 @@ REPLY_CHANNEL_TTL_SECONDS = 7 * 24 * 3600
 RESPONSE_URL = "response_url"
 RESPONSE_URL_UNCONFIRMED = "response_url_unconfirmed"  # posted, but Slack's answer never came: not sent again
 EPHEMERAL = "ephemeral"
+EPHEMERAL_UNCONFIRMED = "ephemeral_unconfirmed"  # the same, for the ephemeral message
 DIRECT_MESSAGE = "direct_message"
+DIRECT_MESSAGE_UNCONFIRMED = "direct_message_unconfirmed"  # the same, for the direct message
 NOWHERE = "nowhere"
 
 # What became of a post to a response_url.
@@ -125,7 +130,9 @@ def reply_privately(
 
     A direct message is a last resort for what the person waits for (a verdict), not for short notes.
     `wait_rate_limits=False` (the bot's listeners): a rate-limited response_url is not waited for.
-    RESPONSE_URL_UNCONFIRMED: posted on the response_url but never answered; not sent anywhere else."""
+    RESPONSE_URL_UNCONFIRMED (and EPHEMERAL_ and DIRECT_MESSAGE_UNCONFIRMED): sent whole but never answered;
+    not sent again, there or anywhere else. A Web API call that could not be sent at all raises: the caller's
+    retry sends it."""
     if asker.response_url:
         outcome = post_to_response_url(asker.response_url, payload, wait_rate_limits=wait_rate_limits)
         if outcome == TAKEN:
@@ -137,19 +144,43 @@ def reply_privately(
             return RESPONSE_URL_UNCONFIRMED
     if client is not None and asker.user_id and asker.channel_id:
         try:
-            client.chat_postEphemeral(
-                channel=asker.channel_id, user=asker.user_id, text=payload["text"], blocks=payload.get("blocks")
-            )
-            return EPHEMERAL
+            with _unanswered_is(asker, EPHEMERAL_UNCONFIRMED) as unanswered:
+                client.chat_postEphemeral(
+                    channel=asker.channel_id, user=asker.user_id, text=payload["text"], blocks=payload.get("blocks")
+                )
+            return unanswered.outcome or EPHEMERAL
         except SlackApiError as error:  # not in the channel (a DM, relmon or the person left): next option
             log.info(
                 "ephemeral reply failed", extra={"channel": asker.channel_id, "error": error.response.get("error")}
             )
     if direct_message_last and client is not None and asker.user_id:
-        client.chat_postMessage(channel=asker.user_id, unfurl_links=False, **payload)
-        return DIRECT_MESSAGE
+        with _unanswered_is(asker, DIRECT_MESSAGE_UNCONFIRMED) as unanswered:
+            client.chat_postMessage(channel=asker.user_id, unfurl_links=False, **payload)
+        return unanswered.outcome or DIRECT_MESSAGE
     log.warning("could not reply privately", extra={"user": asker.user_id, "channel": asker.channel_id})
     return NOWHERE
+
+
+@dataclass
+class _Unanswered:
+    outcome: str | None = None
+
+
+@contextmanager
+def _unanswered_is(asker: Asker, outcome: str) -> Iterator[_Unanswered]:
+    """A Web API post sent whole but never answered (a timeout, the connection closed after sending) may be
+    showing already: it is settled as `outcome`, not raised for a retry that would send a second copy."""
+    unanswered = _Unanswered()
+    try:
+        yield unanswered
+    except (OSError, HTTPException) as error:
+        if not outcome_unknown(error):
+            raise  # never sent: the caller's retry sends it
+        log.warning(
+            "reply outcome unknown, not sent again",
+            extra={"user": asker.user_id, "channel": asker.channel_id, "via": outcome, "error": repr(error)[:200]},
+        )
+        unanswered.outcome = outcome
 
 
 def remember_reply_channel(redis: Redis, pair_id: int, channel_id: str | None) -> None:
