@@ -177,6 +177,7 @@ class HeldItem:
     permalink: str | None
     channel_is_private: bool
     source_channel_id: str
+    held_by: str  # which cap held it: "hourly_cap" (its source channel's) or "alert_channel_cap"
 
 
 def held_channel_hours(session: Session, since: datetime) -> list[tuple[str, datetime]]:
@@ -217,9 +218,32 @@ def held_in_hour(session: Session, alert_channel_id: str, since: datetime, until
             permalink=(alert.details or {}).get("permalink"),
             channel_is_private=bool(private),
             source_channel_id=alert.source_channel_id or "",
+            held_by=(alert.details or {}).get("reason", "hourly_cap"),
         )
         for alert, judgment, private in rows
     ]
+
+
+def legacy_summary_ts(session: Session, alert_channel_id: str, hour: datetime) -> str | None:
+    """The message of the newest summary `alert_channel_id` got for `hour` under the key summaries had before they
+    were one per alert channel (`summary:<source channel>:<hour>`): in the hour of an upgrade, the new summary
+    takes that message over instead of posting a second one that repeats its scores."""
+    rows = session.execute(
+        select(Alert.message_ts, Alert.details)
+        .where(
+            Alert.kind == KIND_SUMMARY,
+            Alert.alert_channel_id == alert_channel_id,
+            Alert.source_channel_id.is_not(None),
+            Alert.status == STATUS_POSTED,
+            Alert.message_ts.is_not(None),
+            Alert.created_at >= hour,
+        )
+        .order_by(Alert.id.desc())
+    )
+    for message_ts, details in rows:
+        if (details or {}).get("hour") == hour.isoformat():
+            return message_ts
+    return None
 
 
 def held_degradations(session: Session, alert_channel_id: str, since: datetime, until: datetime) -> list[Alert]:

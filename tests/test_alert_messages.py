@@ -194,10 +194,18 @@ def test_degradation_alert_says_the_time_window_tripped():
     assert "window: last 20 answers" in count_only and "minutes" not in count_only
 
 
-def test_summary_names_the_alert_channel_cap():
-    payload = summary_message(AT, summary_items(2), caps={"C1": 10}, alert_channel_cap=30)
-    check_limits(payload)
-    assert "cap of 10 alerts" in all_text(payload) and "cap of 30 alerts from all channels" in all_text(payload)
+def test_summary_names_the_caps_that_held_its_scores():
+    own, shared = summary_items(2)
+    shared = replace(shared, held_by="alert_channel_cap")
+    both = all_text(summary_message(AT, [own, shared], caps={"C1": 10}, alert_channel_cap=30))
+    assert "<#C1> reached its cap of 10 alerts" in both
+    assert "or this channel its cap of 30 alerts from all channels" in both
+    only_own = all_text(summary_message(AT, [own], caps={"C1": 10}, alert_channel_cap=30))
+    assert "<#C1> reached its cap of 10 alerts" in only_own and "from all channels" not in only_own
+    # C1 posted no alert of its own (degradation alerts, say, filled the alert channel): it reached no cap itself
+    only_shared = all_text(summary_message(AT, [shared], caps={"C1": 10}, alert_channel_cap=30))
+    assert "This channel had its cap of 30 alerts from all channels for the hour starting" in only_shared
+    assert "further low scores from <#C1> are gathered here" in only_shared and "reached its cap" not in only_shared
 
 
 def summary_items(
@@ -273,7 +281,7 @@ def test_private_summary_withholds_reasoning():
 
 
 def test_one_summary_gathers_several_source_channels_and_withholds_only_the_private_ones():
-    public = summary_items(3, "public reasoning", channel="C_PUBLIC")
+    public = [replace(i, held_by="alert_channel_cap") for i in summary_items(3, "public reasoning", channel="C_PUBLIC")]
     private = [
         replace(item, judgment_id=10 + item.judgment_id, permalink=f"{PERMALINK}{10 + item.judgment_id}")
         for item in summary_items(2, "secret details", channel="G_PRIVATE", quote=False)

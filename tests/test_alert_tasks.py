@@ -21,6 +21,7 @@ from store.models import Alert, Judgment, Pair
 from store.settings import Settings
 from tests.alert_helpers import ALERTS, SUPPORT, add_judgment, alert_runtime, fake_slack, make_settings, write_rules
 from tests.processes import relmon_env, start_worker, wait_for
+from workers.alerts.policy import hour_label, hour_start
 from workers.celery_app import create_celery
 from workers.tasks import slack as tasks
 
@@ -614,6 +615,52 @@ def test_degradation_alerts_share_the_alert_channel_cap_and_wait_at_the_top_of_t
         tasks.consider(runtime, add_judgment(runtime, score=0, channel_id=SOURCES[0]))
         [low] = [a for a in alerts(runtime) if a.kind == "low_score"]
         assert low.status == "held" and low.details["reason"] == "alert_channel_cap"  # 2 degradation alerts came first
+
+
+def test_an_archived_alert_channel_does_not_hold_back_other_alert_channels_summaries(make_runtime, fake, tmp_path):
+    """Summaries go out per alert channel: one that Slack refuses for good (archived) is marked failed, once, and
+    the other alert channels' summaries are posted all the same, in the same flush."""
+    fake.add_channel("C_OTHER", "other", members=["U_RELMON"])
+    fake.archive_channel("C_AAA_GONE")  # sorts first: its summary is flushed before C_ALERTS's
+    rules = write_rules(tmp_path, {"channels": {"C_OTHER": {"alert_channel": "C_AAA_GONE"}}})
+    with make_runtime(alert_cap_per_hour=1, degradation_window_minutes=0, channel_rules_file=rules) as runtime:
+        for channel in ("C_OTHER", SUPPORT):
+            for _ in range(3):
+                tasks.consider(runtime, add_judgment(runtime, score=0, channel_id=channel))
+        assert tasks.flush_summaries(runtime) == 2
+        [summary] = [p for p in fake.posted(ALERTS) if "more low score" in p["text"]]
+        assert summary["text"] == f"2 more low scores in <#{SUPPORT}> this hour"
+        states = {a.alert_channel_id: a.status for a in alerts(runtime) if a.kind == "summary"}
+        assert states == {"C_AAA_GONE": "failed", ALERTS: "posted"}
+        refused = len(fake.calls_to("chat.postMessage"))
+        tasks.flush_summaries(runtime)  # a failed summary is not tried again
+        assert len(fake.calls_to("chat.postMessage")) == refused
+
+
+def test_a_summary_posted_under_the_old_per_source_key_is_taken_over_not_repeated(make_runtime, fake):
+    """In the hour of an upgrade: the previous release posted the hour's summary under summary:<source>:<hour>.
+    The new one (per alert channel) updates that message rather than posting a second that repeats its scores."""
+    with make_runtime(alert_cap_per_hour=1, degradation_window_minutes=0) as runtime:
+        for i in range(3):
+            tasks.consider(runtime, add_judgment(runtime, score=0, reasoning=f"reason {i}"))
+        hour = hour_start(datetime.now(UTC))
+        old = fake._api_chat_postMessage({"channel": ALERTS, "text": f"2 more low scores in <#{SUPPORT}> this hour"})
+        with runtime.db.session() as session:
+            row, _ = alert_store.claim(
+                session,
+                dedupe_key=f"summary:{SUPPORT}:{hour_label(hour)}",
+                kind="summary",
+                source_channel_id=SUPPORT,
+                alert_channel_id=ALERTS,
+                details={"hour": hour.isoformat(), "count": 2},
+            )
+            alert_store.mark_posted(session, row.id, old["ts"])
+        posts = len(fake.posted(ALERTS))
+        tasks.consider(runtime, add_judgment(runtime, score=0, reasoning="reason 3"))
+        tasks.flush_summaries(runtime)
+        assert len(fake.posted(ALERTS)) == posts  # no second summary
+        [update] = fake.calls_to("chat.update")
+        assert update["ts"] == old["ts"] and "3 more low scores this hour" in json.dumps(update["blocks"])
 
 
 def test_the_alert_posted_log_line_names_the_judgment_and_the_source_message(make_runtime, fake, caplog):

@@ -82,10 +82,12 @@ def test_a_scheduled_run_is_keyed_by_its_slot_not_by_when_it_runs():
     late = sunday_slot + timedelta(hours=2)  # Monday 01:00: ISO week 49
     assert period_for(late).key == "2026-W49"
     assert scheduled_key(late, "sun", 23) == "2026-W48"
+    # a worker whose clock is a minute behind beat's, which sent the task at the slot: still this week's slot
+    assert scheduled_key(datetime(2026, 11, 23, 8, 59, tzinfo=UTC), "mon", 9) == "2026-W48"
     assert scheduled_key(NOW, "mon", 9) == "2026-W48" == scheduled_key(NOW + timedelta(days=6), "mon", 9)
     # The slot is local: Monday 09:00 in Tokyo is Monday 00:00 UTC.
     assert latest_slot(NOW, "mon", 9, "Asia/Tokyo") == datetime(2026, 11, 23, 0, 0, tzinfo=UTC)
-    assert scheduled_key(datetime(2026, 11, 22, 23, 59, tzinfo=UTC), "mon", 9, "Asia/Tokyo") == "2026-W47"
+    assert scheduled_key(datetime(2026, 11, 22, 23, 40, tzinfo=UTC), "mon", 9, "Asia/Tokyo") == "2026-W47"
     # Across daylight saving (New York falls back on 1 Nov 2026), Monday 09:00 stays 09:00 local.
     assert latest_slot(datetime(2026, 11, 3, tzinfo=UTC), "mon", 9, "America/New_York") == datetime(
         2026, 11, 2, 14, 0, tzinfo=UTC

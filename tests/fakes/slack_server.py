@@ -81,6 +81,7 @@ class FakeSlack(BackgroundServer):
         self._response_delays: dict[str, float] = {}  # response_url key -> seconds before the answer
         self._response_drops: dict[str, int] = {}  # response_url key -> posts taken but left unanswered
         self._method_faults: dict[str, list] = {}  # Web API method -> [remaining, seconds before the answer, drop]
+        self.archived: set[str] = set()  # channels that refuse posts with is_archived
         # As Slack does: every API answer names the token's scopes in `x-oauth-scopes` (None: header left out).
         self.oauth_scopes: list[str] | None = None
         # When set, any other token gets `invalid_auth` (None: every token is accepted).
@@ -377,8 +378,15 @@ class FakeSlack(BackgroundServer):
         limit = int(params.get("limit") or 1000)
         return {"ok": True, "messages": (root + replies)[:limit], "has_more": len(root + replies) > limit}
 
+    def archive_channel(self, channel: str) -> None:
+        """Posts to `channel` are refused from now on (`is_archived`), as Slack does for an archived channel."""
+        with self._lock:
+            self.archived.add(channel)
+
     def _api_chat_postMessage(self, params: dict) -> dict:
         channel = params.get("channel", "")
+        if channel in self.archived:
+            return {"ok": False, "error": "is_archived"}
         ts = self._next_ts()
         message = {
             "type": "message",

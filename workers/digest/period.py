@@ -58,11 +58,16 @@ def latest_slot(now: datetime, weekday: str, hour: int, timezone: str = "UTC") -
     return slot.astimezone(UTC)
 
 
+# Beat sends the digest when its own clock reaches the slot; a worker on another machine whose clock runs a little
+# behind must still count the slot as come, or it would take last week's key (already sent) and skip this week.
+CLOCK_GRACE = timedelta(minutes=10)
+
+
 def scheduled_key(now: datetime, weekday: str, hour: int, timezone: str = "UTC") -> str:
     """The key of the scheduled digest a run at `now` belongs to: the ISO week of its slot, not of `now`. A task
     that comes back late (a retry, or a redelivery after the broker's visibility timeout) across the week's
     boundary (a Sunday-night schedule, say) still finishes its own week's digest instead of sending next week's."""
-    return iso_week_key(latest_slot(now, weekday, hour, timezone), ZoneInfo(timezone))
+    return iso_week_key(latest_slot(now + CLOCK_GRACE, weekday, hour, timezone), ZoneInfo(timezone))
 
 
 def day_slices(period: Period) -> list[tuple[datetime, datetime]]:

@@ -177,6 +177,7 @@ class SummaryItem:
     reasoning: str | None = None
     channel_id: str = ""  # the source channel
     quote: bool = True  # False: a private channel whose text may not be shown here (reasoning withheld)
+    held_by: str = "hourly_cap"  # the cap that held it: its source channel's, or "alert_channel_cap"
 
 
 def summary_line(item: SummaryItem, *, name_channel: bool = False) -> str:
@@ -226,12 +227,21 @@ def _summary_title(lows: int, degraded: int) -> str:
 def _summary_intro(
     hour: datetime, items: Sequence[SummaryItem], caps: Mapping[str, int], alert_channel_cap: int | None
 ) -> str:
-    this_channel = (
-        f", or this channel its cap of {alert_channel_cap} alerts from all channels," if alert_channel_cap else ""
-    )
+    # Say which caps held these scores: a channel that posted no alert at all did not reach its own.
+    by_source = any(item.held_by != "alert_channel_cap" for item in items)
+    by_alert_channel = bool(alert_channel_cap) and any(item.held_by == "alert_channel_cap" for item in items)
     held = Counter(item.channel_id for item in items)
     if len(held) == 1:
         [channel] = held
+        if not by_source:
+            return (
+                f"This channel had its cap of {alert_channel_cap} alerts from all channels for the hour starting "
+                f"{slack_date(hour)}, so further low scores from {channel_mention(channel)} are gathered here "
+                "instead of posted one by one."
+            )
+        this_channel = (
+            f", or this channel its cap of {alert_channel_cap} alerts from all channels," if by_alert_channel else ""
+        )
         return (
             f"{channel_mention(channel)} reached its cap of {caps[channel]} alerts for the hour starting "
             f"{slack_date(hour)}{this_channel} so further low scores are gathered here instead of posted one by one."
@@ -242,9 +252,10 @@ def _summary_intro(
     ]
     if len(held) > SUMMARY_CHANNELS_NAMED:
         named.append(f"{len(held) - SUMMARY_CHANNELS_NAMED} more")
-    over = "each channel's own"
-    if alert_channel_cap:
-        over += f", and this channel's {alert_channel_cap} from all channels"
+    caps_reached = ["each channel's own"] if by_source else []
+    if by_alert_channel:
+        caps_reached.append(f"this channel's {alert_channel_cap} from all channels")
+    over = ", and ".join(caps_reached)
     return (
         f"Low scores from {len(held)} channels went over the hourly alert caps ({over}) for the hour starting "
         f"{slack_date(hour)}, so they are gathered here instead of posted one by one: {', '.join(named)}."

@@ -568,8 +568,18 @@ def flush_summaries(runtime: Runtime, now: datetime | None = None) -> int:
     with runtime.db.session() as session:
         held = alert_store.held_channel_hours(session, now - SUMMARY_LOOKBACK)
     buckets = sorted({(alert_channel, hour_start(created)) for alert_channel, created in held})
+    first_error: Exception | None = None
     for alert_channel, hour in buckets:
-        flush_summary(runtime, alert_channel, hour)
+        try:
+            flush_summary(runtime, alert_channel, hour)
+        except Exception as error:  # one alert channel's trouble must not hold back the others' summaries
+            log.warning(
+                "alert summary not flushed",
+                extra={"alert_channel": alert_channel, "error": repr(error)[:300], "slack_error": slack_error(error)},
+            )
+            first_error = first_error or error
+    if first_error is not None:
+        raise first_error  # the task's retry flushes again (what was done is not done twice)
     return len(buckets)
 
 
@@ -601,6 +611,9 @@ def flush_summary(runtime: Runtime, alert_channel: str, hour: datetime) -> str:
         status, message_ts = state
         if not message_ts:  # posted already, but the database missed it (down, or the post's answer never came)?
             message_ts = earlier_post(runtime, alert_channel, claimed_at, dedupe_key) or None
+            if not message_ts:
+                with runtime.db.session() as session:
+                    message_ts = alert_store.legacy_summary_ts(session, alert_channel, hour)
             if message_ts:
                 with runtime.db.session() as session:
                     alert_store.mark_posted(session, summary_id, message_ts)
@@ -622,6 +635,7 @@ def flush_summary(runtime: Runtime, alert_channel: str, hour: datetime) -> str:
                     i.reasoning,
                     channel_id=i.source_channel_id,
                     quote=quote_allowed(runtime, i.source_channel_id, i.channel_is_private),
+                    held_by=i.held_by,
                 )
                 for i in items
             ],
@@ -629,12 +643,21 @@ def flush_summary(runtime: Runtime, alert_channel: str, hour: datetime) -> str:
             alert_channel_cap=runtime.settings.alert_channel_cap_per_hour,
             degradations=degradations,
         )
-        if message_ts:
-            runtime.slack.chat_update(channel=alert_channel, ts=message_ts, **payload)
-        else:
-            message_ts = post_marked(runtime, alert_channel, dedupe_key, payload).get("ts")
+        try:
+            if message_ts:
+                runtime.slack.chat_update(channel=alert_channel, ts=message_ts, **payload)
+            else:
+                message_ts = post_marked(runtime, alert_channel, dedupe_key, payload).get("ts")
+                with runtime.db.session() as session:
+                    alert_store.mark_posted(session, summary_id, message_ts)
+        except SlackApiError as error:
+            if not is_permanent(error):
+                raise
+            # The alert channel is gone or refuses relmon: say so once, and stop trying this hour's summary.
             with runtime.db.session() as session:
-                alert_store.mark_posted(session, summary_id, message_ts)
+                alert_store.mark_failed(session, summary_id, slack_error(error) or "slack error")
+            log.error("alert summary not posted", extra={"alert_channel": alert_channel, "error": slack_error(error)})
+            return alert_store.STATUS_FAILED
         with runtime.db.session() as session:
             alert_store.merge_details(session, summary_id, count=total)
     log.info(
