@@ -72,8 +72,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    from sqlalchemy.exc import SQLAlchemyError
+
     from workers.embedded_redis import EmbeddedRedisError
-    from workers.startup import StartupError
+    from workers.startup import StartupError, database_problem
 
     try:
         return _dispatch(args)
@@ -85,6 +87,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 3
     except StartupError as error:  # the database unreachable at start-up, say: the same kind of problem
         print(f"relmon {args.command}: {error}", file=sys.stderr)
+        return 3
+    except SQLAlchemyError as error:  # export or digest with the database down: the same, not a traceback
+        url = Settings().resolved_database_url
+        print(f"relmon {args.command}: {database_problem('the database failed', url, error)}", file=sys.stderr)
         return 3
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 from store.settings import WHERE_TO_GET, Settings, mask
-from workers.telemetry import SecretMasker, mask_url
+from workers.telemetry import SecretMasker, mask_url, problem_text
 
 LLM_TIMEOUT_SECONDS = 20.0
 
@@ -592,17 +592,19 @@ def check_database(settings: Settings) -> Check:
     sqlite_file = settings.data_dir / "relmon.sqlite3"
     if not settings.database_url and not sqlite_file.exists():
         return ok("database", f"SQLite mode: relmon run creates {sqlite_file.resolve()} and its schema")
-    database = Database(url, pool_size=1)
+    database = None
     try:
+        database = Database(url, pool_size=1)  # inside: a malformed URL fails here
         pending = pending_migrations(database.engine)
     except Exception as error:
         return fail(
             "database",
-            f"cannot connect to {shown} ({type(error).__name__})",
+            f"cannot connect to {shown}: {problem_text(error)}",
             "start the database or correct DATABASE_URL (postgresql://user:password@host:5432/relmon)",
         )
     finally:
-        database.dispose()
+        if database is not None:
+            database.dispose()
     if pending:
         return fail(
             "database",

@@ -19,8 +19,8 @@ import sys
 import time
 from dataclasses import dataclass
 
-from store.db import Database
 from store.settings import Settings
+from workers.startup import migrate_schema
 from workers.telemetry import mask_url, setup_logging
 
 log = logging.getLogger("relmon.run")
@@ -169,8 +169,5 @@ def run_all(settings: Settings, port: int = 3000) -> int:
 
 
 def _migrate(settings: Settings) -> None:
-    database = Database(settings.resolved_database_url)
-    try:
-        database.migrate()
-    finally:
-        database.dispose()
+    """A database that is down or a wrong URL raises StartupError: one line and exit 3, as for bot and worker."""
+    migrate_schema(settings.resolved_database_url)

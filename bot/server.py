@@ -25,10 +25,14 @@ from urllib.parse import parse_qs
 
 from slack_bolt import App
 from slack_bolt.adapter.wsgi import SlackRequestHandler
+from slack_bolt.error import BoltError
+from slack_sdk.errors import SlackApiError
 from slack_sdk.signature import SignatureVerifier
 
 from store.settings import Settings
 from workers.runtime import Runtime
+from workers.startup import StartupError
+from workers.telemetry import problem_text
 
 log = logging.getLogger("relmon.bot")
 
@@ -443,7 +447,21 @@ def serve_socket_mode(settings: Settings, host: str, port: int) -> int:
     from bot.app import create_app
 
     runtime = Runtime(settings)
-    handler = SocketModeHandler(create_app(settings, runtime), settings.secret("slack_app_token"))
+    try:
+        app = create_app(settings, runtime)  # checks the bot token (auth.test)
+    except (SlackApiError, BoltError) as error:  # Bolt wraps auth.test's refusal in a BoltError
+        refusal = error if isinstance(error, SlackApiError) else (error.__cause__ or error.__context__)
+        code = refusal.response.get("error") if isinstance(refusal, SlackApiError) else str(error)[:200]
+        raise StartupError(
+            f"Slack refused SLACK_BOT_TOKEN ({code}): use the app's Bot User OAuth Token "
+            "(xoxb-...), from the app page > OAuth & Permissions; `relmon doctor` checks it."
+        ) from None
+    except OSError as error:  # URLError included
+        raise StartupError(
+            f"cannot reach Slack to check SLACK_BOT_TOKEN: {problem_text(error)} Check the network (and "
+            "SLACK_API_URL if set)."
+        ) from None
+    handler = SocketModeHandler(app, settings.secret("slack_app_token"))
     try:
         health = start_health_server(host, port, lambda: health_report(runtime, handler.client.is_connected))
     except OSError as error:
@@ -451,7 +469,34 @@ def serve_socket_mode(settings: Settings, host: str, port: int) -> int:
         return 1
     log.info("socket mode", extra={"host": host, "port": port, "path": HEALTH_PATH})
     try:
-        handler.start()  # connects, then blocks until the process is stopped
+        connect_socket_mode(handler)
+        threading.Event().wait()  # what SocketModeHandler.start does once connected: serve until stopped
     finally:
         health.shutdown()
     return 0
+
+
+SOCKET_MODE_CONNECT_ATTEMPTS = 5  # over about 30 s: a network blip at start-up is waited out
+
+
+def connect_socket_mode(handler: Any) -> None:
+    """Open the Socket Mode connection, or say in one line why it cannot be (StartupError, exit 3): Slack
+    refusing the app token is a setting to fix; Slack out of reach is retried for a while first."""
+    for attempt in range(1, SOCKET_MODE_CONNECT_ATTEMPTS + 1):
+        try:
+            handler.connect()
+            return
+        except SlackApiError as error:
+            raise StartupError(
+                f"Slack refused Socket Mode ({error.response.get('error')}): SLACK_APP_TOKEN must be an app-level "
+                "token (xapp-...) with connections:write, and Socket Mode must be on in the app's settings "
+                "(app page > Socket Mode); or unset SLACK_APP_TOKEN to receive events over HTTP."
+            ) from None
+        except OSError as error:  # URLError included: Slack out of reach, perhaps only for a moment
+            if attempt == SOCKET_MODE_CONNECT_ATTEMPTS:
+                raise StartupError(
+                    f"cannot reach Slack to open Socket Mode: {problem_text(error)} Check the network (and "
+                    "SLACK_API_URL if set)."
+                ) from None
+            log.warning("socket mode connection failed, retrying", extra={"attempt": attempt, "error": repr(error)})
+            time.sleep(min(2.0**attempt, 15.0))

@@ -126,6 +126,21 @@ def test_unmigrated_database(healthy: dict, tmp_path: Path) -> None:
     assert "migration(s) not applied" in line and "relmon migrate" in text
 
 
+@pytest.mark.parametrize(
+    ("url", "cause"),
+    [
+        ("postgresql+psycopg://relmon:pw@127.0.0.1:{port}/relmon", "Connection refused"),
+        ("postgresql://relmon:pw@127.0.0.1:abc/relmon", "invalid literal for int()"),  # a port that is no number
+        ("notaurl", "Could not parse SQLAlchemy URL"),
+    ],
+)
+def test_a_database_that_cannot_be_used_is_a_fail_line_with_its_cause(healthy: dict, url: str, cause: str) -> None:
+    code, text = doctor(**{**healthy, "database_url": url.format(port=free_port())})
+    assert code == 1
+    [line] = failures(text)
+    assert line.startswith("FAIL  database: cannot connect to ") and cause in line and "sqlalche.me" not in line
+
+
 def test_llm_401(healthy: dict) -> None:
     code, text = doctor(**{**healthy, "openai_api_key": "sk-wrong-key-abcdef"})
     assert code == 1

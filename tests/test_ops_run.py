@@ -206,19 +206,52 @@ def test_an_embedded_redis_problem_is_one_clear_message(tmp_path: Path) -> None:
 
 
 def test_a_database_that_cannot_be_reached_is_one_clear_message(redis_url: str, tmp_path: Path) -> None:
-    """Bot (which migrates in a child process) and worker (in its own): the database's problem in one line,
-    the URL's password masked, what to check, exit code 3; not a traceback."""
-    dead = f"postgresql+psycopg://relmon:hunter2@127.0.0.1:{free_port()}/relmon"
+    """Bot (which migrates in a child process), worker, migrate and export: the database's problem in one line,
+    the URL's password masked (a "#" in it included), what to check, exit code 3; not a traceback."""
+    dead = f"postgresql+psycopg://relmon:hunter2#x9@127.0.0.1:{free_port()}/relmon"
     env = relmon_env(redis_url=redis_url, database_url=dead, data_dir=tmp_path / "data")
-    for command in ("bot", "worker"):
+    for command in ("bot", "worker", "migrate"):
         result = subprocess.run(
             relmon_command(command), env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120
         )
         assert result.returncode == 3, result.stderr
         assert "Traceback" not in result.stderr and "hunter2" not in result.stderr
         [line] = [line for line in result.stderr.splitlines() if line.startswith(f"relmon {command}: ")]
-        assert "cannot bring the database schema up to date at postgresql+psycopg://relmon:****@127.0.0.1" in line
+        assert "cannot bring the database schema up to date at postgresql+psycopg://relmon:****2#x9@127.0.0.1" in line
         assert "Connection refused" in line and "Check DATABASE_URL" in line and "sqlalche.me" not in line
+    export = subprocess.run(relmon_command("export"), env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert export.returncode == 3 and "Traceback" not in export.stderr and "hunter2" not in export.stderr
+    assert "relmon export: the database failed at postgresql+psycopg://relmon:****2#x9@" in export.stderr
+    # A URL that is not one (a port that is no number): the same one line, from the worker's own migration too.
+    env["DATABASE_URL"] = "postgresql://relmon:hunter2@127.0.0.1:abc/relmon"
+    result = subprocess.run(relmon_command("worker"), env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 3 and "Traceback" not in result.stderr, result.stderr
+    assert "relmon worker: cannot bring the database schema up to date" in result.stderr
+
+
+def test_socket_mode_that_slack_refuses_is_one_clear_message(redis_url: str, tmp_path: Path) -> None:
+    """Socket Mode off in the app (apps.connections.open refuses), or a bot token Slack does not know: one line
+    naming the setting to fix, exit 3, not a traceback (and under `relmon run`, not a crash of the others)."""
+    with FakeSlack() as slack:  # no Socket Mode URL: apps.connections.open answers socket_mode_not_enabled
+        env = relmon_env(
+            redis_url=redis_url,
+            database_url=f"sqlite:///{tmp_path / 'relmon.sqlite3'}",
+            slack_api_url=slack.api_url,
+            data_dir=tmp_path / "data",
+        )
+        env["SLACK_APP_TOKEN"] = "xapp-1-test"
+        result = subprocess.run(
+            relmon_command("bot"), env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120
+        )
+        assert result.returncode == 3 and "Traceback" not in result.stderr, result.stderr
+        assert "relmon bot: Slack refused Socket Mode (socket_mode_not_enabled): SLACK_APP_TOKEN" in result.stderr
+
+        slack.valid_tokens = {"xapp-1-test"}  # the bot token is not one Slack knows
+        result = subprocess.run(
+            relmon_command("bot"), env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120
+        )
+        assert result.returncode == 3 and "Traceback" not in result.stderr, result.stderr
+        assert "relmon bot: Slack refused SLACK_BOT_TOKEN (invalid_auth)" in result.stderr
 
 
 def test_the_processes_that_serve_load_neither_alembic_nor_matplotlib(tmp_path: Path) -> None:

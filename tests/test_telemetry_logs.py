@@ -154,6 +154,12 @@ def test_masker_and_mask_url_on_plain_values() -> None:
     assert mask_url("redis://:hunter2hunter2@redis:6379/0") == "redis://:****ter2@redis:6379/0"
     assert mask_url("redis://redis:6379/0") == "redis://redis:6379/0"
     assert mask_url(None) == "(unset)"
+    # SQLAlchemy reads a password up to the "@", "#", "/" and "?" included; urllib's netloc stops at them
+    assert mask_url("postgresql://relmon:Xy#9kLm2pQ@db:5432/relmon") == "postgresql://relmon:****m2pQ@db:5432/relmon"
+    assert mask_url("postgresql://u:ab/cd?ef#gh1234@db/relmon") == "postgresql://u:****1234@db/relmon"
+    assert masker("could not connect to postgresql://u:ab/cd?ef#gh1234@db/relmon") == (
+        "could not connect to postgresql://u:****1234@db/relmon"
+    )
 
 
 class Unprintable(Exception):

@@ -3,21 +3,16 @@ REDIS_URL is set, the database schema, and Celery's configuration."""
 
 from __future__ import annotations
 
-import re
-
 from sqlalchemy.exc import SQLAlchemyError
 
 from store.db import Database, MigrationError, migrate_in_child
 from store.settings import Settings
 from workers import celery_app
 from workers.embedded_redis import EmbeddedRedis, ensure_embedded_redis
-from workers.telemetry import mask_url, setup_logging
+from workers.telemetry import mask_url, problem_text, setup_logging
 
 # Objects that must live as long as the process (the embedded Redis handle stops the server when collected).
 _held: dict[str, EmbeddedRedis | None] = {}
-
-
-SQLALCHEMY_BACKGROUND = re.compile(r"\(Background on this error at: [^)]*\)")
 
 
 class StartupError(RuntimeError):
@@ -44,10 +39,20 @@ def migrate_schema(url: str, *, in_child: bool = False) -> None:
                 database.migrate()
             finally:
                 database.dispose()
-    except (SQLAlchemyError, MigrationError) as error:
-        problem = " ".join(SQLALCHEMY_BACKGROUND.sub("", str(error)).split()).rstrip(". ")[:500]
-        problem += "" if problem.endswith(("?", "!")) else "."
-        raise StartupError(
-            f"cannot bring the database schema up to date at {mask_url(url)}: {problem} Check DATABASE_URL "
-            "(unset: SQLite in RELMON_DATA_DIR) and that the server is up; `relmon doctor` checks it."
-        ) from None
+    except DATABASE_PROBLEMS as error:
+        raise StartupError(database_problem("cannot bring the database schema up to date", url, error)) from None
+
+
+# What a database URL that is wrong or a server that is down raise: a bad URL (ValueError: a port that is not a
+# number; ImportError: a scheme whose driver is not installed), SQLAlchemy's errors, a failed child migration.
+DATABASE_PROBLEMS = (SQLAlchemyError, MigrationError, ValueError, ImportError)
+
+
+def database_problem(what: str, url: str, error: BaseException) -> str:
+    """One line for a person: what failed, where (password masked), why, and what to check."""
+    return f"{what} at {mask_url(url)}: {problem_text(error)} {DATABASE_ADVICE}"
+
+
+DATABASE_ADVICE = (
+    "Check DATABASE_URL (unset: SQLite in RELMON_DATA_DIR) and that the server is up; `relmon doctor` checks it."
+)

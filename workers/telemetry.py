@@ -33,7 +33,7 @@ import traceback
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from store.settings import Settings, mask
 
@@ -66,10 +66,19 @@ SECRET_SETTINGS = ("slack_bot_token", "slack_signing_secret", "slack_app_token",
 # Tokens recognisable by shape: Slack (xoxb-, xoxp-, xoxa-, xoxe-, xapp-), OpenAI-style keys (sk-, sk-proj-),
 # and passwords in URLs (scheme://user:password@host).
 TOKEN_PATTERN = re.compile(r"\b(?:xox[abpoers]|xapp)-[A-Za-z0-9-]{6,}|\bsk-[A-Za-z0-9_-]{8,}")
+# A URL's password runs from the ":" after the user name to the next "@", whatever it holds ("/", "#", "?"
+# included), as SQLAlchemy reads a database URL: urllib's netloc would stop at the first of those and miss it.
 URL_PASSWORD_PATTERN = re.compile(
-    r"(?P<head>[a-z][a-z0-9+.-]*://[^:/@\s]*:)(?!\*\*\*\*)(?P<password>[^@/\s]+)(?=@)",  # not if already masked
+    r"(?P<head>[a-z][a-z0-9+.-]*://[^:/@\s]*:)(?!\*\*\*\*)(?P<password>[^@\s]+)(?=@)",  # not if already masked
     re.I,
 )
+URL_CREDENTIALS = re.compile(r"^[a-z][a-z0-9+.-]*://[^:/@]*:(?P<password>[^@]*)@", re.I)
+
+
+def url_password(url: str | None) -> str | None:
+    """The password in a URL, read as SQLAlchemy reads one (see URL_PASSWORD_PATTERN); None when it has none."""
+    match = URL_CREDENTIALS.match(url or "")
+    return match.group("password") or None if match else None
 
 
 # Messages (exception values, log and breadcrumb messages) can carry texts however carefully relmon logs: a
@@ -180,16 +189,23 @@ def _format_exception_scrubbed(exc: BaseException) -> str:
     return "".join(parts).rstrip("\n")
 
 
+SQLALCHEMY_BACKGROUND = re.compile(r"\(Background on this error at: [^)]*\)")
+
+
+def problem_text(error: BaseException) -> str:
+    """An exception as one short sentence: SQLAlchemy's "Background on this error" link and line breaks gone."""
+    problem = " ".join(SQLALCHEMY_BACKGROUND.sub("", str(error)).split()).rstrip(". ")[:500] or type(error).__name__
+    return problem + ("" if problem.endswith(("?", "!")) else ".")
+
+
 def mask_url(url: str | None) -> str:
     """A URL with its password masked (redis://:****word@host:6379/0), for doctor and logs."""
     if not url:
         return "(unset)"
-    parts = urlsplit(url)
-    if not parts.password:
+    match = URL_CREDENTIALS.match(url)
+    if not match or not match.group("password"):
         return url
-    userinfo = (parts.username or "") + ":" + mask(parts.password)
-    host = parts.netloc.rsplit("@", 1)[1]
-    return urlunsplit(parts._replace(netloc=f"{userinfo}@{host}"))
+    return url[: match.start("password")] + mask(match.group("password")) + url[match.end("password") :]
 
 
 class SecretMasker:
@@ -203,8 +219,7 @@ class SecretMasker:
     def from_settings(cls, settings: Settings) -> SecretMasker:
         secrets = [settings.secret(name) for name in SECRET_SETTINGS]
         for url in (settings.redis_url, settings.database_url):
-            if url:
-                secrets.append(urlsplit(url).password)
+            secrets.append(url_password(url))
         dsn = settings.secret("sentry_dsn")
         if dsn:
             secrets.append(urlsplit(dsn).username)  # the DSN's public key
