@@ -19,7 +19,7 @@ from sqlalchemy import Connection, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from store.models import Alert, Judgment, JudgmentStatus, Pair, PairStatus
+from store.models import Alert, Judgment, JudgmentStatus, Pair, PairStatus, as_utc
 from store.settings import TIME_WINDOW_MOST_ANSWERS
 
 KIND_LOW = "low_score"
@@ -307,10 +307,6 @@ def mark_recovered(session: Session, alert_id: int, at: datetime) -> None:
     merge_details(session, alert_id, recovered_at=at.isoformat())
 
 
-def _utc(moment: datetime) -> datetime:
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment  # SQLite hands back naive UTC
-
-
 # The time window's sample is the newest answers of the window, at most this many: on a busy channel the last hour
 # holds thousands, and this read runs after every judgment.
 TIME_WINDOW_MOST = TIME_WINDOW_MOST_ANSWERS
@@ -351,7 +347,7 @@ def recent_scores(
                 query = query.where(Pair.created_at >= since)  # only the time window still wants rows
         # exactly the index's order: the scan stops after `batch` rows
         read = session.execute(query.order_by(Pair.created_at.desc()).limit(batch)).all()
-        pairs = [(pair_id, _utc(created)) for pair_id, created in read if pair_id not in seen]
+        pairs = [(pair_id, as_utc(created)) for pair_id, created in read if pair_id not in seen]
         found = dict(
             session.execute(
                 select(Judgment.pair_id, Judgment.score).where(
@@ -365,7 +361,7 @@ def recent_scores(
         rows += [(found[pair_id], created) for pair_id, created in pairs if pair_id in found]
         seen.update(pair_id for pair_id, _ in pairs)
         if read:
-            oldest = _utc(read[-1].created_at)
+            oldest = as_utc(read[-1].created_at)
         reaches_since = since is None or (oldest is not None and oldest < since)
         if len(read) < batch or len(rows) >= most or (len(rows) >= last and reaches_since):
             # enough, or that was every pair of the channel (or of the time window)

@@ -11,7 +11,7 @@ from sqlalchemy import select
 from sqlalchemy.dialects import postgresql, sqlite
 
 from store.judgments import Executor, dialect_name
-from store.models import JudgingFailure
+from store.models import JudgingFailure, as_utc
 
 ERROR_CHARS = 500  # enough to name the exception; never the texts (tasks carry IDs only)
 
@@ -54,11 +54,7 @@ def failures_of(session: Executor, pair_ids: list[int]) -> dict[int, Failures]:
             JudgingFailure.pair_id, JudgingFailure.failures, JudgingFailure.last_error, JudgingFailure.updated_at
         ).where(JudgingFailure.pair_id.in_(pair_ids))
     )
-    return {pair_id: Failures(count, last_error, _utc(failed_at)) for pair_id, count, last_error, failed_at in rows}
-
-
-def _utc(moment: datetime | None) -> datetime | None:
-    """SQLite returns naive datetimes (stored in UTC): make them comparable with aware ones."""
-    if moment is not None and moment.tzinfo is None:
-        return moment.replace(tzinfo=UTC)
-    return moment
+    return {
+        pair_id: Failures(count, last_error, as_utc(failed_at) if failed_at else None)
+        for pair_id, count, last_error, failed_at in rows
+    }

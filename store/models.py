@@ -25,6 +25,11 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+def as_utc(moment: datetime) -> datetime:
+    """A stored time, aware: SQLite hands back naive datetimes (relmon stores UTC), PostgreSQL aware ones."""
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
+
+
 class Base(DeclarativeBase):
     pass
 
