@@ -319,6 +319,17 @@ def post_marked(runtime: Runtime, channel: str, dedupe_key: str, payload: dict):
     return response
 
 
+def refused_for_good(runtime: Runtime, row_id: int, error: SlackApiError, event: str, **fields: object) -> str:
+    """A post Slack refused (alert, summary): for good (the channel gone, relmon not in it, blocks refused) the
+    row is marked failed, logged once and never tried again; any other refusal is raised for the task's retry."""
+    if not is_permanent(error):
+        raise error
+    with runtime.db.session() as session:
+        alert_store.mark_failed(session, row_id, slack_error(error) or "slack error")
+    log.error(event, extra={**fields, "error": slack_error(error)})
+    return alert_store.STATUS_FAILED
+
+
 def post_alert(runtime: Runtime, alert_id: int) -> str:
     """Post a claimed alert (low score or degradation) unless it was posted already."""
     with lease(runtime, alert_id):
@@ -353,12 +364,7 @@ def post_alert(runtime: Runtime, alert_id: int) -> str:
         try:
             response = post_marked(runtime, channel, dedupe_key, payload)
         except SlackApiError as error:
-            if is_permanent(error):
-                with runtime.db.session() as session:
-                    alert_store.mark_failed(session, alert_id, slack_error(error) or "slack error")
-                log.error("alert not posted", extra={"alert_id": alert_id, "error": slack_error(error)})
-                return alert_store.STATUS_FAILED
-            raise
+            return refused_for_good(runtime, alert_id, error, "alert not posted", alert_id=alert_id)
         with runtime.db.session() as session:
             alert_store.mark_posted(session, alert_id, response.get("ts"))
     log.info("alert posted", extra={**fields, "alert_ts": response.get("ts")})
@@ -651,13 +657,7 @@ def flush_summary(runtime: Runtime, alert_channel: str, hour: datetime) -> str:
                 with runtime.db.session() as session:
                     alert_store.mark_posted(session, summary_id, message_ts)
         except SlackApiError as error:
-            if not is_permanent(error):
-                raise
-            # The alert channel is gone or refuses relmon: say so once, and stop trying this hour's summary.
-            with runtime.db.session() as session:
-                alert_store.mark_failed(session, summary_id, slack_error(error) or "slack error")
-            log.error("alert summary not posted", extra={"alert_channel": alert_channel, "error": slack_error(error)})
-            return alert_store.STATUS_FAILED
+            return refused_for_good(runtime, summary_id, error, "alert summary not posted", alert_channel=alert_channel)
         with runtime.db.session() as session:
             alert_store.merge_details(session, summary_id, count=total)
     log.info(
