@@ -111,24 +111,22 @@ class MigrationError(RuntimeError):
     """The schema could not be brought up to date (the database unreachable, refused, or a migration failed)."""
 
 
-def _migrate_url(url: str) -> str | None:
-    """Migrate, and return what went wrong as one line of text, or None."""
+def migrate_url(url: str) -> None:
+    """`migrate` the database at `url` through a short-lived engine of its own."""
     database = Database(url, pool_size=1)
     try:
         database.migrate()
-    except Exception as error:  # reported by the parent, in its own words
-        return f"{type(error).__name__}: {' '.join(str(error).split())}"
     finally:
         database.dispose()
-    return None
 
 
 def _migrate_child_main() -> None:
     """The child of `migrate_in_child`: the URL arrives on stdin (not argv, which `ps` shows), the problem, if
-    any, leaves on stdout."""
-    problem = _migrate_url(sys.stdin.read())
-    if problem:
-        print(problem)
+    any, leaves on stdout as one line (reported by the parent, in its own words)."""
+    try:
+        migrate_url(sys.stdin.read())
+    except Exception as error:
+        print(f"{type(error).__name__}: {' '.join(str(error).split())}")
         sys.exit(1)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from store.db import Database, MigrationError, migrate_in_child
+from store.db import MigrationError, migrate_in_child, migrate_url
 from store.settings import Settings
 from workers import celery_app
 from workers.embedded_redis import EmbeddedRedis, ensure_embedded_redis
@@ -34,11 +34,7 @@ def migrate_schema(url: str, *, in_child: bool = False) -> None:
         if in_child:
             migrate_in_child(url)
         else:
-            database = Database(url, pool_size=1)
-            try:
-                database.migrate()
-            finally:
-                database.dispose()
+            migrate_url(url)
     except DATABASE_PROBLEMS as error:
         raise StartupError(database_problem("cannot bring the database schema up to date", url, error)) from None
 
