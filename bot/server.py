@@ -457,10 +457,7 @@ def serve_socket_mode(settings: Settings, host: str, port: int) -> int:
             "(xoxb-...), from the app page > OAuth & Permissions; `relmon doctor` checks it."
         ) from None
     except OSError as error:  # URLError included
-        raise StartupError(
-            f"cannot reach Slack to check SLACK_BOT_TOKEN: {problem_text(error)} Check the network (and "
-            "SLACK_API_URL if set)."
-        ) from None
+        raise slack_out_of_reach("check SLACK_BOT_TOKEN", error) from None
     handler = SocketModeHandler(app, settings.secret("slack_app_token"))
     try:
         health = start_health_server(host, port, lambda: health_report(runtime, handler.client.is_connected))
@@ -474,6 +471,12 @@ def serve_socket_mode(settings: Settings, host: str, port: int) -> int:
     finally:
         health.shutdown()
     return 0
+
+
+def slack_out_of_reach(to_do: str, error: OSError) -> StartupError:
+    return StartupError(
+        f"cannot reach Slack to {to_do}: {problem_text(error)} Check the network (and SLACK_API_URL if set)."
+    )
 
 
 SOCKET_MODE_CONNECT_ATTEMPTS = 5  # over about 30 s: a network blip at start-up is waited out
@@ -494,9 +497,6 @@ def connect_socket_mode(handler: Any) -> None:
             ) from None
         except OSError as error:  # URLError included: Slack out of reach, perhaps only for a moment
             if attempt == SOCKET_MODE_CONNECT_ATTEMPTS:
-                raise StartupError(
-                    f"cannot reach Slack to open Socket Mode: {problem_text(error)} Check the network (and "
-                    "SLACK_API_URL if set)."
-                ) from None
+                raise slack_out_of_reach("open Socket Mode", error) from None
             log.warning("socket mode connection failed, retrying", extra={"attempt": attempt, "error": repr(error)})
             time.sleep(min(2.0**attempt, 15.0))
