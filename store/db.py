@@ -61,15 +61,23 @@ def alembic_config(url: str) -> Config:
     return config
 
 
+def sqlite_file(engine: Engine) -> Path | None:
+    """The file of a SQLite database; None for another database, or for SQLite in memory."""
+    database = engine.url.database
+    if engine.dialect.name != "sqlite" or not database or database == ":memory:":
+        return None
+    return Path(database)
+
+
 @contextmanager
 def _sqlite_migration_lock(engine: Engine) -> Iterator[None]:
     """An exclusive fcntl lock on a file next to the SQLite database, held while migrating: SQLite has no
     advisory lock, and two processes checking "is alembic_version there?" at once both create the tables."""
-    database = engine.url.database
-    if engine.dialect.name != "sqlite" or not database or database == ":memory:":
+    database = sqlite_file(engine)
+    if database is None:
         yield
         return
-    lock_path = Path(database).with_name(Path(database).name + ".migrate.lock")
+    lock_path = database.with_name(database.name + ".migrate.lock")
     lock_path.parent.mkdir(parents=True, exist_ok=True)
     with open(lock_path, "a+b") as lock_file:
         fcntl.flock(lock_file, fcntl.LOCK_EX)  # released when the file closes, even if the process dies

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 from datetime import UTC, datetime
-from pathlib import Path
 
 from store.settings import Settings
 from workers.digest.period import period_for
@@ -35,13 +34,11 @@ def run_digest(args: argparse.Namespace, settings: Settings, *, now: datetime | 
 def schema_at_head(runtime: Runtime) -> bool:
     """Whether every migration is applied, found without writing: a SQLite file that does not exist yet is not
     opened (that would create it)."""
-    from store.db import pending_migrations
+    from store.db import pending_migrations, sqlite_file
 
-    url = runtime.settings.resolved_database_url
-    if url.startswith("sqlite"):
-        path = url.split("///", 1)[-1]
-        if path and path != ":memory:" and not Path(path).exists():
-            return False
+    path = sqlite_file(runtime.db.engine)
+    if path is not None and not path.exists():
+        return False
     return not pending_migrations(runtime.db.engine)
 
 
