@@ -31,6 +31,11 @@ REQUIRED = (
 )
 
 
+def run_to_end(command: str, env: dict[str, str], cwd: Path, *, timeout: float) -> subprocess.CompletedProcess:
+    """`relmon <command>` run until it exits, its output captured as text."""
+    return subprocess.run(relmon_command(command), env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+
+
 def children_of(pid: int) -> set[int]:
     """Every live descendant of `pid`, from /proc."""
     parents: dict[int, int] = {}
@@ -76,7 +81,7 @@ def test_missing_settings_stop_it_at_once_naming_exactly_what_to_set(tmp_path: P
     base = {k: v for k, v in relmon_env(redis_url="", database_url="", data_dir=tmp_path / "d").items()}
     for name in (*REQUIRED, "REDIS_URL", "DATABASE_URL"):
         base.pop(name, None)
-    result = subprocess.run(relmon_command("run"), env=base, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    result = run_to_end("run", base, tmp_path, timeout=60)
     assert result.returncode == 2
     for name in REQUIRED:
         assert f"  {name}: " in result.stderr
@@ -84,9 +89,7 @@ def test_missing_settings_stop_it_at_once_naming_exactly_what_to_set(tmp_path: P
     assert not (tmp_path / "d" / "redis").exists()  # nothing was started
 
     partial = {**base, "SLACK_BOT_TOKEN": "xoxb-1-2-abcdefgh", "OPENAI_API_KEY": "sk-abcdefghijkl"}
-    result = subprocess.run(
-        relmon_command("run"), env=partial, cwd=tmp_path, capture_output=True, text=True, timeout=60
-    )
+    result = run_to_end("run", partial, tmp_path, timeout=60)
     assert result.returncode == 2
     listed = [line.split(":")[0].strip() for line in result.stderr.splitlines() if line.startswith("  ")]
     assert listed == ["SLACK_SIGNING_SECRET", "RELMON_MONITORED_BOTS", "RELMON_ALERT_CHANNEL"]
@@ -196,9 +199,7 @@ def test_an_embedded_redis_problem_is_one_clear_message(tmp_path: Path) -> None:
     env = relmon_env(redis_url="", database_url="", data_dir=tmp_path / ("d" * 120))
     del env["REDIS_URL"], env["DATABASE_URL"]
     for command in ("run", "worker"):
-        result = subprocess.run(
-            relmon_command(command), env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60
-        )
+        result = run_to_end(command, env, tmp_path, timeout=60)
         assert result.returncode == 3, result.stderr
         assert "Traceback" not in result.stderr
         assert f"relmon {command}: cannot start the embedded Redis:" in result.stderr
@@ -211,27 +212,25 @@ def test_a_database_that_cannot_be_reached_is_one_clear_message(redis_url: str, 
     dead = f"postgresql+psycopg://relmon:hunter2#x9@127.0.0.1:{free_port()}/relmon"
     env = relmon_env(redis_url=redis_url, database_url=dead, data_dir=tmp_path / "data")
     for command in ("bot", "worker", "migrate"):
-        result = subprocess.run(
-            relmon_command(command), env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120
-        )
+        result = run_to_end(command, env, tmp_path, timeout=120)
         assert result.returncode == 3, result.stderr
         assert "Traceback" not in result.stderr and "hunter2" not in result.stderr
         [line] = [line for line in result.stderr.splitlines() if line.startswith(f"relmon {command}: ")]
         assert "cannot bring the database schema up to date at postgresql+psycopg://relmon:****2#x9@127.0.0.1" in line
         assert "Connection refused" in line and "Check DATABASE_URL" in line and "sqlalche.me" not in line
-    export = subprocess.run(relmon_command("export"), env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    export = run_to_end("export", env, tmp_path, timeout=60)
     assert export.returncode == 3 and "Traceback" not in export.stderr and "hunter2" not in export.stderr
     assert "relmon export: the database failed at postgresql+psycopg://relmon:****2#x9@" in export.stderr
     # A URL that is not one (a port that is no number): the same one line, from the worker's own migration too.
     env["DATABASE_URL"] = "postgresql://relmon:hunter2@127.0.0.1:abc/relmon"
-    result = subprocess.run(relmon_command("worker"), env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    result = run_to_end("worker", env, tmp_path, timeout=60)
     assert result.returncode == 3 and "Traceback" not in result.stderr, result.stderr
     assert "relmon worker: cannot bring the database schema up to date" in result.stderr
 
 
 def test_socket_mode_that_slack_refuses_is_one_clear_message(redis_url: str, tmp_path: Path) -> None:
     """Socket Mode off in the app (apps.connections.open refuses), or a bot token Slack does not know: one line
-    naming the setting to fix, exit 3, not a traceback (and under `relmon run`, not a crash of the others)."""
+    naming the setting to fix, exit 3, not a traceback."""
     with FakeSlack() as slack:  # no Socket Mode URL: apps.connections.open answers socket_mode_not_enabled
         env = relmon_env(
             redis_url=redis_url,
@@ -240,16 +239,12 @@ def test_socket_mode_that_slack_refuses_is_one_clear_message(redis_url: str, tmp
             data_dir=tmp_path / "data",
         )
         env["SLACK_APP_TOKEN"] = "xapp-1-test"
-        result = subprocess.run(
-            relmon_command("bot"), env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120
-        )
+        result = run_to_end("bot", env, tmp_path, timeout=120)
         assert result.returncode == 3 and "Traceback" not in result.stderr, result.stderr
         assert "relmon bot: Slack refused Socket Mode (socket_mode_not_enabled): SLACK_APP_TOKEN" in result.stderr
 
         slack.valid_tokens = {"xapp-1-test"}  # the bot token is not one Slack knows
-        result = subprocess.run(
-            relmon_command("bot"), env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120
-        )
+        result = run_to_end("bot", env, tmp_path, timeout=120)
         assert result.returncode == 3 and "Traceback" not in result.stderr, result.stderr
         assert "relmon bot: Slack refused SLACK_BOT_TOKEN (invalid_auth)" in result.stderr
 
