@@ -14,6 +14,8 @@ COPY workers ./workers
 COPY judges ./judges
 COPY store ./store
 COPY capture ./capture
+COPY common ./common
+COPY relmon ./relmon
 RUN pip install . \
  && useradd --create-home --uid 10001 relmon \
  && mkdir -p /data \

@@ -38,6 +38,7 @@ import httpx
 from sqlalchemy import func, select
 
 from bench.measure import CLOCK_TICKS, SignedEventPoster, cpu_seconds, percentile, process_tree, status_mb
+from common.messages.alerts import ACTION_RIGHT
 from store.db import Database
 from store.models import Judgment, Pair, PairStatus
 from tests import slack_requests as sr
@@ -50,7 +51,6 @@ from tests.services import (
     free_port,
     postgres_admin_url,
 )
-from workers.messages.alerts import ACTION_RIGHT
 
 CHANNEL = "C_SUPPORT"
 ALERTS = "C_ALERTS"

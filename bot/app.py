@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from slack_bolt import App
 
+from common import celery_app
+from common.runtime import Runtime, set_runtime
 from store.settings import Settings
-from workers import celery_app
-from workers.runtime import Runtime, set_runtime
 
 
 def create_app(settings: Settings, runtime: Runtime | None = None) -> App:

@@ -29,10 +29,10 @@ from slack_bolt.error import BoltError
 from slack_sdk.errors import SlackApiError
 from slack_sdk.signature import SignatureVerifier
 
+from common.runtime import Runtime
+from common.startup import StartupError
+from common.telemetry import problem_text
 from store.settings import Settings
-from workers.runtime import Runtime
-from workers.startup import StartupError
-from workers.telemetry import problem_text
 
 log = logging.getLogger("relmon.bot")
 
@@ -363,7 +363,7 @@ def _relmon_gunicorn_logger() -> type:
             for logger in (self.error_log, self.access_log):
                 for handler in list(logger.handlers):
                     logger.removeHandler(handler)
-                logger.propagate = True  # to the root logger set up by workers.telemetry.setup_logging
+                logger.propagate = True  # to the root logger set up by common.telemetry.setup_logging
 
     return RelmonGunicornLogger
 
@@ -399,10 +399,8 @@ MODULES_BEFORE_FORK = (
     "bot.listeners.capture",
     "bot.listeners.commands",
     "bot.listeners.home",
-    "workers.tasks.capture",
-    "workers.tasks.digest",
-    "workers.digest.stats",
-    "workers.messages.home",
+    "common.reports.figures",
+    "common.messages.home",
 )
 
 
@@ -421,7 +419,7 @@ def load_before_fork(settings: Settings) -> None:
 def prepare(settings: Settings, component: str = "bot") -> None:
     """Start-up shared by HTTP and Socket Mode (and with the worker and beat): logging, embedded Redis, schema,
     Celery."""
-    from workers.startup import start_process
+    from common.startup import start_process
 
     start_process(settings, component, migrate_in_child_process=True)
 

@@ -49,7 +49,7 @@ def required_delays(settings: Settings) -> dict[str, float]:
 
 
 def delay_ceiling(settings: Settings) -> float:
-    """The longest countdown or ETA any relmon task message may carry (workers.celery_app cuts longer ones at
+    """The longest countdown or ETA any relmon task message may carry (common.celery_app cuts longer ones at
     publish). Delays fixed in the code (Slack task retries up to 60 s, digest retries up to 10 minutes, the alert
     summary's 5 s, database and Redis retries) fit under it at the 2 h default timeout; under a short timeout
     they come sooner rather than twice. The delays the settings require are never cut: Settings keeps the

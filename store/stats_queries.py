@@ -1,6 +1,6 @@
 """Read-only queries behind the digest and App Home: plain rows of pairs with their judgments and votes.
 
-The statistics themselves are pure functions in `workers.digest.stats`; these rows are all they see.
+The statistics themselves are pure functions in `common.reports.stats`; these rows are all they see.
 """
 
 from __future__ import annotations

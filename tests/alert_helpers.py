@@ -13,12 +13,12 @@ from typing import Any
 
 import yaml
 
+from common import celery_app
+from common.runtime import Runtime, set_runtime
 from store.db import Database
 from store.models import Judgment, Pair
 from store.settings import Settings
 from tests.fakes.slack_server import FakeSlack
-from workers import celery_app
-from workers.runtime import Runtime, set_runtime
 
 SUPPORT = "C_SUPPORT"
 ALERTS = "C_ALERTS"

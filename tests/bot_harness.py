@@ -11,9 +11,9 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 from sqlalchemy import select
 
 from bot.server import build_wsgi_app
+from common.runtime import Runtime, set_runtime
 from store.models import Pair
 from store.settings import Settings
-from workers.runtime import Runtime, set_runtime
 
 SECRET = "test-signing-secret"
 

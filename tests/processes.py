@@ -90,7 +90,7 @@ def relmon_env(
 
 def relmon_command(*args: str) -> list[str]:
     """`relmon ARGS` run with this interpreter (the venv's), so no PATH lookup is needed."""
-    return [sys.executable, "-c", "import sys; from bot.cli import main; sys.exit(main())", *args]
+    return [sys.executable, "-c", "import sys; from relmon.cli import main; sys.exit(main())", *args]
 
 
 class RelmonProcess:

@@ -12,11 +12,11 @@ import sys
 from datetime import UTC, datetime
 from types import FrameType
 
+from common import celery_app
+from common.runtime import Runtime, set_runtime
+from common.startup import start_process
 from store.settings import Settings
-from workers import celery_app
-from workers.runtime import Runtime, set_runtime
 from workers.schedule import beat_schedule
-from workers.startup import start_process
 
 log = logging.getLogger("relmon.worker")
 

@@ -13,10 +13,9 @@ from zoneinfo import ZoneInfo
 
 from celery.schedules import crontab
 
+from common import task_names
 from store.settings import Settings
 
-TASK_SEND_DIGEST = "workers.tasks.digest.send_digest"
-TASK_PURGE_OLD = "workers.tasks.maintenance.purge_old"
 PURGE_HOUR, PURGE_MINUTE = 4, 30
 
 
@@ -75,7 +74,7 @@ def beat_schedule(settings: Settings) -> dict:
     zone = settings.digest_timezone
     schedule = {
         "relmon-weekly-digest": {
-            "task": TASK_SEND_DIGEST,
+            "task": task_names.SEND_DIGEST,
             "schedule": zoned_crontab(
                 minute=0, hour=settings.digest_hour, day_of_week=settings.digest_day, timezone=zone
             ),
@@ -85,7 +84,7 @@ def beat_schedule(settings: Settings) -> dict:
             "options": {"expires": 24 * 60 * 60},
         },
         "relmon-purge-old": {
-            "task": TASK_PURGE_OLD,
+            "task": task_names.PURGE_OLD,
             "schedule": zoned_crontab(minute=PURGE_MINUTE, hour=PURGE_HOUR, timezone=zone),
             "options": {"expires": 12 * 60 * 60},
         },

@@ -33,10 +33,12 @@ from capture.pairing import (
 )
 from capture.redact import redact_if
 from capture.text import message_text
+from common import task_names
+from common.celery_app import celery
+from common.runtime import Runtime, get_runtime
+from common.telemetry import event_fields
 from store import pairs
 from store.settings import Settings
-from workers.runtime import Runtime, get_runtime
-from workers.telemetry import event_fields
 
 log = logging.getLogger("relmon.capture")
 
@@ -120,8 +122,6 @@ class Capture:
         around: list[LoggedMessage],
     ) -> None:
         """`around`: what the log holds around `message` (ConversationLog.around)."""
-        from workers.tasks.capture import settle_pair
-
         runtime = self.runtime
         run = answer_run(message, around)
         root = run[0]
@@ -151,7 +151,7 @@ class Capture:
         completed = inner.get("streaming_state") == "completed" or event.get("streaming_state") == "completed"
         countdown = 0 if completed else self.settings.settle_seconds
         # No countdown at all rather than 0: a message with an ETA costs the worker a timer and a prefetch slot.
-        settle_pair.apply_async((captured.pair_id, captured.version), countdown=countdown or None)
+        celery.send_task(task_names.SETTLE_PAIR, args=[captured.pair_id, captured.version], countdown=countdown or None)
         log.info(
             "answer captured",
             extra=event_fields(

@@ -5,7 +5,7 @@ touches Slack, the database or the broker runs after the ack in a lazy listener.
 the workers: an on-demand pair is stored and `workers.tasks.judging.judge_pair` enqueued; the verdict
 comes back privately from `workers.tasks.slack.deliver_verdict` (the response_url, else an ephemeral message
 in the channel where the person asked, else a direct message). Every other reply (the "Judging…" note,
-refusals, stats) goes the same way through `workers.replies`, without the direct message and without waiting
+refusals, stats) goes the same way through `common.replies`, without the direct message and without waiting
 out a rate-limited response_url (an ephemeral message at once instead).
 
 Access: a person can only have judged, or see the figures of, a channel they are a member of
@@ -33,15 +33,11 @@ from capture.directory import channel_is_private
 from capture.pairing import is_bot_message
 from capture.redact import redact_if
 from capture.text import message_text
-from store.alerts import by_message, channel_stats, low_alert_for_judgment
-from store.feedback import record_vote
-from store.models import Pair, PairStatus
-from store.rules import JUDGE_NAMES
-from store.settings import Settings
-from workers.alerts.feedback import ACTION_RIGHT, ACTION_WRONG, VOTE_FOR_ACTION
-from workers.celery_app import celery
-from workers.messages.alerts import OPEN_ACTION_ID
-from workers.messages.verdicts import (
+from common import task_names
+from common.celery_app import celery
+from common.feedback import ACTION_RIGHT, ACTION_WRONG, VOTE_FOR_ACTION
+from common.messages.alerts import OPEN_ACTION_ID
+from common.messages.verdicts import (
     ERRORS,
     MODAL_CALLBACK_ID,
     StatsRow,
@@ -51,15 +47,17 @@ from workers.messages.verdicts import (
     judge_modal,
     stats_message,
 )
-from workers.replies import Asker, remember_reply_channel, reply_privately
-from workers.runtime import Runtime, get_runtime
+from common.replies import Asker, remember_reply_channel, reply_privately
+from common.runtime import Runtime, get_runtime
+from store.alerts import by_message, channel_stats, low_alert_for_judgment
+from store.feedback import record_vote
+from store.models import Pair, PairStatus
+from store.rules import JUDGE_NAMES
+from store.settings import Settings
 
 log = logging.getLogger("relmon.commands")
 
 SHORTCUT_CALLBACK_ID = "judge_this_answer"
-TASK_JUDGE_PAIR = "workers.tasks.judging.judge_pair"
-TASK_REFRESH_VOTES = "workers.tasks.slack.refresh_alert_votes"
-TASK_DIGEST_PREVIEW = "workers.tasks.digest.send_digest_preview"
 STATS_DAYS = 7
 MEMBERS_TTL_SECONDS = 60.0
 JUDGES_NEEDING_REFERENCE = frozenset({"correctness", "grounded"})
@@ -305,7 +303,7 @@ def enqueue_on_demand(runtime: Runtime, wanted: OnDemand, *, source: str, asker:
         pair_id = pair.id
     # The verdict's fallback when the response_url is gone: an ephemeral message where the person asked.
     remember_reply_channel(runtime.redis, pair_id, asker.channel_id)
-    celery.send_task(TASK_JUDGE_PAIR, args=[pair_id])
+    celery.send_task(task_names.JUDGE_PAIR, args=[pair_id])
     log.info("on-demand judgment queued", extra={"pair_id": pair_id, "source": source})
     return pair_id
 
@@ -449,7 +447,7 @@ def work_judge(command: dict, client: WebClient) -> None:
     elif wanted.kind == "digest":
         try:
             celery.send_task(
-                TASK_DIGEST_PREVIEW,
+                task_names.SEND_DIGEST_PREVIEW,
                 kwargs={"user_id": user_id, "channel_id": channel_id, "response_url": response_url},
             )
         except Exception:
@@ -582,7 +580,7 @@ def work_feedback(body: dict, client: WebClient) -> None:
             _tell(client, asker, error_message("vote_gone"))
             return
         if alert_id is not None:
-            celery.send_task(TASK_REFRESH_VOTES, args=[alert_id])
+            celery.send_task(task_names.REFRESH_ALERT_VOTES, args=[alert_id])
     except Exception:
         log.exception("feedback not recorded")
         _tell(client, asker, error_message("unavailable"))

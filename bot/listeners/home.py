@@ -51,11 +51,11 @@ def publish_home(client: WebClient, user_id: str, now: datetime | None = None) -
     """Build the Home view from the database for one user and publish it; returns the view."""
     # Imported here: the digest's task module registers Celery tasks, which only processes that use them need
     # (gunicorn's master loads it before forking: bot.server.MODULES_BEFORE_FORK).
-    from workers.digest.period import period_for
-    from workers.digest.stats import captured
-    from workers.messages.home import home_view
-    from workers.runtime import get_runtime
-    from workers.tasks.digest import load_rows, report_from
+    from common.messages.home import home_view
+    from common.reports.figures import load_rows, report_from
+    from common.reports.period import period_for
+    from common.reports.stats import captured
+    from common.runtime import get_runtime
 
     runtime = get_runtime()
     settings, rules = runtime.settings, runtime.rules

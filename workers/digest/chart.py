@@ -19,7 +19,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from workers.digest.stats import Report
+from common.reports.stats import Report
 
 BAR_COLOUR = "#c9d6e3"
 LINE_COLOUR = "#1f5f99"

@@ -22,11 +22,11 @@ from capture.directory import UserNames, own_identity
 from capture.pairing import IGNORED_SUBTYPES, Author, LoggedMessage, Resolution, author_of, logged_message, resolve
 from capture.redact import redact_if
 from capture.text import message_text
+from common.celery_app import celery
+from common.runtime import Runtime, get_runtime
+from common.telemetry import event_fields
 from store import pairs
 from store.models import PairStatus
-from workers.celery_app import celery
-from workers.runtime import Runtime, get_runtime
-from workers.telemetry import event_fields
 
 log = logging.getLogger("relmon.capture")
 

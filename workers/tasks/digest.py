@@ -1,13 +1,12 @@
 """Digest tasks: the weekly digest (exactly once per ISO week) and the private `/judge digest` preview.
 
-Thin adapters: statistics come from `workers.digest.stats`, rendering from `workers.messages.digest`,
+Thin adapters: statistics come from `common.reports.stats`, rendering from `common.messages.digest`,
 SQL from `store.stats_queries` and `store.digests`.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, time, timedelta
 from http.client import HTTPException
@@ -15,16 +14,17 @@ from http.client import HTTPException
 import redis
 from slack_sdk.errors import SlackApiError
 
+from common.celery_app import celery
+from common.messages.digest import Links, Quotes, digest_message
+from common.posted_marks import RECEIPT_TTL_SECONDS, find_marked, mark, recall_post, remember_post
+from common.privacy import may_quote
+from common.replies import Asker, reply_privately
+from common.reports.figures import load_report, prices_for
+from common.reports.period import Period, period_for, scheduled_key
+from common.reports.stats import Report, WorstAnswer
+from common.runtime import Runtime, get_runtime
 from store import digests as digest_rows
-from store.stats_queries import pair_rows, pair_texts
-from workers.celery_app import celery
-from workers.digest.period import Period, period_for, scheduled_key
-from workers.digest.privacy import may_quote
-from workers.digest.stats import Prices, Report, WorstAnswer, build_report
-from workers.messages.digest import Links, Quotes, digest_message
-from workers.posted_marks import RECEIPT_TTL_SECONDS, find_marked, mark, recall_post, remember_post
-from workers.replies import Asker, reply_privately
-from workers.runtime import Runtime, get_runtime
+from store.stats_queries import pair_texts
 from workers.tasks.slack import permalink, slack_error
 
 log = logging.getLogger("relmon.digest")
@@ -44,41 +44,6 @@ class Outcome:
     period_key: str | None = None
     message_ts: str | None = None
     file_id: str | None = None
-
-
-def prices_for(runtime: Runtime) -> Prices:
-    settings = runtime.settings
-    return Prices(settings.cost_per_million_input_tokens, settings.cost_per_million_output_tokens)
-
-
-def load_report(runtime: Runtime, period: Period) -> Report:
-    return report_from(runtime, period, *load_rows(runtime, period))
-
-
-def load_rows(runtime: Runtime, period: Period) -> tuple[list, list]:
-    """The pairs of the period and of the period before it."""
-    with runtime.db.session() as session:
-        return pair_rows(session, period.start, period.end), pair_rows(session, period.previous_start, period.start)
-
-
-def report_from(
-    runtime: Runtime,
-    period: Period,
-    current: list,
-    previous: list,
-    may_see: Callable[[str], bool] = lambda _channel: True,
-) -> Report:
-    """The report of the watched channels; `may_see` leaves out channels a viewer may not see (the App Home)."""
-    settings, rules = runtime.settings, runtime.rules
-    return build_report(
-        period,
-        current,
-        previous,
-        lambda channel: rules.for_channel(channel, settings).thresholds,
-        prices_for(runtime),
-        channels=set(settings.watched_channels) | set(rules.channels),
-        is_watched=lambda channel: rules.for_channel(channel, settings).watch and may_see(channel),
-    )
 
 
 def _all_worst(report: Report) -> list[WorstAnswer]:

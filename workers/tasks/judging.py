@@ -30,6 +30,9 @@ from kombu.exceptions import OperationalError as BrokerError
 from sqlalchemy.exc import DBAPIError, DisconnectionError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 
+from common.celery_app import celery
+from common.runtime import Runtime, get_runtime
+from common.telemetry import event_fields
 from judges import TransientLLMError, get_judge
 from store.attempts import Failures, failures_of, record_failure
 from store.judgments import (
@@ -45,10 +48,7 @@ from store.models import JudgmentStatus, PairStatus
 from store.settings import RETRY_CAP_SECONDS, RETRY_JITTER, largest_retry_delay
 from workers import budget, sampling
 from workers.alerts.policy import JudgmentFacts
-from workers.celery_app import celery
-from workers.runtime import Runtime, get_runtime
 from workers.tasks.slack import follow_up_needed
-from workers.telemetry import event_fields
 
 log = logging.getLogger("relmon.judging")
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import logging
 from datetime import UTC, datetime, timedelta
 
+from common.celery_app import celery
+from common.runtime import Runtime, get_runtime
 from store.retention import delete_alerts_batch, delete_pairs_batch
-from workers.celery_app import celery
-from workers.runtime import Runtime, get_runtime
 
 log = logging.getLogger("relmon.maintenance")
 

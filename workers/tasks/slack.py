@@ -27,11 +27,33 @@ from celery.exceptions import Reject
 from slack_sdk.errors import SlackApiError
 from sqlalchemy import select
 
+from common import replies
+from common.celery_app import celery
+from common.feedback import tally
+from common.messages.alerts import (
+    DegradationAlert,
+    LowScoreAlert,
+    SummaryItem,
+    degradation_alert,
+    low_score_alert,
+    summary_message,
+)
+from common.messages.verdicts import VerdictItem, verdict_message
+from common.posted_marks import (
+    attempted,
+    find_marked,
+    mark,
+    note_attempt,
+    outcome_unknown,
+    recall_post,
+    remember_post,
+)
+from common.privacy import may_quote_channel
+from common.runtime import Runtime, get_runtime
+from common.telemetry import event_fields
 from store import alerts as alert_store
 from store.feedback import votes_for
 from store.models import Alert, Judgment, Pair, PairStatus
-from workers import replies
-from workers.alerts.feedback import tally
 from workers.alerts.policy import (
     DEGRADATION_JUDGE,
     WINDOW_ANSWERS,
@@ -47,31 +69,9 @@ from workers.alerts.policy import (
     degradation_key,
     hour_start,
     low_key,
-    may_quote_channel,
     summary_key,
     window_means,
 )
-from workers.celery_app import celery
-from workers.messages.alerts import (
-    DegradationAlert,
-    LowScoreAlert,
-    SummaryItem,
-    degradation_alert,
-    low_score_alert,
-    summary_message,
-)
-from workers.messages.verdicts import VerdictItem, verdict_message
-from workers.posted_marks import (
-    attempted,
-    find_marked,
-    mark,
-    note_attempt,
-    outcome_unknown,
-    recall_post,
-    remember_post,
-)
-from workers.runtime import Runtime, get_runtime
-from workers.telemetry import event_fields
 
 log = logging.getLogger("relmon.alerts")
 

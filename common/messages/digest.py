@@ -1,0 +1,313 @@
+"""The weekly digest as Block Kit (for Slack) and as plain text (for `relmon digest --dry-run`).
+
+Pure functions of a `common.reports.stats.Report` plus the links and the quotes the caller may show: the
+caller has already applied the privacy rule, so every quote passed in may be printed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from zoneinfo import ZoneInfo
+
+from common.messages import blocks as block_kit
+from common.messages.blocks import escape
+from common.reports.stats import Change, ChannelStats, JudgeStats, Prices, Report, WorstAnswer
+
+MAX_BLOCKS = block_kit.MAX_BLOCKS  # Slack's limit per message
+MAX_CHANNEL_SECTIONS = 30  # leaves room for the header, overall figures and footer
+QUOTE_CHARS = 160
+SECTION_CHARS = 2900  # under the 3,000 a section's text may hold
+
+Quotes = Mapping[int, tuple[str | None, str | None]]  # pair id -> (question, answer) that may be shown
+Links = Mapping[int, str]  # pair id -> permalink
+
+
+# Small formatters shared with the App Home ------------------------------------------------------
+
+
+def pct(share: float | None) -> str:
+    return "–" if share is None else f"{share * 100:.0f}%"
+
+
+def signed(value: float | None, *, points: bool = False, digits: int = 1) -> str:
+    if value is None:
+        return ""
+    if points:
+        value *= 100
+        return f"{'+' if value >= 0 else '−'}{abs(value):.0f} pts"
+    return f"{'+' if value >= 0 else '−'}{abs(value):.{digits}f}"
+
+
+def mean_text(stats: JudgeStats | None) -> str:
+    if stats is None or stats.mean is None:
+        return "no scores"
+    return f"{stats.mean:.2f} / {stats.scale[1]}"
+
+
+def threshold_text(stats: JudgeStats) -> str:
+    if not stats.thresholds:
+        return "at or below threshold"
+    return "≤ " + "/".join(f"{t:g}" for t in stats.thresholds)
+
+
+def judge_line(stats: JudgeStats, change: Change | None = None) -> str:
+    """`mean 3.10 / 4 (+0.2) · 12% ≤ 2 (−3 pts)`."""
+    if stats.scored == 0:
+        extra = f" · {stats.nulls} unscorable" if stats.nulls else ""
+        return f"no scores{extra}"
+    mean = f"mean {mean_text(stats)}"
+    low = f"{pct(stats.share_low)} {threshold_text(stats)}"
+    if change is not None and change.mean is not None:
+        mean += f" ({signed(change.mean)})"
+    if change is not None and change.share_low is not None:
+        low += f" ({signed(change.share_low, points=True)})"
+    parts = [mean, low]
+    if stats.nulls:
+        parts.append(f"{stats.nulls} unscorable")
+    return " · ".join(parts)
+
+
+def distribution_line(stats: JudgeStats) -> str:
+    """`scores 0:12 · 1:22 · 2:18 · 3:44 · 4:58`: answers per score, every score of the scale shown."""
+    return "scores " + " · ".join(f"{score}:{count}" for score, count in stats.distribution.items())
+
+
+def channel_ref(channel_id: str | None, *, slack: bool = True) -> str:
+    if channel_id is None:
+        return "all channels"
+    return f"<#{channel_id}>" if slack else f"#{channel_id}"
+
+
+def shorten(text: str, limit: int = QUOTE_CHARS) -> str:
+    """On one line (whitespace runs become one space), then cut as every Block Kit text is."""
+    return block_kit.shorten(" ".join(text.split()), limit)
+
+
+def money(usd: float) -> str:
+    return f"${usd:.2f}" if usd >= 0.01 or usd == 0 else f"${usd:.4f}"
+
+
+def period_text(report: Report) -> str:
+    tz = ZoneInfo(report.period.timezone)
+    start = report.period.start.astimezone(tz)
+    end = report.period.end.astimezone(tz)
+    return f"{start:%a %d %b %H:%M} – {end:%a %d %b %Y %H:%M} {report.period.timezone}, compared with the 7 days before"
+
+
+# Pieces ---------------------------------------------------------------------------------------------
+
+
+def _volume_line(stats: ChannelStats) -> str:
+    parts = [f"{stats.seen} seen", f"{stats.judged} judged"]
+    if stats.skipped_sampling:
+        parts.append(f"{stats.skipped_sampling} skipped by sampling")
+    if stats.skipped_budget:
+        parts.append(f"{stats.skipped_budget} over the daily budget")
+    if stats.not_judged:
+        parts.append(f"{stats.not_judged} without a question")
+    if stats.waiting:
+        parts.append(f"{stats.waiting} still waiting")
+    return " · ".join(parts)
+
+
+def _agreement_line(stats: ChannelStats) -> str:
+    votes = stats.votes_right + stats.votes_wrong
+    if not votes:
+        return "no votes yet"
+    return f"{pct(stats.agreement)} of {votes} vote{'s' if votes != 1 else ''} say the judge was right"
+
+
+def _usage_line(stats: ChannelStats) -> str:
+    tokens = stats.tokens
+    return f"{tokens.total:,} tokens ({tokens.prompt:,} in, {tokens.completion:,} out) · ≈ {money(tokens.cost_usd)}"
+
+
+def _short_usage(stats: ChannelStats) -> str:
+    """`12,345 tokens ≈ $0.02`: one channel's share of the bill, short enough for its section."""
+    return f"LLM {stats.tokens.total:,} tokens ≈ {money(stats.tokens.cost_usd)}"
+
+
+def _worst_line(worst: WorstAnswer, links: Links, quotes: Quotes, *, slack: bool = True) -> str:
+    scale = f"{worst.score:g}/{worst.max_score:g}" if worst.max_score is not None else f"{worst.score:g}"
+    where = channel_ref(worst.channel_id, slack=slack)
+    link = links.get(worst.pair_id)
+    if slack:
+        head = f"• *{scale}* {worst.judge} in {where}" + (f" · <{link}|view answer>" if link else "")
+    else:
+        ref = link or f"ts {worst.answer_ts}"
+        head = f"- {scale} {worst.judge} in {where} ({ref})"
+    quote = quotes.get(worst.pair_id)
+    if not quote:
+        return head
+    question, answer = quote
+    lines = [head]
+    for label, text in (("Q", question), ("A", answer)):
+        if text:
+            body = shorten(text)
+            lines.append(f">_{label}:_ {escape(body)}" if slack else f"    {label}: {body}")
+    return "\n".join(lines)
+
+
+def _overall_fields(report: Report) -> list[dict]:
+    overall = report.overall
+    fields = [
+        {"type": "mrkdwn", "text": f"*Answers*\n{_volume_line(overall)}"},
+    ]
+    for name, stats in list(overall.judges.items())[:3]:
+        text = f"*{name.capitalize()}*\n{judge_line(stats, report.change(overall, name))}"
+        if stats.scored:
+            text += f"\n{distribution_line(stats)}"
+        fields.append({"type": "mrkdwn", "text": block_kit.shorten(text, block_kit.MAX_FIELD_TEXT)})
+    errors = overall.errors
+    errored = f" ({overall.errored} answers unjudged)" if overall.errored else ""
+    fields.append({"type": "mrkdwn", "text": f"*Judge errors*\n{errors}{errored}"})
+    fields.append({"type": "mrkdwn", "text": f"*Agreement with the judge*\n{_agreement_line(overall)}"})
+    fields.append({"type": "mrkdwn", "text": f"*LLM usage*\n{_usage_line(overall)}"})
+    return fields[:10]
+
+
+def _channel_section(report: Report, stats: ChannelStats, links: Links, quotes: Quotes) -> dict:
+    lines = [f"*{channel_ref(stats.channel_id)}* — {_volume_line(stats)}"]
+    for name, judge in stats.judges.items():
+        line = f"{name}: {judge_line(judge, report.change(stats, name))}"
+        # The distribution on the judge's own line keeps a channel's section short when there are many.
+        lines.append(line + (f" · {distribution_line(judge)}" if judge.scored else ""))
+    extras = []
+    if stats.errors:
+        extras.append(f"{stats.errors} judge error{'s' if stats.errors != 1 else ''}")
+    if stats.votes_right + stats.votes_wrong:
+        extras.append(f"agreement {pct(stats.agreement)}")
+    if stats.tokens.total:
+        extras.append(_short_usage(stats))
+    if extras:
+        lines.append(" · ".join(extras))
+    if stats.worst:
+        lines.append("Worst:")
+        lines += [_worst_line(w, links, quotes) for w in stats.worst]
+    return {"type": "section", "text": {"type": "mrkdwn", "text": _fit("\n".join(lines))}}
+
+
+def _worst_section(report: Report, links: Links, quotes: Quotes) -> dict:
+    worst = "\n".join(_worst_line(w, links, quotes) for w in report.overall.worst)
+    return {"type": "section", "text": {"type": "mrkdwn", "text": _fit(f"*Worst answers*\n{worst}")}}
+
+
+def _more_channels(count: int) -> dict:
+    text = f"…and {count} more channel{'s' if count != 1 else ''}: see `/judge stats #channel` or the App Home"
+    return {"type": "context", "elements": [{"type": "mrkdwn", "text": text}]}
+
+
+def _fit(text: str, limit: int = SECTION_CHARS) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _within_budget(report: Report, links: Links, quotes: Quotes, *, budget: int, room: int) -> list[dict]:
+    """The week's worst answers and the channels' sections, in at most `room` blocks and `budget` characters of
+    text (Slack refuses a message whose blocks hold too much text in all: `block_kit.MAX_MESSAGE_TEXT`). The
+    week's worst answers always stay whole; what matters least goes first: the quotes of each channel's worst
+    answers (they keep the score and the link), then the last channels, counted in a line that says where to
+    see them."""
+    channels = report.channels
+    more = _more_channels(len(channels))
+    head = [_worst_section(report, links, quotes)] if report.overall.worst else []
+    if block_kit.text_length([*head, more]) > budget:  # not with Slack's sizes, but the digest must go out
+        head = [_worst_section(report, links, {})]
+    head.append({"type": "divider"})
+    most = min(MAX_CHANNEL_SECTIONS, room - len(head) - 1)  # with a block left for `more`
+    for channel_quotes in (quotes, {}):
+        sections = [_channel_section(report, stats, links, channel_quotes) for stats in channels]
+        fits = len(sections) <= min(MAX_CHANNEL_SECTIONS, room - len(head))
+        if fits and block_kit.text_length(head + sections) <= budget:
+            return head + sections
+        if len(sections) > most and block_kit.text_length([*head, *sections[:most], more]) <= budget:
+            break  # only the number of blocks leaves channels out: keep their quotes
+    left = budget - block_kit.text_length([*head, more])
+    shown: list[dict] = []
+    for section in sections[:most]:
+        left -= block_kit.text_length(section)
+        if left < 0:
+            break
+        shown.append(section)
+    return [*head, *shown, _more_channels(len(channels) - len(shown))]
+
+
+# Messages --------------------------------------------------------------------------------------------
+
+
+def digest_message(
+    report: Report, links: Links, quotes: Quotes, prices: Prices | None = None, *, chart_in_thread: bool = False
+) -> dict:
+    """`{"text", "blocks"}` for chat.postMessage (at most 50 blocks). `chart_in_thread`: the chart follows
+    as a reply, and the message says where to find it."""
+    title = f"Weekly digest · {report.period.week_key}"
+    blocks: list[dict] = [
+        {"type": "header", "text": {"type": "plain_text", "text": title}},
+        {"type": "context", "elements": [{"type": "mrkdwn", "text": period_text(report)}]},
+    ]
+    if report.empty:
+        blocks.append(
+            {"type": "section", "text": {"type": "mrkdwn", "text": "No answers were captured in the last 7 days."}}
+        )
+        return {"text": f"{title}: no answers captured", "blocks": blocks}
+    blocks.append({"type": "section", "fields": _overall_fields(report)})
+    if chart_in_thread:
+        chart = f":chart_with_upwards_trend: The chart (daily mean {report.primary_judge}, answers per day and the "
+        chart += "week's score distribution) is in this message's thread."
+        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": chart}]})
+    footer = "Changes are against the 7 days before. Shares count scores at or below each channel's alert threshold."
+    if prices is not None:
+        footer += (
+            f" Cost estimated at ${prices.input_per_million:g} / ${prices.output_per_million:g} "
+            "per million input / output tokens."
+        )
+    closing = {"type": "context", "elements": [{"type": "mrkdwn", "text": footer}]}
+    blocks += _within_budget(
+        report,
+        links,
+        quotes,
+        budget=block_kit.MAX_MESSAGE_TEXT - block_kit.text_length([*blocks, closing]),
+        room=MAX_BLOCKS - len(blocks) - 1,
+    )
+    blocks.append(closing)
+    assert len(blocks) <= MAX_BLOCKS
+    overall = report.overall
+    main = overall.judge(report.primary_judge)
+    summary = f"{title}: {overall.judged} of {overall.seen} answers judged"
+    if main is not None and main.mean is not None:
+        summary += f", mean {report.primary_judge} {mean_text(main)}"
+    return {"text": summary, "blocks": blocks}
+
+
+def digest_text(report: Report, links: Links, quotes: Quotes, prices: Prices | None = None) -> str:
+    """The same digest for a terminal."""
+    out = [f"Weekly digest · {report.period.key}", period_text(report), ""]
+    if report.empty:
+        out.append("No answers were captured in the last 7 days.")
+        return "\n".join(out) + "\n"
+
+    def block(stats: ChannelStats) -> list[str]:
+        lines = [f"Answers: {_volume_line(stats)}"]
+        for name, judge in stats.judges.items():
+            lines.append(f"{name}: {judge_line(judge, report.change(stats, name))}")
+            if judge.scored:
+                lines.append(f"  {distribution_line(judge)}")
+        lines.append(f"Judge errors: {stats.errors}")
+        lines.append(f"Agreement: {_agreement_line(stats)}")
+        lines.append(f"LLM usage: {_usage_line(stats)}")
+        if stats.worst:
+            lines.append("Worst answers:")
+            lines += [_worst_line(w, links, quotes, slack=False) for w in stats.worst]
+        return lines
+
+    out.append("== All channels ==")
+    out += block(report.overall)
+    for stats in report.channels:
+        out += ["", f"== {channel_ref(stats.channel_id, slack=False)} =="]
+        out += block(stats)
+    if prices is not None:
+        out += [
+            "",
+            f"Cost estimated at ${prices.input_per_million:g} / ${prices.output_per_million:g} "
+            "per million input / output tokens.",
+        ]
+    return "\n".join(out) + "\n"

@@ -1,0 +1,133 @@
+"""The App Home tab: the last 7 days per channel and the settings in effect (at most 100 blocks)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+from common.messages.digest import channel_ref, judge_line, pct
+from common.reports.stats import ChannelStats, Report
+from store.rules import EffectiveRule
+from store.settings import Settings
+
+MAX_BLOCKS = 100  # Slack's limit for Home tabs
+MAX_CHANNELS = 60  # one section each, leaving room for the rest
+DAY_NAMES = {"mon": "Monday", "tue": "Tuesday", "wed": "Wednesday", "thu": "Thursday", "fri": "Friday"}
+DAY_NAMES |= {"sat": "Saturday", "sun": "Sunday"}
+
+
+def _figures(stats: ChannelStats) -> str:
+    parts = [f"{stats.judged} judged of {stats.seen}"]
+    for name, judge in stats.judges.items():
+        parts.append(f"{name} {judge_line(judge)}")
+    parts.append(f"{stats.errors} error{'s' if stats.errors != 1 else ''}")
+    return " · ".join(parts)
+
+
+def _rule_text(rule: EffectiveRule, default: EffectiveRule) -> str:
+    """What this channel's rule changes from the defaults."""
+    changes = []
+    if rule.judges != default.judges:
+        changes.append("judges " + ", ".join(rule.judges))
+    for judge, threshold in rule.thresholds.items():
+        if judge in rule.judges and default.thresholds.get(judge) != threshold:
+            changes.append(f"{judge} alert ≤ {threshold:g}")
+    if rule.sample_rate != default.sample_rate:
+        changes.append(f"sampling {pct(rule.sample_rate)}")
+    if rule.alert_channel != default.alert_channel and rule.alert_channel:
+        changes.append(f"alerts to <#{rule.alert_channel}>")
+    if rule.alert_cap_per_hour != default.alert_cap_per_hour:
+        changes.append(f"at most {rule.alert_cap_per_hour} alerts an hour")
+    return " · ".join(changes)
+
+
+def settings_fields(settings: Settings, default: EffectiveRule) -> list[dict]:
+    """The environment's settings, and the default rule in force (the rules file's `defaults` over them)."""
+    thresholds = " · ".join(f"{judge} ≤ {default.thresholds[judge]:g}" for judge in default.judges)
+    day = DAY_NAMES.get(settings.digest_day, settings.digest_day)
+    digest_to = f" to <#{settings.digest_channel}>" if settings.digest_channel else " (no channel set)"
+    alerts_to = f"<#{default.alert_channel}>" if default.alert_channel else "not set"
+    return [
+        {"type": "mrkdwn", "text": f"*Judge model*\n`{settings.judge_model}`"},
+        {"type": "mrkdwn", "text": f"*Judges*\n{', '.join(default.judges)}"},
+        {"type": "mrkdwn", "text": f"*Alert thresholds*\n{thresholds}"},
+        {"type": "mrkdwn", "text": f"*Sampling*\n{pct(default.sample_rate)} of answers"},
+        {"type": "mrkdwn", "text": f"*Daily budget*\n{settings.daily_budget:,} judgments"},
+        {"type": "mrkdwn", "text": f"*Alerts*\n{alerts_to}, at most {default.alert_cap_per_hour} an hour"},
+        {
+            "type": "mrkdwn",
+            "text": f"*Weekly digest*\n{day}s {settings.digest_hour:02d}:00 {settings.digest_timezone}{digest_to}",
+        },
+        {"type": "mrkdwn", "text": f"*Retention*\n{settings.retention_days} days"},
+    ]
+
+
+def hidden_note(count: int) -> str:
+    if count == 1:
+        return "1 private channel you are not in is not shown."
+    return f"{count} private channels you are not in are not shown."
+
+
+def home_view(
+    report: Report,
+    settings: Settings,
+    default_rule: EffectiveRule,
+    channel_rules: Mapping[str, EffectiveRule],
+    *,
+    now: datetime,
+    hidden_private: int = 0,
+) -> dict:
+    """The view for views.publish. `report` holds only what the viewer may see; `hidden_private` private channels
+    they are not in were left out of it (and of the "All channels" line)."""
+    local = now.astimezone(ZoneInfo(report.period.timezone))
+    overall = "All channels you can see" if hidden_private else "All channels"
+    blocks: list[dict] = [
+        {"type": "header", "text": {"type": "plain_text", "text": "relmon: how the support bot is doing"}},
+        {
+            "type": "context",
+            "elements": [
+                {
+                    "type": "mrkdwn",
+                    "text": f"Last 7 days, as of {local:%a %d %b %H:%M} {report.period.timezone}. "
+                    "Open this tab again to refresh.",
+                }
+            ],
+        },
+        {"type": "section", "text": {"type": "mrkdwn", "text": f"*{overall}*\n{_figures(report.overall)}"}},
+    ]
+    if hidden_private:
+        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": hidden_note(hidden_private)}]})
+    blocks += [
+        {"type": "divider"},
+        {"type": "header", "text": {"type": "plain_text", "text": "Channels"}},
+    ]
+    shown = report.channels[:MAX_CHANNELS]
+    if not shown:
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": "No answers captured yet."}})
+    for stats in shown:
+        text = f"*{channel_ref(stats.channel_id)}*\n{_figures(stats)}"
+        rule = channel_rules.get(stats.channel_id or "")
+        changed = _rule_text(rule, default_rule) if rule is not None else ""
+        if changed:
+            text += f"\n_{changed}_"
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": text[:2900]}})
+    if len(report.channels) > len(shown):
+        more = len(report.channels) - len(shown)
+        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": f"…and {more} more channels"}]})
+    blocks += [
+        {"type": "divider"},
+        {"type": "header", "text": {"type": "plain_text", "text": "Settings in effect"}},
+        {"type": "section", "fields": settings_fields(settings, default_rule)},
+        {
+            "type": "context",
+            "elements": [
+                {
+                    "type": "mrkdwn",
+                    "text": "Per-channel rules come from RELMON_CHANNEL_RULES; the rest from the environment.",
+                }
+            ],
+        },
+    ]
+    assert len(blocks) <= MAX_BLOCKS
+    return {"type": "home", "blocks": blocks}

@@ -1,0 +1,209 @@
+"""What a person sees privately after /judge, the shortcut or the modal: the verdict, `/judge stats`,
+`/judge help`, the modal itself, and one-sentence errors that say what to do."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from common.messages.alerts import judge_label, quoted_section
+from common.messages.blocks import (
+    MAX_SECTION_TEXT,
+    channel_mention,
+    context,
+    escape,
+    format_score,
+    header,
+    message,
+    plain,
+    section,
+    shorten,
+)
+
+# Errors a person may see: one short sentence each, "what happened: what to do" (tests check the action).
+ERRORS = {
+    "not_member": "You can only judge messages from channels you are a member of: join the channel, or run `/judge` "
+    "alone and paste the texts.",
+    "bad_link": "That isn't a message link: use “Copy link” on the answer, then `/judge <link>`.",
+    "not_found": "relmon can't find that message: check the link, and invite relmon to the channel if it isn't in it.",
+    "no_question": "relmon can't tell which question that message answers: run `/judge` alone and paste both.",
+    "no_answer": "That message has no text to judge: pick the bot's answer instead.",
+    "unavailable": "relmon couldn't start that check just now: please try again in a minute.",
+    "budget": "relmon has used today's judging budget: please try again tomorrow or ask an admin to raise it.",
+    "not_judged": "relmon couldn't judge that answer: please try again in a few minutes.",
+    # /judge stats: one answer for an unknown name, a channel relmon can't see and one the person isn't in.
+    "stats_refused": "relmon can only show figures for a channel you and relmon are both in: check the name, or "
+    "pick one of yours.",
+    "stats_not_here": "relmon isn't in this conversation: run `/judge stats #channel` for a channel it is in, or "
+    "invite relmon here.",
+    "vote_gone": "That judgment no longer exists, so your vote wasn't counted: use “Judge this answer” on the "
+    "message to judge it again.",
+    "unknown_command": "relmon didn't understand that: try `/judge help`.",
+    "needs_reference": "The correctness and grounded judges compare with a reference answer: please add one.",
+    "link_needs_reference": "Correctness and grounded need a reference answer: run `/judge` alone to paste one.",
+}
+
+
+def error_message(code: str) -> dict:
+    text = ERRORS[code]
+    return message(text, [section(text)])
+
+
+@dataclass(frozen=True)
+class VerdictItem:
+    judge: str
+    status: str  # ok | null | error
+    score: float | None
+    max_score: float | None
+    reasoning: str | None = None
+
+
+def verdict_message(
+    items: Sequence[VerdictItem],
+    *,
+    question: str | None,
+    answer: str | None,
+    channel_id: str | None = None,
+    permalink: str | None = None,
+    budget_spent: bool = False,
+) -> dict:
+    """The private verdict. The reader asked for it and is a member of the channel (checked before
+    judging), so the texts may be quoted back."""
+    if not items:
+        return error_message("budget" if budget_spent else "not_judged")
+    scored = [item for item in items if item.status == "ok"]
+    title = " · ".join(f"{judge_label(i.judge)} {format_score(i.score, i.max_score)}" for i in scored)
+    blocks = [header(f"Verdict: {title}" if title else "Verdict: no score")]
+    where = f"Answer in {channel_mention(channel_id)}" if channel_id else "The answer you pasted"
+    if permalink:
+        where += f" · <{permalink}|open the message>"
+    blocks.append(context(where))
+    for item in items:
+        label = judge_label(item.judge)
+        if item.status == "ok":
+            reasoning = escape(item.reasoning.strip()) if item.reasoning and item.reasoning.strip() else "_(none)_"
+            text = f"*{label}: {format_score(item.score, item.max_score)}*\n{reasoning}"
+        elif item.status == "null":
+            why = escape(item.reasoning.strip()) if item.reasoning and item.reasoning.strip() else ""
+            text = f"*{label}: no score* (nothing to grade against)\n{why}".rstrip()
+        else:
+            text = f"*{label}: not judged*: the judge's model failed; please try again in a few minutes."
+        blocks.append(section(shorten(text, MAX_SECTION_TEXT)))
+    blocks.append(quoted_section("Question", question, what="Question"))
+    blocks.append(quoted_section("Answer", answer, what="Answer"))
+    text = f"relmon's verdict: {title}" if title else "relmon's verdict: no score"
+    return message(text, blocks)
+
+
+def accepted_message(what: str = "that answer") -> dict:
+    text = f"Judging {what}… the verdict will appear here, only for you."
+    return message(text, [context(text)])
+
+
+@dataclass(frozen=True)
+class StatsRow:
+    judge: str
+    judged: int
+    mean: float | None
+    low: int  # at or below the threshold
+    threshold: float
+    max_score: float | None
+    errors: int = 0
+
+
+def stats_message(channel_id: str, rows: Sequence[StatsRow], *, days: int = 7) -> dict:
+    blocks = [header(f"The last {days} days"), context(f"Answers judged in {channel_mention(channel_id)}")]
+    lines = []
+    for row in rows:
+        if row.judged == 0 and row.errors == 0:
+            continue
+        label = judge_label(row.judge)
+        mean = format_score(row.mean, row.max_score, decimals=2) if row.mean is not None else "no score"
+        share = f"{row.low / row.judged:.0%}" if row.judged else "n/a"
+        line = (
+            f"*{label}*: {row.judged} answers judged · mean {mean} · {share} at or below "
+            f"{format_score(row.threshold, None)}"
+        )
+        if row.errors:
+            line += f" · {row.errors} could not be judged"
+        lines.append(line)
+    if not lines:
+        text = f"No answers judged in {channel_mention(channel_id)} in the last {days} days."
+        return message(text, [section(text)])
+    blocks.append(section("\n".join(lines)))
+    return message(f"The last {days} days in {channel_mention(channel_id)}: " + "; ".join(lines), blocks)
+
+
+HELP_TEXT = """*relmon: how to judge an answer*
+• `/judge <message link>`: judge that answer against its question (use “Copy link” on the bot's message).
+• `/judge`: open a form to paste a question, an answer and an optional reference, and pick a judge.
+• *Judge this answer* (message shortcut, in the message's ⋯ menu): judge the answer you are looking at.
+• `/judge stats [#channel]`: the last 7 days: answers judged, mean score, share below the alert threshold.
+• `/judge help`: this message.
+Verdicts are shown only to you, and only for channels you are a member of."""
+
+
+def help_message() -> dict:
+    return message(
+        "How to use /judge: /judge <link>, /judge, /judge stats [#channel], /judge help", [section(HELP_TEXT)]
+    )
+
+
+MODAL_CALLBACK_ID = "judge_modal"
+JUDGE_CHOICES = (
+    ("relevancy", "Relevancy (0–4): does it answer the question?"),
+    ("correctness", "Correctness (0–2): does it match the reference?"),
+    ("grounded", "Grounded (1–5): is it backed by the reference?"),
+)
+
+
+def _text_input(block_id: str, label: str, *, optional: bool, placeholder: str, max_length: int) -> dict:
+    return {
+        "type": "input",
+        "block_id": block_id,
+        "optional": optional,
+        "label": plain(label, 2000),
+        "element": {
+            "type": "plain_text_input",
+            "action_id": "value",
+            "multiline": True,
+            "max_length": max_length,
+            "placeholder": plain(placeholder, 150),
+        },
+    }
+
+
+def judge_modal(private_metadata: dict) -> dict:
+    """The /judge form. `private_metadata` (≤ 3,000 characters) carries where the verdict goes."""
+    options = [{"text": plain(label, 75), "value": value} for value, label in JUDGE_CHOICES]
+    return {
+        "type": "modal",
+        "callback_id": MODAL_CALLBACK_ID,
+        "title": plain("Judge an answer", 24),
+        "submit": plain("Judge", 24),
+        "close": plain("Cancel", 24),
+        "private_metadata": json.dumps(private_metadata)[:3000],
+        "blocks": [
+            _text_input("question", "Question", optional=False, placeholder="What the person asked", max_length=3000),
+            _text_input("answer", "Answer", optional=False, placeholder="What the bot answered", max_length=3000),
+            _text_input(
+                "reference",
+                "Reference answer (optional)",
+                optional=True,
+                placeholder="A correct answer or source text (needed by correctness and grounded)",
+                max_length=3000,
+            ),
+            {
+                "type": "input",
+                "block_id": "judge",
+                "label": plain("Judge", 2000),
+                "element": {
+                    "type": "static_select",
+                    "action_id": "value",
+                    "options": options,
+                    "initial_option": options[0],
+                },
+            },
+        ],
+    }

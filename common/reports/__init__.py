@@ -1,0 +1,1 @@
+"""Report figures shared by the weekly digest, App Home and `/judge stats`: periods, statistics, quoting rules."""

@@ -1,0 +1,46 @@
+"""The report of a period, read from the store: the same figures for the weekly digest, App Home and the
+`/judge digest` preview (the viewer's `may_see` leaves out what they may not see)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from common.reports.period import Period
+from common.reports.stats import Prices, Report, build_report
+from common.runtime import Runtime
+from store.stats_queries import pair_rows
+
+
+def prices_for(runtime: Runtime) -> Prices:
+    settings = runtime.settings
+    return Prices(settings.cost_per_million_input_tokens, settings.cost_per_million_output_tokens)
+
+
+def load_report(runtime: Runtime, period: Period) -> Report:
+    return report_from(runtime, period, *load_rows(runtime, period))
+
+
+def load_rows(runtime: Runtime, period: Period) -> tuple[list, list]:
+    """The pairs of the period and of the period before it."""
+    with runtime.db.session() as session:
+        return pair_rows(session, period.start, period.end), pair_rows(session, period.previous_start, period.start)
+
+
+def report_from(
+    runtime: Runtime,
+    period: Period,
+    current: list,
+    previous: list,
+    may_see: Callable[[str], bool] = lambda _channel: True,
+) -> Report:
+    """The report of the watched channels; `may_see` leaves out channels a viewer may not see (the App Home)."""
+    settings, rules = runtime.settings, runtime.rules
+    return build_report(
+        period,
+        current,
+        previous,
+        lambda channel: rules.for_channel(channel, settings).thresholds,
+        prices_for(runtime),
+        channels=set(settings.watched_channels) | set(rules.channels),
+        is_watched=lambda channel: rules.for_channel(channel, settings).watch and may_see(channel),
+    )

@@ -1,0 +1,107 @@
+"""Per-process resources that tasks and listeners share: settings, database, Redis, Slack and LLM clients.
+
+Built once per process from `Settings` (lazily, so importing a task module connects to nothing).
+Tests and `relmon run` install their own with `set_runtime`.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import redis
+from slack_sdk import WebClient
+from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler
+
+from common.celery_app import broker_url_for
+from common.replies import UnsentRetryHandler
+from store.db import Database
+from store.rules import ChannelRules
+from store.settings import Settings
+
+
+def redis_client_for(settings: Settings) -> redis.Redis:
+    """A redis-py client on the same server as the broker (Celery's redis+socket:// becomes unix://)."""
+    url = broker_url_for(settings)
+    if url.startswith("redis+socket://"):
+        url = "unix://" + url.removeprefix("redis+socket://")
+    return redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=3, health_check_interval=30)
+
+
+SLACK_TIMEOUT_SECONDS = 15
+SLACK_CONNECTION_RETRIES = 2  # of a request that could not be sent at all
+
+
+def slack_client_for(settings: Settings) -> WebClient:
+    """slack_sdk client at SLACK_API_URL that waits out 429s (Retry-After) and retries a request only when it
+    never left (no connection could be made). Not slack_sdk's ConnectionErrorRetryHandler: it also re-sends a
+    request whose connection closed or reset after it was sent, when Slack may have carried it out already (a
+    second chat.postMessage). A call that went out but got no answer (that, or a timeout) is raised to the task:
+    a post's own retry first looks for the earlier post (workers.tasks.slack, workers.tasks.digest)."""
+    base_url = settings.slack_api_url if settings.slack_api_url.endswith("/") else settings.slack_api_url + "/"
+    # The handlers replace slack_sdk's default list, which holds a ConnectionErrorRetryHandler of its own.
+    return WebClient(
+        token=settings.secret("slack_bot_token"),
+        base_url=base_url,
+        timeout=SLACK_TIMEOUT_SECONDS,
+        retry_handlers=[
+            RateLimitErrorRetryHandler(max_retry_count=5),
+            UnsentRetryHandler(max_retry_count=SLACK_CONNECTION_RETRIES),
+        ],
+    )
+
+
+@dataclass
+class Runtime:
+    settings: Settings
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @cached_property
+    def db(self) -> Database:
+        database = Database(self.settings.resolved_database_url, pool_size=min(self.settings.worker_concurrency, 20))
+        return database
+
+    @cached_property
+    def redis(self) -> redis.Redis:
+        return redis_client_for(self.settings)
+
+    @cached_property
+    def slack(self) -> WebClient:
+        return slack_client_for(self.settings)
+
+    @cached_property
+    def rules(self) -> ChannelRules:
+        return ChannelRules.load(self.settings.channel_rules_file)
+
+    @cached_property
+    def llm(self):  # -> judges.LLMClient
+        from judges import LLMClient
+
+        # The pipeline retries transient LLM failures in Celery (with backoff); the SDK must not retry too.
+        return LLMClient(
+            model=self.settings.judge_model,
+            base_url=self.settings.openai_base_url,
+            api_key=self.settings.secret("openai_api_key"),
+            timeout=self.settings.llm_timeout_seconds,
+            max_retries=0,
+            max_prompt_chars=self.settings.max_prompt_chars,
+        )
+
+
+_runtime: Runtime | None = None
+_runtime_lock = threading.Lock()
+
+
+def get_runtime() -> Runtime:
+    global _runtime
+    if _runtime is None:
+        with _runtime_lock:
+            if _runtime is None:
+                _runtime = Runtime(Settings())
+    return _runtime
+
+
+def set_runtime(runtime: Runtime | None) -> None:
+    global _runtime
+    _runtime = runtime

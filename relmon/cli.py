@@ -1,0 +1,148 @@
+"""The `relmon` command: one entry point, one subcommand per job. Each subcommand lives in its own module;
+this file only declares the arguments and dispatches (imports are lazy so `relmon judge` stays light)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from pydantic import ValidationError
+
+from store.settings import Settings, invalid_settings_message
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="relmon", description="Watch a support bot in Slack and judge how well it answers."
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = commands.add_parser("run", help="all in one: bot, worker and beat (embedded Redis and SQLite)")
+    run.add_argument("--port", type=int, default=3000, help="HTTP port for Slack events (default 3000)")
+
+    bot = commands.add_parser("bot", help="the Slack app: HTTP on --port, or Socket Mode with SLACK_APP_TOKEN")
+    bot.add_argument("--port", type=int, default=3000, help="HTTP port for Slack events (default 3000)")
+    bot.add_argument("--host", default="0.0.0.0", help="address to listen on (default 0.0.0.0)")
+
+    commands.add_parser("worker", help="a Celery worker that judges captured answers")
+    commands.add_parser("beat", help="the scheduler (weekly digest, retention); run exactly one")
+
+    judge = commands.add_parser("judge", help="judge one question and answer now and print the verdict")
+    judge.add_argument("--question", "-q", help="the question (or '-' to read it from stdin)")
+    judge.add_argument("--question-file", help="read the question from this file")
+    judge.add_argument("--answer", "-a", help="the answer (or '-' to read it from stdin)")
+    judge.add_argument("--answer-file", help="read the answer from this file")
+    judge.add_argument("--reference", "-r", help="a reference answer (correctness and grounded judges)")
+    judge.add_argument("--reference-file", help="read the reference answer from this file")
+    judge.add_argument(
+        "--judge",
+        "-j",
+        default="relevancy",
+        choices=["relevancy", "correctness", "grounded"],
+        help="which judge (default relevancy)",
+    )
+    judge.add_argument("--json", action="store_true", help="print the verdict as JSON")
+
+    evaluate = commands.add_parser("eval", help="measure a judge against human labels (JSONL)")
+    evaluate.add_argument("labels", help="JSONL file: question, answer, optional reference, human score")
+    evaluate.add_argument("--judge", "-j", default="relevancy", choices=["relevancy", "correctness", "grounded"])
+    evaluate.add_argument("--threads", type=int, default=8, help="judgments in flight at once (default 8)")
+    evaluate.add_argument("--worst", type=int, default=5, help="how many disagreements to list (default 5)")
+    evaluate.add_argument("--json", action="store_true", help="print the report as JSON")
+
+    digest = commands.add_parser("digest", help="send this week's digest now")
+    digest.add_argument("--dry-run", action="store_true", help="print it here; touch neither Slack nor the database")
+    digest.add_argument("--force", action="store_true", help="send another even if this week's was sent")
+
+    export = commands.add_parser("export", help="write stored judgments with their pairs")
+    export.add_argument("--format", choices=["jsonl", "csv"], default="jsonl")
+    export.add_argument("--since", help="only judgments on or after this date (YYYY-MM-DD)")
+    export.add_argument("--output", "-o", help="write to this file instead of stdout")
+
+    ping = commands.add_parser("ping", help="health check: this host's worker or beat answers over the broker")
+    ping.add_argument("which", choices=["worker", "beat"])
+    ping.add_argument("--hostname", help="the node's host name (default: this host's, as in a container)")
+
+    commands.add_parser("migrate", help="bring the database schema up to date, then exit")
+    commands.add_parser("doctor", help="check settings, Slack, Redis, the database and the LLM endpoint")
+    commands.add_parser("manifest", help="print the Slack app manifest (YAML)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from common.embedded_redis import EmbeddedRedisError
+    from common.startup import StartupError, database_problem
+
+    try:
+        return _dispatch(args)
+    except ValidationError as error:  # a setting with a bad value: say which and why, not a traceback
+        print(invalid_settings_message(error), file=sys.stderr)
+        return 2
+    except EmbeddedRedisError as error:  # bot, worker or beat without REDIS_URL: a setup problem, not a crash
+        print(f"relmon {args.command}: cannot start the embedded Redis: {error}", file=sys.stderr)
+        return 3
+    except StartupError as error:  # the database unreachable at start-up, say: the same kind of problem
+        print(f"relmon {args.command}: {error}", file=sys.stderr)
+        return 3
+    except SQLAlchemyError as error:  # export or digest with the database down: the same, not a traceback
+        url = Settings().resolved_database_url
+        print(f"relmon {args.command}: {database_problem('the database failed', url, error)}", file=sys.stderr)
+        return 3
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    if args.command == "manifest":
+        from bot.manifest import manifest_yaml
+
+        sys.stdout.write(manifest_yaml())
+        return 0
+    settings = Settings()
+    if args.command in ("judge", "eval"):
+        from relmon import judge_cli
+
+        return judge_cli.run_judge(args, settings) if args.command == "judge" else judge_cli.run_eval(args, settings)
+    if args.command == "worker":
+        from workers.main import run_worker
+
+        return run_worker(settings)
+    if args.command == "beat":
+        from workers.main import run_beat
+
+        return run_beat(settings)
+    if args.command == "ping":
+        from workers.main import ping
+
+        return ping(settings, args.which, args.hostname)
+    if args.command == "export":
+        from relmon.export import run_export
+
+        return run_export(args, settings)
+    if args.command == "digest":
+        from relmon.digest_cli import run_digest
+
+        return run_digest(args, settings)
+    if args.command == "bot":
+        from bot.server import serve
+
+        return serve(settings, host=args.host, port=args.port)
+    if args.command == "doctor":
+        from relmon.doctor import run_doctor
+
+        return run_doctor(settings)
+    if args.command == "migrate":
+        from relmon.runner import run_migrate
+
+        return run_migrate(settings)
+    if args.command == "run":
+        from relmon.runner import run_all
+
+        return run_all(settings, port=args.port)
+    raise AssertionError(f"unhandled command {args.command}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,74 @@
+"""`relmon digest [--dry-run] [--force]`: send this week's digest now, or print it here."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import UTC, datetime
+
+from common.reports.period import period_for
+from common.runtime import Runtime, set_runtime
+from store.settings import Settings
+
+
+def run_digest(args: argparse.Namespace, settings: Settings, *, now: datetime | None = None) -> int:
+    now = now or datetime.now(UTC)
+    runtime = Runtime(settings)
+    set_runtime(runtime)
+    try:
+        if args.dry_run:
+            # A dry run touches neither Slack nor the database: it does not migrate, it refuses an old schema.
+            if not schema_at_head(runtime):
+                sys.stderr.write(
+                    "relmon digest --dry-run: the database schema is not up to date; run relmon migrate first\n"
+                )
+                return 1
+            return _dry_run(runtime, now)
+        runtime.db.migrate()  # the schema only
+        return _send(runtime, now, force=args.force)
+    finally:
+        runtime.db.dispose()
+        set_runtime(None)
+
+
+def schema_at_head(runtime: Runtime) -> bool:
+    """Whether every migration is applied, found without writing: a SQLite file that does not exist yet is not
+    opened (that would create it)."""
+    from store.db import pending_migrations, sqlite_file
+
+    path = sqlite_file(runtime.db.engine)
+    if path is not None and not path.exists():
+        return False
+    return not pending_migrations(runtime.db.engine)
+
+
+def _dry_run(runtime: Runtime, now: datetime) -> int:
+    from common.messages.digest import digest_text
+    from common.reports.figures import load_report, prices_for
+    from workers.tasks.digest import quotes_for
+
+    period = period_for(now, runtime.settings.digest_timezone)
+    report = load_report(runtime, period)
+    # No Slack here: answers are located by channel and ts instead of permalinks.
+    quotes = quotes_for(runtime, report, runtime.settings.digest_channel)
+    sys.stdout.write(digest_text(report, {}, quotes, prices_for(runtime)))
+    sys.stdout.write("\n(dry run: nothing was posted or recorded)\n")
+    return 0
+
+
+def _send(runtime: Runtime, now: datetime, *, force: bool) -> int:
+    from workers.tasks.digest import deliver_digest
+
+    missing = [name for name in ("SLACK_BOT_TOKEN",) if not runtime.settings.slack_bot_token]
+    if missing or not runtime.settings.digest_channel:
+        sys.stderr.write("relmon digest needs SLACK_BOT_TOKEN and RELMON_DIGEST_CHANNEL (or RELMON_ALERT_CHANNEL)\n")
+        return 2
+    outcome = deliver_digest(runtime, now, force=force)
+    if outcome.status == "sent":
+        print(f"digest {outcome.period_key} sent to {runtime.settings.digest_channel} (ts {outcome.message_ts})")
+        return 0
+    if outcome.status == "already_sent":
+        print(f"digest {outcome.period_key} was already sent; use --force to send another")
+        return 0
+    print(f"digest {outcome.period_key} is being sent by another run right now")
+    return 1

@@ -1,0 +1,197 @@
+"""App Home: the last 7 days per channel and the settings in effect, published with views.publish."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from bot.listeners.home import publish_home
+from common.runtime import Runtime, set_runtime, slack_client_for
+from store.models import Judgment, Pair
+from store.settings import Settings
+from tests.fakes.slack_server import FakeSlack
+
+
+@pytest.fixture
+def slack() -> Iterator[FakeSlack]:
+    with FakeSlack() as fake:
+        yield fake
+
+
+@pytest.fixture
+def runtime(db_url: str, slack: FakeSlack, tmp_path: Path) -> Iterator[Runtime]:
+    rules = tmp_path / "rules.yml"
+    rules.write_text("channels:\n  C2:\n    threshold: 3\n    sample_rate: 0.25\n")
+    settings = Settings(
+        slack_bot_token="xoxb-test",
+        slack_api_url=slack.api_url,
+        database_url=db_url,
+        alert_channel="CALERTS",
+        judge_model="judge-model-x",
+        digest_timezone="Europe/Paris",
+        channel_rules_file=rules,
+        data_dir=tmp_path / "data",
+    )
+    runtime = Runtime(settings)
+    set_runtime(runtime)
+    yield runtime
+    set_runtime(None)
+    runtime.db.dispose()
+
+
+def add(runtime: Runtime, channel: str, scores: list[int | None], at: datetime, *, private: bool = False) -> None:
+    with runtime.db.session() as session:
+        for i, score in enumerate(scores):
+            pair = Pair(
+                channel_id=channel,
+                answer_ts=f"{at.timestamp():.0f}.{i:06d}",
+                status="judged",
+                created_at=at,
+                channel_is_private=private,
+            )
+            session.add(pair)
+            session.flush()
+            status = "error" if score is None else "ok"
+            normalized = None if score is None else score / 4
+            session.add(
+                Judgment(
+                    pair_id=pair.id,
+                    judge="relevancy",
+                    status=status,
+                    score=score,
+                    max_score=4,
+                    normalized_score=normalized,
+                )
+            )
+
+
+def test_home_shows_last_week_per_channel_and_settings(runtime: Runtime, slack: FakeSlack) -> None:
+    now = datetime.now(UTC)
+    add(runtime, "C1", [4, 2, None], now - timedelta(days=1))
+    add(runtime, "C2", [3, 4], now - timedelta(days=2))
+    add(runtime, "C1", [0, 0, 0], now - timedelta(days=9))  # older than 7 days: not shown
+    publish_home(slack_client_for(runtime.settings), "U123")
+
+    (call,) = slack.calls_to("views.publish")
+    assert call["user_id"] == "U123"
+    view = slack.published["U123"]
+    assert view["type"] == "home" and len(view["blocks"]) <= 100
+    text = str(view["blocks"])
+    assert "*<#C1>*\\n2 judged of 3 · relevancy mean 3.00 / 4 · 50% ≤ 2 · 1 error" in text
+    assert "*<#C2>*\\n2 judged of 2 · relevancy mean 3.50 / 4 · 50% ≤ 3 · 0 errors" in text
+    assert "relevancy alert ≤ 3 · sampling 25%" in text  # C2's own rule
+    assert "`judge-model-x`" in text and "relevancy ≤ 2" in text and "100% of answers" in text
+    assert "10,000 judgments" in text and "Mondays 09:00 Europe/Paris to <#CALERTS>" in text
+
+
+def test_home_stays_within_100_blocks_with_many_channels(runtime: Runtime, slack: FakeSlack) -> None:
+    now = datetime.now(UTC)
+    for i in range(80):
+        add(runtime, f"C{i:03d}", [i % 5], now - timedelta(hours=1))
+    view = publish_home(slack_client_for(runtime.settings), "U1")
+    assert len(view["blocks"]) <= 100
+    assert "…and 21 more channels" in str(view["blocks"])  # 80 busy channels and C2 from the rules file
+    assert slack.published["U1"]["blocks"] == view["blocks"]
+
+
+def test_home_with_nothing_captured_yet(runtime: Runtime, slack: FakeSlack) -> None:
+    view = publish_home(slack_client_for(runtime.settings), "U1")
+    text = str(view["blocks"])
+    assert "*All channels*\\n0 judged of 0 · 0 errors" in text
+    assert "*<#C2>*\\n0 judged of 0" in text  # named in the rules file: shown even when quiet
+
+
+def test_signed_app_home_opened_event_publishes_the_view(
+    db_url: str, redis_url: str, slack: FakeSlack, tmp_path: Path
+) -> None:
+    from tests.bot_harness import SECRET, BotServer, bot_settings
+    from tests.slack_requests import envelope, post
+
+    settings = bot_settings(
+        redis_url=redis_url, database_url=db_url, slack_api_url=slack.api_url, data_dir=tmp_path / "data"
+    )
+    with BotServer(settings) as bot:
+        add(bot.runtime, "C7", [1, 4], datetime.now(UTC) - timedelta(hours=2))
+        messages_tab = {"type": "app_home_opened", "user": "U9", "channel": "D9", "tab": "messages", "event_ts": "1.1"}
+        assert post(bot.url, envelope(messages_tab), SECRET).status_code == 200
+        event = {"type": "app_home_opened", "user": "U9", "channel": "D9", "tab": "home", "event_ts": "1.2"}
+        assert post(bot.url, envelope(event), SECRET).status_code == 200
+        (call,) = slack.wait_for("views.publish", timeout=20)
+    assert call["user_id"] == "U9"
+    assert "*<#C7>*\\n2 judged of 2 · relevancy mean 2.50 / 4 · 50% ≤ 2" in str(slack.published["U9"]["blocks"])
+
+
+def test_private_channels_figures_only_for_their_members(runtime: Runtime, slack: FakeSlack) -> None:
+    """As `/judge stats`: a private channel's figures for its members only, left out of "All channels" too."""
+    now = datetime.now(UTC)
+    slack.add_channel("CHOME_PUB", "general")
+    slack.add_channel("CHOME_PRIV", "secret-project", is_private=True, members=["U_IN"])
+    slack.add_channel("CHOME_PRIV2", "hr", is_private=True, members=[])
+    add(runtime, "CHOME_PUB", [4], now - timedelta(days=1))
+    add(runtime, "CHOME_PRIV", [1, 1], now - timedelta(days=1), private=True)
+    add(runtime, "CHOME_PRIV2", [0], now - timedelta(days=2), private=True)
+    client = slack_client_for(runtime.settings)
+
+    outsider = str(publish_home(client, "U_OUT")["blocks"])
+    assert "CHOME_PUB" in outsider and "CHOME_PRIV" not in outsider
+    assert "*All channels you can see*\\n1 judged of 1" in outsider
+    assert "2 private channels you are not in are not shown." in outsider
+
+    member = str(publish_home(client, "U_IN")["blocks"])
+    assert "*<#CHOME_PRIV>*\\n2 judged of 2" in member and "CHOME_PRIV2" not in member
+    assert "*All channels you can see*\\n3 judged of 3" in member
+    assert "1 private channel you are not in is not shown." in member
+    # Membership is asked for private channels only, at most once each (then /judge stats' one-minute cache).
+    asked = [call["channel"] for call in slack.calls_to("conversations.members")]
+    assert set(asked) <= {"CHOME_PRIV", "CHOME_PRIV2"} and len(asked) == len(set(asked))
+
+
+def test_home_shows_the_rules_files_defaults_over_the_environment(
+    db_url: str, slack: FakeSlack, tmp_path: Path
+) -> None:
+    rules = tmp_path / "rules.yml"
+    rules.write_text("defaults:\n  alert_cap_per_hour: 3\nchannels:\n  C5:\n    alert_cap_per_hour: 7\n")
+    settings = Settings(
+        slack_bot_token="xoxb-test",
+        slack_api_url=slack.api_url,
+        database_url=db_url,
+        alert_channel="CALERTS",
+        alert_cap_per_hour=20,
+        channel_rules_file=rules,
+        data_dir=tmp_path / "data",
+    )
+    runtime = Runtime(settings)
+    set_runtime(runtime)
+    try:
+        text = str(publish_home(slack_client_for(settings), "U1")["blocks"])
+    finally:
+        set_runtime(None)
+        runtime.db.dispose()
+    assert "<#CALERTS>, at most 3 an hour" in text and "at most 20" not in text
+    assert "at most 7 alerts an hour" in text  # C5's own cap
+
+
+def test_digest_dry_run_does_not_migrate_and_says_so(tmp_path: Path, capsys) -> None:
+    """`relmon digest --dry-run` touches no database: on a schema not at head it says so and exits 1."""
+    from argparse import Namespace
+
+    from sqlalchemy import create_engine, inspect
+
+    from relmon.digest_cli import run_digest
+
+    dry = Namespace(dry_run=True, force=False)
+    missing = tmp_path / "missing.sqlite3"
+    settings = Settings(database_url=f"sqlite:///{missing}", data_dir=tmp_path / "data")
+    assert run_digest(dry, settings) == 1
+    assert not missing.exists()  # not even created
+    assert capsys.readouterr().err.strip().endswith("run relmon migrate first")
+
+    empty = tmp_path / "empty.sqlite3"
+    create_engine(f"sqlite:///{empty}").connect().close()
+    settings = Settings(database_url=f"sqlite:///{empty}", data_dir=tmp_path / "data")
+    assert run_digest(dry, settings) == 1
+    assert inspect(create_engine(f"sqlite:///{empty}")).get_table_names() == []  # not migrated
+    assert "run relmon migrate first" in capsys.readouterr().err

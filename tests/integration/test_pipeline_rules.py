@@ -1,0 +1,413 @@
+"""The pipeline's pure rules (sampling, backoff, judges in force) and its SQL primitives (budget counter, notice
+claim, idempotent insert), the latter raced from many threads on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import errno
+import random
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+
+import pytest
+import redis
+from kombu.exceptions import OperationalError as BrokerError
+from pydantic import ValidationError
+from sqlalchemy import select
+from sqlalchemy.exc import InterfaceError, OperationalError
+
+from common.celery_app import DELAY_CEILING, bounded_delay, celery
+from store.db import Database
+from store.judgments import find_cached, insert_judgment, set_pair_status, stored_judges
+from store.models import BudgetCharge, Judgment, Pair, PairStatus
+from store.settings import RETRY_CAP_SECONDS, Settings, delay_ceiling, largest_retry_delay
+from store.usage import calls_on, charge_judgment, claim_budget_notice, claim_llm_call, release_budget_notice
+from workers import budget
+from workers.sampling import is_sampled_in, sample_point
+from workers.tasks.judging import (
+    MAX_FAILED_RUNS,
+    is_infrastructure,
+    judges_in_force,
+    retry_countdown,
+    retry_delay,
+    sweep_action,
+)
+
+# Sampling ---------------------------------------------------------------------------------------------------
+
+
+def test_sampling_is_deterministic_and_close_to_the_rate() -> None:
+    messages = [("C1", f"1700000000.{i:06d}") for i in range(4000)]
+    first = [is_sampled_in(c, ts, 0.25, source="capture") for c, ts in messages]
+    again = [is_sampled_in(c, ts, 0.25, source="capture") for c, ts in messages]
+    assert first == again
+    assert 0.22 < sum(first) / len(first) < 0.28
+
+
+def test_raising_the_rate_only_adds_messages() -> None:
+    messages = [("C9", f"1700000000.{i:06d}") for i in range(1000)]
+    low = {m for m in messages if is_sampled_in(*m, 0.1, source="capture")}
+    high = {m for m in messages if is_sampled_in(*m, 0.5, source="capture")}
+    assert low < high
+
+
+def test_sampling_edges_and_on_demand() -> None:
+    assert is_sampled_in("C1", "1.0", 1.0, source="capture")
+    assert not is_sampled_in("C1", "1.0", 0.0, source="capture")
+    for source in ("command", "shortcut", "cli"):
+        assert is_sampled_in("C1", "1.0", 0.0, source=source)
+    assert sample_point("C1", "1.0") != sample_point("C2", "1.0")
+    assert 0.0 <= sample_point(None, None) < 1.0
+
+
+# Backoff ----------------------------------------------------------------------------------------------------
+
+
+def test_retry_delay_doubles_with_jitter_and_stays_under_the_visibility_timeout() -> None:
+    settings = Settings(_env_file=None)
+    rng = random.Random(7)
+    delays = [retry_delay(n, settings.retry_base_seconds, rng=rng) for n in range(settings.llm_max_retries)]
+    for n, delay in enumerate(delays):
+        expected = min(RETRY_CAP_SECONDS, settings.retry_base_seconds * 2**n)
+        assert expected <= delay <= expected * 1.25
+    longest = largest_retry_delay(settings.retry_base_seconds, settings.llm_max_retries)
+    assert max(delays) <= longest < settings.visibility_timeout_seconds
+    # Jitter: two tasks failing together do not come back together.
+    assert retry_delay(3, 2.0, rng=random.Random(1)) != retry_delay(3, 2.0, rng=random.Random(2))
+
+
+def test_retry_after_is_the_least_countdown_up_to_the_longest_backoff() -> None:
+    rng = random.Random(3)
+    assert retry_countdown(0, 2.0, 6, 30.0, rng=rng) == 30.0  # the server asked for 30 s: not 2 s
+    assert 2.0 <= retry_countdown(0, 2.0, 6, 0.5, rng=rng) <= 2.5  # a shorter Retry-After: the backoff holds
+    assert retry_countdown(0, 2.0, 6, 3600.0, rng=rng) == largest_retry_delay(2.0, 6) == 75.0  # capped
+    assert retry_countdown(0, 0.05, 6, 30.0, rng=rng) == largest_retry_delay(0.05, 6) == 2.0  # test timings
+    assert 2.0 <= retry_countdown(0, 2.0, 6, None, rng=rng) <= 2.5
+
+
+def test_visibility_timeout_must_outlast_every_retry_and_settle_delay() -> None:
+    with pytest.raises(ValidationError, match=r"RELMON_VISIBILITY_TIMEOUT.*RELMON_RETRY_BASE_SECONDS"):
+        Settings(_env_file=None, visibility_timeout_seconds=60)  # the defaults' last retry waits up to 75 s
+    with pytest.raises(ValidationError, match="RELMON_SETTLE_SECONDS"):
+        Settings(_env_file=None, visibility_timeout_seconds=10, retry_base_seconds=0.05, settle_seconds=10)
+    assert Settings(_env_file=None, visibility_timeout_seconds=76).visibility_timeout_seconds == 76
+    # The timings the process tests use (fast retries, a short timeout) are accepted.
+    fast = Settings(_env_file=None, visibility_timeout_seconds=5, retry_base_seconds=0.05, settle_seconds=0)
+    assert largest_retry_delay(fast.retry_base_seconds, fast.llm_max_retries) < fast.visibility_timeout_seconds
+    # The environment variable is checked too, as a worker reads it.
+    with pytest.raises(ValidationError, match="RELMON_VISIBILITY_TIMEOUT"):
+        Settings(_env_file=None, RELMON_VISIBILITY_TIMEOUT="30", RELMON_RETRY_BASE_SECONDS="1")
+    # The message names every setting behind a delay relmon waits in full, and what happens to the others.
+    with pytest.raises(ValidationError) as refused:
+        Settings(_env_file=None, visibility_timeout_seconds=60)
+    for name in ("RELMON_RETRY_BASE_SECONDS", "RELMON_LLM_MAX_RETRIES", "RELMON_SETTLE_SECONDS", "Retry-After"):
+        assert name in str(refused.value)
+    assert "digest retries" in str(refused.value) and "Slack task retries" in str(refused.value)
+
+
+def _fixed_delays() -> dict[str, float]:
+    """The longest countdown of each delay written into the code rather than the settings."""
+    from workers.tasks import capture, digest, maintenance, slack  # noqa: F401 (capture, maintenance: registered)
+
+    delays = {
+        "slack retry": slack.retry_countdown(slack.MAX_RETRIES),
+        "digest retry": digest._retry_delay(digest.MAX_RETRIES),
+        "alert summary": slack.SUMMARY_DELAY_SECONDS,
+    }
+    for name, task in celery.tasks.items():
+        if name.startswith("celery."):
+            continue
+        delays[f"{name} default retry"] = task.default_retry_delay
+        if getattr(task, "autoretry_for", None) and getattr(task, "retry_backoff", False):
+            delays[f"{name} autoretry"] = task.retry_backoff_max
+    return delays
+
+
+def test_the_delays_fixed_in_the_code_fit_the_default_timeout_and_are_cut_under_a_short_one() -> None:
+    # At the 2 h default nothing relmon schedules is cut: Slack retries (60 s), digest retries (10 min), the
+    # summary's 5 s, the database and Redis autoretries, Celery's default retry delay.
+    default = Settings(_env_file=None)
+    assert max(_fixed_delays().values()) <= delay_ceiling(default) < default.visibility_timeout_seconds
+    # 120 s: accepted (every delay the settings require is shorter), and a digest retry of up to 480 s is cut to
+    # the longest of those, 75 s, instead of being handed out twice by Redis.
+    short = Settings(_env_file=None, visibility_timeout_seconds=120)
+    assert delay_ceiling(short) == largest_retry_delay(2.0, 6) == 75.0
+    assert bounded_delay({"countdown": 480}, delay_ceiling(short)) == {"countdown": 75.0, "eta": None}
+    # The process tests' timings: everything delayed comes back within half the timeout.
+    fast = Settings(_env_file=None, visibility_timeout_seconds=5, retry_base_seconds=0.05, settle_seconds=0)
+    assert delay_ceiling(fast) == 2.5
+    # A delay the settings require is never cut: the settle wait, the longest judging retry.
+    settle = Settings(_env_file=None, visibility_timeout_seconds=10, retry_base_seconds=0.05, settle_seconds=9)
+    assert delay_ceiling(settle) == 9
+
+
+def test_bounded_delay_cuts_countdowns_and_etas_beyond_the_ceiling() -> None:
+    now = datetime(2025, 1, 6, 9, 0, tzinfo=UTC)
+    assert bounded_delay({"countdown": 3.0}, 5.0) == {"countdown": 3.0}
+    assert bounded_delay({"countdown": 30.0, "queue": "q"}, 5.0) == {"countdown": 5.0, "eta": None, "queue": "q"}
+    assert bounded_delay({}, 5.0) == {}
+    assert bounded_delay({"countdown": 600}, None) == {"countdown": 600}  # not configured: as given
+    soon, late = now + timedelta(seconds=4), now + timedelta(minutes=10)
+    assert bounded_delay({"eta": soon}, 5.0, now) == {"eta": soon}
+    assert bounded_delay({"eta": late}, 5.0, now) == {"eta": None, "countdown": 5.0}
+    assert bounded_delay({"eta": late.replace(tzinfo=None).isoformat()}, 5.0, now) == {"eta": None, "countdown": 5.0}
+
+
+def test_every_relmon_task_publishes_its_delays_under_the_ceiling(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Retries (task.retry publishes through the task's apply_async, as its signature does), autoretries and
+    countdowns of every task go through RelmonTask."""
+    from celery.app.task import Task
+
+    from workers.tasks.digest import send_digest
+    from workers.tasks.judging import judge_pair
+    from workers.tasks.slack import flush_alert_summaries
+
+    published: list[tuple[str, dict]] = []
+    monkeypatch.setattr(Task, "apply_async", lambda self, *args, **options: published.append((self.name, options)))
+    monkeypatch.setitem(celery.conf, DELAY_CEILING, 75.0)
+    send_digest.signature(kwargs={"force": False}, countdown=480).apply_async()  # the path task.retry takes
+    flush_alert_summaries.apply_async(countdown=5.0)
+    judge_pair.apply_async(args=[1], countdown=60.0)
+    assert [(name, options.get("countdown")) for name, options in published] == [
+        ("workers.tasks.digest.send_digest", 75.0),
+        ("workers.tasks.slack.flush_alert_summaries", 5.0),
+        ("workers.tasks.judging.judge_pair", 60.0),
+    ]
+
+
+# Judges in force --------------------------------------------------------------------------------------------
+
+
+def test_judges_in_force_need_a_reference_for_correctness_and_grounded() -> None:
+    assert judges_in_force(None, ["relevancy", "correctness", "grounded"], False) == ["relevancy"]
+    assert judges_in_force(None, ["relevancy", "correctness"], True) == ["relevancy", "correctness"]
+    assert judges_in_force(["grounded", "grounded"], ["relevancy"], True) == ["grounded"]
+
+
+# The sweeper's decision ------------------------------------------------------------------------------------
+
+
+def test_the_sweeper_gives_up_on_a_pair_only_after_its_task_failed_repeatedly() -> None:
+    assert sweep_action(PairStatus.PENDING, 0) == "judge"  # lost, never failed: judge it again
+    assert sweep_action(PairStatus.PENDING, MAX_FAILED_RUNS - 1) == "judge"
+    assert sweep_action(PairStatus.PENDING, MAX_FAILED_RUNS) == "give_up"
+    assert sweep_action(PairStatus.SETTLING, 99) == "settle"  # failures count judging runs only
+
+
+def test_the_sweeper_gives_up_only_once_the_last_failure_is_a_sweep_interval_old() -> None:
+    quiet_since = datetime(2025, 1, 6, 9, 0, tzinfo=UTC)
+    old, recent = quiet_since - timedelta(seconds=1), quiet_since + timedelta(seconds=1)
+    assert sweep_action(PairStatus.PENDING, MAX_FAILED_RUNS, old, quiet_since=quiet_since) == "give_up"
+    # A twin run (a redelivery, a duplicate) may still be going: its verdict must not lose to error rows.
+    assert sweep_action(PairStatus.PENDING, MAX_FAILED_RUNS, recent, quiet_since=quiet_since) == "judge"
+    assert sweep_action(PairStatus.PENDING, MAX_FAILED_RUNS + 5, quiet_since, quiet_since=quiet_since) == "judge"
+    assert sweep_action(PairStatus.PENDING, MAX_FAILED_RUNS - 1, old, quiet_since=quiet_since) == "judge"
+
+
+def _raised(error: BaseException, cause: BaseException | None = None) -> BaseException:
+    try:
+        raise error from cause
+    except BaseException as raised:
+        return raised
+
+
+def test_only_failures_of_relmon_not_of_its_infrastructure_count_towards_giving_up() -> None:
+    from urllib.error import URLError
+
+    outages = [
+        OperationalError("SELECT 1", {}, Exception("server closed the connection unexpectedly")),
+        InterfaceError("SELECT 1", {}, Exception("connection already closed")),
+        BrokerError("Error 111 connecting to localhost:6379. Connection refused."),
+        redis.exceptions.ConnectionError("Connection refused"),
+        redis.exceptions.TimeoutError("Timeout reading from socket"),
+        ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused"),
+        TimeoutError("timed out"),
+        OSError(errno.ENETUNREACH, "Network is unreachable"),
+        URLError(ConnectionResetError(errno.ECONNRESET, "reset")),
+        _raised(RuntimeError("could not hand on"), BrokerError("Redis gone")),  # raised from an outage
+    ]
+    for error in outages:
+        assert is_infrastructure(error), error
+    bugs = [
+        ValueError("unknown judge: no_such_judge"),
+        KeyError("score"),
+        FileNotFoundError(errno.ENOENT, "rules.yaml"),
+        redis.exceptions.ResponseError("WRONGTYPE"),
+        None,
+    ]
+    for error in bugs:
+        assert not is_infrastructure(error), error
+    # A bug raised while an outage was being handled (implicit context, not `from`) is still a bug.
+    try:
+        try:
+            raise OperationalError("SELECT 1", {}, Exception("gone"))
+        except OperationalError:
+            raise KeyError("score")  # noqa: B904
+    except KeyError as bug:
+        assert not is_infrastructure(bug)
+
+
+# SQL primitives, raced ---------------------------------------------------------------------------------------
+
+
+def _add_pair(database: Database, **fields) -> int:
+    with database.session() as session:
+        pair = Pair(
+            source="capture",
+            channel_id="C1",
+            answer_ts=fields.pop("answer_ts", "1.000001"),
+            question_text="q",
+            answer_text="a",
+            status=PairStatus.PENDING,
+            **fields,
+        )
+        session.add(pair)
+        session.flush()
+        return pair.id
+
+
+def test_budget_counter_never_overspends_under_a_race(database: Database) -> None:
+    day = date(2025, 3, 1)
+
+    def claim(_: int) -> bool:
+        with database.session() as session:
+            return claim_llm_call(session, day, 25)
+
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        results = list(pool.map(claim, range(80)))
+    assert sum(results) == 25
+    with database.session() as session:
+        assert calls_on(session, day) == 25
+        assert not claim_llm_call(session, day, 25)
+        assert claim_llm_call(session, date(2025, 3, 2), 25)  # a new day, a new budget
+
+
+def test_a_judgment_is_charged_once_however_many_attempts_race(database: Database) -> None:
+    """The budget counts judgments: every attempt at (pair, judge) (retries, redeliveries, twins racing from
+    several workers) pays one unit between them; other judgments still stop at the budget."""
+    day = date(2025, 3, 1)
+    pairs = [_add_pair(database, answer_ts=f"1.{n:06d}") for n in range(6)]
+
+    def charge(attempt: tuple[int, str]) -> bool:
+        with database.session() as session:
+            return charge_judgment(session, attempt[0], attempt[1], day, 3)
+
+    same = [(pairs[0], "relevancy")] * 24
+    with ThreadPoolExecutor(max_workers=12) as pool:
+        assert all(pool.map(charge, same))  # all paid for, once
+    with database.session() as session:
+        assert calls_on(session, day) == 1
+    others = [(pair_id, judge) for pair_id in pairs[1:] for judge in ("relevancy", "grounded")] * 3
+    with ThreadPoolExecutor(max_workers=12) as pool:
+        results = dict(zip(others, pool.map(charge, others), strict=False))
+    assert sum(results.values()) == 2  # the two units left, each to one judgment (its repeats agree)
+    with database.session() as session:
+        assert calls_on(session, day) == 3
+        charged = set(session.execute(select(BudgetCharge.pair_id, BudgetCharge.judge)).all())
+        # Refused charges leave no row behind: a later day could still pay for them.
+        assert charged == {(pairs[0], "relevancy")} | {key for key, paid in results.items() if paid}
+        assert charge_judgment(session, pairs[0], "relevancy", day, 3)  # a retry of a paid judgment: still paid
+        assert not charge_judgment(session, pairs[5], "correctness", day, 3)
+
+
+def test_budget_notice_is_claimed_once_per_day(database: Database) -> None:
+    day = date(2025, 3, 1)
+
+    def claim(_: int) -> bool:
+        with database.session() as session:
+            return claim_budget_notice(session, day)
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        assert sum(pool.map(claim, range(20))) == 1
+    with database.session() as session:
+        release_budget_notice(session, day)  # a failed post gives the claim back
+        assert claim_budget_notice(session, day)
+        assert not claim_budget_notice(session, day)
+
+
+def test_budget_day_is_utc() -> None:
+    moment = datetime(2025, 3, 1, 23, 30, tzinfo=UTC)
+    assert budget.budget_day(moment) == date(2025, 3, 1)
+    assert "RELMON_DAILY_BUDGET" in budget.notice_text(100, date(2025, 3, 1))
+
+
+def test_insert_judgment_is_idempotent_under_a_race(database: Database) -> None:
+    pair_id = _add_pair(database)
+    values = {"pair_id": pair_id, "judge": "relevancy", "status": "ok", "score": 3.0, "max_score": 4.0}
+
+    def insert(_: int) -> tuple[int, bool]:
+        with database.session() as session:
+            return insert_judgment(session, {**values, "cache_key": "k1"})
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        results = list(pool.map(insert, range(16)))
+    assert sum(created for _, created in results) == 1
+    assert len({judgment_id for judgment_id, _ in results}) == 1
+    with database.session() as session:
+        assert session.query(Judgment).count() == 1
+        assert stored_judges(session, pair_id) == {"relevancy": results[0][0]}
+        assert find_cached(session, "k1")["score"] == 3.0
+        assert find_cached(session, "other") is None
+
+
+def test_error_judgments_are_not_cached_and_status_moves_only_from_pending(database: Database) -> None:
+    pair_id = _add_pair(database)
+    with database.session() as session:
+        insert_judgment(session, {"pair_id": pair_id, "judge": "relevancy", "status": "error", "cache_key": "k2"})
+        assert find_cached(session, "k2") is None
+        assert set_pair_status(session, pair_id, PairStatus.JUDGED, only_from=[PairStatus.PENDING])
+        assert not set_pair_status(session, pair_id, PairStatus.SKIPPED_BUDGET, only_from=[PairStatus.PENDING])
+
+
+@pytest.mark.parametrize("vt, expected", [(7200, 60), (10, 2), (3, 1)])
+def test_abandoned_messages_are_looked_for_often_enough(vt: int, expected: int) -> None:
+    from common.celery_app import restore_interval
+
+    assert restore_interval(vt) == expected
+
+
+# Migrations from several processes at once -------------------------------------------------------------------
+
+_MIGRATE_AFTER_GO = """
+import os, sys, time
+from store.db import Database
+go = sys.argv[2]
+while not os.path.exists(go):  # imports done: wait for the others, then all migrate at once
+    time.sleep(0.001)
+Database(sys.argv[1]).migrate()
+"""
+
+
+def test_several_processes_migrate_one_fresh_sqlite_file_at_once(tmp_path: Path) -> None:
+    """Bot and workers start together and each migrates: on a fresh SQLite file, without a lock, two of them
+    both saw no alembic_version and both created the tables ("table daily_usage already exists")."""
+    from sqlalchemy import inspect
+
+    from store.db import pending_migrations
+
+    for round_ in range(8):
+        url = f"sqlite:///{tmp_path / f'fresh-{round_}.sqlite3'}"
+        go = tmp_path / f"go-{round_}"
+        processes = [
+            subprocess.Popen(
+                [sys.executable, "-c", _MIGRATE_AFTER_GO, url, str(go)],
+                cwd=Path(__file__).resolve().parents[2],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+            )
+            for _ in range(4)
+        ]
+        time.sleep(1.5)  # let every process finish importing
+        go.touch()
+        outputs = [process.communicate(timeout=60)[0].decode(errors="replace") for process in processes]
+        failed = [out for process, out in zip(processes, outputs, strict=True) if process.returncode != 0]
+        assert not failed, f"round {round_}: {len(failed)} of 4 migrations failed:\n{failed[0][-1500:]}"
+        database = Database(url)
+        try:
+            assert pending_migrations(database.engine) == []
+            assert {"pairs", "judgments", "daily_usage"} <= set(inspect(database.engine).get_table_names())
+        finally:
+            database.dispose()

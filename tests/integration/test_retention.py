@@ -1,0 +1,69 @@
+"""Retention: purge_old deletes pairs older than RELMON_RETENTION_DAYS with their judgments, alerts and
+feedback (ON DELETE CASCADE), in batches, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from sqlalchemy import func, select
+
+from common.runtime import Runtime, set_runtime
+from store.models import Alert, Feedback, Judgment, Pair
+from store.settings import Settings
+from workers.tasks.maintenance import purge, purge_old
+
+
+def seed(runtime: Runtime, created_at: datetime, count: int, tag: str) -> None:
+    with runtime.db.session() as session:
+        for i in range(count):
+            pair = Pair(channel_id="C1", answer_ts=f"{tag}.{i:06d}", status="judged", created_at=created_at)
+            session.add(pair)
+            session.flush()
+            judgment = Judgment(pair_id=pair.id, judge="relevancy", status="ok", score=1, created_at=created_at)
+            session.add(judgment)
+            session.flush()
+            session.add(Feedback(judgment_id=judgment.id, user_id="U1", vote="wrong", created_at=created_at))
+            session.add(
+                Alert(dedupe_key=f"low:{tag}:{i}", kind="low_score", judgment_id=judgment.id, created_at=created_at)
+            )
+        # An alert with no judgment (a degradation alert) has no cascade to follow.
+        session.add(Alert(dedupe_key=f"degradation:{tag}", kind="degradation", created_at=created_at))
+
+
+def counts(runtime: Runtime) -> dict[str, int]:
+    with runtime.db.session() as session:
+        return {
+            model.__tablename__: session.execute(select(func.count()).select_from(model)).scalar_one()
+            for model in (Pair, Judgment, Feedback, Alert)
+        }
+
+
+def test_purge_deletes_what_is_older_than_retention_in_batches(db_url: str, tmp_path: Path) -> None:
+    runtime = Runtime(Settings(database_url=db_url, retention_days=30, data_dir=tmp_path))
+    now = datetime.now(UTC)
+    try:
+        seed(runtime, now - timedelta(days=31), 7, "old")
+        seed(runtime, now - timedelta(days=29), 3, "recent")
+        assert purge(runtime, now, batch_size=2) == {"pairs": 7, "alerts": 1}
+        assert counts(runtime) == {"pairs": 3, "judgments": 3, "feedback": 3, "alerts": 4}
+        with runtime.db.session() as session:
+            assert set(session.execute(select(Pair.answer_ts)).scalars()) == {f"recent.{i:06d}" for i in range(3)}
+        # Nothing left to purge: a second run deletes nothing.
+        assert purge(runtime, now, batch_size=2) == {"pairs": 0, "alerts": 0}
+    finally:
+        runtime.db.dispose()
+
+
+def test_the_beat_task_uses_the_retention_setting(db_url: str, tmp_path: Path) -> None:
+    runtime = Runtime(Settings(database_url=db_url, data_dir=tmp_path))  # default: 90 days
+    set_runtime(runtime)
+    now = datetime.now(UTC)
+    try:
+        seed(runtime, now - timedelta(days=91), 2, "old")
+        seed(runtime, now - timedelta(days=89), 2, "kept")
+        assert purge_old.apply().get() == {"pairs": 2, "alerts": 1}
+        assert counts(runtime)["pairs"] == 2
+    finally:
+        set_runtime(None)
+        runtime.db.dispose()

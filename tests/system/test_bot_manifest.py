@@ -1,0 +1,55 @@
+"""The shipped manifest parses and asks for exactly what relmon uses."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import yaml
+
+from bot.manifest import manifest, manifest_yaml
+
+
+def test_scopes_events_and_features() -> None:
+    data = manifest()
+    assert sorted(data["oauth_config"]["scopes"]["bot"]) == sorted(
+        [
+            "channels:history",
+            "groups:history",
+            "channels:read",
+            "groups:read",
+            "chat:write",
+            "commands",
+            "users:read",
+            "files:write",
+        ]
+    )
+    assert data["oauth_config"]["scopes"].keys() == {"bot"}  # no user scopes
+    settings = data["settings"]
+    assert settings["event_subscriptions"]["bot_events"] == ["message.channels", "message.groups", "app_home_opened"]
+    assert settings["event_subscriptions"]["request_url"].endswith("/slack/events")
+    assert settings["interactivity"] == {"is_enabled": True, "request_url": "https://YOUR-HOST/slack/events"}
+    assert settings["socket_mode_enabled"] is False
+    features = data["features"]
+    assert features["app_home"]["home_tab_enabled"] is True
+    assert features["bot_user"]["display_name"] == "relmon"
+    [command] = features["slash_commands"]
+    assert command["command"] == "/judge" and command["usage_hint"]
+    [shortcut] = features["shortcuts"]
+    assert (shortcut["type"], shortcut["callback_id"], shortcut["name"]) == (
+        "message",
+        "judge_this_answer",
+        "Judge this answer",
+    )
+
+
+def test_relmon_manifest_prints_it() -> None:
+    printed = subprocess.run(
+        [sys.executable, "-c", "import sys; from relmon.cli import main; sys.exit(main(['manifest']))"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    assert printed == manifest_yaml()
+    assert yaml.safe_load(printed)["display_information"]["name"] == "relmon"

@@ -1,0 +1,199 @@
+"""docker-compose.yml, Dockerfile and .env.example, checked without a Docker engine: structure with PyYAML, and
+`docker-compose config -q` (Debian's docker-compose 1.29.2) when it is installed."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import socket
+import subprocess
+import tomllib
+from pathlib import Path
+
+import pytest
+import yaml
+
+from store.settings import Settings
+from tests.processes import RelmonProcess, relmon_command, relmon_env, start_worker, wait_for
+
+ROOT = Path(__file__).resolve().parents[2]
+RELMON_SERVICES = ("migrate", "bot", "worker", "beat")
+SECRET_VARIABLES = ("SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_APP_TOKEN", "OPENAI_API_KEY", "SENTRY_DSN")
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict:
+    return yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+
+
+def setting_variables() -> list[str]:
+    return [field.validation_alias.choices[0] for field in Settings.model_fields.values()]
+
+
+def command_of(service: dict) -> str:
+    command = service.get("command", "")
+    return " ".join(command) if isinstance(command, list) else command
+
+
+def healthcheck_text(service: dict) -> str:
+    test = service["healthcheck"]["test"]
+    return " ".join(test) if isinstance(test, list) else test
+
+
+def test_services_present(compose: dict) -> None:
+    assert set(compose["services"]) == {"redis", "postgres", *RELMON_SERVICES}
+
+
+def test_redis_keeps_an_append_only_file_on_a_volume(compose: dict) -> None:
+    redis = compose["services"]["redis"]
+    assert redis["image"].startswith("redis:7")
+    assert re.search(r"--appendonly yes", command_of(redis))
+    assert any(volume.endswith(":/data") for volume in redis["volumes"])
+    assert "redis-cli ping" in healthcheck_text(redis)
+
+
+def test_postgres_on_a_volume_with_pg_isready(compose: dict) -> None:
+    postgres = compose["services"]["postgres"]
+    assert postgres["image"].startswith("postgres:16")
+    assert any(volume.endswith(":/var/lib/postgresql/data") for volume in postgres["volumes"])
+    assert "pg_isready" in healthcheck_text(postgres)
+
+
+def test_named_volumes_are_declared(compose: dict) -> None:
+    used = {
+        volume.split(":")[0]
+        for service in compose["services"].values()
+        for volume in service.get("volumes", [])
+        if not volume.startswith((".", "/"))
+    }
+    assert used and used <= set(compose["volumes"])
+
+
+def test_migrations_run_once_before_the_app(compose: dict) -> None:
+    services = compose["services"]
+    migrate = services["migrate"]
+    assert command_of(migrate) == "relmon migrate"
+    assert migrate["restart"] == "no"
+    assert migrate["depends_on"]["postgres"]["condition"] == "service_healthy"
+    for name in ("bot", "worker", "beat"):
+        depends = services[name]["depends_on"]
+        assert depends["migrate"]["condition"] == "service_completed_successfully"
+        assert depends["redis"]["condition"] == "service_healthy"
+        assert depends["postgres"]["condition"] == "service_healthy"
+
+
+def test_bot_worker_and_beat(compose: dict) -> None:
+    services = compose["services"]
+    assert command_of(services["bot"]) == "relmon bot --port 3000"
+    assert "3000:3000" in services["bot"]["ports"]
+    assert "/healthz" in healthcheck_text(services["bot"])
+    assert command_of(services["worker"]) == "relmon worker"
+    assert command_of(services["beat"]) == "relmon beat"
+
+
+def test_every_long_running_service_has_a_health_check(compose: dict) -> None:
+    for name, service in compose["services"].items():
+        if service.get("restart") == "no":  # one-shot (migrate)
+            continue
+        check = service.get("healthcheck", {})
+        assert not check.get("disable") and check.get("test"), f"{name} has no health check"
+    assert healthcheck_text(compose["services"]["worker"]) == "CMD relmon ping worker"
+    assert healthcheck_text(compose["services"]["beat"]) == "CMD relmon ping beat"
+
+
+def seconds(duration: str) -> float:
+    units = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
+    return sum(float(n) * units[u] for n, u in re.findall(r"(\d+(?:\.\d+)?)(ms|s|m|h)", duration))
+
+
+def test_the_worker_has_time_to_finish_its_llm_calls_on_stop(compose: dict) -> None:
+    llm_timeout = Settings.model_fields["llm_timeout_seconds"].default  # RELMON_LLM_TIMEOUT's default
+    grace = seconds(compose["services"]["worker"]["stop_grace_period"])
+    assert grace >= llm_timeout + 20  # an LLM call's timeout, then its writes
+
+
+def test_exactly_one_beat(compose: dict) -> None:
+    beats = [name for name, service in compose["services"].items() if "relmon beat" in command_of(service)]
+    assert beats == ["beat"]
+    beat = compose["services"]["beat"]
+    assert beat.get("deploy", {}).get("replicas", 1) == 1
+    assert "scale" not in beat
+    assert "Exactly one beat" in (ROOT / "docker-compose.yml").read_text()
+
+
+def test_settings_come_from_env_file_and_point_at_the_services(compose: dict) -> None:
+    for name in RELMON_SERVICES:
+        service = compose["services"][name]
+        assert service["env_file"] in (".env", [".env"])
+        environment = service["environment"]
+        assert environment["REDIS_URL"].startswith("redis://redis:6379/")
+        assert "@postgres:5432/" in environment["DATABASE_URL"]
+        assert any(volume.endswith(":/data") for volume in service["volumes"]) and environment["RELMON_DATA_DIR"]
+
+
+def test_dockerfile() -> None:
+    text = (ROOT / "Dockerfile").read_text()
+    assert re.search(r"^FROM python:3\.11-slim", text, re.M)
+    assert re.search(r"^RUN pip install \.", text, re.M)
+    user = re.findall(r"^USER (\S+)", text, re.M)
+    assert user and user[-1] not in ("root", "0")
+    assert re.search(r"^HEALTHCHECK .*", text, re.M) and "/healthz" in text
+    packages = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]["include"]
+    for package in packages:
+        assert f"COPY {package.rstrip('*')} " in text, f"the image lacks the {package} package"
+    ignored = (ROOT / ".dockerignore").read_text().split()
+    assert ".env" in ignored and ".venv" in ignored and "data" in ignored
+
+
+def test_env_example_lists_every_setting_without_secrets() -> None:
+    text = (ROOT / ".env.example").read_text()
+    for variable in setting_variables():
+        assert re.search(rf"^#? ?{variable}=", text, re.M), f"{variable} missing from .env.example"
+    for variable in SECRET_VARIABLES:
+        for value in re.findall(rf"^#? ?{variable}=(.*)$", text, re.M):
+            assert value == "", f"{variable} has a value in .env.example"
+
+
+def test_configuration_doc_lists_every_setting() -> None:
+    text = (ROOT / "README.md").read_text()
+    for variable in setting_variables():
+        assert f"`{variable}`" in text, f"{variable} missing from README.md"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_the_health_check_commands_answer_for_a_real_worker_and_beat(redis_url: str, tmp_path: Path) -> None:
+    """`relmon ping worker|beat`, the compose health checks, against real processes on this host."""
+    env = relmon_env(redis_url=redis_url, database_url=f"sqlite:///{tmp_path / 'db.sqlite3'}", data_dir=tmp_path / "d")
+
+    def ping(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(relmon_command("ping", *args), env=env, capture_output=True, text=True, timeout=60)
+
+    assert ping("worker").returncode == 1  # nothing runs yet: unhealthy
+    worker = start_worker(env, log_dir=tmp_path)
+    beat = RelmonProcess("beat", env=env, log_dir=tmp_path).start()
+    with worker, beat:
+        beat.wait_for_log("beat pidbox: Connected", timeout=60)
+        result = ping("worker")
+        assert result.returncode == 0 and f"celery@{socket.gethostname()}: pong" in result.stdout, result.stderr
+        # beat logs "Connected" a moment before it listens for pings: a health check retries, and so does this
+        result = wait_for(lambda: (r := ping("beat")).returncode == 0 and r, timeout=30, what="beat's pong")
+        assert result.returncode == 0 and f"celerybeat@{socket.gethostname()}: pong" in result.stdout, result.stderr
+        other = ping("worker", "--hostname", "elsewhere")  # another host's worker: not this container's
+        assert other.returncode == 1 and "celery@elsewhere did not answer" in other.stderr
+        assert beat.stop() == 0  # SIGTERM: beat stops at once and cleanly
+    assert ping("beat").returncode == 1
+
+
+@pytest.mark.skipif(shutil.which("docker-compose") is None, reason="docker-compose is not installed")
+def test_docker_compose_accepts_the_file(tmp_path: Path) -> None:
+    shutil.copy(ROOT / "docker-compose.yml", tmp_path / "docker-compose.yml")
+    shutil.copy(ROOT / ".env.example", tmp_path / ".env")
+    result = subprocess.run(
+        ["docker-compose", "-f", "docker-compose.yml", "config", "-q"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr

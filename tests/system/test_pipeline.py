@@ -1,0 +1,627 @@
+"""The judging pipeline end to end: real `relmon worker` processes, a real Redis, SQLite and PostgreSQL, the fake
+OpenAI and Slack servers over HTTP. Pending pairs are inserted with SQL and judge_pair is enqueued by name, as the
+settle task would; the bot is not involved."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from itertools import pairwise
+from pathlib import Path
+
+import pytest
+import redis
+from sqlalchemy import func, insert, select, update
+
+from common.celery_app import QUEUE_JUDGE, create_celery
+from common.runtime import Runtime
+from store.db import Database
+from store.models import DailyUsage, JudgingFailure, Judgment, Pair, PairStatus
+from store.settings import Settings
+from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.slack_server import FakeSlack
+from tests.processes import RelmonProcess, WaitTimeout, relmon_env, start_worker, wait_for
+from workers.sampling import is_sampled_in
+
+pytestmark = pytest.mark.slow
+
+JUDGE_PAIR = "workers.tasks.judging.judge_pair"
+ALERT_CHANNEL = "C_ALERTS"
+# Short enough that a killed worker's unacked tasks come back within seconds; longer than any retry delay here
+# (base 0.05 s: at most 0.05·2⁵·1.25 = 2 s), any single task (LLM timeout 1 s), and the time a live worker holds a
+# reserved message on this loaded machine (else Redis hands it out twice: harmless, but an extra LLM call).
+TEST_VISIBILITY_TIMEOUT = 10
+
+
+# Fixtures and helpers ----------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def fake_openai() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI(latency_ms=20) as fake:
+        yield fake
+
+
+@pytest.fixture
+def fake_slack() -> Iterator[FakeSlack]:
+    with FakeSlack() as fake:
+        yield fake
+
+
+@pytest.fixture
+def env_for(redis_url: str, db_url: str, fake_openai: FakeOpenAI, fake_slack: FakeSlack, tmp_path: Path):
+    """An environment for `relmon worker`, with test-speed timings; keyword arguments override."""
+
+    def make(**overrides: object) -> dict[str, str]:
+        settings = {
+            "RELMON_WORKER_CONCURRENCY": 8,
+            "RELMON_VISIBILITY_TIMEOUT": TEST_VISIBILITY_TIMEOUT,
+            "RELMON_RETRY_BASE_SECONDS": 0.05,
+            "RELMON_LLM_TIMEOUT": 10,  # a stalled reply is not retried (tests count LLM calls); fault tests set 1
+            "RELMON_ALERT_CHANNEL": ALERT_CHANNEL,
+            **overrides,
+        }
+        return relmon_env(
+            redis_url=redis_url,
+            database_url=db_url,
+            slack_api_url=fake_slack.api_url,
+            openai_base_url=fake_openai.base_url,
+            data_dir=tmp_path / "data",
+            **settings,
+        )
+
+    return make
+
+
+@pytest.fixture
+def producer(redis_url: str):
+    """A Celery app on the test Redis that only publishes (like the bot's settle step would)."""
+    app = create_celery(Settings(redis_url=redis_url), redis_url)
+    yield app
+    app.close()
+
+
+@pytest.fixture
+def worker_logs(tmp_path: Path) -> Path:
+    return tmp_path / "logs"
+
+
+def add_pairs(
+    database: Database,
+    count: int,
+    *,
+    channel: str = "C_SUPPORT",
+    source: str = "capture",
+    question: str | None = None,
+    answer: str | None = None,
+    start: int = 0,
+) -> list[int]:
+    now = datetime.now(UTC)
+    rows = [
+        {
+            "source": source,
+            "channel_id": channel,
+            "answer_ts": f"1700000000.{start + i:06d}",
+            "thread_ts": "1700000000.000000",
+            "question_text": question or f"How do I reset my password on device {start + i}?",
+            "answer_text": answer or f"Open Settings, then Security, then Reset, on device {start + i}.",
+            "status": PairStatus.PENDING,
+            "version": 1,
+            "created_at": now,
+            "updated_at": now,
+        }
+        for i in range(count)
+    ]
+    with database.session() as session:
+        session.execute(insert(Pair), rows)
+        ids = session.scalars(
+            select(Pair.id).where(Pair.channel_id == channel, Pair.answer_ts.in_([r["answer_ts"] for r in rows]))
+        ).all()
+    return sorted(ids)
+
+
+def enqueue(producer, pair_ids: list[int]) -> None:
+    for pair_id in pair_ids:
+        producer.send_task(JUDGE_PAIR, args=[pair_id], queue=QUEUE_JUDGE)
+
+
+def statuses(database: Database, pair_ids: list[int]) -> Counter[str]:
+    with database.session() as session:
+        return Counter(session.scalars(select(Pair.status).where(Pair.id.in_(pair_ids))).all())
+
+
+def judgments_per_pair(database: Database) -> Counter[int]:
+    with database.session() as session:
+        return Counter(session.scalars(select(Judgment.pair_id)).all())
+
+
+def count_judgments(database: Database) -> int:
+    with database.session() as session:
+        return session.scalar(select(func.count(Judgment.id))) or 0
+
+
+def settled(database: Database, pair_ids: list[int]) -> bool:
+    return statuses(database, pair_ids).get(PairStatus.PENDING, 0) == 0
+
+
+def queues_idle(broker: redis.Redis, after: float = 0.0) -> bool:
+    """Nothing queued for judging and nothing delivered but unacknowledged (optionally after a pause)."""
+    time.sleep(after)
+    return broker.llen(QUEUE_JUDGE) == 0 and broker.hlen("unacked") == 0
+
+
+@contextmanager
+def in_process_worker(redis_url: str, db_url: str, **overrides: object) -> Iterator[Runtime]:
+    """The worker's runtime in this process, as `relmon worker` sets it up, for tasks run with `.apply()`."""
+    from common import celery_app
+    from common.runtime import set_runtime
+
+    settings = Settings(_env_file=None, redis_url=redis_url, database_url=db_url, **overrides)
+    celery_app.configure(settings)
+    runtime = Runtime(settings)
+    set_runtime(runtime)
+    try:
+        yield runtime
+    finally:
+        set_runtime(None)
+
+
+def sweep_as_beat_would(
+    database: Database, *, broker_url: str, db_url: str, pair_ids: list[int], age_failures: bool = True
+) -> int:
+    """Age the pairs past the sweeper's threshold (and their counted failures with them, unless told not to: a
+    failure just now) and run requeue_stale here, on the test Redis and database."""
+    from workers.tasks.judging import requeue_stale
+
+    with in_process_worker(broker_url, db_url) as runtime:
+        with database.session() as session:
+            aged = datetime.now(UTC) - timedelta(seconds=runtime.settings.sweep_after_seconds, minutes=1)
+            session.execute(update(Pair).where(Pair.id.in_(pair_ids)).values(updated_at=aged))
+            if age_failures:
+                session.execute(
+                    update(JudgingFailure).where(JudgingFailure.pair_id.in_(pair_ids)).values(updated_at=aged)
+                )
+        return requeue_stale.apply().get()
+
+
+# (a) exactly once across a SIGKILL ----------------------------------------------------------------------------
+
+
+def test_killed_worker_mid_batch_every_pair_judged_exactly_once(
+    database: Database, env_for, producer, fake_openai: FakeOpenAI, worker_logs: Path
+) -> None:
+    fake_openai.set_behavior(latency_ms=150)
+    env = env_for()
+    pair_ids = add_pairs(database, 200)
+    worker = start_worker(env, log_dir=worker_logs)
+    try:
+        enqueue(producer, pair_ids)
+        wait_for(lambda: count_judgments(database) >= 40, timeout=60, what="40 judgments before the kill")
+        worker.kill()
+        judged_before_kill = count_judgments(database)
+        assert judged_before_kill < len(pair_ids), "the kill must land mid-batch"
+        # The killed worker's reserved tasks sit unacked in Redis until the visibility timeout.
+        assert redis.Redis.from_url(producer.conf.broker_url).hlen("unacked") > 0
+    finally:
+        worker.stop()
+
+    restarted = start_worker(env, log_dir=worker_logs)
+    broker = redis.Redis.from_url(producer.conf.broker_url)
+    try:
+        # Everything Redis still holds (queued, or unacknowledged by the killed worker) comes back and is judged.
+        wait_for(
+            lambda: settled(database, pair_ids) or (queues_idle(broker) and queues_idle(broker, after=0.5)),
+            timeout=90,
+            what="the queues to drain after the restart",
+        )
+        # kombu pops a message (BRPOP) before it records it as unacknowledged: a kill between the two loses that
+        # message, and its pair stays pending. The stale sweeper (beat, every 5 minutes) is the backstop; run it
+        # now, as beat would once the pair is 10 minutes old.
+        stranded = [pid for pid in pair_ids if statuses(database, [pid]).get(PairStatus.PENDING)]
+        assert len(stranded) <= int(env["RELMON_WORKER_CONCURRENCY"])
+        if stranded:
+            sweep_as_beat_would(database, broker_url=producer.conf.broker_url, db_url=database.url, pair_ids=stranded)
+        wait_for(lambda: settled(database, pair_ids), timeout=60, what="every pair judged after the restart")
+    except WaitTimeout as error:
+        raise WaitTimeout(
+            f"{error}: pairs {dict(statuses(database, pair_ids))}, queued {broker.llen(QUEUE_JUDGE)}, "
+            f"unacked {broker.hlen('unacked')}, LLM requests {len(fake_openai.requests)}\n{restarted.tail(40)}"
+        ) from None
+    finally:
+        restarted.stop()
+
+    per_pair = judgments_per_pair(database)
+    assert set(per_pair) == set(pair_ids)
+    assert set(per_pair.values()) == {1}  # one judgment per pair and judge: never a second row
+    assert statuses(database, pair_ids) == Counter({PairStatus.JUDGED: len(pair_ids)})
+    # Each pair reached the LLM once, except those in flight at the kill (at most one per execution slot).
+    requests = len(fake_openai.requests)
+    assert len(pair_ids) <= requests <= len(pair_ids) + int(env["RELMON_WORKER_CONCURRENCY"])
+    assert redis.Redis.from_url(producer.conf.broker_url).hlen("unacked") == 0
+
+
+# (b) LLM faults -----------------------------------------------------------------------------------------------
+
+
+def test_llm_faults_leave_every_pair_judged_or_stored_as_error(
+    database: Database, env_for, producer, fake_openai: FakeOpenAI, worker_logs: Path
+) -> None:
+    # 30% of calls fail: 429 (Retry-After), 500, a timeout past the client's 1 s, or unreadable garbage.
+    fake_openai.set_behavior(latency_ms=20, fault_rate=0.3, seed=11, timeout_seconds=1.5)
+    pair_ids = add_pairs(database, 120)
+    with start_worker(env_for(RELMON_WORKER_CONCURRENCY=16, RELMON_LLM_TIMEOUT=1), log_dir=worker_logs):
+        enqueue(producer, pair_ids)
+        wait_for(lambda: settled(database, pair_ids), timeout=90, what="every pair judged or errored")
+
+    per_pair = judgments_per_pair(database)
+    assert set(per_pair) == set(pair_ids) and set(per_pair.values()) == {1}  # none lost, none twice
+    assert statuses(database, pair_ids) == Counter({PairStatus.JUDGED: len(pair_ids)})
+    with database.session() as session:
+        rows = session.execute(select(Judgment.status, Judgment.error, Judgment.raw_output)).all()
+    by_status = Counter(status for status, _, _ in rows)
+    assert set(by_status) <= {"ok", "error"} and by_status["ok"] > 0
+    # Transient faults were retried (the fake answered 429/5xx and timed out) and mostly recovered; garbage is a
+    # permanent error, stored with its reason and the raw text, never a guessed score.
+    seen = fake_openai.statuses
+    assert seen.get(429, 0) > 0 and seen.get(500, 0) > 0
+    # Every fault kind was served, the timeout included (its late 200 looks like a success in `statuses`).
+    served = fake_openai.faults_served
+    assert all(served.get(kind, 0) > 0 for kind in ("429", "500", "timeout", "garbage")), served
+    assert len(fake_openai.requests) > len(pair_ids)
+    errors = [(error, raw) for status, error, raw in rows if status == "error"]
+    assert errors, "some garbage replies must be stored as errors"
+    assert all(error for error, _ in errors)
+    assert any(raw and "lost its train of thought" in raw for _, raw in errors)
+
+
+def test_a_429_retry_waits_for_retry_after_and_the_pair_costs_one_budget_unit(
+    database: Database, env_for, producer, fake_openai: FakeOpenAI, worker_logs: Path
+) -> None:
+    # The first two calls are rate-limited with Retry-After: 1.5 s; the backoff alone would wait 0.05 s, 0.1 s.
+    fake_openai.set_behavior(fault_first=2, faults=["429"], retry_after_seconds=1.5)
+    pair_ids = add_pairs(database, 1)
+    with start_worker(env_for(), log_dir=worker_logs) as worker:
+        enqueue(producer, pair_ids)
+        wait_for(lambda: settled(database, pair_ids), timeout=60, what="the rate-limited pair")
+        worker.wait_for_log('"event": "judged"', timeout=10)
+        lines = [json.loads(line) for line in worker.log().splitlines() if line.startswith("{")]
+
+    assert fake_openai.statuses == {429: 2, 200: 1}
+    times = fake_openai.request_times
+    gaps = [later - earlier for earlier, later in pairwise(times)]
+    assert len(gaps) == 2 and min(gaps) >= 1.4, gaps
+    with database.session() as session:
+        judgment = session.scalars(select(Judgment)).one()
+        usage = session.scalars(select(DailyUsage)).one()
+    assert judgment.status == "ok"
+    # A budget of judgments, not of attempts: three calls for one pair and judge spend one unit.
+    assert usage.llm_calls == 1
+    # One structured line per stored judgment, with identifiers and the outcome, never the texts.
+    judged = [line for line in lines if line.get("event") == "judged"]
+    assert len(judged) == 1
+    assert {key: judged[0].get(key) for key in ("channel", "message_ts", "judgment_id", "pair_id", "judge")} == {
+        "channel": "C_SUPPORT",
+        "message_ts": "1700000000.000000",
+        "judgment_id": judgment.id,
+        "pair_id": pair_ids[0],
+        "judge": "relevancy",
+    }
+    assert (judged[0]["score"], judged[0]["status"]) == (judgment.score, "ok")
+    assert "password" not in json.dumps(judged[0]).lower()
+
+
+def test_a_pair_whose_judging_keeps_failing_is_given_up_on_as_an_error(
+    database: Database, env_for, producer, fake_openai: FakeOpenAI, worker_logs: Path
+) -> None:
+    """A bug (here an unknown judge in the pair's list) fails the task every time: the sweeper re-enqueues it
+    until it has failed MAX_FAILED_RUNS times, then stores an error with the reason; never a loop, never lost."""
+    from workers.tasks.judging import MAX_FAILED_RUNS
+
+    broken = add_pairs(database, 1)
+    healthy = add_pairs(database, 1, start=1)
+    with database.session() as session:
+        session.execute(update(Pair).where(Pair.id == broken[0]).values(judges=["relevancy", "no_such_judge"]))
+
+    def failures() -> int:
+        with database.session() as session:
+            return session.scalar(select(JudgingFailure.failures).where(JudgingFailure.pair_id == broken[0])) or 0
+
+    broker_url = producer.conf.broker_url
+    with start_worker(env_for(), log_dir=worker_logs):
+        enqueue(producer, broken + healthy)
+        wait_for(lambda: settled(database, healthy), timeout=30, what="the healthy pair")
+        for attempt in range(1, MAX_FAILED_RUNS + 1):
+            wait_for(lambda attempt=attempt: failures() == attempt, timeout=30, what=f"failed run {attempt}")
+            assert statuses(database, broken) == Counter({PairStatus.PENDING: 1})  # still waiting, never dropped
+            # The sweep after the last failure gives up instead of re-enqueuing.
+            assert sweep_as_beat_would(database, broker_url=broker_url, db_url=database.url, pair_ids=broken) == 1
+        assert statuses(database, broken) == Counter({PairStatus.JUDGED: 1})
+        time.sleep(1.0)  # nothing more was enqueued: no further run fails
+        assert failures() == MAX_FAILED_RUNS
+        # Judged now: later sweeps leave it alone.
+        assert sweep_as_beat_would(database, broker_url=broker_url, db_url=database.url, pair_ids=broken) == 0
+
+    with database.session() as session:
+        rows = session.execute(
+            select(Judgment.judge, Judgment.status, Judgment.error).where(Judgment.pair_id == broken[0])
+        ).all()
+    assert {judge for judge, _, _ in rows} == {"relevancy", "no_such_judge"}
+    for _, status, error in rows:
+        assert status == "error"
+        assert f"gave up after {MAX_FAILED_RUNS} failed attempts" in error and "no_such_judge" in error
+    assert statuses(database, healthy) == Counter({PairStatus.JUDGED: 1})
+
+
+def test_an_outage_is_not_counted_and_a_recent_failure_is_judged_again_not_given_up_on(
+    database: Database, redis_url: str
+) -> None:
+    """An outage of the database or Redis fails judge_pair after its retries, but counts for nothing: it would
+    give up on healthy pairs. A bug counts; yet while the last failure is recent a twin run (a redelivery, a
+    duplicate) may still be storing the real verdict, so the sweeper re-enqueues the pair and gives up only at a
+    sweep after a quiet interval."""
+    from kombu.exceptions import OperationalError as BrokerError
+    from sqlalchemy.exc import OperationalError
+
+    from common.runtime import Runtime, set_runtime
+    from workers.tasks.judging import MAX_FAILED_RUNS, _log_failure
+
+    pair_id = add_pairs(database, 1)[0]
+
+    def failures() -> int:
+        with database.session() as session:
+            return session.scalar(select(JudgingFailure.failures).where(JudgingFailure.pair_id == pair_id)) or 0
+
+    set_runtime(Runtime(Settings(redis_url=redis_url, database_url=database.url)))
+    try:
+        outages = [
+            OperationalError("SELECT 1", {}, Exception("server closed the connection unexpectedly")),
+            BrokerError("Error 111 connecting to localhost:6379. Connection refused."),  # send_task in _hand_on
+            redis.exceptions.ConnectionError("Connection refused"),
+            ConnectionResetError(104, "Connection reset by peer"),
+        ]
+        for _ in range(MAX_FAILED_RUNS):  # an outage spanning many sweeps
+            for error in outages:
+                _log_failure(task_id="t", exception=error, args=[pair_id])
+        assert failures() == 0
+        for _ in range(MAX_FAILED_RUNS):
+            _log_failure(task_id="t", exception=ValueError("unknown judge: no_such_judge"), args=[pair_id])
+        assert failures() == MAX_FAILED_RUNS
+    finally:
+        set_runtime(None)
+
+    broker = redis.Redis.from_url(redis_url)
+    # The last failure is recent: re-enqueued (a run), not given up on.
+    assert (
+        sweep_as_beat_would(database, broker_url=redis_url, db_url=database.url, pair_ids=[pair_id], age_failures=False)
+        == 1
+    )
+    assert statuses(database, [pair_id]) == Counter({PairStatus.PENDING: 1})
+    assert broker.llen(QUEUE_JUDGE) == 1
+    assert count_judgments(database) == 0
+    # A sweep after a quiet interval (that run never came, or failed again long ago): given up on.
+    assert sweep_as_beat_would(database, broker_url=redis_url, db_url=database.url, pair_ids=[pair_id]) == 1
+    assert statuses(database, [pair_id]) == Counter({PairStatus.JUDGED: 1})
+    with database.session() as session:
+        error = session.scalar(select(Judgment.error).where(Judgment.pair_id == pair_id))
+    assert f"gave up after {MAX_FAILED_RUNS} failed attempts" in error and "no_such_judge" in error
+
+
+def test_llm_down_for_good_is_stored_as_an_error_after_the_retries(
+    database: Database, env_for, producer, fake_openai: FakeOpenAI, worker_logs: Path
+) -> None:
+    fake_openai.set_behavior(always_status=503)
+    pair_ids = add_pairs(database, 3)
+    with start_worker(env_for(), log_dir=worker_logs):
+        enqueue(producer, pair_ids)
+        wait_for(lambda: settled(database, pair_ids), timeout=60, what="pairs given up on")
+    with database.session() as session:
+        errors = session.scalars(select(Judgment.error)).all()
+    assert len(errors) == 3 and all("after 7 attempts" in error for error in errors)
+    assert len(fake_openai.requests) == 3 * 7  # one retry layer: Celery's 6 retries, no SDK retries inside
+
+
+# (c) durable cache and (d) sampling --------------------------------------------------------------------------
+
+
+def test_durable_cache_and_deterministic_sampling(
+    database: Database, env_for, producer, fake_openai: FakeOpenAI, worker_logs: Path, tmp_path: Path
+) -> None:
+    rules = tmp_path / "rules.yml"
+    rules.write_text("channels:\n  C_SAMPLED:\n    sample_rate: 0.3\n", encoding="utf-8")
+    with start_worker(env_for(RELMON_CHANNEL_RULES=rules), log_dir=worker_logs):
+        # (c) The same question and answer in two messages: the second is copied, not sent to the LLM again.
+        first = add_pairs(database, 1, question="How do I reset?", answer="Use the Reset button.", start=500)
+        enqueue(producer, first)
+        wait_for(lambda: settled(database, first), timeout=30, what="the first pair")
+        first_twin = add_pairs(database, 1, question="How do I reset?", answer="Use the Reset button.", start=501)
+        # Enqueuing the first pair again adds nothing either: it is judged already.
+        enqueue(producer, first + first_twin)
+        wait_for(lambda: settled(database, first_twin), timeout=30, what="the twin pair")
+        requests_after_cache = len(fake_openai.requests)
+
+        # (d) A channel sampled at 30%: exactly the predicted messages are judged; on-demand ones always are.
+        sampled = add_pairs(database, 60, channel="C_SAMPLED")
+        on_demand = add_pairs(database, 5, channel="C_SAMPLED", source="command", start=1000)
+        enqueue(producer, sampled + on_demand)
+        wait_for(lambda: settled(database, sampled + on_demand), timeout=60, what="the sampled channel")
+
+    assert requests_after_cache == 1
+    with database.session() as session:
+        twin = session.scalars(select(Judgment).where(Judgment.pair_id == first_twin[0])).one()
+        original = session.scalars(select(Judgment).where(Judgment.pair_id == first[0])).one()
+        assert twin.cached and not original.cached
+        assert (twin.score, twin.cache_key, twin.reasoning) == (original.score, original.cache_key, original.reasoning)
+        assert twin.prompt_tokens == 0  # a copy costs nothing
+        rows = session.execute(select(Pair.id, Pair.answer_ts, Pair.status).where(Pair.id.in_(sampled))).all()
+    expected = {pid: is_sampled_in("C_SAMPLED", ts, 0.3, source="capture") for pid, ts, _ in rows}
+    actual = {pid: status == PairStatus.JUDGED for pid, _, status in rows}
+    assert actual == expected
+    assert 0 < sum(actual.values()) < len(sampled)
+    assert {status for _, _, status in rows} == {PairStatus.JUDGED, PairStatus.SKIPPED_SAMPLING}
+    assert statuses(database, on_demand) == Counter({PairStatus.JUDGED: 5})
+    per_pair = judgments_per_pair(database)
+    assert all(per_pair[pid] == 1 for pid, judged in actual.items() if judged)
+    assert all(pid not in per_pair for pid, judged in actual.items() if not judged)
+    assert len(fake_openai.requests) == 1 + sum(actual.values()) + 5
+
+
+def test_a_twin_found_in_the_in_process_cache_costs_no_budget_and_no_tokens(
+    database: Database, redis_url: str, db_url: str, fake_openai: FakeOpenAI
+) -> None:
+    """The SQL cache missed (the twin's row is not stored yet) but this process judged the same texts moments
+    ago: the verdict is copied from the client's cache, charged nothing and recorded without tokens."""
+    from judges import RelevancyJudge
+    from workers.tasks.judging import judge_pair
+
+    with in_process_worker(
+        redis_url, db_url, openai_base_url=fake_openai.base_url, openai_api_key="sk-test-key", llm_max_retries=0
+    ) as runtime:
+        question, answer = "How do I reset?", "Use the Reset button."
+        twin = add_pairs(database, 1, question=question, answer=answer)
+        first = RelevancyJudge().evaluate(runtime.llm, question, answer)  # a twin's judgment, not stored yet
+        assert first.prompt_tokens and len(fake_openai.requests) == 1
+        assert judge_pair.apply(args=[twin[0]]).get() == PairStatus.JUDGED
+    assert len(fake_openai.requests) == 1  # no second call
+    with database.session() as session:
+        judgment = session.scalars(select(Judgment).where(Judgment.pair_id == twin[0])).one()
+        charged = session.scalar(select(func.coalesce(func.sum(DailyUsage.llm_calls), 0)))
+    assert judgment.cached and judgment.score == first.score
+    assert (judgment.prompt_tokens, judgment.completion_tokens, judgment.latency_ms) == (0, 0, 0.0)
+    assert charged == 0
+
+
+# (e) daily budget ---------------------------------------------------------------------------------------------
+
+
+def test_budget_exhausted_skips_pairs_and_says_so_once(
+    database: Database, env_for, producer, fake_openai: FakeOpenAI, fake_slack: FakeSlack, worker_logs: Path
+) -> None:
+    pair_ids = add_pairs(database, 12)
+    with start_worker(env_for(RELMON_DAILY_BUDGET=5), log_dir=worker_logs):
+        enqueue(producer, pair_ids)
+        wait_for(lambda: settled(database, pair_ids), timeout=60, what="budgeted pairs")
+        # The skipped status is stored before the notice is posted: wait for the notice too.
+        wait_for(lambda: budget_notices(fake_slack), timeout=30, what="the budget notice")
+        more = add_pairs(database, 3, start=100)  # later in the day: still skipped, still no second notice
+        enqueue(producer, more)
+        wait_for(lambda: settled(database, more), timeout=30, what="later pairs")
+
+    assert statuses(database, pair_ids + more) == Counter(
+        {PairStatus.JUDGED: 5, PairStatus.SKIPPED_BUDGET: len(pair_ids) + 3 - 5}
+    )
+    assert len(fake_openai.requests) == 5
+    with database.session() as session:
+        usage = session.scalars(select(DailyUsage)).one()
+    assert usage.llm_calls == 5 and usage.budget_notice_sent
+    notices = budget_notices(fake_slack)
+    assert len(notices) == 1
+    assert "RELMON_DAILY_BUDGET" in notices[0]["text"]
+
+
+def budget_notices(fake_slack: FakeSlack) -> list[dict]:
+    return [m for m in fake_slack.posted(ALERT_CHANNEL) if "daily budget" in (m.get("text") or "")]
+
+
+# The stale sweeper --------------------------------------------------------------------------------------------
+
+
+def test_stale_sweeper_reenqueues_lost_pairs_once_per_period(database: Database, redis_url: str, db_url: str) -> None:
+    from workers.tasks.judging import requeue_stale
+
+    with in_process_worker(redis_url, db_url):
+        fresh = add_pairs(database, 2)
+        lost = add_pairs(database, 3, start=10)
+        old = datetime.now(UTC) - timedelta(minutes=30)
+        with database.session() as session:
+            session.execute(update(Pair).where(Pair.id.in_(lost)).values(updated_at=old))
+        assert requeue_stale.apply().get() == 3
+        queue = redis.Redis.from_url(redis_url)
+        assert queue.llen(QUEUE_JUDGE) == 3
+        assert requeue_stale.apply().get() == 0  # touched: the next sweep leaves them alone
+        assert statuses(database, fresh + lost) == Counter({PairStatus.PENDING: 5})
+
+
+def test_worker_process_starts_and_stops_cleanly(env_for, producer, worker_logs: Path) -> None:
+    worker = RelmonProcess("worker", env=env_for(), log_dir=worker_logs).start()
+    try:
+        worker.wait_until_ready(timeout=60)
+        # judge_pair is registered (the worker prints no banner listing tasks): it runs, and finds no such pair.
+        enqueue(producer, [987654321])
+        worker.wait_for_log('"event": "pair not found"', timeout=30)
+    finally:
+        assert worker.stop() == 0
+
+
+# LLM retries are counted apart from the database autoretries ----------------------------------------------------
+
+
+def test_llm_retries_are_counted_apart_from_celery_retries() -> None:
+    from workers.tasks.judging import TASK_MAX_RETRIES, may_retry_llm
+
+    # Eight database autoretries (Celery's request.retries) before the LLM failed: all six LLM retries remain.
+    assert all(may_retry_llm(attempts, 6, task_retries=8 + attempts) for attempts in range(6))
+    assert not may_retry_llm(6, 6, task_retries=8 + 6)  # the seventh failure is the last
+    assert not may_retry_llm(0, 0, task_retries=0)
+    # Celery's own bound leaves room for the most LLM retries after ten database retries...
+    assert all(may_retry_llm(attempts, 10, task_retries=10 + attempts) for attempts in range(10))
+    # ...and past it the LLM error is stored (given up on), never left to Celery to fail the task with.
+    assert not may_retry_llm(2, 10, task_retries=TASK_MAX_RETRIES)
+
+
+def test_database_retries_before_llm_failures_do_not_shorten_the_llm_retries(
+    database: Database, redis_url: str, db_url: str, fake_openai: FakeOpenAI
+) -> None:
+    """judge_pair run as Celery would after eight database autoretries (request.retries = 8): the LLM still gets
+    its RELMON_LLM_MAX_RETRIES retries, and the stored error counts the LLM attempts actually made."""
+    from workers.tasks.judging import judge_pair
+
+    with in_process_worker(
+        redis_url,
+        db_url,
+        openai_base_url=fake_openai.base_url,
+        openai_api_key="sk-test-key",
+        llm_max_retries=3,
+        retry_base_seconds=0.01,
+    ):
+        fake_openai.set_behavior(always_status=503, retry_after_seconds=0)
+        (pair_id,) = add_pairs(database, 1)
+        assert judge_pair.apply(args=[pair_id], retries=8).get() == PairStatus.JUDGED
+    assert len(fake_openai.requests) == 4  # the first call and three retries
+    with database.session() as session:
+        error = session.scalars(select(Judgment.error).where(Judgment.pair_id == pair_id)).one()
+    assert error.startswith("LLM unavailable after 4 attempts")
+
+
+def test_a_judgment_stored_while_the_broker_is_down_is_still_handed_to_the_alert_policy(
+    database: Database, redis_url: str, db_url: str, fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The judgment and the pair's `judged` status commit together; the alert task is queued after. When the
+    broker refuses that (Redis restarting), the pair is already judged, so neither a plain retry nor the stale
+    sweeper would look at it again: the task retries as a resumed run that hands the stored judgment on."""
+    from kombu.exceptions import OperationalError as BrokerError
+
+    from workers.tasks import judging
+
+    with in_process_worker(
+        redis_url, db_url, openai_base_url=fake_openai.base_url, openai_api_key="sk-test-key", alert_channel="C_ALERTS"
+    ):
+        queued: list[tuple[str, list]] = []
+        refusals = iter([True])  # the first send fails, as against a restarting Redis
+
+        def send_task(name: str, args: list, **_options) -> None:
+            if next(refusals, False):
+                raise BrokerError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+            queued.append((name, args))
+
+        monkeypatch.setattr(judging.celery, "send_task", send_task)
+        (pair_id,) = add_pairs(database, 1, answer="Our offtopic cafeteria menu is pasta.")
+        assert judging.judge_pair.apply(args=[pair_id]).get() == PairStatus.JUDGED
+    with database.session() as session:
+        judgment = session.scalars(select(Judgment).where(Judgment.pair_id == pair_id)).one()
+    assert judgment.score == 0
+    assert queued == [(judging.TASK_CONSIDER_ALERT, [judgment.id])]
+    assert len(fake_openai.requests) == 1  # the resumed run judged nothing again

@@ -1,0 +1,327 @@
+"""Sentry: errors reach the (fake) Sentry endpoint with the Celery integration, and no question, answer or token
+ever does. Each scenario runs in a subprocess of its own (sentry_sdk.init is process-global)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from common.telemetry import SecretMasker, scrub_breadcrumb, scrub_event, scrub_message
+from store.db import Database
+from tests import slack_requests as sr
+from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.sentry_server import FakeSentry, parse_envelope
+from tests.fakes.slack_server import FakeSlack
+from tests.processes import relmon_env, start_bot, start_worker, wait_for
+from tests.services import create_postgres_database, drop_postgres_database, postgres_admin_url
+
+ROOT = Path(__file__).resolve().parents[2]
+QUESTION = "Why was I charged twice for order 99812 on my Visa?"
+ANSWER = "Refunds for duplicate charges on order 99812 take five days."
+BOT_TOKEN = "xoxb-5555-6666-SeNtRyLeAkTeSt"
+OPENAI_KEY = "sk-proj-NeverSendThisKey12345"
+SECRETS = (QUESTION, ANSWER, BOT_TOKEN, OPENAI_KEY, "99812", "SeNtRy", "NeverSendThisKey")
+
+
+def run_script(script: str, env: dict[str, str], timeout: float = 60) -> subprocess.CompletedProcess:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("SLACK_", "OPENAI_", "RELMON_", "SENTRY"))}
+    clean.pop("REDIS_URL", None)
+    clean.pop("DATABASE_URL", None)
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script)],
+        env={**clean, **env},
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def assert_nothing_leaked(sentry: FakeSentry) -> None:
+    raw = sentry.raw_text()
+    for secret in SECRETS:
+        assert secret not in raw, f"{secret!r} reached Sentry"
+
+
+CELERY_SCRIPT = """
+    import sentry_sdk
+
+    from store.settings import Settings
+    from common.celery_app import configure
+    from common.telemetry import setup_logging
+
+    settings = Settings()
+    setup_logging(settings, "worker")  # starts Sentry too, as relmon worker does, before Celery's worker loads
+    from celery.contrib.testing.worker import start_worker
+    app = configure(settings)
+    app.conf.update(result_backend="cache+memory://", task_ignore_result=False)
+
+    @app.task(name="probe.judge_with_texts")
+    def judge_with_texts(pair_id, question, answer, token):
+        prompt = f"Q: {{question}}\\nA: {{answer}}"  # a local holding both texts
+        raise RuntimeError(f"judging pair {{pair_id}} failed")
+
+    with start_worker(app, pool="solo", perform_ping_check=False, loglevel="WARNING", shutdown_timeout=10):
+        result = judge_with_texts.delay(7, {question!r}, {answer!r}, {token!r})
+        result.get(timeout=30, propagate=False)
+        assert result.failed(), result.state
+    assert sentry_sdk.get_client().is_active()
+    sentry_sdk.flush(timeout=10)
+    print("done")
+"""
+
+
+@pytest.mark.timeout(90)
+def test_a_failing_celery_task_reports_without_texts_or_tokens(redis_url: str, tmp_path: Path) -> None:
+    with FakeSentry() as sentry:
+        script = CELERY_SCRIPT.format(question=QUESTION, answer=ANSWER, token=BOT_TOKEN)
+        env = {
+            "SENTRY_DSN": sentry.dsn,
+            "REDIS_URL": redis_url,
+            "RELMON_DATA_DIR": str(tmp_path),
+            "SLACK_BOT_TOKEN": BOT_TOKEN,
+            "OPENAI_API_KEY": OPENAI_KEY,
+        }
+        result = run_script(script, env)
+        assert result.returncode == 0, result.stderr[-3000:]
+        events = sentry.wait_for_events(1)
+        assert events, "no event reached Sentry"
+        crashes = [e for e in events if any(v.get("type") == "RuntimeError" for v in e["exception"]["values"])]
+        assert crashes, events
+        event = crashes[0]
+        assert event["exception"]["values"][-1]["value"] == "judging pair 7 failed"
+        assert event["exception"]["values"][-1]["mechanism"]["type"] == "celery"  # the Celery integration
+        assert event["tags"]["component"] == "worker"
+        assert "probe.judge_with_texts" in sentry.raw_text()  # the task name is kept; its arguments are not
+        frames = event["exception"]["values"][-1]["stacktrace"]["frames"]
+        assert all("vars" not in frame for frame in frames)
+        assert_nothing_leaked(sentry)
+        assert BOT_TOKEN not in result.stderr and QUESTION not in result.stderr  # nor in the logs
+
+
+# A real bot (relmon's gunicorn server) and a real worker whose database refuses these texts: PostgreSQL's error
+# then quotes the whole failing row (DETAIL: Failing row contains (...)), which hide_parameters does not cover.
+REFUSING_CONSTRAINT = """
+    ALTER TABLE pairs ADD CONSTRAINT refuses_test_texts CHECK (
+        coalesce(answer_text, '') NOT LIKE '%%duplicate charges%%'
+        AND coalesce(question_text, '') NOT LIKE '%%charged twice%%'
+    )
+"""
+SECOND_QUESTION = "I was charged twice again for order 99812, can you check my Visa statement?"
+SECOND_ANSWER = "Your refund for that second charge is already on its way to you."
+
+
+@pytest.fixture
+def refusing_database() -> Iterator[str]:
+    admin = postgres_admin_url()
+    if admin is None:
+        pytest.skip("no PostgreSQL server (set RELMON_TEST_POSTGRES_URL)")
+    url, name = create_postgres_database(admin)
+    database = Database(url)
+    try:
+        database.migrate()
+        with database.engine.begin() as connection:
+            connection.exec_driver_sql(REFUSING_CONSTRAINT)
+        database.dispose()
+        yield url
+    finally:
+        database.dispose()
+        drop_postgres_database(admin, name)
+
+
+def json_lines(output: str) -> list[dict]:
+    """Every line of a relmon process's output, each one JSON object (fails on the first that is not)."""
+    parsed = []
+    for line in output.splitlines():
+        try:
+            parsed.append(json.loads(line))
+        except ValueError:
+            pytest.fail(f"not a JSON line: {line!r}\n--- output ---\n{output[-4000:]}")
+    return parsed
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_database_errors_in_the_real_bot_and_worker_reach_sentry_and_logs_without_texts(
+    redis_url: str, refusing_database: str, tmp_path: Path
+) -> None:
+    with FakeSentry() as sentry, FakeSlack() as slack, FakeOpenAI() as llm:
+        slack.add_user("U_ASKER", "ana", "Ana Diaz")
+        slack.add_channel("C_SUPPORT", "support", members=["U_ASKER", "U_RELMON"])
+        env = relmon_env(
+            redis_url=redis_url,
+            database_url=refusing_database,
+            slack_api_url=slack.api_url,
+            openai_base_url=llm.base_url,
+            data_dir=tmp_path / "data",
+            SENTRY_DSN=sentry.dsn,
+            SLACK_BOT_TOKEN=BOT_TOKEN,
+            OPENAI_API_KEY=OPENAI_KEY,
+            RELMON_SETTLE_SECONDS="0",
+        )
+        bot, base_url = start_bot(env, log_dir=tmp_path)
+        worker = start_worker(env, log_dir=tmp_path)
+        with bot, worker:
+            # 1. The bot's insert of the answer fails (in the Bolt listener, behind gunicorn).
+            question = sr.human_message("C_SUPPORT", sr.next_ts(), QUESTION, user="U_ASKER")
+            answer = sr.bot_message("C_SUPPORT", sr.next_ts(), ANSWER, thread_ts=question["ts"])
+            # 2. The answer is stored, but the worker's settle fails writing the question.
+            second = sr.human_message("C_SUPPORT", sr.next_ts(), SECOND_QUESTION, user="U_ASKER")
+            reply = sr.bot_message("C_SUPPORT", sr.next_ts(), SECOND_ANSWER, thread_ts=second["ts"])
+            for event in (question, answer, second, reply):
+                response = sr.post(base_url + "/slack/events", sr.envelope(event), "test-signing-secret")
+                assert response.status_code in (200, 500), response.text
+
+            def components() -> set[str]:
+                return {e.get("tags", {}).get("component") for e in sentry.events() if e.get("exception")}
+
+            wait_for(lambda: {"bot", "worker"} <= components(), timeout=60, what="errors from the bot and the worker")
+            bot.stop()
+            worker.stop()
+
+        events = [e for e in sentry.events() if e.get("exception")]
+        types = {value["type"] for e in events for value in e["exception"]["values"]}
+        assert types & {"IntegrityError", "CheckViolation"}, types  # the error classes are kept
+        raw = sentry.raw_text()
+        logs = bot.log() + worker.log()
+        for text in (QUESTION, ANSWER, SECOND_QUESTION, SECOND_ANSWER, "charged twice", "duplicate charges", BOT_TOKEN):
+            assert text not in raw, f"{text!r} reached Sentry"
+            assert text not in logs, f"{text!r} is in a log line"
+        assert "refuses_test_texts" in raw  # the error still says which constraint failed
+
+        # One JSON object per line, tracebacks included: the worker's failure is one event with its traceback.
+        worker_lines = json_lines(worker.log())
+        failures = [line for line in worker_lines if "CheckViolation" in line.get("exception", "")]
+        assert failures and all("Traceback" in line["exception"] for line in failures)
+        bot_lines = json_lines(bot.log())
+        assert any("CheckViolation" in line.get("exception", "") for line in bot_lines)
+
+
+def test_scrubbers_drop_texts_arguments_bodies_and_tokens() -> None:
+    masker = SecretMasker([OPENAI_KEY])
+    event = {
+        "message": f"posting with {BOT_TOKEN}",
+        "extra": {"celery-job": {"task_name": "judge_pair", "args": [1, QUESTION], "kwargs": {"answer": ANSWER}}},
+        "request": {"method": "POST", "url": "http://h/slack/events", "data": {"text": ANSWER}, "headers": {"x": 1}},
+        "logentry": {"message": "judge %s", "params": [QUESTION], "formatted": "judge failed"},
+        "exception": {"values": [{"type": "E", "value": f"key {OPENAI_KEY}", "stacktrace": {"frames": [
+            {"function": "f", "vars": {"question": QUESTION}}]}}]},
+    }  # fmt: skip
+    scrubbed = scrub_event(event, masker)
+    assert scrubbed["extra"]["celery-job"] == {"task_name": "judge_pair"}
+    assert scrubbed["request"] == {"method": "POST", "url": "http://h/slack/events"}
+    assert scrubbed["logentry"] == {"message": "judge failed"}
+    assert "vars" not in scrubbed["exception"]["values"][0]["stacktrace"]["frames"][0]
+    text = repr(scrubbed)
+    assert all(secret not in text for secret in SECRETS)
+    crumb = scrub_breadcrumb(
+        {"category": "httplib", "data": {"url": "http://x", "body": ANSWER}, "message": BOT_TOKEN}, masker
+    )
+    assert crumb["data"] == {"url": "http://x"} and BOT_TOKEN not in crumb["message"]
+
+
+# What a failed INSERT raised before hide_parameters (and what PostgreSQL's own DETAIL still says).
+SQL_ERROR = (
+    '(psycopg.errors.CheckViolation) new row for relation "pairs" violates check constraint "ck"\n'
+    f"DETAIL:  Failing row contains (7, C1, 1.2, {ANSWER}).\n"
+    "[SQL: INSERT INTO pairs (channel_id, answer_text) VALUES (%(channel_id)s, %(answer_text)s)]\n"
+    f"[parameters: {{'channel_id': 'C1', 'answer_text': {ANSWER!r}}}]\n"
+    "(Background on this error at: https://sqlalche.me/e/20/gkpj)"
+)
+
+
+def test_scrubbers_take_texts_out_of_exception_values_and_messages() -> None:
+    masker = SecretMasker([])
+    event = {
+        "message": f"the model refused to judge: I will not repeat {QUESTION}",
+        "logentry": {"message": "%s", "formatted": f"Failed to run listener function (error: {SQL_ERROR})"},
+        "exception": {"values": [
+            {"type": "CheckViolation", "module": "psycopg.errors", "value": SQL_ERROR.split("\n[SQL")[0]},
+            {"type": "IntegrityError", "module": "sqlalchemy.exc", "value": SQL_ERROR},
+            {"type": "KeyError", "value": repr(QUESTION)},
+            {"type": "RuntimeError", "value": "judging pair 7 failed"},
+            {"type": "ValueError", "value": "x" * 500},
+        ]},
+        "breadcrumbs": {"values": [{"category": "relmon", "message": f"settle failed: {SQL_ERROR}"}]},
+    }  # fmt: skip
+    scrubbed = scrub_event(event, masker)
+    assert all(secret not in repr(scrubbed) for secret in SECRETS)
+    values = scrubbed["exception"]["values"]
+    assert [v["type"] for v in values] == ["CheckViolation", "IntegrityError", "KeyError", "RuntimeError", "ValueError"]
+    assert values[1]["value"] == (
+        '(psycopg.errors.CheckViolation) new row for relation "pairs" violates check constraint "ck" [withheld]'
+    )
+    assert values[2]["value"] == "'[withheld]'"
+    assert values[3]["value"] == "judging pair 7 failed"  # identifiers and error names are kept
+    assert values[4]["value"] == "[withheld] (500 characters)"
+    assert scrubbed["message"] == "the model refused to judge: [withheld]"
+    assert scrubbed["logentry"]["message"].startswith("Failed to run listener function (error: (psycopg")
+    assert scrubbed["breadcrumbs"]["values"][0]["message"].startswith("settle failed: (psycopg")
+
+
+def test_slack_error_codes_survive_in_exception_values_and_messages() -> None:
+    # str(SlackApiError) as the async client words it (status in the first line), the sync one's is tested with
+    # the log lines; Slack's answer can quote a text (response_metadata, warnings).
+    response = {"ok": False, "error": "ratelimited", "response_metadata": {"messages": [f"[ERROR] {ANSWER}"]}}
+    value = (
+        "The request to the Slack API failed. (url: https://slack.com/api/chat.postMessage, status: 429)\n"
+        f"The server responded with: {response}"
+    )
+    nested = f"Failed to run listener function (error: {'x' * 150} {value})"
+    event = {
+        "exception": {"values": [{"type": "SlackApiError", "module": "slack_sdk.errors", "value": value}]},
+        "logentry": {"message": "%s", "formatted": nested},
+        "breadcrumbs": {"values": [{"category": "relmon.worker", "message": f"slack task retrying {value!r}"}]},
+    }
+    scrubbed = scrub_event(event, SecretMasker([]))
+    assert all(secret not in repr(scrubbed) for secret in SECRETS) and "[ERROR]" not in repr(scrubbed)
+    assert scrubbed["exception"]["values"][0]["value"] == (
+        "The request to the Slack API failed. (url: https://slack.com/api/chat.postMessage, status: 429) [withheld]"
+        " (slack error: ratelimited)"
+    )
+    # Withheld as too long, the code and the status are still there.
+    assert scrubbed["logentry"]["message"] == (
+        "Failed to run listener function (error: [withheld] (286 characters) (slack error: ratelimited, status: 429)"
+    )
+    assert scrubbed["breadcrumbs"]["values"][0]["message"].endswith("[withheld] (slack error: ratelimited)")
+    assert scrub_message("channel_not_found") == "channel_not_found"  # other messages get no suffix
+
+
+def test_scrubbers_never_raise_and_reduce_what_they_cannot_scrub() -> None:
+    masker = SecretMasker([BOT_TOKEN])
+    loop: dict = {"note": ANSWER}
+    loop["self"] = loop  # RecursionError in the scrubbing
+    event = {
+        "event_id": "e1",
+        "level": "error",
+        "server_name": "worker",
+        "message": QUESTION,
+        "extra": {"state": loop},
+        "exception": {"values": [{"type": "CheckViolation", "module": "psycopg.errors", "value": SQL_ERROR,
+            "stacktrace": {"frames": [{"function": "settle", "lineno": 3, "context_line": f"x = {QUESTION!r}",
+                                       "vars": {"answer": ANSWER, "token": BOT_TOKEN}}]}}]},
+    }  # fmt: skip
+    scrubbed = scrub_event(event, masker)  # used to raise RecursionError: Sentry then dropped the event
+    assert all(secret not in repr(scrubbed) for secret in SECRETS)
+    assert scrubbed["message"] == "[withheld] (event not scrubbed: RecursionError)"
+    assert (scrubbed["event_id"], scrubbed["level"], scrubbed["server_name"]) == ("e1", "error", "worker")
+    assert scrubbed["exception"] == {"values": [{"type": "CheckViolation", "module": "psycopg.errors",
+        "value": "[withheld]", "stacktrace": {"frames": [{"function": "settle", "lineno": 3}]}}]}  # fmt: skip
+    assert "extra" not in scrubbed
+    assert scrub_event({"exception": "not a dict", "message": 7}, masker) == {"exception": "not a dict", "message": 7}
+    # Sentry keeps a breadcrumb as it was when before_breadcrumb raises: dropped instead.
+    assert scrub_breadcrumb({"category": "relmon", "message": QUESTION, "data": {"state": loop}}, masker) is None
+
+
+def test_envelope_parser_reads_length_and_newline_items() -> None:
+    raw = b'{"event_id":"e1"}\n{"type":"event","length":9}\n{"a":"b"}\n{"type":"session"}\n{"s":1}\n'
+    envelope = parse_envelope("1", raw)
+    assert envelope.headers == {"event_id": "e1"}
+    assert envelope.payloads("event") == [{"a": "b"}] and envelope.payloads("session") == [{"s": 1}]

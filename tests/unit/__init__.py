@@ -1,0 +1,1 @@
+"""Unit tests: pure functions over plain data (pairing, policy, statistics, rendering, parsing). No services."""

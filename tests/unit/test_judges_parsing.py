@@ -1,0 +1,169 @@
+"""The judges' pure parts: every reply in the corpus gives the verdict written next to it, and each prompt
+renders to exactly the seed text (copies of the seeds live in tests/judge_replies/seeds/)."""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from judges import JUDGES, CorrectnessJudge, GroundedJudge, RelevancyJudge, get_judge
+from judges.parsing import UnparseableReply
+from judges.prompts import PromptTemplate, cut_text, share_budget
+
+DATA = Path(__file__).parents[1] / "judge_replies"
+CORPUS = [json.loads(line) for line in (DATA / "corpus.jsonl").read_text(encoding="utf-8").splitlines() if line]
+SEEDS = DATA / "seeds"
+
+
+def test_corpus_is_large_and_covers_every_judge_and_outcome() -> None:
+    assert len(CORPUS) >= 40
+    assert len({row["id"] for row in CORPUS}) == len(CORPUS)
+    for name in JUDGES:
+        statuses = {row["status"] for row in CORPUS if row["judge"] == name}
+        assert {"ok", "error"} <= statuses, name
+
+
+@pytest.mark.parametrize("row", CORPUS, ids=[row["id"] for row in CORPUS])
+def test_corpus_reply_gives_expected_verdict(row: dict) -> None:
+    judge = get_judge(row["judge"])
+    if row["status"] == "error":
+        with pytest.raises(UnparseableReply) as caught:
+            judge.parse(row["raw"])
+        assert row["error_contains"] in str(caught.value)
+        return
+    parsed = judge.parse(row["raw"])
+    assert parsed.score == row["score"]
+    assert (parsed.score is None) == (row["status"] == "null")
+    assert parsed.reasoning
+
+
+# Prompts: the seed texts word for word ---------------------------------------------------------------------
+
+QUESTION = "How do I reset my password? (asked in #support)"
+ANSWER = "Open Settings > Security and click 'Reset password'."
+REFERENCE = "Use Settings > Security > Reset password."
+
+
+def seed(prefix: str) -> str:
+    (path,) = SEEDS.glob(f"{prefix}_*.txt")
+    return path.read_text(encoding="utf-8")
+
+
+def seed_relevancy_template() -> str:
+    """The seed's own `prompt_template` string literal, evaluated as Python would."""
+    match = re.search(r'prompt_template = ("""\\\n.*?""")\n', seed("002"), re.S)
+    assert match
+    return ast.literal_eval(match.group(1))
+
+
+def test_relevancy_prompt_is_the_seed_prompt() -> None:
+    expected = seed_relevancy_template().format(user_message=QUESTION, response=ANSWER)
+    assert RelevancyJudge().render(QUESTION, ANSWER, None, 100_000) == expected
+    # and the seed's displayed prompt text matches its code (single braces once rendered)
+    assert '{\n"score": one integer between 0 and 4,' in expected
+
+
+def test_correctness_prompt_is_the_seed_prompt() -> None:
+    expected = seed("001").format(question=QUESTION, expected_answer=REFERENCE, generated_answer=ANSWER)
+    assert CorrectnessJudge().render(QUESTION, ANSWER, REFERENCE, 100_000) == expected
+
+
+def test_grounded_prompt_is_the_seed_prompt() -> None:
+    text = seed("000")
+    expected = (
+        text.replace("{{ input }}", QUESTION)
+        .replace("{{ expected_output }}", REFERENCE)
+        .replace("{{ actual_output }}", ANSWER)
+    )
+    assert GroundedJudge().render(QUESTION, ANSWER, REFERENCE, 100_000) == expected
+
+
+@pytest.mark.parametrize("judge", [RelevancyJudge(), CorrectnessJudge(), GroundedJudge()], ids=lambda j: j.name)
+def test_template_syntax_in_user_text_is_copied_verbatim(judge) -> None:
+    hostile = "{response} {{ input }} {question} }} {{ {user_message} {0} { {{ actual_output }}"
+    texts = {"Q": hostile + " q", "A": hostile + " a", "R": hostile + " r"}
+    rendered = judge.render(texts["Q"], texts["A"], texts["R"], 100_000)
+    # Expected: render with plain sentinels, then put the hostile texts where the sentinels are.
+    expected = judge.render("\x00Q\x00", "\x00A\x00", "\x00R\x00", 100_000)
+    for key, text in texts.items():
+        expected = expected.replace(f"\x00{key}\x00", text)
+    assert rendered == expected
+    assert texts["A"] in rendered
+
+
+def test_prompt_version_is_a_hash_of_the_template() -> None:
+    versions = {judge().prompt_version for judge in JUDGES.values()}
+    assert len(versions) == 3
+    assert PromptTemplate("a {x} b", "format").version != PromptTemplate("a {x} c", "format").version
+
+
+def test_cache_key_separates_every_input() -> None:
+    judge = RelevancyJudge()
+    base = judge.cache_key("m", "q", "a", None)
+    assert base == judge.cache_key("m", "q", "a", None)
+    assert len(base) == 64
+    others = {
+        judge.cache_key("m2", "q", "a", None),
+        judge.cache_key("m", "q2", "a", None),
+        judge.cache_key("m", "q", "a2", None),
+        judge.cache_key("m", "q", "a", "r"),
+        judge.cache_key("m", "qa", "", None),  # boundaries between texts matter
+        CorrectnessJudge().cache_key("m", "q", "a", None),
+    }
+    assert base not in others and len(others) == 6
+
+
+# Bounded inputs -------------------------------------------------------------------------------------------
+
+
+def test_cut_text_keeps_head_and_tail_and_says_how_much_went() -> None:
+    text = "H" * 5_000 + "T" * 5_000
+    cut = cut_text(text, 1_000)
+    assert len(cut) <= 1_000
+    assert cut.startswith("HHH") and cut.endswith("TTT")
+    removed = int(re.search(r"\[… cut ([\d,]+) characters …\]", cut).group(1).replace(",", ""))
+    assert removed == len(text) - (len(cut) - len(re.search(r"\n\[….*…\]\n", cut).group(0)))
+    assert cut_text("short", 1_000) == "short"
+
+
+def test_share_budget_gives_short_fields_all_they_need() -> None:
+    assert share_budget({"q": 100, "a": 50_000, "r": 50_000}, 10_100) == {"q": 100, "a": 5_000, "r": 5_000}
+    assert share_budget({"q": 10, "a": 20}, 1_000) == {"q": 10, "a": 20}
+
+
+@pytest.mark.parametrize("judge", [RelevancyJudge(), CorrectnessJudge(), GroundedJudge()], ids=lambda j: j.name)
+def test_giant_inputs_are_cut_under_the_budget(judge) -> None:
+    question = "Why? " * 30_000
+    answer = "Because. " * 40_000
+    reference = "Reference. " * 20_000
+    prompt = judge.render(question, answer, reference, 100_000)
+    assert len(prompt) <= 100_000
+    assert "[… cut " in prompt
+    small = judge.render(question, answer, reference, 12_000)
+    assert len(small) <= 12_000
+
+
+def test_too_small_a_budget_is_an_error_verdict_not_a_crash() -> None:
+    from judges import LLMClient
+
+    client = LLMClient("m", base_url="http://127.0.0.1:9/v1", api_key="k", max_prompt_chars=3_000)
+    verdict = RelevancyJudge().evaluate(client, "q", "a")
+    assert verdict.status == "error"
+    assert "RELMON_MAX_PROMPT_CHARS" in verdict.error
+
+
+def test_normalized_scores() -> None:
+    assert RelevancyJudge().normalize(3) == 0.75
+    assert CorrectnessJudge().normalize(1) == 0.5
+    assert GroundedJudge().normalize(1) == 0.0
+    assert GroundedJudge().normalize(5) == 1.0
+    assert GroundedJudge().normalize(None) is None
+
+
+def test_unknown_judge_names_the_choices() -> None:
+    with pytest.raises(ValueError, match="relevancy, correctness, grounded"):
+        get_judge("vibes")
