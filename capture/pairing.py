@@ -5,7 +5,7 @@ the order in which their events arrived: the bot decides once when an answer arr
 decides again at settle time, when late events (an earlier question, an earlier part of the answer)
 have had time to land.
 
-Rules (DESIGN.md, "Pairing rules"):
+Rules (the user-facing list is in docs/capture.md):
 - The support bot is recognised by bot_id, bot_profile.id / app_id, or its bot user ID (never by subtype).
 - A reply in a thread answers the latest human message before it in that thread (often the root).
 - A top-level answer answers the latest human top-level message in the channel within a window.

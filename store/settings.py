@@ -1,7 +1,8 @@
 """relmon's settings: one pydantic-settings class, read from the environment or a `.env` file.
 
 Every other module receives a `Settings` object; nothing else reads `os.environ`.
-Environment names are the contract in DESIGN.md (SLACK_*, OPENAI_*, REDIS_URL, DATABASE_URL, RELMON_*).
+Environment names are a contract (SLACK_*, OPENAI_*, REDIS_URL, DATABASE_URL, RELMON_*; listed in
+docs/configuration.md): renaming one breaks every deployment that sets it.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Digest periods (DESIGN.md "Digest periods"): a digest covers the seven days up to the moment it is sent,
+"""Digest periods: a digest covers the seven days up to the moment it is sent,
 compared with the seven days before; its key is the ISO week in which it is sent, in the digest's time zone."""
 
 from __future__ import annotations

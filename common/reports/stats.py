@@ -15,7 +15,7 @@ from common.reports.period import Period, day_slices
 from store.models import JudgmentStatus, PairStatus
 from store.stats_queries import JudgmentRow, PairRow
 
-# The score scale of each judge (DESIGN.md "The judges"); a judge not listed uses what it stored.
+# The score scale of each judge (docs/judges.md); a judge not listed uses what it stored.
 SCALES: dict[str, tuple[int, int]] = {"relevancy": (0, 4), "correctness": (0, 2), "grounded": (1, 5)}
 PRIMARY_JUDGE = "relevancy"
 # Pairs that were never a separate answer to report on.

@@ -179,7 +179,7 @@ class Opaque:
 
 
 class Wordy:
-    """An object in a field whose str() quotes a text (the formatter used to write it as it was)."""
+    """An object in a field whose str() quotes a text: the formatter must scrub it, not write it as it is."""
 
     def __str__(self) -> str:
         return f"Pair(7, {QUESTION!r})"
@@ -199,7 +199,7 @@ def test_log_calls_never_raise_into_the_caller_and_leak_nothing(capture_logs) ->
         except KeyError as error:
             raise Unprintable(QUESTION) from error
     except Unprintable:
-        log.exception("judging pair 7 failed", extra=event_fields(pair_id=7))  # used to raise ValueError here
+        log.exception("judging pair 7 failed", extra=event_fields(pair_id=7))  # must not raise ValueError here
     log.info("judged %s and %s", QUESTION)  # too few arguments: TypeError
     log.info("judged %d", ANSWER)  # wrong type: TypeError
     log.info("judged %s", Opaque())  # an argument whose str() raises

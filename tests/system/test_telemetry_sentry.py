@@ -308,7 +308,7 @@ def test_scrubbers_never_raise_and_reduce_what_they_cannot_scrub() -> None:
             "stacktrace": {"frames": [{"function": "settle", "lineno": 3, "context_line": f"x = {QUESTION!r}",
                                        "vars": {"answer": ANSWER, "token": BOT_TOKEN}}]}}]},
     }  # fmt: skip
-    scrubbed = scrub_event(event, masker)  # used to raise RecursionError: Sentry then dropped the event
+    scrubbed = scrub_event(event, masker)  # a RecursionError here would make Sentry drop the event
     assert all(secret not in repr(scrubbed) for secret in SECRETS)
     assert scrubbed["message"] == "[withheld] (event not scrubbed: RecursionError)"
     assert (scrubbed["event_id"], scrubbed["level"], scrubbed["server_name"]) == ("e1", "error", "worker")

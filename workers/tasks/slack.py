@@ -191,7 +191,7 @@ def permalink(runtime: Runtime, channel_id: str | None, message_ts: str | None) 
 
 
 def quote_allowed(runtime: Runtime, channel_id: str | None, channel_is_private: bool) -> bool:
-    """Privacy (DESIGN.md): a private channel is quoted only where its own rule sends alerts and allows it."""
+    """Privacy: a private channel is quoted only where its own rule sends alerts and allows it."""
     return may_quote_channel(channel_id, channel_is_private, runtime.rules, runtime.settings)
 
 
