@@ -85,7 +85,7 @@ def check_settings(settings: Settings) -> Iterator[Check]:
             yield fail(
                 "channel rules",
                 f"{settings.channel_rules_file} cannot be used: {first}",
-                "fix the file (format: see `store/rules.py` or the README (Configuration))",
+                "fix the file (format: see docs/configuration.md, Per-channel rules)",
             )
         else:
             yield ok("channel rules", f"{settings.channel_rules_file} is valid")
