@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
-from sqlalchemy import bindparam, select, update
+from sqlalchemy import Row, bindparam, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -95,6 +96,25 @@ def get_pair(session: Session, pair_id: int) -> Pair | None:
 
 def find_by_answer(session: Session, channel_id: str, answer_ts: str) -> Pair | None:
     return session.execute(select(Pair).where(Pair.channel_id == channel_id, Pair.answer_ts == answer_ts)).scalar()
+
+
+def captured_texts(session: Session, channel_id: str, answer_ts: str) -> Row | None:
+    """What capture stored of one answer (its texts, their thread and the channel's privacy), or None."""
+    return session.execute(
+        select(Pair.question_text, Pair.answer_text, Pair.question_ts, Pair.thread_ts, Pair.channel_is_private)
+        .where(Pair.channel_id == channel_id, Pair.answer_ts == answer_ts)
+        .limit(1)
+    ).first()
+
+
+def add_on_demand(session: Session, **values: Any) -> int:
+    """Store an on-demand pair (`/judge`, the shortcut, the modal) as pending: it needs no settling. Its
+    `answer_ts` stays empty: the (channel, answer_ts) key belongs to the captured pair, and one answer may be
+    judged on demand any number of times (the judgment cache spares the repeat LLM calls)."""
+    pair = Pair(status=PairStatus.PENDING, **values)
+    session.add(pair)
+    session.flush()
+    return pair.id
 
 
 def mark_merged(session: Session, channel_id: str, answer_ts_list: list[str]) -> int:

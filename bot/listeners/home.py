@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from slack_bolt import App
 from slack_sdk import WebClient
 
-from bot.listeners.commands import MEMBERSHIP
+from bot.membership import MembershipCache
 from store.settings import Settings
 
 log = logging.getLogger("relmon.home")
@@ -28,8 +28,8 @@ class Viewer:
     private when any of its pairs in the period (or the one before) was captured in a private conversation;
     its figures are shown only to its members (relmon must see the channel to vouch for anyone)."""
 
-    def __init__(self, client: WebClient, user_id: str, rows: Iterable) -> None:
-        self.client, self.user_id = client, user_id
+    def __init__(self, client: WebClient, membership: MembershipCache, user_id: str, rows: Iterable) -> None:
+        self.client, self.membership, self.user_id = client, membership, user_id
         self.private = {row.channel_id for row in rows if row.channel_id and row.channel_is_private}
         self._allowed: dict[str, bool] = {}
 
@@ -39,7 +39,7 @@ class Viewer:
         allowed = self._allowed.get(channel_id)
         if allowed is None:
             try:
-                allowed = MEMBERSHIP.is_member(self.client, channel_id, self.user_id) is True
+                allowed = self.membership.is_member(self.client, channel_id, self.user_id) is True
             except Exception:  # Slack failed to answer: the safe side, not shown this time
                 log.warning("could not check channel membership for the Home tab", extra={"channel": channel_id})
                 allowed = False
@@ -47,7 +47,7 @@ class Viewer:
         return allowed
 
 
-def publish_home(client: WebClient, user_id: str, now: datetime | None = None) -> dict:
+def publish_home(client: WebClient, membership: MembershipCache, user_id: str, now: datetime | None = None) -> dict:
     """Build the Home view from the database for one user and publish it; returns the view."""
     # Imported here: the digest's task module registers Celery tasks, which only processes that use them need
     # (gunicorn's master loads it before forking: bot.server.MODULES_BEFORE_FORK).
@@ -62,7 +62,7 @@ def publish_home(client: WebClient, user_id: str, now: datetime | None = None) -
     now = now or datetime.now(UTC)
     period = period_for(now, settings.digest_timezone)
     current, previous = load_rows(runtime, period)
-    viewer = Viewer(client, user_id, [*current, *previous])
+    viewer = Viewer(client, membership, user_id, [*current, *previous])
     configured = set(settings.watched_channels) | set(rules.channels)
     listed = {row.channel_id for row in captured(current) if row.channel_id} | configured
     hidden = sorted(c for c in listed if rules.for_channel(c, settings).watch and not viewer.may_see(c))
@@ -79,11 +79,17 @@ def _acknowledge() -> None:
     """Events need no reply body: returning is the acknowledgement."""
 
 
-def _publish_for_opener(event: dict, client: WebClient) -> None:
-    if event.get("tab", "home") != "home":
-        return  # the Messages tab opened: nothing to draw
-    publish_home(client, event["user"])
+class HomeTab:
+    """The lazy half of `app_home_opened`, with the app's membership cache."""
+
+    def __init__(self, membership: MembershipCache) -> None:
+        self.membership = membership
+
+    def publish_for_opener(self, event: dict, client: WebClient) -> None:
+        if event.get("tab", "home") != "home":
+            return  # the Messages tab opened: nothing to draw
+        publish_home(client, self.membership, event["user"])
 
 
-def register(app: App, settings: Settings) -> None:
-    app.event("app_home_opened")(ack=_acknowledge, lazy=[_publish_for_opener])
+def register(app: App, settings: Settings, membership: MembershipCache) -> None:
+    app.event("app_home_opened")(ack=_acknowledge, lazy=[HomeTab(membership).publish_for_opener])

@@ -15,8 +15,9 @@ import redis
 import yaml
 from sqlalchemy import select
 
-from bot.listeners.commands import MEMBERSHIP, Route, channel_reference, named_judge, route
+from bot.listeners.commands import Route, named_judge, route
 from bot.permalinks import MessageLink, parse_message_link
+from bot.stats import channel_reference
 from common import replies
 from common.celery_app import QUEUE_JUDGE, QUEUE_SLACK
 from common.messages.verdicts import ERRORS
@@ -111,7 +112,6 @@ def slack():
         fake.add_message(OTHER, "1712345001.000002", "U_SUPPORT", "The Q3 budget is 4 million.", bot_id="B_SUPPORT")
         fake.add_message(PRIVATE, "1712345100.000001", "U_ASKER", "When are the layoffs?")
         fake.add_message(PRIVATE, "1712345101.000002", "U_SUPPORT", "The layoffs are in May.", bot_id="B_SUPPORT")
-        MEMBERSHIP._members.clear()
         yield fake
 
 

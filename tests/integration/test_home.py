@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from bot.listeners.home import publish_home
+from bot.membership import MembershipCache
 from common.runtime import Runtime, set_runtime, slack_client_for
 from store.models import Judgment, Pair
 from store.settings import Settings
@@ -73,7 +74,7 @@ def test_home_shows_last_week_per_channel_and_settings(runtime: Runtime, slack: 
     add(runtime, "C1", [4, 2, None], now - timedelta(days=1))
     add(runtime, "C2", [3, 4], now - timedelta(days=2))
     add(runtime, "C1", [0, 0, 0], now - timedelta(days=9))  # older than 7 days: not shown
-    publish_home(slack_client_for(runtime.settings), "U123")
+    publish_home(slack_client_for(runtime.settings), MembershipCache(), "U123")
 
     (call,) = slack.calls_to("views.publish")
     assert call["user_id"] == "U123"
@@ -91,14 +92,14 @@ def test_home_stays_within_100_blocks_with_many_channels(runtime: Runtime, slack
     now = datetime.now(UTC)
     for i in range(80):
         add(runtime, f"C{i:03d}", [i % 5], now - timedelta(hours=1))
-    view = publish_home(slack_client_for(runtime.settings), "U1")
+    view = publish_home(slack_client_for(runtime.settings), MembershipCache(), "U1")
     assert len(view["blocks"]) <= 100
     assert "…and 21 more channels" in str(view["blocks"])  # 80 busy channels and C2 from the rules file
     assert slack.published["U1"]["blocks"] == view["blocks"]
 
 
 def test_home_with_nothing_captured_yet(runtime: Runtime, slack: FakeSlack) -> None:
-    view = publish_home(slack_client_for(runtime.settings), "U1")
+    view = publish_home(slack_client_for(runtime.settings), MembershipCache(), "U1")
     text = str(view["blocks"])
     assert "*All channels*\\n0 judged of 0 · 0 errors" in text
     assert "*<#C2>*\\n0 judged of 0" in text  # named in the rules file: shown even when quiet
@@ -134,13 +135,14 @@ def test_private_channels_figures_only_for_their_members(runtime: Runtime, slack
     add(runtime, "CHOME_PRIV", [1, 1], now - timedelta(days=1), private=True)
     add(runtime, "CHOME_PRIV2", [0], now - timedelta(days=2), private=True)
     client = slack_client_for(runtime.settings)
+    membership = MembershipCache()  # the app's one cache, shared by both views
 
-    outsider = str(publish_home(client, "U_OUT")["blocks"])
+    outsider = str(publish_home(client, membership, "U_OUT")["blocks"])
     assert "CHOME_PUB" in outsider and "CHOME_PRIV" not in outsider
     assert "*All channels you can see*\\n1 judged of 1" in outsider
     assert "2 private channels you are not in are not shown." in outsider
 
-    member = str(publish_home(client, "U_IN")["blocks"])
+    member = str(publish_home(client, membership, "U_IN")["blocks"])
     assert "*<#CHOME_PRIV>*\\n2 judged of 2" in member and "CHOME_PRIV2" not in member
     assert "*All channels you can see*\\n3 judged of 3" in member
     assert "1 private channel you are not in is not shown." in member
@@ -166,7 +168,7 @@ def test_home_shows_the_rules_files_defaults_over_the_environment(
     runtime = Runtime(settings)
     set_runtime(runtime)
     try:
-        text = str(publish_home(slack_client_for(settings), "U1")["blocks"])
+        text = str(publish_home(slack_client_for(settings), MembershipCache(), "U1")["blocks"])
     finally:
         set_runtime(None)
         runtime.db.dispose()

@@ -1,0 +1,88 @@
+"""`/judge stats [channel]`: the last 7 days' figures of one channel, for its members only.
+
+A person sees the figures of a channel they are a member of; for any other channel relmon answers one sentence,
+the same for a name it doesn't know, a channel it can't see and a channel the person isn't in.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from datetime import UTC, datetime, timedelta
+
+from slack_sdk import WebClient
+
+from bot.membership import MembershipCache, Refusal
+from bot.replies import tell
+from common.messages.verdicts import StatsRow, error_message, stats_message
+from common.replies import Asker
+from common.runtime import get_runtime
+from store.alerts import channel_stats
+
+log = logging.getLogger("relmon.commands")
+
+STATS_DAYS = 7
+
+_CHANNEL_MENTION = re.compile(r"^<#([CG][A-Z0-9_]+)(?:\|[^>]*)?>$")
+_CHANNEL_ID = re.compile(r"^[CG][A-Z0-9_]{6,}$")
+
+
+def channel_reference(argument: str) -> tuple[str | None, str | None]:
+    """(channel ID, channel name) from `<#C123|name>`, `C123` or `#name`; (None, None) for nothing."""
+    argument = argument.strip()
+    if not argument:
+        return None, None
+    mention = _CHANNEL_MENTION.match(argument)
+    if mention:
+        return mention.group(1), None
+    if _CHANNEL_ID.match(argument):
+        return argument, None
+    return None, argument.lstrip("#").lower()
+
+
+def channel_named(client: WebClient, name: str) -> str | None:
+    for page in client.conversations_list(types="public_channel,private_channel", limit=1000, exclude_archived=True):
+        for channel in page.get("channels", []):
+            if channel.get("name", "").lower() == name:
+                return channel["id"]
+    return None
+
+
+def stats_channel(
+    client: WebClient, membership: MembershipCache, argument: str, current_channel: str, user_id: str
+) -> str:
+    """The channel whose figures this person may see, or a Refusal."""
+    channel_id, name = channel_reference(argument)
+    if channel_id is None and name is None:  # this conversation: a DM, or a channel relmon may not be in
+        member = membership.is_member(client, current_channel, user_id)
+        if member is None:
+            raise Refusal("stats_not_here")
+        if not member:
+            raise Refusal("stats_refused")
+        return current_channel
+    if channel_id is None:
+        channel_id = channel_named(client, name or "")
+    # A non-member learns nothing, not even whether a private channel of that name exists.
+    if channel_id is None or not membership.is_member(client, channel_id, user_id):
+        raise Refusal("stats_refused")
+    return channel_id
+
+
+def show_stats(client: WebClient, asker: Asker, membership: MembershipCache, *, argument: str) -> None:
+    runtime = get_runtime()
+    assert asker.user_id is not None and asker.channel_id is not None
+    try:
+        channel_id = stats_channel(client, membership, argument, asker.channel_id, asker.user_id)
+        rule = runtime.rules.for_channel(channel_id, runtime.settings)
+        since = datetime.now(UTC) - timedelta(days=STATS_DAYS)
+        with runtime.db.session() as session:
+            stats = channel_stats(session, channel_id, since, dict(rule.thresholds))
+        rows = [
+            StatsRow(s.judge, s.judged, s.mean, s.low, rule.thresholds[s.judge], s.max_score, s.errors) for s in stats
+        ]
+        tell(client, asker, stats_message(channel_id, rows, days=STATS_DAYS))
+    except Refusal as refusal:
+        tell(client, asker, error_message(refusal.code))
+    except Exception:
+        log.exception("stats failed")
+        tell(client, asker, error_message("unavailable"))
