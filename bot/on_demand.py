@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Collection
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from slack_sdk import WebClient
@@ -38,7 +38,7 @@ class Place:
     """Where a judged answer was said; pasted text belongs to no channel."""
 
     channel_id: str | None = None
-    private: bool = False
+    channel_is_private: bool = False
     thread_ts: str | None = None
     question_ts: str | None = None
 
@@ -107,15 +107,11 @@ def enqueue_on_demand(
     reference: str | None = None,
 ) -> int:
     """Store an on-demand pair and queue it for judging; its id."""
-    place = wanted.place
     with runtime.db.session() as session:
         pair_id = pairs.add_on_demand(
             session,
+            **asdict(wanted.place),  # the pair's columns of the same names
             source=source,
-            channel_id=place.channel_id,
-            channel_is_private=place.private,
-            thread_ts=place.thread_ts,
-            question_ts=place.question_ts,
             question_text=wanted.question,
             answer_text=wanted.answer,
             reference_text=reference,

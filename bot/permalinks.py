@@ -13,10 +13,6 @@ import re
 from dataclasses import dataclass
 from urllib.parse import parse_qs, urlsplit
 
-_LINK = re.compile(r"https://[A-Za-z0-9.-]*slack\.com/archives/[^\s|>]+")
-_PATH = re.compile(r"^/archives/([CGD][A-Z0-9_]{2,})/p(\d{10})(\d{6})$")
-_TS = re.compile(r"^\d{10}\.\d{6}$")
-
 
 @dataclass(frozen=True)
 class MessageLink:
@@ -27,6 +23,11 @@ class MessageLink:
     @property
     def in_thread(self) -> bool:
         return self.thread_ts is not None and self.thread_ts != self.ts
+
+
+_LINK = re.compile(r"https://[A-Za-z0-9.-]*slack\.com/archives/[^\s|>]+")
+_PATH = re.compile(r"^/archives/([CGD][A-Z0-9_]{2,})/p(\d{10})(\d{6})$")
+_TS = re.compile(r"^\d{10}\.\d{6}$")
 
 
 def find_link(text: str) -> str | None:
