@@ -1,0 +1,84 @@
+"""`relmon bot` over Socket Mode (SLACK_APP_TOKEN set): events over Slack's websocket, and only `GET /healthz`
+over HTTP, on the same --port, from a small stdlib server in a thread."""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+import time
+from typing import Any
+
+from slack_bolt.error import BoltError
+from slack_sdk.errors import SlackApiError
+
+from bot.health import HEALTH_PATH, health_report, start_health_server
+from common.backoff import backoff_seconds
+from common.runtime import Runtime
+from common.startup import StartupError
+from common.telemetry import problem_text
+from store.settings import Settings
+
+log = logging.getLogger("relmon.bot")
+
+
+def serve_socket_mode(settings: Settings, host: str, port: int) -> int:
+    """Events over Slack's websocket (no public URL); GET /healthz on --port for health checks."""
+    from slack_bolt.adapter.socket_mode import SocketModeHandler
+
+    from bot.app import create_app
+
+    runtime = Runtime(settings)
+    try:
+        app = create_app(settings, runtime)  # checks the bot token (auth.test)
+    except (SlackApiError, BoltError) as error:  # Bolt wraps auth.test's refusal in a BoltError
+        refusal = error if isinstance(error, SlackApiError) else (error.__cause__ or error.__context__)
+        code = refusal.response.get("error") if isinstance(refusal, SlackApiError) else str(error)[:200]
+        raise StartupError(
+            f"Slack refused SLACK_BOT_TOKEN ({code}): use the app's Bot User OAuth Token "
+            "(xoxb-...), from the app page > OAuth & Permissions; `relmon doctor` checks it."
+        ) from None
+    except OSError as error:  # URLError included
+        raise slack_out_of_reach("check SLACK_BOT_TOKEN", error) from None
+    handler = SocketModeHandler(app, settings.secret("slack_app_token"))
+    try:
+        health = start_health_server(host, port, lambda: health_report(runtime, handler.client.is_connected))
+    except OSError as error:
+        print(f"relmon bot: cannot serve {HEALTH_PATH} on {host}:{port}: {error.strerror or error}", file=sys.stderr)
+        return 1
+    log.info("socket mode", extra={"host": host, "port": port, "path": HEALTH_PATH})
+    try:
+        connect_socket_mode(handler)
+        threading.Event().wait()  # what SocketModeHandler.start does once connected: serve until stopped
+    finally:
+        health.shutdown()
+    return 0
+
+
+def slack_out_of_reach(to_do: str, error: OSError) -> StartupError:
+    return StartupError(
+        f"cannot reach Slack to {to_do}: {problem_text(error)} Check the network (and SLACK_API_URL if set)."
+    )
+
+
+SOCKET_MODE_CONNECT_ATTEMPTS = 5  # over about 30 s: a network blip at start-up is waited out
+
+
+def connect_socket_mode(handler: Any) -> None:
+    """Open the Socket Mode connection, or say in one line why it cannot be (StartupError, exit 3): Slack
+    refusing the app token is a setting to fix; Slack out of reach is retried for a while first."""
+    for attempt in range(1, SOCKET_MODE_CONNECT_ATTEMPTS + 1):
+        try:
+            handler.connect()
+            return
+        except SlackApiError as error:
+            raise StartupError(
+                f"Slack refused Socket Mode ({error.response.get('error')}): SLACK_APP_TOKEN must be an app-level "
+                "token (xapp-...) with connections:write, and Socket Mode must be on in the app's settings "
+                "(app page > Socket Mode); or unset SLACK_APP_TOKEN to receive events over HTTP."
+            ) from None
+        except OSError as error:  # URLError included: Slack out of reach, perhaps only for a moment
+            if attempt == SOCKET_MODE_CONNECT_ATTEMPTS:
+                raise slack_out_of_reach("open Socket Mode", error) from None
+            log.warning("socket mode connection failed, retrying", extra={"attempt": attempt, "error": repr(error)})
+            time.sleep(backoff_seconds(attempt - 1, base=2.0, cap=15.0, jitter=0))  # 2, 4, 8, 15 s
