@@ -234,6 +234,23 @@ def test_answer_without_a_question_says_what_to_do(bot, slack):
     assert "run `/judge` alone and paste both" in answer["text"]
 
 
+def test_an_answer_not_captured_is_read_through_captures_rate_limited_history(bot, slack):
+    """The on-demand look-up shares capture's history fallback: after a 429 that outlasts slack_sdk's retries,
+    no history call until Slack's Retry-After has passed; the person is told in one sentence meanwhile."""
+    slack.rate_limit("conversations.replies", times=10, retry_after=30)
+    bot.runtime.slack.retry_handlers.clear()  # fail fast on the 429 in this test
+    command(bot, LINK, slack, key="limited")
+    [refusal] = wait_for(lambda: slack.responses["limited"], timeout=10, what="the refusal")
+    assert refusal["text"] == ERRORS["not_found"]
+    assert len(slack.calls_to("conversations.replies")) == 1
+    blocked = bot.runtime.redis.get("relmon:history:blocked_until")
+    assert blocked is not None and float(blocked) > time.time()
+    command(bot, LINK, slack, key="again")
+    [again] = wait_for(lambda: slack.responses["again"], timeout=10, what="the second refusal")
+    assert again["text"] == ERRORS["not_found"] and len(slack.calls_to("conversations.replies")) == 1
+    assert pairs(bot) == []
+
+
 def test_shortcut_judges_the_message_it_is_used_on(bot, slack):
     message = {"type": "message", "ts": ANSWER_TS, "thread_ts": QUESTION_TS,
                "text": "offtopic: our office is open 9 to 5", "bot_id": "B_SUPPORT", "user": "U_SUPPORT"}  # fmt: skip
