@@ -31,7 +31,7 @@ from slack_sdk.signature import SignatureVerifier
 
 from common.runtime import Runtime
 from common.startup import StartupError
-from common.telemetry import problem_text
+from common.telemetry.scrub import problem_text
 from store.settings import Settings
 
 log = logging.getLogger("relmon.bot")
@@ -363,7 +363,7 @@ def _relmon_gunicorn_logger() -> type:
             for logger in (self.error_log, self.access_log):
                 for handler in list(logger.handlers):
                     logger.removeHandler(handler)
-                logger.propagate = True  # to the root logger set up by common.telemetry.setup_logging
+                logger.propagate = True  # to the root logger set up by common.telemetry.logs.setup_logging
 
     return RelmonGunicornLogger
 

@@ -18,7 +18,7 @@ from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from common.telemetry import SecretMasker, mask_url, problem_text
+from common.telemetry.scrub import SecretMasker, mask_url, problem_text
 from store.settings import WHERE_TO_GET, Settings, mask
 
 LLM_TIMEOUT_SECONDS = 20.0

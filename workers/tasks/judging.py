@@ -26,7 +26,7 @@ from common import task_names
 from common.backoff import backoff_seconds
 from common.celery_app import celery
 from common.runtime import Runtime, get_runtime
-from common.telemetry import event_fields
+from common.telemetry.logs import event_fields
 from judges import TransientLLMError, get_judge
 from store.attempts import record_failure
 from store.judgments import (
