@@ -145,28 +145,26 @@ def check_llm(settings: Settings) -> Check:
     model = settings.judge_model
     try:
         client.chat.completions.create(model=model, messages=[{"role": "user", "content": "Reply with the word OK."}])
-    except openai.AuthenticationError:
-        return fail(
-            "llm",
-            f"{endpoint} rejected the key {key} (401)",
-            "set OPENAI_API_KEY to a valid key for this endpoint (and OPENAI_BASE_URL for non-OpenAI providers)",
-        )
-    except openai.PermissionDeniedError:
-        return fail("llm", f"{endpoint}: key {key} may not use {model} (403)", "grant the key access to the model")
-    except openai.NotFoundError:
-        return fail(
-            "llm",
-            f"{endpoint} does not know the model {model} (404)",
-            "set RELMON_JUDGE_MODEL to a model this endpoint serves, or check OPENAI_BASE_URL (often ends in /v1)",
-        )
-    except openai.RateLimitError:
-        return fail("llm", f"{endpoint} answered 429 (rate limit or no credit)", "check the account's quota")
-    except openai.APIStatusError as error:
-        return fail("llm", f"{endpoint} answered {error.status_code}", "check OPENAI_BASE_URL and RELMON_JUDGE_MODEL")
-    except (openai.APIConnectionError, openai.APITimeoutError) as error:
-        return fail(
-            "llm",
-            f"cannot reach {endpoint} ({type(error).__name__})",
-            "check the network and OPENAI_BASE_URL (e.g. http://localhost:11434/v1 for a local server)",
-        )
+    except (openai.APIStatusError, openai.APIConnectionError) as error:
+        return fail("llm", *_llm_problem(error, endpoint, key, model))
     return ok("llm", f"{endpoint} answered a chat completion with {model} (key {key})")
+
+
+def _llm_problem(error: Exception, endpoint: str, key: str, model: str) -> tuple[str, str]:
+    """What went wrong with the LLM endpoint, and the fix."""
+    import openai
+
+    if isinstance(error, openai.AuthenticationError):
+        fix = "set OPENAI_API_KEY to a valid key for this endpoint (and OPENAI_BASE_URL for non-OpenAI providers)"
+        return f"{endpoint} rejected the key {key} (401)", fix
+    if isinstance(error, openai.PermissionDeniedError):
+        return f"{endpoint}: key {key} may not use {model} (403)", "grant the key access to the model"
+    if isinstance(error, openai.NotFoundError):
+        fix = "set RELMON_JUDGE_MODEL to a model this endpoint serves, or check OPENAI_BASE_URL (often ends in /v1)"
+        return f"{endpoint} does not know the model {model} (404)", fix
+    if isinstance(error, openai.RateLimitError):
+        return f"{endpoint} answered 429 (rate limit or no credit)", "check the account's quota"
+    if isinstance(error, openai.APIStatusError):
+        return f"{endpoint} answered {error.status_code}", "check OPENAI_BASE_URL and RELMON_JUDGE_MODEL"
+    fix = "check the network and OPENAI_BASE_URL (e.g. http://localhost:11434/v1 for a local server)"
+    return f"cannot reach {endpoint} ({type(error).__name__})", fix
