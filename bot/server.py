@@ -118,7 +118,7 @@ def _relmon_gunicorn_logger() -> type:
             for logger in (self.error_log, self.access_log):
                 for handler in list(logger.handlers):
                     logger.removeHandler(handler)
-                logger.propagate = True  # to the root logger set up by common.telemetry.setup_logging
+                logger.propagate = True  # to the root logger set up by common.telemetry.logs.setup_logging
 
     return RelmonGunicornLogger
 

@@ -16,7 +16,7 @@ from bot.health import HEALTH_PATH, health_report, start_health_server
 from common.backoff import backoff_seconds
 from common.runtime import Runtime
 from common.startup import StartupError
-from common.telemetry import problem_text
+from common.telemetry.scrub import problem_text
 from store.settings import Settings
 
 log = logging.getLogger("relmon.bot")

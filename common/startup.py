@@ -7,7 +7,8 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from common import celery_app
 from common.embedded_redis import EmbeddedRedis, ensure_embedded_redis
-from common.telemetry import mask_url, problem_text, setup_logging
+from common.telemetry.logs import setup_logging
+from common.telemetry.scrub import mask_url, problem_text
 from store.db import MigrationError, migrate_in_child, migrate_url
 from store.settings import Settings
 

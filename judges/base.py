@@ -25,10 +25,12 @@ class Parsed:
 
 class Judge:
     name: ClassVar[str]
-    min_score: ClassVar[int]
+    min_score: ClassVar[int] = 0  # the scale, min_score to max_score
     max_score: ClassVar[int]
-    needs_reference: ClassVar[bool] = False
     template: ClassVar[PromptTemplate]
+    # The template's placeholder for each input the judge reads: "question", "answer" and, for a judge that
+    # compares with a reference answer (and so needs one), "reference".
+    inputs: ClassVar[dict[str, str]]
     # The pydantic model of the reply, sent as a strict JSON schema; None for free-text judges.
     output_model: ClassVar[type[BaseModel] | None] = None
 
@@ -36,9 +38,14 @@ class Judge:
     def prompt_version(self) -> str:
         return self.template.version
 
+    @property
+    def needs_reference(self) -> bool:
+        return "reference" in self.inputs
+
     def placeholders(self, question: str, answer: str, reference: str | None) -> dict[str, str]:
         """The template's placeholder values."""
-        raise NotImplementedError
+        given = {"question": question, "answer": answer, "reference": reference or ""}
+        return {placeholder: given[name] for name, placeholder in self.inputs.items()}
 
     def parse(self, text: str) -> Parsed:
         """Read the reply; raise UnparseableReply when it holds no valid score."""

@@ -18,14 +18,9 @@ class CorrectnessRating(BaseModel):
 
 class CorrectnessJudge(Judge):
     name = "correctness"
-    min_score = 0
     max_score = 2
-    needs_reference = True
     template = PromptTemplate.load("correctness.txt", "format")
-    output_model = None
-
-    def placeholders(self, question: str, answer: str, reference: str | None) -> dict[str, str]:
-        return {"question": question, "expected_answer": reference or "", "generated_answer": answer}
+    inputs = {"question": "question", "reference": "expected_answer", "answer": "generated_answer"}
 
     def parse(self, text: str) -> Parsed:
         rating = validate(CorrectnessRating, {"rating": last_bracket_rating(text)}).rating

@@ -36,12 +36,9 @@ class GroundedJudge(Judge):
     name = "grounded"
     min_score = 1
     max_score = 5
-    needs_reference = True
     template = PromptTemplate.load("grounded.txt", "jinja")
+    inputs = {"question": "input", "reference": "expected_output", "answer": "actual_output"}
     output_model = GroundedOutput
-
-    def placeholders(self, question: str, answer: str, reference: str | None) -> dict[str, str]:
-        return {"input": question, "expected_output": reference or "", "actual_output": answer}
 
     def parse(self, text: str) -> Parsed:
         data = extract_json_object(text)

@@ -25,13 +25,10 @@ class RelevancyOutput(BaseModel):
 
 class RelevancyJudge(Judge):
     name = "relevancy"
-    min_score = 0
     max_score = 4
     template = PromptTemplate.load("relevancy.txt", "format")
+    inputs = {"question": "user_message", "answer": "response"}
     output_model = RelevancyOutput
-
-    def placeholders(self, question: str, answer: str, reference: str | None) -> dict[str, str]:
-        return {"user_message": question, "response": answer}
 
     def parse(self, text: str) -> Parsed:
         result = validate(RelevancyOutput, extract_json_object(text))

@@ -130,7 +130,7 @@ def _dispatch(args: argparse.Namespace) -> int:
 
         return serve(settings, host=args.host, port=args.port)
     if args.command == "doctor":
-        from relmon.doctor import run_doctor
+        from relmon.doctor.report import run_doctor
 
         return run_doctor(settings)
     if args.command == "migrate":

@@ -20,7 +20,8 @@ import time
 from dataclasses import dataclass
 
 from common.startup import migrate_schema
-from common.telemetry import mask_url, setup_logging
+from common.telemetry.logs import setup_logging
+from common.telemetry.scrub import mask_url
 from store.settings import Settings
 
 log = logging.getLogger("relmon.run")

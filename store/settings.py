@@ -30,8 +30,9 @@ RETRY_JITTER = 0.25
 
 
 def largest_retry_delay(retry_base_seconds: float, llm_max_retries: int) -> float:
-    """The longest countdown a judging retry can carry: the last backoff step with full jitter. A 429's
-    Retry-After is honoured up to this too, so it is also the longest delay a rate limit can impose."""
+    """The longest countdown a judging retry can carry: the last step of the backoff (common.backoff, which the
+    settings cannot import) with full jitter. A 429's Retry-After is honoured up to this too, so it is also the
+    longest delay a rate limit can impose."""
     if llm_max_retries <= 0:
         return 0.0
     return min(RETRY_CAP_SECONDS, retry_base_seconds * 2 ** (llm_max_retries - 1)) * (1 + RETRY_JITTER)

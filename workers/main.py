@@ -35,6 +35,7 @@ def quiet_per_task_logs(settings: Settings) -> None:
 # Every task module; some are written by other parts of the project and may not exist in a given build.
 TASK_MODULES = (
     "workers.tasks.judging",
+    "workers.tasks.sweeper",
     "workers.tasks.capture",
     "workers.tasks.slack",
     "workers.tasks.digest",

@@ -65,7 +65,7 @@ class zoned_crontab(crontab):  # lower case, like the celery class it extends
 
 def _sweeper_entries(settings: Settings) -> dict:
     """The pipeline's stale-pair sweeper."""
-    from workers.tasks.judging import sweep_schedule
+    from workers.tasks.sweeper import sweep_schedule
 
     return sweep_schedule(settings.sweep_after_seconds)
 

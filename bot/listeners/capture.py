@@ -36,7 +36,7 @@ from capture.text import message_text
 from common import task_names
 from common.celery_app import celery
 from common.runtime import Runtime, get_runtime
-from common.telemetry import event_fields
+from common.telemetry.logs import event_fields
 from store import pairs
 from store.settings import Settings
 

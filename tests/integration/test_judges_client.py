@@ -107,7 +107,7 @@ def test_occasional_transient_errors_are_absorbed_by_the_sdk_retries(fake: FakeO
 
 
 def test_a_429_carries_the_servers_retry_after(fake: FakeOpenAI) -> None:
-    """The pipeline waits at least this long before its retry (workers.tasks.judging.retry_countdown)."""
+    """The pipeline waits at least this long before its retry (workers.judging.rules.retry_countdown)."""
     fake.set_behavior(fault_rate=1.0, faults=["429"], retry_after_seconds=7.5)
     with pytest.raises(TransientLLMError) as caught:
         RelevancyJudge().evaluate(client_for(fake, max_retries=0), QUESTION, ANSWER)

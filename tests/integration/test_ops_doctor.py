@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from relmon.doctor import required_scopes, run_doctor
+from relmon.doctor.report import run_doctor
+from relmon.doctor.slack_checks import required_scopes
 from store.db import Database
 from store.settings import Settings
 from tests.fakes.openai_server import FakeOpenAI
@@ -227,9 +228,9 @@ def test_with_no_watched_channels_it_reads_the_channels_relmon_is_in(healthy: di
 def test_with_no_watched_channels_the_listing_is_paged_and_capped(
     healthy: dict, slack: FakeSlack, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import relmon.doctor
+    from relmon.doctor import slack_bots
 
-    monkeypatch.setattr(relmon.doctor, "MEMBER_PAGE", 8)
+    monkeypatch.setattr(slack_bots, "MEMBER_PAGE", 8)
     for n in range(30):
         slack.add_channel(f"C_MANY{n:02d}", f"team-{n:02d}", members=[RELMON_USER_ID])
         for t in range(5):  # five threads each: reading them all would be 180 calls
@@ -239,9 +240,9 @@ def test_with_no_watched_channels_the_listing_is_paged_and_capped(
     pages = slack.calls_to("users.conversations")
     assert len(pages) == 3 and pages[1].get("cursor") == "8"  # 24 channels listed: enough for the cap of 20
     read = [call["channel"] for call in slack.calls_to("conversations.history")]
-    assert len(read) == relmon.doctor.CHANNELS_READ == len(set(read))
+    assert len(read) == slack_bots.CHANNELS_READ == len(set(read))
     total = len(read) + len(slack.calls_to("conversations.replies"))
-    assert total <= relmon.doctor.READ_CALLS
+    assert total <= slack_bots.READ_CALLS
     assert "the first 20" in text and "ok    slack bot B_SUPPORT:" in text
 
 
@@ -337,7 +338,8 @@ def test_a_network_error_in_a_channel_check_is_reported_not_raised() -> None:
     from slack_sdk import WebClient
     from slack_sdk.errors import SlackApiError
 
-    from relmon.doctor import _check_channel, check_bots_seen
+    from relmon.doctor.slack_bots import check_bots_seen
+    from relmon.doctor.slack_checks import _check_channel
 
     dead = WebClient(token=BOT_TOKEN, base_url=f"http://127.0.0.1:{free_port()}/api/", timeout=2)
     check = _check_channel(dead, "C_WATCH", "watched channel (RELMON_WATCHED_CHANNELS)", RELMON_USER_ID, SlackApiError)

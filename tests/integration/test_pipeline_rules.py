@@ -19,22 +19,22 @@ from pydantic import ValidationError
 from sqlalchemy import select
 from sqlalchemy.exc import InterfaceError, OperationalError
 
+from common.backoff import backoff_seconds
 from common.celery_app import DELAY_CEILING, bounded_delay, celery
 from store.db import Database
 from store.judgments import find_cached, insert_judgment, set_pair_status, stored_judges
 from store.models import BudgetCharge, Judgment, Pair, PairStatus
-from store.settings import RETRY_CAP_SECONDS, Settings, delay_ceiling, largest_retry_delay
+from store.settings import RETRY_CAP_SECONDS, RETRY_JITTER, Settings, delay_ceiling, largest_retry_delay
 from store.usage import calls_on, charge_judgment, claim_budget_notice, claim_llm_call, release_budget_notice
 from workers import budget
-from workers.sampling import is_sampled_in, sample_point
-from workers.tasks.judging import (
+from workers.judging.rules import (
     MAX_FAILED_RUNS,
     is_infrastructure,
     judges_in_force,
     retry_countdown,
-    retry_delay,
     sweep_action,
 )
+from workers.sampling import is_sampled_in, sample_point
 
 # Sampling ---------------------------------------------------------------------------------------------------
 
@@ -69,14 +69,17 @@ def test_sampling_edges_and_on_demand() -> None:
 def test_retry_delay_doubles_with_jitter_and_stays_under_the_visibility_timeout() -> None:
     settings = Settings(_env_file=None)
     rng = random.Random(7)
-    delays = [retry_delay(n, settings.retry_base_seconds, rng=rng) for n in range(settings.llm_max_retries)]
+    delays = [
+        retry_countdown(n, settings.retry_base_seconds, settings.llm_max_retries, rng=rng)
+        for n in range(settings.llm_max_retries)
+    ]
     for n, delay in enumerate(delays):
         expected = min(RETRY_CAP_SECONDS, settings.retry_base_seconds * 2**n)
         assert expected <= delay <= expected * 1.25
     longest = largest_retry_delay(settings.retry_base_seconds, settings.llm_max_retries)
     assert max(delays) <= longest < settings.visibility_timeout_seconds
     # Jitter: two tasks failing together do not come back together.
-    assert retry_delay(3, 2.0, rng=random.Random(1)) != retry_delay(3, 2.0, rng=random.Random(2))
+    assert retry_countdown(3, 2.0, 6, rng=random.Random(1)) != retry_countdown(3, 2.0, 6, rng=random.Random(2))
 
 
 def test_retry_after_is_the_least_countdown_up_to_the_longest_backoff() -> None:
@@ -86,6 +89,18 @@ def test_retry_after_is_the_least_countdown_up_to_the_longest_backoff() -> None:
     assert retry_countdown(0, 2.0, 6, 3600.0, rng=rng) == largest_retry_delay(2.0, 6) == 75.0  # capped
     assert retry_countdown(0, 0.05, 6, 30.0, rng=rng) == largest_retry_delay(0.05, 6) == 2.0  # test timings
     assert 2.0 <= retry_countdown(0, 2.0, 6, None, rng=rng) <= 2.5
+
+
+def test_the_largest_retry_delay_is_the_longest_wait_the_backoff_gives_the_last_llm_retry() -> None:
+    class Highest(random.Random):
+        def random(self) -> float:
+            return 1.0  # the full jitter (random() never quite reaches it: an upper bound)
+
+    for base, retries in ((2.0, 6), (0.05, 6), (1.0, 1), (10.0, 10)):
+        longest = backoff_seconds(retries - 1, base=base, cap=RETRY_CAP_SECONDS, jitter=RETRY_JITTER, rng=Highest())
+        assert (
+            longest == largest_retry_delay(base, retries) == retry_countdown(retries - 1, base, retries, rng=Highest())
+        )
 
 
 def test_visibility_timeout_must_outlast_every_retry_and_settle_delay() -> None:

@@ -13,7 +13,8 @@ import pytest
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web import SlackResponse
 
-from common.telemetry import SecretMasker, event_fields, mask_url, setup_logging
+from common.telemetry.logs import event_fields, setup_logging
+from common.telemetry.scrub import SecretMasker, mask_url
 from store.settings import Settings
 from tests import slack_requests as sr
 from tests.fakes.openai_server import FakeOpenAI

@@ -175,7 +175,7 @@ def sweep_as_beat_would(
 ) -> int:
     """Age the pairs past the sweeper's threshold (and their counted failures with them, unless told not to: a
     failure just now) and run requeue_stale here, on the test Redis and database."""
-    from workers.tasks.judging import requeue_stale
+    from workers.tasks.sweeper import requeue_stale
 
     with in_process_worker(broker_url, db_url) as runtime:
         with database.session() as session:
@@ -319,7 +319,7 @@ def test_a_pair_whose_judging_keeps_failing_is_given_up_on_as_an_error(
 ) -> None:
     """A bug (here an unknown judge in the pair's list) fails the task every time: the sweeper re-enqueues it
     until it has failed MAX_FAILED_RUNS times, then stores an error with the reason; never a loop, never lost."""
-    from workers.tasks.judging import MAX_FAILED_RUNS
+    from workers.judging.rules import MAX_FAILED_RUNS
 
     broken = add_pairs(database, 1)
     healthy = add_pairs(database, 1, start=1)
@@ -367,7 +367,8 @@ def test_an_outage_is_not_counted_and_a_recent_failure_is_judged_again_not_given
     from sqlalchemy.exc import OperationalError
 
     from common.runtime import Runtime, set_runtime
-    from workers.tasks.judging import MAX_FAILED_RUNS, _log_failure
+    from workers.judging.rules import MAX_FAILED_RUNS
+    from workers.tasks.judging import _log_failure
 
     pair_id = add_pairs(database, 1)[0]
 
@@ -530,7 +531,7 @@ def budget_notices(fake_slack: FakeSlack) -> list[dict]:
 
 
 def test_stale_sweeper_reenqueues_lost_pairs_once_per_period(database: Database, redis_url: str, db_url: str) -> None:
-    from workers.tasks.judging import requeue_stale
+    from workers.tasks.sweeper import requeue_stale
 
     with in_process_worker(redis_url, db_url):
         fresh = add_pairs(database, 2)
@@ -560,7 +561,7 @@ def test_worker_process_starts_and_stops_cleanly(env_for, producer, worker_logs:
 
 
 def test_llm_retries_are_counted_apart_from_celery_retries() -> None:
-    from workers.tasks.judging import TASK_MAX_RETRIES, may_retry_llm
+    from workers.judging.rules import TASK_MAX_RETRIES, may_retry_llm
 
     # Eight database autoretries (Celery's request.retries) before the LLM failed: all six LLM retries remain.
     assert all(may_retry_llm(attempts, 6, task_retries=8 + attempts) for attempts in range(6))

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from common.telemetry import SecretMasker, scrub_breadcrumb, scrub_event, scrub_message
+from common.telemetry.scrub import SecretMasker, scrub_message
+from common.telemetry.sentry import scrub_breadcrumb, scrub_event
 from store.db import Database
 from tests import slack_requests as sr
 from tests.fakes.openai_server import FakeOpenAI
@@ -55,7 +56,7 @@ CELERY_SCRIPT = """
 
     from store.settings import Settings
     from common.celery_app import configure
-    from common.telemetry import setup_logging
+    from common.telemetry.logs import setup_logging
 
     settings = Settings()
     setup_logging(settings, "worker")  # starts Sentry too, as relmon worker does, before Celery's worker loads

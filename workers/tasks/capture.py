@@ -24,7 +24,7 @@ from capture.redact import redact_if
 from capture.text import message_text
 from common.celery_app import celery
 from common.runtime import Runtime, get_runtime
-from common.telemetry import event_fields
+from common.telemetry.logs import event_fields
 from store import pairs
 from store.models import PairStatus
 

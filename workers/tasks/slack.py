@@ -50,7 +50,7 @@ from common.posted_marks import (
 )
 from common.privacy import may_quote_channel
 from common.runtime import Runtime, get_runtime
-from common.telemetry import event_fields
+from common.telemetry.logs import event_fields
 from store import alerts as alert_store
 from store.feedback import votes_for
 from store.models import Alert, Judgment, Pair, PairStatus

@@ -1,0 +1,102 @@
+"""requeue_stale: the stale sweeper, run by beat every few minutes. It re-enqueues pairs whose task was lost and
+gives up on a pair whose judging task keeps failing with a bug: after MAX_FAILED_RUNS counted failures it stores
+the pair's judgments as errors with the reason. It gives up only once the last failure is a sweep interval old,
+so that no run that could still store the real verdict is beaten to it by the error rows.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime, timedelta
+
+from common import task_names
+from common.celery_app import celery
+from common.runtime import Runtime, get_runtime
+from store.attempts import Failures, failures_of
+from store.judgments import pair_for_judging, stale_pairs, stored_judges, touch_pairs
+from store.models import PairStatus
+from workers.judging.rules import failed_values, judges_in_force, sweep_action, sweep_interval
+from workers.tasks.judging import PairView, hand_on, judge_pair, store_judgments
+
+log = logging.getLogger("relmon.judging")
+
+SWEEP_LIMIT = 500
+
+
+def sweep_schedule(sweep_after_seconds: float) -> dict:
+    """Beat entry for the sweeper (merged into workers.schedule.beat_schedule): a sweep every half threshold,
+    at most every 5 minutes, so a lost task is found at most 1.5 thresholds after its pair last changed."""
+    every = sweep_interval(sweep_after_seconds)
+    return {
+        "relmon-requeue-stale": {
+            "task": task_names.REQUEUE_STALE,
+            "schedule": every,
+            "options": {"expires": every},  # a sweep that waited past the next one is useless
+        }
+    }
+
+
+@celery.task(name=task_names.REQUEUE_STALE)
+def requeue_stale() -> int:
+    """Beat, every few minutes: re-enqueue pairs whose task was lost (broker data lost, a bug raised before the
+    pair moved on). Duplicates are harmless: judging is idempotent and settle acts only on the latest version."""
+    runtime = get_runtime()
+    now = datetime.now(UTC)
+    stale_after = timedelta(seconds=runtime.settings.sweep_after_seconds)
+    # A failure within the last sweep interval may have a twin run still going: not given up on yet.
+    quiet_since = now - timedelta(seconds=sweep_interval(runtime.settings.sweep_after_seconds))
+    settle_grace = timedelta(seconds=runtime.settings.settle_seconds) + stale_after
+    with runtime.db.session() as session:
+        stale = [
+            (pair.id, pair.status, pair.version)
+            for pair in stale_pairs(
+                session, pending_before=now - stale_after, settling_before=now - settle_grace, limit=SWEEP_LIMIT
+            )
+        ]
+        touch_pairs(session, [pair_id for pair_id, _, _ in stale], now)
+        failures = failures_of(session, [pair_id for pair_id, status, _ in stale if status == PairStatus.PENDING])
+    given_up = 0
+    for pair_id, status, version in stale:
+        failed = failures.get(pair_id, Failures(0, None, None))
+        action = sweep_action(status, failed.count, failed.last_failed_at, quiet_since=quiet_since)
+        if action == "judge":
+            judge_pair.apply_async(args=[pair_id], kwargs={"resumed": True})
+        elif action == "settle":
+            celery.send_task(task_names.SETTLE_PAIR, args=[pair_id, version])
+        else:
+            try:
+                _give_up(runtime, pair_id, failed.count, failed.last_error)
+                given_up += 1
+            except Exception:  # one broken pair must not stop the sweep; it is tried again next time
+                log.exception("could not give up on a failing pair", extra={"pair_id": pair_id})
+    if stale:
+        log.warning("re-enqueued stale pairs", extra={"count": len(stale) - given_up, "given_up": given_up})
+    return len(stale)
+
+
+def _give_up(runtime: Runtime, pair_id: int, failures: int, last_error: str | None) -> None:
+    """The end state of a pair whose judging task kept failing: an error judgment, with the reason, for every
+    judge in force that has none, and the pair judged (so it is counted, alerted on and never swept again)."""
+    settings = runtime.settings
+    with runtime.db.autocommit() as connection:
+        fields = pair_for_judging(connection, pair_id)
+        if fields is None:
+            return
+        pair = PairView.of(fields)
+        if pair.status != PairStatus.PENDING:
+            return
+        stored = stored_judges(connection, pair_id)
+    try:
+        rule = runtime.rules.for_channel(pair.channel_id, settings)
+        names = judges_in_force(pair.judges, rule.judges, pair.reference is not None)
+    except Exception:  # the bug may be right here (an unknown judge's name): name the judges that were asked for
+        names = list(pair.judges or settings.default_judges)
+    reason = f"gave up after {failures} failed attempts (an error in relmon, not the LLM): {last_error or 'unknown'}"
+    ready = [
+        failed_values(name, pair_id=pair_id, model=settings.judge_model, reason=reason)
+        for name in (names or ["relevancy"])
+        if name not in stored
+    ]
+    created = store_judgments(runtime.db.engine, pair, ready, mark_judged=True)
+    log.error("gave up judging a pair", extra=pair.log_fields(failures=failures))
+    hand_on(runtime, pair, created, complete=True)
