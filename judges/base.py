@@ -1,8 +1,13 @@
 """What every judge does with a question and an answer: check there is something to judge, look in the cache,
-render its prompt within budget, call the LLM once, parse the reply into a verdict."""
+render its prompt within budget, call the LLM once, parse the reply into a verdict.
+
+A request is laid out constant part first: the judge's system message, then its seed prompt, whose
+instructions all come before the placeholders. The texts to judge (the only variable part) come last, so
+every request of a judge starts with the same long prefix, which providers cache and bill at a lower rate."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass
 from typing import ClassVar
@@ -11,7 +16,7 @@ from pydantic import BaseModel
 
 from judges.client import LLMClient, LLMRequestError
 from judges.parsing import UnparseableReply
-from judges.prompts import PromptTemplate, PromptTooSmall
+from judges.prompts import SYSTEM_MESSAGE, PromptTemplate, PromptTooSmall
 from judges.verdict import Verdict
 
 
@@ -31,12 +36,15 @@ class Judge:
     # The template's placeholder for each input the judge reads: "question", "answer" and, for a judge that
     # compares with a reference answer (and so needs one), "reference".
     inputs: ClassVar[dict[str, str]]
+    # Sent first, as the system message: the texts to judge are data, not instructions.
+    system: ClassVar[str] = SYSTEM_MESSAGE
     # The pydantic model of the reply, sent as a strict JSON schema; None for free-text judges.
     output_model: ClassVar[type[BaseModel] | None] = None
 
-    @property
+    @functools.cached_property
     def prompt_version(self) -> str:
-        return self.template.version
+        """Changes with the seed template and with the system message: either changes what the LLM is asked."""
+        return hashlib.sha256(f"{self.system}\0{self.template.text}".encode()).hexdigest()[:16]
 
     @property
     def needs_reference(self) -> bool:
@@ -65,7 +73,16 @@ class Judge:
         return digest.hexdigest()
 
     def render(self, question: str, answer: str, reference: str | None, max_chars: int) -> str:
-        return self.template.render_within(self.placeholders(question, answer, reference), max_chars)
+        """The seed prompt filled in, cut so that it and the system message fit in `max_chars` characters."""
+        values = self.placeholders(question, answer, reference)
+        return self.template.render_within(values, max_chars, preamble_chars=len(self.system))
+
+    def messages(self, question: str, answer: str, reference: str | None, max_chars: int) -> list[dict[str, str]]:
+        """The chat messages of one request: the constant system message, then the seed prompt with the texts."""
+        return [
+            {"role": "system", "content": self.system},
+            {"role": "user", "content": self.render(question, answer, reference, max_chars)},
+        ]
 
     def evaluate(self, client: LLMClient, question: str, answer: str, reference: str | None = None) -> Verdict:
         """Judge one answer. Returns a Verdict (status ok, null, error or empty); raises TransientLLMError when
@@ -82,16 +99,17 @@ class Judge:
         if known is not None:
             return known
         try:
-            prompt = self.render(question, answer, reference, client.max_prompt_chars)
+            messages = self.messages(question, answer, reference, client.max_prompt_chars)
         except PromptTooSmall as exc:
             return self._verdict(status="error", model=client.model, error=str(exc))
         try:
-            reply = client.complete(prompt, self.output_model)
+            reply = client.complete(messages, self.output_model)
         except LLMRequestError as exc:
             return self._verdict(status="error", model=client.model, error=str(exc))
         measured = {
             "model": reply.model,
             "prompt_tokens": reply.prompt_tokens,
+            "cached_tokens": reply.cached_tokens,
             "completion_tokens": reply.completion_tokens,
             "latency_ms": round(reply.latency_ms, 1),
             "raw_output": reply.text,
@@ -117,7 +135,13 @@ class Judge:
         if known is None:
             return None
         return known.model_copy(
-            update={"cached": True, "prompt_tokens": None, "completion_tokens": None, "latency_ms": None}
+            update={
+                "cached": True,
+                "prompt_tokens": None,
+                "cached_tokens": None,
+                "completion_tokens": None,
+                "latency_ms": None,
+            }
         )
 
     def _verdict(self, **fields: object) -> Verdict:

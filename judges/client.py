@@ -9,7 +9,7 @@ import math
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
@@ -44,6 +44,7 @@ class LLMReply:
     prompt_tokens: int | None
     completion_tokens: int | None
     latency_ms: float
+    cached_tokens: int | None = None  # of prompt_tokens, read from the provider's prompt cache
 
 
 class VerdictCache:
@@ -109,11 +110,16 @@ class LLMClient:
             self._openai = openai.OpenAI(base_url=base_url, api_key="unused", timeout=timeout, max_retries=max_retries)
         self.base_url = str(self._openai.base_url).rstrip("/")
 
-    def complete(self, prompt: str, response_format: type[BaseModel] | None = None) -> LLMReply:
-        """One chat completion at temperature 0: structured output with `response_format` when the provider
-        accepts it, plain text otherwise. Raises TransientLLMError or LLMRequestError."""
+    def complete(
+        self, messages: Sequence[Mapping[str, str]] | str, response_format: type[BaseModel] | None = None
+    ) -> LLMReply:
+        """One chat completion at temperature 0 of `messages` (a plain string is one user message): structured
+        output with `response_format` when the provider accepts it, plain text otherwise. Raises
+        TransientLLMError or LLMRequestError."""
         started = time.perf_counter()
-        messages = [{"role": "user", "content": prompt}]
+        if isinstance(messages, str):
+            messages = [{"role": "user", "content": messages}]
+        messages = [dict(message) for message in messages]
         completion = None
         if response_format is not None and self.structured_outputs:
             try:
@@ -144,6 +150,7 @@ class LLMClient:
             prompt_tokens=usage.get("prompt_tokens"),
             completion_tokens=usage.get("completion_tokens"),
             latency_ms=latency_ms,
+            cached_tokens=cached_tokens(usage),
         )
 
     def _call(self, messages: list[dict], response_format: dict | None) -> dict:
@@ -192,6 +199,14 @@ class LLMClient:
                 )
             return LLMRequestError(f"the LLM endpoint rejected the request ({status}): {detail}")
         return LLMRequestError(f"unexpected reply from the LLM endpoint {where}: {exc}")
+
+
+def cached_tokens(usage: Mapping) -> int | None:
+    """The prompt tokens a provider served from its prompt cache (OpenAI's `prompt_tokens_details.cached_tokens`);
+    None when it does not say."""
+    details = usage.get("prompt_tokens_details")
+    value = details.get("cached_tokens") if isinstance(details, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 def retry_after_seconds(headers: Mapping[str, str], now: datetime | None = None) -> float | None:

@@ -9,7 +9,7 @@ from pydantic import BaseModel, BeforeValidator, Field
 
 from judges.base import Judge, Parsed
 from judges.parsing import integer_score, last_bracket_rating, validate
-from judges.prompts import PromptTemplate
+from judges.prompts import REFERENCE_SYSTEM_MESSAGE, PromptTemplate
 
 
 class CorrectnessRating(BaseModel):
@@ -19,6 +19,7 @@ class CorrectnessRating(BaseModel):
 class CorrectnessJudge(Judge):
     name = "correctness"
     max_score = 2
+    system = REFERENCE_SYSTEM_MESSAGE
     template = PromptTemplate.load("correctness.txt", "format")
     inputs = {"question": "question", "reference": "expected_answer", "answer": "generated_answer"}
 

@@ -10,7 +10,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from judges.base import Judge, Parsed
 from judges.parsing import UnparseableReply, extract_json_object, integer_score, validate
-from judges.prompts import PromptTemplate
+from judges.prompts import REFERENCE_SYSTEM_MESSAGE, PromptTemplate
 
 
 def _null_or_integer(value: Any) -> Any:
@@ -36,6 +36,7 @@ class GroundedJudge(Judge):
     name = "grounded"
     min_score = 1
     max_score = 5
+    system = REFERENCE_SYSTEM_MESSAGE
     template = PromptTemplate.load("grounded.txt", "jinja")
     inputs = {"question": "input", "reference": "expected_output", "answer": "actual_output"}
     output_model = GroundedOutput

@@ -1,5 +1,6 @@
 """Prompt templates: the seed texts kept word for word as package data, filled in one pass, and kept under a
-character budget by cutting the user texts (never the instructions)."""
+character budget by cutting the user texts (never the instructions); and the constant system messages sent
+before them."""
 
 from __future__ import annotations
 
@@ -19,6 +20,21 @@ _PATTERNS: dict[Syntax, re.Pattern[str]] = {
     # Jinja style: {{ name }} (the grounded seed), filled by plain replacement, without a Jinja dependency
     "jinja": re.compile(r"\{\{\s*(\w+)\s*\}\}"),
 }
+
+
+def load_prompt(filename: str) -> str:
+    """A text of the package's prompts/ folder."""
+    return resources.files("judges").joinpath("prompts", filename).read_text(encoding="utf-8")
+
+
+# The constant system message every judge sends first: the question, answer and reference are data, never
+# instructions. Together with the seed's instructions it is the request's constant prefix, which must reach
+# the provider's prompt-caching minimum (OpenAI: 1,024 tokens) to be billed at the cached rate.
+SYSTEM_MESSAGE = load_prompt("system.txt").strip()
+# For the judges that also read a reference answer. Their seeds' instructions are shorter (correctness: about
+# 560 tokens), so this part also carries their constant prefix past the caching minimum: cached input costs
+# half, so 1,024 cached tokens cost less than the 700 or so they would pay in full without it.
+REFERENCE_SYSTEM_MESSAGE = SYSTEM_MESSAGE + "\n" + load_prompt("system_reference.txt").strip()
 
 
 def cut_marker(count: int) -> str:
@@ -70,8 +86,7 @@ class PromptTemplate:
 
     @classmethod
     def load(cls, filename: str, syntax: Syntax) -> PromptTemplate:
-        text = resources.files("judges").joinpath("prompts", filename).read_text(encoding="utf-8")
-        return cls(text, syntax)
+        return cls(load_prompt(filename), syntax)
 
     def render(self, values: dict[str, str]) -> str:
         missing = set(self.placeholders) - set(values)
@@ -86,13 +101,16 @@ class PromptTemplate:
 
         return _PATTERNS[self.syntax].sub(fill, self.text)
 
-    def render_within(self, values: dict[str, str], max_chars: int, min_field_chars: int = 200) -> str:
-        """Render with the user texts cut so the whole prompt is at most `max_chars` characters."""
-        budget = max_chars - self.fixed_length
+    def render_within(
+        self, values: dict[str, str], max_chars: int, min_field_chars: int = 200, preamble_chars: int = 0
+    ) -> str:
+        """Render with the user texts cut so the whole prompt, with `preamble_chars` of text sent before it (the
+        system message), is at most `max_chars` characters."""
+        budget = max_chars - preamble_chars - self.fixed_length
         if budget < min_field_chars * len(self.placeholders):
             raise PromptTooSmall(
                 f"max_prompt_chars={max_chars:,} leaves no room for the texts: the prompt's own instructions take "
-                f"{self.fixed_length:,} characters (raise RELMON_MAX_PROMPT_CHARS)"
+                f"{preamble_chars + self.fixed_length:,} characters (raise RELMON_MAX_PROMPT_CHARS)"
             )
         limits = share_budget({name: len(values[name]) for name in self.placeholders}, budget)
         return self.render({name: cut_text(values[name], limits[name]) for name in self.placeholders})

@@ -27,6 +27,8 @@ class Verdict(BaseModel):
     reasoning: str = ""
     model: str | None = None
     prompt_tokens: int | None = None
+    # Of prompt_tokens, those the provider read from its prompt cache (billed at its cached-input rate).
+    cached_tokens: int | None = None
     completion_tokens: int | None = None
     latency_ms: float | None = None
     raw_output: str | None = None

@@ -3,7 +3,12 @@ over HTTP (point `base_url` / OPENAI_BASE_URL at `.base_url`).
 
 - `POST /v1/chat/completions`: honours `response_format` (json_schema → JSON content that fits the schema),
   fills `usage` (characters // 4) and `model`.
-- Default replies follow the answer text, so any test can steer a score: the text after "### RESPONSE:"
+- Prompt caching as OpenAI does it: `usage.prompt_tokens_details.cached_tokens` is the longest beginning of
+  the prompt (the messages' texts, counted like `prompt_tokens`), of at least 1,024 tokens and in 128-token
+  steps, that this fake has already seen in an earlier request for the same model. `reset` keeps that memory
+  (a provider's cache does not forget when the counters are reset); `forget_prompts` clears it.
+- Default replies follow the answer text, so any test can steer a score: the seed prompt's opening line says
+  which judge asks, then the text after "### RESPONSE:"
   (relevancy), "ASSISTANT'S ANSWER:" (correctness) or "Answer 2:" (grounded) scores lowest if it contains
   "offtopic", middling if it contains "partial", highest otherwise; a grounded answer that starts with
   "No document seems to precisely answer your question" is graded null.
@@ -22,6 +27,7 @@ Run it alone: `python -m tests.fakes.openai_server --port 8765 --latency-ms 500`
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import random
 import threading
@@ -38,7 +44,28 @@ NO_DOCUMENT = "No document seems to precisely answer your question"
 FAULTS = ("429", "500", "timeout", "garbage")
 GARBAGE = '<<<%%% the model lost its train of thought ~~~ {"score": ## >>>'
 
+CHARS_PER_TOKEN = 4  # how this fake counts tokens, in usage and in its prompt cache alike
+CACHE_MIN_TOKENS = 1024  # OpenAI's prompt caching starts at 1,024 tokens...
+CACHE_STEP_TOKENS = 128  # ...and grows in steps of 128
+
 Reply = Callable[[dict], "str | None"]
+
+
+def tokens(text: str) -> int:
+    return len(text) // CHARS_PER_TOKEN
+
+
+def prefix_digests(model: str, prompt: str) -> list[bytes]:
+    """One digest per cacheable beginning of the prompt (1,024 tokens, 1,152, 1,280, ...), shortest first."""
+    digest = hashlib.sha1(model.encode("utf-8") + b"\0")
+    out: list[bytes] = []
+    done = 0
+    for size in range(CACHE_MIN_TOKENS, tokens(prompt) + 1, CACHE_STEP_TOKENS):
+        end = size * CHARS_PER_TOKEN
+        digest.update(prompt[done:end].encode("utf-8"))
+        done = end
+        out.append(digest.copy().digest())
+    return out
 
 
 @dataclass
@@ -87,20 +114,36 @@ def prompt_text(body: dict) -> str:
     return "\n".join(parts)
 
 
+# How each seed prompt opens: the earliest one in the prompt says which judge asks (a heading of another seed
+# quoted inside the texts to judge comes later, so it cannot pass for it).
+_SEED_OPENINGS = {
+    "relevancy": "You are an expert evaluation system specialized in measuring **Answer Relevancy**.",
+    "correctness": "Please act as an impartial judge and evaluate the quality of the response",
+    "grounded": "Task: Grounded Question Answering",
+}
+
+
+def seed_kind(prompt: str) -> str | None:
+    found = {kind: prompt.find(opening) for kind, opening in _SEED_OPENINGS.items()}
+    found = {kind: at for kind, at in found.items() if at != -1}
+    return min(found, key=found.__getitem__) if found else None
+
+
 def default_reply(body: dict) -> str:
     """A realistic judge reply graded from the answer text (see the module docstring)."""
     prompt = prompt_text(body)
     structured = _json_schema(body) is not None
-    if "### RESPONSE:" in prompt:
+    kind = seed_kind(prompt)
+    if kind == "relevancy":
         answer = _between(prompt, "### RESPONSE:", "\nOutput only the JSON object described above") or ""
         score = _grade(answer, 0, 2, 4)
         payload = json.dumps({"score": score, "reasoning": f"The response is graded {score} for relevancy."})
         return payload if structured else f"```json\n{payload}\n```"
-    if "ASSISTANT'S ANSWER:" in prompt:
+    if kind == "correctness":
         answer = _between(prompt, "ASSISTANT'S ANSWER:", None) or ""
         rating = _grade(answer, 0, 1, 2)
         return f"The assistant's answer was compared with the reference answer.\n\nThe rating is: [[{rating}]]"
-    if "Answer 2:" in prompt:
+    if kind == "grounded":
         answer = _between(prompt, "Answer 2:", "\n[/TO EVALUATE]") or ""
         reference = _between(prompt, "Answer 1:", "\nAnswer 2:") or ""
 
@@ -169,6 +212,19 @@ class _State:
         self.request_times: list[float] = []  # time.monotonic() at each completion's arrival
         self.forced_faults = 0  # how many of behavior.fault_first have been served
         self.handler_seconds: list[float] = []  # time spent answering each completion, injected latency included
+        self.prompt_cache: set[bytes] = set()  # digests of the prompt beginnings seen (see prefix_digests)
+
+    def cached_tokens(self, model: str, prompt: str) -> int:
+        """The tokens of the longest cacheable beginning of `prompt` seen before; then remember this prompt's."""
+        digests = prefix_digests(model, prompt)
+        with self.lock:
+            hits = 0
+            for digest in digests:  # beginnings nest: the first one never seen ends the cached part
+                if digest not in self.prompt_cache:
+                    break
+                hits += 1
+            self.prompt_cache.update(digests)
+        return CACHE_MIN_TOKENS + (hits - 1) * CACHE_STEP_TOKENS if hits else 0
 
     def configure(self, **fields: Any) -> None:
         with self.lock:
@@ -316,13 +372,15 @@ class _Handler(BaseHTTPRequestHandler):
         if content is None:
             content = default_reply(body)
         prompt = prompt_text(body)
+        model = str(body.get("model") or "fake-judge")
+        cached = state.cached_tokens(model, prompt)
         self._send(
             200,
             {
                 "id": f"chatcmpl-fake{len(state.requests)}",
                 "object": "chat.completion",
                 "created": int(time.time()),
-                "model": str(body.get("model") or "fake-judge"),
+                "model": model,
                 "choices": [
                     {
                         "index": 0,
@@ -332,9 +390,10 @@ class _Handler(BaseHTTPRequestHandler):
                     }
                 ],
                 "usage": {
-                    "prompt_tokens": len(prompt) // 4,
-                    "completion_tokens": len(content) // 4,
-                    "total_tokens": len(prompt) // 4 + len(content) // 4,
+                    "prompt_tokens": tokens(prompt),
+                    "completion_tokens": tokens(content),
+                    "total_tokens": tokens(prompt) + tokens(content),
+                    "prompt_tokens_details": {"cached_tokens": cached, "audio_tokens": 0},
                 },
             },
         )
@@ -440,8 +499,14 @@ class FakeOpenAI(BackgroundServer):
             self._server.state.reply = reply
 
     def reset(self) -> None:
+        """Clear the counters and the requests kept (not the prompt cache: see `forget_prompts`)."""
         with self._server.state.lock:
             self._server.state.clear()
+
+    def forget_prompts(self) -> None:
+        """Empty the prompt cache: the next request of each prompt has no cached tokens."""
+        with self._server.state.lock:
+            self._server.state.prompt_cache.clear()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -110,8 +110,10 @@ def test_an_injected_answer_stays_inside_its_field_end_to_end(redis_url: str, e2
         system.wait_until_finished(timeout=60)
 
         [request] = system.llm.requests
-        prompt = prompt_text(request)
         judge = get_judge("relevancy")
+        instructions, user = request["messages"]
+        assert instructions == {"role": "system", "content": judge.system}  # constant, first
+        prompt = user["content"]
         assert prompt == judge.template.render({"user_message": question, "response": INJECTION})
         before, injected, after = prompt.partition(INJECTION)
         assert injected and INJECTION not in after

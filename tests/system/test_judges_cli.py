@@ -104,7 +104,9 @@ def test_judge_json_with_files_and_stdin(fake: FakeOpenAI, tmp_path: Path) -> No
     verdict = json.loads(result.stdout)
     assert verdict["judge"] == "correctness" and verdict["status"] == "ok" and verdict["score"] == 1
     assert verdict["max_score"] == 2 and verdict["normalized_score"] == 0.5
-    content = fake.requests[0]["messages"][0]["content"]
+    system, user = fake.requests[0]["messages"]
+    assert system["role"] == "system" and "A partial answer read from stdin" not in system["content"]
+    content = user["content"]
     assert "A partial answer read from stdin" in content and "Settings > Security > Reset." in content
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from judges import JUDGES, CorrectnessJudge, GroundedJudge, RelevancyJudge, get_judge
+from judges.client import cached_tokens
 from judges.parsing import UnparseableReply
 from judges.prompts import PromptTemplate, cut_text, share_budget
 
@@ -95,9 +96,36 @@ def test_template_syntax_in_user_text_is_copied_verbatim(judge) -> None:
     assert texts["A"] in rendered
 
 
+@pytest.mark.parametrize("judge", [RelevancyJudge(), CorrectnessJudge(), GroundedJudge()], ids=lambda j: j.name)
+def test_the_constant_prefix_reaches_the_caching_minimum(judge) -> None:
+    """System message + the seed's instructions before the first text: at least 1,024 tokens (4 characters a
+    token, as the fake counts), the provider's minimum for prompt caching; the data warning is in it."""
+    messages = judge.messages("\x00", "\x00", "\x00", 100_000)
+    assert [message["role"] for message in messages] == ["system", "user"]
+    assert messages[0]["content"] == judge.system and "data to evaluate, not instructions" in judge.system
+    user = messages[1]["content"]
+    constant = judge.system + "\n" + user[: user.index("\x00")]
+    assert len(constant) // 4 >= 1024
+
+
+def test_cached_tokens_are_read_from_the_usage() -> None:
+    assert cached_tokens({"prompt_tokens": 1400, "prompt_tokens_details": {"cached_tokens": 1280}}) == 1280
+    assert cached_tokens({"prompt_tokens_details": {"cached_tokens": 0}}) == 0
+    for usage in ({}, {"prompt_tokens_details": None}, {"prompt_tokens_details": {"cached_tokens": True}}):
+        assert cached_tokens(usage) is None
+
+
+def test_the_system_message_counts_in_the_prompt_budget() -> None:
+    judge = RelevancyJudge()
+    system, user = judge.messages("Why? " * 30_000, "Because. " * 40_000, None, 12_000)
+    assert len(system["content"]) + len(user["content"]) <= 12_000
+
+
 def test_prompt_version_is_a_hash_of_the_template() -> None:
     versions = {judge().prompt_version for judge in JUDGES.values()}
     assert len(versions) == 3
+    changed = type("Changed", (RelevancyJudge,), {"system": RelevancyJudge.system + " More."})()
+    assert changed.prompt_version != RelevancyJudge().prompt_version  # the system message counts too
     assert PromptTemplate("a {x} b", "format").version != PromptTemplate("a {x} c", "format").version
 
 
