@@ -102,7 +102,8 @@ def format_verdict(verdict: Verdict, judge: Judge) -> str:
     if verdict.model:
         details = [f"model {verdict.model}"]
         if verdict.prompt_tokens is not None:
-            details.append(f"tokens {verdict.prompt_tokens} in / {verdict.completion_tokens} out")
+            cached = f" ({verdict.cached_tokens} cached)" if verdict.cached_tokens else ""
+            details.append(f"tokens {verdict.prompt_tokens} in{cached} / {verdict.completion_tokens} out")
         if verdict.latency_ms is not None:
             details.append(f"{verdict.latency_ms:.0f} ms")
         if verdict.cached:

@@ -110,6 +110,8 @@ class Judgment(Base):
     reasoning: Mapped[str | None] = mapped_column(Text)
     model: Mapped[str | None] = mapped_column(String(200))
     prompt_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    # Of prompt_tokens, those the provider read from its prompt cache (billed at the cached-input rate).
+    cached_tokens: Mapped[int] = mapped_column(Integer, default=0)
     completion_tokens: Mapped[int] = mapped_column(Integer, default=0)
     latency_ms: Mapped[float] = mapped_column(Float, default=0.0)
     raw_output: Mapped[str | None] = mapped_column(Text)

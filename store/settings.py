@@ -96,6 +96,13 @@ class Settings(BaseSettings):
     # Estimated cost shown in the digest, in USD per million tokens.
     cost_per_million_input_tokens: float = Field(0.15, ge=0, **_env("RELMON_COST_INPUT_PER_MTOK"))
     cost_per_million_output_tokens: float = Field(0.60, ge=0, **_env("RELMON_COST_OUTPUT_PER_MTOK"))
+    cost_per_million_cached_input_tokens: float | None = Field(
+        None,
+        ge=0,
+        description="USD per million input tokens the provider read from its prompt cache; unset: half the "
+        "input price (OpenAI's discount on most models).",
+        **_env("RELMON_PRICE_CACHED_INPUT"),
+    )
 
     # Infrastructure
     redis_url: str | None = Field(None, **_env("REDIS_URL"))
@@ -204,6 +211,13 @@ class Settings(BaseSettings):
         return self
 
     # Derived values ---------------------------------------------------------------------------
+
+    @property
+    def cached_input_price(self) -> float:
+        """USD per million cached input tokens: the setting, or half the input price when it is unset."""
+        if self.cost_per_million_cached_input_tokens is None:
+            return self.cost_per_million_input_tokens / 2
+        return self.cost_per_million_cached_input_tokens
 
     @property
     def digest_channel(self) -> str | None:

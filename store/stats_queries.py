@@ -28,6 +28,7 @@ class JudgmentRow:
     max_score: float | None = None
     normalized_score: float | None = None
     prompt_tokens: int = 0
+    cached_tokens: int = 0  # of prompt_tokens, read from the provider's prompt cache
     completion_tokens: int = 0
     cached: bool = False
     votes_right: int = 0  # feedback buttons: "the judge was right"
@@ -101,6 +102,7 @@ def pair_rows(session: Session, start: datetime, end: datetime) -> list[PairRow]
                     max_score=judgment.max_score,
                     normalized_score=judgment.normalized_score,
                     prompt_tokens=judgment.prompt_tokens or 0,
+                    cached_tokens=judgment.cached_tokens or 0,
                     completion_tokens=judgment.completion_tokens or 0,
                     cached=bool(judgment.cached),
                     votes_right=int(right or 0),

@@ -119,7 +119,17 @@ def _agreement_line(stats: ChannelStats) -> str:
 
 def _usage_line(stats: ChannelStats) -> str:
     tokens = stats.tokens
-    return f"{tokens.total:,} tokens ({tokens.prompt:,} in, {tokens.completion:,} out) · ≈ {money(tokens.cost_usd)}"
+    cached = f" of which {tokens.cached:,} cached" if tokens.cached else ""
+    spent = f"{tokens.prompt:,} in{cached}, {tokens.completion:,} out"
+    return f"{tokens.total:,} tokens ({spent}) · ≈ {money(tokens.cost_usd)}"
+
+
+def price_line(prices: Prices) -> str:
+    """The prices the cost estimate uses."""
+    return (
+        f"Cost estimated at ${prices.input_per_million:g} / ${prices.cached_input:g} / ${prices.output_per_million:g} "
+        "per million input / cached input / output tokens."
+    )
 
 
 def _short_usage(stats: ChannelStats) -> str:
@@ -256,10 +266,7 @@ def digest_message(
         blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": chart}]})
     footer = "Changes are against the 7 days before. Shares count scores at or below each channel's alert threshold."
     if prices is not None:
-        footer += (
-            f" Cost estimated at ${prices.input_per_million:g} / ${prices.output_per_million:g} "
-            "per million input / output tokens."
-        )
+        footer += " " + price_line(prices)
     closing = {"type": "context", "elements": [{"type": "mrkdwn", "text": footer}]}
     blocks += _within_budget(
         report,
@@ -305,9 +312,5 @@ def digest_text(report: Report, links: Links, quotes: Quotes, prices: Prices | N
         out += ["", f"== {channel_ref(stats.channel_id, slack=False)} =="]
         out += block(stats)
     if prices is not None:
-        out += [
-            "",
-            f"Cost estimated at ${prices.input_per_million:g} / ${prices.output_per_million:g} "
-            "per million input / output tokens.",
-        ]
+        out += ["", price_line(prices)]
     return "\n".join(out) + "\n"

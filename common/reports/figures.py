@@ -13,7 +13,9 @@ from store.stats_queries import pair_rows
 
 def prices_for(runtime: Runtime) -> Prices:
     settings = runtime.settings
-    return Prices(settings.cost_per_million_input_tokens, settings.cost_per_million_output_tokens)
+    return Prices(
+        settings.cost_per_million_input_tokens, settings.cost_per_million_output_tokens, settings.cached_input_price
+    )
 
 
 def load_report(runtime: Runtime, period: Period) -> Report:

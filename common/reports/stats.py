@@ -28,10 +28,18 @@ ThresholdsFor = Callable[[str | None], Mapping[str, float]]
 
 @dataclass(frozen=True)
 class Prices:
-    """USD per million tokens, for the estimated cost."""
+    """USD per million tokens, for the estimated cost. Cached input (read from the provider's prompt cache)
+    costs half the input price unless `cached_input_per_million` says otherwise."""
 
     input_per_million: float = 0.0
     output_per_million: float = 0.0
+    cached_input_per_million: float | None = None
+
+    @property
+    def cached_input(self) -> float:
+        if self.cached_input_per_million is None:
+            return self.input_per_million / 2
+        return self.cached_input_per_million
 
 
 @dataclass(frozen=True)
@@ -69,9 +77,10 @@ class WorstAnswer:
 
 @dataclass(frozen=True)
 class Tokens:
-    prompt: int = 0
+    prompt: int = 0  # every input token, the cached ones included
     completion: int = 0
     cost_usd: float = 0.0
+    cached: int = 0  # of prompt, read from the provider's prompt cache
 
     @property
     def total(self) -> int:
@@ -153,15 +162,21 @@ def captured(rows: Iterable[PairRow]) -> list[PairRow]:
 
 
 def token_use(rows: Iterable[PairRow], prices: Prices) -> Tokens:
-    """LLM tokens actually spent (cached verdicts cost nothing) and their estimated cost."""
-    prompt = completion = 0
+    """LLM tokens actually spent (cached verdicts cost nothing) and their estimated cost, the input the provider
+    read from its prompt cache at the cached rate."""
+    prompt = cached = completion = 0
     for row in rows:
         for judgment in row.judgments:
             if not judgment.cached:
                 prompt += judgment.prompt_tokens
+                cached += min(judgment.cached_tokens, judgment.prompt_tokens)
                 completion += judgment.completion_tokens
-    cost = prompt / 1e6 * prices.input_per_million + completion / 1e6 * prices.output_per_million
-    return Tokens(prompt=prompt, completion=completion, cost_usd=cost)
+    cost = (
+        (prompt - cached) / 1e6 * prices.input_per_million
+        + cached / 1e6 * prices.cached_input
+        + completion / 1e6 * prices.output_per_million
+    )
+    return Tokens(prompt=prompt, completion=completion, cost_usd=cost, cached=cached)
 
 
 def judge_stats(judge: str, rows: Iterable[PairRow], thresholds_for: ThresholdsFor) -> JudgeStats:

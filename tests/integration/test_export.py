@@ -53,7 +53,8 @@ def _seed(database: Database) -> None:
                     normalized_score=0.75,
                     reasoning="mostly relevant",
                     model="gpt-4o-mini",
-                    prompt_tokens=120,
+                    prompt_tokens=1200,
+                    cached_tokens=1152,
                     completion_tokens=30,
                     created_at=datetime(2025, 1, 10, 12, 0, tzinfo=UTC),
                 ),
@@ -110,7 +111,8 @@ def test_jsonl_has_every_judgment_with_its_pair(database: Database, db_url: str,
         "mostly relevant",
         "gpt-4o-mini",
     )
-    assert (first["prompt_tokens"], first["completion_tokens"]) == (120, 30)
+    assert (first["prompt_tokens"], first["cached_tokens"], first["completion_tokens"]) == (1200, 1152, 30)
+    assert rows[1]["cached_tokens"] == 0  # stored without a figure: nothing cached
     assert datetime.fromisoformat(first["created_at"]) == datetime(2025, 1, 10, 12, 0, tzinfo=UTC)
     assert rows[1]["answer"] == "Au 3ᵉ étage."
     assert rows[2]["score"] is None and rows[2]["error"] == "unreadable reply"
@@ -124,6 +126,7 @@ def test_csv_round_trips_through_a_csv_reader(database: Database, db_url: str, t
     assert rows[0]["answer"] == "Press Reset.\nThen wait, please."  # quoted newline survives
     assert rows[0]["question"] == 'How do I reset, "quickly"?'
     assert float(rows[1]["score"]) == 4.0 and rows[2]["score"] == ""
+    assert (rows[0]["prompt_tokens"], rows[0]["cached_tokens"], rows[1]["cached_tokens"]) == ("1200", "1152", "0")
 
 
 def test_since_keeps_judgments_from_that_day_on(database: Database, db_url: str, tmp_path: Path) -> None:

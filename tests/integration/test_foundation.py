@@ -102,6 +102,34 @@ def test_migrations_create_every_table_and_are_idempotent(database: Database) ->
     assert pending_migrations(database.engine) == []
 
 
+def test_cached_tokens_migration_keeps_older_judgments_as_uncached(tmp_path) -> None:
+    """0004 adds judgments.cached_tokens: a judgment stored at 0003 reads 0 after the upgrade; downgrade works."""
+    from alembic import command
+    from sqlalchemy import text
+
+    from store.db import alembic_config
+
+    url = f"sqlite:///{tmp_path / 'old.sqlite3'}"
+    config = alembic_config(url)
+    command.upgrade(config, "0003")
+    older = Database(url, pool_size=1)
+    try:
+        with older.session() as session:  # the pairs table is the same at 0003
+            session.add(Pair(channel_id="C1", answer_ts="1.000001", answer_text="a", question_text="q"))
+        with older.autocommit() as connection:  # the 0003 judgments table, without cached_tokens
+            connection.execute(text("INSERT INTO judgments (pair_id, judge, status, prompt_tokens, completion_tokens, "
+                                    "latency_ms, cached, created_at) VALUES (1, 'relevancy', 'ok', 900, 20, 1.0, 0, "
+                                    "'2026-01-01')"))  # fmt: skip
+        command.upgrade(config, "head")
+        assert pending_migrations(older.engine) == []
+        with older.session() as session:
+            assert session.scalars(select(Judgment.cached_tokens)).all() == [0]
+        command.downgrade(config, "0003")
+        assert "cached_tokens" not in {c["name"] for c in inspect(older.engine).get_columns("judgments")}
+    finally:
+        older.dispose()
+
+
 def test_one_judgment_per_pair_and_judge(database: Database) -> None:
     with database.session() as session:
         pair = Pair(channel_id="C1", answer_ts="1.000001", answer_text="a", question_text="q")

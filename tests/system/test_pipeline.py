@@ -457,6 +457,10 @@ def test_durable_cache_and_deterministic_sampling(
         assert twin.cached and not original.cached
         assert (twin.score, twin.cache_key, twin.reasoning) == (original.score, original.cache_key, original.reasoning)
         assert twin.prompt_tokens == 0  # a copy costs nothing
+        # The provider's prompt cache: the first call pays in full, later ones read the constant prefix from it.
+        later = session.scalars(select(Judgment).where(Judgment.pair_id.in_(on_demand))).all()
+        assert original.cached_tokens == 0 and twin.cached_tokens == 0
+        assert all(1024 <= judgment.cached_tokens < judgment.prompt_tokens for judgment in later)
         rows = session.execute(select(Pair.id, Pair.answer_ts, Pair.status).where(Pair.id.in_(sampled))).all()
     expected = {pid: is_sampled_in("C_SAMPLED", ts, 0.3, source="capture") for pid, ts, _ in rows}
     actual = {pid: status == PairStatus.JUDGED for pid, _, status in rows}

@@ -29,7 +29,9 @@ def thresholds_for(channel):
 _ids = iter(range(1, 1_000_000))
 
 
-def verdict(score, *, judge="relevancy", status="ok", right=0, wrong=0, tokens=(100, 10), cached=False, top=4):
+def verdict(
+    score, *, judge="relevancy", status="ok", right=0, wrong=0, tokens=(100, 10), cached=False, top=4, prompt_cached=0
+):
     return JudgmentRow(
         id=next(_ids),
         judge=judge,
@@ -38,6 +40,7 @@ def verdict(score, *, judge="relevancy", status="ok", right=0, wrong=0, tokens=(
         max_score=top,
         normalized_score=score / top if status == "ok" and score is not None else None,
         prompt_tokens=tokens[0],
+        cached_tokens=prompt_cached,
         completion_tokens=tokens[1],
         cached=cached,
         votes_right=right,
@@ -264,6 +267,30 @@ def test_message_and_dry_run_show_each_judges_distribution_and_each_channels_tok
     assert "  scores 0:0 · 1:0 · 2:1 · 3:1 · 4:1" in channel_c1
     assert "LLM usage: 3,300 tokens (3,000 in, 300 out) · ≈ $0.0006" in channel_c1
     assert "LLM usage: 2,550 tokens (2,500 in, 50 out) · ≈ $0.0004" in text.split("== #C2 ==")[1]
+
+
+def test_cached_input_is_priced_at_the_cached_rate_and_shown_in_the_cost_line():
+    """1,000,000 input tokens of which 900,000 cached, 100,000 out: 0.1 M x $0.15 + 0.9 M x $0.075 (half the input
+    price when no cached price is set) + 0.1 M x $0.60 = $0.1425; with a cached price of $0.03: $0.102."""
+    rows = [pair("C1", judgments=[verdict(4, tokens=(1_000_000, 100_000), prompt_cached=900_000)])]
+    report = build_report(PERIOD, rows, [], thresholds_for, PRICES)
+    assert report.overall.tokens.cached == 900_000
+    assert abs(report.overall.tokens.cost_usd - 0.1425) < 1e-9
+    text = digest_text(report, {}, {}, PRICES)
+    assert "LLM usage: 1,100,000 tokens (1,000,000 in of which 900,000 cached, 100,000 out) · ≈ $0.14" in text
+    assert "Cost estimated at $0.15 / $0.075 / $0.6 per million input / cached input / output tokens." in text
+    message = digest_message(report, {}, {}, PRICES)
+    assert "$0.15 / $0.075 / $0.6 per million input / cached input / output tokens." in str(message["blocks"][-1])
+    priced = Prices(input_per_million=0.15, output_per_million=0.60, cached_input_per_million=0.03)
+    assert abs(build_report(PERIOD, rows, [], thresholds_for, priced).overall.tokens.cost_usd - 0.102) < 1e-9
+    assert "$0.15 / $0.03 / $0.6 per million" in digest_text(report, {}, {}, priced)
+
+
+def test_the_cached_input_price_defaults_to_half_the_input_price(monkeypatch):
+    monkeypatch.delenv("RELMON_PRICE_CACHED_INPUT", raising=False)
+    assert Settings(_env_file=None, cost_per_million_input_tokens=0.4).cached_input_price == 0.2
+    monkeypatch.setenv("RELMON_PRICE_CACHED_INPUT", "0.05")
+    assert Settings(_env_file=None).cached_input_price == 0.05
 
 
 def test_many_channels_stay_within_slack_block_limits():

@@ -98,6 +98,7 @@ def verdict_values(verdict, *, pair_id: int, cache_key: str) -> dict[str, Any]:
         "reasoning": verdict.reasoning,
         "model": verdict.model,
         "prompt_tokens": verdict.prompt_tokens or 0,
+        "cached_tokens": verdict.cached_tokens or 0,
         "completion_tokens": verdict.completion_tokens or 0,
         "latency_ms": verdict.latency_ms or 0.0,
         "raw_output": verdict.raw_output,

@@ -1,0 +1,24 @@
+"""judgments: the prompt tokens the provider read from its prompt cache
+
+Revision ID: 0004
+Revises: 0003
+Create Date: 2026-12-02 09:00:00
+"""
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0004"
+down_revision = "0003"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    # Judgments stored before it was recorded count as uncached.
+    op.add_column("judgments", sa.Column("cached_tokens", sa.Integer(), nullable=False, server_default="0"))
+
+
+def downgrade() -> None:
+    with op.batch_alter_table("judgments") as batch:
+        batch.drop_column("cached_tokens")
