@@ -2,6 +2,7 @@
 
     python -m bench.judges                       # the default scenarios below
     python -m bench.judges --scenario 500:32:500 # latency_ms:threads:judgments, repeatable
+    python -m bench.judges --cost-only           # only the cost per judgment against DeepEval's metric
 
 The fake runs as a separate process (like a real LLM endpoint, it does not share our CPU or GIL), with
 injected latency. Per scenario it prints:
@@ -13,6 +14,10 @@ injected latency. Per scenario it prints:
   rendering and budget, cache, parsing, building the verdict;
 - client CPU per judgment: this process's CPU time / judgments (all threads, SDK and HTTP included).
 Targets (issue 2): client overhead ≤ 2 ms per judgment; at 500 ms latency, 32 threads ≥ 50 judgments/s.
+
+Then it prints tokens and billed cost per judgment next to DeepEval's three-call answer-relevancy metric on the
+same pairs (bench/judge_cost.py; DeepEval's templates come from `pip install -e '.[bench]'`).
+Targets (issue 18): at least 85% of input tokens cached in steady state; at most 0.4x DeepEval's cost.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.judge_cost import report as cost_report
 from judges import LLMClient, RelevancyJudge
 from tests.services import free_port
 
@@ -132,9 +138,13 @@ def main(argv: list[str] | None = None) -> int:
         action="append",
         help=f"latency_ms:threads:judgments (default: {' '.join(DEFAULT_SCENARIOS)})",
     )
+    parser.add_argument("--cost-only", action="store_true", help="only the cost per judgment")
     args = parser.parse_args(argv)
+    if args.cost_only:
+        print("\n".join(cost_report()))
+        return 0
     scenarios = [tuple(float(part) for part in text.split(":")) for text in (args.scenario or DEFAULT_SCENARIOS)]
-    print(__doc__.split("\n\n", 2)[2].rstrip())
+    print(__doc__.split("\n\n", 2)[2].split("\n\n")[0].rstrip())
     print()
     header = (
         f"{'latency':>8} {'threads':>7} {'judgments':>9} {'wall s':>7} {'judg/s':>7} {'evaluate ms':>11} "
@@ -153,6 +163,8 @@ def main(argv: list[str] | None = None) -> int:
             )
     finally:
         fake.stop()
+    print()
+    print("\n".join(cost_report()))
     return 0
 
 
