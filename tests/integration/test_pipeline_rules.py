@@ -123,14 +123,27 @@ def test_visibility_timeout_must_outlast_every_retry_and_settle_delay() -> None:
     assert "digest retries" in str(refused.value) and "Slack task retries" in str(refused.value)
 
 
+class _MostJitter:
+    """The largest jitter `backoff_seconds` can draw."""
+
+    @staticmethod
+    def random() -> float:
+        return 1.0
+
+
 def _fixed_delays() -> dict[str, float]:
     """The longest countdown of each delay written into the code rather than the settings."""
+    from common.backoff import backoff_seconds
+    from workers.alerts import delivery
     from workers.tasks import capture, digest, maintenance, slack  # noqa: F401 (capture, maintenance: registered)
 
+    def longest(retries: int, base: float, cap: float) -> float:
+        return backoff_seconds(retries, base=base, cap=cap, rng=_MostJitter())  # type: ignore[arg-type]
+
     delays = {
-        "slack retry": slack.retry_countdown(slack.MAX_RETRIES),
-        "digest retry": digest._retry_delay(digest.MAX_RETRIES),
-        "alert summary": slack.SUMMARY_DELAY_SECONDS,
+        "slack retry": longest(slack.MAX_RETRIES, slack.RETRY_BASE_SECONDS, slack.RETRY_CAP_SECONDS),
+        "digest retry": longest(digest.MAX_RETRIES, digest.RETRY_BASE_SECONDS, digest.RETRY_CAP_SECONDS),
+        "alert summary": delivery.SUMMARY_DELAY_SECONDS,
     }
     for name, task in celery.tasks.items():
         if name.startswith("celery."):
