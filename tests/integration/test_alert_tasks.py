@@ -23,6 +23,7 @@ from store.settings import Settings
 from tests.alert_helpers import ALERTS, SUPPORT, add_judgment, alert_runtime, fake_slack, make_settings, write_rules
 from tests.processes import relmon_env, start_worker, wait_for
 from workers.alerts import delivery, summaries, verdicts
+from workers.alerts.policy import hour_label, hour_start
 from workers.tasks import slack as tasks
 
 
@@ -697,3 +698,55 @@ def test_a_lease_left_by_an_earlier_attempt_of_the_same_task_is_taken_back_at_on
             pass
         with pytest.raises(delivery.LeaseBusy), delivery.lease(runtime, 77):  # outside a task: no owner, no take-over
             pass
+
+
+def test_the_migration_gives_old_per_source_summaries_the_per_alert_channel_key(db_url, make_runtime, fake):
+    """Summaries posted under summary:<source>:<hour> (one per source channel) before migration 0004: the newest
+    posted one of each alert channel-hour takes summary:<alert channel>:<hour>, so the hour's summary updates
+    that message instead of posting a second that repeats its scores. A key already taken is left alone."""
+    from alembic import command
+
+    from store.db import Database, alembic_config
+
+    hour = hour_start(datetime.now(UTC))
+    label = hour_label(hour)
+    config = alembic_config(db_url)
+    command.downgrade(config, "0003")
+    database = Database(db_url)
+    try:
+        old = fake._api_chat_postMessage({"channel": ALERTS, "text": f"2 more low scores in <#{SUPPORT}> this hour"})
+        with database.session() as session:
+            for dedupe_key, source, alert_channel, ts in [
+                (f"summary:C_OTHER:{label}", "C_OTHER", ALERTS, "1.000001"),  # older: stays as it is
+                (f"summary:{SUPPORT}:{label}", SUPPORT, ALERTS, old["ts"]),
+                (f"summary:{SUPPORT}:2020010100", SUPPORT, "C_ELSEWHERE", "1.000002"),
+                ("summary:C_ELSEWHERE:2020010100", None, "C_ELSEWHERE", "1.000003"),  # the new key exists already
+            ]:
+                row, _ = alert_store.claim(
+                    session,
+                    dedupe_key=dedupe_key,
+                    kind="summary",
+                    source_channel_id=source,
+                    alert_channel_id=alert_channel,
+                    details={"hour": hour.isoformat(), "count": 2},
+                )
+                alert_store.mark_posted(session, row.id, ts)
+    finally:
+        database.dispose()
+    command.upgrade(config, "head")
+    with make_runtime(alert_cap_per_hour=1, degradation_window_minutes=0) as runtime:
+        with runtime.db.session() as session:
+            keys = {(a.dedupe_key, a.source_channel_id, a.message_ts) for a in session.execute(select(Alert)).scalars()}
+        assert keys == {
+            (f"summary:C_OTHER:{label}", "C_OTHER", "1.000001"),
+            (f"summary:{ALERTS}:{label}", None, old["ts"]),
+            (f"summary:{SUPPORT}:2020010100", SUPPORT, "1.000002"),
+            ("summary:C_ELSEWHERE:2020010100", None, "1.000003"),
+        }
+        for i in range(4):
+            delivery.consider(runtime, add_judgment(runtime, score=0, reasoning=f"reason {i}"))
+        posts = len(fake.posted(ALERTS))
+        summaries.flush_summaries(runtime)
+        assert len(fake.posted(ALERTS)) == posts  # no second summary
+        [update] = fake.calls_to("chat.update")
+        assert update["ts"] == old["ts"] and "3 more low scores this hour" in json.dumps(update["blocks"])
