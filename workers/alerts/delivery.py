@@ -225,15 +225,20 @@ def post_alert(runtime: Runtime, alert_id: int) -> str:
 
 def refresh_votes(runtime: Runtime, alert_id: int) -> str:
     """Show the current feedback tally on a posted alert (chat.update)."""
-    # Under the alert's lease, so the last update to run reads the latest votes.
-    with lease(runtime, alert_id):
-        with runtime.db.session() as session:
-            row = session.get(Alert, alert_id)
-            if row is None or row.kind != alert_store.KIND_LOW:
-                return "not_an_alert"
-            if row.status != alert_store.STATUS_POSTED or not row.message_ts:
-                return "not_posted"  # the post, when it happens, renders the votes itself
-            channel, ts = row.alert_channel_id, row.message_ts
-            payload = views.render_low(runtime, session, row)
-        runtime.slack.chat_update(channel=channel, ts=ts, **payload)
+    with lease(runtime, alert_id):  # so the last update to run reads the latest votes
+        update = _votes_update(runtime, alert_id)
+        if isinstance(update, str):
+            return update
+        runtime.slack.chat_update(**update)
     return "updated"
+
+
+def _votes_update(runtime: Runtime, alert_id: int) -> dict | str:
+    """The chat.update that shows the current votes on the alert, or why there is none."""
+    with runtime.db.session() as session:
+        row = session.get(Alert, alert_id)
+        if row is None or row.kind != alert_store.KIND_LOW:
+            return "not_an_alert"
+        if row.status != alert_store.STATUS_POSTED or not row.message_ts:
+            return "not_posted"  # the post, when it happens, renders the votes itself
+        return {"channel": row.alert_channel_id, "ts": row.message_ts, **views.render_low(runtime, session, row)}
