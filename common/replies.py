@@ -35,7 +35,7 @@ from slack_sdk.http_retry.response import HttpResponse
 from slack_sdk.http_retry.state import RetryState
 from slack_sdk.webhook import WebhookClient
 
-from common.posted_marks import outcome_unknown
+from common.post_once import outcome_unknown
 
 log = logging.getLogger("relmon.replies")
 

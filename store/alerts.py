@@ -1,6 +1,6 @@
 """Alert queries: claim an alert under its unique key before it is posted, count what the hourly cap
-counts, find held low scores for the hour's summary, track degradation episodes, and the 7-day figures
-of `/judge stats`.
+counts, track degradation episodes, and the 7-day figures of `/judge stats` (the hour's summary reads
+`store.alert_summaries`).
 
 The claim is the at-most-once guarantee: INSERT ... ON CONFLICT DO NOTHING on `dedupe_key`, so two
 workers handling the same judgment meet one row. `lock_channel` serialises the decisions that count
@@ -164,143 +164,26 @@ def merge_details(session: Session, alert_id: int, **values: Any) -> None:
 
 
 @dataclass(frozen=True)
-class HeldItem:
-    """A held low score with what the summary shows of it."""
-
-    alert_id: int
-    judgment_id: int
-    judge: str
-    score: float
-    max_score: float | None
-    reasoning: str | None
-    created_at: datetime
-    permalink: str | None
-    channel_is_private: bool
-    source_channel_id: str
-    held_by: str  # which cap held it: "hourly_cap" (its source channel's) or "alert_channel_cap"
-
-
-def held_channel_hours(session: Session, since: datetime) -> list[tuple[str, datetime]]:
-    """(alert channel, claim time) of every held alert (low score or degradation) since `since`; the caller
-    buckets by hour."""
-    rows = session.execute(
-        select(Alert.alert_channel_id, Alert.created_at).where(
-            Alert.kind.in_((KIND_LOW, KIND_DEGRADATION)), Alert.status == STATUS_HELD, Alert.created_at >= since
-        )
-    )
-    return [(channel, created) for channel, created in rows if channel]
-
-
-def held_in_hour(session: Session, alert_channel_id: str, since: datetime, until: datetime) -> list[HeldItem]:
-    """The low scores held for `alert_channel_id` in [since, until), from every source channel, oldest first."""
-    rows = session.execute(
-        select(Alert, Judgment, Pair.channel_is_private)
-        .join(Judgment, Judgment.id == Alert.judgment_id)
-        .join(Pair, Pair.id == Judgment.pair_id)
-        .where(
-            Alert.kind == KIND_LOW,
-            Alert.status == STATUS_HELD,
-            Alert.alert_channel_id == alert_channel_id,
-            Alert.created_at >= since,
-            Alert.created_at < until,
-        )
-        .order_by(Alert.id)
-    )
-    return [
-        HeldItem(
-            alert_id=alert.id,
-            judgment_id=judgment.id,
-            judge=judgment.judge,
-            score=judgment.score,
-            max_score=judgment.max_score,
-            reasoning=judgment.reasoning,
-            created_at=alert.created_at,
-            permalink=(alert.details or {}).get("permalink"),
-            channel_is_private=bool(private),
-            source_channel_id=alert.source_channel_id or "",
-            held_by=(alert.details or {}).get("reason", "hourly_cap"),
-        )
-        for alert, judgment, private in rows
-    ]
-
-
-def legacy_summary_ts(session: Session, alert_channel_id: str, hour: datetime) -> str | None:
-    """The message of the newest summary `alert_channel_id` got for `hour` under the key summaries had before they
-    were one per alert channel (`summary:<source channel>:<hour>`): in the hour of an upgrade, the new summary
-    takes that message over instead of posting a second one that repeats its scores."""
-    rows = session.execute(
-        select(Alert.message_ts, Alert.details)
-        .where(
-            Alert.kind == KIND_SUMMARY,
-            Alert.alert_channel_id == alert_channel_id,
-            Alert.source_channel_id.is_not(None),
-            Alert.status == STATUS_POSTED,
-            Alert.message_ts.is_not(None),
-            Alert.created_at >= hour,
-        )
-        .order_by(Alert.id.desc())
-    )
-    for message_ts, details in rows:
-        if (details or {}).get("hour") == hour.isoformat():
-            return message_ts
-    return None
-
-
-def held_degradations(session: Session, alert_channel_id: str, since: datetime, until: datetime) -> list[Alert]:
-    """The degradation alerts held for `alert_channel_id` in [since, until) by its hourly cap, oldest first."""
-    return list(
-        session.execute(
-            select(Alert)
-            .where(
-                Alert.kind == KIND_DEGRADATION,
-                Alert.status == STATUS_HELD,
-                Alert.alert_channel_id == alert_channel_id,
-                Alert.created_at >= since,
-                Alert.created_at < until,
-            )
-            .order_by(Alert.id)
-        ).scalars()
-    )
-
-
-@dataclass(frozen=True)
 class DegradationHistory:
     open_alert_id: int | None  # the latest episode, not yet recovered
+    open_unposted: bool  # that episode's alert was claimed but never posted (its worker died)
     last_alert_at: datetime | None
     episodes: int
 
 
-def degradation_history(session: Session, channel_id: str) -> DegradationHistory:
-    rows = session.execute(
-        select(Alert.id, Alert.created_at, Alert.details)
-        .where(Alert.kind == KIND_DEGRADATION, Alert.source_channel_id == channel_id)
-        .order_by(Alert.id.desc())
-    ).all()
-    if not rows:
-        return DegradationHistory(None, None, 0)
-    latest_id, latest_at, details = rows[0]
-    recovered = bool((details or {}).get("recovered_at"))
-    return DegradationHistory(None if recovered else latest_id, latest_at, len(rows))
-
-
-@dataclass(frozen=True)
-class LatestDegradation:
-    status: str
-    created_at: datetime
-    recovered: bool
-
-
-def latest_degradation(session: Session | Connection, channel_id: str) -> LatestDegradation | None:
-    """The channel's most recent degradation alert (one indexed row, for the lock-free pre-check)."""
-    row = session.execute(
-        select(Alert.status, Alert.created_at, Alert.details)
-        .where(Alert.kind == KIND_DEGRADATION, Alert.source_channel_id == channel_id)
-        .order_by(Alert.id.desc())
-        .limit(1)
+def degradation_history(session: Session | Connection, channel_id: str) -> DegradationHistory:
+    """The channel's degradation episodes: the latest (one indexed row) and how many there were."""
+    scope = (Alert.kind == KIND_DEGRADATION, Alert.source_channel_id == channel_id)
+    latest = session.execute(
+        select(Alert.id, Alert.status, Alert.created_at, Alert.details).where(*scope).order_by(Alert.id.desc()).limit(1)
     ).first()
-    if row is None:
-        return None
-    return LatestDegradation(row.status, row.created_at, bool((row.details or {}).get("recovered_at")))
+    if latest is None:
+        return DegradationHistory(None, False, None, 0)
+    episodes = session.execute(select(func.count(Alert.id)).where(*scope)).scalar_one()
+    is_open = not (latest.details or {}).get("recovered_at")
+    return DegradationHistory(
+        latest.id if is_open else None, is_open and latest.status == STATUS_CLAIMED, latest.created_at, episodes
+    )
 
 
 def mark_recovered(session: Session, alert_id: int, at: datetime) -> None:

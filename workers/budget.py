@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 from datetime import UTC, date, datetime
 
+from common.post_once import PostOnce, Receipts
 from store.db import Database
 from store.usage import charge_judgment, claim_budget_notice, release_budget_notice
 
@@ -37,7 +38,8 @@ def charge(db: Database, pair_id: int, judge: str, budget: int, now: datetime | 
 def announce_exhausted(db: Database, slack, channel: str | None, budget: int, now: datetime | None = None) -> bool:
     """Post the 'budget spent' notice once per UTC day. Returns True if this call posted it.
 
-    The claim is taken in SQL before posting, so two workers never both post; a failed post gives it back."""
+    The claim is taken in SQL before posting, so two workers never both post; a failed post gives it back (a
+    later skipped pair tries again). The claim is its only record: the notice keeps no receipt and no mark."""
     day = budget_day(now)
     if not channel:
         log.warning("daily budget spent; no alert channel to say so", extra={"day": day.isoformat()})
@@ -46,7 +48,8 @@ def announce_exhausted(db: Database, slack, channel: str | None, budget: int, no
         if not claim_budget_notice(session, day):
             return False
     try:
-        slack.chat_postMessage(channel=channel, text=notice_text(budget, day))
+        once = PostOnce(slack, Receipts(None), f"budget:{day.isoformat()}", notes_attempts=False)
+        once.post(channel, text=notice_text(budget, day))
     except Exception:
         log.exception("could not post the budget notice", extra={"day": day.isoformat()})
         with db.session() as session:

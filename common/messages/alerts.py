@@ -49,11 +49,17 @@ def judge_label(judge: str) -> str:
 
 
 @dataclass(frozen=True)
-class LowScoreAlert:
+class ScoredJudgment:
+    """The judgment an alert or a summary line is about."""
+
     judgment_id: int
     judge: str
     score: float
     max_score: float | None
+
+
+@dataclass(frozen=True)
+class LowScoreAlert(ScoredJudgment):
     threshold: float | None
     channel_id: str
     answered_at: datetime
@@ -167,11 +173,7 @@ def degradation_alert(alert: DegradationAlert) -> dict:
 
 
 @dataclass(frozen=True)
-class SummaryItem:
-    judgment_id: int
-    judge: str
-    score: float
-    max_score: float | None
+class SummaryItem(ScoredJudgment):
     answered_at: datetime
     permalink: str | None = None
     reasoning: str | None = None

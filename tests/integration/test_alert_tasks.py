@@ -22,6 +22,7 @@ from store.models import Alert, Judgment, Pair
 from store.settings import Settings
 from tests.alert_helpers import ALERTS, SUPPORT, add_judgment, alert_runtime, fake_slack, make_settings, write_rules
 from tests.processes import relmon_env, start_worker, wait_for
+from workers.alerts import delivery, summaries, verdicts
 from workers.alerts.policy import hour_label, hour_start
 from workers.tasks import slack as tasks
 
@@ -49,8 +50,8 @@ def alerts(runtime) -> list[Alert]:
 def test_low_score_posts_exactly_one_alert_even_when_repeated(make_runtime, fake):
     with make_runtime() as runtime:
         judgment_id = add_judgment(runtime, score=1)
-        assert tasks.consider(runtime, judgment_id).startswith("posted")
-        assert tasks.consider(runtime, judgment_id).startswith("posted")  # a retry or redelivery
+        assert delivery.consider(runtime, judgment_id).startswith("posted")
+        assert delivery.consider(runtime, judgment_id).startswith("posted")  # a retry or redelivery
         tasks.consider_alert(judgment_id)  # the Celery task body, as a worker runs it
         posts = fake.posted(ALERTS)
         assert len(posts) == 1
@@ -74,7 +75,7 @@ def test_low_score_posts_exactly_one_alert_even_when_repeated(make_runtime, fake
 def test_no_alert_for_good_scores_errors_and_nulls(make_runtime, fake, score, status, judge):
     with make_runtime() as runtime:
         judgment_id = add_judgment(runtime, score=score, status=status, judge=judge)
-        tasks.consider(runtime, judgment_id)
+        delivery.consider(runtime, judgment_id)
         assert fake.posted(ALERTS) == [] and alerts(runtime) == []
 
 
@@ -92,8 +93,8 @@ def test_claimed_but_unposted_alert_is_posted_by_the_retry(make_runtime, fake):
                 alert_channel_id=ALERTS,
             )
         assert fake.posted(ALERTS) == []
-        tasks.consider(runtime, judgment_id)
-        tasks.consider(runtime, judgment_id)
+        delivery.consider(runtime, judgment_id)
+        delivery.consider(runtime, judgment_id)
         assert len(fake.posted(ALERTS)) == 1
         assert alerts(runtime)[0].status == "posted"
 
@@ -106,7 +107,7 @@ def test_twin_workers_on_one_judgment_post_once(make_runtime, fake):
 
         def run():
             try:
-                tasks.consider(runtime, judgment_id)
+                delivery.consider(runtime, judgment_id)
             except Exception as error:  # pragma: no cover - shown by the assertion
                 errors.append(error)
 
@@ -126,21 +127,21 @@ def test_hourly_cap_gathers_the_rest_into_one_summary(make_runtime, fake):
     with make_runtime(alert_cap_per_hour=2, degradation_window_minutes=0) as runtime:
         ids = [add_judgment(runtime, score=0, reasoning=f"reason {i}") for i in range(5)]
         for judgment_id in ids:
-            tasks.consider(runtime, judgment_id)
+            delivery.consider(runtime, judgment_id)
         assert len(fake.posted(ALERTS)) == 2
         statuses = [row.status for row in alerts(runtime)]
         assert statuses == ["posted", "posted", "held", "held", "held"]
 
-        assert tasks.flush_summaries(runtime) == 1
-        tasks.flush_summaries(runtime)  # nothing new: no second post, no update
+        assert summaries.flush_summaries(runtime) == 1
+        summaries.flush_summaries(runtime)  # nothing new: no second post, no update
         posts = fake.posted(ALERTS)
         assert len(posts) == 3 and fake.calls_to("chat.update") == []
         summary = json.dumps(posts[2]["blocks"])
         assert "3 more low scores this hour" in summary and "reason 4" in summary and "cap of 2" in summary
 
         more = add_judgment(runtime, score=1, reasoning="reason 5")
-        tasks.consider(runtime, more)
-        tasks.flush_summaries(runtime)
+        delivery.consider(runtime, more)
+        summaries.flush_summaries(runtime)
         assert len(fake.posted(ALERTS)) == 3  # still one summary message…
         [update] = fake.calls_to("chat.update")  # …updated in place
         assert "4 more low scores this hour" in json.dumps(update["blocks"])
@@ -156,7 +157,7 @@ def test_cap_holds_under_a_concurrent_burst(make_runtime, fake):
 
         def run(judgment_id):
             barrier.wait(timeout=10)
-            tasks.consider(runtime, judgment_id)
+            delivery.consider(runtime, judgment_id)
 
         threads = [threading.Thread(target=run, args=(i,)) for i in ids]
         for thread in threads:
@@ -173,24 +174,24 @@ def test_degradation_alerts_once_and_rearms_after_recovery(make_runtime, fake):
                       ) as runtime:  # fmt: skip
         # threshold 0: these 1s are not low-score alerts, only a falling mean
         for _ in range(3):
-            tasks.consider(runtime, add_judgment(runtime, score=1))
+            delivery.consider(runtime, add_judgment(runtime, score=1))
         assert fake.posted(ALERTS) == []  # fewer answers than the window
-        tasks.consider(runtime, add_judgment(runtime, score=1))
+        delivery.consider(runtime, add_judgment(runtime, score=1))
         [post] = fake.posted(ALERTS)
         assert "getting worse" in post["text"] and "1.00" in json.dumps(post["blocks"])
         for _ in range(3):
-            tasks.consider(runtime, add_judgment(runtime, score=1))
+            delivery.consider(runtime, add_judgment(runtime, score=1))
         assert len(fake.posted(ALERTS)) == 1  # still degraded: no repeat
         for _ in range(4):
-            tasks.consider(runtime, add_judgment(runtime, score=4))
+            delivery.consider(runtime, add_judgment(runtime, score=4))
         [row] = [a for a in alerts(runtime) if a.kind == "degradation"]
         assert row.details.get("recovered_at")  # re-armed
         for _ in range(4):
-            tasks.consider(runtime, add_judgment(runtime, score=1))
+            delivery.consider(runtime, add_judgment(runtime, score=1))
         assert len(fake.posted(ALERTS)) == 1  # re-armed, but not twice within the hour
 
         later = datetime.now(UTC) + timedelta(hours=2)
-        tasks.consider(runtime, add_judgment(runtime, score=1, created_at=later), now=later)
+        delivery.consider(runtime, add_judgment(runtime, score=1, created_at=later), now=later)
         assert len(fake.posted(ALERTS)) == 2
         assert [a.dedupe_key for a in alerts(runtime) if a.kind == "degradation"] == [
             f"degr:{SUPPORT}:1",
@@ -201,7 +202,7 @@ def test_degradation_alerts_once_and_rearms_after_recovery(make_runtime, fake):
 def test_private_channel_alert_withholds_text(make_runtime, fake):
     with make_runtime() as runtime:
         judgment_id = add_judgment(runtime, score=0, private=True, question="secret question", answer="secret answer")
-        tasks.consider(runtime, judgment_id)
+        delivery.consider(runtime, judgment_id)
         [post] = fake.posted(ALERTS)
         text = json.dumps(post["blocks"]) + post["text"]
         assert "secret" not in text and "opening hours" not in text
@@ -214,7 +215,7 @@ def test_private_channel_is_quoted_where_its_rule_allows(make_runtime, fake, tmp
     )
     with make_runtime(channel_rules_file=rules) as runtime:
         judgment_id = add_judgment(runtime, score=0, private=True, channel_id="G_PRIVATE", question="secret question")
-        tasks.consider(runtime, judgment_id)
+        delivery.consider(runtime, judgment_id)
         assert fake.posted(ALERTS) == []
         [post] = fake.posted("C_PRIVATE_ALERTS")
         assert "secret question" in json.dumps(post["blocks"])
@@ -223,13 +224,13 @@ def test_private_channel_is_quoted_where_its_rule_allows(make_runtime, fake, tmp
 def test_votes_update_the_posted_alert(make_runtime, fake):
     with make_runtime() as runtime:
         judgment_id = add_judgment(runtime, score=0)
-        tasks.consider(runtime, judgment_id)
+        delivery.consider(runtime, judgment_id)
         [row] = alerts(runtime)
         with runtime.db.session() as session:
             record_vote(session, judgment_id, "U1", "right")
             record_vote(session, judgment_id, "U2", "wrong")
             record_vote(session, judgment_id, "U1", "wrong")  # changed
-        assert tasks.refresh_votes(runtime, row.id) == "updated"
+        assert delivery.refresh_votes(runtime, row.id) == "updated"
         [update] = fake.calls_to("chat.update")
         assert update["channel"] == ALERTS and update["ts"] == row.message_ts
         assert "Feedback: 0 say the judge was right · 2 say it was wrong" in json.dumps(
@@ -255,8 +256,8 @@ def test_verdict_goes_privately_to_the_response_url_once(make_runtime, fake):
             session.flush()
             pair_id = pair.id
         add_judgment_for_pair(runtime, pair_id, score=0)
-        assert tasks.deliver(runtime, pair_id) == "response_url"
-        assert tasks.deliver(runtime, pair_id) == "posted"
+        assert verdicts.deliver(runtime, pair_id) == "response_url"
+        assert verdicts.deliver(runtime, pair_id) == "posted"
         [response] = fake.responses["verdict"]
         assert response["response_type"] == "ephemeral"
         assert response["blocks"][0]["text"]["text"] == "Verdict: Relevancy 0 / 4"
@@ -273,7 +274,7 @@ def test_verdict_falls_back_to_a_direct_message(make_runtime, fake):
             session.flush()
             pair_id = pair.id
         add_judgment_for_pair(runtime, pair_id, score=3)
-        assert tasks.deliver(runtime, pair_id) == "direct_message"
+        assert verdicts.deliver(runtime, pair_id) == "direct_message"
         [post] = fake.posted("U_ASKER")
         assert "Relevancy 3 / 4" in post["text"]
 
@@ -285,42 +286,12 @@ def add_judgment_for_pair(runtime, pair_id: int, score: float) -> None:
         session.add(Judgment(pair_id=pair_id, judge="relevancy", status="ok", score=score, max_score=4, reasoning="r"))
 
 
-def _alert_state(runtime) -> list[tuple]:
-    return [(a.dedupe_key, a.status, json.dumps(a.details, sort_keys=True)) for a in alerts(runtime)]
-
-
-@pytest.mark.parametrize("minutes", [0, 60])  # the count window alone, and with the time window
-def test_the_lock_free_precheck_never_skips_a_judgment_that_changes_anything(make_runtime, fake, minutes):
-    """Judging enqueues consider_alert only when `follow_up_needed` says an alert may follow. Along a run of
-    scores that alerts, holds, degrades, recovers and degrades again, every judgment whose `consider` changed
-    the alerts table was flagged, and plain good scores were not."""
-    from workers.alerts.policy import JudgmentFacts
-
-    scores = [4, 4, 1, 4, 1, 1, 1, 1, 1, 4, 4, 4, 4, 4, 4, 1, 1, 1, 1, 4, 4]
-    with make_runtime(degradation_window=4, degradation_floor=2.5, threshold=1, alert_cap_per_hour=2,
-                      degradation_window_minutes=minutes, degradation_min_answers=3) as runtime:  # fmt: skip
-        flagged_good = 0
-        for score in scores:
-            judgment_id = add_judgment(runtime, score=score)
-            facts = JudgmentFacts(judgment_id, "relevancy", "ok", score, "capture", SUPPORT)
-            needed = tasks.follow_up_needed(runtime, facts)
-            before = _alert_state(runtime)
-            tasks.consider(runtime, judgment_id)
-            if _alert_state(runtime) != before:
-                assert needed, f"score {score} (judgment {judgment_id}) changed alerts but was not flagged"
-            elif needed and score == 4:
-                flagged_good += 1
-        assert fake.posted(ALERTS)  # the run did alert
-        assert flagged_good < scores.count(4)  # good scores in a healthy window are not flagged
-        assert not tasks.follow_up_needed(runtime, JudgmentFacts(0, "relevancy", "error", None, "capture", SUPPORT))
-
-
 def test_a_stale_claim_whose_post_reached_slack_is_not_posted_again(make_runtime, fake):
     """A worker posted the alert, then died before recording it: the retry finds the message by the dedupe key
     in its metadata and records it instead of posting a second one."""
     with make_runtime() as runtime:
         judgment_id = add_judgment(runtime, score=0)
-        assert tasks.consider(runtime, judgment_id).startswith("posted")
+        assert delivery.consider(runtime, judgment_id).startswith("posted")
         [posted] = fake.posted(ALERTS)
         metadata = json.loads(posted["metadata"]) if isinstance(posted["metadata"], str) else posted["metadata"]
         assert metadata["event_payload"]["dedupe_key"] == f"low:{judgment_id}"
@@ -330,7 +301,7 @@ def test_a_stale_claim_whose_post_reached_slack_is_not_posted_again(make_runtime
             row.status, row.message_ts = "claimed", None
             row.created_at = datetime.now(UTC) - timedelta(minutes=5)
         runtime.redis.delete(f"relmon:posted:low:{judgment_id}")  # it died before even the Redis receipt
-        assert tasks.consider(runtime, judgment_id).startswith("posted")
+        assert delivery.consider(runtime, judgment_id).startswith("posted")
         assert len(fake.posted(ALERTS)) == 1
         [row] = alerts(runtime)
         assert (row.status, row.message_ts) == ("posted", posted_ts)
@@ -353,11 +324,11 @@ def test_database_down_after_slack_took_the_post_does_not_post_twice(make_runtim
     with make_runtime() as runtime:
         judgment_id = add_judgment(runtime, score=0)
         with pytest.raises(OperationalError):
-            tasks.consider(runtime, judgment_id)
+            delivery.consider(runtime, judgment_id)
         assert len(fake.posted(ALERTS)) == 1
         [row] = alerts(runtime)
         assert row.status == "claimed"  # the database never heard of the post
-        assert tasks.consider(runtime, judgment_id).startswith("posted")  # the retry
+        assert delivery.consider(runtime, judgment_id).startswith("posted")  # the retry
         assert len(fake.posted(ALERTS)) == 1
         [row] = alerts(runtime)
         [posted_ts] = fake.messages[ALERTS]
@@ -392,16 +363,16 @@ def test_an_alert_slack_took_without_answering_is_not_posted_again(make_runtime,
         judgment_id = add_judgment(runtime, score=0)
         raised = post_never_answered(runtime, fake, fault)
         with pytest.raises(raised):
-            tasks.consider(runtime, judgment_id)
+            delivery.consider(runtime, judgment_id)
         assert len(fake.posted(ALERTS)) == 1 and len(fake.messages[ALERTS]) == 1
         assert fake.calls_to("conversations.history") == []  # a first attempt reads no history
-        assert tasks.consider(runtime, judgment_id).startswith("posted")  # the task's retry
+        assert delivery.consider(runtime, judgment_id).startswith("posted")  # the task's retry
         assert len(fake.posted(ALERTS)) == 1
         assert len(fake.calls_to("conversations.history")) == 1
         [row] = alerts(runtime)
         [posted_ts] = fake.messages[ALERTS]
         assert (row.status, row.message_ts) == ("posted", posted_ts)
-        assert tasks.consider(runtime, judgment_id).startswith("posted")
+        assert delivery.consider(runtime, judgment_id).startswith("posted")
         assert len(fake.posted(ALERTS)) == 1 and len(fake.calls_to("conversations.history")) == 1
 
 
@@ -410,14 +381,14 @@ def test_a_summary_slack_took_without_answering_is_not_posted_again(make_runtime
     """The hour's summary carries its dedupe key in its metadata, as alerts do, and its retry looks for it."""
     with make_runtime(alert_cap_per_hour=1, degradation_window_minutes=0) as runtime:
         for _ in range(2):
-            tasks.consider(runtime, add_judgment(runtime, score=0))
+            delivery.consider(runtime, add_judgment(runtime, score=0))
         assert [row.status for row in alerts(runtime)] == ["posted", "held"]
         raised = post_never_answered(runtime, fake, fault)
         with pytest.raises(raised):
-            tasks.flush_summaries(runtime)
+            summaries.flush_summaries(runtime)
         assert len(fake.posted(ALERTS)) == 2  # the alert and the summary
-        tasks.flush_summaries(runtime)  # the task's retry
-        tasks.flush_summaries(runtime)
+        summaries.flush_summaries(runtime)  # the task's retry
+        summaries.flush_summaries(runtime)
         posts = fake.posted(ALERTS)
         assert len(posts) == 2 and len(fake.messages[ALERTS]) == 2
         summary = next(row for row in alerts(runtime) if row.kind == "summary")
@@ -451,7 +422,8 @@ def test_an_unanswered_post_is_retried_later_than_other_failures(monkeypatch):
 
         with pytest.raises(RuntimeError):
             tasks._run(task, fail)
-    assert task.countdowns == [tasks.UNKNOWN_OUTCOME_RETRY_SECONDS] * 2 + [tasks.retry_countdown(0)]
+    assert task.countdowns[:2] == [tasks.UNKNOWN_OUTCOME_RETRY_SECONDS] * 2
+    assert tasks.RETRY_BASE_SECONDS <= task.countdowns[2] <= tasks.RETRY_BASE_SECONDS * 1.25  # the first backoff
 
 
 # The time window, per-channel rules, the alert channel's cap, the log line ---------------------------------------
@@ -473,9 +445,9 @@ def test_a_bad_last_hour_alerts_before_the_count_window_fills(make_runtime, fake
     though the channel has far fewer than 20 answers, and the alert says which window tripped."""
     with make_runtime(degradation_window=20, degradation_floor=2.5, threshold=0) as runtime:
         for _ in range(4):
-            tasks.consider(runtime, add_judgment(runtime, score=1))
+            delivery.consider(runtime, add_judgment(runtime, score=1))
         assert degradation_posts(fake) == []  # 4 answers: below the hour's minimum sample
-        assert tasks.consider(runtime, add_judgment(runtime, score=1)).endswith("degradation: below_floor")
+        assert delivery.consider(runtime, add_judgment(runtime, score=1)).endswith("degradation: below_floor")
         [post] = degradation_posts(fake)
         text = json.dumps(post["blocks"], ensure_ascii=False)
         assert "the 5 answers judged in the last 60 minutes is *1.00*" in text
@@ -494,9 +466,9 @@ def test_a_quiet_channel_whose_last_answers_reach_back_days(make_runtime, fake, 
         for i in range(15):
             judgment_id = add_judgment(runtime, score=4)
             set_answered_at(runtime, judgment_id, now - timedelta(hours=8 * (15 - i)))
-            tasks.consider(runtime, judgment_id, now=now)
+            delivery.consider(runtime, judgment_id, now=now)
         for _ in range(5):
-            tasks.consider(runtime, add_judgment(runtime, score=1), now=now)
+            delivery.consider(runtime, add_judgment(runtime, score=1), now=now)
         # the last 20: 15 × 4 and 5 × 1 → 3.25, healthy; the last hour: 1.0
         assert len(degradation_posts(fake)) == (1 if minutes else 0)
 
@@ -520,7 +492,7 @@ def test_rules_file_sets_the_cap_windows_and_floor_per_channel(make_runtime, fak
     with make_runtime(channel_rules_file=rules, degradation_window_minutes=0) as runtime:
         for channel in (strict, SUPPORT):  # the same answers in both channels
             for _ in range(3):
-                tasks.consider(runtime, add_judgment(runtime, score=3, channel_id=channel))
+                delivery.consider(runtime, add_judgment(runtime, score=3, channel_id=channel))
         # mean 3.0: below the strict channel's floor of 3.5 over its window of 3; the defaults (20, 2.5) say nothing
         [post] = degradation_posts(fake)
         assert f"<#{strict}>" in post["text"] and "< 3.5" in post["text"]
@@ -528,11 +500,11 @@ def test_rules_file_sets_the_cap_windows_and_floor_per_channel(make_runtime, fak
 
         for channel in (strict, SUPPORT):
             for _ in range(2):
-                tasks.consider(runtime, add_judgment(runtime, score=0, channel_id=channel))
+                delivery.consider(runtime, add_judgment(runtime, score=0, channel_id=channel))
         lows = [p for p in fake.posted(ALERTS) if p["text"].startswith("Low relevancy")]
         assert sorted(p["text"].split(" in ")[1] for p in lows) == [f"<#{strict}>", f"<#{SUPPORT}>", f"<#{SUPPORT}>"]
         assert [(a.source_channel_id, a.status) for a in alerts(runtime) if a.status == "held"] == [(strict, "held")]
-        assert tasks.flush_summaries(runtime) == 1
+        assert summaries.flush_summaries(runtime) == 1
         [summary] = [p for p in fake.posted(ALERTS) if "more low score" in p["text"]]
         assert f"<#{strict}> reached its cap of 1 alerts" in json.dumps(summary["blocks"])
 
@@ -552,7 +524,7 @@ def test_the_alert_channel_cap_holds_a_burst_across_source_channels(make_runtime
 
         def run(judgment_id):
             barrier.wait(timeout=10)
-            tasks.consider(runtime, judgment_id)
+            delivery.consider(runtime, judgment_id)
 
         threads = [threading.Thread(target=run, args=(i,)) for i in ids]
         for thread in threads:
@@ -566,7 +538,7 @@ def test_the_alert_channel_cap_holds_a_burst_across_source_channels(make_runtime
 
         # One summary for the alert channel's hour, whatever the source channels: a burst across channels must
         # not become one summary message per channel.
-        assert tasks.flush_summaries(runtime) == 1
+        assert summaries.flush_summaries(runtime) == 1
         [summary] = [p for p in fake.posted(ALERTS) if "more low score" in p["text"]]
         assert summary["text"] == "3 more low scores from 3 channels this hour"
         blocks = json.dumps(summary["blocks"], ensure_ascii=False)
@@ -575,7 +547,7 @@ def test_the_alert_channel_cap_holds_a_burst_across_source_channels(make_runtime
         assert all(f"<#{channel}> (1 held, cap 10)" in blocks for channel in held_sources)
         assert all(f"• <#{channel}> · *0 / 4*" in blocks for channel in held_sources)  # each line says where
         # the cap is the alert channel's: a channel whose rule sends its alerts elsewhere still alerts
-        tasks.consider(runtime, add_judgment(runtime, score=0, channel_id="C_ELSEWHERE"))
+        delivery.consider(runtime, add_judgment(runtime, score=0, channel_id="C_ELSEWHERE"))
         assert len(fake.posted("C_OTHER_ALERTS")) == 1 and len(fake.posted(ALERTS)) == 4
 
 
@@ -590,7 +562,7 @@ def test_degradation_alerts_share_the_alert_channel_cap_and_wait_at_the_top_of_t
     with make_runtime(alert_channel_cap_per_hour=2, **settings) as runtime:
         for channel in SOURCES[:4]:
             for _ in range(2):  # threshold 0: these 1s are not low-score alerts, only a falling mean
-                tasks.consider(runtime, add_judgment(runtime, score=1, channel_id=channel))
+                delivery.consider(runtime, add_judgment(runtime, score=1, channel_id=channel))
         posted = degradation_posts(fake)
         assert len(posted) == 2
         rows = [a for a in alerts(runtime) if a.kind == "degradation"]
@@ -598,7 +570,7 @@ def test_degradation_alerts_share_the_alert_channel_cap_and_wait_at_the_top_of_t
         held = sorted(a.source_channel_id for a in rows if a.status == "held")
         assert all(a.details["reason"] == "alert_channel_cap" for a in rows if a.status == "held")
 
-        assert tasks.flush_summaries(runtime) == 1
+        assert summaries.flush_summaries(runtime) == 1
         [summary] = [p for p in fake.posted(ALERTS) if "this hour" in p["text"]]
         assert summary["text"] == "2 channels getting worse this hour"
         blocks = json.dumps(summary["blocks"], ensure_ascii=False)
@@ -608,11 +580,11 @@ def test_degradation_alerts_share_the_alert_channel_cap_and_wait_at_the_top_of_t
         )
 
         for channel in SOURCES[:4]:  # still bad: no channel alerts again, held or not
-            tasks.consider(runtime, add_judgment(runtime, score=1, channel_id=channel))
+            delivery.consider(runtime, add_judgment(runtime, score=1, channel_id=channel))
         assert len([a for a in alerts(runtime) if a.kind == "degradation"]) == 4
 
     with make_runtime(alert_channel_cap_per_hour=2, **{**settings, "threshold": 2}) as runtime:
-        tasks.consider(runtime, add_judgment(runtime, score=0, channel_id=SOURCES[0]))
+        delivery.consider(runtime, add_judgment(runtime, score=0, channel_id=SOURCES[0]))
         [low] = [a for a in alerts(runtime) if a.kind == "low_score"]
         assert low.status == "held" and low.details["reason"] == "alert_channel_cap"  # 2 degradation alerts came first
 
@@ -626,41 +598,15 @@ def test_an_archived_alert_channel_does_not_hold_back_other_alert_channels_summa
     with make_runtime(alert_cap_per_hour=1, degradation_window_minutes=0, channel_rules_file=rules) as runtime:
         for channel in ("C_OTHER", SUPPORT):
             for _ in range(3):
-                tasks.consider(runtime, add_judgment(runtime, score=0, channel_id=channel))
-        assert tasks.flush_summaries(runtime) == 2
+                delivery.consider(runtime, add_judgment(runtime, score=0, channel_id=channel))
+        assert summaries.flush_summaries(runtime) == 2
         [summary] = [p for p in fake.posted(ALERTS) if "more low score" in p["text"]]
         assert summary["text"] == f"2 more low scores in <#{SUPPORT}> this hour"
         states = {a.alert_channel_id: a.status for a in alerts(runtime) if a.kind == "summary"}
         assert states == {"C_AAA_GONE": "failed", ALERTS: "posted"}
         refused = len(fake.calls_to("chat.postMessage"))
-        tasks.flush_summaries(runtime)  # a failed summary is not tried again
+        summaries.flush_summaries(runtime)  # a failed summary is not tried again
         assert len(fake.calls_to("chat.postMessage")) == refused
-
-
-def test_a_summary_posted_under_the_old_per_source_key_is_taken_over_not_repeated(make_runtime, fake):
-    """In the hour of an upgrade: the previous release posted the hour's summary under summary:<source>:<hour>.
-    The new one (per alert channel) updates that message rather than posting a second that repeats its scores."""
-    with make_runtime(alert_cap_per_hour=1, degradation_window_minutes=0) as runtime:
-        for i in range(3):
-            tasks.consider(runtime, add_judgment(runtime, score=0, reasoning=f"reason {i}"))
-        hour = hour_start(datetime.now(UTC))
-        old = fake._api_chat_postMessage({"channel": ALERTS, "text": f"2 more low scores in <#{SUPPORT}> this hour"})
-        with runtime.db.session() as session:
-            row, _ = alert_store.claim(
-                session,
-                dedupe_key=f"summary:{SUPPORT}:{hour_label(hour)}",
-                kind="summary",
-                source_channel_id=SUPPORT,
-                alert_channel_id=ALERTS,
-                details={"hour": hour.isoformat(), "count": 2},
-            )
-            alert_store.mark_posted(session, row.id, old["ts"])
-        posts = len(fake.posted(ALERTS))
-        tasks.consider(runtime, add_judgment(runtime, score=0, reasoning="reason 3"))
-        tasks.flush_summaries(runtime)
-        assert len(fake.posted(ALERTS)) == posts  # no second summary
-        [update] = fake.calls_to("chat.update")
-        assert update["ts"] == old["ts"] and "3 more low scores this hour" in json.dumps(update["blocks"])
 
 
 def test_the_alert_posted_log_line_names_the_judgment_and_the_source_message(make_runtime, fake, caplog):
@@ -669,7 +615,7 @@ def test_the_alert_posted_log_line_names_the_judgment_and_the_source_message(mak
             runtime, score=0, answer_ts="1764252300.000100", question="secret question", answer="secret answer"
         )
         with caplog.at_level(logging.INFO, logger="relmon.alerts"):
-            tasks.consider(runtime, judgment_id)
+            delivery.consider(runtime, judgment_id)
         [record] = [r for r in caplog.records if r.getMessage() == "alert posted"]
         assert record.judgment_id == judgment_id and record.message_ts == "1764252300.000100"
         assert record.channel == SUPPORT and record.alert_channel == ALERTS
@@ -739,16 +685,68 @@ def test_worker_applies_rule_thresholds_and_withholds_private_text_in_the_summar
 def test_a_lease_left_by_an_earlier_attempt_of_the_same_task_is_taken_back_at_once(make_runtime, monkeypatch):
     # Redis went down while an attempt held the lease (it could not release it) and came back with the lock in its
     # append-only file: the retry of that same task (same Celery task id) must not wait out LEASE_SECONDS.
-    monkeypatch.setattr(tasks, "LEASE_WAIT_SECONDS", 0.3)
+    monkeypatch.setattr(delivery, "LEASE_WAIT_SECONDS", 0.3)
     with make_runtime() as runtime:
-        left_behind = runtime.redis.lock("relmon:alert-lease:77", timeout=tasks.LEASE_SECONDS)
+        left_behind = runtime.redis.lock("relmon:alert-lease:77", timeout=delivery.LEASE_SECONDS)
         assert left_behind.acquire(token="task-1")
-        with tasks.lease(runtime, 77, owner="task-1"):  # entered at all: a busy lease raises LeaseBusy after 0.3 s
-            assert runtime.redis.pttl("relmon:alert-lease:77") > (tasks.LEASE_SECONDS - 5) * 1000
+        with delivery.lease(runtime, 77, owner="task-1"):  # entered at all: a busy lease raises LeaseBusy after 0.3 s
+            assert runtime.redis.pttl("relmon:alert-lease:77") > (delivery.LEASE_SECONDS - 5) * 1000
         assert runtime.redis.get("relmon:alert-lease:77") is None  # released on the way out
         # Another task's lease is still respected: it waits, then gives up for a later retry.
         assert left_behind.acquire(token="task-1")
-        with pytest.raises(tasks.LeaseBusy), tasks.lease(runtime, 77, owner="task-2"):
+        with pytest.raises(delivery.LeaseBusy), delivery.lease(runtime, 77, owner="task-2"):
             pass
-        with pytest.raises(tasks.LeaseBusy), tasks.lease(runtime, 77):  # outside a task: no owner, no take-over
+        with pytest.raises(delivery.LeaseBusy), delivery.lease(runtime, 77):  # outside a task: no owner, no take-over
             pass
+
+
+def test_the_migration_gives_old_per_source_summaries_the_per_alert_channel_key(db_url, make_runtime, fake):
+    """Summaries posted under summary:<source>:<hour> (one per source channel) before migration 0004: the newest
+    posted one of each alert channel-hour takes summary:<alert channel>:<hour>, so the hour's summary updates
+    that message instead of posting a second that repeats its scores. A key already taken is left alone."""
+    from alembic import command
+
+    from store.db import Database, alembic_config
+
+    hour = hour_start(datetime.now(UTC))
+    label = hour_label(hour)
+    config = alembic_config(db_url)
+    command.downgrade(config, "0003")
+    database = Database(db_url)
+    try:
+        old = fake._api_chat_postMessage({"channel": ALERTS, "text": f"2 more low scores in <#{SUPPORT}> this hour"})
+        with database.session() as session:
+            for dedupe_key, source, alert_channel, ts in [
+                (f"summary:C_OTHER:{label}", "C_OTHER", ALERTS, "1.000001"),  # older: stays as it is
+                (f"summary:{SUPPORT}:{label}", SUPPORT, ALERTS, old["ts"]),
+                (f"summary:{SUPPORT}:2020010100", SUPPORT, "C_ELSEWHERE", "1.000002"),
+                ("summary:C_ELSEWHERE:2020010100", None, "C_ELSEWHERE", "1.000003"),  # the new key exists already
+            ]:
+                row, _ = alert_store.claim(
+                    session,
+                    dedupe_key=dedupe_key,
+                    kind="summary",
+                    source_channel_id=source,
+                    alert_channel_id=alert_channel,
+                    details={"hour": hour.isoformat(), "count": 2},
+                )
+                alert_store.mark_posted(session, row.id, ts)
+    finally:
+        database.dispose()
+    command.upgrade(config, "head")
+    with make_runtime(alert_cap_per_hour=1, degradation_window_minutes=0) as runtime:
+        with runtime.db.session() as session:
+            keys = {(a.dedupe_key, a.source_channel_id, a.message_ts) for a in session.execute(select(Alert)).scalars()}
+        assert keys == {
+            (f"summary:C_OTHER:{label}", "C_OTHER", "1.000001"),
+            (f"summary:{ALERTS}:{label}", None, old["ts"]),
+            (f"summary:{SUPPORT}:2020010100", SUPPORT, "1.000002"),
+            ("summary:C_ELSEWHERE:2020010100", None, "1.000003"),
+        }
+        for i in range(4):
+            delivery.consider(runtime, add_judgment(runtime, score=0, reasoning=f"reason {i}"))
+        posts = len(fake.posted(ALERTS))
+        summaries.flush_summaries(runtime)
+        assert len(fake.posted(ALERTS)) == posts  # no second summary
+        [update] = fake.calls_to("chat.update")
+        assert update["ts"] == old["ts"] and "3 more low scores this hour" in json.dumps(update["blocks"])

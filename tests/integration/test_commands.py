@@ -29,7 +29,7 @@ from tests.alert_helpers import add_judgment
 from tests.bot_harness import SECRET, BotServer, ServedBot, bot_settings
 from tests.fakes.slack_server import FakeSlack
 from tests.processes import wait_for
-from workers.tasks import slack as tasks
+from workers.alerts import delivery
 
 C = "C_SUPPORT"
 OTHER = "C_OTHER"  # U_ASKER is not a member
@@ -428,7 +428,7 @@ def view_submission(view: dict, *, question: str, answer: str, judge: str, refer
 def test_feedback_buttons_record_votes_and_queue_a_refresh(bot, slack, redis_url):
     runtime = bot.runtime
     judgment_id = add_judgment(runtime, score=0)
-    tasks.consider(runtime, judgment_id)  # the alert, as the worker posts it
+    delivery.consider(runtime, judgment_id)  # the alert, as the worker posts it
     [alert_ts] = slack.messages["C_ALERTS"].keys()
     for user, action in (("U_ASKER", "feedback_right"), ("U_TWO", "feedback_wrong"), ("U_ASKER", "feedback_wrong")):
         started = time.monotonic()

@@ -91,11 +91,12 @@ def test_retry_after_is_the_least_countdown_up_to_the_longest_backoff() -> None:
     assert 2.0 <= retry_countdown(0, 2.0, 6, None, rng=rng) <= 2.5
 
 
-def test_the_largest_retry_delay_is_the_longest_wait_the_backoff_gives_the_last_llm_retry() -> None:
-    class Highest(random.Random):
-        def random(self) -> float:
-            return 1.0  # the full jitter (random() never quite reaches it: an upper bound)
+class Highest(random.Random):
+    def random(self) -> float:
+        return 1.0  # the full jitter (random() never quite reaches it: an upper bound)
 
+
+def test_the_largest_retry_delay_is_the_longest_wait_the_backoff_gives_the_last_llm_retry() -> None:
     for base, retries in ((2.0, 6), (0.05, 6), (1.0, 1), (10.0, 10)):
         longest = backoff_seconds(retries - 1, base=base, cap=RETRY_CAP_SECONDS, jitter=RETRY_JITTER, rng=Highest())
         assert (
@@ -125,12 +126,17 @@ def test_visibility_timeout_must_outlast_every_retry_and_settle_delay() -> None:
 
 def _fixed_delays() -> dict[str, float]:
     """The longest countdown of each delay written into the code rather than the settings."""
+    from common.backoff import backoff_seconds
+    from workers.alerts import delivery
     from workers.tasks import capture, digest, maintenance, slack  # noqa: F401 (capture, maintenance: registered)
 
+    def longest(retries: int, base: float, cap: float) -> float:
+        return backoff_seconds(retries, base=base, cap=cap, rng=Highest())
+
     delays = {
-        "slack retry": slack.retry_countdown(slack.MAX_RETRIES),
-        "digest retry": digest._retry_delay(digest.MAX_RETRIES),
-        "alert summary": slack.SUMMARY_DELAY_SECONDS,
+        "slack retry": longest(slack.MAX_RETRIES, slack.RETRY_BASE_SECONDS, slack.RETRY_CAP_SECONDS),
+        "digest retry": longest(digest.MAX_RETRIES, digest.RETRY_BASE_SECONDS, digest.RETRY_CAP_SECONDS),
+        "alert summary": delivery.SUMMARY_DELAY_SECONDS,
     }
     for name, task in celery.tasks.items():
         if name.startswith("celery."):

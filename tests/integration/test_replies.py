@@ -1,7 +1,7 @@
 """common.replies against the fake Slack over real HTTP: a response_url's 429 is waited out (Retry-After) in
 the workers but not in the bot, an expired or unreachable one falls back to an ephemeral message, a post whose
 outcome is unknown (no answer in time, the connection closed after the post) is never sent again, and a direct
-message is only the verdict's last resort. The verdict task (workers.tasks.slack.deliver) runs in-process."""
+message is only the verdict's last resort. The verdict task (workers.alerts.verdicts.deliver) runs in-process."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from store.models import Judgment, Pair
 from tests.alert_helpers import SUPPORT, alert_runtime, make_settings
 from tests.fakes.slack_server import FakeSlack
 from tests.services import free_port
-from workers.tasks import slack as tasks
+from workers.alerts import verdicts
 
 PAYLOAD = {"text": "Judging that answer…", "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": "x"}}]}
 SHORT_TIMEOUT = 0.5  # seconds a test lets a response_url take to answer
@@ -165,8 +165,8 @@ def verdict_pair(runtime, response_url: str) -> int:
 def test_a_verdict_answered_too_late_is_delivered_exactly_once(runtime, slack: FakeSlack, short_timeout) -> None:
     slack.slow_response_url("verdict", short_timeout * 3)
     pair_id = verdict_pair(runtime, slack.response_url("verdict"))
-    assert tasks.deliver(runtime, pair_id) == "response_url_unconfirmed"
-    assert tasks.deliver(runtime, pair_id) == "posted"  # a redelivered task sends nothing more
+    assert verdicts.deliver(runtime, pair_id) == "response_url_unconfirmed"
+    assert verdicts.deliver(runtime, pair_id) == "posted"  # a redelivered task sends nothing more
     time.sleep(short_timeout * 3)
     [verdict] = slack.responses["verdict"]
     assert verdict["blocks"][0]["text"]["text"] == "Verdict: Relevancy 0 / 4"
@@ -176,7 +176,7 @@ def test_a_verdict_answered_too_late_is_delivered_exactly_once(runtime, slack: F
 def test_a_verdict_on_an_expired_response_url_is_an_ephemeral(runtime, slack: FakeSlack, short_timeout) -> None:
     slack.expire_response_url("verdict")
     pair_id = verdict_pair(runtime, slack.response_url("verdict"))
-    assert tasks.deliver(runtime, pair_id) == "ephemeral"
+    assert verdicts.deliver(runtime, pair_id) == "ephemeral"
     [ephemeral] = slack.ephemerals
     assert (ephemeral["channel"], ephemeral["user"]) == (SUPPORT, "U_ASKER") and "Relevancy 0 / 4" in ephemeral["text"]
     assert slack.responses["verdict"] == [] and slack.posted() == []
@@ -186,6 +186,6 @@ def test_a_verdict_waits_out_a_short_retry_after(runtime, slack: FakeSlack) -> N
     slack.rate_limit_response_url("verdict", times=1, retry_after=1)
     pair_id = verdict_pair(runtime, slack.response_url("verdict"))
     started = time.monotonic()
-    assert tasks.deliver(runtime, pair_id) == "response_url" and time.monotonic() - started >= 1.0
+    assert verdicts.deliver(runtime, pair_id) == "response_url" and time.monotonic() - started >= 1.0
     assert len(slack.response_attempts["verdict"]) == 2 and len(slack.responses["verdict"]) == 1
     assert slack.ephemerals == []

@@ -1,7 +1,8 @@
 """The alert policy: given plain facts about a new judgment and its channel's recent history, decide
 what to post. No database, no Slack, no clock of its own (`now` comes in): every rule is tested directly.
 
-Three decisions:
+Three decisions, made together by `plan` (the one place that decides, for the lock-free pre-check and under
+the channel locks alike):
 - a low score: alert now, hold it for the hour's summary (the source channel's or the alert channel's hourly cap
   is reached), or nothing;
 - degradation: the channel's rolling mean (last N answers, or last M minutes) fell below the floor (alert once,
@@ -15,10 +16,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # plain data in, plain answers out: the types are only named here
-    pass
 
 # Sources whose judgments may raise channel alerts; on-demand checks (/judge, the shortcut) answer privately.
 ALERTING_SOURCES = frozenset({"capture"})
@@ -237,3 +234,100 @@ def decide_degradation(
     if state.last_alert_at is not None and as_utc(now) - as_utc(state.last_alert_at) < DEGRADATION_PERIOD:
         return decision(Action.NONE, "once_per_period")
     return decision(Action.ALERT, "below_floor", episode=state.episodes + 1)
+
+
+# The plan: every decision about one judgment, from plain facts -------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ChannelPolicy:
+    """What the alert policy reads of a source channel's rule."""
+
+    thresholds: Mapping[str, float]
+    alert_channel: str | None
+    cap_per_hour: int
+    alert_channel_cap: int | None
+    window: DegradationWindow
+    floor: float
+
+
+@dataclass(frozen=True)
+class HourCounts:
+    """Alerts claimed this UTC hour that count against the caps (none known: zero, the pre-check's view)."""
+
+    source_channel: int = 0  # low-score alerts of the source channel
+    alert_channel: int = 0  # low-score and degradation alerts of the alert channel, from every source channel
+
+
+@dataclass(frozen=True)
+class DegradationFacts:
+    """The channel's scores and degradation history, and whether its open alert was claimed but never posted
+    (its worker died)."""
+
+    recent: Sequence[ScoredAt]
+    state: DegradationState
+    unposted: bool = False
+
+
+@dataclass(frozen=True)
+class AlertPlan:
+    low: Decision
+    degradation: DegradationDecision
+    degradation_delivery: Decision | None = None  # when degradation.action is ALERT: post it or hold it
+    post_unposted: bool = False  # post the channel's open degradation alert, claimed but never posted
+
+    @property
+    def changes_anything(self) -> bool:
+        """Whether acting on this plan could claim, hold, post or re-arm anything."""
+        return (
+            self.low.action is not Action.NONE
+            or self.degradation.action in (Action.ALERT, Action.REARM)
+            or self.post_unposted
+        )
+
+
+def degradation_blocked(facts: JudgmentFacts, policy: ChannelPolicy) -> str | None:
+    """Why this judgment cannot move the degradation policy at all, or None when it can."""
+    if facts.judge != DEGRADATION_JUDGE or facts.status != "ok" or facts.source not in ALERTING_SOURCES:
+        return "not_applicable"
+    if not policy.alert_channel:
+        return "no_alert_channel"
+    return None
+
+
+def plan(
+    facts: JudgmentFacts,
+    policy: ChannelPolicy,
+    *,
+    counts: HourCounts = HourCounts(),
+    low_claimed: bool = False,
+    degradation: DegradationFacts | None = None,
+    now: datetime,
+) -> AlertPlan:
+    """Every alert decision about one new judgment. `low_claimed`: its low-score alert row exists already (a
+    redelivery acts on that row). `degradation`: None when not read (the plan says so: "not_read"). A
+    degradation alert's delivery counts a low-score alert this same plan posts: both go to the same channel."""
+    low = (
+        Decision(Action.NONE, "claimed")
+        if low_claimed
+        else decide_low_score(
+            facts,
+            policy.thresholds,
+            alert_channel=policy.alert_channel,
+            alerts_this_hour=counts.source_channel,
+            cap_per_hour=policy.cap_per_hour,
+            alert_channel_alerts_this_hour=counts.alert_channel,
+            alert_channel_cap=policy.alert_channel_cap,
+        )
+    )
+    blocked = degradation_blocked(facts, policy)
+    if blocked is not None or degradation is None:
+        return AlertPlan(low, DegradationDecision(Action.NONE, blocked or "not_read"))
+    decided = decide_degradation(
+        degradation.recent, window=policy.window, floor=policy.floor, state=degradation.state, now=now
+    )
+    delivery = None
+    if decided.action is Action.ALERT:
+        posted_now = int(low.action is Action.ALERT)
+        delivery = decide_degradation_delivery(counts.alert_channel + posted_now, policy.alert_channel_cap)
+    return AlertPlan(low, decided, delivery, degradation.unposted)

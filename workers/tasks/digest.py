@@ -11,12 +11,12 @@ from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, time, timedelta
 from http.client import HTTPException
 
-import redis
 from slack_sdk.errors import SlackApiError
 
+from common.backoff import backoff_seconds
 from common.celery_app import celery
 from common.messages.digest import Links, Quotes, digest_message
-from common.posted_marks import RECEIPT_TTL_SECONDS, find_marked, mark, recall_post, remember_post
+from common.post_once import RECEIPT_TTL_SECONDS, PostOnce, Receipts
 from common.privacy import may_quote
 from common.replies import Asker, reply_privately
 from common.reports.figures import load_report, prices_for
@@ -25,7 +25,7 @@ from common.reports.stats import Report, WorstAnswer
 from common.runtime import Runtime, get_runtime
 from store import digests as digest_rows
 from store.stats_queries import pair_texts
-from workers.tasks.slack import permalink, slack_error
+from workers.alerts.delivery import permalink, slack_error
 
 log = logging.getLogger("relmon.digest")
 
@@ -94,24 +94,14 @@ def receipt_key(period: Period) -> str:
     return f"digest:{period.key}"
 
 
-def _receipt_ttl(runtime: Runtime) -> int:
-    # Outlasts the visibility timeout: a worker killed after the post comes back as a redelivery that long after.
-    return max(RECEIPT_TTL_SECONDS, 2 * runtime.settings.visibility_timeout_seconds)
-
-
-def _recall(runtime: Runtime, period: Period) -> str | None:
-    try:
-        return recall_post(runtime.redis, receipt_key(period)) or None
-    except redis.exceptions.RedisError as error:  # the channel's history is the fallback
-        log.warning("digest receipt unreadable", extra={"period_key": period.key, "error": repr(error)[:200]})
-        return None
-
-
-def _remember(runtime: Runtime, period: Period, message_ts: str) -> None:
-    try:
-        remember_post(runtime.redis, receipt_key(period), message_ts, _receipt_ttl(runtime))
-    except redis.exceptions.RedisError as error:  # the metadata mark still finds the post
-        log.warning("digest receipt not kept", extra={"period_key": period.key, "error": repr(error)[:200]})
+def post_once(runtime: Runtime, period: Period) -> PostOnce:
+    """The post-once protocol of the digest: marked with its period key, no attempt notes (its claim, taken
+    over from a run that crashed or gave up, says when to look), and Redis may be down (the claim and the
+    mark still find the post). Its receipt outlasts the visibility timeout: a worker killed after the post comes
+    back as a redelivery that long after."""
+    ttl = max(RECEIPT_TTL_SECONDS, 2 * runtime.settings.visibility_timeout_seconds)
+    receipts = Receipts(runtime.redis, ttl_seconds=ttl, log=log)
+    return PostOnce(runtime.slack, receipts, receipt_key(period), METADATA_EVENT, "period_key", notes_attempts=False)
 
 
 def earlier_digest(runtime: Runtime, channel: str, period: Period, claim: digest_rows.DigestClaim) -> str | None:
@@ -120,10 +110,10 @@ def earlier_digest(runtime: Runtime, channel: str, period: Period, claim: digest
     up, the marked message in the channel, looked for as far back as the key allows (the redelivery of a run
     killed after posting comes the visibility timeout later, 2 h by default, long after the claim's lease). A
     fresh claim had no earlier run: nothing is read."""
-    found = claim.message_ts or _recall(runtime, period)
-    if found is None and claim.taken_over:
-        found = find_marked(runtime.slack, channel, first_post_bound(period), METADATA_EVENT, "period_key", period.key)
-    return found
+    if claim.message_ts:
+        return claim.message_ts
+    once = post_once(runtime, period)
+    return once.earlier(channel, first_post_bound(period), look=claim.taken_over) or None
 
 
 def deliver_digest(runtime: Runtime, now: datetime, *, force: bool = False, period_key: str | None = None) -> Outcome:
@@ -158,15 +148,10 @@ def deliver_digest(runtime: Runtime, now: datetime, *, force: bool = False, peri
                 prices_for(runtime),
                 chart_in_thread=not report.empty,
             )
-            posted = runtime.slack.chat_postMessage(
-                channel=channel,
-                text=message["text"],
-                blocks=message["blocks"],
-                unfurl_links=False,
-                metadata=mark(METADATA_EVENT, "period_key", period.key),
+            posted = post_once(runtime, period).post(
+                channel, text=message["text"], blocks=message["blocks"], unfurl_links=False
             )
             message_ts = posted["ts"]
-            _remember(runtime, period, message_ts)
         with runtime.db.session() as session:
             digest_rows.mark_posted(session, claim.id, message_ts)
         file_id = None
@@ -247,8 +232,8 @@ def deliver_preview(
     return message
 
 
-def _retry_delay(retries: int) -> int:
-    return min(30 * 2**retries, 600)
+RETRY_BASE_SECONDS = 30.0
+RETRY_CAP_SECONDS = 600.0
 
 
 @celery.task(name="workers.tasks.digest.send_digest", bind=True, max_retries=MAX_RETRIES)
@@ -268,7 +253,9 @@ def send_digest(self, force: bool = False, period_key: str | None = None, schedu
             extra={"attempt": self.request.retries + 1, "error": repr(error)[:300], "slack_error": slack_error(error)},
         )
         raise self.retry(
-            exc=error, countdown=_retry_delay(self.request.retries), kwargs={"force": force, "period_key": period_key}
+            exc=error,
+            countdown=backoff_seconds(self.request.retries, base=RETRY_BASE_SECONDS, cap=RETRY_CAP_SECONDS),
+            kwargs={"force": force, "period_key": period_key},
         ) from error
 
 
@@ -279,4 +266,4 @@ def send_digest_preview(self, user_id: str, channel_id: str | None = None, respo
             get_runtime(), datetime.now(UTC), user_id=user_id, channel_id=channel_id, response_url=response_url
         )
     except SlackApiError as error:
-        raise self.retry(exc=error, countdown=5) from error
+        raise self.retry(exc=error, countdown=backoff_seconds(self.request.retries, base=5.0, cap=5.0)) from error

@@ -38,6 +38,7 @@ from store.judgments import (
 )
 from store.models import PairStatus
 from workers import budget, sampling
+from workers.alerts.planning import follow_up_needed
 from workers.alerts.policy import JudgmentFacts
 from workers.judging.rules import (
     TASK_MAX_RETRIES,
@@ -48,7 +49,6 @@ from workers.judging.rules import (
     retry_countdown,
     verdict_values,
 )
-from workers.tasks.slack import follow_up_needed
 
 log = logging.getLogger("relmon.judging")
 

@@ -1,0 +1,60 @@
+"""The queries of the hour's summary: which alert channel-hours have held alerts, and what they are."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from store.alerts import KIND_DEGRADATION, KIND_LOW, STATUS_HELD
+from store.models import Alert, Judgment, Pair
+
+
+def held_channel_hours(session: Session, since: datetime) -> list[tuple[str, datetime]]:
+    """(alert channel, claim time) of every held alert (low score or degradation) since `since`; the caller
+    buckets by hour."""
+    rows = session.execute(
+        select(Alert.alert_channel_id, Alert.created_at).where(
+            Alert.kind.in_((KIND_LOW, KIND_DEGRADATION)), Alert.status == STATUS_HELD, Alert.created_at >= since
+        )
+    )
+    return [(channel, created) for channel, created in rows if channel]
+
+
+def held_in_hour(
+    session: Session, alert_channel_id: str, since: datetime, until: datetime
+) -> list[tuple[Alert, Judgment, bool]]:
+    """The low scores held for `alert_channel_id` in [since, until), from every source channel, oldest first:
+    (alert row, its judgment, whether the answer's channel is private)."""
+    rows = session.execute(
+        select(Alert, Judgment, Pair.channel_is_private)
+        .join(Judgment, Judgment.id == Alert.judgment_id)
+        .join(Pair, Pair.id == Judgment.pair_id)
+        .where(
+            Alert.kind == KIND_LOW,
+            Alert.status == STATUS_HELD,
+            Alert.alert_channel_id == alert_channel_id,
+            Alert.created_at >= since,
+            Alert.created_at < until,
+        )
+        .order_by(Alert.id)
+    )
+    return [(alert, judgment, bool(private)) for alert, judgment, private in rows]
+
+
+def held_degradations(session: Session, alert_channel_id: str, since: datetime, until: datetime) -> list[Alert]:
+    """The degradation alerts held for `alert_channel_id` in [since, until) by its hourly cap, oldest first."""
+    return list(
+        session.execute(
+            select(Alert)
+            .where(
+                Alert.kind == KIND_DEGRADATION,
+                Alert.status == STATUS_HELD,
+                Alert.alert_channel_id == alert_channel_id,
+                Alert.created_at >= since,
+                Alert.created_at < until,
+            )
+            .order_by(Alert.id)
+        ).scalars()
+    )

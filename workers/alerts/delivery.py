@@ -1,0 +1,244 @@
+"""Posting alerts: act on a judgment's plan (`consider`), post a claimed alert exactly once (`post_alert`), and
+show the current votes on a posted one (`refresh_votes`).
+
+The post itself runs under a short Redis lease per alert row, so two workers with the same judgment (a
+redelivery, a duplicate enqueue) take turns: the second finds the row `posted` and does nothing. A worker that
+dies after claiming leaves the row `claimed`; its redelivered task (late acks) or any retry finds it so and
+posts it. Messages carry IDs only; texts are read from the database. A post whose outcome is unknown is found
+again by the one post-once protocol (`common.post_once`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from datetime import UTC, datetime, timedelta
+
+import redis
+from celery import current_task
+from slack_sdk.errors import SlackApiError
+from sqlalchemy import select
+
+from common.celery_app import celery
+from common.post_once import PostOnce, Receipts
+from common.runtime import Runtime
+from common.task_names import FLUSH_ALERT_SUMMARIES
+from common.telemetry.logs import event_fields
+from store import alerts as alert_store
+from store.models import Alert, Judgment, Pair
+from workers.alerts import planning, views
+from workers.alerts.policy import Action, as_utc, plan
+
+log = logging.getLogger("relmon.alerts")
+
+LEASE_SECONDS = 120  # a worker posting an alert holds it this long at most (Slack calls time out sooner)
+LEASE_WAIT_SECONDS = 30  # how long a twin waits for the holder before retrying later
+SUMMARY_DELAY_SECONDS = 5.0  # held alerts gather this long before the summary is posted or updated
+SUMMARY_SCHEDULED_KEY = "relmon:summary-flush-scheduled"
+ALERT_METADATA_EVENT = "relmon_alert"  # alerts and summaries; the payload's `dedupe_key` is the row's
+# A claim older than this was left by a worker that died, perhaps after Slack accepted its post.
+STALE_CLAIM = timedelta(seconds=30)
+# Slack errors that no retry can fix: the alert is marked failed and logged.
+PERMANENT_SLACK_ERRORS = frozenset(
+    {
+        "channel_not_found",
+        "not_in_channel",
+        "is_archived",
+        "invalid_blocks",
+        "invalid_blocks_format",
+        "msg_too_long",
+        "msg_blocks_too_long",
+        "no_text",
+        "invalid_auth",
+        "account_inactive",
+        "token_revoked",
+        "missing_scope",
+        "message_not_found",
+        "cant_update_message",
+        "restricted_action",
+        "user_not_found",
+    }
+)
+
+
+class LeaseBusy(Exception):
+    """Another worker is posting this alert right now; try again later."""
+
+
+def slack_error(error: Exception) -> str | None:
+    if isinstance(error, SlackApiError):
+        return str(error.response.get("error") or "")
+    return None
+
+
+def is_permanent(error: Exception) -> bool:
+    return slack_error(error) in PERMANENT_SLACK_ERRORS
+
+
+def _current_task_id() -> str | None:
+    task = current_task
+    return task.request.id if task and task.request and task.request.id else None
+
+
+@contextmanager
+def lease(runtime: Runtime, alert_id: int, owner: str | None = None) -> Iterator[None]:
+    """One worker at a time per alert row (Redis lock with a timeout: a dead holder frees it).
+
+    The lock's token is the Celery task's id, which a retry or a redelivery of the same task keeps. So when an
+    attempt could not release it (Redis went down mid-task, or the worker died), the next attempt of that same
+    task takes its own lease back at once instead of waiting out LEASE_SECONDS; a different task still waits."""
+    owner = owner or _current_task_id()
+    key = f"relmon:alert-lease:{alert_id}"
+    lock = runtime.redis.lock(key, timeout=LEASE_SECONDS, blocking_timeout=LEASE_WAIT_SECONDS)
+    token = owner.encode() if owner else None
+    if token is not None and runtime.redis.get(key) == token:
+        lock.local.token = token
+        lock.reacquire()  # ours, left by an earlier attempt: a fresh timeout, then on with the work
+    elif not lock.acquire(token=token):
+        raise LeaseBusy(alert_id)
+    try:
+        yield
+    finally:
+        with suppress(redis.exceptions.LockError):
+            lock.release()
+
+
+def permalink(runtime: Runtime, channel_id: str | None, message_ts: str | None) -> str | None:
+    if not channel_id or not message_ts:
+        return None
+    try:
+        return runtime.slack.chat_getPermalink(channel=channel_id, message_ts=message_ts).get("permalink")
+    except SlackApiError as error:
+        log.info("no permalink", extra={"channel": channel_id, "error": slack_error(error)})
+        return None
+
+
+def post_once(runtime: Runtime, dedupe_key: str) -> PostOnce:
+    """The post-once protocol of alerts and summaries: marked with their dedupe key, receipts in Redis."""
+    return PostOnce(runtime.slack, Receipts(runtime.redis), dedupe_key, ALERT_METADATA_EVENT)
+
+
+def earlier_post(runtime: Runtime, once: PostOnce, channel: str, claimed_at: datetime) -> str | None:
+    """An earlier post of a claimed row: its receipt, else, when an earlier attempt may have posted without
+    hearing back (its attempt note stands, or the claim is stale: its worker died, perhaps before even the
+    note), the marked message in the channel. A first attempt on a fresh claim reads no history."""
+    stale = datetime.now(UTC) - claimed_at > STALE_CLAIM
+    return once.earlier(channel, claimed_at, look=stale or once.attempted())
+
+
+def schedule_summary_flush(runtime: Runtime) -> None:
+    """At most one pending flush at a time. The marker expires a second before the flush runs, so a held
+    alert recorded after the marker is gone schedules the next flush itself; one recorded while it stood was
+    committed before the flush reads."""
+    marker_ms = int(max(SUMMARY_DELAY_SECONDS - 1.0, 0.1) * 1000)
+    if runtime.redis.set(SUMMARY_SCHEDULED_KEY, "1", nx=True, px=marker_ms):
+        celery.signature(FLUSH_ALERT_SUMMARIES).apply_async(countdown=SUMMARY_DELAY_SECONDS)
+
+
+def consider(runtime: Runtime, judgment_id: int, now: datetime | None = None) -> str:
+    """Apply the alert policy to one new judgment: post a low-score alert, hold it for the hour's summary,
+    and check the channel's rolling mean for degradation. Idempotent."""
+    now = now or datetime.now(UTC)
+    judged = planning.load(runtime, judgment_id)
+    if judged is None:
+        return "missing"
+    if not judged.facts.channel_id:
+        return "no_channel"
+    policy = planning.channel_policy(runtime, judged.facts.channel_id)
+    first = plan(judged.facts, policy, now=now)  # lock-free: is there anything to claim at all?
+    if not planning.needs_locks(judged, policy, first):
+        return f"{first.low.reason}; degradation: {first.degradation.reason}"
+    link = None
+    if judged.low_row is None and first.low.action is not Action.NONE:  # before the locks: no Slack call under one
+        link = permalink(runtime, judged.facts.channel_id, judged.answer_ts)
+    claimed = planning.claim(runtime, judged, policy, link, now)
+    low = claimed.plan.low.reason
+    if claimed.low_row is not None:
+        low = _act_on(runtime, *claimed.low_row)
+    degradation = claimed.plan.degradation.reason
+    if claimed.degradation_row is not None and _act_on(runtime, *claimed.degradation_row) == "held":
+        degradation = "degradation_held"
+    return f"{low}; degradation: {degradation}"
+
+
+def _act_on(runtime: Runtime, alert_id: int, status: str) -> str:
+    if status == alert_store.STATUS_CLAIMED:
+        return post_alert(runtime, alert_id)
+    if status == alert_store.STATUS_HELD:
+        schedule_summary_flush(runtime)
+        return "held"
+    return status
+
+
+def refused_for_good(runtime: Runtime, row_id: int, error: SlackApiError, event: str, **fields: object) -> str:
+    """A post Slack refused (alert, summary): for good (the channel gone, relmon not in it, blocks refused) the
+    row is marked failed, logged once and never tried again; any other refusal is raised for the task's retry."""
+    if not is_permanent(error):
+        raise error
+    with runtime.db.session() as session:
+        alert_store.mark_failed(session, row_id, slack_error(error) or "slack error")
+    log.error(event, extra={**fields, "error": slack_error(error)})
+    return alert_store.STATUS_FAILED
+
+
+def post_alert(runtime: Runtime, alert_id: int) -> str:
+    """Post a claimed alert (low score or degradation) unless it was posted already."""
+    with lease(runtime, alert_id):
+        with runtime.db.session() as session:
+            row = session.get(Alert, alert_id)
+            if row is None or row.status != alert_store.STATUS_CLAIMED:
+                return row.status if row else "missing"
+            channel, once, claimed_at = row.alert_channel_id, post_once(runtime, row.dedupe_key), as_utc(row.created_at)
+            payload = views.render(runtime, session, row)
+            # Identifiers only (never text): the judgment and the source message it is about.
+            source_ts = None
+            if row.judgment_id is not None:
+                source_ts = session.execute(
+                    select(Pair.answer_ts)
+                    .join(Judgment, Judgment.pair_id == Pair.id)
+                    .where(Judgment.id == row.judgment_id)
+                ).scalar_one_or_none()
+            fields = event_fields(
+                channel=row.source_channel_id,
+                message_ts=source_ts,
+                judgment_id=row.judgment_id,
+                alert_id=alert_id,
+                alert_kind=row.kind,
+                alert_channel=channel,
+            )
+        earlier_ts = earlier_post(runtime, once, channel, claimed_at)
+        if earlier_ts is not None:
+            with runtime.db.session() as session:
+                alert_store.mark_posted(session, alert_id, earlier_ts or None)
+            log.info("alert found posted already", extra={"alert_id": alert_id})
+            return alert_store.STATUS_POSTED
+        try:
+            response = once.post(channel, unfurl_links=False, unfurl_media=False, **payload)
+        except SlackApiError as error:
+            return refused_for_good(runtime, alert_id, error, "alert not posted", alert_id=alert_id)
+        with runtime.db.session() as session:
+            alert_store.mark_posted(session, alert_id, response.get("ts"))
+    log.info("alert posted", extra={**fields, "alert_ts": response.get("ts")})
+    return alert_store.STATUS_POSTED
+
+
+def refresh_votes(runtime: Runtime, alert_id: int) -> str:
+    """Show the current feedback tally on a posted alert (chat.update)."""
+    with lease(runtime, alert_id):  # so the last update to run reads the latest votes
+        update = _votes_update(runtime, alert_id)
+        if isinstance(update, str):
+            return update
+        runtime.slack.chat_update(**update)
+    return "updated"
+
+
+def _votes_update(runtime: Runtime, alert_id: int) -> dict | str:
+    """The chat.update that shows the current votes on the alert, or why there is none."""
+    with runtime.db.session() as session:
+        row = session.get(Alert, alert_id)
+        if row is None or row.kind != alert_store.KIND_LOW:
+            return "not_an_alert"
+        if row.status != alert_store.STATUS_POSTED or not row.message_ts:
+            return "not_posted"  # the post, when it happens, renders the votes itself
+        return {"channel": row.alert_channel_id, "ts": row.message_ts, **views.render_low(runtime, session, row)}

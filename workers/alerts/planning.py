@@ -1,0 +1,206 @@
+"""The alert policy applied to a stored judgment: read the facts it needs, plan (`policy.plan`, the one place
+that decides), and claim what the plan says under the channels' SQL locks. No Slack calls here: what is claimed
+is posted by `workers.alerts.delivery` once the locks are released.
+
+The claims are the at-most-once guarantee: rows unique on `dedupe_key`, inserted under the source channel's
+lock (and the alert channel's, whose cap counts every source channel), so a burst handled by many workers at once
+cannot all see "under the cap", and two workers with the same judgment meet one row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import Connection
+from sqlalchemy.orm import Session
+
+from common.runtime import Runtime
+from store import alerts as alert_store
+from store.models import Judgment, Pair
+from workers.alerts.policy import (
+    DEGRADATION_JUDGE,
+    Action,
+    AlertPlan,
+    ChannelPolicy,
+    DegradationFacts,
+    DegradationState,
+    DegradationWindow,
+    HourCounts,
+    JudgmentFacts,
+    ScoredAt,
+    as_utc,
+    degradation_blocked,
+    degradation_key,
+    hour_start,
+    low_key,
+    plan,
+)
+
+
+def channel_policy(runtime: Runtime, channel_id: str) -> ChannelPolicy:
+    """What the policy reads of the channel's rule (the rules file, else the settings)."""
+    settings = runtime.settings
+    rule = runtime.rules.for_channel(channel_id, settings)
+    return ChannelPolicy(
+        thresholds=rule.thresholds,
+        alert_channel=rule.alert_channel,
+        cap_per_hour=rule.alert_cap_per_hour,
+        alert_channel_cap=settings.alert_channel_cap_per_hour,
+        window=DegradationWindow(
+            rule.degradation_window, rule.degradation_window_minutes, rule.degradation_min_answers
+        ),
+        floor=rule.degradation_floor,
+    )
+
+
+def read_degradation(
+    connection: Session | Connection, policy: ChannelPolicy, channel_id: str, now: datetime
+) -> tuple[DegradationFacts, alert_store.DegradationHistory]:
+    """The scores both windows need (one bounded read) and the channel's degradation history."""
+    minutes = policy.window.minutes
+    since = as_utc(now) - timedelta(minutes=minutes) if minutes > 0 else None
+    scores = alert_store.recent_scores(
+        connection, channel_id, DEGRADATION_JUDGE, last=policy.window.answers, since=since
+    )
+    history = alert_store.degradation_history(connection, channel_id)
+    state = DegradationState(
+        active=history.open_alert_id is not None, last_alert_at=history.last_alert_at, episodes=history.episodes
+    )
+    facts = DegradationFacts([ScoredAt(score, at) for score, at in scores], state, history.open_unposted)
+    return facts, history
+
+
+def follow_up_needed(runtime: Runtime, facts: JudgmentFacts, now: datetime | None = None) -> bool:
+    """A cheap, lock-free plan for a judgment just stored: could `consider` claim or post anything for it? The
+    same plan as the locked path's, with no counts (a cap only turns an alert into a held one) and the history as
+    read without a lock. Never a false "no": every judgment reads the scores after its own insert committed, so
+    the last of concurrent judgments sees them all, and the locked path stays the one that claims and dedupes."""
+    if not facts.channel_id:
+        return False
+    now = now or datetime.now(UTC)
+    policy = channel_policy(runtime, facts.channel_id)
+    first = plan(facts, policy, now=now)
+    if first.changes_anything or degradation_blocked(facts, policy) is not None:
+        return first.changes_anything
+    with runtime.db.autocommit() as connection:  # plain reads, no transaction needed
+        degradation, _ = read_degradation(connection, policy, facts.channel_id, now)
+    return plan(facts, policy, degradation=degradation, now=now).changes_anything
+
+
+@dataclass(frozen=True)
+class Judged:
+    """A stored judgment as the policy sees it, with its answer's ts and its low-score alert row, if any."""
+
+    facts: JudgmentFacts
+    answer_ts: str | None
+    low_row: tuple[int, str] | None  # (alert id, status)
+
+
+def load(runtime: Runtime, judgment_id: int) -> Judged | None:
+    with runtime.db.session() as session:
+        judgment = session.get(Judgment, judgment_id)
+        if judgment is None:
+            return None
+        pair = session.get(Pair, judgment.pair_id)
+        facts = JudgmentFacts(
+            judgment_id=judgment.id,
+            judge=judgment.judge,
+            status=judgment.status,
+            score=judgment.score,
+            source=pair.source or "capture",
+            channel_id=pair.channel_id,
+        )
+        row = alert_store.by_key(session, low_key(judgment_id))
+        return Judged(facts, pair.answer_ts, (row.id, row.status) if row else None)
+
+
+@dataclass(frozen=True)
+class Claimed:
+    """What the locked plan claimed: the rows to post or hold once the locks are released."""
+
+    plan: AlertPlan
+    low_row: tuple[int, str] | None  # the judgment's low-score alert (id, status), new or found
+    degradation_row: tuple[int, str] | None  # a degradation alert to post (claimed) or held, new or unposted
+
+
+def needs_locks(judged: Judged, policy: ChannelPolicy, first: AlertPlan) -> bool:
+    """Whether the lock-free plan leaves anything for the locked path to decide."""
+    return (
+        judged.low_row is not None
+        or first.low.action is not Action.NONE
+        or degradation_blocked(judged.facts, policy) is None
+    )
+
+
+def claim(runtime: Runtime, judged: Judged, policy: ChannelPolicy, permalink: str | None, now: datetime) -> Claimed:
+    """Under the source channel's lock (then the alert channel's, never the other way round: no lock cycle),
+    count, plan and claim."""
+    facts, channel = judged.facts, judged.facts.channel_id
+    hour = hour_start(now)
+    until = hour + timedelta(hours=1)
+    with runtime.db.session() as session:
+        alert_store.lock_channel(session, channel)
+        if policy.alert_channel:
+            alert_store.lock_alert_channel(session, policy.alert_channel)  # its cap counts every source channel
+        row = alert_store.by_key(session, low_key(facts.judgment_id))  # still unclaimed now that we hold the locks?
+        counts = HourCounts(
+            alert_store.count_low_alerts(session, channel, hour, until),
+            alert_store.count_alerts_to(session, policy.alert_channel, hour, until) if policy.alert_channel else 0,
+        )
+        degradation = history = None
+        if degradation_blocked(facts, policy) is None:
+            degradation, history = read_degradation(session, policy, channel, now)
+        decided = plan(facts, policy, counts=counts, low_claimed=row is not None, degradation=degradation, now=now)
+        if row is None and decided.low.action is not Action.NONE:
+            row, _ = alert_store.claim(
+                session,
+                dedupe_key=low_key(facts.judgment_id),
+                kind=alert_store.KIND_LOW,
+                status=_status(decided.low.action),
+                judgment_id=facts.judgment_id,
+                source_channel_id=channel,
+                alert_channel_id=policy.alert_channel,
+                details={"permalink": permalink, "reason": decided.low.reason},
+                now=now,
+            )
+        low_row = (row.id, row.status) if row else None
+        degradation_row = None
+        if decided.degradation_delivery is not None:
+            degradation_row = _claim_degradation(session, facts, policy, decided, now)
+        elif decided.degradation.action is Action.REARM:
+            alert_store.mark_recovered(session, history.open_alert_id, now)
+        if decided.post_unposted:
+            degradation_row = (history.open_alert_id, alert_store.STATUS_CLAIMED)
+    return Claimed(decided, low_row, degradation_row)
+
+
+def _status(action: Action) -> str:
+    return alert_store.STATUS_HELD if action is Action.HOLD else alert_store.STATUS_CLAIMED
+
+
+def _claim_degradation(
+    session: Session, facts: JudgmentFacts, policy: ChannelPolicy, decided: AlertPlan, now: datetime
+) -> tuple[int, str]:
+    decision, delivery = decided.degradation, decided.degradation_delivery
+    row, _ = alert_store.claim(
+        session,
+        dedupe_key=degradation_key(facts.channel_id, decision.episode),
+        kind=alert_store.KIND_DEGRADATION,
+        source_channel_id=facts.channel_id,
+        alert_channel_id=policy.alert_channel,
+        details={
+            "mean": round(decision.mean, 4),
+            "count": decision.count,
+            "floor": policy.floor,
+            "judge": DEGRADATION_JUDGE,
+            "window": decision.window,  # which window tripped: the last N answers or the last M minutes
+            "window_answers": policy.window.answers,
+            "window_minutes": policy.window.minutes,
+            "min_answers": policy.window.min_answers,
+            "reason": delivery.reason,
+        },
+        status=_status(delivery.action),
+        now=now,
+    )
+    return row.id, row.status

@@ -1,0 +1,103 @@
+"""Stored alert rows as message models: what a low-score alert, a degradation alert and the lines of the hour's
+summary show. Rendering them as Block Kit stays in `common.messages.alerts`."""
+
+from __future__ import annotations
+
+from contextlib import suppress
+from datetime import UTC, datetime
+
+from sqlalchemy.orm import Session
+
+from common.feedback import tally
+from common.messages.alerts import (
+    DegradationAlert,
+    LowScoreAlert,
+    SummaryItem,
+    degradation_alert,
+    low_score_alert,
+)
+from common.privacy import may_quote_channel
+from common.runtime import Runtime
+from store import alerts as alert_store
+from store.feedback import votes_for
+from store.models import Alert, Judgment, Pair
+from workers.alerts.policy import DEGRADATION_JUDGE, WINDOW_ANSWERS, as_utc
+
+
+def quote_allowed(runtime: Runtime, channel_id: str | None, channel_is_private: bool) -> bool:
+    """Privacy: a private channel is quoted only where its own rule sends alerts and allows it."""
+    return may_quote_channel(channel_id, channel_is_private, runtime.rules, runtime.settings)
+
+
+def answered_at(pair: Pair) -> datetime:
+    if pair.answer_ts:
+        with suppress(ValueError):
+            return datetime.fromtimestamp(float(pair.answer_ts), UTC)
+    return as_utc(pair.created_at)
+
+
+def render(runtime: Runtime, session: Session, row: Alert) -> dict:
+    """The message of a claimed alert row (low score or degradation)."""
+    if row.kind == alert_store.KIND_DEGRADATION:
+        return degradation_alert(degradation_of(row))
+    return render_low(runtime, session, row)
+
+
+def degradation_of(row: Alert) -> DegradationAlert:
+    """What a degradation alert's row says, for its own message or its line in the hour's summary."""
+    details = row.details or {}
+    return DegradationAlert(
+        channel_id=row.source_channel_id,
+        judge=details.get("judge", DEGRADATION_JUDGE),
+        mean=float(details["mean"]),
+        floor=float(details["floor"]),
+        count=int(details["count"]),
+        at=as_utc(row.created_at),
+        # rows claimed before the time window existed name no window: theirs was the count window
+        window=details.get("window", WINDOW_ANSWERS),
+        window_answers=int(details.get("window_answers", details["count"])),
+        window_minutes=int(details.get("window_minutes", 0)),
+        min_answers=int(details.get("min_answers", 0)),
+    )
+
+
+def render_low(runtime: Runtime, session: Session, row: Alert) -> dict:
+    """A low-score alert with the current feedback tally."""
+    judgment = session.get(Judgment, row.judgment_id)
+    pair = session.get(Pair, judgment.pair_id)
+    rule = runtime.rules.for_channel(pair.channel_id, runtime.settings)
+    return low_score_alert(
+        LowScoreAlert(
+            judgment_id=judgment.id,
+            judge=judgment.judge,
+            score=judgment.score,
+            max_score=judgment.max_score,
+            threshold=rule.thresholds.get(judgment.judge),
+            channel_id=pair.channel_id,
+            answered_at=answered_at(pair),
+            quote=quote_allowed(runtime, pair.channel_id, bool(pair.channel_is_private)),
+            question=pair.question_text,
+            answer=pair.answer_text,
+            reasoning=judgment.reasoning,
+            permalink=(row.details or {}).get("permalink"),
+            votes=tally(votes_for(session, judgment.id)),
+        )
+    )
+
+
+def summary_item(runtime: Runtime, alert: Alert, judgment: Judgment, channel_is_private: bool) -> SummaryItem:
+    """A held low score as a line of the hour's summary (its reasoning only where the channel may be quoted)."""
+    details = alert.details or {}
+    source = alert.source_channel_id or ""
+    return SummaryItem(
+        judgment.id,
+        judgment.judge,
+        judgment.score,
+        judgment.max_score,
+        as_utc(alert.created_at),
+        details.get("permalink"),
+        judgment.reasoning,
+        channel_id=source,
+        quote=quote_allowed(runtime, source, channel_is_private),
+        held_by=details.get("reason", "hourly_cap"),
+    )
