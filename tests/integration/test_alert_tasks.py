@@ -701,7 +701,7 @@ def test_a_lease_left_by_an_earlier_attempt_of_the_same_task_is_taken_back_at_on
 
 
 def test_the_migration_gives_old_per_source_summaries_the_per_alert_channel_key(db_url, make_runtime, fake):
-    """Summaries posted under summary:<source>:<hour> (one per source channel) before migration 0004: the newest
+    """Summaries posted under summary:<source>:<hour> (one per source channel) before migration 0005: the newest
     posted one of each alert channel-hour takes summary:<alert channel>:<hour>, so the hour's summary updates
     that message instead of posting a second that repeats its scores. A key already taken is left alone."""
     from alembic import command
@@ -711,7 +711,7 @@ def test_the_migration_gives_old_per_source_summaries_the_per_alert_channel_key(
     hour = hour_start(datetime.now(UTC))
     label = hour_label(hour)
     config = alembic_config(db_url)
-    command.downgrade(config, "0003")
+    command.downgrade(config, "0004")
     database = Database(db_url)
     try:
         old = fake._api_chat_postMessage({"channel": ALERTS, "text": f"2 more low scores in <#{SUPPORT}> this hour"})

@@ -1,7 +1,7 @@
 """hour summaries keyed by alert channel: rows under the per-source key take the per-alert-channel key
 
-Revision ID: 0004
-Revises: 0003
+Revision ID: 0005
+Revises: 0004
 Create Date: 2026-12-02 09:00:00
 
 A summary was once one per source channel and hour (`summary:<source channel>:<hour>`); it is one per alert
@@ -13,8 +13,8 @@ so the hour's summary updates that message instead of posting a second one that 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0004"
-down_revision = "0003"
+revision = "0005"
+down_revision = "0004"
 branch_labels = None
 depends_on = None
 
