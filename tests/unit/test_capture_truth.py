@@ -218,3 +218,15 @@ def test_a_tombstone_is_a_deletion() -> None:
     event = ss.tombstone(dict(root, reply_count=1), "100.000009")
     assert is_tombstone(event) and not is_bookkeeping(event)
     assert not is_tombstone(sr.message_changed(root, "edited"))
+
+
+def test_the_alert_says_the_stream_errored() -> None:
+    from datetime import UTC, datetime
+
+    from common.messages.alerts import LowScoreAlert, low_score_alert
+
+    alert = LowScoreAlert(1, "relevancy", 1.0, 5.0, 2.0, C, datetime(2026, 1, 5, tzinfo=UTC), True, "q", "a")
+    said = str(low_score_alert(alert)["blocks"])
+    assert "stream ended in an error" not in said
+    errored = str(low_score_alert(LowScoreAlert(**{**alert.__dict__, "stream_errored": True}))["blocks"])
+    assert "stream ended in an error" in errored
