@@ -27,7 +27,6 @@ Runnable alone: `python -m tests.fakes.slack_server --port N`.
 from __future__ import annotations
 
 import base64
-
 import itertools
 import json
 import threading

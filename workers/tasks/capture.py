@@ -4,7 +4,8 @@ The bot enqueues `settle_pair(pair_id, version)` after every change to an answer
 the latest version acts. It re-reads the conversation log (events may have arrived out of order since
 capture), resolves the question with the pure rules in `capture.pairing`, and moves the pair from
 `settling` to `pending` (or `no_question`, `empty`, `deleted`, `merged`) with one conditional UPDATE,
-then enqueues `judge_pair`. An answer still streaming is left settling: its completion enqueues the next. A pair found already `pending` at the same version is enqueued again:
+then enqueues `judge_pair`. An answer still streaming is left settling: its completion enqueues the next.
+A pair found already `pending` at the same version is enqueued again:
 the worker may have died between the two steps, and `judge_pair` is idempotent.
 """
 
