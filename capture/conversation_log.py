@@ -7,8 +7,9 @@ Layout (every key expires after `ttl` seconds without writes):
     relmon:thread:{channel}:{root_ts}    sorted set of a thread's reply ts
 
 `HistoryFallback` fetches `conversations.replies` / `conversations.history` when the log lacks a
-question: at most N calls a minute across all processes (a token bucket in Redis), and after a 429
-none until Slack's Retry-After has passed (slack_sdk's own retry handler waits out the first ones).
+question: at most N calls a minute across all processes (a token bucket in Redis; every page of a long
+thread is one call), and after a 429 none until Slack's Retry-After has passed (slack_sdk's own retry
+handler waits out the first ones).
 """
 
 from __future__ import annotations
@@ -158,6 +159,9 @@ return taken
 """
 
 
+MAX_THREAD_PAGES = 50  # 5,000 messages
+
+
 class HistoryFallback:
     """Rate-limited reads of Slack history, used only when the log lacks a question."""
 
@@ -175,12 +179,12 @@ class HistoryFallback:
             return False
         return bool(self._bucket(keys=[self.bucket_key], args=[self.calls_per_minute, time.time()]))
 
-    def _call(self, method: Callable[..., Any], **params: Any) -> list[dict[str, Any]] | None:
+    def _call(self, method: Callable[..., Any], **params: Any) -> dict[str, Any] | None:
         if not self._may_call():
             log.info("history fallback skipped: rate limit", extra={"method": method.__name__})
             return None
         try:
-            return list(method(**params).get("messages", []))
+            return dict(method(**params).data)
         except SlackApiError as error:
             if error.response.status_code == 429:
                 retry_after = float(error.response.headers.get("Retry-After", 60))
@@ -192,21 +196,39 @@ class HistoryFallback:
         """The raw messages (API shape) that could hold the question of `answer`: its thread up to it, or
         the channel's top-level messages in the window before it. Empty when rate-limited."""
         if answer.in_thread:
-            messages = self._call(
+            return self._thread(channel, answer)
+        page = self._call(
+            self.slack.conversations_history,
+            channel=channel,
+            oldest=f"{answer.seconds - window_seconds:.6f}",
+            latest=answer.ts,
+            inclusive=True,
+            limit=15,  # Slack's page size for rate-limited apps; newest first, so the question is on it
+        )
+        return list((page or {}).get("messages", []))
+
+    def _thread(self, channel: str, answer: LoggedMessage) -> list[dict[str, Any]]:
+        """Every page of the thread up to the answer (Slack pages replies oldest first, so the latest question
+        is on the last page). A thread cut short by the rate limit gives nothing: its last page could hold a
+        later question than the pages read."""
+        messages: list[dict[str, Any]] = []
+        cursor = None
+        for _ in range(MAX_THREAD_PAGES):
+            params = {"cursor": cursor} if cursor else {}
+            page = self._call(
                 self.slack.conversations_replies,
                 channel=channel,
                 ts=answer.thread_key,
                 latest=answer.ts,
                 inclusive=True,
                 limit=100,
+                **params,
             )
-        else:
-            messages = self._call(
-                self.slack.conversations_history,
-                channel=channel,
-                oldest=f"{answer.seconds - window_seconds:.6f}",
-                latest=answer.ts,
-                inclusive=True,
-                limit=15,  # Slack's page size for rate-limited apps
-            )
-        return messages or []
+            if page is None:
+                return []
+            messages.extend(page.get("messages", []))
+            cursor = (page.get("response_metadata") or {}).get("next_cursor")
+            if not page.get("has_more") or not cursor:
+                return messages
+        log.warning("history fallback: thread too long", extra={"pages": MAX_THREAD_PAGES})
+        return []

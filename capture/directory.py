@@ -1,16 +1,21 @@
-"""Small Slack look-ups cached in Redis: user names (for readable mentions), whether a channel is private,
-and relmon's own identity (auth.test). A failed look-up never fails capture: it falls back to the ID."""
+"""Small Slack look-ups cached in Redis: user names (for readable mentions), whether a channel is private or
+shared with another organisation, the monitored bots' user IDs, and relmon's own identity (auth.test). A
+failed look-up never fails capture: it falls back to the ID, or to the safe side."""
 
 from __future__ import annotations
 
 import json
 import logging
+import time
+from collections.abc import Collection
+from dataclasses import dataclass
+from typing import Any
 
 import redis
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from capture.pairing import Identity
+from capture.pairing import Identity, bot_ids_of, bot_user_of
 
 log = logging.getLogger("relmon.capture")
 
@@ -56,24 +61,109 @@ class UserNames:
         return profile.get("display_name") or profile.get("real_name") or user.get("real_name") or user.get("name")
 
 
-def channel_is_private(client: redis.Redis, slack: WebClient, channel_id: str, channel_type: str | None) -> bool:
-    """From the event's channel_type when it says; else conversations.info, cached."""
-    if channel_type in ("group", "mpim", "im"):
-        return True
-    if channel_type == "channel":
-        return False
-    key = f"relmon:channel_private:{channel_id}"
+@dataclass(frozen=True)
+class ChannelFlags:
+    """Whose eyes a channel's text is for: private, and shared with another organisation (Slack Connect)."""
+
+    private: bool
+    ext_shared: bool
+
+    @property
+    def restricted(self) -> bool:
+        """Its text stays in the channel as a private channel's does (common.privacy quotes it only where a
+        rule allows): private, or shared with another organisation."""
+        return self.private or self.ext_shared
+
+
+def channel_flags(
+    client: redis.Redis, slack: WebClient, channel_id: str, channel_type: str | None, ext_shared: bool | None = None
+) -> ChannelFlags:
+    """From the event (its channel_type, the envelope's is_ext_shared_channel) when it says; else from
+    conversations.info, cached. Unknown is the safe side: private."""
+    private = {"group": True, "mpim": True, "im": True, "channel": False}.get(channel_type or "")
+    if private is not None and ext_shared is not None:
+        return ChannelFlags(private, ext_shared)
+    key = f"relmon:channel_flags:{channel_id}"
     cached = client.get(key)
-    if cached is not None:
-        return cached == b"1"
-    try:
-        info = slack.conversations_info(channel=channel_id)["channel"]
-        private = bool(info.get("is_private") or info.get("is_group") or info.get("is_im"))
-    except SlackApiError:
-        # Unknown: treat as private, the safe side (its text is then never quoted elsewhere).
-        return True
-    client.set(key, "1" if private else "0", ex=CHANNEL_TTL_SECONDS)
-    return private
+    if cached is None:
+        try:
+            info = slack.conversations_info(channel=channel_id)["channel"]
+        except SlackApiError:
+            return ChannelFlags(True if private is None else private, bool(ext_shared))
+        looked_up = (
+            bool(info.get("is_private") or info.get("is_group") or info.get("is_im")),
+            bool(info.get("is_ext_shared")),
+        )
+        cached = json.dumps(looked_up).encode()
+        client.set(key, cached, ex=CHANNEL_TTL_SECONDS)
+    looked_private, looked_shared = json.loads(cached)
+    return ChannelFlags(
+        looked_private if private is None else private, looked_shared if ext_shared is None else ext_shared
+    )
+
+
+def channel_is_private(client: redis.Redis, slack: WebClient, channel_id: str, channel_type: str | None) -> bool:
+    """Whether a channel's text stays in it as a private channel's does (Slack Connect channels included)."""
+    return channel_flags(client, slack, channel_id, channel_type).restricted
+
+
+class BotUsers:
+    """The monitored bots' IDs with the bot user IDs learnt for them, so that a bot's file upload (its `user`,
+    no `bot_id`) counts as its own even when RELMON_MONITORED_BOTS names only a B… or A… ID. Learnt from
+    bots.info for each configured B… ID and from the first message carrying bot_id and user; remembered in
+    Redis (bot or app ID → user ID) and read again at most every `refresh_seconds`."""
+
+    KEY = "relmon:bot_users"
+    ASKED_TTL_SECONDS = 600  # bots.info is asked again after a failure at most this often
+
+    def __init__(
+        self, client: redis.Redis, slack: WebClient, configured: Collection[str], refresh_seconds: float = 60
+    ) -> None:
+        self.redis, self.slack = client, slack
+        self.configured = frozenset(configured)
+        self.refresh_seconds = refresh_seconds
+        self._ids: frozenset[str] = self.configured
+        self._read_at: float | None = None
+
+    def ids(self, *, fresh: bool = False) -> frozenset[str]:
+        """The configured IDs and the learnt user IDs."""
+        if fresh or self._read_at is None or time.monotonic() - self._read_at > self.refresh_seconds:
+            self._read()
+        return self._ids
+
+    def knows(self, message: dict[str, Any]) -> frozenset[str]:
+        """`ids()`, read again from Redis when a message could be a bot's upload from a user not yet known here
+        (another process may have learnt it)."""
+        ids = self.ids()
+        if message.get("user") and not message.get("bot_id") and message["user"] not in ids and message.get("files"):
+            ids = self.ids(fresh=True)
+        return ids
+
+    def learn(self, message: dict[str, Any]) -> None:
+        user = bot_user_of(message, self.configured)
+        if user and user not in self._ids:
+            owner = min((bot_ids_of(message) - {user}) & self.configured)
+            self.redis.hset(self.KEY, owner, user)
+            self._ids = self._ids | {user}
+
+    def _read(self) -> None:
+        learnt = {k.decode(): v.decode() for k, v in self.redis.hgetall(self.KEY).items()}
+        for bot_id in self.configured - learnt.keys():
+            asked_key = f"{self.KEY}:asked:{bot_id}"
+            if bot_id.startswith("B") and self.redis.set(asked_key, "1", nx=True, ex=self.ASKED_TTL_SECONDS):
+                user = self._ask(bot_id)
+                if user:
+                    self.redis.hset(self.KEY, bot_id, user)
+                    learnt[bot_id] = user
+        self._ids = self.configured | {u for u in learnt.values() if u}
+        self._read_at = time.monotonic()
+
+    def _ask(self, bot_id: str) -> str | None:
+        try:
+            return self.slack.bots_info(bot=bot_id)["bot"].get("user_id")
+        except SlackApiError as error:
+            log.info("bots.info failed", extra={"bot": bot_id, "error": error.response.get("error")})
+            return None
 
 
 def own_identity(client: redis.Redis, slack: WebClient) -> Identity:

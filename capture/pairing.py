@@ -12,6 +12,11 @@ Rules (the user-facing list is in docs/capture.md):
 - A thread_broadcast is a thread reply (its `thread_ts` / `root` name the thread).
 - Consecutive monitored-bot messages in one thread (its root included) form one answer, whose
   identity is the first of them (the answer root).
+- A message still streaming (`streaming_state: in_progress`) never settles; a completed or errored
+  stream settles at once, and a logged completion is never replaced by its (earlier) opener.
+- A human message without words or files is never a question; notices (joins, huddles, canvases) are
+  ignored, and a root turned into a tombstone counts as deleted.
+- A root re-sent only because its reply bookkeeping moved is not an edit.
 """
 
 from __future__ import annotations
@@ -55,6 +60,8 @@ class LoggedMessage:
     bot_id: str | None = None
     subtype: str | None = None
     deleted: bool = False
+    streaming: str | None = None  # streaming_state: in_progress | completed | errored
+    wordless: bool = False  # no words and no files: never a question
     content: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     @property
@@ -120,9 +127,19 @@ def author_of(message: dict[str, Any], monitored: Collection[str], own: Identity
     return Author.HUMAN
 
 
-def logged_message(message: dict[str, Any], author: Author, content: dict[str, Any] | None = None) -> LoggedMessage:
-    from capture.text import content_of
+def bot_user_of(message: dict[str, Any], monitored: Collection[str]) -> str | None:
+    """The monitored bot's user ID, when this message names it next to the bot's own IDs (to be remembered:
+    the bot's file uploads carry only that user)."""
+    if message.get("user") and message.get("bot_id") and (bot_ids_of(message) - {message["user"]}) & set(monitored):
+        return message["user"]
+    return None
 
+
+def logged_message(message: dict[str, Any], author: Author, content: dict[str, Any] | None = None) -> LoggedMessage:
+    from capture.text import content_of, message_text
+
+    words = content_of(message)
+    state = message.get("streaming_state")
     return LoggedMessage(
         ts=message["ts"],
         thread_ts=message.get("thread_ts"),
@@ -130,7 +147,9 @@ def logged_message(message: dict[str, Any], author: Author, content: dict[str, A
         user=message.get("user"),
         bot_id=message.get("bot_id"),
         subtype=message.get("subtype"),
-        content=content if content is not None else content_of(message),
+        streaming=state if state in STREAM_STATES else None,
+        wordless=not message_text(words).strip(),
+        content=content if content is not None else words,
     )
 
 
@@ -160,8 +179,97 @@ IGNORED_SUBTYPES = frozenset(
         "reminder_add",
         "message_replied",
         "assistant_app_thread",
+        # Notices: no words from a person.
+        "huddle_thread",
+        "bot_add",
+        "bot_remove",
+        "bot_enable",
+        "bot_disable",
+        "app_conversation_join",
+        "app_conversation_leave",
+        "channel_canvas_updated",
+        "channel_convert_to_private",
+        "channel_convert_to_public",
+        "sh_room_created",
+        "tombstone",
     }
 )
+
+# Fields Slack moves on a thread's root whenever someone replies: re-sending the root for them is no edit.
+BOOKKEEPING_KEYS = frozenset(
+    {
+        "reply_count",
+        "reply_users",
+        "reply_users_count",
+        "latest_reply",
+        "subscribed",
+        "last_read",
+        "agent_session",
+        "replies",
+        "is_locked",
+        "unread_count",
+    }
+)
+
+
+def is_bookkeeping(event: dict[str, Any]) -> bool:
+    """A message_changed in which only reply bookkeeping moved (a root gaining `thread_ts == ts` included)."""
+    new, old = event.get("message"), event.get("previous_message")
+    if event.get("subtype") != "message_changed" or not isinstance(new, dict) or not isinstance(old, dict):
+        return False
+    moved = {k for k in new.keys() | old.keys() if new.get(k) != old.get(k)}
+    if (
+        "thread_ts" in moved
+        and new.get("thread_ts") in (None, new.get("ts"))
+        and old.get("thread_ts")
+        in (
+            None,
+            old.get("ts"),
+        )
+    ):
+        moved.discard("thread_ts")
+    return moved <= BOOKKEEPING_KEYS
+
+
+def is_tombstone(event: dict[str, Any]) -> bool:
+    """A thread root deleted while it has replies: Slack turns it into a tombstone through a message_changed."""
+    return event.get("subtype") == "message_changed" and message_of(event).get("subtype") == "tombstone"
+
+
+# Streams ---------------------------------------------------------------------------------------
+
+IN_PROGRESS, COMPLETED, ERRORED = "in_progress", "completed", "errored"
+STREAM_STATES = frozenset({IN_PROGRESS, COMPLETED, ERRORED})
+
+
+def stream_state(event: dict[str, Any]) -> str | None:
+    """The streaming_state of the message an event is about (the inner message of a message_changed)."""
+    state = message_of(event).get("streaming_state") or event.get("streaming_state")
+    return state if state in STREAM_STATES else None
+
+
+def settles_at_once(state: str | None) -> bool:
+    """A stream that has ended needs no quiet time: no more text is coming."""
+    return state in (COMPLETED, ERRORED)
+
+
+def replaces(existing: LoggedMessage | None, incoming: LoggedMessage) -> bool:
+    """Whether `incoming` may replace the logged version of its message. A stream's completion can be handled
+    before its opener (its event_ts can be the earlier one): the opener must not undo it."""
+    if existing is None:
+        return True
+    return not (existing.streaming in (COMPLETED, ERRORED) and incoming.streaming == IN_PROGRESS)
+
+
+def unchanged(existing: LoggedMessage | None, incoming: LoggedMessage) -> bool:
+    """Nothing relmon reads moved: same words, files and stream state."""
+    return (
+        existing is not None
+        and not existing.deleted
+        and existing.content == incoming.content
+        and existing.streaming == incoming.streaming
+        and existing.author == incoming.author
+    )
 
 
 def relmon_channels(settings: Settings, rules: ChannelRules) -> set[str]:
@@ -236,15 +344,22 @@ def find_question(
     else:
         oldest = answer.seconds - window_seconds
         candidates = [m for m in live if not m.in_thread and m.seconds >= oldest]
-    before = [m for m in candidates if m.author == Author.HUMAN and ts_key(m) < ts_key(answer)]
+    before = [m for m in candidates if m.author == Author.HUMAN and not m.wordless and ts_key(m) < ts_key(answer)]
     return before[-1] if before else None
+
+
+STREAMING = "streaming"
+
+
+def stream_errored(parts: Iterable[LoggedMessage]) -> bool:
+    return any(part.streaming == ERRORED for part in parts)
 
 
 @dataclass(frozen=True)
 class Resolution:
     """What settling decided for one answer."""
 
-    status: str  # pending | no_question | empty | deleted | merged (store.models.PairStatus values)
+    status: str  # pending | no_question | deleted | merged (store.models.PairStatus values), or streaming
     root: LoggedMessage | None
     parts: list[LoggedMessage]
     question: LoggedMessage | None
@@ -261,5 +376,7 @@ def resolve(answer_ts: str, messages: Iterable[LoggedMessage], window_seconds: f
     run = answer_run(answer, pool.values())
     if run[0].ts != answer.ts:
         return Resolution("merged", run[0], run, None)
+    if any(part.streaming == IN_PROGRESS for part in run):
+        return Resolution(STREAMING, answer, run, None)  # waits for the stream's completion
     question = find_question(answer, pool.values(), window_seconds)
     return Resolution("pending" if question else "no_question", answer, run, question)

@@ -1,9 +1,10 @@
 """Slack messages as readable plain text, for the judge and for people.
 
 A message's words can sit in `text` (mrkdwn with Slack markup), in `blocks` (rich text from the composer,
-sections from apps) and in `attachments`. Blocks win over `text` when both exist, because apps often put
-only a short notification fallback in `text`. Markup becomes what a reader sees: `<@U1>` → "@Ana",
-`<#C1|general>` → "#general", `<https://x|docs>` → "docs (https://x)", `<!here>` → "@here".
+sections, tables, cards and containers from apps) and in `attachments`. Blocks win over `text` when both
+exist, because apps often put only a short notification fallback in `text`; the fallback is read too when
+a block is of a type relmon does not read, or the blocks hold only headers. Markup becomes what a reader
+sees: `<@U1>` → "@Ana", `<#C1|general>` → "#general", `<https://x|docs>` → "docs (https://x)", `<!here>` → "@here".
 """
 
 from __future__ import annotations
@@ -121,30 +122,117 @@ def _rich_text(block: dict[str, Any], resolve_user: UserResolver | None) -> str:
     return out.strip("\n")
 
 
-def _text_object(obj: dict[str, Any] | None, resolve_user: UserResolver | None) -> str:
+def _text_object(obj: dict[str, Any] | str | None, resolve_user: UserResolver | None) -> str:
+    """A text object ({type, text}); newer blocks may carry a plain string where a text object goes."""
     if not obj:
         return ""
+    if isinstance(obj, str):
+        return obj
     text = obj.get("text", "")
     return render_markup(text, resolve_user) if obj.get("type") == "mrkdwn" else text
 
 
-def blocks_text(blocks: Iterable[dict[str, Any]] | None, resolve_user: UserResolver | None = None) -> str:
-    """The words in Block Kit blocks: rich text, sections (text and fields), headers, context."""
-    paragraphs: list[str] = []
-    for block in blocks or []:
-        kind = block.get("type")
+# Blocks that show no words of their own: nothing is missed when relmon skips them.
+_SILENT_BLOCKS = frozenset({"divider", "image", "actions", "input", "file", "video", "call"})
+
+
+class _Reading:
+    """What reading a message's blocks found: the paragraphs, whether some block was of a type relmon does
+    not read (then the message's `text` fallback is read too), and whether anything but headers had words."""
+
+    def __init__(self, resolve_user: UserResolver | None) -> None:
+        self.resolve_user = resolve_user
+        self.paragraphs: list[str] = []
+        self.unread = False
+        self.body = False
+
+    def add(self, text: str, *, header: bool = False) -> None:
+        if text and text.strip():
+            self.paragraphs.append(text)
+            self.body = self.body or not header
+
+    def cell(self, cell: dict[str, Any] | str) -> str:
+        """A table cell: raw_text, raw_number or rich_text."""
+        if isinstance(cell, str):
+            return cell
+        if cell.get("type") == "rich_text":
+            return _rich_text(cell, self.resolve_user).replace("\n", " ")
+        if cell.get("type") == "raw_number":
+            return str(cell.get("text") or cell.get("value", ""))
+        return _text_object(cell, self.resolve_user)
+
+    def rows(self, rows: Iterable[Any]) -> None:
+        for row in rows or []:
+            cells = row.get("cells", []) if isinstance(row, dict) else row
+            self.add(" | ".join(self.cell(c) for c in cells or []))
+
+    def blocks(self, blocks: Iterable[dict[str, Any]] | None) -> None:
+        for block in blocks or []:
+            self.block(block)
+
+    def block(self, block: dict[str, Any]) -> None:
+        kind, resolve_user = block.get("type"), self.resolve_user
         if kind == "rich_text":
-            paragraphs.append(_rich_text(block, resolve_user))
-        elif kind in ("section", "header"):
-            paragraphs.append(_text_object(block.get("text"), resolve_user))
-            fields = [_text_object(f, resolve_user) for f in block.get("fields", [])]
-            paragraphs.append("\n".join(f for f in fields if f))
+            self.add(_rich_text(block, resolve_user))
+        elif kind == "header":
+            self.add(_text_object(block.get("text"), resolve_user), header=True)
+        elif kind == "section":
+            self.add(_text_object(block.get("text"), resolve_user))
+            self.add("\n".join(f for f in (_text_object(f, resolve_user) for f in block.get("fields", [])) if f))
         elif kind == "context":
             items = [_text_object(e, resolve_user) for e in block.get("elements", []) if e.get("type") != "image"]
-            paragraphs.append(" ".join(i for i in items if i))
-        elif kind == "markdown":  # the markdown block takes standard Markdown, no Slack markup
-            paragraphs.append(block.get("text", ""))
-    return "\n".join(p for p in paragraphs if p.strip())
+            self.add(" ".join(i for i in items if i))
+        elif kind in ("markdown", "alert"):  # the markdown block takes standard Markdown, no Slack markup
+            self.add(_text_object(block.get("text"), resolve_user))
+        elif kind in ("table", "data_table"):
+            self.add(block.get("caption", ""), header=True)
+            self.rows(block.get("rows", []))
+        elif kind == "card":
+            for key in ("title", "subtitle", "body"):
+                self.add(_text_object(block.get(key), resolve_user), header=key != "body")
+        elif kind == "container":
+            title = block.get("rich_text_title")
+            self.add(_rich_text(title, resolve_user) if title else _text_object(block.get("title"), resolve_user))
+            self.add(_text_object(block.get("subtitle"), resolve_user))
+            self.blocks(block.get("child_blocks"))
+        elif kind == "carousel":
+            self.blocks(block.get("elements"))
+        elif kind in ("task_card", "plan"):
+            self.add(_text_object(block.get("title"), resolve_user), header=True)
+            for key in ("details", "output"):
+                if isinstance(block.get(key), dict):
+                    self.block(block[key])
+            self.blocks(block.get("tasks"))
+        elif kind not in _SILENT_BLOCKS:
+            self.unread = True
+
+    def text(self) -> str:
+        return "\n".join(self.paragraphs)
+
+
+def read_blocks(blocks: Iterable[dict[str, Any]] | None, resolve_user: UserResolver | None = None) -> _Reading:
+    reading = _Reading(resolve_user)
+    reading.blocks(blocks)
+    return reading
+
+
+def blocks_text(blocks: Iterable[dict[str, Any]] | None, resolve_user: UserResolver | None = None) -> str:
+    """The words in Block Kit blocks, wherever they nest: rich text, sections (text and fields), headers,
+    context, markdown, tables and data tables, cards, containers, carousels, task and plan blocks."""
+    return read_blocks(blocks, resolve_user).text()
+
+
+def body_text(message: dict[str, Any], resolve_user: UserResolver | None = None) -> str:
+    """The blocks' words, and the `text` fallback too when a block is of a type relmon does not read or the
+    blocks hold nothing but headers (a fallback already among the blocks' words is not repeated)."""
+    reading = read_blocks(message.get("blocks"), resolve_user)
+    fallback = render_markup(message.get("text", "") or "", resolve_user).strip()
+    said = reading.text()
+    if not said.strip():
+        return fallback
+    if (reading.body and not reading.unread) or not fallback or fallback in said:
+        return said
+    return said + "\n" + fallback
 
 
 def attachments_text(attachments: Iterable[dict[str, Any]] | None, resolve_user: UserResolver | None = None) -> str:
@@ -175,8 +263,8 @@ def files_text(files: Iterable[dict[str, Any]] | None) -> str:
 def message_text(message: dict[str, Any], resolve_user: UserResolver | None = None) -> str:
     """A Slack message (event or API shape) as plain text: blocks or text, then attachments, then files."""
     try:
-        body = blocks_text(message.get("blocks"), resolve_user) or render_markup(message.get("text", ""), resolve_user)
-        parts = [body, attachments_text(message.get("attachments"), resolve_user), files_text(message.get("files"))]
+        attached = attachments_text(message.get("attachments"), resolve_user)
+        parts = [body_text(message, resolve_user), attached, files_text(message.get("files"))]
         return "\n".join(p.strip("\n") for p in parts if p and p.strip())
     except (TypeError, AttributeError, ValueError):
         # Parts of a shape Slack never sends (a fuzzer's, or a future block type): keep the plain text, so one odd

@@ -4,6 +4,9 @@ A private channel's text is quoted only when the channel's OWN rule names an ale
 (`may_quote_channel`), and the digest quotes it only in the alert channel that rule sends to; anywhere else
 a message shows the score and a link. A defaults section cannot turn quoting on for a private channel by
 itself: its alert channel is not one the channel's people chose.
+
+A channel shared with another organisation (Slack Connect) is treated as private: capture stores its pairs
+with `channel_is_private` set (and `channel_is_ext_shared` saying why), so every rule here applies to it.
 """
 
 from __future__ import annotations
@@ -12,11 +15,13 @@ from store.rules import ChannelRules
 from store.settings import Settings
 
 
-def may_quote_text(channel_is_private: bool, *, rule_names_alert_channel: bool, quote_private: bool) -> bool:
+def may_quote_text(
+    channel_is_private: bool, *, rule_names_alert_channel: bool, quote_private: bool, ext_shared: bool = False
+) -> bool:
     """Whether an alert or summary may quote the question, answer and reasoning. A public channel's
-    text may be quoted; a private channel's only when its own rule names the alert channel that
-    receives it and says `quote_private: true` (the people there were chosen for it)."""
-    if not channel_is_private:
+    text may be quoted; a private or Slack Connect channel's only when its own rule names the alert channel
+    that receives it and says `quote_private: true` (the people there were chosen for it)."""
+    if not (channel_is_private or ext_shared):
         return True
     return rule_names_alert_channel and quote_private
 

@@ -17,6 +17,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -65,7 +66,9 @@ class Pair(Base):
     source: Mapped[str] = mapped_column(String(20), default="capture")  # capture | command | shortcut | cli
     team_id: Mapped[str | None] = mapped_column(String(32))
     channel_id: Mapped[str | None] = mapped_column(String(32))
+    # Private, or shared with another organisation (Slack Connect): its text is quoted only where a rule allows.
     channel_is_private: Mapped[bool] = mapped_column(Boolean, default=False)
+    channel_is_ext_shared: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     answer_ts: Mapped[str | None] = mapped_column(String(32))  # ts of the first message of the answer
     thread_ts: Mapped[str | None] = mapped_column(String(32))
     question_ts: Mapped[str | None] = mapped_column(String(32))
@@ -73,6 +76,8 @@ class Pair(Base):
     answer_bot_id: Mapped[str | None] = mapped_column(String(32))
     question_text: Mapped[str | None] = mapped_column(Text)
     answer_text: Mapped[str | None] = mapped_column(Text)
+    # The answer's stream ended in `errored`: judged on what was shown, and the alert says so.
+    stream_errored: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     reference_text: Mapped[str | None] = mapped_column(Text)
     # Bumped on every edit; a settle task only acts when its version is still the latest.
     version: Mapped[int] = mapped_column(Integer, default=1)

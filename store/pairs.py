@@ -25,7 +25,8 @@ class Captured:
 
 
 _UPSERT_FIELDS = (
-    "team_id", "channel_id", "channel_is_private", "answer_ts", "thread_ts", "answer_bot_id", "answer_text",
+    "team_id", "channel_id", "channel_is_private", "channel_is_ext_shared", "answer_ts", "thread_ts",
+    "answer_bot_id", "answer_text", "stream_errored",
 )  # fmt: skip
 
 
@@ -49,6 +50,7 @@ def _upsert_statement(dialect_name: str):
         index_elements=[table.c.channel_id, table.c.answer_ts],
         set_={
             "answer_text": statement.excluded.answer_text,
+            "stream_errored": statement.excluded.stream_errored,
             "version": table.c.version + 1,
             "status": PairStatus.SETTLING,
             "updated_at": bindparam("p_now"),
@@ -67,6 +69,8 @@ def upsert_captured(
     thread_ts: str | None = None,
     answer_bot_id: str | None = None,
     channel_is_private: bool = False,
+    channel_is_ext_shared: bool = False,
+    stream_errored: bool = False,
 ) -> Captured:
     """Create the pair for an answer (status settling, version 1) or, on an edit, replace its text,
     bump its version and put it back to settling — unless it is past editing."""
@@ -78,6 +82,8 @@ def upsert_captured(
         "thread_ts": thread_ts,
         "answer_bot_id": answer_bot_id,
         "answer_text": answer_text,
+        "channel_is_ext_shared": channel_is_ext_shared,
+        "stream_errored": stream_errored,
     }
     parameters = {f"p_{name}": value for name, value in values.items()} | {"p_now": utcnow()}
     statement = _upsert_statement(session.get_bind().dialect.name)
@@ -137,6 +143,21 @@ def mark_deleted(session: Session, channel_id: str, answer_ts: str) -> bool:
         .values(status=PairStatus.DELETED, version=Pair.version + 1, updated_at=utcnow())
     )
     return result.rowcount > 0
+
+
+def forget_question(session: Session, channel_id: str, question_ts: str) -> list[tuple[int, int]]:
+    """A person deleted their message: blank its text in every pair that quotes it (judgments stay). A captured
+    pair still waiting for its judge goes back to settling, to find its question again; returns those
+    (pair id, version) to settle."""
+    quoting = (Pair.channel_id == channel_id, Pair.question_ts == question_ts)
+    reopened = session.execute(
+        update(Pair)
+        .where(*quoting, Pair.source == "capture", Pair.status == PairStatus.PENDING)
+        .values(status=PairStatus.SETTLING, version=Pair.version + 1, question_text=None, updated_at=utcnow())
+        .returning(Pair.id, Pair.version)
+    ).all()
+    session.execute(update(Pair).where(*quoting, Pair.question_text.is_not(None)).values(question_text=None))
+    return [(row.id, row.version) for row in reopened]
 
 
 def settle(

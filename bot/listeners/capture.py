@@ -2,7 +2,9 @@
 
 Human messages go to the conversation log (they are the questions). A monitored bot's message is logged,
 its answer (the run of bot messages it belongs to) is upserted as a `settling` pair with a new version,
-and `settle_pair` is enqueued. Edits bump the version; a deleted answer is marked deleted.
+and `settle_pair` is enqueued (at once for a stream that ended; never while it is still streaming). Edits
+bump the version, a root re-sent for its reply bookkeeping does not; a deleted answer is marked deleted,
+and a person's deleted message is blanked wherever a pair quotes it.
 
 Retries: an event is marked done (by `event_id`, in Redis) only after capture succeeded, so Slack's retry
 of a failed delivery is processed and a retry of a successful one is not. Errors propagate: Bolt answers
@@ -17,19 +19,27 @@ from typing import Any
 from slack_bolt import App, BoltContext
 
 from capture.conversation_log import ConversationLog
-from capture.directory import channel_is_private
+from capture.directory import BotUsers, channel_flags
 from capture.pairing import (
     IGNORED_SUBTYPES,
+    IN_PROGRESS,
     Author,
     Identity,
     LoggedMessage,
     answer_run,
     author_of,
     channel_ignore_reason,
+    is_bookkeeping,
+    is_tombstone,
     logged_message,
     message_of,
+    replaces,
+    settles_at_once,
+    stream_errored,
+    stream_state,
     thread_messages,
     ts_key,
+    unchanged,
 )
 from capture.redact import redact_if
 from capture.text import message_text
@@ -48,6 +58,7 @@ EVENT_DONE_TTL_SECONDS = 3600  # Slack's last retry comes about 5 minutes after 
 class Capture:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
+        self._bots: BotUsers | None = None
 
     @property
     def runtime(self) -> Runtime:
@@ -56,32 +67,58 @@ class Capture:
     def log(self) -> ConversationLog:
         return ConversationLog(self.runtime.redis, self.settings.question_ttl_seconds)
 
+    def bots(self) -> BotUsers:
+        """One per process: it keeps the learnt bot user IDs between events."""
+        runtime = self.runtime
+        if self._bots is None or self._bots.redis is not runtime.redis:
+            self._bots = BotUsers(runtime.redis, runtime.slack, self.settings.monitored_bots)
+        return self._bots
+
     # Entry point -----------------------------------------------------------------------------
 
     def on_message(self, body: dict[str, Any], event: dict[str, Any], context: BoltContext) -> None:
         event_id = body.get("event_id")
         own = Identity(user_id=context.bot_user_id, bot_id=context.bot_id, app_id=body.get("api_app_id"))
-        self.handle(event, body.get("team_id"), own, done_key=f"relmon:event:{event_id}" if event_id else None)
+        shared = body.get("is_ext_shared_channel")
+        self.handle(
+            event,
+            body.get("team_id"),
+            own,
+            done_key=f"relmon:event:{event_id}" if event_id else None,
+            ext_shared=shared if isinstance(shared, bool) else None,
+        )
 
-    def handle(self, event: dict[str, Any], team_id: str | None, own: Identity, done_key: str | None = None) -> None:
+    def handle(
+        self,
+        event: dict[str, Any],
+        team_id: str | None,
+        own: Identity,
+        done_key: str | None = None,
+        ext_shared: bool | None = None,
+    ) -> None:
         """Capture one message event. `done_key` marks the event captured (set only once capture succeeded), so
-        that Slack's retry of a delivery that worked is skipped. Redis round trips are few and pipelined: every
-        event waits for them before Slack gets its acknowledgement."""
+        that Slack's retry of a delivery that worked is skipped; `ext_shared` is the envelope's
+        is_ext_shared_channel (None: ask Slack). Redis round trips are few and pipelined: every event waits for
+        them before Slack gets its acknowledgement."""
         channel = event.get("channel")
         subtype = event.get("subtype")
         if subtype in IGNORED_SUBTYPES or channel_ignore_reason(channel, self.settings, self.runtime.rules):
             return
-        if subtype == "message_deleted":
+        if subtype == "message_deleted" or is_tombstone(event):
             if not self._already_done(done_key):
-                self._deleted(channel, event, own, team_id)
+                self._deleted(channel, _as_deletion(event), own, team_id, ext_shared)
                 self._mark_done(done_key)
             return
         message = message_of(event)
-        if not message.get("ts"):
-            return
-        author = author_of(message, self.settings.monitored_bots, own)
+        if not message.get("ts") or message.get("subtype") in IGNORED_SUBTYPES or is_bookkeeping(event):
+            return  # a notice edited, or a root re-sent for its reply count: nothing anyone said changed
+        bots = self.bots()
+        monitored = bots.knows(message)
+        author = author_of(message, monitored, own)
         if author == Author.OWN:
             return
+        if author == Author.MONITORED_BOT:
+            bots.learn(message)
         conversation = self.log()
         existing, done = conversation.lookup(channel, message["ts"], done_key)
         if done:
@@ -92,16 +129,19 @@ class Capture:
         if isinstance(event.get("root"), dict):  # thread_broadcast: the thread's root may be the question
             root = event["root"]
             if root.get("ts") and conversation.get(channel, root["ts"]) is None:
-                root_author = author_of(root, self.settings.monitored_bots, own)
+                root_author = author_of(root, monitored, own)
                 if root_author != Author.OWN:
                     conversation.record(channel, logged_message(root, root_author))
         # Other bots are logged without their words: they still separate one answer from the next.
         logged = logged_message(message, author, content={} if author == Author.OTHER else None)
+        if not replaces(existing, logged) or (subtype == "message_changed" and unchanged(existing, logged)):
+            self._mark_done(done_key)  # a stream's opener after its completion, or an edit that changed nothing
+            return
         if author != Author.MONITORED_BOT:
             conversation.record(channel, logged, then_set=(done_key, EVENT_DONE_TTL_SECONDS) if done_key else None)
             return
         around = conversation.record_and_around(channel, logged, self.settings.toplevel_window_seconds)
-        self._capture_answer(channel, logged, event, team_id, around)
+        self._capture_answer(channel, logged, event, team_id, around, ext_shared)
         self._mark_done(done_key)
 
     def _already_done(self, done_key: str | None) -> bool:
@@ -120,6 +160,7 @@ class Capture:
         event: dict[str, Any],
         team_id: str | None,
         around: list[LoggedMessage],
+        ext_shared: bool | None = None,
     ) -> None:
         """`around`: what the log holds around `message` (ConversationLog.around)."""
         runtime = self.runtime
@@ -127,7 +168,7 @@ class Capture:
         root = run[0]
         answer_text = "\n".join(t for t in (message_text(p.content) for p in run) if t.strip())
         answer_text = redact_if(self.settings.redact_pii, answer_text)  # RELMON_REDACT_PII: before the store
-        private = channel_is_private(runtime.redis, runtime.slack, channel, event.get("channel_type"))
+        flags = channel_flags(runtime.redis, runtime.slack, channel, event.get("channel_type"), ext_shared)
         with runtime.db.session() as session:
             captured = pairs.upsert_captured(
                 session,
@@ -137,7 +178,9 @@ class Capture:
                 team_id=team_id,
                 thread_ts=root.thread_ts,
                 answer_bot_id=root.bot_id or message.bot_id,
-                channel_is_private=private,
+                channel_is_private=flags.restricted,
+                channel_is_ext_shared=flags.ext_shared,
+                stream_errored=stream_errored(run),
             )
             pairs.mark_merged(session, channel, [p.ts for p in run[1:]])
         if not captured.accepted:
@@ -146,10 +189,13 @@ class Capture:
                 extra=event_fields(channel=channel, message_ts=root.ts, pair_id=captured.pair_id),
             )
             return
-        # A stream that says it is complete needs no quiet time; any other change waits to settle.
-        inner = message_of(event)
-        completed = inner.get("streaming_state") == "completed" or event.get("streaming_state") == "completed"
-        countdown = 0 if completed else self.settings.settle_seconds
+        # A stream still running waits for its completion's event; one that ended needs no quiet time.
+        state = stream_state(event)
+        if state == IN_PROGRESS:
+            fields = event_fields(channel=channel, message_ts=root.ts, pair_id=captured.pair_id)
+            log.info("answer streaming", extra=fields)
+            return
+        countdown = 0 if settles_at_once(state) else self.settings.settle_seconds
         # No countdown at all rather than 0: a message with an ETA costs the worker a timer and a prefetch slot.
         celery.send_task(task_names.SETTLE_PAIR, args=[captured.pair_id, captured.version], countdown=countdown or None)
         log.info(
@@ -159,15 +205,20 @@ class Capture:
             ),
         )
 
-    def _deleted(self, channel: str, event: dict[str, Any], own: Identity, team_id: str | None) -> None:
+    def _deleted(
+        self, channel: str, event: dict[str, Any], own: Identity, team_id: str | None, ext_shared: bool | None
+    ) -> None:
         ts = event.get("deleted_ts") or (event.get("previous_message") or {}).get("ts")
         if not ts:
             return
         conversation = self.log()
         previous = dict(event.get("previous_message") or {}, ts=ts)
         existing = conversation.get(channel, ts)
-        author = existing.author if existing else author_of(previous, self.settings.monitored_bots, own)
+        author = existing.author if existing else author_of(previous, self.bots().knows(previous), own)
         tombstone = conversation.mark_deleted(channel, ts, fallback=logged_message(previous, author, content={}))
+        if author == Author.HUMAN:
+            self._forget_question(channel, ts)
+            return
         if author != Author.MONITORED_BOT or tombstone is None:
             return
         with self.runtime.db.session() as session:
@@ -179,7 +230,25 @@ class Capture:
         before = [m for m in thread_messages(tombstone.thread_key, around) if ts_key(m) < ts_key(tombstone)]
         if before and before[-1].author == Author.MONITORED_BOT:
             window = self.settings.toplevel_window_seconds
-            self._capture_answer(channel, before[-1], event, team_id, conversation.around(channel, before[-1], window))
+            around = conversation.around(channel, before[-1], window)
+            self._capture_answer(channel, before[-1], event, team_id, around, ext_shared)
+
+    def _forget_question(self, channel: str, ts: str) -> None:
+        """A person deleted their message: no pair keeps quoting it; one still waiting for its judge looks for
+        its question again."""
+        with self.runtime.db.session() as session:
+            reopened = pairs.forget_question(session, channel, ts)
+        for pair_id, version in reopened:
+            celery.send_task(task_names.SETTLE_PAIR, args=[pair_id, version])
+        log.info("deleted question forgotten", extra=event_fields(channel=channel, message_ts=ts, pairs=len(reopened)))
+
+
+def _as_deletion(event: dict[str, Any]) -> dict[str, Any]:
+    """A message_deleted, or a tombstone's message_changed, as the deletion of one message."""
+    if event.get("subtype") == "message_deleted":
+        return event
+    inner = message_of(event)
+    return dict(event, deleted_ts=inner.get("ts"), previous_message=event.get("previous_message") or inner)
 
 
 def register(app: App, settings: Settings) -> None:

@@ -69,6 +69,7 @@ class LowScoreAlert(ScoredJudgment):
     reasoning: str | None = None
     permalink: str | None = None
     votes: Tally = field(default_factory=Tally)
+    stream_errored: bool = False  # the bot's stream ended in an error: judged on what was shown
 
 
 def quoted_section(label: str, text: str | None, *, what: str) -> dict:
@@ -118,6 +119,8 @@ def low_score_alert(alert: LowScoreAlert) -> dict:
         blocks.append(reasoning_section(f"Why the judge scored it {score}", alert.reasoning))
     else:
         blocks.append(section(WITHHELD))
+    if alert.stream_errored:
+        blocks.append(context("_The answer's stream ended in an error: judged on what it showed._"))
     if not alert.permalink:
         blocks.append(context("_The link to the message is unavailable (it may have been deleted)._"))
     blocks.append(feedback_buttons(alert.judgment_id, alert.permalink))

@@ -26,6 +26,7 @@ Runnable alone: `python -m tests.fakes.slack_server --port N`.
 
 from __future__ import annotations
 
+import base64
 import itertools
 import json
 import threading
@@ -51,6 +52,7 @@ class Channel:
     name: str
     is_private: bool = False
     members: list[str] = field(default_factory=list)
+    is_ext_shared: bool = False
 
 
 class FakeSlack(BackgroundServer):
@@ -129,10 +131,16 @@ class FakeSlack(BackgroundServer):
             self.bots[bot_id] = {"id": bot_id, "name": name, "app_id": app_id, "user_id": user_id, "deleted": False}
 
     def add_channel(
-        self, channel_id: str, name: str, is_private: bool = False, members: list[str] | None = None
+        self,
+        channel_id: str,
+        name: str,
+        is_private: bool = False,
+        members: list[str] | None = None,
+        *,
+        is_ext_shared: bool = False,
     ) -> None:
         with self._lock:
-            self.channels[channel_id] = Channel(channel_id, name, is_private, list(members or []))
+            self.channels[channel_id] = Channel(channel_id, name, is_private, list(members or []), is_ext_shared)
 
     def add_message(
         self,
@@ -309,6 +317,8 @@ class FakeSlack(BackgroundServer):
             "is_channel": not channel.is_private,
             "is_group": channel.is_private,
             "is_private": channel.is_private,
+            "is_shared": channel.is_ext_shared,
+            "is_ext_shared": channel.is_ext_shared,
             "is_member": RELMON_USER_ID in channel.members,
             "num_members": len(channel.members),
         }
@@ -363,8 +373,7 @@ class FakeSlack(BackgroundServer):
             return {"ok": False, "error": "channel_not_found"}
         top = [m for m in self.messages[channel].values() if m.get("thread_ts") in (None, m["ts"])]
         top = sorted(self._window(top, params), key=lambda m: float(m["ts"]), reverse=True)  # newest first
-        limit = int(params.get("limit") or 100)
-        return {"ok": True, "messages": top[:limit], "has_more": len(top) > limit}
+        return _page(top, params, default_limit=100)
 
     def _api_conversations_replies(self, params: dict) -> dict:
         channel, thread = params.get("channel", ""), params.get("ts", "")
@@ -375,8 +384,7 @@ class FakeSlack(BackgroundServer):
             return {"ok": False, "error": "thread_not_found"}
         root = [m for m in thread_messages if m["ts"] == thread]
         replies = sorted(self._window([m for m in thread_messages if m["ts"] != thread], params), key=_ts_key)
-        limit = int(params.get("limit") or 1000)
-        return {"ok": True, "messages": (root + replies)[:limit], "has_more": len(root + replies) > limit}
+        return _page(root + replies, params, default_limit=1000)
 
     def archive_channel(self, channel: str) -> None:
         """Posts to `channel` are refused from now on (`is_archived`), as Slack does for an archived channel."""
@@ -580,6 +588,17 @@ class FakeSlack(BackgroundServer):
                     self._send(200, answer, {"x-oauth-scopes": ",".join(scopes)} if scopes else None)
 
         return Handler
+
+
+def _page(messages: list[dict], params: dict, *, default_limit: int) -> dict:
+    """One page as Slack pages history and replies: `limit` messages from the opaque `cursor` on, `has_more`,
+    and `response_metadata.next_cursor` (empty on the last page)."""
+    cursor = str(params.get("cursor") or "")
+    start = int(base64.b64decode(cursor).decode().removeprefix("next_ts:")) if cursor else 0
+    limit = int(params.get("limit") or default_limit)
+    page, more = messages[start : start + limit], start + limit < len(messages)
+    after = base64.b64encode(f"next_ts:{start + limit}".encode()).decode() if more else ""
+    return {"ok": True, "messages": page, "has_more": more, "response_metadata": {"next_cursor": after}}
 
 
 def _ts_key(message: dict) -> float:

@@ -131,3 +131,31 @@ def test_ephemeral_needs_a_member_in_a_known_channel(slack: FakeSlack, client: W
         client.chat_postEphemeral(channel="C2", user="U_STRANGER", text="not for you")
     assert error.value.response["error"] == "user_not_in_channel"
     assert [e["text"] for e in slack.ephemerals] == ["for you"]
+
+
+def test_history_and_replies_page_like_slack(slack: FakeSlack, client: WebClient) -> None:
+    """`limit` a page, `has_more`, and an opaque `response_metadata.next_cursor` (empty on the last page)."""
+    slack.add_channel("C2", "long", members=["U_RELMON"])
+    slack.add_message("C2", "200.000001", user="U1", text="root")
+    for i in range(2, 251):
+        slack.add_message("C2", f"{200 + i}.000001", user="U1", text=f"reply {i}", thread_ts="200.000001")
+    texts, cursor, pages = [], None, 0
+    while True:
+        page = client.conversations_replies(channel="C2", ts="200.000001", limit=100, cursor=cursor)
+        pages += 1
+        texts += [m["text"] for m in page["messages"]]
+        cursor = page["response_metadata"]["next_cursor"]
+        assert page["has_more"] is bool(cursor)
+        if not cursor:
+            break
+    assert pages == 3 and texts == ["root"] + [f"reply {i}" for i in range(2, 251)]
+    slack.add_message("C2", "199.000001", user="U1", text="earlier top-level message")
+    first = client.conversations_history(channel="C2", limit=1)
+    assert first["has_more"] is True and first["response_metadata"]["next_cursor"]
+    second = client.conversations_history(channel="C2", limit=1, cursor=first["response_metadata"]["next_cursor"])
+    assert second["messages"] != first["messages"]
+
+
+def test_channel_info_says_whether_it_is_shared(slack: FakeSlack, client: WebClient) -> None:
+    slack.add_channel("C3", "acme", members=["U_RELMON"], is_ext_shared=True)
+    assert client.conversations_info(channel="C3")["channel"]["is_ext_shared"] is True

@@ -80,6 +80,7 @@ def render_low(runtime: Runtime, session: Session, row: Alert) -> dict:
             answer=pair.answer_text,
             reasoning=judgment.reasoning,
             permalink=(row.details or {}).get("permalink"),
+            stream_errored=bool(pair.stream_errored),
             votes=tally(votes_for(session, judgment.id)),
         )
     )

@@ -4,7 +4,8 @@ The bot enqueues `settle_pair(pair_id, version)` after every change to an answer
 the latest version acts. It re-reads the conversation log (events may have arrived out of order since
 capture), resolves the question with the pure rules in `capture.pairing`, and moves the pair from
 `settling` to `pending` (or `no_question`, `empty`, `deleted`, `merged`) with one conditional UPDATE,
-then enqueues `judge_pair`. A pair found already `pending` at the same version is enqueued again:
+then enqueues `judge_pair`. An answer still streaming is left settling: its completion enqueues the next.
+A pair found already `pending` at the same version is enqueued again:
 the worker may have died between the two steps, and `judge_pair` is idempotent.
 """
 
@@ -18,8 +19,17 @@ from slack_sdk.errors import SlackApiError
 from sqlalchemy.exc import OperationalError
 
 from capture.conversation_log import ConversationLog, HistoryFallback
-from capture.directory import UserNames, own_identity
-from capture.pairing import IGNORED_SUBTYPES, Author, LoggedMessage, Resolution, author_of, logged_message, resolve
+from capture.directory import BotUsers, UserNames, own_identity
+from capture.pairing import (
+    IGNORED_SUBTYPES,
+    STREAMING,
+    Author,
+    LoggedMessage,
+    Resolution,
+    author_of,
+    logged_message,
+    resolve,
+)
 from capture.redact import redact_if
 from capture.text import message_text
 from common.celery_app import celery
@@ -66,12 +76,13 @@ def _history(runtime: Runtime, log_: ConversationLog, channel: str, answer: Logg
         own = own_identity(runtime.redis, runtime.slack)
     except SlackApiError:
         return
+    monitored = BotUsers(runtime.redis, runtime.slack, settings.monitored_bots).ids()
     for message in raw:
         if not message.get("ts") or message.get("subtype") in IGNORED_SUBTYPES:
             continue
         if log_.get(channel, message["ts"]) is not None:
             continue  # the log knows better (a tombstone, a later edit)
-        author = author_of(message, settings.monitored_bots, own)
+        author = author_of(message, monitored, own)
         if author == Author.OWN:
             continue
         log_.record(channel, logged_message(message, author))
@@ -114,6 +125,8 @@ def settle(runtime: Runtime, pair_id: int, version: int) -> str:
 
     resolution, answer_text = resolve_pair(runtime, pair)
     status = resolution.status
+    if status == STREAMING:
+        return STREAMING  # never judged half-written: the stream's completion enqueues a newer version
     question_text = None
     question = resolution.question
     if status == PairStatus.PENDING:
