@@ -116,8 +116,9 @@ def test_cached_tokens_migration_keeps_older_judgments_as_uncached(tmp_path) -> 
     try:
         with older.autocommit() as connection:  # the 0003 tables, as they were (the models have moved on)
             connection.execute(text("INSERT INTO pairs (source, channel_id, channel_is_private, answer_ts, "
-                                    "answer_text, question_text, version, status, created_at, updated_at) VALUES ('capture', 'C1', "
-                                    "0, '1.000001', 'a', 'q', 1, 'judged', '2026-01-01', '2026-01-01')"))  # fmt: skip
+                                    "answer_text, question_text, version, status, created_at, updated_at) "
+                                    "VALUES ('capture', 'C1', 0, '1.000001', 'a', 'q', 1, 'judged', '2026-01-01', "
+                                    "'2026-01-01')"))  # fmt: skip
             connection.execute(text("INSERT INTO judgments (pair_id, judge, status, prompt_tokens, completion_tokens, "
                                     "latency_ms, cached, created_at) VALUES (1, 'relevancy', 'ok', 900, 20, 1.0, 0, "
                                     "'2026-01-01')"))  # fmt: skip
