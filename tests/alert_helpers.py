@@ -13,12 +13,12 @@ from typing import Any
 
 import yaml
 
-from common import celery_app
-from common.runtime import Runtime, set_runtime
+from common.runtime import Runtime
 from store.db import Database
 from store.models import Judgment, Pair
 from store.settings import Settings
 from tests.fakes.slack_server import FakeSlack
+from tests.runtimes import installed_runtime
 
 SUPPORT = "C_SUPPORT"
 ALERTS = "C_ALERTS"
@@ -50,14 +50,8 @@ def write_rules(directory: Path, rules: dict) -> Path:
 def alert_runtime(settings: Settings) -> Iterator[Runtime]:
     """The process runtime the tasks use, installed for the test and removed after."""
     Database(settings.resolved_database_url).migrate()
-    celery_app.configure(settings)
-    runtime = Runtime(settings)
-    set_runtime(runtime)
-    try:
+    with installed_runtime(settings, worker=True) as runtime:
         yield runtime
-    finally:
-        set_runtime(None)
-        runtime.db.dispose()
 
 
 def add_judgment(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from contextlib import ExitStack
 from dataclasses import dataclass
 from socketserver import ThreadingMixIn
 from typing import Any
@@ -11,9 +12,10 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 from sqlalchemy import select
 
 from bot.server import build_wsgi_app
-from common.runtime import Runtime, set_runtime
+from common.runtime import Runtime
 from store.models import Pair
 from store.settings import Settings
+from tests.runtimes import installed_runtime
 
 SECRET = "test-signing-secret"
 
@@ -58,7 +60,8 @@ class BotServer:
     """Serve build_wsgi_app(settings) on 127.0.0.1 (a free port) until closed."""
 
     def __init__(self, settings: Settings) -> None:
-        self.runtime = Runtime(settings)
+        self._stack = ExitStack()  # the app installs the runtime as the process's own; removed on exit
+        self.runtime = self._stack.enter_context(installed_runtime(settings))
         self.wsgi = build_wsgi_app(settings, self.runtime)
         self.server = make_server("127.0.0.1", 0, self.wsgi, server_class=_ThreadingServer, handler_class=_QuietHandler)
         self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
@@ -73,5 +76,4 @@ class BotServer:
         self.server.shutdown()
         self.server.server_close()
         self.thread.join(timeout=5)
-        self.runtime.db.dispose()
-        set_runtime(None)
+        self._stack.close()

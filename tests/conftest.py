@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
 
+from common.runtime import Runtime
 from store.db import Database
+from tests.runtimes import installed_runtime
 from tests.services import (
     RedisProcess,
     create_postgres_database,
@@ -80,3 +83,11 @@ def database(db_url: str) -> Iterator[Database]:
     database = Database(db_url)
     yield database
     database.dispose()
+
+
+@pytest.fixture
+def runtime_for() -> Iterator[Callable[..., Runtime]]:
+    """`runtime_for(settings, worker=False)`: a Runtime for these settings, installed as the process runtime
+    (tests.runtimes.installed_runtime); removed at teardown, with the databases it opened disposed."""
+    with ExitStack() as stack:
+        yield lambda settings, **options: stack.enter_context(installed_runtime(settings, **options))

@@ -7,7 +7,7 @@ import io
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -17,7 +17,7 @@ from slack_sdk.errors import SlackApiError
 from sqlalchemy import func, select, update
 
 from common.reports.period import period_for
-from common.runtime import Runtime, set_runtime
+from common.runtime import Runtime
 from store.models import Digest, Feedback, Judgment, Pair
 from store.settings import Settings
 from tests.fakes.slack_server import FakeSlack
@@ -34,27 +34,27 @@ def slack() -> Iterator[FakeSlack]:
         yield fake
 
 
-def make_runtime(db_url: str, slack: FakeSlack, tmp_path: Path, **extra) -> Runtime:
-    settings = Settings(
+def digest_settings(db_url: str, slack_api_url: str, tmp_path: Path, **extra) -> Settings:
+    return Settings(
         slack_bot_token="xoxb-test",
-        slack_api_url=slack.api_url,
+        slack_api_url=slack_api_url,
         database_url=db_url,
         digest_channel_setting=DIGEST_CHANNEL,
         alert_channel="CALERTS",
         data_dir=tmp_path / "data",
         **extra,
     )
-    runtime = Runtime(settings)
-    set_runtime(runtime)
-    return runtime
 
 
 @pytest.fixture
-def runtime(db_url: str, slack: FakeSlack, tmp_path: Path) -> Iterator[Runtime]:
-    runtime = make_runtime(db_url, slack, tmp_path)
-    yield runtime
-    set_runtime(None)
-    runtime.db.dispose()
+def make_runtime(db_url: str, slack: FakeSlack, tmp_path: Path, runtime_for) -> Callable[..., Runtime]:
+    """`make_runtime(**settings)`: the process runtime on the fake Slack, with these settings on top."""
+    return lambda **extra: runtime_for(digest_settings(db_url, slack.api_url, tmp_path, **extra))
+
+
+@pytest.fixture
+def runtime(make_runtime) -> Runtime:
+    return make_runtime()
 
 
 def seed(runtime: Runtime, now: datetime, *, private_text: bool = False) -> None:
@@ -221,7 +221,7 @@ def test_a_failed_chart_upload_is_retried_into_the_same_thread_once(runtime: Run
 
 
 def test_a_network_error_is_retried_and_the_digest_still_goes_out_once(
-    db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, runtime_for
 ) -> None:
     """Slack unreachable for the first attempt (beyond the client's own connection retries): the task retries."""
     import socket
@@ -231,16 +231,7 @@ def test_a_network_error_is_retried_and_the_digest_still_goes_out_once(
     with socket.socket() as probe:  # a port nobody listens on, until the fake Slack starts there
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    settings = Settings(
-        slack_bot_token="xoxb-test",
-        slack_api_url=f"http://127.0.0.1:{port}/api/",
-        database_url=db_url,
-        digest_channel_setting=DIGEST_CHANNEL,
-        alert_channel="CALERTS",
-        data_dir=tmp_path / "data",
-    )
-    runtime = Runtime(settings)
-    set_runtime(runtime)
+    runtime = runtime_for(digest_settings(db_url, f"http://127.0.0.1:{port}/api/", tmp_path))
     attempts: list[BaseException | None] = []
     started: list[FakeSlack] = []
     deliver = digest_tasks.deliver_digest
@@ -272,8 +263,6 @@ def test_a_network_error_is_retried_and_the_digest_still_goes_out_once(
     finally:
         for fake in started:
             fake.stop()
-        set_runtime(None)
-        runtime.db.dispose()
 
 
 def seed_busy_week(runtime: Runtime, now: datetime, channels: int) -> None:
@@ -362,12 +351,12 @@ class WorkerKilled(BaseException):
 
 
 def test_a_scheduled_digest_that_runs_late_into_the_next_week_is_still_its_own_weeks(
-    db_url: str, slack: FakeSlack, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    make_runtime, slack: FakeSlack, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Scheduled for Sunday 23:00 UTC: beat's run posts week N's digest; the same task coming back at 01:00 on
     Monday (a redelivery after the visibility timeout), already in ISO week N+1, finds week N's digest sent
     instead of sending week N+1's a week early (which would leave next Sunday's run with nothing to send)."""
-    runtime = make_runtime(db_url, slack, tmp_path, digest_day="sun", digest_hour=23)
+    runtime = make_runtime(digest_day="sun", digest_hour=23)
     clock: list[datetime] = []
 
     class Clock(datetime):
@@ -375,61 +364,53 @@ def test_a_scheduled_digest_that_runs_late_into_the_next_week_is_still_its_own_w
         def now(cls, tz=None):  # the task's own clock
             return clock[-1]
 
-    try:
-        today = now_utc().replace(hour=23, minute=0, second=0, microsecond=0)
-        sunday = today - timedelta(days=(today.weekday() - 6) % 7 or 7)  # the last Sunday before today
-        seed(runtime, sunday)
-        monkeypatch.setattr(digest_tasks, "datetime", Clock)
-        clock.append(sunday)
-        assert send_digest.apply(kwargs={"scheduled": True}).get() == "sent"
-        clock.append(sunday + timedelta(hours=2))
-        assert period_for(clock[-1], "UTC").key != period_for(sunday, "UTC").key  # the run is in the next week
-        assert send_digest.apply(kwargs={"scheduled": True}).get() == "already_sent"
-        assert len(slack.posted(DIGEST_CHANNEL)) == 1
-        with runtime.db.session() as session:
-            assert session.execute(select(Digest.period_key)).scalars().all() == [period_for(sunday, "UTC").key]
-    finally:
-        set_runtime(None)
-        runtime.db.dispose()
+    today = now_utc().replace(hour=23, minute=0, second=0, microsecond=0)
+    sunday = today - timedelta(days=(today.weekday() - 6) % 7 or 7)  # the last Sunday before today
+    seed(runtime, sunday)
+    monkeypatch.setattr(digest_tasks, "datetime", Clock)
+    clock.append(sunday)
+    assert send_digest.apply(kwargs={"scheduled": True}).get() == "sent"
+    clock.append(sunday + timedelta(hours=2))
+    assert period_for(clock[-1], "UTC").key != period_for(sunday, "UTC").key  # the run is in the next week
+    assert send_digest.apply(kwargs={"scheduled": True}).get() == "already_sent"
+    assert len(slack.posted(DIGEST_CHANNEL)) == 1
+    with runtime.db.session() as session:
+        assert session.execute(select(Digest.period_key)).scalars().all() == [period_for(sunday, "UTC").key]
 
 
 @pytest.mark.parametrize("receipt", ["kept", "lost"])
 def test_a_run_killed_between_its_post_and_its_record_is_not_posted_again_when_redelivered(
-    db_url: str, redis_url: str, slack: FakeSlack, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, receipt: str
+    make_runtime, redis_url: str, slack: FakeSlack, monkeypatch: pytest.MonkeyPatch, receipt: str
 ) -> None:
     """The worker died after chat.postMessage, before the database recorded the message: the task comes back
     after the visibility timeout (2 h), long after the claim's 15-minute lease. Its Redis receipt (left the
     moment Slack took the post) stops a second digest, and so does, were Redis to lose it, the marked message
     in the channel, looked for as far back as the period's key allows."""
-    runtime = make_runtime(db_url, slack, tmp_path, redis_url=redis_url)
-    try:
-        now = now_utc()
-        tz = runtime.settings.digest_timezone
-        if period_for(now, tz).key != period_for(now + timedelta(hours=2), tz).key:
-            now -= timedelta(hours=3)  # the redelivery must fall in the same ISO week
-        seed(runtime, now)
+    runtime = make_runtime(redis_url=redis_url)
+    now = now_utc()
+    tz = runtime.settings.digest_timezone
+    if period_for(now, tz).key != period_for(now + timedelta(hours=2), tz).key:
+        now -= timedelta(hours=3)  # the redelivery must fall in the same ISO week
+    seed(runtime, now)
 
-        def killed(*args, **kwargs):
-            raise WorkerKilled
+    def killed(*args, **kwargs):
+        raise WorkerKilled
 
-        with monkeypatch.context() as patch:
-            patch.setattr(digest_tasks.digest_rows, "mark_posted", killed)
-            with pytest.raises(WorkerKilled):
-                deliver_digest(runtime, now)
-        [first_ts] = slack.messages[DIGEST_CHANNEL]
-        with runtime.db.session() as session:
-            assert session.execute(select(Digest.status, Digest.message_ts)).one() == ("claimed", None)
-        if receipt == "lost":
-            runtime.redis.delete(f"relmon:posted:digest:{period_for(now, tz).key}")
+    with monkeypatch.context() as patch:
+        patch.setattr(digest_tasks.digest_rows, "mark_posted", killed)
+        with pytest.raises(WorkerKilled):
+            deliver_digest(runtime, now)
+    [first_ts] = slack.messages[DIGEST_CHANNEL]
+    with runtime.db.session() as session:
+        assert session.execute(select(Digest.status, Digest.message_ts)).one() == ("claimed", None)
+    if receipt == "lost":
+        runtime.redis.delete(f"relmon:posted:digest:{period_for(now, tz).key}")
 
-        again = deliver_digest(runtime, now + timedelta(hours=2))  # the redelivery
-        assert again.status == "sent" and again.message_ts == first_ts
-        assert len(slack.posted(DIGEST_CHANNEL)) == 1
-        assert_png_chart(slack, first_ts)
-        assert len(slack.calls_to("conversations.history")) == (1 if receipt == "lost" else 0)
-    finally:
-        set_runtime(None)
-        runtime.db.dispose()
+    again = deliver_digest(runtime, now + timedelta(hours=2))  # the redelivery
+    assert again.status == "sent" and again.message_ts == first_ts
+    assert len(slack.posted(DIGEST_CHANNEL)) == 1
+    assert_png_chart(slack, first_ts)
+    assert len(slack.calls_to("conversations.history")) == (1 if receipt == "lost" else 0)
 
 
 def test_a_digest_post_slack_took_after_the_timeout_is_not_posted_again(runtime: Runtime, slack: FakeSlack) -> None:
@@ -459,17 +440,13 @@ def test_a_slack_error_releases_the_claim_for_the_retry(runtime: Runtime, slack:
     assert deliver_digest(runtime, now_utc()).status == "sent"
 
 
-def test_private_text_is_quoted_where_the_rules_allow(db_url: str, slack: FakeSlack, tmp_path: Path) -> None:
+def test_private_text_is_quoted_where_the_rules_allow(make_runtime, slack: FakeSlack, tmp_path: Path) -> None:
     rules = tmp_path / "rules.yml"
     rules.write_text(f"channels:\n  GPRIV:\n    quote_private: true\n    alert_channel: {DIGEST_CHANNEL}\n")
-    runtime = make_runtime(db_url, slack, tmp_path, channel_rules_file=rules)
-    try:
-        seed(runtime, now_utc())
-        assert deliver_digest(runtime, now_utc()).status == "sent"
-        assert "secret answer" in str(slack.posted(DIGEST_CHANNEL)[0]["blocks"])
-    finally:
-        set_runtime(None)
-        runtime.db.dispose()
+    runtime = make_runtime(channel_rules_file=rules)
+    seed(runtime, now_utc())
+    assert deliver_digest(runtime, now_utc()).status == "sent"
+    assert "secret answer" in str(slack.posted(DIGEST_CHANNEL)[0]["blocks"])
 
 
 @pytest.mark.parametrize(
@@ -483,20 +460,16 @@ def test_private_text_is_quoted_where_the_rules_allow(db_url: str, slack: FakeSl
     ids=["own-quote-only", "defaults-quote"],
 )
 def test_private_text_is_not_quoted_unless_its_own_rule_names_the_alert_channel(
-    db_url: str, slack: FakeSlack, tmp_path: Path, rules_yaml: str
+    make_runtime, slack: FakeSlack, tmp_path: Path, rules_yaml: str
 ) -> None:
     rules = tmp_path / "rules.yml"
     rules.write_text(rules_yaml)
-    runtime = make_runtime(db_url, slack, tmp_path, channel_rules_file=rules)
-    try:
-        seed(runtime, now_utc())
-        assert deliver_digest(runtime, now_utc()).status == "sent"
-        blocks = str(slack.posted(DIGEST_CHANNEL)[0]["blocks"])
-        assert "secret answer" not in blocks and "secret question" not in blocks
-        assert "<#GPRIV>" in blocks  # still reported: score and link
-    finally:
-        set_runtime(None)
-        runtime.db.dispose()
+    runtime = make_runtime(channel_rules_file=rules)
+    seed(runtime, now_utc())
+    assert deliver_digest(runtime, now_utc()).status == "sent"
+    blocks = str(slack.posted(DIGEST_CHANNEL)[0]["blocks"])
+    assert "secret answer" not in blocks and "secret question" not in blocks
+    assert "<#GPRIV>" in blocks  # still reported: score and link
 
 
 def test_preview_is_private_and_claims_nothing(runtime: Runtime, slack: FakeSlack) -> None:

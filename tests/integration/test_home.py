@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -10,7 +10,7 @@ import pytest
 
 from bot.listeners.home import publish_home
 from bot.membership import MembershipCache
-from common.runtime import Runtime, set_runtime, slack_client_for
+from common.runtime import Runtime, slack_client_for
 from store.models import Judgment, Pair
 from store.settings import Settings
 from tests.fakes.slack_server import FakeSlack
@@ -23,24 +23,33 @@ def slack() -> Iterator[FakeSlack]:
 
 
 @pytest.fixture
-def runtime(db_url: str, slack: FakeSlack, tmp_path: Path) -> Iterator[Runtime]:
-    rules = tmp_path / "rules.yml"
-    rules.write_text("channels:\n  C2:\n    threshold: 3\n    sample_rate: 0.25\n")
-    settings = Settings(
-        slack_bot_token="xoxb-test",
-        slack_api_url=slack.api_url,
-        database_url=db_url,
-        alert_channel="CALERTS",
+def home_runtime(db_url: str, slack: FakeSlack, tmp_path: Path, runtime_for) -> Callable[..., Runtime]:
+    """`home_runtime(rules_yaml, **settings)`: the process runtime on the fake Slack with this rules file."""
+
+    def build(rules_yaml: str, **extra: object) -> Runtime:
+        rules = tmp_path / "rules.yml"
+        rules.write_text(rules_yaml)
+        settings = Settings(
+            slack_bot_token="xoxb-test",
+            slack_api_url=slack.api_url,
+            database_url=db_url,
+            alert_channel="CALERTS",
+            channel_rules_file=rules,
+            data_dir=tmp_path / "data",
+            **extra,
+        )
+        return runtime_for(settings)
+
+    return build
+
+
+@pytest.fixture
+def runtime(home_runtime) -> Runtime:
+    return home_runtime(
+        "channels:\n  C2:\n    threshold: 3\n    sample_rate: 0.25\n",
         judge_model="judge-model-x",
         digest_timezone="Europe/Paris",
-        channel_rules_file=rules,
-        data_dir=tmp_path / "data",
     )
-    runtime = Runtime(settings)
-    set_runtime(runtime)
-    yield runtime
-    set_runtime(None)
-    runtime.db.dispose()
 
 
 def add(runtime: Runtime, channel: str, scores: list[int | None], at: datetime, *, private: bool = False) -> None:
@@ -151,27 +160,11 @@ def test_private_channels_figures_only_for_their_members(runtime: Runtime, slack
     assert set(asked) <= {"CHOME_PRIV", "CHOME_PRIV2"} and len(asked) == len(set(asked))
 
 
-def test_home_shows_the_rules_files_defaults_over_the_environment(
-    db_url: str, slack: FakeSlack, tmp_path: Path
-) -> None:
-    rules = tmp_path / "rules.yml"
-    rules.write_text("defaults:\n  alert_cap_per_hour: 3\nchannels:\n  C5:\n    alert_cap_per_hour: 7\n")
-    settings = Settings(
-        slack_bot_token="xoxb-test",
-        slack_api_url=slack.api_url,
-        database_url=db_url,
-        alert_channel="CALERTS",
-        alert_cap_per_hour=20,
-        channel_rules_file=rules,
-        data_dir=tmp_path / "data",
+def test_home_shows_the_rules_files_defaults_over_the_environment(home_runtime) -> None:
+    runtime = home_runtime(
+        "defaults:\n  alert_cap_per_hour: 3\nchannels:\n  C5:\n    alert_cap_per_hour: 7\n", alert_cap_per_hour=20
     )
-    runtime = Runtime(settings)
-    set_runtime(runtime)
-    try:
-        text = str(publish_home(slack_client_for(settings), MembershipCache(), "U1")["blocks"])
-    finally:
-        set_runtime(None)
-        runtime.db.dispose()
+    text = str(publish_home(slack_client_for(runtime.settings), MembershipCache(), "U1")["blocks"])
     assert "<#CALERTS>, at most 3 an hour" in text and "at most 20" not in text
     assert "at most 7 alerts an hour" in text  # C5's own cap
 

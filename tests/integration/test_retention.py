@@ -8,7 +8,7 @@ from pathlib import Path
 
 from sqlalchemy import func, select
 
-from common.runtime import Runtime, set_runtime
+from common.runtime import Runtime
 from store.models import Alert, Feedback, Judgment, Pair
 from store.settings import Settings
 from workers.tasks.maintenance import purge, purge_old
@@ -39,31 +39,23 @@ def counts(runtime: Runtime) -> dict[str, int]:
         }
 
 
-def test_purge_deletes_what_is_older_than_retention_in_batches(db_url: str, tmp_path: Path) -> None:
-    runtime = Runtime(Settings(database_url=db_url, retention_days=30, data_dir=tmp_path))
+def test_purge_deletes_what_is_older_than_retention_in_batches(db_url: str, tmp_path: Path, runtime_for) -> None:
+    runtime = runtime_for(Settings(database_url=db_url, retention_days=30, data_dir=tmp_path))
     now = datetime.now(UTC)
-    try:
-        seed(runtime, now - timedelta(days=31), 7, "old")
-        seed(runtime, now - timedelta(days=29), 3, "recent")
-        assert purge(runtime, now, batch_size=2) == {"pairs": 7, "alerts": 1}
-        assert counts(runtime) == {"pairs": 3, "judgments": 3, "feedback": 3, "alerts": 4}
-        with runtime.db.session() as session:
-            assert set(session.execute(select(Pair.answer_ts)).scalars()) == {f"recent.{i:06d}" for i in range(3)}
-        # Nothing left to purge: a second run deletes nothing.
-        assert purge(runtime, now, batch_size=2) == {"pairs": 0, "alerts": 0}
-    finally:
-        runtime.db.dispose()
+    seed(runtime, now - timedelta(days=31), 7, "old")
+    seed(runtime, now - timedelta(days=29), 3, "recent")
+    assert purge(runtime, now, batch_size=2) == {"pairs": 7, "alerts": 1}
+    assert counts(runtime) == {"pairs": 3, "judgments": 3, "feedback": 3, "alerts": 4}
+    with runtime.db.session() as session:
+        assert set(session.execute(select(Pair.answer_ts)).scalars()) == {f"recent.{i:06d}" for i in range(3)}
+    # Nothing left to purge: a second run deletes nothing.
+    assert purge(runtime, now, batch_size=2) == {"pairs": 0, "alerts": 0}
 
 
-def test_the_beat_task_uses_the_retention_setting(db_url: str, tmp_path: Path) -> None:
-    runtime = Runtime(Settings(database_url=db_url, data_dir=tmp_path))  # default: 90 days
-    set_runtime(runtime)
+def test_the_beat_task_uses_the_retention_setting(db_url: str, tmp_path: Path, runtime_for) -> None:
+    runtime = runtime_for(Settings(database_url=db_url, data_dir=tmp_path))  # default: 90 days
     now = datetime.now(UTC)
-    try:
-        seed(runtime, now - timedelta(days=91), 2, "old")
-        seed(runtime, now - timedelta(days=89), 2, "kept")
-        assert purge_old.apply().get() == {"pairs": 2, "alerts": 1}
-        assert counts(runtime)["pairs"] == 2
-    finally:
-        set_runtime(None)
-        runtime.db.dispose()
+    seed(runtime, now - timedelta(days=91), 2, "old")
+    seed(runtime, now - timedelta(days=89), 2, "kept")
+    assert purge_old.apply().get() == {"pairs": 2, "alerts": 1}
+    assert counts(runtime)["pairs"] == 2

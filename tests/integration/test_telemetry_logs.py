@@ -359,12 +359,10 @@ def json_lines(output: str) -> list[dict]:
 
 
 def test_retry_and_budget_lines_of_judging_carry_channel_and_message_ts(
-    capture_logs, database, redis_url: str, db_url: str
+    capture_logs, database, redis_url: str, db_url: str, runtime_for
 ) -> None:
     """judge_pair's "retrying" and "budget spent" lines name the pair's channel and answer ts, never its texts."""
-    from common import celery_app
-    from common.runtime import Runtime, set_runtime
-    from tests.system.test_pipeline import add_pairs
+    from tests.pipeline_helpers import add_pairs
     from workers.tasks.judging import judge_pair
 
     stream = capture_logs()
@@ -379,16 +377,12 @@ def test_retry_and_budget_lines_of_judging_carry_channel_and_message_ts(
             retry_base_seconds=0.01,
             daily_budget=1,
         )
-        celery_app.configure(settings)
-        set_runtime(Runtime(settings))
-        try:
-            fake_openai.set_behavior(fault_first=1, faults=["500"], retry_after_seconds=0)
-            (first,) = add_pairs(database, 1, channel="C_LOGS", question=QUESTION, answer=ANSWER)
-            (second,) = add_pairs(database, 1, channel="C_LOGS", start=1)  # other texts: no cache hit
-            judge_pair.apply(args=[first]).get()  # fails once, retried, judged: the day's one judgment
-            judge_pair.apply(args=[second]).get()  # the budget is spent
-        finally:
-            set_runtime(None)
+        runtime_for(settings, worker=True)
+        fake_openai.set_behavior(fault_first=1, faults=["500"], retry_after_seconds=0)
+        (first,) = add_pairs(database, 1, channel="C_LOGS", question=QUESTION, answer=ANSWER)
+        (second,) = add_pairs(database, 1, channel="C_LOGS", start=1)  # other texts: no cache hit
+        judge_pair.apply(args=[first]).get()  # fails once, retried, judged: the day's one judgment
+        judge_pair.apply(args=[second]).get()  # the budget is spent
     events = {line["event"]: line for line in lines(stream)}
     retrying = events["LLM transient error, retrying"]
     skipped = events["daily budget spent: pair skipped"]

@@ -8,22 +8,20 @@ import json
 import time
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
 from itertools import pairwise
 from pathlib import Path
 
 import pytest
 import redis
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import select, update
 
 from common.celery_app import QUEUE_JUDGE, create_celery
-from common.runtime import Runtime
 from store.db import Database
 from store.models import DailyUsage, JudgingFailure, Judgment, Pair, PairStatus
 from store.settings import Settings
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.slack_server import FakeSlack
+from tests.pipeline_helpers import add_pairs, count_judgments, judgments_per_pair, statuses, sweep_as_beat_would
 from tests.processes import RelmonProcess, WaitTimeout, relmon_env, start_worker, wait_for
 from workers.sampling import is_sampled_in
 
@@ -90,58 +88,9 @@ def worker_logs(tmp_path: Path) -> Path:
     return tmp_path / "logs"
 
 
-def add_pairs(
-    database: Database,
-    count: int,
-    *,
-    channel: str = "C_SUPPORT",
-    source: str = "capture",
-    question: str | None = None,
-    answer: str | None = None,
-    start: int = 0,
-) -> list[int]:
-    now = datetime.now(UTC)
-    rows = [
-        {
-            "source": source,
-            "channel_id": channel,
-            "answer_ts": f"1700000000.{start + i:06d}",
-            "thread_ts": "1700000000.000000",
-            "question_text": question or f"How do I reset my password on device {start + i}?",
-            "answer_text": answer or f"Open Settings, then Security, then Reset, on device {start + i}.",
-            "status": PairStatus.PENDING,
-            "version": 1,
-            "created_at": now,
-            "updated_at": now,
-        }
-        for i in range(count)
-    ]
-    with database.session() as session:
-        session.execute(insert(Pair), rows)
-        ids = session.scalars(
-            select(Pair.id).where(Pair.channel_id == channel, Pair.answer_ts.in_([r["answer_ts"] for r in rows]))
-        ).all()
-    return sorted(ids)
-
-
 def enqueue(producer, pair_ids: list[int]) -> None:
     for pair_id in pair_ids:
         producer.send_task(JUDGE_PAIR, args=[pair_id], queue=QUEUE_JUDGE)
-
-
-def statuses(database: Database, pair_ids: list[int]) -> Counter[str]:
-    with database.session() as session:
-        return Counter(session.scalars(select(Pair.status).where(Pair.id.in_(pair_ids))).all())
-
-
-def judgments_per_pair(database: Database) -> Counter[int]:
-    with database.session() as session:
-        return Counter(session.scalars(select(Judgment.pair_id)).all())
-
-
-def count_judgments(database: Database) -> int:
-    with database.session() as session:
-        return session.scalar(select(func.count(Judgment.id))) or 0
 
 
 def settled(database: Database, pair_ids: list[int]) -> bool:
@@ -152,40 +101,6 @@ def queues_idle(broker: redis.Redis, after: float = 0.0) -> bool:
     """Nothing queued for judging and nothing delivered but unacknowledged (optionally after a pause)."""
     time.sleep(after)
     return broker.llen(QUEUE_JUDGE) == 0 and broker.hlen("unacked") == 0
-
-
-@contextmanager
-def in_process_worker(redis_url: str, db_url: str, **overrides: object) -> Iterator[Runtime]:
-    """The worker's runtime in this process, as `relmon worker` sets it up, for tasks run with `.apply()`."""
-    from common import celery_app
-    from common.runtime import set_runtime
-
-    settings = Settings(_env_file=None, redis_url=redis_url, database_url=db_url, **overrides)
-    celery_app.configure(settings)
-    runtime = Runtime(settings)
-    set_runtime(runtime)
-    try:
-        yield runtime
-    finally:
-        set_runtime(None)
-
-
-def sweep_as_beat_would(
-    database: Database, *, broker_url: str, db_url: str, pair_ids: list[int], age_failures: bool = True
-) -> int:
-    """Age the pairs past the sweeper's threshold (and their counted failures with them, unless told not to: a
-    failure just now) and run requeue_stale here, on the test Redis and database."""
-    from workers.tasks.sweeper import requeue_stale
-
-    with in_process_worker(broker_url, db_url) as runtime:
-        with database.session() as session:
-            aged = datetime.now(UTC) - timedelta(seconds=runtime.settings.sweep_after_seconds, minutes=1)
-            session.execute(update(Pair).where(Pair.id.in_(pair_ids)).values(updated_at=aged))
-            if age_failures:
-                session.execute(
-                    update(JudgingFailure).where(JudgingFailure.pair_id.in_(pair_ids)).values(updated_at=aged)
-                )
-        return requeue_stale.apply().get()
 
 
 # (a) exactly once across a SIGKILL ----------------------------------------------------------------------------
@@ -356,61 +271,6 @@ def test_a_pair_whose_judging_keeps_failing_is_given_up_on_as_an_error(
     assert statuses(database, healthy) == Counter({PairStatus.JUDGED: 1})
 
 
-def test_an_outage_is_not_counted_and_a_recent_failure_is_judged_again_not_given_up_on(
-    database: Database, redis_url: str
-) -> None:
-    """An outage of the database or Redis fails judge_pair after its retries, but counts for nothing: it would
-    give up on healthy pairs. A bug counts; yet while the last failure is recent a twin run (a redelivery, a
-    duplicate) may still be storing the real verdict, so the sweeper re-enqueues the pair and gives up only at a
-    sweep after a quiet interval."""
-    from kombu.exceptions import OperationalError as BrokerError
-    from sqlalchemy.exc import OperationalError
-
-    from common.runtime import Runtime, set_runtime
-    from workers.judging.rules import MAX_FAILED_RUNS
-    from workers.tasks.judging import _log_failure
-
-    pair_id = add_pairs(database, 1)[0]
-
-    def failures() -> int:
-        with database.session() as session:
-            return session.scalar(select(JudgingFailure.failures).where(JudgingFailure.pair_id == pair_id)) or 0
-
-    set_runtime(Runtime(Settings(redis_url=redis_url, database_url=database.url)))
-    try:
-        outages = [
-            OperationalError("SELECT 1", {}, Exception("server closed the connection unexpectedly")),
-            BrokerError("Error 111 connecting to localhost:6379. Connection refused."),  # send_task in _hand_on
-            redis.exceptions.ConnectionError("Connection refused"),
-            ConnectionResetError(104, "Connection reset by peer"),
-        ]
-        for _ in range(MAX_FAILED_RUNS):  # an outage spanning many sweeps
-            for error in outages:
-                _log_failure(task_id="t", exception=error, args=[pair_id])
-        assert failures() == 0
-        for _ in range(MAX_FAILED_RUNS):
-            _log_failure(task_id="t", exception=ValueError("unknown judge: no_such_judge"), args=[pair_id])
-        assert failures() == MAX_FAILED_RUNS
-    finally:
-        set_runtime(None)
-
-    broker = redis.Redis.from_url(redis_url)
-    # The last failure is recent: re-enqueued (a run), not given up on.
-    assert (
-        sweep_as_beat_would(database, broker_url=redis_url, db_url=database.url, pair_ids=[pair_id], age_failures=False)
-        == 1
-    )
-    assert statuses(database, [pair_id]) == Counter({PairStatus.PENDING: 1})
-    assert broker.llen(QUEUE_JUDGE) == 1
-    assert count_judgments(database) == 0
-    # A sweep after a quiet interval (that run never came, or failed again long ago): given up on.
-    assert sweep_as_beat_would(database, broker_url=redis_url, db_url=database.url, pair_ids=[pair_id]) == 1
-    assert statuses(database, [pair_id]) == Counter({PairStatus.JUDGED: 1})
-    with database.session() as session:
-        error = session.scalar(select(Judgment.error).where(Judgment.pair_id == pair_id))
-    assert f"gave up after {MAX_FAILED_RUNS} failed attempts" in error and "no_such_judge" in error
-
-
 def test_llm_down_for_good_is_stored_as_an_error_after_the_retries(
     database: Database, env_for, producer, fake_openai: FakeOpenAI, worker_logs: Path
 ) -> None:
@@ -474,31 +334,6 @@ def test_durable_cache_and_deterministic_sampling(
     assert len(fake_openai.requests) == 1 + sum(actual.values()) + 5
 
 
-def test_a_twin_found_in_the_in_process_cache_costs_no_budget_and_no_tokens(
-    database: Database, redis_url: str, db_url: str, fake_openai: FakeOpenAI
-) -> None:
-    """The SQL cache missed (the twin's row is not stored yet) but this process judged the same texts moments
-    ago: the verdict is copied from the client's cache, charged nothing and recorded without tokens."""
-    from judges import RelevancyJudge
-    from workers.tasks.judging import judge_pair
-
-    with in_process_worker(
-        redis_url, db_url, openai_base_url=fake_openai.base_url, openai_api_key="sk-test-key", llm_max_retries=0
-    ) as runtime:
-        question, answer = "How do I reset?", "Use the Reset button."
-        twin = add_pairs(database, 1, question=question, answer=answer)
-        first = RelevancyJudge().evaluate(runtime.llm, question, answer)  # a twin's judgment, not stored yet
-        assert first.prompt_tokens and len(fake_openai.requests) == 1
-        assert judge_pair.apply(args=[twin[0]]).get() == PairStatus.JUDGED
-    assert len(fake_openai.requests) == 1  # no second call
-    with database.session() as session:
-        judgment = session.scalars(select(Judgment).where(Judgment.pair_id == twin[0])).one()
-        charged = session.scalar(select(func.coalesce(func.sum(DailyUsage.llm_calls), 0)))
-    assert judgment.cached and judgment.score == first.score
-    assert (judgment.prompt_tokens, judgment.completion_tokens, judgment.latency_ms) == (0, 0, 0.0)
-    assert charged == 0
-
-
 # (e) daily budget ---------------------------------------------------------------------------------------------
 
 
@@ -531,25 +366,6 @@ def budget_notices(fake_slack: FakeSlack) -> list[dict]:
     return [m for m in fake_slack.posted(ALERT_CHANNEL) if "daily budget" in (m.get("text") or "")]
 
 
-# The stale sweeper --------------------------------------------------------------------------------------------
-
-
-def test_stale_sweeper_reenqueues_lost_pairs_once_per_period(database: Database, redis_url: str, db_url: str) -> None:
-    from workers.tasks.sweeper import requeue_stale
-
-    with in_process_worker(redis_url, db_url):
-        fresh = add_pairs(database, 2)
-        lost = add_pairs(database, 3, start=10)
-        old = datetime.now(UTC) - timedelta(minutes=30)
-        with database.session() as session:
-            session.execute(update(Pair).where(Pair.id.in_(lost)).values(updated_at=old))
-        assert requeue_stale.apply().get() == 3
-        queue = redis.Redis.from_url(redis_url)
-        assert queue.llen(QUEUE_JUDGE) == 3
-        assert requeue_stale.apply().get() == 0  # touched: the next sweep leaves them alone
-        assert statuses(database, fresh + lost) == Counter({PairStatus.PENDING: 5})
-
-
 def test_worker_process_starts_and_stops_cleanly(env_for, producer, worker_logs: Path) -> None:
     worker = RelmonProcess("worker", env=env_for(), log_dir=worker_logs).start()
     try:
@@ -559,74 +375,3 @@ def test_worker_process_starts_and_stops_cleanly(env_for, producer, worker_logs:
         worker.wait_for_log('"event": "pair not found"', timeout=30)
     finally:
         assert worker.stop() == 0
-
-
-# LLM retries are counted apart from the database autoretries ----------------------------------------------------
-
-
-def test_llm_retries_are_counted_apart_from_celery_retries() -> None:
-    from workers.judging.rules import TASK_MAX_RETRIES, may_retry_llm
-
-    # Eight database autoretries (Celery's request.retries) before the LLM failed: all six LLM retries remain.
-    assert all(may_retry_llm(attempts, 6, task_retries=8 + attempts) for attempts in range(6))
-    assert not may_retry_llm(6, 6, task_retries=8 + 6)  # the seventh failure is the last
-    assert not may_retry_llm(0, 0, task_retries=0)
-    # Celery's own bound leaves room for the most LLM retries after ten database retries...
-    assert all(may_retry_llm(attempts, 10, task_retries=10 + attempts) for attempts in range(10))
-    # ...and past it the LLM error is stored (given up on), never left to Celery to fail the task with.
-    assert not may_retry_llm(2, 10, task_retries=TASK_MAX_RETRIES)
-
-
-def test_database_retries_before_llm_failures_do_not_shorten_the_llm_retries(
-    database: Database, redis_url: str, db_url: str, fake_openai: FakeOpenAI
-) -> None:
-    """judge_pair run as Celery would after eight database autoretries (request.retries = 8): the LLM still gets
-    its RELMON_LLM_MAX_RETRIES retries, and the stored error counts the LLM attempts actually made."""
-    from workers.tasks.judging import judge_pair
-
-    with in_process_worker(
-        redis_url,
-        db_url,
-        openai_base_url=fake_openai.base_url,
-        openai_api_key="sk-test-key",
-        llm_max_retries=3,
-        retry_base_seconds=0.01,
-    ):
-        fake_openai.set_behavior(always_status=503, retry_after_seconds=0)
-        (pair_id,) = add_pairs(database, 1)
-        assert judge_pair.apply(args=[pair_id], retries=8).get() == PairStatus.JUDGED
-    assert len(fake_openai.requests) == 4  # the first call and three retries
-    with database.session() as session:
-        error = session.scalars(select(Judgment.error).where(Judgment.pair_id == pair_id)).one()
-    assert error.startswith("LLM unavailable after 4 attempts")
-
-
-def test_a_judgment_stored_while_the_broker_is_down_is_still_handed_to_the_alert_policy(
-    database: Database, redis_url: str, db_url: str, fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The judgment and the pair's `judged` status commit together; the alert task is queued after. When the
-    broker refuses that (Redis restarting), the pair is already judged, so neither a plain retry nor the stale
-    sweeper would look at it again: the task retries as a resumed run that hands the stored judgment on."""
-    from kombu.exceptions import OperationalError as BrokerError
-
-    from workers.tasks import judging
-
-    with in_process_worker(
-        redis_url, db_url, openai_base_url=fake_openai.base_url, openai_api_key="sk-test-key", alert_channel="C_ALERTS"
-    ):
-        queued: list[tuple[str, list]] = []
-        refusals = iter([True])  # the first send fails, as against a restarting Redis
-
-        def send_task(name: str, args: list, **_options) -> None:
-            if next(refusals, False):
-                raise BrokerError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
-            queued.append((name, args))
-
-        monkeypatch.setattr(judging.celery, "send_task", send_task)
-        (pair_id,) = add_pairs(database, 1, answer="Our offtopic cafeteria menu is pasta.")
-        assert judging.judge_pair.apply(args=[pair_id]).get() == PairStatus.JUDGED
-    with database.session() as session:
-        judgment = session.scalars(select(Judgment).where(Judgment.pair_id == pair_id)).one()
-    assert judgment.score == 0
-    assert queued == [(judging.TASK_CONSIDER_ALERT, [judgment.id])]
-    assert len(fake_openai.requests) == 1  # the resumed run judged nothing again

@@ -1,0 +1,92 @@
+"""Pending pairs as the settle task leaves them, and the worker's runtime in this process: shared by the judging
+tests that run `relmon worker` processes and those that run the tasks in-process."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import func, insert, select, update
+
+from common.runtime import Runtime
+from store.db import Database
+from store.models import JudgingFailure, Judgment, Pair, PairStatus
+from store.settings import Settings
+from tests.runtimes import installed_runtime
+
+
+def add_pairs(
+    database: Database,
+    count: int,
+    *,
+    channel: str = "C_SUPPORT",
+    source: str = "capture",
+    question: str | None = None,
+    answer: str | None = None,
+    start: int = 0,
+) -> list[int]:
+    now = datetime.now(UTC)
+    rows = [
+        {
+            "source": source,
+            "channel_id": channel,
+            "answer_ts": f"1700000000.{start + i:06d}",
+            "thread_ts": "1700000000.000000",
+            "question_text": question or f"How do I reset my password on device {start + i}?",
+            "answer_text": answer or f"Open Settings, then Security, then Reset, on device {start + i}.",
+            "status": PairStatus.PENDING,
+            "version": 1,
+            "created_at": now,
+            "updated_at": now,
+        }
+        for i in range(count)
+    ]
+    with database.session() as session:
+        session.execute(insert(Pair), rows)
+        ids = session.scalars(
+            select(Pair.id).where(Pair.channel_id == channel, Pair.answer_ts.in_([r["answer_ts"] for r in rows]))
+        ).all()
+    return sorted(ids)
+
+
+def statuses(database: Database, pair_ids: list[int]) -> Counter[str]:
+    with database.session() as session:
+        return Counter(session.scalars(select(Pair.status).where(Pair.id.in_(pair_ids))).all())
+
+
+def judgments_per_pair(database: Database) -> Counter[int]:
+    with database.session() as session:
+        return Counter(session.scalars(select(Judgment.pair_id)).all())
+
+
+def count_judgments(database: Database) -> int:
+    with database.session() as session:
+        return session.scalar(select(func.count(Judgment.id))) or 0
+
+
+@contextmanager
+def in_process_worker(redis_url: str, db_url: str, **overrides: object) -> Iterator[Runtime]:
+    """The worker's runtime in this process, as `relmon worker` sets it up, for tasks run with `.apply()`."""
+    settings = Settings(_env_file=None, redis_url=redis_url, database_url=db_url, **overrides)
+    with installed_runtime(settings, worker=True) as runtime:
+        yield runtime
+
+
+def sweep_as_beat_would(
+    database: Database, *, broker_url: str, db_url: str, pair_ids: list[int], age_failures: bool = True
+) -> int:
+    """Age the pairs past the sweeper's threshold (and their counted failures with them, unless told not to: a
+    failure just now) and run requeue_stale here, on the test Redis and database."""
+    from workers.tasks.sweeper import requeue_stale
+
+    with in_process_worker(broker_url, db_url) as runtime:
+        with database.session() as session:
+            aged = datetime.now(UTC) - timedelta(seconds=runtime.settings.sweep_after_seconds, minutes=1)
+            session.execute(update(Pair).where(Pair.id.in_(pair_ids)).values(updated_at=aged))
+            if age_failures:
+                session.execute(
+                    update(JudgingFailure).where(JudgingFailure.pair_id.in_(pair_ids)).values(updated_at=aged)
+                )
+        return requeue_stale.apply().get()
