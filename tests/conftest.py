@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
@@ -11,6 +12,7 @@ import pytest
 
 from common.runtime import Runtime
 from store.db import Database
+from tests.log_capture import captured_logs
 from tests.runtimes import installed_runtime
 from tests.services import (
     RedisProcess,
@@ -91,3 +93,10 @@ def runtime_for() -> Iterator[Callable[..., Runtime]]:
     (tests.runtimes.installed_runtime); removed at teardown, with the databases it opened disposed."""
     with ExitStack() as stack:
         yield lambda settings, **options: stack.enter_context(installed_runtime(settings, **options))
+
+
+@pytest.fixture
+def capture_logs() -> Iterator[Callable[..., io.StringIO]]:
+    """`capture_logs(level="INFO", **settings)`: relmon's JSON logging on a fresh stream (tests.log_capture)."""
+    with captured_logs() as start:
+        yield start

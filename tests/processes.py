@@ -11,6 +11,7 @@ Output goes to a log file (`.log_path`), shown in the error when a wait fails.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -231,3 +232,16 @@ def start_bot(
         bot.stop()
         raise
     return bot, base_url
+
+
+def json_lines(output: str) -> list[dict]:
+    """Each line of a relmon process's output as JSON; fails on the first line that is not one JSON object."""
+    parsed = []
+    for line in output.splitlines():
+        try:
+            value = json.loads(line)
+        except ValueError:
+            raise AssertionError(f"not a JSON line: {line!r}\n--- output ---\n{output[-4000:]}") from None
+        assert isinstance(value, dict), line
+        parsed.append(value)
+    return parsed

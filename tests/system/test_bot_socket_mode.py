@@ -15,10 +15,10 @@ from sqlalchemy import func, select
 from store.db import Database
 from store.models import Judgment, Pair, PairStatus
 from tests import slack_requests as sr
-from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.slack_server import FakeSlack
 from tests.fakes.socket_mode_server import FakeSocketMode
-from tests.processes import RelmonProcess, WaitTimeout, relmon_env, start_worker, wait_for
+from tests.processes import RelmonProcess, WaitTimeout, relmon_env, wait_for
+from tests.running_system import relmon_processes
 from tests.services import free_port
 
 pytestmark = pytest.mark.slow
@@ -60,20 +60,17 @@ def test_socket_mode_events_are_acknowledged_captured_once_and_judged(
 ) -> None:
     with (
         FakeSocketMode() as socket_mode,
-        FakeSlack(socket_mode_url=socket_mode.url) as slack,
-        FakeOpenAI() as openai,
-    ):
-        slack.add_user("U_ASKER", "ana", "Ana Diaz")
-        slack.add_channel("C_SUPPORT", "support", members=["U_ASKER", "U_RELMON"])
-        env = relmon_env(
+        relmon_processes(
             redis_url=redis_url,
             database_url=db_url,
-            slack_api_url=slack.api_url,
-            openai_base_url=openai.base_url,
-            data_dir=tmp_path / "data",
+            directory=tmp_path,
+            start=(),  # the bot once it has no signing secret; the worker later
+            slack_options={"socket_mode_url": socket_mode.url},
             SLACK_APP_TOKEN=APP_TOKEN,
             RELMON_SETTLE_SECONDS="0.5",
-        )
+        ) as system,
+    ):
+        slack, env = system.slack, system.env
         del env["SLACK_SIGNING_SECRET"]  # Socket Mode needs no signing secret (Settings.missing)
 
         database = Database(db_url)
@@ -110,8 +107,7 @@ def test_socket_mode_events_are_acknowledged_captured_once_and_judged(
             assert len(socket_mode.acks) == 3
             assert bot.running()
 
-            worker = start_worker(env, log_dir=tmp_path)
-            with worker:
+            with system.start("worker"):
 
                 def judged() -> Judgment | None:
                     with database.session() as session:

@@ -26,7 +26,8 @@ from tests import slack_requests as sr
 from tests.bot_harness import SECRET, BotServer, bot_settings
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.slack_server import FakeSlack
-from tests.processes import relmon_env, start_worker, wait_for
+from tests.processes import wait_for
+from tests.running_system import relmon_processes
 
 pytestmark = pytest.mark.slow
 
@@ -56,20 +57,20 @@ def openai():
 @pytest.fixture
 def worker(redis_url, db_url, slack, openai, tmp_path: Path):
     Database(db_url).migrate()
-    env = relmon_env(
+    with relmon_processes(
         redis_url=redis_url,
         database_url=db_url,
-        slack_api_url=slack.api_url,
-        openai_base_url=openai.base_url,
-        data_dir=tmp_path / "data",
+        directory=tmp_path,
+        start=("worker",),
+        slack=slack,
+        llm=openai,
+        log_dir=tmp_path / "logs",
         RELMON_ALERT_CHANNEL=ALERTS,
         RELMON_ALERT_CAP_PER_HOUR=2,
         RELMON_DEGRADATION_WINDOW_MINUTES=0,  # five bad answers in an hour would also post a degradation alert
         RELMON_WORKER_CONCURRENCY=4,
-    )
-    process = start_worker(env, log_dir=tmp_path / "logs")
-    yield process
-    process.stop()
+    ) as system:
+        yield system.worker
 
 
 @pytest.fixture

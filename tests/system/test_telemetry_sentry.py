@@ -3,7 +3,6 @@ ever does. Each scenario runs in a subprocess of its own (sentry_sdk.init is pro
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -17,10 +16,9 @@ from common.telemetry.scrub import SecretMasker, scrub_message
 from common.telemetry.sentry import scrub_breadcrumb, scrub_event
 from store.db import Database
 from tests import slack_requests as sr
-from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.sentry_server import FakeSentry, parse_envelope
-from tests.fakes.slack_server import FakeSlack
-from tests.processes import relmon_env, start_bot, start_worker, wait_for
+from tests.processes import json_lines, wait_for
+from tests.running_system import relmon_processes
 from tests.services import create_postgres_database, drop_postgres_database, postgres_admin_url
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -137,55 +135,40 @@ def refusing_database() -> Iterator[str]:
         drop_postgres_database(admin, name)
 
 
-def json_lines(output: str) -> list[dict]:
-    """Every line of a relmon process's output, each one JSON object (fails on the first that is not)."""
-    parsed = []
-    for line in output.splitlines():
-        try:
-            parsed.append(json.loads(line))
-        except ValueError:
-            pytest.fail(f"not a JSON line: {line!r}\n--- output ---\n{output[-4000:]}")
-    return parsed
-
-
 @pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_database_errors_in_the_real_bot_and_worker_reach_sentry_and_logs_without_texts(
     redis_url: str, refusing_database: str, tmp_path: Path
 ) -> None:
-    with FakeSentry() as sentry, FakeSlack() as slack, FakeOpenAI() as llm:
-        slack.add_user("U_ASKER", "ana", "Ana Diaz")
-        slack.add_channel("C_SUPPORT", "support", members=["U_ASKER", "U_RELMON"])
-        env = relmon_env(
+    with (
+        FakeSentry() as sentry,
+        relmon_processes(
             redis_url=redis_url,
             database_url=refusing_database,
-            slack_api_url=slack.api_url,
-            openai_base_url=llm.base_url,
-            data_dir=tmp_path / "data",
+            directory=tmp_path,
             SENTRY_DSN=sentry.dsn,
             SLACK_BOT_TOKEN=BOT_TOKEN,
             OPENAI_API_KEY=OPENAI_KEY,
             RELMON_SETTLE_SECONDS="0",
-        )
-        bot, base_url = start_bot(env, log_dir=tmp_path)
-        worker = start_worker(env, log_dir=tmp_path)
-        with bot, worker:
-            # 1. The bot's insert of the answer fails (in the Bolt listener, behind gunicorn).
-            question = sr.human_message("C_SUPPORT", sr.next_ts(), QUESTION, user="U_ASKER")
-            answer = sr.bot_message("C_SUPPORT", sr.next_ts(), ANSWER, thread_ts=question["ts"])
-            # 2. The answer is stored, but the worker's settle fails writing the question.
-            second = sr.human_message("C_SUPPORT", sr.next_ts(), SECOND_QUESTION, user="U_ASKER")
-            reply = sr.bot_message("C_SUPPORT", sr.next_ts(), SECOND_ANSWER, thread_ts=second["ts"])
-            for event in (question, answer, second, reply):
-                response = sr.post(base_url + "/slack/events", sr.envelope(event), "test-signing-secret")
-                assert response.status_code in (200, 500), response.text
+        ) as system,
+    ):
+        bot, worker = system.bot, system.worker
+        # 1. The bot's insert of the answer fails (in the Bolt listener, behind gunicorn).
+        question = sr.human_message("C_SUPPORT", sr.next_ts(), QUESTION, user="U_ASKER")
+        answer = sr.bot_message("C_SUPPORT", sr.next_ts(), ANSWER, thread_ts=question["ts"])
+        # 2. The answer is stored, but the worker's settle fails writing the question.
+        second = sr.human_message("C_SUPPORT", sr.next_ts(), SECOND_QUESTION, user="U_ASKER")
+        reply = sr.bot_message("C_SUPPORT", sr.next_ts(), SECOND_ANSWER, thread_ts=second["ts"])
+        for event in (question, answer, second, reply):
+            response = system.post_event(event)
+            assert response.status_code in (200, 500), response.text
 
-            def components() -> set[str]:
-                return {e.get("tags", {}).get("component") for e in sentry.events() if e.get("exception")}
+        def components() -> set[str]:
+            return {e.get("tags", {}).get("component") for e in sentry.events() if e.get("exception")}
 
-            wait_for(lambda: {"bot", "worker"} <= components(), timeout=60, what="errors from the bot and the worker")
-            bot.stop()
-            worker.stop()
+        wait_for(lambda: {"bot", "worker"} <= components(), timeout=60, what="errors from the bot and the worker")
+        bot.stop()
+        worker.stop()
 
         events = [e for e in sentry.events() if e.get("exception")]
         types = {value["type"] for e in events for value in e["exception"]["values"]}
