@@ -28,12 +28,12 @@ import subprocess
 import sys
 import time
 import urllib.request
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from bench.judge_cost import report as cost_report
 from judges import LLMClient, RelevancyJudge
+from tests.bursts import burst
 from tests.services import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -101,8 +101,7 @@ def run_scenario(fake: FakeProcess, latency_ms: float, threads: int, judgments: 
     # No cache (every answer is distinct anyway) and no retries: we measure calls, not retry policies.
     client = LLMClient("bench-model", base_url=fake.root + "/v1", api_key="bench", max_retries=0, cache_size=0)
     judge = RelevancyJudge()
-    with ThreadPoolExecutor(max_workers=threads) as pool:  # warm up connections and imports
-        list(pool.map(lambda n: judge.evaluate(client, QUESTION, f"warm-up {n}"), range(threads)))
+    burst(lambda n: judge.evaluate(client, QUESTION, f"warm-up {n}"), range(threads), workers=threads)  # warm-up
     fake.post("/_admin/reset", {})
 
     def one(n: int) -> tuple[float, float, bool]:
@@ -112,8 +111,7 @@ def run_scenario(fake: FakeProcess, latency_ms: float, threads: int, judgments: 
 
     cpu_started = time.process_time()
     started = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=threads) as pool:
-        timings = list(pool.map(one, range(judgments)))
+    timings = burst(one, range(judgments), workers=threads)
     wall = time.perf_counter() - started
     cpu = time.process_time() - cpu_started
     stats = fake.stats()

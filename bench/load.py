@@ -30,7 +30,6 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +41,7 @@ from common.messages.alerts import ACTION_RIGHT
 from store.db import Database
 from store.models import Judgment, Pair, PairStatus
 from tests import slack_requests as sr
+from tests.bursts import burst
 from tests.fakes.slack_server import FakeSlack
 from tests.processes import RelmonProcess, relmon_env, start_bot, wait_for
 from tests.services import (
@@ -225,8 +225,7 @@ def main(argv: list[str] | None = None) -> int:
 
         cpu_before, busy_before, wall_before = cpu_snapshot(), machine_busy_seconds(), time.monotonic()
         print(f"sending {total} answers at {args.rate:g}/s for {args.seconds:g} s ...", flush=True)
-        with ThreadPoolExecutor(max_workers=args.senders) as pool:
-            list(pool.map(send, range(total)))
+        burst(send, range(total), workers=args.senders)
         sending_took = time.monotonic() - start
         print(f"sent in {sending_took:.1f} s; waiting for the pipeline to drain ...", flush=True)
 

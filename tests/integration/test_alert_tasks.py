@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 from datetime import UTC, datetime, timedelta
 from http.client import RemoteDisconnected
 from urllib.error import URLError
@@ -15,13 +14,11 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.exc import OperationalError
 
-from common.celery_app import create_celery
 from store import alerts as alert_store
 from store.feedback import record_vote
 from store.models import Alert, Judgment, Pair
-from store.settings import Settings
 from tests.alert_helpers import ALERTS, SUPPORT, add_judgment, alert_runtime, fake_slack, make_settings, write_rules
-from tests.processes import relmon_env, start_worker, wait_for
+from tests.bursts import burst
 from workers.alerts import delivery, summaries, verdicts
 from workers.alerts.policy import hour_label, hour_start
 from workers.tasks import slack as tasks
@@ -103,20 +100,7 @@ def test_twin_workers_on_one_judgment_post_once(make_runtime, fake):
     with make_runtime() as runtime:
         judgment_id = add_judgment(runtime, score=0)
         fake.rate_limit("chat.postMessage", times=1, retry_after=1)  # the first poster is slow: the twin must wait
-        errors = []
-
-        def run():
-            try:
-                delivery.consider(runtime, judgment_id)
-            except Exception as error:  # pragma: no cover - shown by the assertion
-                errors.append(error)
-
-        threads = [threading.Thread(target=run) for _ in range(4)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(timeout=60)
-        assert errors == []
+        burst(lambda _: delivery.consider(runtime, judgment_id), range(4), workers=4)  # none raises
         # the 429 was waited out (Retry-After) and retried: two calls, one message in the channel
         assert len(fake.calls_to("chat.postMessage")) == 2
         assert len(fake.messages[ALERTS]) == 1
@@ -153,17 +137,7 @@ def test_cap_holds_under_a_concurrent_burst(make_runtime, fake):
     """Eight workers handle eight low scores at once: the cap of three still holds exactly."""
     with make_runtime(alert_cap_per_hour=3, degradation_window_minutes=0) as runtime:  # no degradation alert here
         ids = [add_judgment(runtime, score=0) for _ in range(8)]
-        barrier = threading.Barrier(len(ids))
-
-        def run(judgment_id):
-            barrier.wait(timeout=10)
-            delivery.consider(runtime, judgment_id)
-
-        threads = [threading.Thread(target=run, args=(i,)) for i in ids]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(timeout=60)
+        burst(lambda judgment_id: delivery.consider(runtime, judgment_id), ids, together=True)
         assert len(fake.posted(ALERTS)) == 3
         assert sorted(row.status for row in alerts(runtime)) == ["held"] * 5 + ["posted"] * 3
 
@@ -520,17 +494,7 @@ def test_the_alert_channel_cap_holds_a_burst_across_source_channels(make_runtime
     rules = write_rules(tmp_path, {"channels": {"C_ELSEWHERE": {"alert_channel": "C_OTHER_ALERTS"}}})
     with make_runtime(alert_cap_per_hour=10, alert_channel_cap_per_hour=3, channel_rules_file=rules) as runtime:
         ids = [add_judgment(runtime, score=0, channel_id=channel) for channel in SOURCES]
-        barrier = threading.Barrier(len(ids))
-
-        def run(judgment_id):
-            barrier.wait(timeout=10)
-            delivery.consider(runtime, judgment_id)
-
-        threads = [threading.Thread(target=run, args=(i,)) for i in ids]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(timeout=60)
+        burst(lambda judgment_id: delivery.consider(runtime, judgment_id), ids, together=True)
         assert len(fake.posted(ALERTS)) == 3
         rows = alerts(runtime)
         assert sorted(a.status for a in rows) == ["held"] * 3 + ["posted"] * 3
@@ -621,65 +585,6 @@ def test_the_alert_posted_log_line_names_the_judgment_and_the_source_message(mak
         assert record.channel == SUPPORT and record.alert_channel == ALERTS
         assert record.alert_ts in fake.messages[ALERTS] and record.alert_kind == "low_score"
         assert "secret" not in json.dumps(vars(record), default=str)  # identifiers only, never text
-
-
-# Through a real worker process --------------------------------------------------------------------------------
-
-PRIVATE = "G_PRIVATE"
-
-
-@pytest.mark.slow
-def test_worker_applies_rule_thresholds_and_withholds_private_text_in_the_summary(db_url, redis_url, fake, tmp_path):
-    """A real `relmon worker` takes consider_alert from Redis: the rules file's threshold decides (3 alerts in the
-    private channel, not in the default one) and its cap of 1 sends the rest to the hour's summary, which shows
-    neither the private channel's text nor the judge's reasoning."""
-    fake.add_channel(PRIVATE, "private", is_private=True, members=["U_RELMON"])
-    rules = write_rules(tmp_path, {"channels": {PRIVATE: {"threshold": 3, "alert_cap_per_hour": 1}}})
-    settings = make_settings(redis_url=redis_url, database_url=db_url, slack_api_url=fake.api_url)
-    env = relmon_env(
-        redis_url=redis_url,
-        database_url=db_url,
-        slack_api_url=fake.api_url,
-        data_dir=tmp_path / "data",
-        RELMON_CHANNEL_RULES=rules,
-        RELMON_DEGRADATION_WINDOW_MINUTES=0,
-        RELMON_WORKER_CONCURRENCY=1,  # one task at a time, in the order sent
-    )
-    producer = create_celery(Settings(_env_file=None, redis_url=redis_url), redis_url)
-    with alert_runtime(settings) as runtime:
-        worker = start_worker(env, log_dir=tmp_path / "logs")
-        try:
-            secret = {"question": "secret question", "answer": "secret answer", "reasoning": "secret reasoning"}
-            ids = [add_judgment(runtime, score=3, channel_id=SUPPORT)]  # 3 is above the default threshold of 2
-            ids += [add_judgment(runtime, score=3, channel_id=PRIVATE, private=True, **secret) for _ in range(3)]
-            ids += [add_judgment(runtime, score=2, channel_id=SUPPORT)]  # at the default threshold
-            for judgment_id in ids:
-                producer.send_task("workers.tasks.slack.consider_alert", args=[judgment_id], queue="relmon.slack")
-
-            def settled():  # read what the fake stored (a call is recorded a moment before its message is)
-                with fake._lock:
-                    posted = sorted(fake.messages.get(ALERTS, {}).values(), key=lambda m: float(m["ts"]))
-                summaries = [p for p in posted if "more low score" in p["text"]]
-                return posted if summaries and "2 more low scores" in summaries[-1]["text"] else None
-
-            wait_for(settled, timeout=60, what="two alerts and the private channel's summary of 2")
-            messages = sorted(fake.messages[ALERTS].values(), key=lambda m: float(m["ts"]))
-            texts = [m["text"] for m in messages]
-            assert texts == [
-                f"Low relevancy score 3 / 4 in <#{PRIVATE}>",  # the rule's threshold of 3
-                f"Low relevancy score 2 / 4 in <#{SUPPORT}>",  # the default threshold of 2; the 3 there did not alert
-                f"2 more low scores in <#{PRIVATE}> this hour",
-            ]
-            shown = json.dumps(messages, ensure_ascii=False)
-            assert "secret" not in shown  # no question, answer or reasoning of the private channel anywhere
-            summary = json.dumps(messages[2]["blocks"], ensure_ascii=False)
-            assert "Reasoning withheld: private channel" in summary and summary.count("3 / 4") == 2
-            with runtime.db.session() as session:
-                low = {a.judgment_id: a.status for a in session.execute(select(Alert)).scalars() if a.judgment_id}
-            assert low == {ids[1]: "posted", ids[2]: "held", ids[3]: "held", ids[4]: "posted"}
-        finally:
-            worker.stop()
-            producer.close()
 
 
 def test_a_lease_left_by_an_earlier_attempt_of_the_same_task_is_taken_back_at_once(make_runtime, monkeypatch):

@@ -7,13 +7,13 @@ import json
 import time
 import urllib.request
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 
 import pytest
 
 from judges import CorrectnessJudge, GroundedJudge, LLMClient, RelevancyJudge, TransientLLMError, get_judge
 from judges.client import retry_after_seconds
+from tests.bursts import burst
 from tests.fakes.openai_server import GARBAGE, FakeOpenAI, prompt_text
 from tests.services import free_port
 from tests.unit.test_judges_parsing import seed_relevancy_template
@@ -277,8 +277,7 @@ def test_concurrent_judgments_share_one_client(fake: FakeOpenAI) -> None:
     fake.set_behavior(latency_ms=300)
     client = client_for(fake)
     started = time.monotonic()
-    with ThreadPoolExecutor(max_workers=60) as pool:
-        verdicts = list(pool.map(lambda n: RelevancyJudge().evaluate(client, QUESTION, f"answer {n}"), range(60)))
+    verdicts = burst(lambda n: RelevancyJudge().evaluate(client, QUESTION, f"answer {n}"), range(60), workers=60)
     elapsed = time.monotonic() - started
     assert all(v.status == "ok" for v in verdicts)
     assert len(fake.requests) == 60

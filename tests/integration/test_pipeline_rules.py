@@ -8,7 +8,6 @@ import random
 import subprocess
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from store.judgments import find_cached, insert_judgment, set_pair_status, store
 from store.models import BudgetCharge, Judgment, Pair, PairStatus
 from store.settings import RETRY_CAP_SECONDS, RETRY_JITTER, Settings, delay_ceiling, largest_retry_delay
 from store.usage import calls_on, charge_judgment, claim_budget_notice, claim_llm_call, release_budget_notice
+from tests.bursts import burst
 from workers import budget
 from workers.judging.rules import (
     MAX_FAILED_RUNS,
@@ -297,8 +297,7 @@ def test_budget_counter_never_overspends_under_a_race(database: Database) -> Non
         with database.session() as session:
             return claim_llm_call(session, day, 25)
 
-    with ThreadPoolExecutor(max_workers=16) as pool:
-        results = list(pool.map(claim, range(80)))
+    results = burst(claim, range(80), workers=16)
     assert sum(results) == 25
     with database.session() as session:
         assert calls_on(session, day) == 25
@@ -317,13 +316,11 @@ def test_a_judgment_is_charged_once_however_many_attempts_race(database: Databas
             return charge_judgment(session, attempt[0], attempt[1], day, 3)
 
     same = [(pairs[0], "relevancy")] * 24
-    with ThreadPoolExecutor(max_workers=12) as pool:
-        assert all(pool.map(charge, same))  # all paid for, once
+    assert all(burst(charge, same, workers=12))  # all paid for, once
     with database.session() as session:
         assert calls_on(session, day) == 1
     others = [(pair_id, judge) for pair_id in pairs[1:] for judge in ("relevancy", "grounded")] * 3
-    with ThreadPoolExecutor(max_workers=12) as pool:
-        results = dict(zip(others, pool.map(charge, others), strict=False))
+    results = dict(zip(others, burst(charge, others, workers=12), strict=False))
     assert sum(results.values()) == 2  # the two units left, each to one judgment (its repeats agree)
     with database.session() as session:
         assert calls_on(session, day) == 3
@@ -341,8 +338,7 @@ def test_budget_notice_is_claimed_once_per_day(database: Database) -> None:
         with database.session() as session:
             return claim_budget_notice(session, day)
 
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        assert sum(pool.map(claim, range(20))) == 1
+    assert sum(burst(claim, range(20), workers=8)) == 1
     with database.session() as session:
         release_budget_notice(session, day)  # a failed post gives the claim back
         assert claim_budget_notice(session, day)
@@ -363,8 +359,7 @@ def test_insert_judgment_is_idempotent_under_a_race(database: Database) -> None:
         with database.session() as session:
             return insert_judgment(session, {**values, "cache_key": "k1"})
 
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        results = list(pool.map(insert, range(16)))
+    results = burst(insert, range(16), workers=8)
     assert sum(created for _, created in results) == 1
     assert len({judgment_id for judgment_id, _ in results}) == 1
     with database.session() as session:
