@@ -12,7 +12,8 @@ import pytest
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web import SlackResponse
 
-from common.telemetry import SecretMasker, event_fields, mask_url
+from common.telemetry.logs import event_fields
+from common.telemetry.scrub import SecretMasker, mask_url
 from tests.log_capture import ANSWER, BOT_TOKEN, OPENAI_KEY, QUESTION, SIGNING_SECRET, lines
 
 
