@@ -14,7 +14,7 @@ from typing import ClassVar
 
 from pydantic import BaseModel
 
-from judges.client import LLMClient, LLMRequestError
+from judges.client import LLMClient, LLMReply, LLMRequestError
 from judges.parsing import UnparseableReply
 from judges.prompts import SYSTEM_MESSAGE, PromptTemplate, PromptTooSmall
 from judges.verdict import Verdict
@@ -106,6 +106,13 @@ class Judge:
             reply = client.complete(messages, self.output_model)
         except LLMRequestError as exc:
             return self._verdict(status="error", model=client.model, error=str(exc))
+        verdict = self.verdict_of(reply)
+        if verdict.status in ("ok", "null"):
+            client.cache.put(key, verdict)
+        return verdict
+
+    def verdict_of(self, reply: LLMReply) -> Verdict:
+        """The verdict a reply holds (online, or one line of a Batch API output file)."""
         measured = {
             "model": reply.model,
             "prompt_tokens": reply.prompt_tokens,
@@ -118,15 +125,13 @@ class Judge:
             parsed = self.parse(reply.text)
         except UnparseableReply as exc:
             return self._verdict(status="error", error=f"cannot read the judge's reply: {exc}", **measured)
-        verdict = self._verdict(
+        return self._verdict(
             status="ok" if parsed.score is not None else "null",
             score=parsed.score,
             normalized_score=self.normalize(parsed.score),
             reasoning=parsed.reasoning,
             **measured,
         )
-        client.cache.put(key, verdict)
-        return verdict
 
     def from_cache(self, client: LLMClient, key: str) -> Verdict | None:
         """The client's cached verdict for this key, as a copy: marked cached, with no tokens or latency (a cache

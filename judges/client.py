@@ -135,7 +135,22 @@ class LLMClient:
                 completion = self._call(messages, None)
             except openai.APIError as exc:
                 raise self._translate(exc) from exc
-        latency_ms = (time.perf_counter() - started) * 1000
+        return self.reply_of(completion, (time.perf_counter() - started) * 1000)
+
+    @property
+    def sdk(self) -> openai.OpenAI:
+        """The SDK client itself (its files and batches endpoints serve the Batch API)."""
+        return self._openai
+
+    def request_body(self, messages: Sequence[Mapping[str, str]], response_format: type[BaseModel] | None) -> dict:
+        """The body `complete` posts first for these messages (structured output when the provider takes it)."""
+        body: dict = {"model": self.model, "messages": [dict(m) for m in messages], "temperature": 0}
+        if response_format is not None and self.structured_outputs:
+            body["response_format"] = _response_format_for(response_format)
+        return body
+
+    def reply_of(self, completion: object, latency_ms: float) -> LLMReply:
+        """A chat completion's JSON as a reply (raises LLMRequestError when it holds no usable choice)."""
         choices = completion.get("choices") if isinstance(completion, dict) else None
         if not choices or not isinstance(choices[0], dict) or not isinstance(choices[0].get("message"), dict):
             raise LLMRequestError("the LLM endpoint answered without any choice")

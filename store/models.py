@@ -63,7 +63,8 @@ class Pair(Base):
     )
 
     id: Mapped[int] = mapped_column(IdType, primary_key=True, autoincrement=True)
-    source: Mapped[str] = mapped_column(String(20), default="capture")  # capture | command | shortcut | cli
+    # capture | command | shortcut | cli | backfill | import (the last two read from history: they never alert)
+    source: Mapped[str] = mapped_column(String(20), default="capture")
     team_id: Mapped[str | None] = mapped_column(String(32))
     channel_id: Mapped[str | None] = mapped_column(String(32))
     # Private, or shared with another organisation (Slack Connect): its text is quoted only where a rule allows.
@@ -124,6 +125,8 @@ class Judgment(Base):
     error: Mapped[str | None] = mapped_column(Text)
     cache_key: Mapped[str | None] = mapped_column(String(64))
     cached: Mapped[bool] = mapped_column(Boolean, default=False)  # reused from an earlier identical call
+    # Judged through the provider's Batch API (billed at half price).
+    batch: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
@@ -211,3 +214,18 @@ class JudgingFailure(Base):
     failures: Mapped[int] = mapped_column(Integer, default=0)
     last_error: Mapped[str | None] = mapped_column(Text)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class BackfillCheckpoint(Base):
+    """How far `relmon backfill` has read one channel's history, newest first: an interrupted run resumes at
+    `resume_ts` (inclusive) within [oldest_ts, latest_ts]."""
+
+    __tablename__ = "backfill_checkpoints"
+
+    channel_id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    oldest_ts: Mapped[str] = mapped_column(String(32))
+    latest_ts: Mapped[str] = mapped_column(String(32))
+    resume_ts: Mapped[str | None] = mapped_column(String(32))  # None: start at latest_ts
+    done: Mapped[bool] = mapped_column(Boolean, default=False)
+    messages_read: Mapped[int] = mapped_column(Integer, default=0)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow)

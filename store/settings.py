@@ -122,6 +122,11 @@ class Settings(BaseSettings):
     question_ttl_seconds: int = Field(86_400, ge=60, **_env("RELMON_QUESTION_TTL"))
     toplevel_window_seconds: int = Field(600, ge=1, **_env("RELMON_TOPLEVEL_WINDOW"))
     history_fallback: bool = Field(True, **_env("RELMON_HISTORY_FALLBACK"))
+    # `relmon backfill`: history calls per minute per method (Slack's Tier 3 is about 50), judgments in flight,
+    # and how often a Batch API job is polled.
+    backfill_calls_per_minute: float = Field(50.0, gt=0, **_env("RELMON_BACKFILL_CALLS_PER_MINUTE"))
+    backfill_concurrency: int = Field(8, ge=1, le=256, **_env("RELMON_BACKFILL_CONCURRENCY"))
+    batch_poll_seconds: float = Field(30.0, gt=0, **_env("RELMON_BATCH_POLL_SECONDS"))
 
     # Judging
     default_judges: CommaList = Field(default_factory=lambda: ["relevancy"], **_env("RELMON_JUDGES"))

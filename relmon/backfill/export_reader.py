@@ -1,0 +1,77 @@
+"""A Slack workspace export (zip): `channels.json` (and `groups.json` for private channels), `users.json`, and one
+folder per channel, named by the channel's name, of `YYYY-MM-DD.json` files, each a JSON array of messages in the
+Web API's shape. Read one channel at a time (the zip is never unpacked whole)."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ExportChannel:
+    id: str
+    name: str
+    is_private: bool = False
+
+
+class ExportError(Exception):
+    """The file is not a Slack export relmon can read."""
+
+
+class SlackExport:
+    def __init__(self, path: str) -> None:
+        try:
+            self.zip = zipfile.ZipFile(path)
+        except (OSError, zipfile.BadZipFile) as error:
+            raise ExportError(f"{path} is not a readable zip file: {error}") from error
+        self.names = self.zip.namelist()
+        # Exports made by some tools nest everything in one top folder.
+        roots = [n for n in self.names if PurePosixPath(n).name == "channels.json"]
+        if not roots:
+            raise ExportError(f"{path} has no channels.json: not a Slack workspace export")
+        self.base = str(PurePosixPath(roots[0]).parent).removeprefix(".")
+
+    def _path(self, *parts: str) -> str:
+        return "/".join(p for p in (self.base, *parts) if p)
+
+    def _json(self, name: str) -> Any:
+        try:
+            with self.zip.open(self._path(name)) as handle:
+                return json.load(handle)
+        except KeyError:
+            return []
+        except ValueError as error:
+            raise ExportError(f"{name} in the export is not JSON: {error}") from error
+
+    def channels(self) -> list[ExportChannel]:
+        listed = [(c, False) for c in self._json("channels.json")] + [(c, True) for c in self._json("groups.json")]
+        return [
+            ExportChannel(str(c["id"]), str(c.get("name") or c["id"]), private)
+            for c, private in listed
+            if isinstance(c, dict) and c.get("id")
+        ]
+
+    def user_names(self) -> dict[str, str]:
+        names = {}
+        for user in self._json("users.json"):
+            if isinstance(user, dict) and user.get("id"):
+                profile = user.get("profile") or {}
+                names[user["id"]] = profile.get("display_name") or user.get("real_name") or user.get("name") or ""
+        return {k: v for k, v in names.items() if v}
+
+    def messages(self, channel: ExportChannel) -> Iterator[dict[str, Any]]:
+        """The channel's messages, day file by day file (oldest day first)."""
+        folder = self._path(channel.name) + "/"
+        days = sorted(n for n in self.names if n.startswith(folder) and n.endswith(".json"))
+        for day in days:
+            with self.zip.open(day) as handle:
+                try:
+                    content = json.load(handle)
+                except ValueError as error:
+                    raise ExportError(f"{day} in the export is not JSON: {error}") from error
+            yield from (m for m in content if isinstance(m, dict))

@@ -1,0 +1,85 @@
+"""Judging backfilled pairs in this process, with the pipeline's rules: the judges in force, sampling, the durable
+cache, the daily budget, one row per (pair, judge). Nothing is handed on: pairs read from history never alert.
+
+`plan` does every check before the LLM call; the online path (`judge_online`) and the Batch API
+(`relmon.backfill.batch`) then each make the calls their own way and store the rows the same way."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from common.runtime import Runtime
+from judges import TransientLLMError, get_judge
+from store.judgments import find_cached_many, pair_for_judging, set_pair_status, stored_judges
+from store.models import PairStatus
+from workers import budget, sampling
+from workers.judging.rules import judges_in_force, verdict_values
+from workers.tasks.judging import PairView, store_judgments
+
+JUDGED, SAMPLED_OUT, BUDGET_SPENT, LEFT, GONE = "judged", "sampled_out", "budget_spent", "left_pending", "gone"
+
+
+@dataclass
+class Plan:
+    """What one pair still needs: the judges to call (name → cache key) and the rows ready without a call."""
+
+    pair: PairView | None
+    outcome: str | None = None  # set when nothing is left to call
+    calls: dict[str, str] = field(default_factory=dict)
+    ready: list[dict[str, Any]] = field(default_factory=list)
+
+
+def plan(runtime: Runtime, pair_id: int) -> Plan:
+    """The checks before any LLM call, budget charged for each call to make (once per pair and judge)."""
+    settings = runtime.settings
+    with runtime.db.autocommit() as connection:
+        fields = pair_for_judging(connection, pair_id)
+        if fields is None or fields["status"] != PairStatus.PENDING:
+            return Plan(None, GONE)
+        pair = PairView.of(fields)
+        stored = stored_judges(connection, pair_id)
+        rule = runtime.rules.for_channel(pair.channel_id, settings)
+        todo = [n for n in judges_in_force(pair.judges, rule.judges, pair.reference is not None) if n not in stored]
+        if todo and not stored and not sampling.is_sampled_in(pair.channel_id, pair.answer_ts, rule.sample_rate,
+                                                              source=pair.source):  # fmt: skip
+            set_pair_status(connection, pair_id, PairStatus.SKIPPED_SAMPLING, only_from=[PairStatus.PENDING])
+            return Plan(pair, SAMPLED_OUT)
+        keys = {
+            n: get_judge(n).cache_key(settings.judge_model, pair.question, pair.answer, pair.reference) for n in todo
+        }
+        cached = find_cached_many(connection, list(keys.values()))
+    result = Plan(pair)
+    for name, key in keys.items():
+        if key in cached:
+            result.ready.append({**cached[key], "pair_id": pair_id, "judge": name, "cached": True})
+        elif budget.charge(runtime.db, pair_id, name, settings.daily_budget):
+            result.calls[name] = key
+        else:
+            store_judgments(runtime.db.engine, pair, result.ready, mark_judged=False)
+            return Plan(pair, BUDGET_SPENT)  # left pending: a run tomorrow judges it
+    return result
+
+
+def finish(runtime: Runtime, plan_: Plan, rows: list[dict[str, Any]]) -> str:
+    """Store the rows; the pair is judged once every judge in force has one."""
+    store_judgments(runtime.db.engine, plan_.pair, [*plan_.ready, *rows], mark_judged=True)
+    return JUDGED
+
+
+def judge_online(runtime: Runtime, pair_id: int, llm) -> str:
+    """Judge one pair now. A transient LLM failure (after the client's retries) leaves it pending for the next run."""
+    planned = plan(runtime, pair_id)
+    if planned.outcome:
+        return planned.outcome
+    pair, rows = planned.pair, []
+    for name, key in planned.calls.items():
+        try:
+            verdict = get_judge(name).evaluate(
+                llm, question=pair.question, answer=pair.answer, reference=pair.reference
+            )
+        except TransientLLMError:
+            store_judgments(runtime.db.engine, pair, [*planned.ready, *rows], mark_judged=False)
+            return LEFT
+        rows.append(verdict_values(verdict, pair_id=pair_id, cache_key=key))
+    return finish(runtime, planned, rows)
