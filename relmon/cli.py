@@ -60,6 +60,14 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--since", help="only judgments on or after this date (YYYY-MM-DD)")
     export.add_argument("--output", "-o", help="write to this file instead of stdout")
 
+    backfill = commands.add_parser("backfill", help="judge the watched channels' past from Slack's history")
+    backfill.add_argument("--since", default="30d", help="how far back: 30d (default) or a date YYYY-MM-DD")
+    backfill.add_argument("--channel", action="append", help="only this channel ID (repeatable)")
+    _history_options(backfill)
+    imported = commands.add_parser("import", help="judge the watched channels' past from a workspace export zip")
+    imported.add_argument("export", help="the Slack workspace export (zip)")
+    _history_options(imported)
+
     ping = commands.add_parser("ping", help="health check: this host's worker or beat answers over the broker")
     ping.add_argument("which", choices=["worker", "beat"])
     ping.add_argument("--hostname", help="the node's host name (default: this host's, as in a container)")
@@ -68,6 +76,13 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser("doctor", help="check settings, Slack, Redis, the database and the LLM endpoint")
     commands.add_parser("manifest", help="print the Slack app manifest (YAML)")
     return parser
+
+
+def _history_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--limit", type=int, help="judge at most this many pairs in this run")
+    parser.add_argument("--batch", action="store_true", help="judge through the OpenAI Batch API (half price)")
+    parser.add_argument("--dry-run", action="store_true", help="read and pair, judge nothing, print the cost")
+    parser.add_argument("--post", action="store_true", help="post the report to the digest channel")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -121,6 +136,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         from relmon.export import run_export
 
         return run_export(args, settings)
+    if args.command in ("backfill", "import"):
+        from relmon.backfill.command import run_backfill, run_import
+
+        return run_backfill(args, settings) if args.command == "backfill" else run_import(args, settings)
     if args.command == "digest":
         from relmon.digest_cli import run_digest
 

@@ -31,6 +31,7 @@ class JudgmentRow:
     cached_tokens: int = 0  # of prompt_tokens, read from the provider's prompt cache
     completion_tokens: int = 0
     cached: bool = False
+    batch: bool = False  # judged through the Batch API: half price
     votes_right: int = 0  # feedback buttons: "the judge was right"
     votes_wrong: int = 0
 
@@ -105,6 +106,7 @@ def pair_rows(session: Session, start: datetime, end: datetime) -> list[PairRow]
                     cached_tokens=judgment.cached_tokens or 0,
                     completion_tokens=judgment.completion_tokens or 0,
                     cached=bool(judgment.cached),
+                    batch=bool(judgment.batch),
                     votes_right=int(right or 0),
                     votes_wrong=int(wrong or 0),
                 )

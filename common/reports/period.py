@@ -71,5 +71,6 @@ def scheduled_key(now: datetime, weekday: str, hour: int, timezone: str = "UTC")
 
 
 def day_slices(period: Period) -> list[tuple[datetime, datetime]]:
-    """Seven 24-hour slices of the period, oldest first (the chart's days)."""
-    return [(period.start + timedelta(days=i), period.start + timedelta(days=i + 1)) for i in range(7)]
+    """The 24-hour slices of the period (seven for a week, more for a backfill's month), oldest first."""
+    days = max(1, -(-(period.end - period.start) // timedelta(days=1)))
+    return [(period.start + timedelta(days=i), period.start + timedelta(days=i + 1)) for i in range(days)]

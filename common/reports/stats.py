@@ -156,27 +156,42 @@ class Report:
 # Building blocks -------------------------------------------------------------------------------
 
 
+# Captured live, or read from Slack's history or an export (`relmon backfill`, `relmon import`).
+ANSWER_SOURCES = frozenset({"capture", "backfill", "import"})
+
+
 def captured(rows: Iterable[PairRow]) -> list[PairRow]:
     """The support bot's answers: captured pairs that stand on their own (not on-demand /judge requests)."""
-    return [row for row in rows if row.source == "capture" and row.status not in _NOT_AN_ANSWER]
+    return [row for row in rows if row.source in ANSWER_SOURCES and row.status not in _NOT_AN_ANSWER]
 
 
 def token_use(rows: Iterable[PairRow], prices: Prices) -> Tokens:
     """LLM tokens actually spent (cached verdicts cost nothing) and their estimated cost, the input the provider
     read from its prompt cache at the cached rate."""
     prompt = cached = completion = 0
+    cost = 0.0
     for row in rows:
         for judgment in row.judgments:
             if not judgment.cached:
                 prompt += judgment.prompt_tokens
                 cached += min(judgment.cached_tokens, judgment.prompt_tokens)
                 completion += judgment.completion_tokens
-    cost = (
-        (prompt - cached) / 1e6 * prices.input_per_million
-        + cached / 1e6 * prices.cached_input
-        + completion / 1e6 * prices.output_per_million
-    )
+                cost += judgment_cost(judgment, prices)
     return Tokens(prompt=prompt, completion=completion, cost_usd=cost, cached=cached)
+
+
+BATCH_DISCOUNT = 0.5  # the Batch API bills half the online price
+
+
+def judgment_cost(judgment: JudgmentRow, prices: Prices) -> float:
+    """USD of one judgment's tokens (the cached input at its rate; a batch judgment at half price)."""
+    cached = min(judgment.cached_tokens, judgment.prompt_tokens)
+    cost = (
+        (judgment.prompt_tokens - cached) / 1e6 * prices.input_per_million
+        + cached / 1e6 * prices.cached_input
+        + judgment.completion_tokens / 1e6 * prices.output_per_million
+    )
+    return cost * BATCH_DISCOUNT if judgment.batch else cost
 
 
 def judge_stats(judge: str, rows: Iterable[PairRow], thresholds_for: ThresholdsFor) -> JudgeStats:

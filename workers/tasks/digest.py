@@ -116,8 +116,16 @@ def earlier_digest(runtime: Runtime, channel: str, period: Period, claim: digest
     return once.earlier(channel, first_post_bound(period), look=claim.taken_over) or None
 
 
-def deliver_digest(runtime: Runtime, now: datetime, *, force: bool = False, period_key: str | None = None) -> Outcome:
-    """Send the digest for the period `now` falls in, unless it was sent already. Safe to repeat.
+def deliver_digest(
+    runtime: Runtime,
+    now: datetime,
+    *,
+    force: bool = False,
+    period_key: str | None = None,
+    period: Period | None = None,
+) -> Outcome:
+    """Send the digest for the period `now` falls in (or `period`: a backfill's month), unless it was sent already.
+    Safe to repeat.
 
     `period_key` pins the key of a forced digest across retries (its key carries the first attempt's time).
     """
@@ -126,7 +134,7 @@ def deliver_digest(runtime: Runtime, now: datetime, *, force: bool = False, peri
     if not channel:
         log.warning("no digest channel: set RELMON_DIGEST_CHANNEL or RELMON_ALERT_CHANNEL")
         return Outcome("no_channel")
-    period = period_for(now, settings.digest_timezone, force=force)
+    period = period or period_for(now, settings.digest_timezone, force=force)
     if period_key:
         period = replace(period, key=period_key)
     with runtime.db.session() as session:

@@ -1,0 +1,355 @@
+"""`relmon backfill` and `relmon import`: read history (Slack's, or an export's), pair it with capture's rules,
+store the pairs (source `backfill` / `import`: never alerted on), judge them within the budget and sampling,
+and end with the digest's report of the period.
+
+Resumable: a channel's history is read newest first and its checkpoint (SQL) moves after each page's pairs are
+stored; pairs found but not judged stay pending and the next run judges them first. Idempotent: pairs are unique
+on (channel, answer_ts), judgments on (pair, judge), so a second run judges nothing twice, nor a pair captured live.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import threading
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, date, datetime, timedelta
+from functools import cache
+
+from slack_sdk.errors import SlackApiError
+from sqlalchemy import func, select
+
+from capture.history import FoundPair, HistoryPairer, has_replies, is_reply, newest_first_threads, read_message
+from capture.pairing import Identity, channel_ignore_reason
+from capture.redact import redact_if
+from common.runtime import Runtime, set_runtime
+from relmon.backfill.progress import Counters, Progress
+from relmon.backfill.report import Estimate, backfill_period, post_report, print_report
+from store import backfill as rows
+from store.models import Judgment, Pair
+from store.settings import Settings
+
+INTERRUPTED = 130
+
+
+def parse_since(text: str | None, now: datetime) -> datetime:
+    """`30d` (days back from now) or a date `YYYY-MM-DD` (UTC midnight); default 30 days."""
+    text = (text or "30d").strip()
+    if match := re.fullmatch(r"(\d+)d", text):
+        return now - timedelta(days=int(match.group(1)))
+    return datetime.combine(date.fromisoformat(text), datetime.min.time(), tzinfo=UTC)
+
+
+def backfill_llm(settings: Settings):
+    """The judges' client for a run in this process: the SDK's own retries (Retry-After honoured), no Celery."""
+    from judges import LLMClient
+
+    return LLMClient(
+        model=settings.judge_model,
+        base_url=settings.openai_base_url,
+        api_key=settings.secret("openai_api_key"),
+        timeout=settings.llm_timeout_seconds,
+        max_retries=min(settings.llm_max_retries, 5),
+        max_prompt_chars=settings.max_prompt_chars,
+    )
+
+
+class Run:
+    """One backfill or import: stores what the pairer finds and judges it (in a bounded pool, or in batches)."""
+
+    def __init__(self, runtime: Runtime, args, source: str, now: datetime) -> None:
+        self.runtime, self.args, self.source, self.now = runtime, args, source, now
+        self.counters = Counters()
+        self.estimate = Estimate()
+        self.limit = args.limit
+        self.batched: list[int] = []
+        self.llm = backfill_llm(runtime.settings) if not args.dry_run else None
+        workers = runtime.settings.backfill_concurrency
+        self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="backfill-judge")
+        self.slots = threading.BoundedSemaphore(2 * workers)  # pairs in flight: memory stays constant
+
+    @property
+    def full(self) -> bool:
+        return self.limit is not None and self.counters.pairs >= self.limit
+
+    def store(self, channel: str, found: Iterable[FoundPair], flags: dict[str, bool]) -> None:
+        settings = self.runtime.settings
+        for pair in found:
+            self.counters.pairs += 1
+            if self.args.dry_run:
+                self.estimate.add(self.runtime, channel, pair.answer_ts, pair.question_text, pair.answer_text)
+                continue
+            with self.runtime.db.session() as session:
+                stored = rows.add_found(
+                    session,
+                    created_at=datetime.fromtimestamp(float(pair.answer_ts), UTC),
+                    source=self.source,
+                    channel_id=channel,
+                    answer_ts=pair.answer_ts,
+                    thread_ts=pair.thread_ts,
+                    answer_bot_id=pair.answer_bot_id,
+                    answer_text=redact_if(settings.redact_pii, pair.answer_text),
+                    question_ts=pair.question_ts,
+                    question_user=pair.question_user,
+                    question_text=redact_if(settings.redact_pii, pair.question_text),
+                    stream_errored=pair.stream_errored,
+                    **flags,
+                )
+            if stored.to_judge:
+                self.judge(stored.pair_id)
+
+    def judge(self, pair_id: int) -> None:
+        if self.args.batch:
+            self.batched.append(pair_id)
+            return
+        from relmon.backfill.judging import judge_online
+
+        self.slots.acquire()
+
+        def work() -> None:
+            try:
+                self.counters.count(judge_online(self.runtime, pair_id, self.llm))
+            finally:
+                self.slots.release()
+
+        self.pool.submit(work)
+
+    def leftovers(self, channels: Iterable[str]) -> None:
+        """Pairs an earlier run found but did not judge."""
+        if self.args.dry_run:
+            return
+        with self.runtime.db.session() as session:
+            pending = rows.pending_history_pairs(session, channels, self.source)
+        for pair_id in pending:
+            self.judge(pair_id)
+
+    def finish_judging(self) -> None:
+        self.pool.shutdown(wait=True)
+        if self.batched:
+            from relmon.backfill.batch import BatchRun
+
+            poll = self.runtime.settings.batch_poll_seconds
+            BatchRun(
+                self.llm, poll, say=lambda text: print(text, file=sys.stderr), on_judged=self.counters.count
+            ).judge(self.runtime, self.batched)
+
+    def spend(self) -> None:
+        """The cost so far of this source's judgments (for the progress line)."""
+        if self.args.dry_run:
+            return
+        from common.reports.figures import prices_for
+        from common.reports.stats import judgment_cost
+        from store.stats_queries import JudgmentRow
+
+        prices = prices_for(self.runtime)
+        with self.runtime.db.session() as session:
+            totals = session.execute(
+                select(
+                    Judgment.batch,
+                    func.coalesce(func.sum(Judgment.prompt_tokens), 0),
+                    func.coalesce(func.sum(Judgment.cached_tokens), 0),
+                    func.coalesce(func.sum(Judgment.completion_tokens), 0),
+                )
+                .join(Pair, Pair.id == Judgment.pair_id)
+                .where(Pair.source == self.source, Judgment.cached.is_(False))
+                .group_by(Judgment.batch)
+            ).all()
+        self.counters.spend_usd = sum(
+            judgment_cost(
+                JudgmentRow(0, "", "", prompt_tokens=p, cached_tokens=c, completion_tokens=o, batch=b), prices
+            )
+            for b, p, c, o in totals
+        )
+
+
+def watched(runtime: Runtime, wanted: list[str] | None) -> list[str]:
+    settings, rules = runtime.settings, runtime.rules
+    channels = wanted or sorted(set(settings.watched_channels) | set(rules.channels))
+    return [c for c in channels if channel_ignore_reason(c, settings, rules) is None]
+
+
+def _flags(runtime: Runtime, channel: str) -> dict[str, bool]:
+    try:
+        info = runtime.slack.conversations_info(channel=channel).get("channel") or {}
+    except SlackApiError:
+        info = {}
+    return {
+        "channel_is_private": bool(info.get("is_private")),
+        "channel_is_ext_shared": bool(info.get("is_ext_shared")),
+    }
+
+
+def _name_resolver(slack) -> Callable[[str], str | None]:
+    @cache
+    def name(user_id: str) -> str | None:
+        try:
+            user = slack.users_info(user=user_id).get("user") or {}
+        except SlackApiError:
+            return None
+        return (user.get("profile") or {}).get("display_name") or user.get("real_name") or user.get("name")
+
+    return name
+
+
+def read_channel(run: Run, reader, channel: str, since: datetime, identity: Identity, names) -> None:
+    """One channel's history from its checkpoint on, newest first; the checkpoint moves after each page."""
+    settings, db = run.runtime.settings, run.runtime.db
+    window = settings.toplevel_window_seconds
+    oldest, latest = f"{since.timestamp():.6f}", f"{run.now.timestamp():.6f}"
+    with db.session() as session:
+        checkpoint = rows.get_checkpoint(session, channel)
+        if checkpoint is not None and not checkpoint.done and float(checkpoint.oldest_ts) <= float(oldest):
+            oldest, latest = checkpoint.oldest_ts, checkpoint.latest_ts
+            resume = checkpoint.resume_ts or latest
+        else:
+            if checkpoint is not None and checkpoint.done and float(checkpoint.oldest_ts) <= float(oldest):
+                oldest = f"{max(float(oldest), float(checkpoint.latest_ts) - window):.6f}"  # only what is new
+            resume = latest
+            if not run.args.dry_run:
+                rows.start_checkpoint(session, channel, oldest, latest)
+    flags = _flags(run.runtime, channel)
+    pairer = HistoryPairer(window, names)
+    span = max(float(latest) - float(oldest), 1.0)
+    for page in reader.history(channel, oldest, resume):
+        for raw in page:
+            if is_reply(raw):
+                continue
+            thread = reader.thread(channel, raw["ts"]) if has_replies(raw) else [raw]
+            logged = [m for m in (read_message(r, settings.monitored_bots, identity) for r in thread) if m]
+            if logged:
+                run.store(channel, pairer.feed(logged), flags)
+        run.counters.messages += len(page)
+        if page:
+            resume = min([page[-1]["ts"], *([pairer.floor()] if pairer.floor() else [])], key=float)
+            run.counters.done_fraction = min(1.0, (float(latest) - float(resume)) / span)
+        if not run.args.dry_run:
+            with db.session() as session:
+                rows.advance_checkpoint(session, channel, resume, len(page), done=False)
+        if run.full:
+            return
+    run.store(channel, pairer.finish(), flags)
+    if not run.args.dry_run:
+        with db.session() as session:
+            rows.advance_checkpoint(session, channel, None, 0, done=True)
+
+
+def run_backfill(args, settings: Settings, *, now: datetime | None = None) -> int:
+    now = now or datetime.now(UTC)
+    since = parse_since(args.since, now)
+    runtime = Runtime(settings)
+    set_runtime(runtime)
+    try:
+        if not settings.slack_bot_token:
+            print("relmon backfill needs SLACK_BOT_TOKEN (or use relmon import EXPORT.zip)", file=sys.stderr)
+            return 2
+        runtime.db.migrate()
+        from relmon.backfill.slack_history import HistoryReader
+
+        channels = watched(runtime, args.channel)
+        if not channels:
+            print("relmon backfill: no watched channel (RELMON_WATCHED_CHANNELS or the channel rules)", file=sys.stderr)
+            return 2
+        auth = runtime.slack.auth_test()
+        identity = Identity(auth.get("user_id"), auth.get("bot_id"))
+        reader = HistoryReader(runtime.slack, settings.backfill_calls_per_minute)
+        run = Run(runtime, args, "backfill", now)
+        return _execute(run, channels, since, lambda c: read_channel(run, reader, c, since, identity,
+                                                                     _name_resolver(runtime.slack)))  # fmt: skip
+    finally:
+        runtime.db.dispose()
+        set_runtime(None)
+
+
+def run_import(args, settings: Settings, *, now: datetime | None = None) -> int:
+    from relmon.backfill.export_reader import ExportError, SlackExport
+
+    now = now or datetime.now(UTC)
+    try:
+        export = SlackExport(args.export)
+    except ExportError as error:
+        print(f"relmon import: {error}", file=sys.stderr)
+        return 2
+    runtime = Runtime(settings)
+    set_runtime(runtime)
+    try:
+        runtime.db.migrate()
+        mapped = {c.id: c for c in export.channels()}
+        wanted = set(watched(runtime, list(mapped)))
+        skipped = sorted(f"#{c.name} ({c.id})" for c in mapped.values() if c.id not in wanted)
+        names = export.user_names()
+        run = Run(runtime, args, "import", now)
+        oldest = [now]
+
+        def read(channel_id: str) -> None:
+            channel = mapped[channel_id]
+            pairer = HistoryPairer(settings.toplevel_window_seconds, names.get)
+            flags = {"channel_is_private": channel.is_private, "channel_is_ext_shared": False}
+            messages = list(export.messages(channel))  # one channel at a time
+            run.counters.messages += len(messages)
+            for root, replies in newest_first_threads(messages):
+                thread = [read_message(m, settings.monitored_bots, Identity()) for m in (root, *replies)]
+                if logged := [m for m in thread if m]:
+                    run.store(channel_id, pairer.feed(logged), flags)
+                    oldest[0] = min(oldest[0], datetime.fromtimestamp(float(root["ts"]), UTC))
+                if run.full:
+                    return
+            run.store(channel_id, pairer.finish(), flags)
+
+        code = _execute(run, sorted(wanted), None, read, since_of=lambda: oldest[0])
+        if skipped:
+            print(f"skipped {len(skipped)} channel(s) no rule watches: {', '.join(skipped)}", file=sys.stderr)
+        return code
+    finally:
+        runtime.db.dispose()
+        set_runtime(None)
+
+
+def _execute(run: Run, channels: list[str], since: datetime | None, read, since_of=None) -> int:
+    run.leftovers(channels)
+    with Progress(run.counters) as _progress:
+        spender = threading.Event()
+
+        def spend_loop() -> None:
+            while not spender.wait(2.0):
+                run.spend()
+
+        threading.Thread(target=spend_loop, daemon=True).start()
+        try:
+            for done, channel in enumerate(channels):
+                read(channel)
+                run.counters.done_fraction = (done + 1) / len(channels) if since is None else run.counters.done_fraction
+                if run.full:
+                    break
+            run.finish_judging()
+        except KeyboardInterrupt:
+            run.pool.shutdown(wait=False, cancel_futures=True)
+            print("\nrelmon: interrupted; run the same command again to continue", file=sys.stderr)
+            return INTERRUPTED
+        except SlackApiError as error:
+            run.pool.shutdown(wait=True)
+            print(f"relmon: Slack refused ({error.response.get('error')}); run again to continue", file=sys.stderr)
+            return 4
+        finally:
+            spender.set()
+        run.spend()
+    return _report(run, since if since is not None else since_of())
+
+
+def _report(run: Run, since: datetime) -> int:
+    runtime, counters = run.runtime, run.counters
+    print(
+        f"{counters.messages} messages read, {counters.pairs} pairs found, {counters.judged} judged, "
+        f"{counters.skipped} skipped, {counters.left} left pending, ${counters.spend_usd:.4f} spent",
+        file=sys.stderr,
+    )
+    if run.args.dry_run:
+        sys.stdout.write(run.estimate.text(runtime, batch=run.args.batch))
+        return 0
+    period = backfill_period(since, run.now, runtime.settings.digest_timezone, run.source)
+    print_report(runtime, period)
+    if getattr(run.args, "post", False):
+        print(post_report(runtime, period, run.now), file=sys.stderr)
+    return 0
+
+
