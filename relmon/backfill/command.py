@@ -351,5 +351,3 @@ def _report(run: Run, since: datetime) -> int:
     if getattr(run.args, "post", False):
         print(post_report(runtime, period, run.now), file=sys.stderr)
     return 0
-
-

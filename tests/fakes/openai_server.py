@@ -39,6 +39,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from tests.fakes.background import BackgroundServer
+from tests.fakes.openai_batches import FakeBatches
 
 NO_DOCUMENT = "No document seems to precisely answer your question"
 FAULTS = ("429", "500", "timeout", "garbage")
@@ -295,8 +296,28 @@ class _Handler(BaseHTTPRequestHandler):
         raw = self.rfile.read(length) if length else b""
         return json.loads(raw or b"{}")
 
+    def _batch_api(self, method: str) -> bool:
+        """The Batch API routes (tests/fakes/openai_batches.py); False when the path is not one of them."""
+        batches = self.server.batches
+        if not batches.handles(self.path):
+            return False
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        status, payload = batches.answer(method, self.path.rstrip("/"), self.headers.get("Content-Type") or "", raw)
+        if isinstance(payload, bytes):
+            self.send_response(status)
+            self.send_header("Content-Type", "application/octet-stream")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+        else:
+            self._send(status, payload)
+        return True
+
     def do_GET(self) -> None:
         state = self.server.state
+        if self._batch_api("GET"):
+            return
         if self.path.rstrip("/") == "/_admin/stats":
             with state.lock:
                 stats = {
@@ -315,6 +336,8 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         state = self.server.state
         path = self.path.rstrip("/")
+        if self._batch_api("POST"):
+            return
         try:
             body = self._body()
         except (ValueError, UnicodeDecodeError):
@@ -343,7 +366,6 @@ class _Handler(BaseHTTPRequestHandler):
             state.requests.append(body)
             state.request_times.append(time.monotonic())
             behavior = state.behavior
-            custom = state.reply
         if behavior.latency_ms:
             time.sleep(behavior.latency_ms / 1000)
         if behavior.api_key is not None and self.headers.get("Authorization") != f"Bearer {behavior.api_key}":
@@ -367,36 +389,7 @@ class _Handler(BaseHTTPRequestHandler):
         if fault == "timeout":
             time.sleep(behavior.timeout_seconds)
         content = GARBAGE if fault == "garbage" else None
-        if content is None and custom is not None:
-            content = custom(body)
-        if content is None:
-            content = default_reply(body)
-        prompt = prompt_text(body)
-        model = str(body.get("model") or "fake-judge")
-        cached = state.cached_tokens(model, prompt)
-        self._send(
-            200,
-            {
-                "id": f"chatcmpl-fake{len(state.requests)}",
-                "object": "chat.completion",
-                "created": int(time.time()),
-                "model": model,
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": content, "refusal": None},
-                        "finish_reason": "stop",
-                        "logprobs": None,
-                    }
-                ],
-                "usage": {
-                    "prompt_tokens": tokens(prompt),
-                    "completion_tokens": tokens(content),
-                    "total_tokens": tokens(prompt) + tokens(content),
-                    "prompt_tokens_details": {"cached_tokens": cached, "audio_tokens": 0},
-                },
-            },
-        )
+        self._send(200, completion_for(state, body, content))
         return 200
 
     def _error(
@@ -413,6 +406,39 @@ class _Handler(BaseHTTPRequestHandler):
         return status
 
 
+def completion_for(state: _State, body: dict, content: str | None = None) -> dict:
+    """The chat completion the fake answers to `body` (online, or one line of a batch)."""
+    with state.lock:
+        custom = state.reply
+    if content is None and custom is not None:
+        content = custom(body)
+    if content is None:
+        content = default_reply(body)
+    prompt = prompt_text(body)
+    model = str(body.get("model") or "fake-judge")
+    cached = state.cached_tokens(model, prompt)
+    return {
+        "id": f"chatcmpl-fake{len(state.requests)}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content, "refusal": None},
+                "finish_reason": "stop",
+                "logprobs": None,
+            }
+        ],
+        "usage": {
+            "prompt_tokens": tokens(prompt),
+            "completion_tokens": tokens(content),
+            "total_tokens": tokens(prompt) + tokens(content),
+            "prompt_tokens_details": {"cached_tokens": cached, "audio_tokens": 0},
+        },
+    }
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True  # a sleeping "timeout" handler must not keep the process alive
     block_on_close = False
@@ -422,6 +448,7 @@ class _Server(ThreadingHTTPServer):
     def __init__(self, address: tuple[str, int]) -> None:
         super().__init__(address, _Handler)
         self.state = _State()
+        self.batches = FakeBatches(lambda body: completion_for(self.state, body))
 
 
 class FakeOpenAI(BackgroundServer):
@@ -492,6 +519,11 @@ class FakeOpenAI(BackgroundServer):
             api_key=api_key,
             fault_first=fault_first,
         )
+
+    @property
+    def batches(self) -> FakeBatches:
+        """The Batch API: `.available`, `.outcomes` (one per batch created), `.requests` answered in batches."""
+        return self._server.batches
 
     def set_reply(self, reply: Reply | None) -> None:
         """A custom reply: called with each request body; return the content, or None for the default."""

@@ -1,0 +1,154 @@
+"""relmon backfill and relmon import against the fake Slack and the fake LLM: resumable, idempotent, within the
+rate limits, never re-judging a live pair, never alerting; the Batch API and its fallbacks; the dry run."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from sqlalchemy import func, select
+
+from relmon.backfill.command import run_backfill, run_import
+from store.db import Database
+from store.models import Alert, BackfillCheckpoint, Judgment, Pair
+from store.pairs import upsert_captured
+from store.settings import Settings
+from tests.backfill_helpers import BOT, args, export_zip, history_messages, load_fake
+from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.slack_server import FakeSlack
+
+C = "C_SUPPORT"
+NOW = datetime(2026, 6, 10, tzinfo=UTC)
+PAIRS = 40
+
+
+@pytest.fixture
+def fakes():
+    with FakeSlack() as slack, FakeOpenAI() as llm:
+        slack.add_channel(C, "support", members=["U_RELMON"])
+        load_fake(slack, C, history_messages(C, PAIRS))
+        yield slack, llm
+
+
+def settings_for(slack, llm, tmp_path, **extra) -> Settings:
+    values = dict(
+        _env_file=None, slack_bot_token="xoxb-test", slack_api_url=slack.api_url, openai_base_url=llm.base_url,
+        openai_api_key="sk-test", monitored_bots=[BOT], watched_channels=[C], alert_channel="C_ALERTS",
+        database_url=f"sqlite:///{tmp_path / 'relmon.sqlite3'}", data_dir=tmp_path,
+        backfill_calls_per_minute=6000, batch_poll_seconds=0.01,
+    )  # fmt: skip
+    return Settings(**{**values, **extra})
+
+
+def count(settings: Settings, *what) -> int:
+    db = Database(settings.resolved_database_url)
+    try:
+        with db.session() as session:
+            return session.scalar(select(func.count()).select_from(*what))
+    finally:
+        db.dispose()
+
+
+def test_backfill_judges_every_pair_once_and_never_alerts(fakes, tmp_path, capsys):
+    slack, llm = fakes
+    settings = settings_for(slack, llm, tmp_path)
+    assert run_backfill(args(), settings, now=NOW) == 0
+    assert len(llm.requests) == PAIRS and count(settings, Judgment) == PAIRS
+    assert count(settings, Alert) == 0 and not slack.posted("C_ALERTS")
+    assert "Weekly digest" in capsys.readouterr().out  # the digest's figures for the period
+    assert run_backfill(args(), settings, now=NOW) == 0  # run twice: nothing judged twice
+    assert len(llm.requests) == PAIRS and count(settings, Pair) == PAIRS
+
+
+def test_interrupted_mid_channel_resumes_from_its_checkpoint(fakes, tmp_path):
+    slack, llm = fakes
+    settings = settings_for(slack, llm, tmp_path)
+    from relmon.backfill import slack_history
+
+    calls = {"n": 0}
+    original = slack_history.HistoryReader.thread
+
+    def crash(self, channel, ts):
+        calls["n"] += 1
+        if calls["n"] == 8:
+            raise KeyboardInterrupt
+        return original(self, channel, ts)
+
+    slack_history.HistoryReader.thread = crash
+    try:
+        assert run_backfill(args(), settings, now=NOW) == 130
+    finally:
+        slack_history.HistoryReader.thread = original
+    first = len(llm.requests)
+    assert 0 < count(settings, Pair) < PAIRS
+    assert run_backfill(args(), settings, now=NOW) == 0
+    assert count(settings, Judgment) == PAIRS and len(llm.requests) == PAIRS
+    assert first < PAIRS
+    db = Database(settings.resolved_database_url)
+    with db.session() as session:
+        assert session.get(BackfillCheckpoint, C).done
+    db.dispose()
+
+
+def test_a_pair_captured_live_is_not_judged_again(fakes, tmp_path):
+    slack, llm = fakes
+    settings = settings_for(slack, llm, tmp_path)
+    db = Database(settings.resolved_database_url)
+    db.migrate()
+    answer = history_messages(C, PAIRS)[1]
+    with db.session() as session:
+        upsert_captured(session, channel_id=C, answer_ts=answer["ts"], answer_text=answer["text"])
+    db.dispose()
+    assert run_backfill(args(), settings, now=NOW) == 0
+    assert len(llm.requests) == PAIRS - 1
+
+
+def test_slack_429_is_honoured(fakes, tmp_path):
+    slack, llm = fakes
+    slack.rate_limit("conversations.history", times=2, retry_after=1)
+    settings = settings_for(slack, llm, tmp_path)
+    assert run_backfill(args(), settings, now=NOW) == 0
+    assert len(slack.calls_to("conversations.history")) >= 1 and count(settings, Judgment) == PAIRS
+
+
+def test_dry_run_judges_nothing_and_prints_the_cost(fakes, tmp_path, capsys):
+    slack, llm = fakes
+    settings = settings_for(slack, llm, tmp_path)
+    assert run_backfill(args(dry_run=True), settings, now=NOW) == 0
+    out = capsys.readouterr().out
+    assert f"would judge {PAIRS} pair(s)" in out and "$" in out
+    assert not llm.requests and count(settings, Pair) == 0
+
+
+@pytest.mark.parametrize(
+    ("outcomes", "available", "online"), [([], True, 0), (["expired", "failed"], True, PAIRS // 2), ([], False, PAIRS)]
+)
+def test_batch(fakes, tmp_path, outcomes, available, online):
+    slack, llm = fakes
+    llm.batches.outcomes[:] = outcomes
+    llm.batches.available = available
+    settings = settings_for(slack, llm, tmp_path)
+    assert run_backfill(args(batch=True), settings, now=NOW) == 0
+    assert count(settings, Judgment) == PAIRS
+    assert len(llm.requests) == online  # online calls
+    assert len(llm.batches.requests) == PAIRS - online
+    db = Database(settings.resolved_database_url)
+    with db.session() as session:
+        assert session.scalar(select(func.count()).where(Judgment.batch.is_(True))) == PAIRS - online
+    db.dispose()
+
+
+def test_import_of_an_export_lists_unmapped_channels(tmp_path, capsys):
+    with FakeSlack() as slack, FakeOpenAI() as llm:
+        path = tmp_path / "export.zip"
+        path.write_bytes(
+            export_zip({C: ("support", history_messages(C, 10)), "C_RANDOM": ("random", history_messages("x", 3))})
+        )
+        settings = settings_for(slack, llm, tmp_path)
+        assert run_import(args(export=str(path)), settings, now=NOW) == 0
+        assert len(llm.requests) == 10 and not slack.calls_to("conversations.history")
+        assert "#random (C_RANDOM)" in capsys.readouterr().err
+        db = Database(settings.resolved_database_url)
+        with db.session() as session:
+            assert set(session.scalars(select(Pair.source))) == {"import"}
+        db.dispose()
