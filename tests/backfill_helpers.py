@@ -22,7 +22,8 @@ def history_messages(channel: str, pairs: int, *, start: float = BASE_TS, step: 
         t = start + i * step
         question = {"type": "message", "ts": f"{t:.6f}", "user": "U_ASKER", "text": f"how do I reset item {i}?"}
         answer = {"type": "message", "ts": f"{t + 30:.6f}", "user": "U_SUPPORT", "bot_id": BOT,
-                  "bot_profile": {"id": BOT, "app_id": "A_SUPPORT"}, "text": f"Open settings and reset item {i}."}  # fmt: skip
+                  "bot_profile": {"id": BOT, "app_id": "A_SUPPORT"},
+                  "text": f"Open settings and reset item {i}."}  # fmt: skip
         if i % 2 == 0:
             question["thread_ts"] = question["ts"]
             question["reply_count"] = 1
