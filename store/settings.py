@@ -122,11 +122,16 @@ class Settings(BaseSettings):
     question_ttl_seconds: int = Field(86_400, ge=60, **_env("RELMON_QUESTION_TTL"))
     toplevel_window_seconds: int = Field(600, ge=1, **_env("RELMON_TOPLEVEL_WINDOW"))
     history_fallback: bool = Field(True, **_env("RELMON_HISTORY_FALLBACK"))
+    # A follow-up in a thread is judged with this many earlier turns of the conversation (0: none).
+    context_turns: int = Field(3, ge=0, le=20, **_env("RELMON_CONTEXT_TURNS"))
 
     # Judging
     default_judges: CommaList = Field(default_factory=lambda: ["relevancy"], **_env("RELMON_JUDGES"))
     sample_rate: float = Field(1.0, ge=0, le=1, **_env("RELMON_SAMPLE_RATE"))
     daily_budget: int = Field(10_000, ge=0, **_env("RELMON_DAILY_BUDGET"))
+    # An answer edited after it was judged is judged again at most this many times (a bot that edits forever
+    # cannot spend the budget).
+    max_rejudge: int = Field(3, ge=0, le=100, **_env("RELMON_MAX_REJUDGE"))
     # First delay before a transient LLM failure is retried in Celery; doubles on each retry (with jitter).
     retry_base_seconds: float = Field(2.0, gt=0, le=60, **_env("RELMON_RETRY_BASE_SECONDS"))
     # Redis hands an unacknowledged task (its worker died) to another worker after this long. It must exceed
