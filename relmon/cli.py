@@ -36,6 +36,11 @@ def build_parser() -> argparse.ArgumentParser:
     judge.add_argument("--reference", "-r", help="a reference answer (correctness and grounded judges)")
     judge.add_argument("--reference-file", help="read the reference answer from this file")
     judge.add_argument(
+        "--context-file",
+        help="earlier turns of the conversation, one a line: 'customer: …' / 'bot: …', or JSON lines "
+        '{"speaker": "customer"|"bot", "text": "…"}; the last RELMON_CONTEXT_TURNS are judged with the question',
+    )
+    judge.add_argument(
         "--judge",
         "-j",
         default="relevancy",

@@ -14,6 +14,7 @@ from typing import Any, TextIO
 
 from judges import LLMClient, TransientLLMError, Verdict, get_judge
 from judges.base import Judge
+from judges.context import format_turns, parse_turns, with_context
 from judges.metrics import agreement
 from store.settings import WHERE_TO_GET, Settings
 
@@ -53,6 +54,21 @@ def _fail(message: str, code: int, stream: TextIO | None = None) -> int:
 
 
 # relmon judge ------------------------------------------------------------------------------------------------
+
+
+def read_context(filename: str | None, settings: Settings) -> str | None:
+    """The earlier turns of `--context-file` (judges.context.parse_turns: `customer: …` / `bot: …` lines or JSON
+    lines), formatted as the pipeline formats a thread's: its last RELMON_CONTEXT_TURNS turns (all of the file's
+    when that is 0), bounded in characters."""
+    if filename is None:
+        return None
+    try:
+        turns = parse_turns(Path(filename).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UsageError(f"cannot read --context-file {filename}: {exc.strerror}") from None
+    except ValueError as exc:
+        raise UsageError(f"--context-file {filename}: {exc}") from None
+    return format_turns(turns, settings.context_turns or len(turns)) or None
 
 
 def _read_input(label: str, value: str | None, filename: str | None, stdin: _Stdin) -> str | None:
@@ -122,6 +138,7 @@ def run_judge(args: argparse.Namespace, settings: Settings) -> int:
         reference = _read_input("reference", args.reference, args.reference_file, stdin)
         if question is None or answer is None:
             raise UsageError("give the question and the answer (--question/--question-file, --answer/--answer-file)")
+        question = with_context(question, read_context(getattr(args, "context_file", None), settings))
         if judge.needs_reference and not (reference and reference.strip()):
             raise UsageError(f"the {judge.name} judge compares with a reference answer: give --reference")
         client = build_client(settings)

@@ -19,6 +19,7 @@ from sqlalchemy import Connection, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
+from store.judgments import is_current
 from store.models import Alert, Judgment, JudgmentStatus, Pair, PairStatus, as_utc
 from store.settings import TIME_WINDOW_MOST_ANSWERS
 
@@ -238,6 +239,7 @@ def recent_scores(
                     Judgment.judge == judge,
                     Judgment.status == JudgmentStatus.OK,
                     Judgment.score.is_not(None),
+                    is_current(),
                 )
             ).all()
         )
@@ -275,6 +277,7 @@ def channel_stats(session: Session, channel_id: str, since: datetime, thresholds
                 Pair.source == "capture",
                 Judgment.judge == judge,
                 Judgment.created_at >= since,
+                is_current(),
             )
             .subquery()
         )
@@ -299,3 +302,23 @@ def channel_stats(session: Session, channel_id: str, since: datetime, thresholds
             )
         )
     return stats
+
+
+def posted_about_earlier(session: Session, pair_id: int, judge: str, pair_version: int) -> list[int]:
+    """The posted low-score alerts about judgments of earlier versions of this answer (by this judge): the ones to
+    update in place now that a newer judgment supersedes them."""
+    return list(
+        session.scalars(
+            select(Alert.id)
+            .join(Judgment, Judgment.id == Alert.judgment_id)
+            .where(
+                Judgment.pair_id == pair_id,
+                Judgment.judge == judge,
+                Judgment.pair_version < pair_version,
+                Alert.kind == KIND_LOW,
+                Alert.status == STATUS_POSTED,
+                Alert.message_ts.is_not(None),
+            )
+            .order_by(Alert.id)
+        )
+    )

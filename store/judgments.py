@@ -1,4 +1,5 @@
-"""Judgment queries: idempotent insert (one row per pair and judge), the durable cache, pair status changes made
+"""Judgment queries: idempotent insert (one row per pair, judge and answer version), which judgment is current, the
+durable cache, pair status changes made
 by the judging pipeline, stale-pair lookup for the sweeper, and the export query."""
 
 from __future__ import annotations
@@ -7,9 +8,9 @@ from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, select, update
+from sqlalchemy import ColumnElement, Connection, Row, exists, select, update
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, aliased
 
 from store.models import Judgment, JudgmentStatus, Pair, PairStatus
 
@@ -43,8 +44,22 @@ PAIR_FIELDS = (
     "question_text",
     "answer_text",
     "reference_text",
+    "context_text",
     "judges",
+    "version",
+    "rejudges",
 )
+
+
+def is_current(judgment=Judgment) -> ColumnElement[bool]:
+    """True for the judgment no later version of its answer superseded: the one of the highest pair version for
+    its pair and judge. What stats, the digest, App Home and alerts read; the older ones stay as history."""
+    newer = aliased(Judgment)
+    return ~exists().where(
+        newer.pair_id == judgment.pair_id,
+        newer.judge == judgment.judge,
+        newer.pair_version > judgment.pair_version,
+    )
 
 
 def dialect_name(executor: Executor) -> str:
@@ -58,10 +73,38 @@ def pair_for_judging(executor: Executor, pair_id: int) -> dict[str, Any] | None:
     return dict(row._mapping) if row is not None else None
 
 
-def stored_judges(session: Executor, pair_id: int) -> dict[str, int]:
-    """Judge name -> judgment id, for the judgments already stored for a pair."""
-    rows = session.execute(select(Judgment.judge, Judgment.id).where(Judgment.pair_id == pair_id))
-    return {judge: judgment_id for judge, judgment_id in rows}
+def _judged(session: Executor, pair_id: int) -> list[Row]:
+    return session.execute(
+        select(Judgment.judge, Judgment.id, Judgment.pair_version)
+        .where(Judgment.pair_id == pair_id)
+        .order_by(Judgment.pair_version)
+    ).all()
+
+
+def stored_judges(session: Executor, pair_id: int, pair_version: int | None = None) -> dict[str, int]:
+    """Judge name -> judgment id, for the judgments stored for this version of a pair's answer (None: for its
+    latest judged version of each judge)."""
+    rows = _judged(session, pair_id)
+    return {row.judge: row.id for row in rows if pair_version is None or row.pair_version == pair_version}
+
+
+def stored_for_version(session: Executor, pair_id: int, pair_version: int) -> tuple[dict[str, int], bool]:
+    """`stored_judges` of this version, and whether an earlier version was judged too (the new judgments
+    supersede those): one read."""
+    rows = _judged(session, pair_id)
+    stored = {row.judge: row.id for row in rows if row.pair_version == pair_version}
+    return stored, any(row.pair_version < pair_version for row in rows)
+
+
+def current_judgment(session: Session, judgment: Judgment) -> Judgment:
+    """The judgment that supersedes `judgment` (the latest version's of the same pair and judge), or itself."""
+    latest = session.scalars(
+        select(Judgment)
+        .where(Judgment.pair_id == judgment.pair_id, Judgment.judge == judgment.judge)
+        .order_by(Judgment.pair_version.desc())
+        .limit(1)
+    ).first()
+    return latest or judgment
 
 
 def find_cached(session: Executor, cache_key: str) -> dict[str, Any] | None:
@@ -84,24 +127,29 @@ def find_cached_many(session: Executor, cache_keys: list[str]) -> dict[str, dict
 
 
 def insert_judgment(session: Executor, values: dict[str, Any]) -> tuple[int, bool]:
-    """Store a judgment unless the pair already has one from this judge. Returns (id, whether it is new).
+    """Store a judgment unless this version of the pair already has one from this judge. Returns (id, whether it
+    is new).
 
-    INSERT ... ON CONFLICT DO NOTHING on the (pair_id, judge) key: a redelivered or duplicated task meets the
-    row its twin stored and adds nothing (no exception, no second row, on SQLite and PostgreSQL alike)."""
+    INSERT ... ON CONFLICT DO NOTHING on the (pair_id, judge, pair_version) key: a redelivered or duplicated task
+    meets the row its twin stored and adds nothing (no exception, no second row, on SQLite and PostgreSQL alike)."""
     insert = postgresql.insert if dialect_name(session) == "postgresql" else sqlite.insert
     statement = (
         insert(Judgment)
         .values(**values)
-        .on_conflict_do_nothing(index_elements=["pair_id", "judge"])
+        .on_conflict_do_nothing(index_elements=["pair_id", "judge", "pair_version"])
         .returning(Judgment.id)
     )
     new_id = session.execute(statement).scalar()
     if new_id is not None:
         return new_id, True
     existing = session.scalar(
-        select(Judgment.id).where(Judgment.pair_id == values["pair_id"], Judgment.judge == values["judge"])
+        select(Judgment.id).where(
+            Judgment.pair_id == values["pair_id"],
+            Judgment.judge == values["judge"],
+            Judgment.pair_version == values.get("pair_version", 1),
+        )
     )
-    assert existing is not None, "conflict on (pair_id, judge) without a row"
+    assert existing is not None, "conflict on (pair_id, judge, pair_version) without a row"
     return existing, False
 
 
@@ -142,6 +190,7 @@ EXPORT_COLUMNS = (
     "message_ts",
     "thread_ts",
     "question",
+    "context",
     "answer",
     "judge",
     "status",
@@ -156,12 +205,15 @@ EXPORT_COLUMNS = (
     "completion_tokens",
     "latency_ms",
     "cached",
+    "pair_version",
+    "current",
     "created_at",
 )
 
 
 def export_rows(session: Session, *, since: datetime | None = None, batch: int = 500) -> Iterator[dict[str, Any]]:
-    """Every stored judgment with its pair, oldest first, streamed in batches (server-side cursor on PostgreSQL)."""
+    """Every stored judgment with its pair (`current`: not superseded by a judgment of a later version of the
+    answer), oldest first, streamed in batches (server-side cursor on PostgreSQL)."""
     statement = (
         select(
             Judgment.id.label("judgment_id"),
@@ -171,6 +223,7 @@ def export_rows(session: Session, *, since: datetime | None = None, batch: int =
             Pair.answer_ts.label("message_ts"),
             Pair.thread_ts,
             Pair.question_text.label("question"),
+            Pair.context_text.label("context"),
             Pair.answer_text.label("answer"),
             Judgment.judge,
             Judgment.status,
@@ -185,6 +238,8 @@ def export_rows(session: Session, *, since: datetime | None = None, batch: int =
             Judgment.completion_tokens,
             Judgment.latency_ms,
             Judgment.cached,
+            Judgment.pair_version,
+            is_current().label("current"),
             Judgment.created_at,
         )
         .join(Pair, Pair.id == Judgment.pair_id)

@@ -80,8 +80,12 @@ class Pair(Base):
     # The answer's stream ended in `errored`: judged on what was shown, and the alert says so.
     stream_errored: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     reference_text: Mapped[str | None] = mapped_column(Text)
+    # The conversation's earlier turns before the question (judges.context.format_turns), or None.
+    context_text: Mapped[str | None] = mapped_column(Text)
     # Bumped on every edit; a settle task only acts when its version is still the latest.
     version: Mapped[int] = mapped_column(Integer, default=1)
+    # Times an edit re-opened the answer after it was judged (at most RELMON_MAX_REJUDGE).
+    rejudges: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     status: Mapped[str] = mapped_column(String(20), default=PairStatus.SETTLING)
     requested_by: Mapped[str | None] = mapped_column(String(32))  # user of /judge or the shortcut
     response_url: Mapped[str | None] = mapped_column(Text)  # where an on-demand verdict goes
@@ -97,11 +101,13 @@ class JudgmentStatus:
 
 
 class Judgment(Base):
-    """One judge's verdict on one pair. Unique per (pair, judge): judging again cannot add a row."""
+    """One judge's verdict on one version of a pair's answer. Unique per (pair, judge, pair version): judging the
+    same text again cannot add a row; an edited answer judged again adds one, which supersedes the older (the
+    current judgment of a pair and judge is the one of its highest version, `store.judgments.is_current`)."""
 
     __tablename__ = "judgments"
     __table_args__ = (
-        UniqueConstraint("pair_id", "judge", name="uq_judgments_pair_judge"),
+        UniqueConstraint("pair_id", "judge", "pair_version", name="uq_judgments_pair_judge_version"),
         Index("ix_judgments_cache_key", "cache_key"),
         Index("ix_judgments_created_at", "created_at"),
     )
@@ -109,6 +115,7 @@ class Judgment(Base):
     id: Mapped[int] = mapped_column(IdType, primary_key=True, autoincrement=True)
     pair_id: Mapped[int] = mapped_column(ForeignKey("pairs.id", ondelete="CASCADE"))
     judge: Mapped[str] = mapped_column(String(32))
+    pair_version: Mapped[int] = mapped_column(Integer, default=1, server_default="1")  # Pair.version judged
     status: Mapped[str] = mapped_column(String(10))
     score: Mapped[float | None] = mapped_column(Float)
     max_score: Mapped[float | None] = mapped_column(Float)

@@ -7,21 +7,28 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from sqlalchemy import Row, bindparam, select, update
+from sqlalchemy import Row, bindparam, case, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from store.models import Pair, PairStatus, utcnow
 
-# An edit re-opens an answer only while it has not been judged (nor deleted or merged away).
+# An edit re-opens an answer while it has not been judged (nor deleted or merged away); a judged one, to be judged
+# again on its final text, while it has been re-judged fewer than RELMON_MAX_REJUDGE times.
 EDITABLE = (PairStatus.SETTLING, PairStatus.PENDING, PairStatus.NO_QUESTION, PairStatus.EMPTY)
+
+
+def may_reopen(status: str, rejudges: int, max_rejudge: int) -> bool:
+    """Whether an edit of the answer re-opens its pair (the rule the upsert's WHERE clause states in SQL)."""
+    return status in EDITABLE or (status == PairStatus.JUDGED and rejudges < max_rejudge)
 
 
 @dataclass(frozen=True)
 class Captured:
     pair_id: int
     version: int
-    accepted: bool  # False: the pair exists but is past editing (judged, deleted, merged); nothing to settle
+    accepted: bool  # False: the pair exists but is past editing (deleted, merged, re-judged enough); nothing to settle
+    rejudges: int = 0  # times an edit re-opened it after it was judged, this one included
 
 
 _UPSERT_FIELDS = (
@@ -53,10 +60,12 @@ def _upsert_statement(dialect_name: str):
             "stream_errored": statement.excluded.stream_errored,
             "version": table.c.version + 1,
             "status": PairStatus.SETTLING,
+            "rejudges": table.c.rejudges + case((table.c.status == PairStatus.JUDGED, 1), else_=0),
             "updated_at": bindparam("p_now"),
         },
-        where=table.c.status.in_(EDITABLE),
-    ).returning(table.c.id, table.c.version)
+        where=table.c.status.in_(EDITABLE)
+        | ((table.c.status == PairStatus.JUDGED) & (table.c.rejudges < bindparam("p_max_rejudge"))),
+    ).returning(table.c.id, table.c.version, table.c.rejudges)
 
 
 def upsert_captured(
@@ -71,9 +80,11 @@ def upsert_captured(
     channel_is_private: bool = False,
     channel_is_ext_shared: bool = False,
     stream_errored: bool = False,
+    max_rejudge: int = 0,
 ) -> Captured:
     """Create the pair for an answer (status settling, version 1) or, on an edit, replace its text,
-    bump its version and put it back to settling — unless it is past editing."""
+    bump its version and put it back to settling — unless it is past editing (`may_reopen`): a judged answer
+    is re-opened at most `max_rejudge` times."""
     values = {
         "team_id": team_id,
         "channel_id": channel_id,
@@ -85,15 +96,18 @@ def upsert_captured(
         "channel_is_ext_shared": channel_is_ext_shared,
         "stream_errored": stream_errored,
     }
-    parameters = {f"p_{name}": value for name, value in values.items()} | {"p_now": utcnow()}
+    parameters = {f"p_{name}": value for name, value in values.items()} | {
+        "p_now": utcnow(),
+        "p_max_rejudge": max_rejudge,
+    }
     statement = _upsert_statement(session.get_bind().dialect.name)
     row = session.execute(statement, parameters).first()
     if row is not None:
-        return Captured(row.id, row.version, True)
+        return Captured(row.id, row.version, True, row.rejudges or 0)
     existing = session.execute(
-        select(Pair.id, Pair.version).where(Pair.channel_id == channel_id, Pair.answer_ts == answer_ts)
+        select(Pair.id, Pair.version, Pair.rejudges).where(Pair.channel_id == channel_id, Pair.answer_ts == answer_ts)
     ).one()
-    return Captured(existing.id, existing.version, False)
+    return Captured(existing.id, existing.version, False, existing.rejudges or 0)
 
 
 def get_pair(session: Session, pair_id: int) -> Pair | None:
@@ -170,6 +184,7 @@ def settle(
     question_ts: str | None = None,
     question_user: str | None = None,
     question_text: str | None = None,
+    context_text: str | None = None,
 ) -> bool:
     """Move a settling pair to its settled status, only if nothing changed it since `version`."""
     values: dict = {
@@ -177,6 +192,7 @@ def settle(
         "question_ts": question_ts,
         "question_user": question_user,
         "question_text": question_text,
+        "context_text": context_text,
         "updated_at": utcnow(),
     }
     if answer_text is not None:

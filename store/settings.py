@@ -127,11 +127,16 @@ class Settings(BaseSettings):
     backfill_calls_per_minute: float = Field(50.0, gt=0, **_env("RELMON_BACKFILL_CALLS_PER_MINUTE"))
     backfill_concurrency: int = Field(8, ge=1, le=256, **_env("RELMON_BACKFILL_CONCURRENCY"))
     batch_poll_seconds: float = Field(30.0, gt=0, **_env("RELMON_BATCH_POLL_SECONDS"))
+    # A follow-up in a thread is judged with this many earlier turns of the conversation (0: none).
+    context_turns: int = Field(3, ge=0, le=20, **_env("RELMON_CONTEXT_TURNS"))
 
     # Judging
     default_judges: CommaList = Field(default_factory=lambda: ["relevancy"], **_env("RELMON_JUDGES"))
     sample_rate: float = Field(1.0, ge=0, le=1, **_env("RELMON_SAMPLE_RATE"))
     daily_budget: int = Field(10_000, ge=0, **_env("RELMON_DAILY_BUDGET"))
+    # An answer edited after it was judged is judged again at most this many times (a bot that edits forever
+    # cannot spend the budget).
+    max_rejudge: int = Field(3, ge=0, le=100, **_env("RELMON_MAX_REJUDGE"))
     # First delay before a transient LLM failure is retried in Celery; doubles on each retry (with jitter).
     retry_base_seconds: float = Field(2.0, gt=0, le=60, **_env("RELMON_RETRY_BASE_SECONDS"))
     # Redis hands an unacknowledged task (its worker died) to another worker after this long. It must exceed

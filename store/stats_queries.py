@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session
 
+from store.judgments import is_current
 from store.models import Feedback, Judgment, Pair
 
 # Ids per IN (...) clause: well under SQLite's and PostgreSQL's parameter limits.
@@ -60,7 +61,8 @@ def _chunks(ids: list[int]) -> Iterable[list[int]]:
 
 
 def pair_rows(session: Session, start: datetime, end: datetime) -> list[PairRow]:
-    """Every pair created in [start, end) with its judgments and their feedback counts (no texts)."""
+    """Every pair created in [start, end) with its current judgments (an edited answer's latest of each judge) and
+    their feedback counts (no texts)."""
     pairs = session.execute(
         select(
             Pair.id,
@@ -90,7 +92,7 @@ def pair_rows(session: Session, start: datetime, end: datetime) -> list[PairRow]
         rows = session.execute(
             select(Judgment, votes.c.right, votes.c.wrong)
             .outerjoin(votes, votes.c.judgment_id == Judgment.id)
-            .where(Judgment.pair_id.in_(chunk))
+            .where(Judgment.pair_id.in_(chunk), is_current())
             .order_by(Judgment.id)
         ).all()
         for judgment, right, wrong in rows:

@@ -3,7 +3,8 @@
 Human messages go to the conversation log (they are the questions). A monitored bot's message is logged,
 its answer (the run of bot messages it belongs to) is upserted as a `settling` pair with a new version,
 and `settle_pair` is enqueued (at once for a stream that ended; never while it is still streaming). Edits
-bump the version, a root re-sent for its reply bookkeeping does not; a deleted answer is marked deleted,
+bump the version (an answer edited after it was judged is judged again, at most RELMON_MAX_REJUDGE times), a
+root re-sent for its reply bookkeeping does not; a deleted answer is marked deleted,
 and a person's deleted message is blanked wherever a pair quotes it.
 
 Retries: an event is marked done (by `event_id`, in Redis) only after capture succeeded, so Slack's retry
@@ -181,12 +182,15 @@ class Capture:
                 channel_is_private=flags.restricted,
                 channel_is_ext_shared=flags.ext_shared,
                 stream_errored=stream_errored(run),
+                max_rejudge=self.settings.max_rejudge,
             )
             pairs.mark_merged(session, channel, [p.ts for p in run[1:]])
         if not captured.accepted:
             log.info(
                 "edit of a settled answer ignored",
-                extra=event_fields(channel=channel, message_ts=root.ts, pair_id=captured.pair_id),
+                extra=event_fields(
+                    channel=channel, message_ts=root.ts, pair_id=captured.pair_id, rejudges=captured.rejudges
+                ),
             )
             return
         # A stream still running waits for its completion's event; one that ended needs no quiet time.

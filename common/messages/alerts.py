@@ -59,6 +59,16 @@ class ScoredJudgment:
 
 
 @dataclass(frozen=True)
+class Revision:
+    """The verdict on the answer's final text, when it was edited after the alert's judgment."""
+
+    status: str
+    score: float | None
+    max_score: float | None
+    reasoning: str | None = None
+
+
+@dataclass(frozen=True)
 class LowScoreAlert(ScoredJudgment):
     threshold: float | None
     channel_id: str
@@ -70,6 +80,31 @@ class LowScoreAlert(ScoredJudgment):
     permalink: str | None = None
     votes: Tally = field(default_factory=Tally)
     stream_errored: bool = False  # the bot's stream ended in an error: judged on what was shown
+    context: str | None = None  # the conversation's earlier turns the judge read (judges.context.format_turns)
+    revision: Revision | None = None  # the answer was edited after this judgment: the newer verdict
+
+
+CONTEXT_TURN_CHARS = 150  # each earlier turn's excerpt in an alert (the judge read up to judges.context's bound)
+CONTEXT_TURNS_SHOWN = 6  # the latest ones
+
+
+def earlier_turns_block(context_text: str) -> dict:
+    """The earlier turns, collapsed: one short line each."""
+    lines = [escape(shorten(line, CONTEXT_TURN_CHARS)) for line in context_text.splitlines() if line.strip()]
+    lines = lines[-CONTEXT_TURNS_SHOWN:]
+    return context("_Earlier in this conversation (the judge read these too):_\n" + "\n".join(lines))
+
+
+def revision_section(revision: Revision, quote: bool) -> dict:
+    """The newer verdict, on top of an alert whose answer was edited after it was judged."""
+    if revision.status == "ok":
+        verdict = f"its final text scores *{format_score(revision.score, revision.max_score)}*"
+    else:
+        verdict = f"its final text could not be scored ({revision.status})"
+    text = f":pencil2: *The answer changed after this alert:* {verdict}."
+    if quote and revision.reasoning and revision.reasoning.strip():
+        text += f"\n_{escape(shorten(' '.join(revision.reasoning.split()), 500))}_"
+    return section(text)
 
 
 def quoted_section(label: str, text: str | None, *, what: str) -> dict:
@@ -113,7 +148,11 @@ def low_score_alert(alert: LowScoreAlert) -> dict:
         header(f"Low {label.lower()} score: {score}"),
         context(f"*{label} {score}*{threshold} · {where}"),
     ]
+    if alert.revision is not None:
+        blocks.append(revision_section(alert.revision, alert.quote))
     if alert.quote:
+        if alert.context and alert.context.strip():
+            blocks.append(earlier_turns_block(alert.context))
         blocks.append(quoted_section("Question", alert.question, what="Question"))
         blocks.append(quoted_section("Answer", alert.answer, what="Answer"))
         blocks.append(reasoning_section(f"Why the judge scored it {score}", alert.reasoning))

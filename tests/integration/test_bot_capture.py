@@ -276,7 +276,9 @@ def test_streaming_edits_bump_the_version_and_settle_once(bot: ServedBot) -> Non
     assert pair.answer_text == "The outage lasted 5 minutes."
 
 
-def test_edit_after_judging_is_ignored(bot: ServedBot) -> None:
+def test_edit_after_judging_is_ignored_without_rejudgments(make_bot) -> None:
+    """RELMON_MAX_REJUDGE=0: a judged answer stays as judged (tests/integration/test_rejudge.py: the default)."""
+    bot = make_bot(max_rejudge=0)
     q = sr.human_message(C, sr.next_ts(), "q")
     answer = sr.bot_message(C, sr.next_ts(), "original", thread_ts=q["ts"])
     send(bot, q)

@@ -110,6 +110,25 @@ def test_judge_json_with_files_and_stdin(fake: FakeOpenAI, tmp_path: Path) -> No
     assert "A partial answer read from stdin" in content and "Settings > Security > Reset." in content
 
 
+def test_judge_with_a_context_file(fake: FakeOpenAI, cli, tmp_path: Path) -> None:
+    (tmp_path / "turns.txt").write_text(
+        "customer: How do I export my data?\nbot: Use Settings > Export.\ncustomer: It is greyed out.\n"
+        "bot: Ask an admin.\n",
+        encoding="utf-8",
+    )
+    result = cli("judge", "-q", "And on Android?", "-a", "Tap Export.", "--context-file", "turns.txt",
+                 base_url=fake.base_url, RELMON_CONTEXT_TURNS="2")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    user = fake.requests[0]["messages"][1]["content"]
+    assert (
+        "Earlier in this conversation:\n[customer] It is greyed out.\n[bot] Ask an admin.\n\nQuestion: And on Android?"
+        in user
+    )
+    (tmp_path / "bad.jsonl").write_text('{"speaker": "judge", "text": "x"}\n', encoding="utf-8")
+    bad = cli("judge", "-q", "q", "-a", "a", "--context-file", "bad.jsonl", base_url=fake.base_url)
+    assert bad.returncode == 2 and "line 1" in bad.stderr
+
+
 def test_judge_grounded_null_exits_zero(fake: FakeOpenAI, cli, tmp_path: Path) -> None:
     answer = "No document seems to precisely answer your question."
     result = cli("judge", "-j", "grounded", "-q", "Q?", "-a", answer, "-r", "R.", base_url=fake.base_url)

@@ -145,6 +145,9 @@ def consider(runtime: Runtime, judgment_id: int, now: datetime | None = None) ->
         return "missing"
     if not judged.facts.channel_id:
         return "no_channel"
+    update_superseded(runtime, judged.earlier_alerts)
+    if judged.superseded and judged.low_row is None:
+        return "superseded"  # the answer was edited since: the newer judgment is the one alerted on
     policy = planning.channel_policy(runtime, judged.facts.channel_id)
     first = plan(judged.facts, policy, now=now)  # lock-free: is there anything to claim at all?
     if not planning.needs_locks(judged, policy, first):
@@ -160,6 +163,20 @@ def consider(runtime: Runtime, judgment_id: int, now: datetime | None = None) ->
     if claimed.degradation_row is not None and _act_on(runtime, *claimed.degradation_row) == "held":
         degradation = "degradation_held"
     return f"{low}; degradation: {degradation}"
+
+
+def update_superseded(runtime: Runtime, alert_ids: tuple[int, ...]) -> None:
+    """Alerts posted about an earlier version of an edited answer, redrawn in place (chat.update): they say the
+    answer changed and show the newer verdict. A message gone for good is let be; other failures retry."""
+    for alert_id in alert_ids:
+        try:
+            refresh_votes(runtime, alert_id)
+        except SlackApiError as error:
+            if not is_permanent(error):
+                raise
+            log.warning("superseded alert not updated", extra={"alert_id": alert_id, "error": slack_error(error)})
+        else:
+            log.info("superseded alert updated", extra={"alert_id": alert_id})
 
 
 def _act_on(runtime: Runtime, alert_id: int, status: str) -> str:

@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 
 from common.runtime import Runtime
 from store import alerts as alert_store
+from store.judgments import current_judgment
 from store.models import Judgment, Pair
 from workers.alerts.policy import (
     DEGRADATION_JUDGE,
@@ -95,6 +96,8 @@ class Judged:
     facts: JudgmentFacts
     answer_ts: str | None
     low_row: tuple[int, str] | None  # (alert id, status)
+    superseded: bool = False  # a judgment of a later version of the answer replaces it
+    earlier_alerts: tuple[int, ...] = ()  # posted alerts about earlier versions of the answer: to update in place
 
 
 def load(runtime: Runtime, judgment_id: int) -> Judged | None:
@@ -112,7 +115,11 @@ def load(runtime: Runtime, judgment_id: int) -> Judged | None:
             channel_id=pair.channel_id,
         )
         row = alert_store.by_key(session, low_key(judgment_id))
-        return Judged(facts, pair.answer_ts, (row.id, row.status) if row else None)
+        superseded = current_judgment(session, judgment).id != judgment.id
+        earlier: list[int] = []
+        if judgment.pair_version > 1 and not superseded:
+            earlier = alert_store.posted_about_earlier(session, pair.id, judgment.judge, judgment.pair_version)
+        return Judged(facts, pair.answer_ts, (row.id, row.status) if row else None, superseded, tuple(earlier))
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from common.feedback import tally
 from common.messages.alerts import (
     DegradationAlert,
     LowScoreAlert,
+    Revision,
     SummaryItem,
     degradation_alert,
     low_score_alert,
@@ -20,6 +21,7 @@ from common.privacy import may_quote_channel
 from common.runtime import Runtime
 from store import alerts as alert_store
 from store.feedback import votes_for
+from store.judgments import current_judgment
 from store.models import Alert, Judgment, Pair
 from workers.alerts.policy import DEGRADATION_JUDGE, WINDOW_ANSWERS, as_utc
 
@@ -62,9 +64,14 @@ def degradation_of(row: Alert) -> DegradationAlert:
 
 
 def render_low(runtime: Runtime, session: Session, row: Alert) -> dict:
-    """A low-score alert with the current feedback tally."""
+    """A low-score alert with the current feedback tally, and the newer verdict when the answer was edited after
+    it was judged (the pair holds the final text)."""
     judgment = session.get(Judgment, row.judgment_id)
     pair = session.get(Pair, judgment.pair_id)
+    latest = current_judgment(session, judgment)
+    revision = None
+    if latest.id != judgment.id:
+        revision = Revision(latest.status, latest.score, latest.max_score, latest.reasoning)
     rule = runtime.rules.for_channel(pair.channel_id, runtime.settings)
     return low_score_alert(
         LowScoreAlert(
@@ -82,6 +89,8 @@ def render_low(runtime: Runtime, session: Session, row: Alert) -> dict:
             permalink=(row.details or {}).get("permalink"),
             stream_errored=bool(pair.stream_errored),
             votes=tally(votes_for(session, judgment.id)),
+            context=pair.context_text,
+            revision=revision,
         )
     )
 

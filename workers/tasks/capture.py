@@ -18,6 +18,7 @@ import redis
 from slack_sdk.errors import SlackApiError
 from sqlalchemy.exc import OperationalError
 
+from capture.conversation import earlier_turns
 from capture.conversation_log import ConversationLog, HistoryFallback
 from capture.directory import BotUsers, UserNames, own_identity
 from capture.pairing import (
@@ -35,6 +36,7 @@ from capture.text import message_text
 from common.celery_app import celery
 from common.runtime import Runtime, get_runtime
 from common.telemetry.logs import event_fields
+from judges.context import Turn, format_turns
 from store import pairs
 from store.models import PairStatus
 
@@ -88,8 +90,8 @@ def _history(runtime: Runtime, log_: ConversationLog, channel: str, answer: Logg
         log_.record(channel, logged_message(message, author))
 
 
-def resolve_pair(runtime: Runtime, pair: PairSnapshot) -> tuple[Resolution, str]:
-    """The settled resolution of a pair and its answer text (names resolved)."""
+def resolve_pair(runtime: Runtime, pair: PairSnapshot) -> tuple[Resolution, str, list[LoggedMessage]]:
+    """The settled resolution of a pair, its answer text (names resolved) and the logged messages around it."""
     settings = runtime.settings
     conversation = ConversationLog(runtime.redis, settings.question_ttl_seconds)
     window = settings.toplevel_window_seconds
@@ -104,10 +106,25 @@ def resolve_pair(runtime: Runtime, pair: PairSnapshot) -> tuple[Resolution, str]
     resolution = resolve(pair.answer_ts, messages, window)
     if resolution.status == PairStatus.NO_QUESTION and settings.history_fallback:
         _history(runtime, conversation, pair.channel_id, answer)
-        resolution = resolve(pair.answer_ts, conversation.around(pair.channel_id, answer, window), window)
+        messages = conversation.around(pair.channel_id, answer, window)
+        resolution = resolve(pair.answer_ts, messages, window)
     names = UserNames(runtime.redis, runtime.slack)
     answer_text = "\n".join(t for t in (message_text(p.content, names) for p in resolution.parts) if t.strip())
-    return resolution, answer_text
+    return resolution, answer_text, messages
+
+
+def context_of(runtime: Runtime, question: LoggedMessage, messages: list[LoggedMessage]) -> str | None:
+    """The conversation's last RELMON_CONTEXT_TURNS turns before the question, formatted for the judge (names
+    resolved, PII redacted where set), or None."""
+    settings = runtime.settings
+    if settings.context_turns <= 0:
+        return None
+    names = UserNames(runtime.redis, runtime.slack)
+    turns = [
+        Turn(speaker, redact_if(settings.redact_pii, message_text(message.content, names)))
+        for speaker, message in earlier_turns(question, messages)[-settings.context_turns :]
+    ]
+    return format_turns(turns, settings.context_turns) or None
 
 
 def settle(runtime: Runtime, pair_id: int, version: int) -> str:
@@ -123,16 +140,18 @@ def settle(runtime: Runtime, pair_id: int, version: int) -> str:
     if pair.status != PairStatus.SETTLING:
         return f"skipped:{pair.status}"
 
-    resolution, answer_text = resolve_pair(runtime, pair)
+    resolution, answer_text, messages = resolve_pair(runtime, pair)
     status = resolution.status
     if status == STREAMING:
         return STREAMING  # never judged half-written: the stream's completion enqueues a newer version
-    question_text = None
+    question_text = context = None
     question = resolution.question
     if status == PairStatus.PENDING:
         question_text = message_text(question.content, UserNames(runtime.redis, runtime.slack)).strip()
         if not question_text:
             status = PairStatus.NO_QUESTION
+        else:
+            context = context_of(runtime, question, messages)
     # RELMON_REDACT_PII: the texts written here are what the LLM and the store see.
     answer_text = redact_if(runtime.settings.redact_pii, answer_text)
     question_text = redact_if(runtime.settings.redact_pii, question_text)
@@ -148,6 +167,7 @@ def settle(runtime: Runtime, pair_id: int, version: int) -> str:
             question_ts=question.ts if question and status == PairStatus.PENDING else None,
             question_user=question.user if question and status == PairStatus.PENDING else None,
             question_text=question_text if status == PairStatus.PENDING else None,
+            context_text=context if status == PairStatus.PENDING else None,
         )
     if not won:
         return "lost"  # changed while we looked: the newer version's settle decides

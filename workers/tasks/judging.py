@@ -1,7 +1,9 @@
 """judge_pair: judge one settled pair with every judge in force, exactly once per judge, and hand the results on.
 
 Safe to run any number of times for the same pair (redelivery after a worker died, a duplicate enqueue, the stale
-sweeper): each judgment is inserted with ON CONFLICT DO NOTHING on (pair_id, judge), so only the first stores a row.
+sweeper): each judgment is inserted with ON CONFLICT DO NOTHING on (pair_id, judge, pair_version), so only the first
+stores a row. An answer edited after it was judged comes back with a higher version and is judged again: the new
+rows supersede the older ones, which stay as history.
 The order of checks for each judge: already stored? → sampled out? → durable cache → in-process cache → daily
 budget → LLM. (A cache hit calls nothing, so it is looked up before the budget is charged; the budget is charged
 once per pair and judge, so a retry of the same judgment is not charged again.)
@@ -28,13 +30,14 @@ from common.celery_app import celery
 from common.runtime import Runtime, get_runtime
 from common.telemetry.logs import event_fields
 from judges import TransientLLMError, get_judge
+from judges.context import with_context
 from store.attempts import record_failure
 from store.judgments import (
     find_cached_many,
     insert_judgment,
     pair_for_judging,
     set_pair_status,
-    stored_judges,
+    stored_for_version,
 )
 from store.models import PairStatus
 from workers import budget, sampling
@@ -71,6 +74,9 @@ class PairView:
     answer: str
     reference: str | None
     judges: list[str] | None
+    version: int = 1  # of the answer's text: its judgments are stored under it
+    rejudges: int = 0  # times an edit re-opened it after it was judged
+    context: str | None = None  # the conversation's earlier turns (judges.context.format_turns)
 
     @classmethod
     def of(cls, fields: dict[str, Any]) -> PairView:
@@ -84,7 +90,19 @@ class PairView:
             answer=fields["answer_text"] or "",
             reference=fields["reference_text"] or None,
             judges=list(fields["judges"]) if fields["judges"] else None,
+            version=fields.get("version") or 1,
+            rejudges=fields.get("rejudges") or 0,
+            context=fields.get("context_text") or None,
         )
+
+    @property
+    def judged_question(self) -> str:
+        """The question as the judges read it: with the conversation's earlier turns before it, if any."""
+        return with_context(self.question, self.context)
+
+    def budget_unit(self, judge: str) -> str:
+        """The budget's key for this judgment: each re-judgment of an edited answer is a unit of its own."""
+        return judge if self.rejudges == 0 else f"{judge}@{self.rejudges}"
 
     @property
     def on_demand(self) -> bool:
@@ -148,7 +166,7 @@ def _judge(task, runtime: Runtime, pair_id: int, *, redelivered: bool, llm_attem
         # A judged pair is done, unless this message came back after a worker died between storing and handing on.
         if pair.status != PairStatus.PENDING and not (pair.status == PairStatus.JUDGED and redelivered):
             return pair.status
-        stored = stored_judges(connection, pair_id)
+        stored, supersedes = stored_for_version(connection, pair_id, pair.version)
         rule = runtime.rules.for_channel(pair.channel_id, settings)
         wanted = judges_in_force(pair.judges, rule.judges, pair.reference is not None)
         todo = [name for name in wanted if name not in stored]
@@ -159,7 +177,8 @@ def _judge(task, runtime: Runtime, pair_id: int, *, redelivered: bool, llm_attem
         ):
             set_pair_status(connection, pair_id, PairStatus.SKIPPED_SAMPLING, only_from=[PairStatus.PENDING])
             return PairStatus.SKIPPED_SAMPLING
-        keys = {name: get_judge(name).cache_key(model, pair.question, pair.answer, pair.reference) for name in todo}
+        question = pair.judged_question
+        keys = {name: get_judge(name).cache_key(model, question, pair.answer, pair.reference) for name in todo}
         cached = find_cached_many(connection, list(keys.values()))
 
     # Rows an interrupted earlier run stored may never have been handed on: hand them on again (the alert task
@@ -175,15 +194,16 @@ def _judge(task, runtime: Runtime, pair_id: int, *, redelivered: bool, llm_attem
         if known is not None:
             ready.append(verdict_values(known, pair_id=pair_id, cache_key=key))
             continue
-        if not budget.charge(runtime.db, pair_id, name, settings.daily_budget):
+        if not budget.charge(runtime.db, pair_id, pair.budget_unit(name), settings.daily_budget):
             return _skip_for_budget(runtime, pair, store_judgments(engine, pair, ready, mark_judged=False))
         try:
-            verdict = judge.evaluate(runtime.llm, question=pair.question, answer=pair.answer, reference=pair.reference)
+            verdict = judge.evaluate(runtime.llm, question=question, answer=pair.answer, reference=pair.reference)
             ready.append(verdict_values(verdict, pair_id=pair_id, cache_key=key))
         except TransientLLMError as error:
             if may_retry_llm(llm_attempts, settings.llm_max_retries, task.request.retries, task.max_retries):
                 # What this run has is final: store it and alert on it now; the retry skips those judges.
-                hand_on(runtime, pair, store_judgments(engine, pair, ready, mark_judged=False))
+                created = store_judgments(engine, pair, ready, mark_judged=False)
+                hand_on(runtime, pair, created, recheck=supersedes)
                 countdown = retry_countdown(
                     llm_attempts, settings.retry_base_seconds, settings.llm_max_retries, error.retry_after
                 )
@@ -210,7 +230,8 @@ def _judge(task, runtime: Runtime, pair_id: int, *, redelivered: bool, llm_attem
             )
     # Every judge in force now has a row (this run's, or a twin task's that won the insert): the pair is judged.
     created = store_judgments(engine, pair, ready, mark_judged=True)
-    hand_on(runtime, pair, {**handed_on, **created}, complete=True, recheck=redelivered)
+    # New judgments of an edited answer always go to the alert task: an alert on the older text is updated.
+    hand_on(runtime, pair, {**handed_on, **created}, complete=True, recheck=redelivered or supersedes)
     return PairStatus.JUDGED
 
 
@@ -224,6 +245,7 @@ def store_judgments(
     created_rows: dict[int, dict[str, Any]] = {}
     with engine.begin() as connection:
         for values in ready:
+            values = {**values, "pair_version": pair.version}
             judgment_id, created = insert_judgment(connection, values)
             if created:
                 created_rows[judgment_id] = values

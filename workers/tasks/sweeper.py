@@ -85,7 +85,7 @@ def _give_up(runtime: Runtime, pair_id: int, failures: int, last_error: str | No
         pair = PairView.of(fields)
         if pair.status != PairStatus.PENDING:
             return
-        stored = stored_judges(connection, pair_id)
+        stored = stored_judges(connection, pair_id, pair.version)
     try:
         rule = runtime.rules.for_channel(pair.channel_id, settings)
         names = judges_in_force(pair.judges, rule.judges, pair.reference is not None)

@@ -1,0 +1,22 @@
+"""The conversation before a question: the earlier turns of its thread, which a follow-up needs to be understood
+("and on Android?"). Pure: plain logged messages in, plain messages out."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from capture.pairing import Author, LoggedMessage, thread_messages, ts_key
+
+# Whose messages are turns of the conversation: other bots and relmon itself are not part of it.
+SPEAKERS = {Author.HUMAN: "customer", Author.MONITORED_BOT: "bot"}
+
+
+def earlier_turns(question: LoggedMessage, messages: Iterable[LoggedMessage]) -> list[tuple[str, LoggedMessage]]:
+    """(speaker, message) of the thread's messages before `question`, oldest first: the people's ("customer")
+    and the monitored bot's ("bot"), deleted and wordless ones left out. None for a top-level question that
+    starts no thread (the channel's other top-level messages are other conversations)."""
+    return [
+        (SPEAKERS[message.author], message)
+        for message in thread_messages(question.thread_key, messages)
+        if message.author in SPEAKERS and not message.wordless and ts_key(message) < ts_key(question)
+    ]

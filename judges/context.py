@@ -1,0 +1,88 @@
+"""The conversation so far, as part of the question a judge reads: a follow-up ("and on Android?") only makes
+sense with the turns before it.
+
+The earlier turns are labelled and put before the question inside the question's placeholder, so the judge's
+system message and seed template (the cached prefix) stay word for word and the turns sit in the variable part.
+Bounded in characters: the oldest turns are dropped first."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+CUSTOMER = "customer"
+BOT = "bot"
+SPEAKERS = (CUSTOMER, BOT)
+# Of the question placeholder, at most this many characters go to the earlier turns.
+MAX_CONTEXT_CHARS = 2_000
+# One turn longer than this is cut (its start kept): a long earlier answer must not crowd out the rest.
+MAX_TURN_CHARS = 800
+HEADING = "Earlier in this conversation:"
+QUESTION_LABEL = "Question:"
+
+
+@dataclass(frozen=True)
+class Turn:
+    speaker: str  # customer | bot
+    text: str
+
+
+def _one_line(turn: Turn) -> str:
+    text = " ".join(turn.text.split())
+    if len(text) > MAX_TURN_CHARS:
+        text = text[: MAX_TURN_CHARS - 1].rstrip() + "…"
+    return f"[{turn.speaker}] {text}"
+
+
+def format_turns(turns: Sequence[Turn], max_turns: int, max_chars: int = MAX_CONTEXT_CHARS) -> str:
+    """The last `max_turns` turns with words, one line each, oldest first; the oldest dropped until the lines fit
+    in `max_chars`. Empty when there is nothing to show (or `max_turns` is 0)."""
+    if max_turns <= 0:
+        return ""
+    lines = [_one_line(turn) for turn in turns if turn.text.strip()][-max_turns:]
+    while lines and sum(len(line) + 1 for line in lines) - 1 > max_chars:
+        lines.pop(0)
+    return "\n".join(lines)
+
+
+def with_context(question: str, context: str | None) -> str:
+    """The question as the judge reads it: unchanged without earlier turns, else the turns labelled, then the
+    question labelled."""
+    if not context or not context.strip():
+        return question
+    return f"{HEADING}\n{context.strip()}\n\n{QUESTION_LABEL} {question}"
+
+
+def parse_turns(text: str) -> list[Turn]:
+    """Turns from a file: one per line, either `customer: …` / `bot: …` or a JSON object
+    `{"speaker": "customer" | "bot", "text": "…"}` (`role` is accepted for `speaker`, `user`/`assistant` for
+    customer/bot). Blank lines are skipped; anything else raises ValueError naming the line."""
+    turns: list[Turn] = []
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line:
+            continue
+        turns.append(_parse_line(line, number))
+    return turns
+
+
+_ALIASES = {"user": CUSTOMER, "assistant": BOT, CUSTOMER: CUSTOMER, BOT: BOT}
+
+
+def _parse_line(line: str, number: int) -> Turn:
+    if line.startswith("{"):
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"line {number}: not valid JSON ({error.msg})") from error
+        speaker = _ALIASES.get(str(item.get("speaker") or item.get("role") or "").lower())
+        text = item.get("text", item.get("content"))
+        if speaker is None or not isinstance(text, str):
+            raise ValueError(f'line {number}: needs "speaker" (customer or bot) and "text"')
+        return Turn(speaker, text)
+    speaker, colon, rest = line.partition(":")
+    name = _ALIASES.get(speaker.strip().lower())
+    if not colon or name is None:
+        raise ValueError(f"line {number}: start it with 'customer:' or 'bot:'")
+    return Turn(name, rest.strip())

@@ -1,0 +1,122 @@
+"""Judging the final text, through signed events: an edit re-opens a judged answer (at most RELMON_MAX_REJUDGE
+times), a root's reply bookkeeping does not, a follow-up settles with the earlier turns of its thread, and the
+store reads only the current judgment of each answer while keeping the older ones."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import select
+
+from store.judgments import export_rows, is_current, stored_judges
+from store.models import Judgment, Pair, PairStatus
+from tests import slack_requests as sr
+from tests import slack_shapes as ss
+from tests.bot_harness import SECRET, BotServer, ServedBot, bot_settings
+from tests.fakes.slack_server import FakeSlack
+from workers.tasks.capture import settle
+
+C = "C_SUPPORT"
+
+
+@pytest.fixture
+def slack():
+    with FakeSlack() as fake:
+        fake.add_user("U_ASKER", "ana", "Ana Diaz")
+        fake.add_channel(C, "support", members=["U_ASKER", "U_RELMON"])
+        yield fake
+
+
+@pytest.fixture
+def make_bot(redis_url, db_url, slack):
+    servers = []
+
+    def make(**overrides) -> ServedBot:
+        settings = bot_settings(redis_url=redis_url, database_url=db_url, slack_api_url=slack.api_url, **overrides)
+        server = BotServer(settings)
+        servers.append(server)
+        return server.__enter__()
+
+    yield make
+    for server in servers:
+        server.__exit__()
+
+
+def send(bot: ServedBot, event: dict) -> None:
+    response = sr.post(bot.url, sr.envelope(event), SECRET)
+    assert response.status_code == 200, response.text
+
+
+def judge_now(bot: ServedBot, pair: Pair, score: float) -> None:
+    """What judge_pair stores for the pair's current version, and its status."""
+    with bot.runtime.db.session() as session:
+        session.add(Judgment(pair_id=pair.id, judge="relevancy", status="ok", score=score, pair_version=pair.version))
+        session.get(Pair, pair.id).status = PairStatus.JUDGED
+
+
+def test_an_edit_after_judging_is_judged_again_up_to_the_limit(make_bot) -> None:
+    bot = make_bot(max_rejudge=2)
+    q = sr.human_message(C, sr.next_ts(), "How do I rotate my key?")
+    answer = sr.bot_message(C, sr.next_ts(), "Looking into it...", thread_ts=q["ts"])
+    send(bot, q)
+    send(bot, answer)
+    texts = ["Press Rotate.", "Press Rotate in Settings.", "Press Rotate in Settings > Keys."]
+    for round_, text in enumerate(texts):
+        [pair] = bot.pairs()
+        assert settle(bot.runtime, pair.id, pair.version) == PairStatus.PENDING
+        judge_now(bot, bot.pairs()[0], score=round_)
+        send(bot, sr.message_changed(answer, text))
+        [pair] = bot.pairs()
+        if round_ < 2:
+            assert (pair.status, pair.answer_text, pair.rejudges) == (PairStatus.SETTLING, text, round_ + 1)
+    # The third edit finds the answer re-judged twice already: it stays as judged.
+    assert (pair.status, pair.answer_text, pair.rejudges) == (PairStatus.JUDGED, texts[1], 2)
+    with bot.runtime.db.session() as session:
+        versions = session.execute(select(Judgment.pair_version).order_by(Judgment.pair_version)).scalars().all()
+        assert versions == [1, 2, 3]  # the history stays
+        current = session.execute(select(Judgment.score).where(is_current())).scalars().all()
+        assert current == [2]
+        assert stored_judges(session, pair.id, 2) and list(stored_judges(session, pair.id, 4)) == []
+        rows = list(export_rows(session))
+        assert [(row["pair_version"], row["current"]) for row in rows] == [(1, False), (2, False), (3, True)]
+
+
+def test_root_bookkeeping_does_not_reopen_a_judged_answer(make_bot) -> None:
+    bot = make_bot()
+    q = sr.human_message(C, sr.next_ts(), "Status of the outage?")
+    answer = sr.bot_message(C, sr.next_ts(), "All systems are up.")  # top-level: the root of a later thread
+    send(bot, q)
+    send(bot, answer)
+    [pair] = bot.pairs()
+    assert settle(bot.runtime, pair.id, pair.version) == PairStatus.PENDING
+    judge_now(bot, pair, score=4)
+    reply = sr.human_message(C, sr.next_ts(), "thanks", thread_ts=answer["ts"])
+    send(bot, reply)
+    send(bot, ss.root_bookkeeping(answer, reply["ts"], ["U_ASKER"], sr.next_ts()))
+    [pair] = bot.pairs()
+    assert (pair.status, pair.version, pair.rejudges) == (PairStatus.JUDGED, 1, 0)
+
+
+def _follow_up(bot: ServedBot) -> Pair:
+    root = sr.human_message(C, sr.next_ts(), "How do I export my data?")
+    first = sr.bot_message(C, sr.next_ts(), "Use Settings > Export on the web.", thread_ts=root["ts"])
+    follow_up = sr.human_message(C, sr.next_ts(), "And on <@U_ASKER>'s Android?", thread_ts=root["ts"])
+    second = sr.bot_message(C, sr.next_ts(), "Tap Menu > Export.", thread_ts=root["ts"])
+    for event in (root, first, follow_up, second):
+        send(bot, event)
+    for pair in bot.pairs():
+        settle(bot.runtime, pair.id, pair.version)
+    [_, pair] = bot.pairs()
+    return pair
+
+
+def test_a_follow_up_settles_with_the_earlier_turns(make_bot) -> None:
+    pair = _follow_up(make_bot())
+    assert pair.question_text == "And on @ana's Android?"
+    assert pair.context_text == "[customer] How do I export my data?\n[bot] Use Settings > Export on the web."
+    [first] = [p for p in make_bot().pairs() if p.id != pair.id]
+    assert first.context_text is None
+
+
+def test_no_earlier_turns_when_turned_off(make_bot) -> None:
+    pair = _follow_up(make_bot(context_turns=0))
+    assert (pair.status, pair.context_text) == (PairStatus.PENDING, None)
