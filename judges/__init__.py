@@ -10,7 +10,7 @@ No Slack, no Celery, nothing else of relmon's: usable from a notebook.
 from __future__ import annotations
 
 from judges.base import Judge
-from judges.client import LLMClient, LLMRequestError
+from judges.client import LLMClient, LLMRequestError, Sampling
 from judges.correctness import CorrectnessJudge
 from judges.grounded import GroundedJudge
 from judges.relevancy import RelevancyJudge
@@ -35,6 +35,7 @@ __all__ = [
     "LLMClient",
     "LLMRequestError",
     "RelevancyJudge",
+    "Sampling",
     "TransientLLMError",
     "Verdict",
     "get_judge",

@@ -14,7 +14,7 @@ from typing import ClassVar
 
 from pydantic import BaseModel
 
-from judges.client import LLMClient, LLMReply, LLMRequestError
+from judges.client import LLMClient, LLMReply, LLMRequestError, Sampling
 from judges.parsing import UnparseableReply
 from judges.prompts import SYSTEM_MESSAGE, PromptTemplate, PromptTooSmall
 from judges.verdict import Verdict
@@ -84,9 +84,20 @@ class Judge:
             {"role": "user", "content": self.render(question, answer, reference, max_chars)},
         ]
 
-    def evaluate(self, client: LLMClient, question: str, answer: str, reference: str | None = None) -> Verdict:
+    def evaluate(
+        self,
+        client: LLMClient,
+        question: str,
+        answer: str,
+        reference: str | None = None,
+        *,
+        sampling: Sampling | None = None,
+    ) -> Verdict:
         """Judge one answer. Returns a Verdict (status ok, null, error or empty); raises TransientLLMError when
-        the LLM stayed unreachable or overloaded after the client's retries."""
+        the LLM stayed unreachable or overloaded after the client's retries. `sampling` other than the default
+        (a second opinion) asks the LLM afresh: the verdict cache is neither read nor filled."""
+        sampling = sampling or Sampling()
+        model = sampling.model or client.model
         if not answer or not answer.strip():
             return self._verdict(status="empty", error="nothing to judge: the answer is empty")
         if self.needs_reference and not (reference and reference.strip()):
@@ -94,20 +105,20 @@ class Judge:
                 status="error",
                 error=f"the {self.name} judge needs a reference answer to compare with (--reference)",
             )
-        key = self.cache_key(client.model, question, answer, reference)
-        known = self.from_cache(client, key)
+        key = self.cache_key(model, question, answer, reference)
+        known = self.from_cache(client, key) if sampling.is_default else None
         if known is not None:
             return known
         try:
             messages = self.messages(question, answer, reference, client.max_prompt_chars)
         except PromptTooSmall as exc:
-            return self._verdict(status="error", model=client.model, error=str(exc))
+            return self._verdict(status="error", model=model, error=str(exc))
         try:
-            reply = client.complete(messages, self.output_model)
+            reply = client.complete(messages, self.output_model, sampling=sampling)
         except LLMRequestError as exc:
-            return self._verdict(status="error", model=client.model, error=str(exc))
+            return self._verdict(status="error", model=model, error=str(exc))
         verdict = self.verdict_of(reply)
-        if verdict.status in ("ok", "null"):
+        if verdict.status in ("ok", "null") and sampling.is_default:
             client.cache.put(key, verdict)
         return verdict
 

@@ -47,6 +47,20 @@ class LLMReply:
     cached_tokens: int | None = None  # of prompt_tokens, read from the provider's prompt cache
 
 
+@dataclass(frozen=True)
+class Sampling:
+    """How one call samples: the default is the judges' own (temperature 0, no seed, the client's model). A
+    second opinion asks again differently: another seed, a higher temperature, perhaps another model."""
+
+    temperature: float = 0.0
+    seed: int | None = None
+    model: str | None = None  # None: the client's model
+
+    @property
+    def is_default(self) -> bool:
+        return self == Sampling()
+
+
 class VerdictCache:
     """A thread-safe LRU of verdicts keyed by `Judge.cache_key`."""
 
@@ -111,19 +125,24 @@ class LLMClient:
         self.base_url = str(self._openai.base_url).rstrip("/")
 
     def complete(
-        self, messages: Sequence[Mapping[str, str]] | str, response_format: type[BaseModel] | None = None
+        self,
+        messages: Sequence[Mapping[str, str]] | str,
+        response_format: type[BaseModel] | None = None,
+        *,
+        sampling: Sampling | None = None,
     ) -> LLMReply:
-        """One chat completion at temperature 0 of `messages` (a plain string is one user message): structured
-        output with `response_format` when the provider accepts it, plain text otherwise. Raises
-        TransientLLMError or LLMRequestError."""
+        """One chat completion of `messages` (a plain string is one user message), at temperature 0 with the
+        client's model unless `sampling` says otherwise: structured output with `response_format` when the
+        provider accepts it, plain text otherwise. Raises TransientLLMError or LLMRequestError."""
         started = time.perf_counter()
+        sampling = sampling or Sampling()
         if isinstance(messages, str):
             messages = [{"role": "user", "content": messages}]
         messages = [dict(message) for message in messages]
         completion = None
         if response_format is not None and self.structured_outputs:
             try:
-                completion = self._call(messages, _response_format_for(response_format))
+                completion = self._call(messages, _response_format_for(response_format), sampling)
             except openai.APIStatusError as exc:
                 if not _rejects_response_format(exc):
                     raise self._translate(exc) from exc
@@ -132,10 +151,10 @@ class LLMClient:
                 raise self._translate(exc) from exc
         if completion is None:
             try:
-                completion = self._call(messages, None)
+                completion = self._call(messages, None, sampling)
             except openai.APIError as exc:
                 raise self._translate(exc) from exc
-        return self.reply_of(completion, (time.perf_counter() - started) * 1000)
+        return self.reply_of(completion, (time.perf_counter() - started) * 1000, asked=sampling.model)
 
     @property
     def sdk(self) -> openai.OpenAI:
@@ -149,8 +168,9 @@ class LLMClient:
             body["response_format"] = _response_format_for(response_format)
         return body
 
-    def reply_of(self, completion: object, latency_ms: float) -> LLMReply:
-        """A chat completion's JSON as a reply (raises LLMRequestError when it holds no usable choice)."""
+    def reply_of(self, completion: object, latency_ms: float, *, asked: str | None = None) -> LLMReply:
+        """A chat completion's JSON as a reply (raises LLMRequestError when it holds no usable choice). A reply
+        that names no model is credited to the model `asked` (the client's by default)."""
         choices = completion.get("choices") if isinstance(completion, dict) else None
         if not choices or not isinstance(choices[0], dict) or not isinstance(choices[0].get("message"), dict):
             raise LLMRequestError("the LLM endpoint answered without any choice")
@@ -161,20 +181,22 @@ class LLMClient:
         content = message.get("content")
         return LLMReply(
             text=content if isinstance(content, str) else "",
-            model=completion.get("model") or self.model,
+            model=completion.get("model") or asked or self.model,
             prompt_tokens=usage.get("prompt_tokens"),
             completion_tokens=usage.get("completion_tokens"),
             latency_ms=latency_ms,
             cached_tokens=cached_tokens(usage),
         )
 
-    def _call(self, messages: list[dict], response_format: dict | None) -> dict:
+    def _call(self, messages: list[dict], response_format: dict | None, sampling: Sampling) -> dict:
         """The completion as the JSON the endpoint sent. The SDK still sends the request (auth, base URL,
         timeout), retries when asked and raises its errors; we post the body through its documented low-level
         `post` (the SDK README's "undocumented endpoints") because its typed `chat.completions.create` costs
         more CPU than the rest of a judgment: it walks the request, the large JSON schema included, through its
         type transforms on every call, then builds response objects we read three fields of."""
-        body: dict = {"model": self.model, "messages": messages, "temperature": 0}
+        body: dict = {"model": sampling.model or self.model, "messages": messages, "temperature": sampling.temperature}
+        if sampling.seed is not None:
+            body["seed"] = sampling.seed
         if response_format is not None:
             body["response_format"] = response_format
         content = self._openai.post("/chat/completions", body=body, cast_to=bytes)

@@ -135,6 +135,37 @@ class Judgment(Base):
     # Judged through the provider's Batch API (billed at half price).
     batch: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    # The second opinion on a low score, stored once: confirmed | disputed | unconfirmed (None: not asked).
+    confirmation_status: Mapped[str | None] = mapped_column(String(12))
+    confirmation_score: Mapped[float | None] = mapped_column(Float)
+    confirmation_reasoning: Mapped[str | None] = mapped_column(Text)
+    confirmation_model: Mapped[str | None] = mapped_column(String(200))
+    confirmation_error: Mapped[str | None] = mapped_column(Text)
+
+
+class ConfirmationStatus:
+    CONFIRMED = "confirmed"  # the second opinion is low too: the alert stands
+    DISPUTED = "disputed"  # the second opinion is not low: no alert
+    UNCONFIRMED = "unconfirmed"  # no second opinion could be had (LLM down, budget spent): no alert
+
+
+class CanaryRun(Base):
+    """One re-judging of the labelled canary set: how well the judge agrees with people, and which model answered."""
+
+    __tablename__ = "canary_runs"
+    __table_args__ = (Index("ix_canary_runs_created_at", "created_at"),)
+
+    id: Mapped[int] = mapped_column(IdType, primary_key=True, autoincrement=True)
+    judge: Mapped[str] = mapped_column(String(32))
+    configured_model: Mapped[str | None] = mapped_column(String(200))  # RELMON_JUDGE_MODEL
+    model: Mapped[str | None] = mapped_column(String(200))  # the model the API answered with
+    prompt_version: Mapped[str | None] = mapped_column(String(64))
+    examples: Mapped[int] = mapped_column(Integer, default=0)
+    scored: Mapped[int] = mapped_column(Integer, default=0)
+    exact_agreement: Mapped[float | None] = mapped_column(Float)
+    kappa: Mapped[float | None] = mapped_column(Float)
+    moved: Mapped[str | None] = mapped_column(String(200))  # why the judge moved (None: it did not)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
 class Alert(Base):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from functools import cached_property
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -158,6 +158,13 @@ class Settings(BaseSettings):
     alert_cap_per_hour: int = Field(10, ge=1, **_env("RELMON_ALERT_CAP_PER_HOUR"))
     # Alerts (low-score and degradation) one alert channel receives per hour from all its source channels together.
     alert_channel_cap_per_hour: int = Field(30, ge=1, **_env("RELMON_ALERT_CHANNEL_CAP_PER_HOUR"))
+    # A low score alerts only when a second opinion (another seed, temperature 0.7, or another model) is low too.
+    confirm: Literal["second_opinion", "off"] = Field("second_opinion", **_env("RELMON_CONFIRM"))
+    confirm_model: str | None = Field(None, **_env("RELMON_CONFIRM_MODEL"))
+
+    # The canary: a labelled set re-judged weekly; a kappa drop this large (or a new model) is "the judge moved".
+    canary_file: Path | None = Field(None, **_env("RELMON_CANARY_FILE"))
+    canary_drop: float = Field(0.15, gt=0, le=2, **_env("RELMON_CANARY_DROP"))
 
     # Digest
     digest_day: str = Field("mon", **_env("RELMON_DIGEST_DAY"))

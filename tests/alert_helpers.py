@@ -35,6 +35,8 @@ def make_settings(*, redis_url: str, database_url: str, slack_api_url: str, **ov
         "monitored_bots": ["B_SUPPORT"],
         "alert_channel": ALERTS,
         "openai_api_key": "sk-test",
+        # Alerts on the first verdict: the tests of the second opinion turn it on with a fake LLM.
+        "confirm": "off",
     }
     values.update(overrides)
     return Settings(_env_file=None, **values)

@@ -11,12 +11,17 @@ over HTTP (point `base_url` / OPENAI_BASE_URL at `.base_url`).
   which judge asks, then the text after "### RESPONSE:"
   (relevancy), "ASSISTANT'S ANSWER:" (correctness) or "Answer 2:" (grounded) scores lowest if it contains
   "offtopic", middling if it contains "partial", highest otherwise; a grounded answer that starts with
-  "No document seems to precisely answer your question" is graded null.
+  "No document seems to precisely answer your question" is graded null. A second opinion (a request sampled
+  at a temperature above 0) grades the same, except that an answer containing "wobbly" scores lowest at
+  temperature 0 and highest when sampled: the judge changes its mind.
 - Behaviour (in process with `set_behavior`, or `POST /_admin/behavior` with the same fields as JSON):
   latency, a seeded fault rate drawing from 429 (with Retry-After), 500, timeout (sleeps past the client's
   timeout) and garbage (200 with unreadable content), `fault_first` (the first N completions are faults whatever
   the rate), rejection of `response_format` (400), a fixed error
-  status for every call (`always_status`, e.g. 401), and a required API key.
+  status for every call (`always_status`, e.g. 401), the same for sampled calls only (`sampled_status`: the
+  second opinion's LLM is down), `sampled_disputes` (every sampled call grades highest), `served_model` (the
+  `model` the response names, as OpenAI answers "gpt-4o-mini-2024-07-18" for "gpt-4o-mini"), and a required
+  API key.
 - `GET /_admin/stats`: request count, counts per answered status, counts per fault served (a timeout fault's
   late 200 is counted both ways), and the total time spent answering completions (injected latency included;
   benches subtract it). `POST /_admin/reset` clears them. `.request_times` has when each completion arrived.
@@ -81,13 +86,20 @@ class Behavior:
     fault_first: int = 0  # the first N completions after this behaviour is set are faults, whatever fault_rate says
     always_status: int | None = None  # answer every completion with this error status (401, 403, 404, 400...)
     api_key: str | None = None  # when set, any other bearer token gets 401
+    sampled_status: int | None = None  # answer every sampled completion (temperature > 0) with this error status
+    sampled_disputes: bool = False  # every sampled completion grades highest
+    served_model: str | None = None  # the model the response names (default: the one asked for)
 
 
 # Default scoring ---------------------------------------------------------------------------------------------
 
 
-def _grade(text: str, low: int, middle: int, high: int) -> int:
+def _grade_text(text: str, low: int, middle: int, high: int, *, sampled: bool = False, disputes: bool = False) -> int:
     lowered = text.lower()
+    if sampled and (disputes or "wobbly" in lowered):
+        return high
+    if "wobbly" in lowered:
+        return low
     if "offtopic" in lowered:
         return low
     if "partial" in lowered:
@@ -130,9 +142,22 @@ def seed_kind(prompt: str) -> str | None:
     return min(found, key=found.__getitem__) if found else None
 
 
-def default_reply(body: dict) -> str:
+def is_sampled(body: dict) -> bool:
+    """A request sampled above temperature 0: a second opinion."""
+    try:
+        return float(body.get("temperature") or 0) > 0
+    except (TypeError, ValueError):
+        return False
+
+
+def default_reply(body: dict, *, disputes: bool = False) -> str:
     """A realistic judge reply graded from the answer text (see the module docstring)."""
     prompt = prompt_text(body)
+    sampled = is_sampled(body)
+
+    def _grade(text: str, low: int, middle: int, high: int) -> int:
+        return _grade_text(text, low, middle, high, sampled=sampled, disputes=disputes)
+
     structured = _json_schema(body) is not None
     kind = seed_kind(prompt)
     if kind == "relevancy":
@@ -372,6 +397,9 @@ class _Handler(BaseHTTPRequestHandler):
             return self._error(401, "Incorrect API key provided.", "invalid_request_error", "invalid_api_key")
         if behavior.always_status:
             return self._error(behavior.always_status, f"fake error {behavior.always_status}", "fake_error", None)
+        if behavior.sampled_status and is_sampled(body):
+            status = behavior.sampled_status
+            return self._error(status, f"fake error {status} (sampled call)", "fake_error", None)
         if behavior.reject_response_format and body.get("response_format") is not None:
             return self._error(
                 400,
@@ -410,12 +438,13 @@ def completion_for(state: _State, body: dict, content: str | None = None) -> dic
     """The chat completion the fake answers to `body` (online, or one line of a batch)."""
     with state.lock:
         custom = state.reply
+        behavior = state.behavior
     if content is None and custom is not None:
         content = custom(body)
     if content is None:
-        content = default_reply(body)
+        content = default_reply(body, disputes=behavior.sampled_disputes)
     prompt = prompt_text(body)
-    model = str(body.get("model") or "fake-judge")
+    model = behavior.served_model or str(body.get("model") or "fake-judge")
     cached = state.cached_tokens(model, prompt)
     return {
         "id": f"chatcmpl-fake{len(state.requests)}",
@@ -506,8 +535,14 @@ class FakeOpenAI(BackgroundServer):
         always_status: int | None = None,
         api_key: str | None = None,
         fault_first: int = 0,
+        sampled_status: int | None = None,
+        sampled_disputes: bool = False,
+        served_model: str | None = None,
     ) -> None:
         self._server.state.configure(
+            sampled_status=sampled_status,
+            sampled_disputes=sampled_disputes,
+            served_model=served_model,
             latency_ms=latency_ms,
             fault_rate=fault_rate,
             faults=tuple(faults),

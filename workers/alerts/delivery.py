@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import redis
@@ -27,7 +28,7 @@ from common.task_names import FLUSH_ALERT_SUMMARIES
 from common.telemetry.logs import event_fields
 from store import alerts as alert_store
 from store.models import Alert, Judgment, Pair
-from workers.alerts import planning, views
+from workers.alerts import confirmation, planning, views
 from workers.alerts.policy import Action, as_utc, plan
 
 log = logging.getLogger("relmon.alerts")
@@ -136,9 +137,10 @@ def schedule_summary_flush(runtime: Runtime) -> None:
         celery.signature(FLUSH_ALERT_SUMMARIES).apply_async(countdown=SUMMARY_DELAY_SECONDS)
 
 
-def consider(runtime: Runtime, judgment_id: int, now: datetime | None = None) -> str:
-    """Apply the alert policy to one new judgment: post a low-score alert, hold it for the hour's summary,
-    and check the channel's rolling mean for degradation. Idempotent."""
+def consider(runtime: Runtime, judgment_id: int, now: datetime | None = None, *, last_attempt: bool = False) -> str:
+    """Apply the alert policy to one new judgment: post a low-score alert (once a second opinion confirms it),
+    hold it for the hour's summary, and check the channel's rolling mean for degradation. Idempotent.
+    `last_attempt`: the task will not retry, so a second opinion the LLM cannot give now is given up on."""
     now = now or datetime.now(UTC)
     judged = planning.load(runtime, judgment_id)
     if judged is None:
@@ -150,6 +152,12 @@ def consider(runtime: Runtime, judgment_id: int, now: datetime | None = None) ->
         return "superseded"  # the answer was edited since: the newer judgment is the one alerted on
     policy = planning.channel_policy(runtime, judged.facts.channel_id)
     first = plan(judged.facts, policy, now=now)  # lock-free: is there anything to claim at all?
+    if judged.low_row is None and first.low.action is not Action.NONE:
+        # Low: confirm it before any claim (an LLM call, so outside every lock); the policy decides on both.
+        threshold = policy.thresholds.get(judged.facts.judge)
+        status = confirmation.confirm(runtime, judgment_id, threshold, last_attempt=last_attempt)
+        judged = replace(judged, facts=replace(judged.facts, confirmation=status))
+        first = plan(judged.facts, policy, now=now)
     if not planning.needs_locks(judged, policy, first):
         return f"{first.low.reason}; degradation: {first.degradation.reason}"
     link = None

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
+from store.models import ConfirmationStatus
+
 # Sources whose judgments may raise channel alerts; on-demand checks (/judge, the shortcut) answer privately.
 ALERTING_SOURCES = frozenset({"capture"})
 # The judge whose scale the degradation floor is written on (0–4).
@@ -42,6 +44,8 @@ class JudgmentFacts:
     score: float | None
     source: str = "capture"
     channel_id: str | None = None
+    # The second opinion on a low score (ConfirmationStatus), None when none is asked for (off, or not yet).
+    confirmation: str | None = None
 
 
 @dataclass(frozen=True)
@@ -86,6 +90,15 @@ def is_low(facts: JudgmentFacts, thresholds: Mapping[str, float]) -> bool:
     return threshold is not None and facts.score <= threshold
 
 
+def confirmation_outcome(status: str, score: float | None, threshold: float | None) -> str:
+    """What a second opinion says of a low first verdict: low too → confirmed; scored above the threshold →
+    disputed; no score to compare (an error, a null verdict, an unknown threshold) → unconfirmed. Only the
+    confirmed alert: a judge that cannot make up its mind twice alerts nobody."""
+    if status != "ok" or score is None or threshold is None:
+        return ConfirmationStatus.UNCONFIRMED
+    return ConfirmationStatus.CONFIRMED if score <= threshold else ConfirmationStatus.DISPUTED
+
+
 def decide_low_score(
     facts: JudgmentFacts,
     thresholds: Mapping[str, float],
@@ -109,6 +122,8 @@ def decide_low_score(
         return Decision(Action.NONE, "unknown_judge")
     if not is_low(facts, thresholds):
         return Decision(Action.NONE, "above_threshold")
+    if facts.confirmation in (ConfirmationStatus.DISPUTED, ConfirmationStatus.UNCONFIRMED):
+        return Decision(Action.NONE, facts.confirmation)
     if not alert_channel:
         return Decision(Action.NONE, "no_alert_channel")
     if alerts_this_hour >= cap_per_hour:

@@ -8,6 +8,7 @@ post-once protocol (`common.post_once`)."""
 from __future__ import annotations
 
 import logging
+from functools import partial
 
 from celery.exceptions import Reject
 
@@ -61,8 +62,11 @@ def _run(task, function, *args):
 
 @celery.task(name=CONSIDER_ALERT, bind=True, max_retries=MAX_RETRIES)
 def consider_alert(self, judgment_id: int) -> str:
-    """Apply the alert policy to one new judgment (`workers.alerts.delivery.consider`). Idempotent."""
-    return _run(self, consider, judgment_id)
+    """Apply the alert policy to one new judgment (`workers.alerts.delivery.consider`). Idempotent. A second
+    opinion the LLM cannot give is retried like any transient failure, up to RELMON_LLM_MAX_RETRIES times (at
+    most MAX_RETRIES): on the last attempt it is stored as unconfirmed and nobody is alerted."""
+    last_attempt = self.request.retries >= min(get_runtime().settings.llm_max_retries, MAX_RETRIES)
+    return _run(self, partial(consider, last_attempt=last_attempt), judgment_id)
 
 
 @celery.task(name=FLUSH_ALERT_SUMMARIES, bind=True, max_retries=MAX_RETRIES)

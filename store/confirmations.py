@@ -1,0 +1,89 @@
+"""The second opinion on a low score, stored on the judgment it confirms: written once (the first writer wins),
+so a retry or a twin task reads the stored one instead of asking the LLM again."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import select, update
+
+from store.judgments import Executor
+from store.models import Judgment, Pair
+
+
+@dataclass(frozen=True)
+class SecondOpinion:
+    status: str  # store.models.ConfirmationStatus
+    score: float | None = None
+    reasoning: str | None = None
+    model: str | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class ToConfirm:
+    """What a second opinion needs: the judgment, its pair's texts, and any second opinion already stored."""
+
+    judgment_id: int
+    pair_id: int
+    judge: str
+    question: str
+    answer: str
+    reference: str | None
+    stored: SecondOpinion | None
+
+
+def to_confirm(executor: Executor, judgment_id: int) -> ToConfirm | None:
+    row = executor.execute(
+        select(
+            Judgment.pair_id,
+            Judgment.judge,
+            Judgment.confirmation_status,
+            Judgment.confirmation_score,
+            Judgment.confirmation_reasoning,
+            Judgment.confirmation_model,
+            Judgment.confirmation_error,
+            Pair.question_text,
+            Pair.answer_text,
+            Pair.reference_text,
+        )
+        .join(Pair, Pair.id == Judgment.pair_id)
+        .where(Judgment.id == judgment_id)
+    ).first()
+    if row is None:
+        return None
+    stored = None
+    if row.confirmation_status is not None:
+        stored = SecondOpinion(
+            row.confirmation_status,
+            row.confirmation_score,
+            row.confirmation_reasoning,
+            row.confirmation_model,
+            row.confirmation_error,
+        )
+    return ToConfirm(
+        judgment_id,
+        row.pair_id,
+        row.judge,
+        row.question_text or "",
+        row.answer_text or "",
+        row.reference_text or None,
+        stored,
+    )
+
+
+def record(executor: Executor, judgment_id: int, opinion: SecondOpinion) -> SecondOpinion:
+    """Store the second opinion unless one is stored already; return the one that stands."""
+    executor.execute(
+        update(Judgment)
+        .where(Judgment.id == judgment_id, Judgment.confirmation_status.is_(None))
+        .values(
+            confirmation_status=opinion.status,
+            confirmation_score=opinion.score,
+            confirmation_reasoning=opinion.reasoning,
+            confirmation_model=opinion.model,
+            confirmation_error=opinion.error[:2000] if opinion.error else None,
+        )
+    )
+    found = to_confirm(executor, judgment_id)
+    return found.stored if found is not None and found.stored is not None else opinion

@@ -1,0 +1,150 @@
+"""The second opinion on a low score, in-process against FakeSlack, the fake LLM, real Redis and
+SQLite/PostgreSQL: a confirmed low score alerts once; a disputed one alerts nobody and is counted; a dead LLM on
+the second call leaves the first verdict stored and alerts nobody; RELMON_CONFIRM=off alerts on the first."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import select
+
+from judges import TransientLLMError
+from store.models import BudgetCharge, Judgment
+from tests.alert_helpers import ALERTS, add_judgment, alert_runtime, fake_slack, make_settings
+from tests.fakes.openai_server import FakeOpenAI
+from workers.alerts import confirmation, delivery
+from workers.tasks import slack as tasks
+
+LOW = "offtopic: our office is open 9 to 5."  # the fake grades it 0 at any temperature
+WOBBLY = "wobbly: our office is open 9 to 5."  # 0 at temperature 0, 4 when sampled
+
+
+@pytest.fixture
+def fake():
+    with fake_slack() as server:
+        yield server
+
+
+@pytest.fixture
+def llm():
+    with FakeOpenAI() as server:
+        yield server
+
+
+@pytest.fixture
+def make_runtime(db_url, redis_url, fake, llm):
+    def build(**overrides):
+        values = {"confirm": "second_opinion", "openai_base_url": llm.base_url, "judge_model": "fake-judge"}
+        settings = make_settings(
+            redis_url=redis_url, database_url=db_url, slack_api_url=fake.api_url, **{**values, **overrides}
+        )
+        return alert_runtime(settings)
+
+    return build
+
+
+def judgment(runtime, judgment_id: int) -> Judgment:
+    with runtime.db.session() as session:
+        row = session.get(Judgment, judgment_id)
+        session.expunge(row)
+        return row
+
+
+def charges(runtime) -> list[tuple[int, str]]:
+    with runtime.db.session() as session:
+        return sorted((row[0], row[1]) for row in session.execute(select(BudgetCharge.pair_id, BudgetCharge.judge)))
+
+
+def test_a_confirmed_low_score_alerts_once_and_asks_once(make_runtime, fake, llm):
+    with make_runtime() as runtime:
+        judgment_id = add_judgment(runtime, score=1, answer=LOW)
+        assert delivery.consider(runtime, judgment_id).startswith("posted")
+        assert delivery.consider(runtime, judgment_id).startswith("posted")  # a retry or redelivery
+        tasks.consider_alert(judgment_id)
+        assert len(fake.posted(ALERTS)) == 1
+        [request] = llm.requests  # the retries reused the stored second opinion
+        assert request["temperature"] == confirmation.SECOND_OPINION_TEMPERATURE
+        assert request["seed"] == confirmation.SECOND_OPINION_SEED
+        row = judgment(runtime, judgment_id)
+        assert (row.score, row.confirmation_status, row.confirmation_score) == (1, "confirmed", 0)
+        assert row.confirmation_reasoning and row.confirmation_model == "fake-judge"
+        pair_id = row.pair_id
+        assert charges(runtime) == [(pair_id, "relevancy:second")]  # charged to the daily budget, once
+
+
+def test_a_disputed_low_score_alerts_nobody(make_runtime, fake, llm):
+    with make_runtime() as runtime:
+        judgment_id = add_judgment(runtime, score=1, answer=WOBBLY)
+        assert delivery.consider(runtime, judgment_id).startswith("disputed")
+        assert delivery.consider(runtime, judgment_id).startswith("disputed")
+        assert fake.posted(ALERTS) == []
+        row = judgment(runtime, judgment_id)
+        assert (row.score, row.confirmation_status, row.confirmation_score) == (1, "disputed", 4)
+        assert len(llm.requests) == 1
+
+
+def test_a_dead_llm_on_the_second_call_keeps_the_first_verdict_and_alerts_nobody(make_runtime, fake, llm):
+    llm.set_behavior(sampled_status=500)
+    with make_runtime() as runtime:
+        judgment_id = add_judgment(runtime, score=1, answer=LOW)
+        with pytest.raises(TransientLLMError):  # the task retries with backoff
+            delivery.consider(runtime, judgment_id)
+        assert judgment(runtime, judgment_id).confirmation_status is None
+        assert delivery.consider(runtime, judgment_id, last_attempt=True).startswith("unconfirmed")
+        assert delivery.consider(runtime, judgment_id).startswith("unconfirmed")  # stored: not asked again
+        assert fake.posted(ALERTS) == []
+        row = judgment(runtime, judgment_id)
+        assert (row.status, row.score, row.confirmation_status) == ("ok", 1, "unconfirmed")
+        assert "second opinion" in row.confirmation_error
+        assert len(llm.requests) == 2
+        llm.set_behavior()  # the LLM is back: nothing changes, nobody is alerted late
+        tasks.consider_alert(judgment_id)
+        assert fake.posted(ALERTS) == [] and len(llm.requests) == 2
+
+
+def test_the_task_gives_up_after_the_llm_retries(make_runtime, fake, llm):
+    llm.set_behavior(sampled_status=503)
+    with make_runtime(llm_max_retries=0) as runtime:  # the first attempt is the last
+        judgment_id = add_judgment(runtime, score=1, answer=LOW)
+        assert tasks.consider_alert(judgment_id).startswith("unconfirmed")
+        assert fake.posted(ALERTS) == []
+
+
+def test_confirmation_off_alerts_on_the_first_verdict(make_runtime, fake, llm):
+    with make_runtime(confirm="off") as runtime:
+        judgment_id = add_judgment(runtime, score=1, answer=WOBBLY)
+        assert delivery.consider(runtime, judgment_id).startswith("posted")
+        assert len(fake.posted(ALERTS)) == 1
+        assert llm.requests == []
+        assert judgment(runtime, judgment_id).confirmation_status is None
+
+
+def test_only_low_scores_cost_a_second_call(make_runtime, fake, llm):
+    with make_runtime() as runtime:
+        for score in (3, 4):
+            delivery.consider(runtime, add_judgment(runtime, score=score, answer=LOW))
+        assert llm.requests == [] and fake.posted(ALERTS) == []
+
+
+def test_a_worker_lost_after_the_second_opinion_posts_once_without_asking_again(make_runtime, fake, llm):
+    with make_runtime() as runtime:
+        judgment_id = add_judgment(runtime, score=1, answer=LOW)
+        # The first worker stored the second opinion and died before claiming the alert.
+        assert confirmation.confirm(runtime, judgment_id, 2) == "confirmed"
+        assert delivery.consider(runtime, judgment_id).startswith("posted")  # the redelivery
+        assert len(fake.posted(ALERTS)) == 1 and len(llm.requests) == 1
+
+
+def test_the_confirm_model_answers_the_second_opinion(make_runtime, fake, llm):
+    with make_runtime(confirm_model="fake-judge-large") as runtime:
+        judgment_id = add_judgment(runtime, score=1, answer=LOW)
+        delivery.consider(runtime, judgment_id)
+        assert [request["model"] for request in llm.requests] == ["fake-judge-large"]
+        assert judgment(runtime, judgment_id).confirmation_model == "fake-judge-large"
+
+
+def test_a_spent_budget_leaves_the_low_score_unconfirmed(make_runtime, fake, llm):
+    with make_runtime(daily_budget=0) as runtime:
+        judgment_id = add_judgment(runtime, score=1, answer=LOW)
+        assert delivery.consider(runtime, judgment_id).startswith("unconfirmed")
+        assert fake.posted(ALERTS) == [] and llm.requests == []
+        assert judgment(runtime, judgment_id).confirmation_error == "daily budget spent"

@@ -1,0 +1,86 @@
+"""The second opinion on a low score: before a low score alerts, relmon judges the answer again (another seed,
+temperature 0.7, or RELMON_CONFIRM_MODEL) and the policy alerts only when that verdict is low too.
+
+A step of the alert path (`delivery.consider` calls `confirm` before it claims anything), so only low scores
+cost a second call. Idempotent: the second opinion is stored on the judgment once and a retry or a twin reads it
+back. Charged to the daily budget once per judgment (its own budget row, `<judge>:second`). A transient LLM
+failure is raised for the alert task's retry (with the one backoff); on its last attempt, or when the budget is
+spent, the second opinion is stored as unconfirmed: the first verdict stays as it was stored and nobody is
+alerted."""
+
+from __future__ import annotations
+
+import logging
+
+from common.runtime import Runtime
+from judges import Sampling, TransientLLMError, get_judge
+from store import confirmations
+from store.confirmations import SecondOpinion
+from store.models import ConfirmationStatus
+from workers import budget
+from workers.alerts.policy import confirmation_outcome
+
+log = logging.getLogger("relmon.alerts")
+
+MODE_OFF = "off"
+SECOND_OPINION_TEMPERATURE = 0.7
+SECOND_OPINION_SEED = 7  # first verdicts are asked with no seed at temperature 0
+
+
+def sampling(confirm_model: str | None) -> Sampling:
+    return Sampling(temperature=SECOND_OPINION_TEMPERATURE, seed=SECOND_OPINION_SEED, model=confirm_model)
+
+
+def budget_key(judge: str) -> str:
+    """The budget row of a second opinion: apart from the first verdict's (pair, judge) row."""
+    return f"{judge}:second"
+
+
+def confirm(runtime: Runtime, judgment_id: int, threshold: float | None, *, last_attempt: bool = False) -> str | None:
+    """The judgment's confirmation status, asking for a second opinion if none is stored; None when
+    confirmation is off. Raises TransientLLMError for a retry unless `last_attempt`."""
+    settings = runtime.settings
+    if settings.confirm == MODE_OFF:
+        return None
+    with runtime.db.autocommit() as connection:
+        wanted = confirmations.to_confirm(connection, judgment_id)
+    if wanted is None:
+        return None
+    if wanted.stored is not None:
+        return wanted.stored.status
+    opinion = _ask(runtime, wanted, threshold, last_attempt=last_attempt)
+    with runtime.db.session() as session:
+        stood = confirmations.record(session, judgment_id, opinion)
+    log.info(
+        "second opinion",
+        extra={"judgment_id": judgment_id, "confirmation": stood.status, "second_score": stood.score},
+    )
+    return stood.status
+
+
+def _ask(
+    runtime: Runtime, wanted: confirmations.ToConfirm, threshold: float | None, *, last_attempt: bool
+) -> SecondOpinion:
+    settings = runtime.settings
+    if not budget.charge(runtime.db, wanted.pair_id, budget_key(wanted.judge), settings.daily_budget):
+        return SecondOpinion(ConfirmationStatus.UNCONFIRMED, error="daily budget spent")
+    judge = get_judge(wanted.judge)
+    try:
+        verdict = judge.evaluate(
+            runtime.llm,
+            question=wanted.question,
+            answer=wanted.answer,
+            reference=wanted.reference,
+            sampling=sampling(settings.confirm_model),
+        )
+    except TransientLLMError as error:
+        if not last_attempt:
+            raise
+        return SecondOpinion(ConfirmationStatus.UNCONFIRMED, error=f"LLM unavailable for the second opinion: {error}")
+    return SecondOpinion(
+        confirmation_outcome(verdict.status, verdict.score, threshold),
+        verdict.score,
+        verdict.reasoning,
+        verdict.model,
+        verdict.error,
+    )
