@@ -16,8 +16,11 @@ from bot.membership import MembershipCache, Refusal
 from bot.replies import tell
 from common.messages.verdicts import StatsRow, error_message, stats_message
 from common.replies import Asker
+from common.reports.trust import Vote, precision
 from common.runtime import get_runtime
 from store.alerts import channel_stats
+from store.confirmations import disputed_counts
+from store.feedback import voted_scores
 
 log = logging.getLogger("relmon.commands")
 
@@ -77,8 +80,25 @@ def show_stats(client: WebClient, asker: Asker, membership: MembershipCache, *, 
         since = datetime.now(UTC) - timedelta(days=STATS_DAYS)
         with runtime.db.session() as session:
             stats = channel_stats(session, channel_id, since, dict(rule.thresholds))
+            voted = voted_scores(session, channel_id, since)
+            disputed = disputed_counts(session, channel_id, since)
+        votes = [
+            Vote(channel_id, judge, score, right > wrong) for judge, score, right, wrong in voted if right != wrong
+        ]
+        agreed = {found.judge: found for found in precision(votes) if found.channel_id == channel_id}
         rows = [
-            StatsRow(s.judge, s.judged, s.mean, s.low, rule.thresholds[s.judge], s.max_score, s.errors) for s in stats
+            StatsRow(
+                s.judge,
+                s.judged,
+                s.mean,
+                s.low,
+                rule.thresholds[s.judge],
+                s.max_score,
+                s.errors,
+                precision=agreed.get(s.judge),
+                disputed=disputed.get(s.judge, 0),
+            )
+            for s in stats
         ]
         tell(client, asker, stats_message(channel_id, rows, days=STATS_DAYS))
     except Refusal as refusal:

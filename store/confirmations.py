@@ -4,11 +4,12 @@ so a retry or a twin task reads the stored one instead of asking the LLM again."
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 
 from store.judgments import Executor
-from store.models import Judgment, Pair
+from store.models import ConfirmationStatus, Judgment, Pair
 
 
 @dataclass(frozen=True)
@@ -87,3 +88,18 @@ def record(executor: Executor, judgment_id: int, opinion: SecondOpinion) -> Seco
     )
     found = to_confirm(executor, judgment_id)
     return found.stored if found is not None and found.stored is not None else opinion
+
+
+def disputed_counts(executor: Executor, channel_id: str, since: datetime) -> dict[str, int]:
+    """Judge → low scores of the channel since `since` that a second opinion disputed."""
+    rows = executor.execute(
+        select(Judgment.judge, func.count())
+        .join(Pair, Pair.id == Judgment.pair_id)
+        .where(
+            Pair.channel_id == channel_id,
+            Judgment.created_at >= since,
+            Judgment.confirmation_status == ConfirmationStatus.DISPUTED,
+        )
+        .group_by(Judgment.judge)
+    )
+    return {judge: int(count) for judge, count in rows}

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from sqlalchemy import select
+from sqlalchemy import case, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from store.models import Feedback, Judgment
+from store.models import Feedback, Judgment, Pair
 
 
 def record_vote(session: Session, judgment_id: int, user_id: str, vote: str, now: datetime | None = None) -> bool:
@@ -35,3 +35,21 @@ def votes_for(session: Session, judgment_id: int) -> list[tuple[str, str]]:
         .order_by(Feedback.updated_at, Feedback.id)
     )
     return [(user_id, vote) for user_id, vote in rows]
+
+
+def voted_scores(session: Session, channel_id: str, since: datetime) -> list[tuple[str, float, int, int]]:
+    """(judge, score, right votes, wrong votes) of the channel's captured judgments people voted on since `since`."""
+    rows = session.execute(
+        select(
+            Judgment.judge,
+            Judgment.score,
+            func.sum(case((Feedback.vote == "right", 1), else_=0)),
+            func.sum(case((Feedback.vote == "wrong", 1), else_=0)),
+        )
+        .join(Feedback, Feedback.judgment_id == Judgment.id)
+        .join(Pair, Pair.id == Judgment.pair_id)
+        .where(Pair.channel_id == channel_id, Pair.source == "capture", Judgment.created_at >= since)
+        .where(Judgment.score.is_not(None))
+        .group_by(Judgment.id, Judgment.judge, Judgment.score)
+    )
+    return [(judge, float(score), int(right or 0), int(wrong or 0)) for judge, score, right, wrong in rows]

@@ -35,6 +35,10 @@ class JudgmentRow:
     batch: bool = False  # judged through the Batch API: half price
     votes_right: int = 0  # feedback buttons: "the judge was right"
     votes_wrong: int = 0
+    model: str | None = None  # the model that answered
+    prompt_version: str | None = None
+    confirmation_status: str | None = None  # the second opinion on a low score, if one was asked for
+    confirmation_score: float | None = None
 
 
 @dataclass(frozen=True)
@@ -111,6 +115,10 @@ def pair_rows(session: Session, start: datetime, end: datetime) -> list[PairRow]
                     batch=bool(judgment.batch),
                     votes_right=int(right or 0),
                     votes_wrong=int(wrong or 0),
+                    model=judgment.model,
+                    prompt_version=judgment.prompt_version,
+                    confirmation_status=judgment.confirmation_status,
+                    confirmation_score=judgment.confirmation_score,
                 )
             )
     return [

@@ -11,6 +11,7 @@ from zoneinfo import ZoneInfo
 
 from common.messages import blocks as block_kit
 from common.messages.blocks import escape
+from common.messages.trust import precision_text, trust_lines
 from common.reports.stats import Change, ChannelStats, JudgeStats, Prices, Report, WorstAnswer
 
 MAX_BLOCKS = block_kit.MAX_BLOCKS  # Slack's limit per message
@@ -187,6 +188,10 @@ def _channel_section(report: Report, stats: ChannelStats, links: Links, quotes: 
         extras.append(f"{stats.errors} judge error{'s' if stats.errors != 1 else ''}")
     if stats.votes_right + stats.votes_wrong:
         extras.append(f"agreement {pct(stats.agreement)}")
+    for name in stats.judges:
+        found = report.trust.precision_of(stats.channel_id, name)
+        if found is not None and found.voted:
+            extras.append(f"{name} alerts: {precision_text(found)}")
     if stats.tokens.total:
         extras.append(_short_usage(stats))
     if extras:
@@ -260,6 +265,11 @@ def digest_message(
         )
         return {"text": f"{title}: no answers captured", "blocks": blocks}
     blocks.append({"type": "section", "fields": _overall_fields(report)})
+    trust = trust_lines(report.trust, list(report.overall.judges))
+    tail = []
+    if trust:
+        text = _fit("*Can the alerts be trusted?*\n" + "\n".join(trust))
+        tail.append({"type": "section", "text": {"type": "mrkdwn", "text": text}})
     if chart_in_thread:
         chart = f":chart_with_upwards_trend: The chart (daily mean {report.primary_judge}, answers per day and the "
         chart += "week's score distribution) is in this message's thread."
@@ -267,15 +277,15 @@ def digest_message(
     footer = "Changes are against the 7 days before. Shares count scores at or below each channel's alert threshold."
     if prices is not None:
         footer += " " + price_line(prices)
-    closing = {"type": "context", "elements": [{"type": "mrkdwn", "text": footer}]}
+    tail.append({"type": "context", "elements": [{"type": "mrkdwn", "text": footer}]})
     blocks += _within_budget(
         report,
         links,
         quotes,
-        budget=block_kit.MAX_MESSAGE_TEXT - block_kit.text_length([*blocks, closing]),
-        room=MAX_BLOCKS - len(blocks) - 1,
+        budget=block_kit.MAX_MESSAGE_TEXT - block_kit.text_length([*blocks, *tail]),
+        room=MAX_BLOCKS - len(blocks) - len(tail),
     )
-    blocks.append(closing)
+    blocks += tail
     assert len(blocks) <= MAX_BLOCKS
     overall = report.overall
     main = overall.judge(report.primary_judge)
@@ -308,6 +318,9 @@ def digest_text(report: Report, links: Links, quotes: Quotes, prices: Prices | N
 
     out.append("== All channels ==")
     out += block(report.overall)
+    trust = trust_lines(report.trust, list(report.overall.judges), slack=False)
+    if trust:
+        out += ["", "== Can the alerts be trusted? ==", *trust]
     for stats in report.channels:
         out += ["", f"== {channel_ref(stats.channel_id, slack=False)} =="]
         out += block(stats)

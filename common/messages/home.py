@@ -7,6 +7,7 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from common.messages.digest import channel_ref, judge_line, pct
+from common.messages.trust import precision_text
 from common.reports.stats import ChannelStats, Report
 from store.rules import EffectiveRule
 from store.settings import Settings
@@ -17,10 +18,13 @@ DAY_NAMES = {"mon": "Monday", "tue": "Tuesday", "wed": "Wednesday", "thu": "Thur
 DAY_NAMES |= {"sat": "Saturday", "sun": "Sunday"}
 
 
-def _figures(stats: ChannelStats) -> str:
+def _figures(stats: ChannelStats, report: Report | None = None) -> str:
     parts = [f"{stats.judged} judged of {stats.seen}"]
     for name, judge in stats.judges.items():
         parts.append(f"{name} {judge_line(judge)}")
+        found = report.trust.precision_of(stats.channel_id, name) if report is not None else None
+        if found is not None and found.voted:
+            parts.append(f"{name} alerts: {precision_text(found)}")
     parts.append(f"{stats.errors} error{'s' if stats.errors != 1 else ''}")
     return " · ".join(parts)
 
@@ -60,7 +64,15 @@ def settings_fields(settings: Settings, default: EffectiveRule) -> list[dict]:
             "text": f"*Weekly digest*\n{day}s {settings.digest_hour:02d}:00 {settings.digest_timezone}{digest_to}",
         },
         {"type": "mrkdwn", "text": f"*Retention*\n{settings.retention_days} days"},
+        {"type": "mrkdwn", "text": f"*Low scores confirmed*\n{confirm_text(settings)}"},
     ]
+
+
+def confirm_text(settings: Settings) -> str:
+    if settings.confirm == "off":
+        return "no: alerts on the first verdict"
+    model = f" by `{settings.confirm_model}`" if settings.confirm_model else ""
+    return f"by a second opinion{model} before alerting"
 
 
 def hidden_note(count: int) -> str:
@@ -94,7 +106,7 @@ def home_view(
                 }
             ],
         },
-        {"type": "section", "text": {"type": "mrkdwn", "text": f"*{overall}*\n{_figures(report.overall)}"}},
+        {"type": "section", "text": {"type": "mrkdwn", "text": f"*{overall}*\n{_figures(report.overall, report)}"}},
     ]
     if hidden_private:
         blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": hidden_note(hidden_private)}]})
@@ -106,7 +118,7 @@ def home_view(
     if not shown:
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": "No answers captured yet."}})
     for stats in shown:
-        text = f"*{channel_ref(stats.channel_id)}*\n{_figures(stats)}"
+        text = f"*{channel_ref(stats.channel_id)}*\n{_figures(stats, report)}"
         rule = channel_rules.get(stats.channel_id or "")
         changed = _rule_text(rule, default_rule) if rule is not None else ""
         if changed:

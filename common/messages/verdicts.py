@@ -20,6 +20,8 @@ from common.messages.blocks import (
     section,
     shorten,
 )
+from common.messages.trust import precision_text
+from common.reports.trust import Precision
 
 # Errors a person may see: one short sentence each, "what happened: what to do" (tests check the action).
 ERRORS = {
@@ -110,6 +112,8 @@ class StatsRow:
     threshold: float
     max_score: float | None
     errors: int = 0
+    precision: Precision | None = None  # of the alerts people voted on
+    disputed: int = 0  # low scores a second opinion disputed (not alerted)
 
 
 def stats_message(channel_id: str, rows: Sequence[StatsRow], *, days: int = 7) -> dict:
@@ -127,6 +131,10 @@ def stats_message(channel_id: str, rows: Sequence[StatsRow], *, days: int = 7) -
         )
         if row.errors:
             line += f" · {row.errors} could not be judged"
+        if row.precision is not None and row.precision.voted:
+            line += f" · {precision_text(row.precision)}"
+        if row.disputed:
+            line += f" · {row.disputed} low score{'s' if row.disputed != 1 else ''} disputed by a second opinion"
         lines.append(line)
     if not lines:
         text = f"No answers judged in {channel_mention(channel_id)} in the last {days} days."

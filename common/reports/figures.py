@@ -7,7 +7,10 @@ from collections.abc import Callable
 
 from common.reports.period import Period
 from common.reports.stats import Prices, Report, build_report
+from common.reports.trust import CanaryPoint
 from common.runtime import Runtime
+from store.canary import recent_runs
+from store.models import as_utc
 from store.stats_queries import pair_rows
 
 
@@ -37,6 +40,8 @@ def report_from(
 ) -> Report:
     """The report of the watched channels; `may_see` leaves out channels a viewer may not see (the App Home)."""
     settings, rules = runtime.settings, runtime.rules
+    with runtime.db.session() as session:
+        runs = recent_runs(session, before=period.end)
     return build_report(
         period,
         current,
@@ -45,4 +50,12 @@ def report_from(
         prices_for(runtime),
         channels=set(settings.watched_channels) | set(rules.channels),
         is_watched=lambda channel: rules.for_channel(channel, settings).watch and may_see(channel),
+        canary_runs=[canary_point(run) for run in runs],
+    )
+
+
+def canary_point(run) -> CanaryPoint:
+    """A stored canary run (`store.models.CanaryRun`) as the reports see it."""
+    return CanaryPoint(
+        as_utc(run.created_at), run.judge, run.model, run.prompt_version, run.kappa, run.exact_agreement, run.moved
     )

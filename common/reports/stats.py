@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from common.reports.period import Period, day_slices
+from common.reports.trust import CanaryPoint, Trust, trust_report
 from store.models import JudgmentStatus, PairStatus
 from store.stats_queries import JudgmentRow, PairRow
 
@@ -143,8 +144,12 @@ class Report:
     daily: list[DailyPoint]
     primary_judge: str
     thresholds: dict[str | None, dict[str, float]] = field(default_factory=dict)
+    trust: Trust = field(default_factory=Trust)
 
     def change(self, stats: ChannelStats, judge: str) -> Change:
+        """Against the week before, only when the same judge model and prompt scored both weeks."""
+        if not self.trust.comparable(judge):
+            return Change(mean=None, share_low=None)
         previous = self.previous_overall if stats.channel_id is None else self.previous_channels.get(stats.channel_id)
         return compare(stats.judge(judge), previous.judge(judge) if previous else None)
 
@@ -354,6 +359,7 @@ def build_report(
     channels: Iterable[str] = (),
     is_watched: Callable[[str], bool] = lambda _channel: True,
     worst: int = 3,
+    canary_runs: Sequence[CanaryPoint] = (),
 ) -> Report:
     """The whole digest: overall and per channel, this week and the one before, and the daily series.
 
@@ -380,4 +386,5 @@ def build_report(
         daily=daily_series(current, period, main),
         primary_judge=main,
         thresholds={channel: dict(thresholds_for(channel)) for channel in [None, *channel_ids]},
+        trust=trust_report(captured(current), captured(previous), judges, thresholds_for, SCALES, canary_runs),
     )

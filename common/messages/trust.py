@@ -1,0 +1,76 @@
+"""How the trust figures read (digest, App Home, `/judge stats`): pure text from `common.reports.trust`."""
+
+from __future__ import annotations
+
+from common.reports.trust import CanaryFigures, Precision, Suggestion, Trust
+
+
+def _pct(share: float) -> str:
+    return f"{share * 100:.0f}%"
+
+
+def precision_text(found: Precision | None) -> str:
+    """`8 of 10 alerts agreed with (80%, 90% interval 55–93%)`."""
+    if found is None or found.voted == 0:
+        return "no votes on alerts yet"
+    interval = found.interval
+    spread = f", 90% interval {_pct(interval.low)}–{_pct(interval.high)}" if interval else ""
+    noun = "alert" if found.voted == 1 else "alerts"
+    return f"{found.agreed} of {found.voted} voted {noun} agreed with ({_pct(found.share or 0)}{spread})"
+
+
+def suggestion_text(found: Suggestion, *, slack: bool = True) -> str:
+    where = (
+        "all channels" if found.channel_id is None else (f"<#{found.channel_id}>" if slack else f"#{found.channel_id}")
+    )
+    return (
+        f"{found.judge} in {where}: an alert threshold of ≤ {found.threshold:g} instead of ≤ {found.current:g} "
+        f"would have been {_pct(found.precision_then)} precise instead of {_pct(found.precision_now)} "
+        f"on {found.votes} votes, missing none of the answers people marked bad"
+    )
+
+
+def canary_text(figures: CanaryFigures | None) -> str | None:
+    if figures is None:
+        return None
+    latest = figures.latest
+    kappa = "no kappa" if latest.kappa is None else f"κ {latest.kappa:.2f}"
+    change = figures.kappa_change
+    if change is not None:
+        kappa += f" ({'+' if change >= 0 else '−'}{abs(change):.2f})"
+    exact = "" if latest.exact_agreement is None else f", exact agreement {_pct(latest.exact_agreement)}"
+    text = f"Canary ({latest.judge}, model `{latest.model or '?'}`): {kappa}{exact}"
+    if latest.moved:
+        text += f" · :warning: the judge moved: {latest.moved}"
+    return text
+
+
+def second_opinion_text(trust: Trust, *, slack: bool = True, shown: int = 3) -> str | None:
+    """`2 low scores disputed by the second opinion (1 → 4, 0 → 3) · 5 confirmed · 1 unconfirmed`."""
+    if not (trust.disputed or trust.confirmed or trust.unconfirmed):
+        return None
+    parts = []
+    disputed = len(trust.disputed)
+    scores = ", ".join(
+        f"{d.score:g} → {'?' if d.second_score is None else f'{d.second_score:g}'}" for d in trust.disputed[:shown]
+    )
+    parts.append(f"{disputed} low score{'s' if disputed != 1 else ''} disputed" + (f" ({scores})" if scores else ""))
+    parts.append(f"{trust.confirmed} confirmed")
+    if trust.unconfirmed:
+        parts.append(f"{trust.unconfirmed} unconfirmed (no second opinion: not alerted)")
+    return "Second opinions: " + " · ".join(parts)
+
+
+def trust_lines(trust: Trust, judges: list[str], *, slack: bool = True) -> list[str]:
+    """The digest's lines on the alerts and the judge, overall."""
+    voted = [(judge, trust.precision_of(None, judge)) for judge in judges]
+    lines = [f"Alert precision, {judge}: {precision_text(found)}" for judge, found in voted if found is not None]
+    second = second_opinion_text(trust, slack=slack)
+    if second:
+        lines.append(second)
+    lines += [f"Threshold: {suggestion_text(found, slack=slack)}" for found in trust.suggestions]
+    canary = canary_text(trust.canary)
+    if canary:
+        lines.append(canary)
+    lines += [f"Not compared with last week: {note}" for note in trust.notes]
+    return lines

@@ -1,0 +1,89 @@
+"""The trust figures: Wilson interval, alert precision, the threshold the votes suggest, like with like."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from common.messages.trust import precision_text
+from common.reports.trust import (
+    Vote,
+    like_with_like,
+    precision,
+    second_opinions,
+    suggest_threshold,
+    voted_alerts,
+    wilson,
+)
+from store.stats_queries import JudgmentRow, PairRow
+
+AT = datetime(2026, 12, 1, tzinfo=UTC)
+
+
+def test_wilson_interval_matches_the_textbook():
+    interval = wilson(8, 10)  # 90%, z = 1.645: 0.5408 – 0.9315
+    assert interval.low == pytest.approx(0.5408, abs=1e-3) and interval.high == pytest.approx(0.9315, abs=1e-3)
+    assert wilson(0, 0) is None
+    assert wilson(0, 5).low == 0.0 and wilson(5, 5).high == 1.0
+    assert wilson(5, 5).low == pytest.approx(0.6486, abs=1e-3)
+
+
+def test_precision_per_channel_and_judge():
+    votes = [Vote("C1", "relevancy", 1, True), Vote("C1", "relevancy", 2, False), Vote("C2", "relevancy", 0, True)]
+    found = {(p.channel_id, p.judge): (p.agreed, p.voted) for p in precision(votes)}
+    assert found == {(None, "relevancy"): (2, 3), ("C1", "relevancy"): (1, 2), ("C2", "relevancy"): (1, 1)}
+    overall = next(p for p in precision(votes) if p.channel_id is None)
+    assert precision_text(overall).startswith("2 of 3 voted alerts agreed with (67%, 90% interval")
+
+
+def row(pair_id, *judgments, channel="C1"):
+    return PairRow(pair_id, channel, AT, "judged", judgments=tuple(judgments))
+
+
+def test_ties_say_nothing_and_majorities_decide():
+    rows = [
+        row(1, JudgmentRow(1, "relevancy", "ok", 1, votes_right=2, votes_wrong=1)),
+        row(2, JudgmentRow(2, "relevancy", "ok", 1, votes_right=1, votes_wrong=1)),
+        row(3, JudgmentRow(3, "relevancy", "ok", 2, votes_wrong=1)),
+    ]
+    assert voted_alerts(rows) == [Vote("C1", "relevancy", 1, True), Vote("C1", "relevancy", 2, False)]
+
+
+def test_a_stricter_threshold_is_suggested_when_it_misses_no_bad_answer():
+    # Every alert at 2 was wrong; people agreed with those at 0 and 1.
+    pairs = [(2, False)] * 10 + [(1, True)] * 6 + [(0, True)] * 4
+    assert suggest_threshold(pairs, 2, 0) == (1.0, 1.0, 0.5)
+
+
+def test_no_suggestion_under_twenty_votes_or_when_it_would_miss_bad_answers():
+    assert suggest_threshold([(2, False)] * 10 + [(1, True)] * 9, 2, 0) is None  # 19 votes
+    # Stricter would drop answers people marked bad (agreed at 2): nothing to suggest.
+    assert suggest_threshold([(2, True)] * 5 + [(2, False)] * 5 + [(1, True)] * 10, 2, 0) is None
+    assert suggest_threshold([(1, True)] * 20, 2, 0) is None  # already as precise as it gets
+
+
+def test_like_with_like_compares_only_the_same_model_and_prompt():
+    def week(*versions):
+        return [
+            row(i, JudgmentRow(i, "relevancy", "ok", 3, model=m, prompt_version=p)) for i, (m, p) in enumerate(versions)
+        ]
+
+    same = like_with_like(week(("m1", "p1")), week(("m1", "p1")), "relevancy")
+    assert same.comparable and same.note is None
+    changed = like_with_like(week(("m1", "p1"), ("m2", "p1")), week(("m1", "p1")), "relevancy")
+    assert not changed.comparable and "model changed during the week" in changed.note
+    new_prompt = like_with_like(week(("m1", "p2")), week(("m1", "p1")), "relevancy")
+    assert not new_prompt.comparable and "prompt differs from last week's" in new_prompt.note
+    assert like_with_like(week(("m1", "p1")), [], "relevancy").comparable  # nothing to compare with
+
+
+def test_disputed_low_scores_are_counted_with_both_scores():
+    rows = [
+        row(1, JudgmentRow(1, "relevancy", "ok", 1, confirmation_status="disputed", confirmation_score=4)),
+        row(2, JudgmentRow(2, "relevancy", "ok", 0, confirmation_status="confirmed", confirmation_score=0)),
+        row(3, JudgmentRow(3, "relevancy", "ok", 1, confirmation_status="unconfirmed")),
+    ]
+    disputed, confirmed, unconfirmed = second_opinions(rows)
+    assert [(d.pair_id, d.score, d.second_score) for d in disputed] == [(1, 1, 4)]
+    assert (confirmed, unconfirmed) == (1, 1)
