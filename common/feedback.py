@@ -48,3 +48,14 @@ def describe(votes: Tally) -> str:
     right = f"{votes.right} {'says' if votes.right == 1 else 'say'} the judge was right"
     wrong = f"{votes.wrong} {'says' if votes.wrong == 1 else 'say'} it was wrong"
     return f"Feedback: {right} · {wrong}"
+
+
+def label_from_votes(score: float, right: int, wrong: int, threshold: float | None, max_score: int) -> int | None:
+    """A human label from the votes on an alert: people agreed → the judge's own score; they disagreed → the
+    lowest score that would not have alerted (the answer was fine, by how much nobody said); a tie or no
+    threshold → no label."""
+    if right == wrong or threshold is None:
+        return None
+    if right > wrong:
+        return int(score)
+    return min(int(threshold) + 1, max_score)

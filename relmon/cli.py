@@ -50,7 +50,10 @@ def build_parser() -> argparse.ArgumentParser:
     judge.add_argument("--json", action="store_true", help="print the verdict as JSON")
 
     evaluate = commands.add_parser("eval", help="measure a judge against human labels (JSONL)")
-    evaluate.add_argument("labels", help="JSONL file: question, answer, optional reference, human score")
+    evaluate.add_argument("labels", nargs="?", help="JSONL file: question, answer, optional reference, human score")
+    evaluate.add_argument(
+        "--from-feedback", action="store_true", help="use the votes on alerts as the labels (instead of a file)"
+    )
     evaluate.add_argument("--judge", "-j", default="relevancy", choices=["relevancy", "correctness", "grounded"])
     evaluate.add_argument("--threads", type=int, default=8, help="judgments in flight at once (default 8)")
     evaluate.add_argument("--worst", type=int, default=5, help="how many disagreements to list (default 5)")
@@ -59,6 +62,9 @@ def build_parser() -> argparse.ArgumentParser:
     digest = commands.add_parser("digest", help="send this week's digest now")
     digest.add_argument("--dry-run", action="store_true", help="print it here; touch neither Slack nor the database")
     digest.add_argument("--force", action="store_true", help="send another even if this week's was sent")
+
+    canary = commands.add_parser("canary", help="re-judge the labelled canary set now and store the run")
+    canary.add_argument("--no-post", action="store_true", help="do not post 'the judge moved' in the alert channel")
 
     export = commands.add_parser("export", help="write stored judgments with their pairs")
     export.add_argument("--format", choices=["jsonl", "csv"], default="jsonl")
@@ -145,6 +151,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         from relmon.backfill.command import run_backfill, run_import
 
         return run_backfill(args, settings) if args.command == "backfill" else run_import(args, settings)
+    if args.command == "canary":
+        from relmon.canary_cli import run_canary
+
+        return run_canary(args, settings)
     if args.command == "digest":
         from relmon.digest_cli import run_digest
 

@@ -8,13 +8,13 @@ import json
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
 from judges import LLMClient, TransientLLMError, Verdict, get_judge
 from judges.base import Judge
 from judges.context import format_turns, parse_turns, with_context
+from judges.labels import Label, LabelError, read_labels
 from judges.metrics import agreement
 from store.settings import WHERE_TO_GET, Settings
 
@@ -155,52 +155,37 @@ def run_judge(args: argparse.Namespace, settings: Settings) -> int:
 # relmon eval -------------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Label:
-    line: int
-    question: str
-    answer: str
-    reference: str | None
-    human: int | None  # None: the human says the answer cannot be graded (grounded judge's null)
-
-
 def load_labels(path: Path, judge: Judge) -> list[Label]:
     """Read a JSONL file of labelled answers; any malformed line is a UsageError naming the line."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+        return read_labels(path, judge)
+    except LabelError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def feedback_labels(settings: Settings, judge: Judge) -> list[Label]:
+    """The votes on alerts as labels (`common.feedback.label_from_votes`): the answers people voted on, scored
+    as the judge did when they agreed, just above the alert threshold when they did not."""
+    from common.feedback import label_from_votes
+    from store.db import Database
+    from store.feedback import voted_examples
+    from store.rules import ChannelRules
+
+    rules = ChannelRules.load(settings.channel_rules_file)
+    database = Database(settings.resolved_database_url)
+    try:
+        with database.session() as session:
+            examples = voted_examples(session, judge.name)
+    finally:
+        database.dispose()
     labels = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise UsageError(f"{path}:{number}: not JSON ({exc.msg})") from None
-        if not isinstance(item, dict):
-            raise UsageError(f"{path}:{number}: expected a JSON object")
-        question, answer = item.get("question"), item.get("answer")
-        if not isinstance(question, str) or not isinstance(answer, str):
-            raise UsageError(f"{path}:{number}: needs string fields question and answer")
-        key = "human_score" if "human_score" in item else "score" if "score" in item else None
-        if key is None:
-            raise UsageError(f"{path}:{number}: needs the human score (human_score or score)")
-        human = item[key]
-        if human is not None and (
-            isinstance(human, bool)
-            or not isinstance(human, int | float)
-            or human != int(human)
-            or not judge.min_score <= human <= judge.max_score
-        ):
-            raise UsageError(
-                f"{path}:{number}: {key} {human!r} is not an integer on the {judge.name} scale "
-                f"{judge.min_score}–{judge.max_score}"
-            )
-        reference = item.get("reference")
-        labels.append(Label(number, question, answer, reference, None if human is None else int(human)))
+    for number, example in enumerate(examples, start=1):
+        threshold = rules.for_channel(example.channel_id, settings).thresholds.get(judge.name)
+        human = label_from_votes(example.score, example.right, example.wrong, threshold, judge.max_score)
+        if human is not None:
+            labels.append(Label(number, example.question, example.answer, example.reference, human))
     if not labels:
-        raise UsageError(f"{path} has no labelled lines")
+        raise UsageError(f"no votes on {judge.name} alerts to use as labels yet")
     return labels
 
 
@@ -325,7 +310,12 @@ def run_eval(args: argparse.Namespace, settings: Settings) -> int:
     try:
         if args.threads < 1:
             raise UsageError("--threads must be at least 1")
-        labels = load_labels(Path(args.labels), judge)
+        if getattr(args, "from_feedback", False):
+            labels = feedback_labels(settings, judge)
+        elif args.labels:
+            labels = load_labels(Path(args.labels), judge)
+        else:
+            raise UsageError("give a labels file, or --from-feedback to use the votes on alerts")
         client = build_client(settings)
     except UsageError as exc:
         return _fail(str(exc), EXIT_USAGE)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from sqlalchemy import case, func, select
@@ -53,3 +54,38 @@ def voted_scores(session: Session, channel_id: str, since: datetime) -> list[tup
         .group_by(Judgment.id, Judgment.judge, Judgment.score)
     )
     return [(judge, float(score), int(right or 0), int(wrong or 0)) for judge, score, right, wrong in rows]
+
+
+@dataclass(frozen=True)
+class VotedExample:
+    channel_id: str | None
+    question: str
+    answer: str
+    reference: str | None
+    score: float
+    right: int
+    wrong: int
+
+
+def voted_examples(session: Session, judge: str) -> list[VotedExample]:
+    """Every scored judgment of this judge that people voted on, with its texts and its votes, oldest first."""
+    rows = session.execute(
+        select(
+            Pair.channel_id,
+            Pair.question_text,
+            Pair.answer_text,
+            Pair.reference_text,
+            Judgment.score,
+            func.sum(case((Feedback.vote == "right", 1), else_=0)),
+            func.sum(case((Feedback.vote == "wrong", 1), else_=0)),
+        )
+        .join(Feedback, Feedback.judgment_id == Judgment.id)
+        .join(Pair, Pair.id == Judgment.pair_id)
+        .where(Judgment.judge == judge, Judgment.score.is_not(None))
+        .group_by(Judgment.id, Pair.id)
+        .order_by(Judgment.id)
+    )
+    return [
+        VotedExample(channel, question or "", answer or "", reference or None, float(score), int(r or 0), int(w or 0))
+        for channel, question, answer, reference, score, r, w in rows
+    ]

@@ -39,6 +39,7 @@ def bot_settings(*, redis_url: str, database_url: str, slack_api_url: str, **ove
         "monitored_bots": ["B_SUPPORT"],
         "alert_channel": "C_ALERTS",
         "openai_api_key": "sk-test",
+        "confirm": "off",  # alerts on the first verdict: the second opinion has tests of its own
     }
     values.update(overrides)
     return Settings(_env_file=None, **values)

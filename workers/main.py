@@ -40,6 +40,7 @@ TASK_MODULES = (
     "workers.tasks.slack",
     "workers.tasks.digest",
     "workers.tasks.maintenance",
+    "workers.tasks.canary",
 )
 
 

@@ -70,6 +70,18 @@ def _sweeper_entries(settings: Settings) -> dict:
     return sweep_schedule(settings.sweep_after_seconds)
 
 
+WEEK_DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+
+
+def canary_slot(digest_day: str, digest_hour: int) -> dict:
+    """The hour before the digest's (the day before, for a digest at midnight)."""
+    if digest_hour > 0:
+        return {"hour": digest_hour - 1, "day_of_week": digest_day}
+    day = digest_day.lower()[:3]
+    before = WEEK_DAYS[(WEEK_DAYS.index(day) - 1) % 7] if day in WEEK_DAYS else digest_day
+    return {"hour": 23, "day_of_week": before}
+
+
 def beat_schedule(settings: Settings) -> dict:
     zone = settings.digest_timezone
     schedule = {
@@ -81,6 +93,14 @@ def beat_schedule(settings: Settings) -> dict:
             # The run keys its digest by the slot it was scheduled for, not by when it runs (see scheduled_key).
             "kwargs": {"scheduled": True},
             # A digest that could not start within a day is stale; the next week's will come.
+            "options": {"expires": 24 * 60 * 60},
+        },
+        # The canary is re-judged an hour before the digest, which shows its kappa and change.
+        "relmon-weekly-canary": {
+            "task": task_names.RUN_CANARY,
+            "schedule": zoned_crontab(
+                minute=0, timezone=zone, **canary_slot(settings.digest_day, settings.digest_hour)
+            ),
             "options": {"expires": 24 * 60 * 60},
         },
         "relmon-purge-old": {

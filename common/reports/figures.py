@@ -57,5 +57,12 @@ def report_from(
 def canary_point(run) -> CanaryPoint:
     """A stored canary run (`store.models.CanaryRun`) as the reports see it."""
     return CanaryPoint(
-        as_utc(run.created_at), run.judge, run.model, run.prompt_version, run.kappa, run.exact_agreement, run.moved
+        as_utc(run.created_at),
+        run.judge,
+        run.model,
+        run.prompt_version,
+        run.kappa,
+        run.exact_agreement,
+        run.moved,
+        run.configured_model,
     )

@@ -184,6 +184,7 @@ class CanaryPoint:
     kappa: float | None
     exact_agreement: float | None
     moved: str | None = None
+    configured_model: str | None = None
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,159 @@
+"""The canary: a labelled set of support answers re-judged weekly (before the digest) and on demand
+(`relmon canary`). Each run stores the model the API answered with, the prompt version, exact agreement and
+weighted kappa; when kappa fell by more than RELMON_CANARY_DROP since the last run, or another model answers
+under the configured name, relmon posts "the judge moved" in the alert channel, once per run (the one post-once
+protocol, keyed by the run)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from common.post_once import PostOnce, Receipts
+from common.reports.figures import canary_point
+from common.reports.trust import CanaryPoint
+from common.runtime import Runtime
+from judges import LLMClient, TransientLLMError, get_judge
+from judges.labels import SUPPORT_CANARY, read_labels
+from judges.metrics import agreement
+from store import canary as canary_store
+from store.models import CanaryRun
+
+log = logging.getLogger("relmon.canary")
+
+CANARY_JUDGE = "relevancy"
+CANARY_METADATA_EVENT = "relmon_canary"
+# A degradation alert says the judge moved when a canary run this recent said so.
+RECENT_CANARY = timedelta(days=7)
+
+
+def judge_moved(
+    previous: CanaryPoint | None, *, kappa: float | None, model: str | None, configured: str | None, drop: float
+) -> str | None:
+    """Why the judge moved since the previous run, or None: kappa fell by more than `drop`, or the API answered
+    with another model under the same configured name (a provider's silent upgrade)."""
+    if previous is None:
+        return None
+    reasons = []
+    if previous.model and model and previous.model != model and previous.configured_model == configured:
+        reasons.append(f"`{configured}` is now answered by `{model}` (was `{previous.model}`)")
+    if previous.kappa is not None and kappa is not None and previous.kappa - kappa > drop:
+        reasons.append(f"kappa fell from {previous.kappa:.2f} to {kappa:.2f}")
+    return "; ".join(reasons) or None
+
+
+def moved_text(run: CanaryRun) -> str:
+    return (
+        f":warning: *The judge moved.* The canary ({run.examples} labelled answers, {run.judge}) was re-judged: "
+        f"{run.moved}. Kappa {_num(run.kappa)}, exact agreement {_num(run.exact_agreement)}. Low scores and "
+        "degradation alerts this week may reflect the judge rather than the bot."
+    )
+
+
+def _num(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
+
+
+@dataclass(frozen=True)
+class Measured:
+    examples: int
+    scored: int
+    exact: float | None
+    kappa: float | None
+    model: str | None
+    prompt_version: str
+
+
+def measure(runtime: Runtime) -> Measured:
+    """Judge every labelled answer afresh (a client without a verdict cache; the SDK retries transient errors)."""
+    settings = runtime.settings
+    judge = get_judge(CANARY_JUDGE)
+    labels = read_labels(settings.canary_file or SUPPORT_CANARY, judge)
+    client = LLMClient(
+        model=settings.judge_model,
+        base_url=settings.openai_base_url,
+        api_key=settings.secret("openai_api_key"),
+        timeout=settings.llm_timeout_seconds,
+        max_retries=2,
+        max_prompt_chars=settings.max_prompt_chars,
+        cache_size=0,
+    )
+    human, judged, models = [], [], []
+    for label in labels:
+        try:
+            verdict = judge.evaluate(client, label.question, label.answer, label.reference)
+        except TransientLLMError:
+            continue
+        if verdict.model:
+            models.append(verdict.model)
+        if verdict.status == "ok" and verdict.score is not None and label.human is not None:
+            human.append(label.human)
+            judged.append(int(verdict.score))
+    scale = list(range(judge.min_score, judge.max_score + 1))
+    stats = agreement(human, judged, scale) if human else None
+    model = max(set(models), key=models.count) if models else None
+    return Measured(
+        len(labels),
+        len(human),
+        stats.exact if stats else None,
+        stats.kappa if stats else None,
+        model,
+        judge.prompt_version,
+    )
+
+
+def run(runtime: Runtime, now: datetime | None = None) -> int:
+    """Measure and store one run; returns its id."""
+    now = now or datetime.now(UTC)
+    settings = runtime.settings
+    measured = measure(runtime)
+    with runtime.db.session() as session:
+        previous = canary_store.recent_runs(session, limit=1)
+        before = canary_point(previous[0]) if previous else None
+        moved = judge_moved(
+            before,
+            kappa=measured.kappa,
+            model=measured.model,
+            configured=settings.judge_model,
+            drop=settings.canary_drop,
+        )
+        stored = canary_store.record_run(
+            session,
+            judge=CANARY_JUDGE,
+            configured_model=settings.judge_model,
+            model=measured.model,
+            prompt_version=measured.prompt_version,
+            examples=measured.examples,
+            scored=measured.scored,
+            exact_agreement=measured.exact,
+            kappa=measured.kappa,
+            moved=moved[:200] if moved else None,
+            created_at=now,
+        )
+        run_id = stored.id
+    log.info(
+        "canary run", extra={"canary_run": run_id, "kappa": measured.kappa, "model": measured.model, "moved": moved}
+    )
+    return run_id
+
+
+def announce(runtime: Runtime, run_id: int) -> str:
+    """Post "the judge moved" for this run once (a retry finds the receipt or the marked message)."""
+    channel = runtime.settings.alert_channel
+    with runtime.db.session() as session:
+        found = session.get(CanaryRun, run_id)
+        if found is None:
+            return "missing"
+        session.expunge(found)
+    if not found.moved:
+        return "steady"
+    if not channel:
+        log.warning("the judge moved; no alert channel to say so", extra={"canary_run": run_id})
+        return "no_alert_channel"
+    once = PostOnce(runtime.slack, Receipts(runtime.redis), f"canary:{run_id}", CANARY_METADATA_EVENT)
+    since = found.created_at if found.created_at.tzinfo else found.created_at.replace(tzinfo=UTC)
+    if once.earlier(channel, since - timedelta(minutes=1), look=once.attempted()) is not None:
+        return "posted"
+    once.post(channel, text=moved_text(found))
+    return "posted"
