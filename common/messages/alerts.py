@@ -181,6 +181,7 @@ class DegradationAlert:
     window_answers: int | None = None  # N
     window_minutes: int = 0  # M; 0: the time window is off
     min_answers: int = 0  # the time window's minimum sample
+    judge_note: str | None = None  # what the week's canary says: the judge moved, or held steady (the bot moved)
 
 
 def window_description(alert: DegradationAlert) -> str:
@@ -210,6 +211,8 @@ def degradation_alert(alert: DegradationAlert) -> dict:
         ),
         context(f"{slack_date(alert.at)} · floor {alert.floor:g} · window: {window_description(alert)}"),
     ]
+    if alert.judge_note:
+        blocks.append(context(alert.judge_note))
     text = f"Answers in {channel_mention(alert.channel_id)} are getting worse: mean {label} {mean} < {alert.floor:g}"
     return message(text, blocks)
 

@@ -4,7 +4,8 @@ summary show. Rendering them as Block Kit stays in `common.messages.alerts`."""
 from __future__ import annotations
 
 from contextlib import suppress
-from datetime import UTC, datetime
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 
 from sqlalchemy.orm import Session
 
@@ -20,10 +21,12 @@ from common.messages.alerts import (
 from common.privacy import may_quote_channel
 from common.runtime import Runtime
 from store import alerts as alert_store
+from store.canary import recent_runs
 from store.feedback import votes_for
 from store.judgments import current_judgment
 from store.models import Alert, Judgment, Pair
 from workers.alerts.policy import DEGRADATION_JUDGE, WINDOW_ANSWERS, as_utc
+from workers.canary import RECENT_CANARY
 
 
 def quote_allowed(runtime: Runtime, channel_id: str | None, channel_is_private: bool) -> bool:
@@ -41,8 +44,20 @@ def answered_at(pair: Pair) -> datetime:
 def render(runtime: Runtime, session: Session, row: Alert) -> dict:
     """The message of a claimed alert row (low score or degradation)."""
     if row.kind == alert_store.KIND_DEGRADATION:
-        return degradation_alert(degradation_of(row))
+        return degradation_alert(replace(degradation_of(row), judge_note=canary_note(session, as_utc(row.created_at))))
     return render_low(runtime, session, row)
+
+
+def canary_note(session: Session, at: datetime) -> str | None:
+    """Whether the judge or the bot moved, by the canary's last run in the week before `at` (None: no run)."""
+    found = recent_runs(session, before=at + timedelta(seconds=1), limit=1)
+    if not found or as_utc(found[0].created_at) < at - RECENT_CANARY:
+        return None
+    run = found[0]
+    if run.moved:
+        return f":warning: The judge moved this week (canary: {run.moved}): the drop may be the judge's, not the bot's."
+    kappa = "" if run.kappa is None else f", κ {run.kappa:.2f}"
+    return f"The judge held steady on this week's canary{kappa}: the bot moved."
 
 
 def degradation_of(row: Alert) -> DegradationAlert:
