@@ -20,7 +20,7 @@ from sqlalchemy import select
 
 from common.messages.alerts import ACTION_RIGHT
 from store.db import Database
-from store.models import Alert, Judgment, JudgmentStatus, Pair, PairStatus
+from store.models import Alert, ConfirmationStatus, Judgment, JudgmentStatus, Pair, PairStatus
 from tests import slack_requests as sr
 from tests.bot_harness import SECRET, BotServer, ServedBot, bot_settings
 from tests.bursts import burst
@@ -246,13 +246,20 @@ class System:
                 self.workers[index] = RelmonProcess("worker", env=self.worker_env, log_dir=self.log_dir).start()
                 self.restarts += 1
 
+    @property
+    def confirm_off(self) -> bool:
+        return self.worker_env.get("RELMON_CONFIRM") == "off"
+
     def finished(self) -> bool:
         self.revive_dead_workers()
         pairs = self.pairs()
         if len(pairs) < len(self.answers) or any(p.status != PairStatus.JUDGED for p in pairs):
             return False
-        low = {j.id for j in self.judgments() if j.status == JudgmentStatus.OK and j.score <= THRESHOLD}
-        return set(self.posted_low_alerts()) >= low
+        low = [j for j in self.judgments() if j.status == JudgmentStatus.OK and j.score <= THRESHOLD]
+        # A low score whose second opinion could not confirm it (disputed, unconfirmed) is done without an alert.
+        waiting = {j.id for j in low if j.confirmation_status in (None, ConfirmationStatus.CONFIRMED)}
+        settled = all(j.confirmation_status is not None for j in low) or self.confirm_off
+        return settled and set(self.posted_low_alerts()) >= waiting
 
     def wait_until_finished(self, timeout: float = SETTLE_TIMEOUT) -> None:
         try:
@@ -282,7 +289,12 @@ class System:
         ok = [j for j in judgments if j.status == JudgmentStatus.OK]
         for judgment in ok:  # the score follows the answer, whatever the faults
             assert (judgment.score <= THRESHOLD) == offtopic_by_pair[judgment.pair_id], judgment.id
-        low = {j.id for j in ok if j.score <= THRESHOLD}
+        low_scores = [j for j in ok if j.score <= THRESHOLD]
+        # Alerted: the low scores a second opinion confirmed (every low score with RELMON_CONFIRM=off); a
+        # disputed or unconfirmed one alerts nobody.
+        low = {j.id for j in low_scores if j.confirmation_status in (None, ConfirmationStatus.CONFIRMED)}
+        if not self.confirm_off:
+            assert all(j.confirmation_status is not None for j in low_scores), "a low score was never confirmed"
 
         posted = self.posted_low_alerts()
         assert set(posted) == low, "an alert is missing, or an error or a good score was alerted"
@@ -293,7 +305,9 @@ class System:
         llm_calls = len(self.llm.requests)
         fresh = [j for j in ok if not j.cached]
         assert llm_calls >= len(fresh)
-        assert llm_calls <= len(judgments) + extra_llm_calls, f"{llm_calls} LLM calls for {len(judgments)} pairs"
+        second_opinions = 0 if self.confirm_off else len(low_scores)  # at most one each, retries aside
+        most = len(judgments) + second_opinions + extra_llm_calls
+        assert llm_calls <= most, f"{llm_calls} LLM calls for {len(judgments)} pairs"
         return {"pairs": len(pairs), "ok": len(ok), "errors": len(judgments) - len(ok), "alerts": len(posted)}
 
     def start_beat(self) -> None:

@@ -17,9 +17,11 @@ from common.celery_app import celery
 from common.post_once import outcome_unknown
 from common.runtime import get_runtime
 from common.task_names import CONSIDER_ALERT, DELIVER_VERDICT, FLUSH_ALERT_SUMMARIES, REFRESH_ALERT_VOTES
+from judges import TransientLLMError
 from workers.alerts.delivery import consider, is_permanent, refresh_votes, slack_error
 from workers.alerts.summaries import flush_summaries
 from workers.alerts.verdicts import deliver
+from workers.judging.rules import retry_countdown
 
 log = logging.getLogger("relmon.alerts")
 
@@ -46,6 +48,11 @@ def _run(task, function, *args):
         if is_permanent(error) or task.request.retries >= MAX_RETRIES:
             raise
         countdown = retry_delay(task.request.retries, error)
+        if isinstance(error, TransientLLMError):  # the second opinion: the LLM's own retry cadence
+            settings = get_runtime().settings
+            countdown = retry_countdown(
+                task.request.retries, settings.retry_base_seconds, settings.llm_max_retries, error.retry_after
+            )
         log.info(
             "slack task retrying",
             extra={"task": task.name, "in_s": countdown, "error": repr(error)[:300], "slack_error": slack_error(error)},
