@@ -31,10 +31,11 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> App:
 
 
 def register_listeners(app: App, settings: Settings) -> None:
-    from bot.listeners import capture, commands, home
+    from bot.listeners import capture, commands, home, reactions
     from bot.membership import MembershipCache
 
     membership = MembershipCache()  # one per app: /judge and the Home tab ask Slack once a minute per channel
     capture.register(app, settings)
+    reactions.register(app, settings)
     commands.register(app, settings, membership)
     home.register(app, settings, membership)

@@ -267,3 +267,32 @@ class BackfillCheckpoint(Base):
     done: Mapped[bool] = mapped_column(Boolean, default=False)
     messages_read: Mapped[int] = mapped_column(Integer, default=0)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow)
+
+
+class OutcomeWindow(Base):
+    """The watch over one answer's conversation (capture.outcomes): open until `closes_at`, closed once."""
+
+    __tablename__ = "outcome_windows"
+    __table_args__ = (Index("ix_outcome_windows_open", "closed_at", "closes_at"),)
+
+    pair_id: Mapped[int] = mapped_column(IdType, ForeignKey("pairs.id", ondelete="CASCADE"), primary_key=True)
+    channel_id: Mapped[str] = mapped_column(String(32))
+    answer_ts: Mapped[str] = mapped_column(String(32))
+    thread_key: Mapped[str] = mapped_column(String(32))
+    asker: Mapped[str | None] = mapped_column(String(32))
+    closes_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    closed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class OutcomeSignal(Base):
+    """One outcome signal of a pair, recorded once (a redelivered event or a retried task finds the row)."""
+
+    __tablename__ = "outcome_signals"
+    __table_args__ = (UniqueConstraint("pair_id", "name", name="uq_outcome_signals_pair_name"),)
+
+    id: Mapped[int] = mapped_column(IdType, primary_key=True, autoincrement=True)
+    pair_id: Mapped[int] = mapped_column(ForeignKey("pairs.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(32))
+    # Seconds after the answer the signal came (the message's or reaction's time), for "asked again 2 min later".
+    after_seconds: Mapped[float | None] = mapped_column(Float)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

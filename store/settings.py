@@ -19,6 +19,38 @@ DEFAULT_JUDGE_MODEL = "gpt-4o-mini"
 
 CommaList = Annotated[list[str], NoDecode]
 
+# Outcome signals (capture.outcomes): the asker asks for a human or says the answer did not help; reactions.
+DEFAULT_ESCALATION_PHRASES = (
+    "talk to a human",
+    "speak to a human",
+    "talk to a person",
+    "speak to a person",
+    "real person",
+    "a human please",
+    "human agent",
+    "live agent",
+    "support agent",
+    "talk to someone",
+    "speak to someone",
+    "didn't help",
+    "did not help",
+    "doesn't help",
+    "does not help",
+    "not helpful",
+    "didn't work",
+    "did not work",
+    "doesn't work",
+    "does not work",
+    "still not working",
+    "still broken",
+    "wrong answer",
+    "that's wrong",
+    "that is wrong",
+    "not what i asked",
+)
+DEFAULT_NEGATIVE_REACTIONS = ("-1", "x", "no_entry")
+DEFAULT_POSITIVE_REACTIONS = ("+1", "white_check_mark", "heart")
+
 # The degradation time window reads at most this many of its newest answers (store.alerts.recent_scores): a
 # minimum sample above it could never be reached, so the settings refuse one. The read runs after every judgment:
 # 60 answers keep it to one batch at the default count window (3 × 20 pairs), and pin a 0–4 mean to about ±0.3.
@@ -130,6 +162,20 @@ class Settings(BaseSettings):
     # A follow-up in a thread is judged with this many earlier turns of the conversation (0: none).
     context_turns: int = Field(3, ge=0, le=20, **_env("RELMON_CONTEXT_TURNS"))
 
+    # Outcomes: what the customer did after an answer (capture.outcomes); a window of 0 turns them off
+    outcome_window_seconds: int = Field(1800, ge=0, **_env("RELMON_OUTCOME_WINDOW"))
+    # User IDs (U…/W…) or user groups (S…) whose replies count as a teammate's takeover; empty: any person.
+    support_team: CommaList = Field(default_factory=list, **_env("RELMON_SUPPORT_TEAM"))
+    escalation_phrases: CommaList = Field(
+        default_factory=lambda: list(DEFAULT_ESCALATION_PHRASES), **_env("RELMON_ESCALATION_PHRASES")
+    )
+    negative_reactions: CommaList = Field(
+        default_factory=lambda: list(DEFAULT_NEGATIVE_REACTIONS), **_env("RELMON_NEGATIVE_REACTIONS")
+    )
+    positive_reactions: CommaList = Field(
+        default_factory=lambda: list(DEFAULT_POSITIVE_REACTIONS), **_env("RELMON_POSITIVE_REACTIONS")
+    )
+
     # Judging
     default_judges: CommaList = Field(default_factory=lambda: ["relevancy"], **_env("RELMON_JUDGES"))
     sample_rate: float = Field(1.0, ge=0, le=1, **_env("RELMON_SAMPLE_RATE"))
@@ -177,7 +223,16 @@ class Settings(BaseSettings):
     sentry_dsn: SecretStr | None = Field(None, **_env("SENTRY_DSN"))
     log_level: str = Field("INFO", **_env("RELMON_LOG_LEVEL"))
 
-    @field_validator("monitored_bots", "watched_channels", "default_judges", mode="before")
+    @field_validator(
+        "monitored_bots",
+        "watched_channels",
+        "default_judges",
+        "support_team",
+        "escalation_phrases",
+        "negative_reactions",
+        "positive_reactions",
+        mode="before",
+    )
     @classmethod
     def _split_commas(cls, value: object) -> object:
         if isinstance(value, str):

@@ -82,6 +82,20 @@ def human_message(
     return event
 
 
+def reaction(
+    message: dict[str, Any], emoji: str, *, user: str = "U_ASKER", added: bool = True, event_ts: str | None = None
+) -> dict[str, Any]:
+    """reaction_added / reaction_removed on a message."""
+    return {
+        "type": "reaction_added" if added else "reaction_removed",
+        "user": user,
+        "reaction": emoji,
+        "item_user": message.get("user"),
+        "item": {"type": "message", "channel": message["channel"], "ts": message["ts"]},
+        "event_ts": event_ts or next_ts(),
+    }
+
+
 def bot_message(
     channel: str,
     ts: str,

@@ -37,6 +37,7 @@ TASK_MODULES = (
     "workers.tasks.judging",
     "workers.tasks.sweeper",
     "workers.tasks.capture",
+    "workers.tasks.outcomes",
     "workers.tasks.slack",
     "workers.tasks.digest",
     "workers.tasks.maintenance",

@@ -19,6 +19,7 @@ from typing import Any
 
 from slack_bolt import App, BoltContext
 
+from bot.listeners import reactions as outcomes
 from capture.conversation_log import ConversationLog
 from capture.directory import BotUsers, channel_flags
 from capture.pairing import (
@@ -139,7 +140,13 @@ class Capture:
             self._mark_done(done_key)  # a stream's opener after its completion, or an edit that changed nothing
             return
         if author != Author.MONITORED_BOT:
-            conversation.record(channel, logged, then_set=(done_key, EVENT_DONE_TTL_SECONDS) if done_key else None)
+            # A person's message after a watched answer tells its outcome: a worker reads it from the log.
+            watching = outcomes.watching_pairs(channel, logged) if author == Author.HUMAN else []
+            done_now = done_key is not None and not watching
+            conversation.record(channel, logged, then_set=(done_key, EVENT_DONE_TTL_SECONDS) if done_now else None)
+            if watching:
+                outcomes.hand_on_message(channel, logged.ts, watching)
+                self._mark_done(done_key)
             return
         around = conversation.record_and_around(channel, logged, self.settings.toplevel_window_seconds)
         self._capture_answer(channel, logged, event, team_id, around, ext_shared)

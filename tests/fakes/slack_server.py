@@ -68,6 +68,7 @@ class FakeSlack(BackgroundServer):
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self.users: dict[str, dict[str, Any]] = {}
         self.bots: dict[str, dict[str, Any]] = {}
+        self.usergroups: dict[str, list[str]] = {}
         self.channels: dict[str, Channel] = {}
         self.messages: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)  # channel -> ts -> message
         self.ephemerals: list[dict[str, Any]] = []
@@ -125,6 +126,10 @@ class FakeSlack(BackgroundServer):
                 "deleted": False,
                 "profile": profile,
             }
+
+    def add_usergroup(self, group_id: str, members: list[str]) -> None:
+        with self._lock:
+            self.usergroups[group_id] = list(members)
 
     def add_bot(self, bot_id: str, name: str, *, app_id: str | None = None, user_id: str | None = None) -> None:
         with self._lock:
@@ -303,6 +308,12 @@ class FakeSlack(BackgroundServer):
         if bot is None:
             return {"ok": False, "error": "bot_not_found"}
         return {"ok": True, "bot": bot}
+
+    def _api_usergroups_users_list(self, params: dict) -> dict:
+        members = self.usergroups.get(params.get("usergroup", ""))
+        if members is None:
+            return {"ok": False, "error": "no_such_subteam"}
+        return {"ok": True, "users": members}
 
     def _api_users_info(self, params: dict) -> dict:
         user = self.users.get(params.get("user", ""))

@@ -22,11 +22,18 @@ def test_scopes_events_and_features() -> None:
             "commands",
             "users:read",
             "files:write",
+            "reactions:read",
         ]
     )
     assert data["oauth_config"]["scopes"].keys() == {"bot"}  # no user scopes
     settings = data["settings"]
-    assert settings["event_subscriptions"]["bot_events"] == ["message.channels", "message.groups", "app_home_opened"]
+    assert settings["event_subscriptions"]["bot_events"] == [
+        "message.channels",
+        "message.groups",
+        "app_home_opened",
+        "reaction_added",
+        "reaction_removed",
+    ]
     assert settings["event_subscriptions"]["request_url"].endswith("/slack/events")
     assert settings["interactivity"] == {"is_enabled": True, "request_url": "https://YOUR-HOST/slack/events"}
     assert settings["socket_mode_enabled"] is False

@@ -135,6 +135,7 @@ def settle(runtime: Runtime, pair_id: int, version: int) -> str:
     if pair.version != version:
         return "stale"  # a later edit enqueued its own settle
     if pair.status == PairStatus.PENDING:
+        _watch_outcome(runtime, pair_id)
         _enqueue_judging(pair_id)
         return "requeued"
     if pair.status != PairStatus.SETTLING:
@@ -178,6 +179,7 @@ def settle(runtime: Runtime, pair_id: int, version: int) -> str:
         ),
     )
     if status == PairStatus.PENDING:
+        _watch_outcome(runtime, pair_id)
         _enqueue_judging(pair_id)
     return status
 
@@ -186,6 +188,12 @@ def _enqueue_judging(pair_id: int) -> None:
     from workers.tasks.judging import judge_pair
 
     judge_pair.delay(pair_id)
+
+
+def _watch_outcome(runtime: Runtime, pair_id: int) -> None:
+    from workers.tasks.outcomes import open_window
+
+    open_window(runtime, pair_id)
 
 
 @celery.task(

@@ -1,0 +1,82 @@
+"""Outcome observation in the bot: people's messages after a watched answer and reactions on it are handed to
+the workers by task name (IDs only), after one Redis read of the channel's watches. The rules are in
+capture.outcomes; the workers record the signals (workers.tasks.outcomes).
+
+Reactions are acknowledged as fast as messages and deduplicated the same way: by `event_id`, marked done once
+the task was sent, so Slack's retry of a failed delivery is handed on and a retry of a successful one is not.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from slack_bolt import App
+
+from capture.outcome_watches import WatchBoard
+from capture.outcomes import watching
+from capture.pairing import LoggedMessage, channel_ignore_reason
+from common import task_names
+from common.celery_app import celery
+from common.runtime import get_runtime
+from common.telemetry.logs import event_fields
+from store.settings import Settings
+
+log = logging.getLogger("relmon.capture")
+
+EVENT_DONE_TTL_SECONDS = 3600  # as the capture listener's
+
+
+def board() -> WatchBoard:
+    return WatchBoard(get_runtime().redis)
+
+
+def watching_pairs(channel: str, message: LoggedMessage) -> list[int]:
+    """The open watches a person's message concerns (one Redis read)."""
+    return watching(board().watches(channel), message, time.time())
+
+
+def hand_on_message(channel: str, ts: str, pair_ids: list[int]) -> None:
+    for pair_id in pair_ids:
+        celery.send_task(task_names.OBSERVE_MESSAGE, args=[pair_id, channel, ts])
+
+
+class Reactions:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    def on_reaction(self, body: dict[str, Any], event: dict[str, Any]) -> None:
+        item = event.get("item") or {}
+        channel, ts, emoji, user = item.get("channel"), item.get("ts"), event.get("reaction"), event.get("user")
+        if item.get("type") != "message" or not (channel and ts and emoji and user):
+            return
+        if channel_ignore_reason(channel, self.settings, get_runtime().rules):
+            return
+        redis = get_runtime().redis
+        event_id = body.get("event_id")
+        done_key = f"relmon:event:{event_id}" if event_id else None
+        if done_key is not None and redis.exists(done_key):
+            log.info("duplicate event ignored", extra={"event_id": done_key})
+            return
+        watch = board().of_answer(channel, ts)
+        if watch is not None:
+            added = event.get("type") == "reaction_added"
+            at = _seconds(event.get("event_ts")) or time.time()
+            celery.send_task(task_names.OBSERVE_REACTION, args=[watch.pair_id, user, emoji, added, at])
+            log.info("reaction handed on", extra=event_fields(channel=channel, message_ts=ts, pair_id=watch.pair_id))
+        if done_key is not None:
+            redis.set(done_key, "1", ex=EVENT_DONE_TTL_SECONDS, nx=True)
+
+
+def _seconds(ts: Any) -> float | None:
+    try:
+        return float(ts)
+    except (TypeError, ValueError):
+        return None
+
+
+def register(app: App, settings: Settings) -> None:
+    reactions = Reactions(settings)
+    app.event("reaction_added")(reactions.on_reaction)
+    app.event("reaction_removed")(reactions.on_reaction)

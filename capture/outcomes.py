@@ -1,0 +1,179 @@
+"""Outcome signals: what the customer did next. Plain rules over plain data (`now` passed in).
+
+For RELMON_OUTCOME_WINDOW after a captured answer, the messages and reactions that follow it give the pair
+signals (the user-facing list is in docs/capture.md):
+- `reask`: the asker writes again after the answer, in its thread or at top level in the channel (a rephrased
+  question is simply a new top-level message by the same asker within the window), other than thanks or an
+  escalation;
+- `human_takeover`: a person other than the asker replies in the thread after the answer (only members of
+  RELMON_SUPPORT_TEAM when it is set); the reply becomes the pair's reference;
+- `escalation`: the asker asks for a human or says the answer did not help (RELMON_ESCALATION_PHRASES), or
+  mentions the support team;
+- `negative_reaction` / `positive_reaction`: a reaction on the answer from the configured emoji sets;
+- `thanked`: the asker thanks the bot;
+- `resolved`: the window closed with no reask, takeover, escalation or negative reaction.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass
+
+from capture.pairing import Author, LoggedMessage
+
+REASK = "reask"
+HUMAN_TAKEOVER = "human_takeover"
+ESCALATION = "escalation"
+NEGATIVE_REACTION = "negative_reaction"
+POSITIVE_REACTION = "positive_reaction"
+THANKED = "thanked"
+RESOLVED = "resolved"
+SIGNALS = (REASK, HUMAN_TAKEOVER, ESCALATION, NEGATIVE_REACTION, POSITIVE_REACTION, THANKED, RESOLVED)
+# Any of these means the conversation did not end well: the window closes unresolved.
+FAILURE_SIGNALS = frozenset({REASK, HUMAN_TAKEOVER, ESCALATION, NEGATIVE_REACTION})
+# With a reask, these say the answer failed (a reask alone may be a new question).
+FAILURE_CONFIRMATIONS = frozenset({HUMAN_TAKEOVER, ESCALATION, NEGATIVE_REACTION})
+
+_THANKS = re.compile(r"\b(thanks?|thank you|thx|ty|tysm|cheers|appreciated?|much obliged)\b", re.IGNORECASE)
+_MENTION = re.compile(r"<(?:@|!subteam\^)([^|>]+)(?:\|[^>]*)?>")
+
+
+@dataclass(frozen=True)
+class Watch:
+    """One answer whose conversation relmon watches: times in seconds since the epoch."""
+
+    pair_id: int
+    answer_ts: str
+    thread_key: str  # the thread of the answer (its question's, or its own when it is top-level)
+    asker: str | None
+    closes_at: float
+
+    @property
+    def opens_at(self) -> float:
+        return float(self.answer_ts)
+
+
+def window_closes_at(answer_ts: str, window_seconds: float) -> float:
+    return float(answer_ts) + window_seconds
+
+
+def is_open(watch: Watch, now: float) -> bool:
+    return now <= watch.closes_at
+
+
+def concerns(watch: Watch, message: LoggedMessage) -> bool:
+    """Whether a person's message may tell something about the answer: after it and within the window, in its
+    thread (anyone), or at top level in the channel (the asker)."""
+    if message.author != Author.HUMAN or message.deleted or message.wordless:
+        return False
+    if not watch.opens_at < message.seconds <= watch.closes_at:
+        return False
+    if message.in_thread:
+        return message.thread_key == watch.thread_key
+    return message.user is not None and message.user == watch.asker
+
+
+def watching(watches: Iterable[Watch], message: LoggedMessage, now: float) -> list[int]:
+    """The pairs a message is news for (the bot's filter before it hands the message to a worker)."""
+    return [w.pair_id for w in watches if is_open(w, now) and concerns(w, message)]
+
+
+def is_thanks(text: str) -> bool:
+    return bool(_THANKS.search(text))
+
+
+def is_escalation(text: str, phrases: Collection[str], team: Collection[str] = (), raw_text: str | None = None) -> bool:
+    """Asks for a human, says the answer did not help, or mentions the support team (a member or its group;
+    mentions are read in `raw_text`, Slack's mrkdwn, when the plain text has them rendered as names)."""
+    lowered = " ".join(text.lower().replace("’", "'").split())
+    if any(phrase.lower() in lowered for phrase in phrases if phrase.strip()):
+        return True
+    return bool(team) and any(mentioned in team for mentioned in _MENTION.findall(raw_text or text))
+
+
+def in_team(user: str | None, team: Collection[str] | None) -> bool:
+    """A teammate: anyone when no support team is set, else its members."""
+    return user is not None and (not team or user in team)
+
+
+@dataclass(frozen=True)
+class MessageOutcome:
+    signals: frozenset[str]
+    reference: bool = False  # the message is a teammate's answer: the pair's reference
+
+
+def message_outcome(
+    watch: Watch,
+    message: LoggedMessage,
+    text: str,
+    *,
+    phrases: Collection[str],
+    team: Collection[str] | None = None,
+    team_mentions: Collection[str] = (),
+    raw_text: str | None = None,
+) -> MessageOutcome:
+    """The signals one message after the answer gives. `team`: the support team's user IDs (None or empty:
+    every person but the asker); `team_mentions`: the IDs whose mention is an escalation (members and groups)."""
+    if not concerns(watch, message) or not text.strip():
+        return MessageOutcome(frozenset())
+    if message.user != watch.asker:
+        if message.in_thread and in_team(message.user, team):
+            return MessageOutcome(frozenset({HUMAN_TAKEOVER}), reference=True)
+        return MessageOutcome(frozenset())
+    if is_escalation(text, phrases, team_mentions, raw_text):
+        return MessageOutcome(frozenset({ESCALATION}))
+    if is_thanks(text):
+        return MessageOutcome(frozenset({THANKED}))
+    return MessageOutcome(frozenset({REASK}))
+
+
+def reaction_signal(emoji: str, negative: Collection[str], positive: Collection[str]) -> str | None:
+    """The signal of a reaction (skin tones ignored: `+1::skin-tone-2` is `+1`)."""
+    name = emoji.split("::", 1)[0]
+    if name in negative:
+        return NEGATIVE_REACTION
+    if name in positive:
+        return POSITIVE_REACTION
+    return None
+
+
+def closing_signals(signals: Collection[str]) -> frozenset[str]:
+    """What the window's end adds: `resolved` when nothing said the answer failed."""
+    return frozenset() if FAILURE_SIGNALS & set(signals) else frozenset({RESOLVED})
+
+
+def failed(signals: Collection[str]) -> bool:
+    """The conversation says the answer failed: a reask together with a takeover, escalation or negative
+    reaction."""
+    names = set(signals)
+    return REASK in names and bool(FAILURE_CONFIRMATIONS & names)
+
+
+def outcome_label(signals: Collection[str]) -> str | None:
+    """For evaluating the judge: resolved → good, unresolved (a failure signal) → bad, else unlabelled."""
+    if RESOLVED in signals:
+        return "good"
+    if FAILURE_SIGNALS & set(signals):
+        return "bad"
+    return None
+
+
+_PHRASES = {
+    REASK: "asked again",
+    HUMAN_TAKEOVER: "a teammate replied",
+    ESCALATION: "asked for a human",
+    NEGATIVE_REACTION: "reacted negatively",
+    POSITIVE_REACTION: "reacted positively",
+    THANKED: "said thanks",
+    RESOLVED: "resolved",
+}
+
+
+def describe(name: str, after_seconds: float | None) -> str:
+    """One signal for people: "asked again 2 min later"."""
+    phrase = _PHRASES.get(name, name)
+    if after_seconds is None or name == RESOLVED:
+        return phrase
+    minutes = int(max(0.0, after_seconds) // 60)
+    return f"{phrase} {minutes} min later" if minutes else f"{phrase} within a minute"

@@ -1,0 +1,139 @@
+"""Outcome windows and signals. A signal is inserted once per (pair, name); the window's row is locked while a
+signal is recorded or the window closed, so no signal lands after the window closed as resolved."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable
+from datetime import datetime
+
+from sqlalchemy import delete, select
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
+
+from store.judgments import dialect_name
+from store.models import OutcomeSignal, OutcomeWindow, Pair, PairStatus, as_utc
+
+
+def open_window(
+    session: Session,
+    *,
+    pair_id: int,
+    channel_id: str,
+    answer_ts: str,
+    thread_key: str,
+    asker: str | None,
+    closes_at: datetime,
+) -> bool:
+    """Start watching an answer (a second call for the same pair keeps the first window). True when new."""
+    insert = postgresql.insert if dialect_name(session) == "postgresql" else sqlite.insert
+    statement = (
+        insert(OutcomeWindow)
+        .values(
+            pair_id=pair_id,
+            channel_id=channel_id,
+            answer_ts=answer_ts,
+            thread_key=thread_key,
+            asker=asker,
+            closes_at=closes_at,
+        )
+        .on_conflict_do_nothing(index_elements=["pair_id"])
+    )
+    return session.execute(statement).rowcount == 1
+
+
+def get_window(session: Session, pair_id: int, *, lock: bool = False) -> OutcomeWindow | None:
+    statement = select(OutcomeWindow).where(OutcomeWindow.pair_id == pair_id)
+    if lock:
+        statement = statement.with_for_update()
+    return session.execute(statement).scalar()
+
+
+def signal_names(session: Session, pair_id: int) -> set[str]:
+    return set(session.execute(select(OutcomeSignal.name).where(OutcomeSignal.pair_id == pair_id)).scalars())
+
+
+def signals_with_times(session: Session, pair_id: int) -> list[tuple[str, float | None]]:
+    rows = session.execute(
+        select(OutcomeSignal.name, OutcomeSignal.after_seconds)
+        .where(OutcomeSignal.pair_id == pair_id)
+        .order_by(OutcomeSignal.id)
+    )
+    return [(name, after) for name, after in rows]
+
+
+def signals_of(session: Session, pair_ids: Collection[int]) -> dict[int, list[str]]:
+    """The signal names of each pair, in the order they came."""
+    found: dict[int, list[str]] = {}
+    if not pair_ids:
+        return found
+    rows = session.execute(
+        select(OutcomeSignal.pair_id, OutcomeSignal.name)
+        .where(OutcomeSignal.pair_id.in_(list(pair_ids)))
+        .order_by(OutcomeSignal.id)
+    )
+    for pair_id, name in rows:
+        found.setdefault(pair_id, []).append(name)
+    return found
+
+
+def _insert_signal(session: Session, pair_id: int, name: str, after_seconds: float | None) -> bool:
+    insert = postgresql.insert if dialect_name(session) == "postgresql" else sqlite.insert
+    statement = (
+        insert(OutcomeSignal)
+        .values(pair_id=pair_id, name=name, after_seconds=after_seconds)
+        .on_conflict_do_nothing(index_elements=["pair_id", "name"])
+    )
+    return session.execute(statement).rowcount == 1
+
+
+def record_signals(session: Session, pair_id: int, names: Iterable[str], *, at: datetime) -> list[str]:
+    """Record signals that came at `at`, if the pair's window is open and `at` within it. Returns the new ones."""
+    window = get_window(session, pair_id, lock=True)
+    if window is None or window.closed_at is not None or at > as_utc(window.closes_at):
+        return []
+    after = at.timestamp() - float(window.answer_ts)
+    return [name for name in sorted(set(names)) if _insert_signal(session, pair_id, name, after)]
+
+
+def withdraw_signal(session: Session, pair_id: int, name: str) -> bool:
+    """A reaction removed while the window is open: its signal goes."""
+    window = get_window(session, pair_id, lock=True)
+    if window is None or window.closed_at is not None:
+        return False
+    result = session.execute(delete(OutcomeSignal).where(OutcomeSignal.pair_id == pair_id, OutcomeSignal.name == name))
+    return result.rowcount > 0
+
+
+def close_window(session: Session, pair_id: int, *, now: datetime, closing: Iterable[str]) -> bool:
+    """Close the window (once) and record what its end adds. False when it was closed already."""
+    window = get_window(session, pair_id, lock=True)
+    if window is None or window.closed_at is not None:
+        return False
+    window.closed_at = now
+    for name in closing:
+        _insert_signal(session, pair_id, name, None)
+    return True
+
+
+def set_teammate_reference(session: Session, pair_id: int, text: str, judges: list[str]) -> bool:
+    """A teammate's reply becomes the pair's reference (the first one only) and `judges` its judges in force;
+    a judged pair goes back to pending for the judges it now lacks. True when the pair needs judging."""
+    pair = session.get(Pair, pair_id, with_for_update=True)
+    if pair is None or pair.reference_text:
+        return False
+    pair.reference_text = text
+    pair.judges = judges
+    if pair.status == PairStatus.JUDGED:
+        pair.status = PairStatus.PENDING
+    return pair.status == PairStatus.PENDING
+
+
+def open_windows_due(session: Session, now: datetime, limit: int = 500) -> list[int]:
+    """Windows past their end and not closed yet (a lost closing task)."""
+    return list(
+        session.execute(
+            select(OutcomeWindow.pair_id)
+            .where(OutcomeWindow.closed_at.is_(None), OutcomeWindow.closes_at <= now)
+            .limit(limit)
+        ).scalars()
+    )

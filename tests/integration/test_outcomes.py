@@ -1,0 +1,212 @@
+"""Outcome signals through signed events: the bot hands people's messages and reactions after a watched answer
+to the workers (run in-process here), signals are recorded once under redelivery and retries, a late one
+changes nothing, the window closes resolved or not, and a teammate's reply becomes the reference."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from sqlalchemy import select
+
+from common import celery_app, task_names
+from store import outcomes as store
+from store.models import OutcomeSignal, Pair, PairStatus
+from tests import slack_requests as sr
+from tests.bot_harness import SECRET, BotServer, ServedBot, bot_settings
+from tests.fakes.slack_server import FakeSlack
+from workers.tasks import outcomes
+from workers.tasks.capture import settle
+
+C = "C_SUPPORT"
+
+
+@pytest.fixture
+def slack():
+    with FakeSlack() as fake:
+        fake.add_user("U_ASKER", "ana", "Ana Diaz")
+        fake.add_user("U_AGENT", "sam", "Sam Lee")
+        fake.add_usergroup("S_SUPPORT", ["U_AGENT"])
+        fake.add_channel(C, "support", members=["U_ASKER", "U_AGENT", "U_RELMON"])
+        yield fake
+
+
+@pytest.fixture
+def sent(monkeypatch) -> list[tuple[str, list]]:
+    """The tasks the bot and the workers send by name, not queued: the test runs them."""
+    tasks: list[tuple[str, list]] = []
+
+    def record(name, args=None, **kwargs):
+        tasks.append((name, list(args or [])))
+
+    monkeypatch.setattr(celery_app.celery, "send_task", record)
+    monkeypatch.setattr("workers.tasks.capture._enqueue_judging", lambda pair_id: None)
+    return tasks
+
+
+@pytest.fixture
+def make_bot(redis_url, db_url, slack):
+    servers = []
+
+    def make(**overrides) -> ServedBot:
+        settings = bot_settings(redis_url=redis_url, database_url=db_url, slack_api_url=slack.api_url, **overrides)
+        server = BotServer(settings)
+        servers.append(server)
+        return server.__enter__()
+
+    yield make
+    for server in servers:
+        server.__exit__()
+
+
+def send(bot: ServedBot, event: dict, event_id: str | None = None) -> None:
+    response = sr.post(bot.url, sr.envelope(event, event_id=event_id), SECRET)
+    assert response.status_code == 200, response.text
+
+
+def run(bot: ServedBot, sent: list) -> None:
+    """Run the observation tasks sent so far, as a worker would."""
+    while sent:
+        name, args = sent.pop(0)
+        if name == task_names.OBSERVE_MESSAGE:
+            outcomes.observe_message_in(bot.runtime, *args)
+        elif name == task_names.CLOSE_OUTCOME_WINDOW:
+            continue  # the tests close windows themselves
+        elif name == task_names.OBSERVE_REACTION:
+            outcomes.observe_reaction_in(bot.runtime, *args)
+
+
+def answered(bot: ServedBot, sent: list, question: str = "How do I rotate my key?") -> tuple[dict, dict, Pair]:
+    q = sr.human_message(C, sr.next_ts(), question)
+    answer = sr.bot_message(C, sr.next_ts(), "Press Rotate in Settings.", thread_ts=q["ts"])
+    send(bot, q)
+    send(bot, answer)
+    [pair] = bot.pairs()
+    assert settle(bot.runtime, pair.id, pair.version) == PairStatus.PENDING
+    run(bot, sent)
+    return q, answer, pair
+
+
+def signals(bot: ServedBot, pair_id: int) -> set[str]:
+    with bot.runtime.db.session() as session:
+        return store.signal_names(session, pair_id)
+
+
+def close(bot: ServedBot, pair_id: int) -> str:
+    return outcomes.close_window_in(bot.runtime, pair_id, now=datetime.now(UTC) + timedelta(hours=1))
+
+
+def test_a_reask_in_the_thread_and_a_teammate_reply(make_bot, sent) -> None:
+    bot = make_bot()
+    q, _answer, pair = answered(bot, sent)
+    send(bot, sr.human_message(C, sr.next_ts(), "Where is Settings?", thread_ts=q["ts"]))
+    reply = sr.human_message(C, sr.next_ts(), "Top right, under your avatar.", user="U_AGENT", thread_ts=q["ts"])
+    send(bot, reply)
+    run(bot, sent)
+    assert signals(bot, pair.id) == {"reask", "human_takeover"}
+    assert close(bot, pair.id) == "unresolved"
+    assert signals(bot, pair.id) == {"reask", "human_takeover"}
+    [stored] = bot.pairs()
+    assert stored.reference_text == "Top right, under your avatar."
+    assert stored.judges == ["relevancy", "correctness"]
+
+
+def test_the_teammate_reference_sends_a_judged_pair_back_to_the_correctness_judge(make_bot, sent) -> None:
+    bot = make_bot(redact_pii=True)
+    q, _answer, pair = answered(bot, sent)
+    with bot.runtime.db.session() as session:
+        session.get(Pair, pair.id).status = PairStatus.JUDGED
+    send(bot, sr.human_message(C, sr.next_ts(), "Mail me at ana@example.com", user="U_AGENT", thread_ts=q["ts"]))
+    [(_name, args)] = sent
+    run(bot, sent)
+    [stored] = bot.pairs()
+    assert stored.status == PairStatus.PENDING and "ana@example.com" not in stored.reference_text
+    with bot.runtime.db.session() as session:
+        session.get(Pair, pair.id).status = PairStatus.JUDGED  # the correctness judge ran
+    outcomes.observe_message_in(bot.runtime, *args)  # the task retried: the reference is set once
+    assert [(task, ids) for task, ids in sent] == []
+    assert bot.pairs()[0].status == PairStatus.JUDGED
+
+
+def test_a_support_group_limits_who_takes_over(make_bot, sent) -> None:
+    bot = make_bot(support_team=["S_SUPPORT"])
+    q, _, pair = answered(bot, sent)
+    send(bot, sr.human_message(C, sr.next_ts(), "same problem here", user="U_OTHER", thread_ts=q["ts"]))
+    run(bot, sent)
+    assert signals(bot, pair.id) == set()
+    send(bot, sr.human_message(C, sr.next_ts(), "<!subteam^S_SUPPORT|@support> please help", thread_ts=q["ts"]))
+    send(bot, sr.human_message(C, sr.next_ts(), "On it.", user="U_AGENT", thread_ts=q["ts"]))
+    run(bot, sent)
+    assert signals(bot, pair.id) == {"escalation", "human_takeover"}
+
+
+def test_thanks_and_a_positive_reaction_close_resolved(make_bot, sent) -> None:
+    bot = make_bot()
+    q, answer, pair = answered(bot, sent)
+    send(bot, sr.human_message(C, sr.next_ts(), "thanks!", thread_ts=q["ts"]))
+    send(bot, sr.reaction(answer, "+1"))
+    run(bot, sent)
+    assert signals(bot, pair.id) == {"thanked", "positive_reaction"}
+    assert close(bot, pair.id) == "resolved"
+    assert close(bot, pair.id) == "closed"
+    assert signals(bot, pair.id) == {"thanked", "positive_reaction", "resolved"}
+
+
+def test_a_rephrased_question_at_top_level_is_a_reask(make_bot, sent) -> None:
+    bot = make_bot()
+    _, _, pair = answered(bot, sent)
+    send(bot, sr.human_message(C, sr.next_ts(), "How can I rotate an API key?"))
+    run(bot, sent)
+    assert signals(bot, pair.id) == {"reask"}
+
+
+def test_reactions_added_and_removed_once_under_redelivery(make_bot, sent) -> None:
+    bot = make_bot()
+    _, answer, pair = answered(bot, sent)
+    added = sr.reaction(answer, "-1")
+    send(bot, added, event_id="EvNEG1")
+    send(bot, added, event_id="EvNEG1")  # Slack's retry of a delivery that worked
+    assert [name for name, _ in sent] == [task_names.OBSERVE_REACTION]
+    task = sent[0]
+    run(bot, sent)
+    outcomes.observe_reaction_in(bot.runtime, *task[1])  # the task retried
+    with bot.runtime.db.session() as session:
+        rows = session.execute(select(OutcomeSignal).where(OutcomeSignal.pair_id == pair.id)).scalars().all()
+        assert [r.name for r in rows] == ["negative_reaction"]
+    send(bot, sr.reaction(answer, "-1", added=False))
+    run(bot, sent)
+    assert signals(bot, pair.id) == set()
+    send(bot, sr.reaction(answer, "eyes"))
+    run(bot, sent)
+    assert signals(bot, pair.id) == set()
+
+
+def test_a_redelivered_message_event_is_handed_on_once(make_bot, sent) -> None:
+    bot = make_bot()
+    q, _, pair = answered(bot, sent)
+    event = sr.human_message(C, sr.next_ts(), "still stuck", thread_ts=q["ts"])
+    send(bot, event, event_id="EvRE1")
+    send(bot, event, event_id="EvRE1")
+    assert [name for name, _ in sent] == [task_names.OBSERVE_MESSAGE]
+    run(bot, sent)
+    assert signals(bot, pair.id) == {"reask"}
+
+
+def test_a_signal_after_the_window_closed_changes_nothing(make_bot, sent) -> None:
+    bot = make_bot()
+    q, answer, pair = answered(bot, sent)
+    assert close(bot, pair.id) == "resolved"
+    send(bot, sr.reaction(answer, "-1"))
+    send(bot, sr.human_message(C, sr.next_ts(), "this does not work", thread_ts=q["ts"]))
+    assert sent == []  # the window's watch is gone: the bot hands nothing on
+    late = outcomes.observe_reaction_in(bot.runtime, pair.id, "U_ASKER", "-1", True, time.time())
+    assert late == [] and signals(bot, pair.id) == {"resolved"}
+
+
+def test_a_close_that_comes_early_waits_for_the_rest(make_bot, sent) -> None:
+    bot = make_bot()
+    _, _, pair = answered(bot, sent)
+    sent.clear()
+    assert outcomes.close_window_in(bot.runtime, pair.id) == "waiting"
+    assert sent == [(task_names.CLOSE_OUTCOME_WINDOW, [pair.id])]

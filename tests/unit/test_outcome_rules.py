@@ -1,0 +1,116 @@
+"""The outcome rules (capture.outcomes): which message or reaction after an answer gives which signal."""
+
+from __future__ import annotations
+
+import pytest
+
+from capture import outcomes as o
+from capture.pairing import Author, LoggedMessage
+from store.settings import DEFAULT_ESCALATION_PHRASES, DEFAULT_NEGATIVE_REACTIONS, DEFAULT_POSITIVE_REACTIONS
+
+ANSWER = "1000.000100"
+WATCH = o.Watch(pair_id=7, answer_ts=ANSWER, thread_key="999.000100", asker="U_ASKER", closes_at=1000.0001 + 1800)
+
+
+def msg(ts: float, user: str = "U_ASKER", *, thread: str | None = "999.000100", **kw) -> LoggedMessage:
+    return LoggedMessage(ts=f"{ts:.6f}", thread_ts=thread, author=kw.pop("author", Author.HUMAN), user=user, **kw)
+
+
+def outcome(message: LoggedMessage, text: str, team=None, mentions=()) -> set[str]:
+    result = o.message_outcome(
+        WATCH, message, text, phrases=DEFAULT_ESCALATION_PHRASES, team=team, team_mentions=mentions
+    )
+    return set(result.signals)
+
+
+def test_the_asker_asking_again_in_the_thread_is_a_reask() -> None:
+    assert outcome(msg(1100), "And how do I do that on Android?") == {o.REASK}
+
+
+def test_a_new_top_level_question_by_the_asker_within_the_window_is_a_reask() -> None:
+    assert outcome(msg(1100, thread=None), "How do I rotate a key, again?") == {o.REASK}
+    assert outcome(msg(1100, user="U_OTHER", thread=None), "Unrelated question") == set()
+
+
+def test_nothing_before_the_answer_or_after_the_window_counts() -> None:
+    assert outcome(msg(999.5), "earlier") == set()
+    assert outcome(msg(1000.0001 + 1801), "too late") == set()
+
+
+def test_a_message_in_another_thread_does_not_count() -> None:
+    assert outcome(msg(1100, thread="500.000000"), "other thread") == set()
+
+
+def test_another_person_replying_in_the_thread_is_a_takeover_and_a_reference() -> None:
+    result = o.message_outcome(WATCH, msg(1100, user="U_AGENT"), "Use Settings > Keys.", phrases=())
+    assert (set(result.signals), result.reference) == ({o.HUMAN_TAKEOVER}, True)
+
+
+def test_with_a_support_team_only_its_members_take_over() -> None:
+    assert outcome(msg(1100, user="U_PASSERBY"), "me too", team={"U_AGENT"}) == set()
+    assert outcome(msg(1100, user="U_AGENT"), "Try this", team={"U_AGENT"}) == {o.HUMAN_TAKEOVER}
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["Can I talk to a human?", "That didn’t help", "this does not work", "I need a REAL person", "not helpful at all"],
+)
+def test_escalation_phrases(text: str) -> None:
+    assert outcome(msg(1100), text) == {o.ESCALATION}
+
+
+def test_mentioning_the_support_team_is_an_escalation() -> None:
+    assert outcome(msg(1100), "<!subteam^S_SUPPORT|@support> help", mentions={"S_SUPPORT"}) == {o.ESCALATION}
+    assert outcome(msg(1100), "<@U_AGENT> can you look?", mentions={"U_AGENT"}) == {o.ESCALATION}
+    assert outcome(msg(1100), "<@U_FRIEND> look at this", mentions={"U_AGENT"}) == {o.REASK}
+
+
+def test_thanks() -> None:
+    assert outcome(msg(1100), "Thanks, that worked!") == {o.THANKED}
+    assert outcome(msg(1100), "ty") == {o.THANKED}
+    assert outcome(msg(1100), "thanks but that didn't help") == {o.ESCALATION}
+
+
+def test_bots_deleted_and_wordless_messages_do_not_count() -> None:
+    assert outcome(msg(1100, author=Author.MONITORED_BOT), "another answer") == set()
+    assert outcome(msg(1100, deleted=True), "gone") == set()
+    assert outcome(msg(1100, wordless=True), "") == set()
+
+
+def test_the_bots_filter_takes_only_open_watches_that_a_message_concerns() -> None:
+    other = o.Watch(8, "1500.000000", "1500.000000", "U_B", closes_at=1500.0 + 60)
+    assert o.watching([WATCH, other], msg(1100), now=1100) == [7]
+    assert o.watching([WATCH, other], msg(1100), now=WATCH.closes_at + 1) == []
+
+
+def test_reactions() -> None:
+    neg, pos = DEFAULT_NEGATIVE_REACTIONS, DEFAULT_POSITIVE_REACTIONS
+    assert o.reaction_signal("-1", neg, pos) == o.NEGATIVE_REACTION
+    assert o.reaction_signal("+1::skin-tone-3", neg, pos) == o.POSITIVE_REACTION
+    assert o.reaction_signal("white_check_mark", neg, pos) == o.POSITIVE_REACTION
+    assert o.reaction_signal("eyes", neg, pos) is None
+
+
+def test_the_window_closes_resolved_only_without_a_failure_signal() -> None:
+    assert o.closing_signals([]) == {o.RESOLVED}
+    assert o.closing_signals([o.THANKED, o.POSITIVE_REACTION]) == {o.RESOLVED}
+    for failure in (o.REASK, o.HUMAN_TAKEOVER, o.ESCALATION, o.NEGATIVE_REACTION):
+        assert o.closing_signals([failure]) == set()
+
+
+def test_failed_needs_a_reask_and_a_confirmation() -> None:
+    assert not o.failed([o.REASK])
+    assert o.failed([o.REASK, o.HUMAN_TAKEOVER]) and o.failed([o.REASK, o.NEGATIVE_REACTION])
+    assert not o.failed([o.ESCALATION, o.NEGATIVE_REACTION])
+
+
+def test_labels_for_evaluation() -> None:
+    assert o.outcome_label([o.RESOLVED, o.THANKED]) == "good"
+    assert o.outcome_label([o.REASK]) == "bad"
+    assert o.outcome_label([o.THANKED]) is None  # the window is still open
+
+
+def test_descriptions() -> None:
+    assert o.describe(o.REASK, 130) == "asked again 2 min later"
+    assert o.describe(o.HUMAN_TAKEOVER, 20) == "a teammate replied within a minute"
+    assert o.describe(o.RESOLVED, None) == "resolved"

@@ -1,0 +1,211 @@
+"""Outcome signals in the workers: a window opens when an answer settles with a question, the messages and
+reactions the bot hands on are turned into signals (rules in capture.outcomes), and a delayed task closes the
+window. A teammate's reply becomes the pair's reference and the correctness judge judges the answer against it.
+
+Every step is idempotent: a signal is unique per (pair, name), the window closes once, and the reference is
+set once; a retried task or a redelivered event records nothing twice.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+
+import redis
+from sqlalchemy.exc import OperationalError
+
+from capture.conversation_log import ConversationLog
+from capture.directory import UserNames
+from capture.outcome_watches import WatchBoard, support_team
+from capture.outcomes import (
+    HUMAN_TAKEOVER,
+    Watch,
+    closing_signals,
+    message_outcome,
+    reaction_signal,
+    window_closes_at,
+)
+from capture.redact import redact_if
+from capture.text import message_text
+from common import task_names
+from common.celery_app import DELAY_CEILING, bounded_delay, celery
+from common.runtime import Runtime, get_runtime
+from common.telemetry.logs import event_fields
+from store import outcomes as store
+from store import pairs
+from store.models import as_utc
+
+log = logging.getLogger("relmon.outcomes")
+
+REFERENCE_JUDGE = "correctness"
+_RETRIED = {
+    "autoretry_for": (redis.RedisError, OperationalError),
+    "retry_backoff": 2,
+    "retry_backoff_max": 60,
+    "max_retries": 8,
+}
+
+
+class MessageNotLogged(Exception):
+    """The bot hands a message on before a worker may read it back: tried again shortly."""
+
+
+def _watch_of(window) -> Watch:
+    return Watch(
+        pair_id=window.pair_id,
+        answer_ts=window.answer_ts,
+        thread_key=window.thread_key,
+        asker=window.asker,
+        closes_at=as_utc(window.closes_at).timestamp(),
+    )
+
+
+def open_window(runtime: Runtime, pair_id: int) -> bool:
+    """Start watching a settled answer's conversation (once), and read what the log already holds after it."""
+    window_seconds = runtime.settings.outcome_window_seconds
+    if window_seconds <= 0:
+        return False
+    with runtime.db.session() as session:
+        pair = pairs.get_pair(session, pair_id)
+        if pair is None or pair.source != "capture" or not pair.question_ts:
+            return False
+        closes = window_closes_at(pair.answer_ts, window_seconds)
+        watch = Watch(pair.id, pair.answer_ts, pair.thread_ts or pair.answer_ts, pair.question_user, closes)
+        channel = pair.channel_id
+        store.open_window(
+            session,
+            pair_id=pair.id,
+            channel_id=channel,
+            answer_ts=watch.answer_ts,
+            thread_key=watch.thread_key,
+            asker=watch.asker,
+            closes_at=datetime.fromtimestamp(closes, UTC),
+        )
+    WatchBoard(runtime.redis).add(channel, watch)
+    _close_later(pair_id, closes - datetime.now(UTC).timestamp())
+    # Messages that came between the answer and its settling were not handed on by the bot: read them now.
+    conversation = ConversationLog(runtime.redis, runtime.settings.question_ttl_seconds)
+    answer = conversation.get(channel, watch.answer_ts)
+    if answer is not None:
+        for message in conversation.around(channel, answer, window_seconds):
+            if message.seconds > watch.opens_at:
+                observe_message_in(runtime, pair_id, channel, message.ts, required=False)
+    return True
+
+
+def observe_message_in(runtime: Runtime, pair_id: int, channel: str, ts: str, *, required: bool = True) -> list[str]:
+    """Record the signals one person's message gives the pair; returns the new ones."""
+    settings = runtime.settings
+    message = ConversationLog(runtime.redis, settings.question_ttl_seconds).get(channel, ts)
+    if message is None:
+        if required:
+            raise MessageNotLogged(f"{channel}:{ts}")
+        return []
+    with runtime.db.session() as session:
+        window = store.get_window(session, pair_id)
+        if window is None or window.closed_at is not None:
+            return []
+        watch = _watch_of(window)
+    team = support_team(runtime.redis, runtime.slack, settings.support_team)
+    outcome = message_outcome(
+        watch,
+        message,
+        message_text(message.content),
+        phrases=settings.escalation_phrases,
+        team=team,
+        team_mentions=team | set(settings.support_team),
+        raw_text=str(message.content.get("text") or ""),
+    )
+    if not outcome.signals:
+        return []
+    reference = None
+    if outcome.reference:
+        names = UserNames(runtime.redis, runtime.slack)
+        reference = redact_if(settings.redact_pii, message_text(message.content, names)).strip() or None
+    judge_again = False
+    with runtime.db.session() as session:
+        new = store.record_signals(session, pair_id, outcome.signals, at=datetime.fromtimestamp(message.seconds, UTC))
+        if reference and HUMAN_TAKEOVER in store.signal_names(session, pair_id):
+            judges = _judges_with_reference(runtime, session, pair_id)
+            judge_again = store.set_teammate_reference(session, pair_id, reference, judges)
+    if judge_again:  # the pair is pending: if this send is lost, the stale sweeper enqueues it
+        celery.send_task(task_names.JUDGE_PAIR, args=[pair_id])
+    _announce(runtime, pair_id, new, channel=channel, message_ts=ts)
+    return new
+
+
+def _judges_with_reference(runtime: Runtime, session, pair_id: int) -> list[str]:
+    pair = pairs.get_pair(session, pair_id)
+    base = list(pair.judges or runtime.rules.for_channel(pair.channel_id, runtime.settings).judges)
+    return base if REFERENCE_JUDGE in base else [*base, REFERENCE_JUDGE]
+
+
+def observe_reaction_in(runtime: Runtime, pair_id: int, user: str, emoji: str, added: bool, at: float) -> list[str]:
+    """A reaction given or taken back on a watched answer."""
+    settings = runtime.settings
+    name = reaction_signal(emoji, settings.negative_reactions, settings.positive_reactions)
+    if name is None:
+        return []
+    standing = WatchBoard(runtime.redis).react(pair_id, name, f"{user} {emoji}", added)
+    with runtime.db.session() as session:
+        if added:
+            new = store.record_signals(session, pair_id, [name], at=datetime.fromtimestamp(at, UTC))
+        else:
+            new = []
+            if standing == 0:
+                store.withdraw_signal(session, pair_id, name)
+    _announce(runtime, pair_id, new)
+    return new
+
+
+def close_window_in(runtime: Runtime, pair_id: int, now: datetime | None = None) -> str:
+    """Close a window whose time is up (a task that came early waits again); returns what happened."""
+    now = now or datetime.now(UTC)
+    with runtime.db.session() as session:
+        window = store.get_window(session, pair_id)
+        if window is None:
+            return "missing"
+        if window.closed_at is not None:
+            return "closed"
+        channel, remaining = window.channel_id, (as_utc(window.closes_at) - now).total_seconds()
+    if remaining > 0:  # the countdown was cut to the visibility timeout's ceiling: wait the rest
+        _close_later(pair_id, remaining)
+        return "waiting"
+    with runtime.db.session() as session:
+        closing = closing_signals(store.signal_names(session, pair_id))
+        if not store.close_window(session, pair_id, now=now, closing=closing):
+            return "closed"
+    WatchBoard(runtime.redis).remove(channel, pair_id)
+    _announce(runtime, pair_id, sorted(closing), channel=channel)
+    return "resolved" if closing else "unresolved"
+
+
+def _close_later(pair_id: int, seconds: float) -> None:
+    """The closing check, due when the window ends or at the visibility timeout's ceiling (it then waits again)."""
+    options = bounded_delay({"countdown": max(0.0, seconds) or None}, celery.conf.get(DELAY_CEILING))
+    celery.send_task(task_names.CLOSE_OUTCOME_WINDOW, args=[pair_id], **options)
+
+
+def _announce(runtime: Runtime, pair_id: int, new: list[str], **fields) -> None:
+    if not new:
+        return
+    log.info("outcome signals", extra=event_fields(pair_id=pair_id, signals=",".join(new), **fields))
+
+
+@celery.task(
+    name=task_names.OBSERVE_MESSAGE,
+    acks_late=True,
+    **{**_RETRIED, "autoretry_for": (*_RETRIED["autoretry_for"], MessageNotLogged), "retry_backoff": 1},
+)
+def observe_message(pair_id: int, channel: str, ts: str) -> list[str]:
+    return observe_message_in(get_runtime(), pair_id, channel, ts)
+
+
+@celery.task(name=task_names.OBSERVE_REACTION, acks_late=True, **_RETRIED)
+def observe_reaction(pair_id: int, user: str, emoji: str, added: bool, at: float) -> list[str]:
+    return observe_reaction_in(get_runtime(), pair_id, user, emoji, added, at)
+
+
+@celery.task(name=task_names.CLOSE_OUTCOME_WINDOW, acks_late=True, **_RETRIED)
+def close_window(pair_id: int) -> str:
+    return close_window_in(get_runtime(), pair_id)
