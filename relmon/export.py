@@ -12,6 +12,7 @@ from typing import IO, Any
 
 from store.db import Database
 from store.judgments import EXPORT_COLUMNS, export_rows
+from store.outcomes import signals_of
 from store.settings import Settings
 
 
@@ -26,9 +27,29 @@ def parse_since(text: str | None) -> datetime | None:
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
-def plain(row: dict[str, Any]) -> dict[str, Any]:
-    """JSON/CSV-ready values: timestamps as ISO 8601 in UTC (SQLite returns them without a zone)."""
+def with_signals(session, rows: Iterable[dict[str, Any]], batch: int = 500) -> Iterator[dict[str, Any]]:
+    """Each row with its pair's outcome signals (a list of names), read a batch of rows at a time."""
+    pending: list[dict[str, Any]] = []
+
+    def flush() -> Iterator[dict[str, Any]]:
+        found = signals_of(session, {row["pair_id"] for row in pending})
+        for row in pending:
+            yield {**row, "signals": found.get(row["pair_id"], [])}
+        pending.clear()
+
+    for row in rows:
+        pending.append(row)
+        if len(pending) >= batch:
+            yield from flush()
+    yield from flush()
+
+
+def plain(row: dict[str, Any], *, csv_lists: bool = False) -> dict[str, Any]:
+    """JSON/CSV-ready values: timestamps as ISO 8601 in UTC (SQLite returns them without a zone); in CSV, lists
+    joined by ";"."""
     out = dict(row)
+    if csv_lists and isinstance(out.get("signals"), list):
+        out["signals"] = ";".join(out["signals"])
     created = out.get("created_at")
     if isinstance(created, datetime):
         created = created if created.tzinfo else created.replace(tzinfo=UTC)
@@ -49,7 +70,7 @@ def write_csv(rows: Iterable[dict[str, Any]], out: IO[str]) -> int:
     writer.writeheader()
     count = 0
     for row in rows:
-        writer.writerow(plain(row))
+        writer.writerow(plain(row, csv_lists=True))
         count += 1
     return count
 
@@ -75,7 +96,7 @@ def run_export(args, settings: Settings) -> int:
         database.migrate()  # an empty or older database exports what it has
         writer = write_csv if args.format == "csv" else write_jsonl
         with database.session() as session, _output(getattr(args, "output", None)) as out:
-            count = writer(export_rows(session, since=since), out)
+            count = writer(with_signals(session, export_rows(session, since=since)), out)
     finally:
         database.dispose()
     print(f"relmon export: {count} judgment(s)", file=sys.stderr)

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, Row, exists, select, update
+from sqlalchemy import ColumnElement, Connection, Row, case, exists, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, aliased
 
@@ -210,6 +210,8 @@ EXPORT_COLUMNS = (
     "pair_version",
     "current",
     "created_at",
+    "signals",  # outcome signals of the pair (store.outcomes); joined by ";" in CSV
+    "reference",  # the reference answer the correctness judgment used (a teammate's reply), if any
 )
 
 
@@ -245,6 +247,7 @@ def export_rows(session: Session, *, since: datetime | None = None, batch: int =
             Judgment.pair_version,
             is_current().label("current"),
             Judgment.created_at,
+            case((Judgment.judge == "correctness", Pair.reference_text)).label("reference"),
         )
         .join(Pair, Pair.id == Judgment.pair_id)
         .order_by(Judgment.id)

@@ -210,3 +210,32 @@ def test_a_close_that_comes_early_waits_for_the_rest(make_bot, sent) -> None:
     sent.clear()
     assert outcomes.close_window_in(bot.runtime, pair.id) == "waiting"
     assert sent == [(task_names.CLOSE_OUTCOME_WINDOW, [pair.id])]
+
+
+def test_export_gives_the_signals_and_the_reference_on_every_row(make_bot, sent) -> None:
+    import io
+
+    from relmon.export import with_signals, write_csv, write_jsonl
+    from store.judgments import export_rows
+    from store.models import Judgment
+
+    bot = make_bot()
+    q, _, pair = answered(bot, sent)
+    send(bot, sr.human_message(C, sr.next_ts(), "Still broken, help", thread_ts=q["ts"]))
+    send(bot, sr.human_message(C, sr.next_ts(), "Use the Keys tab.", user="U_AGENT", thread_ts=q["ts"]))
+    run(bot, sent)
+    with bot.runtime.db.session() as session:
+        for judge in ("relevancy", "correctness"):
+            session.add(Judgment(pair_id=pair.id, judge=judge, status="ok", score=1, pair_version=pair.version))
+    with bot.runtime.db.session() as session:
+        rows = list(with_signals(session, export_rows(session)))
+        assert [(r["judge"], r["signals"], r["reference"]) for r in rows] == [
+            ("relevancy", ["escalation", "human_takeover"], None),
+            ("correctness", ["escalation", "human_takeover"], "Use the Keys tab."),
+        ]
+        text = io.StringIO()
+        write_csv(rows, text)
+        assert "escalation;human_takeover" in text.getvalue()
+        lines = io.StringIO()
+        write_jsonl(rows, lines)
+        assert '"signals": ["escalation", "human_takeover"]' in lines.getvalue()
