@@ -26,16 +26,10 @@ def open_window(
 ) -> bool:
     """Start watching an answer (a second call for the same pair keeps the first window). True when new."""
     insert = postgresql.insert if dialect_name(session) == "postgresql" else sqlite.insert
+    row = {"pair_id": pair_id, "channel_id": channel_id, "answer_ts": answer_ts, "thread_key": thread_key}
     statement = (
         insert(OutcomeWindow)
-        .values(
-            pair_id=pair_id,
-            channel_id=channel_id,
-            answer_ts=answer_ts,
-            thread_key=thread_key,
-            asker=asker,
-            closes_at=closes_at,
-        )
+        .values(**row, asker=asker, closes_at=closes_at)
         .on_conflict_do_nothing(index_elements=["pair_id"])
     )
     return session.execute(statement).rowcount == 1
