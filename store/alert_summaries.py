@@ -7,7 +7,7 @@ from datetime import datetime
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from store.alerts import KIND_DEGRADATION, KIND_LOW, STATUS_HELD
+from store.alerts import KIND_DEGRADATION, KIND_LOW, KIND_MISSED, STATUS_HELD
 from store.models import Alert, Judgment, Pair
 
 
@@ -16,7 +16,9 @@ def held_channel_hours(session: Session, since: datetime) -> list[tuple[str, dat
     buckets by hour."""
     rows = session.execute(
         select(Alert.alert_channel_id, Alert.created_at).where(
-            Alert.kind.in_((KIND_LOW, KIND_DEGRADATION)), Alert.status == STATUS_HELD, Alert.created_at >= since
+            Alert.kind.in_((KIND_LOW, KIND_MISSED, KIND_DEGRADATION)),
+            Alert.status == STATUS_HELD,
+            Alert.created_at >= since,
         )
     )
     return [(channel, created) for channel, created in rows if channel]
@@ -32,7 +34,7 @@ def held_in_hour(
         .join(Judgment, Judgment.id == Alert.judgment_id)
         .join(Pair, Pair.id == Judgment.pair_id)
         .where(
-            Alert.kind == KIND_LOW,
+            Alert.kind.in_((KIND_LOW, KIND_MISSED)),
             Alert.status == STATUS_HELD,
             Alert.alert_channel_id == alert_channel_id,
             Alert.created_at >= since,

@@ -25,6 +25,7 @@ from store.settings import TIME_WINDOW_MOST_ANSWERS
 
 KIND_LOW = "low_score"
 KIND_DEGRADATION = "degradation"
+KIND_MISSED = "missed_failure"  # the judge scored an answer well, the conversation says it failed
 KIND_SUMMARY = "summary"
 KIND_VERDICT = "verdict"  # an on-demand verdict delivered to whoever asked
 
@@ -122,7 +123,7 @@ def count_alerts_to(session: Session, alert_channel_id: str, since: datetime, un
     source channel."""
     return session.execute(
         select(func.count(Alert.id)).where(
-            Alert.kind.in_((KIND_LOW, KIND_DEGRADATION)),
+            Alert.kind.in_((KIND_LOW, KIND_MISSED, KIND_DEGRADATION)),
             Alert.alert_channel_id == alert_channel_id,
             Alert.status.in_(CAP_STATUSES),
             Alert.created_at >= since,
@@ -134,7 +135,7 @@ def count_alerts_to(session: Session, alert_channel_id: str, since: datetime, un
 def _count_low(session: Session, channel_column, channel_id: str, since: datetime, until: datetime) -> int:
     return session.execute(
         select(func.count(Alert.id)).where(
-            Alert.kind == KIND_LOW,
+            Alert.kind.in_((KIND_LOW, KIND_MISSED)),
             channel_column == channel_id,
             Alert.status.in_(CAP_STATUSES),
             Alert.created_at >= since,

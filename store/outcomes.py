@@ -31,8 +31,9 @@ def open_window(
         insert(OutcomeWindow)
         .values(**row, asker=asker, closes_at=closes_at)
         .on_conflict_do_nothing(index_elements=["pair_id"])
+        .returning(OutcomeWindow.pair_id)  # rowcount is -1 here under psycopg: RETURNING says what was inserted
     )
-    return session.execute(statement).rowcount == 1
+    return session.execute(statement).scalar_one_or_none() is not None
 
 
 def get_window(session: Session, pair_id: int, *, lock: bool = False) -> OutcomeWindow | None:
@@ -76,8 +77,9 @@ def _insert_signal(session: Session, pair_id: int, name: str, after_seconds: flo
         insert(OutcomeSignal)
         .values(pair_id=pair_id, name=name, after_seconds=after_seconds)
         .on_conflict_do_nothing(index_elements=["pair_id", "name"])
+        .returning(OutcomeSignal.id)
     )
-    return session.execute(statement).rowcount == 1
+    return session.execute(statement).scalar_one_or_none() is not None
 
 
 def record_signals(session: Session, pair_id: int, names: Iterable[str], *, at: datetime) -> list[str]:

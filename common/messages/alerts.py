@@ -82,6 +82,7 @@ class LowScoreAlert(ScoredJudgment):
     stream_errored: bool = False  # the bot's stream ended in an error: judged on what was shown
     context: str | None = None  # the conversation's earlier turns the judge read (judges.context.format_turns)
     revision: Revision | None = None  # the answer was edited after this judgment: the newer verdict
+    signals: tuple[str, ...] = ()  # what the conversation did next, described (capture.outcomes.describe)
 
 
 CONTEXT_TURN_CHARS = 150  # each earlier turn's excerpt in an alert (the judge read up to judges.context's bound)
@@ -139,15 +140,28 @@ def feedback_buttons(judgment_id: int, permalink: str | None) -> dict:
     return actions(*elements, block_id=FEEDBACK_BLOCK_ID)
 
 
+def signals_block(signals: Sequence[str]) -> dict | None:
+    """What the conversation did next: "asked again 2 min later · a teammate replied"."""
+    if not signals:
+        return None
+    return context(shorten(":speech_balloon: *After the answer:* " + " · ".join(signals), MAX_SECTION_TEXT))
+
+
 def low_score_alert(alert: LowScoreAlert) -> dict:
+    score = format_score(alert.score, alert.max_score)
+    label = judge_label(alert.judge)
+    # The fallback shows in notifications: never any of the conversation's text.
+    text = f"Low {label.lower()} score {score} in {channel_mention(alert.channel_id)}"
+    return message(text, alert_blocks(alert, f"Low {label.lower()} score: {score}"))
+
+
+def alert_blocks(alert: LowScoreAlert, title: str) -> list[dict]:
+    """The blocks of an alert about one judgment: where, what was said, why, what happened next, feedback."""
     score = format_score(alert.score, alert.max_score)
     label = judge_label(alert.judge)
     where = f"{channel_mention(alert.channel_id)} · {slack_date(alert.answered_at)}"
     threshold = f" · alerts at {format_score(alert.threshold, None)} or lower" if alert.threshold is not None else ""
-    blocks = [
-        header(f"Low {label.lower()} score: {score}"),
-        context(f"*{label} {score}*{threshold} · {where}"),
-    ]
+    blocks = [header(title), context(f"*{label} {score}*{threshold} · {where}")]
     if alert.revision is not None:
         blocks.append(revision_section(alert.revision, alert.quote))
     if alert.quote:
@@ -162,11 +176,12 @@ def low_score_alert(alert: LowScoreAlert) -> dict:
         blocks.append(context("_The answer's stream ended in an error: judged on what it showed._"))
     if not alert.permalink:
         blocks.append(context("_The link to the message is unavailable (it may have been deleted)._"))
+    happened = signals_block(alert.signals)
+    if happened is not None:
+        blocks.append(happened)
     blocks.append(feedback_buttons(alert.judgment_id, alert.permalink))
     blocks.append(context(describe(alert.votes)))
-    # The fallback shows in notifications: never any of the conversation's text.
-    text = f"Low {label.lower()} score {score} in {channel_mention(alert.channel_id)}"
-    return message(text, blocks)
+    return blocks
 
 
 @dataclass(frozen=True)

@@ -249,7 +249,7 @@ def post_alert(runtime: Runtime, alert_id: int) -> str:
 
 
 def refresh_votes(runtime: Runtime, alert_id: int) -> str:
-    """Show the current feedback tally on a posted alert (chat.update)."""
+    """Show the current feedback tally and outcome signals on a posted alert (chat.update)."""
     with lease(runtime, alert_id):  # so the last update to run reads the latest votes
         update = _votes_update(runtime, alert_id)
         if isinstance(update, str):
@@ -262,7 +262,7 @@ def _votes_update(runtime: Runtime, alert_id: int) -> dict | str:
     """The chat.update that shows the current votes on the alert, or why there is none."""
     with runtime.db.session() as session:
         row = session.get(Alert, alert_id)
-        if row is None or row.kind != alert_store.KIND_LOW:
+        if row is None or row.kind not in (alert_store.KIND_LOW, alert_store.KIND_MISSED):
             return "not_an_alert"
         if row.status != alert_store.STATUS_POSTED or not row.message_ts:
             return "not_posted"  # the post, when it happens, renders the votes itself

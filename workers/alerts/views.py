@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy.orm import Session
 
+from capture.outcomes import describe
 from common.feedback import tally
 from common.messages.alerts import (
     DegradationAlert,
@@ -18,6 +19,7 @@ from common.messages.alerts import (
     degradation_alert,
     low_score_alert,
 )
+from common.messages.missed_failure import missed_failure_alert
 from common.privacy import may_quote_channel
 from common.runtime import Runtime
 from store import alerts as alert_store
@@ -25,6 +27,7 @@ from store.canary import recent_runs
 from store.feedback import votes_for
 from store.judgments import current_judgment
 from store.models import Alert, Judgment, Pair
+from store.outcomes import signals_with_times
 from workers.alerts.policy import DEGRADATION_JUDGE, WINDOW_ANSWERS, as_utc
 from workers.canary import RECENT_CANARY
 
@@ -79,8 +82,8 @@ def degradation_of(row: Alert) -> DegradationAlert:
 
 
 def render_low(runtime: Runtime, session: Session, row: Alert) -> dict:
-    """A low-score alert with the current feedback tally, and the newer verdict when the answer was edited after
-    it was judged (the pair holds the final text)."""
+    """A low-score (or missed-failure) alert with the current feedback tally, the outcome signals so far, and the
+    newer verdict when the answer was edited after it was judged (the pair holds the final text)."""
     judgment = session.get(Judgment, row.judgment_id)
     pair = session.get(Pair, judgment.pair_id)
     latest = current_judgment(session, judgment)
@@ -88,7 +91,8 @@ def render_low(runtime: Runtime, session: Session, row: Alert) -> dict:
     if latest.id != judgment.id:
         revision = Revision(latest.status, latest.score, latest.max_score, latest.reasoning)
     rule = runtime.rules.for_channel(pair.channel_id, runtime.settings)
-    return low_score_alert(
+    draw = missed_failure_alert if row.kind == alert_store.KIND_MISSED else low_score_alert
+    return draw(
         LowScoreAlert(
             judgment_id=judgment.id,
             judge=judgment.judge,
@@ -106,6 +110,7 @@ def render_low(runtime: Runtime, session: Session, row: Alert) -> dict:
             votes=tally(votes_for(session, judgment.id)),
             context=pair.context_text,
             revision=revision,
+            signals=tuple(describe(name, after) for name, after in signals_with_times(session, pair.id)),
         )
     )
 

@@ -130,6 +130,7 @@ def observe_message_in(runtime: Runtime, pair_id: int, channel: str, ts: str, *,
             judge_again = store.set_teammate_reference(session, pair_id, reference, judges)
     if judge_again:  # the pair is pending: if this send is lost, the stale sweeper enqueues it
         celery.send_task(task_names.JUDGE_PAIR, args=[pair_id])
+    _follow_up(pair_id)
     _announce(runtime, pair_id, new, channel=channel, message_ts=ts)
     return new
 
@@ -154,6 +155,7 @@ def observe_reaction_in(runtime: Runtime, pair_id: int, user: str, emoji: str, a
             new = []
             if standing == 0:
                 store.withdraw_signal(session, pair_id, name)
+    _follow_up(pair_id)
     _announce(runtime, pair_id, new)
     return new
 
@@ -176,6 +178,7 @@ def close_window_in(runtime: Runtime, pair_id: int, now: datetime | None = None)
         if not store.close_window(session, pair_id, now=now, closing=closing):
             return "closed"
     WatchBoard(runtime.redis).remove(channel, pair_id)
+    _follow_up(pair_id)
     _announce(runtime, pair_id, sorted(closing), channel=channel)
     return "resolved" if closing else "unresolved"
 
@@ -184,6 +187,12 @@ def _close_later(pair_id: int, seconds: float) -> None:
     """The closing check, due when the window ends or at the visibility timeout's ceiling (it then waits again)."""
     options = bounded_delay({"countdown": max(0.0, seconds) or None}, celery.conf.get(DELAY_CEILING))
     celery.send_task(task_names.CLOSE_OUTCOME_WINDOW, args=[pair_id], **options)
+
+
+def _follow_up(pair_id: int) -> None:
+    """The pair's alerts follow its signals (workers.alerts.outcomes). Sent whether or not this attempt recorded
+    anything new: a retry after a lost send still hands it on, and the follow-up is idempotent."""
+    celery.send_task(task_names.FOLLOW_UP_OUTCOME, args=[pair_id])
 
 
 def _announce(runtime: Runtime, pair_id: int, new: list[str], **fields) -> None:

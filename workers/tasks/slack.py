@@ -16,9 +16,16 @@ from common.backoff import backoff_seconds
 from common.celery_app import celery
 from common.post_once import outcome_unknown
 from common.runtime import get_runtime
-from common.task_names import CONSIDER_ALERT, DELIVER_VERDICT, FLUSH_ALERT_SUMMARIES, REFRESH_ALERT_VOTES
+from common.task_names import (
+    CONSIDER_ALERT,
+    DELIVER_VERDICT,
+    FLUSH_ALERT_SUMMARIES,
+    FOLLOW_UP_OUTCOME,
+    REFRESH_ALERT_VOTES,
+)
 from judges import TransientLLMError
 from workers.alerts.delivery import consider, is_permanent, refresh_votes, slack_error
+from workers.alerts.outcomes import follow_up
 from workers.alerts.summaries import flush_summaries
 from workers.alerts.verdicts import deliver
 from workers.judging.rules import retry_countdown
@@ -92,3 +99,10 @@ def refresh_alert_votes(self, alert_id: int) -> str:
 def deliver_verdict(self, pair_id: int, reply_channel: str | None = None) -> str:
     """Send an on-demand verdict privately to whoever asked (`workers.alerts.verdicts`), once."""
     return _run(self, deliver, pair_id, reply_channel)
+
+
+@celery.task(name=FOLLOW_UP_OUTCOME, bind=True, max_retries=MAX_RETRIES)
+def follow_up_outcome(self, pair_id: int) -> str:
+    """A pair's outcome signals changed: its missed-failure alert (once) and its alerts redrawn
+    (`workers.alerts.outcomes.follow_up`)."""
+    return _run(self, follow_up, pair_id)

@@ -1,0 +1,165 @@
+"""Alerts and outcome signals: when a pair's signals change, its posted alerts are redrawn in place (under their
+lease, like a vote), and when the conversation says a well-scored answer failed (`capture.outcomes.failed`) a
+missed-failure alert is claimed and posted, once per pair.
+
+The missed failure counts as a judge disagreement: a system vote "wrong" (user `OUTCOME_VOTER`) on each
+well-scored judgment of the pair, so the feedback tally, `voted_scores` and `relmon eval --from-feedback` count
+it like a person's vote. One vote per (judgment, voter): a retry records nothing twice.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from capture.outcomes import failed
+from common.feedback import VOTE_WRONG
+from common.runtime import Runtime
+from store import alerts as alert_store
+from store.feedback import record_vote
+from store.judgments import is_current
+from store.models import Alert, Judgment, Pair
+from store.outcomes import signal_names
+from workers.alerts import delivery, planning
+from workers.alerts.policy import Action, ChannelPolicy, HourCounts, JudgmentFacts, hour_start, is_low
+
+log = logging.getLogger("relmon.alerts")
+
+OUTCOME_VOTER = "relmon:outcomes"  # the feedback "voter" of missed failures
+
+
+def missed_key(pair_id: int) -> str:
+    return f"missed:{pair_id}"
+
+
+@dataclass(frozen=True)
+class MissedDecision:
+    action: Action
+    reason: str
+    judgment_id: int | None = None  # the well-scored judgment the alert is about
+    disagreed: tuple[int, ...] = ()  # every well-scored judgment: each gets the system vote
+
+
+def decide_missed(
+    signals: Collection[str],
+    judgments: Sequence[JudgmentFacts],
+    policy: ChannelPolicy,
+    counts: HourCounts = HourCounts(0, 0),
+) -> MissedDecision:
+    """Pure: whether a missed-failure alert is due, on which judgment, and whether a cap holds it."""
+    if not failed(signals):
+        return MissedDecision(Action.NONE, "not_failed")
+    scored_well = [
+        facts
+        for facts in judgments
+        if facts.status == "ok"
+        and facts.score is not None
+        and facts.judge in policy.thresholds
+        and not is_low(facts, policy.thresholds)
+    ]
+    if not scored_well:
+        return MissedDecision(Action.NONE, "not_scored_well")
+    about, disagreed = scored_well[0].judgment_id, tuple(facts.judgment_id for facts in scored_well)
+    if not policy.alert_channel:
+        return MissedDecision(Action.NONE, "no_alert_channel", about, disagreed)
+    if counts.source_channel >= policy.cap_per_hour:
+        return MissedDecision(Action.HOLD, "hourly_cap", about, disagreed)
+    if policy.alert_channel_cap is not None and counts.alert_channel >= policy.alert_channel_cap:
+        return MissedDecision(Action.HOLD, "alert_channel_cap", about, disagreed)
+    return MissedDecision(Action.ALERT, "missed_failure", about, disagreed)
+
+
+def _current_facts(session: Session, pair: Pair) -> list[JudgmentFacts]:
+    rows = session.scalars(
+        select(Judgment).where(Judgment.pair_id == pair.id, is_current(Judgment)).order_by(Judgment.id)
+    )
+    return [
+        JudgmentFacts(j.id, j.judge, j.status, j.score, source=pair.source or "capture", channel_id=pair.channel_id)
+        for j in rows
+    ]
+
+
+def _posted_alerts(session: Session, pair_id: int) -> list[int]:
+    """The pair's posted alerts that show signals (low scores of any version, its missed failure)."""
+    return list(
+        session.scalars(
+            select(Alert.id)
+            .join(Judgment, Judgment.id == Alert.judgment_id)
+            .where(
+                Judgment.pair_id == pair_id,
+                Alert.kind.in_((alert_store.KIND_LOW, alert_store.KIND_MISSED)),
+                Alert.status == alert_store.STATUS_POSTED,
+            )
+            .order_by(Alert.id)
+        )
+    )
+
+
+def follow_up(runtime: Runtime, pair_id: int, now: datetime | None = None) -> str:
+    """After a pair's signals changed: claim (once) and post its missed-failure alert if due, then redraw its
+    posted alerts with the signals so far. Idempotent: a retry finds the claim and the post-once receipt."""
+    now = now or datetime.now(UTC)
+    with runtime.db.session() as session:
+        pair = session.get(Pair, pair_id)
+        if pair is None or pair.source != "capture" or not pair.channel_id:
+            return "missing"
+        channel = pair.channel_id
+    policy = planning.channel_policy(runtime, channel)
+    outcome = _claim_missed(runtime, pair_id, channel, policy, now)
+    if outcome == alert_store.STATUS_CLAIMED:
+        with runtime.db.session() as session:
+            row_id = alert_store.by_key(session, missed_key(pair_id)).id
+        outcome = delivery.post_alert(runtime, row_id)
+    elif outcome == alert_store.STATUS_HELD:
+        delivery.schedule_summary_flush(runtime)
+    with runtime.db.session() as session:
+        posted = _posted_alerts(session, pair_id)
+    for alert_id in posted:
+        delivery.refresh_votes(runtime, alert_id)
+    return f"missed: {outcome}; redrawn: {len(posted)}"
+
+
+def _claim_missed(runtime: Runtime, pair_id: int, channel: str, policy: ChannelPolicy, now: datetime) -> str:
+    hour = hour_start(now)
+    until = hour + timedelta(hours=1)
+    with runtime.db.session() as session:
+        found = alert_store.by_key(session, missed_key(pair_id))
+        if found is not None:
+            return found.status
+        if not failed(signal_names(session, pair_id)):
+            return "not_failed"
+        answer_ts = session.get(Pair, pair_id).answer_ts
+    link = delivery.permalink(runtime, channel, answer_ts)  # a Slack call: before the locks
+    with runtime.db.session() as session:
+        signals = signal_names(session, pair_id)
+        alert_store.lock_channel(session, channel)  # the same locks, in the same order, as a low-score claim
+        if policy.alert_channel:
+            alert_store.lock_alert_channel(session, policy.alert_channel)
+        counts = HourCounts(
+            alert_store.count_low_alerts(session, channel, hour, until),
+            alert_store.count_alerts_to(session, policy.alert_channel, hour, until) if policy.alert_channel else 0,
+        )
+        decided = decide_missed(signals, _current_facts(session, session.get(Pair, pair_id)), policy, counts)
+        for judgment_id in decided.disagreed:
+            record_vote(session, judgment_id, OUTCOME_VOTER, VOTE_WRONG, now)
+        if decided.action is Action.NONE:
+            return decided.reason
+        row, created = alert_store.claim(
+            session,
+            dedupe_key=missed_key(pair_id),
+            kind=alert_store.KIND_MISSED,
+            status=alert_store.STATUS_HELD if decided.action is Action.HOLD else alert_store.STATUS_CLAIMED,
+            judgment_id=decided.judgment_id,
+            source_channel_id=channel,
+            alert_channel_id=policy.alert_channel,
+            details={"permalink": link, "reason": decided.reason},
+            now=now,
+        )
+    if created:
+        log.info("missed failure claimed", extra={"pair_id": pair_id, "alert_id": row.id, "status": row.status})
+    return row.status
