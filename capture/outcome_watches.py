@@ -38,10 +38,12 @@ class WatchBoard:
         self.redis.hdel(self._key(channel), str(pair_id))
 
     def watches(self, channel: str) -> list[Watch]:
-        return [Watch(**json.loads(raw)) for raw in self.redis.hvals(self._key(channel))]
+        found = (json.loads(raw) for raw in self.redis.hvals(self._key(channel)))
+        return [Watch(**{**fields, "parts": tuple(fields.get("parts") or ())}) for fields in found]
 
-    def of_answer(self, channel: str, answer_ts: str) -> Watch | None:
-        return next((w for w in self.watches(channel) if w.answer_ts == answer_ts), None)
+    def of_answer(self, channel: str, ts: str) -> Watch | None:
+        """The watch of the answer `ts` belongs to (any of its messages)."""
+        return next((w for w in self.watches(channel) if w.covers(ts)), None)
 
     def react(self, pair_id: int, name: str, who: str, added: bool) -> int:
         """Count a reaction given or taken back; returns how many of that signal's reactions stand."""

@@ -48,10 +48,15 @@ class Watch:
     thread_key: str  # the thread of the answer (its question's, or its own when it is top-level)
     asker: str | None
     closes_at: float
+    parts: tuple[str, ...] = ()  # the ts of the answer's later messages (a multi-message answer): reactions count
 
     @property
     def opens_at(self) -> float:
         return float(self.answer_ts)
+
+    def covers(self, ts: str) -> bool:
+        """Whether `ts` is one of the answer's messages."""
+        return ts == self.answer_ts or ts in self.parts
 
 
 def window_closes_at(answer_ts: str, window_seconds: float) -> float:

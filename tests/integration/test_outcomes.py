@@ -242,3 +242,37 @@ def test_export_gives_the_signals_and_the_reference_on_every_row(make_bot, sent)
         lines = io.StringIO()
         write_jsonl(rows, lines)
         assert '"signals": ["escalation", "human_takeover"]' in lines.getvalue()
+
+
+def test_a_reaction_on_any_message_of_a_multi_message_answer_counts(make_bot, sent) -> None:
+    bot = make_bot()
+    q = sr.human_message(C, sr.next_ts(), "How do I rotate my key?")
+    first = sr.bot_message(C, sr.next_ts(), "Open Settings.", thread_ts=q["ts"])
+    second = sr.bot_message(C, sr.next_ts(), "Then press Rotate.", thread_ts=q["ts"])
+    for event in (q, first, second):
+        send(bot, event)
+    [pair] = bot.pairs()
+    assert pair.answer_ts == first["ts"]
+    assert settle(bot.runtime, pair.id, pair.version) == PairStatus.PENDING
+    run(bot, sent)
+    send(bot, sr.reaction(second, "-1"))
+    assert [name for name, _ in sent] == [task_names.OBSERVE_REACTION]
+    run(bot, sent)
+    assert signals(bot, pair.id) == {"negative_reaction"}
+
+
+def test_the_sweeper_closes_a_window_whose_closing_task_was_lost(make_bot, sent) -> None:
+    from store.models import OutcomeWindow
+    from workers.tasks.sweeper import close_overdue_windows
+
+    bot = make_bot()
+    _q, _answer, pair = answered(bot, sent)
+    sent.clear()  # the closing task, lost
+    now = datetime.now(UTC)
+    assert close_overdue_windows(bot.runtime, now) == 0  # not over yet
+    with bot.runtime.db.session() as session:
+        session.get(OutcomeWindow, pair.id).closes_at = now - timedelta(minutes=5)
+    assert close_overdue_windows(bot.runtime, now) == 1
+    assert sent == [(task_names.CLOSE_OUTCOME_WINDOW, [pair.id])]
+    assert outcomes.close_window_in(bot.runtime, pair.id) == "resolved"
+    assert close_overdue_windows(bot.runtime, now) == 0  # closed: never swept again

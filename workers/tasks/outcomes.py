@@ -9,6 +9,7 @@ set once; a retried task or a redelivered event records nothing twice.
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import redis
@@ -25,6 +26,7 @@ from capture.outcomes import (
     reaction_signal,
     window_closes_at,
 )
+from capture.pairing import answer_run
 from capture.redact import redact_if
 from capture.text import message_text
 from common import task_names
@@ -81,15 +83,17 @@ def open_window(runtime: Runtime, pair_id: int) -> bool:
             asker=watch.asker,
             closes_at=datetime.fromtimestamp(closes, UTC),
         )
+    conversation = ConversationLog(runtime.redis, runtime.settings.question_ttl_seconds)
+    answer = conversation.get(channel, watch.answer_ts)
+    around = conversation.around(channel, answer, window_seconds) if answer is not None else []
+    if answer is not None:  # a reaction on any message of a multi-message answer counts
+        watch = replace(watch, parts=tuple(m.ts for m in answer_run(answer, around) if m.ts != watch.answer_ts))
     WatchBoard(runtime.redis).add(channel, watch)
     _close_later(pair_id, closes - datetime.now(UTC).timestamp())
     # Messages that came between the answer and its settling were not handed on by the bot: read them now.
-    conversation = ConversationLog(runtime.redis, runtime.settings.question_ttl_seconds)
-    answer = conversation.get(channel, watch.answer_ts)
-    if answer is not None:
-        for message in conversation.around(channel, answer, window_seconds):
-            if message.seconds > watch.opens_at:
-                observe_message_in(runtime, pair_id, channel, message.ts, required=False)
+    for message in around:
+        if message.seconds > watch.opens_at:
+            observe_message_in(runtime, pair_id, channel, message.ts, required=False)
     return True
 
 
