@@ -54,6 +54,11 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument(
         "--from-feedback", action="store_true", help="use the votes on alerts as the labels (instead of a file)"
     )
+    evaluate.add_argument(
+        "--labels-from",
+        choices=["outcomes"],
+        help="outcomes: what the conversations did next (resolved or failed) as the labels, from stored pairs",
+    )
     evaluate.add_argument("--judge", "-j", default="relevancy", choices=["relevancy", "correctness", "grounded"])
     evaluate.add_argument("--threads", type=int, default=8, help="judgments in flight at once (default 8)")
     evaluate.add_argument("--worst", type=int, default=5, help="how many disagreements to list (default 5)")

@@ -189,6 +189,30 @@ def feedback_labels(settings: Settings, judge: Judge) -> list[Label]:
     return labels
 
 
+def outcome_labels(settings: Settings, judge: Judge) -> list[Label]:
+    """Outcomes as labels (`capture.outcomes.outcome_label`) from stored pairs whose window closed: resolved →
+    the judge's top score, failed (a failure signal) → its lowest; pairs with neither are left out."""
+    from capture.outcomes import outcome_label
+    from store.db import Database
+    from store.outcomes import closed_examples
+
+    database = Database(settings.resolved_database_url)
+    try:
+        with database.session() as session:
+            examples = closed_examples(session)
+    finally:
+        database.dispose()
+    scores = {"good": judge.max_score, "bad": judge.min_score}
+    labels = []
+    for number, (question, answer, reference, signals) in enumerate(examples, start=1):
+        label = outcome_label(signals)
+        if label is not None:
+            labels.append(Label(number, question, answer, reference, scores[label]))
+    if not labels:
+        raise UsageError("no answers with a closed outcome window to use as labels yet")
+    return labels
+
+
 def _judge_all(judge: Judge, client: LLMClient, labels: list[Label], threads: int) -> list[Verdict]:
     progress = {"done": 0}
     lock = threading.Lock()
@@ -310,12 +334,14 @@ def run_eval(args: argparse.Namespace, settings: Settings) -> int:
     try:
         if args.threads < 1:
             raise UsageError("--threads must be at least 1")
-        if getattr(args, "from_feedback", False):
+        if getattr(args, "labels_from", None) == "outcomes":
+            labels = outcome_labels(settings, judge)
+        elif getattr(args, "from_feedback", False):
             labels = feedback_labels(settings, judge)
         elif args.labels:
             labels = load_labels(Path(args.labels), judge)
         else:
-            raise UsageError("give a labels file, or --from-feedback to use the votes on alerts")
+            raise UsageError("give a labels file, --from-feedback (the votes on alerts) or --labels-from outcomes")
         client = build_client(settings)
     except UsageError as exc:
         return _fail(str(exc), EXIT_USAGE)

@@ -133,3 +133,16 @@ def open_windows_due(session: Session, now: datetime, limit: int = 500) -> list[
             .limit(limit)
         ).scalars()
     )
+
+
+def closed_examples(session: Session) -> list[tuple[str, str, str | None, list[str]]]:
+    """(question, answer, reference, signal names) of every pair whose window closed, oldest first: the
+    outcome labels of `relmon eval --labels-from outcomes`."""
+    rows = session.execute(
+        select(Pair.id, Pair.question_text, Pair.answer_text, Pair.reference_text)
+        .join(OutcomeWindow, OutcomeWindow.pair_id == Pair.id)
+        .where(OutcomeWindow.closed_at.is_not(None), Pair.question_text.is_not(None), Pair.answer_text.is_not(None))
+        .order_by(Pair.id)
+    ).all()
+    signals = signals_of(session, [row.id for row in rows])
+    return [(q, a, reference or None, signals.get(pair_id, [])) for pair_id, q, a, reference in rows]
