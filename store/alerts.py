@@ -305,21 +305,27 @@ def channel_stats(session: Session, channel_id: str, since: datetime, thresholds
     return stats
 
 
-def posted_about_earlier(session: Session, pair_id: int, judge: str, pair_version: int) -> list[int]:
-    """The posted low-score alerts about judgments of earlier versions of this answer (by this judge): the ones to
-    update in place now that a newer judgment supersedes them."""
+def posted_about_pair(
+    session: Session, pair_id: int, *conditions: Any, kinds: tuple[str, ...] = (KIND_LOW,)
+) -> list[int]:
+    """The posted alerts of these kinds about the pair's judgments (and `conditions` on them), oldest first."""
     return list(
         session.scalars(
             select(Alert.id)
             .join(Judgment, Judgment.id == Alert.judgment_id)
             .where(
                 Judgment.pair_id == pair_id,
-                Judgment.judge == judge,
-                Judgment.pair_version < pair_version,
-                Alert.kind == KIND_LOW,
+                *conditions,
+                Alert.kind.in_(kinds),
                 Alert.status == STATUS_POSTED,
                 Alert.message_ts.is_not(None),
             )
             .order_by(Alert.id)
         )
     )
+
+
+def posted_about_earlier(session: Session, pair_id: int, judge: str, pair_version: int) -> list[int]:
+    """The posted low-score alerts about judgments of earlier versions of this answer (by this judge): the ones to
+    update in place now that a newer judgment supersedes them."""
+    return posted_about_pair(session, pair_id, Judgment.judge == judge, Judgment.pair_version < pair_version)

@@ -23,7 +23,7 @@ from common.runtime import Runtime
 from store import alerts as alert_store
 from store.feedback import record_vote
 from store.judgments import is_current
-from store.models import Alert, Judgment, Pair
+from store.models import Judgment, Pair
 from store.outcomes import signal_names
 from workers.alerts import delivery, planning
 from workers.alerts.policy import Action, ChannelPolicy, HourCounts, JudgmentFacts, hour_start, is_low
@@ -84,22 +84,6 @@ def _current_facts(session: Session, pair: Pair) -> list[JudgmentFacts]:
     ]
 
 
-def _posted_alerts(session: Session, pair_id: int) -> list[int]:
-    """The pair's posted alerts that show signals (low scores of any version, its missed failure)."""
-    return list(
-        session.scalars(
-            select(Alert.id)
-            .join(Judgment, Judgment.id == Alert.judgment_id)
-            .where(
-                Judgment.pair_id == pair_id,
-                Alert.kind.in_((alert_store.KIND_LOW, alert_store.KIND_MISSED)),
-                Alert.status == alert_store.STATUS_POSTED,
-            )
-            .order_by(Alert.id)
-        )
-    )
-
-
 def follow_up(runtime: Runtime, pair_id: int, now: datetime | None = None) -> str:
     """After a pair's signals changed: claim (once) and post its missed-failure alert if due, then redraw its
     posted alerts with the signals so far. Idempotent: a retry finds the claim and the post-once receipt."""
@@ -118,7 +102,7 @@ def follow_up(runtime: Runtime, pair_id: int, now: datetime | None = None) -> st
     elif outcome == alert_store.STATUS_HELD:
         delivery.schedule_summary_flush(runtime)
     with runtime.db.session() as session:
-        posted = _posted_alerts(session, pair_id)
+        posted = alert_store.posted_about_pair(session, pair_id, kinds=(alert_store.KIND_LOW, alert_store.KIND_MISSED))
     for alert_id in posted:
         delivery.refresh_votes(runtime, alert_id)
     return f"missed: {outcome}; redrawn: {len(posted)}"
