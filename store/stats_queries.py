@@ -51,7 +51,8 @@ class PairRow:
     channel_is_private: bool = False
     answer_ts: str | None = None
     thread_ts: str | None = None
-    judgments: tuple[JudgmentRow, ...] = field(default_factory=tuple)
+    judgments: tuple[JudgmentRow, ...] = field(default_factory=tuple)  # the current ones: what scores read
+    superseded: tuple[JudgmentRow, ...] = field(default_factory=tuple)  # earlier versions': spent, not scored
 
 
 def _aware(moment: datetime) -> datetime:
@@ -64,9 +65,35 @@ def _chunks(ids: list[int]) -> Iterable[list[int]]:
         yield ids[i : i + _CHUNK]
 
 
+_TOKEN_COUNTS = ("prompt_tokens", "cached_tokens", "completion_tokens")
+
+
+def _judgment_columns(votes) -> list:
+    """A judgment's fields as `JudgmentRow` names them, unset counts as 0, and whether it is current."""
+    return [
+        Judgment.pair_id,
+        is_current().label("current"),
+        Judgment.id,
+        Judgment.judge,
+        Judgment.status,
+        Judgment.score,
+        Judgment.max_score,
+        Judgment.normalized_score,
+        *(func.coalesce(getattr(Judgment, name), 0).label(name) for name in _TOKEN_COUNTS),
+        func.coalesce(Judgment.cached, False).label("cached"),
+        func.coalesce(Judgment.batch, False).label("batch"),
+        func.coalesce(votes.c.right, 0).label("votes_right"),
+        func.coalesce(votes.c.wrong, 0).label("votes_wrong"),
+        Judgment.model,
+        Judgment.prompt_version,
+        Judgment.confirmation_status,
+        Judgment.confirmation_score,
+    ]
+
+
 def pair_rows(session: Session, start: datetime, end: datetime) -> list[PairRow]:
-    """Every pair created in [start, end) with its current judgments (an edited answer's latest of each judge) and
-    their feedback counts (no texts)."""
+    """Every pair created in [start, end) with its judgments and their feedback counts (no texts): the current
+    ones (an edited answer's latest of each judge) apart from those a later version superseded."""
     pairs = session.execute(
         select(
             Pair.id,
@@ -82,7 +109,7 @@ def pair_rows(session: Session, start: datetime, end: datetime) -> list[PairRow]
         .order_by(Pair.id)
     ).all()
     ids = [row.id for row in pairs]
-    judgments: dict[int, list[JudgmentRow]] = defaultdict(list)
+    judgments: dict[tuple[int, bool], list[JudgmentRow]] = defaultdict(list)
     for chunk in _chunks(ids):
         votes = (
             select(
@@ -94,44 +121,20 @@ def pair_rows(session: Session, start: datetime, end: datetime) -> list[PairRow]
             .subquery()
         )
         rows = session.execute(
-            select(Judgment, votes.c.right, votes.c.wrong)
+            select(*_judgment_columns(votes))
             .outerjoin(votes, votes.c.judgment_id == Judgment.id)
-            .where(Judgment.pair_id.in_(chunk), is_current())
+            .where(Judgment.pair_id.in_(chunk))
             .order_by(Judgment.id)
         ).all()
-        for judgment, right, wrong in rows:
-            judgments[judgment.pair_id].append(
-                JudgmentRow(
-                    id=judgment.id,
-                    judge=judgment.judge,
-                    status=judgment.status,
-                    score=judgment.score,
-                    max_score=judgment.max_score,
-                    normalized_score=judgment.normalized_score,
-                    prompt_tokens=judgment.prompt_tokens or 0,
-                    cached_tokens=judgment.cached_tokens or 0,
-                    completion_tokens=judgment.completion_tokens or 0,
-                    cached=bool(judgment.cached),
-                    batch=bool(judgment.batch),
-                    votes_right=int(right or 0),
-                    votes_wrong=int(wrong or 0),
-                    model=judgment.model,
-                    prompt_version=judgment.prompt_version,
-                    confirmation_status=judgment.confirmation_status,
-                    confirmation_score=judgment.confirmation_score,
-                )
-            )
+        for row in rows:
+            fields = dict(row._mapping)
+            key = (fields.pop("pair_id"), bool(fields.pop("current")))
+            judgments[key].append(JudgmentRow(**fields))
     return [
         PairRow(
-            id=row.id,
-            channel_id=row.channel_id,
-            created_at=_aware(row.created_at),
-            status=row.status,
-            source=row.source,
-            channel_is_private=bool(row.channel_is_private),
-            answer_ts=row.answer_ts,
-            thread_ts=row.thread_ts,
-            judgments=tuple(judgments.get(row.id, ())),
+            **row._mapping | {"created_at": _aware(row.created_at), "channel_is_private": bool(row.channel_is_private)},
+            judgments=tuple(judgments.get((row.id, True), ())),
+            superseded=tuple(judgments.get((row.id, False), ())),
         )
         for row in pairs
     ]

@@ -172,11 +172,12 @@ def captured(rows: Iterable[PairRow]) -> list[PairRow]:
 
 def token_use(rows: Iterable[PairRow], prices: Prices) -> Tokens:
     """LLM tokens actually spent (cached verdicts cost nothing) and their estimated cost, the input the provider
-    read from its prompt cache at the cached rate."""
+    read from its prompt cache at the cached rate. Every judgment made counts, those a re-judged answer's newer
+    version superseded too: they were paid for."""
     prompt = cached = completion = 0
     cost = 0.0
     for row in rows:
-        for judgment in row.judgments:
+        for judgment in (*row.judgments, *row.superseded):
             if not judgment.cached:
                 prompt += judgment.prompt_tokens
                 cached += min(judgment.cached_tokens, judgment.prompt_tokens)

@@ -120,3 +120,34 @@ def test_a_follow_up_settles_with_the_earlier_turns(make_bot) -> None:
 def test_no_earlier_turns_when_turned_off(make_bot) -> None:
     pair = _follow_up(make_bot(context_turns=0))
     assert (pair.status, pair.context_text) == (PairStatus.PENDING, None)
+
+
+def test_a_rejudged_answer_costs_both_judgments_and_scores_only_the_current_one(database) -> None:
+    """The digest's figures from the store: spend counts the superseded judgment's tokens, scores do not."""
+    from datetime import UTC, datetime, timedelta
+
+    from common.reports.period import period_for
+    from common.reports.stats import Prices, build_report
+    from store.stats_queries import pair_rows
+
+    now = datetime(2026, 11, 23, 9, 0, tzinfo=UTC)
+    with database.session() as session:
+        for n, versions in enumerate([[(1, 1000, 100), (4, 2000, 200)], [(2, 400, 40)]]):
+            pair = Pair(channel_id=C, answer_ts=f"1763000000.{n:06d}", status="judged", version=len(versions),
+                        created_at=now - timedelta(days=1))  # fmt: skip
+            session.add(pair)
+            session.flush()
+            for version, (score, prompt, completion) in enumerate(versions, start=1):
+                session.add(Judgment(pair_id=pair.id, judge="relevancy", status="ok", score=score, max_score=4,
+                                     normalized_score=score / 4, prompt_tokens=prompt, completion_tokens=completion,
+                                     pair_version=version))  # fmt: skip
+    period = period_for(now, "UTC")
+    with database.session() as session:
+        rows = pair_rows(session, period.start, period.end)
+    assert [[j.score for j in row.judgments] for row in rows] == [[4], [2]]
+    assert [[j.score for j in row.superseded] for row in rows] == [[1], []]
+    prices = Prices(input_per_million=0.15, output_per_million=0.60)
+    overall = build_report(period, rows, [], lambda _c: {"relevancy": 2}, prices).overall
+    assert overall.judge("relevancy").mean == 3.0 and overall.judge("relevancy").scored == 2
+    assert (overall.tokens.prompt, overall.tokens.completion) == (3400, 340)
+    assert overall.tokens.cost_usd == pytest.approx(3400 / 1e6 * 0.15 + 340 / 1e6 * 0.60)

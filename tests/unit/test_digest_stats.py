@@ -48,7 +48,7 @@ def verdict(
     )
 
 
-def pair(channel="C1", *, at=None, status="judged", judgments=(), source="capture", private=False):
+def pair(channel="C1", *, at=None, status="judged", judgments=(), source="capture", private=False, superseded=()):
     pair_id = next(_ids)
     return PairRow(
         id=pair_id,
@@ -59,6 +59,7 @@ def pair(channel="C1", *, at=None, status="judged", judgments=(), source="captur
         channel_is_private=private,
         answer_ts=f"1700000000.{pair_id:06d}",
         judgments=tuple(judgments),
+        superseded=tuple(superseded),
     )
 
 
@@ -154,6 +155,20 @@ def test_counts_scores_thresholds_per_channel_votes_and_tokens():
     assert stats.tokens.cost_usd == pytest.approx(800 / 1e6 * 0.15 + 80 / 1e6 * 0.60)
     # The worst answers are captured ones, lowest normalized score first.
     assert [w.score for w in stats.worst] == [2.0, 3.0, 3.0]
+
+
+def test_a_rejudged_answer_costs_both_judgments_and_scores_only_the_current_one():
+    rows = [
+        pair("C1", judgments=[verdict(4, tokens=(2000, 200))], superseded=[verdict(1, tokens=(1000, 100))]),
+        pair("C1", judgments=[verdict(2)]),
+    ]
+    stats = channel_stats(None, rows, thresholds_for, PRICES)
+    relevancy = stats.judge("relevancy")
+    assert relevancy.scored == 2 and relevancy.mean == pytest.approx(3.0)  # (4 + 2) / 2: the 1 is superseded
+    assert relevancy.low == 1 and [w.score for w in stats.worst] == [2.0, 4.0]
+    assert stats.judged == 2 and stats.seen == 2
+    assert (stats.tokens.prompt, stats.tokens.completion) == (3100, 310)
+    assert stats.tokens.cost_usd == pytest.approx(3100 / 1e6 * 0.15 + 310 / 1e6 * 0.60)
 
 
 def test_change_against_the_previous_week_per_channel_and_overall():
