@@ -132,7 +132,8 @@ def pair_rows(session: Session, start: datetime, end: datetime) -> list[PairRow]
             judgments[key].append(JudgmentRow(**fields))
     return [
         PairRow(
-            **row._mapping | {"created_at": _aware(row.created_at), "channel_is_private": bool(row.channel_is_private)},
+            **row._asdict()
+            | {"created_at": _aware(row.created_at), "channel_is_private": bool(row.channel_is_private)},
             judgments=tuple(judgments.get((row.id, True), ())),
             superseded=tuple(judgments.get((row.id, False), ())),
         )
