@@ -25,7 +25,7 @@ from capture.pairing import Identity, channel_ignore_reason
 from capture.redact import redact_if
 from common.runtime import Runtime, set_runtime
 from relmon.backfill.progress import Counters, Progress
-from relmon.backfill.report import Estimate, backfill_period, post_report, print_report
+from relmon.backfill.report import backfill_period, estimate, estimate_text, post_report, print_report
 from store import backfill as rows
 from store.models import Judgment, Pair
 from store.settings import Settings
@@ -61,7 +61,6 @@ class Run:
     def __init__(self, runtime: Runtime, args, source: str, now: datetime) -> None:
         self.runtime, self.args, self.source, self.now = runtime, args, source, now
         self.counters = Counters()
-        self.estimate = Estimate()
         self.limit = args.limit
         self.batched: list[int] = []
         self.llm = backfill_llm(runtime.settings) if not args.dry_run else None
@@ -78,7 +77,7 @@ class Run:
         for pair in found:
             self.counters.pairs += 1
             if self.args.dry_run:
-                self.estimate.add(self.runtime, channel, pair.answer_ts, pair.question_text, pair.answer_text)
+                estimate(self.counters, self.runtime, channel, pair.answer_ts, pair.question_text, pair.answer_text)
                 continue
             with self.runtime.db.session() as session:
                 stored = rows.add_found(
@@ -344,7 +343,7 @@ def _report(run: Run, since: datetime) -> int:
         file=sys.stderr,
     )
     if run.args.dry_run:
-        sys.stdout.write(run.estimate.text(runtime, batch=run.args.batch))
+        sys.stdout.write(estimate_text(run.counters, runtime, batch=run.args.batch))
         return 0
     period = backfill_period(since, run.now, runtime.settings.digest_timezone, run.source)
     print_report(runtime, period)

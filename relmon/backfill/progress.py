@@ -13,6 +13,8 @@ LOG_EVERY_SECONDS = 5.0
 
 @dataclass
 class Counters:
+    """What a run has done so far; for `--dry-run`, what judging would take (`relmon.backfill.report.estimate`)."""
+
     messages: int = 0
     pairs: int = 0
     judged: int = 0
@@ -20,6 +22,12 @@ class Counters:
     left: int = 0  # left pending (budget spent, LLM unavailable): the next run judges them
     spend_usd: float = 0.0
     done_fraction: float = 0.0  # of the period's time span, over all channels
+    # --dry-run: the pairs sampling lets in, their LLM calls and tokens (from the prompts' lengths), a few examples
+    sampled: int = 0
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    examples: list[str] = field(default_factory=list)
     started: float = field(default_factory=time.monotonic)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 

@@ -4,12 +4,12 @@ digest's own delivery), and, for `--dry-run`, what judging it would cost."""
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
 from datetime import datetime
 
 from common.reports.period import Period
 from common.runtime import Runtime
 from judges import get_judge
+from relmon.backfill.progress import Counters
 from workers import sampling
 from workers.judging.rules import judges_in_force
 
@@ -49,46 +49,39 @@ def post_report(runtime: Runtime, period: Period, now: datetime) -> str:
     return f"report not posted again ({outcome.status})"
 
 
-@dataclass
-class Estimate:
-    """What `--dry-run` would judge: pairs, LLM calls and tokens (from the prompts' lengths)."""
+def estimate(counters: Counters, runtime: Runtime, channel: str, answer_ts: str, question: str, answer: str) -> None:
+    """Count what judging this pair would take, as judging would (sampling, the judges in force)."""
+    settings = runtime.settings
+    rule = runtime.rules.for_channel(channel, settings)
+    if not sampling.is_sampled_in(channel, answer_ts, rule.sample_rate, source="backfill"):
+        return
+    counters.sampled += 1
+    for name in judges_in_force(None, rule.judges, False):
+        messages = get_judge(name).messages(question, answer, None, settings.max_prompt_chars)
+        counters.calls += 1
+        counters.input_tokens += sum(len(m["content"]) for m in messages) // CHARS_PER_TOKEN
+        counters.output_tokens += OUTPUT_TOKENS_PER_CALL
+    if len(counters.examples) < 5:
+        counters.examples.append(f"  {channel} {answer_ts}: {question[:60]!r} → {answer[:60]!r}")
 
-    pairs: int = 0
-    calls: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    examples: list[str] = field(default_factory=list)
 
-    def add(self, runtime: Runtime, channel: str, answer_ts: str, question: str, answer: str) -> None:
-        settings = runtime.settings
-        rule = runtime.rules.for_channel(channel, settings)
-        if not sampling.is_sampled_in(channel, answer_ts, rule.sample_rate, source="backfill"):
-            return
-        self.pairs += 1
-        for name in judges_in_force(None, rule.judges, False):
-            messages = get_judge(name).messages(question, answer, None, settings.max_prompt_chars)
-            self.calls += 1
-            self.input_tokens += sum(len(m["content"]) for m in messages) // CHARS_PER_TOKEN
-            self.output_tokens += OUTPUT_TOKENS_PER_CALL
-        if len(self.examples) < 5:
-            self.examples.append(f"  {channel} {answer_ts}: {question[:60]!r} → {answer[:60]!r}")
-
-    def text(self, runtime: Runtime, *, batch: bool) -> str:
-        settings = runtime.settings
-        cost = (
-            self.input_tokens / 1e6 * settings.cost_per_million_input_tokens
-            + self.output_tokens / 1e6 * settings.cost_per_million_output_tokens
+def estimate_text(counters: Counters, runtime: Runtime, *, batch: bool) -> str:
+    """What `--dry-run` prints: the pairs it would judge, the calls, tokens and cost."""
+    settings = runtime.settings
+    cost = (
+        counters.input_tokens / 1e6 * settings.cost_per_million_input_tokens
+        + counters.output_tokens / 1e6 * settings.cost_per_million_output_tokens
+    )
+    lines = [
+        f"would judge {counters.sampled} pair(s): {counters.calls} LLM call(s), about {counters.input_tokens:,} "
+        f"input and {counters.output_tokens:,} output tokens, about ${cost:.4f} online, ${cost / 2:.4f} with --batch"
+        + (" (asked)" if batch else ""),
+        *counters.examples,
+    ]
+    if counters.calls > settings.daily_budget:
+        lines.append(
+            f"the daily budget ({settings.daily_budget:,} judgments) covers part of it: "
+            "the rest stays pending for the next days' runs"
         )
-        lines = [
-            f"would judge {self.pairs} pair(s): {self.calls} LLM call(s), about {self.input_tokens:,} input and "
-            f"{self.output_tokens:,} output tokens, about ${cost:.4f} online, ${cost / 2:.4f} with --batch"
-            + (" (asked)" if batch else ""),
-            *self.examples,
-        ]
-        if self.calls > settings.daily_budget:
-            lines.append(
-                f"the daily budget ({settings.daily_budget:,} judgments) covers part of it: "
-                "the rest stays pending for the next days' runs"
-            )
-        lines.append("(dry run: nothing was judged, stored or posted)")
-        return "\n".join(lines) + "\n"
+    lines.append("(dry run: nothing was judged, stored or posted)")
+    return "\n".join(lines) + "\n"
