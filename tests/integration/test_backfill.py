@@ -152,3 +152,29 @@ def test_import_of_an_export_lists_unmapped_channels(tmp_path, capsys):
         with db.session() as session:
             assert set(session.scalars(select(Pair.source))) == {"import"}
         db.dispose()
+
+
+def test_post_sends_the_report_with_its_chart_to_the_digest_channel_once_per_period(fakes, tmp_path, capsys, redis_url):
+    """`--post` goes through the digest's own delivery: one message and one chart in its thread; the same
+    period (same --since, same day) again is not posted twice, a later day's period is."""
+    slack, llm = fakes
+    slack.add_channel("C_DIGEST", "digest", members=["U_RELMON"])
+    settings = settings_for(slack, llm, tmp_path, digest_channel_setting="C_DIGEST", redis_url=redis_url)
+    assert run_backfill(args(post=True), settings, now=NOW) == 0
+    said = capsys.readouterr().err
+    assert "report posted to C_DIGEST" in said
+    (posted,) = slack.posted("C_DIGEST")
+    assert "backfill-20260501-20260610" in posted["text"]
+    (chart,) = slack.files.values()
+    assert chart["channels"] == ["C_DIGEST"] and f"(ts {chart['thread_ts']})" in said
+    assert slack.uploads[chart["id"]][:8] == b"\x89PNG\r\n\x1a\n"
+    assert len(slack.calls_to("files.completeUploadExternal")) == 1
+    assert not slack.posted("C_ALERTS")
+
+    assert run_backfill(args(post=True), settings, now=NOW) == 0
+    assert "report not posted again (already_sent)" in capsys.readouterr().err
+    assert len(slack.posted("C_DIGEST")) == 1 and len(slack.files) == 1
+
+    later = datetime(2026, 6, 11, tzinfo=UTC)
+    assert run_backfill(args(post=True), settings, now=later) == 0
+    assert len(slack.posted("C_DIGEST")) == 2 and len(slack.files) == 2
