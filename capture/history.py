@@ -10,7 +10,7 @@ absent, and tombstones and notices are ignored as live capture ignores them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -150,22 +150,31 @@ class HistoryPairer:
         self._toplevel = {ts: m for ts, m in self._toplevel.items() if float(ts) <= newest}
 
 
-def newest_first_threads(messages: Iterable[dict[str, Any]]) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
-    """A channel's messages in any order (an export's day files) grouped as history gives them: each top-level
-    message with its replies (oldest first), newest top-level message first. Replies whose root is missing
-    form a thread of their own, rooted at their first."""
-    roots: dict[str, dict[str, Any]] = {}
-    replies: dict[str, list[dict[str, Any]]] = {}
-    for raw in messages:
-        if not isinstance(raw, dict) or not raw.get("ts"):
-            continue
-        if is_reply(raw):
-            replies.setdefault(raw["thread_ts"], []).append(raw)
-        else:
-            roots[raw["ts"]] = raw
-    for thread_ts, orphans in replies.items():
-        if thread_ts not in roots:
-            orphans.sort(key=lambda m: float(m["ts"]))
-            roots[thread_ts] = orphans.pop(0)
-    ordered = sorted(roots, key=float, reverse=True)
-    return [(roots[ts], sorted(replies.get(ts, []), key=lambda m: float(m["ts"]))) for ts in ordered]
+def newest_first_threads(
+    days: Iterable[Iterable[dict[str, Any]]],
+) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    """A channel's messages day by day, newest day first (an export's day files), grouped as history gives them:
+    each top-level message with its replies (oldest first), newest top-level message first.
+
+    Lazy: one day is read at a time. A reply is never older than its root, so it comes in the root's day or a
+    newer one; only replies still waiting for their root's day are held. Replies whose root never comes form a
+    thread of their own, rooted at their first, at the end."""
+    waiting: dict[str, list[dict[str, Any]]] = {}  # thread_ts -> replies read before their root
+    for day in days:
+        roots: dict[str, dict[str, Any]] = {}
+        for raw in day:
+            if not isinstance(raw, dict) or not raw.get("ts"):
+                continue
+            if is_reply(raw):
+                waiting.setdefault(raw["thread_ts"], []).append(raw)
+            else:
+                roots[raw["ts"]] = raw
+        for ts in sorted(roots, key=float, reverse=True):
+            yield roots[ts], sorted(waiting.pop(ts, []), key=_seconds)
+    orphans = [sorted(replies, key=_seconds) for replies in waiting.values()]
+    for first, *rest in sorted(orphans, key=lambda thread: _seconds(thread[0]), reverse=True):
+        yield first, rest
+
+
+def _seconds(raw: dict[str, Any]) -> float:
+    return float(raw["ts"])

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import sys
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, date, datetime, timedelta
 from functools import cache
@@ -284,9 +284,7 @@ def run_import(args, settings: Settings, *, now: datetime | None = None) -> int:
             channel = mapped[channel_id]
             pairer = HistoryPairer(settings.toplevel_window_seconds, names.get)
             flags = {"channel_is_private": channel.is_private, "channel_is_ext_shared": False}
-            messages = list(export.messages(channel))  # one channel at a time
-            run.counters.messages += len(messages)
-            for root, replies in newest_first_threads(messages):
+            for root, replies in newest_first_threads(counted(export.days(channel), run.counters)):
                 thread = [read_message(m, settings.monitored_bots, Identity()) for m in (root, *replies)]
                 if logged := [m for m in thread if m]:
                     run.store(channel_id, pairer.feed(logged), flags)
@@ -302,6 +300,13 @@ def run_import(args, settings: Settings, *, now: datetime | None = None) -> int:
     finally:
         runtime.db.dispose()
         set_runtime(None)
+
+
+def counted(days: Iterable[list[dict]], counters: Counters) -> Iterator[list[dict]]:
+    """The day files as read, each counted in the messages read."""
+    for day in days:
+        counters.messages += len(day)
+        yield day
 
 
 def _execute(run: Run, channels: list[str], since: datetime | None, read, since_of=None) -> int:

@@ -1,6 +1,6 @@
 """A Slack workspace export (zip): `channels.json` (and `groups.json` for private channels), `users.json`, and one
 folder per channel, named by the channel's name, of `YYYY-MM-DD.json` files, each a JSON array of messages in the
-Web API's shape. Read one channel at a time (the zip is never unpacked whole)."""
+Web API's shape. Read one day file at a time (the zip is never unpacked whole)."""
 
 from __future__ import annotations
 
@@ -64,14 +64,14 @@ class SlackExport:
                 names[user["id"]] = profile.get("display_name") or user.get("real_name") or user.get("name") or ""
         return {k: v for k, v in names.items() if v}
 
-    def messages(self, channel: ExportChannel) -> Iterator[dict[str, Any]]:
-        """The channel's messages, day file by day file (oldest day first)."""
+    def days(self, channel: ExportChannel) -> Iterator[list[dict[str, Any]]]:
+        """The channel's day files, newest day first, each read only when asked for."""
         folder = self._path(channel.name) + "/"
-        days = sorted(n for n in self.names if n.startswith(folder) and n.endswith(".json"))
+        days = sorted((n for n in self.names if n.startswith(folder) and n.endswith(".json")), reverse=True)
         for day in days:
             with self.zip.open(day) as handle:
                 try:
                     content = json.load(handle)
                 except ValueError as error:
                     raise ExportError(f"{day} in the export is not JSON: {error}") from error
-            yield from (m for m in content if isinstance(m, dict))
+            yield [m for m in content if isinstance(m, dict)]

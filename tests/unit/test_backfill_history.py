@@ -15,7 +15,7 @@ from tests.backfill_helpers import BOT, export_zip, history_messages
 def pair_all(messages, window=600.0):
     pairer = HistoryPairer(window)
     found = []
-    for root, replies in newest_first_threads(messages):
+    for root, replies in newest_first_threads([messages]):
         logged = [m for m in (read_message(r, [BOT], Identity("U_RELMON")) for r in (root, *replies)) if m]
         if logged:
             found += pairer.feed(logged)
@@ -50,13 +50,39 @@ def test_top_level_answer_waits_for_its_window_and_the_floor_holds_it():
     assert pair.question_ts == "900.000000" and pairer.floor() is None
 
 
+def test_day_files_are_read_lazily_and_threads_span_days():
+    """One day at a time, newest first: a thread's replies from newer days wait for their root's day."""
+    day = 86_400.0
+    root = {"ts": f"{day + 10:.6f}", "user": "U1", "text": "why?", "thread_ts": f"{day + 10:.6f}", "reply_count": 2}
+    same_day = {"ts": f"{day + 20:.6f}", "bot_id": BOT, "text": "because", "thread_ts": root["ts"]}
+    next_day = {"ts": f"{2 * day + 5:.6f}", "bot_id": BOT, "text": "also", "thread_ts": root["ts"]}
+    later = {"ts": f"{2 * day + 50:.6f}", "user": "U2", "text": "hello"}
+    orphan = {"ts": f"{2 * day + 60:.6f}", "bot_id": BOT, "text": "late", "thread_ts": "5.000000"}
+    read: list[int] = []
+
+    def days():
+        for n, content in ((2, [next_day, later, orphan]), (1, [root, same_day])):
+            read.append(n)
+            yield content
+
+    threads = newest_first_threads(days())
+    assert read == []
+    first_root, first_replies = next(threads)
+    assert (first_root, first_replies, read) == (later, [], [2])  # the older day is not read yet
+    second_root, second_replies = next(threads)
+    assert (second_root, second_replies, read) == (root, [same_day, next_day], [2, 1])
+    assert list(threads) == [(orphan, [])]  # its root is in no day: a thread of its own, at the end
+
+
 def test_export_reader(tmp_path):
     path = tmp_path / "e.zip"
     path.write_bytes(export_zip({"C1": ("support", history_messages("C1", 4))}))
     export = SlackExport(str(path))
     [channel] = export.channels()
     assert channel.name == "support" and export.user_names() == {"U_ASKER": "Ana"}
-    assert len(list(export.messages(channel))) == 10
+    days = list(export.days(channel))
+    assert sum(len(day) for day in days) == 10
+    assert [float(day[0]["ts"]) for day in days] == sorted((float(day[0]["ts"]) for day in days), reverse=True)
 
 
 def test_export_nested_in_a_folder(tmp_path):
@@ -67,7 +93,7 @@ def test_export_nested_in_a_folder(tmp_path):
     path = tmp_path / "n.zip"
     path.write_bytes(buffer.getvalue())
     export = SlackExport(str(path))
-    assert len(list(export.messages(export.channels()[0]))) == 1
+    assert [len(day) for day in export.days(export.channels()[0])] == [1]
 
 
 def test_token_bucket_keeps_the_rate():
