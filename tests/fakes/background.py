@@ -6,7 +6,7 @@ import argparse
 import threading
 from collections.abc import Callable
 from contextlib import suppress
-from http.server import HTTPServer
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any, Self
 
 
@@ -41,6 +41,28 @@ class BackgroundServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+class QuietHandler(BaseHTTPRequestHandler):
+    """A fake's request handler: keep-alive, no access log, whole bodies in and out."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet
+        return
+
+    def read_body(self) -> bytes:
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def send_body(self, status: int, data: bytes, content_type: str, headers: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
 
 
 def serve_from_command_line(make: Callable[[int], Any], description: str, announce: Callable[[Any], str]) -> None:

@@ -40,10 +40,10 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 
-from tests.fakes.background import BackgroundServer
+from tests.fakes.background import BackgroundServer, QuietHandler
 from tests.fakes.openai_batches import FakeBatches
 
 NO_DOCUMENT = "No document seems to precisely answer your question"
@@ -285,16 +285,12 @@ class _State:
         self.handler_seconds.clear()
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # keep-alive: the SDK pools connections
+class _Handler(QuietHandler):  # keep-alive: the SDK pools connections
     # Headers and body leave in one segment, without Nagle: otherwise delayed ACKs add ~40 ms per request.
     disable_nagle_algorithm = True
     wbufsize = 64 * 1024
     server: _Server
     _started: float | None = None  # set while answering a chat completion
-
-    def log_message(self, format: str, *args: Any) -> None:  # quiet
-        return
 
     def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
         data = json.dumps(payload).encode("utf-8")
@@ -305,36 +301,23 @@ class _Handler(BaseHTTPRequestHandler):
                 state.handler_seconds.append(time.perf_counter() - self._started)
             self._started = None
         try:
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            for name, value in (headers or {}).items():
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.write(data)
+            self.send_body(status, data, "application/json", headers)
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout): nothing to do
             self.close_connection = True
 
     def _body(self) -> dict:
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        return json.loads(raw or b"{}")
+        return json.loads(self.read_body() or b"{}")
 
     def _batch_api(self, method: str) -> bool:
         """The Batch API routes (tests/fakes/openai_batches.py); False when the path is not one of them."""
         batches = self.server.batches
         if not batches.handles(self.path):
             return False
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
+        raw = self.read_body()
         status, payload = batches.answer(method, self.path.rstrip("/"), self.headers.get("Content-Type") or "", raw)
         if isinstance(payload, bytes):
-            self.send_response(status)
-            self.send_header("Content-Type", "application/octet-stream")
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
+            self.send_body(status, payload, "application/octet-stream")
         else:
             self._send(status, payload)
         return True

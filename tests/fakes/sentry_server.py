@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from tests.fakes.background import BackgroundServer, serve_from_command_line
+from tests.fakes.background import BackgroundServer, QuietHandler, serve_from_command_line
 
 
 @dataclass
@@ -134,23 +134,12 @@ class FakeSentry(BackgroundServer):
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         fake = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:  # quiet
-                pass
-
+        class Handler(QuietHandler):
             def _send(self, status: int, body: dict[str, Any]) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                self.send_body(status, json.dumps(body).encode(), "application/json")
 
             def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length) if length else b""
+                body = self.read_body()
                 try:
                     body = decompress(body, self.headers.get("Content-Encoding", ""))
                     fake._record(self.path, dict(self.headers.items()), body)

@@ -38,7 +38,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from tests.fakes.background import BackgroundServer, serve_from_command_line
+from tests.fakes.background import BackgroundServer, QuietHandler, serve_from_command_line
 
 TEAM_ID = "T_TEST"
 RELMON_USER_ID = "U_RELMON"
@@ -507,32 +507,17 @@ class FakeSlack(BackgroundServer):
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         fake = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:  # quiet
-                pass
-
-            def _read(self) -> bytes:
-                length = int(self.headers.get("Content-Length") or 0)
-                return self.rfile.read(length) if length else b""
-
+        class Handler(QuietHandler):
             def _send(self, status: int, body: dict | str, headers: dict[str, str] | None = None) -> None:
                 data = (json.dumps(body) if isinstance(body, dict) else body).encode()
-                self.send_response(status)
                 content_type = "application/json; charset=utf-8" if isinstance(body, dict) else "text/plain"
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(data)))
-                for name, value in (headers or {}).items():
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(data)
+                self.send_body(status, data, content_type, headers)
 
             def do_GET(self) -> None:
                 self._dispatch(b"")
 
             def do_POST(self) -> None:
-                self._dispatch(self._read())
+                self._dispatch(self.read_body())
 
             def _dispatch(self, body: bytes) -> None:
                 parts = urlsplit(self.path)
