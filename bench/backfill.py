@@ -1,12 +1,14 @@
 """Backfill bench: histories of 5,000 and 10,000 messages (2.5 a pair) read from the fake Slack and judged by the
 fake LLM. The fakes run in a process of their own and each size's backfill in a fresh one, so the memory shown is
 the backfill's alone. Prints, per size, messages/s, pairs/s, LLM calls (one per pair), Slack calls per minute
-against the tier, and the backfill process's peak RSS (getrusage) with its growth over the RSS it had when the
-run began: pages are streamed and judgments bounded in flight, so the peak stays flat as the history grows.
+against the tier, and the backfill process's peak memory: RSS (getrusage, with its growth over the RSS when the
+run began) and, with --python-memory, Python's allocations (tracemalloc: the run is some five times slower), while
+reading and judging (pages are streamed and judgments bounded in flight: flat as the history grows) and with the
+report of the period that ends the run (the digest's figures, read from a row per pair).
 
 The tier is raised with RELMON_BACKFILL_CALLS_PER_MINUTE for speed (Slack's Tier 3 is ~50/min); the output says so.
 
-    python -m bench.backfill [--sizes 5000,10000] [--calls-per-minute 100000]
+    python -m bench.backfill [--sizes 5000,10000] [--calls-per-minute 100000] [--python-memory]
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import multiprocessing
 import resource
 import tempfile
 import time
+import tracemalloc
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -36,7 +39,10 @@ class Measured:
     code: int
     seconds: float
     rss_at_start_mb: float
-    rss_peak_mb: float
+    rss_reading_mb: float  # peak while reading, pairing, storing and judging (the streamed part)
+    rss_peak_mb: float  # peak with the report of the period (the digest's figures: a row per pair read)
+    python_reading_mb: float  # Python's allocations (tracemalloc), peak while reading and judging
+    python_report_mb: float  # the same during the report
 
 
 def serve_fakes(pairs: int, conn: Connection) -> None:
@@ -58,20 +64,34 @@ def _rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
-def run_one(settings_values: dict, since: str) -> Measured:
-    """The backfill's process: everything it imports is loaded first, so the growth is the run's own."""
-    from relmon.backfill.command import run_backfill
+def run_one(settings_values: dict, since: str, python_memory: bool) -> Measured:
+    """The backfill's process: everything it imports is loaded first, so the growth is the run's own. The peak
+    is read once more when the report begins, to tell the streamed part from the report."""
+    from relmon.backfill import command
     from store.settings import Settings
 
     settings = Settings(_env_file=None, **settings_values)
+    reading: list[float] = []
+    report = command._report
+
+    def measured_report(*report_args):
+        reading.extend((_rss_mb(), tracemalloc.get_traced_memory()[1] / 1e6))
+        tracemalloc.reset_peak()  # 0, 0 when not tracing
+        return report(*report_args)
+
+    command._report = measured_report
     at_start = _rss_mb()
     started = time.perf_counter()
+    if python_memory:
+        tracemalloc.start()
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        code = run_backfill(args(since=since), settings, now=datetime.now(UTC))
-    return Measured(code, time.perf_counter() - started, at_start, _rss_mb())
+        code = command.run_backfill(args(since=since), settings, now=datetime.now(UTC))
+    report_peak = tracemalloc.get_traced_memory()[1] / 1e6
+    tracemalloc.stop()
+    return Measured(code, time.perf_counter() - started, at_start, reading[0], _rss_mb(), reading[1], report_peak)
 
 
-def bench(size: int, calls_per_minute: float) -> None:
+def bench(size: int, calls_per_minute: float, python_memory: bool) -> None:
     pairs = int(size / MESSAGES_PER_PAIR)
     spawn = multiprocessing.get_context("spawn")
     ours, theirs = spawn.Pipe()
@@ -87,7 +107,7 @@ def bench(size: int, calls_per_minute: float) -> None:
                 backfill_calls_per_minute=calls_per_minute, backfill_concurrency=16,
             )  # fmt: skip
             since = datetime.fromtimestamp(first_ts - 1, UTC).date().isoformat()
-            measured = pool.submit(run_one, values, since).result()
+            measured = pool.submit(run_one, values, since, python_memory).result()
         ours.send("stop")
         slack_calls, llm_calls = ours.recv()
     finally:
@@ -103,17 +123,22 @@ def bench(size: int, calls_per_minute: float) -> None:
     print(f"  Slack calls       {slack_calls:,} ({per_minute:,.0f}/min; the bench's tier was raised to "
           f"{calls_per_minute:,.0f}/min per method, Slack's Tier 3 is ~{TIER3_PER_MINUTE}/min: at that "
           f"rate this history takes {slack_calls / TIER3_PER_MINUTE / 2:,.0f} min)")  # fmt: skip
-    print(f"  peak memory       {measured.rss_peak_mb:,.1f} MB RSS of the backfill process "
-          f"(+{measured.rss_peak_mb - measured.rss_at_start_mb:,.1f} MB over its start; the fakes apart)")  # fmt: skip
+    start, reading, peak = measured.rss_at_start_mb, measured.rss_reading_mb, measured.rss_peak_mb
+    print(f"  peak memory       reading and judging: {reading:,.1f} MB RSS (+{reading - start:,.1f} MB over the start)"
+          + (f", {measured.python_reading_mb:,.1f} MB of Python allocations" if python_memory else ""))  # fmt: skip
+    print(f"                    with the period's report: {peak:,.1f} MB RSS (+{peak - start:,.1f} MB)"
+          + (f", {measured.python_report_mb:,.1f} MB of Python allocations" if python_memory else "")
+          + "; the fakes apart")  # fmt: skip
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="5000,10000", help="history sizes in messages, comma-separated")
     parser.add_argument("--calls-per-minute", type=float, default=100_000)
+    parser.add_argument("--python-memory", action="store_true", help="also trace Python's allocations (slow)")
     options = parser.parse_args()
     for size in (int(s) for s in options.sizes.split(",")):
-        bench(size, options.calls_per_minute)
+        bench(size, options.calls_per_minute, options.python_memory)
 
 
 if __name__ == "__main__":
