@@ -1,5 +1,5 @@
 """The one backoff rule every relmon retry uses: exponential, capped, with jitter, never sooner than the server's
-Retry-After (up to a ceiling, so a long Retry-After cannot outlast the broker's visibility timeout)."""
+Retry-After (up to a ceiling, so a long Retry-After cannot hold a task back for long)."""
 
 from __future__ import annotations
 

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime
 
-from celery import Celery, Task
+from celery import Celery
 from kombu import Exchange, Queue
 
-from store.settings import Settings, delay_ceiling
+from store.settings import Settings
 
 log = logging.getLogger("relmon.celery")
 
@@ -22,42 +21,6 @@ def restore_interval(visibility_timeout: float) -> int:
     return int(min(60, max(1, visibility_timeout // 5)))
 
 
-# The conf key holding `store.settings.delay_ceiling`: the longest countdown a relmon task message may carry.
-DELAY_CEILING = "relmon_delay_ceiling"
-
-
-def bounded_delay(options: dict, ceiling: float | None, now: datetime | None = None) -> dict:
-    """Publish options with the countdown or ETA cut to `ceiling` seconds from now (None: left as they are).
-    A worker reserves a delayed message at once and holds it, unacknowledged, until it is due: one due after the
-    visibility timeout would be handed out again by Redis, and run twice."""
-    if ceiling is None:
-        return options
-    countdown, eta = options.get("countdown"), options.get("eta")
-    if eta is not None:
-        now = now or datetime.now(UTC)
-        due = datetime.fromisoformat(eta) if isinstance(eta, str) else eta
-        if due.tzinfo is None:
-            due = due.replace(tzinfo=UTC)
-        countdown = (due - now).total_seconds()
-    if countdown is None or countdown <= ceiling:
-        return options
-    return {**options, "countdown": ceiling, "eta": None}
-
-
-class RelmonTask(Task):
-    """Every relmon task: its delayed messages (retries, autoretries, countdowns) never outlast the visibility
-    timeout. Settings keeps the timeout above every delay it configures (judging backoff and Retry-After, the
-    settle wait); the delays fixed in the code (Slack and digest retries, the alert summary's wait, database and
-    Redis retries) are cut to the ceiling here, so under a short timeout they come sooner, never twice."""
-
-    def apply_async(self, args=None, kwargs=None, task_id=None, producer=None, link=None, link_error=None, **options):
-        ceiling = self.app.conf.get(DELAY_CEILING)
-        bounded = bounded_delay(options, ceiling)
-        if bounded is not options:
-            log.debug("task delay cut to the ceiling", extra={"task": self.name, "ceiling_s": ceiling})
-        return super().apply_async(args, kwargs, task_id, producer, link, link_error, **bounded)
-
-
 def celery_config(settings: Settings, broker_url: str) -> dict:
     return {
         "broker_url": broker_url,
@@ -65,9 +28,9 @@ def celery_config(settings: Settings, broker_url: str) -> dict:
         "result_backend": None,
         "task_ignore_result": True,
         # Acknowledge after the task ran: a worker killed with -9 mid-judgment loses nothing. What brings its
-        # messages back is Redis, not the worker: they stay in the `unacked` hash until the visibility timeout
-        # below, then a live worker restores them; the stale sweeper re-enqueues whatever is lost beyond that.
-        # Tasks are idempotent for this.
+        # messages back is Redis, not the worker: they stay in the `unacked` hash until their lease (the
+        # visibility timeout below) lapses, then a live worker restores them; the sweeper's orphan check
+        # re-enqueues a pair whose message was lost outright. Tasks are idempotent for this.
         "task_acks_late": True,
         # Does nothing under the threads pool (no child process can die alone: the whole worker dies, and the
         # visibility timeout applies). Kept so that the prefork pool, if anyone switches to it, requeues the
@@ -81,12 +44,11 @@ def celery_config(settings: Settings, broker_url: str) -> dict:
         "worker_pool": "threads",
         "worker_concurrency": settings.worker_concurrency,
         "broker_transport_options": {
-            # RELMON_VISIBILITY_TIMEOUT, 2 h by default (tests lower it to see a killed worker's tasks come back
-            # within seconds). A delayed message outlasting it would be handed out twice: Settings refuses one
-            # not longer than the delays the settings configure (settle countdown, judging retries), and
-            # RelmonTask cuts every other countdown to DELAY_CEILING. With late acks, Redis keeps every
-            # delivered message in its `unacked` hash; any worker re-queues those older than this, so a
-            # SIGKILLed worker's tasks are judged by whoever is alive (or by the same worker once restarted).
+            # RELMON_VISIBILITY_TIMEOUT, 30 s by default: a lease, not a deadline. With late acks Redis keeps every
+            # delivered message in its `unacked` set, scored by when it was delivered; a live worker renews the
+            # score of each message it holds (running, or waiting for its countdown) every sixth of the lease
+            # (workers.lease), and any worker re-queues those whose lease lapsed. So a SIGKILLed worker's tasks are
+            # back on the queue about 30 s later, and a countdown of any length is never handed out twice.
             "visibility_timeout": settings.visibility_timeout_seconds,
             # How often a worker looks for such abandoned messages: a cheap sorted-set range query. kombu's
             # default (10 s x throttle 10) would add up to 100 s to a short test timeout.
@@ -109,7 +71,6 @@ def celery_config(settings: Settings, broker_url: str) -> dict:
         "worker_send_task_events": False,
         "timezone": "UTC",
         "enable_utc": True,
-        DELAY_CEILING: delay_ceiling(settings),
     }
 
 
@@ -132,7 +93,7 @@ def embedded_socket_path(settings: Settings) -> str:
 
 # The one Celery app. Tasks register on it at import; `configure` points it at the settings' broker
 # (called by `relmon worker`, `relmon bot`, tests) before anything is sent.
-celery = Celery("relmon", task_cls=RelmonTask)
+celery = Celery("relmon")
 
 
 def configure(settings: Settings) -> Celery:

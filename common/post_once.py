@@ -70,7 +70,7 @@ def outcome_unknown(error: BaseException) -> bool:
 
 # A receipt in Redis bridges the gap between Slack accepting a post and the database recording it: when the
 # database is down at that moment, the task retries, and the retry finds the receipt instead of posting again.
-# Longer than the broker's visibility timeout (2 h by default), after which a dead worker's task comes back.
+# Far longer than any redelivery: a dead worker's task comes back a lease (RELMON_VISIBILITY_TIMEOUT) later.
 RECEIPT_TTL_SECONDS = 7 * 24 * 3600
 
 

@@ -4,6 +4,7 @@ workers that run them. The bot sends tasks by these names and imports nothing fr
 SETTLE_PAIR = "workers.tasks.capture.settle_pair"
 JUDGE_PAIR = "workers.tasks.judging.judge_pair"
 REQUEUE_STALE = "workers.tasks.judging.requeue_stale"
+REQUEUE_ORPHANS = "workers.tasks.judging.requeue_orphans"
 CONSIDER_ALERT = "workers.tasks.slack.consider_alert"
 FLUSH_ALERT_SUMMARIES = "workers.tasks.slack.flush_alert_summaries"
 REFRESH_ALERT_VOTES = "workers.tasks.slack.refresh_alert_votes"

@@ -1,8 +1,9 @@
 """`relmon run`: everything on one machine. Embedded Redis when REDIS_URL is unset, SQLite when DATABASE_URL is
 unset, migrations once, then `relmon bot`, `relmon worker` and `relmon beat` as child processes.
 
-SIGINT and SIGTERM are forwarded to the children. Nothing is restarted silently: if a child exits on its own,
-the others are stopped and `relmon run` exits with an error that names it. The embedded Redis stops last.
+SIGINT and SIGTERM are forwarded to the children. `relmon run` supervises them: a child that exits on its own
+is started again after a backoff (common.backoff: 1 s, doubling to 60 s, back to 1 s once it has run a minute),
+with a log line naming it, its exit code and the wait. The embedded Redis stops last.
 Also `relmon migrate` (`run_migrate`): bring the database schema up to date and exit (docker-compose runs it
 once before the app starts).
 """
@@ -17,8 +18,9 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from common.backoff import backoff_seconds
 from common.startup import migrate_schema
 from common.telemetry.logs import setup_logging
 from common.telemetry.scrub import mask_url
@@ -27,8 +29,11 @@ from store.settings import Settings
 log = logging.getLogger("relmon.run")
 
 STOP_TIMEOUT_SECONDS = 30.0
-EXIT_EMBEDDED_REDIS = 3  # 2: settings missing; 1: a child exited
+EXIT_EMBEDDED_REDIS = 3  # 2: settings missing
 POLL_SECONDS = 0.2
+RESTART_BASE_SECONDS = 1.0
+RESTART_CAP_SECONDS = 60.0
+HEALTHY_AFTER_SECONDS = 60.0  # a child that ran this long before exiting is restarted after the shortest wait
 _PR_SET_PDEATHSIG = 1
 
 
@@ -41,10 +46,59 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child between 
 @dataclass
 class Child:
     name: str
+    args: tuple[str, ...]
     process: subprocess.Popen
+    started_at: float = field(default_factory=time.monotonic)
+    restarts: int = 0  # in a row: reset once the child has run HEALTHY_AFTER_SECONDS
+    restart_at: float | None = None  # when it exited: the monotonic time of its next start
 
     def running(self) -> bool:
         return self.process.poll() is None
+
+
+def restart_delay(restarts_in_a_row: int, ran_seconds: float) -> float:
+    """The wait before starting again a child that exited on its own after `ran_seconds`."""
+    attempt = 0 if ran_seconds >= HEALTHY_AFTER_SECONDS else restarts_in_a_row
+    return backoff_seconds(attempt, base=RESTART_BASE_SECONDS, cap=RESTART_CAP_SECONDS)
+
+
+def _spawn(args: tuple[str, ...], env: dict[str, str]) -> subprocess.Popen:
+    return subprocess.Popen(
+        child_command(*args),
+        env=env,
+        stdin=subprocess.DEVNULL,
+        # Its own group: a terminal's Ctrl-C reaches relmon run only, which forwards it once.
+        process_group=0,
+        preexec_fn=_die_with_parent,
+    )
+
+
+def supervise(child: Child, env: dict[str, str], now: float) -> None:
+    """One look at a child: schedule a restart when it has exited, start it again when the wait is over."""
+    if child.restart_at is None:
+        if child.running():
+            return
+        ran = now - child.started_at
+        if ran >= HEALTHY_AFTER_SECONDS:
+            child.restarts = 0
+        wait = restart_delay(child.restarts, ran)
+        child.restart_at = now + wait
+        log.error(
+            "a child exited; restarting it",
+            extra={
+                "child": child.name,
+                "exit_code": child.process.returncode,
+                "ran_s": round(ran, 1),
+                "restart_in_s": round(wait, 2),
+                "restarts": child.restarts + 1,
+            },
+        )
+        return
+    if now >= child.restart_at:
+        child.process = _spawn(child.args, env)
+        child.started_at, child.restart_at = now, None
+        child.restarts += 1
+        log.info("child restarted", extra={"child": child.name, "pid": child.process.pid, "restarts": child.restarts})
 
 
 def child_command(*args: str) -> list[str]:
@@ -121,15 +175,8 @@ def run_all(settings: Settings, port: int = 3000) -> int:
             ("worker", ("worker",)),
             ("beat", ("beat",)),
         ):
-            process = subprocess.Popen(
-                child_command(*args),
-                env=env,
-                stdin=subprocess.DEVNULL,
-                # Its own group: a terminal's Ctrl-C reaches relmon run only, which forwards it once.
-                process_group=0,
-                preexec_fn=_die_with_parent,
-            )
-            children.append(Child(name, process))
+            process = _spawn(args, env)
+            children.append(Child(name, args, process))
             log.info("child started", extra={"child": name, "pid": process.pid})
         log.info(
             "relmon is running",
@@ -139,28 +186,14 @@ def run_all(settings: Settings, port: int = 3000) -> int:
                 "database": mask_url(settings.resolved_database_url),
             },
         )
-        exit_code = 0
         while not received:
-            exited = [child for child in children if not child.running()]
-            if exited:
-                child = exited[0]
-                # Restart nothing silently: say which one stopped, then stop the rest.
-                log.error(
-                    "a child exited; stopping relmon",
-                    extra={"child": child.name, "exit_code": child.process.returncode},
-                )
-                print(
-                    f"relmon run: `relmon {child.name}` exited with code {child.process.returncode}; "
-                    "stopping the others (see the log above)",
-                    file=sys.stderr,
-                )
-                exit_code = 1
-                break
+            for child in children:
+                supervise(child, env, time.monotonic())
             time.sleep(POLL_SECONDS)
         if received:
             log.info("stopping", extra={"signal": signal.Signals(received[0]).name})
         _stop_children(children, received[0] if received else signal.SIGTERM)
-        return exit_code
+        return 0
     finally:
         _stop_children([c for c in children if c.running()])
         if embedded is not None:

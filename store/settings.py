@@ -11,7 +11,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 SLACK_DEFAULT_API_URL = "https://slack.com/api/"
@@ -70,25 +70,9 @@ def largest_retry_delay(retry_base_seconds: float, llm_max_retries: int) -> floa
     return min(RETRY_CAP_SECONDS, retry_base_seconds * 2 ** (llm_max_retries - 1)) * (1 + RETRY_JITTER)
 
 
-def required_delays(settings: Settings) -> dict[str, float]:
-    """The countdowns relmon must wait in full, each named by the settings that set it: the visibility timeout
-    has to outlast every one (Settings refuses one that does not)."""
-    retry = largest_retry_delay(settings.retry_base_seconds, settings.llm_max_retries)
-    return {
-        f"the last judging retry, also the cap on a 429's Retry-After (RELMON_RETRY_BASE_SECONDS="
-        f"{settings.retry_base_seconds:g} doubling over RELMON_LLM_MAX_RETRIES={settings.llm_max_retries} retries, "
-        f"at most {RETRY_CAP_SECONDS:g} s, plus {RETRY_JITTER:.0%} jitter)": retry,
-        "the wait before a captured answer is settled (RELMON_SETTLE_SECONDS)": settings.settle_seconds,
-    }
-
-
-def delay_ceiling(settings: Settings) -> float:
-    """The longest countdown or ETA any relmon task message may carry (common.celery_app cuts longer ones at
-    publish). Delays fixed in the code (Slack task retries up to 60 s, digest retries up to 10 minutes, the alert
-    summary's 5 s, database and Redis retries) fit under it at the 2 h default timeout; under a short timeout
-    they come sooner rather than twice. The delays the settings require are never cut: Settings keeps the
-    timeout above them."""
-    return max(settings.visibility_timeout_seconds / 2, *required_delays(settings).values())
+# The shortest task lease (RELMON_VISIBILITY_TIMEOUT) relmon accepts: a live worker renews each held message
+# every sixth of it (workers.lease), so even a worker busy at full concurrency renews well before it lapses.
+MIN_LEASE_SECONDS = 10
 
 
 def _env(name: str) -> dict:
@@ -185,9 +169,10 @@ class Settings(BaseSettings):
     max_rejudge: int = Field(3, ge=0, le=100, **_env("RELMON_MAX_REJUDGE"))
     # First delay before a transient LLM failure is retried in Celery; doubles on each retry (with jitter).
     retry_base_seconds: float = Field(2.0, gt=0, le=60, **_env("RELMON_RETRY_BASE_SECONDS"))
-    # Redis hands an unacknowledged task (its worker died) to another worker after this long. It must exceed
-    # every countdown and retry delay; lower it only in tests, to see a killed worker's tasks come back sooner.
-    visibility_timeout_seconds: int = Field(2 * 60 * 60, ge=1, **_env("RELMON_VISIBILITY_TIMEOUT"))
+    # The lease on a task message a worker holds: the worker renews it while alive (workers.lease), so a held
+    # countdown or retry of any length is never handed out twice; a dead worker's messages go back to the queue
+    # this long after its last renewal.
+    visibility_timeout_seconds: int = Field(30, ge=MIN_LEASE_SECONDS, **_env("RELMON_VISIBILITY_TIMEOUT"))
     # A pair still pending or settling this long after its last change lost its task: beat re-enqueues it.
     sweep_after_seconds: int = Field(600, ge=2, **_env("RELMON_SWEEP_AFTER_SECONDS"))
 
@@ -265,22 +250,6 @@ class Settings(BaseSettings):
         if day not in {"mon", "tue", "wed", "thu", "fri", "sat", "sun"}:
             raise ValueError("RELMON_DIGEST_DAY must be a weekday name such as mon or monday")
         return day
-
-    @model_validator(mode="after")
-    def _visibility_outlasts_every_delay(self) -> Settings:
-        # A delayed task waits unacknowledged in Redis; past the visibility timeout Redis hands it out again.
-        delays = required_delays(self)
-        longest = max(delays.values())
-        if self.visibility_timeout_seconds <= longest:
-            listed = "; ".join(f"{what}: {seconds:g} s" for what, seconds in delays.items())
-            raise ValueError(
-                f"RELMON_VISIBILITY_TIMEOUT ({self.visibility_timeout_seconds} s) must be longer than every task "
-                f"delay relmon waits in full, else Redis delivers the delayed task twice. Those delays: {listed}. "
-                "Raise RELMON_VISIBILITY_TIMEOUT or lower those settings. (Every other countdown, such as the Slack "
-                "task retries, the digest retries, the alert summary's delayed post and the database and Redis "
-                "retries, is cut to half the timeout, or to the longest of those delays when it is longer.)"
-            )
-        return self
 
     # Derived values ---------------------------------------------------------------------------
 

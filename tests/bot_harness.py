@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import tempfile
 import threading
 from contextlib import ExitStack
 from dataclasses import dataclass
+from pathlib import Path
 from socketserver import ThreadingMixIn
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
@@ -40,6 +42,7 @@ def bot_settings(*, redis_url: str, database_url: str, slack_api_url: str, **ove
         "alert_channel": "C_ALERTS",
         "openai_api_key": "sk-test",
         "confirm": "off",  # alerts on the first verdict: the second opinion has tests of its own
+        "data_dir": Path(tempfile.mkdtemp(prefix="relmon-bot-")),  # the event spool lives there
     }
     values.update(overrides)
     return Settings(_env_file=None, **values)

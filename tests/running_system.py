@@ -32,10 +32,6 @@ from tests.services import create_postgres_database, drop_postgres_database, pos
 CHANNEL = "C_SUPPORT"
 ALERTS = "C_ALERTS"
 THRESHOLD = 2  # relevancy ≤ 2 alerts; the fake LLM scores "offtopic" answers 0 and others 4
-VISIBILITY_TIMEOUT = 5  # a killed worker's unacked tasks come back within seconds
-# Beat's sweeper re-enqueues a pair that has not moved on for this long: the backstop for a task message lost
-# in kombu's window between taking a message off the Redis list and recording it as unacknowledged.
-SWEEP_AFTER = 15
 SETTLE_TIMEOUT = 90.0  # the longest a test waits for the pipeline to finish (it usually takes seconds)
 
 
@@ -211,6 +207,24 @@ class System:
         )
         self.send_pair(f"How do I reset the password on device {i}?", text, offtopic=offtopic)
 
+    def post_answer_once(self, i: int) -> tuple[str, list[int]]:
+        """A question and its answer (off topic every 4th), each posted once, not retried: (answer ts, the
+        statuses the bot answered, 0 for a dropped connection)."""
+        question_ts, answer_ts = sr.next_ts(), sr.next_ts()
+        offtopic = i % 4 == 0
+        text = f"Our offtopic cafeteria menu for day {i}." if offtopic else f"Open Settings, then Reset on {i}."
+        statuses = []
+        for event in (
+            sr.human_message(CHANNEL, question_ts, f"How do I reset device {i}?"),
+            sr.bot_message(CHANNEL, answer_ts, text, thread_ts=question_ts),
+        ):
+            try:
+                statuses.append(sr.post(self.bot.url, sr.envelope(event), SECRET, timeout=10).status_code)
+            except httpx.TransportError:
+                statuses.append(0)
+        self.answers[answer_ts] = offtopic
+        return answer_ts, statuses
+
     # What happened -----------------------------------------------------------------------------------------
 
     def pairs(self) -> list[Pair]:
@@ -337,9 +351,9 @@ def running_system(
         add_support_channel(slack, members=["U_ASKER", "U_RELMON", "U_SUPPORT"])
         slack.add_channel(ALERTS, "alerts", members=["U_RELMON"])
         timings = {
+            # The recovery timings (task lease, orphan check, sweeper) stay at their defaults: a green fault test
+            # means the defaults recover. Shortened, for speed only: the settle quiet time and the first LLM retry.
             "RELMON_SETTLE_SECONDS": 0,
-            "RELMON_VISIBILITY_TIMEOUT": VISIBILITY_TIMEOUT,
-            "RELMON_SWEEP_AFTER_SECONDS": SWEEP_AFTER,
             "RELMON_RETRY_BASE_SECONDS": 0.05,
             # Long enough that a reply stalled on a loaded machine is not retried (the tests count LLM calls);
             # the fault test that serves timeouts sets 1 s.
@@ -363,9 +377,7 @@ def running_system(
             redis_url=redis_url,
             database_url=database_url,
             slack_api_url=slack.api_url,
-            settle_seconds=0,
-            history_fallback=False,
-            **(bot_overrides or {}),
+            **{"settle_seconds": 0, "history_fallback": False, **(bot_overrides or {})},
         )
         with BotServer(settings) as bot:
             system = System(bot, slack, llm, Database(database_url), env, directory / "logs")

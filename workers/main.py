@@ -16,6 +16,7 @@ from common import celery_app
 from common.runtime import Runtime, set_runtime
 from common.startup import start_process
 from store.settings import Settings
+from workers.lease import LeaseRenewal
 from workers.schedule import beat_schedule
 
 log = logging.getLogger("relmon.worker")
@@ -97,6 +98,7 @@ def run_worker(settings: Settings) -> int:
     quiet_per_task_logs(settings)  # before the Worker exists: Celery caches "is INFO on?" at start-up
     _json_only_celery_output()
     queues = [celery_app.QUEUE_JUDGE, celery_app.QUEUE_SLACK]
+    celery_app.celery.steps["consumer"].add(LeaseRenewal)  # the visibility timeout is a lease it renews
     worker = celery_app.celery.Worker(
         pool_cls="threads",
         concurrency=settings.worker_concurrency,

@@ -64,10 +64,10 @@ class zoned_crontab(crontab):  # lower case, like the celery class it extends
 
 
 def _sweeper_entries(settings: Settings) -> dict:
-    """The pipeline's stale-pair sweeper."""
-    from workers.tasks.sweeper import sweep_schedule
+    """The pipeline's orphan check and stale-pair sweeper."""
+    from workers.tasks.sweeper import orphan_schedule, sweep_schedule
 
-    return sweep_schedule(settings.sweep_after_seconds)
+    return {**orphan_schedule(settings.visibility_timeout_seconds), **sweep_schedule(settings.sweep_after_seconds)}
 
 
 WEEK_DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")

@@ -8,8 +8,10 @@ root re-sent for its reply bookkeeping does not; a deleted answer is marked dele
 and a person's deleted message is blanked wherever a pair quotes it.
 
 Retries: an event is marked done (by `event_id`, in Redis) only after capture succeeded, so Slack's retry
-of a failed delivery is processed and a retry of a successful one is not. Errors propagate: Bolt answers
-500 and Slack retries. Replaying an event is harmless anyway (the pair is unique per answer).
+of a failed delivery is processed and a retry of a successful one is not. An outage (Redis, the broker or the
+database down) spools the event on local disk (bot.spool) and answers 200; the spool hands it on, in order, when
+they are back. Other errors propagate: Bolt answers 500 and Slack retries. Replaying an event is harmless anyway
+(the pair is unique per answer).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 from slack_bolt import App, BoltContext
 
 from bot.listeners import reactions as outcomes
+from bot.spool import OUTAGE_ERRORS, EventSpool
 from capture.conversation_log import ConversationLog
 from capture.directory import BotUsers, channel_flags
 from capture.pairing import (
@@ -61,6 +64,7 @@ class Capture:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self._bots: BotUsers | None = None
+        self.spool = EventSpool(settings.data_dir / "spool", self.capture_entry)
 
     @property
     def runtime(self) -> Runtime:
@@ -78,12 +82,25 @@ class Capture:
 
     # Entry point -----------------------------------------------------------------------------
 
-    def on_message(self, body: dict[str, Any], event: dict[str, Any], context: BoltContext) -> None:
+    def on_message(self, body: dict[str, Any], context: BoltContext) -> None:
+        own = {"user_id": context.bot_user_id, "bot_id": context.bot_id, "app_id": body.get("api_app_id")}
+        entry = {"body": body, "own": own}
+        if self.spool.holding():  # earlier events wait on disk: this one queues behind them
+            self.spool.add(entry)
+            return
+        try:
+            self.capture_entry(entry)
+        except OUTAGE_ERRORS:
+            self.spool.add(entry)
+
+    def capture_entry(self, entry: dict[str, Any]) -> None:
+        """Capture one event as the listener received it (live, or from the spool)."""
+        body = entry["body"]
         event_id = body.get("event_id")
-        own = Identity(user_id=context.bot_user_id, bot_id=context.bot_id, app_id=body.get("api_app_id"))
+        own = Identity(**entry["own"])
         shared = body.get("is_ext_shared_channel")
         self.handle(
-            event,
+            body.get("event") or {},
             body.get("team_id"),
             own,
             done_key=f"relmon:event:{event_id}" if event_id else None,

@@ -3,7 +3,9 @@ claim, idempotent insert), the latter raced from many threads on SQLite and Post
 
 from __future__ import annotations
 
+import base64
 import errno
+import json
 import random
 import subprocess
 import sys
@@ -18,15 +20,16 @@ from pydantic import ValidationError
 from sqlalchemy import select
 from sqlalchemy.exc import InterfaceError, OperationalError
 
+from common import task_names
 from common.backoff import backoff_seconds
-from common.celery_app import DELAY_CEILING, bounded_delay, celery
 from store.db import Database
 from store.judgments import find_cached, insert_judgment, set_pair_status, stored_judges
 from store.models import BudgetCharge, Judgment, Pair, PairStatus
-from store.settings import RETRY_CAP_SECONDS, RETRY_JITTER, Settings, delay_ceiling, largest_retry_delay
+from store.settings import MIN_LEASE_SECONDS, RETRY_CAP_SECONDS, RETRY_JITTER, Settings, largest_retry_delay
 from store.usage import calls_on, charge_judgment, claim_budget_notice, claim_llm_call, release_budget_notice
 from tests.bursts import burst
 from workers import budget
+from workers.judging.queued import pair_of, queued_pairs
 from workers.judging.rules import (
     MAX_FAILED_RUNS,
     is_infrastructure,
@@ -34,6 +37,7 @@ from workers.judging.rules import (
     retry_countdown,
     sweep_action,
 )
+from workers.lease import renew, renewal_interval
 from workers.sampling import is_sampled_in, sample_point
 
 # Sampling ---------------------------------------------------------------------------------------------------
@@ -66,7 +70,7 @@ def test_sampling_edges_and_on_demand() -> None:
 # Backoff ----------------------------------------------------------------------------------------------------
 
 
-def test_retry_delay_doubles_with_jitter_and_stays_under_the_visibility_timeout() -> None:
+def test_retry_delay_doubles_with_jitter() -> None:
     settings = Settings(_env_file=None)
     rng = random.Random(7)
     delays = [
@@ -77,7 +81,7 @@ def test_retry_delay_doubles_with_jitter_and_stays_under_the_visibility_timeout(
         expected = min(RETRY_CAP_SECONDS, settings.retry_base_seconds * 2**n)
         assert expected <= delay <= expected * 1.25
     longest = largest_retry_delay(settings.retry_base_seconds, settings.llm_max_retries)
-    assert max(delays) <= longest < settings.visibility_timeout_seconds
+    assert max(delays) <= longest
     # Jitter: two tasks failing together do not come back together.
     assert retry_countdown(3, 2.0, 6, rng=random.Random(1)) != retry_countdown(3, 2.0, 6, rng=random.Random(2))
 
@@ -104,99 +108,46 @@ def test_the_largest_retry_delay_is_the_longest_wait_the_backoff_gives_the_last_
         )
 
 
-def test_visibility_timeout_must_outlast_every_retry_and_settle_delay() -> None:
-    with pytest.raises(ValidationError, match=r"RELMON_VISIBILITY_TIMEOUT.*RELMON_RETRY_BASE_SECONDS"):
-        Settings(_env_file=None, visibility_timeout_seconds=60)  # the defaults' last retry waits up to 75 s
-    with pytest.raises(ValidationError, match="RELMON_SETTLE_SECONDS"):
-        Settings(_env_file=None, visibility_timeout_seconds=10, retry_base_seconds=0.05, settle_seconds=10)
-    assert Settings(_env_file=None, visibility_timeout_seconds=76).visibility_timeout_seconds == 76
-    # The timings the process tests use (fast retries, a short timeout) are accepted.
-    fast = Settings(_env_file=None, visibility_timeout_seconds=5, retry_base_seconds=0.05, settle_seconds=0)
-    assert largest_retry_delay(fast.retry_base_seconds, fast.llm_max_retries) < fast.visibility_timeout_seconds
-    # The environment variable is checked too, as a worker reads it.
+def test_the_visibility_timeout_is_a_short_lease_with_a_floor() -> None:
+    assert Settings(_env_file=None).visibility_timeout_seconds == 30  # well under a minute: see workers.lease
+    # A lease shorter than the judging retry delays is fine: held messages are renewed, not timed.
+    assert largest_retry_delay(2.0, 6) > Settings(_env_file=None).visibility_timeout_seconds
     with pytest.raises(ValidationError, match="RELMON_VISIBILITY_TIMEOUT"):
-        Settings(_env_file=None, RELMON_VISIBILITY_TIMEOUT="30", RELMON_RETRY_BASE_SECONDS="1")
-    # The message names every setting behind a delay relmon waits in full, and what happens to the others.
-    with pytest.raises(ValidationError) as refused:
-        Settings(_env_file=None, visibility_timeout_seconds=60)
-    for name in ("RELMON_RETRY_BASE_SECONDS", "RELMON_LLM_MAX_RETRIES", "RELMON_SETTLE_SECONDS", "Retry-After"):
-        assert name in str(refused.value)
-    assert "digest retries" in str(refused.value) and "Slack task retries" in str(refused.value)
+        Settings(_env_file=None, RELMON_VISIBILITY_TIMEOUT=str(MIN_LEASE_SECONDS - 1))
+    assert renewal_interval(30) == 5.0 and renewal_interval(MIN_LEASE_SECONDS) * 3 < MIN_LEASE_SECONDS
 
 
-def _fixed_delays() -> dict[str, float]:
-    """The longest countdown of each delay written into the code rather than the settings."""
-    from common.backoff import backoff_seconds
-    from workers.alerts import delivery
-    from workers.tasks import capture, digest, maintenance, slack  # noqa: F401 (capture, maintenance: registered)
-
-    def longest(retries: int, base: float, cap: float) -> float:
-        return backoff_seconds(retries, base=base, cap=cap, rng=Highest())
-
-    delays = {
-        "slack retry": longest(slack.MAX_RETRIES, slack.RETRY_BASE_SECONDS, slack.RETRY_CAP_SECONDS),
-        "digest retry": longest(digest.MAX_RETRIES, digest.RETRY_BASE_SECONDS, digest.RETRY_CAP_SECONDS),
-        "alert summary": delivery.SUMMARY_DELAY_SECONDS,
-    }
-    for name, task in celery.tasks.items():
-        if name.startswith("celery."):
-            continue
-        delays[f"{name} default retry"] = task.default_retry_delay
-        if getattr(task, "autoretry_for", None) and getattr(task, "retry_backoff", False):
-            delays[f"{name} autoretry"] = task.retry_backoff_max
-    return delays
+def _held(client: redis.Redis, tag: str, envelope: dict, delivered_at: float) -> None:
+    """A message as kombu records one a worker took: in the unacked hash, scored by its delivery time."""
+    client.zadd("unacked_index", {tag: delivered_at})
+    client.hset("unacked", tag, json.dumps([envelope, "relmon.judge", "relmon.judge"]))
 
 
-def test_the_delays_fixed_in_the_code_fit_the_default_timeout_and_are_cut_under_a_short_one() -> None:
-    # At the 2 h default nothing relmon schedules is cut: Slack retries (60 s), digest retries (10 min), the
-    # summary's 5 s, the database and Redis autoretries, Celery's default retry delay.
-    default = Settings(_env_file=None)
-    assert max(_fixed_delays().values()) <= delay_ceiling(default) < default.visibility_timeout_seconds
-    # 120 s: accepted (every delay the settings require is shorter), and a digest retry of up to 480 s is cut to
-    # the longest of those, 75 s, instead of being handed out twice by Redis.
-    short = Settings(_env_file=None, visibility_timeout_seconds=120)
-    assert delay_ceiling(short) == largest_retry_delay(2.0, 6) == 75.0
-    assert bounded_delay({"countdown": 480}, delay_ceiling(short)) == {"countdown": 75.0, "eta": None}
-    # The process tests' timings: everything delayed comes back within half the timeout.
-    fast = Settings(_env_file=None, visibility_timeout_seconds=5, retry_base_seconds=0.05, settle_seconds=0)
-    assert delay_ceiling(fast) == 2.5
-    # A delay the settings require is never cut: the settle wait, the longest judging retry.
-    settle = Settings(_env_file=None, visibility_timeout_seconds=10, retry_base_seconds=0.05, settle_seconds=9)
-    assert delay_ceiling(settle) == 9
+def _envelope(task: str, args: list) -> dict:
+    body = base64.b64encode(json.dumps([args, {}, {}]).encode()).decode()
+    return {"body": body, "headers": {"task": task}, "properties": {"body_encoding": "base64"}}
 
 
-def test_bounded_delay_cuts_countdowns_and_etas_beyond_the_ceiling() -> None:
-    now = datetime(2025, 1, 6, 9, 0, tzinfo=UTC)
-    assert bounded_delay({"countdown": 3.0}, 5.0) == {"countdown": 3.0}
-    assert bounded_delay({"countdown": 30.0, "queue": "q"}, 5.0) == {"countdown": 5.0, "eta": None, "queue": "q"}
-    assert bounded_delay({}, 5.0) == {}
-    assert bounded_delay({"countdown": 600}, None) == {"countdown": 600}  # not configured: as given
-    soon, late = now + timedelta(seconds=4), now + timedelta(minutes=10)
-    assert bounded_delay({"eta": soon}, 5.0, now) == {"eta": soon}
-    assert bounded_delay({"eta": late}, 5.0, now) == {"eta": None, "countdown": 5.0}
-    assert bounded_delay({"eta": late.replace(tzinfo=None).isoformat()}, 5.0, now) == {"eta": None, "countdown": 5.0}
+def test_renewing_a_lease_moves_only_messages_still_held(redis_url: str) -> None:
+    client = redis.Redis.from_url(redis_url)
+    client.flushall()
+    _held(client, "held", _envelope(task_names.JUDGE_PAIR, [1]), delivered_at=100.0)
+    assert renew(client, "unacked_index", ["held", "acked-meanwhile"], now=5000.0) == 2
+    assert client.zscore("unacked_index", "held") == 5000.0
+    assert client.zscore("unacked_index", "acked-meanwhile") is None  # XX: an acknowledged message stays gone
+    assert renew(client, "unacked_index", [], now=6000.0) == 0
 
 
-def test_every_relmon_task_publishes_its_delays_under_the_ceiling(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Retries (task.retry publishes through the task's apply_async, as its signature does), autoretries and
-    countdowns of every task go through RelmonTask."""
-    from celery.app.task import Task
-
-    from workers.tasks.digest import send_digest
-    from workers.tasks.judging import judge_pair
-    from workers.tasks.slack import flush_alert_summaries
-
-    published: list[tuple[str, dict]] = []
-    monkeypatch.setattr(Task, "apply_async", lambda self, *args, **options: published.append((self.name, options)))
-    monkeypatch.setitem(celery.conf, DELAY_CEILING, 75.0)
-    send_digest.signature(kwargs={"force": False}, countdown=480).apply_async()  # the path task.retry takes
-    flush_alert_summaries.apply_async(countdown=5.0)
-    judge_pair.apply_async(args=[1], countdown=60.0)
-    assert [(name, options.get("countdown")) for name, options in published] == [
-        ("workers.tasks.digest.send_digest", 75.0),
-        ("workers.tasks.slack.flush_alert_summaries", 5.0),
-        ("workers.tasks.judging.judge_pair", 60.0),
-    ]
+def test_queued_pairs_are_read_from_the_queue_and_the_held_messages(redis_url: str) -> None:
+    client = redis.Redis.from_url(redis_url)
+    client.flushall()
+    client.rpush("relmon.judge", json.dumps(_envelope(task_names.SETTLE_PAIR, [7, 2])))
+    client.rpush("relmon.judge", json.dumps(_envelope(task_names.REQUEUE_STALE, [])))
+    client.rpush("relmon.judge", "not json")
+    _held(client, "t1", _envelope(task_names.JUDGE_PAIR, [9]), delivered_at=1.0)
+    _held(client, "t2", _envelope(task_names.CONSIDER_ALERT, [11]), delivered_at=1.0)
+    assert queued_pairs(client, "relmon.judge") == {7, 9}
+    assert pair_of({"headers": {"task": task_names.JUDGE_PAIR}, "body": "garbage"}) is None
 
 
 # Judges in force --------------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import stat
 import subprocess
 import sys
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import slack_requests as sr
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.slack_server import FakeSlack
 from tests.processes import RelmonProcess, relmon_command, relmon_env, wait_for
@@ -123,25 +125,41 @@ def test_run_needs_no_service_and_stops_everything_on_sigterm(no_service_env: di
 
 
 @pytest.mark.timeout(240)
-def test_a_child_that_dies_stops_everything_loudly(no_service_env: dict[str, str], tmp_path: Path) -> None:
+def test_run_restarts_a_killed_child_and_keeps_judging(no_service_env: dict[str, str], tmp_path: Path) -> None:
+    """The worker dies (SIGKILL): `relmon run` says so, starts it again after a short backoff, and an answer sent
+    afterwards is judged. The other children and the embedded Redis stay as they were."""
     port = free_port()
     run = RelmonProcess("run", "--port", str(port), env=no_service_env, log_dir=tmp_path, cwd=tmp_path).start()
     try:
         run.wait_http(f"http://127.0.0.1:{port}/healthz", timeout=120)
+        run.wait_for_log("ready", timeout=90)
         data = Path(no_service_env["RELMON_DATA_DIR"])
         redis_pid = int((data / "redis" / "redis.pid").read_text())
-        descendants = children_of(run.pid)
-        beat = next(p for p in descendants if b"beat" in Path(f"/proc/{p}/cmdline").read_bytes())
-        os.kill(beat, signal.SIGKILL)
-        assert run.process.wait(timeout=90) == 1  # nothing restarted silently
-        assert "`relmon beat` exited" in run.log()
-        wait_for(lambda: not any(alive(pid) for pid in descendants), timeout=10, what="every child to exit")
-        assert not alive(redis_pid)
+        worker = next(p for p in children_of(run.pid) if b"worker" in Path(f"/proc/{p}/cmdline").read_bytes())
+        os.kill(worker, signal.SIGKILL)
+        wait_for(lambda: "child restarted" in run.log(), timeout=30, what="the worker restarted")
+        assert "a child exited; restarting it" in run.log() and '"child": "worker"' in run.log()
+        wait_for(lambda: run.log().count("ready") >= 2, timeout=90, what="the new worker ready")
+        assert run.running() and alive(redis_pid)
+
+        question_ts = sr.next_ts()
+        url = f"http://127.0.0.1:{port}/slack/events"
+        secret = no_service_env["SLACK_SIGNING_SECRET"]
+        for event in (
+            sr.human_message("C_SUPPORT", question_ts, "How do I reset my password?"),
+            sr.bot_message("C_SUPPORT", sr.next_ts(), "Open Settings, then Reset.", thread_ts=question_ts),
+        ):
+            assert sr.post(url, sr.envelope(event), secret).status_code == 200
+
+        def judged() -> int:
+            with sqlite3.connect(data / "relmon.sqlite3") as connection:
+                return connection.execute("SELECT count(*) FROM judgments").fetchone()[0]
+
+        wait_for(judged, timeout=60, what="the answer judged by the restarted worker")
     finally:
         run.stop()
 
 
-@pytest.mark.timeout(240)
 def test_bot_alone_keeps_its_embedded_redis_when_gunicorn_workers_exit(
     no_service_env: dict[str, str], tmp_path: Path
 ) -> None:

@@ -43,8 +43,7 @@ def retry_countdown(
 ) -> float:
     """The delay before LLM retry number `retries + 1`: base, 2·base, 4·base … (at most RETRY_CAP_SECONDS), with
     jitter, but never sooner than the server's Retry-After. A Retry-After is honoured up to the longest delay the
-    backoff itself reaches (`largest_retry_delay`), which Settings keeps under the visibility timeout: a longer
-    one would have Redis deliver the retry twice."""
+    backoff itself reaches (`largest_retry_delay`)."""
     return backoff_seconds(
         retries,
         base=base,

@@ -108,7 +108,7 @@ def earlier_digest(runtime: Runtime, channel: str, period: Period, claim: digest
     """The ts of this period's digest if an earlier run posted it: recorded in the claim, else its Redis receipt
     (left the moment Slack took the post), else, when the claim was taken over from a run that crashed or gave
     up, the marked message in the channel, looked for as far back as the key allows (the redelivery of a run
-    killed after posting comes the visibility timeout later, 2 h by default, long after the claim's lease). A
+    killed after posting comes back a task lease later, possibly after the claim's lease too). A
     fresh claim had no earlier run: nothing is read."""
     if claim.message_ts:
         return claim.message_ts

@@ -1,4 +1,7 @@
-"""requeue_stale: the stale sweeper, run by beat every few minutes. It re-enqueues pairs whose task was lost and
+"""requeue_orphans and requeue_stale, run by beat. The orphan check, every half lease, re-enqueues at once a pair
+that has waited a lease with no task message anywhere in Redis (lost in kombu's delivery window, or never
+published), so a worker's crash costs a lease, not a sweep. requeue_stale, the stale sweeper, every few
+minutes, re-enqueues pairs whose task was lost (the backstop when the queue is too long to read) and
 gives up on a pair whose judging task keeps failing with a bug: after MAX_FAILED_RUNS counted failures it stores
 the pair's judgments as errors with the reason. It gives up only once the last failure is a sweep interval old,
 so that no run that could still store the real verdict is beaten to it by the error rows.
@@ -10,18 +13,31 @@ import logging
 from datetime import UTC, datetime, timedelta
 
 from common import task_names
-from common.celery_app import celery
+from common.celery_app import QUEUE_JUDGE, celery
 from common.runtime import Runtime, get_runtime
 from store.attempts import Failures, failures_of
 from store.judgments import pair_for_judging, stale_pairs, stored_judges, touch_pairs
 from store.models import PairStatus
 from store.outcomes import open_windows_due
+from workers.judging.queued import queued_pairs
 from workers.judging.rules import failed_values, judges_in_force, sweep_action, sweep_interval
 from workers.tasks.judging import PairView, hand_on, judge_pair, store_judgments
 
 log = logging.getLogger("relmon.judging")
 
 SWEEP_LIMIT = 500
+
+
+def orphan_schedule(lease_seconds: float) -> dict:
+    """Beat entry for the orphan check: every half lease (RELMON_VISIBILITY_TIMEOUT)."""
+    every = max(1.0, lease_seconds / 2)
+    return {
+        "relmon-requeue-orphans": {
+            "task": task_names.REQUEUE_ORPHANS,
+            "schedule": every,
+            "options": {"expires": every},
+        }
+    }
 
 
 def sweep_schedule(sweep_after_seconds: float) -> dict:
@@ -35,6 +51,38 @@ def sweep_schedule(sweep_after_seconds: float) -> dict:
             "options": {"expires": every},  # a sweep that waited past the next one is useless
         }
     }
+
+
+@celery.task(name=task_names.REQUEUE_ORPHANS)
+def requeue_orphans() -> int:
+    """Re-enqueue pairs pending or settling for over a lease that have no message queued or held. A pair whose
+    judging failed with a bug is left to requeue_stale, which counts its failures and gives up in the end."""
+    runtime = get_runtime()
+    now = datetime.now(UTC)
+    lease = timedelta(seconds=runtime.settings.visibility_timeout_seconds)
+    with runtime.db.session() as session:
+        waiting = [
+            (pair.id, pair.status, pair.version)
+            for pair in stale_pairs(session, pending_before=now - lease, settling_before=now - lease, limit=SWEEP_LIMIT)
+        ]
+    if not waiting:
+        return 0
+    queued = queued_pairs(runtime.redis, QUEUE_JUDGE)  # read after the pairs: a task done meanwhile costs one read
+    if queued is None:
+        return 0  # a backlog too long to read: requeue_stale covers it
+    orphans = [(pair_id, status, version) for pair_id, status, version in waiting if pair_id not in queued]
+    with runtime.db.session() as session:
+        failed = failures_of(session, [pair_id for pair_id, _, _ in orphans])
+        orphans = [orphan for orphan in orphans if orphan[0] not in failed]
+        touch_pairs(session, [pair_id for pair_id, _, _ in orphans], now)
+    for pair_id, status, version in orphans:
+        if status == PairStatus.PENDING:
+            judge_pair.apply_async(args=[pair_id], kwargs={"resumed": True})
+        else:
+            celery.send_task(task_names.SETTLE_PAIR, args=[pair_id, version])
+    if orphans:
+        log.warning("re-enqueued pairs whose task message was lost", extra={"count": len(orphans)})
+    return len(orphans)
 
 
 @celery.task(name=task_names.REQUEUE_STALE)
