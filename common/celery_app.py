@@ -21,6 +21,9 @@ def restore_interval(visibility_timeout: float) -> int:
     return int(min(60, max(1, visibility_timeout // 5)))
 
 
+RESTORE_LOCK_SECONDS = 10
+
+
 def celery_config(settings: Settings, broker_url: str) -> dict:
     return {
         "broker_url": broker_url,
@@ -54,6 +57,10 @@ def celery_config(settings: Settings, broker_url: str) -> dict:
             # default (10 s x throttle 10) would add up to 100 s to a short test timeout.
             "unacked_restore_interval": restore_interval(settings.visibility_timeout_seconds),
             "unacked_restore_throttle": 1,
+            # The lock one worker takes while it restores: a worker killed holding it would stop every restore
+            # until it expires (kombu's default, 5 minutes). A restore takes milliseconds, and two restoring the
+            # same message at once are safe (each one is a WATCHed transaction on the unacked hash).
+            "unacked_mutex_expire": RESTORE_LOCK_SECONDS,
         },
         "broker_connection_retry_on_startup": True,
         # A dead broker must fail a publish quickly so the bot can answer Slack with an error.
