@@ -29,10 +29,6 @@ pytestmark = pytest.mark.slow
 
 JUDGE_PAIR = "workers.tasks.judging.judge_pair"
 ALERT_CHANNEL = "C_ALERTS"
-# Short enough that a killed worker's unacked tasks come back within seconds; longer than any retry delay here
-# (base 0.05 s: at most 0.05·2⁵·1.25 = 2 s), any single task (LLM timeout 1 s), and the time a live worker holds a
-# reserved message on this loaded machine (else Redis hands it out twice: harmless, but an extra LLM call).
-TEST_VISIBILITY_TIMEOUT = 10
 
 
 # Fixtures and helpers ----------------------------------------------------------------------------------------
@@ -52,12 +48,12 @@ def fake_slack() -> Iterator[FakeSlack]:
 
 @pytest.fixture
 def env_for(redis_url: str, db_url: str, fake_openai: FakeOpenAI, fake_slack: FakeSlack, tmp_path: Path):
-    """An environment for `relmon worker`, with test-speed timings; keyword arguments override."""
+    """An environment for `relmon worker`, with test-speed retries (the task lease stays at its default: the kill
+    test recovers on it); keyword arguments override."""
 
     def make(**overrides: object) -> dict[str, str]:
         settings = {
             "RELMON_WORKER_CONCURRENCY": 8,
-            "RELMON_VISIBILITY_TIMEOUT": TEST_VISIBILITY_TIMEOUT,
             "RELMON_RETRY_BASE_SECONDS": 0.05,
             "RELMON_LLM_TIMEOUT": 10,  # a stalled reply is not retried (tests count LLM calls); fault tests set 1
             "RELMON_ALERT_CHANNEL": ALERT_CHANNEL,
