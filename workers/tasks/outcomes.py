@@ -30,7 +30,7 @@ from capture.pairing import answer_run
 from capture.redact import redact_if
 from capture.text import message_text
 from common import task_names
-from common.celery_app import DELAY_CEILING, bounded_delay, celery
+from common.celery_app import celery
 from common.runtime import Runtime, get_runtime
 from common.telemetry.logs import event_fields
 from store import outcomes as store
@@ -188,9 +188,8 @@ def close_window_in(runtime: Runtime, pair_id: int, now: datetime | None = None)
 
 
 def _close_later(pair_id: int, seconds: float) -> None:
-    """The closing check, due when the window ends or at the visibility timeout's ceiling (it then waits again)."""
-    options = bounded_delay({"countdown": max(0.0, seconds) or None}, celery.conf.get(DELAY_CEILING))
-    celery.send_task(task_names.CLOSE_OUTCOME_WINDOW, args=[pair_id], **options)
+    """The closing check, due when the window ends (a worker holding it renews its lease: workers.lease)."""
+    celery.send_task(task_names.CLOSE_OUTCOME_WINDOW, args=[pair_id], countdown=max(0.0, seconds) or None)
 
 
 def _follow_up(pair_id: int) -> None:
