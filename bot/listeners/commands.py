@@ -191,19 +191,26 @@ def _open_modal(client: WebClient, asker: Asker, trigger_id: str) -> None:
         tell(client, asker, error_message("unavailable"))
 
 
+def _field(value: object, *path: str) -> object:
+    """value[path[0]][path[1]]…, or None where a level is missing or not an object (a forged view)."""
+    for key in path:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
+
+
 def _modal_values(view: dict) -> dict[str, str | None]:
-    state = view.get("state", {}).get("values", {})
+    state = _field(view, "state", "values")
 
     def text(block: str) -> str | None:
-        value = (state.get(block, {}).get("value") or {}).get("value")
-        return value.strip() if value and value.strip() else None
+        value = _field(state, block, "value", "value")
+        return value.strip() if isinstance(value, str) and value.strip() else None
 
-    selected = (state.get("judge", {}).get("value") or {}).get("selected_option") or {}
+    judge = _field(state, "judge", "value", "selected_option", "value")
     return {
         "question": text("question"),
         "answer": text("answer"),
         "reference": text("reference"),
-        "judge": selected.get("value") or "relevancy",
+        "judge": judge if isinstance(judge, str) and judge in JUDGE_NAMES else "relevancy",
     }
 
 
@@ -233,7 +240,9 @@ def work_modal(body: dict, view: dict, client: WebClient) -> None:
         return
     try:
         metadata = json.loads(view.get("private_metadata") or "{}")
-    except ValueError:
+    except (TypeError, ValueError):
+        metadata = {}
+    if not isinstance(metadata, dict):
         metadata = {}
     # The modal has no response_url of its own: the /judge that opened it passed its own, and its channel.
     asker = Asker(body["user"]["id"], metadata.get("channel_id"), metadata.get("response_url"))
@@ -257,10 +266,10 @@ def work_feedback(body: dict, client: WebClient) -> None:
     vote = VOTE_FOR_ACTION[action["action_id"]]
     container = body.get("container") or {}
     asker = Asker(body["user"]["id"], container.get("channel_id"), body.get("response_url"))
-    try:
-        judgment_id = int(action.get("value") or "")
-    except ValueError:
-        return
+    value = action.get("value")
+    if not isinstance(value, str) or not re.fullmatch(r"[0-9]{1,18}", value):
+        return  # not a judgment's id
+    judgment_id = int(value)
     record_click(client, asker, judgment_id, vote, message_ts=container.get("message_ts"))
 
 
