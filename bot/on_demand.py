@@ -16,7 +16,6 @@ from typing import Any
 
 from slack_sdk import WebClient
 
-from bot.membership import MembershipCache, Refusal
 from bot.replies import tell
 from capture.conversation_log import HistoryFallback
 from capture.directory import channel_is_private
@@ -25,6 +24,7 @@ from capture.redact import redact_if
 from capture.text import message_text
 from common import task_names
 from common.celery_app import celery
+from common.membership import MembershipCache, Refusal
 from common.messages.verdicts import accepted_message, error_message
 from common.replies import Asker, remember_reply_channel
 from common.runtime import Runtime, get_runtime

@@ -7,7 +7,7 @@ votes to `bot.votes`. Judging itself runs in the workers; the verdict comes back
 person asked, else a direct message). Every other reply goes through `bot.replies.tell`.
 
 Access: a person can only have judged, or see the figures of, a channel they are a member of
-(`bot.membership`); otherwise relmon refuses in one sentence and reveals nothing.
+(`common.membership`); otherwise relmon refuses in one sentence and reveals nothing.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from slack_bolt import Ack, App
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from bot.membership import MembershipCache
 from bot.on_demand import judge_message, judge_pasted
 from bot.permalinks import find_link, parse_message_link
 from bot.replies import tell
@@ -30,6 +29,7 @@ from bot.votes import record_click
 from common import task_names
 from common.celery_app import celery
 from common.feedback import ACTION_RIGHT, ACTION_WRONG, VOTE_FOR_ACTION
+from common.membership import MembershipCache
 from common.messages.alerts import OPEN_ACTION_ID
 from common.messages.verdicts import (
     ERRORS,
