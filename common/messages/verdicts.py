@@ -26,8 +26,8 @@ from common.reports.trust import Precision
 # Errors a person may see: one short sentence each, "what happened: what to do" (tests check the action).
 ERRORS = {
     # One answer for a channel the person is not in and one relmon cannot see: nobody learns where relmon is.
-    "not_member": "You can only judge messages from channels you are a member of and relmon is in: check the link, "
-    "join the channel, or run `/judge` alone and paste the texts.",
+    "not_member": "You can judge messages of channels you are a member of and relmon is in: join the channel, or run "
+    "`/judge` alone to paste them.",
     "bad_link": "That isn't a message link: use “Copy link” on the answer, then `/judge <link>`.",
     "not_found": "relmon can't find that message: check the link, and invite relmon to the channel if it isn't in it.",
     "no_question": "relmon can't tell which question that message answers: run `/judge` alone and paste both.",
