@@ -1,5 +1,5 @@
 """The Slack app, wired in one place: `create_app` builds the Bolt app, `register_listeners` attaches every
-listener module (capture, commands and buttons, App Home)."""
+listener module (capture, commands and buttons, App Home, membership events)."""
 
 from __future__ import annotations
 
@@ -26,16 +26,19 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> App:
         # Socket Mode has no request signatures; over HTTP bot.server checks them before Bolt does too.
         request_verification_enabled=settings.slack_app_token is None,
     )
-    register_listeners(app, settings)
+    register_listeners(app, settings, runtime)
     return app
 
 
-def register_listeners(app: App, settings: Settings) -> None:
-    from bot.listeners import capture, commands, home, reactions
-    from bot.membership import MembershipCache
+def register_listeners(app: App, settings: Settings, runtime: Runtime) -> None:
+    from bot.listeners import capture, commands, home, membership_events, reactions
+    from common.membership import MembershipCache
 
-    membership = MembershipCache()  # one per app: /judge and the Home tab ask Slack once a minute per channel
+    # One per app: /judge and the Home tab share what Slack said; member events invalidate it (in Redis: for every
+    # bot process and worker).
+    membership = MembershipCache(runtime.redis)
     capture.register(app, settings)
     reactions.register(app, settings)
     commands.register(app, settings, membership)
     home.register(app, settings, membership)
+    membership_events.register(app, membership)

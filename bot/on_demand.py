@@ -16,7 +16,7 @@ from typing import Any
 
 from slack_sdk import WebClient
 
-from bot.membership import MembershipCache, Refusal
+from bot.on_demand_limits import take_on_demand
 from bot.replies import tell
 from capture.conversation_log import HistoryFallback
 from capture.directory import channel_is_private
@@ -25,6 +25,7 @@ from capture.redact import redact_if
 from capture.text import message_text
 from common import task_names
 from common.celery_app import celery
+from common.membership import MembershipCache, Refusal
 from common.messages.verdicts import accepted_message, error_message
 from common.replies import Asker, remember_reply_channel
 from common.runtime import Runtime, get_runtime
@@ -145,6 +146,7 @@ def judge_message(
     assert asker.user_id is not None
     try:
         membership.require_member(client, channel_id, asker.user_id)
+        take_on_demand(runtime.redis, runtime.settings, asker.user_id)
         wanted = find_on_demand(runtime, client, channel_id, ts, thread_ts, message)
         if note_when_taken:  # before the enqueue, so it cannot arrive after the verdict
             tell(client, asker, accepted_message())
@@ -163,11 +165,14 @@ def judge_pasted(
     runtime = get_runtime()
     redact = runtime.settings.redact_pii
     wanted = OnDemand(redact_if(redact, question) or "", redact_if(redact, answer) or "")
-    tell(client, asker, accepted_message("the answer you pasted"))  # the modal closed on the ack
     try:
+        take_on_demand(runtime.redis, runtime.settings, asker.user_id)
+        tell(client, asker, accepted_message("the answer you pasted"))  # the modal closed on the ack
         enqueue_on_demand(
             runtime, wanted, source="command", asker=asker, judges=[judge], reference=redact_if(redact, reference)
         )
+    except Refusal as refusal:
+        tell(client, asker, error_message(refusal.code))
     except Exception:
         log.exception("modal judgment failed to start")
         tell(client, asker, error_message("unavailable"))

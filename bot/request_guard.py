@@ -1,5 +1,6 @@
 """Requests to `POST /slack/events` checked before Bolt sees them, so bad input gets a 4xx and never a 500 that
-Slack would retry: size (413), signature and timestamp (401), content type (415), body shape (400)."""
+Slack would retry: size (413), signature and timestamp (401), content type (415), body shape (400).
+`payload_problem` is the shape check alone, which Socket Mode's payloads (`bot.socket_mode`) go through too."""
 
 from __future__ import annotations
 
@@ -81,7 +82,7 @@ _PAYLOAD_OBJECTS = frozenset(
     {"view", "container", "message", "previous_message", "event", "item", "assistant_thread", "state", "submission"}
 )
 _PAYLOAD_OBJECT_OR_STRING = frozenset({"user", "channel", "team", "enterprise"})
-_PAYLOAD_LISTS = frozenset({"authorizations", "actions"})
+_PAYLOAD_LISTS = frozenset({"authorizations", "actions", "response_urls"})
 
 
 def payload_shape_error(payload: dict, *, depth: int = 0) -> str | None:
@@ -130,17 +131,89 @@ def _has_unstorable_text(value: object) -> bool:
     return False
 
 
-def _loads(text: str, what: str) -> object:
+# What relmon's listeners and Bolt's matchers index without looking, per payload: paths that must hold a non-empty
+# string. Interactive payloads of other types (legacy attachments, dialogs, workflow steps) relmon never asks for.
+_INTERACTIVE_NEEDS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "block_actions": (("user", "id"),),
+    "block_suggestion": (("action_id",), ("user", "id")),
+    "message_action": (("callback_id",), ("user", "id")),
+    "shortcut": (("callback_id",), ("user", "id")),
+    "view_submission": (("view", "callback_id"), ("view", "type"), ("user", "id")),
+    "view_closed": (("view", "callback_id"), ("view", "type"), ("user", "id")),
+}
+_ACTION_NEEDS = (("action_id",), ("type",))
+_COMMAND_NEEDS = (("command",), ("user_id",), ("channel_id",), ("trigger_id",))
+_EVENT_NEEDS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "app_home_opened": (("user",),),
+    "member_joined_channel": (("channel",), ("user",)),
+    "member_left_channel": (("channel",), ("user",)),
+}
+
+
+def _missing(payload: dict, needs: tuple[tuple[str, ...], ...]) -> str | None:
+    for path in needs:
+        value: object = payload
+        for key in path:
+            value = value.get(key) if isinstance(value, dict) else None
+        if not isinstance(value, str) or not value:
+            return f"{'.'.join(path)} is required"
+    return None
+
+
+def _envelope_problem(payload: dict) -> str | None:
+    if not isinstance(payload.get("type"), str):
+        return "an object with a type is required"
+    if payload["type"] == "url_verification" and not isinstance(payload.get("challenge"), str):
+        return "url_verification without a challenge"
+    if payload["type"] != "event_callback":
+        return None
+    event = payload.get("event")
+    if not isinstance(event, dict) or not isinstance(event.get("type"), str):
+        return "event_callback without an event"
+    if event["type"] == "message":
+        problem = message_shape_error(event)
+        return f"message event: {problem}" if problem else None
+    return _missing(event, _EVENT_NEEDS.get(event["type"], ()))
+
+
+def _interactive_problem(payload: dict) -> str | None:
+    needs = _INTERACTIVE_NEEDS.get(payload.get("type"))  # type: ignore[arg-type]
+    if needs is None:
+        return "payload type not handled"
+    problem = _missing(payload, needs)
+    if problem is None and payload["type"] == "block_actions":
+        if not payload.get("actions"):
+            return "actions are required"
+        problem = next(filter(None, (_missing(action, _ACTION_NEEDS) for action in payload["actions"])), None)
+        problem = f"actions.{problem}" if problem else None
+    return problem
+
+
+def payload_problem(kind: str, payload: object) -> str | None:
+    """Why a parsed request cannot be dispatched safely, or None. `kind`: events (an Events API envelope),
+    interactive (a `payload=` form field) or command (a slash command's fields)."""
+    if not isinstance(payload, dict):
+        return "an object is required"
+    if _has_unstorable_text(payload):
+        return "holds NUL characters or lone surrogates"
+    problem = payload_shape_error(payload)
+    if problem is None and kind == "events":
+        problem = _envelope_problem(payload)
+    elif problem is None and kind == "interactive":
+        problem = _interactive_problem(payload)
+    elif problem is None:
+        problem = _missing(payload, _COMMAND_NEEDS)
+    return problem
+
+
+def _parsed(kind: str, text: str) -> None:
     try:
         payload = json.loads(text)
     except (ValueError, RecursionError):  # RecursionError: nesting deeper than the parser allows
-        raise BadRequest(400, f"malformed {what}") from None
-    if _has_unstorable_text(payload):
-        raise BadRequest(400, f"{what} holds NUL characters or lone surrogates")
-    problem = payload_shape_error(payload) if isinstance(payload, dict) else None
+        raise BadRequest(400, f"malformed {kind} JSON") from None
+    problem = payload_problem(kind, payload)
     if problem:
-        raise BadRequest(400, f"malformed {what}: {problem}")
-    return payload
+        raise BadRequest(400, f"malformed {kind} JSON: {problem}")
 
 
 def check_shape(content_type: str, body: bytes) -> None:
@@ -150,33 +223,27 @@ def check_shape(content_type: str, body: bytes) -> None:
     except UnicodeDecodeError:
         raise BadRequest(400, "body is not UTF-8") from None
     if content_type == JSON:
-        payload = _loads(text, "JSON")
-        if not isinstance(payload, dict) or not isinstance(payload.get("type"), str):
-            raise BadRequest(400, "JSON body must be an object with a type")
-        if payload["type"] == "url_verification" and not isinstance(payload.get("challenge"), str):
-            raise BadRequest(400, "url_verification without a challenge")
-        if payload["type"] == "event_callback":
-            event = payload.get("event")
-            if not isinstance(event, dict) or not isinstance(event.get("type"), str):
-                raise BadRequest(400, "event_callback without an event")
-            problem = message_shape_error(event) if event["type"] == "message" else None
-            if problem:
-                raise BadRequest(400, f"malformed message event: {problem}")
+        _parsed("events", text)
         return
     form = parse_qs(text, keep_blank_values=True)
     if "payload" in form:
-        payload = _loads(form["payload"][-1], "payload JSON")
-        if not isinstance(payload, dict) or not isinstance(payload.get("type"), str):
-            raise BadRequest(400, "payload must be an object with a type")
+        _parsed("interactive", form["payload"][-1])
         return
     if not form.get("command"):
         raise BadRequest(400, "form body is neither a payload nor a slash command")
+    problem = payload_problem("command", {key: values[-1] for key, values in form.items()})
+    if problem:
+        raise BadRequest(400, f"malformed slash command: {problem}")
+
+
+# Only ASCII digits: str.isdigit() and int() also take other scripts' digits ('٣', '３'), and isdigit() takes '²'.
+_ASCII_NUMBER = re.compile(r"[0-9]{1,18}")
 
 
 def checked_body(environ: dict, verifier: SignatureVerifier) -> bytes:
     """The request body, once its size, signature, timestamp, content type and shape passed; else BadRequest."""
     length_header = environ.get("CONTENT_LENGTH") or ""
-    if not length_header.isdigit():
+    if not _ASCII_NUMBER.fullmatch(length_header):
         raise BadRequest(411, "Content-Length required")
     length = int(length_header)
     if length > MAX_BODY_BYTES:
@@ -188,7 +255,7 @@ def checked_body(environ: dict, verifier: SignatureVerifier) -> bytes:
     signature = environ.get("HTTP_X_SLACK_SIGNATURE", "")
     if not timestamp or not signature:
         raise BadRequest(401, "missing signature")
-    if not timestamp.isdigit() or abs(time.time() - int(timestamp)) > MAX_CLOCK_SKEW_SECONDS:
+    if not _ASCII_NUMBER.fullmatch(timestamp) or abs(time.time() - int(timestamp)) > MAX_CLOCK_SKEW_SECONDS:
         raise BadRequest(401, "stale or invalid timestamp")
     try:
         body.decode("utf-8")

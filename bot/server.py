@@ -154,6 +154,7 @@ MODULES_BEFORE_FORK = (
     "bot.listeners.capture",
     "bot.listeners.commands",
     "bot.listeners.home",
+    "bot.listeners.membership_events",
     "common.reports.figures",
     "common.messages.home",
 )

@@ -9,10 +9,15 @@ import threading
 import time
 from typing import Any
 
+from slack_bolt.adapter.socket_mode import SocketModeHandler
 from slack_bolt.error import BoltError
 from slack_sdk.errors import SlackApiError
+from slack_sdk.socket_mode.client import BaseSocketModeClient
+from slack_sdk.socket_mode.request import SocketModeRequest
+from slack_sdk.socket_mode.response import SocketModeResponse
 
 from bot.health import HEALTH_PATH, health_report, start_health_server
+from bot.request_guard import payload_problem
 from common.backoff import backoff_seconds
 from common.runtime import Runtime
 from common.startup import StartupError
@@ -24,8 +29,6 @@ log = logging.getLogger("relmon.bot")
 
 def serve_socket_mode(settings: Settings, host: str, port: int) -> int:
     """Events over Slack's websocket (no public URL); GET /healthz on --port for health checks."""
-    from slack_bolt.adapter.socket_mode import SocketModeHandler
-
     from bot.app import create_app
 
     runtime = Runtime(settings)
@@ -40,7 +43,7 @@ def serve_socket_mode(settings: Settings, host: str, port: int) -> int:
         ) from None
     except OSError as error:  # URLError included
         raise slack_out_of_reach("check SLACK_BOT_TOKEN", error) from None
-    handler = SocketModeHandler(app, settings.secret("slack_app_token"))
+    handler = GuardedSocketModeHandler(app, settings.secret("slack_app_token"))
     try:
         health = start_health_server(host, port, lambda: health_report(runtime, handler.client.is_connected))
     except OSError as error:
@@ -53,6 +56,24 @@ def serve_socket_mode(settings: Settings, host: str, port: int) -> int:
     finally:
         health.shutdown()
     return 0
+
+
+# Socket Mode's envelope types, as the request guard names the same payloads over HTTP.
+_PAYLOAD_KINDS = {"events_api": "events", "interactive": "interactive", "slash_commands": "command"}
+
+
+class GuardedSocketModeHandler(SocketModeHandler):
+    """Payloads go through the HTTP path's shape check before Bolt: a malformed one is acknowledged (so Slack
+    does not resend it) and dropped, instead of failing inside Bolt with a traceback per delivery."""
+
+    def handle(self, client: BaseSocketModeClient, req: SocketModeRequest) -> None:  # type: ignore[override]
+        kind = _PAYLOAD_KINDS.get(req.type)
+        problem = payload_problem(kind, req.payload) if kind else None
+        if problem:
+            log.info("request refused", extra={"status": 400, "reason": f"malformed {kind}: {problem}"})
+            client.send_socket_mode_response(SocketModeResponse(envelope_id=req.envelope_id))
+            return
+        super().handle(client, req)
 
 
 def slack_out_of_reach(to_do: str, error: OSError) -> StartupError:

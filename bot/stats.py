@@ -12,8 +12,8 @@ from datetime import UTC, datetime, timedelta
 
 from slack_sdk import WebClient
 
-from bot.membership import MembershipCache, Refusal
 from bot.replies import tell
+from common.membership import MembershipCache, Refusal
 from common.messages.verdicts import StatsRow, error_message, stats_message
 from common.replies import Asker
 from common.reports.trust import Vote, precision

@@ -65,12 +65,23 @@ def write_jsonl(rows: Iterable[dict[str, Any]], out: IO[str]) -> int:
     return count
 
 
+# A spreadsheet runs a cell that starts with one of these as a formula (CSV injection): quoted text could.
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def safe_cell(value: Any) -> Any:
+    """A text cell a spreadsheet shows as written: a leading formula character gets a single quote before it."""
+    if isinstance(value, str) and value.startswith(_FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
 def write_csv(rows: Iterable[dict[str, Any]], out: IO[str]) -> int:
     writer = csv.DictWriter(out, fieldnames=list(EXPORT_COLUMNS), extrasaction="ignore")
     writer.writeheader()
     count = 0
     for row in rows:
-        writer.writerow(plain(row, csv_lists=True))
+        writer.writerow({key: safe_cell(value) for key, value in plain(row, csv_lists=True).items()})
         count += 1
     return count
 

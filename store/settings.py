@@ -164,6 +164,10 @@ class Settings(BaseSettings):
     default_judges: CommaList = Field(default_factory=lambda: ["relevancy"], **_env("RELMON_JUDGES"))
     sample_rate: float = Field(1.0, ge=0, le=1, **_env("RELMON_SAMPLE_RATE"))
     daily_budget: int = Field(10_000, ge=0, **_env("RELMON_DAILY_BUDGET"))
+    # /judge, the shortcut and the modal draw on a budget of their own (requests per UTC day) and a per-person
+    # hourly limit, so that people asking cannot spend the captured answers' budget.
+    on_demand_budget: int = Field(1_000, ge=0, **_env("RELMON_ON_DEMAND_BUDGET"))
+    on_demand_per_person_hour: int = Field(30, ge=0, **_env("RELMON_ON_DEMAND_PER_PERSON_HOUR"))
     # An answer edited after it was judged is judged again at most this many times (a bot that edits forever
     # cannot spend the budget).
     max_rejudge: int = Field(3, ge=0, le=100, **_env("RELMON_MAX_REJUDGE"))

@@ -54,6 +54,7 @@ class ServedBot:
     runtime: Runtime
     url: str  # .../slack/events
     base_url: str
+    wsgi: Any = None  # the WSGI app itself, for in-process calls (tests.slack_requests.call_wsgi)
 
     def pairs(self) -> list[Pair]:
         with self.runtime.db.session() as session:
@@ -70,7 +71,7 @@ class BotServer:
         self.server = make_server("127.0.0.1", 0, self.wsgi, server_class=_ThreadingServer, handler_class=_QuietHandler)
         self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
         base_url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.served = ServedBot(settings, self.runtime, f"{base_url}/slack/events", base_url)
+        self.served = ServedBot(settings, self.runtime, f"{base_url}/slack/events", base_url, self.wsgi)
 
     def __enter__(self) -> ServedBot:
         self.thread.start()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import io
 import itertools
 import json
 import time
@@ -338,7 +339,67 @@ def block_actions(action_id: str, value: str, **kwargs: Any) -> bytes:
     return _payload_body(block_actions_payload(action_id, value, **kwargs))
 
 
+def view_submission_payload(
+    *, question: str, answer: str, judge: str = "relevancy", callback_id: str = "judge_modal", user_id: str = "U_ASKER"
+) -> dict[str, Any]:
+    """The /judge modal submitted, as Slack posts it (form-encoded `payload=`)."""
+
+    def text(value: str) -> dict[str, Any]:
+        return {"value": {"type": "plain_text_input", "value": value}}
+
+    return {
+        "type": "view_submission",
+        "team": {"id": TEAM_ID, "domain": "example"},
+        "user": {"id": user_id, "username": "ana", "team_id": TEAM_ID},
+        "api_app_id": "A_RELMON",
+        "token": "verification-token-unused",
+        "trigger_id": "1.2.3",
+        "view": {
+            "id": "V123",
+            "type": "modal",
+            "callback_id": callback_id,
+            "private_metadata": json.dumps({"channel_id": "C_SUPPORT", "response_url": None}),
+            "state": {
+                "values": {
+                    "question": text(question),
+                    "answer": text(answer),
+                    "judge": {"value": {"type": "static_select", "selected_option": {"value": judge}}},
+                }
+            },
+        },
+        "response_urls": [],
+    }
+
+
+def payload_body(payload: dict[str, Any]) -> bytes:
+    """An interactive payload form-encoded as Slack posts it."""
+    return _payload_body(payload)
+
+
 # Sending ------------------------------------------------------------------------------------------
+
+
+def call_wsgi(
+    app: Any, body: bytes, content_type: str, headers: dict[str, str], content_length: str | None = None
+) -> tuple[int, bytes]:
+    """One POST /slack/events handed straight to a WSGI app, in-process (no socket): (status, body)."""
+    environ: dict[str, Any] = {
+        "REQUEST_METHOD": "POST",
+        "PATH_INFO": "/slack/events",
+        "QUERY_STRING": "",
+        "SERVER_NAME": "127.0.0.1",
+        "SERVER_PORT": "80",
+        "SERVER_PROTOCOL": "HTTP/1.1",
+        "wsgi.url_scheme": "http",
+        "wsgi.input": io.BytesIO(body),
+        "CONTENT_TYPE": content_type,
+        "CONTENT_LENGTH": str(len(body)) if content_length is None else content_length,
+    }
+    for name, value in headers.items():
+        environ["HTTP_" + name.upper().replace("-", "_")] = value
+    started: list[str] = []
+    answer = b"".join(app(environ, lambda status, _headers, _exc=None: started.append(status)))
+    return int(started[0].split()[0]), answer
 
 
 def body_of(payload: dict[str, Any] | bytes | str) -> tuple[bytes, str]:

@@ -7,7 +7,7 @@ votes to `bot.votes`. Judging itself runs in the workers; the verdict comes back
 person asked, else a direct message). Every other reply goes through `bot.replies.tell`.
 
 Access: a person can only have judged, or see the figures of, a channel they are a member of
-(`bot.membership`); otherwise relmon refuses in one sentence and reveals nothing.
+(`common.membership`); otherwise relmon refuses in one sentence and reveals nothing.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from slack_bolt import Ack, App
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from bot.membership import MembershipCache
 from bot.on_demand import judge_message, judge_pasted
 from bot.permalinks import find_link, parse_message_link
 from bot.replies import tell
@@ -30,6 +29,7 @@ from bot.votes import record_click
 from common import task_names
 from common.celery_app import celery
 from common.feedback import ACTION_RIGHT, ACTION_WRONG, VOTE_FOR_ACTION
+from common.membership import MembershipCache
 from common.messages.alerts import OPEN_ACTION_ID
 from common.messages.verdicts import (
     ERRORS,
@@ -191,19 +191,26 @@ def _open_modal(client: WebClient, asker: Asker, trigger_id: str) -> None:
         tell(client, asker, error_message("unavailable"))
 
 
+def _field(value: object, *path: str) -> object:
+    """value[path[0]][path[1]]…, or None where a level is missing or not an object (a forged view)."""
+    for key in path:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
+
+
 def _modal_values(view: dict) -> dict[str, str | None]:
-    state = view.get("state", {}).get("values", {})
+    state = _field(view, "state", "values")
 
     def text(block: str) -> str | None:
-        value = (state.get(block, {}).get("value") or {}).get("value")
-        return value.strip() if value and value.strip() else None
+        value = _field(state, block, "value", "value")
+        return value.strip() if isinstance(value, str) and value.strip() else None
 
-    selected = (state.get("judge", {}).get("value") or {}).get("selected_option") or {}
+    judge = _field(state, "judge", "value", "selected_option", "value")
     return {
         "question": text("question"),
         "answer": text("answer"),
         "reference": text("reference"),
-        "judge": selected.get("value") or "relevancy",
+        "judge": judge if isinstance(judge, str) and judge in JUDGE_NAMES else "relevancy",
     }
 
 
@@ -233,7 +240,9 @@ def work_modal(body: dict, view: dict, client: WebClient) -> None:
         return
     try:
         metadata = json.loads(view.get("private_metadata") or "{}")
-    except ValueError:
+    except (TypeError, ValueError):
+        metadata = {}
+    if not isinstance(metadata, dict):
         metadata = {}
     # The modal has no response_url of its own: the /judge that opened it passed its own, and its channel.
     asker = Asker(body["user"]["id"], metadata.get("channel_id"), metadata.get("response_url"))
@@ -257,10 +266,10 @@ def work_feedback(body: dict, client: WebClient) -> None:
     vote = VOTE_FOR_ACTION[action["action_id"]]
     container = body.get("container") or {}
     asker = Asker(body["user"]["id"], container.get("channel_id"), body.get("response_url"))
-    try:
-        judgment_id = int(action.get("value") or "")
-    except ValueError:
-        return
+    value = action.get("value")
+    if not isinstance(value, str) or not re.fullmatch(r"[0-9]{1,18}", value):
+        return  # not a judgment's id
+    judgment_id = int(value)
     record_click(client, asker, judgment_id, vote, message_ts=container.get("message_ts"))
 
 

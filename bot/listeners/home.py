@@ -1,8 +1,9 @@
 """App Home: on `app_home_opened` (Home tab), publish the last 7 days per channel and the settings in effect.
 
 Whoever opens the tab sees the figures of public channels and of the private channels they are a member of, as
-`/judge stats` would show them (the same membership check, conversations.members): a private channel they are not
-in is left out of the list and of the "All channels" line, and the view says how many were left out.
+`/judge stats` would show them (`common.membership.Viewer`: private as Slack's channel info says, membership as
+conversations.members says): a private channel they are not in is left out of the list and of the "All channels"
+line, and the view says how many were left out.
 
 The app answers events only after their listeners ran (process_before_response), so the queries and
 views.publish run in a lazy listener: Slack gets its acknowledgement at once, the view follows.
@@ -11,40 +12,15 @@ views.publish run in a lazy listener: Slack gets its acknowledgement at once, th
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
 from datetime import UTC, datetime
 
 from slack_bolt import App
 from slack_sdk import WebClient
 
-from bot.membership import MembershipCache
+from common.membership import MembershipCache, Viewer
 from store.settings import Settings
 
 log = logging.getLogger("relmon.home")
-
-
-class Viewer:
-    """Which channels' figures one person may see, decided once per channel for one view build. A channel is
-    private when any of its pairs in the period (or the one before) was captured in a private conversation;
-    its figures are shown only to its members (relmon must see the channel to vouch for anyone)."""
-
-    def __init__(self, client: WebClient, membership: MembershipCache, user_id: str, rows: Iterable) -> None:
-        self.client, self.membership, self.user_id = client, membership, user_id
-        self.private = {row.channel_id for row in rows if row.channel_id and row.channel_is_private}
-        self._allowed: dict[str, bool] = {}
-
-    def may_see(self, channel_id: str) -> bool:
-        if channel_id not in self.private:
-            return True
-        allowed = self._allowed.get(channel_id)
-        if allowed is None:
-            try:
-                allowed = self.membership.is_member(self.client, channel_id, self.user_id) is True
-            except Exception:  # Slack failed to answer: the safe side, not shown this time
-                log.warning("could not check channel membership for the Home tab", extra={"channel": channel_id})
-                allowed = False
-            self._allowed[channel_id] = allowed
-        return allowed
 
 
 def publish_home(client: WebClient, membership: MembershipCache, user_id: str, now: datetime | None = None) -> dict:
@@ -62,7 +38,7 @@ def publish_home(client: WebClient, membership: MembershipCache, user_id: str, n
     now = now or datetime.now(UTC)
     period = period_for(now, settings.digest_timezone)
     current, previous = load_rows(runtime, period)
-    viewer = Viewer(client, membership, user_id, [*current, *previous])
+    viewer = Viewer(client, membership, user_id)
     configured = set(settings.watched_channels) | set(rules.channels)
     listed = {row.channel_id for row in captured(current) if row.channel_id} | configured
     hidden = sorted(c for c in listed if rules.for_channel(c, settings).watch and not viewer.may_see(c))

@@ -7,6 +7,7 @@ its own limit: builders that fill many blocks measure the whole with `text_lengt
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Any
 
@@ -32,9 +33,18 @@ ELLIPSIS = "…"
 Block = dict[str, Any]
 
 
+# @here, @channel and @everyone as words: Slack's mention parsing (mrkdwn text is not verbatim) may resolve them.
+_BROADCAST_WORD = re.compile(r"(?<![\w@])@(here|channel|everyone)\b", re.IGNORECASE)
+ZERO_WIDTH_SPACE = "\u200b"
+
+
 def escape(text: str) -> str:
-    """mrkdwn control characters, as Slack asks: only &, < and >."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    """Text from people, bots or the judge, safe in mrkdwn: the control characters escaped as Slack asks (only
+    &, < and >, so `<!here>`, `<!channel>`, `<!subteam^S1>` and `<@U1>` show as written and notify nobody), and
+    the words @here, @channel and @everyone broken by a zero-width space, which Slack does not resolve. Every
+    renderer quotes text through this one function."""
+    escaped = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _BROADCAST_WORD.sub(lambda match: f"@{ZERO_WIDTH_SPACE}{match.group(1)}", escaped)
 
 
 def shorten(text: str, limit: int) -> str:

@@ -25,14 +25,17 @@ from common.reports.trust import Precision
 
 # Errors a person may see: one short sentence each, "what happened: what to do" (tests check the action).
 ERRORS = {
-    "not_member": "You can only judge messages from channels you are a member of: join the channel, or run `/judge` "
-    "alone and paste the texts.",
+    # One answer for a channel the person is not in and one relmon cannot see: nobody learns where relmon is.
+    "not_member": "You can judge messages of channels you are a member of and relmon is in: join the channel, or run "
+    "`/judge` alone to paste them.",
     "bad_link": "That isn't a message link: use “Copy link” on the answer, then `/judge <link>`.",
     "not_found": "relmon can't find that message: check the link, and invite relmon to the channel if it isn't in it.",
     "no_question": "relmon can't tell which question that message answers: run `/judge` alone and paste both.",
     "no_answer": "That message has no text to judge: pick the bot's answer instead.",
     "unavailable": "relmon couldn't start that check just now: please try again in a minute.",
     "budget": "relmon has used today's judging budget: please try again tomorrow or ask an admin to raise it.",
+    "on_demand_budget": "relmon has used today's budget for on-demand judgments: please try again tomorrow.",
+    "rate_limited": "You have asked relmon for many judgments this hour: please try again later.",
     "not_judged": "relmon couldn't judge that answer: please try again in a few minutes.",
     # /judge stats: one answer for an unknown name, a channel relmon can't see and one the person isn't in.
     "stats_refused": "relmon can only show figures for a channel you and relmon are both in: check the name, or "

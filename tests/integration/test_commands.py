@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import redis
 import yaml
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from bot.listeners.commands import Route, named_judge, route
 from bot.permalinks import MessageLink, parse_message_link
@@ -22,7 +22,7 @@ from common import replies
 from common.celery_app import QUEUE_JUDGE, QUEUE_SLACK
 from common.messages.verdicts import ERRORS
 from store.feedback import votes_for
-from store.models import Pair
+from store.models import DailyUsage, Pair
 from store.rules import JUDGE_NAMES
 from tests import slack_requests as sr
 from tests.alert_helpers import add_judgment
@@ -224,7 +224,8 @@ def test_non_member_asking_about_a_private_channel_learns_nothing(bot, slack):
 def test_channel_relmon_cannot_see_is_refused(bot, slack):
     command(bot, "https://example.slack.com/archives/C_GONE/p1712345001000002", slack, key="gone")
     [refusal] = wait_for(lambda: slack.responses["gone"], timeout=10, what="the refusal")
-    assert "can't find that message" in refusal["text"]
+    # The non-member's sentence, as /judge stats answers: nobody learns whether relmon is in a private channel.
+    assert refusal["text"] == ERRORS["not_member"]
 
 
 def test_answer_without_a_question_says_what_to_do(bot, slack):
@@ -453,3 +454,83 @@ def test_feedback_buttons_record_votes_and_queue_a_refresh(bot, slack, redis_url
     assert {job["task"] for job in jobs} == {"workers.tasks.slack.refresh_alert_votes"}
     # the link button is acknowledged too (Slack sends an action for it)
     assert sr.post(bot.url, sr.block_actions("open_message", "", channel_id="C_ALERTS"), SECRET).status_code == 200
+
+
+# Membership is current ------------------------------------------------------------------------------------------
+
+
+def member_event(kind: str, channel: str, user: str) -> dict:
+    return sr.envelope({"type": kind, "channel": channel, "user": user, "channel_type": "C", "event_ts": sr.next_ts()})
+
+
+def test_a_member_removed_from_the_channel_is_refused_at_once(bot, slack):
+    """Judged, removed (member_left_channel), judged again: the second gets the refusal, not a judgment, well
+    inside the public channel's one-minute cache; rejoining (member_joined_channel) serves them again."""
+    command(bot, LINK, slack, key="first")
+    wait_for(lambda: pairs(bot), timeout=10, what="the first pair")
+    slack.channels[C].members.remove("U_ASKER")
+    assert sr.post(bot.url, member_event("member_left_channel", C, "U_ASKER"), SECRET).status_code == 200
+    command(bot, LINK, slack, key="second")
+    [refusal] = wait_for(lambda: slack.responses["second"], timeout=10, what="the refusal")
+    assert refusal["text"] == ERRORS["not_member"]
+    time.sleep(0.3)
+    assert len(pairs(bot)) == 1
+    slack.channels[C].members.append("U_ASKER")
+    assert sr.post(bot.url, member_event("member_joined_channel", C, "U_ASKER"), SECRET).status_code == 200
+    command(bot, LINK, slack, key="third")
+    wait_for(lambda: len(pairs(bot)) == 2, timeout=10, what="the rejoined member's pair")
+
+
+def test_a_membership_event_reaches_every_process_cache_through_redis(bot, slack):
+    """Two caches (two gunicorn workers, or a worker): an event handled by one drops the other's copy too."""
+    from common.membership import MembershipCache
+
+    here, there = MembershipCache(bot.runtime.redis), MembershipCache(bot.runtime.redis)
+    client = bot.runtime.slack
+    assert here.is_member(client, C, "U_ASKER") and there.is_member(client, C, "U_ASKER")
+    slack.channels[C].members.remove("U_ASKER")
+    assert there.is_member(client, C, "U_ASKER")  # a minute's cache for a public channel
+    here.forget(C)
+    assert there.is_member(client, C, "U_ASKER") is False
+
+
+def test_without_events_a_private_channels_members_are_only_seconds_old(bot, slack):
+    from common.membership import PRIVATE_MEMBERS_TTL_SECONDS, MembershipCache
+
+    assert PRIVATE_MEMBERS_TTL_SECONDS <= 5
+    cache = MembershipCache(bot.runtime.redis, private_ttl_seconds=0.2)
+    client = bot.runtime.slack
+    assert cache.is_member(client, PRIVATE, "U_ASKER") and cache.is_member(client, C, "U_ASKER")
+    slack.channels[PRIVATE].members.remove("U_ASKER")
+    slack.channels[C].members.remove("U_ASKER")
+    time.sleep(0.3)
+    assert cache.is_member(client, PRIVATE, "U_ASKER") is False
+    assert cache.is_member(client, C, "U_ASKER") is True  # public: the minute's cache still holds
+
+
+# On-demand use cannot starve monitoring --------------------------------------------------------------------------
+
+
+def test_on_demand_requests_have_a_per_person_hourly_limit_and_a_daily_budget_of_their_own(redis_url, db_url, slack):
+    settings = bot_settings(
+        redis_url=redis_url, database_url=db_url, slack_api_url=slack.api_url,
+        on_demand_per_person_hour=2, on_demand_budget=3,
+    )  # fmt: skip
+    with BotServer(settings) as served:
+        for number in range(2):
+            command(served, LINK, slack, key=f"ok{number}")
+            wait_for(lambda n=number: len(pairs(served)) == n + 1, timeout=10, what="an on-demand pair")
+        command(served, LINK, slack, key="third")
+        [refusal] = wait_for(lambda: slack.responses["third"], timeout=10, what="the rate limit")
+        assert refusal["text"] == ERRORS["rate_limited"] and len(pairs(served)) == 2
+        # Another person still may, until the day's on-demand budget (3) is spent.
+        slack.channels[C].members.append("U_OTHER")
+        assert sr.post(served.url, member_event("member_joined_channel", C, "U_OTHER"), SECRET).status_code == 200
+        command(served, LINK, slack, key="other", user_id="U_OTHER")
+        wait_for(lambda: len(pairs(served)) == 3, timeout=10, what="the other person's pair")
+        command(served, LINK, slack, key="spent", user_id="U_OTHER")
+        [spent] = wait_for(lambda: slack.responses["spent"], timeout=10, what="the budget refusal")
+        assert spent["text"] == ERRORS["on_demand_budget"] and len(pairs(served)) == 3
+        # The monitoring budget was not touched: nothing was charged in SQL by the bot.
+        with served.runtime.db.session() as session:
+            assert session.execute(select(func.count()).select_from(DailyUsage)).scalar_one() == 0

@@ -4,6 +4,7 @@ exactly once per ISO week, --force sends another, a crashed run is completed, th
 from __future__ import annotations
 
 import io
+import json
 import os
 import subprocess
 import sys
@@ -53,8 +54,8 @@ def make_runtime(db_url: str, slack: FakeSlack, tmp_path: Path, runtime_for) -> 
 
 
 @pytest.fixture
-def runtime(make_runtime) -> Runtime:
-    return make_runtime()
+def runtime(make_runtime, redis_url: str) -> Runtime:
+    return make_runtime(redis_url=redis_url)  # the preview's membership cache is kept in Redis
 
 
 def seed(runtime: Runtime, now: datetime, *, private_text: bool = False) -> None:
@@ -485,6 +486,29 @@ def test_preview_is_private_and_claims_nothing(runtime: Runtime, slack: FakeSlac
     assert "thread" not in str(body["blocks"])  # the preview has no chart thread
     with runtime.db.session() as session:
         assert session.execute(select(func.count()).select_from(Digest)).scalar_one() == 0
+
+
+def test_preview_shows_a_person_only_what_app_home_would_and_text_only_of_their_channels(
+    runtime: Runtime, slack: FakeSlack
+) -> None:
+    """The App Home rule for figures and links (a private channel's to its members only), and a channel's text
+    only to its members where the quoting rule allows it: never to anyone, in any conversation."""
+    seed(runtime, now_utc())
+    slack.add_channel("C1", "one", members=["U_OUT", "U_IN"])
+    slack.add_channel("C2", "two", members=["U_IN"])
+    slack.add_channel("GPRIV", "private", is_private=True, members=["U_IN"])
+
+    def preview(user: str) -> str:
+        send_digest_preview.apply(args=(user, "CDM", slack.response_url(user))).get()
+        (body,) = slack.responses[user]
+        return json.dumps(body["blocks"])
+
+    outsider = preview("U_OUT")
+    assert "<#C1>" in outsider and "<#C2>" in outsider and "GPRIV" not in outsider
+    assert "in C1" in outsider and "in C2" not in outsider  # quotes of C1 only: U_OUT is not in C2
+    member = preview("U_IN")
+    assert "<#GPRIV>" in member and "in C2" in member
+    assert "secret" not in member  # a member, but its rule does not let relmon quote the private channel
 
 
 def test_relmon_digest_dry_run_prints_and_touches_nothing(runtime: Runtime, slack: FakeSlack, db_url: str) -> None:

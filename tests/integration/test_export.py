@@ -129,6 +129,32 @@ def test_csv_round_trips_through_a_csv_reader(database: Database, db_url: str, t
     assert (rows[0]["prompt_tokens"], rows[0]["cached_tokens"], rows[1]["cached_tokens"]) == ("1200", "1152", "0")
 
 
+FORMULAS = ['=HYPERLINK("https://evil")', "+1+1", "-2+3", "@SUM(A1)", "\tcmd", "\rcmd"]
+
+
+def test_csv_cells_that_a_spreadsheet_would_run_are_neutralised(database: Database, db_url: str, tmp_path: Path):
+    with database.session() as session:
+        for number, formula in enumerate(FORMULAS):
+            pair = Pair(
+                source="capture", channel_id="C1", answer_ts=f"1700000001.{number:06d}", question_text=formula,
+                answer_text=f"{formula} and more", status=PairStatus.JUDGED,
+            )  # fmt: skip
+            session.add(pair)
+            session.flush()
+            at = datetime(2025, 1, 10, tzinfo=UTC)
+            session.add(
+                Judgment(pair_id=pair.id, judge="relevancy", status="ok", score=1, reasoning=formula, created_at=at)
+            )
+    _export(db_url, tmp_path, format="csv")
+    written = (tmp_path / "export-csv-None.out").read_bytes().decode("utf-8")  # read_text would turn \r into \n
+    rows = list(csv.DictReader(io.StringIO(written, newline="")))
+    assert [(row["question"], row["reasoning"]) for row in rows] == [("'" + f, "'" + f) for f in FORMULAS]
+    assert all(row["answer"].startswith("'") for row in rows) and float(rows[0]["score"]) == 1.0
+    # JSON lines keep the text as it was.
+    lines = [json.loads(line) for line in _export(db_url, tmp_path).splitlines()]
+    assert [line["question"] for line in lines] == FORMULAS
+
+
 def test_since_keeps_judgments_from_that_day_on(database: Database, db_url: str, tmp_path: Path) -> None:
     _seed(database)
     rows = [json.loads(line) for line in _export(db_url, tmp_path, since="2025-02-01").splitlines()]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bot.listeners.home import publish_home
-from bot.membership import MembershipCache
+from common.membership import MembershipCache
 from common.runtime import Runtime, slack_client_for
 from store.models import Judgment, Pair
 from store.settings import Settings
@@ -19,11 +19,12 @@ from tests.fakes.slack_server import FakeSlack
 @pytest.fixture
 def slack() -> Iterator[FakeSlack]:
     with FakeSlack() as fake:
+        fake.add_channel("C2", "c2")  # named in the rules file
         yield fake
 
 
 @pytest.fixture
-def home_runtime(db_url: str, slack: FakeSlack, tmp_path: Path, runtime_for) -> Callable[..., Runtime]:
+def home_runtime(db_url: str, slack: FakeSlack, tmp_path: Path, redis_url: str, runtime_for) -> Callable[..., Runtime]:
     """`home_runtime(rules_yaml, **settings)`: the process runtime on the fake Slack with this rules file."""
 
     def build(rules_yaml: str, **extra: object) -> Runtime:
@@ -34,6 +35,7 @@ def home_runtime(db_url: str, slack: FakeSlack, tmp_path: Path, runtime_for) -> 
             slack_api_url=slack.api_url,
             database_url=db_url,
             alert_channel="CALERTS",
+            redis_url=redis_url,  # App Home asks Slack's channel info and the membership cache, kept in Redis
             channel_rules_file=rules,
             data_dir=tmp_path / "data",
             **extra,
@@ -52,7 +54,12 @@ def runtime(home_runtime) -> Runtime:
     )
 
 
-def add(runtime: Runtime, channel: str, scores: list[int | None], at: datetime, *, private: bool = False) -> None:
+def add(
+    runtime: Runtime, slack: FakeSlack, channel: str, scores: list[int | None], at: datetime, *, private: bool = False
+) -> None:
+    """Judged pairs of `channel`, a channel Slack knows (App Home asks Slack whether it is private)."""
+    if channel not in slack.channels:
+        slack.add_channel(channel, channel.lower(), is_private=private)
     with runtime.db.session() as session:
         for i, score in enumerate(scores):
             pair = Pair(
@@ -80,10 +87,10 @@ def add(runtime: Runtime, channel: str, scores: list[int | None], at: datetime, 
 
 def test_home_shows_last_week_per_channel_and_settings(runtime: Runtime, slack: FakeSlack) -> None:
     now = datetime.now(UTC)
-    add(runtime, "C1", [4, 2, None], now - timedelta(days=1))
-    add(runtime, "C2", [3, 4], now - timedelta(days=2))
-    add(runtime, "C1", [0, 0, 0], now - timedelta(days=9))  # older than 7 days: not shown
-    publish_home(slack_client_for(runtime.settings), MembershipCache(), "U123")
+    add(runtime, slack, "C1", [4, 2, None], now - timedelta(days=1))
+    add(runtime, slack, "C2", [3, 4], now - timedelta(days=2))
+    add(runtime, slack, "C1", [0, 0, 0], now - timedelta(days=9))  # older than 7 days: not shown
+    publish_home(slack_client_for(runtime.settings), MembershipCache(runtime.redis), "U123")
 
     (call,) = slack.calls_to("views.publish")
     assert call["user_id"] == "U123"
@@ -100,15 +107,15 @@ def test_home_shows_last_week_per_channel_and_settings(runtime: Runtime, slack: 
 def test_home_stays_within_100_blocks_with_many_channels(runtime: Runtime, slack: FakeSlack) -> None:
     now = datetime.now(UTC)
     for i in range(80):
-        add(runtime, f"C{i:03d}", [i % 5], now - timedelta(hours=1))
-    view = publish_home(slack_client_for(runtime.settings), MembershipCache(), "U1")
+        add(runtime, slack, f"C{i:03d}", [i % 5], now - timedelta(hours=1))
+    view = publish_home(slack_client_for(runtime.settings), MembershipCache(runtime.redis), "U1")
     assert len(view["blocks"]) <= 100
     assert "…and 21 more channels" in str(view["blocks"])  # 80 busy channels and C2 from the rules file
     assert slack.published["U1"]["blocks"] == view["blocks"]
 
 
 def test_home_with_nothing_captured_yet(runtime: Runtime, slack: FakeSlack) -> None:
-    view = publish_home(slack_client_for(runtime.settings), MembershipCache(), "U1")
+    view = publish_home(slack_client_for(runtime.settings), MembershipCache(runtime.redis), "U1")
     text = str(view["blocks"])
     assert "*All channels*\\n0 judged of 0 · 0 errors" in text
     assert "*<#C2>*\\n0 judged of 0" in text  # named in the rules file: shown even when quiet
@@ -124,7 +131,7 @@ def test_signed_app_home_opened_event_publishes_the_view(
         redis_url=redis_url, database_url=db_url, slack_api_url=slack.api_url, data_dir=tmp_path / "data"
     )
     with BotServer(settings) as bot:
-        add(bot.runtime, "C7", [1, 4], datetime.now(UTC) - timedelta(hours=2))
+        add(bot.runtime, slack, "C7", [1, 4], datetime.now(UTC) - timedelta(hours=2))
         messages_tab = {"type": "app_home_opened", "user": "U9", "channel": "D9", "tab": "messages", "event_ts": "1.1"}
         assert post(bot.url, envelope(messages_tab), SECRET).status_code == 200
         event = {"type": "app_home_opened", "user": "U9", "channel": "D9", "tab": "home", "event_ts": "1.2"}
@@ -140,11 +147,11 @@ def test_private_channels_figures_only_for_their_members(runtime: Runtime, slack
     slack.add_channel("CHOME_PUB", "general")
     slack.add_channel("CHOME_PRIV", "secret-project", is_private=True, members=["U_IN"])
     slack.add_channel("CHOME_PRIV2", "hr", is_private=True, members=[])
-    add(runtime, "CHOME_PUB", [4], now - timedelta(days=1))
-    add(runtime, "CHOME_PRIV", [1, 1], now - timedelta(days=1), private=True)
-    add(runtime, "CHOME_PRIV2", [0], now - timedelta(days=2), private=True)
+    add(runtime, slack, "CHOME_PUB", [4], now - timedelta(days=1))
+    add(runtime, slack, "CHOME_PRIV", [1, 1], now - timedelta(days=1), private=True)
+    add(runtime, slack, "CHOME_PRIV2", [0], now - timedelta(days=2), private=True)
     client = slack_client_for(runtime.settings)
-    membership = MembershipCache()  # the app's one cache, shared by both views
+    membership = MembershipCache(runtime.redis)  # the app's one cache, shared by both views
 
     outsider = str(publish_home(client, membership, "U_OUT")["blocks"])
     assert "CHOME_PUB" in outsider and "CHOME_PRIV" not in outsider
@@ -155,16 +162,17 @@ def test_private_channels_figures_only_for_their_members(runtime: Runtime, slack
     assert "*<#CHOME_PRIV>*\\n2 judged of 2" in member and "CHOME_PRIV2" not in member
     assert "*All channels you can see*\\n3 judged of 3" in member
     assert "1 private channel you are not in is not shown." in member
-    # Membership is asked for private channels only, at most once each (then /judge stats' one-minute cache).
+    # Membership is asked for private channels only, at most once each (then the cache's few seconds).
     asked = [call["channel"] for call in slack.calls_to("conversations.members")]
     assert set(asked) <= {"CHOME_PRIV", "CHOME_PRIV2"} and len(asked) == len(set(asked))
 
 
-def test_home_shows_the_rules_files_defaults_over_the_environment(home_runtime) -> None:
+def test_home_shows_the_rules_files_defaults_over_the_environment(home_runtime, slack: FakeSlack) -> None:
+    slack.add_channel("C5", "c5")
     runtime = home_runtime(
         "defaults:\n  alert_cap_per_hour: 3\nchannels:\n  C5:\n    alert_cap_per_hour: 7\n", alert_cap_per_hour=20
     )
-    text = str(publish_home(slack_client_for(runtime.settings), MembershipCache(), "U1")["blocks"])
+    text = str(publish_home(slack_client_for(runtime.settings), MembershipCache(runtime.redis), "U1")["blocks"])
     assert "<#CALERTS>, at most 3 an hour" in text and "at most 20" not in text
     assert "at most 7 alerts an hour" in text  # C5's own cap
 
@@ -190,3 +198,20 @@ def test_digest_dry_run_does_not_migrate_and_says_so(tmp_path: Path, capsys) -> 
     assert run_digest(dry, settings) == 1
     assert inspect(create_engine(f"sqlite:///{empty}")).get_table_names() == []  # not migrated
     assert "run relmon migrate first" in capsys.readouterr().err
+
+
+def test_whether_a_channel_is_private_comes_from_slack_not_from_its_pairs(runtime: Runtime, slack: FakeSlack) -> None:
+    """A channel made private since its pairs were captured (or whose pairs were never flagged) is private; a
+    channel Slack does not know (relmon removed, channel deleted) is treated as private: its members only."""
+    now = datetime.now(UTC)
+    slack.add_channel("CHOME_NOW_PRIV", "went-private", is_private=True, members=["U_IN"])
+    add(runtime, slack, "CHOME_NOW_PRIV", [1], now - timedelta(days=1), private=False)
+    slack.add_channel("CHOME_PUBLIC", "public")
+    add(runtime, slack, "CHOME_PUBLIC", [3], now - timedelta(days=1), private=True)  # flagged, but public in Slack
+    add(runtime, slack, "CHOME_GONE", [2], now - timedelta(days=1))
+    slack.channels.pop("CHOME_GONE")
+    client = slack_client_for(runtime.settings)
+    outsider = str(publish_home(client, MembershipCache(runtime.redis), "U_OUT")["blocks"])
+    assert "CHOME_PUBLIC" in outsider and "CHOME_NOW_PRIV" not in outsider and "CHOME_GONE" not in outsider
+    member = str(publish_home(client, MembershipCache(runtime.redis), "U_IN")["blocks"])
+    assert "*<#CHOME_NOW_PRIV>*" in member and "CHOME_GONE" not in member

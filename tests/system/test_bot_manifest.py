@@ -33,6 +33,8 @@ def test_scopes_events_and_features() -> None:
         "app_home_opened",
         "reaction_added",
         "reaction_removed",
+        "member_joined_channel",  # the membership cache follows joins and leaves (common.membership)
+        "member_left_channel",
     ]
     assert settings["event_subscriptions"]["request_url"].endswith("/slack/events")
     assert settings["interactivity"] == {"is_enabled": True, "request_url": "https://YOUR-HOST/slack/events"}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
@@ -384,3 +385,37 @@ def test_stats_help_and_modal():
     assert [b["block_id"] for b in modal["blocks"]] == ["question", "answer", "reference", "judge"]
     assert len(modal["title"]["text"]) <= 24
     assert json.loads(modal["private_metadata"])["channel_id"] == "C1"
+
+
+# Quoted text never notifies -------------------------------------------------------------------------------------
+
+PINGS = "Hey <!here> and <!channel>, <!everyone>, <!subteam^S123> <!subteam^S123|@team> @here @channel @Everyone"
+
+
+def assert_notifies_nobody(rendered: str) -> None:
+    """No raw `<!…>` special and no bare broadcast word: Slack resolves neither once escaped like this."""
+    assert "<!" not in rendered.replace("<!date^", "")  # relmon's own dates are the only specials
+    assert not re.search(r"(?<![\w@])@(here|channel|everyone)\b", rendered, re.IGNORECASE), rendered
+    assert f"@{bk.ZERO_WIDTH_SPACE}here" in rendered
+
+
+def test_escape_neutralises_broadcasts_and_keeps_mrkdwn_escaping():
+    escaped = bk.escape(PINGS + " a & b <@U123> mail@here.com @heresy")
+    assert_notifies_nobody(escaped)
+    assert "&lt;!here&gt;" in escaped and "&lt;!subteam^S123|@team&gt;" in escaped
+    assert "a &amp; b &lt;@U123&gt;" in escaped
+    assert "mail@here.com" in escaped and "@heresy" in escaped  # not broadcast words: left as written
+
+
+def test_alerts_summaries_and_verdicts_quote_mentions_without_pinging():
+    pings = alert(question=PINGS, answer=PINGS, reasoning=PINGS)
+    assert_notifies_nobody(all_text(low_score_alert(pings)))
+    item = SummaryItem(
+        judgment_id=1, judge="relevancy", score=1.0, max_score=4.0, channel_id="C1", answered_at=AT,
+        permalink=PERMALINK, reasoning=PINGS,
+    )  # fmt: skip
+    assert_notifies_nobody(all_text(summary_message(AT, [item], caps={"C1": 5})))
+    verdict = verdict_message(
+        [VerdictItem("relevancy", "ok", 1.0, 4.0, PINGS)], question=PINGS, answer=PINGS, channel_id="C1"
+    )
+    assert_notifies_nobody(all_text(verdict))

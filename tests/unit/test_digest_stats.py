@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -256,6 +257,17 @@ def test_message_quotes_only_what_it_is_given_and_escapes_it():
     assert "How do I &lt;reset&gt; it?" in rendered and "Try &amp; see" in rendered
     assert "<https://example.slack.com/x|view answer>" in rendered  # the private answer: score and link only
     assert "*1/4* relevancy in <#GPRIV>" in rendered
+
+
+def test_digest_quotes_mentions_without_pinging():
+    public = pair("C1", judgments=[verdict(0)])
+    report = build_report(PERIOD, [public], [], thresholds_for, PRICES)
+    quotes = {public.id: ("<!here> @channel what now?", "Ask <!subteam^S1|@team> or @everyone")}
+    message = digest_message(report, {public.id: "https://example.slack.com/p1"}, quotes, PRICES)
+    rendered = json.dumps(message["blocks"], ensure_ascii=False)
+    assert "&lt;!here&gt;" in rendered and "&lt;!subteam^S1|@team&gt;" in rendered
+    assert "@channel" not in rendered and "@everyone" not in rendered
+    assert f"@{block_kit.ZERO_WIDTH_SPACE}channel" in rendered
 
 
 def test_message_and_dry_run_show_each_judges_distribution_and_each_channels_tokens_and_cost():

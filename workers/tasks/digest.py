@@ -7,6 +7,7 @@ SQL from `store.stats_queries` and `store.digests`.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, time, timedelta
 from http.client import HTTPException
@@ -15,11 +16,12 @@ from slack_sdk.errors import SlackApiError
 
 from common.backoff import backoff_seconds
 from common.celery_app import celery
+from common.membership import MembershipCache, Viewer
 from common.messages.digest import Links, Quotes, digest_message
 from common.post_once import RECEIPT_TTL_SECONDS, PostOnce, Receipts
 from common.privacy import may_quote
 from common.replies import Asker, reply_privately
-from common.reports.figures import load_report, prices_for
+from common.reports.figures import load_report, load_rows, prices_for, report_from
 from common.reports.period import Period, period_for, scheduled_key
 from common.reports.stats import Report, WorstAnswer
 from common.runtime import Runtime, get_runtime
@@ -53,12 +55,16 @@ def _all_worst(report: Report) -> list[WorstAnswer]:
     return list(seen.values())
 
 
-def quotes_for(runtime: Runtime, report: Report, destination: str | None) -> Quotes:
-    """Texts of the worst answers that may be shown in `destination` (the privacy rule of alerts)."""
+def quotes_for(
+    runtime: Runtime, report: Report, destination: str | None, may_read: Callable[[str | None], bool] | None = None
+) -> Quotes:
+    """Texts of the worst answers that may be shown in `destination` (the privacy rule of alerts) and, for a
+    preview, to its one reader (`may_read`: a member of the channel)."""
     allowed = [
         w
         for w in _all_worst(report)
         if may_quote(w.channel_id, w.channel_is_private, runtime.rules, runtime.settings, destination)
+        and (may_read is None or may_read(w.channel_id))
     ]
     if not allowed:
         return {}
@@ -210,14 +216,15 @@ def _chart_in_thread(runtime: Runtime, channel: str, message_ts: str, period: Pe
 def deliver_preview(
     runtime: Runtime, now: datetime, *, user_id: str, channel_id: str | None, response_url: str | None
 ) -> dict:
-    """The digest as it would be sent now, shown only to one person; claims nothing."""
+    """The digest as it would be sent now, shown only to one person; claims nothing. That person sees the channels
+    App Home shows them (a private channel's figures and links to its members only), and a channel's text only
+    when they are a member and the quoting rule allows it in the conversation the preview appears in."""
     settings = runtime.settings
     period = period_for(now, settings.digest_timezone)
-    report = load_report(runtime, period)
-    # Quote private text only where the rule would allow it in the channel the preview appears in.
-    message = digest_message(
-        report, links_for(runtime, report), quotes_for(runtime, report, channel_id), prices_for(runtime)
-    )
+    viewer = Viewer(runtime.slack, MembershipCache(runtime.redis), user_id)
+    report = report_from(runtime, period, *load_rows(runtime, period), may_see=viewer.may_see)
+    quotes = quotes_for(runtime, report, channel_id, may_read=viewer.may_read)
+    message = digest_message(report, links_for(runtime, report), quotes, prices_for(runtime))
     note = {
         "type": "context",
         "elements": [

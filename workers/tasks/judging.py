@@ -53,6 +53,8 @@ from workers.judging.rules import (
     verdict_values,
 )
 
+# Sources whose budget the bot counted before queuing them.
+SLACK_ON_DEMAND_SOURCES = frozenset({"command", "shortcut"})
 log = logging.getLogger("relmon.judging")
 
 HAND_ON_RETRY_SECONDS = 1.0  # first wait before handing stored judgments on again (doubles, at most 30 s)
@@ -194,7 +196,11 @@ def _judge(task, runtime: Runtime, pair_id: int, *, redelivered: bool, llm_attem
         if known is not None:
             ready.append(verdict_values(known, pair_id=pair_id, cache_key=key))
             continue
-        if not budget.charge(runtime.db, pair_id, pair.budget_unit(name), settings.daily_budget):
+        # /judge and the shortcut spent their own budget at the bot (bot.on_demand_limits): never the monitoring one.
+        paid_at_the_bot = pair.source in SLACK_ON_DEMAND_SOURCES
+        if not paid_at_the_bot and not budget.charge(
+            runtime.db, pair_id, pair.budget_unit(name), settings.daily_budget
+        ):
             return _skip_for_budget(runtime, pair, store_judgments(engine, pair, ready, mark_judged=False))
         try:
             verdict = judge.evaluate(runtime.llm, question=question, answer=pair.answer, reference=pair.reference)
