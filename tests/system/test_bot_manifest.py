@@ -23,6 +23,7 @@ def test_scopes_events_and_features() -> None:
             "users:read",
             "files:write",
             "reactions:read",
+            "usergroups:read",  # RELMON_SUPPORT_TEAM may name a user group (usergroups.users.list)
         ]
     )
     assert data["oauth_config"]["scopes"].keys() == {"bot"}  # no user scopes
