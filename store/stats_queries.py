@@ -14,7 +14,7 @@ from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session
 
 from store.judgments import is_current
-from store.models import Feedback, Judgment, Pair
+from store.models import Feedback, Judgment, OutcomeSignal, OutcomeWindow, Pair
 
 # Ids per IN (...) clause: well under SQLite's and PostgreSQL's parameter limits.
 _CHUNK = 500
@@ -53,6 +53,9 @@ class PairRow:
     thread_ts: str | None = None
     judgments: tuple[JudgmentRow, ...] = field(default_factory=tuple)  # the current ones: what scores read
     superseded: tuple[JudgmentRow, ...] = field(default_factory=tuple)  # earlier versions': spent, not scored
+    has_reference: bool = False  # a reference answer (a teammate's reply, or one given to /judge)
+    window_closed: bool | None = None  # its outcome window: closed, still open, or None when never watched
+    signals: tuple[str, ...] = ()  # its outcome signals (capture.outcomes), in the order they came
 
 
 def _aware(moment: datetime) -> datetime:
@@ -93,7 +96,8 @@ def _judgment_columns(votes) -> list:
 
 def pair_rows(session: Session, start: datetime, end: datetime) -> list[PairRow]:
     """Every pair created in [start, end) with its judgments and their feedback counts (no texts): the current
-    ones (an edited answer's latest of each judge) apart from those a later version superseded."""
+    ones (an edited answer's latest of each judge) apart from those a later version superseded; and its outcome
+    window's state and signals."""
     pairs = session.execute(
         select(
             Pair.id,
@@ -104,13 +108,24 @@ def pair_rows(session: Session, start: datetime, end: datetime) -> list[PairRow]
             Pair.channel_is_private,
             Pair.answer_ts,
             Pair.thread_ts,
+            Pair.reference_text.is_not(None).label("has_reference"),
+            OutcomeWindow.pair_id.is_not(None).label("watched"),
+            OutcomeWindow.closed_at.is_not(None).label("window_closed"),
         )
+        .outerjoin(OutcomeWindow, OutcomeWindow.pair_id == Pair.id)
         .where(Pair.created_at >= start, Pair.created_at < end)
         .order_by(Pair.id)
     ).all()
     ids = [row.id for row in pairs]
     judgments: dict[tuple[int, bool], list[JudgmentRow]] = defaultdict(list)
+    signals: dict[int, list[str]] = defaultdict(list)
     for chunk in _chunks(ids):
+        for pair_id, name in session.execute(
+            select(OutcomeSignal.pair_id, OutcomeSignal.name)
+            .where(OutcomeSignal.pair_id.in_(chunk))
+            .order_by(OutcomeSignal.id)
+        ):
+            signals[pair_id].append(name)
         votes = (
             select(
                 Feedback.judgment_id,
@@ -130,15 +145,24 @@ def pair_rows(session: Session, start: datetime, end: datetime) -> list[PairRow]
             fields = dict(row._mapping)
             key = (fields.pop("pair_id"), bool(fields.pop("current")))
             judgments[key].append(JudgmentRow(**fields))
-    return [
-        PairRow(
-            **row._asdict()
-            | {"created_at": _aware(row.created_at), "channel_is_private": bool(row.channel_is_private)},
-            judgments=tuple(judgments.get((row.id, True), ())),
-            superseded=tuple(judgments.get((row.id, False), ())),
-        )
-        for row in pairs
-    ]
+    return [_pair_row(row, judgments, signals) for row in pairs]
+
+
+def _pair_row(row, judgments: dict[tuple[int, bool], list[JudgmentRow]], signals: dict[int, list[str]]) -> PairRow:
+    fields = row._asdict()
+    watched = fields.pop("watched")
+    return PairRow(
+        **fields
+        | {
+            "created_at": _aware(row.created_at),
+            "channel_is_private": bool(row.channel_is_private),
+            "has_reference": bool(row.has_reference),
+            "window_closed": bool(row.window_closed) if watched else None,
+        },
+        judgments=tuple(judgments.get((row.id, True), ())),
+        superseded=tuple(judgments.get((row.id, False), ())),
+        signals=tuple(signals.get(row.id, ())),
+    )
 
 
 def pair_texts(session: Session, pair_ids: Iterable[int]) -> dict[int, tuple[str | None, str | None]]:

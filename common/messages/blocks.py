@@ -165,3 +165,17 @@ def format_score(score: float | None, max_score: float | None, *, decimals: int 
     if score is None:
         return "no score"
     return f"{number(score)} / {number(max_score)}" if max_score is not None else number(score)
+
+
+def pct(share: float | None) -> str:
+    return "–" if share is None else f"{share * 100:.0f}%"
+
+
+def signed(value: float | None, *, points: bool = False, digits: int = 1) -> str:
+    """A change: `+0.2`, or in percentage points `−3 pts`; empty when there is nothing to compare."""
+    if value is None:
+        return ""
+    if points:
+        value *= 100
+        return f"{'+' if value >= 0 else '−'}{abs(value):.0f} pts"
+    return f"{'+' if value >= 0 else '−'}{abs(value):.{digits}f}"

@@ -10,7 +10,9 @@ from collections.abc import Mapping
 from zoneinfo import ZoneInfo
 
 from common.messages import blocks as block_kit
-from common.messages.blocks import escape
+from common.messages.blocks import escape, pct, signed
+from common.messages.outcomes import NOTE as OUTCOME_NOTE
+from common.messages.outcomes import outcome_lines
 from common.messages.trust import precision_text, trust_lines
 from common.reports.stats import Change, ChannelStats, JudgeStats, Prices, Report, WorstAnswer
 
@@ -24,19 +26,6 @@ Links = Mapping[int, str]  # pair id -> permalink
 
 
 # Small formatters shared with the App Home ------------------------------------------------------
-
-
-def pct(share: float | None) -> str:
-    return "–" if share is None else f"{share * 100:.0f}%"
-
-
-def signed(value: float | None, *, points: bool = False, digits: int = 1) -> str:
-    if value is None:
-        return ""
-    if points:
-        value *= 100
-        return f"{'+' if value >= 0 else '−'}{abs(value):.0f} pts"
-    return f"{'+' if value >= 0 else '−'}{abs(value):.{digits}f}"
 
 
 def mean_text(stats: JudgeStats | None) -> str:
@@ -174,6 +163,10 @@ def _overall_fields(report: Report) -> list[dict]:
     fields.append({"type": "mrkdwn", "text": f"*Judge errors*\n{errors}{errored}"})
     fields.append({"type": "mrkdwn", "text": f"*Agreement with the judge*\n{_agreement_line(overall)}"})
     fields.append({"type": "mrkdwn", "text": f"*LLM usage*\n{_usage_line(overall)}"})
+    outcomes = outcome_lines(report.outcomes, None)
+    if outcomes:
+        text = block_kit.shorten("*Outcomes*\n" + "\n".join(outcomes), block_kit.MAX_FIELD_TEXT)
+        fields.append({"type": "mrkdwn", "text": text})
     return fields[:10]
 
 
@@ -196,6 +189,7 @@ def _channel_section(report: Report, stats: ChannelStats, links: Links, quotes: 
         extras.append(_short_usage(stats))
     if extras:
         lines.append(" · ".join(extras))
+    lines += [f"outcomes: {line}" for line in outcome_lines(report.outcomes, stats.channel_id)]
     if stats.worst:
         lines.append("Worst:")
         lines += [_worst_line(w, links, quotes) for w in stats.worst]
@@ -271,10 +265,13 @@ def digest_message(
         text = _fit("*Can the alerts be trusted?*\n" + "\n".join(trust))
         tail.append({"type": "section", "text": {"type": "mrkdwn", "text": text}})
     if chart_in_thread:
-        chart = f":chart_with_upwards_trend: The chart (daily mean {report.primary_judge}, answers per day and the "
-        chart += "week's score distribution) is in this message's thread."
+        resolution = ", the daily resolution rate" if report.outcomes.any_closed else ""
+        chart = f":chart_with_upwards_trend: The chart (daily mean {report.primary_judge}, answers per day{resolution} "
+        chart += "and the week's score distribution) is in this message's thread."
         blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": chart}]})
     footer = "Changes are against the 7 days before. Shares count scores at or below each channel's alert threshold."
+    if report.outcomes.any_closed:
+        footer += " " + OUTCOME_NOTE
     if prices is not None:
         footer += " " + price_line(prices)
     tail.append({"type": "context", "elements": [{"type": "mrkdwn", "text": footer}]})
@@ -311,6 +308,7 @@ def digest_text(report: Report, links: Links, quotes: Quotes, prices: Prices | N
         lines.append(f"Judge errors: {stats.errors}")
         lines.append(f"Agreement: {_agreement_line(stats)}")
         lines.append(f"LLM usage: {_usage_line(stats)}")
+        lines += [f"Outcomes: {line}" for line in outcome_lines(report.outcomes, stats.channel_id)]
         if stats.worst:
             lines.append("Worst answers:")
             lines += [_worst_line(w, links, quotes, slack=False) for w in stats.worst]
@@ -324,6 +322,8 @@ def digest_text(report: Report, links: Links, quotes: Quotes, prices: Prices | N
     for stats in report.channels:
         out += ["", f"== {channel_ref(stats.channel_id, slack=False)} =="]
         out += block(stats)
-    if prices is not None:
-        out += ["", price_line(prices)]
+    notes = [price_line(prices)] if prices is not None else []
+    notes += [OUTCOME_NOTE] if report.outcomes.any_closed else []
+    if notes:
+        out += ["", *notes]
     return "\n".join(out) + "\n"

@@ -7,6 +7,8 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from common.messages.digest import channel_ref, judge_line, pct
+from common.messages.outcomes import NOTE as OUTCOME_NOTE
+from common.messages.outcomes import outcome_lines
 from common.messages.trust import precision_text
 from common.reports.stats import ChannelStats, Report
 from store.rules import EffectiveRule
@@ -26,7 +28,8 @@ def _figures(stats: ChannelStats, report: Report | None = None) -> str:
         if found is not None and found.voted:
             parts.append(f"{name} alerts: {precision_text(found)}")
     parts.append(f"{stats.errors} error{'s' if stats.errors != 1 else ''}")
-    return " · ".join(parts)
+    outcomes = outcome_lines(report.outcomes, stats.channel_id) if report is not None else []
+    return "\n".join([" · ".join(parts), *(f"outcomes: {line}" for line in outcomes)])
 
 
 def _rule_text(rule: EffectiveRule, default: EffectiveRule) -> str:
@@ -102,7 +105,7 @@ def home_view(
                 {
                     "type": "mrkdwn",
                     "text": f"Last 7 days, as of {local:%a %d %b %H:%M} {report.period.timezone}. "
-                    "Open this tab again to refresh.",
+                    "Open this tab again to refresh." + (f" {OUTCOME_NOTE}" if report.outcomes.any_closed else ""),
                 }
             ],
         },

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from common.reports.outcomes import OutcomeReport, outcome_report
 from common.reports.period import Period, day_slices
 from common.reports.trust import CanaryPoint, Trust, trust_report
 from store.models import JudgmentStatus, PairStatus
@@ -145,6 +146,7 @@ class Report:
     primary_judge: str
     thresholds: dict[str | None, dict[str, float]] = field(default_factory=dict)
     trust: Trust = field(default_factory=Trust)
+    outcomes: OutcomeReport = field(default_factory=OutcomeReport)
 
     def change(self, stats: ChannelStats, judge: str) -> Change:
         """Against the week before, only when the same judge model and prompt scored both weeks."""
@@ -388,4 +390,5 @@ def build_report(
         primary_judge=main,
         thresholds={channel: dict(thresholds_for(channel)) for channel in [None, *channel_ids]},
         trust=trust_report(captured(current), captured(previous), judges, thresholds_for, SCALES, canary_runs),
+        outcomes=outcome_report(period, captured(current), captured(previous), channel_ids, main),
     )

@@ -1,4 +1,5 @@
-"""The digest's chart: daily mean score with answer volume on top, the week's score distribution below.
+"""The digest's chart: daily mean score with answer volume on top, the daily resolution rate (when outcome
+windows closed this week) below it, and the week's score distribution at the bottom.
 
 Drawn with matplotlib's Agg backend (no display needed). Slack previews an image about 360 px wide, so the
 figure is nearly square (its thumbnail keeps the panels' height), the two panels are stacked and the text is
@@ -29,6 +30,8 @@ MUTED = "#5a6b7b"
 DPI = 100
 SIZE = (7.5, 7.2)  # inches: 750 × 720 px
 NO_SCORES_SIZE = (7.5, 4.4)  # one panel when nothing was scored
+OUTCOME_PANEL_HEIGHT = 2.0  # inches added for the resolution panel
+RESOLVED_COLOUR = "#2e8b57"
 STYLE = {
     "font.size": 14,
     "axes.titlesize": 16,
@@ -53,15 +56,20 @@ def chart_figure(report: Report) -> Figure:
     """The chart as a matplotlib figure (call under `matplotlib.rc_context(STYLE)` for its fonts)."""
     judge = report.primary_judge
     stats = report.overall.judge(judge)
-    if stats is None or stats.scored == 0:
-        figure = Figure(figsize=NO_SCORES_SIZE, dpi=DPI, layout="constrained")
-        _volume_panel(figure.subplots(), report, no_scores_note(report))
-        return figure
-    figure = Figure(figsize=SIZE, dpi=DPI, layout="constrained")
-    daily_axes, dist_axes = figure.subplots(2, 1, height_ratios=[1.15, 1])
-    threshold = chart_threshold(report, judge)
-    _daily_panel(daily_axes, report, threshold)
-    _distribution_panel(dist_axes, report, threshold)
+    scored = stats is not None and stats.scored > 0
+    outcomes = report.outcomes.any_closed
+    width, height = SIZE if scored else NO_SCORES_SIZE
+    figure = Figure(figsize=(width, height + (OUTCOME_PANEL_HEIGHT if outcomes else 0)), dpi=DPI, layout="constrained")
+    ratios = ([1.15] if scored else [1]) + ([0.8] if outcomes else []) + ([1] if scored else [])
+    panels = list(figure.subplots(len(ratios), 1, height_ratios=ratios, squeeze=False)[:, 0])
+    if not scored:
+        _volume_panel(panels.pop(0), report, no_scores_note(report))
+    else:
+        threshold = chart_threshold(report, judge)
+        _daily_panel(panels.pop(0), report, threshold)
+        _distribution_panel(panels.pop(), report, threshold)
+    if outcomes:
+        _resolution_panel(panels.pop(), report)
     return figure
 
 
@@ -146,6 +154,30 @@ def _daily_panel(axes: Axes, report: Report, threshold: tuple[float, str] | None
         handles + bar_handles, names + bar_names, loc="lower left", bbox_to_anchor=(0, 1.01), ncol=3,
         frameon=False, borderaxespad=0, handlelength=1.5, columnspacing=1.0,
     )  # fmt: skip
+
+
+def _resolution_panel(axes: Axes, report: Report) -> None:
+    """The share of each day's answers whose window closed resolved (days without a closed window left out)."""
+    positions = list(range(len(report.outcomes.daily)))
+    points = [
+        (x, p.resolution_rate * 100) for x, p in enumerate(report.outcomes.daily) if p.resolution_rate is not None
+    ]
+    if points:
+        xs, ys = zip(*points, strict=True)
+        axes.plot(xs, ys, color=RESOLVED_COLOUR, marker="o", linewidth=2.5, markersize=7, label="resolved")
+        last_x, last_y = points[-1]
+        axes.annotate(
+            f"{last_y:.0f}%", (last_x, last_y), textcoords="offset points", xytext=(0, 10), ha="center",
+            color=RESOLVED_COLOUR, fontweight="bold",
+        )  # fmt: skip
+    axes.set_ylim(-5, 115)  # room above 100% for the label
+    axes.set_yticks([0, 50, 100], ["0%", "50%", "100%"])
+    axes.set_ylabel("resolved")
+    axes.set_xticks(positions, [day_label(report, i) for i in positions])
+    axes.set_xlim(-0.6, len(positions) - 0.4)
+    axes.spines["right"].set_visible(False)
+    axes.grid(axis="y", alpha=0.3)
+    axes.set_title("Daily resolution rate", loc="left")
 
 
 def _volume_panel(axes: Axes, report: Report, note: str) -> None:

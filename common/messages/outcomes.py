@@ -1,0 +1,67 @@
+"""Outcome figures as text, for the digest (Block Kit and its terminal form) and App Home: pure functions of a
+`common.reports.outcomes.OutcomeReport`."""
+
+from __future__ import annotations
+
+from common.messages.blocks import pct, signed
+from common.reports.outcomes import OutcomeChange, OutcomeReport, OutcomeStats, ScoreMean
+
+NOTE = "Outcome figures count answers whose outcome window has closed."
+
+
+def _rate(label: str, share: float | None, change: float | None) -> str:
+    delta = signed(change, points=True)
+    return f"{label} {pct(share)}" + (f" ({delta})" if delta else "")
+
+
+def _count(count: int, label: str, change: int | None) -> str:
+    return f"{count} {label}" + (f" ({'+' if change >= 0 else '−'}{abs(change)})" if change is not None else "")
+
+
+def outcome_line(stats: OutcomeStats, change: OutcomeChange | None = None) -> str:
+    """`resolved 62% (+4 pts) · re-asked 18% (−2 pts) · taken over 9% · escalated 5% · reactions 12 positive (+3),
+    4 negative (−1) · of 80 answers`; empty when no window closed."""
+    if not stats.closed:
+        return f"no outcomes yet ({stats.open} still watched)" if stats.open else ""
+    change = change or OutcomeChange()
+    parts = [
+        _rate("resolved", stats.resolution_rate, change.resolution),
+        _rate("re-asked", stats.reask_rate, change.reask),
+        _rate("taken over", stats.takeover_rate, change.takeover),
+        _rate("escalated", stats.escalation_rate, change.escalation),
+        f"reactions {_count(stats.positive, 'positive', change.positive)}, "
+        + _count(stats.negative, "negative", change.negative),
+        f"of {stats.closed} answer{'s' if stats.closed != 1 else ''}",
+    ]
+    return " · ".join(parts)
+
+
+def _mean(score: ScoreMean) -> str:
+    return "–" if score.mean is None else f"{score.mean:.2f} ({score.count})"
+
+
+def score_line(stats: OutcomeStats, judge: str) -> str:
+    """How the judge's scores agree with the outcomes: `relevancy mean 3.40 (40) resolved vs 1.50 (6) failed`."""
+    if not stats.score_resolved.count and not stats.score_failed.count:
+        return ""
+    return f"{judge} mean {_mean(stats.score_resolved)} resolved vs {_mean(stats.score_failed)} failed"
+
+
+def teammate_line(stats: OutcomeStats) -> str:
+    """`correctness top score 5 of 8 (62%) where a teammate stepped in`: the correctness verdicts at the top of
+    the scale on answers a teammate's reply is the reference of."""
+    if not stats.teammate_judged:
+        return ""
+    top = f"{stats.teammate_correct} of {stats.teammate_judged} ({pct(stats.teammate_correct_rate)})"
+    return f"correctness top score {top} where a teammate stepped in"
+
+
+def outcome_lines(report: OutcomeReport, channel_id: str | None) -> list[str]:
+    """Every outcome line of a channel (or, with None, of all channels) that has something to say."""
+    stats = report.of(channel_id)
+    lines = [
+        outcome_line(stats, report.change(channel_id)),
+        score_line(stats, report.judge),
+        teammate_line(stats),
+    ]
+    return [line for line in lines if line]

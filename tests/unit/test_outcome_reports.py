@@ -1,0 +1,205 @@
+"""Outcome figures of the digest and App Home: the pure statistics, their rendering and the chart's daily
+resolution rate."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from common.messages import blocks as block_kit
+from common.messages.digest import MAX_BLOCKS, digest_message, digest_text
+from common.messages.home import home_view
+from common.messages.outcomes import outcome_line, score_line, teammate_line
+from common.reports.outcomes import OutcomeStats, compare, outcome_stats
+from common.reports.period import period_for
+from common.reports.stats import Prices, build_report
+from store.rules import ChannelRules
+from store.settings import Settings
+from store.stats_queries import JudgmentRow, PairRow
+
+NOW = datetime(2026, 11, 23, 9, 0, tzinfo=UTC)
+PERIOD = period_for(NOW, "UTC")
+PRICES = Prices(input_per_million=0.15, output_per_million=0.60)
+SETTINGS = Settings(_env_file=None)
+DEFAULT_RULE = ChannelRules().for_channel(None, SETTINGS)
+_ids = iter(range(1, 1_000_000))
+
+
+def thresholds_for(_channel):
+    return {"relevancy": 2}
+
+
+def verdict(score: float, *, judge: str = "relevancy", top: int = 4) -> JudgmentRow:
+    return JudgmentRow(
+        id=next(_ids), judge=judge, status="ok", score=score, max_score=top, normalized_score=score / top
+    )
+
+
+def answer(
+    signals=(), *, channel="C1", closed=True, score=None, correctness=None, reference=False, at=None, source="capture"
+) -> PairRow:
+    judgments = [] if score is None else [verdict(score)]
+    if correctness is not None:
+        judgments.append(verdict(correctness, judge="correctness", top=2))
+    pair_id = next(_ids)
+    return PairRow(
+        id=pair_id,
+        channel_id=channel,
+        created_at=at or NOW - timedelta(days=1),
+        status="judged",
+        source=source,
+        answer_ts=f"1700000000.{pair_id:06d}",
+        judgments=tuple(judgments),
+        has_reference=reference,
+        window_closed=closed,
+        signals=tuple(signals),
+    )
+
+
+def this_week() -> list[PairRow]:
+    return [
+        answer(["resolved"], score=4),
+        answer(["resolved", "positive_reaction"], score=3),
+        answer(["thanked", "resolved"], score=4, channel="C2"),
+        # Failed: a re-ask with a 👎, though the judge scored it well.
+        answer(["reask", "negative_reaction"], score=4),
+        # Failed: a re-ask and a teammate's reply, which became the reference; correctness at the top score.
+        answer(["reask", "human_takeover"], score=1, correctness=2, reference=True, channel="C2"),
+        # A teammate stepped in, not at the top score.
+        answer(["human_takeover"], score=0, correctness=1, reference=True),
+        answer(["escalation"], score=1),
+        # Not counted: a window still open (its signals are not final) and an answer never watched.
+        answer(["reask", "negative_reaction"], closed=False, score=0),
+        answer(score=2, closed=None),
+    ]
+
+
+def last_week() -> list[PairRow]:
+    at = NOW - timedelta(days=9)
+    return [answer(["resolved"], at=at), answer(["reask"], at=at), answer(["resolved"], at=at, channel="C2")]
+
+
+def test_rates_count_only_closed_windows_with_scores_against_outcomes_and_teammate_correctness() -> None:
+    stats = outcome_stats(None, this_week(), "relevancy")
+    assert (stats.closed, stats.open) == (7, 1)
+    assert stats.resolution_rate == 3 / 7 and stats.reask_rate == 2 / 7
+    assert stats.takeover_rate == 2 / 7 and stats.escalation_rate == 1 / 7
+    assert (stats.positive, stats.negative, stats.failed) == (1, 1, 2)
+    assert stats.score_resolved.mean == 11 / 3 and stats.score_resolved.count == 3
+    assert stats.score_failed.mean == 5 / 2 and stats.score_failed.count == 2
+    assert (stats.teammate_correct, stats.teammate_judged) == (1, 2) and stats.teammate_correct_rate == 0.5
+
+
+def test_a_week_without_closed_windows_has_no_rates_and_no_change() -> None:
+    empty = outcome_stats(None, [answer(["reask"], closed=False)], "relevancy")
+    assert empty.closed == 0 and empty.resolution_rate is None and empty.teammate_correct_rate is None
+    assert compare(empty, outcome_stats(None, last_week(), "relevancy")).resolution is None
+    assert outcome_line(empty) == "no outcomes yet (1 still watched)"
+    assert outcome_line(OutcomeStats(None)) == score_line(OutcomeStats(None), "relevancy") == ""
+    assert teammate_line(OutcomeStats(None)) == ""
+
+
+def test_report_has_outcomes_per_channel_and_overall_against_last_week() -> None:
+    report = build_report(PERIOD, this_week(), last_week(), thresholds_for, PRICES)
+    outcomes = report.outcomes
+    assert outcomes.judge == "relevancy" and outcomes.overall.closed == 7
+    assert outcomes.of("C1").closed == 5 and outcomes.of("C2").closed == 2
+    change = outcomes.change(None)
+    assert abs(change.resolution - (3 / 7 - 2 / 3)) < 1e-9 and change.positive == 1 and change.negative == 1
+    assert outcomes.change("C2").resolution == 0.5 - 1.0
+    daily = [p for p in outcomes.daily if p.closed]
+    assert len(daily) == 1 and (daily[0].closed, daily[0].resolved) == (7, 3)
+
+
+def test_on_demand_and_imported_pairs_have_no_outcomes() -> None:
+    rows = [answer(["resolved"], source="command"), answer(closed=None, source="import")]
+    assert build_report(PERIOD, rows, [], thresholds_for, PRICES).outcomes.overall.closed == 0
+
+
+def test_digest_message_and_dry_run_show_the_outcome_figures() -> None:
+    report = build_report(PERIOD, this_week(), last_week(), thresholds_for, PRICES)
+    message = digest_message(report, {}, {}, PRICES, chart_in_thread=True)
+    overall = next(f["text"] for f in message["blocks"][2]["fields"] if f["text"].startswith("*Outcomes*"))
+    assert (
+        "resolved 43% (−24 pts) · re-asked 29% (−5 pts) · taken over 29% (+29 pts) · escalated 14% (+14 pts)" in overall
+    )
+    assert "reactions 1 positive (+1), 1 negative (+1) · of 7 answers" in overall
+    assert "relevancy mean 3.67 (3) resolved vs 2.50 (2) failed" in overall
+    assert "correctness top score 1 of 2 (50%) where a teammate stepped in" in overall
+    sections = [b["text"]["text"] for b in message["blocks"] if b.get("text", {}).get("text", "").startswith("*<#C")]
+    assert "outcomes: resolved 50% (−50 pts)" in sections[1]  # C2
+    assert "outcomes: correctness top score 1 of 1 (100%)" in sections[1]
+    text = str(message["blocks"])
+    assert "the daily resolution rate" in text and "count answers whose outcome window has closed" in text
+    dry = digest_text(report, {}, {}, PRICES)
+    assert "Outcomes: resolved 43% (−24 pts)" in dry.split("== #C1 ==")[0]
+    assert "Outcomes: resolved 40% (−10 pts)" in dry.split("== #C1 ==")[1].split("== #C2 ==")[0]
+    assert dry.rstrip().endswith("count answers whose outcome window has closed.")
+
+
+def test_a_week_without_outcomes_renders_as_before() -> None:
+    report = build_report(PERIOD, [answer(score=3, closed=None)], [], thresholds_for, PRICES)
+    message = digest_message(report, {}, {}, PRICES)
+    assert "Outcomes" not in str(message["blocks"]) and "outcome window" not in str(message["blocks"])
+    assert "Outcomes" not in digest_text(report, {}, {}, PRICES)
+
+
+def test_many_channels_with_outcomes_stay_within_slack_limits() -> None:
+    signals = [["resolved", "positive_reaction"], ["reask", "negative_reaction", "human_takeover", "escalation"]]
+    rows = [
+        answer(signals[i % 2], channel=f"C{c:03d}", score=i % 5, correctness=i % 3, reference=True)
+        for c in range(120)
+        for i in range(4)
+    ]
+    report = build_report(PERIOD, rows, rows, thresholds_for, PRICES)
+    message = digest_message(report, {}, {}, PRICES, chart_in_thread=True)
+    assert len(message["blocks"]) <= MAX_BLOCKS
+    assert block_kit.text_length(message["blocks"]) <= block_kit.MAX_MESSAGE_TEXT
+    for block in message["blocks"]:
+        if "fields" in block:
+            assert len(block["fields"]) <= 10 and all(len(f["text"]) <= 2000 for f in block["fields"])
+        elif block["type"] == "section":
+            assert len(block["text"]["text"]) <= 3000
+    view = home_view(report, SETTINGS, DEFAULT_RULE, {}, now=NOW)
+    assert len(view["blocks"]) <= 100
+    assert all(len(b["text"]["text"]) <= 3000 for b in view["blocks"] if b["type"] == "section" and "text" in b)
+    assert "outcomes: resolved 50% (+0 pts)" in view["blocks"][2]["text"]["text"]
+
+
+def test_home_shows_outcomes_per_channel_and_overall() -> None:
+    report = build_report(PERIOD, this_week(), last_week(), thresholds_for, PRICES)
+    view = home_view(report, SETTINGS, DEFAULT_RULE, {}, now=NOW)
+    text = str(view["blocks"])
+    assert "\\noutcomes: resolved 43% (−24 pts) · re-asked 29% (−5 pts)" in text
+    assert "*<#C2>*" in text and "outcomes: resolved 50% (−50 pts)" in text
+    assert "outcomes: relevancy mean 3.67 (3) resolved vs 2.50 (2) failed" in text
+    assert "count answers whose outcome window has closed" in text
+
+
+def test_chart_draws_the_daily_resolution_rate() -> None:
+    import matplotlib
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from workers.digest.chart import STYLE, chart_figure, render_chart
+
+    rows = [
+        answer(["resolved"] if i < day % 3 + 1 else ["reask"], score=3, at=PERIOD.start + timedelta(days=day, hours=2))
+        for day in (0, 2, 5)
+        for i in range(3)
+    ]
+    report = build_report(PERIOD, rows, [], thresholds_for, PRICES)
+    with matplotlib.rc_context(STYLE):
+        figure = chart_figure(report)
+        FigureCanvasAgg(figure).draw()
+    (panel,) = [a for a in figure.axes if a.get_title(loc="left") == "Daily resolution rate"]
+    (line,) = [line for line in panel.get_lines() if line.get_label() == "resolved"]
+    assert list(line.get_xdata()) == [0, 2, 5]  # days without a closed window are left out
+    assert [round(y) for y in line.get_ydata()] == [33, 100, 100]
+    width, height = figure.get_size_inches()
+    assert 0.8 <= width / height <= 1.4
+    assert render_chart(report)[:8] == b"\x89PNG\r\n\x1a\n"
+    # Without scores, the resolution rate is still drawn under the answers per day.
+    unscored = [answer(["resolved"], at=PERIOD.start + timedelta(hours=5))]
+    with matplotlib.rc_context(STYLE):
+        figure = chart_figure(build_report(PERIOD, unscored, [], thresholds_for, PRICES))
+    titles = [a.get_title(loc="left") for a in figure.axes]
+    assert titles == ["Answers per day (no relevancy scores)", "Daily resolution rate"]
