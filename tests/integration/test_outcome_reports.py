@@ -1,0 +1,161 @@
+"""Outcome figures read from a real database (SQLite and PostgreSQL): the digest posted to the fake Slack, its
+dry run's text and an App Home publish show the rates, reactions, scores against outcomes and teammate-referenced
+correctness, against last week, counting only closed windows."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from sqlalchemy import event, func, select
+
+from bot.listeners.home import publish_home
+from bot.membership import MembershipCache
+from common.reports.figures import load_rows
+from common.reports.period import period_for
+from common.runtime import Runtime, slack_client_for
+from store.models import Judgment, OutcomeSignal, OutcomeWindow, Pair
+from store.settings import Settings
+from tests.fakes.slack_server import FakeSlack
+from workers.tasks.digest import send_digest
+
+DIGEST_CHANNEL = "CDIGEST"
+
+
+@pytest.fixture
+def slack() -> Iterator[FakeSlack]:
+    with FakeSlack() as fake:
+        yield fake
+
+
+@pytest.fixture
+def runtime(db_url: str, slack: FakeSlack, tmp_path: Path, runtime_for) -> Runtime:
+    settings = Settings(
+        slack_bot_token="xoxb-test",
+        slack_api_url=slack.api_url,
+        database_url=db_url,
+        digest_channel_setting=DIGEST_CHANNEL,
+        alert_channel="CALERTS",
+        data_dir=tmp_path / "data",
+    )
+    return runtime_for(settings)
+
+
+def add_answer(
+    session,
+    channel: str,
+    at: datetime,
+    signals: list[str],
+    *,
+    score: int,
+    closed: bool = True,
+    correctness: int | None = None,
+    reference: str | None = None,
+) -> None:
+    pair = Pair(
+        channel_id=channel,
+        answer_ts=f"{at.timestamp():.6f}",
+        status="judged",
+        question_text="q",
+        answer_text="a",
+        reference_text=reference,
+        created_at=at,
+    )
+    session.add(pair)
+    session.flush()
+    session.add(Judgment(pair_id=pair.id, judge="relevancy", status="ok", score=score, max_score=4))
+    if correctness is not None:
+        session.add(Judgment(pair_id=pair.id, judge="correctness", status="ok", score=correctness, max_score=2))
+    session.add(
+        OutcomeWindow(
+            pair_id=pair.id,
+            channel_id=channel,
+            answer_ts=pair.answer_ts,
+            thread_key=pair.answer_ts,
+            asker="UASKER",
+            closes_at=at + timedelta(minutes=30),
+            closed_at=at + timedelta(minutes=30) if closed else None,
+        )
+    )
+    session.add_all(OutcomeSignal(pair_id=pair.id, name=name) for name in signals)
+
+
+def seed(runtime: Runtime, now: datetime) -> None:
+    """C1 this week: 2 of 4 closed windows resolved, a failed well-scored answer, a teammate's reference judged at
+    the top score; an open window not counted. Last week: 1 of 2 resolved. C2: 1 of 1 resolved, none last week."""
+    day = now - timedelta(days=1)
+    with runtime.db.session() as session:
+        add_answer(session, "C1", day, ["resolved", "positive_reaction"], score=4)
+        add_answer(session, "C1", day + timedelta(minutes=1), ["thanked", "resolved"], score=3)
+        add_answer(session, "C1", day + timedelta(minutes=2), ["reask", "negative_reaction"], score=4)
+        add_answer(
+            session, "C1", day + timedelta(minutes=3), ["reask", "human_takeover"], score=0, correctness=2,
+            reference="the teammate's answer",
+        )  # fmt: skip
+        add_answer(session, "C1", day + timedelta(minutes=4), ["reask", "negative_reaction"], score=0, closed=False)
+        add_answer(session, "C2", day + timedelta(minutes=5), ["resolved"], score=2)
+        week_ago = now - timedelta(days=8)
+        add_answer(session, "C1", week_ago, ["resolved"], score=3)
+        add_answer(session, "C1", week_ago + timedelta(minutes=1), ["escalation"], score=1)
+
+
+def test_rows_carry_signals_and_window_state_in_batched_queries(runtime: Runtime) -> None:
+    now = datetime.now(UTC)
+    seed(runtime, now)
+    period = period_for(now)
+    queries: list[str] = []
+    engine = runtime.db.engine
+    listen = lambda *args: queries.append(args[2])  # noqa: E731
+    event.listen(engine, "before_cursor_execute", listen)
+    try:
+        current, previous = load_rows(runtime, period)
+    finally:
+        event.remove(engine, "before_cursor_execute", listen)
+    assert len([q for q in queries if "outcome_signals" in q]) == 2  # one per week's rows, not one per pair
+    (teammate,) = [row for row in current if row.has_reference]
+    assert teammate.signals == ("reask", "human_takeover") and teammate.window_closed is True
+    assert sorted(row.window_closed for row in current) == [False, True, True, True, True, True]
+    assert len(previous) == 2
+    with runtime.db.session() as session:
+        assert session.execute(select(func.count()).select_from(OutcomeSignal)).scalar_one() == 13
+
+
+def test_digest_and_home_show_the_outcome_figures(runtime: Runtime, slack: FakeSlack) -> None:
+    now = datetime.now(UTC)
+    seed(runtime, now)
+    assert send_digest.apply().get() == "sent"
+    (posted,) = slack.posted(DIGEST_CHANNEL)
+    blocks = posted["blocks"]
+    overall = next(f["text"] for f in blocks[2]["fields"] if f["text"].startswith("*Outcomes*"))
+    assert overall.startswith("*Outcomes*\nresolved 60% (+10 pts) · re-asked 40% (+40 pts) · taken over 20% (+20 pts)")
+    assert "escalated 0% (−50 pts)" in overall
+    assert "reactions 1 positive (+1), 1 negative (+1) · of 5 answers" in overall
+    assert "relevancy mean 3.00 (3) resolved vs 2.00 (2) failed" in overall
+    assert "correctness top score 1 of 1 (100%) where a teammate stepped in" in overall
+    text = str(blocks)
+    assert "outcomes: resolved 50% (+0 pts) · re-asked 50%" in text  # C1 against its last week
+    assert "outcomes: resolved 100% · re-asked 0%" in text  # C2: nothing to compare with
+    assert "count answers whose outcome window has closed" in text
+
+    view = publish_home(slack_client_for(runtime.settings), MembershipCache(), "U1")
+    assert slack.published["U1"]["blocks"] == view["blocks"]
+    home = str(view["blocks"])
+    assert "*All channels*\\n" in home and "\\noutcomes: resolved 60% (+10 pts) · re-asked 40% (+40 pts)" in home
+    assert "outcomes: resolved 50% (+0 pts)" in home and "outcomes: resolved 100% · re-asked 0%" in home
+    assert "outcomes: correctness top score 1 of 1 (100%) where a teammate stepped in" in home
+
+
+def test_dry_run_text_shows_the_outcome_figures(runtime: Runtime, slack: FakeSlack) -> None:
+    from common.messages.digest import digest_text
+    from common.reports.figures import load_report
+
+    now = datetime.now(UTC)
+    seed(runtime, now)
+    text = digest_text(load_report(runtime, period_for(now)), {}, {})
+    overall, c1 = text.split("== #C1 ==")[0], text.split("== #C1 ==")[1].split("== #C2 ==")[0]
+    assert "Outcomes: resolved 60% (+10 pts)" in overall
+    assert "Outcomes: relevancy mean 3.00 (3) resolved vs 2.00 (2) failed" in overall
+    assert "Outcomes: resolved 50% (+0 pts)" in c1
+    assert slack.calls == []
