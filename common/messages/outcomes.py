@@ -4,9 +4,10 @@
 from __future__ import annotations
 
 from common.messages.blocks import pct, signed
-from common.reports.outcomes import OutcomeChange, OutcomeReport, OutcomeStats, ScoreMean
+from common.reports.outcomes import RATED, OutcomeChange, OutcomeReport, OutcomeStats, ScoreMean
 
 NOTE = "Outcome figures count answers whose outcome window has closed."
+_LABELS = ("resolved", "re-asked", "taken over", "escalated")  # of `RATED`
 
 
 def _rate(label: str, share: float | None, change: float | None) -> str:
@@ -25,10 +26,7 @@ def outcome_line(stats: OutcomeStats, change: OutcomeChange | None = None) -> st
         return f"no outcomes yet ({stats.open} still watched)" if stats.open else ""
     change = change or OutcomeChange()
     parts = [
-        _rate("resolved", stats.resolution_rate, change.resolution),
-        _rate("re-asked", stats.reask_rate, change.reask),
-        _rate("taken over", stats.takeover_rate, change.takeover),
-        _rate("escalated", stats.escalation_rate, change.escalation),
+        *(_rate(label, stats.rate(name), change.rates.get(name)) for name, label in zip(RATED, _LABELS, strict=True)),
         f"reactions {_count(stats.positive, 'positive', change.positive)}, "
         + _count(stats.negative, "negative", change.negative),
         f"of {stats.closed} answer{'s' if stats.closed != 1 else ''}",

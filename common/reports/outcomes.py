@@ -11,7 +11,7 @@ final (a reaction may be taken back, `resolved` comes when the window closes).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -60,24 +60,13 @@ class OutcomeStats:
     teammate_judged: int = 0  # correctness verdicts on answers a teammate's reply is the reference of
     teammate_correct: int = 0  # of those, at the top score
 
-    def rate(self, count: int) -> float | None:
-        return count / self.closed if self.closed else None
+    def rate(self, name: str) -> float | None:
+        """The share of closed windows with one of the `RATED` counts."""
+        return getattr(self, name) / self.closed if self.closed else None
 
     @property
     def resolution_rate(self) -> float | None:
-        return self.rate(self.resolved)
-
-    @property
-    def reask_rate(self) -> float | None:
-        return self.rate(self.reasked)
-
-    @property
-    def takeover_rate(self) -> float | None:
-        return self.rate(self.taken_over)
-
-    @property
-    def escalation_rate(self) -> float | None:
-        return self.rate(self.escalated)
+        return self.rate("resolved")
 
     @property
     def teammate_correct_rate(self) -> float | None:
@@ -85,21 +74,34 @@ class OutcomeStats:
         return self.teammate_correct / self.teammate_judged if self.teammate_judged else None
 
 
+# The counts of `OutcomeStats` reported as rates, in the order shown.
+RATED = ("resolved", "reasked", "taken_over", "escalated")
+
+
 @dataclass(frozen=True)
 class OutcomeChange:
-    """Against the week before: rates in shares (None when either week has no closed window), reactions in
-    answers."""
+    """Against the week before (nothing when either week has no closed window): each `RATED` rate's change in
+    shares, the reactions' in answers."""
 
-    resolution: float | None = None
-    reask: float | None = None
-    takeover: float | None = None
-    escalation: float | None = None
+    rates: Mapping[str, float] = field(default_factory=dict)
     positive: int | None = None
     negative: int | None = None
 
 
+def compare(current: OutcomeStats, previous: OutcomeStats) -> OutcomeChange:
+    if not current.closed or not previous.closed:
+        return OutcomeChange()
+    return OutcomeChange(
+        rates={name: current.rate(name) - previous.rate(name) for name in RATED},
+        positive=current.positive - previous.positive,
+        negative=current.negative - previous.negative,
+    )
+
+
 @dataclass(frozen=True)
 class DailyOutcome:
+    """One 24-hour slice: the answers made then whose window has closed, and how many of them resolved."""
+
     start: datetime
     closed: int
     resolved: int
@@ -129,23 +131,6 @@ class OutcomeReport:
     @property
     def any_closed(self) -> bool:
         return self.overall.closed > 0
-
-
-def _delta(current: float | None, previous: float | None) -> float | None:
-    return current - previous if current is not None and previous is not None else None
-
-
-def compare(current: OutcomeStats, previous: OutcomeStats) -> OutcomeChange:
-    if not current.closed or not previous.closed:
-        return OutcomeChange()
-    return OutcomeChange(
-        resolution=_delta(current.resolution_rate, previous.resolution_rate),
-        reask=_delta(current.reask_rate, previous.reask_rate),
-        takeover=_delta(current.takeover_rate, previous.takeover_rate),
-        escalation=_delta(current.escalation_rate, previous.escalation_rate),
-        positive=current.positive - previous.positive,
-        negative=current.negative - previous.negative,
-    )
 
 
 def closed(rows: Iterable[PairRow]) -> list[PairRow]:

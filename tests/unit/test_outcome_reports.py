@@ -81,8 +81,8 @@ def last_week() -> list[PairRow]:
 def test_rates_count_only_closed_windows_with_scores_against_outcomes_and_teammate_correctness() -> None:
     stats = outcome_stats(None, this_week(), "relevancy")
     assert (stats.closed, stats.open) == (7, 1)
-    assert stats.resolution_rate == 3 / 7 and stats.reask_rate == 2 / 7
-    assert stats.takeover_rate == 2 / 7 and stats.escalation_rate == 1 / 7
+    assert stats.resolution_rate == stats.rate("resolved") == 3 / 7 and stats.rate("reasked") == 2 / 7
+    assert stats.rate("taken_over") == 2 / 7 and stats.rate("escalated") == 1 / 7
     assert (stats.positive, stats.negative, stats.failed) == (1, 1, 2)
     assert stats.score_resolved.mean == 11 / 3 and stats.score_resolved.count == 3
     assert stats.score_failed.mean == 5 / 2 and stats.score_failed.count == 2
@@ -92,7 +92,7 @@ def test_rates_count_only_closed_windows_with_scores_against_outcomes_and_teamma
 def test_a_week_without_closed_windows_has_no_rates_and_no_change() -> None:
     empty = outcome_stats(None, [answer(["reask"], closed=False)], "relevancy")
     assert empty.closed == 0 and empty.resolution_rate is None and empty.teammate_correct_rate is None
-    assert compare(empty, outcome_stats(None, last_week(), "relevancy")).resolution is None
+    assert compare(empty, outcome_stats(None, last_week(), "relevancy")).rates == {}
     assert outcome_line(empty) == "no outcomes yet (1 still watched)"
     assert outcome_line(OutcomeStats(None)) == score_line(OutcomeStats(None), "relevancy") == ""
     assert teammate_line(OutcomeStats(None)) == ""
@@ -104,8 +104,8 @@ def test_report_has_outcomes_per_channel_and_overall_against_last_week() -> None
     assert outcomes.judge == "relevancy" and outcomes.overall.closed == 7
     assert outcomes.of("C1").closed == 5 and outcomes.of("C2").closed == 2
     change = outcomes.change(None)
-    assert abs(change.resolution - (3 / 7 - 2 / 3)) < 1e-9 and change.positive == 1 and change.negative == 1
-    assert outcomes.change("C2").resolution == 0.5 - 1.0
+    assert abs(change.rates["resolved"] - (3 / 7 - 2 / 3)) < 1e-9 and change.positive == 1 and change.negative == 1
+    assert outcomes.change("C2").rates["resolved"] == 0.5 - 1.0
     daily = [p for p in outcomes.daily if p.closed]
     assert len(daily) == 1 and (daily[0].closed, daily[0].resolved) == (7, 3)
 
