@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import event, func, select
 
 from bot.listeners.home import publish_home
-from bot.membership import MembershipCache
+from common.membership import MembershipCache
 from common.reports.figures import load_rows
 from common.reports.period import period_for
 from common.runtime import Runtime, slack_client_for
@@ -31,8 +31,11 @@ def slack() -> Iterator[FakeSlack]:
 
 
 @pytest.fixture
-def runtime(db_url: str, slack: FakeSlack, tmp_path: Path, runtime_for) -> Runtime:
+def runtime(db_url: str, redis_url: str, slack: FakeSlack, tmp_path: Path, runtime_for) -> Runtime:
+    slack.add_channel("C1", "support")
+    slack.add_channel("C2", "help")
     settings = Settings(
+        redis_url=redis_url,  # App Home's membership cache
         slack_bot_token="xoxb-test",
         slack_api_url=slack.api_url,
         database_url=db_url,
@@ -139,7 +142,7 @@ def test_digest_and_home_show_the_outcome_figures(runtime: Runtime, slack: FakeS
     assert "outcomes: resolved 100% · re-asked 0%" in text  # C2: nothing to compare with
     assert "count answers whose outcome window has closed" in text
 
-    view = publish_home(slack_client_for(runtime.settings), MembershipCache(), "U1")
+    view = publish_home(slack_client_for(runtime.settings), MembershipCache(runtime.redis), "U1")
     assert slack.published["U1"]["blocks"] == view["blocks"]
     home = str(view["blocks"])
     assert "*All channels*\\n" in home and "\\noutcomes: resolved 60% (+10 pts) · re-asked 40% (+40 pts)" in home
