@@ -64,7 +64,8 @@ def _ask(
     runtime: Runtime, wanted: confirmations.ToConfirm, threshold: float | None, *, last_attempt: bool
 ) -> SecondOpinion:
     settings = runtime.settings
-    if not budget.charge(runtime.db, wanted.pair_id, budget_key(wanted.judge, wanted.pair_version), settings.daily_budget):
+    unit = budget_key(wanted.judge, wanted.pair_version)
+    if not budget.charge(runtime.db, wanted.pair_id, unit, settings.daily_budget):
         return SecondOpinion(ConfirmationStatus.UNCONFIRMED, error="daily budget spent")
     judge = get_judge(wanted.judge)
     try:
