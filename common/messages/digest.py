@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo
 
 from common.messages import blocks as block_kit
 from common.messages.blocks import escape
-from common.messages.trust import precision_text, trust_lines
+from common.messages.trust import TRUST_HEADING, precision_text, trust_lines, trust_section
 from common.reports.stats import Change, ChannelStats, JudgeStats, Prices, Report, WorstAnswer
 
 MAX_BLOCKS = block_kit.MAX_BLOCKS  # Slack's limit per message
@@ -265,11 +265,8 @@ def digest_message(
         )
         return {"text": f"{title}: no answers captured", "blocks": blocks}
     blocks.append({"type": "section", "fields": _overall_fields(report)})
-    trust = trust_lines(report.trust, list(report.overall.judges))
-    tail = []
-    if trust:
-        text = _fit("*Can the alerts be trusted?*\n" + "\n".join(trust))
-        tail.append({"type": "section", "text": {"type": "mrkdwn", "text": text}})
+    trust = trust_section(report.trust, list(report.overall.judges))
+    tail = [] if trust is None else [trust]
     if chart_in_thread:
         chart = f":chart_with_upwards_trend: The chart (daily mean {report.primary_judge}, answers per day and the "
         chart += "week's score distribution) is in this message's thread."
@@ -320,7 +317,7 @@ def digest_text(report: Report, links: Links, quotes: Quotes, prices: Prices | N
     out += block(report.overall)
     trust = trust_lines(report.trust, list(report.overall.judges), slack=False)
     if trust:
-        out += ["", "== Can the alerts be trusted? ==", *trust]
+        out += ["", f"== {TRUST_HEADING} ==", *trust]
     for stats in report.channels:
         out += ["", f"== {channel_ref(stats.channel_id, slack=False)} =="]
         out += block(stats)

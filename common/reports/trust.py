@@ -145,7 +145,8 @@ def suggestions(votes: Sequence[Vote], thresholds_for: ThresholdsFor, scales: Ma
             continue
         found = suggest_threshold(pairs, float(current), scales.get(judge, (0, 0))[0])
         if found is not None:
-            out.append(Suggestion(channel, judge, float(current), found[0], found[1], found[2], len(pairs)))
+            threshold, precision_then, precision_now = found
+            out.append(Suggestion(channel, judge, float(current), threshold, precision_now, precision_then, len(pairs)))
     return out
 
 
