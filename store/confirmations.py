@@ -28,6 +28,7 @@ class ToConfirm:
     judgment_id: int
     pair_id: int
     judge: str
+    pair_version: int
     question: str
     answer: str
     reference: str | None
@@ -39,6 +40,7 @@ def to_confirm(executor: Executor, judgment_id: int) -> ToConfirm | None:
         select(
             Judgment.pair_id,
             Judgment.judge,
+            Judgment.pair_version,
             Judgment.confirmation_status,
             Judgment.confirmation_score,
             Judgment.confirmation_reasoning,
@@ -66,6 +68,7 @@ def to_confirm(executor: Executor, judgment_id: int) -> ToConfirm | None:
         judgment_id,
         row.pair_id,
         row.judge,
+        row.pair_version,
         row.question_text or "",
         row.answer_text or "",
         row.reference_text or None,

@@ -38,14 +38,21 @@ def votes_for(session: Session, judgment_id: int) -> list[tuple[str, str]]:
     return [(user_id, vote) for user_id, vote in rows]
 
 
+def _vote_counts() -> tuple:
+    """The right and the wrong votes of each judgment a query groups by."""
+    return (
+        func.sum(case((Feedback.vote == "right", 1), else_=0)),
+        func.sum(case((Feedback.vote == "wrong", 1), else_=0)),
+    )
+
+
 def voted_scores(session: Session, channel_id: str, since: datetime) -> list[tuple[str, float, int, int]]:
     """(judge, score, right votes, wrong votes) of the channel's captured judgments people voted on since `since`."""
     rows = session.execute(
         select(
             Judgment.judge,
             Judgment.score,
-            func.sum(case((Feedback.vote == "right", 1), else_=0)),
-            func.sum(case((Feedback.vote == "wrong", 1), else_=0)),
+            *_vote_counts(),
         )
         .join(Feedback, Feedback.judgment_id == Judgment.id)
         .join(Pair, Pair.id == Judgment.pair_id)
@@ -76,8 +83,7 @@ def voted_examples(session: Session, judge: str) -> list[VotedExample]:
             Pair.answer_text,
             Pair.reference_text,
             Judgment.score,
-            func.sum(case((Feedback.vote == "right", 1), else_=0)),
-            func.sum(case((Feedback.vote == "wrong", 1), else_=0)),
+            *_vote_counts(),
         )
         .join(Feedback, Feedback.judgment_id == Judgment.id)
         .join(Pair, Pair.id == Judgment.pair_id)

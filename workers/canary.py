@@ -7,7 +7,7 @@ protocol, keyed by the run)."""
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 
 from common.post_once import PostOnce, Receipts
@@ -57,9 +57,11 @@ def _num(value: float | None) -> str:
 
 @dataclass(frozen=True)
 class Measured:
+    """What a run measured: the columns of its `canary_runs` row (store.models.CanaryRun) by the same names."""
+
     examples: int
     scored: int
-    exact: float | None
+    exact_agreement: float | None
     kappa: float | None
     model: str | None
     prompt_version: str
@@ -122,14 +124,9 @@ def run(runtime: Runtime, now: datetime | None = None) -> int:
             session,
             judge=CANARY_JUDGE,
             configured_model=settings.judge_model,
-            model=measured.model,
-            prompt_version=measured.prompt_version,
-            examples=measured.examples,
-            scored=measured.scored,
-            exact_agreement=measured.exact,
-            kappa=measured.kappa,
             moved=moved[:200] if moved else None,
             created_at=now,
+            **asdict(measured),
         )
         run_id = stored.id
     log.info(

@@ -13,7 +13,7 @@ from common.messages import blocks as block_kit
 from common.messages.blocks import escape, pct, signed
 from common.messages.outcomes import NOTE as OUTCOME_NOTE
 from common.messages.outcomes import outcome_lines
-from common.messages.trust import precision_text, trust_lines
+from common.messages.trust import TRUST_HEADING, precision_text, trust_lines, trust_section
 from common.reports.stats import Change, ChannelStats, JudgeStats, Prices, Report, WorstAnswer
 
 MAX_BLOCKS = block_kit.MAX_BLOCKS  # Slack's limit per message
@@ -259,11 +259,8 @@ def digest_message(
         )
         return {"text": f"{title}: no answers captured", "blocks": blocks}
     blocks.append({"type": "section", "fields": _overall_fields(report)})
-    trust = trust_lines(report.trust, list(report.overall.judges))
-    tail = []
-    if trust:
-        text = _fit("*Can the alerts be trusted?*\n" + "\n".join(trust))
-        tail.append({"type": "section", "text": {"type": "mrkdwn", "text": text}})
+    trust = trust_section(report.trust, list(report.overall.judges))
+    tail = [] if trust is None else [trust]
     if chart_in_thread:
         resolution = ", the daily resolution rate" if report.outcomes.any_closed else ""
         chart = f":chart_with_upwards_trend: The chart (daily mean {report.primary_judge}, answers per day{resolution} "
@@ -318,7 +315,7 @@ def digest_text(report: Report, links: Links, quotes: Quotes, prices: Prices | N
     out += block(report.overall)
     trust = trust_lines(report.trust, list(report.overall.judges), slack=False)
     if trust:
-        out += ["", "== Can the alerts be trusted? ==", *trust]
+        out += ["", f"== {TRUST_HEADING} ==", *trust]
     for stats in report.channels:
         out += ["", f"== {channel_ref(stats.channel_id, slack=False)} =="]
         out += block(stats)

@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo
 from common.messages.digest import channel_ref, judge_line, pct
 from common.messages.outcomes import NOTE as OUTCOME_NOTE
 from common.messages.outcomes import outcome_lines
-from common.messages.trust import precision_text
+from common.messages.trust import precision_text, trust_section
 from common.reports.stats import ChannelStats, Report
 from store.rules import EffectiveRule
 from store.settings import Settings
@@ -113,6 +113,9 @@ def home_view(
     ]
     if hidden_private:
         blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": hidden_note(hidden_private)}]})
+    trust = trust_section(report.trust, list(report.overall.judges))  # the digest's, over what they may see
+    if trust is not None:
+        blocks.append(trust)
     blocks += [
         {"type": "divider"},
         {"type": "header", "text": {"type": "plain_text", "text": "Channels"}},

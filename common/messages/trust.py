@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from common.messages import blocks as block_kit
 from common.reports.trust import CanaryFigures, Precision, Suggestion, Trust
+
+TRUST_HEADING = "Can the alerts be trusted?"
+SECTION_CHARS = 2900  # under the 3,000 a section's text may hold
 
 
 def _pct(share: float) -> str:
@@ -10,7 +14,7 @@ def _pct(share: float) -> str:
 
 
 def precision_text(found: Precision | None) -> str:
-    """`8 of 10 alerts agreed with (80%, 90% interval 55–93%)`."""
+    """`8 of 10 voted alerts agreed with (80%, 90% interval 54%–93%)`."""
     if found is None or found.voted == 0:
         return "no votes on alerts yet"
     interval = found.interval
@@ -74,3 +78,11 @@ def trust_lines(trust: Trust, judges: list[str], *, slack: bool = True) -> list[
         lines.append(canary)
     lines += [f"Not compared with last week: {note}" for note in trust.notes]
     return lines
+
+
+def trust_section(trust: Trust, judges: list[str]) -> dict | None:
+    """The digest's and App Home's section of trust lines; None when there is nothing to say."""
+    lines = trust_lines(trust, judges)
+    if not lines:
+        return None
+    return block_kit.section(block_kit.shorten(f"*{TRUST_HEADING}*\n" + "\n".join(lines), SECTION_CHARS))

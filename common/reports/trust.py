@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from common.feedback import Tally
 from store.models import ConfirmationStatus, JudgmentStatus
 from store.stats_queries import PairRow
 
@@ -46,12 +47,17 @@ class Precision:
     disagreed: int
 
     @property
+    def alerts(self) -> Tally:
+        """The voted alerts as a tally: agreed with (right) or not (wrong)."""
+        return Tally(self.agreed, self.disagreed)
+
+    @property
     def voted(self) -> int:
-        return self.agreed + self.disagreed
+        return self.alerts.total
 
     @property
     def share(self) -> float | None:
-        return self.agreed / self.voted if self.voted else None
+        return self.alerts.agreement
 
     @property
     def interval(self) -> Interval | None:
@@ -145,7 +151,8 @@ def suggestions(votes: Sequence[Vote], thresholds_for: ThresholdsFor, scales: Ma
             continue
         found = suggest_threshold(pairs, float(current), scales.get(judge, (0, 0))[0])
         if found is not None:
-            out.append(Suggestion(channel, judge, float(current), found[0], found[1], found[2], len(pairs)))
+            threshold, precision_then, precision_now = found
+            out.append(Suggestion(channel, judge, float(current), threshold, precision_now, precision_then, len(pairs)))
     return out
 
 

@@ -19,7 +19,8 @@ over HTTP (point `base_url` / OPENAI_BASE_URL at `.base_url`).
   timeout) and garbage (200 with unreadable content), `fault_first` (the first N completions are faults whatever
   the rate), rejection of `response_format` (400), a fixed error
   status for every call (`always_status`, e.g. 401), the same for sampled calls only (`sampled_status`: the
-  second opinion's LLM is down), `sampled_disputes` (every sampled call grades highest), `served_model` (the
+  second opinion's LLM is down), `sampled_fault_first` (the first N sampled calls answer 500, then it is back),
+  `sampled_disputes` (every sampled call grades highest), `served_model` (the
   `model` the response names, as OpenAI answers "gpt-4o-mini-2024-07-18" for "gpt-4o-mini"), and a required
   API key.
 - `GET /_admin/stats`: request count, counts per answered status, counts per fault served (a timeout fault's
@@ -87,6 +88,7 @@ class Behavior:
     always_status: int | None = None  # answer every completion with this error status (401, 403, 404, 400...)
     api_key: str | None = None  # when set, any other bearer token gets 401
     sampled_status: int | None = None  # answer every sampled completion (temperature > 0) with this error status
+    sampled_fault_first: int = 0  # the first N sampled completions after this behaviour is set answer 500
     sampled_disputes: bool = False  # every sampled completion grades highest
     served_model: str | None = None  # the model the response names (default: the one asked for)
 
@@ -237,6 +239,7 @@ class _State:
         self.faults_served: Counter[str] = Counter()  # which faults were drawn, by kind
         self.request_times: list[float] = []  # time.monotonic() at each completion's arrival
         self.forced_faults = 0  # how many of behavior.fault_first have been served
+        self.sampled_faults = 0  # how many of behavior.sampled_fault_first have been served
         self.handler_seconds: list[float] = []  # time spent answering each completion, injected latency included
         self.prompt_cache: set[bytes] = set()  # digests of the prompt beginnings seen (see prefix_digests)
 
@@ -262,6 +265,14 @@ class _State:
             self.behavior = Behavior(**{**asdict(Behavior()), **fields})
             self.random = random.Random(self.behavior.seed)
             self.forced_faults = 0
+            self.sampled_faults = 0
+
+    def draw_sampled_fault(self) -> bool:
+        with self.lock:
+            if self.sampled_faults >= self.behavior.sampled_fault_first:
+                return False
+            self.sampled_faults += 1
+            return True
 
     def draw_fault(self) -> str | None:
         with self.lock:
@@ -383,6 +394,8 @@ class _Handler(QuietHandler):  # keep-alive: the SDK pools connections
         if behavior.sampled_status and is_sampled(body):
             status = behavior.sampled_status
             return self._error(status, f"fake error {status} (sampled call)", "fake_error", None)
+        if is_sampled(body) and state.draw_sampled_fault():
+            return self._error(500, "fake error 500 (a sampled call, once)", "fake_error", None)
         if behavior.reject_response_format and body.get("response_format") is not None:
             return self._error(
                 400,
@@ -519,11 +532,13 @@ class FakeOpenAI(BackgroundServer):
         api_key: str | None = None,
         fault_first: int = 0,
         sampled_status: int | None = None,
+        sampled_fault_first: int = 0,
         sampled_disputes: bool = False,
         served_model: str | None = None,
     ) -> None:
         self._server.state.configure(
             sampled_status=sampled_status,
+            sampled_fault_first=sampled_fault_first,
             sampled_disputes=sampled_disputes,
             served_model=served_model,
             latency_ms=latency_ms,

@@ -21,7 +21,9 @@ from bot.stats import channel_reference
 from common import replies
 from common.celery_app import QUEUE_JUDGE, QUEUE_SLACK
 from common.messages.verdicts import ERRORS
-from store.feedback import votes_for
+from store import confirmations
+from store.confirmations import SecondOpinion
+from store.feedback import record_vote, votes_for
 from store.models import DailyUsage, Pair
 from store.rules import JUDGE_NAMES
 from tests import slack_requests as sr
@@ -319,6 +321,32 @@ def test_stats_for_a_channel(bot, slack):
     text = answer["blocks"][-1]["text"]["text"]
     assert "4 answers judged" in text and "mean 2.50 / 4" in text and "50% at or below 2" in text
     assert "1 could not be judged" in text
+
+
+def test_stats_show_alert_precision_and_disputed_low_scores(bot, slack):
+    """/judge stats, signed: the channel's alert precision from people's votes (counts and the 90% interval) and
+    the low scores a second opinion disputed; another channel's votes and disputes are not counted."""
+    voted = [add_judgment(bot.runtime, score=1, channel_id=C) for _ in range(5)]
+    tie = add_judgment(bot.runtime, score=2, channel_id=C)
+    elsewhere = add_judgment(bot.runtime, score=0, channel_id=OTHER)
+    disputed = [
+        (add_judgment(bot.runtime, score=0, channel_id=channel), second) for channel, second in ((C, 4), (C, 3))
+    ]
+    disputed += [(add_judgment(bot.runtime, score=0, channel_id=OTHER), 4)]
+    with bot.runtime.db.session() as session:
+        for index, judgment_id in enumerate(voted):  # 4 agreed with, 1 not; a tie says nothing
+            record_vote(session, judgment_id, "U_ASKER", "right" if index < 4 else "wrong")
+        record_vote(session, tie, "U_ASKER", "right")
+        record_vote(session, tie, "U_BOSS", "wrong")
+        record_vote(session, elsewhere, "U_BOSS", "wrong")
+        for judgment_id, second in disputed:
+            confirmations.record(session, judgment_id, SecondOpinion("disputed", second))
+    command(bot, f"stats <#{C}|support>", slack, key="trust")
+    [answer] = wait_for(lambda: slack.responses["trust"], timeout=10, what="stats")
+    text = answer["blocks"][-1]["text"]["text"]
+    assert "8 answers judged" in text
+    assert "4 of 5 voted alerts agreed with (80%, 90% interval" in text
+    assert "2 low scores disputed by a second opinion" in text
 
 
 def test_stats_of_a_channel_the_person_is_not_in_is_refused(bot, slack):

@@ -8,9 +8,11 @@ import pytest
 from sqlalchemy import select
 
 from judges import TransientLLMError
-from store.models import BudgetCharge, Judgment
+from store.models import BudgetCharge, Judgment, Pair
+from store.usage import calls_on
 from tests.alert_helpers import ALERTS, add_judgment, alert_runtime, fake_slack, make_settings
 from tests.fakes.openai_server import FakeOpenAI
+from workers import budget
 from workers.alerts import confirmation, delivery
 from workers.tasks import slack as tasks
 
@@ -68,7 +70,7 @@ def test_a_confirmed_low_score_alerts_once_and_asks_once(make_runtime, fake, llm
         assert (row.score, row.confirmation_status, row.confirmation_score) == (1, "confirmed", 0)
         assert row.confirmation_reasoning and row.confirmation_model == "fake-judge"
         pair_id = row.pair_id
-        assert charges(runtime) == [(pair_id, "relevancy:second")]  # charged to the daily budget, once
+        assert charges(runtime) == [(pair_id, "relevancy:second@1")]  # charged to the daily budget, once
 
 
 def test_a_disputed_low_score_alerts_nobody(make_runtime, fake, llm):
@@ -148,3 +150,67 @@ def test_a_spent_budget_leaves_the_low_score_unconfirmed(make_runtime, fake, llm
         assert delivery.consider(runtime, judgment_id).startswith("unconfirmed")
         assert fake.posted(ALERTS) == [] and llm.requests == []
         assert judgment(runtime, judgment_id).confirmation_error == "daily budget spent"
+
+
+def rejudge(runtime, judgment_id: int, *, score: float, answer: str) -> int:
+    """The answer was edited and judged again: a judgment of the pair's next version, as judge_pair stores it."""
+    with runtime.db.session() as session:
+        first = session.get(Judgment, judgment_id)
+        pair = session.get(Pair, first.pair_id)
+        pair.version, pair.answer_text = first.pair_version + 1, answer
+        newer = Judgment(
+            pair_id=pair.id,
+            judge=first.judge,
+            pair_version=pair.version,
+            status="ok",
+            score=score,
+            max_score=4,
+            normalized_score=score / 4,
+            reasoning="Still off topic.",
+            model="test-model",
+        )
+        session.add(newer)
+        session.flush()
+        return newer.id
+
+
+def test_each_version_of_an_edited_answer_pays_for_its_own_second_opinion_once(make_runtime, fake, llm):
+    """A second low score on a re-judged edit is charged (its own budget row) and asked; retries of either
+    judgment's second opinion charge nothing more: one unit per second call."""
+    llm.set_behavior(sampled_status=500)  # every first try of a second opinion fails and is retried
+    with make_runtime() as runtime:
+        first = add_judgment(runtime, score=1, answer=LOW)
+        with pytest.raises(TransientLLMError):
+            confirmation.confirm(runtime, first, 2)
+        llm.set_behavior()
+        assert confirmation.confirm(runtime, first, 2) == "confirmed"
+        pair_id = judgment(runtime, first).pair_id
+        assert charges(runtime) == [(pair_id, "relevancy:second@1")]
+
+        second = rejudge(runtime, first, score=0, answer=LOW + " (edited)")
+        llm.set_behavior(sampled_status=500)
+        with pytest.raises(TransientLLMError):
+            delivery.consider(runtime, second)
+        llm.set_behavior()
+        assert delivery.consider(runtime, second).startswith("posted")
+        assert delivery.consider(runtime, second).startswith("posted")  # a redelivery: stored, not asked again
+        assert confirmation.confirm(runtime, first, 2) == "confirmed"  # the older one: stored too
+
+        assert charges(runtime) == [(pair_id, "relevancy:second@1"), (pair_id, "relevancy:second@2")]
+        with runtime.db.session() as session:
+            assert calls_on(session, budget.budget_day()) == 2  # two second opinions, two units, retries free
+        assert judgment(runtime, second).confirmation_status == "confirmed"
+        assert len([r for r in llm.requests if r["temperature"] > 0]) == 4  # two failed tries, two answers
+        assert len(fake.posted(ALERTS)) == 1
+
+
+def test_a_spent_budget_leaves_the_edited_answers_second_low_score_unconfirmed(make_runtime, fake, llm):
+    """The re-judged version's second opinion is a new unit: with the day's one unit spent on the first, the
+    second is not paid for (so not asked) rather than riding on the first one's charge."""
+    with make_runtime(daily_budget=1) as runtime:
+        first = add_judgment(runtime, score=1, answer=LOW)
+        assert confirmation.confirm(runtime, first, 2) == "confirmed"
+        second = rejudge(runtime, first, score=1, answer=LOW + " (edited)")
+        assert confirmation.confirm(runtime, second, 2) == "unconfirmed"
+        assert judgment(runtime, second).confirmation_error == "daily budget spent"
+        assert len(llm.requests) == 1

@@ -11,7 +11,7 @@ import pytest
 from bot.listeners.home import publish_home
 from common.membership import MembershipCache
 from common.runtime import Runtime, slack_client_for
-from store.models import Judgment, Pair
+from store.models import CanaryRun, Feedback, Judgment, Pair
 from store.settings import Settings
 from tests.fakes.slack_server import FakeSlack
 
@@ -165,6 +165,82 @@ def test_private_channels_figures_only_for_their_members(runtime: Runtime, slack
     # Membership is asked for private channels only, at most once each (then the cache's few seconds).
     asked = [call["channel"] for call in slack.calls_to("conversations.members")]
     assert set(asked) <= {"CHOME_PRIV", "CHOME_PRIV2"} and len(asked) == len(set(asked))
+
+
+def add_scored(
+    runtime: Runtime,
+    channel: str,
+    score: int,
+    at: datetime,
+    *,
+    votes: tuple[str, ...] = (),
+    model: str = "m1",
+    second: tuple[str, float] | None = None,
+    private: bool = False,
+) -> None:
+    """One captured answer's relevancy judgment with people's votes and, maybe, a second opinion."""
+    with runtime.db.session() as session:
+        pair = Pair(
+            channel_id=channel,
+            answer_ts=f"{at.timestamp():.6f}",
+            status="judged",
+            created_at=at,
+            channel_is_private=private,
+        )
+        session.add(pair)
+        session.flush()
+        judgment = Judgment(
+            pair_id=pair.id,
+            judge="relevancy",
+            status="ok",
+            score=score,
+            max_score=4,
+            normalized_score=score / 4,
+            model=model,
+            prompt_version="p1",
+            created_at=at,
+            confirmation_status=second[0] if second else None,
+            confirmation_score=second[1] if second else None,
+        )
+        session.add(judgment)
+        session.flush()
+        session.add_all(Feedback(judgment_id=judgment.id, user_id=f"U{i}", vote=v) for i, v in enumerate(votes))
+
+
+def test_home_shows_whether_the_alerts_can_be_trusted(runtime: Runtime, slack: FakeSlack) -> None:
+    """The trust lines in the published view: precision with its counts and interval, disputed low scores with
+    both scores, the canary's kappa and its change with "the judge moved", the like-with-like notice; a private
+    channel's dispute only for its members."""
+    now = datetime.now(UTC)
+    slack.add_channel("CTRUST", "support")
+    slack.add_channel("CTRUST_PRIV", "secret", is_private=True, members=["U_IN"])
+    for i in range(8):
+        add_scored(runtime, "CTRUST", 1, now - timedelta(hours=i + 1), votes=("right",) if i < 6 else ("wrong",))
+    add_scored(runtime, "CTRUST", 1, now - timedelta(hours=10), second=("disputed", 4))
+    add_scored(runtime, "CTRUST_PRIV", 0, now - timedelta(hours=11), second=("disputed", 3), private=True)
+    add_scored(runtime, "CTRUST", 4, now - timedelta(days=9), model="m0")  # last week's judge answered as m0
+    with runtime.db.session() as session:
+        for days, kappa, moved in ((8, 0.8, None), (0, 0.55, "kappa fell from 0.80 to 0.55")):
+            at = now - timedelta(days=days, minutes=5)
+            session.add(CanaryRun(judge="relevancy", model="m1", kappa=kappa, exact_agreement=0.6, moved=moved,
+                                  created_at=at))  # fmt: skip
+    client = slack_client_for(runtime.settings)
+    membership = MembershipCache(runtime.redis)
+
+    view = publish_home(client, membership, "U_OUT")
+    assert slack.published["U_OUT"]["blocks"] == view["blocks"]
+    [trust] = [b["text"]["text"] for b in view["blocks"] if "Can the alerts be trusted?" in str(b)]
+    assert "Alert precision, relevancy: 6 of 8 voted alerts agreed with (75%, 90% interval" in trust
+    assert "Second opinions: 1 low score disputed (1 → 4) · 0 confirmed" in trust
+    assert "Canary (relevancy, model `m1`): κ 0.55 (−0.25), exact agreement 60%" in trust
+    assert ":warning: the judge moved: kappa fell from 0.80 to 0.55" in trust
+    assert "Not compared with last week: the relevancy judge's model differs from last week's" in trust
+    assert "*<#CTRUST>*" in str(view["blocks"]) and "relevancy alerts: 6 of 8 voted alerts agreed with" in str(
+        view["blocks"]
+    )
+
+    member = str(publish_home(client, membership, "U_IN")["blocks"])
+    assert "2 low scores disputed (1 → 4, 0 → 3)" in member
 
 
 def test_home_shows_the_rules_files_defaults_over_the_environment(home_runtime, slack: FakeSlack) -> None:

@@ -44,6 +44,9 @@ def test_worker_applies_rule_thresholds_and_withholds_private_text_in_the_summar
         RELMON_CHANNEL_RULES=rules,
         RELMON_DEGRADATION_WINDOW_MINUTES=0,
         RELMON_WORKER_CONCURRENCY=1,  # one task at a time, in the order sent
+        # Thresholds and caps on the first verdict (no LLM here): tests/system/test_confirmation_processes.py
+        # runs the second opinion through a worker.
+        RELMON_CONFIRM="off",
     )
     producer = create_celery(Settings(_env_file=None, redis_url=redis_url), redis_url)
     with alert_runtime(settings) as runtime:

@@ -269,3 +269,101 @@ def test_fake_as_its_own_process_steered_over_http(cli, tmp_path: Path) -> None:
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+# relmon eval --from-feedback: people's votes on alerts, in a real database, as the labels ----------------------
+
+# (judge, answer, the judge's stored score, votes) → the label the votes make (None: no label). The fake grades
+# "offtopic" 0, "partial" 2 and anything else 4; the default alert threshold is 2.
+VOTED = [
+    ("relevancy", "offtopic: our office is open 9 to 5.", 0, ("right", "right"), 0),  # agreed: the judge's score
+    ("relevancy", "offtopic: the cafeteria serves pasta.", 1, ("wrong",), 3),  # disagreed: just above the threshold
+    ("relevancy", "partial: open Settings.", 2, ("right",), 2),
+    ("relevancy", "Open Settings, then Security, then Reset.", 2, ("wrong", "wrong", "right"), 3),
+    ("relevancy", "offtopic: a tie says nothing.", 1, ("right", "wrong"), None),
+    ("relevancy", "offtopic: we moved offices.", 1, ("right",), 1),
+    ("correctness", "offtopic: another judge's vote.", 0, ("right",), None),  # not a relevancy label
+]
+
+
+def voted_database(tmp_path: Path, voted=VOTED) -> str:
+    """A migrated SQLite database holding captured answers, their judgments and people's votes on them."""
+    from store.db import Database
+    from store.feedback import record_vote
+    from store.models import Judgment, Pair
+
+    url = f"sqlite:///{tmp_path / 'votes.sqlite3'}"
+    database = Database(url)
+    database.migrate()
+    with database.session() as session:
+        for index, (judge, answer, score, votes, _label) in enumerate(voted):
+            pair = Pair(channel_id="C_SUPPORT", answer_ts=f"1700000000.{index:06d}", status="judged",
+                        question_text="How do I reset my password?", answer_text=answer)  # fmt: skip
+            session.add(pair)
+            session.flush()
+            top = 4 if judge == "relevancy" else 2
+            judgment = Judgment(pair_id=pair.id, judge=judge, status="ok", score=score, max_score=top,
+                                normalized_score=score / top, model="judge-model")  # fmt: skip
+            session.add(judgment)
+            session.flush()
+            for voter, vote in enumerate(votes):
+                record_vote(session, judgment.id, f"U{voter}", vote)
+    database.dispose()
+    return url
+
+
+def labels_file(tmp_path: Path, voted=VOTED) -> Path:
+    """The same labels as the votes make, written as a labels file."""
+    path = tmp_path / "from-votes.jsonl"
+    rows = [
+        {"question": "How do I reset my password?", "answer": answer, "human_score": label}
+        for judge, answer, _score, _votes, label in voted
+        if judge == "relevancy" and label is not None
+    ]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path
+
+
+def without_lines(report: dict) -> dict:
+    """The report but where each item is in its source (a file's line, a vote's rank among the voted answers)."""
+    return {**report, "worst": [{k: v for k, v in item.items() if k != "line"} for item in report["worst"]]}
+
+
+def test_eval_from_feedback_is_the_report_of_the_same_labels_in_a_file(fake: FakeOpenAI, cli, tmp_path: Path) -> None:
+    database = voted_database(tmp_path)
+    from_votes = cli("eval", "--from-feedback", "--json", "--worst", "5", base_url=fake.base_url,
+                     DATABASE_URL=database)  # fmt: skip
+    assert from_votes.returncode == 0, from_votes.stderr
+    report = json.loads(from_votes.stdout)
+    # labels [0, 3, 2, 3, 1] against the fake's [0, 0, 2, 4, 0]; the tie and the correctness vote are no labels
+    assert report["judge"] == "relevancy" and report["items"] == report["n"] == 5 and report["errors"] == 0
+    assert report["exact_agreement"] == pytest.approx(0.4)
+    assert report["within_one_agreement"] == pytest.approx(0.8)
+    assert [(w["human"], w["judge"]) for w in report["worst"]] == [(3, 0), (3, 4), (1, 0)]
+    assert len(fake.requests) == 5
+
+    from_file = cli("eval", str(labels_file(tmp_path)), "--json", "--worst", "5", base_url=fake.base_url)
+    assert from_file.returncode == 0, from_file.stderr
+    assert without_lines(json.loads(from_file.stdout)) == without_lines(report)
+
+    readable = cli("eval", "--from-feedback", base_url=fake.base_url, DATABASE_URL=database)
+    assert readable.returncode == 0 and "Cohen's kappa (quadratic weights)" in readable.stdout
+
+
+def test_eval_from_feedback_without_votes_or_without_labels_exits_2(fake: FakeOpenAI, cli, tmp_path: Path) -> None:
+    database = voted_database(tmp_path, voted=[row for row in VOTED if row[0] == "correctness" or row[4] is None])
+    empty = cli("eval", "--from-feedback", base_url=fake.base_url, DATABASE_URL=database)
+    assert empty.returncode == 2 and "no votes on relevancy alerts to use as labels yet" in empty.stderr
+    nothing = cli("eval", base_url=fake.base_url, DATABASE_URL=database)
+    assert nothing.returncode == 2 and "--from-feedback" in nothing.stderr
+    assert fake.requests == []
+
+
+def test_eval_from_feedback_as_a_process(fake: FakeOpenAI, tmp_path: Path) -> None:
+    database = voted_database(tmp_path)
+    result = relmon("eval", "--from-feedback", "--json", "--threads", "2", base_url=fake.base_url, cwd=tmp_path,
+                    DATABASE_URL=database)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["items"] == 5 and report["exact_agreement"] == pytest.approx(0.4)
+    assert sum(map(sum, report["confusion"]["matrix"])) == 5

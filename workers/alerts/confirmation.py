@@ -3,7 +3,8 @@ temperature 0.7, or RELMON_CONFIRM_MODEL) and the policy alerts only when that v
 
 A step of the alert path (`delivery.consider` calls `confirm` before it claims anything), so only low scores
 cost a second call. Idempotent: the second opinion is stored on the judgment once and a retry or a twin reads it
-back. Charged to the daily budget once per judgment (its own budget row, `<judge>:second`). A transient LLM
+back. Charged to the daily budget once per judgment (its own budget row, `<judge>:second@<pair version>`, so a
+re-judged edit's second opinion is a unit of its own). A transient LLM
 failure is raised for the alert task's retry (with the one backoff); on its last attempt, or when the budget is
 spent, the second opinion is stored as unconfirmed: the first verdict stays as it was stored and nobody is
 alerted."""
@@ -31,9 +32,10 @@ def sampling(confirm_model: str | None) -> Sampling:
     return Sampling(temperature=SECOND_OPINION_TEMPERATURE, seed=SECOND_OPINION_SEED, model=confirm_model)
 
 
-def budget_key(judge: str) -> str:
-    """The budget row of a second opinion: apart from the first verdict's (pair, judge) row."""
-    return f"{judge}:second"
+def budget_key(judge: str, pair_version: int) -> str:
+    """The budget row of a second opinion, one per judgment (a judgment is unique on pair, judge and pair
+    version): apart from the first verdict's row."""
+    return f"{judge}:second@{pair_version}"
 
 
 def confirm(runtime: Runtime, judgment_id: int, threshold: float | None, *, last_attempt: bool = False) -> str | None:
@@ -62,7 +64,8 @@ def _ask(
     runtime: Runtime, wanted: confirmations.ToConfirm, threshold: float | None, *, last_attempt: bool
 ) -> SecondOpinion:
     settings = runtime.settings
-    if not budget.charge(runtime.db, wanted.pair_id, budget_key(wanted.judge), settings.daily_budget):
+    unit = budget_key(wanted.judge, wanted.pair_version)
+    if not budget.charge(runtime.db, wanted.pair_id, unit, settings.daily_budget):
         return SecondOpinion(ConfirmationStatus.UNCONFIRMED, error="daily budget spent")
     judge = get_judge(wanted.judge)
     try:
