@@ -81,7 +81,8 @@ def make_events(count: int, channels: int, tag: str) -> tuple[list[bytes], list[
     now = time.time()
     for i in range(count // 2 + 1):
         channel = f"C{i % channels:08d}"
-        q = sr.human_message(channel, sr.next_ts(now), f"question {tag}-{i}: how do I do thing {i}?")
+        asker = f"U{i % 1000:07d}"  # many askers (see bench.load)
+        q = sr.human_message(channel, sr.next_ts(now), f"question {tag}-{i}: how do I do thing {i}?", user=asker)
         a = sr.bot_message(channel, sr.next_ts(now), f"answer {tag}-{i}: open settings and do it.", thread_ts=q["ts"])
         bodies += [sr.body_of(sr.envelope(q))[0], sr.body_of(sr.envelope(a))[0]]
         answers.append((channel, a["ts"]))
