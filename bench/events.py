@@ -237,7 +237,10 @@ def run(args: argparse.Namespace) -> int:
                 if args.no_worker:
                     return 0
                 backlog_ids = add_pairs(database, args.backlog, start=0)
-                worker = start_worker(dict(env, RELMON_LOG_LEVEL="INFO"), log_dir=work, timeout=120)
+                worker_env = dict(env, RELMON_LOG_LEVEL="INFO")
+                if args.worker_niceness is not None:
+                    worker_env["RELMON_WORKER_NICENESS"] = str(args.worker_niceness)
+                worker = start_worker(worker_env, log_dir=work, timeout=120)
                 with worker:
                     for pair_id in backlog_ids:
                         producer.send_task(JUDGE_PAIR, args=[pair_id], queue=QUEUE_JUDGE)
@@ -294,6 +297,7 @@ def main() -> None:
     parser.add_argument("--backlog", type=int, default=3000, help="pairs waiting for the busy worker (default 3000)")
     parser.add_argument("--llm-latency-ms", type=float, default=0.0, help="fake LLM latency (default 0)")
     parser.add_argument("--no-worker", action="store_true", help="only the run without a worker")
+    parser.add_argument("--worker-niceness", type=int, help="RELMON_WORKER_NICENESS (default: relmon's default)")
     parser.add_argument("--database-url", help="default: a fresh SQLite file")
     parser.add_argument("--postgresql", action="store_true", help="a fresh PostgreSQL database instead of SQLite")
     raise SystemExit(run(parser.parse_args()))
