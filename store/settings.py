@@ -125,6 +125,9 @@ class Settings(BaseSettings):
     database_url: str | None = Field(None, **_env("DATABASE_URL"))
     data_dir: Path = Field(Path("./data"), **_env("RELMON_DATA_DIR"))
     worker_concurrency: int = Field(64, ge=1, le=1000, **_env("RELMON_WORKER_CONCURRENCY"))
+    # Judging is batch work and an event's acknowledgement is not: on a machine shared with the bot, a busy
+    # worker at a lower CPU priority leaves the bot the cores it needs to answer Slack at once.
+    worker_niceness: int = Field(10, ge=0, le=19, **_env("RELMON_WORKER_NICENESS"))
 
     # What to watch
     monitored_bots: CommaList = Field(default_factory=list, **_env("RELMON_MONITORED_BOTS"))

@@ -95,6 +95,7 @@ def run_worker(settings: Settings) -> int:
         print(missing, file=sys.stderr)
         return 2
     prepare(settings, "worker")
+    os.nice(settings.worker_niceness)  # its threads and any process it starts inherit it
     quiet_per_task_logs(settings)  # before the Worker exists: Celery caches "is INFO on?" at start-up
     _json_only_celery_output()
     queues = [celery_app.QUEUE_JUDGE, celery_app.QUEUE_SLACK]

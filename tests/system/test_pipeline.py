@@ -5,6 +5,7 @@ settle task would; the bot is not involved."""
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -223,6 +224,21 @@ def test_a_429_retry_waits_for_retry_after_and_the_pair_costs_one_budget_unit(
     }
     assert (judged[0]["score"], judged[0]["status"]) == (judgment.score, "ok")
     assert "password" not in json.dumps(judged[0]).lower()
+
+
+def test_a_worker_lowers_its_own_cpu_priority_so_the_bot_acks_first(
+    database: Database, env_for, producer, worker_logs: Path
+) -> None:
+    """RELMON_WORKER_NICENESS (10 by default) is added to the worker's niceness, its threads' too; 0 keeps it."""
+    ours = os.getpriority(os.PRIO_PROCESS, 0)
+    pair_ids = add_pairs(database, 1)
+    with start_worker(env_for(), log_dir=worker_logs) as worker:
+        enqueue(producer, pair_ids)
+        wait_for(lambda: settled(database, pair_ids), timeout=60, what="the pair judged by the niced worker")
+        threads = [int(t) for t in os.listdir(f"/proc/{worker.pid}/task")]
+        assert {os.getpriority(os.PRIO_PROCESS, t) for t in threads} == {min(19, ours + 10)}
+    with start_worker(env_for(RELMON_WORKER_NICENESS=0), log_dir=worker_logs) as worker:
+        assert os.getpriority(os.PRIO_PROCESS, worker.pid) == ours
 
 
 def test_a_pair_whose_judging_keeps_failing_is_given_up_on_as_an_error(
