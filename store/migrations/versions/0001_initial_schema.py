@@ -1,17 +1,10 @@
-"""initial schema
-
-Revision ID: 0001
-Revises:
-Create Date: 2026-11-29 11:50:43.648909
-"""
+"""initial schema"""
 
 import sqlalchemy as sa
 from alembic import op
 
 revision = "0001"
 down_revision = None
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:
