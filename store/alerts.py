@@ -16,9 +16,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Connection, func, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
+from store.db import insert_or_ignore
 from store.judgments import is_current
 from store.models import Alert, Judgment, JudgmentStatus, Pair, PairStatus, as_utc
 from store.settings import TIME_WINDOW_MOST_ANSWERS
@@ -36,10 +36,6 @@ STATUS_FAILED = "failed"  # Slack refused it for good (e.g. the alert channel is
 
 # Low-score rows that use up the hourly cap: everything posted or on its way, not the held ones.
 CAP_STATUSES = (STATUS_CLAIMED, STATUS_POSTED, STATUS_FAILED)
-
-
-def _insert(session: Session):
-    return postgresql.insert if session.get_bind().dialect.name == "postgresql" else sqlite.insert
 
 
 def lock_channel(session: Session, channel_id: str, *, namespace: str = "relmon-alerts") -> None:
@@ -76,21 +72,10 @@ def claim(
     now: datetime | None = None,
 ) -> tuple[Alert, bool]:
     """The alert row for this key, inserted if absent. Returns (row, whether this call created it)."""
-    statement = (
-        _insert(session)(Alert)
-        .values(
-            dedupe_key=dedupe_key,
-            kind=kind,
-            status=status,
-            judgment_id=judgment_id,
-            source_channel_id=source_channel_id,
-            alert_channel_id=alert_channel_id,
-            details=details or {},
-            created_at=now or datetime.now(UTC),
-        )
-        .on_conflict_do_nothing(index_elements=["dedupe_key"])
-        .returning(Alert.id)
-    )
+    values = {"dedupe_key": dedupe_key, "kind": kind, "status": status, "judgment_id": judgment_id}
+    values |= {"source_channel_id": source_channel_id, "alert_channel_id": alert_channel_id}
+    values |= {"details": details or {}, "created_at": now or datetime.now(UTC)}
+    statement = insert_or_ignore(session, Alert, ["dedupe_key"], values).returning(Alert.id)
     inserted = session.execute(statement).scalar_one_or_none()
     row = by_key(session, dedupe_key)
     assert row is not None  # inserted now, or by whoever won the race

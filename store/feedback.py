@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from sqlalchemy import case, func, select
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
+from store.db import dialect_insert
 from store.models import Feedback, Judgment, Pair
 
 
@@ -17,8 +17,7 @@ def record_vote(session: Session, judgment_id: int, user_id: str, vote: str, now
     if session.get(Judgment, judgment_id) is None:
         return False
     moment = now or datetime.now(UTC)
-    insert = postgresql.insert if session.get_bind().dialect.name == "postgresql" else sqlite.insert
-    statement = insert(Feedback).values(
+    statement = dialect_insert(session)(Feedback).values(
         judgment_id=judgment_id, user_id=user_id, vote=vote, created_at=moment, updated_at=moment
     )
     statement = statement.on_conflict_do_update(
