@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
-from sqlalchemy import case, func, select
+from sqlalchemy import Select, case, func, select
 from sqlalchemy.orm import Session
 
 from store.db import dialect_insert
@@ -37,17 +38,24 @@ def votes_for(session: Session, judgment_id: int) -> list[tuple[str, str]]:
     return [(user_id, vote) for user_id, vote in rows]
 
 
-def voted_scores(session: Session, channel_id: str, since: datetime) -> list[tuple[str, float, int, int]]:
-    """(judge, score, right votes, wrong votes) of the channel's captured judgments people voted on since `since`."""
-    rows = session.execute(
+def _with_votes(*columns: Any) -> Select:
+    """These columns of each judgment people voted on (joined to its pair), then its right and its wrong votes
+    (the caller groups by judgment)."""
+    return (
         select(
-            Judgment.judge,
-            Judgment.score,
+            *columns,
             func.sum(case((Feedback.vote == "right", 1), else_=0)),
             func.sum(case((Feedback.vote == "wrong", 1), else_=0)),
         )
         .join(Feedback, Feedback.judgment_id == Judgment.id)
         .join(Pair, Pair.id == Judgment.pair_id)
+    )
+
+
+def voted_scores(session: Session, channel_id: str, since: datetime) -> list[tuple[str, float, int, int]]:
+    """(judge, score, right votes, wrong votes) of the channel's captured judgments people voted on since `since`."""
+    rows = session.execute(
+        _with_votes(Judgment.judge, Judgment.score)
         .where(Pair.channel_id == channel_id, Pair.source == "capture", Judgment.created_at >= since)
         .where(Judgment.score.is_not(None))
         .group_by(Judgment.id, Judgment.judge, Judgment.score)
@@ -69,17 +77,7 @@ class VotedExample:
 def voted_examples(session: Session, judge: str) -> list[VotedExample]:
     """Every scored judgment of this judge that people voted on, with its texts and its votes, oldest first."""
     rows = session.execute(
-        select(
-            Pair.channel_id,
-            Pair.question_text,
-            Pair.answer_text,
-            Pair.reference_text,
-            Judgment.score,
-            func.sum(case((Feedback.vote == "right", 1), else_=0)),
-            func.sum(case((Feedback.vote == "wrong", 1), else_=0)),
-        )
-        .join(Feedback, Feedback.judgment_id == Judgment.id)
-        .join(Pair, Pair.id == Judgment.pair_id)
+        _with_votes(Pair.channel_id, Pair.question_text, Pair.answer_text, Pair.reference_text, Judgment.score)
         .where(Judgment.judge == judge, Judgment.score.is_not(None))
         .group_by(Judgment.id, Pair.id)
         .order_by(Judgment.id)
