@@ -60,21 +60,12 @@ def lock_alert_channel(session: Session, alert_channel_id: str) -> None:
 
 
 def claim(
-    session: Session,
-    *,
-    dedupe_key: str,
-    kind: str,
-    status: str = STATUS_CLAIMED,
-    judgment_id: int | None = None,
-    source_channel_id: str | None = None,
-    alert_channel_id: str | None = None,
-    details: dict[str, Any] | None = None,
-    now: datetime | None = None,
+    session: Session, *, dedupe_key: str, kind: str, now: datetime | None = None, **columns: Any
 ) -> tuple[Alert, bool]:
-    """The alert row for this key, inserted if absent. Returns (row, whether this call created it)."""
-    values = {"dedupe_key": dedupe_key, "kind": kind, "status": status, "judgment_id": judgment_id}
-    values |= {"source_channel_id": source_channel_id, "alert_channel_id": alert_channel_id}
-    values |= {"details": details or {}, "created_at": now or datetime.now(UTC)}
+    """The alert row for this key, inserted if absent with the other Alert `columns` given (status: claimed unless
+    given; judgment_id, source_channel_id, alert_channel_id, details). Returns (row, whether this call created it)."""
+    values = {"status": STATUS_CLAIMED, **columns, "dedupe_key": dedupe_key, "kind": kind}
+    values |= {"details": columns.get("details") or {}, "created_at": now or datetime.now(UTC)}
     statement = insert_or_ignore(session, Alert, ["dedupe_key"], values).returning(Alert.id)
     inserted = session.execute(statement).scalar_one_or_none()
     row = by_key(session, dedupe_key)
