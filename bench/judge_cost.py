@@ -74,18 +74,21 @@ PAIRS = [
 ]
 
 
-@dataclass
+@dataclass(frozen=True)
 class Usage:
-    calls: int = 0
-    prompt: int = 0
-    cached: int = 0
-    completion: int = 0
+    """What a run of requests spent: its calls and their tokens."""
 
-    def add(self, reply) -> None:
-        self.calls += 1
-        self.prompt += reply.prompt_tokens or 0
-        self.cached += reply.cached_tokens or 0
-        self.completion += reply.completion_tokens or 0
+    calls: int
+    prompt: int
+    cached: int
+    completion: int
+
+    @classmethod
+    def of(cls, replies: list) -> Usage:
+        def total(name: str) -> int:
+            return sum(getattr(reply, name) or 0 for reply in replies)
+
+        return cls(len(replies), total("prompt_tokens"), total("cached_tokens"), total("completion_tokens"))
 
     def cost(self, prices: Prices) -> float:
         uncached = self.prompt - self.cached
@@ -101,13 +104,13 @@ def measure_relmon(fake: FakeOpenAI, *, cold: bool = False) -> Usage:
     client = LLMClient(MODEL, base_url=fake.base_url, api_key="bench", max_retries=0, cache_size=0)
     judge = RelevancyJudge()
     judge.evaluate(client, "What are your opening hours?", "We answer every day from 8:00 to 20:00 CET.")  # warm
-    usage = Usage()
+    replies = []
     for question, answer in PAIRS:
         if cold:
             fake.forget_prompts()
         messages = judge.messages(question, answer, None, client.max_prompt_chars)
-        usage.add(client.complete(messages, judge.output_model))
-    return usage
+        replies.append(client.complete(messages, judge.output_model))
+    return Usage.of(replies)
 
 
 def deepeval_templates():
@@ -126,11 +129,11 @@ def measure_deepeval(fake: FakeOpenAI, templates) -> Usage:
     the reason for the score (its default, include_reason=True)."""
     template, statements_schema, verdicts_schema, reason_schema = templates
     client = LLMClient(MODEL, base_url=fake.base_url, api_key="bench", max_retries=0, cache_size=0)
-    usage = Usage()
+    replies = []
 
     def call(prompt: str, schema, reply: dict) -> None:
         fake.set_reply(lambda body: json.dumps(reply))
-        usage.add(client.complete(prompt, schema))
+        replies.append(client.complete(prompt, schema))
 
     try:
         for question, answer in PAIRS:
@@ -144,7 +147,7 @@ def measure_deepeval(fake: FakeOpenAI, templates) -> Usage:
                  reason_schema, {"reason": reason})  # fmt: skip
     finally:
         fake.set_reply(None)
-    return usage
+    return Usage.of(replies)
 
 
 def report() -> list[str]:

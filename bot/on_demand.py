@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Collection
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from slack_sdk import WebClient
@@ -36,19 +36,22 @@ log = logging.getLogger("relmon.commands")
 
 @dataclass(frozen=True)
 class Place:
-    """Where a judged answer was said; pasted text belongs to no channel."""
+    """Where a judged answer was said."""
 
-    channel_id: str | None = None
-    channel_is_private: bool = False
-    thread_ts: str | None = None
-    question_ts: str | None = None
+    channel_id: str | None
+    channel_is_private: bool
+    thread_ts: str | None
+    question_ts: str | None
+
+
+PASTED = Place(None, False, None, None)  # pasted text belongs to no channel
 
 
 @dataclass(frozen=True)
 class OnDemand:
     question: str
     answer: str
-    place: Place = field(default_factory=Place)
+    place: Place = PASTED
 
 
 def as_logged(raw: list[dict[str, Any]], monitored: Collection[str]) -> list[LoggedMessage]:

@@ -21,13 +21,10 @@ class Tally:
     wrong: int = 0
 
     @property
-    def total(self) -> int:
-        return self.right + self.wrong
-
-    @property
     def agreement(self) -> float | None:
         """Share of voters who say the judge was right (None without votes)."""
-        return self.right / self.total if self.total else None
+        voters = self.right + self.wrong
+        return self.right / voters if voters else None
 
 
 def tally(votes: Iterable[tuple[str, str]]) -> Tally:
@@ -43,7 +40,7 @@ def tally(votes: Iterable[tuple[str, str]]) -> Tally:
 
 def describe(votes: Tally) -> str:
     """One line for the alert: what people said so far."""
-    if votes.total == 0:
+    if not (votes.right or votes.wrong):
         return "No feedback yet: was the judge right?"
     right = f"{votes.right} {'says' if votes.right == 1 else 'say'} the judge was right"
     wrong = f"{votes.wrong} {'says' if votes.wrong == 1 else 'say'} it was wrong"

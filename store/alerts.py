@@ -16,9 +16,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Connection, func, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
+from store.db import insert_or_ignore
 from store.judgments import is_current
 from store.models import Alert, Judgment, JudgmentStatus, Pair, PairStatus, as_utc
 from store.settings import TIME_WINDOW_MOST_ANSWERS
@@ -36,10 +36,6 @@ STATUS_FAILED = "failed"  # Slack refused it for good (e.g. the alert channel is
 
 # Low-score rows that use up the hourly cap: everything posted or on its way, not the held ones.
 CAP_STATUSES = (STATUS_CLAIMED, STATUS_POSTED, STATUS_FAILED)
-
-
-def _insert(session: Session):
-    return postgresql.insert if session.get_bind().dialect.name == "postgresql" else sqlite.insert
 
 
 def lock_channel(session: Session, channel_id: str, *, namespace: str = "relmon-alerts") -> None:
@@ -64,33 +60,13 @@ def lock_alert_channel(session: Session, alert_channel_id: str) -> None:
 
 
 def claim(
-    session: Session,
-    *,
-    dedupe_key: str,
-    kind: str,
-    status: str = STATUS_CLAIMED,
-    judgment_id: int | None = None,
-    source_channel_id: str | None = None,
-    alert_channel_id: str | None = None,
-    details: dict[str, Any] | None = None,
-    now: datetime | None = None,
+    session: Session, *, dedupe_key: str, kind: str, now: datetime | None = None, **columns: Any
 ) -> tuple[Alert, bool]:
-    """The alert row for this key, inserted if absent. Returns (row, whether this call created it)."""
-    statement = (
-        _insert(session)(Alert)
-        .values(
-            dedupe_key=dedupe_key,
-            kind=kind,
-            status=status,
-            judgment_id=judgment_id,
-            source_channel_id=source_channel_id,
-            alert_channel_id=alert_channel_id,
-            details=details or {},
-            created_at=now or datetime.now(UTC),
-        )
-        .on_conflict_do_nothing(index_elements=["dedupe_key"])
-        .returning(Alert.id)
-    )
+    """The alert row for this key, inserted if absent with the other Alert `columns` given (status: claimed unless
+    given; judgment_id, source_channel_id, alert_channel_id, details). Returns (row, whether this call created it)."""
+    values = {"status": STATUS_CLAIMED, **columns, "dedupe_key": dedupe_key, "kind": kind}
+    values |= {"details": columns.get("details") or {}, "created_at": now or datetime.now(UTC)}
+    statement = insert_or_ignore(session, Alert, ["dedupe_key"], values).returning(Alert.id)
     inserted = session.execute(statement).scalar_one_or_none()
     row = by_key(session, dedupe_key)
     assert row is not None  # inserted now, or by whoever won the race

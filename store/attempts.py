@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 from typing import NamedTuple
 
 from sqlalchemy import select
-from sqlalchemy.dialects import postgresql, sqlite
 
-from store.judgments import Executor, dialect_name
+from store.db import dialect_insert
+from store.judgments import Executor
 from store.models import JudgingFailure, as_utc
 
 ERROR_CHARS = 500  # enough to name the exception; never the texts (tasks carry IDs only)
@@ -18,7 +18,7 @@ ERROR_CHARS = 500  # enough to name the exception; never the texts (tasks carry 
 
 def record_failure(session: Executor, pair_id: int, error: str, now: datetime | None = None) -> None:
     """Count one failed run of the pair's judging task (one atomic upsert: concurrent workers add up)."""
-    insert = postgresql.insert if dialect_name(session) == "postgresql" else sqlite.insert
+    insert = dialect_insert(session)
     values = {
         "pair_id": pair_id,
         "failures": 1,

@@ -10,9 +10,9 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
+from store.db import insert_or_ignore
 from store.models import BackfillCheckpoint, Pair, PairStatus, utcnow
 
 HISTORY_SOURCES = ("backfill", "import")
@@ -33,9 +33,8 @@ class Stored:
 def add_found(session: Session, *, created_at: datetime, **values: Any) -> Stored:
     """Store a pair found in history as pending (created at the answer's time, so it counts in that week),
     unless a pair for that answer exists already. Returns the stored pair, new or not."""
-    insert = postgresql.insert if session.get_bind().dialect.name == "postgresql" else sqlite.insert
     row = {**values, "status": PairStatus.PENDING, "version": 1, "created_at": created_at, "updated_at": utcnow()}
-    session.execute(insert(Pair).values(row).on_conflict_do_nothing(index_elements=["channel_id", "answer_ts"]))
+    session.execute(insert_or_ignore(session, Pair, ["channel_id", "answer_ts"], row))
     found = session.execute(
         select(Pair.id, Pair.source, Pair.status).where(
             Pair.channel_id == values["channel_id"], Pair.answer_ts == values["answer_ts"]

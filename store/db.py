@@ -11,15 +11,28 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, sessionmaker
 
 if TYPE_CHECKING:
     from alembic.config import Config
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
+
+
+def dialect_insert(executor: Connection | Session):
+    """The executor's database's INSERT (PostgreSQL or SQLite), the one with ON CONFLICT clauses."""
+    bind = executor.get_bind() if isinstance(executor, Session) else executor
+    return postgresql.insert if bind.dialect.name == "postgresql" else sqlite.insert
+
+
+def insert_or_ignore(executor: Connection | Session, model: type, keys: list[str], values: dict[str, Any]):
+    """INSERT ... ON CONFLICT (keys) DO NOTHING: a retried or duplicated write meets the row its twin stored and
+    adds nothing. Add `.returning(...)` to learn whether this one inserted (rowcount is -1 under psycopg)."""
+    return dialect_insert(executor)(model).values(**values).on_conflict_do_nothing(index_elements=keys)
 
 
 def make_engine(url: str, *, pool_size: int = 10) -> Engine:

@@ -10,10 +10,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from sqlalchemy import or_, select, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
+from store.db import insert_or_ignore
 from store.models import Digest
 
 CLAIMED, SENT, FAILED = "claimed", "sent", "failed"
@@ -28,21 +27,12 @@ class DigestClaim:
     taken_over: bool = False
 
 
-def _insert(session: Session):
-    return pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
-
-
 def claim(
     session: Session, period_key: str, channel_id: str | None, now: datetime, lease: timedelta
 ) -> DigestClaim | None:
     """Claim the period for this run, or None when it is sent or another run holds it."""
-    insert = _insert(session)
-    inserted = session.execute(
-        insert(Digest)
-        .values(period_key=period_key, channel_id=channel_id, status=CLAIMED, created_at=now)
-        .on_conflict_do_nothing(index_elements=["period_key"])
-        .returning(Digest.id)  # rowcount is not reliable here (psycopg reports -1)
-    ).first()
+    row = {"period_key": period_key, "channel_id": channel_id, "status": CLAIMED, "created_at": now}
+    inserted = session.execute(insert_or_ignore(session, Digest, ["period_key"], row).returning(Digest.id)).first()
     if inserted is None:
         # Compare-and-set: only one of several runs racing for an abandoned claim gets it.
         taken = session.execute(

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
-from sqlalchemy import case, func, select
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import Select, case, func, select
 from sqlalchemy.orm import Session
 
+from store.db import dialect_insert
 from store.models import Feedback, Judgment, Pair
 
 
@@ -17,8 +18,7 @@ def record_vote(session: Session, judgment_id: int, user_id: str, vote: str, now
     if session.get(Judgment, judgment_id) is None:
         return False
     moment = now or datetime.now(UTC)
-    insert = postgresql.insert if session.get_bind().dialect.name == "postgresql" else sqlite.insert
-    statement = insert(Feedback).values(
+    statement = dialect_insert(session)(Feedback).values(
         judgment_id=judgment_id, user_id=user_id, vote=vote, created_at=moment, updated_at=moment
     )
     statement = statement.on_conflict_do_update(
@@ -38,24 +38,24 @@ def votes_for(session: Session, judgment_id: int) -> list[tuple[str, str]]:
     return [(user_id, vote) for user_id, vote in rows]
 
 
-def _vote_counts() -> tuple:
-    """The right and the wrong votes of each judgment a query groups by."""
+def _with_votes(*columns: Any) -> Select:
+    """These columns of each judgment people voted on (joined to its pair), then its right and its wrong votes
+    (the caller groups by judgment)."""
     return (
-        func.sum(case((Feedback.vote == "right", 1), else_=0)),
-        func.sum(case((Feedback.vote == "wrong", 1), else_=0)),
+        select(
+            *columns,
+            func.sum(case((Feedback.vote == "right", 1), else_=0)),
+            func.sum(case((Feedback.vote == "wrong", 1), else_=0)),
+        )
+        .join(Feedback, Feedback.judgment_id == Judgment.id)
+        .join(Pair, Pair.id == Judgment.pair_id)
     )
 
 
 def voted_scores(session: Session, channel_id: str, since: datetime) -> list[tuple[str, float, int, int]]:
     """(judge, score, right votes, wrong votes) of the channel's captured judgments people voted on since `since`."""
     rows = session.execute(
-        select(
-            Judgment.judge,
-            Judgment.score,
-            *_vote_counts(),
-        )
-        .join(Feedback, Feedback.judgment_id == Judgment.id)
-        .join(Pair, Pair.id == Judgment.pair_id)
+        _with_votes(Judgment.judge, Judgment.score)
         .where(Pair.channel_id == channel_id, Pair.source == "capture", Judgment.created_at >= since)
         .where(Judgment.score.is_not(None))
         .group_by(Judgment.id, Judgment.judge, Judgment.score)
@@ -77,16 +77,7 @@ class VotedExample:
 def voted_examples(session: Session, judge: str) -> list[VotedExample]:
     """Every scored judgment of this judge that people voted on, with its texts and its votes, oldest first."""
     rows = session.execute(
-        select(
-            Pair.channel_id,
-            Pair.question_text,
-            Pair.answer_text,
-            Pair.reference_text,
-            Judgment.score,
-            *_vote_counts(),
-        )
-        .join(Feedback, Feedback.judgment_id == Judgment.id)
-        .join(Pair, Pair.id == Judgment.pair_id)
+        _with_votes(Pair.channel_id, Pair.question_text, Pair.answer_text, Pair.reference_text, Judgment.score)
         .where(Judgment.judge == judge, Judgment.score.is_not(None))
         .group_by(Judgment.id, Pair.id)
         .order_by(Judgment.id)

@@ -9,9 +9,9 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, Row, case, exists, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, aliased
 
+from store.db import insert_or_ignore
 from store.models import Judgment, JudgmentStatus, Pair, PairStatus
 
 CACHEABLE_STATUSES = (JudgmentStatus.OK, JudgmentStatus.NULL)
@@ -60,11 +60,6 @@ def is_current(judgment=Judgment) -> ColumnElement[bool]:
         newer.judge == judgment.judge,
         newer.pair_version > judgment.pair_version,
     )
-
-
-def dialect_name(executor: Executor) -> str:
-    bind = executor.get_bind() if isinstance(executor, Session) else executor
-    return bind.dialect.name
 
 
 def pair_for_judging(executor: Executor, pair_id: int) -> dict[str, Any] | None:
@@ -132,13 +127,8 @@ def insert_judgment(session: Executor, values: dict[str, Any]) -> tuple[int, boo
 
     INSERT ... ON CONFLICT DO NOTHING on the (pair_id, judge, pair_version) key: a redelivered or duplicated task
     meets the row its twin stored and adds nothing (no exception, no second row, on SQLite and PostgreSQL alike)."""
-    insert = postgresql.insert if dialect_name(session) == "postgresql" else sqlite.insert
-    statement = (
-        insert(Judgment)
-        .values(**values)
-        .on_conflict_do_nothing(index_elements=["pair_id", "judge", "pair_version"])
-        .returning(Judgment.id)
-    )
+    key = ["pair_id", "judge", "pair_version"]
+    statement = insert_or_ignore(session, Judgment, key, values).returning(Judgment.id)
     new_id = session.execute(statement).scalar()
     if new_id is not None:
         return new_id, True

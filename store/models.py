@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, date, datetime
+from typing import Annotated
 
 from sqlalchemy import (
     JSON,
@@ -38,6 +39,11 @@ class Base(DeclarativeBase):
 # An integer primary key that is BIGINT on PostgreSQL and INTEGER (rowid alias) on SQLite.
 IdType = BigInteger().with_variant(Integer(), "sqlite")
 
+# The columns most tables share, declared once: `id: Mapped[IdKey]`, `created_at: Mapped[CreatedAt]`.
+IdKey = Annotated[int, mapped_column(IdType, primary_key=True, autoincrement=True)]
+CreatedAt = Annotated[datetime, mapped_column(DateTime(timezone=True), default=utcnow)]
+UpdatedAt = Annotated[datetime, mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow)]
+
 
 class PairStatus:
     SETTLING = "settling"  # captured; waiting for the answer to stop changing
@@ -62,7 +68,7 @@ class Pair(Base):
         Index("ix_pairs_channel_created", "channel_id", "created_at"),
     )
 
-    id: Mapped[int] = mapped_column(IdType, primary_key=True, autoincrement=True)
+    id: Mapped[IdKey]
     # capture | command | shortcut | cli | backfill | import (the last two read from history: they never alert)
     source: Mapped[str] = mapped_column(String(20), default="capture")
     team_id: Mapped[str | None] = mapped_column(String(32))
@@ -90,8 +96,8 @@ class Pair(Base):
     requested_by: Mapped[str | None] = mapped_column(String(32))  # user of /judge or the shortcut
     response_url: Mapped[str | None] = mapped_column(Text)  # where an on-demand verdict goes
     judges: Mapped[list | None] = mapped_column(JSON)  # judges to run; None: the channel's rules
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow)
+    created_at: Mapped[CreatedAt]
+    updated_at: Mapped[UpdatedAt]
 
 
 class JudgmentStatus:
@@ -112,7 +118,7 @@ class Judgment(Base):
         Index("ix_judgments_created_at", "created_at"),
     )
 
-    id: Mapped[int] = mapped_column(IdType, primary_key=True, autoincrement=True)
+    id: Mapped[IdKey]
     pair_id: Mapped[int] = mapped_column(ForeignKey("pairs.id", ondelete="CASCADE"))
     judge: Mapped[str] = mapped_column(String(32))
     pair_version: Mapped[int] = mapped_column(Integer, default=1, server_default="1")  # Pair.version judged
@@ -134,7 +140,7 @@ class Judgment(Base):
     cached: Mapped[bool] = mapped_column(Boolean, default=False)  # reused from an earlier identical call
     # Judged through the provider's Batch API (billed at half price).
     batch: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[CreatedAt]
     # The second opinion on a low score, stored once: confirmed | disputed | unconfirmed (None: not asked).
     confirmation_status: Mapped[str | None] = mapped_column(String(12))
     confirmation_score: Mapped[float | None] = mapped_column(Float)
@@ -155,7 +161,7 @@ class CanaryRun(Base):
     __tablename__ = "canary_runs"
     __table_args__ = (Index("ix_canary_runs_created_at", "created_at"),)
 
-    id: Mapped[int] = mapped_column(IdType, primary_key=True, autoincrement=True)
+    id: Mapped[IdKey]
     judge: Mapped[str] = mapped_column(String(32))
     configured_model: Mapped[str | None] = mapped_column(String(200))  # RELMON_JUDGE_MODEL
     model: Mapped[str | None] = mapped_column(String(200))  # the model the API answered with
@@ -165,7 +171,7 @@ class CanaryRun(Base):
     exact_agreement: Mapped[float | None] = mapped_column(Float)
     kappa: Mapped[float | None] = mapped_column(Float)
     moved: Mapped[str | None] = mapped_column(String(200))  # why the judge moved (None: it did not)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[CreatedAt]
 
 
 class Alert(Base):
@@ -179,7 +185,7 @@ class Alert(Base):
         Index("ix_alerts_alert_channel_created", "alert_channel_id", "created_at"),
     )
 
-    id: Mapped[int] = mapped_column(IdType, primary_key=True, autoincrement=True)
+    id: Mapped[IdKey]
     dedupe_key: Mapped[str] = mapped_column(String(200))
     kind: Mapped[str] = mapped_column(String(20))  # low_score | degradation | summary | budget
     judgment_id: Mapped[int | None] = mapped_column(ForeignKey("judgments.id", ondelete="CASCADE"))
@@ -188,7 +194,7 @@ class Alert(Base):
     status: Mapped[str] = mapped_column(String(20), default="claimed")  # claimed | posted | held | failed
     message_ts: Mapped[str | None] = mapped_column(String(32))
     details: Mapped[dict | None] = mapped_column(JSON)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[CreatedAt]
     posted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
@@ -198,12 +204,12 @@ class Feedback(Base):
     __tablename__ = "feedback"
     __table_args__ = (UniqueConstraint("judgment_id", "user_id", name="uq_feedback_judgment_user"),)
 
-    id: Mapped[int] = mapped_column(IdType, primary_key=True, autoincrement=True)
+    id: Mapped[IdKey]
     judgment_id: Mapped[int] = mapped_column(ForeignKey("judgments.id", ondelete="CASCADE"))
     user_id: Mapped[str] = mapped_column(String(32))
     vote: Mapped[str] = mapped_column(String(10))  # right | wrong
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow)
+    created_at: Mapped[CreatedAt]
+    updated_at: Mapped[UpdatedAt]
 
 
 class Digest(Base):
@@ -212,12 +218,12 @@ class Digest(Base):
     __tablename__ = "digests"
     __table_args__ = (UniqueConstraint("period_key", name="uq_digests_period_key"),)
 
-    id: Mapped[int] = mapped_column(IdType, primary_key=True, autoincrement=True)
+    id: Mapped[IdKey]
     period_key: Mapped[str] = mapped_column(String(64))  # e.g. 2026-W48, or 2026-W48+force-<ts>
     channel_id: Mapped[str | None] = mapped_column(String(32))
     status: Mapped[str] = mapped_column(String(20), default="claimed")  # claimed | sent | failed
     message_ts: Mapped[str | None] = mapped_column(String(32))
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[CreatedAt]
     sent_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
@@ -266,7 +272,7 @@ class BackfillCheckpoint(Base):
     resume_ts: Mapped[str | None] = mapped_column(String(32))  # None: start at latest_ts
     done: Mapped[bool] = mapped_column(Boolean, default=False)
     messages_read: Mapped[int] = mapped_column(Integer, default=0)
-    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow)
+    updated_at: Mapped[UpdatedAt]
 
 
 class OutcomeWindow(Base):
@@ -285,14 +291,15 @@ class OutcomeWindow(Base):
 
 
 class OutcomeSignal(Base):
-    """One outcome signal of a pair, recorded once (a redelivered event or a retried task finds the row)."""
+    """One outcome signal of a pair, named as in `capture.outcomes` (reask, human_takeover, thanked, ...), recorded
+    once: a redelivered event or a retried task finds the row."""
 
     __tablename__ = "outcome_signals"
     __table_args__ = (UniqueConstraint("pair_id", "name", name="uq_outcome_signals_pair_name"),)
 
-    id: Mapped[int] = mapped_column(IdType, primary_key=True, autoincrement=True)
+    id: Mapped[IdKey]
     pair_id: Mapped[int] = mapped_column(ForeignKey("pairs.id", ondelete="CASCADE"))
     name: Mapped[str] = mapped_column(String(32))
     # Seconds after the answer the signal came (the message's or reaction's time), for "asked again 2 min later".
     after_seconds: Mapped[float | None] = mapped_column(Float)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[CreatedAt]

@@ -7,10 +7,9 @@ from collections.abc import Collection, Iterable
 from datetime import datetime
 
 from sqlalchemy import delete, select
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from store.judgments import dialect_name
+from store.db import insert_or_ignore
 from store.models import OutcomeSignal, OutcomeWindow, Pair, PairStatus, as_utc
 
 
@@ -25,14 +24,9 @@ def open_window(
     closes_at: datetime,
 ) -> bool:
     """Start watching an answer (a second call for the same pair keeps the first window). True when new."""
-    insert = postgresql.insert if dialect_name(session) == "postgresql" else sqlite.insert
     row = {"pair_id": pair_id, "channel_id": channel_id, "answer_ts": answer_ts, "thread_key": thread_key}
-    statement = (
-        insert(OutcomeWindow)
-        .values(**row, asker=asker, closes_at=closes_at)
-        .on_conflict_do_nothing(index_elements=["pair_id"])
-        .returning(OutcomeWindow.pair_id)  # rowcount is -1 here under psycopg: RETURNING says what was inserted
-    )
+    row |= {"asker": asker, "closes_at": closes_at}
+    statement = insert_or_ignore(session, OutcomeWindow, ["pair_id"], row).returning(OutcomeWindow.pair_id)
     return session.execute(statement).scalar_one_or_none() is not None
 
 
@@ -72,13 +66,8 @@ def signals_of(session: Session, pair_ids: Collection[int]) -> dict[int, list[st
 
 
 def _insert_signal(session: Session, pair_id: int, name: str, after_seconds: float | None) -> bool:
-    insert = postgresql.insert if dialect_name(session) == "postgresql" else sqlite.insert
-    statement = (
-        insert(OutcomeSignal)
-        .values(pair_id=pair_id, name=name, after_seconds=after_seconds)
-        .on_conflict_do_nothing(index_elements=["pair_id", "name"])
-        .returning(OutcomeSignal.id)
-    )
+    signal = {"pair_id": pair_id, "name": name, "after_seconds": after_seconds}
+    statement = insert_or_ignore(session, OutcomeSignal, ["pair_id", "name"], signal).returning(OutcomeSignal.id)
     return session.execute(statement).scalar_one_or_none() is not None
 
 

@@ -11,13 +11,30 @@ from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
+from pydantic import AliasChoices, BeforeValidator, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 SLACK_DEFAULT_API_URL = "https://slack.com/api/"
 DEFAULT_JUDGE_MODEL = "gpt-4o-mini"
 
-CommaList = Annotated[list[str], NoDecode]
+
+def _split_commas(value: object) -> object:
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    return value
+
+
+def _blank_is_unset(value: object) -> object:
+    """`NAME=` in a .env file (as docker-compose passes it) means unset, not an empty URL or token."""
+    return None if isinstance(value, str) and not value.strip() else value
+
+
+# A list setting, written "a, b, c".
+CommaList = Annotated[list[str], NoDecode, BeforeValidator(_split_commas)]
+# Optional settings where a blank value means unset.
+MaybeSecret = Annotated[SecretStr | None, BeforeValidator(_blank_is_unset)]
+MaybeStr = Annotated[str | None, BeforeValidator(_blank_is_unset)]
+MaybePath = Annotated[Path | None, BeforeValidator(_blank_is_unset)]
 
 # Outcome signals (capture.outcomes): the asker asks for a human or says the answer did not help; reactions.
 DEFAULT_ESCALATION_PHRASES = (
@@ -96,14 +113,14 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore", populate_by_name=True)
 
     # Slack
-    slack_bot_token: SecretStr | None = Field(None, **_env("SLACK_BOT_TOKEN"))
-    slack_signing_secret: SecretStr | None = Field(None, **_env("SLACK_SIGNING_SECRET"))
-    slack_app_token: SecretStr | None = Field(None, **_env("SLACK_APP_TOKEN"))
+    slack_bot_token: MaybeSecret = Field(None, **_env("SLACK_BOT_TOKEN"))
+    slack_signing_secret: MaybeSecret = Field(None, **_env("SLACK_SIGNING_SECRET"))
+    slack_app_token: MaybeSecret = Field(None, **_env("SLACK_APP_TOKEN"))
     slack_api_url: str = Field(SLACK_DEFAULT_API_URL, **_env("SLACK_API_URL"))
 
     # The judge's LLM (the OpenAI SDK reads the same variables; we pass them explicitly)
-    openai_api_key: SecretStr | None = Field(None, **_env("OPENAI_API_KEY"))
-    openai_base_url: str | None = Field(None, **_env("OPENAI_BASE_URL"))
+    openai_api_key: MaybeSecret = Field(None, **_env("OPENAI_API_KEY"))
+    openai_base_url: MaybeStr = Field(None, **_env("OPENAI_BASE_URL"))
     judge_model: str = Field(DEFAULT_JUDGE_MODEL, **_env("RELMON_JUDGE_MODEL"))
     llm_timeout_seconds: float = Field(60.0, gt=0, **_env("RELMON_LLM_TIMEOUT"))
     # Celery retries of a transient LLM failure in the pipeline (7 attempts: about two minutes at the 2 s base).
@@ -121,8 +138,8 @@ class Settings(BaseSettings):
     )
 
     # Infrastructure
-    redis_url: str | None = Field(None, **_env("REDIS_URL"))
-    database_url: str | None = Field(None, **_env("DATABASE_URL"))
+    redis_url: MaybeStr = Field(None, **_env("REDIS_URL"))
+    database_url: MaybeStr = Field(None, **_env("DATABASE_URL"))
     data_dir: Path = Field(Path("./data"), **_env("RELMON_DATA_DIR"))
     worker_concurrency: int = Field(64, ge=1, le=1000, **_env("RELMON_WORKER_CONCURRENCY"))
     # Judging is batch work and an event's acknowledgement is not: on a machine shared with the bot, a busy
@@ -132,9 +149,9 @@ class Settings(BaseSettings):
     # What to watch
     monitored_bots: CommaList = Field(default_factory=list, **_env("RELMON_MONITORED_BOTS"))
     watched_channels: CommaList = Field(default_factory=list, **_env("RELMON_WATCHED_CHANNELS"))
-    alert_channel: str | None = Field(None, **_env("RELMON_ALERT_CHANNEL"))
-    digest_channel_setting: str | None = Field(None, **_env("RELMON_DIGEST_CHANNEL"))
-    channel_rules_file: Path | None = Field(None, **_env("RELMON_CHANNEL_RULES"))
+    alert_channel: MaybeStr = Field(None, **_env("RELMON_ALERT_CHANNEL"))
+    digest_channel_setting: MaybeStr = Field(None, **_env("RELMON_DIGEST_CHANNEL"))
+    channel_rules_file: MaybePath = Field(None, **_env("RELMON_CHANNEL_RULES"))
 
     # Capture
     settle_seconds: float = Field(5.0, ge=0, le=600, **_env("RELMON_SETTLE_SECONDS"))
@@ -212,43 +229,8 @@ class Settings(BaseSettings):
     # Privacy and operations
     redact_pii: bool = Field(False, **_env("RELMON_REDACT_PII"))
     retention_days: int = Field(90, ge=1, **_env("RELMON_RETENTION_DAYS"))
-    sentry_dsn: SecretStr | None = Field(None, **_env("SENTRY_DSN"))
+    sentry_dsn: MaybeSecret = Field(None, **_env("SENTRY_DSN"))
     log_level: str = Field("INFO", **_env("RELMON_LOG_LEVEL"))
-
-    @field_validator(
-        "monitored_bots",
-        "watched_channels",
-        "default_judges",
-        "support_team",
-        "escalation_phrases",
-        "negative_reactions",
-        "positive_reactions",
-        mode="before",
-    )
-    @classmethod
-    def _split_commas(cls, value: object) -> object:
-        if isinstance(value, str):
-            return [part.strip() for part in value.split(",") if part.strip()]
-        return value
-
-    @field_validator(
-        "slack_bot_token",
-        "slack_signing_secret",
-        "slack_app_token",
-        "openai_api_key",
-        "openai_base_url",
-        "redis_url",
-        "database_url",
-        "alert_channel",
-        "digest_channel_setting",
-        "channel_rules_file",
-        "sentry_dsn",
-        mode="before",
-    )
-    @classmethod
-    def _blank_is_unset(cls, value: object) -> object:
-        """`NAME=` in a .env file (as docker-compose passes it) means unset, not an empty URL or token."""
-        return None if isinstance(value, str) and not value.strip() else value
 
     @field_validator("digest_day")
     @classmethod

@@ -9,16 +9,15 @@ from __future__ import annotations
 from datetime import date
 
 from sqlalchemy import delete, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 
-from store.judgments import Executor, dialect_name
+from store.db import insert_or_ignore
+from store.judgments import Executor
 from store.models import BudgetCharge, DailyUsage
 
 
 def _insert_day_if_missing(session: Executor, day: date) -> None:
-    insert = postgresql.insert if dialect_name(session) == "postgresql" else sqlite.insert
-    statement = insert(DailyUsage).values(day=day, llm_calls=0, budget_notice_sent=False)
-    session.execute(statement.on_conflict_do_nothing(index_elements=["day"]))
+    row = {"day": day, "llm_calls": 0, "budget_notice_sent": False}
+    session.execute(insert_or_ignore(session, DailyUsage, ["day"], row))
 
 
 def claim_llm_call(session: Executor, day: date, budget: int) -> bool:
@@ -40,13 +39,8 @@ def charge_judgment(session: Executor, pair_id: int, judge: str, day: date, budg
     """Spend one unit of `day`'s budget on (pair, judge) unless it was spent already (an earlier attempt of the
     same judgment). False when the unit is not spent yet and the budget is. Run it in one transaction: the charge
     row and the counter move together, and a racing twin waits on the row's key, then finds it paid."""
-    insert = postgresql.insert if dialect_name(session) == "postgresql" else sqlite.insert
-    statement = (
-        insert(BudgetCharge)
-        .values(pair_id=pair_id, judge=judge, day=day)
-        .on_conflict_do_nothing(index_elements=["pair_id", "judge"])
-        .returning(BudgetCharge.pair_id)
-    )
+    charge = {"pair_id": pair_id, "judge": judge, "day": day}
+    statement = insert_or_ignore(session, BudgetCharge, ["pair_id", "judge"], charge).returning(BudgetCharge.pair_id)
     if session.execute(statement).scalar() is None:
         return True  # paid by an earlier attempt
     if claim_llm_call(session, day, budget):

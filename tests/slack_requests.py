@@ -19,6 +19,7 @@ from urllib.parse import urlencode
 import httpx
 
 TEAM_ID = "T_TEST"
+TRIGGER_ID = "13345224609.738474920.8088930838d88f008e0"  # opaque: the bot hands it back to views.open
 _event_ids = itertools.count(1)
 _ts_counter = itertools.count(1)
 
@@ -238,7 +239,7 @@ def slash_command(
     user_id: str = "U_ASKER",
     channel_id: str = "C_SUPPORT",
     response_url: str = "https://hooks.slack.com/commands/T/1/x",
-    trigger_id: str = "13345224609.738474920.8088930838d88f008e0",
+    trigger_id: str = TRIGGER_ID,
 ) -> bytes:
     return urlencode(
         {
@@ -270,7 +271,7 @@ def message_action_payload(
     user_id: str = "U_ASKER",
     channel_id: str | None = None,
     response_url: str = "https://hooks.slack.com/app/T/1/x",
-    trigger_id: str = "13345224609.738474920.8088930838d88f008e0",
+    trigger_id: str = TRIGGER_ID,
 ) -> dict[str, Any]:
     channel = channel_id or message.get("channel", "C_SUPPORT")
     return {
@@ -303,7 +304,7 @@ def block_actions_payload(
     message_ts: str = "1700000000.000100",
     block_id: str = "actions",
     response_url: str = "https://hooks.slack.com/actions/T/1/x",
-    trigger_id: str = "13345224609.738474920.8088930838d88f008e0",
+    trigger_id: str = TRIGGER_ID,
     view: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     payload: dict[str, Any] = {

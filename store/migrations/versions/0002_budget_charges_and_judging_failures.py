@@ -1,17 +1,10 @@
-"""budget charges per (pair, judge); failed judging runs per pair
-
-Revision ID: 0002
-Revises: 0001
-Create Date: 2026-12-01 10:00:00
-"""
+"""budget charges per (pair, judge); failed judging runs per pair"""
 
 import sqlalchemy as sa
 from alembic import op
 
 revision = "0002"
 down_revision = "0001"
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:

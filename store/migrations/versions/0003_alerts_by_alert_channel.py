@@ -1,16 +1,9 @@
-"""index alerts by alert channel and time, for the alert channel's hourly cap
-
-Revision ID: 0003
-Revises: 0002
-Create Date: 2026-11-29 17:30:00
-"""
+"""index alerts by alert channel and time, for the alert channel's hourly cap"""
 
 from alembic import op
 
 revision = "0003"
 down_revision = "0002"
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:

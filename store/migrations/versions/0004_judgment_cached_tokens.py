@@ -1,17 +1,10 @@
-"""judgments: the prompt tokens the provider read from its prompt cache
-
-Revision ID: 0004
-Revises: 0003
-Create Date: 2026-12-02 09:00:00
-"""
+"""judgments: the prompt tokens the provider read from its prompt cache"""
 
 import sqlalchemy as sa
 from alembic import op
 
 revision = "0004"
 down_revision = "0003"
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:

@@ -1,9 +1,5 @@
 """hour summaries keyed by alert channel: rows under the per-source key take the per-alert-channel key
 
-Revision ID: 0005
-Revises: 0004
-Create Date: 2026-12-02 09:00:00
-
 A summary was once one per source channel and hour (`summary:<source channel>:<hour>`); it is one per alert
 channel and hour (`summary:<alert channel>:<hour>`, `workers.alerts.policy.summary_key`). For each alert
 channel-hour without a row under the new key, the newest posted old-style row takes it (and no source channel),
@@ -15,8 +11,6 @@ from alembic import op
 
 revision = "0005"
 down_revision = "0004"
-branch_labels = None
-depends_on = None
 
 alerts = sa.table(
     "alerts",

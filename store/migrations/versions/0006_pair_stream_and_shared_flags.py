@@ -1,17 +1,10 @@
-"""pairs record whether the answer's stream errored and whether the channel is shared with another organisation
-
-Revision ID: 0006
-Revises: 0005
-Create Date: 2026-12-02 10:00:00
-"""
+"""pairs record whether the answer's stream errored and whether the channel is shared with another organisation"""
 
 import sqlalchemy as sa
 from alembic import op
 
 revision = "0006"
 down_revision = "0005"
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:

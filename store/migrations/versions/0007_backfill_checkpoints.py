@@ -1,17 +1,10 @@
-"""backfill checkpoints per channel; judgments record whether they went through the Batch API
-
-Revision ID: 0007
-Revises: 0006
-Create Date: 2026-12-09 10:00:00
-"""
+"""backfill checkpoints per channel; judgments record whether they went through the Batch API"""
 
 import sqlalchemy as sa
 from alembic import op
 
 revision = "0007"
 down_revision = "0006"
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:

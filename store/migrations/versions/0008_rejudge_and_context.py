@@ -1,17 +1,10 @@
-"""an edited answer is judged again: judgments per pair version; pairs keep their re-judgments and earlier turns
-
-Revision ID: 0008
-Revises: 0007
-Create Date: 2026-12-03 10:00:00
-"""
+"""an edited answer is judged again: judgments per pair version; pairs keep their re-judgments and earlier turns"""
 
 import sqlalchemy as sa
 from alembic import op
 
 revision = "0008"
 down_revision = "0007"
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:

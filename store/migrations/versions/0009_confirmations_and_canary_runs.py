@@ -1,17 +1,10 @@
-"""judgments keep the second opinion that confirms a low score; canary runs of the labelled set
-
-Revision ID: 0009
-Revises: 0008
-Create Date: 2026-12-03 10:00:00
-"""
+"""judgments keep the second opinion that confirms a low score; canary runs of the labelled set"""
 
 import sqlalchemy as sa
 from alembic import op
 
 revision = "0009"
 down_revision = "0008"
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:

@@ -1,17 +1,10 @@
-"""outcome signals: the watch over each answer's conversation and the signals it gave
-
-Revision ID: 0010
-Revises: 0009
-Create Date: 2026-12-10 10:00:00
-"""
+"""outcome signals: the watch over each answer's conversation and the signals it gave"""
 
 import sqlalchemy as sa
 from alembic import op
 
 revision = "0010"
 down_revision = "0009"
-branch_labels = None
-depends_on = None
 
 _ID = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 
