@@ -102,11 +102,33 @@ def slack_error_suffix(text: str, kept: str = "") -> str:
     return f" (slack error: {code.group(1)}, status: {status.group(1)})"
 
 
+# A URL inside a message or a breadcrumb: its query and fragment can carry tokens, cursors or texts, and a
+# response_url (https://hooks.slack.com/commands/T…/…/secret, or /actions/…) is itself a credential to post.
+URL = re.compile(r"\bhttps?://[^\s'\"<>()\[\]{}]+")
+RESPONSE_URL_PATH = re.compile(r"/(commands|actions)/.*$")
+
+
+def scrub_url(url: str) -> str:
+    """A URL with its query and fragment withheld, and a response_url's secret path too."""
+    head, _, _ = url.partition("#")
+    head, question, _ = head.partition("?")
+    scheme, slashes, rest = head.partition("://")
+    host, slash, path = rest.partition("/")
+    path = RESPONSE_URL_PATH.sub(lambda m: f"/{m.group(1)}/{WITHHELD}", slash + path)
+    return f"{scheme}{slashes}{host}{path}" + (f"?{WITHHELD}" if question else "")
+
+
+def scrub_urls(text: str) -> str:
+    return URL.sub(lambda m: scrub_url(m.group(0)), text)
+
+
 def scrub_message(text: str) -> str:
     """A message with anything that could be a question, an answer or a model output taken out; short messages
-    made of identifiers and error names ("judging pair 7 failed") are kept as they are."""
+    made of identifiers and error names ("judging pair 7 failed") are kept as they are; URLs lose their query and
+    a response_url its path."""
     if not text:
         return text
+    text = scrub_urls(text)
     original = text
     marker = TEXT_MARKERS.search(text)
     cut = marker is not None

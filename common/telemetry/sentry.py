@@ -16,6 +16,7 @@ from common.telemetry.scrub import (
     scrub_message,
     scrub_str,
     scrub_strings,
+    scrub_url,
 )
 from store.settings import Settings
 
@@ -34,6 +35,8 @@ def scrub_event(event: dict[str, Any], masker: SecretMasker) -> dict[str, Any]:
         if isinstance(request, dict):
             # Keep only how the request was made; headers can carry signatures, bodies carry message texts.
             scrubbed["request"] = {k: request[k] for k in ("method", "url") if k in request}
+            if isinstance(scrubbed["request"].get("url"), str):
+                scrubbed["request"]["url"] = scrub_url(scrubbed["request"]["url"])
         logentry = scrubbed.get("logentry")
         if isinstance(logentry, dict):
             # The formatted line, scrubbed; the raw arguments may hold texts.
@@ -105,6 +108,9 @@ def scrub_breadcrumb(crumb: dict[str, Any], masker: SecretMasker) -> dict[str, A
         if isinstance(data, dict):
             # HTTP breadcrumbs keep url, method and status; log breadcrumbs keep their identifier fields.
             crumb["data"] = {k: v for k, v in data.items() if k not in SENTRY_DROPPED_KEYS}
+            for key in ("url", "http.query", "http.fragment"):
+                if isinstance(crumb["data"].get(key), str):
+                    crumb["data"][key] = scrub_url(crumb["data"][key]) if key == "url" else WITHHELD
         if isinstance(crumb.get("message"), str):
             crumb["message"] = scrub_message(crumb["message"])  # a log breadcrumb's message, e.g. a quoted error
         return masker.scrub(crumb)

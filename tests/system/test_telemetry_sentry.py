@@ -26,7 +26,13 @@ QUESTION = "Why was I charged twice for order 99812 on my Visa?"
 ANSWER = "Refunds for duplicate charges on order 99812 take five days."
 BOT_TOKEN = "xoxb-5555-6666-SeNtRyLeAkTeSt"
 OPENAI_KEY = "sk-proj-NeverSendThisKey12345"
-SECRETS = (QUESTION, ANSWER, BOT_TOKEN, OPENAI_KEY, "99812", "SeNtRy", "NeverSendThisKey")
+# A response_url is a credential to post; a URL's query can carry cursors, keys or texts.
+RESPONSE_URL = "https://hooks.slack.com/commands/T0001/12345/RespUrlSecretPath"
+LLM_URL = "http://127.0.0.1:9/v1/chat/completions?api-version=2024&cursor=QueryStringSecret"
+SECRETS = (
+    QUESTION, ANSWER, BOT_TOKEN, OPENAI_KEY, "99812", "SeNtRy", "NeverSendThisKey", "RespUrlSecretPath",
+    "QueryStringSecret",
+)  # fmt: skip
 
 
 def run_script(script: str, env: dict[str, str], timeout: float = 60) -> subprocess.CompletedProcess:
@@ -65,6 +71,12 @@ CELERY_SCRIPT = """
     @app.task(name="probe.judge_with_texts")
     def judge_with_texts(pair_id, question, answer, token):
         prompt = f"Q: {{question}}\\nA: {{answer}}"  # a local holding both texts
+        import logging
+        logging.getLogger("probe").warning("no post to %s", {response_url!r})  # short: kept, but for the URL
+        logging.getLogger("probe").warning("no answer from %s", {llm_url!r})
+        query = "cursor=QueryStringSecret"
+        sentry_sdk.add_breadcrumb(category="httplib", data={{"url": {llm_url!r}, "http.query": query}})
+        sentry_sdk.add_breadcrumb(category="httplib", data={{"url": {response_url!r}, "method": "POST"}})
         raise RuntimeError(f"judging pair {{pair_id}} failed")
 
     with start_worker(app, pool="solo", perform_ping_check=False, loglevel="WARNING", shutdown_timeout=10):
@@ -80,7 +92,9 @@ CELERY_SCRIPT = """
 @pytest.mark.timeout(90)
 def test_a_failing_celery_task_reports_without_texts_or_tokens(redis_url: str, tmp_path: Path) -> None:
     with FakeSentry() as sentry:
-        script = CELERY_SCRIPT.format(question=QUESTION, answer=ANSWER, token=BOT_TOKEN)
+        script = CELERY_SCRIPT.format(
+            question=QUESTION, answer=ANSWER, token=BOT_TOKEN, response_url=RESPONSE_URL, llm_url=LLM_URL
+        )
         env = {
             "SENTRY_DSN": sentry.dsn,
             "REDIS_URL": redis_url,
@@ -101,6 +115,8 @@ def test_a_failing_celery_task_reports_without_texts_or_tokens(redis_url: str, t
         assert "probe.judge_with_texts" in sentry.raw_text()  # the task name is kept; its arguments are not
         frames = event["exception"]["values"][-1]["stacktrace"]["frames"]
         assert all("vars" not in frame for frame in frames)
+        crumbs = [c for c in event["breadcrumbs"]["values"] if c.get("category") == "httplib"]
+        assert len(crumbs) == 2  # they arrive, without the response_url's path or the URL's query (SECRETS)
         assert_nothing_leaked(sentry)
         assert BOT_TOKEN not in result.stderr and QUESTION not in result.stderr  # nor in the logs
 
@@ -209,6 +225,26 @@ def test_scrubbers_drop_texts_arguments_bodies_and_tokens() -> None:
         {"category": "httplib", "data": {"url": "http://x", "body": ANSWER}, "message": BOT_TOKEN}, masker
     )
     assert crumb["data"] == {"url": "http://x"} and BOT_TOKEN not in crumb["message"]
+
+
+def test_urls_lose_their_query_and_a_response_url_its_path() -> None:
+    from common.telemetry.scrub import scrub_url
+
+    assert scrub_url(RESPONSE_URL) == "https://hooks.slack.com/commands/[withheld]"
+    assert scrub_url("https://hooks.slack.com/actions/T1/2/abc") == "https://hooks.slack.com/actions/[withheld]"
+    assert scrub_url(LLM_URL) == "http://127.0.0.1:9/v1/chat/completions?[withheld]"
+    assert scrub_url("https://slack.com/api/chat.postMessage") == "https://slack.com/api/chat.postMessage"
+    assert scrub_url("https://h/a#frag") == "https://h/a"
+    text = scrub_message(f"could not post to {RESPONSE_URL} nor {LLM_URL}")
+    assert "RespUrlSecretPath" not in text and "QueryStringSecret" not in text and "hooks.slack.com" in text
+    event = scrub_event(
+        {"request": {"method": "POST", "url": "http://h/slack/events?token=QueryStringSecret"}}, SecretMasker([])
+    )
+    assert event["request"]["url"] == "http://h/slack/events?[withheld]"
+    crumb = scrub_breadcrumb(
+        {"category": "httplib", "data": {"url": RESPONSE_URL, "http.query": "a=QueryStringSecret"}}, SecretMasker([])
+    )
+    assert crumb["data"] == {"url": "https://hooks.slack.com/commands/[withheld]", "http.query": "[withheld]"}
 
 
 # What a failed INSERT raised before hide_parameters (and what PostgreSQL's own DETAIL still says).
