@@ -21,10 +21,13 @@ class Tally:
     wrong: int = 0
 
     @property
+    def total(self) -> int:
+        return self.right + self.wrong
+
+    @property
     def agreement(self) -> float | None:
         """Share of voters who say the judge was right (None without votes)."""
-        voters = self.right + self.wrong
-        return self.right / voters if voters else None
+        return self.right / self.total if self.total else None
 
 
 def tally(votes: Iterable[tuple[str, str]]) -> Tally:
