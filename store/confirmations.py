@@ -13,15 +13,6 @@ from store.models import ConfirmationStatus, Judgment, Pair
 
 
 @dataclass(frozen=True)
-class SecondOpinion:
-    status: str  # store.models.ConfirmationStatus
-    score: float | None = None
-    reasoning: str | None = None
-    model: str | None = None
-    error: str | None = None
-
-
-@dataclass(frozen=True)
 class ToConfirm:
     """What a second opinion needs: the judgment, its pair's texts, and any second opinion already stored."""
 
@@ -33,6 +24,18 @@ class ToConfirm:
     answer: str
     reference: str | None
     stored: SecondOpinion | None
+
+
+@dataclass(frozen=True)
+class SecondOpinion:
+    """The second verdict on a low score as the judgment stores it; `status` is a ConfirmationStatus (confirmed,
+    disputed, unconfirmed), `error` why a second verdict could not be had."""
+
+    status: str
+    score: float | None = None
+    reasoning: str | None = None
+    model: str | None = None
+    error: str | None = None
 
 
 def to_confirm(executor: Executor, judgment_id: int) -> ToConfirm | None:
