@@ -31,14 +31,13 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> App:
 
 
 def register_listeners(app: App, settings: Settings, runtime: Runtime) -> None:
-    from bot.listeners import capture, commands, home, membership_events, reactions
+    from bot.listeners import capture, commands, home, membership_events
     from common.membership import MembershipCache
 
     # One per app: /judge and the Home tab share what Slack said; member events invalidate it (in Redis: for every
     # bot process and worker).
     membership = MembershipCache(runtime.redis)
     capture.register(app, settings)
-    reactions.register(app, settings)
     commands.register(app, settings, membership)
     home.register(app, settings, membership)
     membership_events.register(app, membership)

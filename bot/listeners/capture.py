@@ -64,6 +64,7 @@ class Capture:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self._bots: BotUsers | None = None
+        self.reactions = outcomes.Reactions(settings)
         self.spool = EventSpool(settings.data_dir / "spool", self.capture_entry)
 
     @property
@@ -82,7 +83,8 @@ class Capture:
 
     # Entry point -----------------------------------------------------------------------------
 
-    def on_message(self, body: dict[str, Any], context: BoltContext) -> None:
+    def on_event(self, body: dict[str, Any], context: BoltContext) -> None:
+        """A message or reaction event: captured now, or spooled behind earlier ones or through an outage."""
         own = {"user_id": context.bot_user_id, "bot_id": context.bot_id, "app_id": body.get("api_app_id")}
         entry = {"body": body, "own": own}
         if self.spool.holding():  # earlier events wait on disk: this one queues behind them
@@ -96,6 +98,9 @@ class Capture:
     def capture_entry(self, entry: dict[str, Any]) -> None:
         """Capture one event as the listener received it (live, or from the spool)."""
         body = entry["body"]
+        if (body.get("event") or {}).get("type") in outcomes.REACTION_EVENTS:
+            self.reactions.on_reaction(body, body["event"])
+            return
         event_id = body.get("event_id")
         own = Identity(**entry["own"])
         shared = body.get("is_ext_shared_channel")
@@ -281,7 +286,8 @@ def _as_deletion(event: dict[str, Any]) -> dict[str, Any]:
 
 def register(app: App, settings: Settings) -> None:
     capture = Capture(settings)
-    app.event("message")(capture.on_message)
+    for event_type in ("message", *outcomes.REACTION_EVENTS):  # one spool keeps them in order through an outage
+        app.event(event_type)(capture.on_event)
 
     @app.event("app_mention")
     def _mention_is_seen_as_a_message_too() -> None:

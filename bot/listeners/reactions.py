@@ -12,8 +12,6 @@ import logging
 import time
 from typing import Any
 
-from slack_bolt import App
-
 from capture.outcome_watches import WatchBoard
 from capture.outcomes import watching
 from capture.pairing import LoggedMessage, channel_ignore_reason
@@ -26,6 +24,8 @@ from store.settings import Settings
 log = logging.getLogger("relmon.capture")
 
 EVENT_DONE_TTL_SECONDS = 3600  # as the capture listener's
+# Registered by the capture listener, whose spool keeps them through an outage, in order with messages.
+REACTION_EVENTS = ("reaction_added", "reaction_removed")
 
 
 def board() -> WatchBoard:
@@ -74,9 +74,3 @@ def _seconds(ts: Any) -> float | None:
         return float(ts)
     except (TypeError, ValueError):
         return None
-
-
-def register(app: App, settings: Settings) -> None:
-    reactions = Reactions(settings)
-    app.event("reaction_added")(reactions.on_reaction)
-    app.event("reaction_removed")(reactions.on_reaction)

@@ -276,3 +276,32 @@ def test_the_sweeper_closes_a_window_whose_closing_task_was_lost(make_bot, sent)
     assert sent == [(task_names.CLOSE_OUTCOME_WINDOW, [pair.id])]
     assert outcomes.close_window_in(bot.runtime, pair.id) == "resolved"
     assert close_overdue_windows(bot.runtime, now) == 0  # closed: never swept again
+
+
+def test_a_reaction_during_a_broker_outage_is_spooled_and_handed_on_once(make_bot, sent, monkeypatch) -> None:
+    """The broker refuses the reaction's task: Slack still gets 200, and the bot's spool hands the reaction on
+    once the broker is back (the same spool as messages, so in order with them)."""
+    from kombu.exceptions import OperationalError
+
+    bot = make_bot()
+    _, answer, pair = answered(bot, sent)
+    record = celery_app.celery.send_task
+    outage = {"on": True}
+
+    def refusing(name, args=None, **kwargs):
+        if outage["on"]:
+            raise OperationalError("broker down")
+        return record(name, args, **kwargs)
+
+    monkeypatch.setattr(celery_app.celery, "send_task", refusing)
+    send(bot, sr.reaction(answer, "-1"), event_id="EvOUTAGE1")  # 200: spooled
+    assert sent == []
+    outage["on"] = False
+    deadline = time.time() + 20
+    while not sent and time.time() < deadline:
+        time.sleep(0.1)
+    assert [name for name, _ in sent] == [task_names.OBSERVE_REACTION]
+    run(bot, sent)
+    send(bot, sr.reaction(answer, "-1"), event_id="EvOUTAGE1")  # Slack's retry of that delivery: already done
+    assert sent == []
+    assert signals(bot, pair.id) == {"negative_reaction"}
