@@ -81,4 +81,7 @@ class BotServer:
         self.server.shutdown()
         self.server.server_close()
         self.thread.join(timeout=5)
+        # Lazy listeners still running would reach the next test's runtime (it is the process's own): wait for
+        # them, and drop those not started yet.
+        self.wsgi.bolt.app._listener_runner.listener_executor.shutdown(wait=True, cancel_futures=True)
         self._stack.close()
