@@ -14,7 +14,7 @@ from common import celery_app
 from store.models import PairStatus
 from store.rules import ChannelRule, ChannelRules
 from tests import slack_requests as sr
-from tests.bot_harness import SECRET, BotServer, ServedBot, bot_settings
+from tests.bot_harness import SECRET, ServedBot
 from tests.fakes.slack_server import FakeSlack
 from tests.processes import wait_for
 from tests.services import free_port
@@ -30,21 +30,6 @@ def slack():
         fake.add_channel(C, "support", members=["U_ASKER", "U_RELMON"])
         fake.add_channel("G_PRIVATE", "secret", is_private=True, members=["U_ASKER", "U_RELMON"])
         yield fake
-
-
-@pytest.fixture
-def make_bot(redis_url, db_url, slack):
-    servers = []
-
-    def make(**overrides) -> ServedBot:
-        settings = bot_settings(redis_url=redis_url, database_url=db_url, slack_api_url=slack.api_url, **overrides)
-        server = BotServer(settings)
-        servers.append(server)
-        return server.__enter__()
-
-    yield make
-    for server in servers:
-        server.__exit__()
 
 
 @pytest.fixture

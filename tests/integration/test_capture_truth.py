@@ -12,7 +12,7 @@ from common import celery_app, task_names
 from store.models import Judgment, JudgmentStatus, PairStatus
 from tests import slack_requests as sr
 from tests import slack_shapes as ss
-from tests.bot_harness import SECRET, BotServer, ServedBot, bot_settings
+from tests.bot_harness import SECRET, ServedBot
 from tests.fakes.slack_server import FakeSlack
 from workers.tasks.capture import settle
 
@@ -27,21 +27,6 @@ def slack():
         fake.add_channel(C, "support", members=["U_ASKER", "U_RELMON"])
         fake.add_channel("C_SHARED", "acme-support", members=["U_ASKER", "U_RELMON"], is_ext_shared=True)
         yield fake
-
-
-@pytest.fixture
-def make_bot(redis_url, db_url, slack):
-    servers = []
-
-    def make(**overrides) -> ServedBot:
-        settings = bot_settings(redis_url=redis_url, database_url=db_url, slack_api_url=slack.api_url, **overrides)
-        server = BotServer(settings)
-        servers.append(server)
-        return server.__enter__()
-
-    yield make
-    for server in servers:
-        server.__exit__()
 
 
 @pytest.fixture

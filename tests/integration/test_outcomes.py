@@ -14,7 +14,7 @@ from common import celery_app, task_names
 from store import outcomes as store
 from store.models import OutcomeSignal, Pair, PairStatus
 from tests import slack_requests as sr
-from tests.bot_harness import SECRET, BotServer, ServedBot, bot_settings
+from tests.bot_harness import SECRET, ServedBot
 from tests.fakes.slack_server import FakeSlack
 from workers.tasks import outcomes
 from workers.tasks.capture import settle
@@ -43,21 +43,6 @@ def sent(monkeypatch) -> list[tuple[str, list]]:
     monkeypatch.setattr(celery_app.celery, "send_task", record)
     monkeypatch.setattr("workers.tasks.capture._enqueue_judging", lambda pair_id: None)
     return tasks
-
-
-@pytest.fixture
-def make_bot(redis_url, db_url, slack):
-    servers = []
-
-    def make(**overrides) -> ServedBot:
-        settings = bot_settings(redis_url=redis_url, database_url=db_url, slack_api_url=slack.api_url, **overrides)
-        server = BotServer(settings)
-        servers.append(server)
-        return server.__enter__()
-
-    yield make
-    for server in servers:
-        server.__exit__()
 
 
 def send(bot: ServedBot, event: dict, event_id: str | None = None) -> None:
