@@ -32,16 +32,23 @@ log = logging.getLogger("relmon.capture")
 PREFIX = "relmon"
 
 
-def _to_json(message: LoggedMessage) -> str:
+def to_wire(message: LoggedMessage) -> dict[str, Any]:
+    """A logged message as plain JSON data (the log's own form; a task argument)."""
     data = asdict(message)
     data["author"] = str(message.author)
-    return json.dumps(data, separators=(",", ":"))
+    return data
+
+
+def from_wire(data: dict[str, Any]) -> LoggedMessage:
+    return LoggedMessage(**{**data, "author": Author(data["author"])})
+
+
+def _to_json(message: LoggedMessage) -> str:
+    return json.dumps(to_wire(message), separators=(",", ":"))
 
 
 def _from_json(raw: bytes | str) -> LoggedMessage:
-    data = json.loads(raw)
-    data["author"] = Author(data["author"])
-    return LoggedMessage(**data)
+    return from_wire(json.loads(raw))
 
 
 class ConversationLog:
@@ -84,14 +91,6 @@ class ConversationLog:
         replies = pipe.execute()
         raw = replies[0]
         return (_from_json(raw) if raw else None), bool(flag_key is not None and replies[1])
-
-    def record_and_around(self, channel: str, message: LoggedMessage, window_seconds: float) -> list[LoggedMessage]:
-        """`record`, then `around`, in the round trips `around` alone takes."""
-        pipe = self.redis.pipeline(transaction=True)
-        self._record_into(pipe, channel, message)
-        reads_from = len(pipe)
-        self._queue_around(pipe, channel, message, window_seconds)
-        return self._around_from(channel, message, pipe.execute()[reads_from:])
 
     def get(self, channel: str, ts: str) -> LoggedMessage | None:
         raw = self.redis.get(self._msg_key(channel, ts))

@@ -1,6 +1,8 @@
 """The names of relmon's Celery tasks: a contract between the processes that enqueue (the bot, beat) and the
 workers that run them. The bot sends tasks by these names and imports nothing from `workers/`."""
 
+CAPTURE_ANSWER = "workers.tasks.answers.capture_answer"
+FORGET_QUESTION = "workers.tasks.answers.forget_question"
 SETTLE_PAIR = "workers.tasks.capture.settle_pair"
 JUDGE_PAIR = "workers.tasks.judging.judge_pair"
 REQUEUE_STALE = "workers.tasks.judging.requeue_stale"

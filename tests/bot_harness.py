@@ -14,6 +14,7 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 from sqlalchemy import select
 
 from bot.server import build_wsgi_app
+from common import celery_app, task_names
 from common.runtime import Runtime
 from store.models import Pair
 from store.settings import Settings
@@ -61,6 +62,42 @@ class ServedBot:
             return list(session.execute(select(Pair).order_by(Pair.id)).scalars())
 
 
+class InlineWorker:
+    """The bot hands each answer to a worker (workers.tasks.answers) and answers Slack before it is stored. Tests
+    served in-process have no worker: while installed, such a task is sent to the broker as usual (a dead broker
+    fails the bot the same way) and then run here at once, so that a test finds the pair as soon as Slack got its
+    acknowledgement. The copy left in the queue is harmless: the task changes nothing when run again. System
+    tests run real worker processes."""
+
+    TASKS = (task_names.CAPTURE_ANSWER, task_names.FORGET_QUESTION)
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self._sent_before: Any = None
+
+    def install(self) -> None:
+        from workers.tasks import answers  # the worker's own code: tests may import it, the bot may not
+
+        runs = {
+            task_names.CAPTURE_ANSWER: lambda kw: answers.capture_answer_in(self.runtime, **kw),
+            task_names.FORGET_QUESTION: lambda kw: answers.forget_question_in(self.runtime, **kw),
+        }
+        self._sent_before = send = celery_app.celery.send_task
+
+        def send_then_run(name, args=None, kwargs=None, **options):
+            result = send(name, args=args, kwargs=kwargs, **options)
+            if name in runs and self._sent_before is not None:  # still installed (a test's patch may outlive it)
+                runs[name](dict(kwargs or {}))
+            return result
+
+        celery_app.celery.send_task = send_then_run
+
+    def remove(self) -> None:
+        if self._sent_before is not None:
+            celery_app.celery.send_task = self._sent_before
+            self._sent_before = None
+
+
 class BotServer:
     """Serve build_wsgi_app(settings) on 127.0.0.1 (a free port) until closed."""
 
@@ -68,12 +105,14 @@ class BotServer:
         self._stack = ExitStack()  # the app installs the runtime as the process's own; removed on exit
         self.runtime = self._stack.enter_context(installed_runtime(settings))
         self.wsgi = build_wsgi_app(settings, self.runtime)
+        self.worker = InlineWorker(self.runtime)
         self.server = make_server("127.0.0.1", 0, self.wsgi, server_class=_ThreadingServer, handler_class=_QuietHandler)
         self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
         base_url = f"http://127.0.0.1:{self.server.server_address[1]}"
         self.served = ServedBot(settings, self.runtime, f"{base_url}/slack/events", base_url, self.wsgi)
 
     def __enter__(self) -> ServedBot:
+        self.worker.install()
         self.thread.start()
         return self.served
 
@@ -84,4 +123,5 @@ class BotServer:
         # Lazy listeners still running would reach the next test's runtime (it is the process's own): wait for
         # them, and drop those not started yet.
         self.wsgi.bolt.app._listener_runner.listener_executor.shutdown(wait=True, cancel_futures=True)
+        self.worker.remove()
         self._stack.close()

@@ -1,15 +1,15 @@
 """Capture listener: every `message` event (all subtypes) in watched channels.
 
-Human messages go to the conversation log (they are the questions). A monitored bot's message is logged,
-its answer (the run of bot messages it belongs to) is upserted as a `settling` pair with a new version,
-and `settle_pair` is enqueued (at once for a stream that ended; never while it is still streaming). Edits
-bump the version (an answer edited after it was judged is judged again, at most RELMON_MAX_REJUDGE times), a
-root re-sent for its reply bookkeeping does not; a deleted answer is marked deleted,
+Human messages go to the conversation log (they are the questions). A monitored bot's message is logged and
+handed to a worker (`capture_answer`, workers.tasks.answers), which upserts its answer (the run of bot messages it
+belongs to) as a `settling` pair with a new version and enqueues `settle_pair`: the acknowledgement waits for Redis
+only, never for the database. Edits bump the version (an answer edited after it was judged is judged again, at most
+RELMON_MAX_REJUDGE times), a root re-sent for its reply bookkeeping does not; a deleted answer is marked deleted,
 and a person's deleted message is blanked wherever a pair quotes it.
 
 Retries: an event is marked done (by `event_id`, in Redis) only after capture succeeded, so Slack's retry
-of a failed delivery is processed and a retry of a successful one is not. An outage (Redis, the broker or the
-database down) spools the event on local disk (bot.spool) and answers 200; the spool hands it on, in order, when
+of a failed delivery is processed and a retry of a successful one is not. An outage (Redis or the broker
+down) spools the event on local disk (bot.spool) and answers 200; the spool hands it on, in order, when
 they are back. Other errors propagate: Bolt answers 500 and Slack retries. Replaying an event is harmless anyway
 (the pair is unique per answer).
 """
@@ -23,15 +23,13 @@ from slack_bolt import App, BoltContext
 
 from bot.listeners import reactions as outcomes
 from bot.spool import OUTAGE_ERRORS, EventSpool
-from capture.conversation_log import ConversationLog
-from capture.directory import BotUsers, channel_flags
+from capture.conversation_log import ConversationLog, to_wire
+from capture.directory import BotUsers
 from capture.pairing import (
     IGNORED_SUBTYPES,
-    IN_PROGRESS,
     Author,
     Identity,
     LoggedMessage,
-    answer_run,
     author_of,
     channel_ignore_reason,
     is_bookkeeping,
@@ -39,20 +37,11 @@ from capture.pairing import (
     logged_message,
     message_of,
     replaces,
-    settles_at_once,
-    stream_errored,
-    stream_state,
-    thread_messages,
-    ts_key,
     unchanged,
 )
-from capture.redact import redact_if
-from capture.text import message_text
 from common import task_names
 from common.celery_app import celery
 from common.runtime import Runtime, get_runtime
-from common.telemetry.logs import event_fields
-from store import pairs
 from store.settings import Settings
 
 log = logging.getLogger("relmon.capture")
@@ -170,8 +159,8 @@ class Capture:
                 outcomes.hand_on_message(channel, logged.ts, watching)
                 self._mark_done(done_key)
             return
-        around = conversation.record_and_around(channel, logged, self.settings.toplevel_window_seconds)
-        self._capture_answer(channel, logged, event, team_id, around, ext_shared)
+        conversation.record(channel, logged)
+        self._hand_on_answer(channel, logged, team_id, event.get("channel_type"), ext_shared)
         self._mark_done(done_key)
 
     def _already_done(self, done_key: str | None) -> bool:
@@ -183,59 +172,22 @@ class Capture:
 
     # Answers -----------------------------------------------------------------------------------
 
-    def _capture_answer(
-        self,
-        channel: str,
-        message: LoggedMessage,
-        event: dict[str, Any],
-        team_id: str | None,
-        around: list[LoggedMessage],
-        ext_shared: bool | None = None,
-    ) -> None:
-        """`around`: what the log holds around `message` (ConversationLog.around)."""
-        runtime = self.runtime
-        run = answer_run(message, around)
-        root = run[0]
-        answer_text = "\n".join(t for t in (message_text(p.content) for p in run) if t.strip())
-        answer_text = redact_if(self.settings.redact_pii, answer_text)  # RELMON_REDACT_PII: before the store
-        flags = channel_flags(runtime.redis, runtime.slack, channel, event.get("channel_type"), ext_shared)
-        with runtime.db.session() as session:
-            captured = pairs.upsert_captured(
-                session,
-                channel_id=channel,
-                answer_ts=root.ts,
-                answer_text=answer_text,
-                team_id=team_id,
-                thread_ts=root.thread_ts,
-                answer_bot_id=root.bot_id or message.bot_id,
-                channel_is_private=flags.restricted,
-                channel_is_ext_shared=flags.ext_shared,
-                stream_errored=stream_errored(run),
-                max_rejudge=self.settings.max_rejudge,
-            )
-            pairs.mark_merged(session, channel, [p.ts for p in run[1:]])
-        if not captured.accepted:
-            log.info(
-                "edit of a settled answer ignored",
-                extra=event_fields(
-                    channel=channel, message_ts=root.ts, pair_id=captured.pair_id, rejudges=captured.rejudges
-                ),
-            )
-            return
-        # A stream still running waits for its completion's event; one that ended needs no quiet time.
-        state = stream_state(event)
-        if state == IN_PROGRESS:
-            fields = event_fields(channel=channel, message_ts=root.ts, pair_id=captured.pair_id)
-            log.info("answer streaming", extra=fields)
-            return
-        countdown = 0 if settles_at_once(state) else self.settings.settle_seconds
-        # No countdown at all rather than 0: a message with an ETA costs the worker a timer and a prefetch slot.
-        celery.send_task(task_names.SETTLE_PAIR, args=[captured.pair_id, captured.version], countdown=countdown or None)
-        log.info(
-            "answer captured",
-            extra=event_fields(
-                channel=channel, message_ts=root.ts, pair_id=captured.pair_id, version=captured.version, parts=len(run)
-            ),
+    def _hand_on_answer(
+        self, channel: str, message: LoggedMessage, team_id: str | None, channel_type: str | None,
+        ext_shared: bool | None,
+    ) -> None:  # fmt: skip
+        """A worker stores the answer `message` belongs to (workers.tasks.answers): no SQL before the ack."""
+        celery.send_task(
+            task_names.CAPTURE_ANSWER,
+            kwargs={
+                "channel": channel,
+                "ts": message.ts,
+                "thread_ts": message.thread_ts if message.in_thread else None,
+                "team_id": team_id,
+                "channel_type": channel_type,
+                "ext_shared": ext_shared,
+                "logged": to_wire(message),
+            },
         )
 
     def _deleted(
@@ -250,30 +202,10 @@ class Capture:
         author = existing.author if existing else author_of(previous, self.bots().knows(previous), own)
         tombstone = conversation.mark_deleted(channel, ts, fallback=logged_message(previous, author, content={}))
         if author == Author.HUMAN:
-            self._forget_question(channel, ts)
-            return
-        if author != Author.MONITORED_BOT or tombstone is None:
-            return
-        with self.runtime.db.session() as session:
-            if pairs.mark_deleted(session, channel, ts):
-                log.info("answer deleted before judging", extra=event_fields(channel=channel, message_ts=ts))
-                return
-        # A later part of a multi-message answer: the answer it belonged to loses that part.
-        around = conversation.around(channel, tombstone, self.settings.toplevel_window_seconds)
-        before = [m for m in thread_messages(tombstone.thread_key, around) if ts_key(m) < ts_key(tombstone)]
-        if before and before[-1].author == Author.MONITORED_BOT:
-            window = self.settings.toplevel_window_seconds
-            around = conversation.around(channel, before[-1], window)
-            self._capture_answer(channel, before[-1], event, team_id, around, ext_shared)
-
-    def _forget_question(self, channel: str, ts: str) -> None:
-        """A person deleted their message: no pair keeps quoting it; one still waiting for its judge looks for
-        its question again."""
-        with self.runtime.db.session() as session:
-            reopened = pairs.forget_question(session, channel, ts)
-        for pair_id, version in reopened:
-            celery.send_task(task_names.SETTLE_PAIR, args=[pair_id, version])
-        log.info("deleted question forgotten", extra=event_fields(channel=channel, message_ts=ts, pairs=len(reopened)))
+            # No pair keeps quoting it: a worker blanks it (workers.tasks.answers.forget_question).
+            celery.send_task(task_names.FORGET_QUESTION, kwargs={"channel": channel, "ts": ts})
+        elif author == Author.MONITORED_BOT and tombstone is not None:
+            self._hand_on_answer(channel, tombstone, team_id, event.get("channel_type"), ext_shared)
 
 
 def _as_deletion(event: dict[str, Any]) -> dict[str, Any]:

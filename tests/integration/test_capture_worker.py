@@ -1,0 +1,136 @@
+"""The worker's side of capture (workers.tasks.answers): tasks run again, out of order, at once, or after Redis
+lost the log still leave one pair holding the answer's latest state, and never re-open an answer judged meanwhile.
+
+The bot is served over HTTP as in test_bot_capture (its capture tasks run inline: tests.bot_harness.InlineWorker);
+here the same task is also run directly, as a redelivered or late message would be."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from capture.conversation_log import ConversationLog, to_wire
+from common import celery_app, task_names
+from store.judgments import set_pair_status
+from store.models import PairStatus
+from tests import slack_requests as sr
+from tests import slack_shapes as ss
+from tests.bot_harness import SECRET, ServedBot
+from tests.fakes.slack_server import FakeSlack
+from workers.tasks.answers import capture_answer_in
+from workers.tasks.capture import settle
+
+C = "C_SUPPORT"
+
+
+@pytest.fixture
+def slack():
+    with FakeSlack() as fake:
+        fake.add_user("U_ASKER", "ana", "Ana Diaz")
+        fake.add_channel(C, "support", members=["U_ASKER", "U_RELMON"])
+        yield fake
+
+
+@pytest.fixture
+def settles(monkeypatch) -> list[tuple[list, int | None]]:
+    """The settle tasks sent: (args, countdown)."""
+    sent: list[tuple[list, int | None]] = []
+    original = celery_app.celery.send_task
+
+    def record(name, args=None, countdown=None, **kwargs):
+        if name == task_names.SETTLE_PAIR:
+            sent.append((list(args or []), countdown))
+            return None
+        return original(name, args=args, countdown=countdown, **kwargs)
+
+    monkeypatch.setattr(celery_app.celery, "send_task", record)
+    return sent
+
+
+@pytest.fixture
+def bot(make_bot, settles) -> ServedBot:
+    return make_bot()
+
+
+def send(bot: ServedBot, event: dict) -> None:
+    assert sr.post(bot.url, sr.envelope(event), SECRET).status_code == 200
+
+
+def run_again(bot: ServedBot, ts: str, thread_ts: str | None) -> str:
+    return capture_answer_in(bot.runtime, C, ts, thread_ts=thread_ts, channel_type="channel", ext_shared=False)
+
+
+def test_a_task_run_again_changes_nothing(bot: ServedBot, settles: list) -> None:
+    q_ts, a_ts = sr.next_ts(), sr.next_ts()
+    send(bot, sr.human_message(C, q_ts, "How do I reset my password?"))
+    send(bot, sr.bot_message(C, a_ts, "Open Settings, then Security.", thread_ts=q_ts))
+    [pair] = bot.pairs()
+    assert (pair.version, len(settles)) == (1, 1)
+    assert run_again(bot, a_ts, q_ts) == "unchanged"  # redelivered after its worker died, say
+    assert [p.version for p in bot.pairs()] == [1] and len(settles) == 1
+
+
+def test_a_late_task_does_not_reopen_an_answer_judged_meanwhile(bot: ServedBot, settles: list) -> None:
+    q_ts, a_ts = sr.next_ts(), sr.next_ts()
+    send(bot, sr.human_message(C, q_ts, "Where is my invoice?"))
+    send(bot, sr.bot_message(C, a_ts, "Billing, then Invoices.", thread_ts=q_ts))
+    [pair] = bot.pairs()
+    assert settle(bot.runtime, pair.id, pair.version) == PairStatus.PENDING
+    with bot.runtime.db.session() as session:
+        set_pair_status(session, pair.id, PairStatus.JUDGED, only_from=[PairStatus.PENDING])
+    assert run_again(bot, a_ts, q_ts) == "unchanged"
+    [after] = bot.pairs()
+    assert (after.status, after.version, after.rejudges or 0) == (PairStatus.JUDGED, 1, 0)
+
+
+def test_tasks_out_of_order_store_the_streams_final_state(bot: ServedBot, settles: list) -> None:
+    """The completion's task ran first, the opener's (sent earlier) later: both read the log, which holds the
+    completion, so the pair settles at once and is never left waiting for a completion already handled."""
+    q_ts, a_ts = sr.next_ts(), sr.next_ts()
+    send(bot, sr.human_message(C, q_ts, "What changed in v2?"))
+    opener = ss.stream_opener(C, a_ts, q_ts)
+    send(bot, ss.stream_completion(opener, "v2 adds single sign-on."))
+    send(bot, opener)  # the bot drops an opener after its completion (the log keeps the completion)
+    assert run_again(bot, a_ts, q_ts) == "unchanged"  # the opener's task, had it been sent earlier and run late
+    [pair] = bot.pairs()
+    assert pair.answer_text == "v2 adds single sign-on."
+    assert settles == [([pair.id, pair.version], None)]  # settled at once: a completed stream needs no quiet time
+
+
+def test_the_bots_copy_is_used_when_redis_lost_the_log(bot: ServedBot, settles: list) -> None:
+    q_ts, a_ts = sr.next_ts(), sr.next_ts()
+    answer = sr.bot_message(C, a_ts, "Restart the router.", thread_ts=q_ts)
+    send(bot, sr.human_message(C, q_ts, "My internet is down"))
+    send(bot, answer)
+    log = ConversationLog(bot.runtime.redis, bot.settings.question_ttl_seconds)
+    logged = to_wire(log.get(C, a_ts))
+    bot.runtime.redis.flushdb()  # Redis restarted without its data between the bot's send and the worker
+    assert run_again(bot, a_ts, q_ts) == "missing"  # a task without the copy has nothing to store
+    kept = capture_answer_in(bot.runtime, C, a_ts, thread_ts=q_ts, channel_type="channel", logged=logged)
+    assert kept == "captured"
+    assert log.get(C, a_ts) is not None  # logged again, for the settle task to read
+    [pair] = bot.pairs()
+    assert (pair.answer_text, pair.version) == ("Restart the router.", 2)
+
+
+def test_parts_captured_at_once_by_many_workers_make_one_answer(bot: ServedBot, settles: list) -> None:
+    q_ts = sr.next_ts()
+    parts = [sr.next_ts() for _ in range(4)]
+    send(bot, sr.human_message(C, q_ts, "How do I export my data?"))
+    for number, ts in enumerate(parts):
+        send(bot, sr.bot_message(C, ts, f"Step {number + 1}.", thread_ts=q_ts))
+    results: list[str] = []
+    threads = [
+        threading.Thread(target=lambda ts=ts: results.append(run_again(bot, ts, q_ts))) for ts in parts * 3
+    ]  # every part's task three times over, all at once
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert len(results) == 12 and set(results) == {"unchanged"}  # the bot's own runs stored the latest state
+    live = [p for p in bot.pairs() if p.status not in (PairStatus.MERGED,)]
+    [pair] = live
+    assert pair.answer_ts == parts[0]
+    assert pair.answer_text == "Step 1.\nStep 2.\nStep 3.\nStep 4."
+    assert settle(bot.runtime, pair.id, pair.version) == PairStatus.PENDING

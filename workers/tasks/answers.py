@@ -1,0 +1,241 @@
+"""`capture_answer` and `forget_question`: the SQL side of capture, done by a worker.
+
+The bot logs every message in Redis (capture.conversation_log) and acknowledges Slack without touching the
+database: a busy worker holding SQLite's write lock made acknowledgements wait hundreds of milliseconds. For each
+change to a monitored bot's answer it sends `capture_answer(channel, ts, ...)`; the task reads the answer back from
+the log and upserts its pair (a new version, status settling), then enqueues `settle_pair`. Tasks can run out of
+order or at once (several workers, retries): each reads the log under a lock per conversation (a thread, or a
+channel's top level, where a multi-message answer's parts live), so the last one to run stores the log's latest
+state, whatever order they ran in. The bot also sends the message as it logged it: when Redis lost the log
+meanwhile, that copy is logged again rather than the answer lost.
+
+A retried or replayed task is harmless: the pair is unique per answer, and an unchanged answer costs no version.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from contextlib import contextmanager, suppress
+from typing import Any
+
+import redis
+from sqlalchemy.exc import OperationalError
+
+from capture.conversation_log import ConversationLog, from_wire
+from capture.directory import channel_flags
+from capture.pairing import (
+    IN_PROGRESS,
+    Author,
+    LoggedMessage,
+    answer_run,
+    settles_at_once,
+    stream_errored,
+    thread_messages,
+    ts_key,
+)
+from capture.redact import redact_if
+from capture.text import message_text
+from common import task_names
+from common.celery_app import celery
+from common.runtime import Runtime, get_runtime
+from common.telemetry.logs import event_fields
+from store import pairs
+
+log = logging.getLogger("relmon.capture")
+
+LOCK_SECONDS = 30  # far longer than one capture takes; a dead worker's lock lapses on its own
+LOCK_WAIT_SECONDS = 10
+
+
+class ConversationBusy(Exception):
+    """Another worker held the conversation's lock for longer than we wait: tried again shortly."""
+
+
+@contextmanager
+def conversation_lock(client: redis.Redis, channel: str, thread_ts: str | None):
+    """One capture at a time per conversation: a thread, or the channel's top level."""
+    lock = client.lock(f"relmon:capture:lock:{channel}:{thread_ts or 'top'}", timeout=LOCK_SECONDS)
+    if not lock.acquire(blocking_timeout=LOCK_WAIT_SECONDS):
+        raise ConversationBusy(f"{channel}:{thread_ts or 'top'}")
+    try:
+        yield
+    finally:
+        # It may have lapsed while we worked: what we wrote is still right (the pair's version decides).
+        with suppress(redis.exceptions.LockError):
+            lock.release()
+
+
+def capture_answer_in(
+    runtime: Runtime,
+    channel: str,
+    ts: str,
+    *,
+    thread_ts: str | None = None,
+    team_id: str | None = None,
+    channel_type: str | None = None,
+    ext_shared: bool | None = None,
+    logged: dict[str, Any] | None = None,
+) -> str:
+    """Store the answer the bot message `ts` belongs to as the log has it now; returns what happened."""
+    settings = runtime.settings
+    conversation = ConversationLog(runtime.redis, settings.question_ttl_seconds)
+    with conversation_lock(runtime.redis, channel, thread_ts):
+        message = conversation.get(channel, ts)
+        if message is None:
+            if logged is None:
+                return "missing"
+            message = from_wire(logged)
+            conversation.record(channel, message)  # Redis lost it since the bot logged it: the bot's copy is news
+        if message.deleted:
+            return _deleted(runtime, conversation, channel, message, team_id, channel_type, ext_shared)
+        if message.author != Author.MONITORED_BOT:
+            return "not an answer"
+        around = conversation.around(channel, message, settings.toplevel_window_seconds)
+        return _store(runtime, channel, message, around, team_id, channel_type, ext_shared)
+
+
+def _store(
+    runtime: Runtime,
+    channel: str,
+    message: LoggedMessage,
+    around: list[LoggedMessage],
+    team_id: str | None,
+    channel_type: str | None,
+    ext_shared: bool | None,
+) -> str:
+    settings = runtime.settings
+    run = answer_run(message, around)
+    root = run[0]
+    answer_text = "\n".join(t for t in (message_text(p.content) for p in run) if t.strip())
+    answer_text = redact_if(settings.redact_pii, answer_text)  # RELMON_REDACT_PII: before the store
+    flags = channel_flags(runtime.redis, runtime.slack, channel, channel_type, ext_shared)
+    state = message.streaming
+    stored = _StoredMark(runtime.redis, channel, root.ts, settings.question_ttl_seconds)
+    mark = stored.of(answer_text, flags.restricted, flags.ext_shared, stream_errored(run), state, run)
+    if stored.holds(mark):
+        return "unchanged"  # a redelivered or replayed task: this very answer was stored and handed on
+    with runtime.db.session() as session:
+        captured = pairs.upsert_captured(
+            session,
+            channel_id=channel,
+            answer_ts=root.ts,
+            answer_text=answer_text,
+            team_id=team_id,
+            thread_ts=root.thread_ts,
+            answer_bot_id=root.bot_id or message.bot_id,
+            channel_is_private=flags.restricted,
+            channel_is_ext_shared=flags.ext_shared,
+            stream_errored=stream_errored(run),
+            max_rejudge=settings.max_rejudge,
+        )
+        pairs.mark_merged(session, channel, [p.ts for p in run[1:]])
+    fields = event_fields(channel=channel, message_ts=root.ts, pair_id=captured.pair_id)
+    if not captured.accepted:
+        log.info("edit of a settled answer ignored", extra={**fields, "rejudges": captured.rejudges})
+        return "ignored"
+    # A stream still running waits for its completion's capture; one that ended needs no quiet time.
+    if state == IN_PROGRESS:
+        stored.keep(mark)
+        log.info("answer streaming", extra=fields)
+        return "streaming"
+    countdown = 0 if settles_at_once(state) else settings.settle_seconds
+    # No countdown at all rather than 0: a message with an ETA costs the worker a timer and a prefetch slot.
+    celery.send_task(task_names.SETTLE_PAIR, args=[captured.pair_id, captured.version], countdown=countdown or None)
+    stored.keep(mark)
+    log.info("answer captured", extra={**fields, "version": captured.version, "parts": len(run)})
+    return "captured"
+
+
+class _StoredMark:
+    """What was last stored of one answer, in Redis: a task run again (redelivered after its worker died, or
+    retried after a later step failed) finds the same mark and changes nothing, so it cannot re-open an answer
+    that was judged meanwhile (an answer version is judged once)."""
+
+    def __init__(self, client: redis.Redis, channel: str, answer_ts: str, ttl_seconds: int) -> None:
+        self.redis, self.key, self.ttl = client, f"relmon:capture:stored:{channel}:{answer_ts}", int(ttl_seconds)
+
+    @staticmethod
+    def of(text: str, *facts: Any) -> str:
+        *flags, parts = facts
+        seen = json.dumps([text, *flags, [(p.ts, p.deleted) for p in parts]], separators=(",", ":"))
+        return hashlib.sha256(seen.encode()).hexdigest()
+
+    def holds(self, mark: str) -> bool:
+        raw = self.redis.get(self.key)
+        return raw is not None and (raw if isinstance(raw, str) else raw.decode()) == mark
+
+    def keep(self, mark: str) -> None:
+        self.redis.set(self.key, mark, ex=self.ttl)
+
+
+def _deleted(
+    runtime: Runtime,
+    conversation: ConversationLog,
+    channel: str,
+    tombstone: LoggedMessage,
+    team_id: str | None,
+    channel_type: str | None,
+    ext_shared: bool | None,
+) -> str:
+    """A monitored bot's message was deleted: its answer is deleted, or the answer it was a later part of loses it."""
+    with runtime.db.session() as session:
+        if pairs.mark_deleted(session, channel, tombstone.ts):
+            log.info("answer deleted before judging", extra=event_fields(channel=channel, message_ts=tombstone.ts))
+            return "deleted"
+    window = runtime.settings.toplevel_window_seconds
+    around = conversation.around(channel, tombstone, window)
+    before = [m for m in thread_messages(tombstone.thread_key, around) if ts_key(m) < ts_key(tombstone)]
+    if before and before[-1].author == Author.MONITORED_BOT and not before[-1].deleted:
+        around = conversation.around(channel, before[-1], window)
+        return _store(runtime, channel, before[-1], around, team_id, channel_type, ext_shared)
+    return "nothing to change"
+
+
+def forget_question_in(runtime: Runtime, channel: str, ts: str) -> int:
+    """A person deleted their message: no pair keeps quoting it; one still waiting for its judge looks for its
+    question again. Returns how many pairs were re-opened."""
+    with runtime.db.session() as session:
+        reopened = pairs.forget_question(session, channel, ts)
+    for pair_id, version in reopened:
+        celery.send_task(task_names.SETTLE_PAIR, args=[pair_id, version])
+    log.info("deleted question forgotten", extra=event_fields(channel=channel, message_ts=ts, pairs=len(reopened)))
+    return len(reopened)
+
+
+# The database may be down for a while (a restart, a failover): the log keeps the answer, the task waits.
+_RETRIED = {
+    "acks_late": True,
+    "autoretry_for": (redis.RedisError, OperationalError, ConversationBusy),
+    "retry_backoff": 1,
+    "retry_backoff_max": 60,
+    "max_retries": 60,
+}
+
+
+@celery.task(name=task_names.CAPTURE_ANSWER, **_RETRIED)
+def capture_answer(
+    channel: str,
+    ts: str,
+    thread_ts: str | None = None,
+    team_id: str | None = None,
+    channel_type: str | None = None,
+    ext_shared: bool | None = None,
+    logged: dict[str, Any] | None = None,
+) -> str:
+    return capture_answer_in(
+        get_runtime(),
+        channel,
+        ts,
+        thread_ts=thread_ts,
+        team_id=team_id,
+        channel_type=channel_type,
+        ext_shared=ext_shared,
+        logged=logged,
+    )
+
+
+@celery.task(name=task_names.FORGET_QUESTION, **_RETRIED)
+def forget_question(channel: str, ts: str) -> int:
+    return forget_question_in(get_runtime(), channel, ts)
