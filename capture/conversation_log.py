@@ -73,13 +73,23 @@ class ConversationLog:
         pipe.zremrangebyscore(index, "-inf", horizon)  # entries whose message key has expired
         pipe.expire(index, self.ttl)
 
-    def record(self, channel: str, message: LoggedMessage, *, then_set: tuple[str, int] | None = None) -> None:
+    def record(
+        self,
+        channel: str,
+        message: LoggedMessage,
+        *,
+        then_set: tuple[str, int] | None = None,
+        also: Callable[[Any], None] | None = None,
+    ) -> None:
         """Add or replace one message (an edit replaces the text; a deleted mark survives edits). `then_set`
-        (key, seconds) is set in the same round trip, after the message: a marker that it was recorded."""
+        (key, seconds) is set in the same round trip, after the message: a marker that it was recorded; `also`
+        queues further commands on that round trip's pipeline."""
         pipe = self.redis.pipeline(transaction=True)
         self._record_into(pipe, channel, message)
         if then_set is not None:
             pipe.set(then_set[0], "1", ex=then_set[1])
+        if also is not None:
+            also(pipe)
         pipe.execute()
 
     def lookup(self, channel: str, ts: str, flag_key: str | None) -> tuple[LoggedMessage | None, bool]:

@@ -78,9 +78,9 @@ class InlineWorker:
     def install(self) -> None:
         from workers.tasks import answers  # the worker's own code: tests may import it, the bot may not
 
-        runs = {
-            task_names.CAPTURE_ANSWER: lambda kw: answers.capture_answer_in(self.runtime, **kw),
-            task_names.FORGET_QUESTION: lambda kw: answers.forget_question_in(self.runtime, **kw),
+        runs = {  # the task bodies, on the process runtime (this bot's)
+            task_names.CAPTURE_ANSWER: lambda kw: answers.capture_answer.run(**kw),
+            task_names.FORGET_QUESTION: lambda kw: answers.forget_question.run(**kw),
         }
         self._sent_before = send = celery_app.celery.send_task
 

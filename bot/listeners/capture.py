@@ -17,12 +17,15 @@ they are back. Other errors propagate: Bolt answers 500 and Slack retries. Repla
 from __future__ import annotations
 
 import logging
+import time
+from functools import partial
 from typing import Any
 
 from slack_bolt import App, BoltContext
 
 from bot.listeners import reactions as outcomes
 from bot.spool import OUTAGE_ERRORS, EventSpool
+from capture import handoffs
 from capture.conversation_log import ConversationLog, to_wire
 from capture.directory import BotUsers
 from capture.pairing import (
@@ -159,7 +162,6 @@ class Capture:
                 outcomes.hand_on_message(channel, logged.ts, watching)
                 self._mark_done(done_key)
             return
-        conversation.record(channel, logged)
         self._hand_on_answer(channel, logged, team_id, event.get("channel_type"), ext_shared)
         self._mark_done(done_key)
 
@@ -173,22 +175,37 @@ class Capture:
     # Answers -----------------------------------------------------------------------------------
 
     def _hand_on_answer(
-        self, channel: str, message: LoggedMessage, team_id: str | None, channel_type: str | None,
+        self,
+        channel: str,
+        message: LoggedMessage,
+        team_id: str | None,
+        channel_type: str | None,
         ext_shared: bool | None,
-    ) -> None:  # fmt: skip
-        """A worker stores the answer `message` belongs to (workers.tasks.answers): no SQL before the ack."""
-        celery.send_task(
-            task_names.CAPTURE_ANSWER,
-            kwargs={
-                "channel": channel,
-                "ts": message.ts,
-                "thread_ts": message.thread_ts if message.in_thread else None,
-                "team_id": team_id,
-                "channel_type": channel_type,
-                "ext_shared": ext_shared,
-                "logged": to_wire(message),
-            },
-        )
+        *,
+        record: bool = True,
+    ) -> None:
+        """Log `message` (unless `record` is off) and hand its answer to a worker (workers.tasks.answers), which
+        stores it: no SQL before the acknowledgement. The handoff is noted in the log's round trip, before the
+        task is sent, so that a task message lost on the way is sent again (capture.handoffs)."""
+        handoff = handoffs.new_id()
+        kwargs = {
+            "channel": channel,
+            "ts": message.ts,
+            "thread_ts": message.thread_ts if message.in_thread else None,
+            "team_id": team_id,
+            "channel_type": channel_type,
+            "ext_shared": ext_shared,
+            "logged": to_wire(message),
+            "handoff": handoff,
+        }
+        noting = partial(handoffs.note, handoff_id=handoff, kwargs=kwargs, now=time.time())
+        if record:
+            self.log().record(channel, message, also=noting)
+        else:
+            pipe = self.runtime.redis.pipeline(transaction=True)
+            noting(pipe)
+            pipe.execute()
+        celery.send_task(task_names.CAPTURE_ANSWER, kwargs=kwargs)
 
     def _deleted(
         self, channel: str, event: dict[str, Any], own: Identity, team_id: str | None, ext_shared: bool | None
@@ -205,7 +222,7 @@ class Capture:
             # No pair keeps quoting it: a worker blanks it (workers.tasks.answers.forget_question).
             celery.send_task(task_names.FORGET_QUESTION, kwargs={"channel": channel, "ts": ts})
         elif author == Author.MONITORED_BOT and tombstone is not None:
-            self._hand_on_answer(channel, tombstone, team_id, event.get("channel_type"), ext_shared)
+            self._hand_on_answer(channel, tombstone, team_id, event.get("channel_type"), ext_shared, record=False)
 
 
 def _as_deletion(event: dict[str, Any]) -> dict[str, Any]:

@@ -7,19 +7,25 @@ here the same task is also run directly, as a redelivered or late message would 
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
+from capture import handoffs
 from capture.conversation_log import ConversationLog, to_wire
 from common import celery_app, task_names
+from common.celery_app import QUEUE_JUDGE
 from store.judgments import set_pair_status
 from store.models import PairStatus
 from tests import slack_requests as sr
 from tests import slack_shapes as ss
 from tests.bot_harness import SECRET, ServedBot
 from tests.fakes.slack_server import FakeSlack
+from workers.judging.queued import queued_handoffs
+from workers.tasks import answers
 from workers.tasks.answers import capture_answer_in
 from workers.tasks.capture import settle
+from workers.tasks.sweeper import requeue_lost_captures
 
 C = "C_SUPPORT"
 
@@ -134,3 +140,46 @@ def test_parts_captured_at_once_by_many_workers_make_one_answer(bot: ServedBot, 
     assert pair.answer_ts == parts[0]
     assert pair.answer_text == "Step 1.\nStep 2.\nStep 3.\nStep 4."
     assert settle(bot.runtime, pair.id, pair.version) == PairStatus.PENDING
+
+
+# A task message lost on the way ------------------------------------------------------------------------------
+
+
+def test_a_stored_answer_leaves_no_handoff_behind(bot: ServedBot) -> None:
+    q_ts, a_ts = sr.next_ts(), sr.next_ts()
+    send(bot, sr.human_message(C, q_ts, "Can I change my plan?"))
+    send(bot, sr.bot_message(C, a_ts, "Yes, under Billing.", thread_ts=q_ts))
+    assert handoffs.overdue(bot.runtime.redis, noted_before=time.time() + 1, now=time.time(), limit=10) == {}
+
+
+def test_a_lost_capture_task_is_sent_again_once_its_lease_is_over(bot: ServedBot, monkeypatch) -> None:
+    """The bot noted the handoff and sent the task, but the message vanished (kombu's delivery window): the
+    orphan check sends it again, once, and only for handoffs with no message queued or held."""
+    redis = bot.runtime.redis
+    lost = {"channel": C, "ts": sr.next_ts(), "handoff": "lost-one"}
+    waiting = {"channel": C, "ts": sr.next_ts(), "handoff": "still-queued"}
+    pipe = redis.pipeline()
+    handoffs.note(pipe, "lost-one", lost, now=time.time() - 120)
+    handoffs.note(pipe, "still-queued", waiting, now=time.time() - 120)
+    pipe.execute()
+    celery_app.celery.send_task(task_names.CAPTURE_ANSWER, kwargs=waiting)  # a real message, waiting on the queue
+    assert queued_handoffs(redis, QUEUE_JUDGE) == {"still-queued"}
+    sent: list[dict] = []
+    monkeypatch.setattr(celery_app.celery, "send_task", lambda name, kwargs=None, **_: sent.append(kwargs))
+    assert requeue_lost_captures(bot.runtime, time.time(), lease_seconds=30) == 1
+    assert sent == [lost]
+    assert requeue_lost_captures(bot.runtime, time.time() - 119, lease_seconds=30) == 0  # within its lease: waits
+
+
+def test_the_resent_task_stores_the_answer_and_clears_its_note(bot: ServedBot) -> None:
+    q_ts, a_ts = sr.next_ts(), sr.next_ts()
+    send(bot, sr.human_message(C, q_ts, "Is there a dark mode?"))
+    answer = sr.bot_message(C, a_ts, "Yes: Settings, Appearance.", thread_ts=q_ts)
+    kwargs = {"channel": C, "ts": a_ts, "thread_ts": q_ts, "handoff": "h1"}
+    pipe = bot.runtime.redis.pipeline()
+    handoffs.note(pipe, "h1", kwargs, now=time.time() - 120)
+    pipe.execute()
+    send(bot, answer)  # logged and stored by the bot's own handoff; the lost one's note is still there
+    assert answers.capture_answer.run(**kwargs) == "unchanged"
+    assert "h1" not in handoffs.overdue(bot.runtime.redis, noted_before=time.time(), now=time.time(), limit=10)
+    assert [p.version for p in bot.pairs()] == [1]

@@ -130,7 +130,7 @@ def _restart_postgres_command(database_url: str) -> list[str] | None:
 
 
 def test_postgres_restarted_mid_run(make_system, fresh_db_url: str) -> None:
-    """The database goes away under the bot and the workers: the bot answers 5xx (Slack retries), tasks that hit
+    """The database goes away under the workers (the bot never waits for it): tasks that hit
     OperationalError are retried by Celery, the first failure on a dead connection makes SQLAlchemy drop the pool."""
     if not fresh_db_url.startswith("postgresql"):
         pytest.skip("needs PostgreSQL")

@@ -23,6 +23,7 @@ from typing import Any
 import redis
 from sqlalchemy.exc import OperationalError
 
+from capture import handoffs
 from capture.conversation_log import ConversationLog, from_wire
 from capture.directory import channel_flags
 from capture.pairing import (
@@ -223,17 +224,27 @@ def capture_answer(
     channel_type: str | None = None,
     ext_shared: bool | None = None,
     logged: dict[str, Any] | None = None,
+    handoff: str | None = None,
 ) -> str:
-    return capture_answer_in(
-        get_runtime(),
-        channel,
-        ts,
-        thread_ts=thread_ts,
-        team_id=team_id,
-        channel_type=channel_type,
-        ext_shared=ext_shared,
-        logged=logged,
-    )
+    runtime = get_runtime()
+    try:
+        result = capture_answer_in(
+            runtime,
+            channel,
+            ts,
+            thread_ts=thread_ts,
+            team_id=team_id,
+            channel_type=channel_type,
+            ext_shared=ext_shared,
+            logged=logged,
+        )
+    except _RETRIED["autoretry_for"]:
+        raise  # tried again: the bot's note stays until the answer is stored
+    except Exception:
+        handoffs.done(runtime.redis, handoff)  # a bug: sending it again would fail the same way (logged by Celery)
+        raise
+    handoffs.done(runtime.redis, handoff)
+    return result
 
 
 @celery.task(name=task_names.FORGET_QUESTION, **_RETRIED)

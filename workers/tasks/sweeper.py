@@ -1,6 +1,7 @@
 """requeue_orphans and requeue_stale, run by beat. The orphan check, every half lease, re-enqueues at once a pair
 that has waited a lease with no task message anywhere in Redis (lost in kombu's delivery window, or never
-published), so a worker's crash costs a lease, not a sweep. requeue_stale, the stale sweeper, every few
+published), and sends again an answer the bot handed on whose capture task is lost the same way (capture.handoffs),
+so a worker's crash costs a lease, not a sweep. requeue_stale, the stale sweeper, every few
 minutes, re-enqueues pairs whose task was lost (the backstop when the queue is too long to read) and
 gives up on a pair whose judging task keeps failing with a bug: after MAX_FAILED_RUNS counted failures it stores
 the pair's judgments as errors with the reason. It gives up only once the last failure is a sweep interval old,
@@ -12,6 +13,7 @@ from __future__ import annotations
 import logging
 from datetime import UTC, datetime, timedelta
 
+from capture import handoffs
 from common import task_names
 from common.celery_app import QUEUE_JUDGE, celery
 from common.runtime import Runtime, get_runtime
@@ -19,7 +21,7 @@ from store.attempts import Failures, failures_of
 from store.judgments import pair_for_judging, stale_pairs, stored_judges, touch_pairs
 from store.models import PairStatus
 from store.outcomes import open_windows_due
-from workers.judging.queued import queued_pairs
+from workers.judging.queued import queued_handoffs, queued_pairs
 from workers.judging.rules import failed_values, judges_in_force, sweep_action, sweep_interval
 from workers.tasks.judging import PairView, hand_on, judge_pair, store_judgments
 
@@ -65,11 +67,12 @@ def requeue_orphans() -> int:
             (pair.id, pair.status, pair.version)
             for pair in stale_pairs(session, pending_before=now - lease, settling_before=now - lease, limit=SWEEP_LIMIT)
         ]
+    resent = requeue_lost_captures(runtime, now.timestamp(), lease.total_seconds())
     if not waiting:
-        return 0
+        return resent
     queued = queued_pairs(runtime.redis, QUEUE_JUDGE)  # read after the pairs: a task done meanwhile costs one read
     if queued is None:
-        return 0  # a backlog too long to read: requeue_stale covers it
+        return resent  # a backlog too long to read: requeue_stale covers it
     orphans = [(pair_id, status, version) for pair_id, status, version in waiting if pair_id not in queued]
     with runtime.db.session() as session:
         failed = failures_of(session, [pair_id for pair_id, _, _ in orphans])
@@ -82,7 +85,24 @@ def requeue_orphans() -> int:
             celery.send_task(task_names.SETTLE_PAIR, args=[pair_id, version])
     if orphans:
         log.warning("re-enqueued pairs whose task message was lost", extra={"count": len(orphans)})
-    return len(orphans)
+    return resent + len(orphans)
+
+
+def requeue_lost_captures(runtime: Runtime, now: float, lease_seconds: float) -> int:
+    """Send `capture_answer` again for answers the bot handed on over a lease ago whose task message is nowhere in
+    Redis (capture.handoffs): lost before any worker stored the answer."""
+    noted = handoffs.overdue(runtime.redis, noted_before=now - lease_seconds, now=now, limit=SWEEP_LIMIT)
+    if not noted:
+        return 0
+    queued = queued_handoffs(runtime.redis, QUEUE_JUDGE)
+    if queued is None:
+        return 0
+    lost = {handoff: kwargs for handoff, kwargs in noted.items() if handoff not in queued}
+    for kwargs in lost.values():
+        celery.send_task(task_names.CAPTURE_ANSWER, kwargs=kwargs)
+    if lost:
+        log.warning("re-sent answers whose capture task was lost", extra={"count": len(lost)})
+    return len(lost)
 
 
 @celery.task(name=task_names.REQUEUE_STALE)

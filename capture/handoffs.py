@@ -1,0 +1,60 @@
+"""Answers the bot handed to a worker that no worker has stored yet, in Redis.
+
+The bot notes each `capture_answer` task here, in the same round trip that logs the message, before it sends the
+task; the worker drops the note once the answer is stored. A task message lost outright (kombu's window between
+taking a message off the queue and recording it as unacknowledged, a broker that lost it) leaves its note behind,
+and the orphan check (workers.tasks.sweeper) sends the task again: the database was never needed to keep it.
+
+Layout:
+    relmon:capture:handoff      hash  id -> JSON of the task's keyword arguments
+    relmon:capture:handoff:at   zset  id -> when the bot noted it
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+import redis
+
+KEY = "relmon:capture:handoff"
+AT_KEY = f"{KEY}:at"
+KEEP_SECONDS = 86_400  # a note nobody could act on for a day (a task failing with a bug) is dropped
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+def note(pipe, handoff_id: str, kwargs: dict[str, Any], now: float) -> None:
+    """Queue the note on a pipeline (the bot's log write)."""
+    pipe.hset(KEY, handoff_id, json.dumps(kwargs, separators=(",", ":")))
+    pipe.zadd(AT_KEY, {handoff_id: now})
+
+
+def done(client: redis.Redis, handoff_id: str | None) -> None:
+    if not handoff_id:
+        return
+    pipe = client.pipeline(transaction=True)
+    pipe.hdel(KEY, handoff_id)
+    pipe.zrem(AT_KEY, handoff_id)
+    pipe.execute()
+
+
+def overdue(client: redis.Redis, *, noted_before: float, now: float, limit: int) -> dict[str, dict[str, Any]]:
+    """Notes older than `noted_before` (oldest first), by ID; notes kept longer than KEEP_SECONDS are dropped."""
+    stale = client.zrangebyscore(AT_KEY, "-inf", now - KEEP_SECONDS)
+    for handoff_id in stale:
+        done(client, handoff_id.decode() if isinstance(handoff_id, bytes) else handoff_id)
+    ids = client.zrangebyscore(AT_KEY, "-inf", noted_before, start=0, num=limit)
+    if not ids:
+        return {}
+    found: dict[str, dict[str, Any]] = {}
+    for raw_id, raw in zip(ids, client.hmget(KEY, ids), strict=True):
+        handoff_id = raw_id.decode() if isinstance(raw_id, bytes) else raw_id
+        if raw is None:
+            client.zrem(AT_KEY, handoff_id)  # done between the two reads
+            continue
+        found[handoff_id] = json.loads(raw)
+    return found
