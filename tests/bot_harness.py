@@ -69,11 +69,11 @@ class InlineWorker:
     acknowledgement. The copy left in the queue is harmless: the task changes nothing when run again. System
     tests run real worker processes."""
 
-    TASKS = (task_names.CAPTURE_ANSWER, task_names.FORGET_QUESTION)
-
     def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
+        self._active = False
         self._sent_before: Any = None
+        self._wrapper: Any = None
 
     def install(self) -> None:
         from workers.tasks import answers  # the worker's own code: tests may import it, the bot may not
@@ -82,20 +82,24 @@ class InlineWorker:
             task_names.CAPTURE_ANSWER: lambda kw: answers.capture_answer.run(**kw),
             task_names.FORGET_QUESTION: lambda kw: answers.forget_question.run(**kw),
         }
-        self._sent_before = send = celery_app.celery.send_task
+        send = celery_app.celery.send_task
+        self._active = True
 
         def send_then_run(name, args=None, kwargs=None, **options):
             result = send(name, args=args, kwargs=kwargs, **options)
-            if name in runs and self._sent_before is not None:  # still installed (a test's patch may outlive it)
+            if name in runs and self._active:  # a test's own patch may keep this wrapper after the bot stopped
                 runs[name](dict(kwargs or {}))
             return result
 
+        self._sent_before, self._wrapper = send, send_then_run
         celery_app.celery.send_task = send_then_run
 
     def remove(self) -> None:
-        if self._sent_before is not None:
+        """Stop running tasks inline; put back what was there unless a later patch was put back over it already."""
+        self._active = False
+        if self._wrapper is not None and celery_app.celery.__dict__.get("send_task") is self._wrapper:
             celery_app.celery.send_task = self._sent_before
-            self._sent_before = None
+        self._wrapper = self._sent_before = None
 
 
 class BotServer:

@@ -45,6 +45,7 @@ from capture.pairing import (
 from common import task_names
 from common.celery_app import celery
 from common.runtime import Runtime, get_runtime
+from common.telemetry.logs import event_fields
 from store.settings import Settings
 
 log = logging.getLogger("relmon.capture")
@@ -206,6 +207,7 @@ class Capture:
             noting(pipe)
             pipe.execute()
         celery.send_task(task_names.CAPTURE_ANSWER, kwargs=kwargs)
+        log.info("answer handed on", extra=event_fields(channel=channel, message_ts=message.ts))
 
     def _deleted(
         self, channel: str, event: dict[str, Any], own: Identity, team_id: str | None, ext_shared: bool | None

@@ -5,13 +5,16 @@ skips a redelivery, and a real `relmon worker` started afterwards judges the sto
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
 import httpx
 import pytest
+import redis
 from sqlalchemy import func, select
 
+from common.celery_app import QUEUE_JUDGE
 from store.db import Database
 from store.models import Judgment, Pair, PairStatus
 from tests import slack_requests as sr
@@ -20,6 +23,7 @@ from tests.fakes.socket_mode_server import FakeSocketMode
 from tests.processes import RelmonProcess, WaitTimeout, relmon_env, wait_for
 from tests.running_system import relmon_processes
 from tests.services import free_port
+from workers.judging.queued import handoff_of
 
 pytestmark = pytest.mark.slow
 
@@ -90,9 +94,10 @@ def test_socket_mode_events_are_acknowledged_captured_once_and_judged(
             deliver(socket_mode, bot, sr.envelope(question))
             deliver(socket_mode, bot, answer_body)
 
-            # Acknowledged only once captured (process_before_response): the pair is there already. No worker
-            # runs yet, so its settle task waits in Redis and the pair stays settling.
-            assert _pairs(database) == [(answer["ts"], PairStatus.SETTLING, 1)]
+            # Acknowledged only once logged and handed on (process_before_response). No worker runs yet, so the
+            # answer's capture task waits in Redis and no pair is stored.
+            assert _capture_tasks(redis_url) == 1
+            assert _pairs(database) == []
 
             # Slack refreshes connections: after its `disconnect` notice the bot opens a new one (a new URL from
             # apps.connections.open), and the next envelope arrives over that.
@@ -100,10 +105,9 @@ def test_socket_mode_events_are_acknowledged_captured_once_and_judged(
             assert socket_mode.wait_for_connection(timeout=ACK_TIMEOUT, count=2), bot.tail()
             wait_for(lambda: len(slack.calls_to("apps.connections.open")) >= 2, timeout=10, what="a new URL")
 
-            # Slack redelivers the same event (same event_id) after a missed ack: acknowledged, not captured again
-            # (a second capture would bump the version of the settling pair).
+            # Slack redelivers the same event (same event_id) after a missed ack: acknowledged, not handed on again.
             deliver(socket_mode, bot, answer_body, retry_attempt=1, retry_reason="timeout")
-            assert _pairs(database) == [(answer["ts"], PairStatus.SETTLING, 1)]
+            assert _capture_tasks(redis_url) == 1
             assert len(socket_mode.acks) == 3
             assert bot.running()
 
@@ -126,6 +130,15 @@ def test_socket_mode_events_are_acknowledged_captured_once_and_judged(
         finally:
             bot.stop()
             database.dispose()
+
+
+def _capture_tasks(redis_url: str) -> int:
+    """capture_answer messages waiting on the judging queue."""
+    client = redis.Redis.from_url(redis_url)
+    try:
+        return sum(1 for raw in client.lrange(QUEUE_JUDGE, 0, -1) if handoff_of(json.loads(raw)) is not None)
+    finally:
+        client.close()
 
 
 def _pairs(database: Database) -> list[tuple[str, str, int]]:

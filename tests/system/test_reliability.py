@@ -129,6 +129,7 @@ def _restart_postgres_command(database_url: str) -> list[str] | None:
     return None
 
 
+@pytest.mark.serial  # it restarts the machine's PostgreSQL server: no other test may use it meanwhile
 def test_postgres_restarted_mid_run(make_system, fresh_db_url: str) -> None:
     """The database goes away under the workers (the bot never waits for it): tasks that hit
     OperationalError are retried by Celery, the first failure on a dead connection makes SQLAlchemy drop the pool."""

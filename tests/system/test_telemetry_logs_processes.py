@@ -42,7 +42,9 @@ def test_real_bot_worker_and_beat_write_only_json_lines_with_identifiers(redis_u
     # gunicorn's own lines, JSON like the rest (they were "[date] [pid] [INFO] Listening at: ...").
     assert any(e.startswith("Listening at: http://127.0.0.1:") for e in bot_events)
     assert bot_events["Listening at: " + base_url + f" ({bot.pid})"]["logger"] == "gunicorn.error"
-    captured = bot_events["answer captured"]
+    handed_on = bot_events["answer handed on"]  # the bot logs and hands on; a worker stores the pair
+    assert (handed_on["channel"], handed_on["message_ts"]) == ("C_SUPPORT", answer["ts"])
+    captured = next(line for line in parsed["worker"] if line["event"] == "answer captured")
     assert (captured["channel"], captured["message_ts"]) == ("C_SUPPORT", answer["ts"]) and captured["pair_id"]
     settled = next(line for line in parsed["worker"] if line["event"] == "pair settled")
     assert (settled["channel"], settled["message_ts"], settled["pair_id"]) == (
