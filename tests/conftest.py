@@ -24,6 +24,20 @@ from tests.services import (
 IN_CI = os.environ.get("CI") == "true"
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """RELMON_TEST_PHASE=parallel runs every test but those marked `serial` (they restart a shared service);
+    =serial runs only those. scripts/test.sh runs the first with several workers, then the second alone."""
+    phase = os.environ.get("RELMON_TEST_PHASE")
+    if phase not in ("parallel", "serial"):
+        return
+    wanted = phase == "serial"
+    keep = [item for item in items if (item.get_closest_marker("serial") is not None) == wanted]
+    dropped = [item for item in items if (item.get_closest_marker("serial") is not None) != wanted]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
+
+
 @pytest.fixture(scope="session")
 def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisProcess]:
     """A redis-server process owned by the test session (tests may restart it)."""
