@@ -209,7 +209,7 @@ def run(args: argparse.Namespace) -> int:
         database_url = args.database_url or f"sqlite:///{work / 'relmon.sqlite3'}"
     database = Database(database_url)
     database.migrate()
-    fake_openai, openai_url = start_fake_openai(args.llm_latency_ms)
+    fake_openai, openai_url = start_fake_openai(args.llm_latency_ms, niceness=args.llm_niceness)
     producer = create_celery(Settings(redis_url=redis_server.url), redis_server.url)
     results: dict[str, dict] = {}
     try:
@@ -296,6 +296,12 @@ def main() -> None:
     parser.add_argument("--senders", type=int, default=8, help="sender threads (default 8)")
     parser.add_argument("--backlog", type=int, default=3000, help="pairs waiting for the busy worker (default 3000)")
     parser.add_argument("--llm-latency-ms", type=float, default=0.0, help="fake LLM latency (default 0)")
+    parser.add_argument(
+        "--llm-niceness",
+        type=int,
+        default=19,
+        help="CPU niceness of the fake LLM (default 19: it stands in for a remote service; 0 makes it compete)",
+    )
     parser.add_argument("--no-worker", action="store_true", help="only the run without a worker")
     parser.add_argument("--worker-niceness", type=int, help="RELMON_WORKER_NICENESS (default: relmon's default)")
     parser.add_argument("--database-url", help="default: a fresh SQLite file")

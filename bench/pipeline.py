@@ -118,12 +118,15 @@ def queues_idle(redis_url: str) -> bool:
     return client.llen(QUEUE_JUDGE) + client.llen(QUEUE_SLACK) + client.hlen("unacked") == 0
 
 
-def start_fake_openai(latency_ms: float) -> tuple[subprocess.Popen, str]:
+def start_fake_openai(latency_ms: float, niceness: int = 0) -> tuple[subprocess.Popen, str]:
+    """The fake LLM in its own process; `niceness` lowers its CPU priority (it stands in for a remote service,
+    which takes no CPU from the machine relmon runs on)."""
     port = free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "tests.fakes.openai_server", "--port", str(port), "--latency-ms", str(latency_ms)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        preexec_fn=(lambda: os.nice(niceness)) if niceness else None,
     )
     base = f"http://127.0.0.1:{port}"
     wait_for(lambda: httpx.get(f"{base}/_admin/stats", timeout=1).status_code == 200, timeout=30, what="fake OpenAI")
