@@ -3,8 +3,8 @@
 For RELMON_OUTCOME_WINDOW after a captured answer, the messages and reactions that follow it give the pair
 signals (the user-facing list is in docs/capture.md):
 - `reask`: the asker writes again after the answer, in its thread or at top level in the channel (a rephrased
-  question is simply a new top-level message by the same asker within the window), other than thanks or an
-  escalation;
+  question is simply a new top-level message by the same asker within the window, and it re-asks their latest
+  answered question: `watching`), other than thanks or an escalation;
 - `human_takeover`: a person other than the asker replies in the thread after the answer (only members of
   RELMON_SUPPORT_TEAM when it is set); the reply becomes the pair's reference;
 - `escalation`: the asker asks for a human or says the answer did not help (RELMON_ESCALATION_PHRASES), or
@@ -80,8 +80,16 @@ def concerns(watch: Watch, message: LoggedMessage) -> bool:
 
 
 def watching(watches: Iterable[Watch], message: LoggedMessage, now: float) -> list[int]:
-    """The pairs a message is news for (the bot's filter before it hands the message to a worker)."""
-    return [w.pair_id for w in watches if is_open(w, now) and concerns(w, message)]
+    """The pairs a message is news for, in ID order (the bot's filter before it hands the message to a worker):
+    in a thread, the thread's open watches; at top level, the asker's latest answered question only (the open
+    watches of the thread of their latest answer before the message). A rephrased question re-asks what was
+    answered last, not every question of the window: so an asker's message concerns a few watches, not all of
+    theirs, and a burst of questions costs the workers linear, not quadratic, work."""
+    concerned = [w for w in watches if is_open(w, now) and concerns(w, message)]
+    if concerned and not message.in_thread:
+        latest = max(concerned, key=lambda w: (w.opens_at, w.answer_ts))
+        concerned = [w for w in concerned if w.thread_key == latest.thread_key]
+    return sorted(w.pair_id for w in concerned)
 
 
 def is_thanks(text: str) -> bool:

@@ -37,6 +37,19 @@ def get_window(session: Session, pair_id: int, *, lock: bool = False) -> Outcome
     return session.execute(statement).scalar()
 
 
+def open_windows(session: Session, pair_ids: Collection[int]) -> list[OutcomeWindow]:
+    """The windows of these pairs that are still open, in pair ID order (one query for a message's pairs)."""
+    if not pair_ids:
+        return []
+    return list(
+        session.execute(
+            select(OutcomeWindow)
+            .where(OutcomeWindow.pair_id.in_(list(pair_ids)), OutcomeWindow.closed_at.is_(None))
+            .order_by(OutcomeWindow.pair_id)
+        ).scalars()
+    )
+
+
 def signal_names(session: Session, pair_id: int) -> set[str]:
     return set(session.execute(select(OutcomeSignal.name).where(OutcomeSignal.pair_id == pair_id)).scalars())
 

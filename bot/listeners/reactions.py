@@ -33,13 +33,14 @@ def board() -> WatchBoard:
 
 
 def watching_pairs(channel: str, message: LoggedMessage) -> list[int]:
-    """The open watches a person's message concerns (one Redis read)."""
+    """The open watches a person's message concerns (one Redis read; the rule: capture.outcomes.watching)."""
     return watching(board().watches(channel), message, time.time())
 
 
 def hand_on_message(channel: str, ts: str, pair_ids: list[int]) -> None:
-    for pair_id in pair_ids:
-        celery.send_task(task_names.OBSERVE_MESSAGE, args=[pair_id, channel, ts])
+    """One task for the message, whatever the number of pairs it concerns: the worker reads it once."""
+    if pair_ids:
+        celery.send_task(task_names.OBSERVE_MESSAGE, args=[pair_ids, channel, ts])
 
 
 class Reactions:

@@ -147,6 +147,90 @@ def test_a_rephrased_question_at_top_level_is_a_reask(make_bot, sent) -> None:
     assert signals(bot, pair.id) == {"reask"}
 
 
+def settled_answer(bot: ServedBot, sent: list, question: dict, text: str = "Press Rotate.") -> Pair:
+    """The support bot answers `question` in its thread, and the answer settles (its window opens)."""
+    send(bot, sr.bot_message(C, sr.next_ts(), text, thread_ts=question["ts"]))
+    pair = bot.pairs()[-1]
+    assert settle(bot.runtime, pair.id, pair.version) == PairStatus.PENDING
+    run(bot, sent)
+    return pair
+
+
+def observe_tasks(sent: list) -> list[list]:
+    return [args for name, args in sent if name == task_names.OBSERVE_MESSAGE]
+
+
+def test_one_task_hands_on_a_message_for_every_answer_of_its_thread(make_bot, sent) -> None:
+    """Two answers in one thread: a teammate's reply is one task carrying both pairs, and takes over both."""
+    bot = make_bot()
+    q, _answer, first = answered(bot, sent)
+    send(bot, sr.human_message(C, sr.next_ts(), "And on Android?", thread_ts=q["ts"]))
+    run(bot, sent)
+    second = settled_answer(bot, sent, q, "Same on Android: Settings, then Rotate.")
+    sent.clear()
+    send(bot, sr.human_message(C, sr.next_ts(), "Use the Keys tab.", user="U_AGENT", thread_ts=q["ts"]))
+    assert [args[0] for args in observe_tasks(sent)] == [[first.id, second.id]]
+    run(bot, sent)
+    assert signals(bot, first.id) == {"reask", "human_takeover"}
+    assert signals(bot, second.id) == {"human_takeover"}
+    assert {p.id: p.reference_text for p in bot.pairs()} == {
+        first.id: "Use the Keys tab.",
+        second.id: "Use the Keys tab.",
+    }
+
+
+def test_a_top_level_message_is_news_for_the_askers_latest_answer_only(make_bot, sent) -> None:
+    """Three questions at top level, each answered: the second and third re-ask the answer before them, and a
+    top-level "thanks" thanks the last answer only (not every answer of the window)."""
+    bot = make_bot()
+    pairs = []
+    for i in range(3):
+        question = sr.human_message(C, sr.next_ts(), f"How do I rotate key number {i}?")
+        send(bot, question)
+        assert [args[0] for args in observe_tasks(sent)] == ([[pairs[-1].id]] if pairs else [])
+        run(bot, sent)
+        pairs.append(settled_answer(bot, sent, question))
+    send(bot, sr.human_message(C, sr.next_ts(), "thanks!"))
+    assert [args[0] for args in observe_tasks(sent)] == [[pairs[-1].id]]
+    run(bot, sent)
+    assert [signals(bot, p.id) for p in pairs] == [{"reask"}, {"reask"}, {"thanked"}]
+
+
+def test_a_message_before_the_answer_settled_is_read_by_the_same_rule(make_bot, sent) -> None:
+    """Answers at top level: the asker's messages come while their first answer is still settling. When its
+    window opens it reads them by the bot's rule: the next question re-asks it (its latest answer then), the
+    thanks after the second answer does not (it is news for that one)."""
+    bot = make_bot()
+    q1 = sr.human_message(C, sr.next_ts(), "How do I rotate my key?")
+    for event in (q1, sr.bot_message(C, sr.next_ts(), "Press Rotate.")):
+        send(bot, event)
+    [first] = bot.pairs()  # not settled yet
+    send(bot, sr.human_message(C, sr.next_ts(), "How do I delete a key?"))
+    send(bot, sr.bot_message(C, sr.next_ts(), "Press Delete."))
+    second = bot.pairs()[-1]
+    assert settle(bot.runtime, second.id, second.version) == PairStatus.PENDING
+    run(bot, sent)
+    send(bot, sr.human_message(C, sr.next_ts(), "thanks!"))
+    run(bot, sent)
+    assert signals(bot, second.id) == {"thanked"}
+    assert settle(bot.runtime, first.id, first.version) == PairStatus.PENDING  # reads the question and the thanks
+    run(bot, sent)
+    assert signals(bot, first.id) == {"reask"}
+    assert signals(bot, second.id) == {"thanked"}
+
+
+def test_a_task_queued_by_an_older_bot_one_pair_per_task_is_still_taken(make_bot, sent) -> None:
+    """The old signature observe_message(pair_id, channel, ts), as an upgraded worker may find it in the queue."""
+    bot = make_bot()
+    q, _answer, pair = answered(bot, sent)
+    reask = sr.human_message(C, sr.next_ts(), "Where is Settings?", thread_ts=q["ts"])
+    send(bot, reask)
+    sent.clear()
+    assert outcomes.observe_message(pair.id, C, reask["ts"]) == {pair.id: ["reask"]}
+    assert outcomes.observe_message([pair.id], C, reask["ts"]) == {}  # the new one, retried: nothing twice
+    assert signals(bot, pair.id) == {"reask"}
+
+
 def test_reactions_added_and_removed_once_under_redelivery(make_bot, sent) -> None:
     bot = make_bot()
     _, answer, pair = answered(bot, sent)

@@ -1,22 +1,26 @@
-"""Outcome signals through real processes: signed events to a real `relmon bot`, the tasks run by a real
-`relmon worker`, on the fake Slack and LLM. In-process: tests/integration/test_outcomes.py and
-test_outcome_alerts.py."""
+"""Outcome signals through real processes: signed events to a real `relmon bot` (or the bot served in-process),
+the tasks run by real `relmon worker`s, on the fake Slack and LLM; one worker is SIGKILLed in the middle of
+recording a message's signals. In-process: tests/integration/test_outcomes.py and test_outcome_alerts.py."""
 
 from __future__ import annotations
 
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
-from sqlalchemy import select
+import redis
+from sqlalchemy import select, text
 
+from common.celery_app import QUEUE_JUDGE, QUEUE_SLACK
 from store.db import Database
-from store.models import Feedback, Judgment, OutcomeSignal, OutcomeWindow, Pair
+from store.models import Feedback, Judgment, OutcomeSignal, OutcomeWindow, Pair, PairStatus
 from tests import slack_requests as sr
 from tests.bot_harness import SECRET
+from tests.conftest import IN_CI
 from tests.fakes.slack_server import FakeSlack
 from tests.processes import wait_for
-from tests.running_system import ALERTS, CHANNEL, add_support_channel, relmon_processes
+from tests.running_system import ALERTS, CHANNEL, System, add_support_channel, relmon_processes
 
 pytestmark = pytest.mark.slow
 
@@ -96,3 +100,95 @@ def test_a_reask_and_a_thumbs_down_record_signals_once_and_alert_a_missed_failur
                 assert f"<#{CHANNEL}>" in alerts[0]["text"]
             finally:
                 database.dispose()
+
+
+def signal_rows(database: Database) -> Counter[tuple[int, str]]:
+    with database.session() as session:
+        return Counter(tuple(row) for row in session.execute(select(OutcomeSignal.pair_id, OutcomeSignal.name)))
+
+
+def waiting_on_a_lock(database: Database) -> bool:
+    """A backend of this database waits for a row lock (PostgreSQL's view of its sessions)."""
+    with database.session() as session:
+        query = "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()"
+        return session.execute(text(query)).scalar_one() > 0
+
+
+def answered_in_thread(system: System, question: dict, answer: str) -> Pair:
+    """The support bot answers in the question's thread; returns the pair once it is judged and watched."""
+    event = sr.bot_message(CHANNEL, sr.next_ts(), answer, thread_ts=question.get("thread_ts", question["ts"]))
+    system.send(event)
+
+    def watched() -> Pair | None:
+        with system.database.session() as session:
+            pair = session.execute(select(Pair).where(Pair.answer_ts == event["ts"])).scalar()
+            judged = pair is not None and session.execute(select(Judgment).where(Judgment.pair_id == pair.id)).first()
+            return pair if judged and session.get(OutcomeWindow, pair.id) is not None else None
+
+    return wait_for(watched, timeout=30, what="the answer judged and its window open")
+
+
+@pytest.mark.postgres
+def test_a_worker_killed_mid_observation_records_each_signal_once_and_alerts_the_missed_failure_once(
+    make_system, fresh_db_url: str, redis_url: str
+) -> None:
+    """Two answers in one thread (the second after the asker asked again), both watched and well scored. A
+    teammate's reply is one task for both pairs: the worker records the first pair's takeover, then waits for the
+    second pair's window, which the test holds locked (PostgreSQL), and is SIGKILLed there: one signal row
+    written, the task not acknowledged. A new worker takes the task over when its lease lapses: each signal is one
+    row per (pair, name), both references are set, and the first pair's missed failure (a re-ask and a takeover on
+    a well-scored answer) is posted exactly once, though both attempts followed it up."""
+    if not fresh_db_url.startswith("postgresql"):
+        if IN_CI:
+            pytest.fail("PostgreSQL is required in CI (set RELMON_TEST_POSTGRES_URL)")
+        pytest.skip("holds a row lock: needs PostgreSQL (set RELMON_TEST_POSTGRES_URL)")
+    # One task at a time, so the killed worker holds nothing else; the shortest lease, so the task comes back soon.
+    system = make_system(workers=1, concurrency=1, RELMON_VISIBILITY_TIMEOUT=10)
+    question = sr.human_message(CHANNEL, sr.next_ts(), "How do I reset my password?")
+    system.send(question)
+    first = answered_in_thread(system, question, "Open Settings > Security > Reset password.")
+    again = sr.human_message(CHANNEL, sr.next_ts(), "Where is the Security tab?", thread_ts=question["ts"])
+    system.send(again)
+    second = answered_in_thread(system, again, "Security is the third tab in Settings.")
+    wait_for(lambda: signal_rows(system.database) == {(first.id, "reask"): 1}, timeout=20, what="the re-ask")
+
+    with system.database.engine.connect() as lock, lock.begin():
+        lock.execute(select(OutcomeWindow).where(OutcomeWindow.pair_id == second.id).with_for_update())
+        reply = sr.human_message(
+            CHANNEL, sr.next_ts(), "It is under your avatar, top right.", user="U_AGENT", thread_ts=question["ts"]
+        )
+        system.send(reply)
+        wait_for(lambda: waiting_on_a_lock(system.database), timeout=20, what="the worker at the second pair")
+        assert signal_rows(system.database) == {(first.id, "reask"): 1, (first.id, "human_takeover"): 1}
+        victim = system.workers.pop()
+        victim.kill()  # the first pair's signal is written, the task not acknowledged
+        # The lock is released: the killed worker's transaction (its session, waiting on it) is rolled back.
+    system.start_workers(1)
+
+    broker = redis.Redis.from_url(redis_url)
+
+    def done() -> bool:
+        judged = all(p.status == PairStatus.JUDGED and p.reference_text for p in system.pairs())
+        return (
+            judged
+            and (second.id, "human_takeover") in signal_rows(system.database)
+            and missed_alerts(system.slack) == (1, 1)
+            and broker.llen(QUEUE_JUDGE) == broker.llen(QUEUE_SLACK) == 0  # every follow-up taken
+        )
+
+    wait_for(done, timeout=40, what="the task taken over, the missed failure posted")
+    time.sleep(0.5)  # a duplicate (the first pair's second follow-up, taken, running) would land by then
+    rows = signal_rows(system.database)
+    assert set(rows.values()) == {1}, rows
+    assert set(rows) == {(first.id, "reask"), (first.id, "human_takeover"), (second.id, "human_takeover")}
+    assert missed_alerts(system.slack) == (1, 1)
+    [alert] = system.slack.posted(ALERTS)  # nothing else was alerted
+    assert alert["text"].startswith("Missed failure in")
+    with system.slack._lock:
+        [shown] = system.slack.messages[ALERTS].values()
+    assert "asked again" in str(shown["blocks"]) and "a teammate replied" in str(shown["blocks"])
+    assert {p.id: p.reference_text for p in system.pairs()} == {
+        first.id: "It is under your avatar, top right.",
+        second.id: "It is under your avatar, top right.",
+    }
+    broker.close()

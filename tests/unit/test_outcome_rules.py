@@ -83,6 +83,32 @@ def test_the_bots_filter_takes_only_open_watches_that_a_message_concerns() -> No
     assert o.watching([WATCH, other], msg(1100), now=WATCH.closes_at + 1) == []
 
 
+def test_a_top_level_message_re_asks_only_the_askers_latest_answered_question() -> None:
+    """Ana's answers: one in the first thread, two in a later one; Bo's one. Her top-level message is news for
+    the answers of the thread she was answered in last before it, not for every answer of the window."""
+    later_a = o.Watch(9, "1200.000000", "1150.000000", "U_ASKER", closes_at=1200.0 + 1800)
+    later_b = o.Watch(8, "1300.000000", "1150.000000", "U_ASKER", closes_at=1300.0 + 1800)
+    bos = o.Watch(10, "1350.000000", "1340.000000", "U_B", closes_at=1350.0 + 1800)
+    watches = [WATCH, later_a, later_b, bos]
+    assert o.watching(watches, msg(1400, thread=None), now=1400) == [8, 9]  # the later thread, in ID order
+    assert o.watching(watches, msg(1250, thread=None), now=1250) == [9]  # answer 8 came after the message
+    assert o.watching(watches, msg(1100, thread=None), now=1100) == [7]
+    assert o.watching(watches, msg(1400, user="U_B", thread=None), now=1400) == [10]
+    assert o.watching(watches, msg(1400, user="U_C", thread=None), now=1400) == []
+    # The latest thread's windows closed: nothing is re-asked (the earlier ones closed before them).
+    assert o.watching(watches, msg(3200, thread=None), now=3200) == []
+
+
+def test_a_thread_message_is_news_for_every_open_answer_of_that_thread_only() -> None:
+    later_a = o.Watch(9, "1200.000000", "1150.000000", "U_ASKER", closes_at=1200.0 + 1800)
+    later_b = o.Watch(8, "1300.000000", "1150.000000", "U_ASKER", closes_at=1300.0 + 1800)
+    watches = [WATCH, later_a, later_b]
+    assert o.watching(watches, msg(1400, user="U_AGENT", thread="1150.000000"), now=1400) == [8, 9]
+    assert o.watching(watches, msg(1400, thread="999.000100"), now=1400) == [7]
+    assert o.watching(watches, msg(2900, thread="1150.000000"), now=2900) == [8, 9]
+    assert o.watching(watches, msg(3050, thread="1150.000000"), now=3050) == [8]  # 9's window closed at 3000
+
+
 def test_reactions() -> None:
     neg, pos = DEFAULT_NEGATIVE_REACTIONS, DEFAULT_POSITIVE_REACTIONS
     assert o.reaction_signal("-1", neg, pos) == o.NEGATIVE_REACTION

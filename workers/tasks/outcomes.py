@@ -9,6 +9,7 @@ set once; a retried task or a redelivered event records nothing twice.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from dataclasses import replace
 from datetime import UTC, datetime
 
@@ -22,11 +23,13 @@ from capture.outcomes import (
     HUMAN_TAKEOVER,
     Watch,
     closing_signals,
+    concerns,
     message_outcome,
     reaction_signal,
+    watching,
     window_closes_at,
 )
-from capture.pairing import answer_run
+from capture.pairing import LoggedMessage, answer_run
 from capture.redact import redact_if
 from capture.text import message_text
 from common import task_names
@@ -88,55 +91,82 @@ def open_window(runtime: Runtime, pair_id: int) -> bool:
     around = conversation.around(channel, answer, window_seconds) if answer is not None else []
     if answer is not None:  # a reaction on any message of a multi-message answer counts
         watch = replace(watch, parts=tuple(m.ts for m in answer_run(answer, around) if m.ts != watch.answer_ts))
-    WatchBoard(runtime.redis).add(channel, watch)
+    board = WatchBoard(runtime.redis)
+    board.add(channel, watch)
     _close_later(pair_id, closes - datetime.now(UTC).timestamp())
-    # Messages that came between the answer and its settling were not handed on by the bot: read them now.
-    for message in around:
-        if message.seconds > watch.opens_at:
-            observe_message_in(runtime, pair_id, channel, message.ts, required=False)
+    # Messages that came between the answer and its settling were not handed on by the bot: read them now, by the
+    # bot's rule (a top-level message of the asker is news only for their latest answer, which the board knows).
+    later = [message for message in around if concerns(watch, message)]
+    if any(not message.in_thread for message in later):
+        known = {w.pair_id: w for w in board.watches(channel)} | {watch.pair_id: watch}
+    else:
+        known = {watch.pair_id: watch}
+    for message in later:  # as the bot would have seen it then (the window may have closed since)
+        if watch.pair_id in watching(known.values(), message, message.seconds):
+            _observe(runtime, channel, message, [watch])
     return True
 
 
-def observe_message_in(runtime: Runtime, pair_id: int, channel: str, ts: str, *, required: bool = True) -> list[str]:
-    """Record the signals one person's message gives the pair; returns the new ones."""
-    settings = runtime.settings
-    message = ConversationLog(runtime.redis, settings.question_ttl_seconds).get(channel, ts)
+def observe_message_in(
+    runtime: Runtime, pair_ids: Iterable[int], channel: str, ts: str, *, required: bool = True
+) -> dict[int, list[str]]:
+    """Record the signals one person's message gives each pair it concerns: one read of the message, one of the
+    pairs' windows. Returns the new signals per pair (pairs that got any)."""
+    message = ConversationLog(runtime.redis, runtime.settings.question_ttl_seconds).get(channel, ts)
     if message is None:
         if required:
             raise MessageNotLogged(f"{channel}:{ts}")
-        return []
+        return {}
     with runtime.db.session() as session:
-        window = store.get_window(session, pair_id)
-        if window is None or window.closed_at is not None:
-            return []
-        watch = _watch_of(window)
+        watches = [_watch_of(window) for window in store.open_windows(session, set(pair_ids))]
+    return _observe(runtime, channel, message, watches)
+
+
+def _observe(runtime: Runtime, channel: str, message: LoggedMessage, watches: list[Watch]) -> dict[int, list[str]]:
+    """The signals a message gives the watched answers it concerns, recorded (for the task and a window's catch-up:
+    one support-team read and one reference text for all of them)."""
+    if not watches:
+        return {}
+    settings = runtime.settings
     team = support_team(runtime.redis, runtime.slack, settings.support_team)
-    outcome = message_outcome(
-        watch,
-        message,
-        message_text(message.content),
-        phrases=settings.escalation_phrases,
-        team=team,
-        team_mentions=team | set(settings.support_team),
-        raw_text=str(message.content.get("text") or ""),
-    )
-    if not outcome.signals:
-        return []
+    text, raw_text = message_text(message.content), str(message.content.get("text") or "")
+    outcomes = {}
+    for watch in watches:
+        outcome = message_outcome(
+            watch,
+            message,
+            text,
+            phrases=settings.escalation_phrases,
+            team=team,
+            team_mentions=team | set(settings.support_team),
+            raw_text=raw_text,
+        )
+        if outcome.signals:
+            outcomes[watch.pair_id] = outcome
+    if not outcomes:
+        return {}
     reference = None
-    if outcome.reference:
+    if any(outcome.reference for outcome in outcomes.values()):
         names = UserNames(runtime.redis, runtime.slack)
         reference = redact_if(settings.redact_pii, message_text(message.content, names)).strip() or None
-    judge_again = False
-    with runtime.db.session() as session:
-        new = store.record_signals(session, pair_id, outcome.signals, at=datetime.fromtimestamp(message.seconds, UTC))
-        if reference and HUMAN_TAKEOVER in store.signal_names(session, pair_id):
-            judges = _judges_with_reference(runtime, session, pair_id)
-            judge_again = store.set_teammate_reference(session, pair_id, reference, judges)
-    if judge_again:  # the pair is pending: if this send is lost, the stale sweeper enqueues it
-        celery.send_task(task_names.JUDGE_PAIR, args=[pair_id])
-    _follow_up(pair_id)
-    _announce(runtime, pair_id, new, channel=channel, message_ts=ts)
-    return new
+    at = datetime.fromtimestamp(message.seconds, UTC)
+    recorded: dict[int, list[str]] = {}
+    # One short transaction per pair, in ID order: each holds its window's lock only while its signals are written,
+    # and a retry after a worker loss finds what was written (a signal is unique per pair and name).
+    for pair_id, outcome in sorted(outcomes.items()):
+        judge_again = False
+        with runtime.db.session() as session:
+            new = store.record_signals(session, pair_id, outcome.signals, at=at)
+            if reference and outcome.reference and HUMAN_TAKEOVER in store.signal_names(session, pair_id):
+                judges = _judges_with_reference(runtime, session, pair_id)
+                judge_again = store.set_teammate_reference(session, pair_id, reference, judges)
+        if judge_again:  # the pair is pending: if this send is lost, the stale sweeper enqueues it
+            celery.send_task(task_names.JUDGE_PAIR, args=[pair_id])
+        _follow_up(pair_id)
+        _announce(runtime, pair_id, new, channel=channel, message_ts=message.ts)
+        if new:
+            recorded[pair_id] = new
+    return recorded
 
 
 def _judges_with_reference(runtime: Runtime, session, pair_id: int) -> list[str]:
@@ -209,8 +239,10 @@ def _announce(runtime: Runtime, pair_id: int, new: list[str], **fields) -> None:
     acks_late=True,
     **{**_RETRIED, "autoretry_for": (*_RETRIED["autoretry_for"], MessageNotLogged), "retry_backoff": 1},
 )
-def observe_message(pair_id: int, channel: str, ts: str) -> list[str]:
-    return observe_message_in(get_runtime(), pair_id, channel, ts)
+def observe_message(pair_ids: list[int] | int, channel: str, ts: str) -> dict[int, list[str]]:
+    """`pair_ids`: every pair the message concerns, in one task. A bare pair ID is a task queued by a bot from
+    before that (one task per pair): still taken, so an upgrade loses none of the queued ones."""
+    return observe_message_in(get_runtime(), [pair_ids] if isinstance(pair_ids, int) else pair_ids, channel, ts)
 
 
 @celery.task(name=task_names.OBSERVE_REACTION, acks_late=True, **_RETRIED)
