@@ -110,4 +110,7 @@ def beat_schedule(settings: Settings) -> dict:
         },
     }
     schedule.update(_sweeper_entries(settings))
+    from workers.tasks.outcomes import close_schedule
+
+    schedule.update(close_schedule(settings.outcome_window_seconds))
     return schedule

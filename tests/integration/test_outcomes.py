@@ -57,7 +57,7 @@ def run(bot: ServedBot, sent: list) -> None:
         if name == task_names.OBSERVE_MESSAGE:
             outcomes.observe_message_in(bot.runtime, *args)
         elif name == task_names.CLOSE_OUTCOME_WINDOW:
-            continue  # the tests close windows themselves
+            raise AssertionError("windows close by beat's sweep (close_due_windows), not by a task per answer")
         elif name == task_names.OBSERVE_REACTION:
             outcomes.observe_reaction_in(bot.runtime, *args)
 
@@ -280,8 +280,8 @@ def test_a_close_that_comes_early_waits_for_the_rest(make_bot, sent) -> None:
     bot = make_bot()
     _, _, pair = answered(bot, sent)
     sent.clear()
-    assert outcomes.close_window_in(bot.runtime, pair.id) == "waiting"
-    assert sent == [(task_names.CLOSE_OUTCOME_WINDOW, [pair.id])]
+    assert outcomes.close_window_in(bot.runtime, pair.id) == "waiting"  # an older worker's countdown task
+    assert sent == []  # the periodic sweep closes it when its time is up
 
 
 def test_export_gives_the_signals_and_the_reference_on_every_row(make_bot, sent) -> None:
@@ -330,21 +330,24 @@ def test_a_reaction_on_any_message_of_a_multi_message_answer_counts(make_bot, se
     assert signals(bot, pair.id) == {"negative_reaction"}
 
 
-def test_the_sweeper_closes_a_window_whose_closing_task_was_lost(make_bot, sent) -> None:
+def test_beat_closes_the_windows_whose_time_is_up_and_only_once(make_bot, sent) -> None:
     from store.models import OutcomeWindow
-    from workers.tasks.sweeper import close_overdue_windows
+    from workers.tasks.outcomes import close_due_windows_in, close_schedule
 
     bot = make_bot()
     _q, _answer, pair = answered(bot, sent)
-    sent.clear()  # the closing task, lost
+    sent.clear()
     now = datetime.now(UTC)
-    assert close_overdue_windows(bot.runtime, now) == 0  # not over yet
+    assert close_due_windows_in(bot.runtime, now) == 0  # not over yet
     with bot.runtime.db.session() as session:
-        session.get(OutcomeWindow, pair.id).closes_at = now - timedelta(minutes=5)
-    assert close_overdue_windows(bot.runtime, now) == 1
-    assert sent == [(task_names.CLOSE_OUTCOME_WINDOW, [pair.id])]
-    assert outcomes.close_window_in(bot.runtime, pair.id) == "resolved"
-    assert close_overdue_windows(bot.runtime, now) == 0  # closed: never swept again
+        session.get(OutcomeWindow, pair.id).closes_at = now - timedelta(seconds=1)
+    assert close_due_windows_in(bot.runtime, now) == 1
+    assert signals(bot, pair.id) == {"resolved"}
+    assert sent == [(task_names.FOLLOW_UP_OUTCOME, [pair.id])]
+    assert close_due_windows_in(bot.runtime, now) == 0  # closed: never swept again
+    assert close_schedule(1800)["relmon-close-outcome-windows"]["schedule"] == 30.0
+    assert close_schedule(12)["relmon-close-outcome-windows"]["schedule"] == 1.0
+    assert close_schedule(0) == {}
 
 
 def test_a_reaction_during_a_broker_outage_is_spooled_and_handed_on_once(make_bot, sent, monkeypatch) -> None:

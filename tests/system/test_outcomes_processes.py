@@ -50,6 +50,7 @@ def test_a_reask_and_a_thumbs_down_record_signals_once_and_alert_a_missed_failur
             database_url=db_url,
             directory=tmp_path,
             slack=slack,
+            start=("bot", "worker", "beat"),  # beat closes the window
             RELMON_SETTLE_SECONDS="0.5",
             RELMON_OUTCOME_WINDOW=WINDOW_SECONDS,
         ) as system:

@@ -43,6 +43,7 @@ from store.models import as_utc
 log = logging.getLogger("relmon.outcomes")
 
 REFERENCE_JUDGE = "correctness"
+DUE_BATCH = 500  # windows closed per sweep; the next sweep takes the rest
 _RETRIED = {
     "autoretry_for": (redis.RedisError, OperationalError),
     "retry_backoff": 2,
@@ -92,8 +93,7 @@ def open_window(runtime: Runtime, pair_id: int) -> bool:
     if answer is not None:  # a reaction on any message of a multi-message answer counts
         watch = replace(watch, parts=tuple(m.ts for m in answer_run(answer, around) if m.ts != watch.answer_ts))
     board = WatchBoard(runtime.redis)
-    board.add(channel, watch)
-    _close_later(pair_id, closes - datetime.now(UTC).timestamp())
+    board.add(channel, watch)  # beat's close_due_windows closes the window when its time is up
     # Messages that came between the answer and its settling were not handed on by the bot: read them now, by the
     # bot's rule (a top-level message of the asker is news only for their latest answer, which the board knows).
     later = [message for message in around if concerns(watch, message)]
@@ -204,9 +204,8 @@ def close_window_in(runtime: Runtime, pair_id: int, now: datetime | None = None)
         if window.closed_at is not None:
             return "closed"
         channel, remaining = window.channel_id, (as_utc(window.closes_at) - now).total_seconds()
-    if remaining > 0:  # the countdown was cut to the visibility timeout's ceiling: wait the rest
-        _close_later(pair_id, remaining)
-        return "waiting"
+    if remaining > 0:
+        return "waiting"  # not over yet (a closing task an older worker queued): close_due_windows will close it
     with runtime.db.session() as session:
         closing = closing_signals(store.signal_names(session, pair_id))
         if not store.close_window(session, pair_id, now=now, closing=closing):
@@ -217,9 +216,28 @@ def close_window_in(runtime: Runtime, pair_id: int, now: datetime | None = None)
     return "resolved" if closing else "unresolved"
 
 
-def _close_later(pair_id: int, seconds: float) -> None:
-    """The closing check, due when the window ends (a worker holding it renews its lease: workers.lease)."""
-    celery.send_task(task_names.CLOSE_OUTCOME_WINDOW, args=[pair_id], countdown=max(0.0, seconds) or None)
+def close_due_windows_in(runtime: Runtime, now: datetime, limit: int = DUE_BATCH) -> int:
+    """Close every window whose time is up (beat, every few seconds). One periodic sweep rather than a countdown
+    task per answer: a worker would hold one message per answer for the whole window (30 minutes of answers)."""
+    with runtime.db.session() as session:
+        due = store.open_windows_due(session, now, limit=limit)
+    for pair_id in due:
+        close_window_in(runtime, pair_id, now)
+    return len(due)
+
+
+def close_schedule(window_seconds: float) -> dict:
+    """Beat entry for close_due_windows: every twentieth of the window, between 1 and 30 seconds."""
+    if window_seconds <= 0:
+        return {}
+    every = min(30.0, max(1.0, window_seconds / 20))
+    return {
+        "relmon-close-outcome-windows": {
+            "task": task_names.CLOSE_DUE_WINDOWS,
+            "schedule": every,
+            "options": {"expires": every},  # a sweep that waited past the next one is useless
+        }
+    }
 
 
 def _follow_up(pair_id: int) -> None:
@@ -252,4 +270,10 @@ def observe_reaction(pair_id: int, user: str, emoji: str, added: bool, at: float
 
 @celery.task(name=task_names.CLOSE_OUTCOME_WINDOW, acks_late=True, **_RETRIED)
 def close_window(pair_id: int) -> str:
+    """One window (the form older workers queued with a countdown)."""
     return close_window_in(get_runtime(), pair_id)
+
+
+@celery.task(name=task_names.CLOSE_DUE_WINDOWS, acks_late=True, **_RETRIED)
+def close_due_windows() -> int:
+    return close_due_windows_in(get_runtime(), datetime.now(UTC))

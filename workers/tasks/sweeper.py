@@ -20,7 +20,6 @@ from common.runtime import Runtime, get_runtime
 from store.attempts import Failures, failures_of
 from store.judgments import pair_for_judging, stale_pairs, stored_judges, touch_pairs
 from store.models import PairStatus
-from store.outcomes import open_windows_due
 from workers.judging.queued import queued_handoffs, queued_pairs
 from workers.judging.rules import failed_values, judges_in_force, sweep_action, sweep_interval
 from workers.tasks.judging import PairView, hand_on, judge_pair, store_judgments
@@ -140,20 +139,7 @@ def requeue_stale() -> int:
                 log.exception("could not give up on a failing pair", extra={"pair_id": pair_id})
     if stale:
         log.warning("re-enqueued stale pairs", extra={"count": len(stale) - given_up, "given_up": given_up})
-    close_overdue_windows(runtime, now - stale_after)
     return len(stale)
-
-
-def close_overdue_windows(runtime: Runtime, ended_before: datetime) -> int:
-    """Outcome windows that ended before `ended_before` and are still open: their closing task was lost. The
-    close is idempotent (a window closes once), so a twin of a late task does no harm."""
-    with runtime.db.session() as session:
-        overdue = open_windows_due(session, ended_before, limit=SWEEP_LIMIT)
-    for pair_id in overdue:
-        celery.send_task(task_names.CLOSE_OUTCOME_WINDOW, args=[pair_id])
-    if overdue:
-        log.warning("closing overdue outcome windows", extra={"count": len(overdue)})
-    return len(overdue)
 
 
 def _give_up(runtime: Runtime, pair_id: int, failures: int, last_error: str | None) -> None:
