@@ -126,7 +126,7 @@ def stream_pair_rows(
     )
     signals_of, judgments_of = _detail_statements()
     for chunk in pairs.partitions():
-        ids = {"ids": [row.id for row in chunk]}
+        ids = {"ids": [row.id for row in chunk], "first": chunk[0].id, "last": chunk[-1].id}
         signals: dict[int, list[str]] = defaultdict(list)
         for pair_id, name in session.execute(signals_of, ids):
             signals[pair_id].append(name)
@@ -141,23 +141,30 @@ def stream_pair_rows(
 def _detail_statements() -> tuple[Select, Select]:
     """The outcome signals and the judgments (with their votes and whether current) of a batch of pairs, the ids
     bound at execution. Built once per stream: statements built per batch are garbage in reference cycles, which
-    would pile up between the collector's full passes as the batches go by."""
-    ids = bindparam("ids", expanding=True)
-    signals = select(OutcomeSignal.pair_id, OutcomeSignal.name).where(OutcomeSignal.pair_id.in_(ids))
+    would pile up between the collector's full passes as the batches go by.
+
+    The batch's id range beside its ids: PostgreSQL without statistics yet (a backfill's history just written)
+    guesses 500 ids match most of the table and scans it whole for every batch; the range it reads by index."""
+    ids, first, last = bindparam("ids", expanding=True), bindparam("first"), bindparam("last")
+
+    def of_batch(column):
+        return column.in_(ids) & column.between(first, last)
+
+    signals = select(OutcomeSignal.pair_id, OutcomeSignal.name).where(of_batch(OutcomeSignal.pair_id))
     votes = (  # the votes on these pairs' judgments only: a batch's work does not grow with the table
         select(
             Feedback.judgment_id,
             func.sum(case((Feedback.vote == "right", 1), else_=0)).label("right"),
             func.sum(case((Feedback.vote == "wrong", 1), else_=0)).label("wrong"),
         )
-        .where(Feedback.judgment_id.in_(select(Judgment.id).where(Judgment.pair_id.in_(ids))))
+        .where(Feedback.judgment_id.in_(select(Judgment.id).where(of_batch(Judgment.pair_id))))
         .group_by(Feedback.judgment_id)
         .subquery()
     )
     judgments = (
         select(*_judgment_columns(votes))
         .outerjoin(votes, votes.c.judgment_id == Judgment.id)
-        .where(Judgment.pair_id.in_(ids))
+        .where(of_batch(Judgment.pair_id))
         .order_by(Judgment.id)
     )
     return signals.order_by(OutcomeSignal.id), judgments
