@@ -102,9 +102,9 @@ def stream_pair_rows(
     the current ones (an edited answer's latest of each judge) apart from those a later version superseded; and
     its outcome window's state and signals.
 
-    Streamed: the pairs come through a server-side cursor (PostgreSQL; SQLite steps its own) `batch` at a time,
-    each batch's judgments and signals read by id (`_CHUNK` by default), so however long the period only a
-    batch is held."""
+    Streamed: the pairs come through a server-side cursor (PostgreSQL; SQLite steps its own), `batch` of them
+    (`_CHUNK` by default) at a time with their judgments and signals read by id, so however long the period only
+    a batch is held."""
     pairs = session.execute(
         select(
             Pair.id,
@@ -126,12 +126,12 @@ def stream_pair_rows(
     )
     signals_of, judgments_of = _detail_statements()
     for chunk in pairs.partitions():
-        ids = {"ids": [row.id for row in chunk], "first": chunk[0].id, "last": chunk[-1].id}
+        of_chunk = {"ids": [row.id for row in chunk], "first": chunk[0].id, "last": chunk[-1].id}
         signals: dict[int, list[str]] = defaultdict(list)
-        for pair_id, name in session.execute(signals_of, ids):
+        for pair_id, name in session.execute(signals_of, of_chunk):
             signals[pair_id].append(name)
         judgments: dict[tuple[int, bool], list[JudgmentRow]] = defaultdict(list)
-        for found in session.execute(judgments_of, ids):
+        for found in session.execute(judgments_of, of_chunk):
             fields = dict(found._mapping)
             judgments[(fields.pop("pair_id"), bool(fields.pop("current")))].append(JudgmentRow(**fields))
         for row in chunk:
