@@ -1,22 +1,23 @@
-"""Read-only queries behind the digest and App Home: plain rows of pairs with their judgments and votes.
+"""Read-only queries behind the digest and App Home: plain rows of pairs with their judgments and votes, streamed.
 
-The statistics themselves are pure functions in `common.reports.stats`; these rows are all they see.
+The statistics themselves are running tallies in `common.reports`; these rows are all they see, a batch at a time.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from sqlalchemy import case, func, select
+from sqlalchemy import Select, bindparam, case, func, select
 from sqlalchemy.orm import Session
 
 from store.judgments import is_current
 from store.models import Feedback, Judgment, OutcomeSignal, OutcomeWindow, Pair
 
-# Ids per IN (...) clause: well under SQLite's and PostgreSQL's parameter limits.
+# Ids per IN (...) clause: well under SQLite's and PostgreSQL's parameter limits. Also the pairs a report holds
+# at a time (`stream_pair_rows`).
 _CHUNK = 500
 
 
@@ -94,10 +95,16 @@ def _judgment_columns(votes) -> list:
     ]
 
 
-def pair_rows(session: Session, start: datetime, end: datetime) -> list[PairRow]:
-    """Every pair created in [start, end) with its judgments and their feedback counts (no texts): the current
-    ones (an edited answer's latest of each judge) apart from those a later version superseded; and its outcome
-    window's state and signals."""
+def stream_pair_rows(
+    session: Session, start: datetime, end: datetime, *, batch: int | None = None
+) -> Iterator[PairRow]:
+    """Every pair created in [start, end), in id order, with its judgments and their feedback counts (no texts):
+    the current ones (an edited answer's latest of each judge) apart from those a later version superseded; and
+    its outcome window's state and signals.
+
+    Streamed: the pairs come through a server-side cursor (PostgreSQL; SQLite steps its own), `batch` of them
+    (`_CHUNK` by default) at a time with their judgments and signals read by id, so however long the period only
+    a batch is held."""
     pairs = session.execute(
         select(
             Pair.id,
@@ -115,37 +122,52 @@ def pair_rows(session: Session, start: datetime, end: datetime) -> list[PairRow]
         .outerjoin(OutcomeWindow, OutcomeWindow.pair_id == Pair.id)
         .where(Pair.created_at >= start, Pair.created_at < end)
         .order_by(Pair.id)
-    ).all()
-    ids = [row.id for row in pairs]
-    judgments: dict[tuple[int, bool], list[JudgmentRow]] = defaultdict(list)
-    signals: dict[int, list[str]] = defaultdict(list)
-    for chunk in _chunks(ids):
-        for pair_id, name in session.execute(
-            select(OutcomeSignal.pair_id, OutcomeSignal.name)
-            .where(OutcomeSignal.pair_id.in_(chunk))
-            .order_by(OutcomeSignal.id)
-        ):
+        .execution_options(yield_per=batch or _CHUNK)
+    )
+    signals_of, judgments_of = _detail_statements()
+    for chunk in pairs.partitions():
+        of_chunk = {"ids": [row.id for row in chunk], "first": chunk[0].id, "last": chunk[-1].id}
+        signals: dict[int, list[str]] = defaultdict(list)
+        for pair_id, name in session.execute(signals_of, of_chunk):
             signals[pair_id].append(name)
-        votes = (
-            select(
-                Feedback.judgment_id,
-                func.sum(case((Feedback.vote == "right", 1), else_=0)).label("right"),
-                func.sum(case((Feedback.vote == "wrong", 1), else_=0)).label("wrong"),
-            )
-            .group_by(Feedback.judgment_id)
-            .subquery()
+        judgments: dict[tuple[int, bool], list[JudgmentRow]] = defaultdict(list)
+        for found in session.execute(judgments_of, of_chunk):
+            fields = dict(found._mapping)
+            judgments[(fields.pop("pair_id"), bool(fields.pop("current")))].append(JudgmentRow(**fields))
+        for row in chunk:
+            yield _pair_row(row, judgments, signals)
+
+
+def _detail_statements() -> tuple[Select, Select]:
+    """The outcome signals and the judgments (with their votes and whether current) of a batch of pairs, the ids
+    bound at execution. Built once per stream: statements built per batch are garbage in reference cycles, which
+    would pile up between the collector's full passes as the batches go by.
+
+    The batch's id range beside its ids: PostgreSQL without statistics yet (a backfill's history just written)
+    guesses 500 ids match most of the table and scans it whole for every batch; the range it reads by index."""
+    ids, first, last = bindparam("ids", expanding=True), bindparam("first"), bindparam("last")
+
+    def of_batch(column):
+        return column.in_(ids) & column.between(first, last)
+
+    signals = select(OutcomeSignal.pair_id, OutcomeSignal.name).where(of_batch(OutcomeSignal.pair_id))
+    votes = (  # the votes on these pairs' judgments only: a batch's work does not grow with the table
+        select(
+            Feedback.judgment_id,
+            func.sum(case((Feedback.vote == "right", 1), else_=0)).label("right"),
+            func.sum(case((Feedback.vote == "wrong", 1), else_=0)).label("wrong"),
         )
-        rows = session.execute(
-            select(*_judgment_columns(votes))
-            .outerjoin(votes, votes.c.judgment_id == Judgment.id)
-            .where(Judgment.pair_id.in_(chunk))
-            .order_by(Judgment.id)
-        ).all()
-        for row in rows:
-            fields = dict(row._mapping)
-            key = (fields.pop("pair_id"), bool(fields.pop("current")))
-            judgments[key].append(JudgmentRow(**fields))
-    return [_pair_row(row, judgments, signals) for row in pairs]
+        .where(Feedback.judgment_id.in_(select(Judgment.id).where(of_batch(Judgment.pair_id))))
+        .group_by(Feedback.judgment_id)
+        .subquery()
+    )
+    judgments = (
+        select(*_judgment_columns(votes))
+        .outerjoin(votes, votes.c.judgment_id == Judgment.id)
+        .where(of_batch(Judgment.pair_id))
+        .order_by(Judgment.id)
+    )
+    return signals.order_by(OutcomeSignal.id), judgments
 
 
 def _pair_row(row, judgments: dict[tuple[int, bool], list[JudgmentRow]], signals: dict[int, list[str]]) -> PairRow:

@@ -28,21 +28,20 @@ def publish_home(client: WebClient, membership: MembershipCache, user_id: str, n
     # Imported here: the digest's task module registers Celery tasks, which only processes that use them need
     # (gunicorn's master loads it before forking: bot.server.MODULES_BEFORE_FORK).
     from common.messages.home import home_view
-    from common.reports.figures import load_rows, report_from
+    from common.reports.figures import read_report
     from common.reports.period import period_for
-    from common.reports.stats import captured
     from common.runtime import get_runtime
 
     runtime = get_runtime()
     settings, rules = runtime.settings, runtime.rules
     now = now or datetime.now(UTC)
     period = period_for(now, settings.digest_timezone)
-    current, previous = load_rows(runtime, period)
     viewer = Viewer(client, membership, user_id)
+    figures = read_report(runtime, period, may_see=viewer.may_see)
     configured = set(settings.watched_channels) | set(rules.channels)
-    listed = {row.channel_id for row in captured(current) if row.channel_id} | configured
+    listed = figures.captured_channels | configured
     hidden = sorted(c for c in listed if rules.for_channel(c, settings).watch and not viewer.may_see(c))
-    report = report_from(runtime, period, current, previous, may_see=viewer.may_see)
+    report = figures.report()
     channel_rules = {stats.channel_id: rules.for_channel(stats.channel_id, settings) for stats in report.channels}
     view = home_view(
         report, settings, rules.for_channel(None, settings), channel_rules, now=now, hidden_private=len(hidden)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from common.messages import blocks as block_kit
-from common.reports.trust import CanaryFigures, Precision, Suggestion, Trust
+from common.reports.trust import DISPUTED_SHOWN, CanaryFigures, Precision, Suggestion, Trust
 
 TRUST_HEADING = "Can the alerts be trusted?"
 SECTION_CHARS = 2900  # under the 3,000 a section's text may hold
@@ -49,12 +49,12 @@ def canary_text(figures: CanaryFigures | None) -> str | None:
     return text
 
 
-def second_opinion_text(trust: Trust, *, slack: bool = True, shown: int = 3) -> str | None:
+def second_opinion_text(trust: Trust, *, slack: bool = True, shown: int = DISPUTED_SHOWN) -> str | None:
     """`2 low scores disputed by the second opinion (1 → 4, 0 → 3) · 5 confirmed · 1 unconfirmed`."""
-    if not (trust.disputed or trust.confirmed or trust.unconfirmed):
+    disputed = trust.disputed_count
+    if not (disputed or trust.confirmed or trust.unconfirmed):
         return None
     parts = []
-    disputed = len(trust.disputed)
     scores = ", ".join(
         f"{d.score:g} → {'?' if d.second_score is None else f'{d.second_score:g}'}" for d in trust.disputed[:shown]
     )

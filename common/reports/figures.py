@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from common.reports.builder import ReportBuilder
 from common.reports.period import Period
-from common.reports.stats import Prices, Report, build_report
+from common.reports.stats import Prices, Report
 from common.reports.trust import CanaryPoint
 from common.runtime import Runtime
 from store.canary import recent_runs
 from store.models import as_utc
-from store.stats_queries import pair_rows
+from store.stats_queries import stream_pair_rows
 
 
 def prices_for(runtime: Runtime) -> Prices:
@@ -21,37 +22,32 @@ def prices_for(runtime: Runtime) -> Prices:
     )
 
 
-def load_report(runtime: Runtime, period: Period) -> Report:
-    return report_from(runtime, period, *load_rows(runtime, period))
-
-
-def load_rows(runtime: Runtime, period: Period) -> tuple[list, list]:
-    """The pairs of the period and of the period before it."""
-    with runtime.db.session() as session:
-        return pair_rows(session, period.start, period.end), pair_rows(session, period.previous_start, period.start)
-
-
-def report_from(
-    runtime: Runtime,
-    period: Period,
-    current: list,
-    previous: list,
-    may_see: Callable[[str], bool] = lambda _channel: True,
-) -> Report:
+def load_report(runtime: Runtime, period: Period, may_see: Callable[[str], bool] = lambda _channel: True) -> Report:
     """The report of the watched channels; `may_see` leaves out channels a viewer may not see (the App Home)."""
+    return read_report(runtime, period, may_see).report()
+
+
+def read_report(
+    runtime: Runtime, period: Period, may_see: Callable[[str], bool] = lambda _channel: True
+) -> ReportBuilder:
+    """The pairs of the period and of the period before it, streamed through a report's tallies (a batch of
+    pairs in memory at a time, however long the period)."""
     settings, rules = runtime.settings, runtime.rules
     with runtime.db.session() as session:
         runs = recent_runs(session, before=period.end)
-    return build_report(
-        period,
-        current,
-        previous,
-        lambda channel: rules.for_channel(channel, settings).thresholds,
-        prices_for(runtime),
-        channels=set(settings.watched_channels) | set(rules.channels),
-        is_watched=lambda channel: rules.for_channel(channel, settings).watch and may_see(channel),
-        canary_runs=[canary_point(run) for run in runs],
-    )
+        builder = ReportBuilder(
+            period,
+            lambda channel: rules.for_channel(channel, settings).thresholds,
+            prices_for(runtime),
+            channels=set(settings.watched_channels) | set(rules.channels),
+            is_watched=lambda channel: rules.for_channel(channel, settings).watch and may_see(channel),
+            canary_runs=[canary_point(run) for run in runs],
+        )
+        for row in stream_pair_rows(session, period.start, period.end):
+            builder.add_current(row)
+        for row in stream_pair_rows(session, period.previous_start, period.start):
+            builder.add_previous(row)
+    return builder
 
 
 def canary_point(run) -> CanaryPoint:

@@ -1,4 +1,5 @@
-"""Outcome figures for the digest and App Home: pure functions over plain rows (`store.stats_queries.PairRow`).
+"""Outcome figures for the digest and App Home: running tallies over plain rows (`store.stats_queries.PairRow`),
+fed one at a time.
 
 What the customers did next (`capture.outcomes`), per channel and overall, against the week before: the share
 of answers resolved, re-asked, taken over by a teammate and escalated, the reactions, how the judge's scores
@@ -11,7 +12,7 @@ final (a reaction may be taken back, `resolved` comes when the window closes).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -24,7 +25,7 @@ from capture.outcomes import (
     RESOLVED,
     failed,
 )
-from common.reports.period import Period, day_slices
+from common.reports.period import Period, day_slices, slice_of
 from store.models import JudgmentStatus
 from store.stats_queries import PairRow
 
@@ -133,80 +134,100 @@ class OutcomeReport:
         return self.overall.closed > 0
 
 
-def closed(rows: Iterable[PairRow]) -> list[PairRow]:
-    return [row for row in rows if row.window_closed]
-
-
-def _score(row: PairRow, judge: str) -> float | None:
+def _first_scores(row: PairRow) -> dict[str, float]:
+    """Each judge's score of this answer (its first usable verdict)."""
+    scores: dict[str, float] = {}
     for judgment in row.judgments:
-        if judgment.judge == judge and judgment.status == JudgmentStatus.OK and judgment.score is not None:
-            return judgment.score
-    return None
+        if judgment.status == JudgmentStatus.OK and judgment.score is not None:
+            scores.setdefault(judgment.judge, judgment.score)
+    return scores
 
 
 def _top_score(score: float, max_score: float | None) -> bool:
     return max_score is not None and score >= max_score
 
 
-def outcome_stats(channel_id: str | None, rows: Sequence[PairRow], judge: str) -> OutcomeStats:
-    """The figures of these answers (the caller passes captured answers only, `stats.captured`)."""
-    done = closed(rows)
-    counts = {name: sum(1 for row in done if name in row.signals) for name in _COUNTED}
-    resolved_scores = [s for row in done if RESOLVED in row.signals and (s := _score(row, judge)) is not None]
-    failed_scores = [s for row in done if failed(row.signals) and (s := _score(row, judge)) is not None]
-    teammate = [
-        j
-        for row in done
-        if HUMAN_TAKEOVER in row.signals and row.has_reference
-        for j in row.judgments
-        if j.judge == CORRECTNESS and j.status == JudgmentStatus.OK and j.score is not None
-    ]
-    return OutcomeStats(
-        channel_id=channel_id,
-        open=sum(1 for row in rows if row.window_closed is False),
-        closed=len(done),
-        resolved=counts[RESOLVED],
-        reasked=counts[REASK],
-        taken_over=counts[HUMAN_TAKEOVER],
-        escalated=counts[ESCALATION],
-        positive=counts[POSITIVE_REACTION],
-        negative=counts[NEGATIVE_REACTION],
-        failed=sum(1 for row in done if failed(row.signals)),
-        score_resolved=ScoreMean(sum(resolved_scores), len(resolved_scores)),
-        score_failed=ScoreMean(sum(failed_scores), len(failed_scores)),
-        teammate_judged=len(teammate),
-        teammate_correct=sum(1 for j in teammate if _top_score(j.score, j.max_score)),
-    )
-
-
 _COUNTED = (RESOLVED, REASK, HUMAN_TAKEOVER, ESCALATION, POSITIVE_REACTION, NEGATIVE_REACTION)
 
 
-def daily_outcomes(rows: Iterable[PairRow], period: Period) -> list[DailyOutcome]:
+class OutcomeTally:
+    """The outcome figures of captured answers so far (the caller feeds captured answers only, `stats.is_answer`).
+    The mean scores are kept for every judge: which one the report sets against the outcomes is known only once
+    every answer has been seen."""
+
+    def __init__(self) -> None:
+        self.open = self.closed = self.failed = self.teammate_judged = self.teammate_correct = 0
+        self.counts = dict.fromkeys(_COUNTED, 0)
+        self.scores_resolved: dict[str, list] = {}  # judge -> [total, count]
+        self.scores_failed: dict[str, list] = {}
+
+    def add(self, row: PairRow) -> None:
+        if row.window_closed is False:
+            self.open += 1
+        if not row.window_closed:
+            return
+        self.closed += 1
+        for name in _COUNTED:
+            self.counts[name] += name in row.signals
+        resolved, did_fail = RESOLVED in row.signals, failed(row.signals)
+        self.failed += did_fail
+        for judge, score in _first_scores(row).items():
+            for wanted, means in ((resolved, self.scores_resolved), (did_fail, self.scores_failed)):
+                if wanted:
+                    mean = means.setdefault(judge, [0, 0])
+                    mean[0] += score
+                    mean[1] += 1
+        if HUMAN_TAKEOVER in row.signals and row.has_reference:
+            for j in row.judgments:
+                if j.judge == CORRECTNESS and j.status == JudgmentStatus.OK and j.score is not None:
+                    self.teammate_judged += 1
+                    self.teammate_correct += _top_score(j.score, j.max_score)
+
+    def stats(self, channel_id: str | None, judge: str) -> OutcomeStats:
+        counts = self.counts
+        return OutcomeStats(
+            channel_id=channel_id,
+            open=self.open,
+            closed=self.closed,
+            resolved=counts[RESOLVED],
+            reasked=counts[REASK],
+            taken_over=counts[HUMAN_TAKEOVER],
+            escalated=counts[ESCALATION],
+            positive=counts[POSITIVE_REACTION],
+            negative=counts[NEGATIVE_REACTION],
+            failed=self.failed,
+            score_resolved=ScoreMean(*self.scores_resolved.get(judge, (0, 0))),
+            score_failed=ScoreMean(*self.scores_failed.get(judge, (0, 0))),
+            teammate_judged=self.teammate_judged,
+            teammate_correct=self.teammate_correct,
+        )
+
+
+def outcome_stats(channel_id: str | None, rows: Iterable[PairRow], judge: str) -> OutcomeStats:
+    """The figures of these answers (the caller passes captured answers only, `stats.is_answer`)."""
+    tally = OutcomeTally()
+    for row in rows:
+        tally.add(row)
+    return tally.stats(channel_id, judge)
+
+
+class DailyOutcomeTally:
     """Closed windows and resolved answers in each of the period's 24-hour slices (by the answer's time)."""
-    done = closed(rows)
-    points = []
-    for start, end in day_slices(period):
-        day = [row for row in done if start <= row.created_at < end]
-        points.append(DailyOutcome(start, len(day), sum(1 for row in day if RESOLVED in row.signals)))
-    return points
 
+    def __init__(self, period: Period) -> None:
+        self.period = period
+        self.slices = day_slices(period)
+        self.closed = [0] * len(self.slices)
+        self.resolved = [0] * len(self.slices)
 
-def outcome_report(
-    period: Period, current: Sequence[PairRow], previous: Sequence[PairRow], channel_ids: Iterable[str], judge: str
-) -> OutcomeReport:
-    """The outcome figures of captured answers (`current`, `previous`: `stats.captured` rows), overall and for
-    each of `channel_ids`, this week and the one before."""
+    def add(self, row: PairRow) -> None:
+        index = slice_of(self.period, row.created_at) if row.window_closed else None
+        if index is not None:
+            self.closed[index] += 1
+            self.resolved[index] += RESOLVED in row.signals
 
-    def of(channel: str, rows: Sequence[PairRow]) -> OutcomeStats:
-        return outcome_stats(channel, [row for row in rows if row.channel_id == channel], judge)
-
-    ids = list(channel_ids)
-    return OutcomeReport(
-        judge=judge,
-        overall=outcome_stats(None, current, judge),
-        previous_overall=outcome_stats(None, previous, judge),
-        channels={channel: of(channel, current) for channel in ids},
-        previous_channels={channel: of(channel, previous) for channel in ids},
-        daily=daily_outcomes(current, period),
-    )
+    def points(self) -> list[DailyOutcome]:
+        return [
+            DailyOutcome(start, closed, resolved)
+            for (start, _end), closed, resolved in zip(self.slices, self.closed, self.resolved, strict=True)
+        ]

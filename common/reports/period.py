@@ -70,7 +70,19 @@ def scheduled_key(now: datetime, weekday: str, hour: int, timezone: str = "UTC")
     return iso_week_key(latest_slot(now + CLOCK_GRACE, weekday, hour, timezone), ZoneInfo(timezone))
 
 
+DAY = timedelta(days=1)
+
+
+def _days(period: Period) -> int:
+    return max(1, -(-(period.end - period.start) // DAY))
+
+
 def day_slices(period: Period) -> list[tuple[datetime, datetime]]:
     """The 24-hour slices of the period (seven for a week, more for a backfill's month), oldest first."""
-    days = max(1, -(-(period.end - period.start) // timedelta(days=1)))
-    return [(period.start + timedelta(days=i), period.start + timedelta(days=i + 1)) for i in range(days)]
+    return [(period.start + i * DAY, period.start + (i + 1) * DAY) for i in range(_days(period))]
+
+
+def slice_of(period: Period, moment: datetime) -> int | None:
+    """The index of the slice of `day_slices` that `moment` falls in; None outside them all."""
+    index = (moment - period.start) // DAY
+    return index if 0 <= index < _days(period) else None

@@ -1,19 +1,21 @@
-"""Digest and App Home statistics: pure functions over plain rows (`store.stats_queries.PairRow`).
+"""Digest and App Home statistics: running tallies fed plain rows (`store.stats_queries.PairRow`) one at a time.
 
-Nothing here reads a database, a clock or Slack, so every figure is tested directly, including empty weeks
-and weeks where every judgment failed.
+A tally keeps counts, sums and the few worst answers, never the rows: the report of a backfill's year holds as
+much as a week's (`common.reports.builder` streams the rows through). Nothing here reads a database, a clock or
+Slack, so every figure is tested directly, including empty weeks and weeks where every judgment failed.
 """
 
 from __future__ import annotations
 
+from bisect import insort
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from common.reports.outcomes import OutcomeReport, outcome_report
-from common.reports.period import Period, day_slices
-from common.reports.trust import CanaryPoint, Trust, trust_report
+from common.reports.outcomes import OutcomeReport
+from common.reports.period import Period, day_slices, slice_of
+from common.reports.trust import Trust
 from store.models import JudgmentStatus, PairStatus
 from store.stats_queries import JudgmentRow, PairRow
 
@@ -160,32 +162,13 @@ class Report:
         return self.overall.seen == 0 and self.overall.tokens.total == 0
 
 
-# Building blocks -------------------------------------------------------------------------------
-
-
 # Captured live, or read from Slack's history or an export (`relmon backfill`, `relmon import`).
 ANSWER_SOURCES = frozenset({"capture", "backfill", "import"})
 
 
-def captured(rows: Iterable[PairRow]) -> list[PairRow]:
-    """The support bot's answers: captured pairs that stand on their own (not on-demand /judge requests)."""
-    return [row for row in rows if row.source in ANSWER_SOURCES and row.status not in _NOT_AN_ANSWER]
-
-
-def token_use(rows: Iterable[PairRow], prices: Prices) -> Tokens:
-    """LLM tokens actually spent (cached verdicts cost nothing) and their estimated cost, the input the provider
-    read from its prompt cache at the cached rate. Every judgment made counts, those a re-judged answer's newer
-    version superseded too: they were paid for."""
-    prompt = cached = completion = 0
-    cost = 0.0
-    for row in rows:
-        for judgment in (*row.judgments, *row.superseded):
-            if not judgment.cached:
-                prompt += judgment.prompt_tokens
-                cached += min(judgment.cached_tokens, judgment.prompt_tokens)
-                completion += judgment.completion_tokens
-                cost += judgment_cost(judgment, prices)
-    return Tokens(prompt=prompt, completion=completion, cost_usd=cost, cached=cached)
+def is_answer(row: PairRow) -> bool:
+    """One of the support bot's answers: a captured pair that stands on its own (not an on-demand /judge request)."""
+    return row.source in ANSWER_SOURCES and row.status not in _NOT_AN_ANSWER
 
 
 BATCH_DISCOUNT = 0.5  # the Batch API bills half the online price
@@ -202,41 +185,43 @@ def judgment_cost(judgment: JudgmentRow, prices: Prices) -> float:
     return cost * BATCH_DISCOUNT if judgment.batch else cost
 
 
-def judge_stats(judge: str, rows: Iterable[PairRow], thresholds_for: ThresholdsFor) -> JudgeStats:
-    """One judge's figures over these pairs; "low" uses each pair's own channel threshold."""
-    scored = nulls = errors = low = 0
-    total = 0.0
-    counts: Counter[int] = Counter()
-    thresholds: set[float] = set()
-    for row in rows:
-        for judgment in row.judgments:
-            if judgment.judge != judge:
-                continue
-            if judgment.status == JudgmentStatus.ERROR:
-                errors += 1
-            elif judgment.status == JudgmentStatus.NULL or judgment.score is None:
-                nulls += 1
-            else:
-                scored += 1
-                total += judgment.score
-                counts[round(judgment.score)] += 1
-                threshold = thresholds_for(row.channel_id).get(judge)
-                if threshold is not None:
-                    thresholds.add(float(threshold))
-                    if judgment.score <= threshold:
-                        low += 1
-    low_end, high_end = SCALES.get(judge, (min(counts, default=0), max(counts, default=0)))
-    distribution = {score: counts.get(score, 0) for score in range(low_end, high_end + 1)}
-    return JudgeStats(
-        judge=judge,
-        scored=scored,
-        nulls=nulls,
-        errors=errors,
-        mean=total / scored if scored else None,
-        distribution=distribution,
-        low=low,
-        thresholds=tuple(sorted(thresholds)),
-    )
+class JudgeTally:
+    """One judge's figures so far; "low" uses each answer's own channel threshold."""
+
+    def __init__(self, judge: str) -> None:
+        self.judge = judge
+        self.scored = self.nulls = self.errors = self.low = 0
+        self.total = 0.0
+        self.counts: Counter[int] = Counter()  # scores are discrete: a count per score of the scale
+        self.thresholds: set[float] = set()
+
+    def add(self, judgment: JudgmentRow, threshold: float | None) -> None:
+        if judgment.status == JudgmentStatus.ERROR:
+            self.errors += 1
+        elif judgment.status == JudgmentStatus.NULL or judgment.score is None:
+            self.nulls += 1
+        else:
+            self.scored += 1
+            self.total += judgment.score
+            self.counts[round(judgment.score)] += 1
+            if threshold is not None:
+                self.thresholds.add(float(threshold))
+                if judgment.score <= threshold:
+                    self.low += 1
+
+    def stats(self) -> JudgeStats:
+        counts = self.counts
+        low_end, high_end = SCALES.get(self.judge, (min(counts, default=0), max(counts, default=0)))
+        return JudgeStats(
+            judge=self.judge,
+            scored=self.scored,
+            nulls=self.nulls,
+            errors=self.errors,
+            mean=self.total / self.scored if self.scored else None,
+            distribution={score: counts.get(score, 0) for score in range(low_end, high_end + 1)},
+            low=self.low,
+            thresholds=tuple(sorted(self.thresholds)),
+        )
 
 
 def _worst_judgment(row: PairRow) -> JudgmentRow | None:
@@ -244,16 +229,22 @@ def _worst_judgment(row: PairRow) -> JudgmentRow | None:
     return min(usable, key=lambda j: j.normalized_score, default=None)
 
 
-def worst_answers(rows: Iterable[PairRow], count: int = 3) -> list[WorstAnswer]:
-    """The `count` lowest-scored answers (by normalized score, so judges compare), one entry per answer."""
-    candidates = []
-    for row in rows:
+class WorstTally:
+    """The `count` lowest-scored answers so far (by normalized score, so judges compare; the older answer first
+    on a tie), one entry per answer."""
+
+    def __init__(self, count: int = 3) -> None:
+        self.count = count
+        self.kept: list[tuple[float, int, WorstAnswer]] = []  # ordered, at most `count`
+
+    def add(self, row: PairRow) -> None:
         judgment = _worst_judgment(row)
-        if judgment is not None:
-            candidates.append((judgment.normalized_score, row.id, row, judgment))
-    candidates.sort(key=lambda item: (item[0], item[1]))
-    return [
-        WorstAnswer(
+        if judgment is None or self.count <= 0:
+            return
+        key = (judgment.normalized_score, row.id)
+        if len(self.kept) >= self.count and key >= self.kept[-1][:2]:
+            return
+        answer = WorstAnswer(
             pair_id=row.id,
             channel_id=row.channel_id,
             channel_is_private=row.channel_is_private,
@@ -262,22 +253,89 @@ def worst_answers(rows: Iterable[PairRow], count: int = 3) -> list[WorstAnswer]:
             judge=judgment.judge,
             score=float(judgment.score if judgment.score is not None else 0.0),
             max_score=judgment.max_score,
-            normalized_score=float(normalized),
+            normalized_score=float(judgment.normalized_score),
         )
-        for normalized, _, row, judgment in candidates[:count]
-    ]
+        insort(self.kept, (*key, answer), key=lambda entry: entry[:2])
+        del self.kept[self.count :]
+
+    def answers(self) -> list[WorstAnswer]:
+        return [answer for _, _, answer in self.kept]
 
 
-def judges_seen(rows: Iterable[PairRow]) -> list[str]:
-    """Judge names with any judgment, the primary judge first, then in scale order."""
-    names = {judgment.judge for row in rows for judgment in row.judgments}
+def ordered_judges(names: Iterable[str]) -> list[str]:
+    """Judge names, the primary judge first, then in scale order."""
     order = list(SCALES)
-    return sorted(names, key=lambda name: (order.index(name) if name in order else len(order), name))
+    return sorted(set(names), key=lambda name: (order.index(name) if name in order else len(order), name))
+
+
+def primary_judge(names: Iterable[str]) -> str:
+    """The judge the report leads with, of those that judged answers."""
+    ordered = ordered_judges(names)
+    return PRIMARY_JUDGE if PRIMARY_JUDGE in ordered or not ordered else ordered[0]
+
+
+class ChannelTally:
+    """One channel's figures so far (or every channel's, fed every row)."""
+
+    def __init__(self, thresholds_for: ThresholdsFor, prices: Prices, worst: int = 3) -> None:
+        self.thresholds_for, self.prices = thresholds_for, prices
+        self.seen = self.judged = self.errored = self.votes_right = self.votes_wrong = 0
+        self.statuses: Counter[str] = Counter()
+        self.judges: dict[str, JudgeTally] = {}  # the judges that judged these answers, as first seen
+        self.worst = WorstTally(worst)
+        self.prompt = self.cached = self.completion = 0
+        self.cost = 0.0
+
+    def add(self, row: PairRow) -> None:
+        # Tokens count every LLM call, on-demand /judge requests included: they are on the same bill. Every
+        # judgment made counts, those a re-judged answer's newer version superseded too: they were paid for.
+        for judgment in (*row.judgments, *row.superseded):
+            if not judgment.cached:
+                self.prompt += judgment.prompt_tokens
+                self.cached += min(judgment.cached_tokens, judgment.prompt_tokens)
+                self.completion += judgment.completion_tokens
+                self.cost += judgment_cost(judgment, self.prices)
+        if not is_answer(row):
+            return
+        self.seen += 1
+        self.statuses[row.status] += 1
+        if any(j.status in (JudgmentStatus.OK, JudgmentStatus.NULL) for j in row.judgments):
+            self.judged += 1
+        elif row.judgments and all(j.status == JudgmentStatus.ERROR for j in row.judgments):
+            self.errored += 1
+        thresholds = self.thresholds_for(row.channel_id) if row.judgments else {}
+        for judgment in row.judgments:
+            if judgment.judge not in self.judges:
+                self.judges[judgment.judge] = JudgeTally(judgment.judge)
+            self.judges[judgment.judge].add(judgment, thresholds.get(judgment.judge))
+            self.votes_right += judgment.votes_right
+            self.votes_wrong += judgment.votes_wrong
+        self.worst.add(row)
+
+    def stats(self, channel_id: str | None, judges: Sequence[str] | None = None) -> ChannelStats:
+        """The figures, for `judges` (every channel of a report shows the same judges) or those seen."""
+        names = list(judges) if judges is not None else ordered_judges(self.judges)
+        statuses = self.statuses
+        return ChannelStats(
+            channel_id=channel_id,
+            seen=self.seen,
+            judged=self.judged,
+            skipped_sampling=statuses[PairStatus.SKIPPED_SAMPLING],
+            skipped_budget=statuses[PairStatus.SKIPPED_BUDGET],
+            not_judged=sum(statuses[s] for s in _NOT_JUDGED_STATUSES),
+            waiting=sum(statuses[s] for s in _WAITING_STATUSES),
+            errored=self.errored,
+            judges={name: (self.judges.get(name) or JudgeTally(name)).stats() for name in names},
+            votes_right=self.votes_right,
+            votes_wrong=self.votes_wrong,
+            worst=self.worst.answers(),
+            tokens=Tokens(prompt=self.prompt, completion=self.completion, cost_usd=self.cost, cached=self.cached),
+        )
 
 
 def channel_stats(
     channel_id: str | None,
-    rows: Sequence[PairRow],
+    rows: Iterable[PairRow],
     thresholds_for: ThresholdsFor,
     prices: Prices,
     *,
@@ -285,34 +343,10 @@ def channel_stats(
     worst: int = 3,
 ) -> ChannelStats:
     """Figures for one channel (or, with channel_id None, for all the rows given)."""
-    answers = captured(rows)
-    judged = errored = 0
-    statuses = Counter(row.status for row in answers)
-    for row in answers:
-        usable = any(j.status in (JudgmentStatus.OK, JudgmentStatus.NULL) for j in row.judgments)
-        if usable:
-            judged += 1
-        elif row.judgments and all(j.status == JudgmentStatus.ERROR for j in row.judgments):
-            errored += 1
-    names = list(judges) if judges is not None else judges_seen(answers)
-    votes_right = sum(j.votes_right for row in answers for j in row.judgments)
-    votes_wrong = sum(j.votes_wrong for row in answers for j in row.judgments)
-    return ChannelStats(
-        channel_id=channel_id,
-        seen=len(answers),
-        judged=judged,
-        skipped_sampling=statuses[PairStatus.SKIPPED_SAMPLING],
-        skipped_budget=statuses[PairStatus.SKIPPED_BUDGET],
-        not_judged=sum(statuses[s] for s in _NOT_JUDGED_STATUSES),
-        waiting=sum(statuses[s] for s in _WAITING_STATUSES),
-        errored=errored,
-        judges={name: judge_stats(name, answers, thresholds_for) for name in names},
-        votes_right=votes_right,
-        votes_wrong=votes_wrong,
-        worst=worst_answers(answers, worst),
-        # Tokens count every LLM call, on-demand /judge requests included: they are on the same bill.
-        tokens=token_use(rows, prices),
-    )
+    tally = ChannelTally(thresholds_for, prices, worst)
+    for row in rows:
+        tally.add(row)
+    return tally.stats(channel_id, judges)
 
 
 def compare(current: JudgeStats | None, previous: JudgeStats | None) -> Change:
@@ -327,68 +361,37 @@ def compare(current: JudgeStats | None, previous: JudgeStats | None) -> Change:
     return Change(mean=mean, share_low=share)
 
 
-def daily_series(rows: Iterable[PairRow], period: Period, judge: str) -> list[DailyPoint]:
-    """Answers and the judge's mean score in each of the period's seven 24-hour slices."""
-    answers = captured(rows)
-    points = []
-    for start, end in day_slices(period):
-        day = [row for row in answers if start <= row.created_at < end]
-        scores = [
-            j.score
-            for row in day
-            for j in row.judgments
-            if j.judge == judge and j.status == JudgmentStatus.OK and j.score is not None
+class DailyTally:
+    """Answers and each judge's scores in each of the period's 24-hour slices (by the answer's time)."""
+
+    def __init__(self, period: Period) -> None:
+        self.period = period
+        self.slices = day_slices(period)
+        self.answers = [0] * len(self.slices)
+        self.scores: dict[str, list[list]] = {}  # judge -> per slice [scored, total]
+
+    def add(self, row: PairRow) -> None:
+        index = slice_of(self.period, row.created_at) if is_answer(row) else None
+        if index is None:
+            return
+        self.answers[index] += 1
+        for j in row.judgments:
+            if j.status == JudgmentStatus.OK and j.score is not None:
+                day = self.scores.setdefault(j.judge, [[0, 0] for _ in self.slices])[index]
+                day[0] += 1
+                day[1] += j.score
+
+    def points(self, judge: str) -> list[DailyPoint]:
+        scores = self.scores.get(judge) or [[0, 0] for _ in self.slices]
+        return [
+            DailyPoint(start=start, answers=answers, scored=scored, mean=total / scored if scored else None)
+            for (start, _end), answers, (scored, total) in zip(self.slices, self.answers, scores, strict=True)
         ]
-        points.append(
-            DailyPoint(
-                start=start, answers=len(day), scored=len(scores), mean=sum(scores) / len(scores) if scores else None
-            )
-        )
-    return points
 
 
-def primary_judge(rows: Iterable[PairRow]) -> str:
-    names = judges_seen(rows)
-    return PRIMARY_JUDGE if PRIMARY_JUDGE in names or not names else names[0]
-
-
-def build_report(
-    period: Period,
-    current: Sequence[PairRow],
-    previous: Sequence[PairRow],
-    thresholds_for: ThresholdsFor,
-    prices: Prices,
-    *,
-    channels: Iterable[str] = (),
-    is_watched: Callable[[str], bool] = lambda _channel: True,
-    worst: int = 3,
-    canary_runs: Sequence[CanaryPoint] = (),
-) -> Report:
-    """The whole digest: overall and per channel, this week and the one before, and the daily series.
-
-    `channels` are reported even without data (a watched channel that went quiet is news);
-    channels `is_watched` rejects are left out entirely.
-    """
-    current = [row for row in current if row.channel_id is None or is_watched(row.channel_id)]
-    previous = [row for row in previous if row.channel_id is None or is_watched(row.channel_id)]
-    judges = judges_seen([*captured(current), *captured(previous)])
-    ids = {row.channel_id for row in captured(current)} | {c for c in channels if is_watched(c)}
-    channel_ids = sorted(c for c in ids if c is not None)
-
-    def stats(channel: str | None, rows: Sequence[PairRow]) -> ChannelStats:
-        mine = rows if channel is None else [row for row in rows if row.channel_id == channel]
-        return channel_stats(channel, mine, thresholds_for, prices, judges=judges, worst=worst)
-
-    main = primary_judge(captured(current)) if judges else PRIMARY_JUDGE
-    return Report(
-        period=period,
-        overall=stats(None, current),
-        previous_overall=stats(None, previous),
-        channels=[stats(channel, current) for channel in channel_ids],
-        previous_channels={channel: stats(channel, previous) for channel in channel_ids},
-        daily=daily_series(current, period, main),
-        primary_judge=main,
-        thresholds={channel: dict(thresholds_for(channel)) for channel in [None, *channel_ids]},
-        trust=trust_report(captured(current), captured(previous), judges, thresholds_for, SCALES, canary_runs),
-        outcomes=outcome_report(period, captured(current), captured(previous), channel_ids, main),
-    )
+def daily_series(rows: Iterable[PairRow], period: Period, judge: str) -> list[DailyPoint]:
+    """Answers and the judge's mean score in each of the period's 24-hour slices."""
+    tally = DailyTally(period)
+    for row in rows:
+        tally.add(row)
+    return tally.points(judge)

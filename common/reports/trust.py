@@ -1,12 +1,13 @@
-"""How far relmon's alerts can be trusted: pure figures over plain rows (`store.stats_queries.PairRow`) and the
-canary's runs. The share of alerts people agreed with (with a 90% Wilson interval), the low scores a second
-opinion disputed, the threshold the votes say would have been more precise, the canary's kappa, and whether
-this week can be compared with the last at all (the same judge model and prompt version)."""
+"""How far relmon's alerts can be trusted: running tallies over plain rows (`store.stats_queries.PairRow`, fed one
+at a time: counts, never the rows) and the canary's runs. The share of alerts people agreed with (with a 90%
+Wilson interval), the low scores a second opinion disputed, the threshold the votes say would have been more
+precise, the canary's kappa, and whether this week can be compared with the last at all (the same judge model
+and prompt version)."""
 
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -74,31 +75,18 @@ class Vote:
     agreed: bool
 
 
-def voted_alerts(rows: Iterable[PairRow]) -> list[Vote]:
-    """The judgments people voted on (the buttons are on alerts); a tie says nothing and is left out."""
-    out = []
-    for row in rows:
-        for judgment in row.judgments:
-            if judgment.score is None or judgment.votes_right == judgment.votes_wrong:
-                continue
-            out.append(
-                Vote(row.channel_id, judgment.judge, judgment.score, judgment.votes_right > judgment.votes_wrong)
-            )
-    return out
-
-
-def precision(votes: Iterable[Vote]) -> list[Precision]:
-    """Per judge over every channel (channel None) and per channel and judge."""
-    counts: dict[tuple[str | None, str], list[int]] = defaultdict(lambda: [0, 0])
-    for vote in votes:
-        for channel in (None, vote.channel_id):
-            counts[(channel, vote.judge)][0 if vote.agreed else 1] += 1
+def row_votes(row: PairRow) -> list[Vote]:
+    """The judgments of this answer people voted on (the buttons are on alerts); a tie says nothing."""
     return [
-        Precision(channel, judge, agreed, disagreed)
-        for (channel, judge), (agreed, disagreed) in sorted(
-            counts.items(), key=lambda item: (item[0][0] or "", item[0][1])
-        )
+        Vote(row.channel_id, judgment.judge, judgment.score, judgment.votes_right > judgment.votes_wrong)
+        for judgment in row.judgments
+        if judgment.score is not None and judgment.votes_right != judgment.votes_wrong
     ]
+
+
+def voted_alerts(rows: Iterable[PairRow]) -> list[Vote]:
+    """The voted alerts of these answers."""
+    return [vote for row in rows for vote in row_votes(row)]
 
 
 @dataclass(frozen=True)
@@ -119,12 +107,23 @@ def suggest_threshold(
     while still catching every answer people marked bad, as (threshold, its precision, today's precision); None
     with fewer than `min_votes` votes or when no threshold does better. Only stricter thresholds can be judged:
     nobody voted on the answers a laxer one would have added."""
-    if len(pairs) < min_votes:
+    return suggest_from_counts(Counter(pairs), current, lowest, min_votes=min_votes)
+
+
+def suggest_from_counts(
+    counts: Mapping[tuple[float, bool], int], current: float, lowest: int, *, min_votes: int = MIN_VOTES_FOR_SUGGESTION
+) -> tuple[float, float, float] | None:
+    """`suggest_threshold` from how many votes each (score, agreed) had."""
+    if sum(counts.values()) < min_votes:
         return None
 
     def figures(threshold: float) -> tuple[float | None, int]:
-        alerted = [agreed for score, agreed in pairs if score <= threshold]
-        return (sum(alerted) / len(alerted) if alerted else None), sum(alerted)
+        alerted = agreed_with = 0
+        for (score, agreed), count in counts.items():
+            if score <= threshold:
+                alerted += count
+                agreed_with += count if agreed else 0
+        return (agreed_with / alerted if alerted else None), agreed_with
 
     now, caught = figures(current)
     if now is None:
@@ -139,21 +138,51 @@ def suggest_threshold(
     return best
 
 
-def suggestions(votes: Sequence[Vote], thresholds_for: ThresholdsFor, scales: Mapping[str, tuple[int, int]]) -> list:
-    """A suggestion per channel and judge with enough votes whose threshold could be better."""
-    groups: dict[tuple[str | None, str], list[tuple[float, bool]]] = defaultdict(list)
-    for vote in votes:
-        groups[(vote.channel_id, vote.judge)].append((vote.score, vote.agreed))
-    out = []
-    for (channel, judge), pairs in sorted(groups.items(), key=lambda item: (item[0][0] or "", item[0][1])):
-        current = thresholds_for(channel).get(judge)
-        if current is None:
-            continue
-        found = suggest_threshold(pairs, float(current), scales.get(judge, (0, 0))[0])
-        if found is not None:
-            threshold, precision_then, precision_now = found
-            out.append(Suggestion(channel, judge, float(current), threshold, precision_now, precision_then, len(pairs)))
-    return out
+def _by_place(item: tuple[tuple[str | None, str], object]) -> tuple[str, str]:
+    (channel, judge), _ = item
+    return channel or "", judge
+
+
+class VoteTally:
+    """Voted alerts so far, counted per channel and judge, and per score and verdict (what a threshold
+    suggestion weighs): as many counts as the scales have scores, however many votes."""
+
+    def __init__(self, votes: Iterable[Vote] = ()) -> None:
+        self.counts: dict[tuple[str | None, str], list[int]] = defaultdict(lambda: [0, 0])
+        self.scores: dict[tuple[str | None, str], Counter[tuple[float, bool]]] = defaultdict(Counter)
+        for vote in votes:
+            self.add(vote)
+
+    def add(self, vote: Vote) -> None:
+        for channel in (None, vote.channel_id):
+            self.counts[(channel, vote.judge)][0 if vote.agreed else 1] += 1
+        self.scores[(vote.channel_id, vote.judge)][(vote.score, vote.agreed)] += 1
+
+    def precision(self) -> list[Precision]:
+        """Per judge over every channel (channel None) and per channel and judge."""
+        return [
+            Precision(channel, judge, agreed, disagreed)
+            for (channel, judge), (agreed, disagreed) in sorted(self.counts.items(), key=_by_place)
+        ]
+
+    def suggestions(self, thresholds_for: ThresholdsFor, scales: Mapping[str, tuple[int, int]]) -> list[Suggestion]:
+        """A suggestion per channel and judge with enough votes whose threshold could be better."""
+        out = []
+        for (channel, judge), counts in sorted(self.scores.items(), key=_by_place):
+            current = thresholds_for(channel).get(judge)
+            if current is None:
+                continue
+            found = suggest_from_counts(counts, float(current), scales.get(judge, (0, 0))[0])
+            if found is not None:
+                threshold, precision_then, precision_now = found
+                votes = sum(counts.values())
+                out.append(Suggestion(channel, judge, float(current), threshold, precision_now, precision_then, votes))
+        return out
+
+
+def precision(votes: Iterable[Vote]) -> list[Precision]:
+    """Per judge over every channel (channel None) and per channel and judge."""
+    return VoteTally(votes).precision()
 
 
 @dataclass(frozen=True)
@@ -165,19 +194,38 @@ class Disputed:
     second_score: float | None
 
 
-def second_opinions(rows: Iterable[PairRow]) -> tuple[list[Disputed], int, int]:
-    """The low scores a second opinion disputed (with both scores), and how many were confirmed and unconfirmed."""
-    disputed, confirmed, unconfirmed = [], 0, 0
-    for row in rows:
+DISPUTED_SHOWN = 3  # the disputed low scores the trust lines show with both scores; the rest are counted
+
+
+class SecondOpinionTally:
+    """The low scores a second opinion disputed (the first `keep` with both scores, all counted), and how many
+    were confirmed and unconfirmed."""
+
+    def __init__(self, keep: int | None = DISPUTED_SHOWN) -> None:
+        self.keep = keep
+        self.disputed: list[Disputed] = []
+        self.more_disputed = self.confirmed = self.unconfirmed = 0
+
+    def add(self, row: PairRow) -> None:
         for judgment in row.judgments:
             status = judgment.confirmation_status
             if status == ConfirmationStatus.DISPUTED and judgment.score is not None:
-                disputed.append(
-                    Disputed(row.id, row.channel_id, judgment.judge, judgment.score, judgment.confirmation_score)
-                )
-            confirmed += status == ConfirmationStatus.CONFIRMED
-            unconfirmed += status == ConfirmationStatus.UNCONFIRMED
-    return disputed, confirmed, unconfirmed
+                if self.keep is None or len(self.disputed) < self.keep:
+                    self.disputed.append(
+                        Disputed(row.id, row.channel_id, judgment.judge, judgment.score, judgment.confirmation_score)
+                    )
+                else:
+                    self.more_disputed += 1
+            self.confirmed += status == ConfirmationStatus.CONFIRMED
+            self.unconfirmed += status == ConfirmationStatus.UNCONFIRMED
+
+
+def second_opinions(rows: Iterable[PairRow]) -> tuple[list[Disputed], int, int]:
+    """Every low score a second opinion disputed (with both scores), and how many were confirmed and unconfirmed."""
+    tally = SecondOpinionTally(keep=None)
+    for row in rows:
+        tally.add(row)
+    return tally.disputed, tally.confirmed, tally.unconfirmed
 
 
 @dataclass(frozen=True)
@@ -223,20 +271,39 @@ class Comparability:
     note: str | None = None
 
 
-def judge_versions(rows: Iterable[PairRow], judge: str) -> set[tuple[str | None, str | None]]:
+Versions = set[tuple[str | None, str | None]]
+
+
+class VersionTally:
+    """The (model, prompt version) pairs that scored answers so far, per judge."""
+
+    def __init__(self) -> None:
+        self.versions: dict[str, Versions] = defaultdict(set)
+
+    def add(self, row: PairRow) -> None:
+        for judgment in row.judgments:
+            if judgment.status == JudgmentStatus.OK and not judgment.cached:
+                self.versions[judgment.judge].add((judgment.model, judgment.prompt_version))
+
+    def of(self, judge: str) -> Versions:
+        return self.versions.get(judge, set())
+
+
+def judge_versions(rows: Iterable[PairRow], judge: str) -> Versions:
     """The (model, prompt version) pairs that scored answers for this judge."""
-    return {
-        (judgment.model, judgment.prompt_version)
-        for row in rows
-        for judgment in row.judgments
-        if judgment.judge == judge and judgment.status == JudgmentStatus.OK and not judgment.cached
-    }
+    tally = VersionTally()
+    for row in rows:
+        tally.add(row)
+    return tally.of(judge)
 
 
 def like_with_like(current: Iterable[PairRow], previous: Iterable[PairRow], judge: str) -> Comparability:
+    return comparability(judge, judge_versions(current, judge), judge_versions(previous, judge))
+
+
+def comparability(judge: str, now: Versions, before: Versions) -> Comparability:
     """Weeks compare only across the same judge model and prompt version: a change during the week, or since
     the week before, is said and the change figures are left out."""
-    now, before = judge_versions(current, judge), judge_versions(previous, judge)
     if len(now) > 1:
         models = sorted({model or "?" for model, _ in now})
         what = "model" if len(models) > 1 else "prompt"
@@ -253,11 +320,16 @@ def like_with_like(current: Iterable[PairRow], previous: Iterable[PairRow], judg
 class Trust:
     precision: list[Precision] = field(default_factory=list)
     suggestions: list[Suggestion] = field(default_factory=list)
-    disputed: list[Disputed] = field(default_factory=list)
+    disputed: list[Disputed] = field(default_factory=list)  # the first few (`DISPUTED_SHOWN`)
+    more_disputed: int = 0  # the disputed ones beyond those
     confirmed: int = 0
     unconfirmed: int = 0
     canary: CanaryFigures | None = None
     comparability: dict[str, Comparability] = field(default_factory=dict)
+
+    @property
+    def disputed_count(self) -> int:
+        return len(self.disputed) + self.more_disputed
 
     def comparable(self, judge: str) -> bool:
         found = self.comparability.get(judge)
@@ -271,22 +343,42 @@ class Trust:
         return next((p for p in self.precision if p.channel_id == channel_id and p.judge == judge), None)
 
 
-def trust_report(
-    current: Sequence[PairRow],
-    previous: Sequence[PairRow],
-    judges: Iterable[str],
-    thresholds_for: ThresholdsFor,
-    scales: Mapping[str, tuple[int, int]],
-    canary_runs: Sequence[CanaryPoint] = (),
-) -> Trust:
-    votes = voted_alerts(current)
-    disputed, confirmed, unconfirmed = second_opinions(current)
-    return Trust(
-        precision=precision(votes),
-        suggestions=suggestions(votes, thresholds_for, scales),
-        disputed=disputed,
-        confirmed=confirmed,
-        unconfirmed=unconfirmed,
-        canary=canary_figures(canary_runs),
-        comparability={judge: like_with_like(current, previous, judge) for judge in judges},
-    )
+class TrustTally:
+    """The trust figures so far: votes and second opinions on this week's answers, the judges' versions of this
+    week and the week before (the canary's runs come whole: the two newest)."""
+
+    def __init__(self) -> None:
+        self.votes = VoteTally()
+        self.second = SecondOpinionTally()
+        self.versions, self.previous_versions = VersionTally(), VersionTally()
+
+    def add_current(self, row: PairRow) -> None:
+        for vote in row_votes(row):
+            self.votes.add(vote)
+        self.second.add(row)
+        self.versions.add(row)
+
+    def add_previous(self, row: PairRow) -> None:
+        self.previous_versions.add(row)
+
+    def trust(
+        self,
+        judges: Iterable[str],
+        thresholds_for: ThresholdsFor,
+        scales: Mapping[str, tuple[int, int]],
+        canary_runs: Sequence[CanaryPoint] = (),
+    ) -> Trust:
+        second = self.second
+        return Trust(
+            precision=self.votes.precision(),
+            suggestions=self.votes.suggestions(thresholds_for, scales),
+            disputed=list(second.disputed),
+            more_disputed=second.more_disputed,
+            confirmed=second.confirmed,
+            unconfirmed=second.unconfirmed,
+            canary=canary_figures(canary_runs),
+            comparability={
+                judge: comparability(judge, self.versions.of(judge), self.previous_versions.of(judge))
+                for judge in judges
+            },
+        )

@@ -13,11 +13,11 @@ from sqlalchemy import event, func, select
 
 from bot.listeners.home import publish_home
 from common.membership import MembershipCache
-from common.reports.figures import load_rows
 from common.reports.period import period_for
 from common.runtime import Runtime, slack_client_for
 from store.models import Judgment, OutcomeSignal, OutcomeWindow, Pair
 from store.settings import Settings
+from store.stats_queries import stream_pair_rows
 from tests.fakes.slack_server import FakeSlack
 from workers.tasks.digest import send_digest
 
@@ -113,7 +113,9 @@ def test_rows_carry_signals_and_window_state_in_batched_queries(runtime: Runtime
     listen = lambda *args: queries.append(args[2])  # noqa: E731
     event.listen(engine, "before_cursor_execute", listen)
     try:
-        current, previous = load_rows(runtime, period)
+        with runtime.db.session() as session:
+            current = list(stream_pair_rows(session, period.start, period.end))
+            previous = list(stream_pair_rows(session, period.previous_start, period.start))
     finally:
         event.remove(engine, "before_cursor_execute", listen)
     assert len([q for q in queries if "outcome_signals" in q]) == 2  # one per week's rows, not one per pair

@@ -111,9 +111,10 @@ def test_a_rejudged_answer_costs_both_judgments_and_scores_only_the_current_one(
     """The digest's figures from the store: spend counts the superseded judgment's tokens, scores do not."""
     from datetime import UTC, datetime, timedelta
 
+    from common.reports.builder import build_report
     from common.reports.period import period_for
-    from common.reports.stats import Prices, build_report
-    from store.stats_queries import pair_rows
+    from common.reports.stats import Prices
+    from store.stats_queries import stream_pair_rows
 
     now = datetime(2026, 11, 23, 9, 0, tzinfo=UTC)
     with database.session() as session:
@@ -128,7 +129,7 @@ def test_a_rejudged_answer_costs_both_judgments_and_scores_only_the_current_one(
                                      pair_version=version))  # fmt: skip
     period = period_for(now, "UTC")
     with database.session() as session:
-        rows = pair_rows(session, period.start, period.end)
+        rows = list(stream_pair_rows(session, period.start, period.end))
     assert [[j.score for j in row.judgments] for row in rows] == [[4], [2]]
     assert [[j.score for j in row.superseded] for row in rows] == [[1], []]
     prices = Prices(input_per_million=0.15, output_per_million=0.60)

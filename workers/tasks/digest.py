@@ -21,7 +21,7 @@ from common.messages.digest import Links, Quotes, digest_message
 from common.post_once import RECEIPT_TTL_SECONDS, PostOnce, Receipts
 from common.privacy import may_quote
 from common.replies import Asker, reply_privately
-from common.reports.figures import load_report, load_rows, prices_for, report_from
+from common.reports.figures import load_report, prices_for
 from common.reports.period import Period, period_for, scheduled_key
 from common.reports.stats import Report, WorstAnswer
 from common.runtime import Runtime, get_runtime
@@ -222,7 +222,7 @@ def deliver_preview(
     settings = runtime.settings
     period = period_for(now, settings.digest_timezone)
     viewer = Viewer(runtime.slack, MembershipCache(runtime.redis), user_id)
-    report = report_from(runtime, period, *load_rows(runtime, period), may_see=viewer.may_see)
+    report = load_report(runtime, period, may_see=viewer.may_see)
     quotes = quotes_for(runtime, report, channel_id, may_read=viewer.may_read)
     message = digest_message(report, links_for(runtime, report), quotes, prices_for(runtime))
     note = {
