@@ -299,8 +299,8 @@ def main() -> None:
     parser.add_argument(
         "--llm-niceness",
         type=int,
-        default=19,
-        help="CPU niceness of the fake LLM (default 19: it stands in for a remote service; 0 makes it compete)",
+        default=0,
+        help="CPU niceness of the fake LLM (default 0: it competes with the bot for the cores, the worst case)",
     )
     parser.add_argument("--no-worker", action="store_true", help="only the run without a worker")
     parser.add_argument("--worker-niceness", type=int, help="RELMON_WORKER_NICENESS (default: relmon's default)")
