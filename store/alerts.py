@@ -10,12 +10,14 @@ cannot all see "under the cap".
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, func, select, update
+from sqlalchemy import Connection, Integer, any_, bindparam, func, select, update
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session
 
 from store.db import insert_or_ignore
@@ -198,28 +200,19 @@ def recent_scores(
     rows: list[tuple[float, datetime]] = []
     seen: set[int] = set()
     oldest: datetime | None = None  # the oldest pair read so far: the next batch continues from there
+    bind = session.get_bind() if isinstance(session, Session) else session
+    statements = _recent_statements(bind.dialect.name)
     while True:
-        query = select(Pair.id, Pair.created_at).where(
-            Pair.channel_id == channel_id, Pair.source == "capture", Pair.status == PairStatus.JUDGED
-        )
+        parameters: dict[str, Any] = {"channel": channel_id, "batch": batch}
+        variant = "newest"
         if oldest is not None:
-            query = query.where(Pair.created_at <= oldest)  # `<=`: a tie on the boundary is read again, and skipped
+            variant, parameters["oldest"] = "older", oldest  # `<=`: a tie on the boundary is read again, skipped
             if since is not None and len(rows) >= last:
-                query = query.where(Pair.created_at >= since)  # only the time window still wants rows
-        # exactly the index's order: the scan stops after `batch` rows
-        read = session.execute(query.order_by(Pair.created_at.desc()).limit(batch)).all()
+                variant, parameters["since"] = "in_window", since  # only the time window still wants rows
+        read = session.execute(statements[variant], parameters).all()
         pairs = [(pair_id, as_utc(created)) for pair_id, created in read if pair_id not in seen]
-        found = dict(
-            session.execute(
-                select(Judgment.pair_id, Judgment.score).where(
-                    Judgment.pair_id.in_([pair_id for pair_id, _ in pairs]),
-                    Judgment.judge == judge,
-                    Judgment.status == JudgmentStatus.OK,
-                    Judgment.score.is_not(None),
-                    is_current(),
-                )
-            ).all()
-        )
+        ids = [pair_id for pair_id, _ in pairs]
+        found = dict(session.execute(statements["scores"], {"ids": ids, "judge": judge}).all()) if ids else {}
         rows += [(found[pair_id], created) for pair_id, created in pairs if pair_id in found]
         seen.update(pair_id for pair_id, _ in pairs)
         if read:
@@ -229,6 +222,35 @@ def recent_scores(
             # enough, or that was every pair of the channel (or of the time window)
             return rows[:last] + [row for row in rows[last:most] if since is not None and row[1] >= since]
         batch *= 4
+
+
+@functools.cache
+def _recent_statements(dialect: str) -> dict[str, Any]:
+    """recent_scores' statements, built once: it runs after every judgment, and building a statement (and its
+    cache key) cost more than running it. The pairs in the index's order, so the scan stops after `batch` rows;
+    their scores by pair ID (one array parameter on PostgreSQL: psycopg re-parses a statement of over 50)."""
+    pairs = select(Pair.id, Pair.created_at).where(
+        Pair.channel_id == bindparam("channel"), Pair.source == "capture", Pair.status == PairStatus.JUDGED
+    )
+    order = (Pair.created_at.desc(),)
+    older = pairs.where(Pair.created_at <= bindparam("oldest"))
+    ids = (
+        Judgment.pair_id == any_(bindparam("ids", type_=postgresql.ARRAY(Integer)))
+        if dialect == "postgresql"
+        else Judgment.pair_id.in_(bindparam("ids", expanding=True))
+    )
+    return {
+        "newest": pairs.order_by(*order).limit(bindparam("batch")),
+        "older": older.order_by(*order).limit(bindparam("batch")),
+        "in_window": older.where(Pair.created_at >= bindparam("since")).order_by(*order).limit(bindparam("batch")),
+        "scores": select(Judgment.pair_id, Judgment.score).where(
+            ids,
+            Judgment.judge == bindparam("judge"),
+            Judgment.status == JudgmentStatus.OK,
+            Judgment.score.is_not(None),
+            is_current(),
+        ),
+    }
 
 
 @dataclass(frozen=True)

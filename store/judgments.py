@@ -4,6 +4,7 @@ by the judging pipeline, stale-pair lookup for the sweeper, and the export query
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import Any
@@ -51,6 +52,7 @@ PAIR_FIELDS = (
 )
 
 
+@functools.lru_cache(maxsize=8)  # built once per entity: building the aliased subquery cost more than running it
 def is_current(judgment=Judgment) -> ColumnElement[bool]:
     """True for the judgment no later version of its answer superseded: the one of the highest pair version for
     its pair and judge. What stats, the digest, App Home and alerts read; the older ones stay as history."""
