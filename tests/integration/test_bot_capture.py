@@ -261,8 +261,8 @@ def test_streaming_edits_bump_the_version_and_settle_once(bot: ServedBot) -> Non
     send(bot, sr.message_changed(answer, "The outage lasted 5 minutes.", streaming_state="completed"))
     [pair] = bot.pairs()
     assert pair.version == 4
+    assert pair.status == PairStatus.PENDING  # the completion settled it at once (no quiet time)
     assert settle(bot.runtime, pair.id, 2) == "stale"  # an older edit's settle does nothing
-    assert settle(bot.runtime, pair.id, 4) == PairStatus.PENDING
     assert settle(bot.runtime, pair.id, 4) == "requeued"  # a repeat re-enqueues judging, nothing else
     [pair] = bot.pairs()
     assert pair.answer_text == "The outage lasted 5 minutes."

@@ -3,7 +3,8 @@
 The bot logs every message in Redis (capture.conversation_log) and acknowledges Slack without touching the
 database: a busy worker holding SQLite's write lock made acknowledgements wait hundreds of milliseconds. For each
 change to a monitored bot's answer it sends `capture_answer(channel, ts, ...)`; the task reads the answer back from
-the log and upserts its pair (a new version, status settling), then enqueues `settle_pair`. Tasks can run out of
+the log and upserts its pair (a new version, status settling), then enqueues `settle_pair` (or, with no quiet time
+to wait, as for a finished stream, settles it at once). Tasks can run out of
 order or at once (several workers, retries): each reads the log under a lock per conversation (a thread, or a
 channel's top level, where a multi-message answer's parts live), so the last one to run stores the log's latest
 state, whatever order they ran in. The bot also sends the message as it logged it: when Redis lost the log
@@ -43,6 +44,7 @@ from common.celery_app import celery
 from common.runtime import Runtime, get_runtime
 from common.telemetry.logs import event_fields
 from store import pairs
+from workers.tasks.capture import settle
 
 log = logging.getLogger("relmon.capture")
 
@@ -142,8 +144,10 @@ def _store(
         log.info("answer streaming", extra=fields)
         return "streaming"
     countdown = 0 if settles_at_once(state) else settings.settle_seconds
-    # No countdown at all rather than 0: a message with an ETA costs the worker a timer and a prefetch slot.
-    celery.send_task(task_names.SETTLE_PAIR, args=[captured.pair_id, captured.version], countdown=countdown or None)
+    if countdown:
+        celery.send_task(task_names.SETTLE_PAIR, args=[captured.pair_id, captured.version], countdown=countdown)
+    else:  # a finished stream (or no quiet time set): settled here, a task and its round trips fewer
+        settle(runtime, captured.pair_id, captured.version)
     stored.keep(mark)
     log.info("answer captured", extra={**fields, "version": captured.version, "parts": len(run)})
     return "captured"
