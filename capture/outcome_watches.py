@@ -1,9 +1,15 @@
 """The answers being watched, in Redis, for the bot's fast filter (capture.outcomes.watching) and for
 reactions: the workers write a watch when an answer's window opens and drop it when it closes.
 
-Layout:
-    relmon:outcome:watch:{channel}         hash pair_id -> JSON of a Watch (expires with the newest window)
-    relmon:outcome:reactors:{pair}:{name}  set of "user emoji" that gave a reaction signal still standing
+The watches are kept by what a message can concern, so the bot reads only those: a reply, its thread's watches; a
+top-level message, its writer's (the asker's) watches; a reaction, the watch of the message it is on. Reading
+every watch of the channel for each message made the bot's work grow with the channel's open windows.
+
+Layout (each key expires a minute after the newest window it holds):
+    relmon:outcome:watch:{channel}:thread:{thread_key}  hash pair_id -> JSON of a Watch
+    relmon:outcome:watch:{channel}:asker:{user}         hash pair_id -> JSON of a Watch
+    relmon:outcome:watch:{channel}:msg:{ts}             JSON of the Watch whose answer holds message ts
+    relmon:outcome:reactors:{pair}:{name}               set of "user emoji" that gave a reaction signal still standing
 """
 
 from __future__ import annotations
@@ -16,34 +22,69 @@ import redis
 from slack_sdk.errors import SlackApiError
 
 from capture.outcomes import Watch
+from capture.pairing import LoggedMessage
 
 PREFIX = "relmon:outcome"
+
+
+def _decoded(raw: bytes | str) -> Watch:
+    fields = json.loads(raw)
+    return Watch(**{**fields, "parts": tuple(fields.get("parts") or ())})
 
 
 class WatchBoard:
     def __init__(self, client: redis.Redis) -> None:
         self.redis = client
 
-    def _key(self, channel: str) -> str:
-        return f"{PREFIX}:watch:{channel}"
+    def _thread(self, channel: str, thread_key: str) -> str:
+        return f"{PREFIX}:watch:{channel}:thread:{thread_key}"
+
+    def _asker(self, channel: str, user: str) -> str:
+        return f"{PREFIX}:watch:{channel}:asker:{user}"
+
+    def _message(self, channel: str, ts: str) -> str:
+        return f"{PREFIX}:watch:{channel}:msg:{ts}"
 
     def add(self, channel: str, watch: Watch) -> None:
         ttl = max(1, int(watch.closes_at - time.time()) + 60)
+        raw = json.dumps(asdict(watch), separators=(",", ":"))
         pipe = self.redis.pipeline(transaction=True)
-        pipe.hset(self._key(channel), str(watch.pair_id), json.dumps(asdict(watch), separators=(",", ":")))
-        pipe.expire(self._key(channel), ttl)  # the newest window ends last (one window length for all)
+        indexes = [self._thread(channel, watch.thread_key)]
+        if watch.asker:
+            indexes.append(self._asker(channel, watch.asker))
+        for key in indexes:
+            pipe.hset(key, str(watch.pair_id), raw)
+            pipe.expire(key, ttl)  # one window length for all: the newest window ends last
+        for ts in (watch.answer_ts, *watch.parts):
+            pipe.set(self._message(channel, ts), raw, ex=ttl)
         pipe.execute()
 
-    def remove(self, channel: str, pair_id: int) -> None:
-        self.redis.hdel(self._key(channel), str(pair_id))
+    def remove(self, channel: str, pair_id: int, *, thread_key: str, asker: str | None, answer_ts: str) -> None:
+        """Drop a closed window's watch (its later parts' keys lapse on their own: the worker ignores them)."""
+        pipe = self.redis.pipeline(transaction=True)
+        pipe.hdel(self._thread(channel, thread_key), str(pair_id))
+        if asker:
+            pipe.hdel(self._asker(channel, asker), str(pair_id))
+        pipe.delete(self._message(channel, answer_ts))
+        pipe.execute()
 
-    def watches(self, channel: str) -> list[Watch]:
-        found = (json.loads(raw) for raw in self.redis.hvals(self._key(channel)))
-        return [Watch(**{**fields, "parts": tuple(fields.get("parts") or ())}) for fields in found]
+    def candidates(self, channel: str, message: LoggedMessage) -> list[Watch]:
+        """The watches `message` could concern (capture.outcomes.watching decides): one Redis read."""
+        if message.in_thread:
+            key = self._thread(channel, message.thread_key)
+        elif message.user:
+            key = self._asker(channel, message.user)
+        else:
+            return []
+        return [_decoded(raw) for raw in self.redis.hvals(key)]
+
+    def of_asker(self, channel: str, user: str | None) -> list[Watch]:
+        return [_decoded(raw) for raw in self.redis.hvals(self._asker(channel, user))] if user else []
 
     def of_answer(self, channel: str, ts: str) -> Watch | None:
         """The watch of the answer `ts` belongs to (any of its messages)."""
-        return next((w for w in self.watches(channel) if w.covers(ts)), None)
+        raw = self.redis.get(self._message(channel, ts))
+        return _decoded(raw) if raw else None
 
     def react(self, pair_id: int, name: str, who: str, added: bool) -> int:
         """Count a reaction given or taken back; returns how many of that signal's reactions stand."""

@@ -1,5 +1,5 @@
 """Outcome observation in the bot: people's messages after a watched answer and reactions on it are handed to
-the workers by task name (IDs only), after one Redis read of the channel's watches. The rules are in
+the workers by task name (IDs only), after one Redis read of the watches the message could concern. The rules are in
 capture.outcomes; the workers record the signals (workers.tasks.outcomes).
 
 Reactions are acknowledged as fast as messages and deduplicated the same way: by `event_id`, marked done once
@@ -34,7 +34,7 @@ def board() -> WatchBoard:
 
 def watching_pairs(channel: str, message: LoggedMessage) -> list[int]:
     """The open watches a person's message concerns (one Redis read; the rule: capture.outcomes.watching)."""
-    return watching(board().watches(channel), message, time.time())
+    return watching(board().candidates(channel, message), message, time.time())
 
 
 def hand_on_message(channel: str, ts: str, pair_ids: list[int]) -> None:

@@ -377,3 +377,32 @@ def test_a_reaction_during_a_broker_outage_is_spooled_and_handed_on_once(make_bo
     send(bot, sr.reaction(answer, "-1"), event_id="EvOUTAGE1")  # Slack's retry of that delivery: already done
     assert sent == []
     assert signals(bot, pair.id) == {"negative_reaction"}
+
+
+def test_the_bot_reads_only_the_watches_a_message_could_concern(redis_url) -> None:
+    """300 open windows in the channel: a reply reads its thread's watches, a top-level message its writer's, a
+    reaction the one answer's; what the rule then picks is the same as from every watch of the channel."""
+    import redis as redis_client
+
+    from capture.outcome_watches import WatchBoard
+    from capture.outcomes import Watch, watching
+    from capture.pairing import Author, LoggedMessage
+
+    board = WatchBoard(redis_client.Redis.from_url(redis_url))
+    now = time.time()
+    watches = [
+        Watch(n, f"{now - 300 + n:.6f}", f"{now - 400 + n // 3:.6f}", f"U{n % 50:03d}", now + 600, parts=(f"p{n}",))
+        for n in range(300)
+    ]
+    for watch in watches:
+        board.add(C, watch)
+    reply = LoggedMessage(ts=f"{now:.6f}", thread_ts=watches[7].thread_key, author=Author.HUMAN, user="U999")
+    top = LoggedMessage(ts=f"{now:.6f}", thread_ts=None, author=Author.HUMAN, user="U007")
+    for message, expected_reads in ((reply, 3), (top, 6)):
+        read = board.candidates(C, message)
+        assert len(read) == expected_reads  # the thread's three answers; U007's six
+        assert watching(read, message, now) == watching(watches, message, now)
+    assert board.of_answer(C, "p42").pair_id == 42 and board.of_answer(C, watches[42].answer_ts).pair_id == 42
+    board.remove(C, 42, thread_key=watches[42].thread_key, asker="U042", answer_ts=watches[42].answer_ts)
+    assert board.of_answer(C, watches[42].answer_ts) is None
+    assert 42 not in {w.pair_id for w in board.of_asker(C, "U042")}

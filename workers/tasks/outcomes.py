@@ -98,7 +98,7 @@ def open_window(runtime: Runtime, pair_id: int) -> bool:
     # bot's rule (a top-level message of the asker is news only for their latest answer, which the board knows).
     later = [message for message in around if concerns(watch, message)]
     if any(not message.in_thread for message in later):
-        known = {w.pair_id: w for w in board.watches(channel)} | {watch.pair_id: watch}
+        known = {w.pair_id: w for w in board.of_asker(channel, watch.asker)} | {watch.pair_id: watch}
     else:
         known = {watch.pair_id: watch}
     for message in later:  # as the bot would have seen it then (the window may have closed since)
@@ -204,13 +204,14 @@ def close_window_in(runtime: Runtime, pair_id: int, now: datetime | None = None)
         if window.closed_at is not None:
             return "closed"
         channel, remaining = window.channel_id, (as_utc(window.closes_at) - now).total_seconds()
+        watched = {"thread_key": window.thread_key, "asker": window.asker, "answer_ts": window.answer_ts}
     if remaining > 0:
         return "waiting"  # not over yet (a closing task an older worker queued): close_due_windows will close it
     with runtime.db.session() as session:
         closing = closing_signals(store.signal_names(session, pair_id))
         if not store.close_window(session, pair_id, now=now, closing=closing):
             return "closed"
-    WatchBoard(runtime.redis).remove(channel, pair_id)
+    WatchBoard(runtime.redis).remove(channel, pair_id, **watched)
     _follow_up(pair_id)
     _announce(runtime, pair_id, sorted(closing), channel=channel)
     return "resolved" if closing else "unresolved"
