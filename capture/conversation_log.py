@@ -128,6 +128,10 @@ class ConversationLog:
         self._queue_around(pipe, channel, message, window_seconds)
         return self._around_from(channel, message, pipe.execute())
 
+    def top_level_after(self, channel: str, after: float, until: float) -> list[LoggedMessage]:
+        """The channel's top-level messages logged after `after`, up to `until` (seconds)."""
+        return self._load(channel, self.redis.zrangebyscore(self._top_key(channel), f"({after}", until))
+
     def _queue_around(self, pipe, channel: str, message: LoggedMessage, window_seconds: float) -> None:
         """The index reads of `around`: the thread's replies, and for a top-level message the window's ts."""
         pipe.zrange(self._thread_key(channel, message.thread_key), 0, -1)

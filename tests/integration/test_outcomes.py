@@ -219,6 +219,21 @@ def test_a_message_before_the_answer_settled_is_read_by_the_same_rule(make_bot, 
     assert signals(bot, second.id) == {"thanked"}
 
 
+def test_a_top_level_reask_before_a_threaded_answer_settled_is_read(make_bot, sent) -> None:
+    """The answer is in the question's thread; before it settles the asker asks again at top level. The bot had
+    no watch to hand it to: the window, once open, reads the channel's top level too."""
+    bot = make_bot()
+    q = sr.human_message(C, sr.next_ts(), "How do I rotate my key?")
+    send(bot, q)
+    send(bot, sr.bot_message(C, sr.next_ts(), "Press Rotate.", thread_ts=q["ts"]))
+    [pair] = bot.pairs()  # not settled yet
+    send(bot, sr.human_message(C, sr.next_ts(), "Rotate does nothing, how do I rotate a key?"))
+    send(bot, sr.human_message(C, sr.next_ts(), "unrelated chatter", user="U_OTHER"))
+    assert settle(bot.runtime, pair.id, pair.version) == PairStatus.PENDING
+    run(bot, sent)
+    assert signals(bot, pair.id) == {"reask"}
+
+
 def test_a_task_queued_by_an_older_bot_one_pair_per_task_is_still_taken(make_bot, sent) -> None:
     """The old signature observe_message(pair_id, channel, ts), as an upgraded worker may find it in the queue."""
     bot = make_bot()

@@ -96,6 +96,10 @@ def open_window(runtime: Runtime, pair_id: int) -> bool:
     board.add(channel, watch)  # beat's close_due_windows closes the window when its time is up
     # Messages that came between the answer and its settling were not handed on by the bot: read them now, by the
     # bot's rule (a top-level message of the asker is news only for their latest answer, which the board knows).
+    # An answer in a thread: its thread is in `around`; the asker's top-level messages since are read too.
+    if answer is not None and answer.in_thread:
+        seen = {message.ts for message in around}
+        around += [m for m in conversation.top_level_after(channel, watch.opens_at, closes) if m.ts not in seen]
     later = [message for message in around if concerns(watch, message)]
     if any(not message.in_thread for message in later):
         known = {w.pair_id: w for w in board.of_asker(channel, watch.asker)} | {watch.pair_id: watch}
