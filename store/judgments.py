@@ -9,7 +9,7 @@ from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, Row, case, exists, select, update
+from sqlalchemy import ColumnElement, Connection, Row, bindparam, case, exists, select, update
 from sqlalchemy.orm import Session, aliased
 
 from store.db import insert_or_ignore
@@ -64,9 +64,14 @@ def is_current(judgment=Judgment) -> ColumnElement[bool]:
     )
 
 
+@functools.cache
+def _pair_for_judging_statement():  # built once: every judgment reads it
+    return select(*[getattr(Pair, name) for name in PAIR_FIELDS]).where(Pair.id == bindparam("pair_id"))
+
+
 def pair_for_judging(executor: Executor, pair_id: int) -> dict[str, Any] | None:
     """The pair's fields judging needs, as plain data (no ORM object kept across the LLM call)."""
-    row = executor.execute(select(*[getattr(Pair, name) for name in PAIR_FIELDS]).where(Pair.id == pair_id)).first()
+    row = executor.execute(_pair_for_judging_statement(), {"pair_id": pair_id}).first()
     return dict(row._mapping) if row is not None else None
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from datetime import datetime
 
-from sqlalchemy import delete, select
+from sqlalchemy import Connection, delete, select
 from sqlalchemy.orm import Session
 
 from store.db import insert_or_ignore
@@ -14,7 +14,7 @@ from store.models import OutcomeSignal, OutcomeWindow, Pair, PairStatus, as_utc
 
 
 def open_window(
-    session: Session,
+    session: Session | Connection,
     *,
     pair_id: int,
     channel_id: str,

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from sqlalchemy import Row, bindparam, case, select, update
+from sqlalchemy import Connection, Row, bindparam, case, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -108,6 +108,40 @@ def upsert_captured(
         select(Pair.id, Pair.version, Pair.rejudges).where(Pair.channel_id == channel_id, Pair.answer_ts == answer_ts)
     ).one()
     return Captured(existing.id, existing.version, False, existing.rejudges or 0)
+
+
+SNAPSHOT_COLUMNS = (
+    Pair.id,
+    Pair.channel_id,
+    Pair.answer_ts,
+    Pair.thread_ts,
+    Pair.answer_text,
+    Pair.version,
+    Pair.status,
+)
+_SNAPSHOT = select(*SNAPSHOT_COLUMNS).where(Pair.id == bindparam("pair_id"))  # built once: a hot path
+
+
+def snapshot_row(executor: Session | Connection, pair_id: int) -> Row | None:
+    """What settling reads of a pair first: (id, channel_id, answer_ts, thread_ts, answer_text, version, status)."""
+    return executor.execute(_SNAPSHOT, {"pair_id": pair_id}).first()
+
+
+WATCH_COLUMNS = (
+    Pair.id,
+    Pair.source,
+    Pair.question_ts,
+    Pair.answer_ts,
+    Pair.thread_ts,
+    Pair.question_user,
+    Pair.channel_id,
+)
+_WATCH = select(*WATCH_COLUMNS).where(Pair.id == bindparam("pair_id"))
+
+
+def watch_row(executor: Session | Connection, pair_id: int) -> Row | None:
+    """What opening an outcome window reads of a pair."""
+    return executor.execute(_WATCH, {"pair_id": pair_id}).first()
 
 
 def get_pair(session: Session, pair_id: int) -> Pair | None:

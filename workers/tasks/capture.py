@@ -58,13 +58,10 @@ class PairSnapshot:
 
 
 def _snapshot(runtime: Runtime, pair_id: int) -> PairSnapshot | None:
-    with runtime.db.session() as session:
-        pair = pairs.get_pair(session, pair_id)
-        if pair is None:
-            return None
-        return PairSnapshot(
-            pair.id, pair.channel_id, pair.answer_ts, pair.thread_ts, pair.answer_text, pair.version, pair.status
-        )
+    """One read in autocommit (no transaction to open and commit): the settle path runs once per answer."""
+    with runtime.db.autocommit() as connection:
+        row = pairs.snapshot_row(connection, pair_id)
+    return PairSnapshot(*row) if row is not None else None
 
 
 def _history(runtime: Runtime, log_: ConversationLog, channel: str, answer: LoggedMessage) -> None:

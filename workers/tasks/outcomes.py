@@ -71,15 +71,16 @@ def open_window(runtime: Runtime, pair_id: int) -> bool:
     window_seconds = runtime.settings.outcome_window_seconds
     if window_seconds <= 0:
         return False
-    with runtime.db.session() as session:
-        pair = pairs.get_pair(session, pair_id)
+    # Autocommit: one read, then one atomic insert (a second call keeps the first window); no transaction.
+    with runtime.db.autocommit() as connection:
+        pair = pairs.watch_row(connection, pair_id)
         if pair is None or pair.source != "capture" or not pair.question_ts:
             return False
         closes = window_closes_at(pair.answer_ts, window_seconds)
         watch = Watch(pair.id, pair.answer_ts, pair.thread_ts or pair.answer_ts, pair.question_user, closes)
         channel = pair.channel_id
         store.open_window(
-            session,
+            connection,
             pair_id=pair.id,
             channel_id=channel,
             answer_ts=watch.answer_ts,
