@@ -69,7 +69,7 @@ def _upsert_statement(dialect_name: str):
 
 
 def upsert_captured(
-    session: Session,
+    session: Session | Connection,
     *,
     channel_id: str,
     answer_ts: str,
@@ -100,7 +100,8 @@ def upsert_captured(
         "p_now": utcnow(),
         "p_max_rejudge": max_rejudge,
     }
-    statement = _upsert_statement(session.get_bind().dialect.name)
+    bind = session.get_bind() if isinstance(session, Session) else session
+    statement = _upsert_statement(bind.dialect.name)
     row = session.execute(statement, parameters).first()
     if row is not None:
         return Captured(row.id, row.version, True, row.rejudges or 0)
@@ -171,7 +172,7 @@ def add_on_demand(session: Session, **values: Any) -> int:
     return pair.id
 
 
-def mark_merged(session: Session, channel_id: str, answer_ts_list: list[str]) -> int:
+def mark_merged(session: Session | Connection, channel_id: str, answer_ts_list: list[str]) -> int:
     """Later parts of a multi-message answer whose own pair was created first (events out of order)."""
     if not answer_ts_list:
         return 0
@@ -209,7 +210,7 @@ def forget_question(session: Session, channel_id: str, question_ts: str) -> list
 
 
 def settle(
-    session: Session,
+    session: Session | Connection,
     pair_id: int,
     version: int,
     *,

@@ -31,8 +31,8 @@ def notice_text(budget: int, day: date) -> str:
 def charge(db: Database, pair_id: int, judge: str, budget: int, now: datetime | None = None) -> bool:
     """Pay for one judgment from today's budget, once per (pair, judge): True if it is paid (now or by an
     earlier attempt), False when the budget is spent."""
-    with db.session() as session:  # the charge row and the counter in one transaction
-        return charge_judgment(session, pair_id, judge, budget_day(now), budget)
+    with db.engine.begin() as connection:  # the charge row and the counter in one transaction (Core: a hot path)
+        return charge_judgment(connection, pair_id, judge, budget_day(now), budget)
 
 
 def announce_exhausted(db: Database, slack, channel: str | None, budget: int, now: datetime | None = None) -> bool:

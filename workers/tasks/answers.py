@@ -119,7 +119,7 @@ def _store(
     mark = stored.of(answer_text, flags.restricted, flags.ext_shared, stream_errored(run), state, run)
     if stored.holds(mark):
         return "unchanged"  # a redelivered or replayed task: this very answer was stored and handed on
-    with runtime.db.session() as session:
+    with runtime.db.engine.begin() as session:  # Core, not the ORM session: once per answer, on the hot path
         captured = pairs.upsert_captured(
             session,
             channel_id=channel,

@@ -155,9 +155,9 @@ def settle(runtime: Runtime, pair_id: int, version: int) -> str:
     question_text = redact_if(runtime.settings.redact_pii, question_text)
     if status in (PairStatus.PENDING, PairStatus.NO_QUESTION) and not answer_text.strip():
         status = PairStatus.EMPTY
-    with runtime.db.session() as session:
+    with runtime.db.autocommit() as connection:  # one atomic UPDATE: no transaction to open and commit
         won = pairs.settle(
-            session,
+            connection,
             pair_id,
             version,
             status=status,
