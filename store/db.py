@@ -60,9 +60,17 @@ def make_engine(url: str, *, pool_size: int = 10) -> Engine:
         url = "postgresql+psycopg://" + url.split("://", 1)[1]
     # No pool_pre_ping: it costs a round trip on every checkout, about one statement in four on the hot path.
     # After a server restart the first statement on a dead connection fails instead; SQLAlchemy then discards
-    # every pooled connection of that age at once, the failed task retries (OperationalError), and the bot answers
-    # 500 so that Slack resends the event.
-    return create_engine(url, pool_size=pool_size, max_overflow=pool_size, hide_parameters=True)
+    # every pooled connection of that age at once, and the failed task retries (OperationalError).
+    # Plans made for each statement's own values: psycopg prepares a statement run five times, and PostgreSQL's
+    # generic plan for it, on tables without statistics yet (a young database), seq-scanned judgments once per
+    # judgment for the read after every judgment (`pair_id = ANY(...)`), so the cost grew with the table.
+    return create_engine(
+        url,
+        pool_size=pool_size,
+        max_overflow=pool_size,
+        hide_parameters=True,
+        connect_args={"options": "-c plan_cache_mode=force_custom_plan"},
+    )
 
 
 def alembic_config(url: str) -> Config:
