@@ -33,6 +33,13 @@ def note(pipe, handoff_id: str, kwargs: dict[str, Any], now: float) -> None:
     pipe.zadd(AT_KEY, {handoff_id: now})
 
 
+def shown(kwargs: dict[str, Any]) -> dict[str, str]:
+    """`send_task` options for a capture_answer message: its headers' repr of the arguments names the message,
+    never its words (Celery would repr them all, the logged text included, and log them at debug level)."""
+    named = {key: kwargs.get(key) for key in ("channel", "ts", "handoff")}
+    return {"argsrepr": "()", "kwargsrepr": repr(named)}
+
+
 def done(client: redis.Redis, handoff_id: str | None) -> None:
     if not handoff_id:
         return

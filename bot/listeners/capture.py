@@ -206,7 +206,7 @@ class Capture:
             pipe = self.runtime.redis.pipeline(transaction=True)
             noting(pipe)
             pipe.execute()
-        celery.send_task(task_names.CAPTURE_ANSWER, kwargs=kwargs)
+        celery.send_task(task_names.CAPTURE_ANSWER, kwargs=kwargs, **handoffs.shown(kwargs))
         log.info("answer handed on", extra=event_fields(channel=channel, message_ts=message.ts))
 
     def _deleted(

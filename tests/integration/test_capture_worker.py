@@ -6,6 +6,7 @@ here the same task is also run directly, as a redelivered or late message would 
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 
@@ -183,3 +184,12 @@ def test_the_resent_task_stores_the_answer_and_clears_its_note(bot: ServedBot) -
     assert answers.capture_answer.run(**kwargs) == "unchanged"
     assert "h1" not in handoffs.overdue(bot.runtime.redis, noted_before=time.time(), now=time.time(), limit=10)
     assert [p.version for p in bot.pairs()] == [1]
+
+
+def test_the_task_messages_headers_name_the_answer_never_its_words(bot: ServedBot) -> None:
+    q_ts, a_ts = sr.next_ts(), sr.next_ts()
+    send(bot, sr.human_message(C, q_ts, "Why was I charged twice?"))
+    send(bot, sr.bot_message(C, a_ts, "Refunds for duplicate charges take five days.", thread_ts=q_ts))
+    [raw] = [m for m in bot.runtime.redis.lrange(QUEUE_JUDGE, 0, -1) if b"capture_answer" in m]
+    headers = json.loads(raw)["headers"]
+    assert a_ts in headers["kwargsrepr"] and "duplicate charges" not in json.dumps(headers)

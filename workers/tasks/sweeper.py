@@ -98,7 +98,7 @@ def requeue_lost_captures(runtime: Runtime, now: float, lease_seconds: float) ->
         return 0
     lost = {handoff: kwargs for handoff, kwargs in noted.items() if handoff not in queued}
     for kwargs in lost.values():
-        celery.send_task(task_names.CAPTURE_ANSWER, kwargs=kwargs)
+        celery.send_task(task_names.CAPTURE_ANSWER, kwargs=kwargs, **handoffs.shown(kwargs))
     if lost:
         log.warning("re-sent answers whose capture task was lost", extra={"count": len(lost)})
     return len(lost)
