@@ -4,7 +4,34 @@ from __future__ import annotations
 
 import pytest
 
+from common import celery_app, task_names
 from tests.bot_harness import BotServer, ServedBot, bot_settings
+from tests.fakes.slack_server import FakeSlack
+
+
+@pytest.fixture
+def slack():
+    """The fake Slack with one asker in one support channel; a module that needs more defines its own."""
+    with FakeSlack() as fake:
+        fake.add_user("U_ASKER", "ana", "Ana Diaz")
+        fake.add_channel("C_SUPPORT", "support", members=["U_ASKER", "U_RELMON"])
+        yield fake
+
+
+@pytest.fixture
+def settles(monkeypatch) -> list[tuple[list, int | None]]:
+    """The settle tasks sent (args, countdown), kept instead of queued; every other task is sent as usual."""
+    sent: list[tuple[list, int | None]] = []
+    original = celery_app.celery.send_task
+
+    def record(name, args=None, countdown=None, **kwargs):
+        if name == task_names.SETTLE_PAIR:
+            sent.append((list(args or []), countdown))
+            return None
+        return original(name, args=args, countdown=countdown, **kwargs)
+
+    monkeypatch.setattr(celery_app.celery, "send_task", record)
+    return sent
 
 
 @pytest.fixture

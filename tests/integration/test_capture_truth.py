@@ -8,7 +8,6 @@ import time
 
 import pytest
 
-from common import celery_app, task_names
 from store.models import Judgment, JudgmentStatus, PairStatus
 from tests import slack_requests as sr
 from tests import slack_shapes as ss
@@ -32,22 +31,6 @@ def slack():
 @pytest.fixture
 def bot(make_bot) -> ServedBot:
     return make_bot()
-
-
-@pytest.fixture
-def settles(monkeypatch) -> list[tuple[list, int | None]]:
-    """The settle tasks the bot sends: (args, countdown)."""
-    sent: list[tuple[list, int | None]] = []
-    original = celery_app.celery.send_task
-
-    def record(name, args=None, countdown=None, **kwargs):
-        if name == task_names.SETTLE_PAIR:
-            sent.append((list(args or []), countdown))
-            return None
-        return original(name, args=args, countdown=countdown, **kwargs)
-
-    monkeypatch.setattr(celery_app.celery, "send_task", record)
-    return sent
 
 
 def send(bot: ServedBot, event: dict, **envelope_fields) -> None:

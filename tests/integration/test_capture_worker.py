@@ -21,7 +21,6 @@ from store.models import PairStatus
 from tests import slack_requests as sr
 from tests import slack_shapes as ss
 from tests.bot_harness import SECRET, ServedBot
-from tests.fakes.slack_server import FakeSlack
 from workers.judging.queued import queued_handoffs
 from workers.tasks import answers
 from workers.tasks.answers import capture_answer_in
@@ -29,30 +28,6 @@ from workers.tasks.capture import settle
 from workers.tasks.sweeper import requeue_lost_captures
 
 C = "C_SUPPORT"
-
-
-@pytest.fixture
-def slack():
-    with FakeSlack() as fake:
-        fake.add_user("U_ASKER", "ana", "Ana Diaz")
-        fake.add_channel(C, "support", members=["U_ASKER", "U_RELMON"])
-        yield fake
-
-
-@pytest.fixture
-def settles(monkeypatch) -> list[tuple[list, int | None]]:
-    """The settle tasks sent: (args, countdown)."""
-    sent: list[tuple[list, int | None]] = []
-    original = celery_app.celery.send_task
-
-    def record(name, args=None, countdown=None, **kwargs):
-        if name == task_names.SETTLE_PAIR:
-            sent.append((list(args or []), countdown))
-            return None
-        return original(name, args=args, countdown=countdown, **kwargs)
-
-    monkeypatch.setattr(celery_app.celery, "send_task", record)
-    return sent
 
 
 @pytest.fixture

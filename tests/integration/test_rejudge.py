@@ -12,18 +12,9 @@ from store.models import Judgment, Pair, PairStatus
 from tests import slack_requests as sr
 from tests import slack_shapes as ss
 from tests.bot_harness import SECRET, ServedBot
-from tests.fakes.slack_server import FakeSlack
 from workers.tasks.capture import settle
 
 C = "C_SUPPORT"
-
-
-@pytest.fixture
-def slack():
-    with FakeSlack() as fake:
-        fake.add_user("U_ASKER", "ana", "Ana Diaz")
-        fake.add_channel(C, "support", members=["U_ASKER", "U_RELMON"])
-        yield fake
 
 
 def send(bot: ServedBot, event: dict) -> None:
