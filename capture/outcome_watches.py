@@ -71,12 +71,8 @@ class WatchBoard:
     def candidates(self, channel: str, message: LoggedMessage) -> list[Watch]:
         """The watches `message` could concern (capture.outcomes.watching decides): one Redis read."""
         if message.in_thread:
-            key = self._thread(channel, message.thread_key)
-        elif message.user:
-            key = self._asker(channel, message.user)
-        else:
-            return []
-        return [_decoded(raw) for raw in self.redis.hvals(key)]
+            return [_decoded(raw) for raw in self.redis.hvals(self._thread(channel, message.thread_key))]
+        return self.of_asker(channel, message.user)
 
     def of_asker(self, channel: str, user: str | None) -> list[Watch]:
         return [_decoded(raw) for raw in self.redis.hvals(self._asker(channel, user))] if user else []

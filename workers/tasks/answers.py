@@ -114,9 +114,9 @@ def _store(
     answer_text = "\n".join(t for t in (message_text(p.content) for p in run) if t.strip())
     answer_text = redact_if(settings.redact_pii, answer_text)  # RELMON_REDACT_PII: before the store
     flags = channel_flags(runtime.redis, runtime.slack, channel, channel_type, ext_shared)
-    state = message.streaming
+    state, errored = message.streaming, stream_errored(run)
     stored = _StoredMark(runtime.redis, channel, root.ts, settings.question_ttl_seconds)
-    mark = stored.of(answer_text, flags.restricted, flags.ext_shared, stream_errored(run), state, run)
+    mark = stored.of(answer_text, run, flags.restricted, flags.ext_shared, errored, state)
     if stored.holds(mark):
         return "unchanged"  # a redelivered or replayed task: this very answer was stored and handed on
     with runtime.db.engine.begin() as session:  # Core, not the ORM session: once per answer, on the hot path
@@ -130,7 +130,7 @@ def _store(
             answer_bot_id=root.bot_id or message.bot_id,
             channel_is_private=flags.restricted,
             channel_is_ext_shared=flags.ext_shared,
-            stream_errored=stream_errored(run),
+            stream_errored=errored,
             max_rejudge=settings.max_rejudge,
         )
         pairs.mark_merged(session, channel, [p.ts for p in run[1:]])
@@ -162,8 +162,8 @@ class _StoredMark:
         self.redis, self.key, self.ttl = client, f"relmon:capture:stored:{channel}:{answer_ts}", int(ttl_seconds)
 
     @staticmethod
-    def of(text: str, *facts: Any) -> str:
-        *flags, parts = facts
+    def of(text: str, parts: list[LoggedMessage], *flags: Any) -> str:
+        """A digest of everything the store keeps of the answer: its text, its parts and their flags."""
         seen = json.dumps([text, *flags, [(p.ts, p.deleted) for p in parts]], separators=(",", ":"))
         return hashlib.sha256(seen.encode()).hexdigest()
 
