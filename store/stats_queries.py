@@ -95,17 +95,9 @@ def _judgment_columns(votes) -> list:
     ]
 
 
-def stream_pair_rows(
-    session: Session, start: datetime, end: datetime, *, batch: int | None = None
-) -> Iterator[PairRow]:
-    """Every pair created in [start, end), in id order, with its judgments and their feedback counts (no texts):
-    the current ones (an edited answer's latest of each judge) apart from those a later version superseded; and
-    its outcome window's state and signals.
-
-    Streamed: the pairs come through a server-side cursor (PostgreSQL; SQLite steps its own), `batch` of them
-    (`_CHUNK` by default) at a time with their judgments and signals read by id, so however long the period only
-    a batch is held."""
-    pairs = session.execute(
+def period_pairs(start: datetime, end: datetime) -> Select:
+    """The pairs created in [start, end), in id order, with their outcome window's state (no texts)."""
+    return (
         select(
             Pair.id,
             Pair.channel_id,
@@ -122,8 +114,20 @@ def stream_pair_rows(
         .outerjoin(OutcomeWindow, OutcomeWindow.pair_id == Pair.id)
         .where(Pair.created_at >= start, Pair.created_at < end)
         .order_by(Pair.id)
-        .execution_options(yield_per=batch or _CHUNK)
     )
+
+
+def stream_pair_rows(
+    session: Session, start: datetime, end: datetime, *, batch: int | None = None
+) -> Iterator[PairRow]:
+    """Every pair created in [start, end), in id order, with its judgments and their feedback counts (no texts):
+    the current ones (an edited answer's latest of each judge) apart from those a later version superseded; and
+    its outcome window's state and signals.
+
+    Streamed: the pairs come through a server-side cursor (PostgreSQL; SQLite steps its own), `batch` of them
+    (`_CHUNK` by default) at a time with their judgments and signals read by id, so however long the period only
+    a batch is held."""
+    pairs = session.execute(period_pairs(start, end).execution_options(yield_per=batch or _CHUNK))
     signals_of, judgments_of = _detail_statements()
     for chunk in pairs.partitions():
         of_chunk = {"ids": [row.id for row in chunk], "first": chunk[0].id, "last": chunk[-1].id}

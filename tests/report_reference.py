@@ -36,32 +36,15 @@ from common.reports.trust import (
     Trust,
     canary_figures,
 )
-from store.models import ConfirmationStatus, Feedback, Judgment, JudgmentStatus, OutcomeSignal, OutcomeWindow, Pair
-from store.stats_queries import JudgmentRow, PairRow, _aware, _judgment_columns
+from store.models import ConfirmationStatus, Feedback, Judgment, JudgmentStatus, OutcomeSignal
+from store.stats_queries import JudgmentRow, PairRow, _aware, _judgment_columns, period_pairs
 
 OK, NULL, ERROR = JudgmentStatus.OK, JudgmentStatus.NULL, JudgmentStatus.ERROR
 
 
 def all_pair_rows(session: Session, start: datetime, end: datetime) -> list[PairRow]:
     """Every pair of [start, end) with its judgments, votes and signals, in three unbatched queries."""
-    pairs = session.execute(
-        select(
-            Pair.id,
-            Pair.channel_id,
-            Pair.created_at,
-            Pair.status,
-            Pair.source,
-            Pair.channel_is_private,
-            Pair.answer_ts,
-            Pair.thread_ts,
-            Pair.reference_text.is_not(None).label("has_reference"),
-            OutcomeWindow.pair_id.is_not(None).label("watched"),
-            OutcomeWindow.closed_at.is_not(None).label("window_closed"),
-        )
-        .outerjoin(OutcomeWindow, OutcomeWindow.pair_id == Pair.id)
-        .where(Pair.created_at >= start, Pair.created_at < end)
-        .order_by(Pair.id)
-    ).all()
+    pairs = session.execute(period_pairs(start, end)).all()
     ids = [row.id for row in pairs]
     signals = defaultdict(list)
     for pair_id, name in session.execute(
