@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Connection, Row, bindparam, case, exists, select, update
 from sqlalchemy.orm import Session, aliased
 
-from store.db import insert_or_ignore
+from store.db import insert_or_ignore_returning
 from store.models import Judgment, JudgmentStatus, Pair, PairStatus
 
 CACHEABLE_STATUSES = (JudgmentStatus.OK, JudgmentStatus.NULL)
@@ -114,16 +114,23 @@ def find_cached(session: Executor, cache_key: str) -> dict[str, Any] | None:
     return find_cached_many(session, [cache_key]).get(cache_key)
 
 
+@functools.cache
+def _cached_statement():  # built once: every judgment reads it
+    return (
+        select(*[getattr(Judgment, name) for name in CACHED_FIELDS])
+        .where(
+            Judgment.cache_key.in_(bindparam("keys", expanding=True)),
+            Judgment.status.in_(CACHEABLE_STATUSES),
+        )
+        .order_by(Judgment.id.desc())
+    )
+
+
 def find_cached_many(session: Executor, cache_keys: list[str]) -> dict[str, dict[str, Any]]:
     """Cache key -> fields of the earliest usable (ok or null) judgment with that key, for the keys found."""
     if not cache_keys:
         return {}
-    columns = [getattr(Judgment, name) for name in CACHED_FIELDS]
-    rows = session.execute(
-        select(*columns)
-        .where(Judgment.cache_key.in_(cache_keys), Judgment.status.in_(CACHEABLE_STATUSES))
-        .order_by(Judgment.id.desc())
-    )
+    rows = session.execute(_cached_statement(), {"keys": cache_keys})
     # Newest first, so the earliest judgment with a key is written last and is the one returned.
     return {row.cache_key: dict(row._mapping) for row in rows}
 
@@ -134,9 +141,8 @@ def insert_judgment(session: Executor, values: dict[str, Any]) -> tuple[int, boo
 
     INSERT ... ON CONFLICT DO NOTHING on the (pair_id, judge, pair_version) key: a redelivered or duplicated task
     meets the row its twin stored and adds nothing (no exception, no second row, on SQLite and PostgreSQL alike)."""
-    key = ["pair_id", "judge", "pair_version"]
-    statement = insert_or_ignore(session, Judgment, key, values).returning(Judgment.id)
-    new_id = session.execute(statement).scalar()
+    statement = insert_or_ignore_returning(session, Judgment, ["pair_id", "judge", "pair_version"], "id")
+    new_id = session.execute(statement, values).scalar()
     if new_id is not None:
         return new_id, True
     existing = session.scalar(
@@ -152,13 +158,18 @@ def insert_judgment(session: Executor, values: dict[str, Any]) -> tuple[int, boo
 
 def set_pair_status(session: Executor, pair_id: int, status: str, *, only_from: Iterable[str]) -> bool:
     """Move a pair to `status` if it is still in one of `only_from` (a settle or an edit may have moved it)."""
-    result = session.execute(
+    parameters = {"w_pair_id": pair_id, "p_status": status, "only_from": list(only_from)}
+    return session.execute(_status_statement(), parameters).rowcount == 1
+
+
+@functools.cache
+def _status_statement():  # built once: every judgment runs it
+    return (
         update(Pair)
-        .where(Pair.id == pair_id, Pair.status.in_(list(only_from)))
-        .values(status=status)
+        .where(Pair.id == bindparam("w_pair_id"), Pair.status.in_(bindparam("only_from", expanding=True)))
+        .values(status=bindparam("p_status"))
         .execution_options(synchronize_session=False)
     )
-    return result.rowcount == 1
 
 
 def stale_pairs(session: Session, *, pending_before: datetime, settling_before: datetime, limit: int) -> list[Pair]:

@@ -9,7 +9,7 @@ from datetime import datetime
 from sqlalchemy import Connection, delete, select
 from sqlalchemy.orm import Session
 
-from store.db import insert_or_ignore
+from store.db import insert_or_ignore, insert_or_ignore_returning
 from store.models import OutcomeSignal, OutcomeWindow, Pair, PairStatus, as_utc
 
 
@@ -26,8 +26,8 @@ def open_window(
     """Start watching an answer (a second call for the same pair keeps the first window). True when new."""
     row = {"pair_id": pair_id, "channel_id": channel_id, "answer_ts": answer_ts, "thread_key": thread_key}
     row |= {"asker": asker, "closes_at": closes_at}
-    statement = insert_or_ignore(session, OutcomeWindow, ["pair_id"], row).returning(OutcomeWindow.pair_id)
-    return session.execute(statement).scalar_one_or_none() is not None
+    statement = insert_or_ignore_returning(session, OutcomeWindow, ["pair_id"], "pair_id")
+    return session.execute(statement, row).scalar_one_or_none() is not None
 
 
 def get_window(session: Session, pair_id: int, *, lock: bool = False) -> OutcomeWindow | None:

@@ -220,21 +220,42 @@ def settle(
     question_user: str | None = None,
     question_text: str | None = None,
     context_text: str | None = None,
-) -> bool:
-    """Move a settling pair to its settled status, only if nothing changed it since `version`."""
-    values: dict = {
-        "status": status,
-        "question_ts": question_ts,
-        "question_user": question_user,
-        "question_text": question_text,
-        "context_text": context_text,
-        "updated_at": utcnow(),
+) -> Row | None:
+    """Move a settling pair to its settled status, only if nothing changed it since `version`. Returns the settled
+    pair's SETTLED_COLUMNS (what judging and the outcome window read next), or None if it changed meanwhile."""
+    parameters = {
+        "w_pair_id": pair_id,
+        "w_version": version,
+        "p_status": status,
+        "p_question_ts": question_ts,
+        "p_question_user": question_user,
+        "p_question_text": question_text,
+        "p_context_text": context_text,
+        "p_updated_at": utcnow(),
     }
     if answer_text is not None:
-        values["answer_text"] = answer_text
-    result = session.execute(
+        parameters["p_answer_text"] = answer_text
+    return session.execute(_settle_statement(answer_text is not None), parameters).first()
+
+
+SETTLED_COLUMNS = (
+    "id", "status", "source", "channel_id", "answer_ts", "thread_ts", "question_ts", "question_user",
+    "question_text", "answer_text", "reference_text", "context_text", "judges", "version", "rejudges",
+)  # fmt: skip
+_SETTLED_VALUES = ("status", "question_ts", "question_user", "question_text", "context_text", "updated_at")
+
+
+@cache
+def _settle_statement(with_answer_text: bool):
+    """Built once (with and without a new answer text): every answer is settled."""
+    names = _SETTLED_VALUES + (("answer_text",) if with_answer_text else ())
+    return (
         update(Pair)
-        .where(Pair.id == pair_id, Pair.version == version, Pair.status == PairStatus.SETTLING)
-        .values(**values)
+        .where(
+            Pair.id == bindparam("w_pair_id"),
+            Pair.version == bindparam("w_version"),
+            Pair.status == PairStatus.SETTLING,
+        )
+        .values({name: bindparam(f"p_{name}") for name in names})
+        .returning(*[getattr(Pair, name) for name in SETTLED_COLUMNS])
     )
-    return result.rowcount == 1

@@ -7,10 +7,11 @@ The budget counts judgments, one unit per (pair, judge) however many LLM calls i
 from __future__ import annotations
 
 from datetime import date
+from functools import cache
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import bindparam, delete, select, update
 
-from store.db import insert_or_ignore
+from store.db import insert_or_ignore, insert_or_ignore_returning
 from store.judgments import Executor
 from store.models import BudgetCharge, DailyUsage
 
@@ -22,17 +23,22 @@ def _insert_day_if_missing(session: Executor, day: date) -> None:
 
 def claim_llm_call(session: Executor, day: date, budget: int) -> bool:
     """Count one LLM call against `day` if the budget allows it; False when the budget is spent."""
-    claim = (
-        update(DailyUsage)
-        .where(DailyUsage.day == day, DailyUsage.llm_calls < budget)
-        .values(llm_calls=DailyUsage.llm_calls + 1)
-        .execution_options(synchronize_session=False)
-    )
-    if session.execute(claim).rowcount == 1:
+    parameters = {"w_day": day, "budget": budget}
+    if session.execute(_claim_statement(), parameters).rowcount == 1:
         return True
     # Either the budget is spent or the day has no row yet: create it (a racing worker may too) and try again.
     _insert_day_if_missing(session, day)
-    return session.execute(claim).rowcount == 1
+    return session.execute(_claim_statement(), parameters).rowcount == 1
+
+
+@cache
+def _claim_statement():  # built once: every judgment runs it
+    return (
+        update(DailyUsage)
+        .where(DailyUsage.day == bindparam("w_day"), DailyUsage.llm_calls < bindparam("budget"))
+        .values(llm_calls=DailyUsage.llm_calls + 1)
+        .execution_options(synchronize_session=False)
+    )
 
 
 def charge_judgment(session: Executor, pair_id: int, judge: str, day: date, budget: int) -> bool:
@@ -40,8 +46,8 @@ def charge_judgment(session: Executor, pair_id: int, judge: str, day: date, budg
     same judgment). False when the unit is not spent yet and the budget is. Run it in one transaction: the charge
     row and the counter move together, and a racing twin waits on the row's key, then finds it paid."""
     charge = {"pair_id": pair_id, "judge": judge, "day": day}
-    statement = insert_or_ignore(session, BudgetCharge, ["pair_id", "judge"], charge).returning(BudgetCharge.pair_id)
-    if session.execute(statement).scalar() is None:
+    statement = insert_or_ignore_returning(session, BudgetCharge, ["pair_id", "judge"], "pair_id")
+    if session.execute(statement, charge).scalar() is None:
         return True  # paid by an earlier attempt
     if claim_llm_call(session, day, budget):
         return True

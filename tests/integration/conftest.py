@@ -24,11 +24,11 @@ def settles(monkeypatch) -> list[tuple[list, int | None]]:
     sent: list[tuple[list, int | None]] = []
     original = celery_app.celery.send_task
 
-    def record(name, args=None, countdown=None, **kwargs):
+    def record(name, args=None, kwargs=None, countdown=None, **options):
         if name == task_names.SETTLE_PAIR:
             sent.append((list(args or []), countdown))
             return None
-        return original(name, args=args, countdown=countdown, **kwargs)
+        return original(name, args=args, kwargs=kwargs, countdown=countdown, **options)
 
     monkeypatch.setattr(celery_app.celery, "send_task", record)
     return sent

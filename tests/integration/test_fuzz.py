@@ -463,10 +463,11 @@ def test_the_bot_is_healthy_after_the_fuzzing(served) -> None:
     assert time.monotonic() - started < 5
     body = json.dumps(sr.envelope(sr.human_message(CHANNEL, sr.next_ts(), "still there?"))).encode()
     assert post_signed(served, body, "application/json").status_code == 200
-    # Still capturing: a valid question and answer make a pair.
+    # Still capturing: a valid question and answer make a pair. The asker is one the fuzzing never names: a fuzzed
+    # message naming U_ASKER beside the bot's IDs rightly taught the bot that U_ASKER is its user.
     question_ts, answer_ts = sr.next_ts(), sr.next_ts()
     for event in (
-        sr.human_message(CHANNEL, question_ts, "Where is the invoice?"),
+        sr.human_message(CHANNEL, question_ts, "Where is the invoice?", user="U_AFTER_FUZZ"),
         sr.bot_message(CHANNEL, answer_ts, "Under Billing.", thread_ts=question_ts),
     ):
         assert post_signed(served, json.dumps(sr.envelope(event)).encode(), "application/json").status_code == 200

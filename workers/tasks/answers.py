@@ -22,6 +22,7 @@ from contextlib import contextmanager, suppress
 from typing import Any
 
 import redis
+from sqlalchemy import Row
 from sqlalchemy.exc import OperationalError
 
 from capture import handoffs
@@ -44,7 +45,9 @@ from common.celery_app import celery
 from common.runtime import Runtime, get_runtime
 from common.telemetry.logs import event_fields
 from store import pairs
-from workers.tasks.capture import settle
+from store.models import PairStatus
+from workers.tasks.capture import PairSnapshot, settle
+from workers.tasks.judging import judge_pair, judge_settled
 
 log = logging.getLogger("relmon.capture")
 
@@ -80,8 +83,29 @@ def capture_answer_in(
     channel_type: str | None = None,
     ext_shared: bool | None = None,
     logged: dict[str, Any] | None = None,
+    redelivered: bool = False,
 ) -> str:
-    """Store the answer the bot message `ts` belongs to as the log has it now; returns what happened."""
+    """Store the answer the bot message `ts` belongs to as the log has it now, and judge it if it settled at once
+    (after the lock: the LLM call holds no conversation up); returns what happened."""
+    due: list[Row] = []
+    result = _capture(runtime, channel, ts, thread_ts, team_id, channel_type, ext_shared, logged, redelivered, due)
+    for settled in due:
+        judge_settled(runtime, settled._mapping)
+    return result
+
+
+def _capture(
+    runtime: Runtime,
+    channel: str,
+    ts: str,
+    thread_ts: str | None,
+    team_id: str | None,
+    channel_type: str | None,
+    ext_shared: bool | None,
+    logged: dict[str, Any] | None,
+    redelivered: bool,
+    due: list[Row],
+) -> str:
     settings = runtime.settings
     conversation = ConversationLog(runtime.redis, settings.question_ttl_seconds)
     with conversation_lock(runtime.redis, channel, thread_ts):
@@ -92,11 +116,13 @@ def capture_answer_in(
             message = from_wire(logged)
             conversation.record(channel, message)  # Redis lost it since the bot logged it: the bot's copy is news
         if message.deleted:
-            return _deleted(runtime, conversation, channel, message, team_id, channel_type, ext_shared)
+            return _deleted(runtime, conversation, channel, message, team_id, channel_type, ext_shared, due)
         if message.author != Author.MONITORED_BOT:
             return "not an answer"
         around = conversation.around(channel, message, settings.toplevel_window_seconds)
-        return _store(runtime, channel, message, around, team_id, channel_type, ext_shared)
+        return _store(
+            runtime, channel, message, around, team_id, channel_type, ext_shared, due, redelivered=redelivered
+        )
 
 
 def _store(
@@ -107,6 +133,9 @@ def _store(
     team_id: str | None,
     channel_type: str | None,
     ext_shared: bool | None,
+    due: list[Row],
+    *,
+    redelivered: bool = False,
 ) -> str:
     settings = runtime.settings
     run = answer_run(message, around)
@@ -117,8 +146,12 @@ def _store(
     state, errored = message.streaming, stream_errored(run)
     stored = _StoredMark(runtime.redis, channel, root.ts, settings.question_ttl_seconds)
     mark = stored.of(answer_text, run, flags.restricted, flags.ext_shared, errored, state)
-    if stored.holds(mark):
-        return "unchanged"  # a redelivered or replayed task: this very answer was stored and handed on
+    held, pair_id = stored.held()
+    if held == mark:  # a replayed task: this very answer was stored
+        if redelivered and pair_id is not None:
+            # Its first run may have died (or been requeued) while judging it: judge_pair finishes what it left.
+            judge_pair.apply_async(args=[pair_id], kwargs={"resumed": True})
+        return "unchanged"
     with runtime.db.engine.begin() as session:  # Core, not the ORM session: once per answer, on the hot path
         captured = pairs.upsert_captured(
             session,
@@ -140,15 +173,18 @@ def _store(
         return "ignored"
     # A stream still running waits for its completion's capture; one that ended needs no quiet time.
     if state == IN_PROGRESS:
-        stored.keep(mark)
+        stored.keep(mark, captured.pair_id)
         log.info("answer streaming", extra=fields)
         return "streaming"
     countdown = 0 if settles_at_once(state) else settings.settle_seconds
     if countdown:
         celery.send_task(task_names.SETTLE_PAIR, args=[captured.pair_id, captured.version], countdown=countdown)
     else:  # a finished stream (or no quiet time set): settled here, a task and its round trips fewer
-        settle(runtime, captured.pair_id, captured.version)
-    stored.keep(mark)
+        known = PairSnapshot(
+            captured.pair_id, channel, root.ts, root.thread_ts, answer_text, captured.version, PairStatus.SETTLING
+        )  # as the upsert just left it, inside this conversation's lock: no need to read it back
+        settle(runtime, captured.pair_id, captured.version, known=known, judge_later=due.append)
+    stored.keep(mark, captured.pair_id)
     log.info("answer captured", extra={**fields, "version": captured.version, "parts": len(run)})
     return "captured"
 
@@ -167,12 +203,16 @@ class _StoredMark:
         seen = json.dumps([text, *flags, [(p.ts, p.deleted) for p in parts]], separators=(",", ":"))
         return hashlib.sha256(seen.encode()).hexdigest()
 
-    def holds(self, mark: str) -> bool:
+    def held(self) -> tuple[str | None, int | None]:
+        """The mark kept, and the pair it was stored as."""
         raw = self.redis.get(self.key)
-        return raw is not None and (raw if isinstance(raw, str) else raw.decode()) == mark
+        if raw is None:
+            return None, None
+        mark, _, pair_id = (raw if isinstance(raw, str) else raw.decode()).partition(":")
+        return mark, int(pair_id) if pair_id.isdigit() else None
 
-    def keep(self, mark: str) -> None:
-        self.redis.set(self.key, mark, ex=self.ttl)
+    def keep(self, mark: str, pair_id: int) -> None:
+        self.redis.set(self.key, f"{mark}:{pair_id}", ex=self.ttl)
 
 
 def _deleted(
@@ -183,6 +223,7 @@ def _deleted(
     team_id: str | None,
     channel_type: str | None,
     ext_shared: bool | None,
+    due: list[Row],
 ) -> str:
     """A monitored bot's message was deleted: its answer is deleted, or the answer it was a later part of loses it."""
     with runtime.db.session() as session:
@@ -194,7 +235,7 @@ def _deleted(
     before = [m for m in thread_messages(tombstone.thread_key, around) if ts_key(m) < ts_key(tombstone)]
     if before and before[-1].author == Author.MONITORED_BOT and not before[-1].deleted:
         around = conversation.around(channel, before[-1], window)
-        return _store(runtime, channel, before[-1], around, team_id, channel_type, ext_shared)
+        return _store(runtime, channel, before[-1], around, team_id, channel_type, ext_shared, due)
     return "nothing to change"
 
 
@@ -219,8 +260,9 @@ _RETRIED = {
 }
 
 
-@celery.task(name=task_names.CAPTURE_ANSWER, **_RETRIED)
+@celery.task(name=task_names.CAPTURE_ANSWER, bind=True, **_RETRIED)
 def capture_answer(
+    self,
     channel: str,
     ts: str,
     thread_ts: str | None = None,
@@ -241,6 +283,7 @@ def capture_answer(
             channel_type=channel_type,
             ext_shared=ext_shared,
             logged=logged,
+            redelivered=bool((self.request.delivery_info or {}).get("redelivered")),
         )
     except _RETRIED["autoretry_for"]:
         raise  # tried again: the bot's note stays until the answer is stored

@@ -12,10 +12,12 @@ the worker may have died between the two steps, and `judge_pair` is idempotent.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import redis
 from slack_sdk.errors import SlackApiError
+from sqlalchemy import Row
 from sqlalchemy.exc import OperationalError
 
 from capture.conversation import earlier_turns
@@ -124,9 +126,18 @@ def context_of(runtime: Runtime, question: LoggedMessage, messages: list[LoggedM
     return format_turns(turns, settings.context_turns) or None
 
 
-def settle(runtime: Runtime, pair_id: int, version: int) -> str:
-    """Settle one pair; returns what happened (for logs and tests)."""
-    pair = _snapshot(runtime, pair_id)
+def settle(
+    runtime: Runtime,
+    pair_id: int,
+    version: int,
+    *,
+    known: PairSnapshot | None = None,
+    judge_later: Callable[[Row], None] | None = None,
+) -> str:
+    """Settle one pair; returns what happened (for logs and tests). `known`: the pair as its caller just stored it
+    (capture), which spares the read. `judge_later`: the caller judges the settled pair itself (it gets its row)
+    instead of a `judge_pair` task."""
+    pair = known or _snapshot(runtime, pair_id)
     if pair is None:
         return "missing"
     if pair.version != version:
@@ -156,7 +167,7 @@ def settle(runtime: Runtime, pair_id: int, version: int) -> str:
     if status in (PairStatus.PENDING, PairStatus.NO_QUESTION) and not answer_text.strip():
         status = PairStatus.EMPTY
     with runtime.db.autocommit() as connection:  # one atomic UPDATE: no transaction to open and commit
-        won = pairs.settle(
+        settled = pairs.settle(
             connection,
             pair_id,
             version,
@@ -167,7 +178,7 @@ def settle(runtime: Runtime, pair_id: int, version: int) -> str:
             question_text=question_text if status == PairStatus.PENDING else None,
             context_text=context if status == PairStatus.PENDING else None,
         )
-    if not won:
+    if settled is None:
         return "lost"  # changed while we looked: the newer version's settle decides
     log.info(
         "pair settled",
@@ -176,8 +187,11 @@ def settle(runtime: Runtime, pair_id: int, version: int) -> str:
         ),
     )
     if status == PairStatus.PENDING:
-        _watch_outcome(runtime, pair_id)
-        _enqueue_judging(pair_id)
+        _watch_outcome(runtime, pair_id, settled)
+        if judge_later is not None:
+            judge_later(settled)
+        else:
+            _enqueue_judging(pair_id)
     return status
 
 
@@ -187,10 +201,10 @@ def _enqueue_judging(pair_id: int) -> None:
     judge_pair.delay(pair_id)
 
 
-def _watch_outcome(runtime: Runtime, pair_id: int) -> None:
+def _watch_outcome(runtime: Runtime, pair_id: int, settled: Row | None = None) -> None:
     from workers.tasks.outcomes import open_window
 
-    open_window(runtime, pair_id)
+    open_window(runtime, pair_id, settled)
 
 
 @celery.task(

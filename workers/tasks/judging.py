@@ -17,7 +17,8 @@ pair. The rules themselves are in workers.judging.rules.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from collections.abc import Mapping
+from types import SimpleNamespace
 from typing import Any
 
 from celery.exceptions import Reject
@@ -30,7 +31,6 @@ from common.celery_app import celery
 from common.runtime import Runtime, get_runtime
 from common.telemetry.logs import event_fields
 from judges import TransientLLMError, get_judge
-from judges.context import with_context
 from store.attempts import record_failure
 from store.judgments import (
     find_cached_many,
@@ -43,6 +43,7 @@ from store.models import PairStatus
 from workers import budget, sampling
 from workers.alerts.planning import follow_up_needed
 from workers.alerts.policy import JudgmentFacts
+from workers.judging.pair_view import PairView
 from workers.judging.rules import (
     TASK_MAX_RETRIES,
     gave_up_values,
@@ -61,58 +62,6 @@ HAND_ON_RETRY_SECONDS = 1.0  # first wait before handing stored judgments on aga
 HAND_ON_RETRY_CAP_SECONDS = 30.0
 TASK_CONSIDER_ALERT = task_names.CONSIDER_ALERT
 TASK_DELIVER_VERDICT = task_names.DELIVER_VERDICT
-
-
-@dataclass(frozen=True)
-class PairView:
-    """What judging needs from a pair, read once (plain data: no session kept across the LLM call)."""
-
-    id: int
-    status: str
-    source: str
-    channel_id: str | None
-    answer_ts: str | None
-    question: str
-    answer: str
-    reference: str | None
-    judges: list[str] | None
-    version: int = 1  # of the answer's text: its judgments are stored under it
-    rejudges: int = 0  # times an edit re-opened it after it was judged
-    context: str | None = None  # the conversation's earlier turns (judges.context.format_turns)
-
-    @classmethod
-    def of(cls, fields: dict[str, Any]) -> PairView:
-        return cls(
-            id=fields["id"],
-            status=fields["status"],
-            source=fields["source"] or "capture",
-            channel_id=fields["channel_id"],
-            answer_ts=fields["answer_ts"],
-            question=fields["question_text"] or "",
-            answer=fields["answer_text"] or "",
-            reference=fields["reference_text"] or None,
-            judges=list(fields["judges"]) if fields["judges"] else None,
-            version=fields.get("version") or 1,
-            rejudges=fields.get("rejudges") or 0,
-            context=fields.get("context_text") or None,
-        )
-
-    @property
-    def judged_question(self) -> str:
-        """The question as the judges read it: with the conversation's earlier turns before it, if any."""
-        return with_context(self.question, self.context)
-
-    def budget_unit(self, judge: str) -> str:
-        """The budget's key for this judgment: each re-judgment of an edited answer is a unit of its own."""
-        return judge if self.rejudges == 0 else f"{judge}@{self.rejudges}"
-
-    @property
-    def on_demand(self) -> bool:
-        return self.source in sampling.ON_DEMAND_SOURCES
-
-    def log_fields(self, **fields: Any) -> dict[str, Any]:
-        """The `extra=` of a log line about this pair: its identifiers and `fields`."""
-        return event_fields(channel=self.channel_id, message_ts=self.answer_ts, pair_id=self.id, **fields)
 
 
 @celery.task(
@@ -153,14 +102,23 @@ def judge_pair(self, pair_id: int, resumed: bool = False, llm_attempts: int = 0)
             raise Reject(failure.error, requeue=True) from dropped
 
 
-def _judge(task, runtime: Runtime, pair_id: int, *, redelivered: bool, llm_attempts: int = 0) -> str:
+def _judge(
+    task,
+    runtime: Runtime,
+    pair_id: int,
+    *,
+    redelivered: bool,
+    llm_attempts: int = 0,
+    settled: Mapping[str, Any] | None = None,
+) -> str:
     """On the hot path: reads (pair, stored judges, cache) and the budget claim each in autocommit, then one
-    transaction for the insert together with the status change. No transaction is open during the LLM call."""
+    transaction for the insert together with the status change. No transaction is open during the LLM call.
+    `settled`: the pair's fields as settling just returned them (judge_settled), which spares two reads."""
     settings = runtime.settings
     engine = runtime.db.engine
     model = settings.judge_model
     with runtime.db.autocommit() as connection:
-        fields = pair_for_judging(connection, pair_id)
+        fields = dict(settled) if settled is not None else pair_for_judging(connection, pair_id)
         if fields is None:
             log.warning("pair not found", extra={"pair_id": pair_id})
             return "missing"
@@ -168,7 +126,10 @@ def _judge(task, runtime: Runtime, pair_id: int, *, redelivered: bool, llm_attem
         # A judged pair is done, unless this message came back after a worker died between storing and handing on.
         if pair.status != PairStatus.PENDING and not (pair.status == PairStatus.JUDGED and redelivered):
             return pair.status
-        stored, supersedes = stored_for_version(connection, pair_id, pair.version)
+        if settled is not None and pair.version == 1:
+            stored, supersedes = {}, False  # just settled, for the first time: nothing judged it yet
+        else:
+            stored, supersedes = stored_for_version(connection, pair_id, pair.version)
         rule = runtime.rules.for_channel(pair.channel_id, settings)
         wanted = judges_in_force(pair.judges, rule.judges, pair.reference is not None)
         todo = [name for name in wanted if name not in stored]
@@ -239,6 +200,48 @@ def _judge(task, runtime: Runtime, pair_id: int, *, redelivered: bool, llm_attem
     # New judgments of an edited answer always go to the alert task: an alert on the older text is updated.
     hand_on(runtime, pair, {**handed_on, **created}, complete=True, recheck=redelivered or supersedes)
     return PairStatus.JUDGED
+
+
+def judge_settled(runtime: Runtime, settled: Mapping[str, Any]) -> str:
+    """Judge a pair the capture task has just settled, in that task: a task (its message, its delivery, its
+    acknowledgement and its reads of the pair) fewer per answer. A transient LLM error hands the retry to a
+    `judge_pair` task, as its own retry would; anything else hands the whole pair to one (resumed: it hands on
+    whatever this run stored). If even that cannot be sent, the capture task is requeued, and its redelivery sends
+    it (workers.tasks.answers)."""
+    pair_id = settled["id"]
+    try:
+        return _judge(_InlineRun(pair_id), runtime, pair_id, redelivered=False, settled=settled)
+    except _HandedOver:
+        return "retrying"
+    except Exception as error:
+        log.warning(
+            "judging in the capture task failed; handed to judge_pair",
+            extra={**event_fields(pair_id=pair_id), "error": repr(error)[:300]},
+        )
+        try:
+            judge_pair.apply_async(args=[pair_id], kwargs={"resumed": True})
+        except Exception as unsent:
+            raise Reject(unsent, requeue=True) from error
+        return "handed on"
+
+
+class _HandedOver(Exception):
+    """The inline run's retry was sent as a `judge_pair` task."""
+
+
+class _InlineRun:
+    """What `_judge` asks of its task, for a run inside the capture task: no retries of its own yet; a retry is a
+    `judge_pair` task with the same countdown and arguments."""
+
+    max_retries = TASK_MAX_RETRIES
+
+    def __init__(self, pair_id: int) -> None:
+        self.pair_id = pair_id
+        self.request = SimpleNamespace(retries=0, kwargs={}, delivery_info={})  # the shape of Celery's Task.request
+
+    def retry(self, *, countdown: float, exc: Exception, kwargs: dict[str, Any]) -> Exception:
+        judge_pair.apply_async(args=[self.pair_id], kwargs=kwargs, countdown=countdown)
+        return _HandedOver(repr(exc)[:300])
 
 
 def store_judgments(

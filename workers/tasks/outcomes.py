@@ -14,6 +14,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 
 import redis
+from sqlalchemy import Row
 from sqlalchemy.exc import OperationalError
 
 from capture.conversation_log import ConversationLog
@@ -66,14 +67,15 @@ def _watch_of(window) -> Watch:
     )
 
 
-def open_window(runtime: Runtime, pair_id: int) -> bool:
-    """Start watching a settled answer's conversation (once), and read what the log already holds after it."""
+def open_window(runtime: Runtime, pair_id: int, settled: Row | None = None) -> bool:
+    """Start watching a settled answer's conversation (once), and read what the log already holds after it.
+    `settled`: the pair's row as settling returned it (store.pairs.SETTLED_COLUMNS), which spares the read."""
     window_seconds = runtime.settings.outcome_window_seconds
     if window_seconds <= 0:
         return False
     # Autocommit: one read, then one atomic insert (a second call keeps the first window); no transaction.
     with runtime.db.autocommit() as connection:
-        pair = pairs.watch_row(connection, pair_id)
+        pair = settled if settled is not None else pairs.watch_row(connection, pair_id)
         if pair is None or pair.source != "capture" or not pair.question_ts:
             return False
         closes = window_closes_at(pair.answer_ts, window_seconds)

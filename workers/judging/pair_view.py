@@ -1,0 +1,62 @@
+"""PairView: what judging needs from a pair, as plain data."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from common.telemetry.logs import event_fields
+from judges.context import with_context
+from workers import sampling
+
+
+@dataclass(frozen=True)
+class PairView:
+    """What judging needs from a pair, read once (plain data: no session kept across the LLM call)."""
+
+    id: int
+    status: str
+    source: str
+    channel_id: str | None
+    answer_ts: str | None
+    question: str
+    answer: str
+    reference: str | None
+    judges: list[str] | None
+    version: int = 1  # of the answer's text: its judgments are stored under it
+    rejudges: int = 0  # times an edit re-opened it after it was judged
+    context: str | None = None  # the conversation's earlier turns (judges.context.format_turns)
+
+    @classmethod
+    def of(cls, fields: dict[str, Any]) -> PairView:
+        return cls(
+            id=fields["id"],
+            status=fields["status"],
+            source=fields["source"] or "capture",
+            channel_id=fields["channel_id"],
+            answer_ts=fields["answer_ts"],
+            question=fields["question_text"] or "",
+            answer=fields["answer_text"] or "",
+            reference=fields["reference_text"] or None,
+            judges=list(fields["judges"]) if fields["judges"] else None,
+            version=fields.get("version") or 1,
+            rejudges=fields.get("rejudges") or 0,
+            context=fields.get("context_text") or None,
+        )
+
+    @property
+    def judged_question(self) -> str:
+        """The question as the judges read it: with the conversation's earlier turns before it, if any."""
+        return with_context(self.question, self.context)
+
+    def budget_unit(self, judge: str) -> str:
+        """The budget's key for this judgment: each re-judgment of an edited answer is a unit of its own."""
+        return judge if self.rejudges == 0 else f"{judge}@{self.rejudges}"
+
+    @property
+    def on_demand(self) -> bool:
+        return self.source in sampling.ON_DEMAND_SOURCES
+
+    def log_fields(self, **fields: Any) -> dict[str, Any]:
+        """The `extra=` of a log line about this pair: its identifiers and `fields`."""
+        return event_fields(channel=self.channel_id, message_ts=self.answer_ts, pair_id=self.id, **fields)
