@@ -42,6 +42,8 @@ def bot_settings(*, redis_url: str, database_url: str, slack_api_url: str, **ove
         "monitored_bots": ["B_SUPPORT"],
         "alert_channel": "C_ALERTS",
         "openai_api_key": "sk-test",
+        # A closed local port: a test that needs the LLM passes a fake's URL; the rest never leave 127.0.0.1.
+        "openai_base_url": "http://127.0.0.1:9/v1",
         "confirm": "off",  # alerts on the first verdict: the second opinion has tests of its own
         "data_dir": Path(tempfile.mkdtemp(prefix="relmon-bot-")),  # the event spool lives there
     }

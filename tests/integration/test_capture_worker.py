@@ -21,6 +21,7 @@ from store.models import PairStatus
 from tests import slack_requests as sr
 from tests import slack_shapes as ss
 from tests.bot_harness import SECRET, ServedBot
+from tests.fakes.openai_server import FakeOpenAI
 from workers.judging.queued import queued_handoffs
 from workers.tasks import answers
 from workers.tasks.answers import capture_answer_in
@@ -168,3 +169,76 @@ def test_the_task_messages_headers_name_the_answer_never_its_words(bot: ServedBo
     [raw] = [m for m in bot.runtime.redis.lrange(QUEUE_JUDGE, 0, -1) if b"capture_answer" in m]
     headers = json.loads(raw)["headers"]
     assert a_ts in headers["kwargsrepr"] and "duplicate charges" not in json.dumps(headers)
+
+
+@pytest.fixture
+def sent(monkeypatch) -> list[tuple[str, list, dict, float | None]]:
+    """The tasks sent (name, args, kwargs, countdown), as well as queued."""
+    calls: list[tuple[str, list, dict, float | None]] = []
+    original = celery_app.celery.send_task
+
+    def record(name, args=None, kwargs=None, countdown=None, **options):
+        calls.append((name, list(args or []), dict(kwargs or {}), countdown))
+        return original(name, args=args, kwargs=kwargs, countdown=countdown, **options)
+
+    monkeypatch.setattr(celery_app.celery, "send_task", record)
+    return calls
+
+
+def judge_tasks(sent: list) -> list[tuple[list, dict, float | None]]:
+    return [(args, kwargs, countdown) for name, args, kwargs, countdown in sent if name == task_names.JUDGE_PAIR]
+
+
+def finished_stream(bot: ServedBot, question: str, answer: str) -> tuple[str, str]:
+    q_ts, a_ts = sr.next_ts(), sr.next_ts()
+    send(bot, sr.human_message(C, q_ts, question))
+    send(bot, ss.stream_completion(ss.stream_opener(C, a_ts, q_ts), answer))
+    return q_ts, a_ts
+
+
+def test_an_answer_settled_at_once_is_judged_by_its_capture_task(make_bot, sent: list) -> None:
+    """No quiet time to wait: the capture task settles the answer and judges it itself, no judge_pair task sent."""
+    with FakeOpenAI() as llm:
+        bot = make_bot(openai_base_url=llm.base_url)
+        finished_stream(bot, "How do I export my data?", "Settings, then Export, then Download.")
+        [pair] = bot.pairs()
+        assert pair.status == PairStatus.JUDGED
+        assert len(llm.requests) == 1 and judge_tasks(sent) == []
+
+
+def test_a_transient_llm_error_in_the_capture_task_is_retried_by_a_judge_task(make_bot, sent: list) -> None:
+    bot = make_bot()  # its LLM endpoint refuses connections: a transient error
+    finished_stream(bot, "How do I export my data?", "Settings, then Export, then Download.")
+    [pair] = bot.pairs()
+    assert pair.status == PairStatus.PENDING
+    [(args, kwargs, countdown)] = judge_tasks(sent)
+    assert args == [pair.id] and kwargs.get("llm_attempts") == 1 and countdown and countdown > 0
+
+
+def test_any_other_failure_in_the_capture_tasks_judging_hands_the_pair_to_judge_pair(
+    make_bot, sent: list, monkeypatch
+) -> None:
+    def broken(*_args, **_kwargs):
+        raise RuntimeError("a bug in judging")
+
+    monkeypatch.setattr("workers.tasks.judging.find_cached_many", broken)
+    bot = make_bot()
+    finished_stream(bot, "How do I export my data?", "Settings, then Export, then Download.")
+    [pair] = bot.pairs()
+    assert pair.status == PairStatus.PENDING  # stored and settled: only its judging is left, to judge_pair
+    assert judge_tasks(sent) == [([pair.id], {"resumed": True}, None)]
+
+
+def test_a_redelivered_capture_task_hands_its_stored_answer_to_judge_pair(make_bot, sent: list) -> None:
+    """Its first run may have died while judging the answer: the replay changes nothing, but judge_pair (resumed)
+    finishes whatever that run left. A replay that is no redelivery sends nothing."""
+    bot = make_bot()
+    q_ts, a_ts = finished_stream(bot, "How do I export my data?", "Settings, then Export, then Download.")
+    [pair] = bot.pairs()
+    sent.clear()
+    assert run_again(bot, a_ts, q_ts) == "unchanged" and judge_tasks(sent) == []
+    replay = capture_answer_in(
+        bot.runtime, C, a_ts, thread_ts=q_ts, channel_type="channel", ext_shared=False, redelivered=True
+    )
+    assert replay == "unchanged"
+    assert judge_tasks(sent) == [([pair.id], {"resumed": True}, None)]
