@@ -183,7 +183,10 @@ def _store(
         known = PairSnapshot(
             captured.pair_id, channel, root.ts, root.thread_ts, answer_text, captured.version, PairStatus.SETTLING
         )  # as the upsert just left it, inside this conversation's lock: no need to read it back
-        settle(runtime, captured.pair_id, captured.version, known=known, judge_later=due.append)
+        # What the log holds around the answer was read above, under this lock: the same read unless the captured
+        # message is a later part of a top-level run (its window starts later than the run's first part's).
+        read = around if message.in_thread or message.ts == root.ts else None
+        settle(runtime, captured.pair_id, captured.version, known=known, read=read, judge_later=due.append)
     stored.keep(mark, captured.pair_id)
     log.info("answer captured", extra={**fields, "version": captured.version, "parts": len(run)})
     return "captured"

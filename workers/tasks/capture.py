@@ -89,19 +89,27 @@ def _history(runtime: Runtime, log_: ConversationLog, channel: str, answer: Logg
         log_.record(channel, logged_message(message, author))
 
 
-def resolve_pair(runtime: Runtime, pair: PairSnapshot) -> tuple[Resolution, str, list[LoggedMessage]]:
-    """The settled resolution of a pair, its answer text (names resolved) and the logged messages around it."""
+def resolve_pair(
+    runtime: Runtime, pair: PairSnapshot, read: list[LoggedMessage] | None = None
+) -> tuple[Resolution, str, list[LoggedMessage]]:
+    """The settled resolution of a pair, its answer text (names resolved) and the logged messages around it.
+    `read`: the log's messages around the answer, as its caller (capture, under the conversation's lock) just read
+    them, which spares reading them again."""
     settings = runtime.settings
     conversation = ConversationLog(runtime.redis, settings.question_ttl_seconds)
     window = settings.toplevel_window_seconds
-    answer = conversation.get(pair.channel_id, pair.answer_ts) or LoggedMessage(
-        # Not in the log (expired, or Redis lost it): settle on what capture stored.
-        ts=pair.answer_ts,
-        thread_ts=pair.thread_ts,
-        author=Author.MONITORED_BOT,
-        content={"text": pair.answer_text or ""},
-    )
-    messages = conversation.around(pair.channel_id, answer, window)
+    answer = next((m for m in read or () if m.ts == pair.answer_ts), None)
+    if answer is not None:
+        messages = read
+    else:
+        answer = conversation.get(pair.channel_id, pair.answer_ts) or LoggedMessage(
+            # Not in the log (expired, or Redis lost it): settle on what capture stored.
+            ts=pair.answer_ts,
+            thread_ts=pair.thread_ts,
+            author=Author.MONITORED_BOT,
+            content={"text": pair.answer_text or ""},
+        )
+        messages = conversation.around(pair.channel_id, answer, window)
     resolution = resolve(pair.answer_ts, messages, window)
     if resolution.status == PairStatus.NO_QUESTION and settings.history_fallback:
         _history(runtime, conversation, pair.channel_id, answer)
@@ -132,11 +140,12 @@ def settle(
     version: int,
     *,
     known: PairSnapshot | None = None,
+    read: list[LoggedMessage] | None = None,
     judge_later: Callable[[Row], None] | None = None,
 ) -> str:
     """Settle one pair; returns what happened (for logs and tests). `known`: the pair as its caller just stored it
-    (capture), which spares the read. `judge_later`: the caller judges the settled pair itself (it gets its row)
-    instead of a `judge_pair` task."""
+    (capture), which spares the read; `read`: the log around the answer, as resolve_pair takes it. `judge_later`:
+    the caller judges the settled pair itself (it gets its row) instead of a `judge_pair` task."""
     pair = known or _snapshot(runtime, pair_id)
     if pair is None:
         return "missing"
@@ -149,7 +158,7 @@ def settle(
     if pair.status != PairStatus.SETTLING:
         return f"skipped:{pair.status}"
 
-    resolution, answer_text, messages = resolve_pair(runtime, pair)
+    resolution, answer_text, messages = resolve_pair(runtime, pair, read)
     status = resolution.status
     if status == STREAMING:
         return STREAMING  # never judged half-written: the stream's completion enqueues a newer version
