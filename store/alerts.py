@@ -153,17 +153,23 @@ class DegradationHistory:
 
 def degradation_history(session: Session | Connection, channel_id: str) -> DegradationHistory:
     """The channel's degradation episodes: the latest (one indexed row) and how many there were."""
-    scope = (Alert.kind == KIND_DEGRADATION, Alert.source_channel_id == channel_id)
-    latest = session.execute(
-        select(Alert.id, Alert.status, Alert.created_at, Alert.details).where(*scope).order_by(Alert.id.desc()).limit(1)
-    ).first()
+    latest_statement, count_statement = _history_statements()
+    latest = session.execute(latest_statement, {"channel": channel_id}).first()
     if latest is None:
         return DegradationHistory(None, False, None, 0)
-    episodes = session.execute(select(func.count(Alert.id)).where(*scope)).scalar_one()
+    episodes = session.execute(count_statement, {"channel": channel_id}).scalar_one()
     is_open = not (latest.details or {}).get("recovered_at")
     return DegradationHistory(
         latest.id if is_open else None, is_open and latest.status == STATUS_CLAIMED, latest.created_at, episodes
     )
+
+
+@functools.cache
+def _history_statements():
+    """degradation_history's two reads, built once: the first runs after every judgment."""
+    scope = (Alert.kind == KIND_DEGRADATION, Alert.source_channel_id == bindparam("channel"))
+    latest = select(Alert.id, Alert.status, Alert.created_at, Alert.details).where(*scope).order_by(Alert.id.desc())
+    return latest.limit(1), select(func.count(Alert.id)).where(*scope)
 
 
 def mark_recovered(session: Session, alert_id: int, at: datetime) -> None:
