@@ -19,6 +19,7 @@ import hashlib
 import json
 import logging
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
 from typing import Any
 
 import redis
@@ -87,109 +88,111 @@ def capture_answer_in(
 ) -> str:
     """Store the answer the bot message `ts` belongs to as the log has it now, and judge it if it settled at once
     (after the lock: the LLM call holds no conversation up); returns what happened."""
-    due: list[Row] = []
-    result = _capture(runtime, channel, ts, thread_ts, team_id, channel_type, ext_shared, logged, redelivered, due)
-    for settled in due:
+    capture = _Capture(runtime, channel, team_id, channel_type, ext_shared, redelivered)
+    result = capture.run(ts, thread_ts, logged)
+    for settled in capture.due:
         judge_settled(runtime, settled._mapping)
     return result
 
 
-def _capture(
-    runtime: Runtime,
-    channel: str,
-    ts: str,
-    thread_ts: str | None,
-    team_id: str | None,
-    channel_type: str | None,
-    ext_shared: bool | None,
-    logged: dict[str, Any] | None,
-    redelivered: bool,
-    due: list[Row],
-) -> str:
-    settings = runtime.settings
-    conversation = ConversationLog(runtime.redis, settings.question_ttl_seconds)
-    with conversation_lock(runtime.redis, channel, thread_ts):
-        message = conversation.get(channel, ts)
-        if message is None:
-            if logged is None:
-                return "missing"
-            message = from_wire(logged)
-            conversation.record(channel, message)  # Redis lost it since the bot logged it: the bot's copy is news
-        if message.deleted:
-            return _deleted(runtime, conversation, channel, message, team_id, channel_type, ext_shared, due)
-        if message.author != Author.MONITORED_BOT:
-            return "not an answer"
-        around = conversation.around(channel, message, settings.toplevel_window_seconds)
-        return _store(
-            runtime, channel, message, around, team_id, channel_type, ext_shared, due, redelivered=redelivered
-        )
+@dataclass
+class _Capture:
+    """One capture task's run: where the message is (and how its channel was described), and the pairs it settled
+    at once, to be judged once the conversation's lock is released."""
 
+    runtime: Runtime
+    channel: str
+    team_id: str | None
+    channel_type: str | None
+    ext_shared: bool | None
+    redelivered: bool
+    due: list[Row] = field(default_factory=list)
 
-def _store(
-    runtime: Runtime,
-    channel: str,
-    message: LoggedMessage,
-    around: list[LoggedMessage],
-    team_id: str | None,
-    channel_type: str | None,
-    ext_shared: bool | None,
-    due: list[Row],
-    *,
-    redelivered: bool = False,
-) -> str:
-    settings = runtime.settings
-    run = answer_run(message, around)
-    root = run[0]
-    answer_text = "\n".join(t for t in (message_text(p.content) for p in run) if t.strip())
-    answer_text = redact_if(settings.redact_pii, answer_text)  # RELMON_REDACT_PII: before the store
-    flags = channel_flags(runtime.redis, runtime.slack, channel, channel_type, ext_shared)
-    state, errored = message.streaming, stream_errored(run)
-    stored = _StoredMark(runtime.redis, channel, root.ts, settings.question_ttl_seconds)
-    mark = stored.of(answer_text, run, flags.restricted, flags.ext_shared, errored, state)
-    held, pair_id = stored.held()
-    if held == mark:  # a replayed task: this very answer was stored
-        if redelivered and pair_id is not None:
-            # Its first run may have died (or been requeued) while judging it: judge_pair finishes what it left.
-            judge_pair.apply_async(args=[pair_id], kwargs={"resumed": True})
-        return "unchanged"
-    with runtime.db.engine.begin() as session:  # Core, not the ORM session: once per answer, on the hot path
-        captured = pairs.upsert_captured(
-            session,
-            channel_id=channel,
-            answer_ts=root.ts,
-            answer_text=answer_text,
-            team_id=team_id,
-            thread_ts=root.thread_ts,
-            answer_bot_id=root.bot_id or message.bot_id,
-            channel_is_private=flags.restricted,
-            channel_is_ext_shared=flags.ext_shared,
-            stream_errored=errored,
-            max_rejudge=settings.max_rejudge,
-        )
-        pairs.mark_merged(session, channel, [p.ts for p in run[1:]])
-    fields = event_fields(channel=channel, message_ts=root.ts, pair_id=captured.pair_id)
-    if not captured.accepted:
-        log.info("edit of a settled answer ignored", extra={**fields, "rejudges": captured.rejudges})
-        return "ignored"
-    # A stream still running waits for its completion's capture; one that ended needs no quiet time.
-    if state == IN_PROGRESS:
+    def run(self, ts: str, thread_ts: str | None, logged: dict[str, Any] | None) -> str:
+        runtime, channel = self.runtime, self.channel
+        conversation = ConversationLog(runtime.redis, runtime.settings.question_ttl_seconds)
+        with conversation_lock(runtime.redis, channel, thread_ts):
+            message = conversation.get(channel, ts)
+            if message is None:
+                if logged is None:
+                    return "missing"
+                message = from_wire(logged)
+                conversation.record(channel, message)  # Redis lost it since the bot logged it: the bot's copy is news
+            if message.deleted:
+                return self.deleted(conversation, message)
+            if message.author != Author.MONITORED_BOT:
+                return "not an answer"
+            return self.store(message, conversation.around(channel, message, runtime.settings.toplevel_window_seconds))
+
+    def store(self, message: LoggedMessage, around: list[LoggedMessage]) -> str:
+        runtime, channel, settings = self.runtime, self.channel, self.runtime.settings
+        run = answer_run(message, around)
+        root = run[0]
+        answer_text = "\n".join(t for t in (message_text(p.content) for p in run) if t.strip())
+        answer_text = redact_if(settings.redact_pii, answer_text)  # RELMON_REDACT_PII: before the store
+        flags = channel_flags(runtime.redis, runtime.slack, channel, self.channel_type, self.ext_shared)
+        state, errored = message.streaming, stream_errored(run)
+        stored = _StoredMark(runtime.redis, channel, root.ts, settings.question_ttl_seconds)
+        mark = stored.of(answer_text, run, flags.restricted, flags.ext_shared, errored, state)
+        held, pair_id = stored.held()
+        if held == mark:  # a replayed task: this very answer was stored
+            if self.redelivered and pair_id is not None:
+                # Its first run may have died (or been requeued) while judging it: judge_pair finishes what it left.
+                judge_pair.apply_async(args=[pair_id], kwargs={"resumed": True})
+            return "unchanged"
+        with runtime.db.engine.begin() as session:  # Core, not the ORM session: once per answer, on the hot path
+            captured = pairs.upsert_captured(
+                session,
+                channel_id=channel,
+                answer_ts=root.ts,
+                answer_text=answer_text,
+                team_id=self.team_id,
+                thread_ts=root.thread_ts,
+                answer_bot_id=root.bot_id or message.bot_id,
+                channel_is_private=flags.restricted,
+                channel_is_ext_shared=flags.ext_shared,
+                stream_errored=errored,
+                max_rejudge=settings.max_rejudge,
+            )
+            pairs.mark_merged(session, channel, [p.ts for p in run[1:]])
+        fields = event_fields(channel=channel, message_ts=root.ts, pair_id=captured.pair_id)
+        if not captured.accepted:
+            log.info("edit of a settled answer ignored", extra={**fields, "rejudges": captured.rejudges})
+            return "ignored"
+        # A stream still running waits for its completion's capture; one that ended needs no quiet time.
+        if state == IN_PROGRESS:
+            stored.keep(mark, captured.pair_id)
+            log.info("answer streaming", extra=fields)
+            return "streaming"
+        countdown = 0 if settles_at_once(state) else settings.settle_seconds
+        if countdown:
+            celery.send_task(task_names.SETTLE_PAIR, args=[captured.pair_id, captured.version], countdown=countdown)
+        else:  # a finished stream (or no quiet time set): settled here, a task and its round trips fewer
+            known = PairSnapshot(
+                captured.pair_id, channel, root.ts, root.thread_ts, answer_text, captured.version, PairStatus.SETTLING
+            )  # as the upsert just left it, inside this conversation's lock: no need to read it back
+            # What the log holds around the answer was read above, under this lock: the same read unless the
+            # captured message is a later part of a top-level run (its window starts later than the first part's).
+            read = around if message.in_thread or message.ts == root.ts else None
+            settle(runtime, captured.pair_id, captured.version, known=known, read=read, judge_later=self.due.append)
         stored.keep(mark, captured.pair_id)
-        log.info("answer streaming", extra=fields)
-        return "streaming"
-    countdown = 0 if settles_at_once(state) else settings.settle_seconds
-    if countdown:
-        celery.send_task(task_names.SETTLE_PAIR, args=[captured.pair_id, captured.version], countdown=countdown)
-    else:  # a finished stream (or no quiet time set): settled here, a task and its round trips fewer
-        known = PairSnapshot(
-            captured.pair_id, channel, root.ts, root.thread_ts, answer_text, captured.version, PairStatus.SETTLING
-        )  # as the upsert just left it, inside this conversation's lock: no need to read it back
-        # What the log holds around the answer was read above, under this lock: the same read unless the captured
-        # message is a later part of a top-level run (its window starts later than the run's first part's).
-        read = around if message.in_thread or message.ts == root.ts else None
-        settle(runtime, captured.pair_id, captured.version, known=known, read=read, judge_later=due.append)
-    stored.keep(mark, captured.pair_id)
-    log.info("answer captured", extra={**fields, "version": captured.version, "parts": len(run)})
-    return "captured"
+        log.info("answer captured", extra={**fields, "version": captured.version, "parts": len(run)})
+        return "captured"
+
+    def deleted(self, conversation: ConversationLog, tombstone: LoggedMessage) -> str:
+        """A monitored bot's message was deleted: its answer is deleted, or the answer it was a later part of loses
+        it."""
+        channel = self.channel
+        with self.runtime.db.session() as session:
+            if pairs.mark_deleted(session, channel, tombstone.ts):
+                log.info("answer deleted before judging", extra=event_fields(channel=channel, message_ts=tombstone.ts))
+                return "deleted"
+        window = self.runtime.settings.toplevel_window_seconds
+        around = conversation.around(channel, tombstone, window)
+        before = [m for m in thread_messages(tombstone.thread_key, around) if ts_key(m) < ts_key(tombstone)]
+        if before and before[-1].author == Author.MONITORED_BOT and not before[-1].deleted:
+            return self.store(before[-1], conversation.around(channel, before[-1], window))
+        return "nothing to change"
 
 
 class _StoredMark:
@@ -216,30 +219,6 @@ class _StoredMark:
 
     def keep(self, mark: str, pair_id: int) -> None:
         self.redis.set(self.key, f"{mark}:{pair_id}", ex=self.ttl)
-
-
-def _deleted(
-    runtime: Runtime,
-    conversation: ConversationLog,
-    channel: str,
-    tombstone: LoggedMessage,
-    team_id: str | None,
-    channel_type: str | None,
-    ext_shared: bool | None,
-    due: list[Row],
-) -> str:
-    """A monitored bot's message was deleted: its answer is deleted, or the answer it was a later part of loses it."""
-    with runtime.db.session() as session:
-        if pairs.mark_deleted(session, channel, tombstone.ts):
-            log.info("answer deleted before judging", extra=event_fields(channel=channel, message_ts=tombstone.ts))
-            return "deleted"
-    window = runtime.settings.toplevel_window_seconds
-    around = conversation.around(channel, tombstone, window)
-    before = [m for m in thread_messages(tombstone.thread_key, around) if ts_key(m) < ts_key(tombstone)]
-    if before and before[-1].author == Author.MONITORED_BOT and not before[-1].deleted:
-        around = conversation.around(channel, before[-1], window)
-        return _store(runtime, channel, before[-1], around, team_id, channel_type, ext_shared, due)
-    return "nothing to change"
 
 
 def forget_question_in(runtime: Runtime, channel: str, ts: str) -> int:
