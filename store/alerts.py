@@ -20,7 +20,7 @@ from sqlalchemy import Connection, Integer, any_, bindparam, func, select, updat
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session
 
-from store.db import insert_or_ignore
+from store.db import dialect_name, insert_or_ignore
 from store.judgments import is_current
 from store.models import Alert, Judgment, JudgmentStatus, Pair, PairStatus, as_utc
 from store.settings import TIME_WINDOW_MOST_ANSWERS
@@ -206,8 +206,7 @@ def recent_scores(
     rows: list[tuple[float, datetime]] = []
     seen: set[int] = set()
     oldest: datetime | None = None  # the oldest pair read so far: the next batch continues from there
-    bind = session.get_bind() if isinstance(session, Session) else session
-    statements = _recent_statements(bind.dialect.name)
+    statements = _recent_statements(dialect_name(session))
     while True:
         parameters: dict[str, Any] = {"channel": channel_id, "batch": batch}
         variant = "newest"

@@ -24,21 +24,25 @@ if TYPE_CHECKING:
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 
 
-def dialect_insert(executor: Connection | Session):
-    """The executor's database's INSERT (PostgreSQL or SQLite), the one with ON CONFLICT clauses."""
-    bind = executor.get_bind() if isinstance(executor, Session) else executor
-    return postgresql.insert if bind.dialect.name == "postgresql" else sqlite.insert
-
-
 def dialect_name(executor: Connection | Session) -> str:
+    """The executor's database's dialect: "postgresql" or "sqlite"."""
     bind = executor.get_bind() if isinstance(executor, Session) else executor
     return bind.dialect.name
 
 
+def insert_for(dialect: str):
+    """The dialect's INSERT (PostgreSQL or SQLite), the one with ON CONFLICT clauses."""
+    return postgresql.insert if dialect == "postgresql" else sqlite.insert
+
+
+def dialect_insert(executor: Connection | Session):
+    """The executor's database's INSERT (PostgreSQL or SQLite), the one with ON CONFLICT clauses."""
+    return insert_for(dialect_name(executor))
+
+
 @cache
 def _ignoring_insert(dialect: str, table, keys: tuple[str, ...], returning: str):
-    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
-    return insert(table).on_conflict_do_nothing(index_elements=list(keys)).returning(table.c[returning])
+    return insert_for(dialect)(table).on_conflict_do_nothing(index_elements=list(keys)).returning(table.c[returning])
 
 
 def insert_or_ignore_returning(executor: Connection | Session, model: type, keys: list[str], returning: str):

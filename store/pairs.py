@@ -8,9 +8,10 @@ from functools import cache
 from typing import Any
 
 from sqlalchemy import Connection, Row, bindparam, case, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
+from store.db import dialect_name, insert_for
+from store.judgments import PAIR_FIELDS
 from store.models import Pair, PairStatus, utcnow
 
 # An edit re-opens an answer while it has not been judged (nor deleted or merged away); a judged one, to be judged
@@ -38,12 +39,11 @@ _UPSERT_FIELDS = (
 
 
 @cache
-def _upsert_statement(dialect_name: str):
+def _upsert_statement(dialect: str):
     """Built once per dialect with bound parameters: building ON CONFLICT clauses per event cost more CPU than
     running them (this is on the path of every Slack event's acknowledgement)."""
     table = Pair.__table__
-    insert = postgresql.insert if dialect_name == "postgresql" else sqlite.insert
-    statement = insert(table).values(
+    statement = insert_for(dialect)(table).values(
         {name: bindparam(f"p_{name}") for name in _UPSERT_FIELDS}
         | {
             "source": "capture",
@@ -100,8 +100,7 @@ def upsert_captured(
         "p_now": utcnow(),
         "p_max_rejudge": max_rejudge,
     }
-    bind = session.get_bind() if isinstance(session, Session) else session
-    statement = _upsert_statement(bind.dialect.name)
+    statement = _upsert_statement(dialect_name(session))
     row = session.execute(statement, parameters).first()
     if row is not None:
         return Captured(row.id, row.version, True, row.rejudges or 0)
@@ -238,10 +237,8 @@ def settle(
     return session.execute(_settle_statement(answer_text is not None), parameters).first()
 
 
-SETTLED_COLUMNS = (
-    "id", "status", "source", "channel_id", "answer_ts", "thread_ts", "question_ts", "question_user",
-    "question_text", "answer_text", "reference_text", "context_text", "judges", "version", "rejudges",
-)  # fmt: skip
+# What judging reads of a pair, and what opening its outcome window reads: the settle UPDATE returns both.
+SETTLED_COLUMNS = (*PAIR_FIELDS, *(column.key for column in WATCH_COLUMNS if column.key not in PAIR_FIELDS))
 _SETTLED_VALUES = ("status", "question_ts", "question_user", "question_text", "context_text", "updated_at")
 
 
