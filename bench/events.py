@@ -33,7 +33,7 @@ from pathlib import Path
 import httpx
 from sqlalchemy import func, select
 
-from bench.measure import SignedEventPoster, percentile
+from bench.measure import SignedEventPoster, fresh_database, percentile
 from bench.pipeline import JUDGE_PAIR, add_pairs, start_fake_openai
 from common.celery_app import QUEUE_JUDGE, create_celery
 from store.db import Database
@@ -42,7 +42,7 @@ from store.settings import Settings
 from tests import slack_requests as sr
 from tests.fakes.slack_server import FakeSlack
 from tests.processes import relmon_env, start_bot, start_worker, wait_for
-from tests.services import RedisProcess, create_postgres_database, drop_postgres_database, postgres_admin_url
+from tests.services import RedisProcess, drop_postgres_database, postgres_admin_url
 
 
 class BenchRedis(RedisProcess):
@@ -202,11 +202,9 @@ def run(args: argparse.Namespace) -> int:
     redis_server = BenchRedis(work / "redis")
     redis_server.start()
     admin = postgres_admin_url() if args.postgresql else None
-    database_name = None
-    if admin is not None:
-        database_url, database_name = create_postgres_database(admin)
-    else:
-        database_url = args.database_url or f"sqlite:///{work / 'relmon.sqlite3'}"
+    database_url, database_name = fresh_database(admin, work / "relmon.sqlite3")
+    if admin is None and args.database_url:
+        database_url = args.database_url
     database = Database(database_url)
     database.migrate()
     fake_openai, openai_url = start_fake_openai(args.llm_latency_ms, niceness=args.llm_niceness)

@@ -36,7 +36,15 @@ from typing import Any
 import httpx
 from sqlalchemy import func, select
 
-from bench.measure import CLOCK_TICKS, SignedEventPoster, cpu_seconds, percentile, process_tree, status_mb
+from bench.measure import (
+    CLOCK_TICKS,
+    SignedEventPoster,
+    cpu_seconds,
+    fresh_database,
+    percentile,
+    process_tree,
+    status_mb,
+)
 from common.messages.alerts import ACTION_RIGHT
 from store.db import Database
 from store.models import Judgment, Pair, PairStatus
@@ -46,7 +54,6 @@ from tests.fakes.slack_server import FakeSlack
 from tests.processes import RelmonProcess, relmon_env, start_bot, wait_for
 from tests.services import (
     RedisProcess,
-    create_postgres_database,
     drop_postgres_database,
     free_port,
     postgres_admin_url,
@@ -117,13 +124,10 @@ def main(argv: list[str] | None = None) -> int:
     redis_server = RedisProcess(workdir / "redis")
     redis_server.start()
     admin = None if args.database_url else postgres_admin_url()
-    database_name = None
     if args.database_url:
-        database_url = args.database_url
-    elif admin is not None:
-        database_url, database_name = create_postgres_database(admin)
+        database_url, database_name = args.database_url, None
     else:
-        database_url = f"sqlite:///{workdir / 'relmon.sqlite3'}"
+        database_url, database_name = fresh_database(admin, workdir / "relmon.sqlite3")
     database = Database(database_url)
     database.migrate()
 

@@ -1,5 +1,5 @@
 """What the benchmarks read off /proc, and their percentiles: one copy for bench.events, bench.pipeline and
-bench.load."""
+bench.load; and the fresh database each bench runs on."""
 
 from __future__ import annotations
 
@@ -10,8 +10,17 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from tests import slack_requests as sr
+from tests.services import create_postgres_database
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def fresh_database(admin: str | None, sqlite_path: Path) -> tuple[str, str | None]:
+    """(URL, name) of a fresh PostgreSQL database when `admin` (a server's admin URL) is given, else (the URL of a
+    SQLite file at `sqlite_path`, None). The name is what `drop_postgres_database` takes afterwards."""
+    if admin is not None:
+        return create_postgres_database(admin)
+    return f"sqlite:///{sqlite_path}", None
 
 
 def process_tree(pid: int, *, children: bool = True) -> list[int]:

@@ -20,10 +20,11 @@ from pathlib import Path
 from sqlalchemy import insert, select
 
 from bench.backfill import ReportMeasured, run_report
+from bench.measure import fresh_database
 from relmon.backfill.report import backfill_period
 from store.db import Database
 from store.models import Judgment, Pair
-from tests.services import create_postgres_database, drop_postgres_database, postgres_admin_url
+from tests.services import drop_postgres_database, postgres_admin_url
 
 CHANNELS = ("C_BENCH", "C_OTHER")
 START = datetime(2026, 5, 1, tzinfo=UTC)
@@ -55,12 +56,8 @@ def fill(database: Database, pairs: int) -> None:
 
 
 def measure(pairs: int, admin: str | None, python_memory: bool) -> ReportMeasured:
-    name = None
     with tempfile.TemporaryDirectory() as tmp:
-        if admin is not None:
-            url, name = create_postgres_database(admin)
-        else:
-            url = f"sqlite:///{Path(tmp) / 'report.sqlite3'}"
+        url, name = fresh_database(admin, Path(tmp) / "report.sqlite3")
         try:
             database = Database(url)
             database.migrate()
