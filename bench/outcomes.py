@@ -28,15 +28,22 @@ from collections import Counter, deque
 from pathlib import Path
 
 from bench.events import BenchRedis
+from bench.measure import fresh_database
 from common import celery_app, task_names
 from store.db import Database
 from tests import slack_requests as sr
 from tests.bot_harness import bot_settings
 from tests.fakes.slack_server import FakeSlack
 from tests.runtimes import installed_runtime
-from tests.services import create_postgres_database, drop_postgres_database, postgres_admin_url
+from tests.services import drop_postgres_database, postgres_admin_url
 
-RUN = (task_names.SETTLE_PAIR, task_names.OBSERVE_MESSAGE, task_names.OBSERVE_REACTION, task_names.FOLLOW_UP_OUTCOME)
+RUN = (
+    task_names.CAPTURE_ANSWER,  # the worker stores each answer the bot hands it, then sends its settle task
+    task_names.SETTLE_PAIR,
+    task_names.OBSERVE_MESSAGE,
+    task_names.OBSERVE_REACTION,
+    task_names.FOLLOW_UP_OUTCOME,
+)
 OUTCOME_TASKS = (task_names.OBSERVE_MESSAGE, task_names.FOLLOW_UP_OUTCOME)
 
 
@@ -44,26 +51,27 @@ class Queue:
     """The broker, in this process: what the bot and the tasks send, run in order by `drain`."""
 
     def __init__(self) -> None:
-        self.pending: deque[tuple[str, list]] = deque()
+        self.pending: deque[tuple[str, list, dict]] = deque()
         self.sent: Counter[str] = Counter()
         self.cpu: Counter[str] = Counter()  # seconds per task name
 
-    def send_task(self, name: str, args=None, **_options) -> None:
+    def send_task(self, name: str, args=None, kwargs=None, **_options) -> None:
         self.sent[name] += 1
         if name in RUN:
-            self.pending.append((name, list(args or [])))
+            self.pending.append((name, list(args or []), dict(kwargs or {})))
 
     def drain(self) -> None:
         while self.pending:
-            name, args = self.pending.popleft()
+            name, args, kwargs = self.pending.popleft()
             task = celery_app.celery.tasks[name]
             started = time.thread_time()
-            task(*args)
+            task(*args, **kwargs)
             self.cpu[name] += time.thread_time() - started
 
 
 def scenario(title: str, *, answers: int, askers: int, channels: int, lag: int, database_url: str, redis_url: str):
-    import workers.tasks.capture as capture_tasks  # the tasks register on the Celery app at import
+    import workers.tasks.answers  # the tasks register on the Celery app at import
+    import workers.tasks.capture as capture_tasks
     import workers.tasks.outcomes
     import workers.tasks.slack  # noqa: F401
     from bot.listeners.capture import Capture
@@ -100,10 +108,10 @@ def scenario(title: str, *, answers: int, askers: int, channels: int, lag: int, 
                         queue.pending = deque(p for p in queue.pending if p[0] != task_names.SETTLE_PAIR)
                         settles.extend((sent_events + lag, *p[1]) for p in held)
                         while settles and settles[0][0] <= sent_events:
-                            queue.pending.append((task_names.SETTLE_PAIR, list(settles.popleft()[1:])))
+                            queue.pending.append((task_names.SETTLE_PAIR, list(settles.popleft()[1:]), {}))
                         queue.drain()
                 while settles:
-                    queue.pending.append((task_names.SETTLE_PAIR, list(settles.popleft()[1:])))
+                    queue.pending.append((task_names.SETTLE_PAIR, list(settles.popleft()[1:]), {}))
                 queue.drain()
                 elapsed = time.monotonic() - started
     finally:
@@ -116,7 +124,8 @@ def scenario(title: str, *, answers: int, askers: int, channels: int, lag: int, 
         f"  outcome tasks queued per answer: observe_message {per[task_names.OBSERVE_MESSAGE]:.2f}, "
         f"follow_up_outcome {per[task_names.FOLLOW_UP_OUTCOME]:.2f} "
         f"(totals {queue.sent[task_names.OBSERVE_MESSAGE]:,} and {queue.sent[task_names.FOLLOW_UP_OUTCOME]:,})\n"
-        f"  worker CPU ms per answer: settle_pair (opens the window) {worker_ms[task_names.SETTLE_PAIR]:.2f}, "
+        f"  worker CPU ms per answer: capture_answer {worker_ms[task_names.CAPTURE_ANSWER]:.2f}, "
+        f"settle_pair (opens the window) {worker_ms[task_names.SETTLE_PAIR]:.2f}, "
         f"observe_message {worker_ms[task_names.OBSERVE_MESSAGE]:.2f}, "
         f"follow_up_outcome {worker_ms[task_names.FOLLOW_UP_OUTCOME]:.2f}, "
         f"total {sum(worker_ms.values()):.2f}\n"
@@ -144,11 +153,7 @@ def main() -> None:
     admin = postgres_admin_url() if args.postgresql else None
     try:
         for index, (title, answers, askers, channels) in enumerate(scenarios):
-            name = None
-            if admin is not None:
-                database_url, name = create_postgres_database(admin)
-            else:
-                database_url = f"sqlite:///{work / f'relmon-{index}.sqlite3'}"
+            database_url, name = fresh_database(admin, work / f"relmon-{index}.sqlite3")
             database = Database(database_url)
             database.migrate()
             database.dispose()
