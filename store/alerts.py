@@ -196,7 +196,9 @@ def recent_scores(
 
     Runs after every judgment, so it must cost about that many rows whatever the tables hold and whatever the
     planner believes: two plain index look-ups rather than one join, whose plan on a young database (no statistics
-    yet) fetched the whole judgments table for every pair. First the channel's newest judged pairs (a burst leaves
+    yet) fetched the whole judgments table for every pair; and no anti-join for "current" either (`is_current`),
+    which under statistics taken while another judge filled the table was planned as a scan of judgments per
+    pair. First the channel's newest judged pairs (a burst leaves
     many pending) on ix_pairs_channel_created, a few times `last` of them since some judgments are errors; then
     their judgments by (pair_id, judge). When that batch holds too few, or does not reach back to `since`, the
     next, four times larger, continues from the oldest pair read (within the time window once the count window is
@@ -217,7 +219,7 @@ def recent_scores(
         read = session.execute(statements[variant], parameters).all()
         pairs = [(pair_id, as_utc(created)) for pair_id, created in read if pair_id not in seen]
         ids = [pair_id for pair_id, _ in pairs]
-        found = dict(session.execute(statements["scores"], {"ids": ids, "judge": judge}).all()) if ids else {}
+        found = _current_scores(session.execute(statements["scores"], {"ids": ids, "judge": judge})) if ids else {}
         rows += [(found[pair_id], created) for pair_id, created in pairs if pair_id in found]
         seen.update(pair_id for pair_id, _ in pairs)
         if read:
@@ -248,13 +250,24 @@ def _recent_statements(dialect: str) -> dict[str, Any]:
         "newest": pairs.order_by(*order).limit(bindparam("batch")),
         "older": older.order_by(*order).limit(bindparam("batch")),
         "in_window": older.where(Pair.created_at >= bindparam("since")).order_by(*order).limit(bindparam("batch")),
-        "scores": select(Judgment.pair_id, Judgment.score).where(
-            ids,
-            Judgment.judge == bindparam("judge"),
-            Judgment.status == JudgmentStatus.OK,
-            Judgment.score.is_not(None),
-            is_current(),
+        # Every version of the pairs' judgments by this judge, on uq_judgments_pair_judge_version alone:
+        # _current_scores keeps the current one (what `is_current` says in SQL).
+        "scores": select(Judgment.pair_id, Judgment.pair_version, Judgment.status, Judgment.score).where(
+            ids, Judgment.judge == bindparam("judge")
         ),
+    }
+
+
+def _current_scores(rows) -> dict[int, float]:
+    """pair ID -> score, for the pairs whose judgment of the highest pair version is `ok` with a score."""
+    current: dict[int, tuple[int, str, float | None]] = {}
+    for pair_id, version, status, score in rows:
+        if pair_id not in current or version > current[pair_id][0]:
+            current[pair_id] = (version, status, score)
+    return {
+        pair_id: score
+        for pair_id, (_, status, score) in current.items()
+        if status == JudgmentStatus.OK and score is not None
     }
 
 
