@@ -18,7 +18,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, replace
+from dataclasses import fields, replace
 from typing import Any
 
 import redis
@@ -34,9 +34,13 @@ PREFIX = "relmon"
 
 def to_wire(message: LoggedMessage) -> dict[str, Any]:
     """A logged message as plain JSON data (the log's own form; a task argument)."""
-    data = asdict(message)
+    # Shallow: asdict() deep-copied the content (blocks, files) of every message the bot logs, only to dump it.
+    data = {name: getattr(message, name) for name in _FIELDS}
     data["author"] = str(message.author)
     return data
+
+
+_FIELDS = tuple(field.name for field in fields(LoggedMessage))
 
 
 def from_wire(data: dict[str, Any]) -> LoggedMessage:
