@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import select
 
+from capture.outcome_watches import WatchBoard
 from common import celery_app, task_names
 from store import outcomes as store
 from store.models import OutcomeSignal, Pair, PairStatus
@@ -229,6 +230,28 @@ def test_a_top_level_reask_before_a_threaded_answer_settled_is_read(make_bot, se
     [pair] = bot.pairs()  # not settled yet
     send(bot, sr.human_message(C, sr.next_ts(), "Rotate does nothing, how do I rotate a key?"))
     send(bot, sr.human_message(C, sr.next_ts(), "unrelated chatter", user="U_OTHER"))
+    assert settle(bot.runtime, pair.id, pair.version) == PairStatus.PENDING
+    run(bot, sent)
+    assert signals(bot, pair.id) == {"reask"}
+
+
+def test_a_reply_logged_while_the_window_opens_is_read(make_bot, sent, monkeypatch) -> None:
+    """The asker replies in the thread just before the answer's watch goes up: the bot logs the reply but hands
+    it on to nobody (no watch yet). The window reads the log after the watch is up, so the reply still counts."""
+    bot = make_bot()
+    q = sr.human_message(C, sr.next_ts(), "How do I rotate my key?")
+    send(bot, q)
+    send(bot, sr.bot_message(C, sr.next_ts(), "Press Rotate in Settings.", thread_ts=q["ts"]))
+    [pair] = bot.pairs()
+    reply = sr.human_message(C, sr.next_ts(), "Where is Settings?", thread_ts=q["ts"])
+    add = WatchBoard.add
+
+    def reply_then_add(board, channel, watch) -> None:
+        send(bot, reply)
+        assert not [name for name, _ in sent if name == task_names.OBSERVE_MESSAGE]  # no watch to hand it to
+        add(board, channel, watch)
+
+    monkeypatch.setattr(WatchBoard, "add", reply_then_add)
     assert settle(bot.runtime, pair.id, pair.version) == PairStatus.PENDING
     run(bot, sent)
     assert signals(bot, pair.id) == {"reask"}

@@ -196,7 +196,7 @@ def settle(
         ),
     )
     if status == PairStatus.PENDING:
-        _watch_outcome(runtime, pair_id, settled)
+        _watch_outcome(runtime, pair_id, settled, messages)
         if judge_later is not None:
             judge_later(settled)
         else:
@@ -210,10 +210,12 @@ def _enqueue_judging(pair_id: int) -> None:
     judge_pair.delay(pair_id)
 
 
-def _watch_outcome(runtime: Runtime, pair_id: int, settled: Row | None = None) -> None:
+def _watch_outcome(
+    runtime: Runtime, pair_id: int, settled: Row | None = None, read: list[LoggedMessage] | None = None
+) -> None:
     from workers.tasks.outcomes import open_window
 
-    open_window(runtime, pair_id, settled)
+    open_window(runtime, pair_id, settled, read)
 
 
 @celery.task(

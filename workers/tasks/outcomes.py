@@ -67,9 +67,12 @@ def _watch_of(window) -> Watch:
     )
 
 
-def open_window(runtime: Runtime, pair_id: int, settled: Row | None = None) -> bool:
+def open_window(
+    runtime: Runtime, pair_id: int, settled: Row | None = None, read: list[LoggedMessage] | None = None
+) -> bool:
     """Start watching a settled answer's conversation (once), and read what the log already holds after it.
-    `settled`: the pair's row as settling returned it (store.pairs.SETTLED_COLUMNS), which spares the read."""
+    `settled`: the pair's row as settling returned it (store.pairs.SETTLED_COLUMNS), which spares the read;
+    `read`: the log around the answer as settling just read it, which gives the answer's parts."""
     window_seconds = runtime.settings.outcome_window_seconds
     if window_seconds <= 0:
         return False
@@ -91,15 +94,19 @@ def open_window(runtime: Runtime, pair_id: int, settled: Row | None = None) -> b
             closes_at=datetime.fromtimestamp(closes, UTC),
         )
     conversation = ConversationLog(runtime.redis, runtime.settings.question_ttl_seconds)
-    answer = conversation.get(channel, watch.answer_ts)
-    around = conversation.around(channel, answer, window_seconds) if answer is not None else []
+    answer = next((m for m in read if m.ts == watch.answer_ts), None) if read else None
+    if answer is None:
+        answer = conversation.get(channel, watch.answer_ts)
+        read = conversation.around(channel, answer, window_seconds) if answer is not None else []
     if answer is not None:  # a reaction on any message of a multi-message answer counts
-        watch = replace(watch, parts=tuple(m.ts for m in answer_run(answer, around) if m.ts != watch.answer_ts))
+        watch = replace(watch, parts=tuple(m.ts for m in answer_run(answer, read) if m.ts != watch.answer_ts))
     board = WatchBoard(runtime.redis)
     board.add(channel, watch)  # beat's close_due_windows closes the window when its time is up
-    # Messages that came between the answer and its settling were not handed on by the bot: read them now, by the
+    # Messages that came between the answer and now were not handed on by the bot (it saw no watch): read them
+    # now, after the watch went up, so that none falls between this read and the bot's look at the board; by the
     # bot's rule (a top-level message of the asker is news only for their latest answer, which the board knows).
-    # An answer in a thread: its thread is in `around`; the asker's top-level messages since are read too.
+    # An answer in a thread: its thread is read, and the asker's top-level messages since.
+    around = conversation.around(channel, answer, window_seconds) if answer is not None else []
     if answer is not None and answer.in_thread:
         seen = {message.ts for message in around}
         around += [m for m in conversation.top_level_after(channel, watch.opens_at, closes) if m.ts not in seen]
