@@ -196,7 +196,7 @@ def settle(
         ),
     )
     if status == PairStatus.PENDING:
-        _watch_outcome(runtime, pair_id, settled, messages)
+        _watch_outcome(runtime, pair_id, settled, resolution.parts)
         if judge_later is not None:
             judge_later(settled)
         else:
@@ -211,11 +211,11 @@ def _enqueue_judging(pair_id: int) -> None:
 
 
 def _watch_outcome(
-    runtime: Runtime, pair_id: int, settled: Row | None = None, read: list[LoggedMessage] | None = None
+    runtime: Runtime, pair_id: int, settled: Row | None = None, run: list[LoggedMessage] | None = None
 ) -> None:
     from workers.tasks.outcomes import open_window
 
-    open_window(runtime, pair_id, settled, read)
+    open_window(runtime, pair_id, settled, run)
 
 
 @celery.task(

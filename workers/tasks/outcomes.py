@@ -68,11 +68,11 @@ def _watch_of(window) -> Watch:
 
 
 def open_window(
-    runtime: Runtime, pair_id: int, settled: Row | None = None, read: list[LoggedMessage] | None = None
+    runtime: Runtime, pair_id: int, settled: Row | None = None, run: list[LoggedMessage] | None = None
 ) -> bool:
     """Start watching a settled answer's conversation (once), and read what the log already holds after it.
     `settled`: the pair's row as settling returned it (store.pairs.SETTLED_COLUMNS), which spares the read;
-    `read`: the log around the answer as settling just read it, which gives the answer's parts."""
+    `run`: the answer's messages as settling resolved them (capture.pairing.Resolution.parts), its parts."""
     window_seconds = runtime.settings.outcome_window_seconds
     if window_seconds <= 0:
         return False
@@ -94,12 +94,10 @@ def open_window(
             closes_at=datetime.fromtimestamp(closes, UTC),
         )
     conversation = ConversationLog(runtime.redis, runtime.settings.question_ttl_seconds)
-    answer = next((m for m in read if m.ts == watch.answer_ts), None) if read else None
-    if answer is None:
-        answer = conversation.get(channel, watch.answer_ts)
-        read = conversation.around(channel, answer, window_seconds) if answer is not None else []
+    answer = run[0] if run else conversation.get(channel, watch.answer_ts)
     if answer is not None:  # a reaction on any message of a multi-message answer counts
-        watch = replace(watch, parts=tuple(m.ts for m in answer_run(answer, read) if m.ts != watch.answer_ts))
+        run = run or answer_run(answer, conversation.around(channel, answer, window_seconds))
+        watch = replace(watch, parts=tuple(m.ts for m in run if m.ts != watch.answer_ts))
     board = WatchBoard(runtime.redis)
     board.add(channel, watch)  # beat's close_due_windows closes the window when its time is up
     # Messages that came between the answer and now were not handed on by the bot (it saw no watch): read them
