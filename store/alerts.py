@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import functools
 import hashlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, Integer, any_, bindparam, func, select, update
+from sqlalchemy import Connection, Integer, Row, any_, bindparam, func, select, update
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session
 
@@ -258,7 +259,7 @@ def _recent_statements(dialect: str) -> dict[str, Any]:
     }
 
 
-def _current_scores(rows) -> dict[int, float]:
+def _current_scores(rows: Iterable[Row]) -> dict[int, float]:
     """pair ID -> score, for the pairs whose judgment of the highest pair version is `ok` with a score."""
     current: dict[int, tuple[int, str, float | None]] = {}
     for pair_id, version, status, score in rows:

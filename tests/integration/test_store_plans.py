@@ -159,10 +159,14 @@ def test_the_degradation_window_counts_only_the_current_version_of_an_edited_ans
     with database.engine.begin() as connection:
         ids = (
             connection.execute(
-                insert(Pair).returning(Pair.id),
+                insert(Pair).returning(Pair.id, sort_by_parameter_order=True),  # ids in the rows' order
                 [
-                    {"channel_id": BUSY, "answer_ts": f"{1_790_000_000 + i}.000100", "status": PairStatus.JUDGED}
-                    | {"created_at": base + timedelta(seconds=i)}
+                    {
+                        "channel_id": BUSY,
+                        "answer_ts": f"{1_790_000_000 + i}.000100",
+                        "status": PairStatus.JUDGED,
+                        "created_at": base + timedelta(seconds=i),
+                    }
                     for i in range(3)
                 ],
             )
