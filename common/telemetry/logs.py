@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
 from common.telemetry.scrub import (
@@ -40,6 +42,9 @@ from store.settings import Settings
 # relmon's tasks, but a text for any task that takes one).
 # "traceback": Celery's task-failure record carries the formatted traceback again next to exc_info.
 LOG_DROPPED_KEYS = TEXT_FIELDS | {"args", "kwargs", "traceback"}
+# A field value that scrub_message returns as it is (no space, colon, quote, bracket or backslash, and short):
+# channel and message IDs, statuses, judge names. Only the secret masking applies to it.
+PLAIN_WORD = re.compile(r"[\w.\-]{0,160}")
 
 
 class SecretMaskingFilter(logging.Filter):
@@ -49,6 +54,8 @@ class SecretMaskingFilter(logging.Filter):
     def __init__(self, masker: SecretMasker) -> None:
         super().__init__()
         self.masker = masker
+        # A message with no arguments is a constant of the code ("pair settled"): scrubbed once, not per line.
+        self._constant = lru_cache(maxsize=1024)(lambda message: self.masker(scrub_message(message)))
 
     def filter(self, record: logging.LogRecord) -> bool:
         # Runs in Handler.handle, outside the handler's own error handling: what it raises reaches the caller of
@@ -56,7 +63,10 @@ class SecretMaskingFilter(logging.Filter):
         message: str | None = None
         try:
             above_debug = record.levelno > logging.DEBUG
-            message = self.masker(scrub_message(self._message(record)) if above_debug else self._message(record))
+            if above_debug and not record.args and isinstance(record.msg, str):
+                message = self._constant(record.msg)
+            else:
+                message = self.masker(scrub_message(self._message(record)) if above_debug else self._message(record))
             record.msg, record.args = message, None
             self._scrub_rest(record, above_debug)
         except Exception as failure:
@@ -104,11 +114,16 @@ class SecretMaskingFilter(logging.Filter):
         for key, value in list(vars(record).items()):
             if key in JsonLineFormatter.RESERVED:
                 continue
+            if above_debug and key in LOG_DROPPED_KEYS:
+                delattr(record, key)  # message texts: DEBUG only
+                continue
+            if value is None or isinstance(value, int | float):  # most fields: IDs and counts, nothing to mask
+                continue
+            if isinstance(value, str) and PLAIN_WORD.fullmatch(value):  # an identifier: scrub_message keeps it
+                setattr(record, key, self.masker(value))
+                continue
             value = _plain(value)  # objects as their str(), scrubbed below like any string
             if above_debug:
-                if key in LOG_DROPPED_KEYS:
-                    delattr(record, key)  # message texts: DEBUG only
-                    continue
                 value = drop_keys(value, LOG_DROPPED_KEYS)  # e.g. Celery's `data={"args": ...}` on task errors
                 value = scrub_strings(value)  # e.g. Celery's `data={"exc": repr(error)}`
             setattr(record, key, self.masker.scrub(value))
