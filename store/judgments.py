@@ -10,10 +10,11 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, Row, bindparam, case, exists, select, update
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session, aliased
 
 from store.db import insert_or_ignore_returning
-from store.models import Judgment, JudgmentStatus, Pair, PairStatus
+from store.models import Judgment, JudgmentStatus, Pair, PairStatus, utcnow
 
 CACHEABLE_STATUSES = (JudgmentStatus.OK, JudgmentStatus.NULL)
 
@@ -154,6 +155,36 @@ def insert_judgment(session: Executor, values: dict[str, Any]) -> tuple[int, boo
     )
     assert existing is not None, "conflict on (pair_id, judge, pair_version) without a row"
     return existing, False
+
+
+def insert_judgment_marking_judged(connection: Connection, values: dict[str, Any]) -> int | None:
+    """PostgreSQL: store one judgment and move its pending pair to judged in a single statement (its two
+    data-modifying CTEs commit together), so an autocommit connection needs no BEGIN and COMMIT round trips.
+    Returns the new judgment's id, or None when a twin stored this version's judgment first."""
+    columns = tuple(sorted(name for name in values if name in Judgment.__table__.c))
+    parameters = {**values, "w_pair_id": values["pair_id"], "p_status": PairStatus.JUDGED, "p_updated_at": utcnow()}
+    return connection.execute(_judged_statement(columns), parameters).scalar()
+
+
+@functools.cache
+def _judged_statement(columns: tuple[str, ...]):  # built once per set of columns: every judgment runs it
+    table = Judgment.__table__
+    inserted = (
+        postgresql.insert(table)
+        .values({name: bindparam(name) for name in columns})
+        .on_conflict_do_nothing(index_elements=["pair_id", "judge", "pair_version"])
+        .returning(table.c.id)
+        .cte("inserted")
+    )
+    # Run after the insert the SELECT reads (PostgreSQL finishes unread CTEs last), as in the two-statement form.
+    judged = (
+        update(Pair)
+        .where(Pair.id == bindparam("w_pair_id"), Pair.status == PairStatus.PENDING)
+        .values(status=bindparam("p_status"), updated_at=bindparam("p_updated_at"))  # no onupdate inside a CTE
+        .returning(Pair.id)
+        .cte("judged")
+    )
+    return select(inserted.c.id).add_cte(judged)
 
 
 def set_pair_status(session: Executor, pair_id: int, status: str, *, only_from: Iterable[str]) -> bool:

@@ -9,7 +9,8 @@ from __future__ import annotations
 from datetime import date
 from functools import cache
 
-from sqlalchemy import bindparam, delete, select, update
+from sqlalchemy import Connection, bindparam, delete, exists, func, select, update
+from sqlalchemy.dialects import postgresql
 
 from store.db import insert_or_ignore, insert_or_ignore_returning
 from store.judgments import Executor
@@ -58,6 +59,74 @@ def charge_judgment(session: Executor, pair_id: int, judge: str, day: date, budg
         .execution_options(synchronize_session=False)
     )
     return False
+
+
+def charge_in_one_statement(connection: Connection, pair_id: int, judge: str, day: date, budget: int) -> bool:
+    """PostgreSQL, in autocommit: `charge_judgment` in one statement (one round trip instead of four) as a rule;
+    the day's first judgment adds its row first. True when the unit is paid, now or by an earlier attempt; False
+    when the budget is spent.
+
+    The counter moves only if no charge row exists, and the charge row is inserted only from the counted row: the
+    counter's row lock comes first, always, so two charges cannot deadlock. A twin doing the same at once also
+    counts (its look at the charges preceded the other's commit), then meets the other's row on insert: it gives
+    its count back, so the judgment is counted once and the budget never overspent."""
+    parameters = {"pair_id": pair_id, "judge": judge, "w_day": day, "budget": budget}
+    row = connection.execute(_one_statement_charge(), parameters).one()
+    if not (row.paid_before or row.counted or row.day_known):  # the day's first judgment: its row, then again
+        _insert_day_if_missing(connection, day)
+        row = connection.execute(_one_statement_charge(), parameters).one()
+    if row.paid_before:
+        return True
+    if row.counted:
+        if not row.charged:  # a twin's charge row won the insert: it counted too, so this count is given back
+            connection.execute(_uncount_statement(), {"w_day": day})
+        return True
+    # Spent, unless a twin paid for this very judgment while this one waited on the counter: a fresh look.
+    return bool(connection.execute(select(_paid()), parameters).scalar())
+
+
+def _paid():
+    charges = BudgetCharge.__table__
+    return exists().where(
+        charges.c.pair_id == bindparam("pair_id", type_=charges.c.pair_id.type),
+        charges.c.judge == bindparam("judge", type_=charges.c.judge.type),
+    )
+
+
+@cache
+def _one_statement_charge():  # built once: every judgment runs it
+    charges, usage = BudgetCharge.__table__, DailyUsage.__table__
+    day = bindparam("w_day", type_=usage.c.day.type)
+    counted = (
+        update(usage)
+        .where(usage.c.day == day, usage.c.llm_calls < bindparam("budget"), ~_paid())
+        .values(llm_calls=usage.c.llm_calls + 1)
+        .returning(usage.c.day)
+        .cte("counted")
+    )
+    charged = (
+        postgresql.insert(charges)
+        .from_select(["pair_id", "judge", "day"], select(bindparam("pair_id"), bindparam("judge"), counted.c.day))
+        .on_conflict_do_nothing(index_elements=["pair_id", "judge"])
+        .returning(charges.c.pair_id)
+        .cte("charged")
+    )
+    return select(
+        _paid().label("paid_before"),
+        select(func.count()).select_from(counted).scalar_subquery().label("counted"),
+        select(func.count()).select_from(charged).scalar_subquery().label("charged"),
+        exists().where(usage.c.day == day).label("day_known"),
+    )
+
+
+@cache
+def _uncount_statement():
+    return (
+        update(DailyUsage)
+        .where(DailyUsage.day == bindparam("w_day"))
+        .values(llm_calls=DailyUsage.llm_calls - 1)
+        .execution_options(synchronize_session=False)
+    )
 
 
 def claim_budget_notice(session: Executor, day: date) -> bool:

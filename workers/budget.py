@@ -9,7 +9,7 @@ from datetime import UTC, date, datetime
 
 from common.post_once import PostOnce, Receipts
 from store.db import Database
-from store.usage import charge_judgment, claim_budget_notice, release_budget_notice
+from store.usage import charge_in_one_statement, charge_judgment, claim_budget_notice, release_budget_notice
 
 log = logging.getLogger("relmon.budget")
 
@@ -31,8 +31,12 @@ def notice_text(budget: int, day: date) -> str:
 def charge(db: Database, pair_id: int, judge: str, budget: int, now: datetime | None = None) -> bool:
     """Pay for one judgment from today's budget, once per (pair, judge): True if it is paid (now or by an
     earlier attempt), False when the budget is spent."""
-    with db.engine.begin() as connection:  # the charge row and the counter in one transaction (Core: a hot path)
-        return charge_judgment(connection, pair_id, judge, budget_day(now), budget)
+    day = budget_day(now)
+    if db.engine.dialect.name == "postgresql":  # every judgment runs it: one statement as a rule
+        with db.autocommit() as connection:
+            return charge_in_one_statement(connection, pair_id, judge, day, budget)
+    with db.engine.begin() as connection:  # SQLite: the charge row and the counter in one transaction
+        return charge_judgment(connection, pair_id, judge, day, budget)
 
 
 def announce_exhausted(db: Database, slack, channel: str | None, budget: int, now: datetime | None = None) -> bool:

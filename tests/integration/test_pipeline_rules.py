@@ -282,6 +282,28 @@ def test_a_judgment_is_charged_once_however_many_attempts_race(database: Databas
         assert not charge_judgment(session, pairs[5], "correctness", day, 3)
 
 
+def test_the_workers_charge_pays_each_judgment_once_and_never_overspends(database: Database) -> None:
+    """`workers.budget.charge`, as judging runs it: on PostgreSQL one autocommit statement (twins that both count
+    give one count back), with the transaction as the fallback for a new day or a spent budget; on SQLite the
+    transaction alone. Repeats of one judgment pay once between them; the others stop at the budget."""
+    now = datetime(2025, 3, 1, 12, tzinfo=UTC)
+    day = now.date()
+    pairs = [_add_pair(database, answer_ts=f"2.{n:06d}") for n in range(8)]
+    attempts = [(pair_id, "relevancy") for pair_id in pairs] * 6
+    random.Random(7).shuffle(attempts)
+    results = burst(lambda attempt: budget.charge(database, attempt[0], attempt[1], 5, now=now), attempts, workers=12)
+    paid = {attempt for attempt, ok in zip(attempts, results, strict=True) if ok}
+    assert len(paid) == 5  # five judgments paid for, each once however many of its attempts raced
+    with database.session() as session:
+        assert calls_on(session, day) == 5
+        assert set(session.execute(select(BudgetCharge.pair_id, BudgetCharge.judge)).all()) == paid
+    for attempt in paid:  # a retry of a paid judgment is still paid, and costs nothing more
+        assert budget.charge(database, *attempt, 5, now=now)
+    assert not budget.charge(database, pairs[0], "grounded", 5, now=now)  # another judgment: the budget is spent
+    with database.session() as session:
+        assert calls_on(session, day) == 5
+
+
 def test_budget_notice_is_claimed_once_per_day(database: Database) -> None:
     day = date(2025, 3, 1)
 

@@ -140,7 +140,10 @@ class _Capture:
                 # Its first run may have died (or been requeued) while judging it: judge_pair finishes what it left.
                 judge_pair.apply_async(args=[pair_id], kwargs={"resumed": True})
             return "unchanged"
-        with runtime.db.engine.begin() as session:  # Core, not the ORM session: once per answer, on the hot path
+        merged = [p.ts for p in run[1:]]
+        # Core, not the ORM session: once per answer, on the hot path. A one-message answer is one statement, run
+        # in autocommit (no BEGIN and COMMIT round trips); a later part's merge goes in the upsert's transaction.
+        with runtime.db.engine.begin() if merged else runtime.db.autocommit() as session:
             captured = pairs.upsert_captured(
                 session,
                 channel_id=channel,
@@ -154,7 +157,7 @@ class _Capture:
                 stream_errored=errored,
                 max_rejudge=settings.max_rejudge,
             )
-            pairs.mark_merged(session, channel, [p.ts for p in run[1:]])
+            pairs.mark_merged(session, channel, merged)
         fields = event_fields(channel=channel, message_ts=root.ts, pair_id=captured.pair_id)
         if not captured.accepted:
             log.info("edit of a settled answer ignored", extra={**fields, "rejudges": captured.rejudges})

@@ -35,6 +35,7 @@ from store.attempts import record_failure
 from store.judgments import (
     find_cached_many,
     insert_judgment,
+    insert_judgment_marking_judged,
     pair_for_judging,
     set_pair_status,
     stored_for_version,
@@ -252,14 +253,21 @@ def store_judgments(
     if not ready and not mark_judged:
         return {}
     created_rows: dict[int, dict[str, Any]] = {}
-    with engine.begin() as connection:
-        for values in ready:
-            values = {**values, "pair_version": pair.version}
-            judgment_id, created = insert_judgment(connection, values)
-            if created:
-                created_rows[judgment_id] = values
-        if mark_judged:
-            set_pair_status(connection, pair.id, PairStatus.JUDGED, only_from=[PairStatus.PENDING])
+    if mark_judged and len(ready) == 1 and engine.dialect.name == "postgresql":  # one judge: one statement
+        values = {**ready[0], "pair_version": pair.version}
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+            judgment_id = insert_judgment_marking_judged(connection, values)
+        if judgment_id is not None:
+            created_rows[judgment_id] = values
+    else:
+        with engine.begin() as connection:
+            for values in ready:
+                values = {**values, "pair_version": pair.version}
+                judgment_id, created = insert_judgment(connection, values)
+                if created:
+                    created_rows[judgment_id] = values
+            if mark_judged:
+                set_pair_status(connection, pair.id, PairStatus.JUDGED, only_from=[PairStatus.PENDING])
     for judgment_id, values in created_rows.items():  # once per stored row: a twin's lost insert logs nothing
         log.info(
             "judged",
