@@ -84,17 +84,18 @@ class ConversationLog:
         *,
         then_set: tuple[str, int] | None = None,
         also: Callable[[Any], None] | None = None,
-    ) -> None:
+    ) -> list[Any]:
         """Add or replace one message (an edit replaces the text; a deleted mark survives edits). `then_set`
         (key, seconds) is set in the same round trip, after the message: a marker that it was recorded; `also`
-        queues further commands on that round trip's pipeline."""
+        queues further commands on that round trip's transaction, after the message: their replies are returned."""
         pipe = self.redis.pipeline(transaction=True)
         self._record_into(pipe, channel, message)
         if then_set is not None:
             pipe.set(then_set[0], "1", ex=then_set[1])
+        queued = len(pipe.command_stack)
         if also is not None:
             also(pipe)
-        pipe.execute()
+        return pipe.execute()[queued:]
 
     def lookup(self, channel: str, ts: str, flag_key: str | None) -> tuple[LoggedMessage | None, bool]:
         """The logged message at `ts` and whether `flag_key` exists, in one round trip."""

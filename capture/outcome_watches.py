@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import asdict
+from typing import Any
 
 import redis
 from slack_sdk.errors import SlackApiError
@@ -30,6 +32,10 @@ PREFIX = "relmon:outcome"
 def _decoded(raw: bytes | str) -> Watch:
     fields = json.loads(raw)
     return Watch(**{**fields, "parts": tuple(fields.get("parts") or ())})
+
+
+def decoded_watches(raws: Iterable[bytes | str]) -> list[Watch]:
+    return [_decoded(raw) for raw in raws]
 
 
 class WatchBoard:
@@ -70,9 +76,19 @@ class WatchBoard:
 
     def candidates(self, channel: str, message: LoggedMessage) -> list[Watch]:
         """The watches `message` could concern (capture.outcomes.watching decides): one Redis read."""
-        if message.in_thread:
-            return [_decoded(raw) for raw in self.redis.hvals(self._thread(channel, message.thread_key))]
-        return self.of_asker(channel, message.user)
+        key = self._candidates_key(channel, message)
+        return decoded_watches(self.redis.hvals(key)) if key else []
+
+    def read_candidates(self, channel: str, message: LoggedMessage) -> Callable[[Any], Any] | None:
+        """`candidates` as a command to queue on another pipeline (its one reply goes to `decoded_watches`); None
+        when there is nothing to read (a top-level message with no writer)."""
+        key = self._candidates_key(channel, message)
+        return (lambda pipe: pipe.hvals(key)) if key else None
+
+    def _candidates_key(self, channel: str, message: LoggedMessage) -> str | None:
+        if message.in_thread:  # its thread's watches
+            return self._thread(channel, message.thread_key)
+        return self._asker(channel, message.user) if message.user else None  # top level: its writer's
 
     def of_asker(self, channel: str, user: str | None) -> list[Watch]:
         return [_decoded(raw) for raw in self.redis.hvals(self._asker(channel, user))] if user else []

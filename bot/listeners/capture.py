@@ -155,10 +155,12 @@ class Capture:
             self._mark_done(done_key)  # a stream's opener after its completion, or an edit that changed nothing
             return
         if author != Author.MONITORED_BOT:
+            done = (done_key, EVENT_DONE_TTL_SECONDS) if done_key is not None else None
+            if author != Author.HUMAN:
+                conversation.record(channel, logged, then_set=done)
+                return
             # A person's message after a watched answer tells its outcome: a worker reads it from the log.
-            watching = outcomes.watching_pairs(channel, logged) if author == Author.HUMAN else []
-            done_now = done_key is not None and not watching
-            conversation.record(channel, logged, then_set=(done_key, EVENT_DONE_TTL_SECONDS) if done_now else None)
+            watching = outcomes.logged_watching(conversation, channel, logged, done)
             if watching:
                 outcomes.hand_on_message(channel, logged.ts, watching)
                 self._mark_done(done_key)

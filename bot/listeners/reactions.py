@@ -12,7 +12,8 @@ import logging
 import time
 from typing import Any
 
-from capture.outcome_watches import WatchBoard
+from capture.conversation_log import ConversationLog
+from capture.outcome_watches import WatchBoard, decoded_watches
 from capture.outcomes import watching
 from capture.pairing import LoggedMessage, channel_ignore_reason
 from common import task_names
@@ -32,9 +33,22 @@ def board() -> WatchBoard:
     return WatchBoard(get_runtime().redis)
 
 
-def watching_pairs(channel: str, message: LoggedMessage) -> list[int]:
-    """The open watches a person's message concerns (one Redis read; the rule: capture.outcomes.watching)."""
-    return watching(board().candidates(channel, message), message, time.time())
+def logged_watching(
+    log: ConversationLog, channel: str, message: LoggedMessage, done: tuple[str, int] | None
+) -> list[int]:
+    """Log a person's message and read the open watches it concerns, in one transaction (the rule:
+    capture.outcomes.watching). In this order: a worker opening a window puts its watch up before it reads the
+    log, so it finds this message there, or this read finds its watch. `done` (key, seconds), the event's mark, is
+    set here when the message concerns no watch; when it does, the caller sets it once the message is handed on."""
+    reads = board().read_candidates(channel, message)
+    if reads is None:
+        log.record(channel, message, then_set=done)
+        return []
+    [raw] = log.record(channel, message, also=reads)
+    pairs = watching(decoded_watches(raw), message, time.time())
+    if not pairs and done is not None:
+        get_runtime().redis.set(done[0], "1", ex=done[1], nx=True)
+    return pairs
 
 
 def hand_on_message(channel: str, ts: str, pair_ids: list[int]) -> None:

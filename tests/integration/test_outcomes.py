@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import select
 
+from capture.conversation_log import ConversationLog
 from capture.outcome_watches import WatchBoard
 from common import celery_app, task_names
 from store import outcomes as store
@@ -253,6 +254,32 @@ def test_a_reply_logged_while_the_window_opens_is_read(make_bot, sent, monkeypat
 
     monkeypatch.setattr(WatchBoard, "add", reply_then_add)
     assert settle(bot.runtime, pair.id, pair.version) == PairStatus.PENDING
+    run(bot, sent)
+    assert signals(bot, pair.id) == {"reask"}
+
+
+def test_a_window_opened_while_the_bot_logs_a_reply_still_gets_it(make_bot, sent, monkeypatch) -> None:
+    """The other interleaving: the window opens (watch up, then its read of the log) just before the bot logs the
+    asker's reply. The bot logs the reply and reads the board in one transaction, so the reply counts whichever
+    comes first: here the window's read misses it, and the bot's read sees the watch. (A bot that read the board
+    before logging would have seen no watch, and the reply would count for nothing.)"""
+    bot = make_bot()
+    q = sr.human_message(C, sr.next_ts(), "How do I rotate my key?")
+    send(bot, q)
+    send(bot, sr.bot_message(C, sr.next_ts(), "Press Rotate in Settings.", thread_ts=q["ts"]))
+    [pair] = bot.pairs()
+    reply = sr.human_message(C, sr.next_ts(), "Where is Settings?", thread_ts=q["ts"])
+    record = ConversationLog.record
+
+    def window_opens_first(log, channel, message, **kwargs):
+        if message.ts == reply["ts"]:
+            monkeypatch.setattr(ConversationLog, "record", record)
+            assert settle(bot.runtime, pair.id, pair.version) == PairStatus.PENDING  # its log read: no reply yet
+        return record(log, channel, message, **kwargs)
+
+    monkeypatch.setattr(ConversationLog, "record", window_opens_first)
+    send(bot, reply)
+    assert [name for name, _ in sent].count(task_names.OBSERVE_MESSAGE) == 1  # the bot saw the watch
     run(bot, sent)
     assert signals(bot, pair.id) == {"reask"}
 
