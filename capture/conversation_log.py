@@ -133,9 +133,32 @@ class ConversationLog:
         self._queue_around(pipe, channel, message, window_seconds)
         return self._around_from(channel, message, pipe.execute())
 
-    def top_level_after(self, channel: str, after: float, until: float) -> list[LoggedMessage]:
-        """The channel's top-level messages logged after `after`, up to `until` (seconds)."""
-        return self._load(channel, self.redis.zrangebyscore(self._top_key(channel), f"({after}", until))
+    def around_and_after(
+        self,
+        channel: str,
+        message: LoggedMessage,
+        window_seconds: float,
+        *,
+        after: tuple[float, float] | None = None,
+        first: Callable[[Any], None] | None = None,
+    ) -> tuple[list[LoggedMessage], list[LoggedMessage]]:
+        """`around`, and with `after` (from, until) the channel's top-level messages logged after `from` up to
+        `until` (seconds), in two round trips: one transaction of the index reads, led by the commands `first`
+        queues (so they take effect before anything is read), then one MGET of every message those reads name."""
+        pipe = self.redis.pipeline(transaction=True)
+        if first is not None:
+            first(pipe)
+        skip = len(pipe.command_stack)
+        self._queue_around(pipe, channel, message, window_seconds)
+        if after is not None:
+            pipe.zrangebyscore(self._top_key(channel), f"({after[0]}", after[1])
+        replies = pipe.execute()[skip:]
+        later_ts = [_text(ts) for ts in replies.pop()] if after is not None else []
+        named = [message.thread_key, *(_text(ts) for reply in replies for ts in reply)]
+        loaded = {m.ts: m for m in self._load(channel, dict.fromkeys([*named, *later_ts]))}
+        found = {ts: loaded[ts] for ts in named if ts in loaded}
+        found.setdefault(message.ts, message)
+        return list(found.values()), [loaded[ts] for ts in later_ts if ts in loaded]
 
     def _queue_around(self, pipe, channel: str, message: LoggedMessage, window_seconds: float) -> None:
         """The index reads of `around`: the thread's replies, and for a top-level message the window's ts."""
@@ -154,6 +177,10 @@ class ConversationLog:
             found.setdefault(m.ts, m)
         found.setdefault(message.ts, message)
         return list(found.values())
+
+
+def _text(ts: bytes | str) -> str:
+    return ts.decode() if isinstance(ts, bytes) else ts
 
 
 # A token bucket: `capacity` tokens, refilled at capacity per 60 s. Returns 1 when a token was taken.

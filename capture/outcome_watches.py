@@ -52,9 +52,14 @@ class WatchBoard:
         return f"{PREFIX}:watch:{channel}:msg:{ts}"
 
     def add(self, channel: str, watch: Watch) -> None:
+        pipe = self.redis.pipeline(transaction=True)
+        self.queue_add(pipe, channel, watch)
+        pipe.execute()
+
+    def queue_add(self, pipe: Any, channel: str, watch: Watch) -> None:
+        """`add`'s commands, queued on `pipe` (a transaction of the caller's)."""
         ttl = max(1, int(watch.closes_at - time.time()) + 60)
         raw = json.dumps(asdict(watch), separators=(",", ":"))
-        pipe = self.redis.pipeline(transaction=True)
         indexes = [self._thread(channel, watch.thread_key)]
         if watch.asker:
             indexes.append(self._asker(channel, watch.asker))
@@ -63,7 +68,6 @@ class WatchBoard:
             pipe.expire(key, ttl)  # one window length for all: the newest window ends last
         for ts in (watch.answer_ts, *watch.parts):
             pipe.set(self._message(channel, ts), raw, ex=ttl)
-        pipe.execute()
 
     def remove(self, channel: str, pair_id: int, *, thread_key: str, asker: str | None, answer_ts: str) -> None:
         """Drop a closed window's watch (its later parts' keys lapse on their own: the worker ignores them)."""

@@ -8,10 +8,12 @@ import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
+import redis
 from sqlalchemy import select
 
 from capture.conversation_log import ConversationLog
 from capture.outcome_watches import WatchBoard
+from capture.pairing import Author, LoggedMessage
 from common import celery_app, task_names
 from store import outcomes as store
 from store.models import OutcomeSignal, Pair, PairStatus
@@ -245,14 +247,14 @@ def test_a_reply_logged_while_the_window_opens_is_read(make_bot, sent, monkeypat
     send(bot, sr.bot_message(C, sr.next_ts(), "Press Rotate in Settings.", thread_ts=q["ts"]))
     [pair] = bot.pairs()
     reply = sr.human_message(C, sr.next_ts(), "Where is Settings?", thread_ts=q["ts"])
-    add = WatchBoard.add
+    queue_add = WatchBoard.queue_add
 
-    def reply_then_add(board, channel, watch) -> None:
+    def reply_then_add(board, pipe, channel, watch) -> None:
         send(bot, reply)
         assert not [name for name, _ in sent if name == task_names.OBSERVE_MESSAGE]  # no watch to hand it to
-        add(board, channel, watch)
+        queue_add(board, pipe, channel, watch)
 
-    monkeypatch.setattr(WatchBoard, "add", reply_then_add)
+    monkeypatch.setattr(WatchBoard, "queue_add", reply_then_add)
     assert settle(bot.runtime, pair.id, pair.version) == PairStatus.PENDING
     run(bot, sent)
     assert signals(bot, pair.id) == {"reask"}
@@ -282,6 +284,48 @@ def test_a_window_opened_while_the_bot_logs_a_reply_still_gets_it(make_bot, sent
     assert [name for name, _ in sent].count(task_names.OBSERVE_MESSAGE) == 1  # the bot saw the watch
     run(bot, sent)
     assert signals(bot, pair.id) == {"reask"}
+
+
+def test_the_windows_read_of_the_log_is_two_round_trips_led_by_the_watch(redis_url) -> None:
+    """`around_and_after`, as a window opens on an answer in a thread: the thread (root first), and the channel's
+    top-level messages after the given moment up to its end, as `around` and a look at the top-level index would
+    give them; the commands queued first (the watch) are in place before anything is read."""
+    client = redis.Redis.from_url(redis_url)
+    log = ConversationLog(client, 3600)
+    now = time.time()
+
+    def logged(at: float, *, thread: str | None = None, author: Author = Author.HUMAN) -> LoggedMessage:
+        message = LoggedMessage(ts=f"{at:.6f}", thread_ts=thread, author=author, user="U_ASKER")
+        log.record(C, message)
+        return message
+
+    root = logged(now - 50)
+    before = logged(now - 40)  # top level, before the window opened
+    answer = logged(now - 30, thread=root.ts, author=Author.MONITORED_BOT)
+    reply = logged(now - 20, thread=root.ts)
+    later = [logged(now - 10), logged(now - 5)]  # top level, after
+    logged(now + 100)  # after the window's end
+    watched: list[object] = []
+
+    def first(pipe) -> None:
+        pipe.set("relmon:test:watch", "up")
+        watched.append(pipe)
+
+    def calls() -> dict[str, int]:
+        return {name: stats["calls"] for name, stats in client.info("commandstats").items()}
+
+    calls_before = calls()
+    around, since = log.around_and_after(C, answer, 60, after=(answer.seconds, now + 1), first=first)
+    made = {name: count - calls_before.get(name, 0) for name, count in calls().items()}
+    made = {name.removeprefix("cmdstat_"): count for name, count in made.items() if count and name != "cmdstat_info"}
+    # One transaction (the watch, the thread's index, the top-level index), then one MGET: two round trips.
+    assert made == {"multi": 1, "set": 1, "zrange": 1, "zrangebyscore": 1, "exec": 1, "mget": 1}
+    assert [m.ts for m in around] == [m.ts for m in log.around(C, answer, 60)] == [root.ts, answer.ts, reply.ts]
+    assert [m.ts for m in since] == [m.ts for m in later]
+    assert client.get("relmon:test:watch") == b"up" and watched
+    top_level, nothing = log.around_and_after(C, before, 60)
+    assert [m.ts for m in top_level] == [m.ts for m in log.around(C, before, 60)] and nothing == []
+    assert before.ts in [m.ts for m in top_level]
 
 
 def test_a_task_queued_by_an_older_bot_one_pair_per_task_is_still_taken(make_bot, sent) -> None:

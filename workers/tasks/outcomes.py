@@ -12,6 +12,7 @@ import logging
 from collections.abc import Iterable
 from dataclasses import replace
 from datetime import UTC, datetime
+from functools import partial
 
 import redis
 from sqlalchemy import Row
@@ -99,15 +100,21 @@ def open_window(
         run = run or answer_run(answer, conversation.around(channel, answer, window_seconds))
         watch = replace(watch, parts=tuple(m.ts for m in run if m.ts != watch.answer_ts))
     board = WatchBoard(runtime.redis)
-    board.add(channel, watch)  # beat's close_due_windows closes the window when its time is up
-    # Messages that came between the answer and now were not handed on by the bot (it saw no watch): read them
-    # now, after the watch went up, so that none falls between this read and the bot's look at the board; by the
-    # bot's rule (a top-level message of the asker is news only for their latest answer, which the board knows).
-    # An answer in a thread: its thread is read, and the asker's top-level messages since.
-    around = conversation.around(channel, answer, window_seconds) if answer is not None else []
-    if answer is not None and answer.in_thread:
+    # The watch goes up (beat's close_due_windows closes the window when its time is up), then messages that came
+    # between the answer and now are read: the bot handed them on to nobody (it saw no watch). In this order, in
+    # one transaction, none falls between this read and the bot's look at the board (it logs a message and reads
+    # the board in one transaction too). By the bot's rule: a top-level message of the asker is news only for
+    # their latest answer, which the board knows. An answer in a thread: its thread is read, and the asker's
+    # top-level messages since.
+    around: list[LoggedMessage] = []
+    if answer is None:
+        board.add(channel, watch)
+    else:
+        after = (watch.opens_at, closes) if answer.in_thread else None
+        put_up = partial(board.queue_add, channel=channel, watch=watch)
+        around, since = conversation.around_and_after(channel, answer, window_seconds, after=after, first=put_up)
         seen = {message.ts for message in around}
-        around += [m for m in conversation.top_level_after(channel, watch.opens_at, closes) if m.ts not in seen]
+        around += [m for m in since if m.ts not in seen]
     later = [message for message in around if concerns(watch, message)]
     if any(not message.in_thread for message in later):
         known = {w.pair_id: w for w in board.of_asker(channel, watch.asker)} | {watch.pair_id: watch}
