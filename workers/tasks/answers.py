@@ -111,18 +111,20 @@ class _Capture:
     def run(self, ts: str, thread_ts: str | None, logged: dict[str, Any] | None) -> str:
         runtime, channel = self.runtime, self.channel
         conversation = ConversationLog(runtime.redis, runtime.settings.question_ttl_seconds)
+        window = runtime.settings.toplevel_window_seconds
         with conversation_lock(runtime.redis, channel, thread_ts):
-            message = conversation.get(channel, ts)
+            message, around = conversation.get_with_around(channel, ts, thread_ts, window)
             if message is None:
                 if logged is None:
                     return "missing"
                 message = from_wire(logged)
                 conversation.record(channel, message)  # Redis lost it since the bot logged it: the bot's copy is news
+                around = conversation.around(channel, message, window)
             if message.deleted:
                 return self.deleted(conversation, message)
             if message.author != Author.MONITORED_BOT:
                 return "not an answer"
-            return self.store(message, conversation.around(channel, message, runtime.settings.toplevel_window_seconds))
+            return self.store(message, around)
 
     def store(self, message: LoggedMessage, around: list[LoggedMessage]) -> str:
         runtime, channel, settings = self.runtime, self.channel, self.runtime.settings
