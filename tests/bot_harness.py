@@ -14,6 +14,8 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 from sqlalchemy import select
 
 from bot.server import build_wsgi_app
+from capture.conversation_log import ConversationLog
+from capture.pairing import Author, LoggedMessage
 from common import celery_app, task_names
 from common.runtime import Runtime
 from store.models import Pair
@@ -49,6 +51,25 @@ def bot_settings(*, redis_url: str, database_url: str, slack_api_url: str, **ove
     }
     values.update(overrides)
     return Settings(_env_file=None, **values)
+
+
+def log_message(
+    log: ConversationLog, channel: str, at: float, *, thread: str | None = None, author: Author = Author.HUMAN
+) -> LoggedMessage:
+    """A message of U_ASKER's (or of `author`) at `at` seconds, logged as the bot would."""
+    message = LoggedMessage(ts=f"{at:.6f}", thread_ts=thread, author=author, user="U_ASKER")
+    log.record(channel, message)
+    return message
+
+
+def redis_calls(client) -> dict[str, int]:
+    """Calls so far of each command the Redis server ran (INFO commandstats), e.g. {"get": 3}."""
+    return {name.removeprefix("cmdstat_"): stats["calls"] for name, stats in client.info("commandstats").items()}
+
+
+def redis_calls_since(client, before: dict[str, int]) -> dict[str, int]:
+    """The commands run since `before` (a `redis_calls`), INFO itself left out."""
+    return {k: v - before.get(k, 0) for k, v in redis_calls(client).items() if k != "info" and v != before.get(k, 0)}
 
 
 @dataclass

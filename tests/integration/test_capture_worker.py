@@ -9,20 +9,21 @@ from __future__ import annotations
 import json
 import threading
 import time
+from functools import partial
 
 import pytest
 import redis
 
 from capture import handoffs
 from capture.conversation_log import ConversationLog, to_wire
-from capture.pairing import Author, LoggedMessage
+from capture.pairing import Author
 from common import celery_app, task_names
 from common.celery_app import QUEUE_JUDGE
 from store.judgments import set_pair_status
 from store.models import PairStatus
 from tests import slack_requests as sr
 from tests import slack_shapes as ss
-from tests.bot_harness import SECRET, ServedBot
+from tests.bot_harness import SECRET, ServedBot, log_message, redis_calls
 from tests.fakes.openai_server import FakeOpenAI
 from workers.judging.queued import queued_handoffs
 from workers.tasks import answers
@@ -251,26 +252,22 @@ def test_the_capture_reads_the_message_and_what_is_around_it_in_two_round_trips(
     task's thread_ts), then one MGET; read again when the log places the message elsewhere than its sender did."""
     client = redis.Redis.from_url(redis_url)
     log = ConversationLog(client, 3600)
-    now = time.time()
-
-    def logged(at: float, *, thread: str | None = None, author: Author = Author.HUMAN) -> LoggedMessage:
-        message = LoggedMessage(ts=f"{at:.6f}", thread_ts=thread, author=author, user="U_ASKER")
-        log.record(C, message)
-        return message
+    now, logged = time.time(), partial(log_message, log, C)
 
     question = logged(now - 30)
     reply = logged(now - 20, thread=question.ts, author=Author.MONITORED_BOT)
     top = logged(now - 10, author=Author.MONITORED_BOT)
 
-    def calls() -> dict[str, int]:
-        return {name: stats["calls"] for name, stats in client.info("commandstats").items()}
-
     for message, thread_ts, index_reads in ((reply, question.ts, 1), (top, None, 1), (reply, None, 2)):
-        before = calls()
+        before = redis_calls(client)
         found, around = log.get_with_around(C, message.ts, thread_ts, 60)
-        made = {k: v - before.get(k, 0) for k, v in calls().items() if k != "cmdstat_info" and v != before.get(k, 0)}
+        made = {
+            k: v - before.get(k, 0)
+            for k, v in redis_calls(client).items()
+            if k != "cmdstat_info" and v != before.get(k, 0)
+        }
         assert found == log.get(C, message.ts)
         assert [m.ts for m in around] == [m.ts for m in log.around(C, message, 60)]
         # A pipeline (GET and the index reads) and an MGET; placed wrong, the thread's index is read again.
-        assert (made.get("cmdstat_get"), made["cmdstat_zrange"], made["cmdstat_mget"]) == (1, index_reads, 1)
+        assert (made.get("get"), made["zrange"], made["mget"]) == (1, index_reads, 1)
     assert log.get_with_around(C, f"{now - 5:.6f}", None, 60) == (None, [])

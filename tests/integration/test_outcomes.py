@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime, timedelta
+from functools import partial
 
 import pytest
 import redis
@@ -18,7 +19,7 @@ from common import celery_app, task_names
 from store import outcomes as store
 from store.models import OutcomeSignal, Pair, PairStatus
 from tests import slack_requests as sr
-from tests.bot_harness import SECRET, ServedBot
+from tests.bot_harness import SECRET, ServedBot, log_message, redis_calls, redis_calls_since
 from tests.fakes.slack_server import FakeSlack
 from workers.tasks import outcomes
 from workers.tasks.capture import settle
@@ -238,15 +239,20 @@ def test_a_top_level_reask_before_a_threaded_answer_settled_is_read(make_bot, se
     assert signals(bot, pair.id) == {"reask"}
 
 
-def test_a_reply_logged_while_the_window_opens_is_read(make_bot, sent, monkeypatch) -> None:
-    """The asker replies in the thread just before the answer's watch goes up: the bot logs the reply but hands
-    it on to nobody (no watch yet). The window reads the log after the watch is up, so the reply still counts."""
-    bot = make_bot()
+def _captured_with_a_reply(bot: ServedBot) -> tuple[Pair, dict]:
+    """A question and its answer captured (not settled yet: no window), and the asker's reply, not sent yet."""
     q = sr.human_message(C, sr.next_ts(), "How do I rotate my key?")
     send(bot, q)
     send(bot, sr.bot_message(C, sr.next_ts(), "Press Rotate in Settings.", thread_ts=q["ts"]))
     [pair] = bot.pairs()
-    reply = sr.human_message(C, sr.next_ts(), "Where is Settings?", thread_ts=q["ts"])
+    return pair, sr.human_message(C, sr.next_ts(), "Where is Settings?", thread_ts=q["ts"])
+
+
+def test_a_reply_logged_while_the_window_opens_is_read(make_bot, sent, monkeypatch) -> None:
+    """The asker replies in the thread just before the answer's watch goes up: the bot logs the reply but hands
+    it on to nobody (no watch yet). The window reads the log after the watch is up, so the reply still counts."""
+    bot = make_bot()
+    pair, reply = _captured_with_a_reply(bot)
     queue_add = WatchBoard.queue_add
 
     def reply_then_add(board, pipe, channel, watch) -> None:
@@ -266,11 +272,7 @@ def test_a_window_opened_while_the_bot_logs_a_reply_still_gets_it(make_bot, sent
     comes first: here the window's read misses it, and the bot's read sees the watch. (A bot that read the board
     before logging would have seen no watch, and the reply would count for nothing.)"""
     bot = make_bot()
-    q = sr.human_message(C, sr.next_ts(), "How do I rotate my key?")
-    send(bot, q)
-    send(bot, sr.bot_message(C, sr.next_ts(), "Press Rotate in Settings.", thread_ts=q["ts"]))
-    [pair] = bot.pairs()
-    reply = sr.human_message(C, sr.next_ts(), "Where is Settings?", thread_ts=q["ts"])
+    pair, reply = _captured_with_a_reply(bot)
     record = ConversationLog.record
 
     def window_opens_first(log, channel, message, **kwargs):
@@ -292,12 +294,7 @@ def test_the_windows_read_of_the_log_is_two_round_trips_led_by_the_watch(redis_u
     give them; the commands queued first (the watch) are in place before anything is read."""
     client = redis.Redis.from_url(redis_url)
     log = ConversationLog(client, 3600)
-    now = time.time()
-
-    def logged(at: float, *, thread: str | None = None, author: Author = Author.HUMAN) -> LoggedMessage:
-        message = LoggedMessage(ts=f"{at:.6f}", thread_ts=thread, author=author, user="U_ASKER")
-        log.record(C, message)
-        return message
+    now, logged = time.time(), partial(log_message, log, C)
 
     root = logged(now - 50)
     before = logged(now - 40)  # top level, before the window opened
@@ -311,13 +308,9 @@ def test_the_windows_read_of_the_log_is_two_round_trips_led_by_the_watch(redis_u
         pipe.set("relmon:test:watch", "up")
         watched.append(pipe)
 
-    def calls() -> dict[str, int]:
-        return {name: stats["calls"] for name, stats in client.info("commandstats").items()}
-
-    calls_before = calls()
+    calls_before = redis_calls(client)
     around, since = log.around_and_after(C, answer, 60, after=(answer.seconds, now + 1), first=first)
-    made = {name: count - calls_before.get(name, 0) for name, count in calls().items()}
-    made = {name.removeprefix("cmdstat_"): count for name, count in made.items() if count and name != "cmdstat_info"}
+    made = redis_calls_since(client, calls_before)
     # One transaction (the watch, the thread's index, the top-level index), then one MGET: two round trips.
     assert made == {"multi": 1, "set": 1, "zrange": 1, "zrangebyscore": 1, "exec": 1, "mget": 1}
     assert [m.ts for m in around] == [m.ts for m in log.around(C, answer, 60)] == [root.ts, answer.ts, reply.ts]
@@ -495,7 +488,7 @@ def test_the_bot_reads_only_the_watches_a_message_could_concern(redis_url) -> No
 
     from capture.outcome_watches import WatchBoard
     from capture.outcomes import Watch, watching
-    from capture.pairing import Author, LoggedMessage
+    from capture.pairing import Author
 
     board = WatchBoard(redis_client.Redis.from_url(redis_url))
     now = time.time()
