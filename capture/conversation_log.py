@@ -121,7 +121,7 @@ class ConversationLog:
         return tombstone
 
     def _load(self, channel: str, timestamps: Iterable[bytes | str]) -> list[LoggedMessage]:
-        keys = [self._msg_key(channel, ts.decode() if isinstance(ts, bytes) else ts) for ts in timestamps]
+        keys = [self._msg_key(channel, _text(ts)) for ts in timestamps]
         if not keys:
             return []
         return [_from_json(raw) for raw in self.redis.mget(keys) if raw]
@@ -131,7 +131,7 @@ class ConversationLog:
         messages within the window before it (and as long after, for the rest of a top-level run)."""
         pipe = self.redis.pipeline(transaction=False)
         self._queue_around(pipe, channel, message, window_seconds)
-        return self._around_from(channel, message, pipe.execute())
+        return self._around_from(channel, message, pipe.execute())[0]
 
     def get_with_around(
         self, channel: str, ts: str, thread_ts: str | None, window_seconds: float
@@ -148,7 +148,7 @@ class ConversationLog:
             return None, []
         if (message.in_thread, message.thread_key) != (placed.in_thread, placed.thread_key):
             return message, self.around(channel, message, window_seconds)
-        return message, self._around_from(channel, message, replies)
+        return message, self._around_from(channel, message, replies)[0]
 
     def around_and_after(
         self,
@@ -170,12 +170,8 @@ class ConversationLog:
         if after is not None:
             pipe.zrangebyscore(self._top_key(channel), f"({after[0]}", after[1])
         replies = pipe.execute()[skip:]
-        later_ts = [_text(ts) for ts in replies.pop()] if after is not None else []
-        named = [message.thread_key, *(_text(ts) for reply in replies for ts in reply)]
-        loaded = {m.ts: m for m in self._load(channel, dict.fromkeys([*named, *later_ts]))}
-        found = {ts: loaded[ts] for ts in named if ts in loaded}
-        found.setdefault(message.ts, message)
-        return list(found.values()), [loaded[ts] for ts in later_ts if ts in loaded]
+        later = replies.pop() if after is not None else []
+        return self._around_from(channel, message, replies, later)
 
     def _queue_around(self, pipe, channel: str, message: LoggedMessage, window_seconds: float) -> None:
         """The index reads of `around`: the thread's replies, and for a top-level message the window's ts."""
@@ -185,15 +181,17 @@ class ConversationLog:
                 self._top_key(channel), message.seconds - window_seconds, message.seconds + window_seconds
             )
 
-    def _around_from(self, channel: str, message: LoggedMessage, replies: list) -> list[LoggedMessage]:
-        """Load the messages `_queue_around`'s replies name (the thread's root first) and add `message` itself."""
-        replies_ts = replies[0]
-        top_ts = replies[1] if not message.in_thread else []
-        found: dict[str, LoggedMessage] = {}
-        for m in self._load(channel, [message.thread_key, *replies_ts, *top_ts]):
-            found.setdefault(m.ts, m)
+    def _around_from(
+        self, channel: str, message: LoggedMessage, replies: list, later: Iterable[bytes | str] = ()
+    ) -> tuple[list[LoggedMessage], list[LoggedMessage]]:
+        """Load, in one MGET, the messages `_queue_around`'s replies name (the thread's root first, `message` itself
+        added) and those at the `later` timestamps (in their order): the two lists."""
+        named = [message.thread_key, *(_text(ts) for reply in replies for ts in reply)]
+        later_ts = [_text(ts) for ts in later]
+        loaded = {m.ts: m for m in self._load(channel, dict.fromkeys([*named, *later_ts]))}
+        found = {ts: loaded[ts] for ts in named if ts in loaded}
         found.setdefault(message.ts, message)
-        return list(found.values())
+        return list(found.values()), [loaded[ts] for ts in later_ts if ts in loaded]
 
 
 def _text(ts: bytes | str) -> str:
