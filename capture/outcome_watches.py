@@ -78,14 +78,10 @@ class WatchBoard:
         pipe.delete(self._message(channel, answer_ts))
         pipe.execute()
 
-    def candidates(self, channel: str, message: LoggedMessage) -> list[Watch]:
-        """The watches `message` could concern (capture.outcomes.watching decides): one Redis read."""
-        key = self._candidates_key(channel, message)
-        return decoded_watches(self.redis.hvals(key)) if key else []
-
     def read_candidates(self, channel: str, message: LoggedMessage) -> Callable[[Any], Any] | None:
-        """`candidates` as a command to queue on another pipeline (its one reply goes to `decoded_watches`); None
-        when there is nothing to read (a top-level message with no writer)."""
+        """The read of the watches `message` could concern (capture.outcomes.watching decides), as a command to
+        queue on a pipeline of the caller's: its one reply goes to `decoded_watches`. None when there is nothing
+        to read (a top-level message with no writer)."""
         key = self._candidates_key(channel, message)
         return (lambda pipe: pipe.hvals(key)) if key else None
 
@@ -95,7 +91,7 @@ class WatchBoard:
         return self._asker(channel, message.user) if message.user else None  # top level: its writer's
 
     def of_asker(self, channel: str, user: str | None) -> list[Watch]:
-        return [_decoded(raw) for raw in self.redis.hvals(self._asker(channel, user))] if user else []
+        return decoded_watches(self.redis.hvals(self._asker(channel, user))) if user else []
 
     def of_answer(self, channel: str, ts: str) -> Watch | None:
         """The watch of the answer `ts` belongs to (any of its messages)."""

@@ -33,22 +33,13 @@ def board() -> WatchBoard:
     return WatchBoard(get_runtime().redis)
 
 
-def logged_watching(
-    log: ConversationLog, channel: str, message: LoggedMessage, done: tuple[str, int] | None
-) -> list[int]:
+def logged_watching(log: ConversationLog, channel: str, message: LoggedMessage) -> list[int]:
     """Log a person's message and read the open watches it concerns, in one transaction (the rule:
     capture.outcomes.watching). In this order: a worker opening a window puts its watch up before it reads the
-    log, so it finds this message there, or this read finds its watch. `done` (key, seconds), the event's mark, is
-    set here when the message concerns no watch; when it does, the caller sets it once the message is handed on."""
+    log, so it finds this message there, or this read finds its watch."""
     reads = board().read_candidates(channel, message)
-    if reads is None:
-        log.record(channel, message, then_set=done)
-        return []
-    [raw] = log.record(channel, message, also=reads)
-    pairs = watching(decoded_watches(raw), message, time.time())
-    if not pairs and done is not None:
-        get_runtime().redis.set(done[0], "1", ex=done[1], nx=True)
-    return pairs
+    replies = log.record(channel, message, also=reads)
+    return watching(decoded_watches(replies[0]), message, time.time()) if reads is not None else []
 
 
 def hand_on_message(channel: str, ts: str, pair_ids: list[int]) -> None:

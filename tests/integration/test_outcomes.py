@@ -13,7 +13,7 @@ import redis
 from sqlalchemy import select
 
 from capture.conversation_log import ConversationLog
-from capture.outcome_watches import WatchBoard
+from capture.outcome_watches import WatchBoard, decoded_watches
 from capture.pairing import Author, LoggedMessage
 from common import celery_app, task_names
 from store import outcomes as store
@@ -501,7 +501,9 @@ def test_the_bot_reads_only_the_watches_a_message_could_concern(redis_url) -> No
     reply = LoggedMessage(ts=f"{now:.6f}", thread_ts=watches[7].thread_key, author=Author.HUMAN, user="U999")
     top = LoggedMessage(ts=f"{now:.6f}", thread_ts=None, author=Author.HUMAN, user="U007")
     for message, expected_reads in ((reply, 3), (top, 6)):
-        read = board.candidates(C, message)
+        pipe = board.redis.pipeline()
+        board.read_candidates(C, message)(pipe)  # as the bot reads them, beside its log write
+        read = decoded_watches(pipe.execute()[0])
         assert len(read) == expected_reads  # the thread's three answers; U007's six
         assert watching(read, message, now) == watching(watches, message, now)
     assert board.of_answer(C, "p42").pair_id == 42 and board.of_answer(C, watches[42].answer_ts).pair_id == 42
