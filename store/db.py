@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 
 
-def dialect_name(executor: Connection | Session) -> str:
+def dialect_name(executor: Engine | Connection | Session) -> str:
     """The executor's database's dialect: "postgresql" or "sqlite"."""
     bind = executor.get_bind() if isinstance(executor, Session) else executor
     return bind.dialect.name
@@ -55,6 +55,13 @@ def insert_or_ignore(executor: Connection | Session, model: type, keys: list[str
     """INSERT ... ON CONFLICT (keys) DO NOTHING: a retried or duplicated write meets the row its twin stored and
     adds nothing. Add `.returning(...)` to learn whether this one inserted (rowcount is -1 under psycopg)."""
     return dialect_insert(executor)(model).values(**values).on_conflict_do_nothing(index_elements=keys)
+
+
+@contextmanager
+def autocommit(engine: Engine) -> Iterator[Connection]:
+    """`Database.autocommit` for code handed the engine alone."""
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+        yield connection
 
 
 def make_engine(url: str, *, pool_size: int = 10) -> Engine:
@@ -220,7 +227,7 @@ class Database:
     def autocommit(self) -> Iterator[Connection]:
         """A connection whose every statement commits on its own: for reads and single atomic statements on the
         hot path, which then cost one round trip each instead of BEGIN, the statement and COMMIT."""
-        with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+        with autocommit(self.engine) as connection:
             yield connection
 
     def dispose(self) -> None:

@@ -8,7 +8,7 @@ import logging
 from datetime import UTC, date, datetime
 
 from common.post_once import PostOnce, Receipts
-from store.db import Database
+from store.db import Database, dialect_name
 from store.usage import charge_in_one_statement, charge_judgment, claim_budget_notice, release_budget_notice
 
 log = logging.getLogger("relmon.budget")
@@ -32,7 +32,7 @@ def charge(db: Database, pair_id: int, judge: str, budget: int, now: datetime | 
     """Pay for one judgment from today's budget, once per (pair, judge): True if it is paid (now or by an
     earlier attempt), False when the budget is spent."""
     day = budget_day(now)
-    if db.engine.dialect.name == "postgresql":  # every judgment runs it: one statement as a rule
+    if dialect_name(db.engine) == "postgresql":  # every judgment runs it: one statement as a rule
         with db.autocommit() as connection:
             return charge_in_one_statement(connection, pair_id, judge, day, budget)
     with db.engine.begin() as connection:  # SQLite: the charge row and the counter in one transaction

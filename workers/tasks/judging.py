@@ -32,6 +32,7 @@ from common.runtime import Runtime, get_runtime
 from common.telemetry.logs import event_fields
 from judges import TransientLLMError, get_judge
 from store.attempts import record_failure
+from store.db import autocommit, dialect_name
 from store.judgments import (
     find_cached_many,
     insert_judgment,
@@ -253,9 +254,9 @@ def store_judgments(
     if not ready and not mark_judged:
         return {}
     created_rows: dict[int, dict[str, Any]] = {}
-    if mark_judged and len(ready) == 1 and engine.dialect.name == "postgresql":  # one judge: one statement
+    if mark_judged and len(ready) == 1 and dialect_name(engine) == "postgresql":  # one judge: one statement
         values = {**ready[0], "pair_version": pair.version}
-        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+        with autocommit(engine) as connection:
             judgment_id = insert_judgment_marking_judged(connection, values)
         if judgment_id is not None:
             created_rows[judgment_id] = values
