@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 import redis
 from kombu.exceptions import OperationalError as BrokerError
-from pydantic import ValidationError
 from sqlalchemy import select
 from sqlalchemy.exc import InterfaceError, OperationalError
 
@@ -25,7 +24,7 @@ from common.backoff import backoff_seconds
 from store.db import Database
 from store.judgments import find_cached, insert_judgment, set_pair_status, stored_judges
 from store.models import BudgetCharge, Judgment, Pair, PairStatus
-from store.settings import MIN_LEASE_SECONDS, RETRY_CAP_SECONDS, RETRY_JITTER, Settings, largest_retry_delay
+from store.settings import RETRY_CAP_SECONDS, RETRY_JITTER, Settings, largest_retry_delay
 from store.usage import calls_on, charge_judgment, claim_budget_notice, claim_llm_call, release_budget_notice
 from tests.bursts import burst
 from workers import budget
@@ -37,7 +36,7 @@ from workers.judging.rules import (
     retry_countdown,
     sweep_action,
 )
-from workers.lease import renew, renewal_interval
+from workers.lease import renew
 from workers.sampling import is_sampled_in, sample_point
 
 # Sampling ---------------------------------------------------------------------------------------------------
@@ -106,15 +105,6 @@ def test_the_largest_retry_delay_is_the_longest_wait_the_backoff_gives_the_last_
         assert (
             longest == largest_retry_delay(base, retries) == retry_countdown(retries - 1, base, retries, rng=Highest())
         )
-
-
-def test_the_visibility_timeout_is_a_short_lease_with_a_floor() -> None:
-    assert Settings(_env_file=None).visibility_timeout_seconds == 30  # well under a minute: see workers.lease
-    # A lease shorter than the judging retry delays is fine: held messages are renewed, not timed.
-    assert largest_retry_delay(2.0, 6) > Settings(_env_file=None).visibility_timeout_seconds
-    with pytest.raises(ValidationError, match="RELMON_VISIBILITY_TIMEOUT"):
-        Settings(_env_file=None, RELMON_VISIBILITY_TIMEOUT=str(MIN_LEASE_SECONDS - 1))
-    assert renewal_interval(30) == 5.0 and renewal_interval(MIN_LEASE_SECONDS) * 3 < MIN_LEASE_SECONDS
 
 
 def _held(client: redis.Redis, tag: str, envelope: dict, delivered_at: float) -> None:

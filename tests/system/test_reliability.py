@@ -19,10 +19,15 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+import redis
 
+from common import task_names
+from common.celery_app import create_celery
 from store import alerts as alert_store
 from store.models import JudgmentStatus
-from tests.processes import wait_for
+from store.settings import MIN_LEASE_SECONDS, Settings
+from tests.processes import json_lines, relmon_env, start_worker, wait_for
+from workers.judging.queued import UNACKED_KEY
 
 pytestmark = pytest.mark.slow
 
@@ -79,6 +84,41 @@ def test_redis_killed_and_restarted_mid_run(make_system, redis_server) -> None:
     system.wait_until_finished()
     tallies = system.check_exactly_once(extra_llm_calls=16)
     assert tallies["pairs"] == 40 and tallies["alerts"] == 10
+    assert system.restarts == 0  # no worker died of the lost connection: each reconnected
+
+
+def test_countdowns_a_worker_held_when_redis_restarted_run_once_and_the_worker_lives(
+    redis_server, redis_url: str, fresh_db_url: str, tmp_path: Path
+) -> None:
+    """Celery lets go of the countdowns it held when its connection to Redis breaks. The worker lives (kombu's
+    restore on closing the broken channel used to stop it), stops renewing their leases, and once a lease lapses
+    restores them itself: each runs once."""
+    env = relmon_env(
+        redis_url=redis_url,
+        database_url=fresh_db_url,
+        data_dir=tmp_path / "data",
+        RELMON_VISIBILITY_TIMEOUT=MIN_LEASE_SECONDS,
+    )
+    producer = create_celery(Settings(_env_file=None, redis_url=redis_url), redis_url)
+    client = redis.Redis.from_url(redis_url)
+    with start_worker(env, log_dir=tmp_path / "logs") as worker:
+        missing = [990_001, 990_002, 990_003]  # judge_pair logs "pair not found" for each, and stores nothing
+        for pair_id in missing:
+            producer.send_task(task_names.JUDGE_PAIR, args=[pair_id], countdown=4)
+        wait_for(lambda: client.hlen(UNACKED_KEY) == len(missing), timeout=20, what="the worker holding them")
+        redis_server.restart(kill=True, down_seconds=1.0)
+        client = redis.Redis.from_url(redis_url)
+
+        def judged() -> list[int]:
+            return [line["pair_id"] for line in json_lines(worker.log()) if line.get("event") == "pair not found"]
+
+        wait_for(lambda: len(judged()) >= len(missing), timeout=MIN_LEASE_SECONDS * 4, what="the countdowns run")
+        time.sleep(MIN_LEASE_SECONDS / 2)  # a second run would come within a renewal or two
+        assert sorted(judged()) == missing
+        assert worker.running(), worker.tail()
+        assert "Unrecoverable error" not in worker.log()
+        assert client.hlen(UNACKED_KEY) == 0
+    producer.close()
 
 
 OUTAGE_SECONDS = 20  # shortened from bench/faults.py's 10 minutes: the spool's behaviour does not depend on it
