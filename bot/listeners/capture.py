@@ -155,13 +155,15 @@ class Capture:
             self._mark_done(done_key)  # a stream's opener after its completion, or an edit that changed nothing
             return
         if author != Author.MONITORED_BOT:
+            done = (done_key, EVENT_DONE_TTL_SECONDS) if done_key is not None else None
             if author != Author.HUMAN:
-                done = (done_key, EVENT_DONE_TTL_SECONDS) if done_key is not None else None
                 conversation.record(channel, logged, then_set=done)
                 return
             # A person's message after a watched answer tells its outcome: a worker reads it from the log. The event
             # is marked done once the message is handed on (a spooled retry of a failed hand-on is not skipped).
-            watching = outcomes.logged_watching(conversation, channel, logged)
+            watching = outcomes.logged_watching(conversation, channel, logged, done)
+            if watching is None:
+                return  # no watch can concern it: logged and marked done in one round trip
             if watching:
                 outcomes.hand_on_message(channel, logged.ts, watching)
             self._mark_done(done_key)

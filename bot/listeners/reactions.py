@@ -33,13 +33,20 @@ def board() -> WatchBoard:
     return WatchBoard(get_runtime().redis)
 
 
-def logged_watching(log: ConversationLog, channel: str, message: LoggedMessage) -> list[int]:
+def logged_watching(
+    log: ConversationLog, channel: str, message: LoggedMessage, done: tuple[str, int] | None
+) -> list[int] | None:
     """Log a person's message and read the open watches it concerns, in one transaction (the rule:
     capture.outcomes.watching). In this order: a worker opening a window puts its watch up before it reads the
-    log, so it finds this message there, or this read finds its watch."""
+    log, so it finds this message there, or this read finds its watch. None when no watch can concern it: then
+    `done` (key, seconds), the event's mark, was set in the same transaction; otherwise the caller sets it once
+    the message is handed on."""
     reads = board().read_candidates(channel, message)
+    if reads is None:
+        log.record(channel, message, then_set=done)
+        return None
     replies = log.record(channel, message, also=reads)
-    return watching(decoded_watches(replies[0]), message, time.time()) if reads is not None else []
+    return watching(decoded_watches(replies[0]), message, time.time())
 
 
 def hand_on_message(channel: str, ts: str, pair_ids: list[int]) -> None:
