@@ -12,16 +12,14 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, Integer, Row, any_, bindparam, func, select, update
-from sqlalchemy.dialects import postgresql
+from sqlalchemy import Connection, bindparam, case, func, select, update
 from sqlalchemy.orm import Session
 
-from store.db import dialect_name, insert_or_ignore
+from store.db import insert_or_ignore
 from store.judgments import is_current
 from store.models import Alert, Judgment, JudgmentStatus, Pair, PairStatus, as_utc
 from store.settings import TIME_WINDOW_MOST_ANSWERS
@@ -196,33 +194,33 @@ def recent_scores(
     window), up to `most` in all.
 
     Runs after every judgment, so it must cost about that many rows whatever the tables hold and whatever the
-    planner believes: two plain index look-ups rather than one join, whose plan on a young database (no statistics
-    yet) fetched the whole judgments table for every pair; and no anti-join for "current" either (`is_current`),
-    which under statistics taken while another judge filled the table was planned as a scan of judgments per
-    pair. First the channel's newest judged pairs (a burst leaves
-    many pending) on ix_pairs_channel_created, a few times `last` of them since some judgments are errors; then
-    their judgments by (pair_id, judge). When that batch holds too few, or does not reach back to `since`, the
-    next, four times larger, continues from the oldest pair read (within the time window once the count window is
+    planner believes: no join, whose plan on a young database (no statistics yet) fetched the whole judgments
+    table for every pair, and no anti-join for "current" either (`is_current`), which under statistics taken
+    while another judge filled the table was planned as a scan of judgments per pair. One statement: the
+    channel's newest judged pairs (a burst leaves many pending) on ix_pairs_channel_created, a few times `last`
+    of them since some judgments are errors, each with its current score looked up by (pair_id, judge). When that
+    batch holds too few, or does not reach back to `since`, the next, four times larger, continues from the
+    oldest pair read (within the time window once the count window is full), up to all.
     full), up to all."""
     most = max(most, last)
     batch = max(3 * last, most)  # one batch usually serves both windows
     rows: list[tuple[float, datetime]] = []
     seen: set[int] = set()
     oldest: datetime | None = None  # the oldest pair read so far: the next batch continues from there
-    statements = _recent_statements(dialect_name(session))
+    statements = _recent_statements()
     while True:
-        parameters: dict[str, Any] = {"channel": channel_id, "batch": batch}
+        parameters: dict[str, Any] = {"channel": channel_id, "batch": batch, "judge": judge, "ok": JudgmentStatus.OK}
         variant = "newest"
         if oldest is not None:
             variant, parameters["oldest"] = "older", oldest  # `<=`: a tie on the boundary is read again, skipped
             if since is not None and len(rows) >= last:
                 variant, parameters["since"] = "in_window", since  # only the time window still wants rows
         read = session.execute(statements[variant], parameters).all()
-        pairs = [(pair_id, as_utc(created)) for pair_id, created in read if pair_id not in seen]
-        ids = [pair_id for pair_id, _ in pairs]
-        found = _current_scores(session.execute(statements["scores"], {"ids": ids, "judge": judge})) if ids else {}
-        rows += [(found[pair_id], created) for pair_id, created in pairs if pair_id in found]
-        seen.update(pair_id for pair_id, _ in pairs)
+        for pair_id, created, score in read:
+            if pair_id not in seen:
+                seen.add(pair_id)
+                if score is not None:
+                    rows.append((score, as_utc(created)))
         if read:
             oldest = as_utc(read[-1].created_at)
         reaches_since = since is None or (oldest is not None and oldest < since)
@@ -233,42 +231,29 @@ def recent_scores(
 
 
 @functools.cache
-def _recent_statements(dialect: str) -> dict[str, Any]:
+def _recent_statements() -> dict[str, Any]:
     """recent_scores' statements, built once: it runs after every judgment, and building a statement (and its
-    cache key) cost more than running it. The pairs in the index's order, so the scan stops after `batch` rows;
-    their scores by pair ID (one array parameter on PostgreSQL: psycopg re-parses a statement of over 50)."""
-    pairs = select(Pair.id, Pair.created_at).where(
+    cache key) cost more than running it. The pairs in the index's order, so the scan stops after `batch` rows,
+    each with its current judgment's score (the judgment of the highest pair version, if `ok`) read by a
+    correlated subquery: a look-up on uq_judgments_pair_judge_version per pair, which no planner turns into a
+    scan of the judgments table, in the same round trip."""
+    current = Judgment.__table__.alias("current")
+    score = (
+        select(case((current.c.status == bindparam("ok"), current.c.score), else_=None))
+        .where(current.c.pair_id == Pair.id, current.c.judge == bindparam("judge"))
+        .order_by(current.c.pair_version.desc())
+        .limit(1)
+        .scalar_subquery()
+    )
+    pairs = select(Pair.id, Pair.created_at, score).where(
         Pair.channel_id == bindparam("channel"), Pair.source == "capture", Pair.status == PairStatus.JUDGED
     )
     order = (Pair.created_at.desc(),)
     older = pairs.where(Pair.created_at <= bindparam("oldest"))
-    ids = (
-        Judgment.pair_id == any_(bindparam("ids", type_=postgresql.ARRAY(Integer)))
-        if dialect == "postgresql"
-        else Judgment.pair_id.in_(bindparam("ids", expanding=True))
-    )
     return {
         "newest": pairs.order_by(*order).limit(bindparam("batch")),
         "older": older.order_by(*order).limit(bindparam("batch")),
         "in_window": older.where(Pair.created_at >= bindparam("since")).order_by(*order).limit(bindparam("batch")),
-        # Every version of the pairs' judgments by this judge, on uq_judgments_pair_judge_version alone:
-        # _current_scores keeps the current one (what `is_current` says in SQL).
-        "scores": select(Judgment.pair_id, Judgment.pair_version, Judgment.status, Judgment.score).where(
-            ids, Judgment.judge == bindparam("judge")
-        ),
-    }
-
-
-def _current_scores(rows: Iterable[Row]) -> dict[int, float]:
-    """pair ID -> score, for the pairs whose judgment of the highest pair version is `ok` with a score."""
-    current: dict[int, tuple[int, str, float | None]] = {}
-    for pair_id, version, status, score in rows:
-        if pair_id not in current or version > current[pair_id][0]:
-            current[pair_id] = (version, status, score)
-    return {
-        pair_id: score
-        for pair_id, (_, status, score) in current.items()
-        if status == JudgmentStatus.OK and score is not None
     }
 
 
