@@ -121,8 +121,10 @@ def _count_low(session: Session, channel_column, channel_id: str, since: datetim
     ).scalar_one()
 
 
-def mark_posted(session: Session, alert_id: int, message_ts: str | None, now: datetime | None = None) -> None:
-    session.execute(
+def mark_posted(
+    executor: Session | Connection, alert_id: int, message_ts: str | None, now: datetime | None = None
+) -> None:
+    executor.execute(
         update(Alert)
         .where(Alert.id == alert_id)
         .values(status=STATUS_POSTED, message_ts=message_ts, posted_at=now or datetime.now(UTC))

@@ -224,6 +224,13 @@ class Database:
             yield session
 
     @contextmanager
+    def reading(self) -> Iterator[Session]:
+        """A session for reads alone, on an autocommit connection: each read costs its own round trip and no
+        BEGIN or COMMIT around them (what it flushes, if anything, commits statement by statement)."""
+        with self.autocommit() as connection, Session(bind=connection, expire_on_commit=False) as session:
+            yield session
+
+    @contextmanager
     def autocommit(self) -> Iterator[Connection]:
         """A connection whose every statement commits on its own: for reads and single atomic statements on the
         hot path, which then cost one round trip each instead of BEGIN, the statement and COMMIT."""

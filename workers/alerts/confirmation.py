@@ -51,8 +51,8 @@ def confirm(runtime: Runtime, judgment_id: int, threshold: float | None, *, last
     if wanted.stored is not None:
         return wanted.stored.status
     opinion = _ask(runtime, wanted, threshold, last_attempt=last_attempt)
-    with runtime.db.session() as session:
-        stood = confirmations.record(session, judgment_id, opinion)
+    with runtime.db.autocommit() as connection:  # an atomic conditional UPDATE, then a read of what stands
+        stood = confirmations.record(connection, judgment_id, opinion)
     log.info(
         "second opinion",
         extra={"judgment_id": judgment_id, "confirmation": stood.status, "second_score": stood.score},

@@ -19,7 +19,6 @@ from datetime import UTC, datetime, timedelta
 import redis
 from celery import current_task
 from slack_sdk.errors import SlackApiError
-from sqlalchemy import select
 
 from common.celery_app import celery
 from common.post_once import PostOnce, Receipts
@@ -210,20 +209,18 @@ def refused_for_good(runtime: Runtime, row_id: int, error: SlackApiError, event:
 def post_alert(runtime: Runtime, alert_id: int) -> str:
     """Post a claimed alert (low score or degradation) unless it was posted already."""
     with lease(runtime, alert_id):
-        with runtime.db.session() as session:
+        with runtime.db.reading() as session:  # reads alone: the lease and the row's status guard the post
             row = session.get(Alert, alert_id)
             if row is None or row.status != alert_store.STATUS_CLAIMED:
                 return row.status if row else "missing"
             channel, once, claimed_at = row.alert_channel_id, post_once(runtime, row.dedupe_key), as_utc(row.created_at)
+            # A low score's judgment and pair, held here so that rendering finds them in the session's identity
+            # map (it keeps only weak references) instead of reading them again.
+            judgment = session.get(Judgment, row.judgment_id) if row.judgment_id is not None else None
+            pair = session.get(Pair, judgment.pair_id) if judgment is not None else None
             payload = views.render(runtime, session, row)
             # Identifiers only (never text): the judgment and the source message it is about.
-            source_ts = None
-            if row.judgment_id is not None:
-                source_ts = session.execute(
-                    select(Pair.answer_ts)
-                    .join(Judgment, Judgment.pair_id == Pair.id)
-                    .where(Judgment.id == row.judgment_id)
-                ).scalar_one_or_none()
+            source_ts = pair.answer_ts if pair is not None else None
             fields = event_fields(
                 channel=row.source_channel_id,
                 message_ts=source_ts,
@@ -234,16 +231,16 @@ def post_alert(runtime: Runtime, alert_id: int) -> str:
             )
         earlier_ts = earlier_post(runtime, once, channel, claimed_at)
         if earlier_ts is not None:
-            with runtime.db.session() as session:
-                alert_store.mark_posted(session, alert_id, earlier_ts or None)
+            with runtime.db.autocommit() as connection:
+                alert_store.mark_posted(connection, alert_id, earlier_ts or None)
             log.info("alert found posted already", extra={"alert_id": alert_id})
             return alert_store.STATUS_POSTED
         try:
             response = once.post(channel, unfurl_links=False, unfurl_media=False, **payload)
         except SlackApiError as error:
             return refused_for_good(runtime, alert_id, error, "alert not posted", alert_id=alert_id)
-        with runtime.db.session() as session:
-            alert_store.mark_posted(session, alert_id, response.get("ts"))
+        with runtime.db.autocommit() as connection:  # one atomic UPDATE
+            alert_store.mark_posted(connection, alert_id, response.get("ts"))
     log.info("alert posted", extra={**fields, "alert_ts": response.get("ts")})
     return alert_store.STATUS_POSTED
 

@@ -101,7 +101,7 @@ class Judged:
 
 
 def load(runtime: Runtime, judgment_id: int) -> Judged | None:
-    with runtime.db.session() as session:
+    with runtime.db.reading() as session:
         judgment = session.get(Judgment, judgment_id)
         if judgment is None:
             return None
