@@ -7,9 +7,9 @@ minutes of a deployment, so the constant prefix (system message + the seed's ins
 DeepEval's three prompts are built with DeepEval's own templates (`pip install -e '.[bench]'`); each is under
 1,024 tokens, so none is ever cached. The fake answers DeepEval's calls the way its metric expects (one
 statement per sentence of the answer, a "yes" verdict each, a one-sentence reason), and relmon's with its usual
-one-sentence verdict. Cost is what a provider bills at the list prices below, for two small models: how much
-caching saves depends on the provider's discount on cached input (gpt-4o-mini: half; gpt-4.1-mini: three
-quarters).
+one-sentence verdict. Cost is what a provider bills at the list prices below, for three small models: how much
+caching saves depends on the provider's discount on cached input (gpt-4o-mini: half; gpt-4.1-mini and
+gpt-4.1-nano: three quarters).
 """
 
 from __future__ import annotations
@@ -35,7 +35,11 @@ class Prices:
     output: float
 
 
-PRICES = [Prices("gpt-4o-mini", 0.15, 0.075, 0.60), Prices("gpt-4.1-mini", 0.40, 0.10, 1.60)]
+PRICES = [
+    Prices("gpt-4o-mini", 0.15, 0.075, 0.60),
+    Prices("gpt-4.1-mini", 0.40, 0.10, 1.60),
+    Prices("gpt-4.1-nano", 0.10, 0.025, 0.40),
+]
 
 # Support-bot exchanges of a usual length (a question of a line, an answer of two to four sentences).
 PAIRS = [

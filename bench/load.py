@@ -43,6 +43,7 @@ from bench.measure import (
     fresh_database,
     percentile,
     process_tree,
+    reference_loop_ms,
     status_mb,
 )
 from common.messages.alerts import ACTION_RIGHT
@@ -232,6 +233,7 @@ def main(argv: list[str] | None = None) -> int:
             groups["bench (fake Slack, senders)"] = [os.getpid()]
             return {name: {pid: cpu_seconds([pid]) for pid in pids} for name, pids in groups.items()}
 
+        loop_before = reference_loop_ms()
         cpu_before, busy_before, wall_before = cpu_snapshot(), machine_busy_seconds(), time.monotonic()
         print(f"sending {total} answers at {args.rate:g}/s for {args.seconds:g} s ...", flush=True)
         burst(send, range(total), workers=args.senders)
@@ -262,6 +264,7 @@ def main(argv: list[str] | None = None) -> int:
             value for name, value in cpu_ms_per_answer.items() if name in ("bot", "beat") or name.startswith("worker")
         )
         machine_busy = (busy_after - busy_before) / (wall_after - wall_before) / (os.cpu_count() or 1)
+        loop_after = reference_loop_ms()  # the load is over: the host's own speed, as before it
         time.sleep(2.0)  # late duplicates would land now
         rss = {name: peak_rss_mb(process.pid) for name, process in processes}
 
@@ -318,6 +321,7 @@ def main(argv: list[str] | None = None) -> int:
             "cpu_ms_per_answer": cpu_ms_per_answer,
             "relmon_cpu_ms_per_answer": round(relmon_cpu, 2),
             "machine_busy_percent": round(100 * machine_busy, 1),
+            "reference_loop_ms": [round(loop_before), round(loop_after)],
         }
         report["peak_rss_mb"]["fake LLM"] = round(peak_rss_mb(llm.pid), 1)
         report["peak_rss_mb"]["redis"] = round(peak_rss_mb(redis_server.process.pid), 1)
@@ -369,6 +373,10 @@ def print_report(report: dict[str, Any]) -> None:
     print(f"    {'all of the above':<32} {sum(report['cpu_ms_per_answer'].values()):.2f} ms")
     relmon = report["relmon_cpu_ms_per_answer"]
     print(f"  relmon's processes together (bot + workers + beat): {relmon:.2f} ms CPU per answer (target <= 15)")
+    before, after = report["reference_loop_ms"]
+    print(
+        f"  host speed: a fixed Python loop took {before} ms before the load and {after} ms after (CPU scales with it)"
+    )
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ from __future__ import annotations
 import http.client
 import os
 import threading
+import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -49,6 +50,16 @@ def cpu_seconds(pids: list[int]) -> float:
             continue
         ticks += int(fields[11]) + int(fields[12])  # utime, stime
     return ticks / CLOCK_TICKS
+
+
+def reference_loop_ms(iterations: int = 3_000_000) -> float:
+    """CPU milliseconds of a fixed pure-Python loop: how fast this host runs Python right now. The development
+    machines' speed varies by more than a change's effect (the loop took 311 to 970 ms on them), so a CPU figure is
+    comparable across runs only next to it, or measured side by side."""
+    started, total = time.process_time(), 0
+    for i in range(iterations):
+        total += i
+    return 1000 * (time.process_time() - started)
 
 
 def percentile(values: list[float], fraction: float) -> float:
