@@ -375,7 +375,7 @@ def print_report(report: dict[str, Any]) -> None:
     print(f"  relmon's processes together (bot + workers + beat): {relmon:.2f} ms CPU per answer (target <= 15)")
     before, after = report["reference_loop_ms"]
     print(
-        f"  host speed: a fixed Python loop took {before} ms before the load and {after} ms after (CPU scales with it)"
+        f"  host speed: a fixed Python loop took {before} ms of CPU before the load and {after} ms after"
     )
 
 

@@ -58,8 +58,9 @@ _REFERENCE_LOOP = compile("x = 0\nfor i in range(3_000_000):\n    x += i\n", "<r
 
 def reference_loop_ms() -> float:
     """CPU milliseconds of a fixed pure-Python loop: how fast this host runs Python right now. The development
-    machines' speed varies by more than a change's effect (the loop took 311 to 970 ms on them), so a CPU figure is
-    comparable across runs only next to it, or measured side by side."""
+    machines' speed varies by more than a change's effect (the loop took 250 to 970 ms on them), and a loaded
+    system's CPU per answer differed by 1.6x between two machines where the loop did not: compare builds side by
+    side, and read a single run's figure next to this one."""
     started = time.process_time()
     exec(_REFERENCE_LOOP, {})  # a constant loop, compiled above
     return 1000 * (time.process_time() - started)
