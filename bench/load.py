@@ -374,9 +374,7 @@ def print_report(report: dict[str, Any]) -> None:
     relmon = report["relmon_cpu_ms_per_answer"]
     print(f"  relmon's processes together (bot + workers + beat): {relmon:.2f} ms CPU per answer (target <= 15)")
     before, after = report["reference_loop_ms"]
-    print(
-        f"  host speed: a fixed Python loop took {before} ms of CPU before the load and {after} ms after"
-    )
+    print(f"  host speed: a fixed Python loop took {before} ms of CPU before the load and {after} ms after")
 
 
 if __name__ == "__main__":
