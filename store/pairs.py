@@ -4,15 +4,18 @@ Slack retry, a late edit or two settle tasks racing cannot both win."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from functools import cache
 from typing import Any
 
-from sqlalchemy import Connection, Row, bindparam, case, select, update
+from sqlalchemy import Connection, Row, bindparam, case, func, select, update
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session
 
 from store.db import dialect_name, insert_for
 from store.judgments import PAIR_FIELDS
-from store.models import Pair, PairStatus, utcnow
+from store.models import OutcomeWindow, Pair, PairStatus, utcnow
+from store.outcomes import open_window
 
 # An edit re-opens an answer while it has not been judged (nor deleted or merged away); a judged one, to be judged
 # again on its final text, while it has been re-judged fewer than RELMON_MAX_REJUDGE times.
@@ -219,9 +222,14 @@ def settle(
     question_user: str | None = None,
     question_text: str | None = None,
     context_text: str | None = None,
+    window_closes_at: datetime | None = None,
 ) -> Row | None:
     """Move a settling pair to its settled status, only if nothing changed it since `version`. Returns the settled
-    pair's SETTLED_COLUMNS (what judging and the outcome window read next), or None if it changed meanwhile."""
+    pair's SETTLED_COLUMNS (what judging and the outcome window read next), or None if it changed meanwhile.
+
+    With `window_closes_at`, a captured answer settled `pending` with its question also gets its outcome window
+    (kept if it has one): on PostgreSQL in the same statement, a round trip fewer for every answer; elsewhere in
+    a second one on the same connection."""
     parameters = {
         "w_pair_id": pair_id,
         "w_version": version,
@@ -234,7 +242,22 @@ def settle(
     }
     if answer_text is not None:
         parameters["p_answer_text"] = answer_text
-    return session.execute(_settle_statement(answer_text is not None), parameters).first()
+    opens = window_closes_at is not None and status == PairStatus.PENDING
+    if opens and dialect_name(session) == "postgresql":
+        parameters["p_closes_at"] = window_closes_at
+        return session.execute(_settle_opening_window_statement(answer_text is not None), parameters).first()
+    settled = session.execute(_settle_statement(answer_text is not None), parameters).first()
+    if opens and settled is not None and settled.source == "capture" and settled.question_ts:
+        open_window(
+            session,
+            pair_id=settled.id,
+            channel_id=settled.channel_id,
+            answer_ts=settled.answer_ts,
+            thread_key=settled.thread_ts or settled.answer_ts,
+            asker=settled.question_user,
+            closes_at=window_closes_at,
+        )
+    return settled
 
 
 # What judging reads of a pair, and what opening its outcome window reads: the settle UPDATE returns both.
@@ -256,3 +279,29 @@ def _settle_statement(with_answer_text: bool):
         .values({name: bindparam(f"p_{name}") for name in names})
         .returning(*[getattr(Pair, name) for name in SETTLED_COLUMNS])
     )
+
+
+@cache
+def _settle_opening_window_statement(with_answer_text: bool):
+    """PostgreSQL: the settle UPDATE, and from the row it returns the outcome window's INSERT (a data-modifying
+    CTE: both or neither); what it returns is the settle's."""
+    settled = _settle_statement(with_answer_text).cte("settled")
+    window = OutcomeWindow.__table__
+    opened = (
+        postgresql.insert(window)
+        .from_select(
+            ["pair_id", "channel_id", "answer_ts", "thread_key", "asker", "closes_at"],
+            select(
+                settled.c.id,
+                settled.c.channel_id,
+                settled.c.answer_ts,
+                func.coalesce(settled.c.thread_ts, settled.c.answer_ts),
+                settled.c.question_user,
+                bindparam("p_closes_at", type_=window.c.closes_at.type),
+            ).where(settled.c.source == "capture", settled.c.question_ts.is_not(None), settled.c.question_ts != ""),
+        )
+        .on_conflict_do_nothing(index_elements=["pair_id"])
+        .returning(window.c.pair_id)
+        .cte("opened")
+    )
+    return select(*[settled.c[name] for name in SETTLED_COLUMNS]).add_cte(opened)

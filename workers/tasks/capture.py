@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 import redis
 from slack_sdk.errors import SlackApiError
@@ -23,6 +24,7 @@ from sqlalchemy.exc import OperationalError
 from capture.conversation import earlier_turns
 from capture.conversation_log import ConversationLog, HistoryFallback
 from capture.directory import BotUsers, UserNames, own_identity
+from capture.outcomes import window_closes_at
 from capture.pairing import (
     IGNORED_SUBTYPES,
     STREAMING,
@@ -175,7 +177,9 @@ def settle(
     question_text = redact_if(runtime.settings.redact_pii, question_text)
     if status in (PairStatus.PENDING, PairStatus.NO_QUESTION) and not answer_text.strip():
         status = PairStatus.EMPTY
-    with runtime.db.autocommit() as connection:  # one atomic UPDATE: no transaction to open and commit
+    window = runtime.settings.outcome_window_seconds
+    closes = datetime.fromtimestamp(window_closes_at(pair.answer_ts, window), UTC) if window > 0 else None
+    with runtime.db.autocommit() as connection:  # one atomic UPDATE (with the window's INSERT): no transaction
         settled = pairs.settle(
             connection,
             pair_id,
@@ -186,6 +190,7 @@ def settle(
             question_user=question.user if question and status == PairStatus.PENDING else None,
             question_text=question_text if status == PairStatus.PENDING else None,
             context_text=context if status == PairStatus.PENDING else None,
+            window_closes_at=closes,  # a pending pair's outcome window opens with it
         )
     if settled is None:
         return "lost"  # changed while we looked: the newer version's settle decides
@@ -196,7 +201,7 @@ def settle(
         ),
     )
     if status == PairStatus.PENDING:
-        _watch_outcome(runtime, pair_id, settled, resolution.parts)
+        _watch_outcome(runtime, pair_id, settled, resolution.parts, window_stored=True)
         if judge_later is not None:
             judge_later(settled)
         else:
@@ -211,11 +216,16 @@ def _enqueue_judging(pair_id: int) -> None:
 
 
 def _watch_outcome(
-    runtime: Runtime, pair_id: int, settled: Row | None = None, run: list[LoggedMessage] | None = None
+    runtime: Runtime,
+    pair_id: int,
+    settled: Row | None = None,
+    run: list[LoggedMessage] | None = None,
+    *,
+    window_stored: bool = False,
 ) -> None:
     from workers.tasks.outcomes import open_window
 
-    open_window(runtime, pair_id, settled, run)
+    open_window(runtime, pair_id, settled, run, window_stored=window_stored)
 
 
 @celery.task(

@@ -69,31 +69,47 @@ def _watch_of(window) -> Watch:
 
 
 def open_window(
-    runtime: Runtime, pair_id: int, settled: Row | None = None, run: list[LoggedMessage] | None = None
+    runtime: Runtime,
+    pair_id: int,
+    settled: Row | None = None,
+    run: list[LoggedMessage] | None = None,
+    *,
+    window_stored: bool = False,
 ) -> bool:
     """Start watching a settled answer's conversation (once), and read what the log already holds after it.
     `settled`: the pair's row as settling returned it (store.pairs.SETTLED_COLUMNS), which spares the read;
-    `run`: the answer's messages as settling resolved them (capture.pairing.Resolution.parts), its parts."""
+    `run`: the answer's messages as settling resolved them (capture.pairing.Resolution.parts), its parts;
+    `window_stored`: the settle statement stored the window (store.pairs.settle), so only the watch goes up."""
     window_seconds = runtime.settings.outcome_window_seconds
     if window_seconds <= 0:
         return False
+    if window_stored and settled is not None:
+        if settled.source != "capture" or not settled.question_ts:
+            return False
+        return _watch(runtime, settled, run, window_seconds)
     # Autocommit: one read, then one atomic insert (a second call keeps the first window); no transaction.
     with runtime.db.autocommit() as connection:
         pair = settled if settled is not None else pairs.watch_row(connection, pair_id)
         if pair is None or pair.source != "capture" or not pair.question_ts:
             return False
         closes = window_closes_at(pair.answer_ts, window_seconds)
-        watch = Watch(pair.id, pair.answer_ts, pair.thread_ts or pair.answer_ts, pair.question_user, closes)
-        channel = pair.channel_id
         store.open_window(
             connection,
             pair_id=pair.id,
-            channel_id=channel,
-            answer_ts=watch.answer_ts,
-            thread_key=watch.thread_key,
-            asker=watch.asker,
+            channel_id=pair.channel_id,
+            answer_ts=pair.answer_ts,
+            thread_key=pair.thread_ts or pair.answer_ts,
+            asker=pair.question_user,
             closes_at=datetime.fromtimestamp(closes, UTC),
         )
+    return _watch(runtime, pair, run, window_seconds)
+
+
+def _watch(runtime: Runtime, pair: Row, run: list[LoggedMessage] | None, window_seconds: float) -> bool:
+    """Put up the watch of a pair whose window is stored, and catch up on what the log holds after its answer."""
+    closes = window_closes_at(pair.answer_ts, window_seconds)
+    watch = Watch(pair.id, pair.answer_ts, pair.thread_ts or pair.answer_ts, pair.question_user, closes)
+    channel = pair.channel_id
     conversation = ConversationLog(runtime.redis, runtime.settings.question_ttl_seconds)
     answer = run[0] if run else conversation.get(channel, watch.answer_ts)
     if answer is not None:  # a reaction on any message of a multi-message answer counts
