@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from datetime import datetime
 
-from sqlalchemy import Connection, delete, select
+from sqlalchemy import Connection, Row, delete, select
 from sqlalchemy.orm import Session
 
 from store.db import insert_or_ignore, insert_or_ignore_returning
@@ -28,6 +28,24 @@ def open_window(
     row |= {"asker": asker, "closes_at": closes_at}
     statement = insert_or_ignore_returning(session, OutcomeWindow, ["pair_id"], "pair_id")
     return session.execute(statement, row).scalar_one_or_none() is not None
+
+
+def is_watched(pair: Row) -> bool:
+    """Only a captured answer with its question gets an outcome window (pair: a row with store.pairs.WATCH_COLUMNS)."""
+    return pair.source == "capture" and bool(pair.question_ts)
+
+
+def open_window_of(executor: Session | Connection, pair: Row, closes_at: datetime) -> bool:
+    """`open_window` for a pair's row (store.pairs.WATCH_COLUMNS): its thread, or the answer's own ts at top level."""
+    return open_window(
+        executor,
+        pair_id=pair.id,
+        channel_id=pair.channel_id,
+        answer_ts=pair.answer_ts,
+        thread_key=pair.thread_ts or pair.answer_ts,
+        asker=pair.question_user,
+        closes_at=closes_at,
+    )
 
 
 def get_window(session: Session, pair_id: int, *, lock: bool = False) -> OutcomeWindow | None:

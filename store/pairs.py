@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 from store.db import dialect_name, insert_for
 from store.judgments import PAIR_FIELDS
 from store.models import OutcomeWindow, Pair, PairStatus, utcnow
-from store.outcomes import open_window
+from store.outcomes import is_watched, open_window_of
 
 # An edit re-opens an answer while it has not been judged (nor deleted or merged away); a judged one, to be judged
 # again on its final text, while it has been re-judged fewer than RELMON_MAX_REJUDGE times.
@@ -247,16 +247,8 @@ def settle(
         parameters["p_closes_at"] = window_closes_at
         return session.execute(_settle_opening_window_statement(answer_text is not None), parameters).first()
     settled = session.execute(_settle_statement(answer_text is not None), parameters).first()
-    if opens and settled is not None and settled.source == "capture" and settled.question_ts:
-        open_window(
-            session,
-            pair_id=settled.id,
-            channel_id=settled.channel_id,
-            answer_ts=settled.answer_ts,
-            thread_key=settled.thread_ts or settled.answer_ts,
-            asker=settled.question_user,
-            closes_at=window_closes_at,
-        )
+    if opens and settled is not None and is_watched(settled):
+        open_window_of(session, settled, window_closes_at)
     return settled
 
 

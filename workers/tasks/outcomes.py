@@ -84,24 +84,14 @@ def open_window(
     if window_seconds <= 0:
         return False
     if window_stored and settled is not None:
-        if settled.source != "capture" or not settled.question_ts:
-            return False
-        return _watch(runtime, settled, run, window_seconds)
+        return _watch(runtime, settled, run, window_seconds) if store.is_watched(settled) else False
     # Autocommit: one read, then one atomic insert (a second call keeps the first window); no transaction.
     with runtime.db.autocommit() as connection:
         pair = settled if settled is not None else pairs.watch_row(connection, pair_id)
-        if pair is None or pair.source != "capture" or not pair.question_ts:
+        if pair is None or not store.is_watched(pair):
             return False
         closes = window_closes_at(pair.answer_ts, window_seconds)
-        store.open_window(
-            connection,
-            pair_id=pair.id,
-            channel_id=pair.channel_id,
-            answer_ts=pair.answer_ts,
-            thread_key=pair.thread_ts or pair.answer_ts,
-            asker=pair.question_user,
-            closes_at=datetime.fromtimestamp(closes, UTC),
-        )
+        store.open_window_of(connection, pair, datetime.fromtimestamp(closes, UTC))
     return _watch(runtime, pair, run, window_seconds)
 
 
