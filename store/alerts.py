@@ -202,8 +202,7 @@ def recent_scores(
     channel's newest judged pairs (a burst leaves many pending) on ix_pairs_channel_created, a few times `last`
     of them since some judgments are errors, each with its current score looked up by (pair_id, judge). When that
     batch holds too few, or does not reach back to `since`, the next, four times larger, continues from the
-    oldest pair read (within the time window once the count window is full), up to all.
-    full), up to all."""
+    oldest pair read (within the time window once the count window is full), up to all."""
     most = max(most, last)
     batch = max(3 * last, most)  # one batch usually serves both windows
     rows: list[tuple[float, datetime]] = []
