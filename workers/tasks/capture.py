@@ -201,7 +201,7 @@ def settle(
         ),
     )
     if status == PairStatus.PENDING:
-        _watch_outcome(runtime, pair_id, settled, resolution.parts, window_stored=True)
+        _watch_outcome(runtime, pair_id, settled, resolution.parts)  # its window was stored with the settle
         if judge_later is not None:
             judge_later(settled)
         else:
@@ -216,16 +216,11 @@ def _enqueue_judging(pair_id: int) -> None:
 
 
 def _watch_outcome(
-    runtime: Runtime,
-    pair_id: int,
-    settled: Row | None = None,
-    run: list[LoggedMessage] | None = None,
-    *,
-    window_stored: bool = False,
+    runtime: Runtime, pair_id: int, settled: Row | None = None, run: list[LoggedMessage] | None = None
 ) -> None:
     from workers.tasks.outcomes import open_window
 
-    open_window(runtime, pair_id, settled, run, window_stored=window_stored)
+    open_window(runtime, pair_id, settled, run)
 
 
 @celery.task(

@@ -69,29 +69,26 @@ def _watch_of(window) -> Watch:
 
 
 def open_window(
-    runtime: Runtime,
-    pair_id: int,
-    settled: Row | None = None,
-    run: list[LoggedMessage] | None = None,
-    *,
-    window_stored: bool = False,
+    runtime: Runtime, pair_id: int, settled: Row | None = None, run: list[LoggedMessage] | None = None
 ) -> bool:
     """Start watching a settled answer's conversation (once), and read what the log already holds after it.
-    `settled`: the pair's row as settling returned it (store.pairs.SETTLED_COLUMNS), which spares the read;
-    `run`: the answer's messages as settling resolved them (capture.pairing.Resolution.parts), its parts;
-    `window_stored`: the settle statement stored the window (store.pairs.settle), so only the watch goes up."""
+    `settled`: the pair's row as settling returned it (store.pairs.SETTLED_COLUMNS); the settle stored its window
+    too (store.pairs.settle), so only the watch goes up. Without it, the row is read and the window stored here.
+    `run`: the answer's messages as settling resolved them (capture.pairing.Resolution.parts), its parts."""
     window_seconds = runtime.settings.outcome_window_seconds
     if window_seconds <= 0:
         return False
-    if window_stored and settled is not None:
-        return _watch(runtime, settled, run, window_seconds) if store.is_watched(settled) else False
-    # Autocommit: one read, then one atomic insert (a second call keeps the first window); no transaction.
-    with runtime.db.autocommit() as connection:
-        pair = settled if settled is not None else pairs.watch_row(connection, pair_id)
-        if pair is None or not store.is_watched(pair):
-            return False
-        closes = window_closes_at(pair.answer_ts, window_seconds)
-        store.open_window_of(connection, pair, datetime.fromtimestamp(closes, UTC))
+    pair = settled
+    if pair is None:
+        # Autocommit: one read, then one atomic insert (a second call keeps the first window); no transaction.
+        with runtime.db.autocommit() as connection:
+            pair = pairs.watch_row(connection, pair_id)
+            if pair is None or not store.is_watched(pair):
+                return False
+            closes = window_closes_at(pair.answer_ts, window_seconds)
+            store.open_window_of(connection, pair, datetime.fromtimestamp(closes, UTC))
+    elif not store.is_watched(pair):
+        return False
     return _watch(runtime, pair, run, window_seconds)
 
 
