@@ -7,9 +7,10 @@ minutes of a deployment, so the constant prefix (system message + the seed's ins
 DeepEval's three prompts are built with DeepEval's own templates (`pip install -e '.[bench]'`); each is under
 1,024 tokens, so none is ever cached. The fake answers DeepEval's calls the way its metric expects (one
 statement per sentence of the answer, a "yes" verdict each, a one-sentence reason), and relmon's with its usual
-one-sentence verdict. Cost is what a provider bills at the list prices below, for three small models: how much
-caching saves depends on the provider's discount on cached input (gpt-4o-mini: half; gpt-4.1-mini and
-gpt-4.1-nano: three quarters).
+one-sentence verdict. Cost is what a provider bills at the list prices of three small models (the table the
+digest prices with, store/settings.py), relmon's default first: how much caching saves depends on the provider's
+discount on cached input (gpt-4.1-mini and gpt-4.1-nano: three quarters; gpt-4o-mini: half, so that its cached
+1,024-token prefix alone costs more than 0.4x DeepEval's judgment).
 """
 
 from __future__ import annotations
@@ -20,9 +21,11 @@ import re
 from dataclasses import dataclass
 
 from judges import LLMClient, RelevancyJudge
+from store.settings import DEFAULT_JUDGE_MODEL, LIST_PRICES
 from tests.fakes.openai_server import FakeOpenAI
 
-MODEL = "gpt-4o-mini"
+MODEL = DEFAULT_JUDGE_MODEL
+TARGET_RATIO = 0.4  # issue 18: a judgment bills at most 0.4x DeepEval's, at the default model's prices
 
 
 @dataclass(frozen=True)
@@ -35,11 +38,7 @@ class Prices:
     output: float
 
 
-PRICES = [
-    Prices("gpt-4o-mini", 0.15, 0.075, 0.60),
-    Prices("gpt-4.1-mini", 0.40, 0.10, 1.60),
-    Prices("gpt-4.1-nano", 0.10, 0.025, 0.40),
-]
+PRICES = [Prices(model, *LIST_PRICES[model]) for model in (DEFAULT_JUDGE_MODEL, "gpt-4.1-nano", "gpt-4o-mini")]
 
 # Support-bot exchanges of a usual length (a question of a line, an answer of two to four sentences).
 PAIRS = [
@@ -178,10 +177,13 @@ def report() -> list[str]:
     for prices in PRICES:
         costs = {name: usage.cost(prices) / n for name, usage in rows.items()}
         figures = " · ".join(f"{name} ${cost:.6f}" for name, cost in costs.items())
-        line = f"{prices.model} (${prices.input:g} / ${prices.cached_input:g} / ${prices.output:g}):\n  {figures}"
+        default = " (relmon's default)" if prices.model == DEFAULT_JUDGE_MODEL else ""
+        line = f"{prices.model}{default} (${prices.input:g} / ${prices.cached_input:g} / ${prices.output:g}):\n  {figures}"
         if "DeepEval (3 calls)" in costs:
             ratio = costs["relmon (1 call)"] / costs["DeepEval (3 calls)"]
             line += f" · relmon = {ratio:.2f}x DeepEval"
+            if default:
+                line += f" (target <= {TARGET_RATIO}x: {'met' if ratio <= TARGET_RATIO else 'NOT met'})"
         lines.append(line)
     if templates is None:
         lines.append("DeepEval is not installed (pip install -e '.[bench]'): its three-call baseline was not measured.")

@@ -1,7 +1,7 @@
 """relmon's judges: three LLM-as-a-judge prompts (relevancy, correctness, grounded) as a standalone library.
 
     from judges import LLMClient, get_judge
-    client = LLMClient(model="gpt-4o-mini")
+    client = LLMClient(model="gpt-4.1-mini")
     verdict = get_judge("relevancy").evaluate(client, question="...", answer="...")
 
 No Slack, no Celery, nothing else of relmon's: usable from a notebook.

@@ -15,7 +15,19 @@ from pydantic import AliasChoices, BeforeValidator, Field, SecretStr, Validation
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 SLACK_DEFAULT_API_URL = "https://slack.com/api/"
-DEFAULT_JUDGE_MODEL = "gpt-4o-mini"
+# A small current model. The 4.1 family bills cached input at a quarter of the price (gpt-4o-mini at half), which
+# is what takes a cached relevancy judgment under 0.4x the cost of DeepEval's three calls (docs/performance.md).
+DEFAULT_JUDGE_MODEL = "gpt-4.1-mini"
+
+# OpenAI's list prices, USD per million tokens (input, cached input, output), for the digest's cost line when
+# RELMON_COST_* are unset. Another model (or another provider) is priced as the default until they are set.
+LIST_PRICES: dict[str, tuple[float, float, float]] = {
+    "gpt-4.1-mini": (0.40, 0.10, 1.60),
+    "gpt-4.1-nano": (0.10, 0.025, 0.40),
+    "gpt-4.1": (2.00, 0.50, 8.00),
+    "gpt-4o-mini": (0.15, 0.075, 0.60),
+    "gpt-4o": (2.50, 1.25, 10.00),
+}
 
 
 def _split_commas(value: object) -> object:
@@ -127,13 +139,14 @@ class Settings(BaseSettings):
     llm_max_retries: int = Field(6, ge=0, le=10, **_env("RELMON_LLM_MAX_RETRIES"))
     max_prompt_chars: int = Field(100_000, ge=2_000, **_env("RELMON_MAX_PROMPT_CHARS"))
     # Estimated cost shown in the digest, in USD per million tokens.
-    cost_per_million_input_tokens: float = Field(0.15, ge=0, **_env("RELMON_COST_INPUT_PER_MTOK"))
-    cost_per_million_output_tokens: float = Field(0.60, ge=0, **_env("RELMON_COST_OUTPUT_PER_MTOK"))
+    # Unset: the judge model's list price (LIST_PRICES).
+    cost_per_million_input_tokens: float | None = Field(None, ge=0, **_env("RELMON_COST_INPUT_PER_MTOK"))
+    cost_per_million_output_tokens: float | None = Field(None, ge=0, **_env("RELMON_COST_OUTPUT_PER_MTOK"))
     cost_per_million_cached_input_tokens: float | None = Field(
         None,
         ge=0,
-        description="USD per million input tokens the provider read from its prompt cache; unset: half the "
-        "input price (OpenAI's discount on most models).",
+        description="USD per million input tokens the provider read from its prompt cache; unset: the model's "
+        "list price, or half an input price that is set.",
         **_env("RELMON_PRICE_CACHED_INPUT"),
     )
 
@@ -243,11 +256,32 @@ class Settings(BaseSettings):
     # Derived values ---------------------------------------------------------------------------
 
     @property
+    def _list_prices(self) -> tuple[float, float, float]:
+        return LIST_PRICES.get(self.judge_model, LIST_PRICES[DEFAULT_JUDGE_MODEL])
+
+    @property
+    def input_price(self) -> float:
+        """USD per million input tokens: the setting, or the judge model's list price."""
+        if self.cost_per_million_input_tokens is None:
+            return self._list_prices[0]
+        return self.cost_per_million_input_tokens
+
+    @property
+    def output_price(self) -> float:
+        """USD per million output tokens: the setting, or the judge model's list price."""
+        if self.cost_per_million_output_tokens is None:
+            return self._list_prices[2]
+        return self.cost_per_million_output_tokens
+
+    @property
     def cached_input_price(self) -> float:
-        """USD per million cached input tokens: the setting, or half the input price when it is unset."""
-        if self.cost_per_million_cached_input_tokens is None:
+        """USD per million cached input tokens: the setting; unset, half an input price that is set (a price of
+        one's own, such as a gateway's), else the judge model's list price."""
+        if self.cost_per_million_cached_input_tokens is not None:
+            return self.cost_per_million_cached_input_tokens
+        if self.cost_per_million_input_tokens is not None:
             return self.cost_per_million_input_tokens / 2
-        return self.cost_per_million_cached_input_tokens
+        return self._list_prices[1]
 
     @property
     def digest_channel(self) -> str | None:

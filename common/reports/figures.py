@@ -18,7 +18,7 @@ from store.stats_queries import stream_pair_rows
 def prices_for(runtime: Runtime) -> Prices:
     settings = runtime.settings
     return Prices(
-        settings.cost_per_million_input_tokens, settings.cost_per_million_output_tokens, settings.cached_input_price
+        settings.input_price, settings.output_price, settings.cached_input_price
     )
 
 

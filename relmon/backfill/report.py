@@ -69,8 +69,8 @@ def estimate_text(counters: Counters, runtime: Runtime, *, batch: bool) -> str:
     """What `--dry-run` prints: the pairs it would judge, the calls, tokens and cost."""
     settings = runtime.settings
     cost = (
-        counters.input_tokens / 1e6 * settings.cost_per_million_input_tokens
-        + counters.output_tokens / 1e6 * settings.cost_per_million_output_tokens
+        counters.input_tokens / 1e6 * settings.input_price
+        + counters.output_tokens / 1e6 * settings.output_price
     )
     lines = [
         f"would judge {counters.sampled} pair(s): {counters.calls} LLM call(s), about {counters.input_tokens:,} "

@@ -314,7 +314,21 @@ def test_cached_input_is_priced_at_the_cached_rate_and_shown_in_the_cost_line():
     assert "$0.15 / $0.03 / $0.6 per million" in digest_text(report, {}, {}, priced)
 
 
-def test_the_cached_input_price_defaults_to_half_the_input_price(monkeypatch):
+def test_unset_prices_are_the_judge_models_list_prices(monkeypatch):
+    for name in ("RELMON_PRICE_CACHED_INPUT", "RELMON_COST_INPUT_PER_MTOK", "RELMON_COST_OUTPUT_PER_MTOK"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("RELMON_JUDGE_MODEL", raising=False)
+    default = Settings(_env_file=None)
+    assert (default.judge_model, default.input_price, default.cached_input_price, default.output_price) == (
+        "gpt-4.1-mini", 0.40, 0.10, 1.60,
+    )
+    older = Settings(_env_file=None, judge_model="gpt-4o-mini")
+    assert (older.input_price, older.cached_input_price, older.output_price) == (0.15, 0.075, 0.60)
+    # A model without a list price here (a local or gateway model) is priced as the default until it is set.
+    assert Settings(_env_file=None, judge_model="llama3.1:8b").input_price == 0.40
+
+
+def test_the_cached_input_price_defaults_to_half_an_input_price_that_is_set(monkeypatch):
     monkeypatch.delenv("RELMON_PRICE_CACHED_INPUT", raising=False)
     assert Settings(_env_file=None, cost_per_million_input_tokens=0.4).cached_input_price == 0.2
     monkeypatch.setenv("RELMON_PRICE_CACHED_INPUT", "0.05")
