@@ -178,7 +178,8 @@ def report() -> list[str]:
         costs = {name: usage.cost(prices) / n for name, usage in rows.items()}
         figures = " · ".join(f"{name} ${cost:.6f}" for name, cost in costs.items())
         default = " (relmon's default)" if prices.model == DEFAULT_JUDGE_MODEL else ""
-        line = f"{prices.model}{default} (${prices.input:g} / ${prices.cached_input:g} / ${prices.output:g}):\n  {figures}"
+        listed = f"${prices.input:g} / ${prices.cached_input:g} / ${prices.output:g}"
+        line = f"{prices.model}{default} ({listed}):\n  {figures}"
         if "DeepEval (3 calls)" in costs:
             ratio = costs["relmon (1 call)"] / costs["DeepEval (3 calls)"]
             line += f" · relmon = {ratio:.2f}x DeepEval"

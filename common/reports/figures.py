@@ -17,9 +17,7 @@ from store.stats_queries import stream_pair_rows
 
 def prices_for(runtime: Runtime) -> Prices:
     settings = runtime.settings
-    return Prices(
-        settings.input_price, settings.output_price, settings.cached_input_price
-    )
+    return Prices(settings.input_price, settings.output_price, settings.cached_input_price)
 
 
 def load_report(runtime: Runtime, period: Period, may_see: Callable[[str], bool] = lambda _channel: True) -> Report:

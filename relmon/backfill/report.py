@@ -68,10 +68,7 @@ def estimate(counters: Counters, runtime: Runtime, channel: str, answer_ts: str,
 def estimate_text(counters: Counters, runtime: Runtime, *, batch: bool) -> str:
     """What `--dry-run` prints: the pairs it would judge, the calls, tokens and cost."""
     settings = runtime.settings
-    cost = (
-        counters.input_tokens / 1e6 * settings.input_price
-        + counters.output_tokens / 1e6 * settings.output_price
-    )
+    cost = counters.input_tokens / 1e6 * settings.input_price + counters.output_tokens / 1e6 * settings.output_price
     lines = [
         f"would judge {counters.sampled} pair(s): {counters.calls} LLM call(s), about {counters.input_tokens:,} "
         f"input and {counters.output_tokens:,} output tokens, about ${cost:.4f} online, ${cost / 2:.4f} with --batch"

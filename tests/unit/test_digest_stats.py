@@ -320,7 +320,10 @@ def test_unset_prices_are_the_judge_models_list_prices(monkeypatch):
     monkeypatch.delenv("RELMON_JUDGE_MODEL", raising=False)
     default = Settings(_env_file=None)
     assert (default.judge_model, default.input_price, default.cached_input_price, default.output_price) == (
-        "gpt-4.1-mini", 0.40, 0.10, 1.60,
+        "gpt-4.1-mini",
+        0.40,
+        0.10,
+        1.60,
     )
     older = Settings(_env_file=None, judge_model="gpt-4o-mini")
     assert (older.input_price, older.cached_input_price, older.output_price) == (0.15, 0.075, 0.60)
