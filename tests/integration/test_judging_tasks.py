@@ -18,6 +18,7 @@ from store.models import DailyUsage, JudgingFailure, Judgment, Pair, PairStatus
 from store.settings import Settings
 from tests.fakes.openai_server import FakeOpenAI
 from tests.pipeline_helpers import add_pairs, count_judgments, in_process_worker, statuses, sweep_as_beat_would
+from workers import noted_tasks
 
 pytestmark = pytest.mark.slow
 
@@ -176,3 +177,6 @@ def test_a_judgment_stored_while_the_broker_is_down_is_still_handed_to_the_alert
     assert judgment.score == 0
     assert queued == [(judging.TASK_CONSIDER_ALERT, [judgment.id])]
     assert len(fake_openai.requests) == 1  # the resumed run judged nothing again
+    # Noted until it ends, so that a message lost in a dying worker's hands is sent again (workers.noted_tasks).
+    noted = redis.Redis.from_url(redis_url).zrange(noted_tasks.KEY, 0, -1)
+    assert noted == [noted_tasks.note_of(judging.TASK_CONSIDER_ALERT, [judgment.id]).encode()]

@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from urllib.parse import urlsplit
 
 import pytest
@@ -26,7 +27,10 @@ from common.celery_app import create_celery
 from store import alerts as alert_store
 from store.models import JudgmentStatus
 from store.settings import MIN_LEASE_SECONDS, Settings
+from tests import slack_requests as sr
+from tests.alert_helpers import ALERTS, add_judgment
 from tests.processes import json_lines, relmon_env, start_worker, wait_for
+from workers import noted_tasks
 from workers.judging.queued import UNACKED_KEY
 
 pytestmark = pytest.mark.slow
@@ -72,6 +76,24 @@ def test_the_only_worker_killed_while_busy_recovers_within_a_minute_of_its_repla
     tallies = system.check_exactly_once(extra_llm_calls=max(in_flight_before, 0) + 64)
     assert tallies["pairs"] == 40 and tallies["alerts"] == 10
     assert recovered_in <= RECOVERY_BOUND
+
+
+def test_an_alert_task_lost_in_a_dying_workers_hands_is_sent_again_by_beat(make_system, redis_url) -> None:
+    """A low score whose `consider_alert` message a SIGKILLed worker took off the queue but never recorded as held
+    (kombu's window): its note is all that is left. Beat's orphan check sends it again once it is a lease old, and a
+    live worker posts the alert, once."""
+    system = make_system(workers=1)
+    broker = redis.Redis.from_url(redis_url)
+    runtime = SimpleNamespace(db=system.database)
+    judgment_id = add_judgment(runtime, score=0, answer_ts=sr.next_ts(), answer="Our offtopic cafeteria serves pasta.")
+    broker.zadd(noted_tasks.KEY, {noted_tasks.note_of(task_names.CONSIDER_ALERT, [judgment_id]): time.time() - 60})
+    # The orphan check runs every half lease (15 s at the default 30 s): the alert lands within one round or two.
+    wait_for(lambda: system.slack.posted(ALERTS), timeout=45, interval=0.25, what="the alert, sent again")
+    wait_for(lambda: broker.zcard(noted_tasks.KEY) == 0, timeout=10, what="its note dropped")
+    time.sleep(1.0)  # a second run would have posted by now
+    [alert] = system.slack.posted(ALERTS)
+    assert alert["text"].startswith("Low relevancy score 0")
+    broker.close()
 
 
 def test_redis_killed_and_restarted_mid_run(make_system, redis_server) -> None:

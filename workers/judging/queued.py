@@ -5,7 +5,7 @@ The orphan check (workers.tasks.sweeper.requeue_orphans) re-enqueues a pending o
 re-sends a capture handoff that has none: its message was lost in kombu's window between taking it off the list and
 recording it as unacknowledged, or never published. Messages are kombu's JSON envelopes; their body (base64 JSON) is
 `[args, kwargs, embed]`; relmon's settle and judge tasks take the pair's ID first, `capture_answer` its handoff ID
-as the keyword `handoff`.
+as the keyword `handoff`. The noted follow-up tasks (workers.noted_tasks) are named by their task and arguments.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from typing import TypeVar
 
 from common import task_names
+from workers.noted_tasks import NOTED, note_of
 
 T = TypeVar("T")
 
@@ -54,6 +55,17 @@ def handoff_of(envelope: dict) -> str | None:
     return handoff if isinstance(handoff, str) else None
 
 
+def noted_of(envelope: dict) -> str | None:
+    """The note of a noted follow-up task's message (workers.noted_tasks); None for any other message."""
+    task = (envelope.get("headers") or {}).get("task")
+    if task not in NOTED:
+        return None
+    try:
+        return note_of(task, _body(envelope)[0])
+    except (KeyError, IndexError, TypeError, ValueError):
+        return None
+
+
 def _found_in(raw_envelopes: Iterable[bytes | str], *, held: bool, read: Callable[[dict], T | None]) -> set[T]:
     found: set[T] = set()
     for raw in raw_envelopes:
@@ -90,3 +102,8 @@ def queued_pairs(client, queue: str) -> set[int] | None:
 def queued_handoffs(client, queue: str) -> set[str] | None:
     """Capture handoffs with a message on `queue` or held by a worker; None when there is too much to read."""
     return _queued(client, queue, handoff_of)
+
+
+def queued_notes(client, queue: str) -> set[str] | None:
+    """Notes of follow-up tasks with a message on `queue` or held by a worker; None when there is too much to read."""
+    return _queued(client, queue, noted_of)

@@ -17,6 +17,7 @@ pair. The rules themselves are in workers.judging.rules.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping
 from types import SimpleNamespace
 from typing import Any
@@ -42,7 +43,7 @@ from store.judgments import (
     stored_for_version,
 )
 from store.models import PairStatus
-from workers import budget, sampling
+from workers import budget, noted_tasks, sampling
 from workers.alerts.planning import follow_up_needed
 from workers.alerts.policy import JudgmentFacts
 from workers.judging.pair_view import PairView
@@ -296,11 +297,11 @@ def hand_on(
     try:
         if pair.on_demand:
             if complete:
-                celery.send_task(TASK_DELIVER_VERDICT, args=[pair.id])
+                noted_tasks.send(runtime.redis, TASK_DELIVER_VERDICT, [pair.id], time.time())
             return
         for judgment_id, values in judgments.items():
             if recheck or values is None or follow_up_needed(runtime, _facts(judgment_id, values, pair)):
-                celery.send_task(TASK_CONSIDER_ALERT, args=[judgment_id])
+                noted_tasks.send(runtime.redis, TASK_CONSIDER_ALERT, [judgment_id], time.time())
     except Exception as error:  # the broker or the database, after the judgments were stored
         raise HandOnFailed(error) from error
 

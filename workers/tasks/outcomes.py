@@ -9,6 +9,7 @@ set once; a retried task or a redelivered event records nothing twice.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -41,6 +42,7 @@ from common.telemetry.logs import event_fields
 from store import outcomes as store
 from store import pairs
 from store.models import as_utc
+from workers import noted_tasks
 
 log = logging.getLogger("relmon.outcomes")
 
@@ -184,7 +186,7 @@ def _observe(runtime: Runtime, channel: str, message: LoggedMessage, watches: li
                 judge_again = store.set_teammate_reference(session, pair_id, reference, judges)
         if judge_again:  # the pair is pending: if this send is lost, the stale sweeper enqueues it
             celery.send_task(task_names.JUDGE_PAIR, args=[pair_id])
-        _follow_up(pair_id)
+        _follow_up(runtime, pair_id)
         _announce(runtime, pair_id, new, channel=channel, message_ts=message.ts)
         if new:
             recorded[pair_id] = new
@@ -211,7 +213,7 @@ def observe_reaction_in(runtime: Runtime, pair_id: int, user: str, emoji: str, a
             new = []
             if standing == 0:
                 store.withdraw_signal(session, pair_id, name)
-    _follow_up(pair_id)
+    _follow_up(runtime, pair_id)
     _announce(runtime, pair_id, new)
     return new
 
@@ -234,7 +236,7 @@ def close_window_in(runtime: Runtime, pair_id: int, now: datetime | None = None)
         if not store.close_window(session, pair_id, now=now, closing=closing):
             return "closed"
     WatchBoard(runtime.redis).remove(channel, pair_id, **watched)
-    _follow_up(pair_id)
+    _follow_up(runtime, pair_id)
     _announce(runtime, pair_id, sorted(closing), channel=channel)
     return "resolved" if closing else "unresolved"
 
@@ -263,10 +265,11 @@ def close_schedule(window_seconds: float) -> dict:
     }
 
 
-def _follow_up(pair_id: int) -> None:
+def _follow_up(runtime: Runtime, pair_id: int) -> None:
     """The pair's alerts follow its signals (workers.alerts.outcomes). Sent whether or not this attempt recorded
-    anything new: a retry after a lost send still hands it on, and the follow-up is idempotent."""
-    celery.send_task(task_names.FOLLOW_UP_OUTCOME, args=[pair_id])
+    anything new: a retry after a lost send still hands it on, and the follow-up is idempotent. Noted, since only
+    its message says it is still to do (workers.noted_tasks)."""
+    noted_tasks.send(runtime.redis, task_names.FOLLOW_UP_OUTCOME, [pair_id], time.time())
 
 
 def _announce(runtime: Runtime, pair_id: int, new: list[str], **fields) -> None:

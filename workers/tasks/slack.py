@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from functools import partial
 
-from celery.exceptions import Reject
+from celery.exceptions import Reject, Retry
 
 from common.backoff import backoff_seconds
 from common.celery_app import celery
@@ -24,6 +24,7 @@ from common.task_names import (
     REFRESH_ALERT_VOTES,
 )
 from judges import TransientLLMError
+from workers import noted_tasks
 from workers.alerts.delivery import consider, is_permanent, refresh_votes, slack_error
 from workers.alerts.outcomes import follow_up
 from workers.alerts.summaries import flush_summaries
@@ -74,13 +75,29 @@ def _run(task, function, *args):
             raise Reject(error, requeue=True) from dropped
 
 
+def _run_noted(task, function, *args):
+    """`_run` for a noted follow-up task (workers.noted_tasks): its note is dropped once it ends for good (done,
+    refused, out of retries) and kept while a retry or a requeued message is on its way. The note names the
+    message's own arguments, as they were sent."""
+    sent = task.request.args or ()
+    try:
+        result = _run(task, function, *args)
+    except (Retry, Reject):
+        raise
+    except BaseException:
+        noted_tasks.done(get_runtime().redis, task.name, sent)
+        raise
+    noted_tasks.done(get_runtime().redis, task.name, sent)
+    return result
+
+
 @celery.task(name=CONSIDER_ALERT, bind=True, max_retries=MAX_RETRIES)
 def consider_alert(self, judgment_id: int) -> str:
     """Apply the alert policy to one new judgment (`workers.alerts.delivery.consider`). Idempotent. A second
     opinion the LLM cannot give is retried like any transient failure, up to RELMON_LLM_MAX_RETRIES times (at
     most MAX_RETRIES): on the last attempt it is stored as unconfirmed and nobody is alerted."""
     last_attempt = self.request.retries >= min(get_runtime().settings.llm_max_retries, MAX_RETRIES)
-    return _run(self, partial(consider, last_attempt=last_attempt), judgment_id)
+    return _run_noted(self, partial(consider, last_attempt=last_attempt), judgment_id)
 
 
 @celery.task(name=FLUSH_ALERT_SUMMARIES, bind=True, max_retries=MAX_RETRIES)
@@ -98,11 +115,11 @@ def refresh_alert_votes(self, alert_id: int) -> str:
 @celery.task(name=DELIVER_VERDICT, bind=True, max_retries=MAX_RETRIES)
 def deliver_verdict(self, pair_id: int, reply_channel: str | None = None) -> str:
     """Send an on-demand verdict privately to whoever asked (`workers.alerts.verdicts`), once."""
-    return _run(self, deliver, pair_id, reply_channel)
+    return _run_noted(self, deliver, pair_id, reply_channel)
 
 
 @celery.task(name=FOLLOW_UP_OUTCOME, bind=True, max_retries=MAX_RETRIES)
 def follow_up_outcome(self, pair_id: int) -> str:
     """A pair's outcome signals changed: its missed-failure alert (once) and its alerts redrawn
     (`workers.alerts.outcomes.follow_up`)."""
-    return _run(self, follow_up, pair_id)
+    return _run_noted(self, follow_up, pair_id)

@@ -1,7 +1,8 @@
 """requeue_orphans and requeue_stale, run by beat. The orphan check, every half lease, re-enqueues at once a pair
 that has waited a lease with no task message anywhere in Redis (lost in kombu's delivery window, or never
 published), and sends again an answer the bot handed on whose capture task is lost the same way (capture.handoffs),
-so a worker's crash costs a lease, not a sweep. requeue_stale, the stale sweeper, every few
+so a worker's crash costs a lease, not a sweep; it does the same for the follow-up tasks only their message
+carries (an alert's decision, an on-demand verdict: workers.noted_tasks). requeue_stale, the stale sweeper, every few
 minutes, re-enqueues pairs whose task was lost (the backstop when the queue is too long to read) and
 gives up on a pair whose judging task keeps failing with a bug: after MAX_FAILED_RUNS counted failures it stores
 the pair's judgments as errors with the reason. It gives up only once the last failure is a sweep interval old,
@@ -11,20 +12,25 @@ so that no run that could still store the real verdict is beaten to it by the er
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
+from functools import partial
+from typing import TypeVar
 
 from capture import handoffs
 from common import task_names
-from common.celery_app import QUEUE_JUDGE, celery
+from common.celery_app import QUEUE_JUDGE, QUEUE_SLACK, celery
 from common.runtime import Runtime, get_runtime
 from store.attempts import Failures, failures_of
 from store.judgments import pair_for_judging, stale_pairs, stored_judges, touch_pairs
 from store.models import PairStatus
-from workers.judging.queued import queued_handoffs, queued_pairs
+from workers import noted_tasks
+from workers.judging.queued import queued_handoffs, queued_notes, queued_pairs
 from workers.judging.rules import failed_values, judges_in_force, sweep_action, sweep_interval
 from workers.tasks.judging import PairView, hand_on, judge_pair, store_judgments
 
 log = logging.getLogger("relmon.judging")
+T = TypeVar("T")
 
 SWEEP_LIMIT = 500
 
@@ -67,6 +73,7 @@ def requeue_orphans() -> int:
             for pair in stale_pairs(session, pending_before=now - lease, settling_before=now - lease, limit=SWEEP_LIMIT)
         ]
     resent = requeue_lost_captures(runtime, now.timestamp(), lease.total_seconds())
+    resent += requeue_lost_follow_ups(runtime, now.timestamp(), lease.total_seconds())
     if not waiting:
         return resent
     queued = queued_pairs(runtime.redis, QUEUE_JUDGE)  # read after the pairs: a task done meanwhile costs one read
@@ -91,16 +98,48 @@ def requeue_lost_captures(runtime: Runtime, now: float, lease_seconds: float) ->
     """Send `capture_answer` again for answers the bot handed on over a lease ago whose task message is nowhere in
     Redis (capture.handoffs): lost before any worker stored the answer."""
     noted = handoffs.overdue(runtime.redis, noted_before=now - lease_seconds, now=now, limit=SWEEP_LIMIT)
+    return _send_again(
+        noted,
+        lambda: queued_handoffs(runtime.redis, QUEUE_JUDGE),
+        lambda kwargs: celery.send_task(task_names.CAPTURE_ANSWER, kwargs=kwargs, **handoffs.shown(kwargs)),
+        "answers whose capture task",
+    )
+
+
+def requeue_lost_follow_ups(runtime: Runtime, now: float, lease_seconds: float) -> int:
+    """Send again the follow-up tasks (an alert's decision, an on-demand verdict, an outcome's follow-up) noted over
+    a lease ago whose message is nowhere in Redis (workers.noted_tasks): lost in kombu's delivery window."""
+    noted = noted_tasks.overdue(runtime.redis, noted_before=now - lease_seconds, now=now, limit=SWEEP_LIMIT)
+    return _send_again(
+        noted,
+        lambda: queued_notes(runtime.redis, QUEUE_SLACK),
+        lambda call: noted_tasks.send(runtime.redis, *call, now),
+        "follow-up tasks whose message",
+        still_noted=partial(noted_tasks.still_noted, runtime.redis),
+    )
+
+
+def _send_again(
+    noted: Mapping[str, T],
+    read_queued: Callable[[], set[str] | None],
+    send: Callable[[T], object],
+    what: str,
+    *,
+    still_noted: Callable[[list[str]], list[str]] = list,
+) -> int:
+    """Send again each noted task with no message queued or held (read after the notes, so that a message in
+    flight is seen in one place or the other); `still_noted` drops the tasks that ended meanwhile. A queue too long
+    to read is left to the next round."""
     if not noted:
         return 0
-    queued = queued_handoffs(runtime.redis, QUEUE_JUDGE)
+    queued = read_queued()
     if queued is None:
         return 0
-    lost = {handoff: kwargs for handoff, kwargs in noted.items() if handoff not in queued}
-    for kwargs in lost.values():
-        celery.send_task(task_names.CAPTURE_ANSWER, kwargs=kwargs, **handoffs.shown(kwargs))
+    lost = still_noted([key for key in noted if key not in queued])
+    for key in lost:
+        send(noted[key])
     if lost:
-        log.warning("re-sent answers whose capture task was lost", extra={"count": len(lost)})
+        log.warning(f"re-sent {what} was lost", extra={"count": len(lost)})
     return len(lost)
 
 
