@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import redis
 from sqlalchemy import func, select
 
 from bench.measure import (
@@ -44,6 +45,7 @@ from bench.measure import (
     percentile,
     process_tree,
     reference_loop_ms,
+    round_trip_us,
     status_mb,
 )
 from common.messages.alerts import ACTION_RIGHT
@@ -234,6 +236,9 @@ def main(argv: list[str] | None = None) -> int:
             return {name: {pid: cpu_seconds([pid]) for pid in pids} for name, pids in groups.items()}
 
         loop_before = reference_loop_ms()
+        counter = redis.Redis.from_url(redis_server.url)
+        ping_us = round_trip_us(counter)
+        commands_before = command_counts(counter)
         cpu_before, busy_before, wall_before = cpu_snapshot(), machine_busy_seconds(), time.monotonic()
         print(f"sending {total} answers at {args.rate:g}/s for {args.seconds:g} s ...", flush=True)
         burst(send, range(total), workers=args.senders)
@@ -254,6 +259,8 @@ def main(argv: list[str] | None = None) -> int:
         except AssertionError as error:
             print(f"warning: {error}", flush=True)
         cpu_after, busy_after, wall_after = cpu_snapshot(), machine_busy_seconds(), time.monotonic()
+        commands = Counter(command_counts(counter))
+        commands.subtract(commands_before)
         cpu_ms_per_answer = {
             name: round(
                 1000 * sum(t - cpu_before.get(name, {}).get(pid, 0.0) for pid, t in cpu_after[name].items()) / total, 2
@@ -322,6 +329,9 @@ def main(argv: list[str] | None = None) -> int:
             "relmon_cpu_ms_per_answer": round(relmon_cpu, 2),
             "machine_busy_percent": round(100 * machine_busy, 1),
             "reference_loop_ms": [round(loop_before), round(loop_after)],
+            "redis_ping_cpu_us": round(ping_us, 1),
+            "redis_commands_per_answer": round(commands.total() / total, 2),
+            "redis_commands_top": {name: round(n / total, 2) for name, n in commands.most_common(8)},
         }
         report["peak_rss_mb"]["fake LLM"] = round(peak_rss_mb(llm.pid), 1)
         report["peak_rss_mb"]["redis"] = round(peak_rss_mb(redis_server.process.pid), 1)
@@ -341,6 +351,11 @@ def main(argv: list[str] | None = None) -> int:
         redis_server.stop()
         if database_name is not None and admin is not None:
             drop_postgres_database(admin, database_name)
+
+
+def command_counts(client) -> dict[str, int]:
+    """Calls per Redis command since the server started (INFO commandstats)."""
+    return {name.removeprefix("cmdstat_"): stats["calls"] for name, stats in client.info("commandstats").items()}
 
 
 def print_report(report: dict[str, Any]) -> None:
@@ -374,7 +389,10 @@ def print_report(report: dict[str, Any]) -> None:
     relmon = report["relmon_cpu_ms_per_answer"]
     print(f"  relmon's processes together (bot + workers + beat): {relmon:.2f} ms CPU per answer (target <= 15)")
     before, after = report["reference_loop_ms"]
-    print(f"  host speed: a fixed Python loop took {before} ms of CPU before the load and {after} ms after")
+    print(f"  host speed: a fixed Python loop took {before} ms of CPU before the load and {after} ms after;")
+    print(f"    a Redis round trip (PING) {report['redis_ping_cpu_us']} us of client CPU")
+    top = ", ".join(f"{name} {n:g}" for name, n in report["redis_commands_top"].items())
+    print(f"  Redis commands per answer (all processes): {report['redis_commands_per_answer']:g} ({top})")
 
 
 if __name__ == "__main__":

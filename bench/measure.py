@@ -66,6 +66,17 @@ def reference_loop_ms() -> float:
     return 1000 * (time.process_time() - started)
 
 
+def round_trip_us(client, count: int = 5_000) -> float:
+    """CPU microseconds this process spends on one Redis PING over loopback: what a network round trip costs here.
+    Most of relmon's CPU per answer is round trips (SQL statements, Redis commands, task messages), and their
+    cost differs between hosts far more than the Python loop's (90 us on a nested-virtualization machine)."""
+    client.ping()
+    started = time.process_time()
+    for _ in range(count):
+        client.ping()
+    return 1e6 * (time.process_time() - started) / count
+
+
 def percentile(values: list[float], fraction: float) -> float:
     """The nearest-rank value at `fraction` (0.99 for p99); NaN when there are no values."""
     if not values:
