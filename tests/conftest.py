@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -28,14 +29,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """RELMON_TEST_PHASE=parallel runs every test but those marked `serial` (they restart a shared service);
     =serial runs only those. scripts/test.sh runs the first with several workers, then the second alone."""
     phase = os.environ.get("RELMON_TEST_PHASE")
-    if phase not in ("parallel", "serial"):
-        return
-    wanted = phase == "serial"
-    keep = [item for item in items if (item.get_closest_marker("serial") is not None) == wanted]
-    dropped = [item for item in items if (item.get_closest_marker("serial") is not None) != wanted]
-    if dropped:
-        config.hook.pytest_deselected(items=dropped)
-        items[:] = keep
+    if phase in ("parallel", "serial"):
+        wanted = phase == "serial"
+        keep = [item for item in items if (item.get_closest_marker("serial") is not None) == wanted]
+        dropped = [item for item in items if (item.get_closest_marker("serial") is not None) != wanted]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = keep
+    _longest_modules_first(items)
+
+
+def _longest_modules_first(items: list[pytest.Item]) -> None:
+    """Modules with the most `slow` tests (real processes, leases of 30 s) first, then the largest: the order the
+    test workers take modules in (scripts/test.sh: loadscope, not reordered), so that no minute-long module
+    starts last and runs alone. Each module's own order is kept (the sort is stable)."""
+    module = {id(item): item.nodeid.split("::")[0] for item in items}
+    slow = Counter(module[id(item)] for item in items if item.get_closest_marker("slow") is not None)
+    size = Counter(module.values())
+    items.sort(key=lambda item: (-slow[module[id(item)]], -size[module[id(item)]]))
 
 
 @pytest.fixture(scope="session")
