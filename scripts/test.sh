@@ -14,14 +14,15 @@ if ! command -v docker-compose >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command 
 fi
 ruff check .
 ruff format --check .
-# Most tests wait on processes, leases and sockets rather than the CPU: three pytest workers (on 2 cores) take 9 min
-# where two took 11.6 and one about 25 (1,273 tests, 2026-12-01).
+# Most tests wait on processes, leases and sockets rather than the CPU: four pytest workers (on 2 cores) took 10.9 min
+# where three took 12.4 (1,317 tests, 2026-12-02, a machine where a loopback round trip costs 100 us of CPU; three
+# took 9 min, two 11.6 and one about 25 on the machine of 2026-12-01).
 # A module runs whole on one worker (loadscope): some modules' last test checks what the earlier ones did. Modules
 # with the most slow tests go first (tests/conftest.py orders them; xdist would put the most tests first).
 # Tests marked `serial` restart a shared service (PostgreSQL), so they run alone afterwards (RELMON_TEST_PHASE picks
 # each run's share: tests/conftest.py). Exit code 5 (no test selected, e.g. with -k) is no failure for either run.
 status=0
-RELMON_TEST_PHASE=parallel python -m pytest -n "${RELMON_TEST_WORKERS:-3}" --dist loadscope --no-loadscope-reorder "$@" || {
+RELMON_TEST_PHASE=parallel python -m pytest -n "${RELMON_TEST_WORKERS:-4}" --dist loadscope --no-loadscope-reorder "$@" || {
   rc=$?
   [ "$rc" -eq 5 ] || status=$rc
 }

@@ -19,7 +19,7 @@ from sqlalchemy import select, update
 from common.celery_app import QUEUE_JUDGE, create_celery
 from store.db import Database
 from store.models import DailyUsage, JudgingFailure, Judgment, Pair, PairStatus
-from store.settings import Settings
+from store.settings import MIN_LEASE_SECONDS, Settings
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.slack_server import FakeSlack
 from tests.pipeline_helpers import add_pairs, count_judgments, judgments_per_pair, statuses, sweep_as_beat_would
@@ -49,8 +49,8 @@ def fake_slack() -> Iterator[FakeSlack]:
 
 @pytest.fixture
 def env_for(redis_url: str, db_url: str, fake_openai: FakeOpenAI, fake_slack: FakeSlack, tmp_path: Path):
-    """An environment for `relmon worker`, with test-speed retries (the task lease stays at its default: the kill
-    test recovers on it); keyword arguments override."""
+    """An environment for `relmon worker`, with test-speed retries; keyword arguments override. (The kill test here
+    takes the shortest lease; tests/system/test_reliability.py shows the default one recovers.)"""
 
     def make(**overrides: object) -> dict[str, str]:
         settings = {
@@ -107,7 +107,7 @@ def test_killed_worker_mid_batch_every_pair_judged_exactly_once(
     database: Database, env_for, producer, fake_openai: FakeOpenAI, worker_logs: Path
 ) -> None:
     fake_openai.set_behavior(latency_ms=150)
-    env = env_for()
+    env = env_for(RELMON_VISIBILITY_TIMEOUT=MIN_LEASE_SECONDS)  # the killed worker's messages come back sooner
     pair_ids = add_pairs(database, 200)
     worker = start_worker(env, log_dir=worker_logs)
     try:
