@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from datetime import datetime
 
-from sqlalchemy import Connection, Row, delete, select
+from sqlalchemy import ColumnElement, Connection, Row, and_, delete, select
 from sqlalchemy.orm import Session
 
 from store.db import insert_or_ignore, insert_or_ignore_returning
@@ -33,6 +33,11 @@ def open_window(
 def is_watched(pair: Row) -> bool:
     """Only a captured answer with its question gets an outcome window (pair: a row with store.pairs.WATCH_COLUMNS)."""
     return pair.source == "capture" and bool(pair.question_ts)
+
+
+def watched_where(columns) -> ColumnElement[bool]:
+    """`is_watched` in SQL, over a row source with those columns (the settle's CTE: store.pairs)."""
+    return and_(columns.source == "capture", columns.question_ts.is_not(None), columns.question_ts != "")
 
 
 def open_window_of(executor: Session | Connection, pair: Row, closes_at: datetime) -> bool:

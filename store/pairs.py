@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 from store.db import dialect_name, insert_for
 from store.judgments import PAIR_FIELDS
 from store.models import OutcomeWindow, Pair, PairStatus, utcnow
-from store.outcomes import is_watched, open_window_of
+from store.outcomes import is_watched, open_window_of, watched_where
 
 # An edit re-opens an answer while it has not been judged (nor deleted or merged away); a judged one, to be judged
 # again on its final text, while it has been re-judged fewer than RELMON_MAX_REJUDGE times.
@@ -290,7 +290,7 @@ def _settle_opening_window_statement(with_answer_text: bool):
                 func.coalesce(settled.c.thread_ts, settled.c.answer_ts),
                 settled.c.question_user,
                 bindparam("p_closes_at", type_=window.c.closes_at.type),
-            ).where(settled.c.source == "capture", settled.c.question_ts.is_not(None), settled.c.question_ts != ""),
+            ).where(watched_where(settled.c)),
         )
         .on_conflict_do_nothing(index_elements=["pair_id"])
         .returning(window.c.pair_id)
