@@ -79,16 +79,15 @@ def _run_noted(task, function, *args):
     """`_run` for a noted follow-up task (workers.noted_tasks): its note is dropped once it ends for good (done,
     refused, out of retries) and kept while a retry or a requeued message is on its way. The note names the
     message's own arguments, as they were sent."""
-    sent = task.request.args or ()
+    ended = True
     try:
-        result = _run(task, function, *args)
+        return _run(task, function, *args)
     except (Retry, Reject):
+        ended = False
         raise
-    except BaseException:
-        noted_tasks.done(get_runtime().redis, task.name, sent)
-        raise
-    noted_tasks.done(get_runtime().redis, task.name, sent)
-    return result
+    finally:
+        if ended:
+            noted_tasks.done(get_runtime().redis, task.name, task.request.args or ())
 
 
 @celery.task(name=CONSIDER_ALERT, bind=True, max_retries=MAX_RETRIES)
