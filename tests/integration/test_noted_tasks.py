@@ -30,10 +30,8 @@ def fake():
 @pytest.fixture
 def runtime(db_url, redis_url, fake):
     settings = make_settings(redis_url=redis_url, database_url=db_url, slack_api_url=fake.api_url)
-    with alert_runtime(settings) as runtime:
-        runtime.redis.delete(noted_tasks.KEY, QUEUE_SLACK)
+    with alert_runtime(settings) as runtime:  # on a Redis flushed for the test (redis_url)
         yield runtime
-        runtime.redis.delete(noted_tasks.KEY, QUEUE_SLACK)
 
 
 def notes(runtime) -> set[str]:
