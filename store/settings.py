@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from functools import cached_property
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Literal, NamedTuple
 
 from pydantic import AliasChoices, BeforeValidator, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -19,14 +19,23 @@ SLACK_DEFAULT_API_URL = "https://slack.com/api/"
 # is what takes a cached relevancy judgment under 0.4x the cost of DeepEval's three calls (docs/performance.md).
 DEFAULT_JUDGE_MODEL = "gpt-4.1-mini"
 
-# OpenAI's list prices, USD per million tokens (input, cached input, output), for the digest's cost line when
-# RELMON_COST_* are unset. Another model (or another provider) is priced as the default until they are set.
-LIST_PRICES: dict[str, tuple[float, float, float]] = {
-    "gpt-4.1-mini": (0.40, 0.10, 1.60),
-    "gpt-4.1-nano": (0.10, 0.025, 0.40),
-    "gpt-4.1": (2.00, 0.50, 8.00),
-    "gpt-4o-mini": (0.15, 0.075, 0.60),
-    "gpt-4o": (2.50, 1.25, 10.00),
+
+class ListPrice(NamedTuple):
+    """A model's list price, USD per million tokens."""
+
+    input: float
+    cached_input: float
+    output: float
+
+
+# OpenAI's list prices, for the digest's cost line when RELMON_COST_* are unset. Another model (or another
+# provider) is priced as the default until they are set.
+LIST_PRICES: dict[str, ListPrice] = {
+    "gpt-4.1-mini": ListPrice(0.40, 0.10, 1.60),
+    "gpt-4.1-nano": ListPrice(0.10, 0.025, 0.40),
+    "gpt-4.1": ListPrice(2.00, 0.50, 8.00),
+    "gpt-4o-mini": ListPrice(0.15, 0.075, 0.60),
+    "gpt-4o": ListPrice(2.50, 1.25, 10.00),
 }
 
 
@@ -256,21 +265,21 @@ class Settings(BaseSettings):
     # Derived values ---------------------------------------------------------------------------
 
     @property
-    def _list_prices(self) -> tuple[float, float, float]:
+    def _list_price(self) -> ListPrice:
         return LIST_PRICES.get(self.judge_model, LIST_PRICES[DEFAULT_JUDGE_MODEL])
 
     @property
     def input_price(self) -> float:
         """USD per million input tokens: the setting, or the judge model's list price."""
         if self.cost_per_million_input_tokens is None:
-            return self._list_prices[0]
+            return self._list_price.input
         return self.cost_per_million_input_tokens
 
     @property
     def output_price(self) -> float:
         """USD per million output tokens: the setting, or the judge model's list price."""
         if self.cost_per_million_output_tokens is None:
-            return self._list_prices[2]
+            return self._list_price.output
         return self.cost_per_million_output_tokens
 
     @property
@@ -281,7 +290,7 @@ class Settings(BaseSettings):
             return self.cost_per_million_cached_input_tokens
         if self.cost_per_million_input_tokens is not None:
             return self.cost_per_million_input_tokens / 2
-        return self._list_prices[1]
+        return self._list_price.cached_input
 
     @property
     def digest_channel(self) -> str | None:
