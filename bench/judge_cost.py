@@ -21,24 +21,14 @@ import re
 from dataclasses import dataclass
 
 from judges import LLMClient, RelevancyJudge
-from store.settings import DEFAULT_JUDGE_MODEL, LIST_PRICES
+from store.settings import DEFAULT_JUDGE_MODEL, LIST_PRICES, ListPrice
 from tests.fakes.openai_server import FakeOpenAI
 
 MODEL = DEFAULT_JUDGE_MODEL
 TARGET_RATIO = 0.4  # issue 18: a judgment bills at most 0.4x DeepEval's, at the default model's prices
 
 
-@dataclass(frozen=True)
-class Prices:
-    """List prices, USD per million tokens."""
-
-    model: str
-    input: float
-    cached_input: float
-    output: float
-
-
-PRICES = [Prices(model, *LIST_PRICES[model]) for model in (DEFAULT_JUDGE_MODEL, "gpt-4.1-nano", "gpt-4o-mini")]
+PRICED_MODELS = (DEFAULT_JUDGE_MODEL, "gpt-4.1-nano", "gpt-4o-mini")
 
 # Support-bot exchanges of a usual length (a question of a line, an answer of two to four sentences).
 PAIRS = [
@@ -93,7 +83,7 @@ class Usage:
 
         return cls(len(replies), total("prompt_tokens"), total("cached_tokens"), total("completion_tokens"))
 
-    def cost(self, prices: Prices) -> float:
+    def cost(self, prices: ListPrice) -> float:
         uncached = self.prompt - self.cached
         return (uncached * prices.input + self.cached * prices.cached_input + self.completion * prices.output) / 1e6
 
@@ -174,12 +164,13 @@ def report() -> list[str]:
             f"{usage.completion / n:>6.0f} {(usage.prompt + usage.completion) / n:>6.0f} {share:>12.1%}"
         )
     lines += ["", "Billed cost per judgment at list prices (USD per million tokens: input / cached input / output):"]
-    for prices in PRICES:
+    for model in PRICED_MODELS:
+        prices = LIST_PRICES[model]
         costs = {name: usage.cost(prices) / n for name, usage in rows.items()}
         figures = " · ".join(f"{name} ${cost:.6f}" for name, cost in costs.items())
-        default = " (relmon's default)" if prices.model == DEFAULT_JUDGE_MODEL else ""
+        default = " (relmon's default)" if model == DEFAULT_JUDGE_MODEL else ""
         listed = f"${prices.input:g} / ${prices.cached_input:g} / ${prices.output:g}"
-        line = f"{prices.model}{default} ({listed}):\n  {figures}"
+        line = f"{model}{default} ({listed}):\n  {figures}"
         if "DeepEval (3 calls)" in costs:
             ratio = costs["relmon (1 call)"] / costs["DeepEval (3 calls)"]
             line += f" · relmon = {ratio:.2f}x DeepEval"
