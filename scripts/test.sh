@@ -14,9 +14,9 @@ if ! command -v docker-compose >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command 
 fi
 ruff check .
 ruff format --check .
-# Most tests wait on processes, leases and sockets rather than the CPU: four pytest workers (on 2 cores) took 10.9 min
-# where three took 12.4 (1,317 tests, 2026-12-02, a machine where a loopback round trip costs 100 us of CPU; three
-# took 9 min, two 11.6 and one about 25 on the machine of 2026-12-01).
+# Many tests wait on processes, leases and sockets: four pytest workers (on 2 cores) took 10.9 min where three took
+# 12.4 (1,317 tests, 2026-12-02, a machine where a loopback round trip costs 100 us of CPU; three took 9 min, two
+# 11.6 and one about 25 on the machine of 2026-12-01). At four, both cores are about 90% busy: more would not help.
 # A module runs whole on one worker (loadscope): some modules' last test checks what the earlier ones did. Modules
 # with the most slow tests go first (tests/conftest.py orders them; xdist would put the most tests first).
 # Tests marked `serial` restart a shared service (PostgreSQL), so they run alone afterwards (RELMON_TEST_PHASE picks
