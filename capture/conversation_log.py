@@ -4,6 +4,9 @@ come from events as they arrive rather than from Slack's rate-limited history me
 Layout (every key expires after `ttl` seconds without writes):
     relmon:msg:{channel}:{ts}            JSON of one LoggedMessage
     relmon:top:{channel}                 sorted set of top-level ts (score = ts as a number)
+    relmon:top:{channel}:by:{user}       sorted set of one person's top-level ts (an outcome window's catch-up
+                                         reads the asker's, not the whole channel's: in a busy channel that
+                                         read grew with the channel's traffic)
     relmon:thread:{channel}:{root_ts}    sorted set of a thread's reply ts
 
 `HistoryFallback` fetches `conversations.replies` / `conversations.history` when the log lacks a
@@ -69,13 +72,20 @@ class ConversationLog:
     def _thread_key(self, channel: str, root_ts: str) -> str:
         return f"{PREFIX}:thread:{channel}:{root_ts}"
 
+    def _writer_key(self, channel: str, user: str) -> str:
+        return f"{PREFIX}:top:{channel}:by:{user}"
+
     def _record_into(self, pipe, channel: str, message: LoggedMessage) -> None:
         index = self._thread_key(channel, message.thread_key) if message.in_thread else self._top_key(channel)
+        indexes = [index]
+        if not message.in_thread and message.author == Author.HUMAN and message.user:
+            indexes.append(self._writer_key(channel, message.user))
         horizon = time.time() - self.ttl
         pipe.set(self._msg_key(channel, message.ts), _to_json(message), ex=self.ttl)
-        pipe.zadd(index, {message.ts: float(message.ts)})
-        pipe.zremrangebyscore(index, "-inf", horizon)  # entries whose message key has expired
-        pipe.expire(index, self.ttl)
+        for key in indexes:
+            pipe.zadd(key, {message.ts: float(message.ts)})
+            pipe.zremrangebyscore(key, "-inf", horizon)  # entries whose message key has expired
+            pipe.expire(key, self.ttl)
 
     def record(
         self,
@@ -150,27 +160,28 @@ class ConversationLog:
             return message, self.around(channel, message, window_seconds)
         return message, self._around_from(channel, message, replies)[0]
 
-    def around_and_after(
+    def thread_and_since(
         self,
         channel: str,
         message: LoggedMessage,
-        window_seconds: float,
         *,
-        after: tuple[float, float] | None = None,
+        since: tuple[float, float, str | None],
         first: Callable[[Any], None] | None = None,
     ) -> tuple[list[LoggedMessage], list[LoggedMessage]]:
-        """`around`, and with `after` (from, until) the channel's top-level messages logged after `from` up to
-        `until` (seconds), in two round trips: one transaction of the index reads, led by the commands `first`
-        queues (so they take effect before anything is read), then one MGET of every message those reads name."""
+        """`message`'s thread (the root first, `message` itself added) and, `since` being (from, until, user), that
+        person's top-level messages logged after `from` up to `until` (seconds): what can tell the outcome of an
+        answer. Two round trips: one transaction of the index reads, led by the commands `first` queues (so they
+        take effect before anything is read), then one MGET. Neither read grows with the channel's traffic."""
         pipe = self.redis.pipeline(transaction=True)
         if first is not None:
             first(pipe)
         skip = len(pipe.command_stack)
-        self._queue_around(pipe, channel, message, window_seconds)
-        if after is not None:
-            pipe.zrangebyscore(self._top_key(channel), f"({after[0]}", after[1])
+        pipe.zrange(self._thread_key(channel, message.thread_key), 0, -1)
+        after, until, user = since
+        if user:
+            pipe.zrangebyscore(self._writer_key(channel, user), f"({after}", until)
         replies = pipe.execute()[skip:]
-        later = replies.pop() if after is not None else []
+        later = replies.pop() if user else []
         return self._around_from(channel, message, replies, later)
 
     def _queue_around(self, pipe, channel: str, message: LoggedMessage, window_seconds: float) -> None:

@@ -328,6 +328,18 @@ def posted_about_pair(
     )
 
 
+def any_about_pair(connection: Connection | Session, pair_id: int) -> bool:
+    """Whether any low-score or missed-failure alert row (claimed, held, posted or failed) is about the pair's
+    judgments: only then can its outcome signals change what an alert shows."""
+    found = (
+        select(Alert.id)
+        .join(Judgment, Judgment.id == Alert.judgment_id)
+        .where(Judgment.pair_id == pair_id, Alert.kind.in_((KIND_LOW, KIND_MISSED)))
+        .limit(1)
+    )
+    return connection.execute(found).first() is not None
+
+
 def posted_about_earlier(session: Session, pair_id: int, judge: str, pair_version: int) -> list[int]:
     """The posted low-score alerts about judgments of earlier versions of this answer (by this judge): the ones to
     update in place now that a newer judgment supersedes them."""

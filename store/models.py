@@ -183,6 +183,9 @@ class Alert(Base):
         Index("ix_alerts_channel_created", "source_channel_id", "created_at"),
         # The alert channel's hourly cap counts its low-score alerts from every source channel.
         Index("ix_alerts_alert_channel_created", "alert_channel_id", "created_at"),
+        # A pair's alerts (its outcome's follow-up, the redraws): found by judgment, and a purged judgment's
+        # cascade finds its alerts without a scan.
+        Index("ix_alerts_judgment_id", "judgment_id"),
     )
 
     id: Mapped[IdKey]

@@ -73,7 +73,7 @@ def open_windows(session: Session, pair_ids: Collection[int]) -> list[OutcomeWin
     )
 
 
-def signal_names(session: Session, pair_id: int) -> set[str]:
+def signal_names(session: Session | Connection, pair_id: int) -> set[str]:
     return set(session.execute(select(OutcomeSignal.name).where(OutcomeSignal.pair_id == pair_id)).scalars())
 
 

@@ -102,6 +102,18 @@ def test_migrations_create_every_table_and_are_idempotent(database: Database) ->
     assert pending_migrations(database.engine) == []
 
 
+def test_the_migrations_build_every_index_the_models_declare(database: Database) -> None:
+    """The models are what the queries are written against; the migrations are what a database has. An index
+    declared in one and not built by the other would leave a query scanning a table only in production."""
+    from store.models import Base
+
+    inspector = inspect(database.engine)
+    for table in Base.metadata.sorted_tables:
+        built = {index["name"] for index in inspector.get_indexes(table.name)}
+        declared = {index.name for index in table.indexes}
+        assert declared <= built, f"{table.name}: {sorted(declared - built)} declared but not migrated"
+
+
 def test_cached_tokens_migration_keeps_older_judgments_as_uncached(tmp_path) -> None:
     """0004 adds judgments.cached_tokens: a judgment stored at 0003 reads 0 after the upgrade; downgrade works."""
     from alembic import command

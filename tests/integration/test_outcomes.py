@@ -289,18 +289,21 @@ def test_a_window_opened_while_the_bot_logs_a_reply_still_gets_it(make_bot, sent
 
 
 def test_the_windows_read_of_the_log_is_two_round_trips_led_by_the_watch(redis_url) -> None:
-    """`around_and_after`, as a window opens on an answer in a thread: the thread (root first), and the channel's
-    top-level messages after the given moment up to its end, as `around` and a look at the top-level index would
-    give them; the commands queued first (the watch) are in place before anything is read."""
+    """`thread_and_since`, as a window opens on an answer in a thread: the thread (root first), and the asker's
+    top-level messages after the given moment up to its end; the commands queued first (the watch) are in place
+    before anything is read. Other people's top-level messages are not read at all: in a busy channel that read
+    grew with the channel's traffic since the answer."""
     client = redis.Redis.from_url(redis_url)
     log = ConversationLog(client, 3600)
     now, logged = time.time(), partial(log_message, log, C)
 
     root = logged(now - 50)
-    before = logged(now - 40)  # top level, before the window opened
+    logged(now - 40)  # top level, before the window opened
     answer = logged(now - 30, thread=root.ts, author=Author.MONITORED_BOT)
     reply = logged(now - 20, thread=root.ts)
     later = [logged(now - 10), logged(now - 5)]  # top level, after
+    for ago in (9, 8, 7):  # someone else's top-level messages, after the answer too
+        log.record(C, LoggedMessage(ts=f"{now - ago:.6f}", thread_ts=None, author=Author.HUMAN, user="U_OTHER"))
     logged(now + 100)  # after the window's end
     watched: list[object] = []
 
@@ -309,16 +312,22 @@ def test_the_windows_read_of_the_log_is_two_round_trips_led_by_the_watch(redis_u
         watched.append(pipe)
 
     calls_before = redis_calls(client)
-    around, since = log.around_and_after(C, answer, 60, after=(answer.seconds, now + 1), first=first)
+    around, since = log.thread_and_since(C, answer, since=(answer.seconds, now + 1, "U_ASKER"), first=first)
     made = redis_calls_since(client, calls_before)
-    # One transaction (the watch, the thread's index, the top-level index), then one MGET: two round trips.
+    # One transaction (the watch, the thread's index, the asker's index), then one MGET: two round trips.
     assert made == {"multi": 1, "set": 1, "zrange": 1, "zrangebyscore": 1, "exec": 1, "mget": 1}
     assert [m.ts for m in around] == [m.ts for m in log.around(C, answer, 60)] == [root.ts, answer.ts, reply.ts]
     assert [m.ts for m in since] == [m.ts for m in later]
     assert client.get("relmon:test:watch") == b"up" and watched
-    top_level, nothing = log.around_and_after(C, before, 60)
-    assert [m.ts for m in top_level] == [m.ts for m in log.around(C, before, 60)] and nothing == []
-    assert before.ts in [m.ts for m in top_level]
+    # An answer at top level: its own thread, and nothing of the channel's top level but the asker's.
+    top_answer = logged(now - 6, author=Author.MONITORED_BOT)
+    thread, asked = log.thread_and_since(C, top_answer, since=(top_answer.seconds, now + 1, "U_ASKER"))
+    assert [m.ts for m in thread] == [top_answer.ts] and [m.ts for m in asked] == [later[1].ts]
+    # No asker: only the thread is read.
+    calls_before = redis_calls(client)
+    thread, asked = log.thread_and_since(C, answer, since=(answer.seconds, now + 1, None))
+    assert [m.ts for m in thread] == [root.ts, answer.ts, reply.ts] and asked == []
+    assert "zrangebyscore" not in redis_calls_since(client, calls_before)
 
 
 def test_a_task_queued_by_an_older_bot_one_pair_per_task_is_still_taken(make_bot, sent) -> None:
@@ -354,6 +363,44 @@ def test_reactions_added_and_removed_once_under_redelivery(make_bot, sent) -> No
     assert signals(bot, pair.id) == set()
 
 
+def test_the_alerts_follow_up_is_sent_only_when_an_alert_may_change(make_bot, sent) -> None:
+    """After new signals, the follow-up (workers.alerts.outcomes) has work only when the signals say the answer
+    failed (a missed-failure alert may be due) or an alert about the pair exists (to be redrawn): else no task."""
+    from store.models import Alert, Judgment
+
+    def observed(event: dict) -> list[str]:
+        """The tasks the observation of `event` sent."""
+        send(bot, event)
+        (name, args), *_ = sent
+        sent.clear()
+        if name == task_names.OBSERVE_MESSAGE:
+            outcomes.observe_message_in(bot.runtime, *args)
+        else:
+            outcomes.observe_reaction_in(bot.runtime, *args)
+        names = [name for name, _ in sent]
+        sent.clear()
+        return names
+
+    bot = make_bot()
+    q, answer, pair = answered(bot, sent)
+    sent.clear()
+    assert observed(sr.human_message(C, sr.next_ts(), "And the other key?", thread_ts=q["ts"])) == []
+    assert signals(bot, pair.id) == {"reask"}  # a reask alone may be a new question: nothing failed, no alert
+
+    with bot.runtime.db.session() as session:
+        judgment = Judgment(pair_id=pair.id, judge="relevancy", status="ok", score=1, pair_version=pair.version)
+        session.add(judgment)
+        session.flush()
+        alert = Alert(dedupe_key=f"low:{judgment.id}", kind="low_score", judgment_id=judgment.id, status="held")
+        session.add(alert)
+    # An alert about the pair (held for the hour's summary, or posted) shows the signals: it is redrawn.
+    assert observed(sr.human_message(C, sr.next_ts(), "Thanks!", thread_ts=q["ts"])) == [task_names.FOLLOW_UP_OUTCOME]
+    with bot.runtime.db.session() as session:
+        session.delete(session.get(Alert, alert.id))
+    assert observed(sr.reaction(answer, "-1")) == [task_names.FOLLOW_UP_OUTCOME]  # failed: a missed failure?
+    assert signals(bot, pair.id) == {"reask", "thanked", "negative_reaction"}
+
+
 def test_a_redelivered_message_event_is_handed_on_once(make_bot, sent) -> None:
     bot = make_bot()
     q, _, pair = answered(bot, sent)
@@ -369,8 +416,7 @@ def test_a_signal_after_the_window_closed_changes_nothing(make_bot, sent) -> Non
     bot = make_bot()
     q, answer, pair = answered(bot, sent)
     assert close(bot, pair.id) == "resolved"
-    assert sent == [(task_names.FOLLOW_UP_OUTCOME, [pair.id])]  # the pair's alerts show the outcome
-    sent.clear()
+    assert sent == []  # no alert shows the outcome, nothing failed: no follow-up
     send(bot, sr.reaction(answer, "-1"))
     send(bot, sr.human_message(C, sr.next_ts(), "this does not work", thread_ts=q["ts"]))
     assert sent == []  # the window's watch is gone: the bot hands nothing on
@@ -445,7 +491,6 @@ def test_beat_closes_the_windows_whose_time_is_up_and_only_once(make_bot, sent) 
         session.get(OutcomeWindow, pair.id).closes_at = now - timedelta(seconds=1)
     assert close_due_windows_in(bot.runtime, now) == 1
     assert signals(bot, pair.id) == {"resolved"}
-    assert sent == [(task_names.FOLLOW_UP_OUTCOME, [pair.id])]
     assert close_due_windows_in(bot.runtime, now) == 0  # closed: never swept again
     assert close_schedule(1800)["relmon-close-outcome-windows"]["schedule"] == 30.0
     assert close_schedule(12)["relmon-close-outcome-windows"]["schedule"] == 1.0

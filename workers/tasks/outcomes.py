@@ -27,6 +27,7 @@ from capture.outcomes import (
     Watch,
     closing_signals,
     concerns,
+    failed,
     message_outcome,
     reaction_signal,
     watching,
@@ -39,6 +40,7 @@ from common import task_names
 from common.celery_app import celery
 from common.runtime import Runtime, get_runtime
 from common.telemetry.logs import event_fields
+from store import alerts as alert_store
 from store import outcomes as store
 from store import pairs
 from store.models import as_utc
@@ -108,18 +110,19 @@ def _watch(runtime: Runtime, pair: Row, run: list[LoggedMessage] | None, window_
     # The watch goes up (beat's close_due_windows closes the window when its time is up), then messages that came
     # between the answer and now are read: the bot handed them on to nobody (it saw no watch). In this order, in
     # one transaction, none falls between this read and the bot's look at the board (it logs a message and reads
-    # the board in one transaction too). By the bot's rule: a top-level message of the asker is news only for
-    # their latest answer, which the board knows. An answer in a thread: its thread is read, and the asker's
-    # top-level messages since.
+    # the board in one transaction too). Only the answer's thread and the asker's top-level messages can concern
+    # it (capture.outcomes.concerns): their indexes are read, not the channel's, whose read grew with its traffic.
+    # By the bot's rule, a top-level message of the asker is news only for their latest answer, which the board
+    # knows.
     around: list[LoggedMessage] = []
     if answer is None:
         board.add(channel, watch)
     else:
-        after = (watch.opens_at, closes) if answer.in_thread else None
         put_up = partial(board.queue_add, channel=channel, watch=watch)
-        around, since = conversation.around_and_after(channel, answer, window_seconds, after=after, first=put_up)
+        since = (watch.opens_at, closes, watch.asker)
+        around, asked_since = conversation.thread_and_since(channel, answer, since=since, first=put_up)
         seen = {message.ts for message in around}
-        around += [m for m in since if m.ts not in seen]
+        around += [m for m in asked_since if m.ts not in seen]
     later = [message for message in around if concerns(watch, message)]
     if any(not message.in_thread for message in later):
         known = {w.pair_id: w for w in board.of_asker(channel, watch.asker)} | {watch.pair_id: watch}
@@ -266,10 +269,16 @@ def close_schedule(window_seconds: float) -> dict:
 
 
 def _follow_up(runtime: Runtime, pair_id: int) -> None:
-    """The pair's alerts follow its signals (workers.alerts.outcomes). Sent whether or not this attempt recorded
-    anything new: a retry after a lost send still hands it on, and the follow-up is idempotent. Noted, since only
-    its message says it is still to do (workers.noted_tasks)."""
-    noted_tasks.send(runtime.redis, task_names.FOLLOW_UP_OUTCOME, [pair_id], time.time())
+    """The pair's alerts follow its signals (workers.alerts.outcomes), when there is something to follow: the
+    signals say the answer failed (a missed-failure alert may be due), or an alert about the pair exists (to be
+    redrawn). Most signals need neither, and cost no task. Read after the signals were committed, so an alert
+    claimed after this read shows them when it is drawn. Checked again on a retry: a retry after a lost send
+    still hands it on, and the follow-up is idempotent. Noted, since only its message says it is still to do
+    (workers.noted_tasks)."""
+    with runtime.db.autocommit() as connection:
+        due = failed(store.signal_names(connection, pair_id)) or alert_store.any_about_pair(connection, pair_id)
+    if due:
+        noted_tasks.send(runtime.redis, task_names.FOLLOW_UP_OUTCOME, [pair_id], time.time())
 
 
 def _announce(runtime: Runtime, pair_id: int, new: list[str], **fields) -> None:
