@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -328,16 +329,26 @@ def posted_about_pair(
     )
 
 
-def any_about_pair(connection: Connection | Session, pair_id: int) -> bool:
-    """Whether any low-score or missed-failure alert row (claimed, held, posted or failed) is about the pair's
-    judgments: only then can its outcome signals change what an alert shows."""
-    found = (
+@functools.cache
+def _pairs_with_alerts_statement():
+    """Each of the pairs' judgments with one of its alerts, if any: a correlated look-up on `ix_alerts_judgment_id`
+    per judgment (a join or EXISTS was planned as a scan of every alert on a young database, without statistics)."""
+    about = (
         select(Alert.id)
-        .join(Judgment, Judgment.id == Alert.judgment_id)
-        .where(Judgment.pair_id == pair_id, Alert.kind.in_((KIND_LOW, KIND_MISSED)))
+        .where(Alert.judgment_id == Judgment.id, Alert.kind.in_((KIND_LOW, KIND_MISSED)))
         .limit(1)
+        .scalar_subquery()
     )
-    return connection.execute(found).first() is not None
+    return select(Judgment.pair_id, about).where(Judgment.pair_id.in_(bindparam("pair_ids", expanding=True)))
+
+
+def pairs_with_alerts(executor: Connection | Session, pair_ids: Collection[int]) -> set[int]:
+    """Those of the pairs that a low-score or missed-failure alert row (claimed, held, posted or failed) is about:
+    only theirs can outcome signals change what an alert shows."""
+    if not pair_ids:
+        return set()
+    rows = executor.execute(_pairs_with_alerts_statement(), {"pair_ids": list(pair_ids)})
+    return {pair_id for pair_id, alert_id in rows if alert_id is not None}
 
 
 def posted_about_earlier(session: Session, pair_id: int, judge: str, pair_version: int) -> list[int]:

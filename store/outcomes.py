@@ -3,14 +3,15 @@ signal is recorded or the window closed, so no signal lands after the window clo
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection, Iterable
 from datetime import datetime
 
-from sqlalchemy import ColumnElement, Connection, Row, and_, delete, select
+from sqlalchemy import ColumnElement, Connection, Row, and_, bindparam, delete, select
 from sqlalchemy.orm import Session
 
-from store.db import insert_or_ignore, insert_or_ignore_returning
-from store.models import OutcomeSignal, OutcomeWindow, Pair, PairStatus, as_utc
+from store.db import insert_or_ignore_returning
+from store.models import OutcomeSignal, OutcomeWindow, Pair, PairStatus, as_utc, utcnow
 
 
 def open_window(
@@ -60,17 +61,23 @@ def get_window(session: Session, pair_id: int, *, lock: bool = False) -> Outcome
     return session.execute(statement).scalar()
 
 
-def open_windows(session: Session, pair_ids: Collection[int]) -> list[OutcomeWindow]:
-    """The windows of these pairs that are still open, in pair ID order (one query for a message's pairs)."""
+@functools.cache
+def _open_windows_statement():
+    """Built once: a message's observation reads its pairs' windows on the hot path."""
+    windows = OutcomeWindow.__table__.c
+    return (
+        select(windows.pair_id, windows.answer_ts, windows.thread_key, windows.asker, windows.closes_at)
+        .where(windows.pair_id.in_(bindparam("pair_ids", expanding=True)), windows.closed_at.is_(None))
+        .order_by(windows.pair_id)
+    )
+
+
+def open_windows(executor: Session | Connection, pair_ids: Collection[int]) -> list[Row]:
+    """The windows of these pairs that are still open (pair_id, answer_ts, thread_key, asker, closes_at), in pair
+    ID order (one query for a message's pairs)."""
     if not pair_ids:
         return []
-    return list(
-        session.execute(
-            select(OutcomeWindow)
-            .where(OutcomeWindow.pair_id.in_(list(pair_ids)), OutcomeWindow.closed_at.is_(None))
-            .order_by(OutcomeWindow.pair_id)
-        ).scalars()
-    )
+    return list(executor.execute(_open_windows_statement(), {"pair_ids": list(pair_ids)}))
 
 
 def signal_names(session: Session | Connection, pair_id: int) -> set[str]:
@@ -86,34 +93,50 @@ def signals_with_times(session: Session, pair_id: int) -> list[tuple[str, float 
     return [(name, after) for name, after in rows]
 
 
-def signals_of(session: Session, pair_ids: Collection[int]) -> dict[int, list[str]]:
+@functools.cache
+def _signals_of_statement():
+    signals = OutcomeSignal.__table__.c
+    return (
+        select(signals.pair_id, signals.name)
+        .where(signals.pair_id.in_(bindparam("pair_ids", expanding=True)))
+        .order_by(signals.id)
+    )
+
+
+def signals_of(executor: Session | Connection, pair_ids: Collection[int]) -> dict[int, list[str]]:
     """The signal names of each pair, in the order they came."""
     found: dict[int, list[str]] = {}
     if not pair_ids:
         return found
-    rows = session.execute(
-        select(OutcomeSignal.pair_id, OutcomeSignal.name)
-        .where(OutcomeSignal.pair_id.in_(list(pair_ids)))
-        .order_by(OutcomeSignal.id)
-    )
-    for pair_id, name in rows:
+    for pair_id, name in executor.execute(_signals_of_statement(), {"pair_ids": list(pair_ids)}):
         found.setdefault(pair_id, []).append(name)
     return found
 
 
-def _insert_signal(session: Session, pair_id: int, name: str, after_seconds: float | None) -> bool:
-    signal = {"pair_id": pair_id, "name": name, "after_seconds": after_seconds}
-    statement = insert_or_ignore(session, OutcomeSignal, ["pair_id", "name"], signal).returning(OutcomeSignal.id)
-    return session.execute(statement).scalar_one_or_none() is not None
+def _insert_signal(executor: Session | Connection, pair_id: int, name: str, after_seconds: float | None) -> bool:
+    statement = insert_or_ignore_returning(executor, OutcomeSignal, ["pair_id", "name"], "id")
+    row = {"pair_id": pair_id, "name": name, "after_seconds": after_seconds, "created_at": utcnow()}
+    return executor.execute(statement, row).scalar_one_or_none() is not None
 
 
-def record_signals(session: Session, pair_id: int, names: Iterable[str], *, at: datetime) -> list[str]:
-    """Record signals that came at `at`, if the pair's window is open and `at` within it. Returns the new ones."""
-    window = get_window(session, pair_id, lock=True)
+@functools.cache
+def _locked_window_statement():
+    windows = OutcomeWindow.__table__.c
+    return (
+        select(windows.answer_ts, windows.closes_at, windows.closed_at)
+        .where(windows.pair_id == bindparam("pair_id"))
+        .with_for_update()
+    )
+
+
+def record_signals(executor: Session | Connection, pair_id: int, names: Iterable[str], *, at: datetime) -> list[str]:
+    """Record signals that came at `at`, if the pair's window is open and `at` within it (its row locked till the
+    caller's transaction ends: a window closing meanwhile waits). Returns the new ones."""
+    window = executor.execute(_locked_window_statement(), {"pair_id": pair_id}).first()
     if window is None or window.closed_at is not None or at > as_utc(window.closes_at):
         return []
     after = at.timestamp() - float(window.answer_ts)
-    return [name for name in sorted(set(names)) if _insert_signal(session, pair_id, name, after)]
+    return [name for name in sorted(set(names)) if _insert_signal(executor, pair_id, name, after)]
 
 
 def withdraw_signal(session: Session, pair_id: int, name: str) -> bool:

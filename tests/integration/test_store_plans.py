@@ -191,3 +191,41 @@ def test_the_degradation_window_counts_only_the_current_version_of_an_edited_ans
     with database.autocommit() as connection:
         scores = recent_scores(connection, BUSY, "relevancy", last=WINDOW)
     assert [score for score, _ in scores] == [4.0, 1.0]
+
+
+def test_a_pairs_alerts_are_found_without_reading_every_alert(database) -> None:
+    """An outcome signal asks whether an alert is about its pair (`store.alerts.pairs_with_alerts`): with many alerts
+    stored that read stays a few index look-ups, on a young database too (no statistics)."""
+    from store.alerts import KIND_LOW, pairs_with_alerts
+    from store.models import Alert
+
+    fill(database)
+    with database.engine.begin() as connection:
+        judged = connection.execute(select(Judgment.id, Judgment.pair_id).order_by(Judgment.id)).all()
+        alerted = judged[::5]  # one answer in five alerted: 800 alerts
+        connection.execute(
+            insert(Alert),
+            [{"dedupe_key": f"low:{j.id}", "kind": KIND_LOW, "judgment_id": j.id, "status": "posted"} for j in alerted],
+        )
+    asked = [alerted[3].pair_id, judged[1].pair_id]  # one pair with an alert, one without
+    statements: list[tuple[str, object]] = []
+
+    def record(_conn, _cursor, statement, parameters, _context, _executemany) -> None:
+        statements.append((statement, parameters))
+
+    event.listen(database.engine, "before_cursor_execute", record)
+    try:
+        with database.autocommit() as connection:
+            assert pairs_with_alerts(connection, asked) == {alerted[3].pair_id}
+    finally:
+        event.remove(database.engine, "before_cursor_execute", record)
+    [(statement, parameters)] = statements
+    with database.autocommit() as connection:
+        if database.engine.dialect.name == "postgresql":
+            explained = connection.exec_driver_sql("EXPLAIN (ANALYZE, FORMAT JSON) " + statement, parameters)
+            raw = explained.scalar_one()
+            plan = (json.loads(raw) if isinstance(raw, str) else raw)[0]["Plan"]
+            assert rows_touched(plan) <= 50, f"{rows_touched(plan):.0f} rows touched for {len(alerted)} alerts"
+        else:
+            details = [row[-1] for row in connection.exec_driver_sql("EXPLAIN QUERY PLAN " + statement, parameters)]
+            assert not any(d.startswith("SCAN") for d in details), details  # no full table scan

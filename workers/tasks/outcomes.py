@@ -144,8 +144,8 @@ def observe_message_in(
         if required:
             raise MessageNotLogged(f"{channel}:{ts}")
         return {}
-    with runtime.db.session() as session:
-        watches = [_watch_of(window) for window in store.open_windows(session, set(pair_ids))]
+    with runtime.db.autocommit() as connection:
+        watches = [_watch_of(window) for window in store.open_windows(connection, set(pair_ids))]
     return _observe(runtime, channel, message, watches)
 
 
@@ -179,21 +179,30 @@ def _observe(runtime: Runtime, channel: str, message: LoggedMessage, watches: li
     at = datetime.fromtimestamp(message.seconds, UTC)
     recorded: dict[int, list[str]] = {}
     # One short transaction per pair, in ID order: each holds its window's lock only while its signals are written,
-    # and a retry after a worker loss finds what was written (a signal is unique per pair and name).
+    # and a retry after a worker loss finds what was written (a signal is unique per pair and name). On a Core
+    # connection: on this hot path an ORM session cost more than the writes.
     for pair_id, outcome in sorted(outcomes.items()):
-        judge_again = False
-        with runtime.db.session() as session:
-            new = store.record_signals(session, pair_id, outcome.signals, at=at)
-            if reference and outcome.reference and HUMAN_TAKEOVER in store.signal_names(session, pair_id):
-                judges = _judges_with_reference(runtime, session, pair_id)
-                judge_again = store.set_teammate_reference(session, pair_id, reference, judges)
-        if judge_again:  # the pair is pending: if this send is lost, the stale sweeper enqueues it
-            celery.send_task(task_names.JUDGE_PAIR, args=[pair_id])
-        _follow_up(runtime, pair_id)
+        with runtime.db.engine.begin() as connection:
+            new = store.record_signals(connection, pair_id, outcome.signals, at=at)
+        if reference and outcome.reference:
+            _take_reference(runtime, pair_id, reference)
         _announce(runtime, pair_id, new, channel=channel, message_ts=message.ts)
         if new:
             recorded[pair_id] = new
+    _follow_up(runtime, sorted(outcomes))
     return recorded
+
+
+def _take_reference(runtime: Runtime, pair_id: int, reference: str) -> None:
+    """Once a teammate took over, their reply is the pair's reference (the first one only), judged by the
+    correctness judge: the pair goes back to pending. A retry finds the reference set."""
+    with runtime.db.session() as session:
+        if HUMAN_TAKEOVER not in store.signal_names(session, pair_id):
+            return
+        judges = _judges_with_reference(runtime, session, pair_id)
+        judge_again = store.set_teammate_reference(session, pair_id, reference, judges)
+    if judge_again:  # the pair is pending: if this send is lost, the stale sweeper enqueues it
+        celery.send_task(task_names.JUDGE_PAIR, args=[pair_id])
 
 
 def _judges_with_reference(runtime: Runtime, session, pair_id: int) -> list[str]:
@@ -216,7 +225,7 @@ def observe_reaction_in(runtime: Runtime, pair_id: int, user: str, emoji: str, a
             new = []
             if standing == 0:
                 store.withdraw_signal(session, pair_id, name)
-    _follow_up(runtime, pair_id)
+    _follow_up(runtime, [pair_id])
     _announce(runtime, pair_id, new)
     return new
 
@@ -239,7 +248,7 @@ def close_window_in(runtime: Runtime, pair_id: int, now: datetime | None = None)
         if not store.close_window(session, pair_id, now=now, closing=closing):
             return "closed"
     WatchBoard(runtime.redis).remove(channel, pair_id, **watched)
-    _follow_up(runtime, pair_id)
+    _follow_up(runtime, [pair_id])
     _announce(runtime, pair_id, sorted(closing), channel=channel)
     return "resolved" if closing else "unresolved"
 
@@ -268,17 +277,19 @@ def close_schedule(window_seconds: float) -> dict:
     }
 
 
-def _follow_up(runtime: Runtime, pair_id: int) -> None:
-    """The pair's alerts follow its signals (workers.alerts.outcomes), when there is something to follow: the
+def _follow_up(runtime: Runtime, pair_ids: list[int]) -> None:
+    """The pairs' alerts follow their signals (workers.alerts.outcomes), where there is something to follow: the
     signals say the answer failed (a missed-failure alert may be due), or an alert about the pair exists (to be
     redrawn). Most signals need neither, and cost no task. Read after the signals were committed, so an alert
     claimed after this read shows them when it is drawn. Checked again on a retry: a retry after a lost send
     still hands it on, and the follow-up is idempotent. Noted, since only its message says it is still to do
     (workers.noted_tasks)."""
     with runtime.db.autocommit() as connection:
-        due = failed(store.signal_names(connection, pair_id)) or alert_store.any_about_pair(connection, pair_id)
-    if due:
-        noted_tasks.send(runtime.redis, task_names.FOLLOW_UP_OUTCOME, [pair_id], time.time())
+        signals = store.signals_of(connection, pair_ids)
+        alerted = alert_store.pairs_with_alerts(connection, pair_ids)
+    for pair_id in pair_ids:
+        if pair_id in alerted or failed(signals.get(pair_id, ())):
+            noted_tasks.send(runtime.redis, task_names.FOLLOW_UP_OUTCOME, [pair_id], time.time())
 
 
 def _announce(runtime: Runtime, pair_id: int, new: list[str], **fields) -> None:
