@@ -144,45 +144,57 @@ class ConversationLog:
         return self._around_from(channel, message, pipe.execute())[0]
 
     def get_with_around(
-        self, channel: str, ts: str, thread_ts: str | None, window_seconds: float
-    ) -> tuple[LoggedMessage | None, list[LoggedMessage]]:
+        self,
+        channel: str,
+        ts: str,
+        thread_ts: str | None,
+        window_seconds: float,
+        *,
+        also: Callable[[Any], None] | None = None,
+    ) -> tuple[LoggedMessage | None, list[LoggedMessage], list[Any]]:
         """The message at `ts` and `around` it, in two round trips instead of three: the index reads go with the
-        GET, placed by `thread_ts` as the message's sender gave it (and read again if the log says otherwise)."""
+        GET, placed by `thread_ts` as the message's sender gave it (and read again if the log says otherwise).
+        `also` queues further commands on the first round trip; their replies come third."""
         placed = LoggedMessage(ts=ts, thread_ts=thread_ts, author=Author.HUMAN)
         pipe = self.redis.pipeline(transaction=False)
         pipe.get(self._msg_key(channel, ts))
         self._queue_around(pipe, channel, placed, window_seconds)
-        raw, *replies = pipe.execute()
+        ours = len(pipe.command_stack)
+        if also is not None:
+            also(pipe)
+        replies = pipe.execute()
+        (raw, *index_replies), extra = replies[:ours], replies[ours:]
         message = _from_json(raw) if raw else None
         if message is None:
-            return None, []
+            return None, [], extra
         if (message.in_thread, message.thread_key) != (placed.in_thread, placed.thread_key):
-            return message, self.around(channel, message, window_seconds)
-        return message, self._around_from(channel, message, replies)[0]
+            return message, self.around(channel, message, window_seconds), extra
+        return message, self._around_from(channel, message, index_replies)[0], extra
 
-    def thread_and_since(
+    def since_answer(
         self,
         channel: str,
-        message: LoggedMessage,
+        answer: LoggedMessage,
         *,
-        since: tuple[float, float, str | None],
+        until: float,
+        asker: str | None,
         first: Callable[[Any], None] | None = None,
-    ) -> tuple[list[LoggedMessage], list[LoggedMessage]]:
-        """`message`'s thread (the root first, `message` itself added) and, `since` being (from, until, user), that
-        person's top-level messages logged after `from` up to `until` (seconds): what can tell the outcome of an
-        answer. Two round trips: one transaction of the index reads, led by the commands `first` queues (so they
-        take effect before anything is read), then one MGET. Neither read grows with the channel's traffic."""
+    ) -> list[LoggedMessage]:
+        """What was logged after `answer` (up to `until`, seconds) that can tell its outcome: the later messages of
+        its thread, then the asker's later top-level messages. One transaction of the index reads, led by the
+        commands `first` queues (so they take effect before anything is read), then one MGET when they name
+        anything (mostly they do not: a window opens as its answer settles). Neither read grows with the channel's
+        traffic, nor with what came before the answer."""
         pipe = self.redis.pipeline(transaction=True)
         if first is not None:
             first(pipe)
         skip = len(pipe.command_stack)
-        pipe.zrange(self._thread_key(channel, message.thread_key), 0, -1)
-        after, until, user = since
-        if user:
-            pipe.zrangebyscore(self._writer_key(channel, user), f"({after}", until)
-        replies = pipe.execute()[skip:]
-        later = replies.pop() if user else []
-        return self._around_from(channel, message, replies, later)
+        after = f"({answer.seconds}"
+        pipe.zrangebyscore(self._thread_key(channel, answer.thread_key), after, until)
+        if asker:
+            pipe.zrangebyscore(self._writer_key(channel, asker), after, until)
+        named = [_text(ts) for reply in pipe.execute()[skip:] for ts in reply]
+        return self._load(channel, dict.fromkeys(named))
 
     def _queue_around(self, pipe, channel: str, message: LoggedMessage, window_seconds: float) -> None:
         """The index reads of `around`: the thread's replies, and for a top-level message the window's ts."""

@@ -44,9 +44,14 @@ def done(client: redis.Redis, handoff_id: str | None) -> None:
     if not handoff_id:
         return
     pipe = client.pipeline(transaction=True)
+    queue_done(pipe, handoff_id)
+    pipe.execute()
+
+
+def queue_done(pipe, handoff_id: str) -> None:
+    """`done`'s commands, queued on a pipeline of the caller's (the capture's mark of what it stored)."""
     pipe.hdel(KEY, handoff_id)
     pipe.zrem(AT_KEY, handoff_id)
-    pipe.execute()
 
 
 def overdue(client: redis.Redis, *, noted_before: float, now: float, limit: int) -> dict[str, dict[str, Any]]:

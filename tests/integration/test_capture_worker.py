@@ -16,7 +16,7 @@ import redis
 
 from capture import handoffs
 from capture.conversation_log import ConversationLog, to_wire
-from capture.pairing import Author
+from capture.pairing import Author, LoggedMessage
 from common import celery_app, task_names
 from common.celery_app import QUEUE_JUDGE
 from store.judgments import set_pair_status
@@ -260,14 +260,66 @@ def test_the_capture_reads_the_message_and_what_is_around_it_in_two_round_trips(
 
     for message, thread_ts, index_reads in ((reply, question.ts, 1), (top, None, 1), (reply, None, 2)):
         before = redis_calls(client)
-        found, around = log.get_with_around(C, message.ts, thread_ts, 60)
+        found, around, nothing = log.get_with_around(C, message.ts, thread_ts, 60)
         made = {
             k: v - before.get(k, 0)
             for k, v in redis_calls(client).items()
             if k != "cmdstat_info" and v != before.get(k, 0)
         }
-        assert found == log.get(C, message.ts)
+        assert found == log.get(C, message.ts) and nothing == []
         assert [m.ts for m in around] == [m.ts for m in log.around(C, message, 60)]
         # A pipeline (GET and the index reads) and an MGET; placed wrong, the thread's index is read again.
         assert (made.get("get"), made["zrange"], made["mget"]) == (1, index_reads, 1)
-    assert log.get_with_around(C, f"{now - 5:.6f}", None, 60) == (None, [])
+    assert log.get_with_around(C, f"{now - 5:.6f}", None, 60) == (None, [], [])
+    # Commands of the caller's ride along on the first round trip; their replies come third.
+    before = redis_calls(client)
+    found, _, extra = log.get_with_around(C, reply.ts, question.ts, 60, also=lambda pipe: pipe.get("relmon:x"))
+    assert found == reply and extra == [None]
+    made = {k: v - before.get(k, 0) for k, v in redis_calls(client).items() if k != "cmdstat_info"}
+    assert made.get("get") == 2 and made["mget"] == 1  # the message's GET and the caller's: still one pipeline
+
+
+def test_an_answer_that_settles_at_once_is_stored_and_watched_in_six_redis_round_trips(make_bot, monkeypatch) -> None:
+    """The capture task's Redis round trips, each one counted (a pipeline is one): the conversation's lock; the
+    message with its index reads and the mark of what was last stored of it; the MGET of its thread; the outcome
+    window's watch with its reads of what came after the answer (no MGET: nothing came); the stored mark with the
+    bot's note of the task dropped; the lock's release. The note is gone once the answer is stored."""
+    bot = make_bot(settle_seconds=0)
+    monkeypatch.setattr(answers, "judge_settled", lambda runtime, settled: "judged")  # the LLM call, apart
+    log = ConversationLog(bot.runtime.redis, 3600)
+    now = time.time()
+    question = LoggedMessage(
+        f"{now - 2:.6f}", None, Author.HUMAN, user="U_ASKER", content={"text": "Where is billing?"}
+    )
+    answer = LoggedMessage(f"{now - 1:.6f}", question.ts, Author.MONITORED_BOT, content={"text": "Under Settings."})
+    for message in (question, answer):
+        log.record(C, message)
+    kwargs = {"channel": C, "ts": answer.ts, "thread_ts": question.ts, "logged": to_wire(answer)}
+    note = handoffs.new_id()
+    pipe = bot.runtime.redis.pipeline()
+    handoffs.note(pipe, note, kwargs, now)
+    pipe.execute()
+    with answers.conversation_lock(bot.runtime.redis, C, "warm-up"):
+        pass  # loads the lock's release script, as a running worker has
+
+    trips: list[str] = []
+    direct, pipelined = redis.Redis.execute_command, redis.client.Pipeline.execute
+
+    def one(client, *args, **options):
+        if not isinstance(client, redis.client.Pipeline):
+            trips.append(str(args[0]))
+        return direct(client, *args, **options)
+
+    def many(pipe, *args, **options):
+        trips.append("pipeline")
+        return pipelined(pipe, *args, **options)
+
+    monkeypatch.setattr(redis.Redis, "execute_command", one)
+    monkeypatch.setattr(redis.client.Pipeline, "execute", many)
+    result = capture_answer_in(
+        bot.runtime, C, answer.ts, thread_ts=question.ts, handoff=note, channel_type="channel", ext_shared=False
+    )
+    monkeypatch.undo()
+    assert result == "captured" and bot.pairs()[0].status == PairStatus.PENDING
+    assert len(trips) == 6, " ".join(trips)
+    assert bot.runtime.redis.hget(handoffs.KEY, note) is None

@@ -288,23 +288,18 @@ def test_a_window_opened_while_the_bot_logs_a_reply_still_gets_it(make_bot, sent
     assert signals(bot, pair.id) == {"reask"}
 
 
-def test_the_windows_read_of_the_log_is_two_round_trips_led_by_the_watch(redis_url) -> None:
-    """`thread_and_since`, as a window opens on an answer in a thread: the thread (root first), and the asker's
-    top-level messages after the given moment up to its end; the commands queued first (the watch) are in place
-    before anything is read. Other people's top-level messages are not read at all: in a busy channel that read
-    grew with the channel's traffic since the answer."""
+def test_the_windows_read_of_the_log_is_led_by_the_watch_and_reads_only_what_came_after(redis_url) -> None:
+    """`since_answer`, as a window opens on an answer in a thread: the thread's later messages and the asker's later
+    top-level ones up to the window's end, in one transaction led by the commands queued first (the watch), then one
+    MGET; none when nothing came after the answer. Other people's top-level messages, and anything before the
+    answer, are not read at all: in a busy channel that read grew with the channel's traffic."""
     client = redis.Redis.from_url(redis_url)
     log = ConversationLog(client, 3600)
     now, logged = time.time(), partial(log_message, log, C)
 
     root = logged(now - 50)
-    logged(now - 40)  # top level, before the window opened
+    logged(now - 40)  # top level, before the answer
     answer = logged(now - 30, thread=root.ts, author=Author.MONITORED_BOT)
-    reply = logged(now - 20, thread=root.ts)
-    later = [logged(now - 10), logged(now - 5)]  # top level, after
-    for ago in (9, 8, 7):  # someone else's top-level messages, after the answer too
-        log.record(C, LoggedMessage(ts=f"{now - ago:.6f}", thread_ts=None, author=Author.HUMAN, user="U_OTHER"))
-    logged(now + 100)  # after the window's end
     watched: list[object] = []
 
     def first(pipe) -> None:
@@ -312,22 +307,29 @@ def test_the_windows_read_of_the_log_is_two_round_trips_led_by_the_watch(redis_u
         watched.append(pipe)
 
     calls_before = redis_calls(client)
-    around, since = log.thread_and_since(C, answer, since=(answer.seconds, now + 1, "U_ASKER"), first=first)
+    assert log.since_answer(C, answer, until=now + 1, asker="U_ASKER", first=first) == []
+    # Nothing came after the answer: one transaction (the watch, the thread's index, the asker's index), no MGET.
     made = redis_calls_since(client, calls_before)
-    # One transaction (the watch, the thread's index, the asker's index), then one MGET: two round trips.
-    assert made == {"multi": 1, "set": 1, "zrange": 1, "zrangebyscore": 1, "exec": 1, "mget": 1}
-    assert [m.ts for m in around] == [m.ts for m in log.around(C, answer, 60)] == [root.ts, answer.ts, reply.ts]
-    assert [m.ts for m in since] == [m.ts for m in later]
+    assert made == {"multi": 1, "set": 1, "zrangebyscore": 2, "exec": 1}
     assert client.get("relmon:test:watch") == b"up" and watched
+
+    reply = logged(now - 20, thread=root.ts)
+    later = [logged(now - 10), logged(now - 5)]  # top level, after
+    for ago in (9, 8, 7):  # someone else's top-level messages, after the answer too
+        log.record(C, LoggedMessage(ts=f"{now - ago:.6f}", thread_ts=None, author=Author.HUMAN, user="U_OTHER"))
+    logged(now + 100)  # after the window's end
+    calls_before = redis_calls(client)
+    since = log.since_answer(C, answer, until=now + 1, asker="U_ASKER", first=first)
+    assert [m.ts for m in since] == [reply.ts] + [m.ts for m in later]
+    made = redis_calls_since(client, calls_before)
+    assert made == {"multi": 1, "set": 1, "zrangebyscore": 2, "exec": 1, "mget": 1}
     # An answer at top level: its own thread, and nothing of the channel's top level but the asker's.
     top_answer = logged(now - 6, author=Author.MONITORED_BOT)
-    thread, asked = log.thread_and_since(C, top_answer, since=(top_answer.seconds, now + 1, "U_ASKER"))
-    assert [m.ts for m in thread] == [top_answer.ts] and [m.ts for m in asked] == [later[1].ts]
+    assert [m.ts for m in log.since_answer(C, top_answer, until=now + 1, asker="U_ASKER")] == [later[1].ts]
     # No asker: only the thread is read.
     calls_before = redis_calls(client)
-    thread, asked = log.thread_and_since(C, answer, since=(answer.seconds, now + 1, None))
-    assert [m.ts for m in thread] == [root.ts, answer.ts, reply.ts] and asked == []
-    assert "zrangebyscore" not in redis_calls_since(client, calls_before)
+    assert [m.ts for m in log.since_answer(C, answer, until=now + 1, asker=None)] == [reply.ts]
+    assert redis_calls_since(client, calls_before)["zrangebyscore"] == 1
 
 
 def test_a_task_queued_by_an_older_bot_one_pair_per_task_is_still_taken(make_bot, sent) -> None:

@@ -18,8 +18,10 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from collections.abc import Callable
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import redis
@@ -85,11 +87,16 @@ def capture_answer_in(
     ext_shared: bool | None = None,
     logged: dict[str, Any] | None = None,
     redelivered: bool = False,
+    handoff: str | None = None,
 ) -> str:
     """Store the answer the bot message `ts` belongs to as the log has it now, and judge it if it settled at once
-    (after the lock: the LLM call holds no conversation up); returns what happened."""
-    capture = _Capture(runtime, channel, team_id, channel_type, ext_shared, redelivered)
+    (after the lock: the LLM call holds no conversation up); returns what happened. `handoff`: the bot's note of
+    the task (capture.handoffs), dropped once the answer is stored (in the round trip that marks it stored), or
+    once the run is over when there was nothing to store."""
+    capture = _Capture(runtime, channel, team_id, channel_type, ext_shared, redelivered, handoff)
     result = capture.run(ts, thread_ts, logged)
+    if capture.handoff is not None:
+        handoffs.done(runtime.redis, capture.handoff)
     for settled in capture.due:
         judge_settled(runtime, settled._mapping)
     return result
@@ -106,14 +113,18 @@ class _Capture:
     channel_type: str | None
     ext_shared: bool | None
     redelivered: bool
+    handoff: str | None = None  # the bot's note, until dropped
     due: list[Row] = field(default_factory=list)
 
     def run(self, ts: str, thread_ts: str | None, logged: dict[str, Any] | None) -> str:
         runtime, channel = self.runtime, self.channel
         conversation = ConversationLog(runtime.redis, runtime.settings.question_ttl_seconds)
         window = runtime.settings.toplevel_window_seconds
+        # What was last stored of an answer whose first message is `ts` (most are one message) comes with the read.
+        stored = _StoredMark(runtime.redis, channel, ts, runtime.settings.question_ttl_seconds)
         with conversation_lock(runtime.redis, channel, thread_ts):
-            message, around = conversation.get_with_around(channel, ts, thread_ts, window)
+            message, around, (held,) = conversation.get_with_around(channel, ts, thread_ts, window, also=stored.read)
+            stored.held_raw = held
             if message is None:
                 if logged is None:
                     return "missing"
@@ -124,9 +135,9 @@ class _Capture:
                 return self.deleted(conversation, message)
             if message.author != Author.MONITORED_BOT:
                 return "not an answer"
-            return self.store(message, around)
+            return self.store(message, around, stored)
 
-    def store(self, message: LoggedMessage, around: list[LoggedMessage]) -> str:
+    def store(self, message: LoggedMessage, around: list[LoggedMessage], read: _StoredMark | None = None) -> str:
         runtime, channel, settings = self.runtime, self.channel, self.runtime.settings
         run = answer_run(message, around)
         root = run[0]
@@ -134,7 +145,8 @@ class _Capture:
         answer_text = redact_if(settings.redact_pii, answer_text)  # RELMON_REDACT_PII: before the store
         flags = channel_flags(runtime.redis, runtime.slack, channel, self.channel_type, self.ext_shared)
         state, errored = message.streaming, stream_errored(run)
-        stored = _StoredMark(runtime.redis, channel, root.ts, settings.question_ttl_seconds)
+        stored = read if read is not None and read.answer_ts == root.ts else None
+        stored = stored or _StoredMark(runtime.redis, channel, root.ts, settings.question_ttl_seconds)
         mark = stored.of(answer_text, run, flags.restricted, flags.ext_shared, errored, state)
         held, pair_id = stored.held()
         if held == mark:  # a replayed task: this very answer was stored
@@ -166,7 +178,7 @@ class _Capture:
             return "ignored"
         # A stream still running waits for its completion's capture; one that ended needs no quiet time.
         if state == IN_PROGRESS:
-            stored.keep(mark, captured.pair_id)
+            self.keep(stored, mark, captured.pair_id)
             log.info("answer streaming", extra=fields)
             return "streaming"
         countdown = 0 if settles_at_once(state) else settings.settle_seconds
@@ -180,9 +192,14 @@ class _Capture:
             # captured message is a later part of a top-level run (its window starts later than the first part's).
             read = around if message.in_thread or message.ts == root.ts else None
             settle(runtime, captured.pair_id, captured.version, known=known, read=read, judge_later=self.due.append)
-        stored.keep(mark, captured.pair_id)
+        self.keep(stored, mark, captured.pair_id)
         log.info("answer captured", extra={**fields, "version": captured.version, "parts": len(run)})
         return "captured"
+
+    def keep(self, stored: _StoredMark, mark: str, pair_id: int) -> None:
+        """The answer is stored: its mark is kept, and the bot's note of the task dropped, in one round trip."""
+        handoff, self.handoff = self.handoff, None
+        stored.keep(mark, pair_id, also=partial(handoffs.queue_done, handoff_id=handoff) if handoff else None)
 
     def deleted(self, conversation: ConversationLog, tombstone: LoggedMessage) -> str:
         """A monitored bot's message was deleted: its answer is deleted, or the answer it was a later part of loses
@@ -206,7 +223,10 @@ class _StoredMark:
     that was judged meanwhile (an answer version is judged once)."""
 
     def __init__(self, client: redis.Redis, channel: str, answer_ts: str, ttl_seconds: int) -> None:
-        self.redis, self.key, self.ttl = client, f"relmon:capture:stored:{channel}:{answer_ts}", int(ttl_seconds)
+        self.redis, self.answer_ts, self.ttl = client, answer_ts, int(ttl_seconds)
+        self.key = f"relmon:capture:stored:{channel}:{answer_ts}"
+        self.held_raw: bytes | str | None = None
+        self._read = False
 
     @staticmethod
     def of(text: str, parts: list[LoggedMessage], *flags: Any) -> str:
@@ -214,16 +234,26 @@ class _StoredMark:
         seen = json.dumps([text, *flags, [(p.ts, p.deleted) for p in parts]], separators=(",", ":"))
         return hashlib.sha256(seen.encode()).hexdigest()
 
+    def read(self, pipe) -> None:
+        """Queue the read of the mark on a pipeline of the caller's; its reply goes to `held_raw`."""
+        pipe.get(self.key)
+        self._read = True
+
     def held(self) -> tuple[str | None, int | None]:
         """The mark kept, and the pair it was stored as."""
-        raw = self.redis.get(self.key)
+        raw = self.held_raw if self._read else self.redis.get(self.key)
         if raw is None:
             return None, None
         mark, _, pair_id = (raw if isinstance(raw, str) else raw.decode()).partition(":")
         return mark, int(pair_id) if pair_id.isdigit() else None
 
-    def keep(self, mark: str, pair_id: int) -> None:
-        self.redis.set(self.key, f"{mark}:{pair_id}", ex=self.ttl)
+    def keep(self, mark: str, pair_id: int, also: Callable[[Any], None] | None = None) -> None:
+        """Keep the mark; `also` queues further commands in the same round trip."""
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.set(self.key, f"{mark}:{pair_id}", ex=self.ttl)
+        if also is not None:
+            also(pipe)
+        pipe.execute()
 
 
 def forget_question_in(runtime: Runtime, channel: str, ts: str) -> int:
@@ -261,7 +291,7 @@ def capture_answer(
 ) -> str:
     runtime = get_runtime()
     try:
-        result = capture_answer_in(
+        return capture_answer_in(
             runtime,
             channel,
             ts,
@@ -271,14 +301,13 @@ def capture_answer(
             ext_shared=ext_shared,
             logged=logged,
             redelivered=bool((self.request.delivery_info or {}).get("redelivered")),
+            handoff=handoff,
         )
     except _RETRIED["autoretry_for"]:
         raise  # tried again: the bot's note stays until the answer is stored
     except Exception:
         handoffs.done(runtime.redis, handoff)  # a bug: sending it again would fail the same way (logged by Celery)
         raise
-    handoffs.done(runtime.redis, handoff)
-    return result
 
 
 @celery.task(name=task_names.FORGET_QUESTION, **_RETRIED)

@@ -33,7 +33,7 @@ from capture.outcomes import (
     watching,
     window_closes_at,
 )
-from capture.pairing import LoggedMessage, answer_run
+from capture.pairing import LoggedMessage, answer_run, ts_key
 from capture.redact import redact_if
 from capture.text import message_text
 from common import task_names
@@ -114,16 +114,13 @@ def _watch(runtime: Runtime, pair: Row, run: list[LoggedMessage] | None, window_
     # it (capture.outcomes.concerns): their indexes are read, not the channel's, whose read grew with its traffic.
     # By the bot's rule, a top-level message of the asker is news only for their latest answer, which the board
     # knows.
-    around: list[LoggedMessage] = []
+    later: list[LoggedMessage] = []
     if answer is None:
         board.add(channel, watch)
     else:
         put_up = partial(board.queue_add, channel=channel, watch=watch)
-        since = (watch.opens_at, closes, watch.asker)
-        around, asked_since = conversation.thread_and_since(channel, answer, since=since, first=put_up)
-        seen = {message.ts for message in around}
-        around += [m for m in asked_since if m.ts not in seen]
-    later = [message for message in around if concerns(watch, message)]
+        later = conversation.since_answer(channel, answer, until=closes, asker=watch.asker, first=put_up)
+    later = sorted((message for message in later if concerns(watch, message)), key=ts_key)
     if any(not message.in_thread for message in later):
         known = {w.pair_id: w for w in board.of_asker(channel, watch.asker)} | {watch.pair_id: watch}
     else:
