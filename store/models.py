@@ -186,6 +186,9 @@ class Alert(Base):
         # A pair's alerts (its outcome's follow-up, the redraws): found by judgment, and a purged judgment's
         # cascade finds its alerts without a scan.
         Index("ix_alerts_judgment_id", "judgment_id"),
+        # A channel's latest degradation alert, read after every judgment: one row of this index, however many
+        # low-score alerts the channel had.
+        Index("ix_alerts_channel_kind", "source_channel_id", "kind", "id"),
     )
 
     id: Mapped[IdKey]

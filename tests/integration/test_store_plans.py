@@ -61,6 +61,17 @@ def fill(database) -> list[float]:
 
 
 def run_recording_statements(database, **window) -> tuple[list[float], list[tuple[str, object]]]:
+    scores: list[float] = []
+
+    def read(connection) -> None:
+        scores.extend(score for score, _ in recent_scores(connection, BUSY, "relevancy", last=WINDOW, **window))
+
+    statements = statements_of(database, read)
+    return scores, statements
+
+
+def statements_of(database, call) -> list[tuple[str, object]]:
+    """The statements (and parameters, as the driver got them) that `call(connection)` ran."""
     statements: list[tuple[str, object]] = []
 
     def record(_conn, _cursor, statement, parameters, _context, _executemany) -> None:
@@ -69,10 +80,19 @@ def run_recording_statements(database, **window) -> tuple[list[float], list[tupl
     event.listen(database.engine, "before_cursor_execute", record)
     try:
         with database.autocommit() as connection:
-            scores = [score for score, _ in recent_scores(connection, BUSY, "relevancy", last=WINDOW, **window)]
+            call(connection)
     finally:
         event.remove(database.engine, "before_cursor_execute", record)
-    return scores, statements
+    return statements
+
+
+def explained(database, statement: str, parameters) -> dict | list[str]:
+    """PostgreSQL's plan as it ran (EXPLAIN ANALYZE), or SQLite's query plan lines."""
+    with database.autocommit() as connection:
+        if database.engine.dialect.name == "postgresql":
+            raw = connection.exec_driver_sql("EXPLAIN (ANALYZE, FORMAT JSON) " + statement, parameters).scalar_one()
+            return (json.loads(raw) if isinstance(raw, str) else raw)[0]["Plan"]
+        return [row[-1] for row in connection.exec_driver_sql("EXPLAIN QUERY PLAN " + statement, parameters)]
 
 
 def rows_touched(plan: dict) -> float:
@@ -208,24 +228,32 @@ def test_a_pairs_alerts_are_found_without_reading_every_alert(database) -> None:
             [{"dedupe_key": f"low:{j.id}", "kind": KIND_LOW, "judgment_id": j.id, "status": "posted"} for j in alerted],
         )
     asked = [alerted[3].pair_id, judged[1].pair_id]  # one pair with an alert, one without
-    statements: list[tuple[str, object]] = []
+    found: list[set[int]] = []
+    [(statement, parameters)] = statements_of(database, lambda c: found.append(pairs_with_alerts(c, asked)))
+    assert found == [{alerted[3].pair_id}]
+    plan = explained(database, statement, parameters)
+    if isinstance(plan, dict):
+        assert rows_touched(plan) <= 50, f"{rows_touched(plan):.0f} rows touched for {len(alerted)} alerts"
+    else:
+        assert not any(d.startswith("SCAN") for d in plan), plan  # no full table scan
 
-    def record(_conn, _cursor, statement, parameters, _context, _executemany) -> None:
-        statements.append((statement, parameters))
 
-    event.listen(database.engine, "before_cursor_execute", record)
-    try:
-        with database.autocommit() as connection:
-            assert pairs_with_alerts(connection, asked) == {alerted[3].pair_id}
-    finally:
-        event.remove(database.engine, "before_cursor_execute", record)
-    [(statement, parameters)] = statements
-    with database.autocommit() as connection:
-        if database.engine.dialect.name == "postgresql":
-            explained = connection.exec_driver_sql("EXPLAIN (ANALYZE, FORMAT JSON) " + statement, parameters)
-            raw = explained.scalar_one()
-            plan = (json.loads(raw) if isinstance(raw, str) else raw)[0]["Plan"]
-            assert rows_touched(plan) <= 50, f"{rows_touched(plan):.0f} rows touched for {len(alerted)} alerts"
-        else:
-            details = [row[-1] for row in connection.exec_driver_sql("EXPLAIN QUERY PLAN " + statement, parameters)]
-            assert not any(d.startswith("SCAN") for d in details), details  # no full table scan
+def test_a_channels_latest_degradation_alert_is_one_index_row_however_many_alerts_it_had(database) -> None:
+    """`store.alerts.degradation_history` runs after every judgment: with thousands of low-score alerts in the
+    channel, its read of the latest degradation alert stays a look-up, on a young database too."""
+    from store.alerts import KIND_DEGRADATION, KIND_LOW, degradation_history
+    from store.models import Alert
+
+    with database.engine.begin() as connection:
+        rows = [{"dedupe_key": f"low:{i}", "kind": KIND_LOW, "source_channel_id": BUSY} for i in range(2000)]
+        rows.insert(100, {"dedupe_key": "degradation:1", "kind": KIND_DEGRADATION, "source_channel_id": BUSY})
+        connection.execute(insert(Alert), rows)
+    found = []
+    statements = statements_of(database, lambda c: found.append(degradation_history(c, BUSY)))
+    assert found[0].episodes == 1 and found[0].open_alert_id is not None
+    statement, parameters = statements[0]  # the latest degradation alert (then the count of episodes)
+    plan = explained(database, statement, parameters)
+    if isinstance(plan, dict):
+        assert rows_touched(plan) <= 10, f"{rows_touched(plan):.0f} rows touched for 2,001 alerts"
+    else:
+        assert any("ix_alerts_channel_kind" in d for d in plan), plan
