@@ -124,7 +124,7 @@ class _Capture:
         stored = _StoredMark(runtime.redis, channel, ts, runtime.settings.question_ttl_seconds)
         with conversation_lock(runtime.redis, channel, thread_ts):
             message, around, (held,) = conversation.get_with_around(channel, ts, thread_ts, window, also=stored.read)
-            stored.held_raw = held
+            stored.was_read(held)
             if message is None:
                 if logged is None:
                     return "missing"
@@ -225,7 +225,7 @@ class _StoredMark:
     def __init__(self, client: redis.Redis, channel: str, answer_ts: str, ttl_seconds: int) -> None:
         self.redis, self.answer_ts, self.ttl = client, answer_ts, int(ttl_seconds)
         self.key = f"relmon:capture:stored:{channel}:{answer_ts}"
-        self.held_raw: bytes | str | None = None
+        self._raw: bytes | str | None = None
         self._read = False
 
     @staticmethod
@@ -235,13 +235,15 @@ class _StoredMark:
         return hashlib.sha256(seen.encode()).hexdigest()
 
     def read(self, pipe) -> None:
-        """Queue the read of the mark on a pipeline of the caller's; its reply goes to `held_raw`."""
+        """Queue the read of the mark on a pipeline of the caller's, who hands its reply to `was_read`."""
         pipe.get(self.key)
-        self._read = True
+
+    def was_read(self, reply: bytes | str | None) -> None:
+        self._raw, self._read = reply, True
 
     def held(self) -> tuple[str | None, int | None]:
-        """The mark kept, and the pair it was stored as."""
-        raw = self.held_raw if self._read else self.redis.get(self.key)
+        """The mark kept, and the pair it was stored as (read now unless it came with the caller's read)."""
+        raw = self._raw if self._read else self.redis.get(self.key)
         if raw is None:
             return None, None
         mark, _, pair_id = (raw if isinstance(raw, str) else raw.decode()).partition(":")
