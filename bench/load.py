@@ -3,9 +3,9 @@ Redis (AOF, fsync always), `relmon worker` processes, the fake OpenAI server as 
 the fake Slack (alerts land there), PostgreSQL (a fresh database) or SQLite when no server answers.
 
 Open loop: answer i has its slot at start + i/rate, whatever happened to the others. Each answer is a question
-event then the monitored bot's answer in its thread (RELMON_SETTLE_SECONDS=0, so it is judged at once); every
---offtopic-every-th answer contains "offtopic", which the fake LLM scores 0, so it alerts. Then it waits for the
-pipeline to drain and prints:
+event then the monitored bot's answer in its thread (at top level with --top-level; RELMON_SETTLE_SECONDS=0, so it
+is judged at once); every --offtopic-every-th answer contains "offtopic", which the fake LLM scores 0, so it alerts.
+Then it waits for the pipeline to drain and prints:
 
 - answers sent, captured (pairs stored), judged (a judgment stored), queued at the end (still waiting in the
   queue when --drain-seconds ran out), lost (neither judged nor queued), duplicated
@@ -14,8 +14,7 @@ pipeline to drain and prints:
 - the bot's event acknowledgement latency p50/p99;
 - peak RSS of each process (VmHWM from /proc, summed over each process's children).
 
-    python -m bench.load                    # 50 answers/s for 2 minutes
-    python -m bench.load --seconds 20       # shorter
+    python -m bench.load --seconds 30 --rate 100 [--top-level]    # default: 50 answers/s for 2 minutes
 """
 
 from __future__ import annotations
@@ -66,6 +65,7 @@ CHANNEL = "C_SUPPORT"
 ALERTS = "C_ALERTS"
 SECRET = "bench-signing-secret"
 ASKERS = 1000
+REPORTED = ("answers_sent", "captured", "judged", "queued_at_end", "lost", "duplicated")
 
 
 class TimedSlack(FakeSlack):
@@ -121,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--senders", type=int, default=48, help="concurrent HTTP senders (default 48)")
     parser.add_argument("--drain-seconds", type=float, default=120.0, help="longest wait for the backlog")
     parser.add_argument("--database-url", help="default: a fresh PostgreSQL database, or SQLite")
+    parser.add_argument("--top-level", action="store_true", help="the bot answers at top level, not in the thread")
     args = parser.parse_args(argv)
 
     workdir = Path(tempfile.mkdtemp(prefix="relmon-load-"))
@@ -225,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
                 sent_at[answer_ts] = time.time()
                 if is_offtopic:
                     offtopic.add(answer_ts)
-            deliver(sr.bot_message(CHANNEL, answer_ts, text, thread_ts=question_ts))
+            deliver(sr.bot_message(CHANNEL, answer_ts, text, thread_ts=None if args.top_level else question_ts))
 
         def cpu_snapshot() -> dict[str, dict[int, float]]:
             groups = {name: process_tree(process.pid) for name, process in processes}
@@ -300,6 +301,7 @@ def main(argv: list[str] | None = None) -> int:
 
         report: dict[str, Any] = {
             "rate_per_s": args.rate,
+            "answers": "at top level" if args.top_level else "in threads",
             "seconds": args.seconds,
             "workers": args.workers,
             "concurrency": args.concurrency,
@@ -362,11 +364,9 @@ def print_report(report: dict[str, Any]) -> None:
     print()
     print(
         f"load: {report['rate_per_s']:g} answers/s for {report['seconds']:g} s, {report['workers']} workers x "
-        f"{report['concurrency']} threads, {report['database']}"
+        f"{report['concurrency']} threads, {report['database']}, answers {report['answers']}"
     )
-    keys = ("answers_sent", "captured", "judged", "queued_at_end", "lost", "duplicated")
-    keys += ("alerts_expected", "alerts_posted")
-    for key in keys:
+    for key in (*REPORTED, "alerts_expected", "alerts_posted"):
         print(f"  {key.replace('_', ' '):<34} {report[key]}")
     print(
         f"  {'LLM calls (beyond one per judgment)':<34} {report['llm_calls']} ({report['llm_calls_beyond_judgments']})"

@@ -28,11 +28,14 @@ import redis
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from capture.pairing import Author, LoggedMessage
+from capture.pairing import Author, LoggedMessage, could_be_question
 
 log = logging.getLogger("relmon.capture")
 
 PREFIX = "relmon"
+# The newest top-level messages read before a top-level answer at first: its question is nearly always among them
+# (the rules take the latest one a person wrote); more are read, in larger batches, only when it is not.
+TOP_BATCH = 20
 
 
 def to_wire(message: LoggedMessage) -> dict[str, Any]:
@@ -137,11 +140,13 @@ class ConversationLog:
         return [_from_json(raw) for raw in self.redis.mget(keys) if raw]
 
     def around(self, channel: str, message: LoggedMessage, window_seconds: float) -> list[LoggedMessage]:
-        """Everything the pairing rules need to place `message`: its thread, and the channel's top-level
-        messages within the window before it (and as long after, for the rest of a top-level run)."""
+        """Everything the pairing rules need to place `message`: its thread and, for a top-level message, the
+        channel's top-level messages before it within the window, newest first back to one that could be its
+        question (`capture.pairing.could_be_question`): not the whole window, whose size grows with the channel's
+        traffic."""
         pipe = self.redis.pipeline(transaction=False)
         self._queue_around(pipe, channel, message, window_seconds)
-        return self._around_from(channel, message, pipe.execute())[0]
+        return self._around_from(channel, message, pipe.execute(), window_seconds)
 
     def get_with_around(
         self,
@@ -169,7 +174,7 @@ class ConversationLog:
             return None, [], extra
         if (message.in_thread, message.thread_key) != (placed.in_thread, placed.thread_key):
             return message, self.around(channel, message, window_seconds), extra
-        return message, self._around_from(channel, message, index_replies)[0], extra
+        return message, self._around_from(channel, message, index_replies, window_seconds), extra
 
     def since_answer(
         self,
@@ -197,24 +202,37 @@ class ConversationLog:
         return self._load(channel, dict.fromkeys(named))
 
     def _queue_around(self, pipe, channel: str, message: LoggedMessage, window_seconds: float) -> None:
-        """The index reads of `around`: the thread's replies, and for a top-level message the window's ts."""
+        """The index reads of `around`: the thread's replies, and for a top-level message the newest top-level ts
+        up to it within the window (a first batch)."""
         pipe.zrange(self._thread_key(channel, message.thread_key), 0, -1)
         if not message.in_thread:
-            pipe.zrangebyscore(
-                self._top_key(channel), message.seconds - window_seconds, message.seconds + window_seconds
+            pipe.zrevrangebyscore(
+                self._top_key(channel), message.seconds, message.seconds - window_seconds, start=0, num=TOP_BATCH
             )
 
     def _around_from(
-        self, channel: str, message: LoggedMessage, replies: list, later: Iterable[bytes | str] = ()
-    ) -> tuple[list[LoggedMessage], list[LoggedMessage]]:
+        self, channel: str, message: LoggedMessage, replies: list, window_seconds: float
+    ) -> list[LoggedMessage]:
         """Load, in one MGET, the messages `_queue_around`'s replies name (the thread's root first, `message` itself
-        added) and those at the `later` timestamps (in their order): the two lists."""
+        added); for a top-level message whose first batch holds nothing that could be its question, the batches
+        before it too, each four times larger, back to one that does or to the window's start."""
         named = [message.thread_key, *(_text(ts) for reply in replies for ts in reply)]
-        later_ts = [_text(ts) for ts in later]
-        loaded = {m.ts: m for m in self._load(channel, dict.fromkeys([*named, *later_ts]))}
+        loaded = {m.ts: m for m in self._load(channel, dict.fromkeys(named))}
         found = {ts: loaded[ts] for ts in named if ts in loaded}
         found.setdefault(message.ts, message)
-        return list(found.values()), [loaded[ts] for ts in later_ts if ts in loaded]
+        if message.in_thread:
+            return list(found.values())
+        batch, top = TOP_BATCH, [_text(ts) for ts in replies[-1]]
+        while len(top) == batch and not any(
+            could_be_question(m) and m.ts != message.ts for ts in top if (m := found.get(ts)) is not None
+        ):
+            batch *= 4
+            older = self.redis.zrevrangebyscore(
+                self._top_key(channel), f"({top[-1]}", message.seconds - window_seconds, start=0, num=batch
+            )
+            top = [_text(ts) for ts in older]
+            found.update({m.ts: m for m in self._load(channel, top)})
+        return list(found.values())
 
 
 def _text(ts: bytes | str) -> str:

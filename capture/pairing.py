@@ -344,8 +344,13 @@ def find_question(
     else:
         oldest = answer.seconds - window_seconds
         candidates = [m for m in live if not m.in_thread and m.seconds >= oldest]
-    before = [m for m in candidates if m.author == Author.HUMAN and not m.wordless and ts_key(m) < ts_key(answer)]
+    before = [m for m in candidates if could_be_question(m) and ts_key(m) < ts_key(answer)]
     return before[-1] if before else None
+
+
+def could_be_question(message: LoggedMessage) -> bool:
+    """A person's message with words or files, not deleted: what `find_question` takes for a question."""
+    return message.author == Author.HUMAN and not message.wordless and not message.deleted
 
 
 STREAMING = "streaming"

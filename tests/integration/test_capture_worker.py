@@ -23,7 +23,7 @@ from store.judgments import set_pair_status
 from store.models import PairStatus
 from tests import slack_requests as sr
 from tests import slack_shapes as ss
-from tests.bot_harness import SECRET, ServedBot, log_message, redis_calls
+from tests.bot_harness import SECRET, ServedBot, log_message, redis_calls, redis_calls_since
 from tests.fakes.openai_server import FakeOpenAI
 from workers.judging.queued import queued_handoffs
 from workers.tasks import answers
@@ -323,3 +323,78 @@ def test_an_answer_that_settles_at_once_is_stored_and_watched_in_six_redis_round
     assert result == "captured" and bot.pairs()[0].status == PairStatus.PENDING
     assert len(trips) == 6, " ".join(trips)
     assert bot.runtime.redis.hget(handoffs.KEY, note) is None
+
+
+def test_a_top_level_answer_reads_back_to_its_question_not_the_whole_window(redis_url) -> None:
+    """In a busy channel a top-level answer's question is read from the newest top-level messages before it, a
+    batch at a time, back to one that could be its question: not every message of the window (`around`)."""
+    from capture.conversation_log import TOP_BATCH
+    from capture.pairing import resolve
+
+    client = redis.Redis.from_url(redis_url)
+    log = ConversationLog(client, 3600)
+    now = time.time()
+
+    def top(at: float, author: Author, user: str = "U_ASKER", text: str = "hi") -> LoggedMessage:
+        message = LoggedMessage(f"{at:.6f}", None, author, user=user, content={"text": text})
+        log.record(C, message)
+        return message
+
+    for i in range(1000):  # an hour-old backlog of the channel's chatter, inside the window
+        top(now - 500 + i * 0.1, Author.HUMAN, f"U{i}", f"question {i}")
+    question = top(now - 390, Author.HUMAN, text="How do I export my data?")
+    for i in range(150):  # then other bots' notices: none of them could be a question
+        top(now - 380 + i, Author.OTHER, "U_OTHER_BOT")
+    answer = top(now - 20, Author.MONITORED_BOT, "U_BOT", "Settings, then Export.")
+
+    before = redis_calls(client)
+    around = log.around(C, answer, 600)
+    made = redis_calls_since(client, before)
+    assert resolve(answer.ts, around, 600).question == question
+    # Batches of 20, 80 and 320 top-level messages: the question is in the third; the backlog behind it is not read.
+    assert made["zrevrangebyscore"] == 3 and made["mget"] == 3
+    assert len([m for m in around if not m.in_thread]) == TOP_BATCH + 80 + 320
+
+    late_question = top(now - 10, Author.HUMAN, text="And as CSV?")
+    second = top(now - 5, Author.MONITORED_BOT, "U_BOT", "Choose CSV.")
+    before = redis_calls(client)
+    around = log.around(C, second, 600)
+    assert resolve(second.ts, around, 600).question == late_question
+    assert redis_calls_since(client, before) == {"zrange": 1, "zrevrangebyscore": 1, "mget": 1}
+    assert len(around) <= TOP_BATCH
+
+
+def test_the_capture_lock_is_the_threads_not_the_channels_top_level(make_bot, monkeypatch) -> None:
+    """A top-level message is the root of its own thread: its capture waits only for captures of that thread (its
+    own later parts), never for another top-level answer of the channel."""
+    bot = make_bot(settle_seconds=0)
+    monkeypatch.setattr(answers, "judge_settled", lambda runtime, settled: "judged")
+    monkeypatch.setattr(answers, "LOCK_WAIT_SECONDS", 0.3)
+    log = ConversationLog(bot.runtime.redis, 3600)
+    now = time.time()
+    for at, author, text in ((now - 4, Author.HUMAN, "Where is billing?"), (now - 3, Author.HUMAN, "And invoices?")):
+        log.record(C, LoggedMessage(f"{at:.6f}", None, author, user="U_ASKER", content={"text": text}))
+    first = LoggedMessage(f"{now - 2:.6f}", None, Author.MONITORED_BOT, content={"text": "Under Settings."})
+    second = LoggedMessage(f"{now - 1:.6f}", None, Author.MONITORED_BOT, content={"text": "Under Billing."})
+    part = LoggedMessage(f"{now:.6f}", first.ts, Author.MONITORED_BOT, content={"text": "Then Invoices."})
+    for message in (first, second, part):
+        log.record(C, message)
+
+    def capture(message: LoggedMessage) -> str:
+        return capture_answer_in(bot.runtime, C, message.ts, thread_ts=message.thread_ts, channel_type="channel")
+
+    during: list[str] = []
+    flags = answers.channel_flags
+
+    def others_meanwhile(*args, **kwargs):  # called inside the first answer's capture, under its lock
+        if not during:
+            during.append("first")
+            during.append(capture(second))  # another top-level answer: not held up
+            with pytest.raises(answers.ConversationBusy):
+                capture(part)  # the first answer's later part: waits for its thread's lock
+            during.append("busy")
+        return flags(*args, **kwargs)
+
+    monkeypatch.setattr(answers, "channel_flags", others_meanwhile)
+    assert capture(first) == "captured" and during == ["first", "captured", "busy"]
+    assert capture(part) == "unchanged"  # the first answer's capture stored its whole run, this part included

@@ -5,10 +5,10 @@ database: a busy worker holding SQLite's write lock made acknowledgements wait h
 change to a monitored bot's answer it sends `capture_answer(channel, ts, ...)`; the task reads the answer back from
 the log and upserts its pair (a new version, status settling), then enqueues `settle_pair` (or, with no quiet time
 to wait, as for a finished stream, settles it at once). Tasks can run out of
-order or at once (several workers, retries): each reads the log under a lock per conversation (a thread, or a
-channel's top level, where a multi-message answer's parts live), so the last one to run stores the log's latest
-state, whatever order they ran in. The bot also sends the message as it logged it: when Redis lost the log
-meanwhile, that copy is logged again rather than the answer lost.
+order or at once (several workers, retries): each reads the log under a lock per thread (a top-level message is
+the root of its own: an answer's parts live in one thread, capture.pairing.answer_run), so the last one to run
+stores the log's latest state, whatever order they ran in. The bot also sends the message as it logged it: when
+Redis lost the log meanwhile, that copy is logged again rather than the answer lost.
 
 A retried or replayed task is harmless: the pair is unique per answer, and an unchanged answer costs no version.
 """
@@ -63,11 +63,12 @@ class ConversationBusy(Exception):
 
 
 @contextmanager
-def conversation_lock(client: redis.Redis, channel: str, thread_ts: str | None):
-    """One capture at a time per conversation: a thread, or the channel's top level."""
-    lock = client.lock(f"relmon:capture:lock:{channel}:{thread_ts or 'top'}", timeout=LOCK_SECONDS)
+def conversation_lock(client: redis.Redis, channel: str, thread_key: str):
+    """One capture at a time per thread (`thread_key`: its root's ts, a top-level message's own). Not one for the
+    channel's whole top level: a bot answering there in a busy channel had every capture wait on that one lock."""
+    lock = client.lock(f"relmon:capture:lock:{channel}:{thread_key}", timeout=LOCK_SECONDS)
     if not lock.acquire(blocking_timeout=LOCK_WAIT_SECONDS):
-        raise ConversationBusy(f"{channel}:{thread_ts or 'top'}")
+        raise ConversationBusy(f"{channel}:{thread_key}")
     try:
         yield
     finally:
@@ -122,7 +123,7 @@ class _Capture:
         window = runtime.settings.toplevel_window_seconds
         # What was last stored of an answer whose first message is `ts` (most are one message) comes with the read.
         stored = _StoredMark(runtime.redis, channel, ts, runtime.settings.question_ttl_seconds)
-        with conversation_lock(runtime.redis, channel, thread_ts):
+        with conversation_lock(runtime.redis, channel, thread_ts or ts):
             message, around, (held,) = conversation.get_with_around(channel, ts, thread_ts, window, also=stored.read)
             stored.was_read(held)
             if message is None:
