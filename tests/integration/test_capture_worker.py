@@ -398,3 +398,23 @@ def test_the_capture_lock_is_the_threads_not_the_channels_top_level(make_bot, mo
     monkeypatch.setattr(answers, "channel_flags", others_meanwhile)
     assert capture(first) == "captured" and during == ["first", "captured", "busy"]
     assert capture(part) == "unchanged"  # the first answer's capture stored its whole run, this part included
+
+
+def test_a_later_part_under_a_top_level_answer_settles_with_the_roots_question(make_bot, monkeypatch) -> None:
+    """The bot answers at top level, then adds a part in its answer's thread, and the answer settles at once (a
+    finished stream): the part's own read was its thread's alone, so the settle reads around the root, whose
+    question is on the channel's top level (it was settled as having none when Slack's history was not asked)."""
+    bot = make_bot(settle_seconds=0, history_fallback=False)
+    monkeypatch.setattr(answers, "judge_settled", lambda runtime, settled: "judged")
+    log = ConversationLog(bot.runtime.redis, 3600)
+    now = time.time()
+    question = LoggedMessage(
+        f"{now - 3:.6f}", None, Author.HUMAN, user="U_ASKER", content={"text": "Where is billing?"}
+    )
+    root = LoggedMessage(f"{now - 2:.6f}", None, Author.MONITORED_BOT, content={"text": "Under Settings."})
+    part = LoggedMessage(f"{now - 1:.6f}", root.ts, Author.MONITORED_BOT, content={"text": "Then Billing."})
+    for message in (question, root, part):
+        log.record(C, message)
+    assert capture_answer_in(bot.runtime, C, part.ts, thread_ts=root.ts, channel_type="channel") == "captured"
+    [pair] = bot.pairs()
+    assert (pair.answer_ts, pair.status, pair.question_text) == (root.ts, PairStatus.PENDING, "Where is billing?")

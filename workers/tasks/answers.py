@@ -189,9 +189,10 @@ class _Capture:
             known = PairSnapshot(
                 captured.pair_id, channel, root.ts, root.thread_ts, answer_text, captured.version, PairStatus.SETTLING
             )  # as the upsert just left it, inside this conversation's lock: no need to read it back
-            # What the log holds around the answer was read above, under this lock: the same read unless the
-            # captured message is a later part of a top-level run (its window starts later than the first part's).
-            read = around if message.in_thread or message.ts == root.ts else None
+            # What the log holds around the answer was read above, under this lock: the root's read too, unless the
+            # captured message is a later part under a top-level root (its read was the thread's alone, and the
+            # root's question is on the channel's top level).
+            read = around if root.in_thread or message.ts == root.ts else None
             settle(runtime, captured.pair_id, captured.version, known=known, read=read, judge_later=self.due.append)
         self.keep(stored, mark, captured.pair_id)
         log.info("answer captured", extra={**fields, "version": captured.version, "parts": len(run)})
