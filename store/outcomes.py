@@ -7,7 +7,7 @@ import functools
 from collections.abc import Collection, Iterable
 from datetime import datetime
 
-from sqlalchemy import ColumnElement, Connection, Row, and_, bindparam, delete, select
+from sqlalchemy import ColumnElement, Connection, Row, and_, bindparam, delete, select, update
 from sqlalchemy.orm import Session
 
 from store.db import insert_or_ignore_returning
@@ -54,11 +54,8 @@ def open_window_of(executor: Session | Connection, pair: Row, closes_at: datetim
     )
 
 
-def get_window(session: Session, pair_id: int, *, lock: bool = False) -> OutcomeWindow | None:
-    statement = select(OutcomeWindow).where(OutcomeWindow.pair_id == pair_id)
-    if lock:
-        statement = statement.with_for_update()
-    return session.execute(statement).scalar()
+def get_window(session: Session, pair_id: int) -> OutcomeWindow | None:
+    return session.execute(select(OutcomeWindow).where(OutcomeWindow.pair_id == pair_id)).scalar()
 
 
 @functools.cache
@@ -129,11 +126,17 @@ def _locked_window_statement():
     )
 
 
-def record_signals(executor: Session | Connection, pair_id: int, names: Iterable[str], *, at: datetime) -> list[str]:
-    """Record signals that came at `at`, if the pair's window is open and `at` within it (its row locked till the
-    caller's transaction ends: a window closing meanwhile waits). Returns the new ones."""
+def _open_window_locked(executor: Session | Connection, pair_id: int) -> Row | None:
+    """The pair's window (answer_ts, closes_at) if it is still open, its row locked till the caller's transaction
+    ends: a signal recorded, withdrawn or the window closed meanwhile waits."""
     window = executor.execute(_locked_window_statement(), {"pair_id": pair_id}).first()
-    if window is None or window.closed_at is not None or at > as_utc(window.closes_at):
+    return window if window is not None and window.closed_at is None else None
+
+
+def record_signals(executor: Session | Connection, pair_id: int, names: Iterable[str], *, at: datetime) -> list[str]:
+    """Record signals that came at `at`, if the pair's window is open and `at` within it. Returns the new ones."""
+    window = _open_window_locked(executor, pair_id)
+    if window is None or at > as_utc(window.closes_at):
         return []
     after = at.timestamp() - float(window.answer_ts)
     return [name for name in sorted(set(names)) if _insert_signal(executor, pair_id, name, after)]
@@ -141,8 +144,7 @@ def record_signals(executor: Session | Connection, pair_id: int, names: Iterable
 
 def withdraw_signal(session: Session, pair_id: int, name: str) -> bool:
     """A reaction removed while the window is open: its signal goes."""
-    window = get_window(session, pair_id, lock=True)
-    if window is None or window.closed_at is not None:
+    if _open_window_locked(session, pair_id) is None:
         return False
     result = session.execute(delete(OutcomeSignal).where(OutcomeSignal.pair_id == pair_id, OutcomeSignal.name == name))
     return result.rowcount > 0
@@ -150,10 +152,9 @@ def withdraw_signal(session: Session, pair_id: int, name: str) -> bool:
 
 def close_window(session: Session, pair_id: int, *, now: datetime, closing: Iterable[str]) -> bool:
     """Close the window (once) and record what its end adds. False when it was closed already."""
-    window = get_window(session, pair_id, lock=True)
-    if window is None or window.closed_at is not None:
+    if _open_window_locked(session, pair_id) is None:
         return False
-    window.closed_at = now
+    session.execute(update(OutcomeWindow).where(OutcomeWindow.pair_id == pair_id).values(closed_at=now))
     for name in closing:
         _insert_signal(session, pair_id, name, None)
     return True
