@@ -23,7 +23,7 @@ def corpus_questions(failing: str = FAILING_TOPIC, channel: str = "C0SUPPORT") -
     in four), the others failed now and then."""
     questions = []
     for index, row in enumerate(corpus()):
-        failed = row["topic"] == failing and index % 5 != 0 or index % 17 == 0
+        failed = (row["topic"] == failing and index % 5 != 0) or index % 17 == 0
         teammate = f"Annual plans are refunded pro rata within 30 days (case {index % 3})." if failed else None
         questions.append(
             Question(
