@@ -7,5 +7,5 @@ those no document answers are the knowledge gaps, each a draft knowledge-base en
 
 The core (`questions`, `clustering`, `local_embeddings`, `figures`, `matching`, `gaps`, `naming`, `build`) is pure
 functions over plain data; `embeddings` (the endpoint) and `service` (the store, the budget) are the adapters.
-Imports `store` and `judges` only.
+Imports `store`, `capture` (outcome signal names) and `judges` only.
 """

@@ -12,22 +12,17 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
+from capture.outcomes import ESCALATION, HUMAN_TAKEOVER, NEGATIVE_REACTION, REASK, RESOLVED
+from capture.outcomes import failed as conversation_failed
 from store.models import ConfirmationStatus, JudgmentStatus
 
 LOW_SCORE = "low_score"
 MISSED_FAILURE = "missed_failure"
-REASK = "reask"
-ESCALATION = "escalation"
-HUMAN_TAKEOVER = "human_takeover"
-NEGATIVE_REACTION = "negative_reaction"
 NO_DOCUMENT = "no_document"
-RESOLVED = "resolved"
 REASONS = (LOW_SCORE, MISSED_FAILURE, REASK, ESCALATION, HUMAN_TAKEOVER, NEGATIVE_REACTION, NO_DOCUMENT)
 _SIGNAL_REASONS = (REASK, ESCALATION, HUMAN_TAKEOVER, NEGATIVE_REACTION)
 # A second opinion that overturned the low score, or could not be had: not a confirmed low score.
 _NOT_CONFIRMED = frozenset({ConfirmationStatus.DISPUTED, ConfirmationStatus.UNCONFIRMED})
-# With a reask, these say the conversation failed (capture.outcomes.FAILURE_CONFIRMATIONS).
-_FAILURE_CONFIRMATIONS = frozenset({HUMAN_TAKEOVER, ESCALATION, NEGATIVE_REACTION})
 
 
 @dataclass(frozen=True)
@@ -83,7 +78,7 @@ def failure_reasons(
         found.add(LOW_SCORE)
     names = set(signals)
     found |= names & set(_SIGNAL_REASONS)
-    if not low and REASK in names and names & _FAILURE_CONFIRMATIONS and verdicts:
+    if not low and verdicts and conversation_failed(names):
         found.add(MISSED_FAILURE)  # judged, scored well, and the conversation says it failed
     return tuple(reason for reason in REASONS if reason in found)
 

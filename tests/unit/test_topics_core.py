@@ -119,9 +119,7 @@ def test_gaps_read_as_draft_knowledge_base_entries():
     assert text.startswith("# Knowledge gaps")
     assert "## " in text and "refunded pro rata" in text and "Topic: Refunds for annual plans" in text
     no_document = Question(1, "C1", "1.0", "Where is the SLA document?", START, failures=(NO_DOCUMENT,))
-    assert "No document answers this yet" in drafts(
-        [type(topic.gaps[0])("no_document", "SLA", no_document, None, 2)]
-    )
+    assert "No document answers this yet" in drafts([type(topic.gaps[0])("no_document", "SLA", no_document, None, 2)])
 
 
 def test_naming_prompt_puts_the_constant_part_first_and_parses_names():
