@@ -220,7 +220,7 @@ def notice(channel: str, ts: str, subtype: str, *, user: str = "U_ASKER") -> dic
         "channel_leave": f"<@{user}> has left the channel",
         "channel_topic": f"<@{user}> set the channel topic: How do I get support?",
         "channel_purpose": f"<@{user}> set the channel purpose: Ask us anything about billing?",
-        "channel_name": f"<@{user}> renamed the channel from \"help\" to \"support\"",
+        "channel_name": f'<@{user}> renamed the channel from "help" to "support"',
         "channel_convert_to_private": f"<@{user}> made this channel *private*",
         "pinned_item": f"<@{user}> pinned a message to this channel.",
         "reminder_add": f"<@{user}> set up a reminder \u201cwhy is the export slow?\u201d in this channel",
