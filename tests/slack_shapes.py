@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.slack_requests import TEAM_ID
+from tests.slack_requests import TEAM_ID, human_message
 
 BOT = {"bot_id": "B_SUPPORT", "app_id": "A_SUPPORT", "user": "U_SUPPORT"}
 
@@ -299,15 +299,6 @@ def huddle_root(channel: str, ts: str, *, started_by: str = "U_ASKER") -> dict[s
 
 def slackbot_message(channel: str, ts: str, text: str, *, thread_ts: str | None = None) -> dict[str, Any]:
     """A message from Slackbot itself (a custom response, a reminder firing): no subtype, user USLACKBOT."""
-    event = {
-        "type": "message",
-        "user": "USLACKBOT",
-        "text": text,
-        "ts": ts,
-        "channel": channel,
-        "event_ts": ts,
-        "channel_type": _channel_type(channel),
-    }
-    if thread_ts:
-        event["thread_ts"] = thread_ts
+    event = human_message(channel, ts, text, user="USLACKBOT", thread_ts=thread_ts)
+    del event["client_msg_id"]  # no client wrote it
     return event
