@@ -23,6 +23,9 @@ over HTTP (point `base_url` / OPENAI_BASE_URL at `.base_url`).
   `sampled_disputes` (every sampled call grades highest), `served_model` (the
   `model` the response names, as OpenAI answers "gpt-4o-mini-2024-07-18" for "gpt-4o-mini"), and a required
   API key.
+- `POST /v1/embeddings` (tests/fakes/openai_embeddings.py): hashed bag-of-words vectors, base64 or float, usage,
+  404 for an unknown model; `embeddings=False` answers 404 as a chat-only server. The topic naming prompt
+  (topics.naming) is answered with a name made of its questions' commonest words.
 - `GET /_admin/stats`: request count, counts per answered status, counts per fault served (a timeout fault's
   late 200 is counted both ways), and the total time spent answering completions (injected latency included;
   benches subtract it). `POST /_admin/reset` clears them. `.request_times` has when each completion arrived.
@@ -46,6 +49,7 @@ from typing import Any
 
 from tests.fakes.background import BackgroundServer, QuietHandler
 from tests.fakes.openai_batches import FakeBatches
+from tests.fakes.openai_embeddings import embeddings_answer, topic_name
 
 NO_DOCUMENT = "No document seems to precisely answer your question"
 FAULTS = ("429", "500", "timeout", "garbage")
@@ -91,6 +95,7 @@ class Behavior:
     sampled_fault_first: int = 0  # the first N sampled completions after this behaviour is set answer 500
     sampled_disputes: bool = False  # every sampled completion grades highest
     served_model: str | None = None  # the model the response names (default: the one asked for)
+    embeddings: bool = True  # False: `/v1/embeddings` answers 404, as a chat-only server (llama.cpp's) does
 
 
 # Default scoring ---------------------------------------------------------------------------------------------
@@ -185,6 +190,9 @@ def default_reply(body: dict, *, disputes: bool = False) -> str:
 
         payload = json.dumps({"answer_1": grade(reference), "answer_2": grade(answer)}, indent=4)
         return payload if structured else f"Here is my evaluation:\n{payload}\nI hope this helps."
+    name = topic_name(prompt)
+    if name is not None:
+        return name
     schema = _json_schema(body)
     if schema is not None:
         return json.dumps(_instance(schema, schema))
@@ -242,6 +250,7 @@ class _State:
         self.sampled_faults = 0  # how many of behavior.sampled_fault_first have been served
         self.handler_seconds: list[float] = []  # time spent answering each completion, injected latency included
         self.prompt_cache: set[bytes] = set()  # digests of the prompt beginnings seen (see prefix_digests)
+        self.embedding_requests: list[dict] = []  # the bodies of `/v1/embeddings` requests
 
     def cached_tokens(self, model: str, prompt: str) -> int:
         """The tokens of the longest cacheable beginning of `prompt` seen before; then remember this prompt's."""
@@ -294,6 +303,7 @@ class _State:
         self.faults_served.clear()
         self.request_times.clear()
         self.handler_seconds.clear()
+        self.embedding_requests.clear()
 
 
 class _Handler(QuietHandler):  # keep-alive: the SDK pools connections
@@ -376,6 +386,8 @@ class _Handler(QuietHandler):  # keep-alive: the SDK pools connections
         elif path in ("/v1/chat/completions", "/chat/completions"):
             self._started = time.perf_counter()
             self._complete(body)
+        elif path in ("/v1/embeddings", "/embeddings"):
+            self._embed(body)
         else:
             self._send(404, {"error": {"message": f"no route {self.path}", "type": "invalid_request_error"}})
 
@@ -415,6 +427,22 @@ class _Handler(QuietHandler):  # keep-alive: the SDK pools connections
         content = GARBAGE if fault == "garbage" else None
         self._send(200, completion_for(state, body, content))
         return 200
+
+    def _embed(self, body: dict) -> int:
+        """`POST /v1/embeddings` (tests/fakes/openai_embeddings.py), after the same key and error behaviour."""
+        state = self.server.state
+        with state.lock:
+            state.embedding_requests.append(body)
+            behavior = state.behavior
+        if not behavior.embeddings:
+            return self._error(404, f"Invalid URL (POST {self.path})", "invalid_request_error", None)
+        if behavior.api_key is not None and self.headers.get("Authorization") != f"Bearer {behavior.api_key}":
+            return self._error(401, "Incorrect API key provided.", "invalid_request_error", "invalid_api_key")
+        if behavior.always_status:
+            return self._error(behavior.always_status, f"fake error {behavior.always_status}", "fake_error", None)
+        status, payload = embeddings_answer(body)
+        self._send(status, payload)
+        return status
 
     def _error(
         self,
@@ -498,6 +526,12 @@ class FakeOpenAI(BackgroundServer):
             return list(self._server.state.requests)
 
     @property
+    def embedding_requests(self) -> list[dict]:
+        """The JSON bodies of the `/v1/embeddings` requests received so far (a copy)."""
+        with self._server.state.lock:
+            return list(self._server.state.embedding_requests)
+
+    @property
     def statuses(self) -> dict[int, int]:
         with self._server.state.lock:
             return dict(self._server.state.statuses)
@@ -535,8 +569,10 @@ class FakeOpenAI(BackgroundServer):
         sampled_fault_first: int = 0,
         sampled_disputes: bool = False,
         served_model: str | None = None,
+        embeddings: bool = True,
     ) -> None:
         self._server.state.configure(
+            embeddings=embeddings,
             sampled_status=sampled_status,
             sampled_fault_first=sampled_fault_first,
             sampled_disputes=sampled_disputes,
