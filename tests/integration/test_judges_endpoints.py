@@ -8,39 +8,18 @@ import json
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
 
 import pytest
 
-from judges import CorrectnessJudge, GroundedJudge, LLMClient, RelevancyJudge, TransientLLMError, get_judge
+from judges import CorrectnessJudge, GroundedJudge, RelevancyJudge, TransientLLMError, get_judge
 from judges.gate import EndpointGate
 from judges.modes import EndpointMode, LocalModes
 from tests.bursts import burst
 from tests.fakes.openai_compat import format_of
 from tests.fakes.openai_server import FakeOpenAI
+from tests.integration.test_judges_client import ANSWER, QUESTION, REFERENCE, client_for, fake, server
 
-QUESTION = "How do I reset my password?"
-ANSWER = "Open Settings > Security and click Reset password."
-REFERENCE = "Settings > Security > Reset password."
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as fake:
-        yield fake
-
-
-@pytest.fixture
-def fake(server: FakeOpenAI) -> FakeOpenAI:
-    server.set_behavior()
-    server.set_reply(None)
-    server.reset()
-    return server
-
-
-def client_for(fake: FakeOpenAI, **options) -> LLMClient:
-    options = {"api_key": "sk-test", "timeout": 5.0, "max_retries": 2, **options}
-    return LLMClient("judge-model", base_url=fake.base_url, **options)
+__all__ = ["fake", "server"]  # the shared fake, as fixtures
 
 
 def formats(fake: FakeOpenAI) -> list[str | None]:
