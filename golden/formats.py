@@ -20,7 +20,7 @@ import csv
 import io
 import json
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 FORMATS = ("deepeval", "langfuse", "langsmith", "braintrust", "phoenix", "jsonl", "csv")
@@ -138,16 +138,12 @@ _LINE_FORMATS = {
     "braintrust": braintrust_record,
     "jsonl": plain_record,
 }
-# A spreadsheet runs a cell that starts with one of these as a formula (CSV injection).
-_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
-def _safe_cell(value: Any) -> Any:
-    return "'" + value if isinstance(value, str) and value.startswith(_FORMULA_STARTS) else value
-
-
-def render(items: Iterable[dict[str, Any]], fmt: str) -> Iterator[str]:
-    """The file's text in pieces, for any of FORMATS."""
+def render(
+    items: Iterable[dict[str, Any]], fmt: str, cell: Callable[[Any], Any] = lambda value: value
+) -> Iterator[str]:
+    """The file's text in pieces, for any of FORMATS; `cell` writes a CSV cell (relmon.export.safe_cell)."""
     if fmt == "deepeval":
         yield json.dumps([deepeval_golden(item) for item in items], ensure_ascii=False, indent=2) + "\n"
     elif fmt == "phoenix":
@@ -157,7 +153,7 @@ def render(items: Iterable[dict[str, Any]], fmt: str) -> Iterator[str]:
         writer = csv.DictWriter(out, fieldnames=list(PLAIN_COLUMNS))
         writer.writeheader()
         for item in items:
-            writer.writerow({key: _safe_cell(value) for key, value in plain_record(item).items()})
+            writer.writerow({key: cell(value) for key, value in plain_record(item).items()})
         yield out.getvalue()
     elif fmt in _LINE_FORMATS:
         for item in items:

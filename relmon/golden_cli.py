@@ -12,11 +12,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from capture.redact import redact
 from golden.formats import render
 from golden.importing import ImportProblem, read_any
+from relmon.export import open_output, safe_cell
 from store import golden as store
 from store.db import Database
 from store.golden_models import GoldenItem
@@ -49,16 +50,6 @@ def as_plain(item: GoldenItem, *, redacting: bool) -> dict[str, Any]:
 
 
 @contextmanager
-def _output(path: str | None) -> Iterator[IO[str]]:
-    if not path or path == "-":
-        yield sys.stdout
-        sys.stdout.flush()
-        return
-    with open(path, "w", encoding="utf-8", newline="") as handle:
-        yield handle
-
-
-@contextmanager
 def _database(settings: Settings) -> Iterator[Database]:
     database = Database(settings.resolved_database_url, pool_size=1)
     try:
@@ -73,8 +64,8 @@ def run_export(args, settings: Settings) -> int:
     redacting = settings.redact_pii or args.redact
     with _database(settings) as database, database.reading() as session:
         items = [as_plain(item, redacting=redacting) for item in store.active_items(session, allowed)]
-    with _output(args.output) as out:
-        for piece in render(items, args.format):
+    with open_output(args.output) as out:
+        for piece in render(items, args.format, cell=safe_cell):
             out.write(piece)
     private = sum(1 for item in items if item["private"])
     note = f", {private} from private channels" if private else ""

@@ -23,11 +23,11 @@ DOCUMENTED = {
     "deepeval": (
         {"input"},
         {"actual_output", "expected_output", "context", "retrieval_context", "additional_metadata", "comments", "name"},
-    ),  # fmt: skip
+    ),
     "langfuse": (
         {"datasetName"},
         {"input", "expectedOutput", "metadata", "sourceTraceId", "sourceObservationId", "id", "status"},
-    ),  # fmt: skip
+    ),
     "langsmith": ({"inputs"}, {"outputs", "metadata", "id", "source_run_id", "split", "dataset_id"}),
     "braintrust": ({"input"}, {"expected", "metadata", "tags", "id"}),
     "phoenix": ({"name", "inputs"}, {"action", "description", "outputs", "metadata", "splits", "span_ids"}),
