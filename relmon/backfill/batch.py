@@ -44,7 +44,7 @@ class BatchRun:
             pair = planned.pair
             for name in planned.calls:
                 judge = get_judge(name)
-                messages = judge.messages(pair.question, pair.answer, pair.reference, self.llm.max_prompt_chars)
+                messages = judge.messages(*pair.judge_input.texts, self.llm.max_prompt_chars)
                 body = self.llm.request_body(messages, judge.output_model)
                 line = {"custom_id": f"{pair_id}:{name}", "method": "POST", "url": "/v1/chat/completions", "body": body}
                 lines.append(json.dumps(line))
