@@ -72,7 +72,9 @@ def _gap_mrkdwn(gap: GapLine) -> str:
 def fix_first_blocks(view: TopicsView, *, top: int = TOP_TOPICS) -> list[dict]:
     """The digest's opening: the top topics with their figures and one example each, then the top gaps."""
     if not view.topics:
-        why = " ".join(view.notes) or "No topics this week."
+        why = " ".join(view.notes) or "No topics to show here this week."
+        if view.hidden:
+            why = f"{why} {summary_text(view)}."
         return [block_kit.section(f"*{HEADING}*\n{escape(why)}"), block_kit.divider()]
     lines = [f"*{HEADING}*"] + [_topic_mrkdwn(rank, line) for rank, line in enumerate(view.topics[:top], start=1)]
     out = [block_kit.section("\n".join(lines))]

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from store.topics import Spend
-from topics.build import TopicsReport
 from topics.figures import Figures
-from topics.gaps import Gap
-from topics.questions import Question
+
+if TYPE_CHECKING:  # numpy and scikit-learn stay out of the processes that only show a stored run (App Home)
+    from store.topics import Spend
+    from topics.build import TopicsReport
+    from topics.gaps import Gap
+    from topics.questions import Question
 
 TOP_TOPICS = 3
 TOP_GAPS = 3
@@ -28,6 +31,22 @@ class TopicLine:
     previous: Figures | None
     example: str | None  # a question that may be quoted here, or None
     example_withheld: bool = False  # there was an example, from a channel whose text is not quoted here
+
+
+@dataclass(frozen=True)
+class TopicBar:
+    """One topic in the digest's chart: its failed questions this week and the week before."""
+
+    name: str
+    failed: int
+    previous_failed: int | None
+
+
+def chart_bars(view: TopicsView, top: int = 8) -> list[TopicBar]:
+    return [
+        TopicBar(line.name, line.figures.failed, line.previous.failed if line.previous else None)
+        for line in view.topics[:top]
+    ]
 
 
 @dataclass(frozen=True)
@@ -127,10 +146,10 @@ def stored_view(
     return TopicsView(run.questions, run.left_out, run.embedding, tuple(lines), (), tuple(run.notes or ()), hidden)
 
 
-def spend_text(
+def spend_summary(
     spend: Sequence[Spend], *, embedding_price: float, input_price: float, output_price: float
-) -> str | None:
-    """`topics: 2 embedding calls (4,321 tokens), 9 naming calls (1,234 tokens) ≈ $0.01`, or None when none."""
+) -> SpendSummary | None:
+    """What the topics' LLM calls cost (embeddings at their price, naming at the judge model's), None when none."""
     if not spend:
         return None
     parts, cost = [], 0.0
