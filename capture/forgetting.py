@@ -20,8 +20,10 @@ from dataclasses import dataclass, field
 DELETED_MARK = "[deleted]"
 REMOVED_MARK = "[removed]"
 _WORD = re.compile(r"\w+", re.UNICODE)
-# Words so common that taking them out of *other* messages' copies would garble them and protect nothing: a
-# deleted message's other words (names, numbers, addresses) go. An edit's removed words all go, common or not.
+# Of a deleted message's words, those that name or number something (a digit or a capital letter in them: a card
+# number, an order, a name, an address) are taken out of the other copies of its thread, wherever they appear (a
+# judge's paraphrase); its plain words are not (they would garble the bot's own answer). Its whole text goes wherever
+# it was copied verbatim. An edit's removed words all go, whatever they are.
 _COMMON = """a an and are as at be but by can do does for from has have he her his how i if in is it its me my no not of
 on or our she so that the their them then there they this to up us was we what when where which who why will with you
 your yes ok hi hello please thanks thank"""
@@ -52,15 +54,19 @@ class Removal:
 
 def removal_of_deletion(texts: Iterable[str | None]) -> Removal:
     """A deleted message: every form of its text (raw, redacted, on one line as an earlier turn), and its words
-    other than the commonest."""
+    that name or number something."""
     forms: set[str] = set()
     for text in texts:
         if not text or not text.strip():
             continue
         forms.update({text.strip(), " ".join(text.split())})
         forms.update(line.strip() for line in text.splitlines() if len(line.strip()) >= 8)
-    words = {word for text in forms for word in words_of(text) if word.lower() not in COMMON_WORDS}
+    words = {word for text in forms for word in words_of(text) if _names_something(word)}
     return Removal(tuple(sorted(forms, key=len, reverse=True)), frozenset(words), deleted=True)
+
+
+def _names_something(word: str) -> bool:
+    return word.lower() not in COMMON_WORDS and any(c.isdigit() or c.isupper() for c in word)
 
 
 def removal_of_edit(before: Iterable[str | None], after: str | None) -> Removal:
