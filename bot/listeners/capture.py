@@ -30,13 +30,13 @@ from capture.conversation_log import ConversationLog, to_wire
 from capture.directory import BotUsers
 from capture.forgetting import removal_of_edit
 from capture.pairing import (
-    IGNORED_SUBTYPES,
     Author,
     Identity,
     LoggedMessage,
     author_of,
     channel_ignore_reason,
     is_bookkeeping,
+    is_notice,
     is_tombstone,
     logged_message,
     message_of,
@@ -121,7 +121,7 @@ class Capture:
         them before Slack gets its acknowledgement."""
         channel = event.get("channel")
         subtype = event.get("subtype")
-        if subtype in IGNORED_SUBTYPES or channel_ignore_reason(channel, self.settings, self.runtime.rules):
+        if channel_ignore_reason(channel, self.settings, self.runtime.rules):
             return
         if subtype == "message_deleted" or is_tombstone(event):
             if not self._already_done(done_key):
@@ -129,8 +129,8 @@ class Capture:
                 self._mark_done(done_key)
             return
         message = message_of(event)
-        if not message.get("ts") or message.get("subtype") in IGNORED_SUBTYPES or is_bookkeeping(event):
-            return  # a notice edited, or a root re-sent for its reply count: nothing anyone said changed
+        if not message.get("ts") or is_notice(message) or is_bookkeeping(event):
+            return  # a notice (or one edited), or a root re-sent for its reply count: nothing anyone said changed
         bots = self.bots()
         monitored = bots.knows(message)
         author = author_of(message, monitored, own)
@@ -147,7 +147,7 @@ class Capture:
             return  # a late edit of a deleted message
         if isinstance(event.get("root"), dict):  # thread_broadcast: the thread's root may be the question
             root = event["root"]
-            if root.get("ts") and conversation.get(channel, root["ts"]) is None:
+            if root.get("ts") and not is_notice(root) and conversation.get(channel, root["ts"]) is None:
                 root_author = author_of(root, monitored, own)
                 if root_author != Author.OWN:
                     conversation.record(channel, logged_message(root, root_author))

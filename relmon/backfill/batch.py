@@ -44,8 +44,8 @@ class BatchRun:
             pair = planned.pair
             for name in planned.calls:
                 judge = get_judge(name)
-                messages = judge.messages(pair.question, pair.answer, pair.reference, self.llm.max_prompt_chars)
-                body = self.llm.request_body(messages, judge.output_model)
+                messages = judge.messages(*pair.judge_input.texts, self.llm.max_prompt_chars)
+                body = self.llm.request_body(messages, judge.output_model, judge.max_reply_tokens)
                 line = {"custom_id": f"{pair_id}:{name}", "method": "POST", "url": "/v1/chat/completions", "body": body}
                 lines.append(json.dumps(line))
         return ("\n".join(lines) + "\n").encode()

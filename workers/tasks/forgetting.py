@@ -24,7 +24,7 @@ from common.celery_app import celery
 from common.redis_persistence import RewriteBusy, rewrite_append_only_file, rewrite_soon
 from common.runtime import Runtime, get_runtime
 from common.telemetry.logs import event_fields
-from store import forgetting
+from store import forgetting, golden
 from workers.alerts.delivery import schedule_summary_flush
 from workers.alerts.policy import summary_key
 
@@ -49,6 +49,8 @@ def forget_message_in(
         plan = plan_forget(ts, removal, pairs, judgments)
         forgetting.apply_plan(session, plan)
         reopened = [] if edited else forgetting.reopen_waiting(session, channel, ts)
+        if not edited:
+            golden.forget_message(session, channel, ts)  # a question or a teammate's reply the golden set quoted
         redraw = forgetting.note_on_alerts(session, plan.about)
         summaries = {summary_key(alert_channel, at) for alert_channel, at in redraw.held}
         forgetting.force_summary_redraw(session, summaries)
