@@ -209,7 +209,6 @@ class _Capture:
         it."""
         channel = self.channel
         with self.runtime.db.session() as session:
-            golden.forget_message(session, channel, tombstone.ts)  # the golden set quotes it no more
             if pairs.mark_deleted(session, channel, tombstone.ts):
                 log.info("answer deleted before judging", extra=event_fields(channel=channel, message_ts=tombstone.ts))
                 return "deleted"
