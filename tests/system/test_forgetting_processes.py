@@ -33,8 +33,10 @@ MARKERS = (QUESTION_MARK, ANSWER_MARK, EDIT_MARK)
 
 
 def quoting_judge(body: dict) -> str:
-    """A judge that repeats everything it read (as judges do) and scores it 0: every answer alerts."""
-    return json.dumps({"score": 0, "reasoning": "It read: " + prompt_text(body)})
+    """A judge that repeats what it read of the conversation (as judges do; the lines with a marker, within its
+    reply bound) and scores it 0: every answer alerts."""
+    quoted = [line for line in prompt_text(body).splitlines() if any(marker in line for marker in MARKERS)]
+    return json.dumps({"score": 0, "reasoning": "It read: " + " / ".join(quoted)[:1500]})
 
 
 def redis_values(client: redis.Redis) -> bytes:
