@@ -11,7 +11,10 @@ over HTTP (point `base_url` / OPENAI_BASE_URL at `.base_url`).
   which judge asks, then the text after "### RESPONSE:"
   (relevancy), "ASSISTANT'S ANSWER:" (correctness) or "Answer 2:" (grounded) scores lowest if it contains
   "offtopic", middling if it contains "partial", highest otherwise; a grounded answer that starts with
-  "No document seems to precisely answer your question" is graded null. A second opinion (a request sampled
+  "No document seems to precisely answer your question" is graded null. A prompt whose texts sit between
+  delimiter lines (`<<<BEGIN name TAG>>>` … `<<<END name TAG>>>`, as judges/prompts.py writes them) is read as
+  the system message tells a judge to: the tag of the first such line holds for every text, and a text ends
+  only at its own END line, whatever look-alikes it holds. A second opinion (a request sampled
   at a temperature above 0) grades the same, except that an answer containing "wobbly" scores lowest at
   temperature 0 and highest when sampled: the judge changes its mind.
 - Behaviour (in process with `set_behavior`, or `POST /_admin/behavior` with the same fields as JSON):
@@ -21,8 +24,9 @@ over HTTP (point `base_url` / OPENAI_BASE_URL at `.base_url`).
   status for every call (`always_status`, e.g. 401), the same for sampled calls only (`sampled_status`: the
   second opinion's LLM is down), `sampled_fault_first` (the first N sampled calls answer 500, then it is back),
   `sampled_disputes` (every sampled call grades highest), `served_model` (the
-  `model` the response names, as OpenAI answers "gpt-4o-mini-2024-07-18" for "gpt-4o-mini"), and a required
-  API key.
+  `model` the response names, as OpenAI answers "gpt-4o-mini-2024-07-18" for "gpt-4o-mini"), `quote_answer` (the
+  reply quotes the answer it judged before its verdict, as real judges often do: in the reasoning, or as prose
+  before the JSON or the rating when the reply is not structured), and a required API key.
 - `GET /_admin/stats`: request count, counts per answered status, counts per fault served (a timeout fault's
   late 200 is counted both ways), and the total time spent answering completions (injected latency included;
   benches subtract it). `POST /_admin/reset` clears them. `.request_times` has when each completion arrived.
@@ -36,6 +40,7 @@ import argparse
 import hashlib
 import json
 import random
+import re
 import threading
 import time
 from collections import Counter
@@ -91,6 +96,7 @@ class Behavior:
     sampled_fault_first: int = 0  # the first N sampled completions after this behaviour is set answer 500
     sampled_disputes: bool = False  # every sampled completion grades highest
     served_model: str | None = None  # the model the response names (default: the one asked for)
+    quote_answer: bool = False  # the reply quotes the judged answer before its verdict
 
 
 # Default scoring ---------------------------------------------------------------------------------------------
@@ -116,6 +122,25 @@ def _between(text: str, start: str, end: str | None) -> str | None:
     begin = at + len(start)
     stop = text.rfind(end) if end else -1
     return text[begin : stop if stop >= begin else len(text)].strip()
+
+
+_OPENING = re.compile(r"<<<BEGIN \w+ ([0-9a-f]{16})>>>\n")
+
+
+def delimited_field(prompt: str, name: str) -> str | None:
+    """The text of field `name` in a delimited prompt, read as a judge is told to: the first opening line after
+    the instructions gives the tag; the field runs from its own opening line to its own END line. None when the
+    prompt has no delimiters (or not this field)."""
+    first = _OPENING.search(prompt)
+    if first is None:
+        return None
+    tag = first.group(1)
+    begin = prompt.find(f"<<<BEGIN {name} {tag}>>>\n")
+    if begin == -1:
+        return None
+    begin += len(f"<<<BEGIN {name} {tag}>>>\n")
+    end = prompt.find(f"\n<<<END {name} {tag}>>>", begin)
+    return prompt[begin:end] if end != -1 else None
 
 
 def prompt_text(body: dict) -> str:
@@ -152,9 +177,10 @@ def is_sampled(body: dict) -> bool:
         return False
 
 
-def default_reply(body: dict, *, disputes: bool = False) -> str:
+def default_reply(body: dict, *, disputes: bool = False, quote_answer: bool = False) -> str:
     """A realistic judge reply graded from the answer text (see the module docstring)."""
     prompt = prompt_text(body)
+    user = str((body.get("messages") or [{}])[-1].get("content") or "")
     sampled = is_sampled(body)
 
     def _grade(text: str, low: int, middle: int, high: int) -> int:
@@ -163,17 +189,30 @@ def default_reply(body: dict, *, disputes: bool = False) -> str:
     structured = _json_schema(body) is not None
     kind = seed_kind(prompt)
     if kind == "relevancy":
-        answer = _between(prompt, "### RESPONSE:", "\nOutput only the JSON object described above") or ""
+        answer = delimited_field(user, "response")
+        if answer is None:
+            answer = _between(prompt, "### RESPONSE:", "\nOutput only the JSON object described above") or ""
         score = _grade(answer, 0, 2, 4)
-        payload = json.dumps({"score": score, "reasoning": f"The response is graded {score} for relevancy."})
-        return payload if structured else f"```json\n{payload}\n```"
+        quoted = f"The response says: {answer} " if quote_answer else ""
+        reasoning = f"{quoted}The response is graded {score} for relevancy."
+        payload = json.dumps({"score": score, "reasoning": reasoning})
+        if structured:
+            return payload
+        return f"{quoted}\n\n```json\n{payload}\n```" if quote_answer else f"```json\n{payload}\n```"
     if kind == "correctness":
-        answer = _between(prompt, "ASSISTANT'S ANSWER:", None) or ""
+        answer = delimited_field(user, "generated_answer")
+        if answer is None:
+            answer = _between(prompt, "ASSISTANT'S ANSWER:", None) or ""
         rating = _grade(answer, 0, 1, 2)
-        return f"The assistant's answer was compared with the reference answer.\n\nThe rating is: [[{rating}]]"
+        quoted = f"The assistant's answer reads:\n{answer}\n\n" if quote_answer else ""
+        return f"{quoted}The assistant's answer was compared with the reference answer.\n\nThe rating is: [[{rating}]]"
     if kind == "grounded":
-        answer = _between(prompt, "Answer 2:", "\n[/TO EVALUATE]") or ""
-        reference = _between(prompt, "Answer 1:", "\nAnswer 2:") or ""
+        answer = delimited_field(user, "actual_output")
+        if answer is None:
+            answer = _between(prompt, "Answer 2:", "\n[/TO EVALUATE]") or ""
+        reference = delimited_field(user, "expected_output")
+        if reference is None:
+            reference = _between(prompt, "Answer 1:", "\nAnswer 2:") or ""
 
         def grade(text: str) -> dict:
             no_document = text.startswith(NO_DOCUMENT)
@@ -183,8 +222,14 @@ def default_reply(body: dict, *, disputes: bool = False) -> str:
                 "answer_relevancy": None if no_document else _grade(text, 1, 3, 5),
             }
 
-        payload = json.dumps({"answer_1": grade(reference), "answer_2": grade(answer)}, indent=4)
-        return payload if structured else f"Here is my evaluation:\n{payload}\nI hope this helps."
+        graded = {"answer_1": grade(reference), "answer_2": grade(answer)}
+        if quote_answer:
+            graded["answer_2"]["answer_relevancy_justification"] = f"Answer 2 says: {answer}"
+        payload = json.dumps(graded, indent=4)
+        if structured:
+            return payload
+        quoted = f"Answer 2 reads:\n{answer}\n\n" if quote_answer else ""
+        return f"{quoted}Here is my evaluation:\n{payload}\nI hope this helps."
     schema = _json_schema(body)
     if schema is not None:
         return json.dumps(_instance(schema, schema))
@@ -438,7 +483,7 @@ def completion_for(state: _State, body: dict, content: str | None = None) -> dic
     if content is None and custom is not None:
         content = custom(body)
     if content is None:
-        content = default_reply(body, disputes=behavior.sampled_disputes)
+        content = default_reply(body, disputes=behavior.sampled_disputes, quote_answer=behavior.quote_answer)
     prompt = prompt_text(body)
     model = behavior.served_model or str(body.get("model") or "fake-judge")
     cached = state.cached_tokens(model, prompt)
@@ -535,8 +580,10 @@ class FakeOpenAI(BackgroundServer):
         sampled_fault_first: int = 0,
         sampled_disputes: bool = False,
         served_model: str | None = None,
+        quote_answer: bool = False,
     ) -> None:
         self._server.state.configure(
+            quote_answer=quote_answer,
             sampled_status=sampled_status,
             sampled_fault_first=sampled_fault_first,
             sampled_disputes=sampled_disputes,
