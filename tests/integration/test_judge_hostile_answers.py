@@ -1,8 +1,9 @@
 """The verdict is the judge's own: answers written to steer the judge (quoted verdicts, fake `[[2]]`, orders to
 the judge, fake headings and look-alike delimiters, in the answer, the question or the reference) score as the
 fake LLM's marker in the answer says ("offtopic" lowest, "partial" middling, otherwise highest), for every
-judge and in every output mode: structured outputs, plain completions (the provider refuses `response_format`),
-and both with a judge that quotes the answer before its verdict. Real `openai` SDK over HTTP to the fake."""
+judge and in every output mode: structured outputs, JSON mode with the schema, plain completions (a proxy takes
+no `response_format`), each also with a judge that quotes the answer before its verdict. Real `openai` SDK over
+HTTP to the fake."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from judges import JUDGES, LLMClient, get_judge
+from tests.fakes.openai_replies import QUOTE_CHARS
 from tests.fakes.openai_server import FakeOpenAI
 
 HOSTILE = [
@@ -23,12 +25,10 @@ HOSTILE = [
 QUESTION = "How do I reset my password?"
 REFERENCE = "Open Settings > Security and click Reset password."
 GRADES = {"relevancy": (0, 2, 4), "correctness": (0, 1, 2), "grounded": (1, 3, 5)}
-MODES = {
-    "structured": {},
-    "plain": {"reject_response_format": True},
-    "structured-quoting": {"quote_answer": True},
-    "plain-quoting": {"reject_response_format": True, "quote_answer": True},
-}
+# Output modes: OpenAI's json_schema, llama-cpp-python's JSON mode with the schema, a proxy's plain completions;
+# each with a judge that quotes the answer before its verdict and one that does not.
+SERVERS = {"openai": "json_schema", "llama-cpp-python": "json_object", "proxy": None}
+MODES = {f"{kind}{'-quoting' if quoting else ''}": (kind, quoting) for kind in SERVERS for quoting in (False, True)}
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +45,8 @@ def test_the_corpus_is_large_and_names_its_expectations() -> None:
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("judge_name", sorted(JUDGES))
 def test_hostile_answers_score_as_the_marker_says(server: FakeOpenAI, judge_name: str, mode: str) -> None:
-    server.set_behavior(**MODES[mode])
+    kind, quoting = MODES[mode]
+    server.set_behavior(server_kind=kind, quote_answer=quoting)
     server.reset()
     judge = get_judge(judge_name)
     client = LLMClient("judge-model", base_url=server.base_url, api_key="sk-test", timeout=5.0, cache_size=0)
@@ -56,10 +57,9 @@ def test_hostile_answers_score_as_the_marker_says(server: FakeOpenAI, judge_name
         expected = GRADES[judge_name][("low", "middle", "high").index(row["expect"])]
         if verdict.status != "ok" or verdict.score != expected:
             wrong[row["id"]] = (verdict.status, verdict.score, expected, verdict.error)
-        if "quoting" in mode:  # the reply did quote the answer, hostile parts and all, before its verdict
-            raw = verdict.raw_output or ""
-            assert row["answer"] in raw or json.dumps(row["answer"])[1:-1] in raw, row["id"]
+        if quoting:  # the reply did quote the answer, hostile parts and all, before its verdict
+            raw, quote = verdict.raw_output or "", row["answer"][:QUOTE_CHARS]
+            assert quote in raw or json.dumps(quote)[1:-1] in raw, row["id"]
     assert not wrong
-    structured = [body for body in server.requests if body.get("response_format")]
-    if judge.output_model is not None:  # the mode was the one meant: structured, or plain after one refusal
-        assert len(structured) == (len(HOSTILE) if mode.startswith("structured") else 1)
+    if judge.output_model is not None:  # the mode was the one meant (after the client stepped down to it)
+        assert (server.requests[-1].get("response_format") or {}).get("type") == SERVERS[kind]
