@@ -7,6 +7,8 @@ import json
 import re
 from typing import Any
 
+from tests.fakes.openai_embeddings import topic_name
+
 NO_DOCUMENT = "No document seems to precisely answer your question"
 
 
@@ -135,6 +137,9 @@ def default_reply(body: dict, *, disputes: bool = False, quote_answer: bool = Fa
             return payload
         quoted = f"Answer 2 reads:\n{answer[:QUOTE_CHARS]}\n\n" if quote_answer else ""
         return f"{quoted}Here is my evaluation:\n{payload}\nI hope this helps."
+    name = topic_name(prompt)
+    if name is not None:
+        return name
     schema = _json_schema(body)
     if schema is not None:
         return json.dumps(_instance(schema, schema)) if schema else "{}"
