@@ -11,7 +11,10 @@ over HTTP (point `base_url` / OPENAI_BASE_URL at `.base_url`).
   which judge asks, then the text after "### RESPONSE:"
   (relevancy), "ASSISTANT'S ANSWER:" (correctness) or "Answer 2:" (grounded) scores lowest if it contains
   "offtopic", middling if it contains "partial", highest otherwise; a grounded answer that starts with
-  "No document seems to precisely answer your question" is graded null. A second opinion (a request sampled
+  "No document seems to precisely answer your question" is graded null. A prompt whose texts sit between
+  delimiter lines (`<<<BEGIN name TAG>>>` … `<<<END name TAG>>>`, as judges/prompts.py writes them) is read as
+  the system message tells a judge to: the tag of the first such line holds for every text, and a text ends
+  only at its own END line, whatever look-alikes it holds. A second opinion (a request sampled
   at a temperature above 0) grades the same, except that an answer containing "wobbly" scores lowest at
   temperature 0 and highest when sampled: the judge changes its mind.
 - Behaviour (in process with `set_behavior`, or `POST /_admin/behavior` with the same fields as JSON):
@@ -21,12 +24,17 @@ over HTTP (point `base_url` / OPENAI_BASE_URL at `.base_url`).
   status for every call (`always_status`, e.g. 401), the same for sampled calls only (`sampled_status`: the
   second opinion's LLM is down), `sampled_fault_first` (the first N sampled calls answer 500, then it is back),
   `sampled_disputes` (every sampled call grades highest), `served_model` (the
-  `model` the response names, as OpenAI answers "gpt-4o-mini-2024-07-18" for "gpt-4o-mini"), and a required
-  API key; `server_kind` answers as another OpenAI-compatible server does (tests/fakes/openai_compat.py:
+  `model` the response names, as OpenAI answers "gpt-4o-mini-2024-07-18" for "gpt-4o-mini"), `quote_answer` (the
+  reply quotes the answer it judged before its verdict, as real judges often do: in the reasoning, or as prose
+  before the JSON or the rating when the reply is free text), and a required API key; `server_kind` answers as
+  another OpenAI-compatible server does (tests/fakes/openai_compat.py:
   llama-cpp-python's 500 to json_schema, a proxy's 400 to any response_format, a reasoning model's 400 to
   max_tokens, usage without prompt_tokens_details or none, one request at a time).
 - Every reply is cut at the bound the server kind reads (`max_tokens`, `max_completion_tokens`), with
   `finish_reason` "length", as a server cuts a reply that reaches it.
+- `POST /v1/embeddings` (tests/fakes/openai_embeddings.py): hashed bag-of-words vectors, base64 or float, usage,
+  404 for an unknown model; `embeddings=False` answers 404 as a chat-only server. The topic naming prompt
+  (topics.naming) is answered with a name made of its questions' commonest words.
 - `GET /_admin/stats`: request count, counts per answered status, counts per fault served (a timeout fault's
   late 200 is counted both ways), and the total time spent answering completions (injected latency included;
   benches subtract it), and the most completions it was answering at once. `POST /_admin/reset` clears them.
@@ -48,6 +56,7 @@ from typing import Any
 from tests.fakes.background import BackgroundServer, QuietHandler
 from tests.fakes.openai_batches import FakeBatches
 from tests.fakes.openai_compat import ServerKind, bound_of, kind_named, refusal, shaped_usage
+from tests.fakes.openai_embeddings import embeddings_answer
 from tests.fakes.openai_replies import NO_DOCUMENT, default_reply, is_sampled, prompt_text
 from tests.fakes.openai_state import CHARS_PER_TOKEN, FAULTS, GARBAGE, Behavior, Reply, State, tokens
 
@@ -135,6 +144,8 @@ class _Handler(QuietHandler):  # keep-alive: the SDK pools connections
         elif path in ("/v1/chat/completions", "/chat/completions"):
             self._started = time.perf_counter()
             self._complete(body)
+        elif path in ("/v1/embeddings", "/embeddings"):
+            self._embed(body)
         else:
             self._send(404, {"error": {"message": f"no route {self.path}", "type": "invalid_request_error"}})
 
@@ -176,6 +187,22 @@ class _Handler(QuietHandler):  # keep-alive: the SDK pools connections
         self._send(200, completion_for(state, body, content))
         return 200
 
+    def _embed(self, body: dict) -> int:
+        """`POST /v1/embeddings` (tests/fakes/openai_embeddings.py), after the same key and error behaviour."""
+        state = self.server.state
+        with state.lock:
+            state.embedding_requests.append(body)
+            behavior = state.behavior
+        if not behavior.embeddings:
+            return self._error(404, f"Invalid URL (POST {self.path})", "invalid_request_error", None)
+        if behavior.api_key is not None and self.headers.get("Authorization") != f"Bearer {behavior.api_key}":
+            return self._error(401, "Incorrect API key provided.", "invalid_request_error", "invalid_api_key")
+        if behavior.always_status:
+            return self._error(behavior.always_status, f"fake error {behavior.always_status}", "fake_error", None)
+        status, payload = embeddings_answer(body)
+        self._send(status, payload)
+        return status
+
     def _error(
         self,
         status: int,
@@ -198,7 +225,7 @@ def completion_for(state: State, body: dict, content: str | None = None) -> dict
     if content is None and custom is not None:
         content = custom(body)
     if content is None:
-        content = default_reply(body, disputes=behavior.sampled_disputes)
+        content = default_reply(body, disputes=behavior.sampled_disputes, quote_answer=behavior.quote_answer)
     server = server_kind(behavior)
     bound, finish = bound_of(server, body), "stop"
     if bound is not None and tokens(content) > bound:  # cut at the bound the server reads
@@ -270,6 +297,12 @@ class FakeOpenAI(BackgroundServer):
         """The JSON bodies of the chat completion requests received so far (a copy)."""
         with self._server.state.lock:
             return list(self._server.state.requests)
+
+    @property
+    def embedding_requests(self) -> list[dict]:
+        """The JSON bodies of the `/v1/embeddings` requests received so far (a copy)."""
+        with self._server.state.lock:
+            return list(self._server.state.embedding_requests)
 
     @property
     def statuses(self) -> dict[int, int]:
