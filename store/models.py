@@ -311,6 +311,6 @@ class OutcomeSignal(Base):
     created_at: Mapped[CreatedAt]
 
 
-# The golden set's and regress runs' tables live in their own module; imported here so that Base.metadata (Alembic's
-# target, the tests' reset) always holds every table.
-from store import golden_models  # noqa: E402, F401
+# The golden set's, regress runs' and topics' tables live in modules of their own; imported here so that
+# Base.metadata (Alembic's target, the tests' clean-up) always holds every table.
+from store import golden_models, topic_models  # noqa: E402, F401

@@ -45,7 +45,7 @@ class BatchRun:
             for name in planned.calls:
                 judge = get_judge(name)
                 messages = judge.messages(*pair.judge_input.texts, self.llm.max_prompt_chars)
-                body = self.llm.request_body(messages, judge.output_model)
+                body = self.llm.request_body(messages, judge.output_model, judge.max_reply_tokens)
                 line = {"custom_id": f"{pair_id}:{name}", "method": "POST", "url": "/v1/chat/completions", "body": body}
                 lines.append(json.dumps(line))
         return ("\n".join(lines) + "\n").encode()
