@@ -19,7 +19,8 @@ from relmon.regress.command import run_regress
 from store import golden
 from store.db import Database
 from store.settings import Settings
-from tests.fakes.openai_server import FakeOpenAI, prompt_text, seed_kind
+from tests.fakes.openai_replies import prompt_text, seed_kind
+from tests.fakes.openai_server import FakeOpenAI
 
 QUESTIONS = {
     "reset": ("How do I reset my password?", "Settings > Security > Reset password."),
