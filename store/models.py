@@ -309,3 +309,7 @@ class OutcomeSignal(Base):
     # Seconds after the answer the signal came (the message's or reaction's time), for "asked again 2 min later".
     after_seconds: Mapped[float | None] = mapped_column(Float)
     created_at: Mapped[CreatedAt]
+
+
+# The topics' tables share this metadata (migrations, the tests' clean-up): registered with the rest.
+from store import topic_models  # noqa: E402, F401

@@ -39,3 +39,62 @@ def corpus_questions(failing: str = FAILING_TOPIC, channel: str = "C0SUPPORT") -
             )
         )
     return questions
+
+
+def store_questions(database, questions: list[Question], *, private_channels: frozenset[str] = frozenset()) -> None:
+    """The questions as captured pairs with what their answers became: a relevancy judgment (1 when failed, else
+    4), closed outcome windows (resolved, or a re-ask with a takeover whose reply is the reference). Bulk inserts,
+    so a bench can store tens of thousands."""
+    from sqlalchemy import insert
+
+    from store.models import Judgment, OutcomeSignal, OutcomeWindow, Pair, PairStatus
+
+    pairs, judgments, windows, signals = [], [], [], []
+    for q in questions:
+        pairs.append(
+            {
+                "id": q.pair_id,
+                "source": "capture",
+                "channel_id": q.channel_id,
+                "channel_is_private": q.channel_id in private_channels,
+                "answer_ts": q.ts,
+                "question_ts": q.ts,
+                "thread_ts": q.ts,
+                "question_text": q.text,
+                "answer_text": "An answer.",
+                "reference_text": q.teammate_answer,
+                "status": PairStatus.JUDGED,
+                "version": 1,
+                "created_at": q.created_at,
+                "updated_at": q.created_at,
+            }
+        )
+        score = 1.0 if q.failed else 4.0
+        judgments.append(
+            {
+                "pair_id": q.pair_id,
+                "judge": "relevancy",
+                "pair_version": 1,
+                "status": "ok",
+                "score": score,
+                "max_score": 4.0,
+                "normalized_score": score / 4,
+                "created_at": q.created_at,
+            }
+        )
+        windows.append(
+            {
+                "pair_id": q.pair_id,
+                "channel_id": q.channel_id,
+                "answer_ts": q.ts,
+                "thread_key": q.ts,
+                "closes_at": q.created_at,
+                "closed_at": q.created_at,
+            }
+        )
+        names = ["reask", "human_takeover"] if q.failed else ["resolved"]
+        signals += [{"pair_id": q.pair_id, "name": name, "created_at": q.created_at} for name in names]
+    with database.session() as session:
+        for model, rows in ((Pair, pairs), (Judgment, judgments), (OutcomeWindow, windows), (OutcomeSignal, signals)):
+            for start in range(0, len(rows), 2000):
+                session.execute(insert(model), rows[start : start + 2000])

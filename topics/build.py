@@ -44,6 +44,7 @@ class Topic:
     examples: tuple[Question, ...]  # closest to the topic's centre, failed ones first
     anchors: tuple[int, ...]  # pair ids of the questions closest to its centre: how a later run knows it
     gaps: tuple[Gap, ...] = ()
+    named_by: str = "history"  # history (an earlier run's name) | llm | keywords
     centroid: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float32), repr=False, compare=False)
 
     @property
@@ -161,6 +162,7 @@ def build_topics(
     return replace(report, left_out=clustering.outliers, topics=tuple(topics))
 
 
-def named(topic: Topic, key: str, name: str) -> Topic:
+def named(topic: Topic, key: str, name: str, named_by: str = "history") -> Topic:
     """The topic with its key and name (its gaps carry the name too)."""
-    return replace(topic, key=key, name=name, gaps=tuple(replace(gap, topic=name) for gap in topic.gaps))
+    gaps = tuple(replace(gap, topic=name) for gap in topic.gaps)
+    return replace(topic, key=key, name=name, gaps=gaps, named_by=named_by)

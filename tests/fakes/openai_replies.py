@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from tests.fakes.openai_embeddings import topic_name
+
 NO_DOCUMENT = "No document seems to precisely answer your question"
 
 
@@ -98,6 +100,9 @@ def default_reply(body: dict, *, disputes: bool = False) -> str:
 
         payload = json.dumps({"answer_1": grade(reference), "answer_2": grade(answer)}, indent=4)
         return payload if structured else f"Here is my evaluation:\n{payload}\nI hope this helps."
+    name = topic_name(prompt)
+    if name is not None:
+        return name
     schema = _json_schema(body)
     if schema is not None:
         return json.dumps(_instance(schema, schema)) if schema else "{}"

@@ -27,6 +27,9 @@ over HTTP (point `base_url` / OPENAI_BASE_URL at `.base_url`).
   max_tokens, usage without prompt_tokens_details or none, one request at a time).
 - Every reply is cut at the bound the server kind reads (`max_tokens`, `max_completion_tokens`), with
   `finish_reason` "length", as a server cuts a reply that reaches it.
+- `POST /v1/embeddings` (tests/fakes/openai_embeddings.py): hashed bag-of-words vectors, base64 or float, usage,
+  404 for an unknown model; `embeddings=False` answers 404 as a chat-only server. The topic naming prompt
+  (topics.naming) is answered with a name made of its questions' commonest words.
 - `GET /_admin/stats`: request count, counts per answered status, counts per fault served (a timeout fault's
   late 200 is counted both ways), and the total time spent answering completions (injected latency included;
   benches subtract it), and the most completions it was answering at once. `POST /_admin/reset` clears them.
@@ -48,6 +51,7 @@ from typing import Any
 from tests.fakes.background import BackgroundServer, QuietHandler
 from tests.fakes.openai_batches import FakeBatches
 from tests.fakes.openai_compat import ServerKind, bound_of, kind_named, refusal, shaped_usage
+from tests.fakes.openai_embeddings import embeddings_answer
 from tests.fakes.openai_replies import NO_DOCUMENT, default_reply, is_sampled, prompt_text
 from tests.fakes.openai_state import CHARS_PER_TOKEN, FAULTS, GARBAGE, Behavior, Reply, State, tokens
 
@@ -135,6 +139,8 @@ class _Handler(QuietHandler):  # keep-alive: the SDK pools connections
         elif path in ("/v1/chat/completions", "/chat/completions"):
             self._started = time.perf_counter()
             self._complete(body)
+        elif path in ("/v1/embeddings", "/embeddings"):
+            self._embed(body)
         else:
             self._send(404, {"error": {"message": f"no route {self.path}", "type": "invalid_request_error"}})
 
@@ -175,6 +181,22 @@ class _Handler(QuietHandler):  # keep-alive: the SDK pools connections
         content = GARBAGE if fault == "garbage" else None
         self._send(200, completion_for(state, body, content))
         return 200
+
+    def _embed(self, body: dict) -> int:
+        """`POST /v1/embeddings` (tests/fakes/openai_embeddings.py), after the same key and error behaviour."""
+        state = self.server.state
+        with state.lock:
+            state.embedding_requests.append(body)
+            behavior = state.behavior
+        if not behavior.embeddings:
+            return self._error(404, f"Invalid URL (POST {self.path})", "invalid_request_error", None)
+        if behavior.api_key is not None and self.headers.get("Authorization") != f"Bearer {behavior.api_key}":
+            return self._error(401, "Incorrect API key provided.", "invalid_request_error", "invalid_api_key")
+        if behavior.always_status:
+            return self._error(behavior.always_status, f"fake error {behavior.always_status}", "fake_error", None)
+        status, payload = embeddings_answer(body)
+        self._send(status, payload)
+        return status
 
     def _error(
         self,
@@ -270,6 +292,12 @@ class FakeOpenAI(BackgroundServer):
         """The JSON bodies of the chat completion requests received so far (a copy)."""
         with self._server.state.lock:
             return list(self._server.state.requests)
+
+    @property
+    def embedding_requests(self) -> list[dict]:
+        """The JSON bodies of the `/v1/embeddings` requests received so far (a copy)."""
+        with self._server.state.lock:
+            return list(self._server.state.embedding_requests)
 
     @property
     def statuses(self) -> dict[int, int]:

@@ -56,6 +56,7 @@ class Behavior:
     sampled_disputes: bool = False  # every sampled completion grades highest
     served_model: str | None = None  # the model the response names (default: the one asked for)
     server_kind: str = "openai"  # which OpenAI-compatible server to answer as (tests/fakes/openai_compat.py)
+    embeddings: bool = True  # False: `/v1/embeddings` answers 404, as a chat-only server (llama.cpp's) does
 
 
 class State:
@@ -65,6 +66,7 @@ class State:
         self.random = random.Random()
         self.reply: Reply | None = None
         self.requests: list[dict] = []
+        self.embedding_requests: list[dict] = []  # the bodies of `/v1/embeddings` requests
         self.statuses: Counter[int] = Counter()
         self.faults_served: Counter[str] = Counter()  # which faults were drawn, by kind
         self.request_times: list[float] = []  # time.monotonic() at each completion's arrival
@@ -139,4 +141,5 @@ class State:
         self.faults_served.clear()
         self.request_times.clear()
         self.handler_seconds.clear()
+        self.embedding_requests.clear()
         self.most_in_flight = self.in_flight
