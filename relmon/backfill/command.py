@@ -130,8 +130,8 @@ class Run:
         """The cost so far of this source's judgments (for the progress line)."""
         if self.args.dry_run:
             return
+        from common.reports.costs import judgment_cost
         from common.reports.figures import prices_for
-        from common.reports.stats import judgment_cost
         from store.stats_queries import JudgmentRow
 
         prices = prices_for(self.runtime)

@@ -93,3 +93,32 @@ def test_calls_in_flight_are_sized_per_endpoint_kind(base_url: str | None, expec
 def test_one_gate_per_endpoint_in_a_process() -> None:
     assert gate_for("http://localhost:11434/v1", 1) is gate_for("http://localhost:11434/v1", 1)
     assert gate_for("http://localhost:11434/v1", 1) is not gate_for("http://localhost:1234/v1", 1)
+
+
+def test_a_judgment_from_a_server_that_does_not_say_stores_unknown_not_zero(
+    llama: FakeOpenAI, redis_url: str, db_url: str, database
+) -> None:
+    """llama-cpp-python sends no prompt_tokens_details: the stored judgment's cached count is NULL, its other
+    counts as given; a proxy without usage stores all three as NULL."""
+    from sqlalchemy import select
+
+    from store.models import Judgment, PairStatus
+    from tests.pipeline_helpers import add_pairs, in_process_worker
+    from workers.tasks.judging import judge_pair
+
+    with in_process_worker(
+        redis_url, db_url, openai_base_url=llama.base_url, openai_api_key="sk-test", llm_max_retries=0
+    ):
+        first = add_pairs(database, 1, question="How do I reset?", answer="Use the Reset button.")[0]
+        assert judge_pair.apply(args=[first]).get() == PairStatus.JUDGED
+        llama.set_behavior(server_kind="proxy")
+        second = add_pairs(database, 1, start=5, question="And my email?", answer="Settings > Email.")[0]
+        assert judge_pair.apply(args=[second]).get() == PairStatus.JUDGED
+    with database.session() as session:
+        rows = {
+            row.pair_id: (row.status, row.prompt_tokens, row.cached_tokens, row.completion_tokens)
+            for row in session.scalars(select(Judgment))
+        }
+    status, prompt, cached, completion = rows[first]
+    assert status == "ok" and prompt and completion and cached is None
+    assert rows[second] == ("ok", None, None, None)
