@@ -4,6 +4,7 @@ tests/fakes/openai_server.py for the rules), and a minimal value for any other J
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from tests.fakes.openai_embeddings import topic_name
@@ -31,6 +32,29 @@ def _between(text: str, start: str, end: str | None) -> str | None:
     begin = at + len(start)
     stop = text.rfind(end) if end else -1
     return text[begin : stop if stop >= begin else len(text)].strip()
+
+
+_OPENING = re.compile(r"<<<BEGIN \w+ ([0-9a-f]{16})>>>\n")
+
+
+def delimited_field(prompt: str, name: str) -> str | None:
+    """The text of field `name` in a delimited prompt, read as a judge is told to: the first opening line after
+    the instructions gives the tag; the field runs from its own opening line to its own END line. None when the
+    prompt has no delimiters (or not this field)."""
+    first = _OPENING.search(prompt)
+    if first is None:
+        return None
+    opening = f"<<<BEGIN {name} {first.group(1)}>>>\n"
+    begin = prompt.find(opening)
+    end = prompt.find(f"\n<<<END {name} {first.group(1)}>>>", begin) if begin != -1 else -1
+    return prompt[begin + len(opening) : end] if end != -1 else None
+
+
+def _field(body: dict, name: str, start: str, end: str | None) -> str:
+    """A text of the request: by its delimiters when the prompt has them, else after the seed's heading."""
+    user = str((body.get("messages") or [{}])[-1].get("content") or "")
+    text = delimited_field(user, name)
+    return text if text is not None else (_between(prompt_text(body), start, end) or "")
 
 
 def prompt_text(body: dict) -> str:
@@ -67,7 +91,10 @@ def is_sampled(body: dict) -> bool:
         return False
 
 
-def default_reply(body: dict, *, disputes: bool = False) -> str:
+QUOTE_CHARS = 400  # how much of the answer a quoting judge repeats: a judge's reply is bounded (judges/client.py)
+
+
+def default_reply(body: dict, *, disputes: bool = False, quote_answer: bool = False) -> str:
     """A realistic judge reply graded from the answer text (see the module docstring)."""
     prompt = prompt_text(body)
     sampled = is_sampled(body)
@@ -78,17 +105,21 @@ def default_reply(body: dict, *, disputes: bool = False) -> str:
     structured = _json_schema(body) is not None
     kind = seed_kind(prompt)
     if kind == "relevancy":
-        answer = _between(prompt, "### RESPONSE:", "\nOutput only the JSON object described above") or ""
+        answer = _field(body, "response", "### RESPONSE:", "\nOutput only the JSON object described above")
         score = _grade(answer, 0, 2, 4)
-        payload = json.dumps({"score": score, "reasoning": f"The response is graded {score} for relevancy."})
-        return payload if structured else f"```json\n{payload}\n```"
+        quoted = f"The response says: {answer[:QUOTE_CHARS]} " if quote_answer else ""
+        payload = json.dumps({"score": score, "reasoning": f"{quoted}The response is graded {score} for relevancy."})
+        if structured:
+            return payload
+        return f"{quoted}\n\n```json\n{payload}\n```" if quote_answer else f"```json\n{payload}\n```"
     if kind == "correctness":
-        answer = _between(prompt, "ASSISTANT'S ANSWER:", None) or ""
+        answer = _field(body, "generated_answer", "ASSISTANT'S ANSWER:", None)
         rating = _grade(answer, 0, 1, 2)
-        return f"The assistant's answer was compared with the reference answer.\n\nThe rating is: [[{rating}]]"
+        quoted = f"The assistant's answer reads:\n{answer[:QUOTE_CHARS]}\n\n" if quote_answer else ""
+        return f"{quoted}The assistant's answer was compared with the reference answer.\n\nThe rating is: [[{rating}]]"
     if kind == "grounded":
-        answer = _between(prompt, "Answer 2:", "\n[/TO EVALUATE]") or ""
-        reference = _between(prompt, "Answer 1:", "\nAnswer 2:") or ""
+        answer = _field(body, "actual_output", "Answer 2:", "\n[/TO EVALUATE]")
+        reference = _field(body, "expected_output", "Answer 1:", "\nAnswer 2:")
 
         def grade(text: str) -> dict:
             no_document = text.startswith(NO_DOCUMENT)
@@ -98,8 +129,14 @@ def default_reply(body: dict, *, disputes: bool = False) -> str:
                 "answer_relevancy": None if no_document else _grade(text, 1, 3, 5),
             }
 
-        payload = json.dumps({"answer_1": grade(reference), "answer_2": grade(answer)}, indent=4)
-        return payload if structured else f"Here is my evaluation:\n{payload}\nI hope this helps."
+        graded = {"answer_1": grade(reference), "answer_2": grade(answer)}
+        if quote_answer:
+            graded["answer_2"]["answer_relevancy_justification"] = f"Answer 2 says: {answer[:QUOTE_CHARS]}"
+        payload = json.dumps(graded, indent=4)
+        if structured:
+            return payload
+        quoted = f"Answer 2 reads:\n{answer[:QUOTE_CHARS]}\n\n" if quote_answer else ""
+        return f"{quoted}Here is my evaluation:\n{payload}\nI hope this helps."
     name = topic_name(prompt)
     if name is not None:
         return name

@@ -11,7 +11,10 @@ over HTTP (point `base_url` / OPENAI_BASE_URL at `.base_url`).
   which judge asks, then the text after "### RESPONSE:"
   (relevancy), "ASSISTANT'S ANSWER:" (correctness) or "Answer 2:" (grounded) scores lowest if it contains
   "offtopic", middling if it contains "partial", highest otherwise; a grounded answer that starts with
-  "No document seems to precisely answer your question" is graded null. A second opinion (a request sampled
+  "No document seems to precisely answer your question" is graded null. A prompt whose texts sit between
+  delimiter lines (`<<<BEGIN name TAG>>>` … `<<<END name TAG>>>`, as judges/prompts.py writes them) is read as
+  the system message tells a judge to: the tag of the first such line holds for every text, and a text ends
+  only at its own END line, whatever look-alikes it holds. A second opinion (a request sampled
   at a temperature above 0) grades the same, except that an answer containing "wobbly" scores lowest at
   temperature 0 and highest when sampled: the judge changes its mind.
 - Behaviour (in process with `set_behavior`, or `POST /_admin/behavior` with the same fields as JSON):
@@ -21,8 +24,10 @@ over HTTP (point `base_url` / OPENAI_BASE_URL at `.base_url`).
   status for every call (`always_status`, e.g. 401), the same for sampled calls only (`sampled_status`: the
   second opinion's LLM is down), `sampled_fault_first` (the first N sampled calls answer 500, then it is back),
   `sampled_disputes` (every sampled call grades highest), `served_model` (the
-  `model` the response names, as OpenAI answers "gpt-4o-mini-2024-07-18" for "gpt-4o-mini"), and a required
-  API key; `server_kind` answers as another OpenAI-compatible server does (tests/fakes/openai_compat.py:
+  `model` the response names, as OpenAI answers "gpt-4o-mini-2024-07-18" for "gpt-4o-mini"), `quote_answer` (the
+  reply quotes the answer it judged before its verdict, as real judges often do: in the reasoning, or as prose
+  before the JSON or the rating when the reply is free text), and a required API key; `server_kind` answers as
+  another OpenAI-compatible server does (tests/fakes/openai_compat.py:
   llama-cpp-python's 500 to json_schema, a proxy's 400 to any response_format, a reasoning model's 400 to
   max_tokens, usage without prompt_tokens_details or none, one request at a time).
 - Every reply is cut at the bound the server kind reads (`max_tokens`, `max_completion_tokens`), with
@@ -220,7 +225,7 @@ def completion_for(state: State, body: dict, content: str | None = None) -> dict
     if content is None and custom is not None:
         content = custom(body)
     if content is None:
-        content = default_reply(body, disputes=behavior.sampled_disputes)
+        content = default_reply(body, disputes=behavior.sampled_disputes, quote_answer=behavior.quote_answer)
     server = server_kind(behavior)
     bound, finish = bound_of(server, body), "stop"
     if bound is not None and tokens(content) > bound:  # cut at the bound the server reads

@@ -55,6 +55,7 @@ class Behavior:
     sampled_fault_first: int = 0  # the first N sampled completions after this behaviour is set answer 500
     sampled_disputes: bool = False  # every sampled completion grades highest
     served_model: str | None = None  # the model the response names (default: the one asked for)
+    quote_answer: bool = False  # the reply quotes the judged answer before its verdict
     server_kind: str = "openai"  # which OpenAI-compatible server to answer as (tests/fakes/openai_compat.py)
     embeddings: bool = True  # False: `/v1/embeddings` answers 404, as a chat-only server (llama.cpp's) does
 
