@@ -87,6 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
     from relmon.golden_cli import add_arguments as golden_arguments
 
     golden_arguments(commands)
+    from relmon.regress.command import add_arguments as regress_arguments
+
+    regress_arguments(commands)
 
     ping = commands.add_parser("ping", help="health check: this host's worker or beat answers over the broker")
     ping.add_argument("which", choices=["worker", "beat"])
@@ -164,6 +167,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         from relmon.golden_cli import run_golden
 
         return run_golden(args, settings)
+    if args.command == "regress":
+        from relmon.regress.command import run_regress
+
+        return run_regress(args, settings)
     if args.command == "canary":
         from relmon.canary_cli import run_canary
 

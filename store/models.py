@@ -312,5 +312,6 @@ class OutcomeSignal(Base):
     created_at: Mapped[CreatedAt]
 
 
-# The topics' tables share this metadata (migrations, the tests' clean-up): registered with the rest.
-from store import topic_models  # noqa: E402, F401
+# The golden set's, regress runs' and topics' tables live in modules of their own; imported here so that
+# Base.metadata (Alembic's target, the tests' clean-up) always holds every table.
+from store import golden_models, topic_models  # noqa: E402, F401

@@ -52,15 +52,19 @@ class BatchRun:
 
     def submit(self, plans: dict[int, Plan]) -> dict[str, dict]:
         """Run one batch to its end; returns the response bodies of the requests it answered, by custom_id."""
+        return self.submit_requests(self.requests(plans), sum(len(p.calls) for p in plans.values()))
+
+    def submit_requests(self, content: bytes, count: int, name: str = "relmon-backfill.jsonl") -> dict[str, dict]:
+        """Run one batch of these JSONL requests (`count` of them) to its end (relmon regress's too)."""
         sdk = self.llm.sdk
         try:
-            uploaded = sdk.files.create(file=("relmon-backfill.jsonl", self.requests(plans)), purpose="batch")
+            uploaded = sdk.files.create(file=(name, content), purpose="batch")
             batch = sdk.batches.create(
                 input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="24h"
             )
         except openai.NotFoundError as error:
             raise NoBatchApi(str(error)) from error
-        self.say(f"batch {batch.id} submitted: {sum(len(p.calls) for p in plans.values())} request(s)")
+        self.say(f"batch {batch.id} submitted: {count} request(s)")
         while batch.status not in ENDED:
             self.sleep(self.poll_seconds)
             batch = sdk.batches.retrieve(batch.id)
