@@ -81,11 +81,4 @@ class TokenTally:
         self.cost += judgment_cost(judgment, self.prices)
 
     def tokens(self) -> Tokens:
-        return Tokens(
-            prompt=self.prompt,
-            completion=self.completion,
-            cost_usd=self.cost,
-            cached=self.cached,
-            cache_unknown=self.cache_unknown,
-            calls_without_usage=self.without_usage,
-        )
+        return Tokens(self.prompt, self.completion, self.cost, self.cached, self.cache_unknown, self.without_usage)
