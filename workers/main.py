@@ -44,6 +44,7 @@ TASK_MODULES = (
     "workers.tasks.digest",
     "workers.tasks.maintenance",
     "workers.tasks.canary",
+    "workers.tasks.golden",
 )
 
 

@@ -47,7 +47,7 @@ from common import task_names
 from common.celery_app import celery
 from common.runtime import Runtime, get_runtime
 from common.telemetry.logs import event_fields
-from store import pairs
+from store import golden, pairs
 from store.models import PairStatus
 from workers.tasks.capture import PairSnapshot, settle
 from workers.tasks.judging import judge_pair, judge_settled
@@ -208,6 +208,7 @@ class _Capture:
         it."""
         channel = self.channel
         with self.runtime.db.session() as session:
+            golden.forget_message(session, channel, tombstone.ts)  # the golden set quotes it no more
             if pairs.mark_deleted(session, channel, tombstone.ts):
                 log.info("answer deleted before judging", extra=event_fields(channel=channel, message_ts=tombstone.ts))
                 return "deleted"
@@ -265,6 +266,7 @@ def forget_question_in(runtime: Runtime, channel: str, ts: str) -> int:
     question again. Returns how many pairs were re-opened."""
     with runtime.db.session() as session:
         reopened = pairs.forget_question(session, channel, ts)
+        golden.forget_message(session, channel, ts)  # a question or a teammate's reply the golden set quoted
     for pair_id, version in reopened:
         celery.send_task(task_names.SETTLE_PAIR, args=[pair_id, version])
     log.info("deleted question forgotten", extra=event_fields(channel=channel, message_ts=ts, pairs=len(reopened)))
