@@ -20,7 +20,7 @@ from common.membership import MembershipCache, Viewer
 from common.messages.digest import Links, Quotes, digest_message
 from common.post_once import RECEIPT_TTL_SECONDS, PostOnce, Receipts
 from common.privacy import may_quote
-from common.replies import Asker, reply_privately
+from common.replies import Asker, reply_privately, response_url_of
 from common.reports.figures import load_report, prices_for
 from common.reports.period import Period, period_for, scheduled_key
 from common.reports.stats import Report, WorstAnswer
@@ -275,10 +275,16 @@ def send_digest(self, force: bool = False, period_key: str | None = None, schedu
 
 
 @celery.task(name="workers.tasks.digest.send_digest_preview", bind=True, max_retries=2)
-def send_digest_preview(self, user_id: str, channel_id: str | None = None, response_url: str | None = None) -> None:
+def send_digest_preview(
+    self,
+    user_id: str,
+    channel_id: str | None = None,
+    response_url: str | None = None,  # an older bot's; the bot now sends `response_url_id` (common.replies)
+    response_url_id: str | None = None,
+) -> None:
+    runtime = get_runtime()
+    response_url = response_url or response_url_of(runtime.redis, response_url_id)
     try:
-        deliver_preview(
-            get_runtime(), datetime.now(UTC), user_id=user_id, channel_id=channel_id, response_url=response_url
-        )
+        deliver_preview(runtime, datetime.now(UTC), user_id=user_id, channel_id=channel_id, response_url=response_url)
     except SlackApiError as error:
         raise self.retry(exc=error, countdown=backoff_seconds(self.request.retries, base=5.0, cap=5.0)) from error
