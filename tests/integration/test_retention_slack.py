@@ -80,10 +80,17 @@ def rows(runtime: Runtime, model) -> int:
 
 
 def test_relmons_posts_lose_their_words_before_their_rows_go_and_response_urls_are_blanked(
-    db_url: str, tmp_path: Path, runtime_for, slack: FakeSlack
+    db_url: str, redis_url: str, tmp_path: Path, runtime_for, slack: FakeSlack
 ) -> None:
     runtime = runtime_for(
-        Settings(database_url=db_url, retention_days=30, data_dir=tmp_path, slack_api_url=slack.api_url)
+        Settings(
+            database_url=db_url,
+            redis_url=redis_url,
+            retention_days=30,
+            data_dir=tmp_path,
+            slack_api_url=slack.api_url,
+            slack_bot_token="xoxb-test",
+        )
     )
     now = datetime.now(UTC)
     old = seed(runtime, slack, now - timedelta(days=31), "1700000000")
@@ -108,10 +115,15 @@ def test_relmons_posts_lose_their_words_before_their_rows_go_and_response_urls_a
 
 
 def test_with_retention_slack_delete_the_posts_are_deleted(
-    db_url: str, tmp_path: Path, runtime_for, slack: FakeSlack
+    db_url: str, redis_url: str, tmp_path: Path, runtime_for, slack: FakeSlack
 ) -> None:
     settings = Settings(
-        database_url=db_url, data_dir=tmp_path, slack_api_url=slack.api_url, RELMON_RETENTION_SLACK="delete"
+        database_url=db_url,
+        redis_url=redis_url,
+        data_dir=tmp_path,
+        slack_api_url=slack.api_url,
+        slack_bot_token="xoxb-test",
+        RELMON_RETENTION_SLACK="delete",
     )
     runtime = runtime_for(settings)
     now = datetime.now(UTC)
@@ -124,10 +136,17 @@ def test_with_retention_slack_delete_the_posts_are_deleted(
 
 
 def test_a_post_slack_cannot_change_now_keeps_its_rows_for_the_next_purge(
-    db_url: str, tmp_path: Path, runtime_for, slack: FakeSlack
+    db_url: str, redis_url: str, tmp_path: Path, runtime_for, slack: FakeSlack
 ) -> None:
     runtime = runtime_for(
-        Settings(database_url=db_url, retention_days=30, data_dir=tmp_path, slack_api_url=slack.api_url)
+        Settings(
+            database_url=db_url,
+            redis_url=redis_url,
+            retention_days=30,
+            data_dir=tmp_path,
+            slack_api_url=slack.api_url,
+            slack_bot_token="xoxb-test",
+        )
     )
     now = datetime.now(UTC)
     old = seed(runtime, slack, now - timedelta(days=31), "1700000000")
