@@ -31,6 +31,23 @@ def slack() -> Iterator[FakeSlack]:
         yield fake
 
 
+@pytest.fixture
+def settings_for(db_url: str, redis_url: str, tmp_path: Path):
+    """`settings_for(slack, **more)`: settings on the test's database and Redis, talking to this fake Slack."""
+
+    def build(slack: FakeSlack, **more) -> Settings:
+        return Settings(
+            database_url=db_url,
+            redis_url=redis_url,
+            data_dir=tmp_path,
+            slack_api_url=slack.api_url,
+            slack_bot_token="xoxb-test",
+            **more,
+        )
+
+    return build
+
+
 def seed(runtime: Runtime, slack: FakeSlack, created: datetime, tag: str) -> dict[str, str]:
     """A judged pair with a posted low-score alert, a summary and a verdict sent as a direct message, each a message
     in the fake Slack that quotes WORDS; returns their (channel, ts) by kind."""
@@ -80,18 +97,9 @@ def rows(runtime: Runtime, model) -> int:
 
 
 def test_relmons_posts_lose_their_words_before_their_rows_go_and_response_urls_are_blanked(
-    db_url: str, redis_url: str, tmp_path: Path, runtime_for, slack: FakeSlack
+    runtime_for, settings_for, slack: FakeSlack
 ) -> None:
-    runtime = runtime_for(
-        Settings(
-            database_url=db_url,
-            redis_url=redis_url,
-            retention_days=30,
-            data_dir=tmp_path,
-            slack_api_url=slack.api_url,
-            slack_bot_token="xoxb-test",
-        )
-    )
+    runtime = runtime_for(settings_for(slack, retention_days=30))
     now = datetime.now(UTC)
     old = seed(runtime, slack, now - timedelta(days=31), "1700000000")
     recent = seed(runtime, slack, now - timedelta(days=2), "1800000000")
@@ -114,17 +122,8 @@ def test_relmons_posts_lose_their_words_before_their_rows_go_and_response_urls_a
     assert all("RETMARK" not in json.dumps(params) for _, params in slack.calls)  # never sent again
 
 
-def test_with_retention_slack_delete_the_posts_are_deleted(
-    db_url: str, redis_url: str, tmp_path: Path, runtime_for, slack: FakeSlack
-) -> None:
-    settings = Settings(
-        database_url=db_url,
-        redis_url=redis_url,
-        data_dir=tmp_path,
-        slack_api_url=slack.api_url,
-        slack_bot_token="xoxb-test",
-        RELMON_RETENTION_SLACK="delete",
-    )
+def test_with_retention_slack_delete_the_posts_are_deleted(runtime_for, settings_for, slack: FakeSlack) -> None:
+    settings = settings_for(slack, RELMON_RETENTION_SLACK="delete")
     runtime = runtime_for(settings)
     now = datetime.now(UTC)
     old = seed(runtime, slack, now - timedelta(days=91), "1700000000")
@@ -136,18 +135,9 @@ def test_with_retention_slack_delete_the_posts_are_deleted(
 
 
 def test_a_post_slack_cannot_change_now_keeps_its_rows_for_the_next_purge(
-    db_url: str, redis_url: str, tmp_path: Path, runtime_for, slack: FakeSlack
+    runtime_for, settings_for, slack: FakeSlack
 ) -> None:
-    runtime = runtime_for(
-        Settings(
-            database_url=db_url,
-            redis_url=redis_url,
-            retention_days=30,
-            data_dir=tmp_path,
-            slack_api_url=slack.api_url,
-            slack_bot_token="xoxb-test",
-        )
-    )
+    runtime = runtime_for(settings_for(slack, retention_days=30))
     now = datetime.now(UTC)
     old = seed(runtime, slack, now - timedelta(days=31), "1700000000")
     slack.refuse("chat.update", "internal_error", times=1)  # Slack failing for a moment
