@@ -26,8 +26,17 @@ from relmon.doctor.checks import check_llm
 from store.db import Database
 from store.settings import Settings
 from tests.fakes.slack_server import FakeSlack
-from tests.local_llm import MODEL_ALIAS, SAMPLES, JudgeRun, LlamaServer, judged_by_worker, missing, relmon_judge
-from tests.processes import relmon_env, start_worker
+from tests.local_llm import (
+    MODEL_ALIAS,
+    SAMPLES,
+    JudgeRun,
+    LlamaServer,
+    judged_by_worker,
+    local_env,
+    missing,
+    relmon_judge,
+)
+from tests.processes import start_worker
 from tests.services import RedisProcess
 
 JUDGES = ("relevancy", "correctness", "grounded")
@@ -47,14 +56,7 @@ def describe(run: JudgeRun) -> str:
 
 
 def judge_runs(base_url: str, model: str, samples: int, workdir: Path) -> list[JudgeRun]:
-    env = relmon_env(
-        redis_url="",
-        database_url=f"sqlite:///{workdir / 'unused.sqlite3'}",
-        openai_base_url=base_url,
-        data_dir=workdir / "data",
-        RELMON_JUDGE_MODEL=model,
-        RELMON_LLM_TIMEOUT=300,
-    )
+    env = local_env(base_url, model, workdir)
     runs = []
     for judge in JUDGES:
         for number, (question, answer, reference) in enumerate(SAMPLES[:samples], 1):
@@ -72,17 +74,8 @@ def worker_run(base_url: str, model: str, workdir: Path) -> tuple[list[dict], fl
     database.migrate()
     producer = create_celery(Settings(redis_url=redis_server.url), redis_server.url)
     with FakeSlack() as slack:
-        env = relmon_env(
-            redis_url=redis_server.url,
-            database_url=database_url,
-            slack_api_url=slack.api_url,
-            openai_base_url=base_url,
-            data_dir=workdir / "data",
-            RELMON_JUDGE_MODEL=model,
-            RELMON_LLM_TIMEOUT=300,
-            RELMON_LLM_CONCURRENCY=1,
-            RELMON_WORKER_CONCURRENCY=4,
-        )
+        services = {"redis_url": redis_server.url, "database_url": database_url, "slack_api_url": slack.api_url}
+        env = local_env(base_url, model, workdir, **services)
         worker = start_worker(env, log_dir=workdir, timeout=120)
         try:
             started = time.monotonic()

@@ -26,7 +26,7 @@ from common.celery_app import QUEUE_JUDGE
 from store.db import Database
 from store.models import Judgment, Pair, PairStatus
 from tests.pipeline_helpers import add_pairs
-from tests.processes import relmon_command, wait_for
+from tests.processes import relmon_command, relmon_env, wait_for
 from tests.services import free_port
 
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -128,6 +128,25 @@ class JudgeRun:
     @property
     def endpoint_failed(self) -> bool:
         return self.verdict is None
+
+
+def local_env(base_url: str, model: str, workdir: Path, **services: str) -> dict[str, str]:
+    """The environment of a relmon process against a local server: a timeout for a slow CPU model, and one call
+    in flight (llama-cpp-python serves one at a time). `services`: redis_url, database_url, slack_api_url (a
+    command without them, `relmon judge`, gets none: it learns the server's mode in its own process)."""
+    database_url = services.pop("database_url", f"sqlite:///{workdir / 'unused.sqlite3'}")
+    redis_url = services.pop("redis_url", "")
+    return relmon_env(
+        redis_url=redis_url,
+        database_url=database_url,
+        openai_base_url=base_url,
+        data_dir=workdir / "data",
+        RELMON_JUDGE_MODEL=model,
+        RELMON_LLM_TIMEOUT=300,
+        RELMON_LLM_CONCURRENCY=1,
+        RELMON_WORKER_CONCURRENCY=4,
+        **services,
+    )
 
 
 def relmon_judge(env: Mapping[str, str], judge: str, question: str, answer: str, reference: str) -> JudgeRun:

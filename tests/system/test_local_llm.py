@@ -17,8 +17,8 @@ from judges import get_judge
 from store.db import Database
 from store.settings import Settings
 from tests.fakes.slack_server import FakeSlack
-from tests.local_llm import MODEL_ALIAS, SAMPLES, LlamaServer, judged_by_worker, missing, relmon_judge
-from tests.processes import relmon_env, start_worker
+from tests.local_llm import MODEL_ALIAS, SAMPLES, LlamaServer, judged_by_worker, local_env, missing, relmon_judge
+from tests.processes import start_worker
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(missing() is not None, reason=f"not installed: {missing()}")]
 
@@ -46,14 +46,7 @@ def assert_verdict_or_flagged_error(verdict: dict, judge_name: str) -> None:
 def test_relmon_judge_ends_in_a_verdict_never_an_endpoint_failure(
     llama: LlamaServer, judge: str, tmp_path: Path
 ) -> None:
-    env = relmon_env(
-        redis_url="",
-        database_url=f"sqlite:///{tmp_path / 'unused.sqlite3'}",
-        openai_base_url=llama.base_url,
-        data_dir=tmp_path / "data",
-        RELMON_JUDGE_MODEL=MODEL_ALIAS,
-        RELMON_LLM_TIMEOUT=300,
-    )
+    env = local_env(llama.base_url, MODEL_ALIAS, tmp_path)
     question, answer, reference = SAMPLES[0]
     run = relmon_judge(env, judge, question, answer, reference)
     assert not run.endpoint_failed, run.stderr
@@ -67,16 +60,8 @@ def test_a_pair_judged_by_a_real_worker(
 ) -> None:
     question, answer, _ = SAMPLES[1]
     with FakeSlack() as slack:
-        env = relmon_env(
-            redis_url=redis_url,
-            database_url=db_url,
-            slack_api_url=slack.api_url,
-            openai_base_url=llama.base_url,
-            data_dir=tmp_path / "data",
-            RELMON_JUDGE_MODEL=MODEL_ALIAS,
-            RELMON_LLM_TIMEOUT=300,
-            RELMON_LLM_CONCURRENCY=1,
-            RELMON_WORKER_CONCURRENCY=4,
+        env = local_env(
+            llama.base_url, MODEL_ALIAS, tmp_path, redis_url=redis_url, database_url=db_url, slack_api_url=slack.api_url
         )
         producer = create_celery(Settings(redis_url=redis_url), redis_url)
         worker = start_worker(env, log_dir=tmp_path, timeout=120)
