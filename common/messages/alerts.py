@@ -32,6 +32,7 @@ from common.messages.blocks import (
     slack_date,
     text_length,
 )
+from common.messages.golden import golden_button
 
 JUDGE_LABELS = {"relevancy": "Relevancy", "correctness": "Correctness", "grounded": "Groundedness"}
 WITHHELD = (
@@ -137,6 +138,7 @@ def feedback_buttons(judgment_id: int, permalink: str | None) -> dict:
     value = str(judgment_id)
     elements.append(button("Judge was right", action_id=ACTION_RIGHT, value=value, style="primary"))
     elements.append(button("Judge was wrong", action_id=ACTION_WRONG, value=value))
+    elements.append(golden_button(judgment_id))  # the question into the golden set, with its expected answer
     return actions(*elements, block_id=FEEDBACK_BLOCK_ID)
 
 
