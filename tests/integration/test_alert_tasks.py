@@ -57,7 +57,7 @@ def test_low_score_posts_exactly_one_alert_even_when_repeated(make_runtime, fake
         text = json.dumps(blocks)
         assert "How do I reset my password?" in text and "opening hours" in text and f"<#{SUPPORT}>" in text
         actions = next(b for b in blocks if b["type"] == "actions")["elements"]
-        assert [a["action_id"] for a in actions] == ["open_message", "feedback_right", "feedback_wrong"]
+        assert [a["action_id"] for a in actions] == ["open_message", "feedback_right", "feedback_wrong", "golden_add"]
         assert actions[0]["url"].startswith(f"https://example.slack.com/archives/{SUPPORT}/p")
         assert actions[1]["value"] == str(judgment_id)
         [row] = alerts(runtime)
