@@ -2,7 +2,9 @@
 workers that run them. The bot sends tasks by these names and imports nothing from `workers/`."""
 
 CAPTURE_ANSWER = "workers.tasks.answers.capture_answer"
-FORGET_QUESTION = "workers.tasks.answers.forget_question"
+FORGET_QUESTION = "workers.tasks.answers.forget_question"  # an older bot's; the worker runs forget_message
+FORGET_MESSAGE = "workers.tasks.forgetting.forget_message"
+REWRITE_REDIS_AOF = "workers.tasks.forgetting.rewrite_redis_aof"
 SETTLE_PAIR = "workers.tasks.capture.settle_pair"
 JUDGE_PAIR = "workers.tasks.judging.judge_pair"
 REQUEUE_STALE = "workers.tasks.judging.requeue_stale"

@@ -38,6 +38,7 @@ TASK_MODULES = (
     "workers.tasks.judging",
     "workers.tasks.sweeper",
     "workers.tasks.answers",
+    "workers.tasks.forgetting",
     "workers.tasks.capture",
     "workers.tasks.outcomes",
     "workers.tasks.slack",
