@@ -38,6 +38,7 @@ TASK_MODULES = (
     "workers.tasks.judging",
     "workers.tasks.sweeper",
     "workers.tasks.answers",
+    "workers.tasks.forgetting",
     "workers.tasks.capture",
     "workers.tasks.outcomes",
     "workers.tasks.slack",
@@ -45,6 +46,7 @@ TASK_MODULES = (
     "workers.tasks.maintenance",
     "workers.tasks.canary",
     "workers.tasks.golden",
+    "workers.tasks.topics",
 )
 
 
