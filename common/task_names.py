@@ -1,5 +1,7 @@
 """The names of relmon's Celery tasks: a contract between the processes that enqueue (the bot, beat) and the
-workers that run them. The bot sends tasks by these names and imports nothing from `workers/`."""
+workers that run them, and the one way tasks reach each other. The bot sends tasks by these names and imports
+nothing from `workers/`; a task module imports no other task module. Renaming one strands the messages already
+queued under the old name."""
 
 CAPTURE_ANSWER = "workers.tasks.answers.capture_answer"
 FORGET_QUESTION = "workers.tasks.answers.forget_question"
@@ -20,3 +22,17 @@ OBSERVE_MESSAGE = "workers.tasks.outcomes.observe_message"
 OBSERVE_REACTION = "workers.tasks.outcomes.observe_reaction"
 CLOSE_OUTCOME_WINDOW = "workers.tasks.outcomes.close_window"
 CLOSE_DUE_WINDOWS = "workers.tasks.outcomes.close_due_windows"
+
+# The tasks that post to Slack (alerts, summaries, votes, verdicts, digests): their own queue, so a backlog of
+# judging never holds a post up. Every other task runs on the judge queue (common.celery_app routes them).
+POSTING = frozenset(
+    {
+        CONSIDER_ALERT,
+        FLUSH_ALERT_SUMMARIES,
+        REFRESH_ALERT_VOTES,
+        DELIVER_VERDICT,
+        FOLLOW_UP_OUTCOME,
+        SEND_DIGEST,
+        SEND_DIGEST_PREVIEW,
+    }
+)

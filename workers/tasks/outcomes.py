@@ -260,20 +260,6 @@ def close_due_windows_in(runtime: Runtime, now: datetime, limit: int = DUE_BATCH
     return len(due)
 
 
-def close_schedule(window_seconds: float) -> dict:
-    """Beat entry for close_due_windows: every twentieth of the window, between 1 and 30 seconds."""
-    if window_seconds <= 0:
-        return {}
-    every = min(30.0, max(1.0, window_seconds / 20))
-    return {
-        "relmon-close-outcome-windows": {
-            "task": task_names.CLOSE_DUE_WINDOWS,
-            "schedule": every,
-            "options": {"expires": every},  # a sweep that waited past the next one is useless
-        }
-    }
-
-
 def _follow_up(runtime: Runtime, pair_ids: list[int]) -> None:
     """The pairs' alerts follow their signals (workers.alerts.outcomes), where there is something to follow: the
     signals say the answer failed (a missed-failure alert may be due), or an alert about the pair exists (to be
