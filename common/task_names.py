@@ -4,7 +4,8 @@ nothing from `workers/`; a task module imports no other task module. Renaming on
 queued under the old name."""
 
 CAPTURE_ANSWER = "workers.tasks.answers.capture_answer"
-FORGET_QUESTION = "workers.tasks.answers.forget_question"
+FORGET_MESSAGE = "workers.tasks.forgetting.forget_message"
+REWRITE_REDIS_AOF = "workers.tasks.forgetting.rewrite_redis_aof"
 SETTLE_PAIR = "workers.tasks.capture.settle_pair"
 JUDGE_PAIR = "workers.tasks.judging.judge_pair"
 REQUEUE_STALE = "workers.tasks.judging.requeue_stale"
@@ -22,6 +23,8 @@ OBSERVE_MESSAGE = "workers.tasks.outcomes.observe_message"
 OBSERVE_REACTION = "workers.tasks.outcomes.observe_reaction"
 CLOSE_OUTCOME_WINDOW = "workers.tasks.outcomes.close_window"
 CLOSE_DUE_WINDOWS = "workers.tasks.outcomes.close_due_windows"
+GOLDEN_FROM_VOTE = "workers.tasks.golden.collect_vote"
+GOLDEN_SAVE = "workers.tasks.golden.save_from_modal"
 
 # The tasks that post to Slack (alerts, summaries, votes, verdicts, digests): their own queue, so a backlog of
 # judging never holds a post up. Every other task runs on the judge queue (common.celery_app routes them).

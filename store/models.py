@@ -326,3 +326,8 @@ class OutcomeSignal(Base):
     # Seconds after the answer the signal came (the message's or reaction's time), for "asked again 2 min later".
     after_seconds: Mapped[float | None] = mapped_column(Float)
     created_at: Mapped[CreatedAt]
+
+
+# The golden set's, regress runs' and topics' tables live in modules of their own; imported here so that
+# Base.metadata (Alembic's target, the tests' clean-up) always holds every table.
+from store import golden_models, topic_models  # noqa: E402, F401

@@ -1,5 +1,4 @@
-"""Capturing an answer (the step `capture_answer` runs) and forgetting a deleted question (`forget_question`'s):
-the SQL side of capture, done by a worker.
+"""Capturing an answer (the step `capture_answer` runs): the SQL side of capture, done by a worker.
 
 The bot logs every message in Redis (capture.conversation_log) and acknowledges Slack without touching the
 database: a busy worker holding SQLite's write lock made acknowledgements wait hundreds of milliseconds. For each
@@ -258,14 +257,3 @@ class _StoredMark:
         if also is not None:
             also(pipe)
         pipe.execute()
-
-
-def forget_question_in(runtime: Runtime, channel: str, ts: str) -> int:
-    """A person deleted their message: no pair keeps quoting it; one still waiting for its judge looks for its
-    question again. Returns how many pairs were re-opened."""
-    with runtime.db.session() as session:
-        reopened = pairs.forget_question(session, channel, ts)
-    for pair_id, version in reopened:
-        celery.send_task(task_names.SETTLE_PAIR, args=[pair_id, version])
-    log.info("deleted question forgotten", extra=event_fields(channel=channel, message_ts=ts, pairs=len(reopened)))
-    return len(reopened)

@@ -1,5 +1,5 @@
-"""`capture_answer` and `forget_question`: the SQL side of capture, done by a worker (the steps:
-workers.pairs.capturing). Here is how they retry."""
+"""`capture_answer`: the SQL side of capture, done by a worker (the step: workers.pairs.capturing). Here is how it
+retries. (A deletion's scrub: workers.tasks.forgetting.)"""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from capture import handoffs
 from common import task_names
 from common.celery_app import celery
 from common.runtime import get_runtime
-from workers.pairs.capturing import ConversationBusy, capture_answer_in, forget_question_in
+from workers.pairs.capturing import ConversationBusy, capture_answer_in
 
 # The database may be down for a while (a restart, a failover): the log keeps the answer, the task waits.
 _RETRIED = {
@@ -55,8 +55,3 @@ def capture_answer(
     except Exception:
         handoffs.done(runtime.redis, handoff)  # a bug: sending it again would fail the same way (logged by Celery)
         raise
-
-
-@celery.task(name=task_names.FORGET_QUESTION, **_RETRIED)
-def forget_question(channel: str, ts: str) -> int:
-    return forget_question_in(get_runtime(), channel, ts)
