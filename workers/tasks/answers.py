@@ -25,33 +25,16 @@ _RETRIED = {
 
 
 @celery.task(name=task_names.CAPTURE_ANSWER, bind=True, **_RETRIED)
-def capture_answer(
-    self,
-    channel: str,
-    ts: str,
-    thread_ts: str | None = None,
-    team_id: str | None = None,
-    channel_type: str | None = None,
-    ext_shared: bool | None = None,
-    logged: dict[str, Any] | None = None,
-    handoff: str | None = None,
-) -> str:
+def capture_answer(self, channel: str, ts: str, **described: Any) -> str:
+    """`described`: what the bot sent with the answer (thread_ts, team_id, channel_type, ext_shared, logged,
+    handoff), as `capture_answer_in` takes it."""
     runtime = get_runtime()
+    redelivered = bool((self.request.delivery_info or {}).get("redelivered"))
     try:
-        return capture_answer_in(
-            runtime,
-            channel,
-            ts,
-            thread_ts=thread_ts,
-            team_id=team_id,
-            channel_type=channel_type,
-            ext_shared=ext_shared,
-            logged=logged,
-            redelivered=bool((self.request.delivery_info or {}).get("redelivered")),
-            handoff=handoff,
-        )
+        return capture_answer_in(runtime, channel, ts, redelivered=redelivered, **described)
     except _RETRIED["autoretry_for"]:
         raise  # tried again: the bot's note stays until the answer is stored
     except Exception:
-        handoffs.done(runtime.redis, handoff)  # a bug: sending it again would fail the same way (logged by Celery)
+        # A bug: sending it again would fail the same way (logged by Celery).
+        handoffs.done(runtime.redis, described.get("handoff"))
         raise
