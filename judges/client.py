@@ -323,7 +323,13 @@ class LLMClient:
     def _translate(
         self, exc: openai.APIError, *, retry_after: float | None = None, refused: str | None = None
     ) -> Exception:
-        """The SDK's exception as TransientLLMError (try again later) or LLMRequestError (fix something)."""
+        """The SDK's exception as TransientLLMError (try again later) or LLMRequestError (fix something), with the
+        SDK's as its cause (`relmon doctor` reads it)."""
+        translated = self._translated(exc, retry_after=retry_after, refused=refused)
+        translated.__cause__ = exc
+        return translated
+
+    def _translated(self, exc: openai.APIError, *, retry_after: float | None, refused: str | None) -> Exception:
         where = self.base_url
         if isinstance(exc, openai.APITimeoutError):
             return TransientLLMError(

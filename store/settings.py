@@ -14,6 +14,8 @@ from typing import Annotated, Literal, NamedTuple
 from pydantic import AliasChoices, BeforeValidator, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from store.settings_llm import LLMCallFields
+from store.settings_retention import RetentionSettings
 from store.settings_topics import TopicSettings
 
 SLACK_DEFAULT_API_URL = "https://slack.com/api/"
@@ -132,7 +134,7 @@ WHERE_TO_GET = {
 }
 
 
-class Settings(BaseSettings, TopicSettings):
+class Settings(BaseSettings, TopicSettings, LLMCallFields, RetentionSettings):
     model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore", populate_by_name=True)
 
     # Slack

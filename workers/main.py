@@ -46,6 +46,7 @@ TASK_MODULES = (
     "workers.tasks.maintenance",
     "workers.tasks.canary",
     "workers.tasks.golden",
+    "workers.tasks.topics",
 )
 
 

@@ -18,6 +18,7 @@ from store.settings import Settings
 from workers.judging.rules import sweep_interval
 
 PURGE_HOUR, PURGE_MINUTE = 4, 30
+TOPICS_HOUR = 5
 
 
 class zoned_crontab(crontab):  # lower case, like the celery class it extends
@@ -119,6 +120,12 @@ def beat_schedule(settings: Settings) -> dict:
                 minute=0, timezone=zone, **canary_slot(settings.digest_day, settings.digest_hour)
             ),
             "options": {"expires": 24 * 60 * 60},
+        },
+        # App Home's topics of the last seven days, made once a day after the purge (the digest makes its own).
+        "relmon-daily-topics": {
+            "task": task_names.REFRESH_TOPICS,
+            "schedule": zoned_crontab(minute=0, hour=TOPICS_HOUR, timezone=zone),
+            "options": {"expires": 12 * 60 * 60},
         },
         "relmon-purge-old": {
             "task": task_names.PURGE_OLD,

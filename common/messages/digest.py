@@ -13,8 +13,10 @@ from common.messages import blocks as block_kit
 from common.messages.blocks import escape, pct, signed
 from common.messages.outcomes import NOTE as OUTCOME_NOTE
 from common.messages.outcomes import outcome_lines
+from common.messages.topics import cost_text, fix_first_blocks, topics_text
 from common.messages.trust import TRUST_HEADING, precision_text, trust_lines, trust_section
 from common.reports.stats import Change, ChannelStats, JudgeStats, Prices, Report, WorstAnswer
+from common.reports.topics import TopicsView
 
 MAX_BLOCKS = block_kit.MAX_BLOCKS  # Slack's limit per message
 MAX_CHANNEL_SECTIONS = 30  # leaves room for the header, overall figures and footer
@@ -110,8 +112,16 @@ def _agreement_line(stats: ChannelStats) -> str:
 def _usage_line(stats: ChannelStats) -> str:
     tokens = stats.tokens
     cached = f" of which {tokens.cached:,} cached" if tokens.cached else ""
+    if tokens.cache_unknown:  # the server did not say: priced as uncached, and said so
+        cached += f"{',' if cached else ' of which'} {tokens.cache_unknown:,} not known to be cached or not"
     spent = f"{tokens.prompt:,} in{cached}, {tokens.completion:,} out"
-    return f"{tokens.total:,} tokens ({spent}) · ≈ {money(tokens.cost_usd)}"
+    line = f"{tokens.total:,} tokens ({spent}) · ≈ {money(tokens.cost_usd)}"
+    if tokens.cache_unknown:
+        line += " (at most: input of unknown caching priced in full)"
+    if tokens.calls_without_usage:
+        calls = tokens.calls_without_usage
+        line += f" · {calls} call{'s' if calls != 1 else ''} reported no token counts (not included)"
+    return line
 
 
 def price_line(prices: Prices) -> str:
@@ -148,7 +158,7 @@ def _worst_line(worst: WorstAnswer, links: Links, quotes: Quotes, *, slack: bool
     return "\n".join(lines)
 
 
-def _overall_fields(report: Report) -> list[dict]:
+def _overall_fields(report: Report, topics: TopicsView | None = None) -> list[dict]:
     overall = report.overall
     fields = [
         {"type": "mrkdwn", "text": f"*Answers*\n{_volume_line(overall)}"},
@@ -162,7 +172,9 @@ def _overall_fields(report: Report) -> list[dict]:
     errored = f" ({overall.errored} answers unjudged)" if overall.errored else ""
     fields.append({"type": "mrkdwn", "text": f"*Judge errors*\n{errors}{errored}"})
     fields.append({"type": "mrkdwn", "text": f"*Agreement with the judge*\n{_agreement_line(overall)}"})
-    fields.append({"type": "mrkdwn", "text": f"*LLM usage*\n{_usage_line(overall)}"})
+    topics_cost = cost_text(topics) if topics is not None else None
+    usage = _usage_line(overall) + (f"\n{topics_cost}" if topics_cost else "")
+    fields.append({"type": "mrkdwn", "text": f"*LLM usage*\n{usage}"})
     outcomes = outcome_lines(report.outcomes, None)
     if outcomes:
         text = block_kit.shorten("*Outcomes*\n" + "\n".join(outcomes), block_kit.MAX_FIELD_TEXT)
@@ -244,10 +256,16 @@ def _within_budget(report: Report, links: Links, quotes: Quotes, *, budget: int,
 
 
 def digest_message(
-    report: Report, links: Links, quotes: Quotes, prices: Prices | None = None, *, chart_in_thread: bool = False
+    report: Report,
+    links: Links,
+    quotes: Quotes,
+    prices: Prices | None = None,
+    *,
+    chart_in_thread: bool = False,
+    topics: TopicsView | None = None,
 ) -> dict:
     """`{"text", "blocks"}` for chat.postMessage (at most 50 blocks). `chart_in_thread`: the chart follows
-    as a reply, and the message says where to find it."""
+    as a reply, and the message says where to find it. `topics`: "What to fix first" opens it."""
     title = f"Weekly digest · {report.period.week_key}"
     blocks: list[dict] = [
         {"type": "header", "text": {"type": "plain_text", "text": title}},
@@ -258,13 +276,17 @@ def digest_message(
             {"type": "section", "text": {"type": "mrkdwn", "text": "No answers were captured in the last 7 days."}}
         )
         return {"text": f"{title}: no answers captured", "blocks": blocks}
-    blocks.append({"type": "section", "fields": _overall_fields(report)})
+    if topics is not None:
+        blocks += fix_first_blocks(topics)
+    blocks.append({"type": "section", "fields": _overall_fields(report, topics)})
     trust = trust_section(report.trust, list(report.overall.judges))
     tail = [] if trust is None else [trust]
     if chart_in_thread:
         resolution = ", the daily resolution rate" if report.outcomes.any_closed else ""
         chart = f":chart_with_upwards_trend: The chart (daily mean {report.primary_judge}, answers per day{resolution} "
-        chart += "and the week's score distribution) is in this message's thread."
+        chart += "and the week's score distribution"
+        chart += ", failed questions by topic against the week before" if topics is not None and topics.topics else ""
+        chart += ") is in this message's thread."
         blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": chart}]})
     footer = "Changes are against the 7 days before. Shares count scores at or below each channel's alert threshold."
     if report.outcomes.any_closed:
@@ -289,12 +311,16 @@ def digest_message(
     return {"text": summary, "blocks": blocks}
 
 
-def digest_text(report: Report, links: Links, quotes: Quotes, prices: Prices | None = None) -> str:
+def digest_text(
+    report: Report, links: Links, quotes: Quotes, prices: Prices | None = None, topics: TopicsView | None = None
+) -> str:
     """The same digest for a terminal."""
     out = [f"Weekly digest · {report.period.key}", period_text(report), ""]
     if report.empty:
         out.append("No answers were captured in the last 7 days.")
         return "\n".join(out) + "\n"
+    if topics is not None:
+        out += [topics_text(topics)]
 
     def block(stats: ChannelStats) -> list[str]:
         lines = [f"Answers: {_volume_line(stats)}"]

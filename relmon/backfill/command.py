@@ -44,16 +44,9 @@ def parse_since(text: str | None, now: datetime) -> datetime:
 
 def backfill_llm(settings: Settings):
     """The judges' client for a run in this process: the SDK's own retries (Retry-After honoured), no Celery."""
-    from judges import LLMClient
+    from common.llm import llm_client_for, shared_redis
 
-    return LLMClient(
-        model=settings.judge_model,
-        base_url=settings.openai_base_url,
-        api_key=settings.secret("openai_api_key"),
-        timeout=settings.llm_timeout_seconds,
-        max_retries=min(settings.llm_max_retries, 5),
-        max_prompt_chars=settings.max_prompt_chars,
-    )
+    return llm_client_for(settings, redis_client=shared_redis(settings), max_retries=min(settings.llm_max_retries, 5))
 
 
 class Run:
@@ -138,8 +131,8 @@ class Run:
         """The cost so far of this source's judgments (for the progress line)."""
         if self.args.dry_run:
             return
+        from common.reports.costs import judgment_cost
         from common.reports.figures import prices_for
-        from common.reports.stats import judgment_cost
         from store.stats_queries import JudgmentRow
 
         prices = prices_for(self.runtime)

@@ -251,6 +251,10 @@ def test_verdict_falls_back_to_a_direct_message(make_runtime, fake):
         assert verdicts.deliver(runtime, pair_id) == "direct_message"
         [post] = fake.posted("U_ASKER")
         assert "Relevancy 3 / 4" in post["text"]
+        with runtime.db.session() as session:  # where it is, for retention to redraw or delete it
+            row = alert_store.by_key(session, f"verdict:{pair_id}")
+            assert row.message_ts and row.details["dm_channel"]
+            assert row.message_ts in fake.messages[row.details["dm_channel"]]
 
 
 def add_judgment_for_pair(runtime, pair_id: int, score: float) -> None:
