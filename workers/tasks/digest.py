@@ -17,10 +17,10 @@ from slack_sdk.errors import SlackApiError
 from common import task_names
 from common.backoff import backoff_seconds
 from common.celery_app import celery
-from common.membership import MembershipCache, Viewer
+from common.membership import ChannelAudience, MembershipCache, Viewer
 from common.messages.digest import Links, Quotes, digest_message
 from common.post_once import RECEIPT_TTL_SECONDS, PostOnce, Receipts
-from common.privacy import may_quote
+from common.privacy import Destination, may_quote
 from common.replies import Asker, reply_privately, response_url_of
 from common.reports.figures import load_report, prices_for
 from common.reports.period import Period, period_for, scheduled_key
@@ -29,7 +29,7 @@ from common.reports.topic_runs import fresh_view, latest_view, quoting_in
 from common.reports.topics import TopicBar, chart_bars
 from common.runtime import Runtime, get_runtime
 from store import digests as digest_rows
-from store.stats_queries import pair_texts
+from store.stats_queries import pair_texts, private_channel_ids
 from workers.alerts.delivery import permalink, slack_error
 
 log = logging.getLogger("relmon.digest")
@@ -63,11 +63,11 @@ def quotes_for(
 ) -> Quotes:
     """Texts of the worst answers that may be shown in `destination` (the privacy rule of alerts) and, for a
     preview, to its one reader (`may_read`: a member of the channel)."""
+    where = Destination(destination, may_read)
     allowed = [
         w
         for w in _all_worst(report)
-        if may_quote(w.channel_id, w.channel_is_private, runtime.rules, runtime.settings, destination)
-        and (may_read is None or may_read(w.channel_id))
+        if may_quote(w.channel_id, w.channel_is_private, runtime.rules, runtime.settings, where)
     ]
     if not allowed:
         return {}
@@ -101,6 +101,15 @@ def first_post_bound(period: Period) -> datetime:
 
 def receipt_key(period: Period) -> str:
     return f"digest:{period.key}"
+
+
+def channel_audience(runtime: Runtime, channel: str, period: Period) -> ChannelAudience:
+    """Who reads `channel`, for the report's figures: a channel stored as private in the period (or the one
+    before, which the report compares with) is shown only where its audience may see it."""
+    with runtime.db.session() as session:
+        private = private_channel_ids(session, period.previous_start, period.end)
+    membership = MembershipCache(runtime.redis)
+    return ChannelAudience(runtime.slack, membership, runtime.rules, runtime.settings, channel, private)
 
 
 def post_once(runtime: Runtime, period: Period) -> PostOnce:
@@ -155,7 +164,8 @@ def deliver_digest(
         return Outcome("already_sent" if status == digest_rows.SENT else "in_progress", period.key)
 
     try:
-        report = load_report(runtime, period)
+        # A private channel's figures and lines only where the digest channel's audience may see them.
+        report = load_report(runtime, period, may_see=channel_audience(runtime, channel, period).may_see)
         message_ts = earlier_digest(runtime, channel, period, claim)
         topics = None  # an empty week has no topics to make (nor a chart)
         if not report.empty:
