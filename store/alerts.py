@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 
 from store.db import insert_or_ignore
 from store.judgments import is_current
-from store.models import Alert, Judgment, JudgmentStatus, Pair, PairStatus, as_utc
+from store.models import Alert, Judgment, JudgmentStatus, Pair, PairSource, PairStatus, as_utc
 from store.settings import TIME_WINDOW_MOST_ANSWERS
 
 KIND_LOW = "low_score"
@@ -35,6 +35,7 @@ STATUS_CLAIMED = "claimed"  # to be posted (a worker holds it, or died holding i
 STATUS_POSTED = "posted"
 STATUS_HELD = "held"  # over an hourly cap: shown in the hour's summary instead
 STATUS_FAILED = "failed"  # Slack refused it for good (e.g. the alert channel is gone)
+STATUS_RETIRED = "retired"  # past retention: its message redrawn without words, or deleted (store.retention)
 
 # Low-score rows that use up the hourly cap: everything posted or on its way, not the held ones.
 CAP_STATUSES = (STATUS_CLAIMED, STATUS_POSTED, STATUS_FAILED)
@@ -248,7 +249,7 @@ def _recent_statements() -> dict[str, Any]:
         .scalar_subquery()
     )
     pairs = select(Pair.id, Pair.created_at, score).where(
-        Pair.channel_id == bindparam("channel"), Pair.source == "capture", Pair.status == PairStatus.JUDGED
+        Pair.channel_id == bindparam("channel"), Pair.source == PairSource.CAPTURE, Pair.status == PairStatus.JUDGED
     )
     order = (Pair.created_at.desc(),)
     older = pairs.where(Pair.created_at <= bindparam("oldest"))
@@ -279,7 +280,7 @@ def channel_stats(session: Session, channel_id: str, since: datetime, thresholds
             .join(Pair, Pair.id == Judgment.pair_id)
             .where(
                 Pair.channel_id == channel_id,
-                Pair.source == "capture",
+                Pair.source == PairSource.CAPTURE,
                 Judgment.judge == judge,
                 Judgment.created_at >= since,
                 is_current(),

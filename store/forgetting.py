@@ -4,14 +4,15 @@ its thread and their judgments), and write what `capture.forgetting.plan_forget`
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import delete, or_, select, update
 from sqlalchemy.orm import Session
 
 from capture.forgetting import JUDGMENT_TEXTS, PAIR_TEXTS, ForgetPlan, StoredJudgment, StoredPair
 from store import alerts as alert_store
 from store.models import Alert, Judgment, Pair, PairStatus, utcnow
+from store.topic_models import QuestionEmbedding
 
 
 def thread_rows(
@@ -49,10 +50,14 @@ def thread_rows(
 
 
 def apply_plan(session: Session, plan: ForgetPlan) -> None:
-    """Write the plan's columns (a handful of rows: one thread's pairs and their judgments)."""
+    """Write the plan's columns (a handful of rows: one thread's pairs and their judgments). A changed question's
+    embedding (the topics') goes too: it was made from the words, and the next run embeds what is left."""
     now = utcnow()
     for pair_id, values in plan.pairs.items():
         session.execute(update(Pair).where(Pair.id == pair_id).values(**values, updated_at=now))
+    questions = [pair_id for pair_id, values in plan.pairs.items() if "question_text" in values]
+    if questions:
+        session.execute(delete(QuestionEmbedding).where(QuestionEmbedding.pair_id.in_(questions)))
     for judgment_id, values in plan.judgments.items():
         session.execute(update(Judgment).where(Judgment.id == judgment_id).values(**values))
 
@@ -78,6 +83,7 @@ def reopen_waiting(session: Session, channel_id: str, question_ts: str) -> list[
 class AlertsToRedraw:
     posted: list[int]  # alert ids, redrawn in place (chat.update)
     held: list[tuple[str, object]]  # (alert channel, claimed at) of held ones: their hour's summary is redrawn
+    verdicts: list[int] = field(default_factory=list)  # on-demand pairs whose verdict went as a direct message
 
 
 def note_on_alerts(session: Session, about: dict[int, str]) -> AlertsToRedraw:
@@ -85,6 +91,14 @@ def note_on_alerts(session: Session, about: dict[int, str]) -> AlertsToRedraw:
     to redraw: posted ones, and the summaries that show held ones."""
     if not about:
         return AlertsToRedraw([], [])
+    sent = session.execute(
+        select(Alert.dedupe_key).where(
+            Alert.dedupe_key.in_([f"verdict:{pair_id}" for pair_id in about]),
+            Alert.kind == alert_store.KIND_VERDICT,
+            Alert.message_ts.is_not(None),
+        )
+    ).scalars()
+    verdicts = [int(key.partition(":")[2]) for key in sent]
     rows = session.execute(
         select(Alert, Judgment.pair_id)
         .join(Judgment, Judgment.id == Alert.judgment_id)
@@ -98,7 +112,7 @@ def note_on_alerts(session: Session, about: dict[int, str]) -> AlertsToRedraw:
             posted.append(alert.id)
         elif alert.status == alert_store.STATUS_HELD and alert.alert_channel_id:
             held.append((alert.alert_channel_id, alert.created_at))
-    return AlertsToRedraw(posted, held)
+    return AlertsToRedraw(posted, held, verdicts)
 
 
 def force_summary_redraw(session: Session, dedupe_keys: Collection[str]) -> None:

@@ -39,7 +39,8 @@ from common.messages.verdicts import (
     help_message,
     judge_modal,
 )
-from common.replies import Asker
+from common.replies import Asker, keep_response_url
+from common.runtime import get_runtime
 from store.rules import JUDGE_NAMES
 from store.settings import Settings
 
@@ -173,9 +174,11 @@ class SlowWork:
 
 def _queue_digest_preview(client: WebClient, asker: Asker) -> None:
     try:
+        # The response_url (a credential) stays in Redis: the task carries its ID, never the URL.
+        url_id = keep_response_url(get_runtime().redis, asker.response_url)
         celery.send_task(
             task_names.SEND_DIGEST_PREVIEW,
-            kwargs={"user_id": asker.user_id, "channel_id": asker.channel_id, "response_url": asker.response_url},
+            kwargs={"user_id": asker.user_id, "channel_id": asker.channel_id, "response_url_id": url_id},
         )
     except Exception:
         log.exception("digest preview not queued")

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from sqlalchemy import select
 
 from common import replies
+from common.messages.blocks import context
 from common.messages.verdicts import VerdictItem, verdict_message
 from common.post_once import PostOnce, Receipts
 from common.runtime import Runtime
@@ -47,11 +48,30 @@ def deliver(runtime: Runtime, pair_id: int, reply_channel: str | None = None) ->
             if row.status != alert_store.STATUS_CLAIMED:
                 return row.status
             job = _job(runtime, session, pair_id, reply_channel)
-        where = once.deliver(lambda: _send_privately(runtime, job))  # its receipt: sent, but the database missed it
+        dm: dict[str, str | None] = {}  # a direct message's channel and ts: retention redraws or deletes it
+        where = once.deliver(lambda: _send_privately(runtime, job, dm))  # its receipt: sent, the database missed it
         with runtime.db.session() as session:
-            alert_store.mark_posted(session, alert_id, None)
-            alert_store.merge_details(session, alert_id, delivered_via=where)
+            alert_store.mark_posted(session, alert_id, dm.get("ts"))
+            alert_store.merge_details(
+                session, alert_id, delivered_via=where, **({"dm_channel": dm["channel"]} if dm else {})
+            )
     return where
+
+
+def redraw(runtime: Runtime, pair_id: int, note: str | None = None) -> str:
+    """Show a verdict sent as a direct message as the store has it now (after a deletion scrubbed its words), with
+    `note` under it. A response_url's or ephemeral reply cannot be changed, and does not stay."""
+    with runtime.db.session() as session:
+        row = alert_store.by_key(session, f"verdict:{pair_id}")
+        channel = ((row.details or {}).get("dm_channel") if row is not None else None) or None
+        if row is None or row.status != alert_store.STATUS_POSTED or not row.message_ts or not channel:
+            return "not_a_direct_message"
+        payload = _job(runtime, session, pair_id, None).payload
+        message_ts = row.message_ts
+    if note:
+        payload = {**payload, "blocks": [*payload.get("blocks", []), context(note)]}
+    runtime.slack.chat_update(channel=channel, ts=message_ts, **payload)
+    return "updated"
 
 
 def _job(runtime: Runtime, session, pair_id: int, reply_channel: str | None) -> _VerdictJob:
@@ -70,8 +90,10 @@ def _job(runtime: Runtime, session, pair_id: int, reply_channel: str | None) -> 
     return _VerdictJob(pair.requested_by, pair.response_url, where_asked, payload)
 
 
-def _send_privately(runtime: Runtime, job: _VerdictJob) -> str:
+def _send_privately(runtime: Runtime, job: _VerdictJob, dm: dict[str, str | None]) -> str:
     if not job.requested_by and not job.response_url:
         return "nobody"
     asker = replies.Asker(job.requested_by, job.reply_channel, job.response_url)
-    return replies.reply_privately(runtime.slack, asker, job.payload, direct_message_last=True)
+    return replies.reply_privately(
+        runtime.slack, asker, job.payload, direct_message_last=True, on_posted=lambda c, ts: dm.update(channel=c, ts=ts)
+    )

@@ -14,13 +14,14 @@ from http.client import HTTPException
 
 from slack_sdk.errors import SlackApiError
 
+from common import task_names
 from common.backoff import backoff_seconds
 from common.celery_app import celery
-from common.membership import MembershipCache, Viewer
+from common.membership import ChannelAudience, MembershipCache, Viewer
 from common.messages.digest import Links, Quotes, digest_message
 from common.post_once import RECEIPT_TTL_SECONDS, PostOnce, Receipts
-from common.privacy import may_quote
-from common.replies import Asker, reply_privately
+from common.privacy import Destination, may_quote
+from common.replies import Asker, reply_privately, response_url_of
 from common.reports.figures import load_report, prices_for
 from common.reports.period import Period, period_for, scheduled_key
 from common.reports.stats import Report, WorstAnswer
@@ -28,7 +29,7 @@ from common.reports.topic_runs import fresh_view, latest_view, quoting_in
 from common.reports.topics import TopicBar, chart_bars
 from common.runtime import Runtime, get_runtime
 from store import digests as digest_rows
-from store.stats_queries import pair_texts
+from store.stats_queries import pair_texts, private_channel_ids
 from workers.alerts.delivery import permalink, slack_error
 
 log = logging.getLogger("relmon.digest")
@@ -62,11 +63,11 @@ def quotes_for(
 ) -> Quotes:
     """Texts of the worst answers that may be shown in `destination` (the privacy rule of alerts) and, for a
     preview, to its one reader (`may_read`: a member of the channel)."""
+    where = Destination(destination, may_read)
     allowed = [
         w
         for w in _all_worst(report)
-        if may_quote(w.channel_id, w.channel_is_private, runtime.rules, runtime.settings, destination)
-        and (may_read is None or may_read(w.channel_id))
+        if may_quote(w.channel_id, w.channel_is_private, runtime.rules, runtime.settings, where)
     ]
     if not allowed:
         return {}
@@ -100,6 +101,15 @@ def first_post_bound(period: Period) -> datetime:
 
 def receipt_key(period: Period) -> str:
     return f"digest:{period.key}"
+
+
+def channel_audience(runtime: Runtime, channel: str, period: Period) -> ChannelAudience:
+    """Who reads `channel`, for the report's figures: a channel stored as private in the period (or the one
+    before, which the report compares with) is shown only where its audience may see it."""
+    with runtime.db.session() as session:
+        private = private_channel_ids(session, period.previous_start, period.end)
+    membership = MembershipCache(runtime.redis)
+    return ChannelAudience(runtime.slack, membership, runtime.rules, runtime.settings, channel, private)
 
 
 def post_once(runtime: Runtime, period: Period) -> PostOnce:
@@ -154,7 +164,8 @@ def deliver_digest(
         return Outcome("already_sent" if status == digest_rows.SENT else "in_progress", period.key)
 
     try:
-        report = load_report(runtime, period)
+        # A private channel's figures and lines only where the digest channel's audience may see them.
+        report = load_report(runtime, period, may_see=channel_audience(runtime, channel, period).may_see)
         message_ts = earlier_digest(runtime, channel, period, claim)
         topics = None  # an empty week has no topics to make (nor a chart)
         if not report.empty:
@@ -268,7 +279,7 @@ RETRY_BASE_SECONDS = 30.0
 RETRY_CAP_SECONDS = 600.0
 
 
-@celery.task(name="workers.tasks.digest.send_digest", bind=True, max_retries=MAX_RETRIES)
+@celery.task(name=task_names.SEND_DIGEST, bind=True, max_retries=MAX_RETRIES)
 def send_digest(self, force: bool = False, period_key: str | None = None, scheduled: bool = False) -> str:
     runtime, now = get_runtime(), datetime.now(UTC)
     if force and period_key is None:
@@ -291,11 +302,17 @@ def send_digest(self, force: bool = False, period_key: str | None = None, schedu
         ) from error
 
 
-@celery.task(name="workers.tasks.digest.send_digest_preview", bind=True, max_retries=2)
-def send_digest_preview(self, user_id: str, channel_id: str | None = None, response_url: str | None = None) -> None:
+@celery.task(name=task_names.SEND_DIGEST_PREVIEW, bind=True, max_retries=2)
+def send_digest_preview(
+    self,
+    user_id: str,
+    channel_id: str | None = None,
+    response_url: str | None = None,  # an older bot's; the bot now sends `response_url_id` (common.replies)
+    response_url_id: str | None = None,
+) -> None:
+    runtime = get_runtime()
+    response_url = response_url or response_url_of(runtime.redis, response_url_id)
     try:
-        deliver_preview(
-            get_runtime(), datetime.now(UTC), user_id=user_id, channel_id=channel_id, response_url=response_url
-        )
+        deliver_preview(runtime, datetime.now(UTC), user_id=user_id, channel_id=channel_id, response_url=response_url)
     except SlackApiError as error:
         raise self.retry(exc=error, countdown=backoff_seconds(self.request.retries, base=5.0, cap=5.0)) from error
