@@ -1,6 +1,7 @@
 """The names of relmon's Celery tasks: a contract between the processes that enqueue (the bot, beat) and the
 workers that run them. The bot sends tasks by these names and imports nothing from `workers/`."""
 
+CAPTURE_EVENT = "workers.tasks.events.capture_event"
 CAPTURE_ANSWER = "workers.tasks.answers.capture_answer"
 FORGET_QUESTION = "workers.tasks.answers.forget_question"
 SETTLE_PAIR = "workers.tasks.capture.settle_pair"
