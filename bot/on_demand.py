@@ -20,7 +20,7 @@ from bot.on_demand_limits import take_on_demand
 from bot.replies import tell
 from capture.conversation_log import HistoryFallback
 from capture.directory import channel_is_private
-from capture.pairing import IGNORED_SUBTYPES, Author, Identity, LoggedMessage, author_of, find_question, logged_message
+from capture.pairing import Author, Identity, LoggedMessage, author_of, find_question, is_notice, logged_message
 from capture.redact import redact_if
 from capture.text import message_text
 from common import task_names
@@ -57,11 +57,7 @@ class OnDemand:
 def as_logged(raw: list[dict[str, Any]], monitored: Collection[str]) -> list[LoggedMessage]:
     """Slack's messages as the conversation log keeps them, by capture's rules. relmon's own messages count as
     another bot's here: neither is ever a question."""
-    return [
-        logged_message(m, author_of(m, monitored, Identity()))
-        for m in raw
-        if m.get("ts") and m.get("subtype") not in IGNORED_SUBTYPES
-    ]
+    return [logged_message(m, author_of(m, monitored, Identity())) for m in raw if m.get("ts") and not is_notice(m)]
 
 
 def find_on_demand(

@@ -10,6 +10,7 @@ from slack_sdk import WebClient
 from bot.replies import tell
 from common import task_names
 from common.celery_app import celery
+from common.feedback import VOTE_RIGHT
 from common.messages.verdicts import error_message
 from common.replies import Asker
 from common.runtime import Runtime
@@ -39,6 +40,8 @@ def record_click(
             return
         if alert_id is not None:
             celery.send_task(task_names.REFRESH_ALERT_VOTES, args=[alert_id])
+        if vote == VOTE_RIGHT:  # a low score people confirm: its question may join the golden set (the worker checks)
+            celery.send_task(task_names.GOLDEN_FROM_VOTE, args=[judgment_id, vote])
     except Exception:
         log.exception("feedback not recorded")
         tell(client, asker, error_message("unavailable"))

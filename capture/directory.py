@@ -75,31 +75,56 @@ class ChannelFlags:
         return self.private or self.ext_shared
 
 
+# Slack's flags that put a channel's text before people of another workspace or organisation: Slack Connect
+# (is_ext_shared, and one not yet accepted), a channel shared between workspaces (is_shared), or across an
+# Enterprise Grid organisation (is_org_shared).
+SHARING_FLAGS = ("is_ext_shared", "is_pending_ext_shared", "is_shared", "is_org_shared")
+# What a look-up can fail with: Slack's refusals (an error, a missing scope, a rate limit past the client's
+# retries) and the network's.
+LOOKUP_ERRORS = (SlackApiError, OSError, ValueError)
+
+
+def flags_from_info(info: dict[str, Any] | None) -> ChannelFlags:
+    """A channel's flags from its conversations.info (or an export's entry). Unknown is private: no answer, or an
+    answer that does not say whether the channel is private, is a private channel."""
+    if not isinstance(info, dict):
+        return ChannelFlags(private=True, ext_shared=False)
+    says_private = any(isinstance(info.get(key), bool) for key in ("is_private", "is_group", "is_im", "is_mpim"))
+    private = not says_private or any(info.get(key) is True for key in ("is_private", "is_group", "is_im", "is_mpim"))
+    return ChannelFlags(private=private, ext_shared=any(info.get(key) is True for key in SHARING_FLAGS))
+
+
 def channel_flags(
     client: redis.Redis, slack: WebClient, channel_id: str, channel_type: str | None, ext_shared: bool | None = None
 ) -> ChannelFlags:
-    """From the event (its channel_type, the envelope's is_ext_shared_channel) when it says; else from
-    conversations.info, cached. Unknown is the safe side: private."""
+    """From the event when it says both (its channel_type, the envelope's is_ext_shared_channel: a live event's
+    Slack Connect flag; the hot path asks nothing more); else from conversations.info, cached, which also says
+    whether a channel is shared between workspaces or across an organisation. Unknown is the safe side: a channel
+    Slack cannot describe (an error, a rate limit, a missing scope, no answer) is private, and is asked about
+    again next time."""
     private = {"group": True, "mpim": True, "im": True, "channel": False}.get(channel_type or "")
-    if private is not None and ext_shared is not None:
-        return ChannelFlags(private, ext_shared)
+    if private is True or ext_shared is True or (private is not None and ext_shared is not None):
+        return ChannelFlags(bool(private), bool(ext_shared))
     key = f"relmon:channel_flags:{channel_id}"
     cached = client.get(key)
     if cached is None:
-        try:
-            info = slack.conversations_info(channel=channel_id)["channel"]
-        except SlackApiError:
-            return ChannelFlags(True if private is None else private, bool(ext_shared))
-        looked_up = (
-            bool(info.get("is_private") or info.get("is_group") or info.get("is_im")),
-            bool(info.get("is_ext_shared")),
-        )
-        cached = json.dumps(looked_up).encode()
+        looked_up, known = look_up_flags(slack, channel_id)
+        if not known:
+            return looked_up
+        cached = json.dumps((looked_up.private, looked_up.ext_shared)).encode()
         client.set(key, cached, ex=CHANNEL_TTL_SECONDS)
     looked_private, looked_shared = json.loads(cached)
-    return ChannelFlags(
-        looked_private if private is None else private, looked_shared if ext_shared is None else ext_shared
-    )
+    return ChannelFlags(looked_private, looked_shared)
+
+
+def look_up_flags(slack: WebClient, channel_id: str) -> tuple[ChannelFlags, bool]:
+    """A channel's flags from conversations.info, and whether Slack answered (a failure is private, unknown)."""
+    try:
+        info = slack.conversations_info(channel=channel_id).get("channel")
+    except LOOKUP_ERRORS as error:
+        info = None
+        log.warning("channel %s: conversations.info failed (%s): taken as private", channel_id, error)
+    return flags_from_info(info), isinstance(info, dict)
 
 
 def channel_is_private(client: redis.Redis, slack: WebClient, channel_id: str, channel_type: str | None) -> bool:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from capture.pairing import IGNORED_SUBTYPES, channel_ignore_reason, is_bookkeeping, is_tombstone, message_of
+from capture.pairing import channel_ignore_reason, is_bookkeeping, is_notice, is_tombstone, message_of
 from store.rules import ChannelRules
 from store.settings import Settings
 
@@ -20,11 +20,10 @@ def ignored(event: dict[str, Any], settings: Settings, rules: ChannelRules) -> b
         item = event.get("item") or {}
         wanted = item.get("type") == "message" and item.get("ts") and event.get("reaction") and event.get("user")
         return not wanted or channel_ignore_reason(item.get("channel"), settings, rules) is not None
-    subtype = event.get("subtype")
-    if subtype in IGNORED_SUBTYPES or channel_ignore_reason(event.get("channel"), settings, rules):
+    if channel_ignore_reason(event.get("channel"), settings, rules):
         return True
-    if subtype == "message_deleted" or is_tombstone(event):
+    if event.get("subtype") == "message_deleted" or is_tombstone(event):
         return False
     message = message_of(event)
-    # A notice edited, or a root re-sent for its reply count: nothing anyone said changed.
-    return not message.get("ts") or message.get("subtype") in IGNORED_SUBTYPES or is_bookkeeping(event)
+    # A notice (or one edited), or a root re-sent for its reply count: nothing anyone said changed.
+    return not message.get("ts") or is_notice(message) or is_bookkeeping(event)

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from capture.pairing import (
-    IGNORED_SUBTYPES,
     Author,
     Identity,
     LoggedMessage,
     author_of,
+    is_notice,
     logged_message,
     resolve,
     stream_errored,
@@ -48,7 +48,7 @@ class FoundPair:
 def read_message(raw: dict[str, Any], monitored: Collection[str], own: Identity) -> LoggedMessage | None:
     """One history message as capture logs it, or None when capture would ignore it (notices, tombstones,
     relmon's own posts)."""
-    if not isinstance(raw, dict) or not raw.get("ts") or raw.get("subtype") in IGNORED_SUBTYPES:
+    if not isinstance(raw, dict) or not raw.get("ts") or is_notice(raw):
         return None
     author = author_of(raw, monitored, own)
     if author == Author.OWN:

@@ -14,8 +14,9 @@ Rules (the user-facing list is in docs/capture.md):
   identity is the first of them (the answer root).
 - A message still streaming (`streaming_state: in_progress`) never settles; a completed or errored
   stream settles at once, and a logged completion is never replaced by its (earlier) opener.
-- A human message without words or files is never a question; notices (joins, huddles, canvases) are
-  ignored, and a root turned into a tombstone counts as deleted.
+- A human message without words or files is never a question; notices (Slackbot, joins, huddles, canvases,
+  any subtype not a message's: `is_notice`) are nobody's words, and a root turned into a tombstone counts as
+  deleted.
 - A root re-sent only because its reply bookkeeping moved is not an edit.
 """
 
@@ -117,9 +118,12 @@ def is_bot_message(message: dict[str, Any]) -> bool:
 
 
 def author_of(message: dict[str, Any], monitored: Collection[str], own: Identity) -> Author:
+    """Who wrote it. A notice (`is_notice`) is nobody's words: never a person's, whoever it names as its user."""
     ids = bot_ids_of(message) | ({message["user"]} if message.get("user") else set())
     if ids & own.ids():
         return Author.OWN
+    if is_notice(message):  # a bot_add names the added bot's bot_id: still nobody's words
+        return Author.OTHER
     if is_monitored_bot(message, monitored):
         return Author.MONITORED_BOT
     if is_bot_message(message) or not message.get("user"):
@@ -153,9 +157,14 @@ def logged_message(message: dict[str, Any], author: Author, content: dict[str, A
     )
 
 
-# What to ignore --------------------------------------------------------------------------------
+# Nobody's words ---------------------------------------------------------------------------------
 
-# Subtypes that are not something a person or bot said (joins, topic changes, pins ...).
+SLACKBOT = "USLACKBOT"
+# The subtypes a person's (or a bot's) message has; every other one is a notice of Slack's: a join, a topic, a pin,
+# a huddle's root, a tombstone, and any subtype Slack adds later. An allow-list, so nothing new is taken for words.
+WORDS_SUBTYPES = frozenset({"thread_broadcast", "file_share", "me_message", "bot_message"})
+# The notices relmon has met (documentation and tests): all of them, and any subtype outside WORDS_SUBTYPES, are
+# notices (`is_notice`).
 IGNORED_SUBTYPES = frozenset(
     {
         "channel_join",
@@ -179,7 +188,6 @@ IGNORED_SUBTYPES = frozenset(
         "reminder_add",
         "message_replied",
         "assistant_app_thread",
-        # Notices: no words from a person.
         "huddle_thread",
         "bot_add",
         "bot_remove",
@@ -194,6 +202,18 @@ IGNORED_SUBTYPES = frozenset(
         "tombstone",
     }
 )
+
+
+def is_notice(message: dict[str, Any]) -> bool:
+    """Nobody's words: a message from Slackbot, or of a subtype that is not a person's or a bot's message (a
+    huddle's root, a join, a topic, a tombstone, or one relmon does not know). The one decision every path makes
+    (events, a broadcast's `root`, conversations.replies and .history, exports): a notice is never a question, an
+    earlier turn, a reference, a re-ask or a takeover. `message`: the message itself (message_of(event))."""
+    if message.get("user") == SLACKBOT:
+        return True
+    subtype = message.get("subtype")
+    return bool(subtype) and subtype not in WORDS_SUBTYPES
+
 
 # Fields Slack moves on a thread's root whenever someone replies: re-sending the root for them is no edit.
 BOOKKEEPING_KEYS = frozenset(

@@ -83,17 +83,10 @@ class Runtime:
 
     @cached_property
     def llm(self):  # -> judges.LLMClient
-        from judges import LLMClient
+        from common.llm import llm_client_for
 
-        # The pipeline retries transient LLM failures in Celery (with backoff); the SDK must not retry too.
-        return LLMClient(
-            model=self.settings.judge_model,
-            base_url=self.settings.openai_base_url,
-            api_key=self.settings.secret("openai_api_key"),
-            timeout=self.settings.llm_timeout_seconds,
-            max_retries=0,
-            max_prompt_chars=self.settings.max_prompt_chars,
-        )
+        # The pipeline retries transient LLM failures in Celery (with backoff); the client must not retry too.
+        return llm_client_for(self.settings, redis_client=self.redis, max_retries=0)
 
 
 _runtime: Runtime | None = None

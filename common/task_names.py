@@ -3,7 +3,9 @@ workers that run them. The bot sends tasks by these names and imports nothing fr
 
 CAPTURE_EVENT = "workers.tasks.events.capture_event"
 CAPTURE_ANSWER = "workers.tasks.answers.capture_answer"
-FORGET_QUESTION = "workers.tasks.answers.forget_question"
+FORGET_QUESTION = "workers.tasks.answers.forget_question"  # an older bot's; the worker runs forget_message
+FORGET_MESSAGE = "workers.tasks.forgetting.forget_message"
+REWRITE_REDIS_AOF = "workers.tasks.forgetting.rewrite_redis_aof"
 SETTLE_PAIR = "workers.tasks.capture.settle_pair"
 JUDGE_PAIR = "workers.tasks.judging.judge_pair"
 REQUEUE_STALE = "workers.tasks.judging.requeue_stale"
@@ -21,3 +23,5 @@ OBSERVE_MESSAGE = "workers.tasks.outcomes.observe_message"
 OBSERVE_REACTION = "workers.tasks.outcomes.observe_reaction"
 CLOSE_OUTCOME_WINDOW = "workers.tasks.outcomes.close_window"
 CLOSE_DUE_WINDOWS = "workers.tasks.outcomes.close_due_windows"
+GOLDEN_FROM_VOTE = "workers.tasks.golden.collect_vote"
+GOLDEN_SAVE = "workers.tasks.golden.save_from_modal"

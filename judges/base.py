@@ -40,6 +40,9 @@ class Judge:
     system: ClassVar[str] = SYSTEM_MESSAGE
     # The pydantic model of the reply, sent as a strict JSON schema; None for free-text judges.
     output_model: ClassVar[type[BaseModel] | None] = None
+    # The bound on the reply, in tokens: what the seed asks for with room to spare (a small model rambles; a paid
+    # one bills what it writes). A reply cut at the bound is an error verdict, never read for a score.
+    max_reply_tokens: ClassVar[int]
 
     @functools.cached_property
     def prompt_version(self) -> str:
@@ -114,7 +117,7 @@ class Judge:
         except PromptTooSmall as exc:
             return self._verdict(status="error", model=model, error=str(exc))
         try:
-            reply = client.complete(messages, self.output_model, sampling=sampling)
+            reply = client.complete(messages, self.output_model, sampling=sampling, max_tokens=self.max_reply_tokens)
         except LLMRequestError as exc:
             return self._verdict(status="error", model=model, error=str(exc))
         verdict = self.verdict_of(reply)
@@ -132,6 +135,12 @@ class Judge:
             "latency_ms": round(reply.latency_ms, 1),
             "raw_output": reply.text,
         }
+        if reply.finish_reason == "length":  # whatever it holds so far, its verdict was not written: no guessing
+            return self._verdict(
+                status="error",
+                error=f"the judge's reply was cut at its bound of {self.max_reply_tokens} tokens before its verdict",
+                **measured,
+            )
         try:
             parsed = self.parse(reply.text)
         except UnparseableReply as exc:

@@ -54,6 +54,26 @@ def with_context(question: str, context: str | None) -> str:
     return f"{HEADING}\n{context.strip()}\n\n{QUESTION_LABEL} {question}"
 
 
+@dataclass(frozen=True)
+class JudgeInput:
+    """What a judge reads of one answer: the question with the conversation's earlier turns before it, the answer,
+    and the reference answer, if any. Built once per judgment (`of`) and read by every verdict on it, the first
+    and a second opinion alike, so both judge the same texts and share one cache key."""
+
+    question: str  # as the judge reads it: with the earlier turns (with_context)
+    answer: str
+    reference: str | None = None
+
+    @classmethod
+    def of(cls, question: str, answer: str, reference: str | None = None, context: str | None = None) -> JudgeInput:
+        return cls(with_context(question, context), answer, reference or None)
+
+    @property
+    def texts(self) -> tuple[str, str, str | None]:
+        """(question, answer, reference): the order in which `Judge.evaluate`, `cache_key` and `messages` take them."""
+        return self.question, self.answer, self.reference
+
+
 def parse_turns(text: str) -> list[Turn]:
     """Turns from a file: one per line, either `customer: …` / `bot: …` or a JSON object
     `{"speaker": "customer" | "bot", "text": "…"}` (`role` is accepted for `speaker`, `user`/`assistant` for

@@ -19,6 +19,7 @@ class CorrectnessRating(BaseModel):
 class CorrectnessJudge(Judge):
     name = "correctness"
     max_score = 2
+    max_reply_tokens = 800  # an explanation comparing the answers, then [[rating]]: a few paragraphs
     system = REFERENCE_SYSTEM_MESSAGE
     template = PromptTemplate.load("correctness.txt", "format")
     inputs = {"question": "question", "reference": "expected_answer", "answer": "generated_answer"}

@@ -36,6 +36,7 @@ class GroundedJudge(Judge):
     name = "grounded"
     min_score = 1
     max_score = 5
+    max_reply_tokens = 700  # two graded answers in JSON, each with a justification
     system = REFERENCE_SYSTEM_MESSAGE
     template = PromptTemplate.load("grounded.txt", "jinja")
     inputs = {"question": "input", "reference": "expected_output", "answer": "actual_output"}

@@ -10,7 +10,6 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-_FENCE = re.compile(r"```[a-zA-Z0-9_-]*\s*\n?(.*?)```", re.S)
 _RATING = re.compile(r"\[\[\s*([^\[\]]*?)\s*\]\]")
 
 
@@ -18,53 +17,43 @@ class UnparseableReply(ValueError):
     """The reply does not contain a usable verdict; the message says why."""
 
 
-def _candidates(text: str) -> list[str]:
-    """Texts that may hold the JSON object, most likely first: fenced blocks, then the whole reply."""
-    return [block.strip() for block in _FENCE.findall(text)] + [text.strip()]
-
-
-def _balanced_end(text: str, start: int) -> int:
-    """Index just past the brace that closes the one at `start` (braces inside JSON strings do not count), or
-    len(text) when it never closes (a truncated reply)."""
-    depth = 0
-    in_string = escaped = False
-    for index in range(start, len(text)):
-        char = text[index]
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char == "{":
-            depth += 1
-        elif char == "}":
-            depth -= 1
-            if depth == 0:
-                return index + 1
-    return len(text)
+def _objects(text: str) -> tuple[list[tuple[int, int, dict[str, Any]]], list[int]]:
+    """The top-level JSON objects of the reply (start, end, value), and the `{` that start none. After a brace that
+    does not decode, the next one is tried on its own, so a stray brace or quote before the verdict (the judge
+    quoting the answer it judged) cannot swallow it; the braces inside a decoded object are part of it."""
+    decoder = json.JSONDecoder()
+    found: list[tuple[int, int, dict[str, Any]]] = []
+    broken: list[int] = []
+    start = text.find("{")
+    while start != -1:
+        try:
+            value, end = decoder.raw_decode(text, start)
+        except (json.JSONDecodeError, RecursionError):
+            broken.append(start)
+        else:
+            if isinstance(value, dict):
+                found.append((start, end, value))
+                start = text.find("{", end)
+                continue
+        start = text.find("{", start + 1)
+    return found, broken
 
 
 def extract_json_object(text: str) -> dict[str, Any]:
-    """The first top-level JSON object in `text`, which may wrap it in code fences, prose before or after, or
-    both. An object nested inside a malformed one is not taken for the answer: that would be a guess."""
-    decoder = json.JSONDecoder()
-    for candidate in _candidates(text):
-        start = candidate.find("{")
-        while start != -1:
-            try:
-                value, end = decoder.raw_decode(candidate, start)
-            except json.JSONDecodeError:
-                value, end = None, _balanced_end(candidate, start)
-            if isinstance(value, dict):
-                return value
-            start = candidate.find("{", max(end, start + 1))
-    if "{" in text:
-        raise UnparseableReply("the reply has no valid JSON object (malformed JSON)")
-    raise UnparseableReply("the reply has no JSON object")
+    """The reply's final verdict: the last complete top-level JSON object in `text`, which may wrap it in code
+    fences, prose before or after, or both. The last one counts, as the last [[rating]] does: the judge may quote
+    the answer it judged, and the answer may hold a verdict of its own (`{"score": 4}`) written to be taken for
+    the judge's. An object inside another one is part of it, and a reply whose last object is cut off or malformed
+    has no verdict (the complete one before it may be a quote): that would be a guess."""
+    found, broken = _objects(text)
+    if not found:
+        if "{" in text:
+            raise UnparseableReply("the reply has no valid JSON object (malformed JSON)")
+        raise UnparseableReply("the reply has no JSON object")
+    _, end, value = found[-1]
+    if broken and broken[-1] >= end:
+        raise UnparseableReply("the reply's last JSON object is cut off or malformed JSON")
+    return value
 
 
 def last_bracket_rating(text: str) -> str:

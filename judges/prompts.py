@@ -66,6 +66,39 @@ def share_budget(lengths: dict[str, int], budget: int) -> dict[str, int]:
     return limits
 
 
+# Each text sits between two lines that carry the text's name and a tag: the same tag for every text of one
+# request, derived from the texts themselves and found in none of them, so no text can close its own field or
+# open another (a fake "### RESPONSE:" heading or a look-alike delimiter is just part of the text). The system
+# message tells the judge so.
+TAG_LENGTH = 16
+
+
+def delimiter_tag(values: dict[str, str]) -> str:
+    """A tag no value contains: hex digits of a hash of the values (length-prefixed, in name order); rehashed
+    with a counter in the astronomically unlikely case one of them holds it."""
+    for attempt in range(1_000):
+        digest = hashlib.sha256(str(attempt).encode())
+        for name in sorted(values):
+            for part in (name, values[name]):
+                encoded = part.encode("utf-8", "surrogatepass")
+                digest.update(len(encoded).to_bytes(8, "big"))
+                digest.update(encoded)
+        tag = digest.hexdigest()[:TAG_LENGTH]
+        if not any(tag in value for value in values.values()):
+            return tag
+    raise ValueError("no delimiter tag is free of the texts")  # unreachable in practice: 1,000 hashes in a text
+
+
+def delimited(name: str, text: str, tag: str) -> str:
+    return f"<<<BEGIN {name} {tag}>>>\n{text}\n<<<END {name} {tag}>>>"
+
+
+def delimit(values: dict[str, str]) -> dict[str, str]:
+    """Each value between its own delimiter lines, all with one tag: what the template's placeholders get."""
+    tag = delimiter_tag(values)
+    return {name: delimited(name, text, tag) for name, text in values.items()}
+
+
 class PromptTooSmall(ValueError):
     """The character budget cannot hold the judge's own instructions plus a minimum of user text."""
 
@@ -89,9 +122,11 @@ class PromptTemplate:
         return cls(load_prompt(filename), syntax)
 
     def render(self, values: dict[str, str]) -> str:
+        """The template with each placeholder's text put in between delimiter lines (`delimit`)."""
         missing = set(self.placeholders) - set(values)
         if missing:
             raise KeyError(f"no value for placeholder(s) {sorted(missing)}")
+        values = delimit({name: values[name] for name in self.placeholders})
 
         def fill(match: re.Match[str]) -> str:
             name = match.group(1)

@@ -26,6 +26,7 @@ class RelevancyOutput(BaseModel):
 class RelevancyJudge(Judge):
     name = "relevancy"
     max_score = 4
+    max_reply_tokens = 300  # a score and 1–2 sentences of reasoning in JSON: under 100 tokens
     template = PromptTemplate.load("relevancy.txt", "format")
     inputs = {"question": "user_message", "answer": "response"}
     output_model = RelevancyOutput

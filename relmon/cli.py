@@ -84,6 +84,13 @@ def build_parser() -> argparse.ArgumentParser:
     imported.add_argument("export", help="the Slack workspace export (zip)")
     _history_options(imported)
 
+    from relmon.golden_cli import add_arguments as golden_arguments
+
+    golden_arguments(commands)
+    from relmon.regress.command import add_arguments as regress_arguments
+
+    regress_arguments(commands)
+
     ping = commands.add_parser("ping", help="health check: this host's worker or beat answers over the broker")
     ping.add_argument("which", choices=["worker", "beat"])
     ping.add_argument("--hostname", help="the node's host name (default: this host's, as in a container)")
@@ -156,6 +163,14 @@ def _dispatch(args: argparse.Namespace) -> int:
         from relmon.backfill.command import run_backfill, run_import
 
         return run_backfill(args, settings) if args.command == "backfill" else run_import(args, settings)
+    if args.command == "golden":
+        from relmon.golden_cli import run_golden
+
+        return run_golden(args, settings)
+    if args.command == "regress":
+        from relmon.regress.command import run_regress
+
+        return run_regress(args, settings)
     if args.command == "canary":
         from relmon.canary_cli import run_canary
 

@@ -87,7 +87,7 @@ def write_csv(rows: Iterable[dict[str, Any]], out: IO[str]) -> int:
 
 
 @contextmanager
-def _output(path: str | None) -> Iterator[IO[str]]:
+def open_output(path: str | None) -> Iterator[IO[str]]:
     if not path or path == "-":
         yield sys.stdout
         sys.stdout.flush()
@@ -106,7 +106,7 @@ def run_export(args, settings: Settings) -> int:
     try:
         database.migrate()  # an empty or older database exports what it has
         writer = write_csv if args.format == "csv" else write_jsonl
-        with database.session() as session, _output(getattr(args, "output", None)) as out:
+        with database.session() as session, open_output(getattr(args, "output", None)) as out:
             count = writer(with_signals(session, export_rows(session, since=since)), out)
     finally:
         database.dispose()

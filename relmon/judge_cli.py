@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TextIO
 
+from common.llm import llm_client_for, shared_redis
 from judges import LLMClient, TransientLLMError, Verdict, get_judge
 from judges.base import Judge
 from judges.context import format_turns, parse_turns, with_context
@@ -38,14 +39,7 @@ def build_client(settings: Settings) -> LLMClient:
             f"OPENAI_API_KEY is not set: {WHERE_TO_GET['OPENAI_API_KEY']}. "
             "For a local endpoint (Ollama, vLLM), set OPENAI_BASE_URL instead."
         )
-    return LLMClient(
-        model=settings.judge_model,
-        base_url=base_url,
-        api_key=api_key,
-        timeout=settings.llm_timeout_seconds,
-        max_retries=CLI_MAX_RETRIES,
-        max_prompt_chars=settings.max_prompt_chars,
-    )
+    return llm_client_for(settings, redis_client=shared_redis(settings), max_retries=CLI_MAX_RETRIES)
 
 
 def _fail(message: str, code: int, stream: TextIO | None = None) -> int:

@@ -5,24 +5,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import func, select, update
 
-from store.judgments import Executor
+from store.judgments import PAIR_FIELDS, Executor
 from store.models import ConfirmationStatus, Judgment, Pair
 
 
 @dataclass(frozen=True)
 class ToConfirm:
-    """What a second opinion needs: the judgment, its pair's texts, and any second opinion already stored."""
+    """What a second opinion needs: the judgment, its pair's fields as judging reads them (`PAIR_FIELDS`: the
+    worker builds the same judge input from them as the first verdict's), and any second opinion already stored."""
 
     judgment_id: int
-    pair_id: int
     judge: str
     pair_version: int
-    question: str
-    answer: str
-    reference: str | None
+    pair: dict[str, Any]
     stored: SecondOpinion | None
 
 
@@ -41,7 +40,6 @@ class SecondOpinion:
 def to_confirm(executor: Executor, judgment_id: int) -> ToConfirm | None:
     row = executor.execute(
         select(
-            Judgment.pair_id,
             Judgment.judge,
             Judgment.pair_version,
             Judgment.confirmation_status,
@@ -49,9 +47,7 @@ def to_confirm(executor: Executor, judgment_id: int) -> ToConfirm | None:
             Judgment.confirmation_reasoning,
             Judgment.confirmation_model,
             Judgment.confirmation_error,
-            Pair.question_text,
-            Pair.answer_text,
-            Pair.reference_text,
+            *[getattr(Pair, name) for name in PAIR_FIELDS],
         )
         .join(Pair, Pair.id == Judgment.pair_id)
         .where(Judgment.id == judgment_id)
@@ -67,16 +63,8 @@ def to_confirm(executor: Executor, judgment_id: int) -> ToConfirm | None:
             row.confirmation_model,
             row.confirmation_error,
         )
-    return ToConfirm(
-        judgment_id,
-        row.pair_id,
-        row.judge,
-        row.pair_version,
-        row.question_text or "",
-        row.answer_text or "",
-        row.reference_text or None,
-        stored,
-    )
+    pair = {name: row._mapping[name] for name in PAIR_FIELDS}
+    return ToConfirm(judgment_id, row.judge, row.pair_version, pair, stored)
 
 
 def record(executor: Executor, judgment_id: int, opinion: SecondOpinion) -> SecondOpinion:

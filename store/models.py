@@ -128,10 +128,11 @@ class Judgment(Base):
     normalized_score: Mapped[float | None] = mapped_column(Float)
     reasoning: Mapped[str | None] = mapped_column(Text)
     model: Mapped[str | None] = mapped_column(String(200))
-    prompt_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    # Token counts as the provider reported them; None: it did not say (no usage, no prompt_tokens_details).
+    prompt_tokens: Mapped[int | None] = mapped_column(Integer)
     # Of prompt_tokens, those the provider read from its prompt cache (billed at the cached-input rate).
-    cached_tokens: Mapped[int] = mapped_column(Integer, default=0)
-    completion_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    cached_tokens: Mapped[int | None] = mapped_column(Integer)
+    completion_tokens: Mapped[int | None] = mapped_column(Integer)
     latency_ms: Mapped[float] = mapped_column(Float, default=0.0)
     raw_output: Mapped[str | None] = mapped_column(Text)
     prompt_version: Mapped[str | None] = mapped_column(String(64))
@@ -309,3 +310,8 @@ class OutcomeSignal(Base):
     # Seconds after the answer the signal came (the message's or reaction's time), for "asked again 2 min later".
     after_seconds: Mapped[float | None] = mapped_column(Float)
     created_at: Mapped[CreatedAt]
+
+
+# The golden set's, regress runs' and topics' tables live in modules of their own; imported here so that
+# Base.metadata (Alembic's target, the tests' clean-up) always holds every table.
+from store import golden_models, topic_models  # noqa: E402, F401

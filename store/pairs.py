@@ -196,21 +196,6 @@ def mark_deleted(session: Session, channel_id: str, answer_ts: str) -> bool:
     return result.rowcount > 0
 
 
-def forget_question(session: Session, channel_id: str, question_ts: str) -> list[tuple[int, int]]:
-    """A person deleted their message: blank its text in every pair that quotes it (judgments stay). A captured
-    pair still waiting for its judge goes back to settling, to find its question again; returns those
-    (pair id, version) to settle."""
-    quoting = (Pair.channel_id == channel_id, Pair.question_ts == question_ts)
-    reopened = session.execute(
-        update(Pair)
-        .where(*quoting, Pair.source == "capture", Pair.status == PairStatus.PENDING)
-        .values(status=PairStatus.SETTLING, version=Pair.version + 1, question_text=None, updated_at=utcnow())
-        .returning(Pair.id, Pair.version)
-    ).all()
-    session.execute(update(Pair).where(*quoting, Pair.question_text.is_not(None)).values(question_text=None))
-    return [(row.id, row.version) for row in reopened]
-
-
 def settle(
     session: Session | Connection,
     pair_id: int,

@@ -14,6 +14,9 @@ from typing import Annotated, Literal, NamedTuple
 from pydantic import AliasChoices, BeforeValidator, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from store.settings_llm import LLMCallFields
+from store.settings_topics import TopicSettings
+
 SLACK_DEFAULT_API_URL = "https://slack.com/api/"
 # A small current model. The 4.1 family bills cached input at a quarter of the price (gpt-4o-mini at half), which
 # is what takes a cached relevancy judgment under 0.4x the cost of DeepEval's three calls (docs/performance.md).
@@ -130,7 +133,7 @@ WHERE_TO_GET = {
 }
 
 
-class Settings(BaseSettings):
+class Settings(BaseSettings, TopicSettings, LLMCallFields):
     model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore", populate_by_name=True)
 
     # Slack

@@ -29,9 +29,10 @@ class JudgmentRow:
     score: float | None = None
     max_score: float | None = None
     normalized_score: float | None = None
-    prompt_tokens: int = 0
-    cached_tokens: int = 0  # of prompt_tokens, read from the provider's prompt cache
-    completion_tokens: int = 0
+    # As the provider reported them; None: it did not say (common.reports.costs counts those apart).
+    prompt_tokens: int | None = 0
+    cached_tokens: int | None = 0  # of prompt_tokens, read from the provider's prompt cache
+    completion_tokens: int | None = 0
     cached: bool = False
     batch: bool = False  # judged through the Batch API: half price
     votes_right: int = 0  # feedback buttons: "the judge was right"
@@ -73,7 +74,8 @@ _TOKEN_COUNTS = ("prompt_tokens", "cached_tokens", "completion_tokens")
 
 
 def _judgment_columns(votes) -> list:
-    """A judgment's fields as `JudgmentRow` names them, unset counts as 0, and whether it is current."""
+    """A judgment's fields as `JudgmentRow` names them (token counts as stored: NULL is unknown), and whether it is
+    current."""
     return [
         Judgment.pair_id,
         is_current().label("current"),
@@ -83,7 +85,7 @@ def _judgment_columns(votes) -> list:
         Judgment.score,
         Judgment.max_score,
         Judgment.normalized_score,
-        *(func.coalesce(getattr(Judgment, name), 0).label(name) for name in _TOKEN_COUNTS),
+        *(getattr(Judgment, name) for name in _TOKEN_COUNTS),
         func.coalesce(Judgment.cached, False).label("cached"),
         func.coalesce(Judgment.batch, False).label("batch"),
         func.coalesce(votes.c.right, 0).label("votes_right"),

@@ -40,13 +40,24 @@ def load_fake(fake_slack, channel: str, messages: list[dict]) -> None:
             fake_slack.messages[channel][message["ts"]] = dict(message)
 
 
-def export_zip(channels: dict[str, tuple[str, list[dict]]]) -> bytes:
-    """A workspace export: channels.json, users.json and one folder of day files per channel (id -> name, msgs)."""
+def export_zip(
+    channels: dict[str, tuple[str, list[dict]]],
+    *,
+    listed_in: dict[str, str] | None = None,
+    entries: dict[str, dict] | None = None,
+) -> bytes:
+    """A workspace export: channels.json, users.json and one folder of day files per channel (id -> name, msgs).
+    `listed_in` puts a channel in another list than channels.json (groups.json, mpims.json, dms.json), as Slack
+    lists private channels and DMs; `entries` adds fields to a channel's entry (is_ext_shared, say)."""
+    lists: dict[str, list[dict]] = defaultdict(list)
+    for cid, (name, _) in channels.items():
+        entry = {"id": cid, "name": name, **(entries or {}).get(cid, {})}
+        lists[(listed_in or {}).get(cid, "channels.json")].append(entry)
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
-        archive.writestr(
-            "channels.json", json.dumps([{"id": cid, "name": name} for cid, (name, _) in channels.items()])
-        )
+        archive.writestr("channels.json", json.dumps(lists.pop("channels.json", [])))
+        for list_name, listed in lists.items():
+            archive.writestr(list_name, json.dumps(listed))
         archive.writestr(
             "users.json", json.dumps([{"id": "U_ASKER", "name": "ana", "profile": {"display_name": "Ana"}}])
         )

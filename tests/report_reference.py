@@ -13,6 +13,7 @@ from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session
 
 from capture.outcomes import ESCALATION, HUMAN_TAKEOVER, NEGATIVE_REACTION, POSITIVE_REACTION, REASK, RESOLVED, failed
+from common.reports.costs import Tokens, judgment_cost
 from common.reports.outcomes import DailyOutcome, OutcomeReport, OutcomeStats, ScoreMean
 from common.reports.period import day_slices
 from common.reports.stats import (
@@ -23,9 +24,7 @@ from common.reports.stats import (
     DailyPoint,
     JudgeStats,
     Report,
-    Tokens,
     WorstAnswer,
-    judgment_cost,
 )
 from common.reports.trust import (
     DISPUTED_SHOWN,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.slack_requests import TEAM_ID
+from tests.slack_requests import TEAM_ID, human_message
 
 BOT = {"bot_id": "B_SUPPORT", "app_id": "A_SUPPORT", "user": "U_SUPPORT"}
 
@@ -214,8 +214,16 @@ def tombstone(root: dict[str, Any], event_ts: str) -> dict[str, Any]:
 
 def notice(channel: str, ts: str, subtype: str, *, user: str = "U_ASKER") -> dict[str, Any]:
     """A notice with no words from a person: channel_join, huddle_thread, bot_add, bot_remove,
-    app_conversation_join, channel_canvas_updated."""
+    app_conversation_join, channel_canvas_updated, and the channel's own changes (leave, topic, purpose, name,
+    converted to private, a pin, a reminder): each carries the words Slack writes, none of them a person's."""
     texts = {
+        "channel_leave": f"<@{user}> has left the channel",
+        "channel_topic": f"<@{user}> set the channel topic: How do I get support?",
+        "channel_purpose": f"<@{user}> set the channel purpose: Ask us anything about billing?",
+        "channel_name": f'<@{user}> renamed the channel from "help" to "support"',
+        "channel_convert_to_private": f"<@{user}> made this channel *private*",
+        "pinned_item": f"<@{user}> pinned a message to this channel.",
+        "reminder_add": f"<@{user}> set up a reminder \u201cwhy is the export slow?\u201d in this channel",
         "channel_join": f"<@{user}> has joined the channel",
         "huddle_thread": "",
         "bot_add": "added an integration to this channel: <https://example.slack.com/services/B1|helper>",
@@ -246,4 +254,51 @@ NOTICE_SUBTYPES = (
     "bot_remove",
     "app_conversation_join",
     "channel_canvas_updated",
+    "channel_leave",
+    "channel_topic",
+    "channel_purpose",
+    "channel_name",
+    "channel_convert_to_private",
+    "pinned_item",
+    "reminder_add",
 )
+
+
+def huddle_root(channel: str, ts: str, *, started_by: str = "U_ASKER") -> dict[str, Any]:
+    """Slackbot's notice that roots a huddle's thread: user USLACKBOT (no bot_id), subtype huddle_thread, a
+    `room` object, text "A huddle started"."""
+    return {
+        "type": "message",
+        "subtype": "huddle_thread",
+        "user": "USLACKBOT",
+        "text": "A huddle started",
+        "ts": ts,
+        "thread_ts": ts,
+        "room": {
+            "id": "R0HUDDLE",
+            "name": "",
+            "media_server": "",
+            "created_by": started_by,
+            "date_start": int(float(ts)),
+            "date_end": 0,
+            "participants": [started_by],
+            "participant_history": [started_by],
+            "participants_camera_on": [],
+            "participants_camera_off": [],
+            "participants_screenshare_on": [],
+            "participants_screenshare_off": [],
+            "has_ended": False,
+        },
+        "no_notifications": False,
+        "permalink": f"https://example.slack.com/call/R0HUDDLE?thread_ts={ts}",
+        "channel": channel,
+        "event_ts": ts,
+        "channel_type": _channel_type(channel),
+    }
+
+
+def slackbot_message(channel: str, ts: str, text: str, *, thread_ts: str | None = None) -> dict[str, Any]:
+    """A message from Slackbot itself (a custom response, a reminder firing): no subtype, user USLACKBOT."""
+    event = human_message(channel, ts, text, user="USLACKBOT", thread_ts=thread_ts)
+    del event["client_msg_id"]  # no client wrote it
+    return event

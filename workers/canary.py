@@ -10,11 +10,12 @@ import logging
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 
+from common.llm import llm_client_for
 from common.post_once import PostOnce, Receipts
 from common.reports.figures import canary_point
 from common.reports.trust import CanaryPoint
 from common.runtime import Runtime
-from judges import LLMClient, TransientLLMError, get_judge
+from judges import TransientLLMError, get_judge
 from judges.labels import SUPPORT_CANARY, read_labels
 from judges.metrics import agreement
 from store import canary as canary_store
@@ -72,15 +73,7 @@ def measure(runtime: Runtime) -> Measured:
     settings = runtime.settings
     judge = get_judge(CANARY_JUDGE)
     labels = read_labels(settings.canary_file or SUPPORT_CANARY, judge)
-    client = LLMClient(
-        model=settings.judge_model,
-        base_url=settings.openai_base_url,
-        api_key=settings.secret("openai_api_key"),
-        timeout=settings.llm_timeout_seconds,
-        max_retries=2,
-        max_prompt_chars=settings.max_prompt_chars,
-        cache_size=0,
-    )
+    client = llm_client_for(settings, redis_client=runtime.redis, max_retries=2, cache_size=0)
     human, judged, models = [], [], []
     for label in labels:
         try:

@@ -19,9 +19,10 @@ import time
 from functools import partial
 from typing import Any
 
-from capture import handoffs
+from capture import forget_notes, handoffs
 from capture.conversation_log import ConversationLog, to_wire
 from capture.events import REACTION_EVENTS, ignored
+from capture.forgetting import removal_of_edit
 from capture.outcome_watches import WatchBoard, decoded_watches
 from capture.outcomes import watching
 from capture.pairing import (
@@ -29,12 +30,14 @@ from capture.pairing import (
     Identity,
     LoggedMessage,
     author_of,
+    is_notice,
     is_tombstone,
     logged_message,
     message_of,
     replaces,
     unchanged,
 )
+from capture.text import message_text
 from common import task_names
 from common.celery_app import celery
 from common.runtime import Runtime
@@ -84,7 +87,7 @@ class LiveCapture:
             return  # a late edit of a deleted message
         if isinstance(event.get("root"), dict):  # thread_broadcast: the thread's root may be the question
             root = event["root"]
-            if root.get("ts") and conversation.get(channel, root["ts"]) is None:
+            if root.get("ts") and not is_notice(root) and conversation.get(channel, root["ts"]) is None:
                 root_author = author_of(root, monitored, own)
                 if root_author != Author.OWN:
                     conversation.record(channel, logged_message(root, root_author))
@@ -92,6 +95,8 @@ class LiveCapture:
         logged = logged_message(message, author, content={} if author == Author.OTHER else None)
         if not replaces(existing, logged) or (subtype == "message_changed" and unchanged(existing, logged)):
             return  # a stream's opener after its completion, or an edit that changed nothing
+        if subtype == "message_changed" and author in (Author.HUMAN, Author.MONITORED_BOT):
+            self._edited(channel, event, existing, logged)
         if author == Author.MONITORED_BOT:
             self._hand_on_answer(channel, logged, team_id, event.get("channel_type"), ext_shared)
         elif author == Author.HUMAN:
@@ -146,12 +151,31 @@ class LiveCapture:
         previous = dict(event.get("previous_message") or {}, ts=ts)
         existing = conversation.get(channel, ts)
         author = existing.author if existing else author_of(previous, self.runtime.bot_users.knows(previous), own)
+        if author in (Author.HUMAN, Author.MONITORED_BOT):  # what it said, for the worker that scrubs its copies
+            said = [message_text(existing.content) if existing else "", message_text(previous)]
+            self._note_forget(channel, ts, said, edited=False)
         tombstone = conversation.mark_deleted(channel, ts, fallback=logged_message(previous, author, content={}))
-        if author == Author.HUMAN:
-            # No pair keeps quoting it: a worker blanks it (workers.tasks.answers.forget_question).
-            celery.send_task(task_names.FORGET_QUESTION, kwargs={"channel": channel, "ts": ts})
-        elif author == Author.MONITORED_BOT and tombstone is not None:
+        if author == Author.MONITORED_BOT and tombstone is not None:
             self._hand_on_answer(channel, tombstone, team_id, event.get("channel_type"), ext_shared, record=False)
+        if author in (Author.HUMAN, Author.MONITORED_BOT):
+            # No copy keeps its words: a worker scrubs them (workers.tasks.forgetting.forget_message).
+            thread = (tombstone.thread_key if tombstone else None) or previous.get("thread_ts") or ts
+            celery.send_task(task_names.FORGET_MESSAGE, kwargs={"channel": channel, "ts": ts, "thread_ts": thread})
+
+    def _edited(self, channel: str, event: dict[str, Any], existing: LoggedMessage | None, edit: LoggedMessage) -> None:
+        """An edit that takes words out of a message: a worker scrubs those words from every copy (an edit that
+        only adds, as a stream does, costs nothing more)."""
+        before = message_text(existing.content) if existing else message_text(event.get("previous_message") or {})
+        removal = removal_of_edit([before], message_text(edit.content))
+        if removal:
+            self._note_forget(channel, edit.ts, sorted(removal.words), edited=True)
+            kwargs = {"channel": channel, "ts": edit.ts, "thread_ts": edit.thread_key, "edited": True}
+            celery.send_task(task_names.FORGET_MESSAGE, kwargs=kwargs)
+
+    def _note_forget(self, channel: str, ts: str, texts: list[str], *, edited: bool) -> None:
+        pipe = self.runtime.redis.pipeline(transaction=False)
+        forget_notes.keep(pipe, channel, ts, texts, edited=edited, ttl_seconds=self.settings.question_ttl_seconds)
+        pipe.execute()
 
     # Outcomes ----------------------------------------------------------------------------------
 

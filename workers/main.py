@@ -39,12 +39,14 @@ TASK_MODULES = (
     "workers.tasks.sweeper",
     "workers.tasks.events",
     "workers.tasks.answers",
+    "workers.tasks.forgetting",
     "workers.tasks.capture",
     "workers.tasks.outcomes",
     "workers.tasks.slack",
     "workers.tasks.digest",
     "workers.tasks.maintenance",
     "workers.tasks.canary",
+    "workers.tasks.golden",
 )
 
 

@@ -32,6 +32,7 @@ from common.messages.blocks import (
     slack_date,
     text_length,
 )
+from common.messages.forgotten import forgotten_note
 
 JUDGE_LABELS = {"relevancy": "Relevancy", "correctness": "Correctness", "grounded": "Groundedness"}
 WITHHELD = (
@@ -83,6 +84,7 @@ class LowScoreAlert(ScoredJudgment):
     context: str | None = None  # the conversation's earlier turns the judge read (judges.context.format_turns)
     revision: Revision | None = None  # the answer was edited after this judgment: the newer verdict
     signals: tuple[str, ...] = ()  # what the conversation did next, described (capture.outcomes.describe)
+    forgotten: str | None = None  # what was deleted in Slack since (question, answer, message, edit): its words gone
 
 
 CONTEXT_TURN_CHARS = 150  # each earlier turn's excerpt in an alert (the judge read up to judges.context's bound)
@@ -162,6 +164,8 @@ def alert_blocks(alert: LowScoreAlert, title: str) -> list[dict]:
     where = f"{channel_mention(alert.channel_id)} · {slack_date(alert.answered_at)}"
     threshold = f" · alerts at {format_score(alert.threshold, None)} or lower" if alert.threshold is not None else ""
     blocks = [header(title), context(f"*{label} {score}*{threshold} · {where}")]
+    if alert.forgotten:
+        blocks.append(context(forgotten_note(alert.forgotten)))
     if alert.revision is not None:
         blocks.append(revision_section(alert.revision, alert.quote))
     if alert.quote:

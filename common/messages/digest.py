@@ -110,8 +110,16 @@ def _agreement_line(stats: ChannelStats) -> str:
 def _usage_line(stats: ChannelStats) -> str:
     tokens = stats.tokens
     cached = f" of which {tokens.cached:,} cached" if tokens.cached else ""
+    if tokens.cache_unknown:  # the server did not say: priced as uncached, and said so
+        cached += f"{',' if cached else ' of which'} {tokens.cache_unknown:,} not known to be cached or not"
     spent = f"{tokens.prompt:,} in{cached}, {tokens.completion:,} out"
-    return f"{tokens.total:,} tokens ({spent}) · ≈ {money(tokens.cost_usd)}"
+    line = f"{tokens.total:,} tokens ({spent}) · ≈ {money(tokens.cost_usd)}"
+    if tokens.cache_unknown:
+        line += " (at most: input of unknown caching priced in full)"
+    if tokens.calls_without_usage:
+        calls = tokens.calls_without_usage
+        line += f" · {calls} call{'s' if calls != 1 else ''} reported no token counts (not included)"
+    return line
 
 
 def price_line(prices: Prices) -> str:

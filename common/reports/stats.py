@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from common.reports.costs import Prices, Tokens, TokenTally
 from common.reports.outcomes import OutcomeReport
 from common.reports.period import Period, day_slices, slice_of
 from common.reports.trust import Trust
@@ -28,22 +29,6 @@ _NOT_JUDGED_STATUSES = {PairStatus.NO_QUESTION, PairStatus.EMPTY, PairStatus.DEL
 _WAITING_STATUSES = {PairStatus.SETTLING, PairStatus.PENDING}
 
 ThresholdsFor = Callable[[str | None], Mapping[str, float]]
-
-
-@dataclass(frozen=True)
-class Prices:
-    """USD per million tokens, for the estimated cost. Cached input (read from the provider's prompt cache)
-    costs half the input price unless `cached_input_per_million` says otherwise."""
-
-    input_per_million: float = 0.0
-    output_per_million: float = 0.0
-    cached_input_per_million: float | None = None
-
-    @property
-    def cached_input(self) -> float:
-        if self.cached_input_per_million is None:
-            return self.input_per_million / 2
-        return self.cached_input_per_million
 
 
 @dataclass(frozen=True)
@@ -77,18 +62,6 @@ class WorstAnswer:
     score: float
     max_score: float | None
     normalized_score: float
-
-
-@dataclass(frozen=True)
-class Tokens:
-    prompt: int = 0  # every input token, the cached ones included
-    completion: int = 0
-    cost_usd: float = 0.0
-    cached: int = 0  # of prompt, read from the provider's prompt cache
-
-    @property
-    def total(self) -> int:
-        return self.prompt + self.completion
 
 
 @dataclass(frozen=True)
@@ -169,20 +142,6 @@ ANSWER_SOURCES = frozenset({"capture", "backfill", "import"})
 def is_answer(row: PairRow) -> bool:
     """One of the support bot's answers: a captured pair that stands on its own (not an on-demand /judge request)."""
     return row.source in ANSWER_SOURCES and row.status not in _NOT_AN_ANSWER
-
-
-BATCH_DISCOUNT = 0.5  # the Batch API bills half the online price
-
-
-def judgment_cost(judgment: JudgmentRow, prices: Prices) -> float:
-    """USD of one judgment's tokens (the cached input at its rate; a batch judgment at half price)."""
-    cached = min(judgment.cached_tokens, judgment.prompt_tokens)
-    cost = (
-        (judgment.prompt_tokens - cached) / 1e6 * prices.input_per_million
-        + cached / 1e6 * prices.cached_input
-        + judgment.completion_tokens / 1e6 * prices.output_per_million
-    )
-    return cost * BATCH_DISCOUNT if judgment.batch else cost
 
 
 class JudgeTally:
@@ -283,18 +242,13 @@ class ChannelTally:
         self.statuses: Counter[str] = Counter()
         self.judges: dict[str, JudgeTally] = {}  # the judges that judged these answers, as first seen
         self.worst = WorstTally(worst)
-        self.prompt = self.cached = self.completion = 0
-        self.cost = 0.0
+        self.spent = TokenTally(prices)
 
     def add(self, row: PairRow) -> None:
         # Tokens count every LLM call, on-demand /judge requests included: they are on the same bill. Every
         # judgment made counts, those a re-judged answer's newer version superseded too: they were paid for.
         for judgment in (*row.judgments, *row.superseded):
-            if not judgment.cached:
-                self.prompt += judgment.prompt_tokens
-                self.cached += min(judgment.cached_tokens, judgment.prompt_tokens)
-                self.completion += judgment.completion_tokens
-                self.cost += judgment_cost(judgment, self.prices)
+            self.spent.add(judgment)
         if not is_answer(row):
             return
         self.seen += 1
@@ -329,7 +283,7 @@ class ChannelTally:
             votes_right=self.votes_right,
             votes_wrong=self.votes_wrong,
             worst=self.worst.answers(),
-            tokens=Tokens(prompt=self.prompt, completion=self.completion, cost_usd=self.cost, cached=self.cached),
+            tokens=self.spent.tokens(),
         )
 
 

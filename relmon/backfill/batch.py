@@ -44,23 +44,27 @@ class BatchRun:
             pair = planned.pair
             for name in planned.calls:
                 judge = get_judge(name)
-                messages = judge.messages(pair.question, pair.answer, pair.reference, self.llm.max_prompt_chars)
-                body = self.llm.request_body(messages, judge.output_model)
+                messages = judge.messages(*pair.judge_input.texts, self.llm.max_prompt_chars)
+                body = self.llm.request_body(messages, judge.output_model, judge.max_reply_tokens)
                 line = {"custom_id": f"{pair_id}:{name}", "method": "POST", "url": "/v1/chat/completions", "body": body}
                 lines.append(json.dumps(line))
         return ("\n".join(lines) + "\n").encode()
 
     def submit(self, plans: dict[int, Plan]) -> dict[str, dict]:
         """Run one batch to its end; returns the response bodies of the requests it answered, by custom_id."""
+        return self.submit_requests(self.requests(plans), sum(len(p.calls) for p in plans.values()))
+
+    def submit_requests(self, content: bytes, count: int, name: str = "relmon-backfill.jsonl") -> dict[str, dict]:
+        """Run one batch of these JSONL requests (`count` of them) to its end (relmon regress's too)."""
         sdk = self.llm.sdk
         try:
-            uploaded = sdk.files.create(file=("relmon-backfill.jsonl", self.requests(plans)), purpose="batch")
+            uploaded = sdk.files.create(file=(name, content), purpose="batch")
             batch = sdk.batches.create(
                 input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="24h"
             )
         except openai.NotFoundError as error:
             raise NoBatchApi(str(error)) from error
-        self.say(f"batch {batch.id} submitted: {sum(len(p.calls) for p in plans.values())} request(s)")
+        self.say(f"batch {batch.id} submitted: {count} request(s)")
         while batch.status not in ENDED:
             self.sleep(self.poll_seconds)
             batch = sdk.batches.retrieve(batch.id)

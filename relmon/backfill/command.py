@@ -20,6 +20,7 @@ from functools import cache
 from slack_sdk.errors import SlackApiError
 from sqlalchemy import func, select
 
+from capture.directory import ChannelFlags, look_up_flags
 from capture.history import FoundPair, HistoryPairer, has_replies, is_reply, newest_first_threads, read_message
 from capture.pairing import Identity, channel_ignore_reason
 from capture.redact import redact_if
@@ -43,16 +44,9 @@ def parse_since(text: str | None, now: datetime) -> datetime:
 
 def backfill_llm(settings: Settings):
     """The judges' client for a run in this process: the SDK's own retries (Retry-After honoured), no Celery."""
-    from judges import LLMClient
+    from common.llm import llm_client_for, shared_redis
 
-    return LLMClient(
-        model=settings.judge_model,
-        base_url=settings.openai_base_url,
-        api_key=settings.secret("openai_api_key"),
-        timeout=settings.llm_timeout_seconds,
-        max_retries=min(settings.llm_max_retries, 5),
-        max_prompt_chars=settings.max_prompt_chars,
-    )
+    return llm_client_for(settings, redis_client=shared_redis(settings), max_retries=min(settings.llm_max_retries, 5))
 
 
 class Run:
@@ -137,8 +131,8 @@ class Run:
         """The cost so far of this source's judgments (for the progress line)."""
         if self.args.dry_run:
             return
+        from common.reports.costs import judgment_cost
         from common.reports.figures import prices_for
-        from common.reports.stats import judgment_cost
         from store.stats_queries import JudgmentRow
 
         prices = prices_for(self.runtime)
@@ -169,14 +163,13 @@ def watched(runtime: Runtime, wanted: list[str] | None) -> list[str]:
 
 
 def _flags(runtime: Runtime, channel: str) -> dict[str, bool]:
-    try:
-        info = runtime.slack.conversations_info(channel=channel).get("channel") or {}
-    except SlackApiError:
-        info = {}
-    return {
-        "channel_is_private": bool(info.get("is_private")),
-        "channel_is_ext_shared": bool(info.get("is_ext_shared")),
-    }
+    """A channel's privacy as the live capture stores it: a channel Slack cannot describe is private, and one
+    shared with another workspace or organisation is kept in as a private one is."""
+    return stored_flags(look_up_flags(runtime.slack, channel)[0])
+
+
+def stored_flags(flags: ChannelFlags) -> dict[str, bool]:
+    return {"channel_is_private": flags.restricted, "channel_is_ext_shared": flags.ext_shared}
 
 
 def _name_resolver(slack) -> Callable[[str], str | None]:
@@ -283,7 +276,7 @@ def run_import(args, settings: Settings, *, now: datetime | None = None) -> int:
         def read(channel_id: str) -> None:
             channel = mapped[channel_id]
             pairer = HistoryPairer(settings.toplevel_window_seconds, names.get)
-            flags = {"channel_is_private": channel.is_private, "channel_is_ext_shared": False}
+            flags = stored_flags(channel.flags)
             for root, replies in newest_first_threads(counted(export.days(channel), run.counters)):
                 thread = [read_message(m, settings.monitored_bots, Identity()) for m in (root, *replies)]
                 if logged := [m for m in thread if m]:

@@ -1,6 +1,7 @@
-"""A Slack workspace export (zip): `channels.json` (and `groups.json` for private channels), `users.json`, and one
-folder per channel, named by the channel's name, of `YYYY-MM-DD.json` files, each a JSON array of messages in the
-Web API's shape. Read one day file at a time (the zip is never unpacked whole)."""
+"""A Slack workspace export (zip): `channels.json` (and `groups.json`, `mpims.json`, `dms.json` for private
+channels, group DMs and DMs), `users.json`, and one folder per channel, named by the channel's name, of
+`YYYY-MM-DD.json` files, each a JSON array of messages in the Web API's shape. Read one day file at a time (the
+zip is never unpacked whole)."""
 
 from __future__ import annotations
 
@@ -11,12 +12,17 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
+from capture.directory import ChannelFlags, flags_from_info
+
+# The export's lists of conversations that are not public channels: private channels, group DMs and DMs.
+PRIVATE_LISTS = ("groups.json", "mpims.json", "dms.json")
+
 
 @dataclass(frozen=True)
 class ExportChannel:
     id: str
     name: str
-    is_private: bool = False
+    flags: ChannelFlags
 
 
 class ExportError(Exception):
@@ -49,12 +55,18 @@ class SlackExport:
             raise ExportError(f"{name} in the export is not JSON: {error}") from error
 
     def channels(self) -> list[ExportChannel]:
-        listed = [(c, False) for c in self._json("channels.json")] + [(c, True) for c in self._json("groups.json")]
-        return [
-            ExportChannel(str(c["id"]), str(c.get("name") or c["id"]), private)
-            for c, private in listed
-            if isinstance(c, dict) and c.get("id")
-        ]
+        """Public channels from channels.json; private channels from groups.json, group DMs from mpims.json and
+        DMs from dms.json (each file where the export has it). Sharing with another workspace or organisation
+        comes from the entry's own flags (is_ext_shared, is_shared, is_org_shared)."""
+        listed = [(entry, False) for entry in self._json("channels.json")]
+        listed += [(entry, True) for name in PRIVATE_LISTS for entry in self._json(name)]
+        channels = []
+        for entry, private in listed:
+            if not (isinstance(entry, dict) and entry.get("id")):
+                continue
+            flags = flags_from_info({**entry, "is_private": private or entry.get("is_private") is True})
+            channels.append(ExportChannel(str(entry["id"]), str(entry.get("name") or entry["id"]), flags))
+        return channels
 
     def user_names(self) -> dict[str, str]:
         names = {}

@@ -45,9 +45,8 @@ def plan(runtime: Runtime, pair_id: int) -> Plan:
                                                               source=pair.source):  # fmt: skip
             set_pair_status(connection, pair_id, PairStatus.SKIPPED_SAMPLING, only_from=[PairStatus.PENDING])
             return Plan(pair, SAMPLED_OUT)
-        keys = {
-            n: get_judge(n).cache_key(settings.judge_model, pair.question, pair.answer, pair.reference) for n in todo
-        }
+        given = pair.judge_input
+        keys = {n: get_judge(n).cache_key(settings.judge_model, *given.texts) for n in todo}
         cached = find_cached_many(connection, list(keys.values()))
     result = Plan(pair)
     for name, key in keys.items():
@@ -73,11 +72,10 @@ def judge_online(runtime: Runtime, pair_id: int, llm) -> str:
     if planned.outcome:
         return planned.outcome
     pair, rows = planned.pair, []
+    given = pair.judge_input
     for name, key in planned.calls.items():
         try:
-            verdict = get_judge(name).evaluate(
-                llm, question=pair.question, answer=pair.answer, reference=pair.reference
-            )
+            verdict = get_judge(name).evaluate(llm, *given.texts)
         except TransientLLMError:
             store_judgments(runtime.db.engine, pair, [*planned.ready, *rows], mark_judged=False)
             return LEFT

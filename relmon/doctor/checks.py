@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from pydantic import BaseModel
+
 from common.telemetry.scrub import mask_url, problem_text
 from store.settings import WHERE_TO_GET, Settings, mask
 
@@ -128,26 +130,46 @@ def check_database(settings: Settings) -> Check:
 # The LLM ------------------------------------------------------------------------------------------------
 
 
+class _DoctorProbe(BaseModel):
+    """The reply the doctor asks for, as a judge asks for its own: a small JSON object fitting a schema."""
+
+    ok: bool
+
+
+PROBE_PROMPT = 'Is this a test? Answer with the JSON object {"ok": true} and nothing else.'
+PROBE_REPLY_TOKENS = 32  # bounded as a judge's call is
+
+
 def check_llm(settings: Settings) -> Check:
+    """A call as the judges make it (the same client, reply bound and fallbacks), from the best response format
+    down: what the endpoint takes is said, and remembered for the workers."""
     key_value = settings.secret("openai_api_key")
     if not key_value and not settings.openai_base_url:
         return skip("llm", "no OPENAI_API_KEY")
-    import openai
+    from common.llm import concurrency_for, llm_client_for, shared_redis
+    from judges import LLMRequestError, TransientLLMError
 
     endpoint = settings.openai_base_url or "OpenAI (https://api.openai.com/v1)"
     key = mask(key_value) if key_value else "none (a keyless endpoint)"
-    client = openai.OpenAI(
-        api_key=key_value or "not-needed",  # a local endpoint (Ollama, vLLM) needs none; the SDK wants a string
-        base_url=settings.openai_base_url,
-        max_retries=0,
-        timeout=LLM_TIMEOUT_SECONDS,
-    )
     model = settings.judge_model
     try:
-        client.chat.completions.create(model=model, messages=[{"role": "user", "content": "Reply with the word OK."}])
-    except (openai.APIStatusError, openai.APIConnectionError) as error:
-        return fail("llm", *_llm_problem(error, endpoint, key, model))
-    return ok("llm", f"{endpoint} answered a chat completion with {model} (key {key})")
+        redis_client = shared_redis(settings)
+    except Exception:  # a broken REDIS_URL is the redis check's to report: learn in this process only
+        redis_client = None
+    client = llm_client_for(
+        settings, redis_client=redis_client, max_retries=0, cache_size=0, timeout=LLM_TIMEOUT_SECONDS
+    )
+    client.forget_mode()  # probe afresh: the doctor says what the endpoint takes now
+    try:
+        client.complete(PROBE_PROMPT, _DoctorProbe, max_tokens=PROBE_REPLY_TOKENS)
+    except (TransientLLMError, LLMRequestError) as error:
+        return fail("llm", *_llm_problem(error.__cause__ or error, endpoint, key, model))
+    mode = client.mode_for()
+    detail = (
+        f"{endpoint} answered a chat completion with {model} (key {key}); it takes {mode.describe()}; "
+        f"{concurrency_for(settings)} call(s) in flight per process (RELMON_LLM_CONCURRENCY)"
+    )
+    return ok("llm", detail)
 
 
 def _llm_problem(error: Exception, endpoint: str, key: str, model: str) -> tuple[str, str]:
@@ -166,5 +188,7 @@ def _llm_problem(error: Exception, endpoint: str, key: str, model: str) -> tuple
         return f"{endpoint} answered 429 (rate limit or no credit)", "check the account's quota"
     if isinstance(error, openai.APIStatusError):
         return f"{endpoint} answered {error.status_code}", "check OPENAI_BASE_URL and RELMON_JUDGE_MODEL"
+    if not isinstance(error, openai.APIError):  # relmon's own words (a reply it cannot use): they say it all
+        return f"{endpoint}: {error}", "check OPENAI_BASE_URL and RELMON_JUDGE_MODEL"
     fix = "check the network and OPENAI_BASE_URL (e.g. http://localhost:11434/v1 for a local server)"
     return f"cannot reach {endpoint} ({type(error).__name__})", fix

@@ -11,7 +11,10 @@ over HTTP (point `base_url` / OPENAI_BASE_URL at `.base_url`).
   which judge asks, then the text after "### RESPONSE:"
   (relevancy), "ASSISTANT'S ANSWER:" (correctness) or "Answer 2:" (grounded) scores lowest if it contains
   "offtopic", middling if it contains "partial", highest otherwise; a grounded answer that starts with
-  "No document seems to precisely answer your question" is graded null. A second opinion (a request sampled
+  "No document seems to precisely answer your question" is graded null. A prompt whose texts sit between
+  delimiter lines (`<<<BEGIN name TAG>>>` … `<<<END name TAG>>>`, as judges/prompts.py writes them) is read as
+  the system message tells a judge to: the tag of the first such line holds for every text, and a text ends
+  only at its own END line, whatever look-alikes it holds. A second opinion (a request sampled
   at a temperature above 0) grades the same, except that an answer containing "wobbly" scores lowest at
   temperature 0 and highest when sampled: the judge changes its mind.
 - Behaviour (in process with `set_behavior`, or `POST /_admin/behavior` with the same fields as JSON):
@@ -21,11 +24,21 @@ over HTTP (point `base_url` / OPENAI_BASE_URL at `.base_url`).
   status for every call (`always_status`, e.g. 401), the same for sampled calls only (`sampled_status`: the
   second opinion's LLM is down), `sampled_fault_first` (the first N sampled calls answer 500, then it is back),
   `sampled_disputes` (every sampled call grades highest), `served_model` (the
-  `model` the response names, as OpenAI answers "gpt-4o-mini-2024-07-18" for "gpt-4o-mini"), and a required
-  API key.
+  `model` the response names, as OpenAI answers "gpt-4o-mini-2024-07-18" for "gpt-4o-mini"), `quote_answer` (the
+  reply quotes the answer it judged before its verdict, as real judges often do: in the reasoning, or as prose
+  before the JSON or the rating when the reply is free text), and a required API key; `server_kind` answers as
+  another OpenAI-compatible server does (tests/fakes/openai_compat.py:
+  llama-cpp-python's 500 to json_schema, a proxy's 400 to any response_format, a reasoning model's 400 to
+  max_tokens, usage without prompt_tokens_details or none, one request at a time).
+- Every reply is cut at the bound the server kind reads (`max_tokens`, `max_completion_tokens`), with
+  `finish_reason` "length", as a server cuts a reply that reaches it.
+- `POST /v1/embeddings` (tests/fakes/openai_embeddings.py): hashed bag-of-words vectors, base64 or float, usage,
+  404 for an unknown model; `embeddings=False` answers 404 as a chat-only server. The topic naming prompt
+  (topics.naming) is answered with a name made of its questions' commonest words.
 - `GET /_admin/stats`: request count, counts per answered status, counts per fault served (a timeout fault's
   late 200 is counted both ways), and the total time spent answering completions (injected latency included;
-  benches subtract it). `POST /_admin/reset` clears them. `.request_times` has when each completion arrived.
+  benches subtract it), and the most completions it was answering at once. `POST /_admin/reset` clears them.
+  `.request_times` has when each completion arrived.
 
 Run it alone: `python -m tests.fakes.openai_server --port 8765 --latency-ms 500`.
 """
@@ -33,267 +46,21 @@ Run it alone: `python -m tests.fakes.openai_server --port 8765 --latency-ms 500`
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
-import random
 import threading
 import time
-from collections import Counter
-from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, replace
 from http.server import ThreadingHTTPServer
 from typing import Any
 
 from tests.fakes.background import BackgroundServer, QuietHandler
 from tests.fakes.openai_batches import FakeBatches
+from tests.fakes.openai_compat import ServerKind, bound_of, kind_named, refusal, shaped_usage
+from tests.fakes.openai_embeddings import embeddings_answer
+from tests.fakes.openai_replies import NO_DOCUMENT, default_reply, is_sampled, prompt_text
+from tests.fakes.openai_state import CHARS_PER_TOKEN, FAULTS, GARBAGE, Behavior, Reply, State, tokens
 
-NO_DOCUMENT = "No document seems to precisely answer your question"
-FAULTS = ("429", "500", "timeout", "garbage")
-GARBAGE = '<<<%%% the model lost its train of thought ~~~ {"score": ## >>>'
-
-CHARS_PER_TOKEN = 4  # how this fake counts tokens, in usage and in its prompt cache alike
-CACHE_MIN_TOKENS = 1024  # OpenAI's prompt caching starts at 1,024 tokens...
-CACHE_STEP_TOKENS = 128  # ...and grows in steps of 128
-
-Reply = Callable[[dict], "str | None"]
-
-
-def tokens(text: str) -> int:
-    return len(text) // CHARS_PER_TOKEN
-
-
-def prefix_digests(model: str, prompt: str) -> list[bytes]:
-    """One digest per cacheable beginning of the prompt (1,024 tokens, 1,152, 1,280, ...), shortest first."""
-    digest = hashlib.sha1(model.encode("utf-8") + b"\0")
-    out: list[bytes] = []
-    done = 0
-    for size in range(CACHE_MIN_TOKENS, tokens(prompt) + 1, CACHE_STEP_TOKENS):
-        end = size * CHARS_PER_TOKEN
-        digest.update(prompt[done:end].encode("utf-8"))
-        done = end
-        out.append(digest.copy().digest())
-    return out
-
-
-@dataclass
-class Behavior:
-    latency_ms: float = 0.0
-    fault_rate: float = 0.0
-    faults: tuple[str, ...] = FAULTS
-    reject_response_format: bool = False
-    seed: int | None = None
-    timeout_seconds: float = 5.0  # how long a "timeout" fault sleeps: make it longer than the client's timeout
-    retry_after_seconds: float = 0.1
-    fault_first: int = 0  # the first N completions after this behaviour is set are faults, whatever fault_rate says
-    always_status: int | None = None  # answer every completion with this error status (401, 403, 404, 400...)
-    api_key: str | None = None  # when set, any other bearer token gets 401
-    sampled_status: int | None = None  # answer every sampled completion (temperature > 0) with this error status
-    sampled_fault_first: int = 0  # the first N sampled completions after this behaviour is set answer 500
-    sampled_disputes: bool = False  # every sampled completion grades highest
-    served_model: str | None = None  # the model the response names (default: the one asked for)
-
-
-# Default scoring ---------------------------------------------------------------------------------------------
-
-
-def _grade_text(text: str, low: int, middle: int, high: int, *, sampled: bool = False, disputes: bool = False) -> int:
-    lowered = text.lower()
-    if sampled and (disputes or "wobbly" in lowered):
-        return high
-    if "wobbly" in lowered:
-        return low
-    if "offtopic" in lowered:
-        return low
-    if "partial" in lowered:
-        return middle
-    return high
-
-
-def _between(text: str, start: str, end: str | None) -> str | None:
-    at = text.find(start)
-    if at == -1:
-        return None
-    begin = at + len(start)
-    stop = text.rfind(end) if end else -1
-    return text[begin : stop if stop >= begin else len(text)].strip()
-
-
-def prompt_text(body: dict) -> str:
-    parts = []
-    for message in body.get("messages", []):
-        content = message.get("content")
-        if isinstance(content, str):
-            parts.append(content)
-        elif isinstance(content, list):
-            parts.extend(str(item.get("text", "")) for item in content if isinstance(item, dict))
-    return "\n".join(parts)
-
-
-# How each seed prompt opens: the earliest one in the prompt says which judge asks (a heading of another seed
-# quoted inside the texts to judge comes later, so it cannot pass for it).
-_SEED_OPENINGS = {
-    "relevancy": "You are an expert evaluation system specialized in measuring **Answer Relevancy**.",
-    "correctness": "Please act as an impartial judge and evaluate the quality of the response",
-    "grounded": "Task: Grounded Question Answering",
-}
-
-
-def seed_kind(prompt: str) -> str | None:
-    found = {kind: prompt.find(opening) for kind, opening in _SEED_OPENINGS.items()}
-    found = {kind: at for kind, at in found.items() if at != -1}
-    return min(found, key=found.__getitem__) if found else None
-
-
-def is_sampled(body: dict) -> bool:
-    """A request sampled above temperature 0: a second opinion."""
-    try:
-        return float(body.get("temperature") or 0) > 0
-    except (TypeError, ValueError):
-        return False
-
-
-def default_reply(body: dict, *, disputes: bool = False) -> str:
-    """A realistic judge reply graded from the answer text (see the module docstring)."""
-    prompt = prompt_text(body)
-    sampled = is_sampled(body)
-
-    def _grade(text: str, low: int, middle: int, high: int) -> int:
-        return _grade_text(text, low, middle, high, sampled=sampled, disputes=disputes)
-
-    structured = _json_schema(body) is not None
-    kind = seed_kind(prompt)
-    if kind == "relevancy":
-        answer = _between(prompt, "### RESPONSE:", "\nOutput only the JSON object described above") or ""
-        score = _grade(answer, 0, 2, 4)
-        payload = json.dumps({"score": score, "reasoning": f"The response is graded {score} for relevancy."})
-        return payload if structured else f"```json\n{payload}\n```"
-    if kind == "correctness":
-        answer = _between(prompt, "ASSISTANT'S ANSWER:", None) or ""
-        rating = _grade(answer, 0, 1, 2)
-        return f"The assistant's answer was compared with the reference answer.\n\nThe rating is: [[{rating}]]"
-    if kind == "grounded":
-        answer = _between(prompt, "Answer 2:", "\n[/TO EVALUATE]") or ""
-        reference = _between(prompt, "Answer 1:", "\nAnswer 2:") or ""
-
-        def grade(text: str) -> dict:
-            no_document = text.startswith(NO_DOCUMENT)
-            return {
-                "answer_affirms_no_document_answers": no_document,
-                "answer_relevancy_justification": "No document answers it." if no_document else "Graded by topic.",
-                "answer_relevancy": None if no_document else _grade(text, 1, 3, 5),
-            }
-
-        payload = json.dumps({"answer_1": grade(reference), "answer_2": grade(answer)}, indent=4)
-        return payload if structured else f"Here is my evaluation:\n{payload}\nI hope this helps."
-    schema = _json_schema(body)
-    if schema is not None:
-        return json.dumps(_instance(schema, schema))
-    return "I am a fake language model."
-
-
-def _json_schema(body: dict) -> dict | None:
-    response_format = body.get("response_format")
-    if isinstance(response_format, dict) and response_format.get("type") == "json_schema":
-        return (response_format.get("json_schema") or {}).get("schema") or {}
-    return None
-
-
-def _instance(schema: dict, root: dict) -> Any:
-    """A minimal value that fits a JSON schema (for schemas this fake does not know)."""
-    if "$ref" in schema:
-        name = schema["$ref"].rsplit("/", 1)[-1]
-        return _instance(root.get("$defs", {}).get(name, {}), root)
-    if "anyOf" in schema:
-        return _instance(schema["anyOf"][0], root)
-    kind = schema.get("type")
-    if isinstance(kind, list):
-        kind = kind[0]
-    if "enum" in schema:
-        return schema["enum"][0]
-    if kind == "object":
-        return {name: _instance(sub, root) for name, sub in schema.get("properties", {}).items()}
-    if kind == "array":
-        return []
-    if kind == "integer":
-        return int(schema.get("minimum", 0))
-    if kind == "number":
-        return float(schema.get("minimum", 0))
-    if kind == "boolean":
-        return False
-    if kind == "null":
-        return None
-    return ""
-
-
-# The server -------------------------------------------------------------------------------------------------
-
-
-class _State:
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.behavior = Behavior()
-        self.random = random.Random()
-        self.reply: Reply | None = None
-        self.requests: list[dict] = []
-        self.statuses: Counter[int] = Counter()
-        self.faults_served: Counter[str] = Counter()  # which faults were drawn, by kind
-        self.request_times: list[float] = []  # time.monotonic() at each completion's arrival
-        self.forced_faults = 0  # how many of behavior.fault_first have been served
-        self.sampled_faults = 0  # how many of behavior.sampled_fault_first have been served
-        self.handler_seconds: list[float] = []  # time spent answering each completion, injected latency included
-        self.prompt_cache: set[bytes] = set()  # digests of the prompt beginnings seen (see prefix_digests)
-
-    def cached_tokens(self, model: str, prompt: str) -> int:
-        """The tokens of the longest cacheable beginning of `prompt` seen before; then remember this prompt's."""
-        digests = prefix_digests(model, prompt)
-        with self.lock:
-            hits = 0
-            for digest in digests:  # beginnings nest: the first one never seen ends the cached part
-                if digest not in self.prompt_cache:
-                    break
-                hits += 1
-            self.prompt_cache.update(digests)
-        return CACHE_MIN_TOKENS + (hits - 1) * CACHE_STEP_TOKENS if hits else 0
-
-    def configure(self, **fields: Any) -> None:
-        with self.lock:
-            if "faults" in fields:
-                fields["faults"] = tuple(str(fault) for fault in fields["faults"])
-                unknown = set(fields["faults"]) - set(FAULTS)
-                if unknown:
-                    raise ValueError(f"unknown faults {sorted(unknown)}; choose from {FAULTS}")
-            self.behavior = Behavior(**{**asdict(Behavior()), **fields})
-            self.random = random.Random(self.behavior.seed)
-            self.forced_faults = 0
-            self.sampled_faults = 0
-
-    def draw_sampled_fault(self) -> bool:
-        with self.lock:
-            if self.sampled_faults >= self.behavior.sampled_fault_first:
-                return False
-            self.sampled_faults += 1
-            return True
-
-    def draw_fault(self) -> str | None:
-        with self.lock:
-            behavior = self.behavior
-            fault = None
-            if self.forced_faults < behavior.fault_first:
-                self.forced_faults += 1
-                fault = self.random.choice(behavior.faults)
-            elif behavior.fault_rate > 0 and self.random.random() < behavior.fault_rate:
-                fault = self.random.choice(behavior.faults)
-            if fault is not None:
-                self.faults_served[fault] += 1
-            return fault
-
-    def clear(self) -> None:
-        """Forget what was served (call with the lock held)."""
-        self.requests.clear()
-        self.statuses.clear()
-        self.faults_served.clear()
-        self.request_times.clear()
-        self.handler_seconds.clear()
+__all__ = ["FAULTS", "GARBAGE", "NO_DOCUMENT", "FakeOpenAI", "default_reply", "prompt_text"]
 
 
 class _Handler(QuietHandler):  # keep-alive: the SDK pools connections
@@ -344,6 +111,7 @@ class _Handler(QuietHandler):  # keep-alive: the SDK pools connections
                     "statuses": {str(code): count for code, count in sorted(state.statuses.items())},
                     "faults": dict(sorted(state.faults_served.items())),
                     "handler_seconds_total": sum(state.handler_seconds),
+                    "most_in_flight": state.most_in_flight,
                     "behavior": asdict(state.behavior),
                 }
             self._send(200, stats)
@@ -376,6 +144,8 @@ class _Handler(QuietHandler):  # keep-alive: the SDK pools connections
         elif path in ("/v1/chat/completions", "/chat/completions"):
             self._started = time.perf_counter()
             self._complete(body)
+        elif path in ("/v1/embeddings", "/embeddings"):
+            self._embed(body)
         else:
             self._send(404, {"error": {"message": f"no route {self.path}", "type": "invalid_request_error"}})
 
@@ -385,6 +155,11 @@ class _Handler(QuietHandler):  # keep-alive: the SDK pools connections
             state.requests.append(body)
             state.request_times.append(time.monotonic())
             behavior = state.behavior
+        with state.answering(server_kind(behavior).one_at_a_time):
+            return self._answer(body, behavior)
+
+    def _answer(self, body: dict, behavior: Behavior) -> int:
+        state = self.server.state
         if behavior.latency_ms:
             time.sleep(behavior.latency_ms / 1000)
         if behavior.api_key is not None and self.headers.get("Authorization") != f"Bearer {behavior.api_key}":
@@ -396,14 +171,10 @@ class _Handler(QuietHandler):  # keep-alive: the SDK pools connections
             return self._error(status, f"fake error {status} (sampled call)", "fake_error", None)
         if is_sampled(body) and state.draw_sampled_fault():
             return self._error(500, "fake error 500 (a sampled call, once)", "fake_error", None)
-        if behavior.reject_response_format and body.get("response_format") is not None:
-            return self._error(
-                400,
-                "Invalid parameter: 'response_format' of type 'json_schema' is not supported with this model.",
-                "invalid_request_error",
-                None,
-                param="response_format",
-            )
+        refused = refusal(server_kind(behavior), body)
+        if refused is not None:
+            self._send(*refused)
+            return refused[0]
         fault = state.draw_fault()
         if fault == "429":
             headers = {"Retry-After": str(behavior.retry_after_seconds)}
@@ -415,6 +186,22 @@ class _Handler(QuietHandler):  # keep-alive: the SDK pools connections
         content = GARBAGE if fault == "garbage" else None
         self._send(200, completion_for(state, body, content))
         return 200
+
+    def _embed(self, body: dict) -> int:
+        """`POST /v1/embeddings` (tests/fakes/openai_embeddings.py), after the same key and error behaviour."""
+        state = self.server.state
+        with state.lock:
+            state.embedding_requests.append(body)
+            behavior = state.behavior
+        if not behavior.embeddings:
+            return self._error(404, f"Invalid URL (POST {self.path})", "invalid_request_error", None)
+        if behavior.api_key is not None and self.headers.get("Authorization") != f"Bearer {behavior.api_key}":
+            return self._error(401, "Incorrect API key provided.", "invalid_request_error", "invalid_api_key")
+        if behavior.always_status:
+            return self._error(behavior.always_status, f"fake error {behavior.always_status}", "fake_error", None)
+        status, payload = embeddings_answer(body)
+        self._send(status, payload)
+        return status
 
     def _error(
         self,
@@ -430,7 +217,7 @@ class _Handler(QuietHandler):  # keep-alive: the SDK pools connections
         return status
 
 
-def completion_for(state: _State, body: dict, content: str | None = None) -> dict:
+def completion_for(state: State, body: dict, content: str | None = None) -> dict:
     """The chat completion the fake answers to `body` (online, or one line of a batch)."""
     with state.lock:
         custom = state.reply
@@ -438,11 +225,21 @@ def completion_for(state: _State, body: dict, content: str | None = None) -> dic
     if content is None and custom is not None:
         content = custom(body)
     if content is None:
-        content = default_reply(body, disputes=behavior.sampled_disputes)
+        content = default_reply(body, disputes=behavior.sampled_disputes, quote_answer=behavior.quote_answer)
+    server = server_kind(behavior)
+    bound, finish = bound_of(server, body), "stop"
+    if bound is not None and tokens(content) > bound:  # cut at the bound the server reads
+        content, finish = content[: bound * CHARS_PER_TOKEN], "length"
     prompt = prompt_text(body)
     model = behavior.served_model or str(body.get("model") or "fake-judge")
     cached = state.cached_tokens(model, prompt)
-    return {
+    usage = {
+        "prompt_tokens": tokens(prompt),
+        "completion_tokens": tokens(content),
+        "total_tokens": tokens(prompt) + tokens(content),
+        "prompt_tokens_details": {"cached_tokens": cached, "audio_tokens": 0},
+    }
+    completion = {
         "id": f"chatcmpl-fake{len(state.requests)}",
         "object": "chat.completion",
         "created": int(time.time()),
@@ -451,17 +248,21 @@ def completion_for(state: _State, body: dict, content: str | None = None) -> dic
             {
                 "index": 0,
                 "message": {"role": "assistant", "content": content, "refusal": None},
-                "finish_reason": "stop",
+                "finish_reason": finish,
                 "logprobs": None,
             }
         ],
-        "usage": {
-            "prompt_tokens": tokens(prompt),
-            "completion_tokens": tokens(content),
-            "total_tokens": tokens(prompt) + tokens(content),
-            "prompt_tokens_details": {"cached_tokens": cached, "audio_tokens": 0},
-        },
     }
+    shaped = shaped_usage(server, usage)
+    if shaped is not None:
+        completion["usage"] = shaped
+    return completion
+
+
+def server_kind(behavior: Behavior) -> ServerKind:
+    """The kind of server the fake answers as; `reject_response_format` makes it take no response_format."""
+    server = kind_named(behavior.server_kind)
+    return replace(server, formats=()) if behavior.reject_response_format else server
 
 
 class _Server(ThreadingHTTPServer):
@@ -472,7 +273,7 @@ class _Server(ThreadingHTTPServer):
 
     def __init__(self, address: tuple[str, int]) -> None:
         super().__init__(address, _Handler)
-        self.state = _State()
+        self.state = State()
         self.batches = FakeBatches(lambda body: completion_for(self.state, body))
 
 
@@ -498,6 +299,12 @@ class FakeOpenAI(BackgroundServer):
             return list(self._server.state.requests)
 
     @property
+    def embedding_requests(self) -> list[dict]:
+        """The JSON bodies of the `/v1/embeddings` requests received so far (a copy)."""
+        with self._server.state.lock:
+            return list(self._server.state.embedding_requests)
+
+    @property
     def statuses(self) -> dict[int, int]:
         with self._server.state.lock:
             return dict(self._server.state.statuses)
@@ -519,39 +326,9 @@ class FakeOpenAI(BackgroundServer):
         with self._server.state.lock:
             return list(self._server.state.handler_seconds)
 
-    def set_behavior(
-        self,
-        latency_ms: float = 0.0,
-        fault_rate: float = 0.0,
-        faults: Iterable[str] = FAULTS,
-        reject_response_format: bool = False,
-        seed: int | None = None,
-        timeout_seconds: float = 5.0,
-        retry_after_seconds: float = 0.1,
-        always_status: int | None = None,
-        api_key: str | None = None,
-        fault_first: int = 0,
-        sampled_status: int | None = None,
-        sampled_fault_first: int = 0,
-        sampled_disputes: bool = False,
-        served_model: str | None = None,
-    ) -> None:
-        self._server.state.configure(
-            sampled_status=sampled_status,
-            sampled_fault_first=sampled_fault_first,
-            sampled_disputes=sampled_disputes,
-            served_model=served_model,
-            latency_ms=latency_ms,
-            fault_rate=fault_rate,
-            faults=tuple(faults),
-            reject_response_format=reject_response_format,
-            seed=seed,
-            timeout_seconds=timeout_seconds,
-            retry_after_seconds=retry_after_seconds,
-            always_status=always_status,
-            api_key=api_key,
-            fault_first=fault_first,
-        )
+    def set_behavior(self, **fields: Any) -> None:
+        """Answer as `Behavior(**fields)` says from now on (every field not given is back to its default)."""
+        self._server.state.configure(**fields)
 
     @property
     def batches(self) -> FakeBatches:
@@ -583,6 +360,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reject-response-format", action="store_true")
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--timeout-seconds", type=float, default=5.0)
+    parser.add_argument("--server-kind", default="openai", help="openai, openai-reasoning, llama-cpp-python, proxy")
     args = parser.parse_args(argv)
     fake = FakeOpenAI(
         port=args.port,
@@ -592,6 +370,7 @@ def main(argv: list[str] | None = None) -> int:
         reject_response_format=args.reject_response_format,
         seed=args.seed,
         timeout_seconds=args.timeout_seconds,
+        server_kind=args.server_kind,
     )
     print(f"fake OpenAI listening on {fake.base_url}", flush=True)
     try:

@@ -7,7 +7,8 @@
         assert slack.calls_to("users.info") == [{"user": "U1"}]
 
 Every call is recorded (`.calls`); state covers users, conversations, chat, files, views, auth and bots.
-`rate_limit(method, times, retry_after)` makes the next calls answer 429 with Retry-After.
+`rate_limit(method, times, retry_after)` makes the next calls answer 429 with Retry-After; `refuse(method, error,
+times)` makes them answer an error (`missing_scope` by default, with `needed` and `provided` as Slack sends).
 `response_url(key)` gives a URL whose posts land in `.responses[key]` (slash commands, shortcuts);
 `rate_limit_response_url(key, times, retry_after)` makes its next posts answer 429 with Retry-After, and
 `expire_response_url(key)` makes it answer 404 `expired_url` (as after 30 minutes or 5 posts),
@@ -53,6 +54,7 @@ class Channel:
     is_private: bool = False
     members: list[str] = field(default_factory=list)
     is_ext_shared: bool = False
+    is_org_shared: bool = False  # shared across an Enterprise Grid organisation's workspaces
 
 
 class FakeSlack(BackgroundServer):
@@ -78,6 +80,7 @@ class FakeSlack(BackgroundServer):
         self.files: dict[str, dict[str, Any]] = {}  # file_id -> metadata, once completed
         self.responses: dict[str, list[Any]] = defaultdict(list)  # response_url key -> posted bodies
         self._rate_limits: dict[str, list[int]] = {}  # method -> [remaining, retry_after]
+        self._refusals: dict[str, list] = {}  # method -> [remaining, error]
         self.response_attempts: dict[str, list[float]] = defaultdict(list)  # response_url key -> post times
         self._response_limits: dict[str, list[int]] = {}  # response_url key -> [remaining, retry_after]
         self._expired_responses: set[str] = set()
@@ -143,9 +146,12 @@ class FakeSlack(BackgroundServer):
         members: list[str] | None = None,
         *,
         is_ext_shared: bool = False,
+        is_org_shared: bool = False,
     ) -> None:
         with self._lock:
-            self.channels[channel_id] = Channel(channel_id, name, is_private, list(members or []), is_ext_shared)
+            self.channels[channel_id] = Channel(
+                channel_id, name, is_private, list(members or []), is_ext_shared, is_org_shared
+            )
 
     def add_message(
         self,
@@ -168,6 +174,12 @@ class FakeSlack(BackgroundServer):
         with self._lock:
             self.messages[channel][ts] = message
         return message
+
+    def refuse(self, method: str, error: str = "missing_scope", times: int = 1_000_000) -> None:
+        """The next `times` calls to `method` answer `{"ok": false, "error": error}` as Slack does (a missing scope
+        names the scope needed and those the token has)."""
+        with self._lock:
+            self._refusals[method] = [times, error]
 
     def rate_limit(self, method: str, times: int = 1, retry_after: int = 1) -> None:
         """The next `times` calls to `method` answer 429 with this Retry-After (seconds)."""
@@ -274,6 +286,13 @@ class FakeSlack(BackgroundServer):
 
     def handle(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """Answer one API call (already recorded and authenticated)."""
+        with self._lock:
+            refusal = self._refusals.get(method)
+            if refusal and refusal[0] > 0:
+                refusal[0] -= 1
+                if refusal[1] == "missing_scope":
+                    return {"ok": False, "error": "missing_scope", "needed": "groups:read", "provided": "channels:read"}
+                return {"ok": False, "error": refusal[1]}
         handler = getattr(self, "_api_" + method.replace(".", "_"), None)
         if handler is None:
             return {"ok": False, "error": "unknown_method"}
@@ -328,8 +347,9 @@ class FakeSlack(BackgroundServer):
             "is_channel": not channel.is_private,
             "is_group": channel.is_private,
             "is_private": channel.is_private,
-            "is_shared": channel.is_ext_shared,
+            "is_shared": channel.is_ext_shared or channel.is_org_shared,
             "is_ext_shared": channel.is_ext_shared,
+            "is_org_shared": channel.is_org_shared,
             "is_member": RELMON_USER_ID in channel.members,
             "num_members": len(channel.members),
         }

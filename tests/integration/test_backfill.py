@@ -3,6 +3,7 @@ rate limits, never re-judging a live pair, never alerting; the Batch API and its
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 
 import pytest
@@ -178,3 +179,93 @@ def test_post_sends_the_report_with_its_chart_to_the_digest_channel_once_per_per
     later = datetime(2026, 6, 11, tzinfo=UTC)
     assert run_backfill(args(post=True), settings, now=later) == 0
     assert len(slack.posted("C_DIGEST")) == 2 and len(slack.files) == 2
+
+
+# Unknown privacy is private ---------------------------------------------------------------------------------
+
+
+def answers_off_topic(slack, channel: str) -> None:
+    """The channel's history with every answer off topic: each is among the report's worst, to be quoted or not."""
+    messages = history_messages(channel, 6)
+    for message in messages:
+        if message.get("bot_id"):
+            message["text"] = f"{message['text']} (offtopic, secret-{channel})"
+    load_fake(slack, channel, messages)
+
+
+def privacy_of(settings: Settings) -> dict[str, set[tuple[bool, bool]]]:
+    db = Database(settings.resolved_database_url)
+    try:
+        with db.session() as session:
+            rows = session.execute(select(Pair.channel_id, Pair.channel_is_private, Pair.channel_is_ext_shared))
+            found: dict[str, set[tuple[bool, bool]]] = {}
+            for channel, private, shared in rows:
+                found.setdefault(channel, set()).add((private, shared))
+            return found
+    finally:
+        db.dispose()
+
+
+def test_backfill_stores_what_slack_cannot_describe_or_shares_as_private_and_never_quotes_it(
+    tmp_path, capsys, redis_url
+):
+    """conversations.info refused (a missing scope, an unknown channel), or a channel shared with another
+    organisation (Slack Connect, or across an Enterprise Grid): stored private, quoted neither in the printed
+    report nor in the one posted to the digest channel; a public channel beside them is quoted."""
+    with FakeSlack() as slack, FakeOpenAI() as llm:
+        slack.add_channel("C_PUBLIC", "public", members=["U_RELMON"])
+        slack.add_channel("C_CONNECT", "connect", members=["U_RELMON"], is_ext_shared=True)
+        slack.add_channel("C_GRID", "grid", members=["U_RELMON"], is_org_shared=True)
+        slack.add_channel("C_DIGEST", "digest", members=["U_RELMON"])
+        channels = ["C_PUBLIC", "C_CONNECT", "C_GRID", "C_UNLISTED"]  # C_UNLISTED: conversations.info does not know it
+        for channel in channels:
+            answers_off_topic(slack, channel)
+        settings = settings_for(
+            slack, llm, tmp_path, watched_channels=channels, digest_channel_setting="C_DIGEST", redis_url=redis_url
+        )
+        assert run_backfill(args(post=True), settings, now=NOW) == 0
+        printed = capsys.readouterr().out
+        assert privacy_of(settings) == {
+            "C_PUBLIC": {(False, False)},
+            "C_CONNECT": {(True, True)},
+            "C_GRID": {(True, True)},
+            "C_UNLISTED": {(True, False)},
+        }
+        (posted,) = slack.posted("C_DIGEST")
+        shown = printed + json.dumps(posted)
+        assert "secret-C_PUBLIC" in shown  # the report does quote where it may
+        assert not [c for c in channels[1:] if f"secret-{c}" in shown]
+
+
+def test_backfill_stores_a_channel_as_private_when_conversations_info_is_refused(tmp_path):
+    with FakeSlack() as slack, FakeOpenAI() as llm:
+        slack.add_channel(C, "support", members=["U_RELMON"])
+        load_fake(slack, C, history_messages(C, 4))
+        slack.refuse("conversations.info", "missing_scope")
+        settings = settings_for(slack, llm, tmp_path)
+        assert run_backfill(args(), settings, now=NOW) == 0
+        assert privacy_of(settings) == {C: {(True, False)}}
+
+
+def test_import_reads_privacy_and_sharing_from_the_export(tmp_path):
+    """groups.json (private channels), mpims.json (group DMs) and an entry's sharing flags decide; not a
+    hard-coded "public, not shared"."""
+    with FakeSlack() as slack, FakeOpenAI() as llm:
+        names = {"C_OPEN": "open", "G_TEAM": "team", "G_MPDM": "mpdm-ana--bob-1", "C_EXT": "ext"}
+        channels = {cid: (name, history_messages(cid, 2)) for cid, name in names.items()}
+        path = tmp_path / "export.zip"
+        path.write_bytes(
+            export_zip(
+                channels,
+                listed_in={"G_TEAM": "groups.json", "G_MPDM": "mpims.json"},
+                entries={"C_EXT": {"is_ext_shared": True, "is_shared": True}},
+            )
+        )
+        settings = settings_for(slack, llm, tmp_path, watched_channels=list(channels))
+        assert run_import(args(export=str(path)), settings, now=NOW) == 0
+        assert privacy_of(settings) == {
+            "C_OPEN": {(False, False)},
+            "G_TEAM": {(True, False)},
+            "G_MPDM": {(True, False)},
+            "C_EXT": {(True, True)},
+        }

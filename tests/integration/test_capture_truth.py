@@ -140,6 +140,28 @@ def test_notices_are_never_a_question(bot: ServedBot, subtype: str) -> None:
     assert pair.question_text == "Is the API down?"
 
 
+def test_a_huddles_thread_through_the_bot_its_notice_nobodys_words(bot: ServedBot) -> None:
+    """Slackbot roots a huddle's thread; the asker's notes are broadcast ("also send to channel"), carrying the
+    notice as their `root`; the bot answers twice. Neither the root's event nor the broadcast's `root` is logged as
+    anyone's words: the questions are the asker's, and the follow-up's earlier turns are the asker's and the bot's
+    (no "[customer] A huddle started")."""
+    root = ss.huddle_root(C, sr.next_ts())
+    send(bot, root)
+    notes = sr.thread_broadcast(sr.human_message(C, sr.next_ts(), "Our SSO login loops back to the start"), root)
+    send(bot, notes)
+    send(bot, sr.bot_message(C, sr.next_ts(), "Check the IdP metadata URL.", thread_ts=root["ts"]))
+    follow = sr.human_message(C, sr.next_ts(), "Where is that URL?", thread_ts=root["ts"])
+    send(bot, follow)
+    send(bot, sr.bot_message(C, sr.next_ts(), "Admin > SSO > Metadata.", thread_ts=root["ts"]))
+    assert set(settle_all(bot).values()) == {"pending"}
+    first, second = sorted(bot.pairs(), key=lambda p: float(p.answer_ts))
+    assert (first.question_ts, first.question_text) == (notes["ts"], "Our SSO login loops back to the start")
+    assert (second.question_ts, second.question_text) == (follow["ts"], "Where is that URL?")
+    assert first.context_text is None
+    assert second.context_text == "[customer] Our SSO login loops back to the start\n[bot] Check the IdP metadata URL."
+    assert bot.runtime.redis.get(f"relmon:msg:{C}:{root['ts']}") is None  # the notice was never logged
+
+
 def test_a_message_without_words_is_never_a_question(bot: ServedBot) -> None:
     q = sr.human_message(C, sr.next_ts(), "How do I export?")
     send(bot, q)

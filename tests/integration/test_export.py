@@ -112,7 +112,7 @@ def test_jsonl_has_every_judgment_with_its_pair(database: Database, db_url: str,
         "gpt-4o-mini",
     )
     assert (first["prompt_tokens"], first["cached_tokens"], first["completion_tokens"]) == (1200, 1152, 30)
-    assert rows[1]["cached_tokens"] == 0  # stored without a figure: nothing cached
+    assert rows[1]["cached_tokens"] is None  # stored without a figure: unknown, not "nothing cached"
     assert datetime.fromisoformat(first["created_at"]) == datetime(2025, 1, 10, 12, 0, tzinfo=UTC)
     assert rows[1]["answer"] == "Au 3ᵉ étage."
     assert rows[2]["score"] is None and rows[2]["error"] == "unreadable reply"
@@ -126,7 +126,7 @@ def test_csv_round_trips_through_a_csv_reader(database: Database, db_url: str, t
     assert rows[0]["answer"] == "Press Reset.\nThen wait, please."  # quoted newline survives
     assert rows[0]["question"] == 'How do I reset, "quickly"?'
     assert float(rows[1]["score"]) == 4.0 and rows[2]["score"] == ""
-    assert (rows[0]["prompt_tokens"], rows[0]["cached_tokens"], rows[1]["cached_tokens"]) == ("1200", "1152", "0")
+    assert (rows[0]["prompt_tokens"], rows[0]["cached_tokens"], rows[1]["cached_tokens"]) == ("1200", "1152", "")
 
 
 FORMULAS = ['=HYPERLINK("https://evil")', "+1+1", "-2+3", "@SUM(A1)", "\tcmd", "\rcmd"]

@@ -13,6 +13,7 @@ import pytest
 
 from judges import CorrectnessJudge, GroundedJudge, LLMClient, RelevancyJudge, TransientLLMError, get_judge
 from judges.client import retry_after_seconds
+from judges.prompts import delimit
 from tests.bursts import burst
 from tests.fakes.openai_server import GARBAGE, FakeOpenAI, prompt_text
 from tests.services import free_port
@@ -242,7 +243,8 @@ def test_prompt_injection_stays_inside_the_response_field(fake: FakeOpenAI) -> N
     verdict = RelevancyJudge().evaluate(client_for(fake), QUESTION, answer)
     system, user = fake.requests[0]["messages"]
     assert system == {"role": "system", "content": RelevancyJudge.system}
-    assert user["content"] == seed_relevancy_template().format(user_message=QUESTION, response=answer)
+    texts = delimit({"user_message": QUESTION, "response": answer})
+    assert user["content"] == seed_relevancy_template().format(**texts)
     assert verdict.score == 0  # the fake read the whole answer as the response, "offtopic" included
 
 
@@ -271,7 +273,7 @@ def test_an_answer_that_tries_prompt_injection_stays_in_the_data_part(fake: Fake
     judge.evaluate(client, QUESTION, ANSWER, REFERENCE)
     hostile, harmless = (prompt_text(body) for body in fake.requests)
     marked = judge.render("\x00", "\x00", "\x00", 100_000)
-    head = judge.system + "\n" + marked[: marked.index("\x00")]  # everything before the first text
+    head = judge.system + "\n" + marked[: marked.index("<<<BEGIN ")]  # everything before the first text's delimiter
     assert hostile.startswith(head) and harmless.startswith(head)
     assert INJECTION not in head and hostile.count(INJECTION) == 1
     assert hostile.index(INJECTION) >= len(head)
@@ -322,7 +324,7 @@ def test_the_constant_prefix_is_cached_from_the_second_request(judge) -> None:
             for n in range(3)
         ]
     marked = judge.render("\x00", "\x00", "\x00", 100_000)
-    constant = len(judge.system + "\n" + marked[: marked.index("\x00")]) // 4  # the fake's 4 characters a token
+    constant = len(judge.system + "\n" + marked[: marked.index("<<<BEGIN ")]) // 4  # the fake's 4 characters a token
     for verdict in later:
         assert verdict.status == "ok"
         assert 1024 <= verdict.cached_tokens <= constant and verdict.cached_tokens % 128 == 0

@@ -10,10 +10,13 @@ import json
 
 import pytest
 
+from judges.context import HEADING, QUESTION_LABEL
 from store.models import ConfirmationStatus
 from tests import slack_requests as sr
 from tests.bot_harness import SECRET
+from tests.fakes.openai_server import is_sampled, prompt_text
 from tests.processes import wait_for
+from tests.running_system import CHANNEL
 
 pytestmark = pytest.mark.slow
 
@@ -89,3 +92,35 @@ def test_a_second_opinion_the_llm_fails_once_is_retried_and_alerts_once(make_sys
     )
     assert len(second_calls(system)) == 2 and system.llm.statuses[500] == 1
     assert set(system.posted_low_alerts().values()) == {1}
+
+
+def earlier_turns(request: dict) -> str | None:
+    """The earlier turns a judge request carries before its question (judges.context.with_context), if any."""
+    prompt = prompt_text(request)
+    start = prompt.find(HEADING)
+    if start == -1:
+        return None
+    return prompt[start + len(HEADING) : prompt.find(QUESTION_LABEL, start)].strip()
+
+
+def test_a_follow_ups_second_opinion_reads_the_earlier_turns_its_first_verdict_read(make_system) -> None:
+    """A low score on a follow-up in a thread: the confirming request carries the same earlier turns as the first
+    verdict's request (one JudgeInput for both), not the bare follow-up question."""
+    system = make_system(workers=1, concurrency=2)
+    root_ts, first_ts, follow_up_ts, second_ts = (sr.next_ts() for _ in range(4))
+    for event in (
+        sr.human_message(CHANNEL, root_ts, "How do I export my data?"),
+        sr.bot_message(CHANNEL, first_ts, "Use Settings > Export on the web.", thread_ts=root_ts),
+        sr.human_message(CHANNEL, follow_up_ts, "And on Android?", thread_ts=root_ts),
+        sr.bot_message(CHANNEL, second_ts, LOW, thread_ts=root_ts),
+    ):
+        system.send(event)
+    system.answers.update({first_ts: False, second_ts: True})
+    system.wait_until_finished()
+    assert system.check_exactly_once()["alerts"] == 1
+
+    about_the_follow_up = [request for request in system.llm.requests if LOW in prompt_text(request)]
+    [first] = [request for request in about_the_follow_up if not is_sampled(request)]
+    [second] = second_calls(system)
+    assert earlier_turns(first) == "[customer] How do I export my data?\n[bot] Use Settings > Export on the web."
+    assert earlier_turns(second) == earlier_turns(first)

@@ -12,12 +12,14 @@ from pathlib import Path
 import pytest
 
 from judges import get_judge
+from judges.prompts import delimit
 from store.models import JudgmentStatus, PairStatus
 from tests import slack_requests as sr
 from tests.fakes.openai_server import FakeOpenAI, prompt_text
 from tests.fakes.slack_server import FakeSlack
 from tests.processes import wait_for
 from tests.running_system import ALERTS, CHANNEL, relmon_processes
+from tests.unit.test_judges_parsing import seed_relevancy_template
 
 pytestmark = pytest.mark.slow
 
@@ -46,10 +48,12 @@ def test_an_injected_answer_stays_inside_its_field_end_to_end(make_system) -> No
     instructions, user = request["messages"]
     assert instructions == {"role": "system", "content": judge.system}  # constant, first
     prompt = user["content"]
-    assert prompt == judge.template.render({"user_message": question, "response": INJECTION})
-    before, injected, after = prompt.partition(INJECTION)
-    assert injected and INJECTION not in after
-    seed_head = judge.template.render({"user_message": question, "response": ""})
+    texts = delimit({"user_message": question, "response": INJECTION})  # each text between its delimiter lines
+    assert prompt == seed_relevancy_template().format(**texts)
+    before, injected, after = prompt.partition(texts["response"])
+    assert injected and INJECTION not in after and INJECTION not in before
+    # The seed with the question in its delimiters and nothing in the answer's field: what surrounds the answer.
+    seed_head = seed_relevancy_template().format(user_message=texts["user_message"], response="")
     assert prompt.startswith(before) and seed_head.startswith(before)
     assert after == seed_head[len(before) :]  # the seed's closing instructions, untouched
     assert before.count("### RESPONSE:") == 1 and before.rstrip().endswith("### RESPONSE:")

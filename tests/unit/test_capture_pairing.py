@@ -151,7 +151,11 @@ RELMON_MESSAGE = sr.bot_message("C1", "1.4", "x", bot_id="B_RELMON", app_id="A_R
             ["B_RELMON"],
             Author.OWN,
         ),
-        (sr.human_message("C1", "1.5", "joined", subtype="channel_join"), MONITORED, Author.HUMAN),
+        (
+            sr.human_message("C1", "1.5", "joined", subtype="channel_join"),
+            MONITORED,
+            Author.OTHER,
+        ),  # a notice: nobody's words
     ],
 )
 def test_author_of(event: dict, monitored: list[str], expected: Author) -> None:

@@ -14,6 +14,7 @@ from capture.pairing import (
     bot_user_of,
     find_question,
     is_bookkeeping,
+    is_notice,
     is_tombstone,
     logged_message,
     message_of,
@@ -185,6 +186,62 @@ def test_the_bot_user_is_learnt_from_a_message_with_bot_id_and_user(configured: 
 @pytest.mark.parametrize("subtype", ss.NOTICE_SUBTYPES)
 def test_notices_are_ignored(subtype: str) -> None:
     assert subtype in IGNORED_SUBTYPES
+    event = ss.notice(C, "100.000001", subtype)
+    assert is_notice(event) and author_of(event, {"B_SUPPORT"}, OWN) == Author.OTHER
+
+
+def test_slackbot_and_unknown_subtypes_are_nobodys_words() -> None:
+    """Slackbot's huddle root, Slackbot's own messages, a tombstone and a subtype Slack adds tomorrow are notices
+    (even when a bot_add names the support bot's bot_id); a person's message, file, /me and broadcast, and a bot's
+    message, are words."""
+    huddle = ss.huddle_root(C, "100.000001")
+    notices = [
+        huddle,
+        ss.slackbot_message(C, "100.000002", "Reminder: how do I file expenses?"),
+        message_of(ss.tombstone(dict(sr.human_message(C, "100.000003", "q"), reply_count=1), "100.000009")),
+        sr.human_message(C, "100.000004", "Shared a list", subtype="list_record_shared"),
+        dict(sr.bot_message(C, "100.000005", "added an integration"), subtype="bot_add"),
+    ]
+    for event in notices:
+        assert is_notice(event), event
+        assert author_of(event, {"B_SUPPORT"}, OWN) == Author.OTHER
+    q = sr.human_message(C, "100.000006", "How do I export?")
+    words = [
+        q,
+        sr.file_share(sr.human_message(C, "100.000007", "this error"), "error.png"),
+        sr.human_message(C, "100.000008", "waves", subtype="me_message"),
+        sr.thread_broadcast(sr.human_message(C, "100.000010", "also this"), q),
+        sr.bot_message(C, "100.000011", "Use Export."),
+        sr.classic_bot_message(C, "100.000012", "Done"),
+    ]
+    assert not any(is_notice(event) for event in words)
+
+
+def test_a_question_in_a_huddles_thread_is_paired_and_the_notice_is_no_turn() -> None:
+    """The huddle's root (Slackbot's notice) is never the question nor an earlier turn; its thread's questions
+    are paired like any other, also when read back from conversations.replies (capture.history.read_message)."""
+    from capture.conversation import earlier_turns
+    from capture.history import read_message
+
+    root = ss.huddle_root(C, "100.000001")
+    first = sr.human_message(C, "100.000002", "Notes: we could not log in with SSO", thread_ts=root["ts"])
+    answer1 = sr.bot_message(C, "100.000003", "Check the IdP metadata URL.", thread_ts=root["ts"])
+    question = sr.human_message(C, "100.000004", "Where is the metadata URL?", thread_ts=root["ts"])
+    answer2 = sr.bot_message(C, "100.000005", "Admin > SSO > Metadata.", thread_ts=root["ts"])
+    raw = [root, first, answer1, question, answer2]
+    for messages in (
+        [logged(m) for m in raw],  # events (a notice logged by an older bot is another bot's: still no turn)
+        [m for m in (read_message(r, ["B_SUPPORT"], OWN) for r in raw) if m],  # history and exports
+    ):
+        assert find_question(logged(answer1), messages, WINDOW).ts == first["ts"]
+        asked = find_question(logged(answer2), messages, WINDOW)
+        assert asked.ts == question["ts"]
+        turns = earlier_turns(asked, messages)
+        assert [(who, m.ts) for who, m in turns] == [("customer", first["ts"]), ("bot", answer1["ts"])]
+    assert read_message(root, ["B_SUPPORT"], OWN) is None
+    # With nothing but the notice before it, an answer has no question (not "A huddle started").
+    lone = sr.bot_message(C, "100.000006", "Hi!", thread_ts="100.000001")
+    assert find_question(logged(lone), [logged(root), logged(lone)], WINDOW) is None
 
 
 def test_a_message_without_words_or_files_is_never_a_question() -> None:

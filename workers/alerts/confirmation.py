@@ -20,6 +20,7 @@ from store.confirmations import SecondOpinion
 from store.models import ConfirmationStatus
 from workers import budget
 from workers.alerts.policy import confirmation_outcome
+from workers.judging.pair_view import PairView
 
 log = logging.getLogger("relmon.alerts")
 
@@ -64,18 +65,14 @@ def _ask(
     runtime: Runtime, wanted: confirmations.ToConfirm, threshold: float | None, *, last_attempt: bool
 ) -> SecondOpinion:
     settings = runtime.settings
+    pair = PairView.of(wanted.pair)
     unit = budget_key(wanted.judge, wanted.pair_version)
-    if not budget.charge(runtime.db, wanted.pair_id, unit, settings.daily_budget):
+    if not budget.charge(runtime.db, pair.id, unit, settings.daily_budget):
         return SecondOpinion(ConfirmationStatus.UNCONFIRMED, error="daily budget spent")
     judge = get_judge(wanted.judge)
     try:
-        verdict = judge.evaluate(
-            runtime.llm,
-            question=wanted.question,
-            answer=wanted.answer,
-            reference=wanted.reference,
-            sampling=sampling(settings.confirm_model),
-        )
+        # The input the first verdict read (the earlier turns too): the second opinion judges the same texts.
+        verdict = judge.evaluate(runtime.llm, *pair.judge_input.texts, sampling=sampling(settings.confirm_model))
     except TransientLLMError as error:
         if not last_attempt:
             raise

@@ -111,6 +111,7 @@ def render_low(runtime: Runtime, session: Session, row: Alert) -> dict:
             context=pair.context_text,
             revision=revision,
             signals=tuple(describe(name, after) for name, after in signals_with_times(session, pair.id)),
+            forgotten=(row.details or {}).get("forgotten"),
         )
     )
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from common.telemetry.logs import event_fields
-from judges.context import with_context
+from judges.context import JudgeInput
 from workers import sampling
 
 
@@ -45,9 +45,9 @@ class PairView:
         )
 
     @property
-    def judged_question(self) -> str:
-        """The question as the judges read it: with the conversation's earlier turns before it, if any."""
-        return with_context(self.question, self.context)
+    def judge_input(self) -> JudgeInput:
+        """What every verdict on this version of the pair reads (the first and a second opinion alike)."""
+        return JudgeInput.of(self.question, self.answer, self.reference, self.context)
 
     def budget_unit(self, judge: str) -> str:
         """The budget's key for this judgment: each re-judgment of an edited answer is a unit of its own."""

@@ -96,9 +96,10 @@ def verdict_values(verdict, *, pair_id: int, cache_key: str) -> dict[str, Any]:
         "normalized_score": verdict.normalized_score,
         "reasoning": verdict.reasoning,
         "model": verdict.model,
-        "prompt_tokens": verdict.prompt_tokens or 0,
-        "cached_tokens": verdict.cached_tokens or 0,
-        "completion_tokens": verdict.completion_tokens or 0,
+        # As the provider reported them (None: it did not say); a reused verdict made no call: 0.
+        "prompt_tokens": 0 if verdict.cached else verdict.prompt_tokens,
+        "cached_tokens": 0 if verdict.cached else verdict.cached_tokens,
+        "completion_tokens": 0 if verdict.cached else verdict.completion_tokens,
         "latency_ms": verdict.latency_ms or 0.0,
         "raw_output": verdict.raw_output,
         "prompt_version": verdict.prompt_version,

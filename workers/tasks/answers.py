@@ -1,4 +1,4 @@
-"""`capture_answer` and `forget_question`: the SQL side of capture, done by a worker.
+"""`capture_answer`: the SQL side of capture, done by a worker (a deletion's scrub: workers.tasks.forgetting).
 
 The bot logs every message in Redis (capture.conversation_log) and acknowledges Slack without touching the
 database: a busy worker holding SQLite's write lock made acknowledgements wait hundreds of milliseconds. For each
@@ -50,6 +50,7 @@ from common.telemetry.logs import event_fields
 from store import pairs
 from store.models import PairStatus
 from workers.tasks.capture import PairSnapshot, settle
+from workers.tasks.forgetting import forget_message_in
 from workers.tasks.judging import judge_pair, judge_settled
 
 log = logging.getLogger("relmon.capture")
@@ -260,17 +261,6 @@ class _StoredMark:
         pipe.execute()
 
 
-def forget_question_in(runtime: Runtime, channel: str, ts: str) -> int:
-    """A person deleted their message: no pair keeps quoting it; one still waiting for its judge looks for its
-    question again. Returns how many pairs were re-opened."""
-    with runtime.db.session() as session:
-        reopened = pairs.forget_question(session, channel, ts)
-    for pair_id, version in reopened:
-        celery.send_task(task_names.SETTLE_PAIR, args=[pair_id, version])
-    log.info("deleted question forgotten", extra=event_fields(channel=channel, message_ts=ts, pairs=len(reopened)))
-    return len(reopened)
-
-
 # The database may be down for a while (a restart, a failover): the log keeps the answer, the task waits.
 _RETRIED = {
     "acks_late": True,
@@ -315,5 +305,6 @@ def capture_answer(
 
 
 @celery.task(name=task_names.FORGET_QUESTION, **_RETRIED)
-def forget_question(channel: str, ts: str) -> int:
-    return forget_question_in(get_runtime(), channel, ts)
+def forget_question(channel: str, ts: str) -> str:
+    """An older bot's task for a deleted question: the one deletion path (workers.tasks.forgetting) runs it."""
+    return forget_message_in(get_runtime(), channel, ts)

@@ -26,12 +26,12 @@ from capture.conversation_log import ConversationLog, HistoryFallback
 from capture.directory import BotUsers, UserNames, own_identity
 from capture.outcomes import window_closes_at
 from capture.pairing import (
-    IGNORED_SUBTYPES,
     STREAMING,
     Author,
     LoggedMessage,
     Resolution,
     author_of,
+    is_notice,
     logged_message,
     resolve,
 )
@@ -81,7 +81,7 @@ def _history(runtime: Runtime, log_: ConversationLog, channel: str, answer: Logg
         return
     monitored = BotUsers(runtime.redis, runtime.slack, settings.monitored_bots).ids()
     for message in raw:
-        if not message.get("ts") or message.get("subtype") in IGNORED_SUBTYPES:
+        if not message.get("ts") or is_notice(message):
             continue
         if log_.get(channel, message["ts"]) is not None:
             continue  # the log knows better (a tombstone, a later edit)

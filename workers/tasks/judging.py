@@ -143,8 +143,8 @@ def _judge(
         ):
             set_pair_status(connection, pair_id, PairStatus.SKIPPED_SAMPLING, only_from=[PairStatus.PENDING])
             return PairStatus.SKIPPED_SAMPLING
-        question = pair.judged_question
-        keys = {name: get_judge(name).cache_key(model, question, pair.answer, pair.reference) for name in todo}
+        given = pair.judge_input
+        keys = {name: get_judge(name).cache_key(model, *given.texts) for name in todo}
         cached = find_cached_many(connection, list(keys.values()))
 
     # Rows an interrupted earlier run stored may never have been handed on: hand them on again (the alert task
@@ -167,7 +167,7 @@ def _judge(
         ):
             return _skip_for_budget(runtime, pair, store_judgments(engine, pair, ready, mark_judged=False))
         try:
-            verdict = judge.evaluate(runtime.llm, question=question, answer=pair.answer, reference=pair.reference)
+            verdict = judge.evaluate(runtime.llm, *given.texts)
             ready.append(verdict_values(verdict, pair_id=pair_id, cache_key=key))
         except TransientLLMError as error:
             if may_retry_llm(llm_attempts, settings.llm_max_retries, task.request.retries, task.max_retries):

@@ -45,6 +45,7 @@ from store import outcomes as store
 from store import pairs
 from store.models import as_utc
 from workers import noted_tasks
+from workers.tasks import golden
 
 log = logging.getLogger("relmon.outcomes")
 
@@ -183,6 +184,7 @@ def _observe(runtime: Runtime, channel: str, message: LoggedMessage, watches: li
             new = store.record_signals(connection, pair_id, outcome.signals, at=at)
         if reference and outcome.reference:
             _take_reference(runtime, pair_id, reference)
+            golden.collect_takeover(runtime, pair_id, message.ts)  # the question joins the golden set
         _announce(runtime, pair_id, new, channel=channel, message_ts=message.ts)
         if new:
             recorded[pair_id] = new

@@ -1,0 +1,149 @@
+"""`relmon golden export|import|list|remove`: the golden set on the command line.
+
+The export is an admin's command: whoever runs it reads the database directly, so what it holds is decided here.
+Public channels' items are always exported; a private channel's items only with `--channel ID` (that channel's) or
+`--include-private` (all of them: the admin takes on sharing them only with the channels' members). Every text is
+redacted when RELMON_REDACT_PII is on, or with `--redact`: texts typed in Slack's modal and imported sets too."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from capture.redact import redact
+from golden.formats import render
+from golden.importing import ImportProblem, read_any
+from relmon.export import open_output, safe_cell
+from store import golden as store
+from store.db import Database
+from store.golden_models import GoldenItem
+from store.settings import Settings
+
+MAX_IMPORT_BYTES = 200 * 1024 * 1024  # a set of a million items fits; a bigger file is a mistake, not a set
+_TEXTS = ("question", "context", "expected", "bot_answer")
+
+
+def as_plain(item: GoldenItem, *, redacting: bool) -> dict[str, Any]:
+    """An item as golden.formats reads it, redacted when asked."""
+    created = item.created_at if item.created_at.tzinfo else item.created_at.replace(tzinfo=UTC)
+    plain = {
+        "id": item.id,
+        "question": item.question,
+        "context": item.context,
+        "expected": item.expected,
+        "bot_answer": item.bot_answer,
+        "topic": item.topic,
+        "channel": item.channel_id,
+        "private": item.channel_is_private,
+        "permalink": item.permalink,
+        "times": item.times,
+        "origin": item.origin,
+        "created_at": created.astimezone(UTC).isoformat(),
+    }
+    if redacting:
+        plain |= {name: redact(plain[name]) if plain[name] else plain[name] for name in _TEXTS}
+    return plain
+
+
+@contextmanager
+def _database(settings: Settings) -> Iterator[Database]:
+    database = Database(settings.resolved_database_url, pool_size=1)
+    try:
+        database.migrate()
+        yield database
+    finally:
+        database.dispose()
+
+
+def run_export(args, settings: Settings) -> int:
+    allowed = None if args.include_private else set(args.channel or ())
+    redacting = settings.redact_pii or args.redact
+    with _database(settings) as database, database.reading() as session:
+        items = [as_plain(item, redacting=redacting) for item in store.active_items(session, allowed)]
+    with open_output(args.output) as out:
+        for piece in render(items, args.format, cell=safe_cell):
+            out.write(piece)
+    private = sum(1 for item in items if item["private"])
+    note = f", {private} from private channels" if private else ""
+    print(f"relmon golden export: {len(items)} item(s){note} as {args.format}", file=sys.stderr)
+    return 0
+
+
+def run_import(args, settings: Settings) -> int:
+    path = Path(args.file)
+    try:
+        if path.stat().st_size > MAX_IMPORT_BYTES:
+            print(f"relmon golden import: {path} is over {MAX_IMPORT_BYTES // 2**20} MB: not a set", file=sys.stderr)
+            return 2
+        rows = read_any(path.read_bytes().decode("utf-8"))
+    except OSError as error:
+        print(f"relmon golden import: cannot read {path}: {error.strerror}", file=sys.stderr)
+        return 2
+    except UnicodeDecodeError as error:
+        print(f"relmon golden import: {path} is not UTF-8 (byte {error.start}): save it as UTF-8", file=sys.stderr)
+        return 2
+    except ImportProblem as problem:
+        print(f"relmon golden import: {path}: {problem}", file=sys.stderr)
+        return 2
+    with _database(settings) as database, database.session() as session:
+        added, updated = store.import_items(session, rows)
+    print(f"relmon golden import: {added} new item(s), {updated} updated, from {len(rows)} record(s)", file=sys.stderr)
+    return 0
+
+
+def run_list(args, settings: Settings) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    with _database(settings) as database, database.reading() as session:
+        items = store.active_items(session, None if args.include_private else set())
+        table = Table("id", "question", "expected", "times", "origin", "channel", title="The golden set")
+        for item in items:
+            table.add_row(str(item.id), _cut(item.question), _cut(item.expected or "—"), str(item.times), item.origin,
+                          item.channel_id or "")  # fmt: skip
+    Console().print(table)
+    return 0
+
+
+def run_remove(args, settings: Settings) -> int:
+    with _database(settings) as database, database.session() as session:
+        removed = store.remove_item(session, args.item_id, "cli", datetime.now(UTC))
+    if not removed:
+        print(f"relmon golden remove: no item {args.item_id} in the set", file=sys.stderr)
+        return 1
+    print(f"relmon golden remove: item {args.item_id} removed", file=sys.stderr)
+    return 0
+
+
+def _cut(text: str, width: int = 60) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def add_arguments(commands) -> None:
+    """The `golden` subcommand's own subcommands (relmon.cli)."""
+    from golden.formats import FORMATS
+
+    golden = commands.add_parser("golden", help="the golden set: export, import, list, remove")
+    actions = golden.add_subparsers(dest="golden_command", required=True, metavar="ACTION")
+    export = actions.add_parser("export", help="write the set in an evaluation tool's import format")
+    export.add_argument("--format", choices=FORMATS, default="jsonl")
+    export.add_argument("--output", "-o", help="write to this file instead of stdout")
+    export.add_argument("--channel", action="append", help="also this private channel's items (repeatable)")
+    export.add_argument("--include-private", action="store_true", help="every private channel's items too")
+    export.add_argument("--redact", action="store_true", help="redact PII even if RELMON_REDACT_PII is off")
+    imported = actions.add_parser("import", help="add a set from DeepEval, Langfuse, LangSmith, Braintrust, ...")
+    imported.add_argument("file")
+    listed = actions.add_parser("list", help="print the set")
+    listed.add_argument("--include-private", action="store_true")
+    remove = actions.add_parser("remove", help="take an item out of the set")
+    remove.add_argument("item_id", type=int)
+
+
+def run_golden(args, settings: Settings) -> int:
+    action = {"export": run_export, "import": run_import, "list": run_list, "remove": run_remove}
+    return action[args.golden_command](args, settings)

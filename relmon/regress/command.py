@@ -1,0 +1,157 @@
+"""`relmon regress CANDIDATES`: the answers a new version of the bot gave to the golden questions, judged against the
+expected answers (golden.regress), compared with a baseline run, reported for people and for CI.
+
+Exit status: 0 good enough; 1 the pass rate is below --min-pass, an item that passed in the baseline now fails, or
+the LLM stayed unreachable (the next run resumes); 2 a usage or input problem (nothing judged); 3 the daily budget
+is spent (the next run resumes) or the database is unreachable."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from golden.candidates import Candidate, CandidatesProblem, read_candidates
+from golden.regress import CHECKS, compare, exit_status, item_result, summarize
+from judges import get_judge
+from relmon.regress.judging import Check, Judging, StopRun, checks_of
+from relmon.regress.report import junit_xml, print_report, report_json
+from store import golden as golden_store
+from store import regress_runs
+from store.db import Database
+from store.golden_models import GoldenItem
+from store.settings import Settings
+
+
+def _fail(message: str, code: int) -> int:
+    print(f"relmon regress: {message}", file=sys.stderr)
+    return code
+
+
+def input_sha(candidates: list[Candidate], items: dict[int, GoldenItem], model: str) -> str:
+    """What makes two runs the same run: the answers, what they are judged against, the model and the prompts."""
+    digest = hashlib.sha256(model.encode())
+    for name in ("relevancy", "correctness", "grounded"):
+        digest.update(get_judge(name).prompt_version.encode())
+    for candidate in candidates:
+        item = items[candidate.item_id]
+        for part in (str(candidate.item_id), candidate.answer, item.question, item.context or "", item.expected or ""):
+            encoded = part.encode()
+            digest.update(len(encoded).to_bytes(8, "big") + encoded)
+    return digest.hexdigest()
+
+
+def _baseline(database: Database, wanted: str | None, run_id: int) -> tuple[dict[str, str] | None, Any]:
+    """(item id → outcome, what it was) of the baseline: `none`, a run id, an earlier --json file, or by default
+    the last finished run before this one."""
+    if wanted == "none":
+        return None, None
+    if wanted and not wanted.isdigit():
+        try:
+            report = json.loads(Path(wanted).read_text(encoding="utf-8"))
+            return {str(item["id"]): item["outcome"] for item in report["items"]}, wanted
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            raise StopRun(f"--baseline {wanted}: not a report of relmon regress ({error})", 2) from None
+    with database.reading() as session:
+        run = regress_runs.finished_run(session, int(wanted) if wanted else None, before=None if wanted else run_id)
+        if run is None:
+            if wanted:
+                raise StopRun(f"--baseline {wanted}: no finished run with that id", 2)
+            return None, None
+        report = run.report or {}
+    return {str(item["id"]): item["outcome"] for item in report.get("items", [])}, run.id
+
+
+def run_regress(args, settings: Settings) -> int:
+    path = Path(args.candidates)
+    if not 0.0 <= args.min_pass <= 1.0:
+        return _fail(f"--min-pass is a fraction between 0 and 1, not {args.min_pass}", 2)
+    database = Database(settings.resolved_database_url, pool_size=max(2, args.threads))
+    try:
+        database.migrate()
+        with database.reading() as session:
+            items = {item.id: item for item in golden_store.active_items(session, None)}
+            session.expunge_all()
+        try:
+            with path.open("rb") as handle:
+                candidates = read_candidates(handle, {i: item.question for i, item in items.items()})
+        except OSError as error:
+            return _fail(f"cannot read {path}: {error.strerror}", 2)
+        except CandidatesProblem as problem:
+            return _fail(f"{path}: nothing judged:\n{problem}", 2)
+        lacking = [f"line {c.line}: item {c.item_id} has no expected answer yet (write it in Slack or import one)"
+                   for c in candidates if not items[c.item_id].expected]  # fmt: skip
+        if lacking:
+            return _fail(f"{path}: nothing judged:\n" + "\n".join(lacking), 2)
+        return _judge_and_report(args, settings, database, path, candidates, items)
+    except StopRun as stop:
+        return _fail(str(stop), stop.code)
+    finally:
+        database.dispose()
+
+
+def _judge_and_report(args, settings, database, path, candidates, items) -> int:
+    from relmon.backfill.command import backfill_llm
+
+    sha = input_sha(candidates, items, settings.judge_model)
+    with database.session() as session:
+        run = regress_runs.unfinished(session, sha)
+        run_id = run.id if run is not None else regress_runs.start(session, sha, path.name, len(candidates))
+        stored = regress_runs.stored_checks(session, run_id)
+    if run is not None:
+        done = sum(1 for _charged, verdict in stored.values() if verdict is not None)
+        print(f"relmon regress: resuming run {run_id} ({done} of {4 * len(candidates)} checks kept)", file=sys.stderr)
+    every: list[Check] = []
+    for candidate in candidates:
+        item = items[candidate.item_id]
+        every += checks_of(str(item.id), item.question, item.context, candidate.answer, item.expected)
+    todo = [(check, stored.get((check.item_key, check.name), (False, None))[0]) for check in every
+            if stored.get((check.item_key, check.name), (False, None))[1] is None]  # fmt: skip
+    console = Console(stderr=True)
+    columns = (TextColumn("judging"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=console, disable=not console.is_terminal) as progress:
+        task = progress.add_task("checks", total=len(every), completed=len(every) - len(todo))
+        judging = Judging(database, backfill_llm(settings), run_id, settings.daily_budget, args.threads,
+                          on_done=lambda n: progress.advance(task, n))  # fmt: skip
+        if args.batch:
+            judging.batch(todo, settings.batch_poll_seconds)
+        else:
+            judging.online(todo)
+    with database.reading() as session:
+        stored = regress_runs.stored_checks(session, run_id)
+    results = []
+    for candidate in candidates:
+        key = str(candidate.item_id)
+        verdicts = {name: stored[(key, name)][1] or {} for name in CHECKS}
+        results.append(item_result(key, verdicts, relevancy_threshold=settings.threshold))
+    baseline, baseline_run = _baseline(database, args.baseline, run_id)
+    compare(results, baseline)
+    summary = summarize(results)
+    questions = {str(c.item_id): items[c.item_id].question for c in candidates}
+    report = report_json(results, summary, questions, run_id=run_id, source=path.name, model=settings.judge_model,
+                         baseline_run=baseline_run, min_pass=args.min_pass)  # fmt: skip
+    with database.session() as session:
+        regress_runs.finish(session, run_id, passed=summary.passed, pass_rate=summary.pass_rate, report=report)
+    print_report(Console(), results, summary, questions)
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    if args.junit:
+        Path(args.junit).write_bytes(junit_xml(results, summary, questions))
+    return exit_status(summary, args.min_pass)
+
+
+def add_arguments(commands) -> None:
+    regress = commands.add_parser("regress", help="judge a new bot version's answers to the golden questions")
+    regress.add_argument("candidates", help="JSONL or CSV: id or question, answer (relmon golden export is a template)")
+    regress.add_argument("--baseline", help="compare with: a run id, an earlier --json file, or none (default: the "
+                         "last finished run)")  # fmt: skip
+    regress.add_argument("--min-pass", type=float, default=0.8, help="exit 1 below this pass rate (default 0.8)")
+    regress.add_argument("--json", help="write the report as JSON to this file")
+    regress.add_argument("--junit", help="write JUnit XML to this file (one testcase per golden item)")
+    regress.add_argument("--batch", action="store_true", help="judge through the OpenAI Batch API (half price)")
+    regress.add_argument("--threads", type=int, default=8, help="judgments in flight at once (default 8)")

@@ -1,0 +1,157 @@
+"""The LLM side of `relmon regress`: each candidate's four checks (golden.regress.CHECKS) judged online in a bounded
+pool, or through the Batch API at half price (relmon.backfill.batch's path), each verdict stored the moment it came
+(store.regress_runs) and each check paid from the daily budget once. A run stopped by an LLM outage or a spent
+budget is resumed by the next run of the same file: what is stored is not judged again."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Any
+
+from golden.regress import JUDGE_OF_CHECK, check_texts
+from judges import LLMClient, TransientLLMError, Verdict, get_judge
+from judges.client import LLMRequestError
+from judges.context import JudgeInput
+from store import regress_runs
+from store.db import Database
+from workers.budget import budget_day
+
+
+class StopRun(Exception):
+    """The run cannot go on now (the LLM unreachable, the budget spent): what is stored stays for the next run."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass(frozen=True)
+class Check:
+    item_key: str
+    name: str  # golden.regress.CHECKS
+    texts: tuple[str, str, str | None]  # (question with earlier turns, answer, reference) as the judge reads them
+
+    @property
+    def custom_id(self) -> str:
+        return f"{self.item_key}:{self.name}"
+
+
+def checks_of(item_key: str, question: str, context: str | None, answer: str, expected: str | None) -> list[Check]:
+    from golden.regress import CHECKS
+
+    checks = []
+    for name in CHECKS:
+        q, a, reference = check_texts(name, question, answer, expected)
+        checks.append(Check(item_key, name, JudgeInput.of(q, a, reference, context).texts))
+    return checks
+
+
+def verdict_dict(verdict: Verdict) -> dict[str, Any]:
+    """What a stored check keeps of a verdict (JSON)."""
+    fields = ("judge", "status", "score", "max_score", "normalized_score", "reasoning", "model", "prompt_tokens",
+              "cached_tokens", "completion_tokens", "latency_ms", "raw_output", "error")  # fmt: skip
+    return {name: getattr(verdict, name, None) for name in fields}
+
+
+@dataclass
+class Judging:
+    database: Database
+    llm: LLMClient
+    run_id: int
+    budget: int
+    threads: int = 8
+    on_done: Callable[[int], None] = lambda _count: None
+    say: Callable[[str], None] = lambda text: print(text, file=sys.stderr)
+
+    def _charge(self, check: Check, charged: bool) -> None:
+        if charged:
+            return  # paid by the run that stopped: a resumed check costs nothing more
+        with self.database.session() as session:
+            paid = regress_runs.charge(session, self.run_id, check.item_key, check.name, budget_day(), self.budget)
+        if not paid:
+            raise StopRun(
+                f"the daily budget of {self.budget:,} judgments is spent (RELMON_DAILY_BUDGET): the checks judged so "
+                "far are kept; run the same command again tomorrow (UTC) to finish",
+                3,
+            )
+
+    def _store(self, check: Check, verdict: dict[str, Any]) -> None:
+        with self.database.session() as session:
+            regress_runs.store_verdict(session, self.run_id, check.item_key, check.name, verdict)
+        self.on_done(1)
+
+    def _evaluate(self, check: Check) -> dict[str, Any]:
+        judge = get_judge(JUDGE_OF_CHECK[check.name])
+        return verdict_dict(judge.evaluate(self.llm, *check.texts))
+
+    def online(self, todo: list[tuple[Check, bool]]) -> None:
+        """Judge these checks (and whether each is paid already), `threads` at a time."""
+        pending = iter(todo)
+        running: dict[Future, Check] = {}
+        outage: TransientLLMError | None = None
+        with ThreadPoolExecutor(max_workers=max(1, self.threads), thread_name_prefix="regress") as pool:
+            while True:
+                while outage is None and len(running) < self.threads:
+                    item = next(pending, None)
+                    if item is None:
+                        break
+                    check, charged = item
+                    self._charge(check, charged)
+                    running[pool.submit(self._evaluate, check)] = check
+                if not running:
+                    break
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in done:
+                    check = running.pop(future)
+                    try:
+                        self._store(check, future.result())
+                    except TransientLLMError as error:
+                        outage = outage or error
+        if outage is not None:
+            raise StopRun(
+                f"the LLM is unreachable ({outage}): the checks judged so far are kept; run the same command "
+                "again to resume where it stopped",
+                1,
+            )
+
+    def batch(self, todo: list[tuple[Check, bool]], poll_seconds: float) -> None:
+        """Judge through the Batch API at half price; what it does not answer (or an endpoint without one) online."""
+        from relmon.backfill.batch import BatchRun, NoBatchApi
+
+        for check, charged in todo:
+            self._charge(check, charged)
+        checks = {check.custom_id: check for check, _ in todo}
+        lines = []
+        for check in checks.values():
+            judge = get_judge(JUDGE_OF_CHECK[check.name])
+            body = self.llm.request_body(judge.messages(*check.texts, self.llm.max_prompt_chars), judge.output_model)
+            lines.append(json.dumps({"custom_id": check.custom_id, "method": "POST", "url": "/v1/chat/completions",
+                                     "body": body}))  # fmt: skip
+        left = dict(checks)
+        if lines:
+            try:
+                runner = BatchRun(self.llm, poll_seconds, say=self.say)
+                answered = runner.submit_requests(
+                    ("\n".join(lines) + "\n").encode(), len(lines), "relmon-regress.jsonl"
+                )
+            except NoBatchApi:
+                self.say("this endpoint has no Batch API (404 on /v1/files or /v1/batches): judging online")
+                answered = {}
+            for custom_id, body in answered.items():
+                check = left.get(custom_id)
+                if check is None:
+                    continue
+                judge = get_judge(JUDGE_OF_CHECK[check.name])
+                try:
+                    verdict = judge.verdict_of(self.llm.reply_of(body, 0.0))
+                except LLMRequestError:
+                    continue
+                self._store(check, verdict_dict(verdict) | {"batch": True})
+                del left[custom_id]
+        if left:
+            self.say(f"{len(left)} check(s) not answered by the batch: judging them online")
+        self.online([(check, True) for check in left.values()])

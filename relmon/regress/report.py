@@ -1,0 +1,121 @@
+"""What `relmon regress` writes: the table and summary in the terminal (rich), the JSON report (kept in the database
+as the next run's baseline, and `--json FILE`) and JUnit XML for CI (`--junit FILE`: one testcase per golden item)."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from golden.regress import ERROR, FAIL, IMPROVED, PASS, REGRESSED, UNCERTAIN, ItemResult, Summary
+
+_STYLE = {PASS: "green", FAIL: "red", UNCERTAIN: "yellow", ERROR: "magenta"}
+_CHANGE = {IMPROVED: "[green]improved[/]", REGRESSED: "[red]regressed[/]", "new": "new", None: ""}
+
+
+def _score(value: Any) -> str:
+    if isinstance(value, list):
+        return " / ".join(_score(v) for v in value)
+    if value is None:
+        return "—"
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _cut(text: str, width: int = 48) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def report_json(
+    results: Sequence[ItemResult],
+    summary: Summary,
+    questions: dict[str, str],
+    *,
+    run_id: int,
+    source: str,
+    model: str,
+    baseline_run: int | str | None,
+    min_pass: float,
+) -> dict[str, Any]:
+    return {
+        "run_id": run_id,
+        "candidates": source,
+        "model": model,
+        "baseline": baseline_run,
+        "min_pass": min_pass,
+        "summary": {
+            "items": summary.items,
+            "passed": summary.passed,
+            "failed": summary.failed,
+            "uncertain": summary.uncertain,
+            "errors": summary.errors,
+            "pass_rate": summary.pass_rate,
+            "pass_rate_interval_95": list(summary.interval),
+            "mean_scores": summary.means,
+            "improved": summary.improved,
+            "regressed": summary.regressed,
+        },
+        "items": [
+            {
+                "id": result.key,
+                "question": questions.get(result.key, ""),
+                "outcome": result.outcome,
+                "change": result.change,
+                "scores": result.scores,
+                "failed_by": result.failed_by,
+                "notes": result.notes,
+            }
+            for result in results
+        ],
+    }
+
+
+def print_report(console: Console, results: Sequence[ItemResult], summary: Summary, questions: dict[str, str]) -> None:
+    table = Table(title="relmon regress", show_lines=False)
+    for column in ("item", "question", "relevancy 0–4", "correctness 0–2", "grounded 1–5 (both orders)", "result",
+                   "vs baseline"):  # fmt: skip
+        table.add_column(column)
+    for result in results:
+        outcome = f"[{_STYLE[result.outcome]}]{result.outcome}[/]"
+        table.add_row(result.key, _cut(questions.get(result.key, "")), _score(result.scores.get("relevancy")),
+                      _score(result.scores.get("correctness")), _score(result.scores.get("grounded")), outcome,
+                      _CHANGE.get(result.change, result.change or ""))  # fmt: skip
+    console.print(table)
+    low, high = summary.interval
+    means = ", ".join(f"{name} {_score(round(value, 2)) if value is not None else '—'}"
+                      for name, value in summary.means.items())  # fmt: skip
+    console.print(
+        f"pass rate {summary.pass_rate:.0%} ({summary.passed} of {summary.items}; 95% interval {low:.0%}–{high:.0%})"
+        f" · failed {summary.failed} · uncertain {summary.uncertain} · no verdict {summary.errors}"
+    )
+    console.print(f"mean scores: {means} · improved {summary.improved} · regressed {summary.regressed}")
+
+
+def junit_xml(results: Sequence[ItemResult], summary: Summary, questions: dict[str, str]) -> bytes:
+    """One testcase per golden item: a failure when any judge fails it, skipped when it is uncertain, an error when
+    a judge gave no verdict."""
+    suite = ET.Element(
+        "testsuite",
+        name="relmon regress",
+        tests=str(summary.items),
+        failures=str(summary.failed),
+        errors=str(summary.errors),
+        skipped=str(summary.uncertain),
+    )
+    for result in results:
+        case = ET.SubElement(suite, "testcase", classname="golden", name=f"item {result.key}: "
+                             f"{_cut(questions.get(result.key, ''), 80)}")  # fmt: skip
+        scores = ", ".join(f"{name} {_score(value)}" for name, value in result.scores.items())
+        if result.outcome == FAIL:
+            failure = ET.SubElement(case, "failure", message="failed by " + ", ".join(result.failed_by))
+            failure.text = scores + ("; " + "; ".join(result.notes) if result.notes else "")
+        elif result.outcome == UNCERTAIN:
+            ET.SubElement(case, "skipped", message="uncertain: " + "; ".join(result.notes))
+        elif result.outcome == ERROR:
+            ET.SubElement(case, "error", message="; ".join(result.notes))
+        if result.change:
+            ET.SubElement(case, "system-out").text = f"{result.change} against the baseline; {scores}"
+    return ET.tostring(ET.ElementTree(suite).getroot(), encoding="utf-8", xml_declaration=True)

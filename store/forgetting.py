@@ -1,0 +1,110 @@
+"""Forgetting, the SQL side: read the texts a deleted (or edited) message may have been copied into (the pairs of
+its thread and their judgments), and write what `capture.forgetting.plan_forget` decided, in one transaction."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+
+from sqlalchemy import or_, select, update
+from sqlalchemy.orm import Session
+
+from capture.forgetting import JUDGMENT_TEXTS, PAIR_TEXTS, ForgetPlan, StoredJudgment, StoredPair
+from store import alerts as alert_store
+from store.models import Alert, Judgment, Pair, PairStatus, utcnow
+
+
+def thread_rows(
+    session: Session, channel_id: str, ts: str, thread_key: str
+) -> tuple[list[StoredPair], list[StoredJudgment]]:
+    """The pairs that may hold the message `ts` of thread `thread_key` (its question, its answer or a part of it,
+    an earlier turn, a reference: all from the message's own thread) and their judgments, locked for update."""
+    pairs = session.execute(
+        select(Pair.id, Pair.question_ts, Pair.answer_ts, *(getattr(Pair, name) for name in PAIR_TEXTS))
+        .where(
+            Pair.channel_id == channel_id,
+            or_(
+                Pair.question_ts == ts,
+                Pair.answer_ts == ts,
+                Pair.thread_ts == thread_key,
+                Pair.answer_ts == thread_key,
+                Pair.question_ts == thread_key,
+            ),
+        )
+        .order_by(Pair.id)
+        .with_for_update()
+    ).all()
+    ids = [row.id for row in pairs]
+    judgments = (
+        session.execute(
+            select(Judgment.id, Judgment.pair_id, *(getattr(Judgment, name) for name in JUDGMENT_TEXTS))
+            .where(Judgment.pair_id.in_(ids))
+            .order_by(Judgment.id)
+            .with_for_update()
+        ).all()
+        if ids
+        else []
+    )
+    return [StoredPair(**row._mapping) for row in pairs], [StoredJudgment(**row._mapping) for row in judgments]
+
+
+def apply_plan(session: Session, plan: ForgetPlan) -> None:
+    """Write the plan's columns (a handful of rows: one thread's pairs and their judgments)."""
+    now = utcnow()
+    for pair_id, values in plan.pairs.items():
+        session.execute(update(Pair).where(Pair.id == pair_id).values(**values, updated_at=now))
+    for judgment_id, values in plan.judgments.items():
+        session.execute(update(Judgment).where(Judgment.id == judgment_id).values(**values))
+
+
+def reopen_waiting(session: Session, channel_id: str, question_ts: str) -> list[tuple[int, int]]:
+    """Captured pairs still waiting for their judge whose question was deleted go back to settling, to find their
+    question again; returns those (pair id, version) to settle."""
+    rows = session.execute(
+        update(Pair)
+        .where(
+            Pair.channel_id == channel_id,
+            Pair.question_ts == question_ts,
+            Pair.source == "capture",
+            Pair.status == PairStatus.PENDING,
+        )
+        .values(status=PairStatus.SETTLING, version=Pair.version + 1, question_text=None, updated_at=utcnow())
+        .returning(Pair.id, Pair.version)
+    ).all()
+    return [(row.id, row.version) for row in rows]
+
+
+@dataclass(frozen=True)
+class AlertsToRedraw:
+    posted: list[int]  # alert ids, redrawn in place (chat.update)
+    held: list[tuple[str, object]]  # (alert channel, claimed at) of held ones: their hour's summary is redrawn
+
+
+def note_on_alerts(session: Session, about: dict[int, str]) -> AlertsToRedraw:
+    """Mark the alerts about the changed pairs with what was deleted (their redraw says so), and return those
+    to redraw: posted ones, and the summaries that show held ones."""
+    if not about:
+        return AlertsToRedraw([], [])
+    rows = session.execute(
+        select(Alert, Judgment.pair_id)
+        .join(Judgment, Judgment.id == Alert.judgment_id)
+        .where(Judgment.pair_id.in_(list(about)), Alert.kind.in_((alert_store.KIND_LOW, alert_store.KIND_MISSED)))
+        .order_by(Alert.id)
+    ).all()
+    posted, held = [], []
+    for alert, pair_id in rows:
+        alert.details = {**(alert.details or {}), "forgotten": about[pair_id]}
+        if alert.status == alert_store.STATUS_POSTED and alert.message_ts:
+            posted.append(alert.id)
+        elif alert.status == alert_store.STATUS_HELD and alert.alert_channel_id:
+            held.append((alert.alert_channel_id, alert.created_at))
+    return AlertsToRedraw(posted, held)
+
+
+def force_summary_redraw(session: Session, dedupe_keys: Collection[str]) -> None:
+    """A summary shows what its rows say when its count changes: a shown count of -1 makes the next flush redraw
+    it with the scrubbed lines."""
+    for key in dedupe_keys:
+        row = alert_store.by_key(session, key)
+        if row is not None:
+            alert_store.merge_details(session, row.id, count=-1)

@@ -1,0 +1,237 @@
+"""The golden set in SQL: items added from pairs (once per asked question), edited and removed in Slack, forgotten
+when a message they quote is deleted, read for export and regress. Rules in golden.rules."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import delete, func, or_, select
+from sqlalchemy.orm import Session
+
+from golden.rules import (
+    ORIGIN_IMPORT,
+    Occurrence,
+    after_deletion,
+    dedupe_key,
+    normalized_question,
+    visible_to,
+)
+from store.db import insert_or_ignore, insert_or_ignore_returning
+from store.golden_models import GoldenItem, GoldenSource
+from store.models import Pair, utcnow
+
+PAIR_FIELDS = (
+    "id",
+    "channel_id",
+    "channel_is_private",
+    "question_ts",
+    "answer_ts",
+    "question_text",
+    "answer_text",
+    "reference_text",
+    "context_text",
+)
+
+
+def pair_fields(session: Session, pair_id: int) -> dict[str, Any] | None:
+    """The pair's fields an occurrence is made of (golden.rules.occurrence_of_pair)."""
+    columns = [getattr(Pair, name) for name in PAIR_FIELDS]
+    row = session.execute(select(*columns).where(Pair.id == pair_id)).first()
+    return dict(zip(PAIR_FIELDS, row, strict=True)) if row is not None else None
+
+
+def _message_key(occurrence: Occurrence) -> str | None:
+    ts = occurrence.question_ts or occurrence.answer_ts
+    return f"{occurrence.channel_id}:{ts}" if occurrence.channel_id and ts else None
+
+
+def _item_by_key(session: Session, key: str) -> GoldenItem | None:
+    return session.execute(select(GoldenItem).where(GoldenItem.dedupe_key == key).with_for_update()).scalar()
+
+
+def _new_item(session: Session, key: str, occurrence: Occurrence, now: datetime) -> GoldenItem:
+    """The item of this question, inserted if missing (a twin worker's insert wins harmlessly), locked."""
+    values = {
+        "dedupe_key": key,
+        "question": occurrence.question,
+        "context": occurrence.context,
+        "expected": occurrence.expected,
+        "bot_answer": occurrence.bot_answer,
+        "topic": occurrence.topic,
+        "channel_id": occurrence.channel_id,
+        "channel_is_private": occurrence.private,
+        "permalink": occurrence.permalink,
+        "origin": occurrence.origin,
+        "times": 0 if _message_key(occurrence) else 1,  # counted from its sources as they come
+        "created_at": now,
+        "updated_at": now,
+    }
+    session.execute(insert_or_ignore(session, GoldenItem, ["dedupe_key"], values))
+    item = _item_by_key(session, key)
+    assert item is not None
+    return item
+
+
+def add_occurrence(session: Session, occurrence: Occurrence, now: datetime | None = None) -> tuple[int, bool]:
+    """Add one asked-and-failed question to the set: a new item, or one more time for the item of the same
+    question. Idempotent per asked question (a retried task, a takeover and a vote on the same question add it
+    once). Returns (item id, whether this call added something); an item a person removed stays removed."""
+    now = now or utcnow()
+    key = dedupe_key(occurrence.question, channel_id=occurrence.channel_id, private=occurrence.private)
+    item = _item_by_key(session, key) or _new_item(session, key, occurrence, now)
+    if item.removed_at is not None:
+        return item.id, False
+    added = False
+    message_key = _message_key(occurrence)
+    if message_key is not None:
+        source = _source_values(occurrence) | {"item_id": item.id, "message_key": message_key, "created_at": now}
+        added = session.execute(insert_or_ignore_returning(session, GoldenSource, ["message_key"], "id"), source)
+        added = added.scalar_one_or_none() is not None
+        item.times = _count_sources(session, item.id)
+    # Fill what the item lacks; a person's edit of the expected answer is kept.
+    if occurrence.expected and not item.expected_edited and not item.expected:
+        item.expected, added = occurrence.expected, True
+    for name in ("context", "bot_answer", "permalink", "topic"):
+        if getattr(item, name) is None and getattr(occurrence, name):
+            setattr(item, name, getattr(occurrence, name))
+    item.updated_at = now
+    return item.id, added
+
+
+def _source_values(occurrence: Occurrence) -> dict[str, Any]:
+    return {
+        "channel_id": occurrence.channel_id,
+        "question_ts": occurrence.question_ts,
+        "answer_ts": occurrence.answer_ts,
+        "reference_ts": occurrence.reference_ts,
+        "pair_id": occurrence.pair_id,
+        "question": occurrence.question,
+        "context": occurrence.context,
+        "bot_answer": occurrence.bot_answer,
+        "expected": occurrence.expected,
+        "permalink": occurrence.permalink,
+        "topic": occurrence.topic,
+        "channel_is_private": occurrence.private,
+        "origin": occurrence.origin,
+    }
+
+
+def _count_sources(session: Session, item_id: int) -> int:
+    return session.scalar(select(func.count(GoldenSource.id)).where(GoldenSource.item_id == item_id)) or 0
+
+
+def set_expected(session: Session, item_id: int, expected: str, user: str | None, now: datetime | None = None) -> bool:
+    """A person wrote or edited the expected answer (the alert's modal)."""
+    item = session.get(GoldenItem, item_id, with_for_update=True)
+    if item is None or item.removed_at is not None:
+        return False
+    item.expected, item.expected_edited, item.edited_by = expected, True, user
+    item.updated_at = now or utcnow()
+    return True
+
+
+def remove_item(session: Session, item_id: int, user: str | None, now: datetime | None = None) -> bool:
+    """A person took the item out of the set: its texts and sources go; the row stays so it does not come back."""
+    item = session.get(GoldenItem, item_id, with_for_update=True)
+    if item is None or item.removed_at is not None:
+        return False
+    session.execute(delete(GoldenSource).where(GoldenSource.item_id == item_id))
+    item.removed_at, item.removed_by = now or utcnow(), user
+    item.question, item.context, item.expected, item.bot_answer, item.permalink = "", None, None, None, None
+    return True
+
+
+def _occurrence(source: GoldenSource) -> Occurrence:
+    return Occurrence(
+        channel_id=source.channel_id,
+        question_ts=source.question_ts,
+        answer_ts=source.answer_ts,
+        reference_ts=source.reference_ts,
+        question=source.question,
+        context=source.context,
+        bot_answer=source.bot_answer,
+        expected=source.expected,
+        permalink=source.permalink,
+        private=source.channel_is_private,
+        origin=source.origin,
+        pair_id=source.pair_id,
+        topic=source.topic,
+    )
+
+
+def forget_message(session: Session, channel_id: str, ts: str) -> int:
+    """A message was deleted in Slack: every source quoting it goes, and an item left without sources leaves the
+    set (golden.rules.after_deletion); one that keeps some shows the newest. Returns how many sources went."""
+    quoting = or_(GoldenSource.question_ts == ts, GoldenSource.answer_ts == ts, GoldenSource.reference_ts == ts)
+    gone = session.execute(select(GoldenSource).where(GoldenSource.channel_id == channel_id, quoting)).scalars().all()
+    for item_id in sorted({source.item_id for source in gone}):
+        item = session.get(GoldenItem, item_id, with_for_update=True)
+        if item is None:
+            continue
+        session.execute(delete(GoldenSource).where(GoldenSource.item_id == item_id, quoting))
+        rest = session.execute(
+            select(GoldenSource).where(GoldenSource.item_id == item_id).order_by(GoldenSource.id)
+        ).scalars()
+        refill = after_deletion([_occurrence(source) for source in rest], imported=item.origin == ORIGIN_IMPORT)
+        if refill.delete_item:
+            session.delete(item)
+        elif refill.source is not None:
+            kept = item.expected if item.expected_edited else refill.source.expected
+            item.question, item.context, item.expected = refill.source.question, refill.source.context, kept
+            item.bot_answer, item.permalink = refill.source.bot_answer, refill.source.permalink
+            item.times = _count_sources(session, item_id)
+    return len(gone)
+
+
+def item_of_pair(session: Session, pair_id: int) -> GoldenItem | None:
+    """The item a pair's question is in (the alert's modal shows its expected answer)."""
+    found = select(GoldenSource.item_id).where(GoldenSource.pair_id == pair_id).limit(1).scalar_subquery()
+    return session.execute(select(GoldenItem).where(GoldenItem.id == found, GoldenItem.removed_at.is_(None))).scalar()
+
+
+def active_items(session: Session, allowed_channels: Collection[str] | None = None) -> list[GoldenItem]:
+    """The items of the set, oldest first, that an export for someone may hold (golden.rules.visible_to)."""
+    items = session.execute(select(GoldenItem).where(GoldenItem.removed_at.is_(None)).order_by(GoldenItem.id)).scalars()
+    return [item for item in items if visible_to(item.channel_is_private, item.channel_id, allowed_channels)]
+
+
+def import_items(session: Session, rows: Iterable[dict[str, Any]], now: datetime | None = None) -> tuple[int, int]:
+    """A team's existing set (golden.formats.read_any): new questions become items, known ones get the imported
+    expected answer unless a person edited theirs. Returns (added, updated)."""
+    now = now or utcnow()
+    added = updated = 0
+    for row in rows:
+        question = row["question"]
+        if not normalized_question(question):
+            continue
+        key = dedupe_key(question, channel_id=None, private=False)
+        item = _item_by_key(session, key)
+        if item is None:
+            occurrence = imported_occurrence(row)
+            item = _new_item(session, key, occurrence, now)
+            item.external_id = row.get("external_id")
+            added += 1
+        elif item.removed_at is None and not item.expected_edited and row.get("expected"):
+            item.expected, item.updated_at = row["expected"], now
+            updated += 1
+    return added, updated
+
+
+def imported_occurrence(row: dict[str, Any]) -> Occurrence:
+    """An imported item's texts, as an occurrence with no Slack message."""
+    texts = {name: row.get(name) for name in ("context", "bot_answer", "expected", "topic")}
+    return Occurrence(
+        None, None, None, None, row["question"], permalink=None, private=False, origin=ORIGIN_IMPORT, **texts
+    )
+
+
+def grown_since(session: Session, since: datetime) -> int:
+    """Items that joined the set since then and are still in it (the digest's line)."""
+    query = select(func.count(GoldenItem.id)).where(GoldenItem.created_at >= since, GoldenItem.removed_at.is_(None))
+    return session.scalar(query) or 0
+
+
+def size(session: Session) -> int:
+    return session.scalar(select(func.count(GoldenItem.id)).where(GoldenItem.removed_at.is_(None))) or 0

@@ -1,0 +1,79 @@
+"""`relmon regress` runs in SQL: each check's verdict stored as soon as it came (a resumed run judges nothing twice),
+the budget charged once per check, and each finished run's report kept as the next run's baseline."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from store.db import insert_or_ignore
+from store.golden_models import RegressCheck, RegressRun
+from store.models import utcnow
+from store.usage import claim_llm_call
+
+
+def unfinished(session: Session, input_sha: str) -> RegressRun | None:
+    """The latest run of these candidates that stopped before its end (an LLM outage, a budget spent, ^C)."""
+    query = select(RegressRun).where(RegressRun.input_sha == input_sha, RegressRun.finished_at.is_(None))
+    return session.execute(query.order_by(RegressRun.id.desc()).limit(1)).scalar()
+
+
+def start(session: Session, input_sha: str, source_name: str, items: int) -> int:
+    run = RegressRun(input_sha=input_sha, source_name=source_name, items=items, created_at=utcnow())
+    session.add(run)
+    session.flush()
+    return run.id
+
+
+def stored_checks(session: Session, run_id: int) -> dict[tuple[str, str], tuple[bool, dict | None]]:
+    """(item key, check) → (charged, verdict or None) of every check the run started."""
+    rows = session.execute(
+        select(RegressCheck.item_key, RegressCheck.check_name, RegressCheck.charged, RegressCheck.verdict).where(
+            RegressCheck.run_id == run_id
+        )
+    )
+    return {(key, check): (charged, verdict) for key, check, charged, verdict in rows}
+
+
+def charge(session: Session, run_id: int, item_key: str, check: str, day: date, budget: int) -> bool:
+    """Pay one unit of the daily budget for a check, once: False when the budget is spent."""
+    if not claim_llm_call(session, day, budget):
+        return False
+    row = {"run_id": run_id, "item_key": item_key, "check_name": check, "charged": True, "created_at": utcnow()}
+    session.execute(insert_or_ignore(session, RegressCheck, ["run_id", "item_key", "check_name"], row))
+    return True
+
+
+def store_verdict(session: Session, run_id: int, item_key: str, check: str, verdict: dict[str, Any]) -> None:
+    session.execute(
+        update(RegressCheck)
+        .where(RegressCheck.run_id == run_id, RegressCheck.item_key == item_key, RegressCheck.check_name == check)
+        .values(verdict=verdict)
+    )
+
+
+def finish(session: Session, run_id: int, *, passed: int, pass_rate: float, report: dict[str, Any]) -> None:
+    session.execute(
+        update(RegressRun)
+        .where(RegressRun.id == run_id)
+        .values(passed=passed, pass_rate=pass_rate, report=report, finished_at=utcnow())
+    )
+
+
+def finished_run(session: Session, run_id: int | None = None, *, before: int | None = None) -> RegressRun | None:
+    """A finished run by id, or the latest finished one (before run `before`, if given)."""
+    query = select(RegressRun).where(RegressRun.finished_at.is_not(None))
+    if run_id is not None:
+        query = query.where(RegressRun.id == run_id)
+    if before is not None:
+        query = query.where(RegressRun.id < before)
+    return session.execute(query.order_by(RegressRun.id.desc()).limit(1)).scalar()
+
+
+def last_finished_summary(session: Session) -> tuple[datetime, float | None, int] | None:
+    """(when, pass rate, items) of the last finished run, for the digest."""
+    run = finished_run(session)
+    return (run.finished_at, run.pass_rate, run.items) if run is not None else None

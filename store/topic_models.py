@@ -1,0 +1,124 @@
+"""SQL tables of the topics (`topics/`): each question's embedding, the topics with their names and anchors, each
+run's topics (what App Home and the history read), each question's latest topic, and the LLM spend of topics.
+
+Every row about a pair (its embedding, its topic) goes with the pair (ON DELETE CASCADE)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import Mapped, mapped_column
+
+from store.models import Base, CreatedAt, IdKey, IdType, UpdatedAt
+
+
+class QuestionEmbedding(Base):
+    """A question's embedding from the configured endpoint, stored once: float16, little-endian (half the bytes of
+    float32, and clustering cannot tell the difference). `text_sha` is the question's: an edited question is
+    embedded again."""
+
+    __tablename__ = "question_embeddings"
+
+    pair_id: Mapped[int] = mapped_column(IdType, ForeignKey("pairs.id", ondelete="CASCADE"), primary_key=True)
+    model: Mapped[str] = mapped_column(String(200))
+    text_sha: Mapped[str] = mapped_column(String(64))
+    vector: Mapped[bytes] = mapped_column(LargeBinary)
+    created_at: Mapped[CreatedAt]
+
+
+class TopicRecord(Base):
+    """A topic as later runs know it: its key, its name (the cache: a continuing topic is not named again) and the
+    pairs closest to its centre (anchors)."""
+
+    __tablename__ = "topics"
+
+    key: Mapped[str] = mapped_column(String(40), primary_key=True)
+    name: Mapped[str] = mapped_column(Text)
+    named_by: Mapped[str] = mapped_column(String(16))  # llm | keywords
+    anchors: Mapped[list] = mapped_column(JSON)
+    created_at: Mapped[CreatedAt]
+    updated_at: Mapped[UpdatedAt]
+
+
+class TopicRun(Base):
+    """One stored run of the topics (the weekly digest's, App Home's daily refresh): its period and what it says."""
+
+    __tablename__ = "topic_runs"
+    __table_args__ = (UniqueConstraint("run_key", name="uq_topic_runs_run_key"),)
+
+    id: Mapped[IdKey]
+    run_key: Mapped[str] = mapped_column(String(100))
+    start: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    end: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    questions: Mapped[int] = mapped_column(Integer)
+    left_out: Mapped[int] = mapped_column(Integer)
+    embedding: Mapped[str] = mapped_column(String(200))
+    notes: Mapped[list] = mapped_column(JSON)
+    created_at: Mapped[CreatedAt]
+
+
+class TopicPeriod(Base):
+    """A topic's figures in one run, in rank order: the history of a topic is its rows across runs."""
+
+    __tablename__ = "topic_periods"
+    __table_args__ = (
+        UniqueConstraint("run_id", "topic_key", name="uq_topic_periods_run_topic"),
+        Index("ix_topic_periods_topic_key", "topic_key"),
+    )
+
+    id: Mapped[IdKey]
+    run_id: Mapped[int] = mapped_column(ForeignKey("topic_runs.id", ondelete="CASCADE"))
+    topic_key: Mapped[str] = mapped_column(String(40))
+    rank: Mapped[int] = mapped_column(Integer)
+    name: Mapped[str] = mapped_column(Text)
+    questions: Mapped[int] = mapped_column(Integer)
+    failed: Mapped[int] = mapped_column(Integer)
+    resolved: Mapped[int] = mapped_column(Integer)
+    decided: Mapped[int] = mapped_column(Integer)
+    mean_relevancy: Mapped[float | None] = mapped_column(Float)
+    previous_questions: Mapped[int | None] = mapped_column(Integer)
+    previous_failed: Mapped[int | None] = mapped_column(Integer)
+    channels: Mapped[list] = mapped_column(JSON)
+    private_channels: Mapped[list] = mapped_column(JSON)
+    only_private: Mapped[bool] = mapped_column(Boolean)
+    examples: Mapped[list] = mapped_column(JSON)  # pair ids, closest first (texts are read, and quoted, when shown)
+
+
+class PairTopic(Base):
+    """The topic a pair's question fell in at the latest stored run (`topics.service.topic_of`)."""
+
+    __tablename__ = "pair_topics"
+
+    pair_id: Mapped[int] = mapped_column(IdType, ForeignKey("pairs.id", ondelete="CASCADE"), primary_key=True)
+    topic_key: Mapped[str] = mapped_column(String(40))
+    updated_at: Mapped[UpdatedAt]
+
+
+class TopicSpend(Base):
+    """LLM calls the topics made (embeddings, naming), for the digest's cost: they count against the daily budget
+    too."""
+
+    __tablename__ = "topic_spend"
+    __table_args__ = (Index("ix_topic_spend_created_at", "created_at"),)
+
+    id: Mapped[IdKey]
+    kind: Mapped[str] = mapped_column(String(16))  # embedding | naming
+    model: Mapped[str] = mapped_column(String(200))
+    calls: Mapped[int] = mapped_column(Integer)
+    prompt_tokens: Mapped[int] = mapped_column(Integer)
+    completion_tokens: Mapped[int] = mapped_column(Integer)
+    cached_tokens: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[CreatedAt]

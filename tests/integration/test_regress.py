@@ -1,0 +1,189 @@
+"""`relmon regress` against the fake LLM over HTTP: improved, regressed, uncertain and failing items, the exit codes,
+the JSON and JUnit reports, the Batch API path, resuming after an LLM outage without judging anything twice, and
+bad candidates files refused with their line numbers before anything is judged."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from golden.rules import ORIGIN_TAKEOVER, Occurrence
+from relmon.cli import build_parser
+from relmon.regress.command import run_regress
+from store import golden
+from store.db import Database
+from store.settings import Settings
+from tests.fakes.openai_replies import prompt_text, seed_kind
+from tests.fakes.openai_server import FakeOpenAI
+
+QUESTIONS = {
+    "reset": ("How do I reset my password?", "Settings > Security > Reset password."),
+    "rotate": ("How do I rotate my API key?", "Settings > Keys > Rotate."),
+    "export": ("How do I export my data to CSV?", "Settings > Data > Export."),
+    "sso": ("Which plans include SSO?", "Business and Enterprise."),
+    "refund": ("How do I get a refund?", "Write to billing within 30 days."),
+}
+
+
+def position_biased(body: dict) -> str | None:
+    """A grounded judge that favours whichever answer comes first when an answer says "biased", as real LLMs do."""
+    prompt = prompt_text(body)
+    if seed_kind(prompt) != "grounded" or "biased" not in prompt:
+        return None
+    grade = {"answer_affirms_no_document_answers": False, "answer_relevancy_justification": "first is better"}
+    return json.dumps({"answer_1": grade | {"answer_relevancy": 5}, "answer_2": grade | {"answer_relevancy": 2}})
+
+
+@pytest.fixture
+def items(database: Database) -> dict[str, int]:
+    ids = {}
+    with database.session() as session:
+        for n, (name, (question, expected)) in enumerate(QUESTIONS.items(), start=1):
+            occurrence = Occurrence("C1", f"{n}.0", f"{n}.1", f"{n}.2", question, None, "offtopic", expected,
+                                    None, False, ORIGIN_TAKEOVER, pair_id=n)  # fmt: skip
+            ids[name] = golden.add_occurrence(session, occurrence)[0]
+    return ids
+
+
+def candidates(tmp_path: Path, name: str, answers: dict, ids: dict[str, int]) -> Path:
+    path = tmp_path / name
+    lines = [json.dumps({"id": ids[key], "answer": answer}) for key, answer in answers.items()]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def regress(db_url: str, fake: FakeOpenAI, path: Path, *extra: str) -> int:
+    args = build_parser().parse_args(["regress", str(path), *extra])
+    settings = Settings(_env_file=None, database_url=db_url, openai_base_url=fake.base_url, openai_api_key="sk-test",
+                        llm_max_retries=0, batch_poll_seconds=0.05)  # fmt: skip
+    return run_regress(args, settings)
+
+
+GOOD = {key: f"{expected} (v1)" for key, (_q, expected) in QUESTIONS.items()}
+
+
+def test_improved_regressed_uncertain_and_failing_items_and_the_exit_codes(database, db_url, items, tmp_path,
+                                                                           capsys) -> None:  # fmt: skip
+    v1 = candidates(tmp_path, "v1.jsonl", GOOD | {"rotate": "offtopic: try turning it off"}, items)
+    v2_answers = GOOD | {"export": "offtopic: we sell hats", "sso": "biased: Business", "refund": "partial: write"}
+    v2 = candidates(tmp_path, "v2.jsonl", v2_answers, items)
+    with FakeOpenAI() as fake:
+        fake.set_reply(position_biased)
+        assert regress(db_url, fake, v1, "--min-pass", "0.8") == 0  # 4 of 5 pass: 0.8
+        assert len(fake.requests) == 20  # four calls an item: relevancy, correctness, grounded twice
+        report, junit = tmp_path / "v2.json", tmp_path / "v2.xml"
+        assert regress(db_url, fake, v2, "--json", str(report), "--junit", str(junit), "--min-pass", "0.1") == 1
+        printed = capsys.readouterr().out
+    data = json.loads(report.read_text())
+    outcome = {item["id"]: (item["outcome"], item["change"]) for item in data["items"]}
+    assert outcome[str(items["rotate"])] == ("pass", "improved")
+    assert outcome[str(items["export"])] == ("fail", "regressed")
+    assert outcome[str(items["sso"])] == ("uncertain", None)  # the two orders disagree: not averaged
+    assert outcome[str(items["refund"])] == ("fail", "regressed")
+    assert outcome[str(items["reset"])] == ("pass", None)
+    summary = data["summary"]
+    assert (summary["passed"], summary["failed"], summary["uncertain"]) == (2, 2, 1)
+    assert summary["improved"] == 1 and summary["regressed"] == 2 and summary["pass_rate"] == 0.4
+    low, high = summary["pass_rate_interval_95"]
+    assert 0.11 < low < 0.12 and 0.76 < high < 0.77  # Wilson, 2 of 5
+    sso = next(item for item in data["items"] if item["id"] == str(items["sso"]))
+    assert sso["scores"]["grounded"] == [2, 5] and "disagree" in sso["notes"][0]
+    refund = next(item for item in data["items"] if item["id"] == str(items["refund"]))
+    assert refund["failed_by"] == ["relevancy", "correctness", "grounded"] and refund["scores"]["relevancy"] == 2
+    suite = ET.parse(junit).getroot()
+    assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("5", "2", "1")
+    cases = {case.get("name").split(":")[0]: case for case in suite.iter("testcase")}
+    assert (
+        cases[f"item {items['export']}"].find("failure").get("message") == "failed by relevancy, correctness, grounded"
+    )
+    assert cases[f"item {items['sso']}"].find("skipped") is not None
+    assert cases[f"item {items['reset']}"].find("failure") is None
+    assert "regressed" in printed and "pass rate 40%" in printed
+
+
+def test_min_pass_and_the_baseline_choices(database, db_url, items, tmp_path) -> None:
+    half = candidates(tmp_path, "half.jsonl", GOOD | {"rotate": "offtopic", "export": "offtopic"}, items)
+    with FakeOpenAI() as fake:
+        first = tmp_path / "first.json"
+        assert regress(db_url, fake, half, "--baseline", "none", "--min-pass", "0.6", "--json", str(first)) == 0
+        assert regress(db_url, fake, half, "--baseline", "none", "--min-pass", "0.61") == 1
+        run_id = str(json.loads(first.read_text())["run_id"])
+        assert regress(db_url, fake, half, "--baseline", run_id, "--min-pass", "0.5") == 0  # same outcomes
+        assert regress(db_url, fake, half, "--baseline", str(first), "--min-pass", "0.5") == 0  # its --json file
+        assert regress(db_url, fake, half, "--baseline", "99") == 2
+        assert regress(db_url, fake, half, "--min-pass", "1.5") == 2
+
+
+def test_the_batch_api_judges_at_half_price_with_the_same_outcomes(database, db_url, items, tmp_path) -> None:
+    path = candidates(tmp_path, "v1.jsonl", GOOD | {"rotate": "offtopic"}, items)
+    report = tmp_path / "batch.json"
+    with FakeOpenAI() as fake:
+        assert regress(db_url, fake, path, "--batch", "--json", str(report)) == 0
+        assert len(fake.batches.requests) == 20 and fake.requests == []  # none judged online
+    assert json.loads(report.read_text())["summary"]["passed"] == 4
+
+
+def test_an_outage_mid_run_resumes_where_it_stopped_and_judges_nothing_twice(database, db_url, items, tmp_path,
+                                                                            capsys) -> None:  # fmt: skip
+    path = candidates(tmp_path, "v1.jsonl", GOOD, items)
+    with FakeOpenAI(latency_ms=30) as fake:
+        stop = threading.Event()
+
+        def cut_the_llm_after_six() -> None:
+            while not stop.is_set():
+                if fake.statuses.get(200, 0) >= 6:
+                    fake.set_behavior(always_status=503)
+                    return
+                time.sleep(0.002)
+
+        watcher = threading.Thread(target=cut_the_llm_after_six, daemon=True)
+        watcher.start()
+        assert regress(db_url, fake, path, "--threads", "1") == 1
+        stop.set()
+        assert "run the same command again to resume" in capsys.readouterr().err
+        kept = fake.statuses.get(200, 0)
+        assert 6 <= kept < 20
+        fake.set_behavior()  # the LLM is back
+        assert regress(db_url, fake, path) == 0
+        assert re.search(r"resuming run \d+ \((\d+) of 20 checks kept\)", capsys.readouterr().err)
+        assert fake.statuses.get(200, 0) == 20  # every check answered once over both runs
+
+
+def test_bad_candidates_files_are_refused_with_line_numbers_and_nothing_is_judged(
+    database, db_url, items, tmp_path, capsys, monkeypatch
+) -> None:
+    rows = [
+        json.dumps({"id": items["reset"], "answer": "Settings."}),
+        json.dumps({"id": 999, "answer": "x"}),
+        json.dumps({"id": items["rotate"]}),
+        json.dumps({"id": f"relmon-golden-{items['reset']}", "answer": "again"}),
+        json.dumps({"question": "how do i export my data to csv", "answer": "Settings > Data."}),
+        json.dumps({"question": "What is the meaning of life?", "answer": "42"}),
+        "{not json",
+    ]
+    path = tmp_path / "bad.jsonl"
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    latin = tmp_path / "latin.csv"
+    latin.write_bytes("id,answer\n1,ok\n2,Caf\xe9\n".encode("latin-1"))
+    big = tmp_path / "big.jsonl"
+    with big.open("wb") as handle:
+        handle.truncate(2**30)  # 1 GB (sparse): read up to the limit, not to its end
+    with FakeOpenAI() as fake:
+        assert regress(db_url, fake, path) == 2
+        err = capsys.readouterr().err
+        assert "line 2: no golden item 999" in err and "line 3: no answer for item" in err
+        assert "line 4: item" in err and "first on line 1" in err and "line 6: no golden item asks" in err
+        assert "line 7: not JSON" in err and "line 5" not in err
+        assert regress(db_url, fake, latin) == 2
+        assert "line 3: not UTF-8" in capsys.readouterr().err
+        assert regress(db_url, fake, tmp_path / "missing.jsonl") == 2
+        monkeypatch.setattr("golden.candidates.MAX_BYTES", 2**20)
+        assert regress(db_url, fake, big) == 2
+        assert "line 1: the file passes 1 MB here" in capsys.readouterr().err
+        assert fake.requests == []  # nothing judged

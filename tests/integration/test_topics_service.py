@@ -1,0 +1,112 @@
+"""Topics from the store: embeddings from the fake endpoint stored once per pair (and deleted with it), names from
+the judge LLM cached and stable across runs, every call paid from the daily budget and recorded for the digest's
+cost, the local fallback when the endpoint has no embeddings or the budget is spent, and too few questions."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import delete, func, select
+
+from judges import LLMClient
+from store.models import DailyUsage, Pair
+from store.rules import ChannelRules
+from store.settings import Settings
+from store.topic_models import PairTopic, QuestionEmbedding, TopicSpend
+from tests.fakes.openai_server import FakeOpenAI
+from tests.topics_corpus import FAILING_TOPIC, START, corpus, corpus_questions, store_questions
+from topics.service import TopicsDeps, TopicsQuery, compute_topics, topic_of
+
+END = START + timedelta(days=7)
+QUERY = TopicsQuery(start=START, end=END, now=END, previous_start=START - timedelta(days=7), run_key="test:week")
+
+
+@pytest.fixture
+def fake_llm():
+    with FakeOpenAI() as fake:
+        yield fake
+
+
+def _deps(db_url: str, database, fake: FakeOpenAI, **overrides) -> TopicsDeps:
+    values = {"database_url": db_url, "openai_base_url": fake.base_url, "openai_api_key": "sk-test"} | overrides
+    settings = Settings(_env_file=None, **values)
+    return TopicsDeps(
+        database,
+        settings,
+        ChannelRules(),
+        llm=lambda: LLMClient(model=settings.judge_model, base_url=fake.base_url, api_key="sk-test", max_retries=0),
+    )
+
+
+def _count(database, model) -> int:
+    with database.session() as session:
+        return session.scalar(select(func.count()).select_from(model))
+
+
+def test_topics_from_the_endpoint_are_stored_once_named_once_and_stable(db_url, database, fake_llm):
+    questions = corpus_questions()
+    store_questions(database, questions)
+    deps = _deps(db_url, database, fake_llm)
+    first = compute_topics(deps, QUERY)
+    assert first.embedding == "text-embedding-3-small" and not first.too_few
+    assert first.notes == ()
+    assert _count(database, QuestionEmbedding) == len(questions)
+    calls = len(fake_llm.embedding_requests)
+    assert calls == 2  # 342 questions, 256 a call
+    assert all(request["model"] == "text-embedding-3-small" for request in fake_llm.embedding_requests)
+    named = len(fake_llm.requests)
+    assert named == len(first.topics) and all(t.named_by == "llm" for t in first.topics)
+    assert first.topics[0].name and first.topics[0].key
+    labels = {i + 1: row["topic"] for i, row in enumerate(corpus())}
+    assert labels[first.topics[0].questions[0].pair_id] == FAILING_TOPIC
+    with database.session() as session:
+        assert session.scalar(select(DailyUsage.llm_calls)) == calls + named
+        spend = {row.kind: row for row in session.scalars(select(TopicSpend))}
+    assert spend["embedding"].calls == 2 and spend["embedding"].prompt_tokens > 0
+    assert spend["naming"].calls == named and spend["naming"].completion_tokens > 0
+
+    again = compute_topics(deps, QUERY)
+    assert len(fake_llm.embedding_requests) == calls and len(fake_llm.requests) == named  # nothing asked again
+    assert [(t.key, t.name) for t in again.topics] == [(t.key, t.name) for t in first.topics]
+    assert all(t.named_by == "history" for t in again.topics)
+
+    pair_id = first.topics[0].questions[0].pair_id
+    assert topic_of(database, pair_id) == first.topics[0].name
+    with database.session() as session:
+        session.execute(delete(Pair).where(Pair.id == pair_id))
+    with database.session() as session:
+        assert session.get(QuestionEmbedding, pair_id) is None and session.get(PairTopic, pair_id) is None
+    assert topic_of(database, pair_id) is None
+
+
+def test_an_endpoint_without_embeddings_falls_back_and_says_so(db_url, database, fake_llm):
+    store_questions(database, corpus_questions())
+    fake_llm.set_behavior(embeddings=False)
+    report = compute_topics(_deps(db_url, database, fake_llm), QUERY)
+    assert report.embedding == "local TF-IDF + SVD"
+    assert "embeddings endpoint failed" in report.notes[0] and "404" in report.notes[0]
+    assert len(report.topics) >= 8 and _count(database, QuestionEmbedding) == 0
+
+
+def test_a_spent_budget_falls_back_to_the_local_embedding_and_keyword_names(db_url, database, fake_llm):
+    store_questions(database, corpus_questions())
+    report = compute_topics(_deps(db_url, database, fake_llm, daily_budget=0), QUERY)
+    assert report.embedding == "local TF-IDF + SVD"
+    assert any("daily budget is spent" in note for note in report.notes)
+    assert fake_llm.embedding_requests == [] and fake_llm.requests == []
+    assert report.topics and all(t.named_by == "keywords" for t in report.topics)
+
+
+def test_an_unknown_embedding_model_falls_back(db_url, database, fake_llm):
+    store_questions(database, corpus_questions())
+    report = compute_topics(_deps(db_url, database, fake_llm, embedding_model="no-such-model"), QUERY)
+    assert report.embedding == "local TF-IDF + SVD" and "model_not_found" not in report.notes[0]
+    assert "does not exist" in report.notes[0]
+
+
+def test_a_quiet_week_says_it_has_too_few_questions(db_url, database, fake_llm):
+    store_questions(database, corpus_questions()[:10])
+    report = compute_topics(_deps(db_url, database, fake_llm), QUERY)
+    assert report.too_few and report.topics == () and "too few" in report.notes[-1]
+    assert fake_llm.requests == [] and fake_llm.embedding_requests == []

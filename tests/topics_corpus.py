@@ -1,0 +1,100 @@
+"""The labelled corpus of support questions (tests/data/topics_corpus.jsonl): 10 known topics of paraphrased
+questions and a few outliers (topic null), for the topics' quality tests and bench."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from topics.questions import HUMAN_TAKEOVER, LOW_SCORE, REASK, Question
+
+CORPUS = Path(__file__).parent / "data" / "topics_corpus.jsonl"
+FAILING_TOPIC = "refunds_annual"  # planted: most of its questions failed
+START = datetime(2026, 11, 23, tzinfo=UTC)
+
+
+def corpus() -> list[dict]:
+    return [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def corpus_questions(failing: str = FAILING_TOPIC, channel: str = "C0SUPPORT") -> list[Question]:
+    """The corpus as a week's questions: the planted topic's questions mostly failed (a teammate answered three
+    in four), the others failed now and then."""
+    questions = []
+    for index, row in enumerate(corpus()):
+        failed = (row["topic"] == failing and index % 5 != 0) or index % 17 == 0
+        teammate = f"Annual plans are refunded pro rata within 30 days (case {index % 3})." if failed else None
+        questions.append(
+            Question(
+                pair_id=index + 1,
+                channel_id=channel,
+                ts=f"{1764000000 + index}.000100",
+                text=row["question"],
+                created_at=START + timedelta(minutes=index),
+                failures=(LOW_SCORE, REASK, HUMAN_TAKEOVER) if failed else (),
+                resolved=not failed,
+                relevancy=1.0 if failed else 4.0,
+                teammate_answer=teammate if row["topic"] == failing and index % 4 else None,
+            )
+        )
+    return questions
+
+
+def store_questions(database, questions: list[Question], *, private_channels: frozenset[str] = frozenset()) -> None:
+    """The questions as captured pairs with what their answers became: a relevancy judgment (1 when failed, else
+    4), closed outcome windows (resolved, or a re-ask with a takeover whose reply is the reference). Bulk inserts,
+    so a bench can store tens of thousands."""
+    from sqlalchemy import insert
+
+    from store.models import Judgment, OutcomeSignal, OutcomeWindow, Pair, PairStatus
+
+    pairs, judgments, windows, signals = [], [], [], []
+    for q in questions:
+        pairs.append(
+            {
+                "id": q.pair_id,
+                "source": "capture",
+                "channel_id": q.channel_id,
+                "channel_is_private": q.channel_id in private_channels,
+                "answer_ts": q.ts,
+                "question_ts": q.ts,
+                "thread_ts": q.ts,
+                "question_text": q.text,
+                "answer_text": "An answer.",
+                "reference_text": q.teammate_answer,
+                "status": PairStatus.JUDGED,
+                "version": 1,
+                "created_at": q.created_at,
+                "updated_at": q.created_at,
+            }
+        )
+        score = 1.0 if q.failed else 4.0
+        judgments.append(
+            {
+                "pair_id": q.pair_id,
+                "judge": "relevancy",
+                "pair_version": 1,
+                "status": "ok",
+                "score": score,
+                "max_score": 4.0,
+                "normalized_score": score / 4,
+                "created_at": q.created_at,
+            }
+        )
+        windows.append(
+            {
+                "pair_id": q.pair_id,
+                "channel_id": q.channel_id,
+                "answer_ts": q.ts,
+                "thread_key": q.ts,
+                "closes_at": q.created_at,
+                "closed_at": q.created_at,
+            }
+        )
+        names = ["reask", "human_takeover"] if q.failed else ["resolved"]
+        signals += [{"pair_id": q.pair_id, "name": name, "created_at": q.created_at} for name in names]
+    with database.session() as session:
+        for model, rows in ((Pair, pairs), (Judgment, judgments), (OutcomeWindow, windows), (OutcomeSignal, signals)):
+            for start in range(0, len(rows), 2000):
+                session.execute(insert(model), rows[start : start + 2000])

@@ -1,0 +1,93 @@
+"""Forgetting, the pure rules (capture.forgetting) and the spool's leftovers (bot.spool): what a deleted message or
+an edit changes in each copy. End to end: tests/system/test_forgetting_processes.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bot.spool import SpoolFile
+from capture.forgetting import (
+    DELETED_MARK,
+    REMOVED_MARK,
+    StoredJudgment,
+    StoredPair,
+    plan_forget,
+    removal_of_deletion,
+    removal_of_edit,
+    removal_of_words,
+    scrub,
+)
+
+MARK = "QX7-marker-9f3e"
+
+
+def test_a_deleted_question_is_gone_from_its_pair_and_its_judgments_lose_their_words_but_keep_scores() -> None:
+    question = f"my card is 4111 1111 1111 1111 {MARK}, why declined?"
+    pairs = [
+        StoredPair(1, "1.0", "2.0", question_text=question, answer_text="Cards are declined when..."),
+        StoredPair(2, "3.0", "4.0", question_text="and now?", context_text=f"[customer] {question}\n[bot] Cards..."),
+        StoredPair(9, "8.0", "9.0", question_text="unrelated", answer_text="fine"),
+    ]
+    judgments = [
+        StoredJudgment(10, 1, reasoning=f"The user asks about {MARK}", raw_output=f'{{"r": "{MARK}"}}'),
+        StoredJudgment(11, 2, reasoning=f"Follows up on card 4111 ({MARK})", confirmation_reasoning="ok"),
+        StoredJudgment(12, 9, reasoning="fine"),
+    ]
+    plan = plan_forget("1.0", removal_of_deletion([question]), pairs, judgments)
+    assert plan.pairs[1] == {"question_text": None}
+    assert plan.judgments[10] == {"reasoning": None, "raw_output": None}
+    assert plan.pairs[2] == {"context_text": f"[customer] {DELETED_MARK}\n[bot] Cards..."}
+    assert MARK not in plan.judgments[11]["reasoning"] and "4111" not in plan.judgments[11]["reasoning"]
+    assert "confirmation_reasoning" not in plan.judgments[11]  # nothing of the message in it: unchanged
+    assert 9 not in plan.pairs and 12 not in plan.judgments
+    assert plan.about == {1: "question", 2: "message"}
+
+
+def test_a_deleted_answer_already_judged_is_scrubbed_too() -> None:
+    pairs = [StoredPair(1, "1.0", "2.0", question_text="Hi?", answer_text=f"Call {MARK}")]
+    judgments = [StoredJudgment(5, 1, reasoning=f"mentions {MARK}", raw_output="{}", confirmation_reasoning="x")]
+    plan = plan_forget("2.0", removal_of_deletion([f"Call {MARK}"]), pairs, judgments)
+    assert plan.pairs[1] == {"answer_text": None}
+    assert plan.judgments[5] == {"reasoning": None, "raw_output": None, "confirmation_reasoning": None}
+    assert plan.about == {1: "answer"}
+
+
+def test_an_edit_takes_out_only_the_words_it_removed() -> None:
+    removal = removal_of_edit(["my card is 4111 1111 1111 1111, my name is Ana"], "my name is Ana")
+    assert removal.words == {"card", "4111", "1111"}
+    assert scrub("Ana's card 4111 1111 1111 1111", removal) == f"Ana's {REMOVED_MARK} {REMOVED_MARK} " + " ".join(
+        [REMOVED_MARK] * 3
+    )
+    pairs = [StoredPair(1, "1.0", "2.0", question_text="my card is 4111 1111, my name is Ana", answer_text="ok")]
+    plan = plan_forget("1.0", removal, pairs, [StoredJudgment(3, 1, reasoning="asks about card 4111")])
+    assert plan.pairs[1] == {"question_text": f"my {REMOVED_MARK} is {REMOVED_MARK} {REMOVED_MARK}, my name is Ana"}
+    assert plan.judgments[3] == {"reasoning": f"asks about {REMOVED_MARK} {REMOVED_MARK}"}  # scrubbed, not blanked
+    assert plan.about == {1: "edit"}
+
+
+def test_an_edit_that_only_adds_removes_nothing_and_noted_words_are_words() -> None:
+    assert not removal_of_edit(["Looking into it. Hel"], "Looking into it. Hello, open Settings.")
+    assert removal_of_words(["4111", "card"]).words == {"4111", "card"}
+    assert not plan_forget("1.0", removal_of_words([]), [StoredPair(1, "1.0", "2.0", question_text="x")], [])
+
+
+def test_a_deleted_messages_names_and_numbers_leave_other_copies_its_plain_words_stay() -> None:
+    removal = removal_of_deletion(["How do I reset the password for Zanzibar, order 5531?"])
+    assert scrub("To reset the password of Zanzibar's order 5531", removal) == (
+        f"To reset the password of {DELETED_MARK}'s order {DELETED_MARK}"
+    )
+
+
+def test_the_spool_leaves_no_text_on_disk_once_drained(tmp_path: Path) -> None:
+    """A spooled event's text is gone from the SQLite file and its write-ahead log after the drain, while the bot
+    still has the spool open (closing the last connection would checkpoint the log anyway)."""
+    spool = SpoolFile(tmp_path / "bot-1.sqlite3")
+    for i in range(3):
+        spool.add({"body": {"event": {"text": f"{MARK} card 4111 1111 1111 1111 #{i}"}}, "own": {}})
+    handed: list[dict] = []
+    assert spool.drain(handed.append) == 3 and len(handed) == 3
+    try:
+        for path in tmp_path.iterdir():
+            assert MARK.encode() not in path.read_bytes(), path.name
+    finally:
+        spool.close()

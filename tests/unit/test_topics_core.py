@@ -1,0 +1,137 @@
+"""The topics' pure core: failure reasons, clustering with outliers capped, figures and ranking, stable names,
+knowledge gaps and their drafts, and too few questions."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import timedelta
+
+import numpy as np
+import pytest
+
+from tests.topics_corpus import FAILING_TOPIC, START, corpus, corpus_questions
+from topics.build import KnownTopic, build_topics, named
+from topics.clustering import cluster
+from topics.figures import figures_of
+from topics.gaps import drafts
+from topics.local_embeddings import local_vectors
+from topics.naming import keyword_names, naming_messages, parse_name
+from topics.questions import (
+    ESCALATION,
+    LOW_SCORE,
+    MISSED_FAILURE,
+    NEGATIVE_REACTION,
+    NO_DOCUMENT,
+    REASK,
+    Question,
+    Verdict,
+    failure_reasons,
+    resolution,
+)
+
+END = START + timedelta(days=7)
+
+
+def _build(questions, vectors, **extra):
+    return build_topics(questions, vectors, start=START, end=END, now=END, embedding="local TF-IDF + SVD", **extra)
+
+
+def test_failure_reasons_cover_every_signal_and_respect_the_second_opinion():
+    thresholds = {"relevancy": 2, "grounded": 2}
+    assert failure_reasons([Verdict("relevancy", "ok", 1)], [], thresholds) == (LOW_SCORE,)
+    disputed = Verdict("relevancy", "ok", 1, confirmation_status="disputed")
+    assert failure_reasons([disputed], [], thresholds) == ()
+    assert failure_reasons([Verdict("grounded", "null")], [], thresholds) == (NO_DOCUMENT,)
+    high = Verdict("relevancy", "ok", 4)
+    reasons = failure_reasons([high], [REASK, ESCALATION, "thanked"], thresholds)
+    assert reasons == (MISSED_FAILURE, REASK, ESCALATION)
+    assert failure_reasons([high], [NEGATIVE_REACTION], thresholds) == (NEGATIVE_REACTION,)
+    assert failure_reasons([high], ["resolved"], thresholds) == ()
+    assert resolution(["resolved"], True) is True
+    assert resolution([REASK], True) is False
+    assert resolution(["resolved"], False) is None
+
+
+def test_the_corpus_groups_into_its_topics_and_the_planted_failing_topic_ranks_first():
+    questions = corpus_questions()
+    report = _build(questions, local_vectors([q.text for q in questions]))
+    labels = {row_index + 1: row["topic"] for row_index, row in enumerate(corpus())}
+    assert len(report.topics) >= 8
+    assert 0 < report.left_out <= report.questions // 2
+    assert sum(t.figures.questions for t in report.topics) + report.left_out == report.questions
+    first = report.topics[0]
+    assert Counter(labels[q.pair_id] for q in first.questions).most_common(1)[0][0] == FAILING_TOPIC
+    failed = [t.figures.failed for t in report.topics]
+    assert failed == sorted(failed, reverse=True)
+    assert first.figures.failed > 0 and first.figures.resolution_rate is not None
+    assert first.gaps and first.gaps[0].answer and first.gaps[0].asked >= 1
+
+
+def test_outliers_never_exceed_half_of_the_questions():
+    rng = np.random.default_rng(1)
+    noise = rng.normal(size=(200, 40)).astype(np.float32)  # nothing to group: HDBSCAN leaves most out
+    blob = rng.normal(size=(1, 40)) + rng.normal(scale=0.02, size=(30, 40))
+    clustering = cluster(np.vstack([noise, blob]).astype(np.float32))
+    assert clustering.count >= 1
+    assert clustering.outliers <= (200 + 30) // 2
+
+
+def test_a_week_with_too_few_questions_says_so_instead_of_inventing_topics():
+    questions = corpus_questions()[:12]
+    report = _build(questions, local_vectors([q.text for q in questions]))
+    assert report.too_few and report.topics == ()
+    assert report.left_out == 12
+    assert "too few to group" in report.notes[-1]
+
+
+def test_figures_and_the_change_against_the_week_before():
+    questions = corpus_questions()
+    vectors = local_vectors([q.text for q in questions])
+    half = len(questions) // 2
+    report = _build(questions, vectors, previous=questions[:half], previous_vectors=vectors[:half])
+    topic = report.topics[0]
+    assert topic.previous is not None and 0 < topic.previous.questions < topic.figures.questions
+    assert topic.change.questions == topic.figures.questions - topic.previous.questions
+    empty = _build(questions, vectors, previous=[], previous_vectors=vectors[:0])
+    assert empty.topics[0].previous.questions == 0
+    assert _build(questions, vectors).topics[0].previous is None
+    figures = figures_of([q for q in questions if q.failed])
+    assert figures.resolution_rate == 0.0 and figures.mean_relevancy == 1.0
+
+
+def test_a_continuing_topic_keeps_its_key_and_name():
+    questions = corpus_questions()
+    vectors = local_vectors([q.text for q in questions])
+    first = _build(questions, vectors)
+    top = named(first.topics[0], "k-refunds", "Refunds for annual plans")
+    index = {q.pair_id: i for i, q in enumerate(questions)}
+    anchors = vectors[[index[pair_id] for pair_id in top.anchors]]
+    again = _build(questions, vectors, known=[KnownTopic("k-refunds", "Refunds for annual plans", anchors)])
+    assert again.topics[0].key == "k-refunds" and again.topics[0].name == "Refunds for annual plans"
+    assert [t.key for t in again.topics[1:]] == [None] * (len(again.topics) - 1)
+
+
+def test_gaps_read_as_draft_knowledge_base_entries():
+    questions = corpus_questions()
+    report = _build(questions, local_vectors([q.text for q in questions]))
+    topic = named(report.topics[0], "k", "Refunds for annual plans")
+    text = drafts(topic.gaps)
+    assert text.startswith("# Knowledge gaps")
+    assert "## " in text and "refunded pro rata" in text and "Topic: Refunds for annual plans" in text
+    no_document = Question(1, "C1", "1.0", "Where is the SLA document?", START, failures=(NO_DOCUMENT,))
+    assert "No document answers this yet" in drafts([type(topic.gaps[0])("no_document", "SLA", no_document, None, 2)])
+
+
+def test_naming_prompt_puts_the_constant_part_first_and_parses_names():
+    one, two = naming_messages(["a?", "b?"]), naming_messages(["c?"])
+    assert one[0] == two[0] and one[1] != two[1]
+    assert parse_name('"Refunds for annual plans."\n') == "Refunds for annual plans"
+    assert parse_name("Name: SSO login") == "SSO login"
+    assert parse_name("  \n") is None
+    names = keyword_names([["refund my annual plan", "annual refund"], ["reset password", "password email"]])
+    assert names[0].lower().startswith(("annual", "refund")) and "password" in names[1].lower()
+
+
+@pytest.mark.parametrize("texts", [[], ["the", "a"], ["🙂"]])
+def test_the_local_embedding_takes_texts_without_words(texts):
+    assert local_vectors(texts).shape[0] == len(texts)

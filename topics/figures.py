@@ -1,0 +1,90 @@
+"""A topic's figures, pure: questions, failed (and why), resolution rate, mean relevancy, and the change against
+the week before."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from topics.questions import REASONS, Question
+
+
+@dataclass(frozen=True)
+class Figures:
+    questions: int = 0
+    failed: int = 0
+    resolved: int = 0
+    decided: int = 0  # questions whose outcome window closed (resolved or not)
+    relevancy_total: float = 0.0
+    relevancy_scored: int = 0
+    reasons: dict[str, int] = field(default_factory=dict)  # failed questions per reason (one may have several)
+
+    @property
+    def resolution_rate(self) -> float | None:
+        return self.resolved / self.decided if self.decided else None
+
+    @property
+    def mean_relevancy(self) -> float | None:
+        return self.relevancy_total / self.relevancy_scored if self.relevancy_scored else None
+
+    @property
+    def failure_rate(self) -> float | None:
+        return self.failed / self.questions if self.questions else None
+
+    def as_dict(self) -> dict:
+        return {
+            "questions": self.questions,
+            "failed": self.failed,
+            "failure_reasons": dict(self.reasons),
+            "resolution_rate": self.resolution_rate,
+            "resolved": self.resolved,
+            "decided": self.decided,
+            "mean_relevancy": self.mean_relevancy,
+        }
+
+
+def figures_of(questions: Iterable[Question]) -> Figures:
+    count = failed = resolved = decided = scored = 0
+    total = 0.0
+    reasons: Counter[str] = Counter()
+    for question in questions:
+        count += 1
+        if question.failed:
+            failed += 1
+            reasons.update(question.failures)
+        if question.resolved is not None:
+            decided += 1
+            resolved += question.resolved
+        if question.relevancy is not None:
+            scored += 1
+            total += question.relevancy
+    ordered = {reason: reasons[reason] for reason in REASONS if reasons[reason]}
+    return Figures(count, failed, resolved, decided, total, scored, ordered)
+
+
+@dataclass(frozen=True)
+class Change:
+    """This period against the one before: in questions, failed questions, and rate points."""
+
+    questions: int
+    failed: int
+    resolution_points: float | None  # percentage points; None when either period has no decided outcome
+    relevancy: float | None
+
+
+def change(current: Figures, previous: Figures | None) -> Change | None:
+    if previous is None:
+        return None
+    points = None
+    if current.resolution_rate is not None and previous.resolution_rate is not None:
+        points = (current.resolution_rate - previous.resolution_rate) * 100
+    relevancy = None
+    if current.mean_relevancy is not None and previous.mean_relevancy is not None:
+        relevancy = current.mean_relevancy - previous.mean_relevancy
+    return Change(current.questions - previous.questions, current.failed - previous.failed, points, relevancy)
+
+
+def rank_key(figures: Figures) -> tuple:
+    """What fixing a topic is worth: its failed questions first, then its failure rate, then its size."""
+    return (-figures.failed, -(figures.failure_rate or 0.0), -figures.questions)

@@ -1,0 +1,349 @@
+"""The topics of a period, read from the store and written back: the adapter around `topics.build`.
+
+Loads the period's questions (and the week before's) once, gets their vectors (stored embeddings, the missing ones
+asked of the endpoint a batch at a time and stored; or the local fallback, and the report says which and why),
+builds the topics, names the new ones (one judge-LLM call each, else keywords), and writes once: the topics' names
+and anchors (the cache), each pair's topic, the run's figures when it is a stored run, and the LLM spend. Every
+embedding or naming call is paid from the daily budget first (`store.usage.claim_llm_call`). Nothing here alerts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+
+import numpy as np
+
+from capture.outcomes import HUMAN_TAKEOVER
+from judges import LLMClient, TransientLLMError
+from judges.client import LLMRequestError
+from store import topics as rows
+from store.db import Database
+from store.models import PairStatus
+from store.rules import ChannelRules
+from store.settings import Settings
+from store.stats_queries import PairRow
+from store.usage import claim_llm_call
+from topics import local_embeddings
+from topics.build import KnownTopic, Topic, TopicsReport, build_topics, named
+from topics.embeddings import BATCH, EmbeddingClient, EmbeddingsUnavailable, from_bytes, text_sha, to_bytes
+from topics.naming import keyword_names, naming_messages, parse_name
+from topics.questions import Question, Verdict, failure_reasons, resolution
+
+log = logging.getLogger("relmon.topics")
+
+QUESTION_SOURCES = frozenset({"capture", "backfill", "import"})  # on-demand /judge requests are not the bot's traffic
+_NOT_QUESTIONS = frozenset({PairStatus.MERGED, PairStatus.DELETED, PairStatus.NO_QUESTION, PairStatus.EMPTY})
+
+
+@dataclass(frozen=True)
+class TopicsQuery:
+    start: datetime
+    end: datetime
+    now: datetime
+    previous_start: datetime | None = None  # compare with [previous_start, start); None: no comparison
+    channel: str | None = None  # only this channel's questions
+    run_key: str | None = None  # store the run under this key (the digest's week, App Home's day)
+
+
+@dataclass
+class TopicsDeps:
+    db: Database
+    settings: Settings
+    rules: ChannelRules
+    llm: Callable[[], LLMClient] | None = None  # the judge model's client, for names (None: keyword names)
+    embedder: Callable[[], EmbeddingClient] | None = None  # None: from the settings
+
+
+@dataclass
+class _Spend:
+    calls: int = 0
+    prompt: int = 0
+    completion: int = 0
+    cached: int = 0
+
+
+@dataclass
+class _Run:
+    """What one run spent and must say."""
+
+    notes: list[str] = field(default_factory=list)
+    embedding: _Spend = field(default_factory=_Spend)
+    naming: _Spend = field(default_factory=_Spend)
+
+
+class BudgetSpent(Exception):
+    pass
+
+
+def question_of(row: PairRow, text: rows.QuestionText, thresholds: dict[str, float]) -> Question | None:
+    """A stored pair as a topics question (None: not a question of the bot's traffic)."""
+    if row.source not in QUESTION_SOURCES or row.status in _NOT_QUESTIONS or not (text.question or "").strip():
+        return None
+    verdicts = [Verdict(j.judge, j.status, j.score, j.confirmation_status) for j in row.judgments]
+    failures = failure_reasons(verdicts, row.signals, thresholds)
+    relevancy = next((j.score for j in row.judgments if j.judge == "relevancy" and j.status == "ok"), None)
+    teammate = text.reference if HUMAN_TAKEOVER in row.signals and failures else None
+    return Question(
+        pair_id=row.id,
+        channel_id=row.channel_id,
+        ts=text.question_ts or row.answer_ts,
+        text=text.question or "",
+        created_at=row.created_at,
+        private=row.channel_is_private,
+        failures=failures,
+        resolved=resolution(row.signals, row.window_closed),
+        relevancy=relevancy,
+        teammate_answer=teammate,
+    )
+
+
+def load_questions(deps: TopicsDeps, start: datetime, end: datetime, channel: str | None) -> list[Question]:
+    settings, rules = deps.settings, deps.rules
+    found = []
+    with deps.db.session() as session:  # a transaction: PostgreSQL streams through a server-side cursor
+        for row, text in rows.stream_questions(session, start, end):
+            if channel is not None and row.channel_id != channel:
+                continue
+            rule = rules.for_channel(row.channel_id, settings)
+            if not rule.watch:
+                continue
+            question = question_of(row, text, rule.thresholds)
+            if question is not None:
+                found.append(question)
+    return found
+
+
+def compute_topics(deps: TopicsDeps, query: TopicsQuery) -> TopicsReport:
+    """The topics of [query.start, query.end), written back (see the module's docstring)."""
+    run = _Run()
+    current = load_questions(deps, query.start, query.end, query.channel)
+    previous = None
+    if query.previous_start is not None:
+        previous = load_questions(deps, query.previous_start, query.start, query.channel)
+    with deps.db.reading() as session:
+        known = rows.known_topics(session)
+    anchor_texts = _anchor_texts(deps, known, {q.pair_id for q in [*current, *(previous or [])]})
+    anchors = [Question(pid, None, None, text, query.now) for pid, text in anchor_texts.items()]
+    everyone = [*current, *(previous or []), *anchors]
+    enough = len(current) >= max(2, deps.settings.topics_min_questions)  # else nothing to embed: too few to group
+    vectors, embedding = _vectors(deps, everyone, query.now, run) if enough else (None, "none")
+    if vectors is None:
+        vectors = np.zeros((len(everyone), 1), dtype=np.float32)
+    index = {q.pair_id: i for i, q in enumerate(everyone)}
+    n, m = len(current), len(previous or [])
+    known_topics = [
+        KnownTopic(t.key, t.name, vectors[[index[p] for p in t.anchors if p in index]])
+        for t in known
+        if any(p in index for p in t.anchors)
+    ]
+    report = build_topics(
+        current,
+        vectors[:n],
+        start=query.start,
+        end=query.end,
+        now=query.now,
+        embedding=embedding,
+        previous=previous,
+        previous_vectors=vectors[n : n + m] if previous is not None else None,
+        known=known_topics,
+        min_questions=deps.settings.topics_min_questions,
+        smallest=deps.settings.topics_min_size,
+    )
+    topics = _named(deps, report.topics, query.now, run)
+    report = replace(report, topics=topics, notes=(*run.notes, *report.notes))
+    _store(deps, report, query, run)
+    return report
+
+
+def _anchor_texts(deps: TopicsDeps, known, have: set[int]) -> dict[int, str]:
+    wanted = [p for t in known for p in t.anchors if p not in have]
+    if not wanted:
+        return {}
+    with deps.db.reading() as session:
+        texts = rows.texts_of(session, wanted)
+    return {p: t.question for p, t in texts.items() if t.question}
+
+
+def _charge(deps: TopicsDeps, now: datetime) -> None:
+    """One LLM call paid from today's budget (UTC), or BudgetSpent."""
+    with deps.db.session() as session:
+        if not claim_llm_call(session, now.astimezone(UTC).date(), deps.settings.daily_budget):
+            raise BudgetSpent
+
+
+def _vectors(deps: TopicsDeps, questions: Sequence[Question], now: datetime, run: _Run) -> tuple[np.ndarray, str]:
+    """Every question's vector in one space: the endpoint's (stored once per pair), else the local fallback's."""
+    settings = deps.settings
+    texts = [q.text for q in questions]
+    if settings.local_embedding_only:
+        return local_embeddings.local_vectors(texts), local_embeddings.NAME
+    try:
+        return _endpoint_vectors(deps, questions, now, run), settings.embedding_model
+    except EmbeddingsUnavailable as error:
+        why = f"the embeddings endpoint failed ({error})"
+    except BudgetSpent:
+        why = "the daily budget is spent"
+    run.notes.append(f"Grouped with the local embedding ({local_embeddings.NAME}): {why}.")
+    log.warning("topics fell back to the local embedding", extra={"reason": why[:300]})
+    return local_embeddings.local_vectors(texts), local_embeddings.NAME
+
+
+def _endpoint_vectors(deps: TopicsDeps, questions: Sequence[Question], now: datetime, run: _Run) -> np.ndarray:
+    model = deps.settings.embedding_model
+    shas = [text_sha(q.text) for q in questions]
+    with deps.db.reading() as session:
+        stored = rows.stored_embeddings(session, [q.pair_id for q in questions], model)
+    vectors: list[np.ndarray | None] = [None] * len(questions)
+    missing = []
+    for i, (question, sha) in enumerate(zip(questions, shas, strict=True)):
+        found = stored.get(question.pair_id)
+        if found is not None and found[0] == sha:
+            vectors[i] = from_bytes(found[1])
+        else:
+            missing.append(i)
+    if missing:
+        client = deps.embedder() if deps.embedder else _embedder(deps.settings)
+        for start in range(0, len(missing), BATCH):
+            batch = missing[start : start + BATCH]
+            _charge(deps, now)
+            embedded, tokens = client.embed([questions[i].text for i in batch])
+            run.embedding.calls += 1
+            run.embedding.prompt += tokens
+            new_rows = []
+            for i, vector in zip(batch, embedded, strict=True):
+                vectors[i] = vector
+                new_rows.append(
+                    {"pair_id": questions[i].pair_id, "model": model, "text_sha": shas[i], "vector": to_bytes(vector)}
+                )
+            with deps.db.session() as session:
+                rows.store_embeddings(session, new_rows)
+    widths = {len(v) for v in vectors if v is not None}
+    if len(widths) > 1:  # the endpoint changed dimensions for the same model name: a space of its own
+        raise EmbeddingsUnavailable(f"{model}: stored embeddings of different sizes {sorted(widths)}")
+    return np.stack(vectors).astype(np.float32) if vectors else np.zeros((0, 1), dtype=np.float32)
+
+
+def _embedder(settings: Settings) -> EmbeddingClient:
+    return EmbeddingClient(
+        settings.embedding_model,
+        settings.openai_base_url,
+        settings.secret("openai_api_key"),
+        timeout=settings.llm_timeout_seconds,
+    )
+
+
+def topic_key(topic: Topic) -> str:
+    """A new topic's key, from the questions closest to its centre: the same run repeated gives the same key."""
+    return hashlib.sha1(",".join(map(str, topic.anchors)).encode()).hexdigest()[:16]
+
+
+def naming_examples(topic: Topic) -> list[str]:
+    """The questions a name is made from: public ones when the topic has any, so a name says nothing of a private
+    channel where that channel's people are not."""
+    public = [q.text for q in topic.examples if not q.private]
+    return public or [q.text for q in topic.examples]
+
+
+def _named(deps: TopicsDeps, topics: Sequence[Topic], now: datetime, run: _Run) -> tuple[Topic, ...]:
+    fallback = keyword_names(
+        [[q.text for q in t.questions[:50] if not q.private] or [t.questions[0].text] for t in topics]
+    )
+    client = None
+    failed_why = None
+    out = []
+    for topic, keywords in zip(topics, fallback, strict=True):
+        if topic.key is not None:
+            out.append(named(topic, topic.key, topic.name or keywords))
+            continue
+        name = None
+        if failed_why is None and deps.llm is not None:
+            try:
+                client = client or deps.llm()
+                _charge(deps, now)
+                reply = client.complete(naming_messages(naming_examples(topic)))
+                run.naming.calls += 1
+                run.naming.prompt += reply.prompt_tokens or 0
+                run.naming.completion += reply.completion_tokens or 0
+                run.naming.cached += reply.cached_tokens or 0
+                name = parse_name(reply.text)
+            except BudgetSpent:
+                failed_why = "the daily budget is spent"
+            except (TransientLLMError, LLMRequestError, ValueError) as error:
+                failed_why = f"the LLM failed ({str(error)[:200]})"
+        out.append(named(topic, topic_key(topic), name or keywords, "llm" if name else "keywords"))
+    if failed_why:
+        run.notes.append(f"Some topics are named by their keywords: {failed_why}.")
+    return tuple(out)
+
+
+def _store(deps: TopicsDeps, report: TopicsReport, query: TopicsQuery, run: _Run) -> None:
+    settings = deps.settings
+    with deps.db.session() as session:
+        rows.save_topics(
+            session,
+            [
+                {
+                    "key": t.key,
+                    "name": t.name,
+                    "named_by": t.named_by,
+                    "anchors": list(t.anchors),
+                }
+                for t in report.topics
+            ],
+        )
+        rows.save_pair_topics(session, {q.pair_id: t.key for t in report.topics for q in t.questions})
+        if run.embedding.calls:
+            spent = run.embedding
+            rows.record_spend(session, "embedding", settings.embedding_model, spent.calls, spent.prompt, 0, 0)
+        if run.naming.calls:
+            spent = run.naming
+            rows.record_spend(
+                session, "naming", settings.judge_model, spent.calls, spent.prompt, spent.completion, spent.cached
+            )
+        if query.run_key:
+            rows.save_run(session, run_record(report, query.run_key), period_records(report))
+
+
+def run_record(report: TopicsReport, run_key: str) -> dict:
+    return {
+        "run_key": run_key,
+        "start": report.start,
+        "end": report.end,
+        "questions": report.questions,
+        "left_out": report.left_out,
+        "embedding": report.embedding,
+        "notes": list(report.notes),
+    }
+
+
+def period_records(report: TopicsReport) -> list[dict]:
+    return [
+        {
+            "topic_key": t.key,
+            "rank": rank,
+            "name": t.name,
+            "questions": t.figures.questions,
+            "failed": t.figures.failed,
+            "resolved": t.figures.resolved,
+            "decided": t.figures.decided,
+            "mean_relevancy": t.figures.mean_relevancy,
+            "previous_questions": t.previous.questions if t.previous else None,
+            "previous_failed": t.previous.failed if t.previous else None,
+            "channels": sorted(t.channels),
+            "private_channels": sorted(t.private_channels),
+            "only_private": t.only_private,
+            "examples": [q.pair_id for q in t.examples],
+        }
+        for rank, t in enumerate(report.topics, start=1)
+    ]
+
+
+def topic_of(db: Database, pair_id: int) -> str | None:
+    """The name of the topic a pair's question fell in at the latest stored run, or None (for the golden set)."""
+    with db.reading() as session:
+        found = rows.topic_of(session, pair_id)
+    return found[1] if found else None

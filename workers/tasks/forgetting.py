@@ -1,0 +1,98 @@
+"""`forget_message`: the one path by which a deletion (or an edit that takes words out) reaches every copy relmon
+keeps of a message. The bot logs the deletion or edit in the conversation log and leaves what the message said in
+a note (capture.forget_notes); this task reads the note and the thread's stored pairs and judgments, lets the pure
+`capture.forgetting.plan_forget` decide what changes, and writes it in one transaction. Then: pairs that waited for
+their judge look for their question again, the alerts about the changed pairs are redrawn in place (the vote
+tally's redraw path, saying the message was deleted) and the summaries that list them are redrawn, the note is
+dropped, and Redis is asked to rewrite its append-only file (common.redis_persistence).
+
+Idempotent: run again, it finds nothing left to change (and redraws the same alerts again).
+"""
+
+from __future__ import annotations
+
+import logging
+
+import redis
+from sqlalchemy.exc import OperationalError
+
+from capture import forget_notes
+from capture.forgetting import plan_forget, removal_of_deletion, removal_of_words
+from capture.redact import redact_if
+from common import task_names
+from common.celery_app import celery
+from common.redis_persistence import RewriteBusy, rewrite_append_only_file, rewrite_soon
+from common.runtime import Runtime, get_runtime
+from common.telemetry.logs import event_fields
+from store import forgetting, golden
+from workers.alerts.delivery import schedule_summary_flush
+from workers.alerts.policy import summary_key
+
+log = logging.getLogger("relmon.forget")
+
+
+def forget_message_in(
+    runtime: Runtime, channel: str, ts: str, *, thread_ts: str | None = None, edited: bool = False
+) -> str:
+    """Scrub the message `ts` (deleted, or edited when `edited`) from every stored copy; returns a summary."""
+    settings = runtime.settings
+    said = forget_notes.read(runtime.redis, channel, ts, edited=edited)
+    if edited and not said:
+        return "nothing noted"  # another run of this edit's task scrubbed it already
+    thread_key = thread_ts or ts
+    with runtime.db.session() as session:
+        pairs, judgments = forgetting.thread_rows(session, channel, ts, thread_key)
+        stored = [p.question_text for p in pairs if p.question_ts == ts]
+        stored += [p.answer_text for p in pairs if p.answer_ts == ts]
+        before = [*said, *(redact_if(settings.redact_pii, text) for text in said), *stored]
+        removal = removal_of_words(said) if edited else removal_of_deletion(before)
+        plan = plan_forget(ts, removal, pairs, judgments)
+        forgetting.apply_plan(session, plan)
+        reopened = [] if edited else forgetting.reopen_waiting(session, channel, ts)
+        if not edited:
+            golden.forget_message(session, channel, ts)  # a question or a teammate's reply the golden set quoted
+        redraw = forgetting.note_on_alerts(session, plan.about)
+        summaries = {summary_key(alert_channel, at) for alert_channel, at in redraw.held}
+        forgetting.force_summary_redraw(session, summaries)
+    for pair_id, version in reopened:
+        celery.send_task(task_names.SETTLE_PAIR, args=[pair_id, version])
+    for alert_id in redraw.posted:
+        celery.send_task(task_names.REFRESH_ALERT_VOTES, args=[alert_id])
+    if summaries:
+        schedule_summary_flush(runtime)
+    forget_notes.drop(runtime.redis, channel, ts, len(said), edited=edited)
+    rewrite_soon(runtime.redis)
+    log.info(
+        "message forgotten" if not edited else "edit's removed words forgotten",
+        extra=event_fields(
+            channel=channel,
+            message_ts=ts,
+            pairs=len(plan.pairs),
+            judgments=len(plan.judgments),
+            alerts=len(redraw.posted),
+        ),
+    )
+    return f"pairs: {len(plan.pairs)}; judgments: {len(plan.judgments)}; alerts: {len(redraw.posted)}"
+
+
+_RETRIED = {
+    "acks_late": True,
+    "autoretry_for": (redis.RedisError, OperationalError),
+    "retry_backoff": 1,
+    "retry_backoff_max": 30,
+    "max_retries": 60,
+}
+
+
+@celery.task(name=task_names.FORGET_MESSAGE, **_RETRIED)
+def forget_message(channel: str, ts: str, thread_ts: str | None = None, edited: bool = False) -> str:
+    return forget_message_in(get_runtime(), channel, ts, thread_ts=thread_ts, edited=edited)
+
+
+@celery.task(name=task_names.REWRITE_REDIS_AOF, bind=True, max_retries=30)
+def rewrite_redis_aof(self) -> str:
+    """Rewrite Redis's append-only file (common.redis_persistence); after a running rewrite, not during it."""
+    try:
+        return rewrite_append_only_file(get_runtime().redis)
+    except (RewriteBusy, redis.RedisError) as error:
+        raise self.retry(countdown=2, exc=error) from error
