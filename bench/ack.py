@@ -25,15 +25,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from sqlalchemy import func, select
-
-from bench.events import SECRET, BenchRedis, make_events
+from bench.events import SECRET, BenchRedis, _judged, make_events
 from bench.measure import SignedEventPoster, percentile
 from bench.pipeline import add_pairs, start_fake_openai
 from common import task_names
 from common.celery_app import QUEUE_JUDGE, create_celery
 from store.db import Database
-from store.models import Judgment
 from store.settings import Settings
 from tests.fakes.slack_server import FakeSlack
 from tests.processes import relmon_env, start_bot, start_worker, wait_for
@@ -126,11 +123,6 @@ def summary(latencies: list[float]) -> str:
 
 
 # The run -------------------------------------------------------------------------------------------------------
-
-
-def _judged(database: Database) -> int:
-    with database.session() as session:
-        return session.scalar(select(func.count(Judgment.id)))
 
 
 def run(args: argparse.Namespace) -> int:
