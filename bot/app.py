@@ -6,7 +6,7 @@ from __future__ import annotations
 from slack_bolt import App
 
 from bot.deps import BotDeps
-from bot.listeners import capture, commands, home, membership_events
+from bot.listeners import capture, commands, golden, home, membership_events
 from common import celery_app
 from common.runtime import Runtime, set_runtime
 from store.settings import Settings
@@ -38,3 +38,4 @@ def register_listeners(app: App, deps: BotDeps) -> None:
     commands.register(app, deps)
     home.register(app, deps)
     membership_events.register(app, deps)
+    golden.register(app, deps)  # the alerts' "Add to test set"

@@ -22,6 +22,9 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
 from capture.directory import channel_is_private
+from common.privacy import may_show_figures
+from store.rules import ChannelRules
+from store.settings import Settings
 
 log = logging.getLogger("relmon.membership")
 
@@ -78,12 +81,17 @@ class MembershipCache:
 
     def is_member(self, client: WebClient, channel_id: str, user_id: str) -> bool | None:
         """True or False; None when relmon cannot see the channel (so cannot vouch for anyone)."""
+        members = self.members(client, channel_id)
+        return None if members is None else user_id in members
+
+    def members(self, client: WebClient, channel_id: str) -> frozenset[str] | None:
+        """The channel's members; None when relmon cannot see the channel."""
         generation = self.redis.get(generation_key(channel_id))  # read before the fetch: a later event wins
         now = time.monotonic()
         with self._lock:
             cached = self._members.get(channel_id)
         if cached is not None and cached.generation == generation and now - cached.fetched_at <= self._ttl(cached):
-            return user_id in cached.members
+            return cached.members
         try:
             members = self._fetch(client, channel_id)
         except SlackApiError as error:
@@ -93,7 +101,7 @@ class MembershipCache:
         private = channel_is_private(self.redis, client, channel_id, None)
         with self._lock:
             self._members[channel_id] = _Members(now, generation, private, members)
-        return user_id in members
+        return members
 
     def _ttl(self, cached: _Members) -> float:
         return self.private_ttl if cached.private else self.ttl
@@ -141,3 +149,37 @@ class Viewer:
     def may_read(self, channel_id: str | None) -> bool:
         """A channel's text (questions, answers, reasoning): to its members only, public channel or not."""
         return channel_id is not None and self.is_member(channel_id)
+
+
+class ChannelAudience:
+    """What a channel (the digest's) is shown, as `Viewer` decides for one person: a public channel's figures, and a
+    private one's (one whose pairs are stored as private: `private_channels`) only where its audience may see them
+    (`common.privacy.may_show_figures`): the alert channel its own rule names, or a channel whose every member is
+    one of its own."""
+
+    def __init__(
+        self,
+        client: WebClient,
+        membership: MembershipCache,
+        rules: ChannelRules,
+        settings: Settings,
+        channel_id: str,
+        private_channels: set[str],
+    ) -> None:
+        self.client, self.membership, self.channel_id = client, membership, channel_id
+        self.rules, self.settings, self.private_channels = rules, settings, private_channels
+
+    def _members_are_in(self, source: str) -> bool:
+        try:
+            audience = self.membership.members(self.client, self.channel_id)
+            members = self.membership.members(self.client, source)
+        except Exception:  # Slack or Redis failed to answer: the safe side, not shown this time
+            log.warning("could not compare channel members", extra={"channel": source})
+            return False
+        return audience is not None and members is not None and audience <= members
+
+    def may_see(self, channel_id: str) -> bool:
+        private = channel_id in self.private_channels
+        return may_show_figures(
+            channel_id, private, self.rules, self.settings, self.channel_id, audience_are_members=self._members_are_in
+        )

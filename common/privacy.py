@@ -1,8 +1,10 @@
-"""Whether a message may quote a private channel's text: one rule for alerts, summaries and the digest.
+"""Whether a message may quote a channel's text, or show a private channel's figures: one rule for alerts,
+their redraws, summaries, the digest and what one person is shown, decided for the place the words go.
 
 A private channel's text is quoted only when the channel's OWN rule names an alert channel and quoting is on
-(`may_quote_channel`), and the digest quotes it only in the alert channel that rule sends to; anywhere else
-a message shows the score and a link. A defaults section cannot turn quoting on for a private channel by
+(`may_quote_channel`), and only in that alert channel (`may_quote` with the destination); anywhere else a
+message shows the score and a link. Its figures appear only where its audience may see them
+(`may_show_figures`). A defaults section cannot turn quoting on for a private channel by
 itself: its alert channel is not one the channel's people chose.
 
 A channel shared with another organisation (Slack Connect) is treated as private: capture stores its pairs
@@ -10,6 +12,9 @@ with `channel_is_private` set (and `channel_is_ext_shared` saying why), so every
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from store.rules import ChannelRules
 from store.settings import Settings
@@ -39,19 +44,56 @@ def may_quote_channel(
     )
 
 
+@dataclass(frozen=True)
+class Destination:
+    """Where the words go: a channel (`channel_id`: the alert channel an alert lives in, the digest channel, the
+    conversation a preview is shown in) and, when one person reads them (App Home, a DM, an ephemeral
+    preview), `reader_may_read`: whether that person is a member of a source channel."""
+
+    channel_id: str | None
+    reader_may_read: Callable[[str | None], bool] | None = None
+
+
 def may_quote(
     channel_id: str | None,
     channel_is_private: bool,
     rules: ChannelRules,
     settings: Settings,
-    destination_channel: str | None,
+    destination: Destination | str | None,
 ) -> bool:
+    """The one rule for every quote, on every post and every redraw, decided for the place the words go: a
+    public channel's text anywhere (to a person: if they are its member); a private (or shared) channel's only in
+    the alert channel its OWN rule names, with quoting on there, and to a person only if a member too. A redrawn
+    alert asks for the channel it lives in, not for where today's rule would send a new one: a rule that changed
+    since never makes an old alert quote a private channel."""
+    where = destination if isinstance(destination, Destination) else Destination(destination)
+    if where.reader_may_read is not None and not where.reader_may_read(channel_id):
+        return False
     if not channel_is_private:
         return True
-    # The alerts' rule, the same function, and only where those alerts go.
-    effective = rules.for_channel(channel_id, settings)
     return (
         may_quote_channel(channel_id, channel_is_private, rules, settings)
-        and destination_channel is not None
-        and effective.alert_channel == destination_channel
+        and where.channel_id is not None
+        and rules.for_channel(channel_id, settings).alert_channel == where.channel_id
     )
+
+
+def may_show_figures(
+    channel_id: str | None,
+    channel_is_private: bool,
+    rules: ChannelRules,
+    settings: Settings,
+    destination_channel: str | None,
+    *,
+    audience_are_members: Callable[[str], bool] = lambda _channel: False,
+) -> bool:
+    """Whether a channel's figures and worst lines (scores, links) may be shown in a channel, as App Home shows
+    them to a person: a public channel's anywhere; a private channel's only where its audience may see them: in
+    the alert channel its own rule names (its people chose it), or in a channel whose every member is one of its
+    own (`audience_are_members`)."""
+    if not channel_is_private:
+        return True
+    own_rule = rules.channels.get(channel_id) if channel_id else None
+    if own_rule is not None and own_rule.alert_channel is not None and own_rule.alert_channel == destination_channel:
+        return True
+    return channel_id is not None and audience_are_members(channel_id)

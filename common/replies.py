@@ -19,7 +19,8 @@ connecting or sending is raised as a URLError, whatever fails while waiting for 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+import secrets
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from http.client import HTTPException
@@ -46,6 +47,8 @@ CONNECTION_RETRIES = 2  # of a request that could not be sent at all
 # ID only, so the bot files it here under that ID; a verdict waiting out a long outage may outlive a day.
 REPLY_CHANNEL_KEY = "relmon:reply-channel:{pair_id}"
 REPLY_CHANNEL_TTL_SECONDS = 7 * 24 * 3600
+RESPONSE_URL_KEY = "relmon:response-url:{key_id}"
+RESPONSE_URL_TTL_SECONDS = 30 * 60  # Slack honours a response_url this long
 
 RESPONSE_URL = "response_url"
 RESPONSE_URL_UNCONFIRMED = "response_url_unconfirmed"  # posted, but Slack's answer never came: not sent again
@@ -125,6 +128,7 @@ def reply_privately(
     *,
     direct_message_last: bool = False,
     wait_rate_limits: bool = True,
+    on_posted: Callable[[str | None, str | None], None] | None = None,
 ) -> str:
     """Tell one person `payload` ({text, blocks}) so only they see it, once; returns where it went.
 
@@ -132,7 +136,7 @@ def reply_privately(
     `wait_rate_limits=False` (the bot's listeners): a rate-limited response_url is not waited for.
     RESPONSE_URL_UNCONFIRMED (and EPHEMERAL_ and DIRECT_MESSAGE_UNCONFIRMED): sent whole but never answered;
     not sent again, there or anywhere else. A Web API call that could not be sent at all raises: the caller's
-    retry sends it."""
+    retry sends it. `on_posted(channel, ts)`: told where a direct message went (the only reply that stays)."""
     if asker.response_url:
         outcome = post_to_response_url(asker.response_url, payload, wait_rate_limits=wait_rate_limits)
         if outcome == TAKEN:
@@ -155,7 +159,9 @@ def reply_privately(
             )
     if direct_message_last and client is not None and asker.user_id:
         with _unanswered_is(asker, DIRECT_MESSAGE_UNCONFIRMED) as unanswered:
-            client.chat_postMessage(channel=asker.user_id, unfurl_links=False, **payload)
+            posted = client.chat_postMessage(channel=asker.user_id, unfurl_links=False, **payload)
+            if on_posted is not None:
+                on_posted(posted.get("channel"), posted.get("ts"))
         return unanswered.outcome or DIRECT_MESSAGE
     log.warning("could not reply privately", extra={"user": asker.user_id, "channel": asker.channel_id})
     return NOWHERE
@@ -181,6 +187,22 @@ def _unanswered_is(asker: Asker, outcome: str) -> Iterator[_Unanswered]:
             extra={"user": asker.user_id, "channel": asker.channel_id, "via": outcome, "error": repr(error)[:200]},
         )
         unanswered.outcome = outcome
+
+
+def keep_response_url(redis: Redis, response_url: str | None) -> str | None:
+    """Keep a response_url in Redis for its 30-minute life and return the ID a task carries instead: a task's
+    arguments show in its message, its repr and the logs of a failure, and a response_url is a credential."""
+    if not response_url:
+        return None
+    key_id = secrets.token_hex(12)
+    redis.set(RESPONSE_URL_KEY.format(key_id=key_id), response_url, ex=RESPONSE_URL_TTL_SECONDS)
+    return key_id
+
+
+def response_url_of(redis: Redis, key_id: str | None) -> str | None:
+    """The response_url kept under `key_id` (None: none, or its life is over)."""
+    value = redis.get(RESPONSE_URL_KEY.format(key_id=key_id)) if key_id else None
+    return value.decode() if isinstance(value, bytes) else value
 
 
 def remember_reply_channel(redis: Redis, pair_id: int, channel_id: str | None) -> None:

@@ -68,6 +68,15 @@ def build_parser() -> argparse.ArgumentParser:
     digest.add_argument("--dry-run", action="store_true", help="print it here; touch neither Slack nor the database")
     digest.add_argument("--force", action="store_true", help="send another even if this week's was sent")
 
+    topics = commands.add_parser("topics", help="what to fix first: the period's questions grouped into topics")
+    topics.add_argument("--since", default="7d", help="how far back: 7d (default) or a date YYYY-MM-DD")
+    topics.add_argument("--channel", help="only this channel ID")
+    topics.add_argument("--json", action="store_true", help="every topic with its figures and its questions' ids")
+    gaps = commands.add_parser("gaps", help="knowledge gaps: questions a teammate answered after the bot failed")
+    gaps.add_argument("--since", default="7d", help="how far back: 7d (default) or a date YYYY-MM-DD")
+    gaps.add_argument("--channel", help="only this channel ID")
+    gaps.add_argument("--format", choices=["json", "markdown"], default="markdown", help="markdown: draft KB entries")
+
     canary = commands.add_parser("canary", help="re-judge the labelled canary set now and store the run")
     canary.add_argument("--no-post", action="store_true", help="do not post 'the judge moved' in the alert channel")
 
@@ -167,6 +176,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         from relmon.golden_cli import run_golden
 
         return run_golden(args, settings)
+    if args.command in ("topics", "gaps"):
+        from relmon.topics_cli import run_gaps, run_topics
+
+        return run_topics(args, settings) if args.command == "topics" else run_gaps(args, settings)
     if args.command == "regress":
         from relmon.regress.command import run_regress
 

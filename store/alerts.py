@@ -35,6 +35,7 @@ STATUS_CLAIMED = "claimed"  # to be posted (a worker holds it, or died holding i
 STATUS_POSTED = "posted"
 STATUS_HELD = "held"  # over an hourly cap: shown in the hour's summary instead
 STATUS_FAILED = "failed"  # Slack refused it for good (e.g. the alert channel is gone)
+STATUS_RETIRED = "retired"  # past retention: its message redrawn without words, or deleted (store.retention)
 
 # Low-score rows that use up the hourly cap: everything posted or on its way, not the held ones.
 CAP_STATUSES = (STATUS_CLAIMED, STATUS_POSTED, STATUS_FAILED)

@@ -6,12 +6,13 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import delete, or_, select, update
 from sqlalchemy.orm import Session
 
 from capture.forgetting import JUDGMENT_TEXTS, PAIR_TEXTS, ForgetPlan, StoredJudgment, StoredPair
 from store import alerts as alert_store
 from store.models import Alert, Judgment, Pair, PairStatus, utcnow
+from store.topic_models import QuestionEmbedding
 
 
 def thread_rows(
@@ -49,10 +50,14 @@ def thread_rows(
 
 
 def apply_plan(session: Session, plan: ForgetPlan) -> None:
-    """Write the plan's columns (a handful of rows: one thread's pairs and their judgments)."""
+    """Write the plan's columns (a handful of rows: one thread's pairs and their judgments). A changed question's
+    embedding (the topics') goes too: it was made from the words, and the next run embeds what is left."""
     now = utcnow()
     for pair_id, values in plan.pairs.items():
         session.execute(update(Pair).where(Pair.id == pair_id).values(**values, updated_at=now))
+    questions = [pair_id for pair_id, values in plan.pairs.items() if "question_text" in values]
+    if questions:
+        session.execute(delete(QuestionEmbedding).where(QuestionEmbedding.pair_id.in_(questions)))
     for judgment_id, values in plan.judgments.items():
         session.execute(update(Judgment).where(Judgment.id == judgment_id).values(**values))
 

@@ -164,6 +164,29 @@ def captured_texts(session: Session, channel_id: str, answer_ts: str) -> Row | N
     ).first()
 
 
+def thread_texts(
+    executor: Session | Connection, channel_id: str, thread_ts: str, before_ts: str, limit: int
+) -> list[tuple[str | None, str | None]]:
+    """(question_text, answer_text) of the last `limit` answers captured in a thread before `before_ts`, oldest first:
+    the earlier turns of a thread that resumes after the conversation log forgot it. Read along the (channel,
+    answer_ts) key, from the thread's root on."""
+    rows = executor.execute(
+        select(Pair.question_text, Pair.answer_text)
+        .where(
+            Pair.channel_id == channel_id,
+            Pair.answer_ts >= thread_ts,
+            Pair.answer_ts < before_ts,
+            Pair.thread_ts == thread_ts,
+            Pair.source == "capture",
+            Pair.question_text.is_not(None),  # answered a question (a deleted or merged answer did not)
+            Pair.status.not_in((PairStatus.DELETED, PairStatus.MERGED)),
+        )
+        .order_by(Pair.answer_ts.desc())
+        .limit(limit)
+    ).all()
+    return [(question, answer) for question, answer in reversed(rows)]
+
+
 def add_on_demand(session: Session, **values: Any) -> int:
     """Store an on-demand pair (`/judge`, the shortcut, the modal) as pending: it needs no settling. Its
     `answer_ts` stays empty: the (channel, answer_ts) key belongs to the captured pair, and one answer may be

@@ -15,6 +15,7 @@ from pydantic import AliasChoices, BeforeValidator, Field, SecretStr, Validation
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from store.settings_llm import LLMCallFields
+from store.settings_retention import RetentionSettings
 from store.settings_topics import TopicSettings
 
 SLACK_DEFAULT_API_URL = "https://slack.com/api/"
@@ -133,7 +134,7 @@ WHERE_TO_GET = {
 }
 
 
-class Settings(BaseSettings, TopicSettings, LLMCallFields):
+class Settings(BaseSettings, TopicSettings, LLMCallFields, RetentionSettings):
     model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore", populate_by_name=True)
 
     # Slack
@@ -193,7 +194,8 @@ class Settings(BaseSettings, TopicSettings, LLMCallFields):
 
     # Outcomes: what the customer did after an answer (capture.outcomes); a window of 0 turns them off
     outcome_window_seconds: int = Field(1800, ge=0, **_env("RELMON_OUTCOME_WINDOW"))
-    # User IDs (U…/W…) or user groups (S…) whose replies count as a teammate's takeover; empty: any person.
+    # User IDs (U…/W…) or user groups (S…) whose replies count as a teammate's takeover; empty: staff on evidence
+    # (capture.teammates).
     support_team: CommaList = Field(default_factory=list, **_env("RELMON_SUPPORT_TEAM"))
     escalation_phrases: CommaList = Field(
         default_factory=lambda: list(DEFAULT_ESCALATION_PHRASES), **_env("RELMON_ESCALATION_PHRASES")

@@ -119,6 +119,14 @@ def period_pairs(start: datetime, end: datetime) -> Select:
     )
 
 
+def private_channel_ids(session: Session, start: datetime, end: datetime) -> set[str]:
+    """The channels with a pair stored as private (or shared) created in [start, end)."""
+    query = select(Pair.channel_id).where(
+        Pair.channel_is_private.is_(True), Pair.created_at >= start, Pair.created_at < end
+    )
+    return {channel for channel in session.scalars(query.distinct()) if channel}
+
+
 def stream_pair_rows(
     session: Session, start: datetime, end: datetime, *, batch: int | None = None
 ) -> Iterator[PairRow]:

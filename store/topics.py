@@ -153,6 +153,16 @@ def latest_run(session: Session, since: datetime) -> tuple[TopicRun, list[TopicP
     return run, periods
 
 
+def example_texts(session: Session, pair_ids: Sequence[int]) -> dict[int, tuple[str | None, bool, str | None]]:
+    """pair id → (question text, private channel, channel) of a run's examples still stored."""
+    found: dict[int, tuple[str | None, bool, str | None]] = {}
+    for chunk in _chunks(sorted(set(pair_ids))):
+        query = select(Pair.id, Pair.question_text, Pair.channel_is_private, Pair.channel_id).where(Pair.id.in_(chunk))
+        for row in session.execute(query):
+            found[row.id] = (row.question_text, bool(row.channel_is_private), row.channel_id)
+    return found
+
+
 def topic_of(session: Session, pair_id: int) -> tuple[str, str] | None:
     """(key, name) of the topic a pair's question fell in at the latest stored run; None if in none."""
     row = session.execute(
@@ -176,10 +186,12 @@ def topic_names(session: Session, keys: Iterable[str]) -> dict[str, str]:
 
 
 def record_spend(
-    session: Session, kind: str, model: str, calls: int, prompt: int, completion: int, cached: int
+    session: Session, kind: str, model: str, calls: int, prompt: int, completion: int, cached: int, at: datetime
 ) -> None:
+    """One run's calls of one kind, dated by the run's `now` (the digest's cost counts its period's)."""
     session.add(
         TopicSpend(
+            created_at=at,
             kind=kind,
             model=model,
             calls=calls,

@@ -298,11 +298,20 @@ def _store(deps: TopicsDeps, report: TopicsReport, query: TopicsQuery, run: _Run
         rows.save_pair_topics(session, {q.pair_id: t.key for t in report.topics for q in t.questions})
         if run.embedding.calls:
             spent = run.embedding
-            rows.record_spend(session, "embedding", settings.embedding_model, spent.calls, spent.prompt, 0, 0)
+            rows.record_spend(
+                session, "embedding", settings.embedding_model, spent.calls, spent.prompt, 0, 0, query.now
+            )
         if run.naming.calls:
             spent = run.naming
             rows.record_spend(
-                session, "naming", settings.judge_model, spent.calls, spent.prompt, spent.completion, spent.cached
+                session,
+                "naming",
+                settings.judge_model,
+                spent.calls,
+                spent.prompt,
+                spent.completion,
+                spent.cached,
+                query.now,
             )
         if query.run_key:
             rows.save_run(session, run_record(report, query.run_key), period_records(report))

@@ -92,7 +92,7 @@ class LiveCapture:
                 if root_author != Author.OWN:
                     conversation.record(channel, logged_message(root, root_author))
         # Other bots are logged without their words: they still separate one answer from the next.
-        logged = logged_message(message, author, content={} if author == Author.OTHER else None)
+        logged = logged_message(message, author, content={} if author == Author.OTHER else None, workspace=team_id)
         if not replaces(existing, logged) or (subtype == "message_changed" and unchanged(existing, logged)):
             return  # a stream's opener after its completion, or an edit that changed nothing
         if subtype == "message_changed" and author in (Author.HUMAN, Author.MONITORED_BOT):

@@ -47,6 +47,7 @@ TASK_MODULES = (
     "workers.tasks.maintenance",
     "workers.tasks.canary",
     "workers.tasks.golden",
+    "workers.tasks.topics",
 )
 
 

@@ -17,6 +17,7 @@ from common import task_names
 from store.settings import Settings
 
 PURGE_HOUR, PURGE_MINUTE = 4, 30
+TOPICS_HOUR = 5
 
 
 class zoned_crontab(crontab):  # lower case, like the celery class it extends
@@ -102,6 +103,12 @@ def beat_schedule(settings: Settings) -> dict:
                 minute=0, timezone=zone, **canary_slot(settings.digest_day, settings.digest_hour)
             ),
             "options": {"expires": 24 * 60 * 60},
+        },
+        # App Home's topics of the last seven days, made once a day after the purge (the digest makes its own).
+        "relmon-daily-topics": {
+            "task": task_names.REFRESH_TOPICS,
+            "schedule": zoned_crontab(minute=0, hour=TOPICS_HOUR, timezone=zone),
+            "options": {"expires": 12 * 60 * 60},
         },
         "relmon-purge-old": {
             "task": task_names.PURGE_OLD,

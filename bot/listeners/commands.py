@@ -40,7 +40,7 @@ from common.messages.verdicts import (
     help_message,
     judge_modal,
 )
-from common.replies import Asker
+from common.replies import Asker, keep_response_url
 from common.runtime import Runtime
 from store.rules import JUDGE_NAMES
 
@@ -148,7 +148,7 @@ class SlowWork:
         elif wanted.kind == "stats":
             show_stats(self.runtime, client, asker, self.membership, argument=wanted.argument)
         elif wanted.kind == "digest":
-            _queue_digest_preview(client, asker)
+            _queue_digest_preview(self.runtime, client, asker)
         elif wanted.kind == "modal":
             _open_modal(client, asker, command["trigger_id"])
 
@@ -208,11 +208,13 @@ class SlowWork:
         record_click(self.runtime, client, asker, int(value), vote, message_ts=container.get("message_ts"))
 
 
-def _queue_digest_preview(client: WebClient, asker: Asker) -> None:
+def _queue_digest_preview(runtime: Runtime, client: WebClient, asker: Asker) -> None:
     try:
+        # The response_url (a credential) stays in Redis: the task carries its ID, never the URL.
+        url_id = keep_response_url(runtime.redis, asker.response_url)
         celery.send_task(
             task_names.SEND_DIGEST_PREVIEW,
-            kwargs={"user_id": asker.user_id, "channel_id": asker.channel_id, "response_url": asker.response_url},
+            kwargs={"user_id": asker.user_id, "channel_id": asker.channel_id, "response_url_id": url_id},
         )
     except Exception:
         log.exception("digest preview not queued")

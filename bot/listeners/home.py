@@ -31,8 +31,10 @@ def publish_home(
     # Imported here: the digest's task module registers Celery tasks, which only processes that use them need
     # (gunicorn's master loads it before forking: bot.server.MODULES_BEFORE_FORK).
     from common.messages.home import home_view
+    from common.messages.topics import home_blocks
     from common.reports.figures import read_report
     from common.reports.period import period_for
+    from common.reports.topic_runs import latest_view, quoting_in
 
     settings, rules = runtime.settings, runtime.rules
     now = now or datetime.now(UTC)
@@ -44,8 +46,16 @@ def publish_home(
     hidden = sorted(c for c in listed if rules.for_channel(c, settings).watch and not viewer.may_see(c))
     report = figures.report()
     channel_rules = {stats.channel_id: rules.for_channel(stats.channel_id, settings) for stats in report.channels}
+    quoting = quoting_in(runtime, None)  # a person's Home tab: public channels' text only
+    topics = latest_view(runtime, now, audience_sees=viewer.may_see, may_quote_text=quoting)
     view = home_view(
-        report, settings, rules.for_channel(None, settings), channel_rules, now=now, hidden_private=len(hidden)
+        report,
+        settings,
+        rules.for_channel(None, settings),
+        channel_rules,
+        now=now,
+        hidden_private=len(hidden),
+        topics=home_blocks(topics),
     )
     client.views_publish(user_id=user_id, view=view)
     return view

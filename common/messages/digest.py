@@ -11,10 +11,13 @@ from zoneinfo import ZoneInfo
 
 from common.messages import blocks as block_kit
 from common.messages.blocks import escape, pct, signed
+from common.messages.golden import digest_line
 from common.messages.outcomes import NOTE as OUTCOME_NOTE
 from common.messages.outcomes import outcome_lines
+from common.messages.topics import cost_text, fix_first_blocks, topics_text
 from common.messages.trust import TRUST_HEADING, precision_text, trust_lines, trust_section
 from common.reports.stats import Change, ChannelStats, JudgeStats, Prices, Report, WorstAnswer
+from common.reports.topics import TopicsView
 
 MAX_BLOCKS = block_kit.MAX_BLOCKS  # Slack's limit per message
 MAX_CHANNEL_SECTIONS = 30  # leaves room for the header, overall figures and footer
@@ -156,7 +159,7 @@ def _worst_line(worst: WorstAnswer, links: Links, quotes: Quotes, *, slack: bool
     return "\n".join(lines)
 
 
-def _overall_fields(report: Report) -> list[dict]:
+def _overall_fields(report: Report, topics: TopicsView | None = None) -> list[dict]:
     overall = report.overall
     fields = [
         {"type": "mrkdwn", "text": f"*Answers*\n{_volume_line(overall)}"},
@@ -170,7 +173,9 @@ def _overall_fields(report: Report) -> list[dict]:
     errored = f" ({overall.errored} answers unjudged)" if overall.errored else ""
     fields.append({"type": "mrkdwn", "text": f"*Judge errors*\n{errors}{errored}"})
     fields.append({"type": "mrkdwn", "text": f"*Agreement with the judge*\n{_agreement_line(overall)}"})
-    fields.append({"type": "mrkdwn", "text": f"*LLM usage*\n{_usage_line(overall)}"})
+    topics_cost = cost_text(topics) if topics is not None else None
+    usage = _usage_line(overall) + (f"\n{topics_cost}" if topics_cost else "")
+    fields.append({"type": "mrkdwn", "text": f"*LLM usage*\n{usage}"})
     outcomes = outcome_lines(report.outcomes, None)
     if outcomes:
         text = block_kit.shorten("*Outcomes*\n" + "\n".join(outcomes), block_kit.MAX_FIELD_TEXT)
@@ -252,10 +257,16 @@ def _within_budget(report: Report, links: Links, quotes: Quotes, *, budget: int,
 
 
 def digest_message(
-    report: Report, links: Links, quotes: Quotes, prices: Prices | None = None, *, chart_in_thread: bool = False
+    report: Report,
+    links: Links,
+    quotes: Quotes,
+    prices: Prices | None = None,
+    *,
+    chart_in_thread: bool = False,
+    topics: TopicsView | None = None,
 ) -> dict:
     """`{"text", "blocks"}` for chat.postMessage (at most 50 blocks). `chart_in_thread`: the chart follows
-    as a reply, and the message says where to find it."""
+    as a reply, and the message says where to find it. `topics`: "What to fix first" opens it."""
     title = f"Weekly digest · {report.period.week_key}"
     blocks: list[dict] = [
         {"type": "header", "text": {"type": "plain_text", "text": title}},
@@ -266,19 +277,25 @@ def digest_message(
             {"type": "section", "text": {"type": "mrkdwn", "text": "No answers were captured in the last 7 days."}}
         )
         return {"text": f"{title}: no answers captured", "blocks": blocks}
-    blocks.append({"type": "section", "fields": _overall_fields(report)})
+    if topics is not None:
+        blocks += fix_first_blocks(topics)
+    blocks.append({"type": "section", "fields": _overall_fields(report, topics)})
     trust = trust_section(report.trust, list(report.overall.judges))
     tail = [] if trust is None else [trust]
     if chart_in_thread:
         resolution = ", the daily resolution rate" if report.outcomes.any_closed else ""
         chart = f":chart_with_upwards_trend: The chart (daily mean {report.primary_judge}, answers per day{resolution} "
-        chart += "and the week's score distribution) is in this message's thread."
+        chart += "and the week's score distribution"
+        chart += ", failed questions by topic against the week before" if topics is not None and topics.topics else ""
+        chart += ") is in this message's thread."
         blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": chart}]})
     footer = "Changes are against the 7 days before. Shares count scores at or below each channel's alert threshold."
     if report.outcomes.any_closed:
         footer += " " + OUTCOME_NOTE
     if prices is not None:
         footer += " " + price_line(prices)
+    if report.golden is not None:
+        tail.append({"type": "section", "text": {"type": "mrkdwn", "text": digest_line(report.golden)}})
     tail.append({"type": "context", "elements": [{"type": "mrkdwn", "text": footer}]})
     blocks += _within_budget(
         report,
@@ -297,12 +314,16 @@ def digest_message(
     return {"text": summary, "blocks": blocks}
 
 
-def digest_text(report: Report, links: Links, quotes: Quotes, prices: Prices | None = None) -> str:
+def digest_text(
+    report: Report, links: Links, quotes: Quotes, prices: Prices | None = None, topics: TopicsView | None = None
+) -> str:
     """The same digest for a terminal."""
     out = [f"Weekly digest · {report.period.key}", period_text(report), ""]
     if report.empty:
         out.append("No answers were captured in the last 7 days.")
         return "\n".join(out) + "\n"
+    if topics is not None:
+        out += [topics_text(topics)]
 
     def block(stats: ChannelStats) -> list[str]:
         lines = [f"Answers: {_volume_line(stats)}"]
@@ -327,6 +348,8 @@ def digest_text(report: Report, links: Links, quotes: Quotes, prices: Prices | N
     for stats in report.channels:
         out += ["", f"== {channel_ref(stats.channel_id, slack=False)} =="]
         out += block(stats)
+    if report.golden is not None:
+        out += ["", digest_line(report.golden).replace("*", "")]
     notes = [price_line(prices)] if prices is not None else []
     notes += [OUTCOME_NOTE] if report.outcomes.any_closed else []
     if notes:

@@ -92,6 +92,7 @@ def home_view(
     *,
     now: datetime,
     hidden_private: int = 0,
+    topics: list[dict] | None = None,
 ) -> dict:
     """The view for views.publish. `report` holds only what the viewer may see; `hidden_private` private channels
     they are not in were left out of it (and of the "All channels" line)."""
@@ -116,6 +117,8 @@ def home_view(
     trust = trust_section(report.trust, list(report.overall.judges))  # the digest's, over what they may see
     if trust is not None:
         blocks.append(trust)
+    if topics:  # what to fix first (common.messages.topics.home_blocks)
+        blocks += [{"type": "divider"}, *topics]
     blocks += [
         {"type": "divider"},
         {"type": "header", "text": {"type": "plain_text", "text": "Channels"}},

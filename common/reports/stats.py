@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from common.reports.costs import Prices, Tokens, TokenTally
+from common.reports.golden import GoldenFigures
 from common.reports.outcomes import OutcomeReport
 from common.reports.period import Period, day_slices, slice_of
 from common.reports.trust import Trust
@@ -122,6 +123,7 @@ class Report:
     thresholds: dict[str | None, dict[str, float]] = field(default_factory=dict)
     trust: Trust = field(default_factory=Trust)
     outcomes: OutcomeReport = field(default_factory=OutcomeReport)
+    golden: GoldenFigures | None = None  # the golden set's growth and last regress run (the digest)
 
     def change(self, stats: ChannelStats, judge: str) -> Change:
         """Against the week before, only when the same judge model and prompt scored both weeks."""

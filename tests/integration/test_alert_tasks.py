@@ -57,7 +57,7 @@ def test_low_score_posts_exactly_one_alert_even_when_repeated(make_runtime, fake
         text = json.dumps(blocks)
         assert "How do I reset my password?" in text and "opening hours" in text and f"<#{SUPPORT}>" in text
         actions = next(b for b in blocks if b["type"] == "actions")["elements"]
-        assert [a["action_id"] for a in actions] == ["open_message", "feedback_right", "feedback_wrong"]
+        assert [a["action_id"] for a in actions] == ["open_message", "feedback_right", "feedback_wrong", "golden_add"]
         assert actions[0]["url"].startswith(f"https://example.slack.com/archives/{SUPPORT}/p")
         assert actions[1]["value"] == str(judgment_id)
         [row] = alerts(runtime)
@@ -251,6 +251,10 @@ def test_verdict_falls_back_to_a_direct_message(make_runtime, fake):
         assert verdicts.deliver(runtime, pair_id) == "direct_message"
         [post] = fake.posted("U_ASKER")
         assert "Relevancy 3 / 4" in post["text"]
+        with runtime.db.session() as session:  # where it is, for retention to redraw or delete it
+            row = alert_store.by_key(session, f"verdict:{pair_id}")
+            assert row.message_ts and row.details["dm_channel"]
+            assert row.message_ts in fake.messages[row.details["dm_channel"]]
 
 
 def add_judgment_for_pair(runtime, pair_id: int, score: float) -> None:
@@ -655,3 +659,23 @@ def test_the_migration_gives_old_per_source_summaries_the_per_alert_channel_key(
         assert len(fake.posted(ALERTS)) == posts  # no second summary
         [update] = fake.calls_to("chat.update")
         assert update["ts"] == old["ts"] and "3 more low scores this hour" in json.dumps(update["blocks"])
+
+
+def test_a_redrawn_alert_quotes_by_the_channel_it_lives_in_not_todays_rule(make_runtime, fake, tmp_path):
+    """A private channel's alert posted where its rule sent it (withheld there: no quoting); then the rule
+    changes to quote it in another alert channel. A vote redraws the old alert in the channel it lives in: still
+    withheld (before, a redraw asked today's rule, which quotes private text wherever the channel's alerts go)."""
+    rules = write_rules(tmp_path, {"channels": {"G_PRIVATE": {"alert_channel": "C_A"}}})
+    with make_runtime(channel_rules_file=rules) as runtime:
+        judgment_id = add_judgment(runtime, score=0, private=True, channel_id="G_PRIVATE", question="secret question")
+        delivery.consider(runtime, judgment_id)
+        [row] = alerts(runtime)
+        assert row.alert_channel_id == "C_A" and "secret question" not in json.dumps(fake.posted("C_A")[0]["blocks"])
+    write_rules(tmp_path, {"channels": {"G_PRIVATE": {"alert_channel": "C_B", "quote_private": True}}})
+    with make_runtime(channel_rules_file=rules) as runtime:
+        with runtime.db.session() as session:
+            record_vote(session, judgment_id, "U1", "right")
+        assert delivery.refresh_votes(runtime, row.id) == "updated"
+        [update] = fake.calls_to("chat.update")
+        assert update["channel"] == "C_A" and "1 says the judge was right" in json.dumps(update["blocks"])
+        assert "secret question" not in json.dumps(update["blocks"])

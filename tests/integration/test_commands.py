@@ -4,6 +4,7 @@ check what the bot stores and enqueues; tests/system/test_commands_e2e.py runs a
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import time
@@ -424,6 +425,14 @@ def test_digest_is_routed_to_the_digest_preview_task(bot, slack, redis_url):
     command(bot, "digest", slack, key="digest")
     jobs = wait_for(lambda: queued(redis_url, QUEUE_SLACK) or queued(redis_url, QUEUE_JUDGE), timeout=5, what="task")
     assert jobs[0]["task"] == "workers.tasks.digest.send_digest_preview"
+    # The response_url (a credential) is nowhere in the task's message, its repr or its arguments: an ID is.
+    client = redis.Redis.from_url(redis_url)
+    [raw] = client.lrange(QUEUE_SLACK, 0, -1) or client.lrange(QUEUE_JUDGE, 0, -1)
+    url = slack.response_url("digest")
+    assert url.encode() not in raw and b"/response/digest" not in raw
+    envelope = json.loads(raw)
+    [_args, kwargs, _embed] = json.loads(base64.b64decode(envelope["body"]))
+    assert replies.response_url_of(client, kwargs["response_url_id"]) == url
 
 
 def view_submission(view: dict, *, question: str, answer: str, judge: str, reference: str | None = None) -> bytes:

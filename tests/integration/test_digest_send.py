@@ -17,6 +17,7 @@ from PIL import Image
 from slack_sdk.errors import SlackApiError
 from sqlalchemy import func, select, update
 
+from common.membership import MembershipCache
 from common.reports.period import period_for
 from common.runtime import Runtime
 from store.models import Digest, Feedback, Judgment, Pair
@@ -470,7 +471,28 @@ def test_private_text_is_not_quoted_unless_its_own_rule_names_the_alert_channel(
     assert deliver_digest(runtime, now_utc()).status == "sent"
     blocks = str(slack.posted(DIGEST_CHANNEL)[0]["blocks"])
     assert "secret answer" not in blocks and "secret question" not in blocks
-    assert "<#GPRIV>" in blocks  # still reported: score and link
+    # Nor its figures and link: the digest channel is not its own rule's, and its members are not GPRIV's.
+    assert "GPRIV" not in blocks and "<#C2>" in blocks
+
+
+def test_a_private_channels_figures_show_only_where_its_audience_may_see_them(
+    make_runtime, slack: FakeSlack, redis_url: str
+) -> None:
+    """As App Home shows them to a person: in a digest channel whose every member is one of the private channel's,
+    its score and link are there (its text not: its own rule does not quote it there); once someone who is not
+    its member joins the digest channel, neither is."""
+    slack.add_channel("GPRIV", "private", is_private=True, members=["U_IN", "U_RELMON"])
+    slack.add_channel(DIGEST_CHANNEL, "digest", members=["U_IN", "U_RELMON"])
+    runtime = make_runtime(redis_url=redis_url)
+    seed(runtime, now_utc())
+    assert deliver_digest(runtime, now_utc()).status == "sent"
+    shown = str(slack.posted(DIGEST_CHANNEL)[0]["blocks"])
+    assert "<#GPRIV>" in shown and "secret answer" not in shown
+
+    slack.add_channel(DIGEST_CHANNEL, "digest", members=["U_IN", "U_RELMON", "U_OUT"])
+    MembershipCache(runtime.redis).forget(DIGEST_CHANNEL)  # as the member_joined_channel event does
+    assert deliver_digest(runtime, now_utc(), force=True).status == "sent"
+    assert "GPRIV" not in str(slack.posted(DIGEST_CHANNEL)[1]["blocks"])
 
 
 def test_preview_is_private_and_claims_nothing(runtime: Runtime, slack: FakeSlack) -> None:

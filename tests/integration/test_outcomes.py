@@ -34,6 +34,8 @@ def slack():
         fake.add_user("U_AGENT", "sam", "Sam Lee")
         fake.add_usergroup("S_SUPPORT", ["U_AGENT"])
         fake.add_channel(C, "support", members=["U_ASKER", "U_AGENT", "U_RELMON"])
+        # The alert channel's members are staff when RELMON_SUPPORT_TEAM is unset (capture.teammates).
+        fake.add_channel("C_ALERTS", "alerts", members=["U_AGENT", "U_RELMON"])
         yield fake
 
 

@@ -44,12 +44,12 @@ def test_purge_deletes_what_is_older_than_retention_in_batches(db_url: str, tmp_
     now = datetime.now(UTC)
     seed(runtime, now - timedelta(days=31), 7, "old")
     seed(runtime, now - timedelta(days=29), 3, "recent")
-    assert purge(runtime, now, batch_size=2) == {"pairs": 7, "alerts": 1}
+    assert purge(runtime, now, batch_size=2) == {"pairs": 7, "alerts": 1, "response_urls": 0, "posts": 0}
     assert counts(runtime) == {"pairs": 3, "judgments": 3, "feedback": 3, "alerts": 4}
     with runtime.db.session() as session:
         assert set(session.execute(select(Pair.answer_ts)).scalars()) == {f"recent.{i:06d}" for i in range(3)}
     # Nothing left to purge: a second run deletes nothing.
-    assert purge(runtime, now, batch_size=2) == {"pairs": 0, "alerts": 0}
+    assert purge(runtime, now, batch_size=2) == {"pairs": 0, "alerts": 0, "response_urls": 0, "posts": 0}
 
 
 def test_the_beat_task_uses_the_retention_setting(db_url: str, tmp_path: Path, runtime_for) -> None:
@@ -57,5 +57,5 @@ def test_the_beat_task_uses_the_retention_setting(db_url: str, tmp_path: Path, r
     now = datetime.now(UTC)
     seed(runtime, now - timedelta(days=91), 2, "old")
     seed(runtime, now - timedelta(days=89), 2, "kept")
-    assert purge_old.apply().get() == {"pairs": 2, "alerts": 1}
+    assert purge_old.apply().get() == {"pairs": 2, "alerts": 1, "response_urls": 0, "posts": 0}
     assert counts(runtime)["pairs"] == 2

@@ -47,10 +47,13 @@ def deliver(runtime: Runtime, pair_id: int, reply_channel: str | None = None) ->
             if row.status != alert_store.STATUS_CLAIMED:
                 return row.status
             job = _job(runtime, session, pair_id, reply_channel)
-        where = once.deliver(lambda: _send_privately(runtime, job))  # its receipt: sent, but the database missed it
+        dm: dict[str, str | None] = {}  # a direct message's channel and ts: retention redraws or deletes it
+        where = once.deliver(lambda: _send_privately(runtime, job, dm))  # its receipt: sent, the database missed it
         with runtime.db.session() as session:
-            alert_store.mark_posted(session, alert_id, None)
-            alert_store.merge_details(session, alert_id, delivered_via=where)
+            alert_store.mark_posted(session, alert_id, dm.get("ts"))
+            alert_store.merge_details(
+                session, alert_id, delivered_via=where, **({"dm_channel": dm["channel"]} if dm else {})
+            )
     return where
 
 
@@ -70,8 +73,10 @@ def _job(runtime: Runtime, session, pair_id: int, reply_channel: str | None) -> 
     return _VerdictJob(pair.requested_by, pair.response_url, where_asked, payload)
 
 
-def _send_privately(runtime: Runtime, job: _VerdictJob) -> str:
+def _send_privately(runtime: Runtime, job: _VerdictJob, dm: dict[str, str | None]) -> str:
     if not job.requested_by and not job.response_url:
         return "nobody"
     asker = replies.Asker(job.requested_by, job.reply_channel, job.response_url)
-    return replies.reply_privately(runtime.slack, asker, job.payload, direct_message_last=True)
+    return replies.reply_privately(
+        runtime.slack, asker, job.payload, direct_message_last=True, on_posted=lambda c, ts: dm.update(channel=c, ts=ts)
+    )

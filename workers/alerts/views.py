@@ -20,7 +20,7 @@ from common.messages.alerts import (
     low_score_alert,
 )
 from common.messages.missed_failure import missed_failure_alert
-from common.privacy import may_quote_channel
+from common.privacy import may_quote
 from common.runtime import Runtime
 from store import alerts as alert_store
 from store.canary import recent_runs
@@ -32,9 +32,13 @@ from workers.alerts.policy import DEGRADATION_JUDGE, WINDOW_ANSWERS, as_utc
 from workers.canary import RECENT_CANARY
 
 
-def quote_allowed(runtime: Runtime, channel_id: str | None, channel_is_private: bool) -> bool:
-    """Privacy: a private channel is quoted only where its own rule sends alerts and allows it."""
-    return may_quote_channel(channel_id, channel_is_private, runtime.rules, runtime.settings)
+def quote_allowed(
+    runtime: Runtime, channel_id: str | None, channel_is_private: bool, alert_channel: str | None
+) -> bool:
+    """Privacy, for the alert channel the message lives in (`common.privacy.may_quote`): a private channel is
+    quoted only where its own rule sends alerts and allows it. A redraw asks for the channel the alert was posted
+    in, so a rule changed since cannot make it quote."""
+    return may_quote(channel_id, channel_is_private, runtime.rules, runtime.settings, alert_channel)
 
 
 def answered_at(pair: Pair) -> datetime:
@@ -101,7 +105,7 @@ def render_low(runtime: Runtime, session: Session, row: Alert) -> dict:
             threshold=rule.thresholds.get(judgment.judge),
             channel_id=pair.channel_id,
             answered_at=answered_at(pair),
-            quote=quote_allowed(runtime, pair.channel_id, bool(pair.channel_is_private)),
+            quote=quote_allowed(runtime, pair.channel_id, bool(pair.channel_is_private), row.alert_channel_id),
             question=pair.question_text,
             answer=pair.answer_text,
             reasoning=judgment.reasoning,
@@ -129,6 +133,6 @@ def summary_item(runtime: Runtime, alert: Alert, judgment: Judgment, channel_is_
         details.get("permalink"),
         judgment.reasoning,
         channel_id=source,
-        quote=quote_allowed(runtime, source, channel_is_private),
+        quote=quote_allowed(runtime, source, channel_is_private, alert.alert_channel_id),
         held_by=details.get("reason", "hourly_cap"),
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 from collections import Counter
+from collections.abc import Sequence
 from zoneinfo import ZoneInfo
 
 import matplotlib
@@ -21,6 +22,8 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from common.reports.stats import Report
+from common.reports.topics import TopicBar
+from workers.digest.topics_panel import panel_height, topics_panel
 
 BAR_COLOUR = "#c9d6e3"
 LINE_COLOUR = "#1f5f99"
@@ -43,25 +46,29 @@ STYLE = {
 }
 
 
-def render_chart(report: Report) -> bytes:
-    """The chart as PNG bytes."""
+def render_chart(report: Report, topics: Sequence[TopicBar] = ()) -> bytes:
+    """The chart as PNG bytes; `topics` adds the failed questions by topic at the bottom."""
     with matplotlib.rc_context(STYLE):
-        figure = chart_figure(report)
+        figure = chart_figure(report, topics)
         buffer = io.BytesIO()
         figure.savefig(buffer, format="png", dpi=DPI, facecolor="white")
     return buffer.getvalue()
 
 
-def chart_figure(report: Report) -> Figure:
+def chart_figure(report: Report, topics: Sequence[TopicBar] = ()) -> Figure:
     """The chart as a matplotlib figure (call under `matplotlib.rc_context(STYLE)` for its fonts)."""
     judge = report.primary_judge
     stats = report.overall.judge(judge)
     scored = stats is not None and stats.scored > 0
     outcomes = report.outcomes.any_closed
     width, height = SIZE if scored else NO_SCORES_SIZE
-    figure = Figure(figsize=(width, height + (OUTCOME_PANEL_HEIGHT if outcomes else 0)), dpi=DPI, layout="constrained")
+    height += (OUTCOME_PANEL_HEIGHT if outcomes else 0) + panel_height(topics)
+    figure = Figure(figsize=(width, height), dpi=DPI, layout="constrained")
     ratios = ([1.15] if scored else [1]) + ([0.8] if outcomes else []) + ([1] if scored else [])
+    ratios += [panel_height(topics) / 2.4] if topics else []
     panels = list(figure.subplots(len(ratios), 1, height_ratios=ratios, squeeze=False)[:, 0])
+    if topics:
+        topics_panel(panels.pop(), topics)
     if not scored:
         _volume_panel(panels.pop(0), report, no_scores_note(report))
     else:

@@ -21,7 +21,7 @@ from slack_sdk.errors import SlackApiError
 from sqlalchemy import Row
 from sqlalchemy.exc import OperationalError
 
-from capture.conversation import earlier_turns
+from capture.conversation import earlier_turns, stored_turns
 from capture.conversation_log import ConversationLog, HistoryFallback
 from capture.directory import BotUsers, UserNames, own_identity
 from capture.outcomes import window_closes_at
@@ -122,9 +122,12 @@ def resolve_pair(
     return resolution, answer_text, messages
 
 
-def context_of(runtime: Runtime, question: LoggedMessage, messages: list[LoggedMessage]) -> str | None:
+def context_of(
+    runtime: Runtime, question: LoggedMessage, messages: list[LoggedMessage], channel: str | None = None
+) -> str | None:
     """The conversation's last RELMON_CONTEXT_TURNS turns before the question, formatted for the judge (names
-    resolved, PII redacted where set), or None."""
+    resolved, PII redacted where set), or None. A thread that resumes after the log forgot it (its root is gone):
+    the turns are the thread's answers relmon stored, with their questions."""
     settings = runtime.settings
     if settings.context_turns <= 0:
         return None
@@ -133,6 +136,10 @@ def context_of(runtime: Runtime, question: LoggedMessage, messages: list[LoggedM
         Turn(speaker, redact_if(settings.redact_pii, message_text(message.content, names)))
         for speaker, message in earlier_turns(question, messages)[-settings.context_turns :]
     ]
+    if not turns and channel and question.in_thread and all(m.ts != question.thread_key for m in messages):
+        with runtime.db.autocommit() as connection:
+            stored = pairs.thread_texts(connection, channel, question.thread_key, question.ts, settings.context_turns)
+        turns = [Turn(speaker, text) for speaker, text in stored_turns(stored)]
     return format_turns(turns, settings.context_turns) or None
 
 
@@ -171,7 +178,7 @@ def settle(
         if not question_text:
             status = PairStatus.NO_QUESTION
         else:
-            context = context_of(runtime, question, messages)
+            context = context_of(runtime, question, messages, pair.channel_id)
     # RELMON_REDACT_PII: the texts written here are what the LLM and the store see.
     answer_text = redact_if(runtime.settings.redact_pii, answer_text)
     question_text = redact_if(runtime.settings.redact_pii, question_text)

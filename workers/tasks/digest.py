@@ -16,17 +16,19 @@ from slack_sdk.errors import SlackApiError
 
 from common.backoff import backoff_seconds
 from common.celery_app import celery
-from common.membership import MembershipCache, Viewer
+from common.membership import ChannelAudience, MembershipCache, Viewer
 from common.messages.digest import Links, Quotes, digest_message
 from common.post_once import RECEIPT_TTL_SECONDS, PostOnce, Receipts
-from common.privacy import may_quote
-from common.replies import Asker, reply_privately
+from common.privacy import Destination, may_quote
+from common.replies import Asker, reply_privately, response_url_of
 from common.reports.figures import load_report, prices_for
 from common.reports.period import Period, period_for, scheduled_key
 from common.reports.stats import Report, WorstAnswer
+from common.reports.topic_runs import fresh_view, latest_view, quoting_in
+from common.reports.topics import TopicBar, chart_bars
 from common.runtime import Runtime, get_runtime
 from store import digests as digest_rows
-from store.stats_queries import pair_texts
+from store.stats_queries import pair_texts, private_channel_ids
 from workers.alerts.delivery import permalink, slack_error
 
 log = logging.getLogger("relmon.digest")
@@ -60,11 +62,11 @@ def quotes_for(
 ) -> Quotes:
     """Texts of the worst answers that may be shown in `destination` (the privacy rule of alerts) and, for a
     preview, to its one reader (`may_read`: a member of the channel)."""
+    where = Destination(destination, may_read)
     allowed = [
         w
         for w in _all_worst(report)
-        if may_quote(w.channel_id, w.channel_is_private, runtime.rules, runtime.settings, destination)
-        and (may_read is None or may_read(w.channel_id))
+        if may_quote(w.channel_id, w.channel_is_private, runtime.rules, runtime.settings, where)
     ]
     if not allowed:
         return {}
@@ -98,6 +100,15 @@ def first_post_bound(period: Period) -> datetime:
 
 def receipt_key(period: Period) -> str:
     return f"digest:{period.key}"
+
+
+def channel_audience(runtime: Runtime, channel: str, period: Period) -> ChannelAudience:
+    """Who reads `channel`, for the report's figures: a channel stored as private in the period (or the one
+    before, which the report compares with) is shown only where its audience may see it."""
+    with runtime.db.session() as session:
+        private = private_channel_ids(session, period.previous_start, period.end)
+    membership = MembershipCache(runtime.redis)
+    return ChannelAudience(runtime.slack, membership, runtime.rules, runtime.settings, channel, private)
 
 
 def post_once(runtime: Runtime, period: Period) -> PostOnce:
@@ -152,8 +163,12 @@ def deliver_digest(
         return Outcome("already_sent" if status == digest_rows.SENT else "in_progress", period.key)
 
     try:
-        report = load_report(runtime, period)
+        # A private channel's figures and lines only where the digest channel's audience may see them.
+        report = load_report(runtime, period, may_see=channel_audience(runtime, channel, period).may_see)
         message_ts = earlier_digest(runtime, channel, period, claim)
+        topics = None  # an empty week has no topics to make (nor a chart)
+        if not report.empty:
+            topics = fresh_view(runtime, period.start, period.end, now, channel, f"digest:{period.key}")
         if message_ts is None:
             message = digest_message(
                 report,
@@ -161,6 +176,7 @@ def deliver_digest(
                 quotes_for(runtime, report, channel),
                 prices_for(runtime),
                 chart_in_thread=not report.empty,
+                topics=topics,
             )
             posted = post_once(runtime, period).post(
                 channel, text=message["text"], blocks=message["blocks"], unfurl_links=False
@@ -170,7 +186,9 @@ def deliver_digest(
             digest_rows.mark_posted(session, claim.id, message_ts)
         file_id = None
         if not report.empty:  # an empty week has nothing to draw
-            file_id = _chart_in_thread(runtime, channel, message_ts, period, report)
+            file_id = _chart_in_thread(
+                runtime, channel, message_ts, period, report, chart_bars(topics) if topics else []
+            )
         with runtime.db.session() as session:
             digest_rows.mark_sent(session, claim.id, datetime.now(UTC))
     except Exception:
@@ -185,7 +203,9 @@ def chart_title(period: Period, report: Report) -> str:
     return f"relmon digest {period.week_key}: daily {report.primary_judge} and score distribution"
 
 
-def _chart_in_thread(runtime: Runtime, channel: str, message_ts: str, period: Period, report: Report) -> str | None:
+def _chart_in_thread(
+    runtime: Runtime, channel: str, message_ts: str, period: Period, report: Report, topics: list[TopicBar]
+) -> str | None:
     """Upload the chart as a reply to the digest, unless an earlier attempt already did: the upload may have
     gone through before that run failed, and the thread is where it would be (exactly once, as the post)."""
     title = chart_title(period, report)
@@ -206,7 +226,7 @@ def _chart_in_thread(runtime: Runtime, channel: str, message_ts: str, period: Pe
     upload = runtime.slack.files_upload_v2(
         channel=channel,
         thread_ts=message_ts,
-        content=render_chart(report),
+        content=render_chart(report, topics),
         filename=f"relmon-digest-{period.week_key}.png",
         title=title,
     )
@@ -224,7 +244,14 @@ def deliver_preview(
     viewer = Viewer(runtime.slack, MembershipCache(runtime.redis), user_id)
     report = load_report(runtime, period, may_see=viewer.may_see)
     quotes = quotes_for(runtime, report, channel_id, may_read=viewer.may_read)
-    message = digest_message(report, links_for(runtime, report), quotes, prices_for(runtime))
+    quoting = quoting_in(runtime, channel_id)
+    topics = latest_view(  # the newest stored topics (the daily run's): a preview spends no LLM call
+        runtime,
+        now,
+        audience_sees=viewer.may_see,
+        may_quote_text=lambda channel, private: quoting(channel, private) and viewer.may_read(channel),
+    )
+    message = digest_message(report, links_for(runtime, report), quotes, prices_for(runtime), topics=topics)
     note = {
         "type": "context",
         "elements": [
@@ -275,10 +302,16 @@ def send_digest(self, force: bool = False, period_key: str | None = None, schedu
 
 
 @celery.task(name="workers.tasks.digest.send_digest_preview", bind=True, max_retries=2)
-def send_digest_preview(self, user_id: str, channel_id: str | None = None, response_url: str | None = None) -> None:
+def send_digest_preview(
+    self,
+    user_id: str,
+    channel_id: str | None = None,
+    response_url: str | None = None,  # an older bot's; the bot now sends `response_url_id` (common.replies)
+    response_url_id: str | None = None,
+) -> None:
+    runtime = get_runtime()
+    response_url = response_url or response_url_of(runtime.redis, response_url_id)
     try:
-        deliver_preview(
-            get_runtime(), datetime.now(UTC), user_id=user_id, channel_id=channel_id, response_url=response_url
-        )
+        deliver_preview(runtime, datetime.now(UTC), user_id=user_id, channel_id=channel_id, response_url=response_url)
     except SlackApiError as error:
         raise self.retry(exc=error, countdown=backoff_seconds(self.request.retries, base=5.0, cap=5.0)) from error

@@ -1,0 +1,120 @@
+""" "What to fix first" as Block Kit (the digest, App Home) and as plain text (`relmon topics`, the dry run).
+
+Pure functions of a `common.reports.topics.TopicsView`: the caller has applied the privacy rule (the topics shown,
+the examples that may be quoted)."""
+
+from __future__ import annotations
+
+from common.messages import blocks as block_kit
+from common.messages.blocks import escape, pct
+from common.reports.topics import TOP_TOPICS, GapLine, TopicLine, TopicsView
+
+HEADING = "What to fix first"
+EXAMPLE_CHARS = 160
+ANSWER_CHARS = 200
+WITHHELD = "example from a private channel: not quoted here"
+
+
+def _one_line(text: str, limit: int) -> str:
+    return block_kit.shorten(" ".join(text.split()), limit)
+
+
+def figures_text(line: TopicLine) -> str:
+    """`12 failed of 31 questions (+4 vs the week before) · resolved 23% · relevancy 1.4 / 4`."""
+    figures = line.figures
+    failed = f"{figures.failed} failed of {figures.questions} question{'s' if figures.questions != 1 else ''}"
+    if line.previous is not None:
+        failed += f" ({figures.failed - line.previous.failed:+d} vs the week before)"
+    parts = [failed]
+    if figures.resolution_rate is not None:
+        parts.append(f"resolved {pct(figures.resolution_rate)}")
+    if figures.mean_relevancy is not None:
+        parts.append(f"relevancy {figures.mean_relevancy:.1f} / 4")
+    return " · ".join(parts)
+
+
+def summary_text(view: TopicsView) -> str:
+    """`342 questions in 12 topics, 72 left out (outliers) · grouped with text-embedding-3-small`."""
+    topics = len(view.topics) + view.hidden
+    text = f"{view.questions:,} questions in {topics} topics, {view.left_out:,} left out (outliers)"
+    if view.hidden:
+        text += f" · {view.hidden} topic{'s' if view.hidden != 1 else ''} of private channels not shown here"
+    return text + f" · grouped with {view.embedding}"
+
+
+def cost_text(view: TopicsView) -> str | None:
+    if view.cost is None:
+        return None
+    usd = view.cost.usd
+    money = f"${usd:.2f}" if usd >= 0.01 or usd == 0 else f"${usd:.4f}"
+    return f"topics: {view.cost.calls} ≈ {money}"
+
+
+def _topic_mrkdwn(rank: int, line: TopicLine) -> str:
+    text = f"{rank}. *{escape(line.name)}*: {figures_text(line)}"
+    if line.example:
+        text += f"\n>_e.g._ {escape(_one_line(line.example, EXAMPLE_CHARS))}"
+    elif line.example_withheld:
+        text += f"\n>_({WITHHELD})_"
+    return text
+
+
+def _gap_mrkdwn(gap: GapLine) -> str:
+    asked = "asked once" if gap.asked == 1 else f"asked {gap.asked} times"
+    text = f"• _{escape(_one_line(gap.question, EXAMPLE_CHARS))}_ ({escape(gap.topic)}, {asked})"
+    if gap.answer:
+        text += f"\n>a teammate answered: {escape(_one_line(gap.answer, ANSWER_CHARS))}"
+    else:
+        text += "\n>no document answers it"
+    return text
+
+
+def fix_first_blocks(view: TopicsView, *, top: int = TOP_TOPICS) -> list[dict]:
+    """The digest's opening: the top topics with their figures and one example each, then the top gaps."""
+    if not view.topics:
+        why = " ".join(view.notes) or "No topics to show here this week."
+        if view.hidden:
+            why = f"{why} {summary_text(view)}."
+        return [block_kit.section(f"*{HEADING}*\n{escape(why)}"), block_kit.divider()]
+    lines = [f"*{HEADING}*"] + [_topic_mrkdwn(rank, line) for rank, line in enumerate(view.topics[:top], start=1)]
+    out = [block_kit.section("\n".join(lines))]
+    if view.gaps:
+        gaps = ["*Knowledge gaps* (draft entries: `relmon gaps --format markdown`)"]
+        out.append(block_kit.section("\n".join(gaps + [_gap_mrkdwn(gap) for gap in view.gaps])))
+    notes = [summary_text(view), *view.notes]
+    out.append(block_kit.context(escape(" · ".join(notes))))
+    out.append(block_kit.divider())
+    return out
+
+
+def home_blocks(view: TopicsView | None, *, top: int = 10) -> list[dict]:
+    """App Home's topics of the last seven days."""
+    title = block_kit.header("Topics of the last 7 days")
+    if view is None:
+        return [title, block_kit.section("No topics yet: they are grouped daily and with each weekly digest.")]
+    if not view.topics:
+        return [title, block_kit.section(escape(" ".join(view.notes) or "No topics in the last 7 days."))]
+    lines = [_topic_mrkdwn(rank, line) for rank, line in enumerate(view.topics[:top], start=1)]
+    return [
+        title,
+        block_kit.section("\n".join(lines)),
+        block_kit.context(escape(" · ".join([summary_text(view), *view.notes]))),
+    ]
+
+
+def topics_text(view: TopicsView) -> str:
+    """Every topic, for a terminal."""
+    out = [f"== {HEADING} ==", summary_text(view), *view.notes, ""]
+    for rank, line in enumerate(view.topics, start=1):
+        out.append(f"{rank}. {line.name}: {figures_text(line)}")
+        if line.example:
+            out.append(f"   e.g. {_one_line(line.example, EXAMPLE_CHARS)}")
+    if view.gaps:
+        out += ["", "Knowledge gaps:"]
+        for gap in view.gaps:
+            answer = _one_line(gap.answer, ANSWER_CHARS) if gap.answer else "(no document answers it)"
+            out.append(f"- {_one_line(gap.question, EXAMPLE_CHARS)} [{gap.topic}, asked {gap.asked}×] → {answer}")
+    cost = cost_text(view)
+    if cost:
+        out.append(cost)
+    return "\n".join(out) + "\n"

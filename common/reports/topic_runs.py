@@ -1,0 +1,97 @@
+"""The topics of a place, from the runtime: made fresh and stored as a run (the weekly digest, the daily refresh),
+or read back from the latest stored run (App Home, the `/judge digest` preview). Thin adapters around
+`topics.service` and `common.reports.topics`; numpy and scikit-learn are imported only to make topics."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import datetime, timedelta
+
+from common.privacy import may_quote
+from common.reports.topics import TopicsView, spend_summary, stored_view, view_of
+from common.runtime import Runtime
+from store import topics as topic_rows
+
+log = logging.getLogger("relmon.topics")
+WEEK = timedelta(days=7)
+
+
+def audience_of(runtime: Runtime, destination: str | None) -> Callable[[str], bool]:
+    """Whether the people of `destination` may see a private channel's topics: it is that channel, or the alert
+    channel the channel's own rule names."""
+    rules = runtime.rules
+
+    def sees(channel: str) -> bool:
+        if destination is None:
+            return False
+        own = rules.channels.get(channel)
+        return channel == destination or (own is not None and own.alert_channel == destination)
+
+    return sees
+
+
+def quoting_in(runtime: Runtime, destination: str | None) -> Callable[[str | None, bool], bool]:
+    """Whether a question's text may be shown in `destination`: the quoting rule of alerts and the digest."""
+    return lambda channel, private: may_quote(channel, private, runtime.rules, runtime.settings, destination)
+
+
+def make_topics(runtime: Runtime, start: datetime, end: datetime, now: datetime, run_key: str | None):
+    """The topics of [start, end), compared with the week before, stored as run `run_key`."""
+    from topics.service import TopicsDeps, TopicsQuery, compute_topics
+
+    deps = TopicsDeps(runtime.db, runtime.settings, runtime.rules, llm=lambda: runtime.llm)
+    return compute_topics(deps, TopicsQuery(start, end, now, previous_start=start - (end - start), run_key=run_key))
+
+
+def fresh_view(
+    runtime: Runtime, start: datetime, end: datetime, now: datetime, destination: str | None, run_key: str
+) -> TopicsView:
+    """The topics made now for a message to `destination`, with the topics' LLM spend of the period. Topics never
+    stop the digest: if they fail, the view says so."""
+    settings = runtime.settings
+    try:
+        report = make_topics(runtime, start, end, now, run_key)
+    except Exception as error:  # a bug or the database: the digest still goes out, without its topics
+        log.exception("topics failed")
+        return TopicsView(0, 0, "none", (), notes=(f"Topics could not be made this time ({type(error).__name__}).",))
+    with runtime.db.reading() as session:
+        spend = topic_rows.spend_between(session, start, end + timedelta(minutes=1))
+    cost = spend_summary(
+        spend,
+        embedding_price=settings.embedding_price,
+        input_price=settings.input_price,
+        output_price=settings.output_price,
+    )
+    quoting = quoting_in(runtime, destination)
+    return view_of(
+        report,
+        audience_sees=audience_of(runtime, destination),
+        may_quote=lambda question: quoting(question.channel_id, question.private),
+        cost=cost,
+    )
+
+
+def latest_view(
+    runtime: Runtime,
+    now: datetime,
+    *,
+    audience_sees: Callable[[str], bool],
+    may_quote_text: Callable[[str | None, bool], bool],
+) -> TopicsView | None:
+    """The topics of the newest stored run of the last seven days, as one audience may see them (None: no run)."""
+    with runtime.db.reading() as session:
+        found = topic_rows.latest_run(session, now - WEEK)
+        if found is None:
+            return None
+        run, periods = found
+        examples = [pair_id for period in periods for pair_id in period.examples]
+        texts = topic_rows.example_texts(session, examples)
+    return stored_view(run, periods, texts, audience_sees=audience_sees, may_quote=may_quote_text)
+
+
+def refresh(runtime: Runtime, now: datetime) -> str:
+    """The daily run App Home shows: the last seven days' topics, stored under the day's key."""
+    key = f"daily:{now.date().isoformat()}"
+    make_topics(runtime, now - WEEK, now, now, key)
+    return key

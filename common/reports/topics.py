@@ -1,0 +1,163 @@
+"""What a place shows of the topics ("What to fix first"): pure, from a fresh `TopicsReport` (the digest, the CLI)
+or a stored run (App Home), with the audience's rules passed in.
+
+`audience_sees(channel)` says whether the place's people may see a private channel's topics (they are its
+members, or the place is where that channel's own rule sends its alerts): a topic made only of private-channel
+questions nobody there may see is neither named nor counted. `may_quote(question)` says whether a question's text
+may be shown there (common.privacy): an example that may not is replaced by a note."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from topics.figures import Figures
+
+if TYPE_CHECKING:  # numpy and scikit-learn stay out of the processes that only show a stored run (App Home)
+    from store.topics import Spend
+    from topics.build import TopicsReport
+    from topics.gaps import Gap
+    from topics.questions import Question
+
+TOP_TOPICS = 3
+TOP_GAPS = 3
+
+
+@dataclass(frozen=True)
+class TopicLine:
+    name: str
+    figures: Figures
+    previous: Figures | None
+    example: str | None  # a question that may be quoted here, or None
+    example_withheld: bool = False  # there was an example, from a channel whose text is not quoted here
+
+
+@dataclass(frozen=True)
+class TopicBar:
+    """One topic in the digest's chart: its failed questions this week and the week before."""
+
+    name: str
+    failed: int
+    previous_failed: int | None
+
+
+def chart_bars(view: TopicsView, top: int = 8) -> list[TopicBar]:
+    return [
+        TopicBar(line.name, line.figures.failed, line.previous.failed if line.previous else None)
+        for line in view.topics[:top]
+    ]
+
+
+@dataclass(frozen=True)
+class GapLine:
+    topic: str
+    question: str
+    answer: str | None
+    asked: int
+
+
+@dataclass(frozen=True)
+class SpendSummary:
+    calls: str  # "2 embedding calls (4,321 tokens), 9 naming calls (1,234 tokens)"
+    usd: float
+
+
+@dataclass(frozen=True)
+class TopicsView:
+    questions: int
+    left_out: int
+    embedding: str
+    topics: tuple[TopicLine, ...]  # every topic shown here, ranked
+    gaps: tuple[GapLine, ...] = ()
+    notes: tuple[str, ...] = ()
+    hidden: int = 0  # topics of private channels not shown here
+    cost: SpendSummary | None = None  # the topics' LLM spend, for the cost line
+
+
+def _shown(
+    channels: Sequence[str], private: Sequence[str], only_private: bool, audience: Callable[[str], bool]
+) -> bool:
+    return not only_private or any(audience(channel) for channel in private or channels)
+
+
+def _example(examples: Sequence[Question], may_quote: Callable[[Question], bool]) -> tuple[str | None, bool]:
+    for question in examples:
+        if may_quote(question):
+            return question.text, False
+    return None, bool(examples)
+
+
+def view_of(
+    report: TopicsReport,
+    *,
+    audience_sees: Callable[[str], bool],
+    may_quote: Callable[[Question], bool],
+    cost: SpendSummary | None = None,
+) -> TopicsView:
+    lines, hidden = [], 0
+    shown_gaps: list[Gap] = []
+    for topic in report.topics:
+        if not _shown(sorted(topic.channels), sorted(topic.private_channels), topic.only_private, audience_sees):
+            hidden += 1
+            continue
+        example, withheld = _example(topic.examples, may_quote)
+        lines.append(TopicLine(topic.name or "", topic.figures, topic.previous, example, withheld))
+        shown_gaps += [gap for gap in topic.gaps if may_quote(gap.question)]
+    shown_gaps.sort(key=lambda gap: (-gap.asked, gap.kind != "teammate_answer"))
+    gaps = tuple(GapLine(g.topic, g.question.text, g.answer, g.asked) for g in shown_gaps[:TOP_GAPS])
+    return TopicsView(
+        report.questions, report.left_out, report.embedding, tuple(lines), gaps, report.notes, hidden, cost
+    )
+
+
+def stored_view(
+    run,
+    periods: Sequence,
+    texts: Mapping[int, tuple[str | None, bool, str | None]],
+    *,
+    audience_sees: Callable[[str], bool],
+    may_quote: Callable[[str | None, bool], bool],
+) -> TopicsView:
+    """The view of a stored run (`store.topics.latest_run`); `texts`: pair id → (question, private, channel)."""
+    lines, hidden = [], 0
+    for period in periods:
+        if not _shown(period.channels, period.private_channels, period.only_private, audience_sees):
+            hidden += 1
+            continue
+        example, withheld = None, False
+        for pair_id in period.examples:
+            text, private, channel = texts.get(pair_id, (None, False, None))
+            if not text:
+                continue
+            if may_quote(channel, private):
+                example, withheld = text, False
+                break
+            withheld = True
+        figures = Figures(period.questions, period.failed, period.resolved, period.decided)
+        if period.mean_relevancy is not None:
+            figures = Figures(
+                period.questions, period.failed, period.resolved, period.decided, period.mean_relevancy, 1
+            )
+        previous = None
+        if period.previous_questions is not None:
+            previous = Figures(period.previous_questions, period.previous_failed or 0)
+        lines.append(TopicLine(period.name, figures, previous, example, withheld))
+    return TopicsView(run.questions, run.left_out, run.embedding, tuple(lines), (), tuple(run.notes or ()), hidden)
+
+
+def spend_summary(
+    spend: Sequence[Spend], *, embedding_price: float, input_price: float, output_price: float
+) -> SpendSummary | None:
+    """What the topics' LLM calls cost (embeddings at their price, naming at the judge model's), None when none."""
+    if not spend:
+        return None
+    parts, cost = [], 0.0
+    for item in spend:
+        tokens = item.prompt_tokens + item.completion_tokens
+        parts.append(f"{item.calls:,} {item.kind} call{'s' if item.calls != 1 else ''} ({tokens:,} tokens)")
+        if item.kind == "embedding":
+            cost += item.prompt_tokens / 1e6 * embedding_price
+        else:
+            cost += item.prompt_tokens / 1e6 * input_price + item.completion_tokens / 1e6 * output_price
+    return SpendSummary(", ".join(parts), cost)

@@ -1,0 +1,100 @@
+"""`relmon topics [--since 7d] [--channel C] [--json]` and `relmon gaps [--since 7d] [--channel C] [--format
+json|markdown]`: what to fix first, in the terminal. The operator's tools: every watched channel, private ones
+included (as `relmon export`). They store the topics' names and anchors (the cache) but no run: the digest's and
+App Home's runs are the history."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import datetime
+
+from common.runtime import Runtime
+from store.settings import Settings
+
+
+def _period(args: argparse.Namespace, now: datetime) -> tuple[datetime, datetime]:
+    from relmon.backfill.command import parse_since
+
+    start = parse_since(args.since or "7d", now)
+    return start, start - (now - start)
+
+
+def compute(args: argparse.Namespace, settings: Settings, now: datetime | None = None):
+    """The topics of the period the arguments name (a `topics.build.TopicsReport`), or a message to print."""
+    from datetime import UTC
+
+    from relmon.backfill.command import backfill_llm
+    from topics.service import TopicsDeps, TopicsQuery, compute_topics
+
+    now = now or datetime.now(UTC)
+    try:
+        start, previous_start = _period(args, now)
+    except ValueError:
+        return None, f"relmon {args.command}: --since takes a number of days (7d) or a date (YYYY-MM-DD)\n"
+    if start >= now:
+        return None, f"relmon {args.command}: --since must be in the past\n"
+    runtime = Runtime(settings)
+    try:
+        runtime.db.migrate()  # the schema only: the topics' names are cached in the database
+        deps = TopicsDeps(runtime.db, settings, runtime.rules, llm=lambda: backfill_llm(settings))
+        query = TopicsQuery(start, now, now, previous_start=previous_start, channel=args.channel)
+        return compute_topics(deps, query), None
+    finally:
+        runtime.db.dispose()
+
+
+def topic_json(report) -> dict:
+    return {
+        "start": report.start.isoformat(),
+        "end": report.end.isoformat(),
+        "questions": report.questions,
+        "left_out": report.left_out,
+        "embedding": report.embedding,
+        "notes": list(report.notes),
+        "topics": [
+            {
+                "rank": rank,
+                "key": topic.key,
+                "name": topic.name,
+                **topic.figures.as_dict(),
+                "previous": topic.previous.as_dict() if topic.previous is not None else None,
+                "questions_ids": [{"channel": q.channel_id, "ts": q.ts} for q in topic.questions],
+            }
+            for rank, topic in enumerate(report.topics, start=1)
+        ],
+    }
+
+
+def run_topics(args: argparse.Namespace, settings: Settings) -> int:
+    from common.messages.topics import topics_text
+    from common.reports.topics import view_of
+
+    report, problem = compute(args, settings)
+    if report is None:
+        sys.stderr.write(problem)
+        return 2
+    if args.json:
+        sys.stdout.write(json.dumps(topic_json(report), indent=2) + "\n")
+    else:
+        view = view_of(report, audience_sees=lambda _channel: True, may_quote=lambda _question: True)
+        sys.stdout.write(topics_text(view))
+    return 0
+
+
+def run_gaps(args: argparse.Namespace, settings: Settings) -> int:
+    from topics.gaps import drafts
+
+    report, problem = compute(args, settings)
+    if report is None:
+        sys.stderr.write(problem)
+        return 2
+    if args.format == "json":
+        payload = {"gaps": [gap.as_dict() for gap in report.gaps], "notes": list(report.notes)}
+        sys.stdout.write(json.dumps(payload, indent=2) + "\n")
+    else:
+        sys.stdout.write(drafts(report.gaps))
+        for note in report.notes:
+            sys.stdout.write(f"\n_{note}_\n")
+    return 0

@@ -1,0 +1,73 @@
+"""The one deletion path in process, on SQLite and PostgreSQL: signed events to the bot, whose forget task runs at
+once (tests.bot_harness.InlineWorker). A judged answer's deletion and an edit of its question after judging reach
+the stored pair, its judgments, the topics' embedding and the alerts' rows; the notes that carried the words are
+gone. Through real processes, with every copy searched: tests/system/test_forgetting_processes.py."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sqlalchemy import select
+
+from store import alerts as alert_store
+from store.models import Alert, Judgment, Pair, PairStatus
+from store.topic_models import QuestionEmbedding
+from tests import slack_requests as sr
+from tests.bot_harness import ServedBot
+from tests.integration.test_capture_truth import send, settle_all
+from workers.alerts.policy import summary_key
+
+C = "C_SUPPORT"
+ALERTS = "C_ALERTS"
+
+
+def judged_with_alerts(bot: ServedBot, question: str, answer: str) -> tuple[dict, dict, int]:
+    """A question and its answer, settled, then judged (a judge quoting both), its low score held for the hour's
+    summary (posted), and its question embedded for topics: (question event, answer event, pair id)."""
+    q = sr.human_message(C, sr.next_ts(), question)
+    a = sr.bot_message(C, sr.next_ts(), answer, thread_ts=q["ts"])
+    send(bot, q)
+    send(bot, a)
+    settle_all(bot)
+    now = datetime.now(UTC)
+    with bot.runtime.db.session() as session:
+        pair = session.execute(select(Pair).where(Pair.answer_ts == a["ts"])).scalar_one()
+        pair.status = PairStatus.JUDGED
+        quoted = f"The customer wrote '{question}'; the bot said '{answer}'."
+        judgment = Judgment(pair_id=pair.id, judge="relevancy", status="ok", score=0, max_score=4, reasoning=quoted,
+                            raw_output=f'{{"reasoning": "{quoted}"}}', confirmation_reasoning=quoted)  # fmt: skip
+        session.add(judgment)
+        session.flush()
+        session.add(Alert(dedupe_key=f"low:{judgment.id}", kind=alert_store.KIND_LOW, judgment_id=judgment.id,
+                          alert_channel_id=ALERTS, status=alert_store.STATUS_HELD, created_at=now))  # fmt: skip
+        session.add(Alert(dedupe_key=summary_key(ALERTS, now), kind=alert_store.KIND_SUMMARY, alert_channel_id=ALERTS,
+                          status=alert_store.STATUS_POSTED, message_ts="1.5", details={"count": 1}))  # fmt: skip
+        session.add(QuestionEmbedding(pair_id=pair.id, model="m", text_sha="s", vector=b"\x00\x01"))
+        return q, a, pair.id
+
+
+def test_an_edit_after_judging_and_a_judged_answers_deletion_reach_every_stored_copy(make_bot) -> None:
+    bot = make_bot()
+    q, a, pair_id = judged_with_alerts(bot, "Card 4111 1111 1111 1111 was declined, why?", "Call ZEBRA7 support.")
+
+    send(bot, sr.message_changed(q, "My card was declined, why?"))  # the number edited out after judging
+    with bot.runtime.db.session() as session:
+        pair, judgment = session.get(Pair, pair_id), session.execute(select(Judgment)).scalar_one()
+        assert pair.question_text == "[removed] [removed] [removed] [removed] [removed] was declined, why?"
+        for text in (judgment.reasoning, judgment.raw_output, judgment.confirmation_reasoning):
+            assert "4111" not in text and "1111" not in text and "declined" in text  # scrubbed, not blanked
+        assert session.get(QuestionEmbedding, pair_id) is None  # made from the words: embedded again later
+        low = session.execute(select(Alert).where(Alert.kind == alert_store.KIND_LOW)).scalar_one()
+        assert low.details["forgotten"] == "edit"
+        summary = session.execute(select(Alert).where(Alert.kind == alert_store.KIND_SUMMARY)).scalar_one()
+        assert summary.details["count"] == -1  # the next flush redraws the summary that lists it
+
+    send(bot, sr.message_deleted(a))  # an answer already judged
+    with bot.runtime.db.session() as session:
+        pair, judgment = session.get(Pair, pair_id), session.execute(select(Judgment)).scalar_one()
+        assert (pair.status, pair.answer_text) == (PairStatus.JUDGED, None)
+        assert (judgment.reasoning, judgment.raw_output, judgment.confirmation_reasoning) == (None, None, None)
+        assert judgment.score == 0  # the score stays
+        low = session.execute(select(Alert).where(Alert.kind == alert_store.KIND_LOW)).scalar_one()
+        assert low.details["forgotten"] == "answer"
+    assert list(bot.runtime.redis.scan_iter("relmon:forget*")) == []  # the words' notes are gone

@@ -1,0 +1,88 @@
+"""The weekly digest opens with "What to fix first" (the top topics with figures and an example each, the top
+gaps), its cost line counts the topics' calls, its chart gains the topics panel; a topic made only of a private
+channel's questions is neither named nor counted there; App Home shows the stored topics of the last 7 days."""
+
+from __future__ import annotations
+
+import io
+from datetime import timedelta
+
+import pytest
+from PIL import Image
+
+from bot.listeners.home import publish_home
+from common.membership import MembershipCache
+from common.reports.topic_runs import refresh
+from store.settings import Settings
+from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.slack_server import FakeSlack
+from tests.topics_corpus import START, corpus_questions, store_questions
+from workers.tasks.digest import deliver_digest
+
+DIGEST = "CDIGEST"
+NOW = START + timedelta(days=7)
+
+
+@pytest.fixture
+def services(db_url, redis_url, tmp_path, runtime_for):
+    with FakeSlack() as slack, FakeOpenAI() as llm:
+        settings = Settings(
+            _env_file=None,
+            slack_bot_token="xoxb-test",
+            slack_api_url=slack.api_url,
+            database_url=db_url,
+            redis_url=redis_url,
+            digest_channel_setting=DIGEST,
+            alert_channel="CALERTS",
+            data_dir=tmp_path / "data",
+            openai_base_url=llm.base_url,
+            openai_api_key="sk-test",
+        )
+        yield runtime_for(settings), slack, llm
+
+
+def _text(blocks) -> str:
+    return "\n".join(str(block) for block in blocks)
+
+
+def test_the_digest_opens_with_what_to_fix_first(services):
+    runtime, slack, _llm = services
+    store_questions(runtime.db, corpus_questions())
+    assert deliver_digest(runtime, NOW).status == "sent"
+    blocks = slack.posted(DIGEST)[0]["blocks"]
+    opening = blocks[2]["text"]["text"]
+    assert opening.startswith("*What to fix first*") and "1. *" in opening and "3. *" in opening
+    assert "4. *" not in opening and ">_e.g._" in opening and "failed of" in opening
+    text = _text(blocks)
+    assert "Knowledge gaps" in text and "refunded pro rata" in text
+    assert "left out (outliers)" in text and "grouped with text-embedding-3-small" in text
+    assert "topics: 2 embedding calls" in text and "naming call" in text
+    upload = next(iter(slack.uploads.values()))
+    width, height = Image.open(io.BytesIO(upload)).size
+    assert width == 750 and height > 900  # the topics panel below the others
+
+
+def test_a_private_channels_topics_are_not_named_where_its_people_are_not(services):
+    runtime, slack, _llm = services
+    questions = corpus_questions(channel="G0PRIVATE")
+    store_questions(runtime.db, questions, private_channels=frozenset({"G0PRIVATE"}))
+    assert deliver_digest(runtime, NOW).status == "sent"
+    text = _text(slack.posted(DIGEST)[0]["blocks"])
+    assert "of private channels not shown here" in text
+    assert "1. *" not in text and "e.g." not in text and "refunded pro rata" not in text
+
+
+def test_app_home_shows_the_latest_stored_topics(services):
+    runtime, _slack, _llm = services
+    store_questions(runtime.db, corpus_questions())
+    membership = MembershipCache(runtime.redis)
+    before = publish_home(slack_client(runtime), membership, "U1", now=NOW)
+    assert "No topics yet" in _text(before["blocks"])
+    refresh(runtime, NOW)
+    view = publish_home(slack_client(runtime), membership, "U1", now=NOW)
+    text = _text(view["blocks"])
+    assert "Topics of the last 7 days" in text and "1. *" in text and "failed of" in text
+
+
+def slack_client(runtime):
+    return runtime.slack

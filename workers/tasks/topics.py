@@ -1,0 +1,15 @@
+"""The daily topics run (beat): the last seven days' topics, stored for App Home. Nothing here alerts."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from common import task_names
+from common.celery_app import celery
+from common.reports.topic_runs import refresh
+from common.runtime import get_runtime
+
+
+@celery.task(name=task_names.REFRESH_TOPICS)
+def refresh_topics() -> str:
+    return refresh(get_runtime(), datetime.now(UTC))
