@@ -62,7 +62,8 @@ def _database(settings: Settings) -> Iterator[Database]:
 def run_export(args, settings: Settings) -> int:
     allowed = None if args.include_private else set(args.channel or ())
     redacting = settings.redact_pii or args.redact
-    with _database(settings) as database, database.reading() as session:
+    with _database(settings) as database, database.session() as session:
+        store.fill_topics(session)
         items = [as_plain(item, redacting=redacting) for item in store.active_items(session, allowed)]
     with open_output(args.output) as out:
         for piece in render(items, args.format, cell=safe_cell):

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from store.db import dialect_name, insert_for
 from store.judgments import PAIR_FIELDS
-from store.models import OutcomeWindow, Pair, PairStatus, utcnow
+from store.models import OutcomeWindow, Pair, PairSource, PairStatus, utcnow
 from store.outcomes import is_watched, open_window_of, watched_where
 
 # An edit re-opens an answer while it has not been judged (nor deleted or merged away); a judged one, to be judged
@@ -49,7 +49,7 @@ def _upsert_statement(dialect: str):
     statement = insert_for(dialect)(table).values(
         {name: bindparam(f"p_{name}") for name in _UPSERT_FIELDS}
         | {
-            "source": "capture",
+            "source": PairSource.CAPTURE,
             "version": 1,
             "status": PairStatus.SETTLING,
             "created_at": bindparam("p_now"),

@@ -18,7 +18,7 @@ from common.reports.golden import GoldenFigures
 from common.reports.outcomes import OutcomeReport
 from common.reports.period import Period, day_slices, slice_of
 from common.reports.trust import Trust
-from store.models import JudgmentStatus, PairStatus
+from store.models import ANSWER_SOURCES, JudgmentStatus, PairStatus
 from store.stats_queries import JudgmentRow, PairRow
 
 # The score scale of each judge (docs/judges.md); a judge not listed uses what it stored.
@@ -138,7 +138,6 @@ class Report:
 
 
 # Captured live, or read from Slack's history or an export (`relmon backfill`, `relmon import`).
-ANSWER_SOURCES = frozenset({"capture", "backfill", "import"})
 
 
 def is_answer(row: PairRow) -> bool:

@@ -13,7 +13,7 @@ from tests import slack_requests as sr
 from tests import slack_shapes as ss
 from tests.bot_harness import SECRET, ServedBot
 from tests.fakes.slack_server import FakeSlack
-from workers.tasks.capture import settle
+from workers.pairs.settling import settle
 
 C = "C_SUPPORT"
 

@@ -46,8 +46,7 @@ from store import alerts as alert_store
 from store import outcomes as store
 from store import pairs
 from store.models import as_utc
-from workers import noted_tasks
-from workers.tasks import golden
+from workers import golden_items, noted_tasks
 
 log = logging.getLogger("relmon.outcomes")
 
@@ -200,7 +199,7 @@ def _observe(runtime: Runtime, channel: str, message: LoggedMessage, watches: li
             new = store.record_signals(connection, pair_id, outcome.signals, at=at)
         if reference and outcome.reference:
             _take_reference(runtime, pair_id, reference)
-            golden.collect_takeover(runtime, pair_id, message.ts)  # the question joins the golden set
+            golden_items.collect_takeover(runtime, pair_id, message.ts)  # the question joins the golden set
         _announce(runtime, pair_id, new, channel=channel, message_ts=message.ts)
         if new:
             recorded[pair_id] = new
@@ -303,20 +302,6 @@ def close_due_windows_in(runtime: Runtime, now: datetime, limit: int = DUE_BATCH
     for pair_id in due:
         close_window_in(runtime, pair_id, now)
     return len(due)
-
-
-def close_schedule(window_seconds: float) -> dict:
-    """Beat entry for close_due_windows: every twentieth of the window, between 1 and 30 seconds."""
-    if window_seconds <= 0:
-        return {}
-    every = min(30.0, max(1.0, window_seconds / 20))
-    return {
-        "relmon-close-outcome-windows": {
-            "task": task_names.CLOSE_DUE_WINDOWS,
-            "schedule": every,
-            "options": {"expires": every},  # a sweep that waited past the next one is useless
-        }
-    }
 
 
 def _follow_up(runtime: Runtime, pair_ids: list[int]) -> None:
