@@ -12,6 +12,7 @@ from slack_bolt import Ack, App
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
+from bot.deps import BotDeps
 from bot.replies import tell
 from common import task_names
 from common.celery_app import celery
@@ -27,7 +28,7 @@ from common.messages.golden import (
 from common.messages.verdicts import error_message
 from common.privacy import may_quote_channel
 from common.replies import Asker
-from common.runtime import get_runtime
+from common.runtime import Runtime
 from store import golden as golden_store
 from store.models import Judgment, Pair
 
@@ -42,7 +43,7 @@ def ack_now(ack: Ack) -> None:
     ack()
 
 
-def open_modal(body: dict, client: WebClient) -> None:
+def open_modal(runtime: Runtime, body: dict, client: WebClient) -> None:
     """The lazy half of a click: the modal, pre-filled with the item's expected answer (or the teammate's reply)."""
     action = (body.get("actions") or [{}])[0]
     container = body.get("container") or {}
@@ -50,7 +51,6 @@ def open_modal(body: dict, client: WebClient) -> None:
     judgment_id = _judgment_id(action.get("value"))
     if judgment_id is None:
         return  # not a judgment's id: a forged click
-    runtime = get_runtime()
     try:
         with runtime.db.reading() as session:
             judgment = session.get(Judgment, judgment_id)
@@ -106,6 +106,11 @@ def save_modal(body: dict, view: dict) -> None:
     log.info("test set change handed on", extra={"judgment_id": judgment_id, "remove": remove})
 
 
-def register(app: App) -> None:
-    app.action(GOLDEN_ACTION_ID)(ack=ack_now, lazy=[open_modal])
+def register(app: App, deps: BotDeps) -> None:
+    runtime = deps.runtime
+
+    def open_modal_for_click(body: dict, client: WebClient) -> None:
+        open_modal(runtime, body, client)
+
+    app.action(GOLDEN_ACTION_ID)(ack=ack_now, lazy=[open_modal_for_click])
     app.view(GOLDEN_MODAL_ID)(ack=ack_modal, lazy=[save_modal])
