@@ -1,0 +1,26 @@
+"""What the bot's listeners use, built once per app (bot.app.create_app) and passed to each listener module's
+`register(app, deps)`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bot.hand_on import EventHandOn
+from common.membership import MembershipCache
+from common.runtime import Runtime
+from store.settings import Settings
+
+
+@dataclass(frozen=True)
+class BotDeps:
+    settings: Settings
+    runtime: Runtime  # the database, Redis, Slack client and channel rules of this process
+    membership: MembershipCache  # /judge and the Home tab share what Slack said; member events invalidate it
+    hand_on: EventHandOn  # events to the workers, through the spool while an outage lasts
+
+    @classmethod
+    def build(cls, runtime: Runtime) -> BotDeps:
+        settings = runtime.settings
+        return cls(
+            settings, runtime, MembershipCache(runtime.redis), EventHandOn(runtime.redis, settings.data_dir / "spool")
+        )
