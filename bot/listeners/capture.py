@@ -17,6 +17,7 @@ they are back. Other errors propagate: Bolt answers 500 and Slack retries. Repla
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from functools import partial
 from typing import Any
@@ -60,7 +61,12 @@ class Capture:
         self.settings = settings
         self._bots: BotUsers | None = None
         self.reactions = outcomes.Reactions(settings)
-        self.spool = EventSpool(settings.data_dir / "spool", self.capture_entry)
+        self.spool = EventSpool(
+            settings.data_dir / "spool",
+            self.capture_entry,
+            max_bytes=int(settings.spool_max_mb * 1024 * 1024),
+            on_full=self._warn_spool_full,
+        )
 
     @property
     def runtime(self) -> Runtime:
@@ -80,6 +86,8 @@ class Capture:
 
     def on_event(self, body: dict[str, Any], context: BoltContext) -> None:
         """A message or reaction event: captured now, or spooled behind earlier ones or through an outage."""
+        if channel_ignore_reason(event_channel(body), self.settings, self.runtime.rules):
+            return  # unwatched, or relmon's own (the alert channel): nothing relmon will use, live or spooled
         own = {"user_id": context.bot_user_id, "bot_id": context.bot_id, "app_id": body.get("api_app_id")}
         entry = {"body": body, "own": own}
         if self.spool.holding():  # earlier events wait on disk: this one queues behind them
@@ -89,6 +97,24 @@ class Capture:
             self.capture_entry(entry)
         except OUTAGE_ERRORS:
             self.spool.add(entry)
+
+    def _warn_spool_full(self) -> None:
+        """Once per time the spool fills: a line in the alert channel (Slack answers while Redis or the database
+        is down). Its own thread: the listener acknowledges Slack at once."""
+
+        def post() -> None:
+            try:
+                self.runtime.slack.chat_postMessage(
+                    channel=self.settings.alert_channel,
+                    text=":warning: relmon's event spool is full (RELMON_SPOOL_MAX_MB): Redis or the database has "
+                    "been down long enough that new messages are no longer kept. Bring them back; raise the bound "
+                    "to keep more.",
+                )
+            except Exception:  # Slack unreachable too: the log line is the warning
+                log.exception("spool full warning not posted")
+
+        if self.settings.alert_channel:
+            threading.Thread(target=post, name="relmon-spool-full", daemon=True).start()
 
     def capture_entry(self, entry: dict[str, Any]) -> None:
         """Capture one event as the listener received it (live, or from the spool)."""
@@ -271,3 +297,12 @@ def register(app: App, settings: Settings) -> None:
     @app.event("app_mention")
     def _mention_is_seen_as_a_message_too() -> None:
         """A mention in a watched channel also arrives as a `message` event, which captures it."""
+
+
+def event_channel(body: dict[str, Any]) -> str | None:
+    """The channel an event is about: a message's, or the reacted message's."""
+    event = body.get("event") or {}
+    channel = event.get("channel")
+    if channel is None and isinstance(event.get("item"), dict):
+        channel = event["item"].get("channel")
+    return channel if isinstance(channel, str) else None
