@@ -70,8 +70,9 @@ class Queue:
 
 
 def scenario(title: str, *, answers: int, askers: int, channels: int, lag: int, database_url: str, redis_url: str):
+    import workers.pairs.settling as capture_tasks
     import workers.tasks.answers  # the tasks register on the Celery app at import
-    import workers.tasks.capture as capture_tasks
+    import workers.tasks.capture
     import workers.tasks.outcomes
     import workers.tasks.slack  # noqa: F401
     from bot.listeners.capture import Capture

@@ -34,15 +34,13 @@ from sqlalchemy import func, insert, select
 
 from bench.measure import cpu_seconds, percentile, process_tree, status_mb
 from common.celery_app import QUEUE_JUDGE, QUEUE_SLACK, create_celery
+from common.task_names import JUDGE_PAIR
 from store.db import Database
 from store.models import Judgment, Pair, PairStatus
 from store.settings import Settings
 from tests.fakes.slack_server import FakeSlack
 from tests.processes import relmon_env, start_worker, wait_for
 from tests.services import RedisProcess, free_port
-
-JUDGE_PAIR = "workers.tasks.judging.judge_pair"
-
 
 # Measurements ----------------------------------------------------------------------------------------------
 

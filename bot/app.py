@@ -31,7 +31,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> App:
 
 
 def register_listeners(app: App, settings: Settings, runtime: Runtime) -> None:
-    from bot.listeners import capture, commands, home, membership_events
+    from bot.listeners import capture, commands, golden, home, membership_events
     from common.membership import MembershipCache
 
     # One per app: /judge and the Home tab share what Slack said; member events invalidate it (in Redis: for every
@@ -41,3 +41,4 @@ def register_listeners(app: App, settings: Settings, runtime: Runtime) -> None:
     commands.register(app, settings, membership)
     home.register(app, settings, membership)
     membership_events.register(app, membership)
+    golden.register(app)  # the alerts' "Add to test set"

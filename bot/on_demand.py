@@ -30,6 +30,7 @@ from common.messages.verdicts import accepted_message, error_message
 from common.replies import Asker, remember_reply_channel
 from common.runtime import Runtime, get_runtime
 from store import pairs
+from store.models import PairSource
 
 log = logging.getLogger("relmon.commands")
 
@@ -168,7 +169,12 @@ def judge_pasted(
         take_on_demand(runtime.redis, runtime.settings, asker.user_id)
         tell(client, asker, accepted_message("the answer you pasted"))  # the modal closed on the ack
         enqueue_on_demand(
-            runtime, wanted, source="command", asker=asker, judges=[judge], reference=redact_if(redact, reference)
+            runtime,
+            wanted,
+            source=PairSource.COMMAND,
+            asker=asker,
+            judges=[judge],
+            reference=redact_if(redact, reference),
         )
     except Refusal as refusal:
         tell(client, asker, error_message(refusal.code))

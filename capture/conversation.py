@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from capture.pairing import Author, LoggedMessage, thread_messages, ts_key
 
@@ -19,4 +19,15 @@ def earlier_turns(question: LoggedMessage, messages: Iterable[LoggedMessage]) ->
         (SPEAKERS[message.author], message)
         for message in thread_messages(question.thread_key, messages)
         if message.author in SPEAKERS and not message.wordless and ts_key(message) < ts_key(question)
+    ]
+
+
+def stored_turns(pairs: Sequence[tuple[str | None, str | None]]) -> list[tuple[str, str]]:
+    """(speaker, text) of a thread's stored answers with their questions ((question_text, answer_text), oldest
+    first): the earlier turns of a thread that resumes after the conversation log forgot it."""
+    return [
+        (speaker, text)
+        for question, answer in pairs
+        for speaker, text in (("customer", question), ("bot", answer))
+        if text and text.strip()
     ]

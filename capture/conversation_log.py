@@ -43,6 +43,8 @@ def to_wire(message: LoggedMessage) -> dict[str, Any]:
     # Shallow: asdict() deep-copied the content (blocks, files) of every message the bot logs, only to dump it.
     data = {name: getattr(message, name) for name in _FIELDS}
     data["author"] = str(message.author)
+    if not message.external:
+        del data["external"]  # the form an older worker reads (most messages)
     return data
 
 
@@ -200,6 +202,11 @@ class ConversationLog:
             pipe.zrangebyscore(self._writer_key(channel, asker), after, until)
         named = [_text(ts) for reply in pipe.execute()[skip:] for ts in reply]
         return self._load(channel, dict.fromkeys(named))
+
+    def thread_between(self, channel: str, thread_key: str, after: str, before: str) -> list[LoggedMessage]:
+        """The replies of a thread strictly between two ts, oldest first (one read of its index, one MGET)."""
+        named = self.redis.zrangebyscore(self._thread_key(channel, thread_key), f"({after}", f"({before}")
+        return sorted(self._load(channel, named), key=lambda m: (float(m.ts), m.ts))
 
     def _queue_around(self, pipe, channel: str, message: LoggedMessage, window_seconds: float) -> None:
         """The index reads of `around`: the thread's replies, and for a top-level message the newest top-level ts

@@ -10,6 +10,9 @@ Layout (each key expires a minute after the newest window it holds):
     relmon:outcome:watch:{channel}:asker:{user}         hash pair_id -> JSON of a Watch
     relmon:outcome:watch:{channel}:msg:{ts}             JSON of the Watch whose answer holds message ts
     relmon:outcome:reactors:{pair}:{name}               set of "user emoji" that gave a reaction signal still standing
+    relmon:outcome:helped:{channel}:{user}              sorted set of the threads (root ts) a person answered lately,
+                                                        scored by when: evidence that they are staff
+    relmon:outcome:members:{channel}                    the alert channel's members (JSON), for ten minutes
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from slack_sdk.errors import SlackApiError
 
 from capture.outcomes import Watch
 from capture.pairing import LoggedMessage
+from capture.teammates import HELPED_DAYS, StaffEvidence
 
 PREFIX = "relmon:outcome"
 MAX_COUNTED_TOGGLES = 2  # one person's reaction: given, then taken back; later toggles change nothing
@@ -72,7 +76,9 @@ class WatchBoard:
     def queue_add(self, pipe: Any, channel: str, watch: Watch) -> None:
         """`add`'s commands, queued on `pipe` (a transaction of the caller's)."""
         ttl = max(1, int(watch.closes_at - time.time()) + 60)
-        raw = json.dumps(asdict(watch), separators=(",", ":"))
+        fields = asdict(watch)
+        del fields["topic"]  # the bot's filter needs no texts: the workers read them with the window
+        raw = json.dumps(fields, separators=(",", ":"))
         indexes = [self._thread(channel, watch.thread_key)]
         if watch.asker:
             indexes.append(self._asker(channel, watch.asker))
@@ -152,3 +158,76 @@ def support_team(client: redis.Redis, slack, entries: list[str]) -> set[str]:
         client.set(key, json.dumps(users), ex=TEAM_CACHE_SECONDS)
         members.update(users)
     return members
+
+
+MEMBERS_PAGE = 200
+
+
+def channel_members(client: redis.Redis, slack, channel: str) -> set[str]:
+    """A channel's members (conversations.members, every page), cached for ten minutes. A channel Slack will not
+    list (relmon not in it, a missing scope) has no members: nobody is staff by it."""
+    key = f"{PREFIX}:members:{channel}"
+    cached = client.get(key)
+    if cached is not None:
+        return set(json.loads(cached))
+    members: list[str] = []
+    cursor = None
+    try:
+        while True:
+            page = slack.conversations_members(
+                channel=channel, limit=MEMBERS_PAGE, **({"cursor": cursor} if cursor else {})
+            )
+            members.extend(page.get("members") or [])
+            cursor = (page.get("response_metadata") or {}).get("next_cursor")
+            if not cursor:
+                break
+    except SlackApiError:
+        members = []
+    client.set(key, json.dumps(members), ex=TEAM_CACHE_SECONDS)
+    return set(members)
+
+
+def _helped_key(channel: str, user: str) -> str:
+    return f"{PREFIX}:helped:{channel}:{user}"
+
+
+def helped_threads(client: redis.Redis, channel: str, users: list[str], now: float, *, besides: str) -> dict[str, int]:
+    """How many threads of the channel other than `besides` each person answered in the last HELPED_DAYS."""
+    horizon = now - HELPED_DAYS * 86_400
+    pipe = client.pipeline(transaction=False)
+    for user in users:
+        pipe.zrangebyscore(_helped_key(channel, user), horizon, "+inf")
+    counts = {}
+    for user, threads in zip(users, pipe.execute(), strict=True):
+        counts[user] = len({t.decode() if isinstance(t, bytes) else t for t in threads} - {besides})
+    return counts
+
+
+def note_helped(client: redis.Redis, channel: str, user: str, thread_key: str, at: float) -> None:
+    """A person answered someone else's thread: evidence for the next time (kept HELPED_DAYS)."""
+    key = _helped_key(channel, user)
+    pipe = client.pipeline(transaction=True)
+    pipe.zadd(key, {thread_key: at})
+    pipe.zremrangebyscore(key, "-inf", at - HELPED_DAYS * 86_400)
+    pipe.expire(key, HELPED_DAYS * 86_400)
+    pipe.execute()
+
+
+def staff_evidence(
+    client: redis.Redis,
+    slack,
+    *,
+    team: list[str],
+    alert_channel: str | None,
+    channel: str,
+    user: str | None,
+    thread_key: str,
+    now: float,
+) -> StaffEvidence:
+    """Who is staff for a reply by `user` in `thread_key`: RELMON_SUPPORT_TEAM when set (`team`), else the
+    evidence: the alert channel's members and the threads `user` answered lately in the channel."""
+    if team:
+        return StaffEvidence(team=frozenset(support_team(client, slack, team)))
+    members = channel_members(client, slack, alert_channel) if alert_channel else set()
+    helped = helped_threads(client, channel, [user], now, besides=thread_key) if user else {}
+    return StaffEvidence(alert_members=frozenset(members), helped=helped)

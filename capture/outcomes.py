@@ -4,9 +4,13 @@ For RELMON_OUTCOME_WINDOW after a captured answer, the messages and reactions th
 signals (the user-facing list is in docs/capture.md):
 - `reask`: the asker writes again after the answer, in its thread or at top level in the channel (a rephrased
   question is simply a new top-level message by the same asker within the window, and it re-asks their latest
-  answered question: `watching`), other than thanks or an escalation;
-- `human_takeover`: a person other than the asker replies in the thread after the answer (only members of
-  RELMON_SUPPORT_TEAM when it is set); the reply becomes the pair's reference;
+  answered question: `watching`), other than thanks or an escalation, and not a new, different question;
+- `new_question`: the asker asks something new, about none of the answer's words, or after thanking it
+  (capture.teammates.is_new_question): not a failure, and later messages of the thread concern the answer to the
+  new question, not this one (`moved_on`);
+- `human_takeover`: a teammate replies in the thread after the answer (capture.teammates.teammate_reply: the
+  support team when RELMON_SUPPORT_TEAM is set, else staff on evidence; never the asker, an external person, or
+  a question); the reply becomes the pair's reference;
 - `escalation`: the asker asks for a human or says the answer did not help (RELMON_ESCALATION_PHRASES), or
   mentions the support team;
 - `negative_reaction` / `positive_reaction`: a reaction on the answer from the configured emoji sets;
@@ -18,9 +22,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from capture.pairing import Author, LoggedMessage
+from capture.teammates import (
+    Reply,
+    StaffEvidence,
+    clauses,
+    content_words,
+    is_new_question,
+    is_question,
+    teammate_reply,
+    words,
+)
 
 REASK = "reask"
 HUMAN_TAKEOVER = "human_takeover"
@@ -29,7 +43,8 @@ NEGATIVE_REACTION = "negative_reaction"
 POSITIVE_REACTION = "positive_reaction"
 THANKED = "thanked"
 RESOLVED = "resolved"
-SIGNALS = (REASK, HUMAN_TAKEOVER, ESCALATION, NEGATIVE_REACTION, POSITIVE_REACTION, THANKED, RESOLVED)
+NEW_QUESTION = "new_question"
+SIGNALS = (REASK, HUMAN_TAKEOVER, ESCALATION, NEGATIVE_REACTION, POSITIVE_REACTION, THANKED, RESOLVED, NEW_QUESTION)
 # Any of these means the conversation did not end well: the window closes unresolved.
 FAILURE_SIGNALS = frozenset({REASK, HUMAN_TAKEOVER, ESCALATION, NEGATIVE_REACTION})
 # With a reask, these say the answer failed (a reask alone may be a new question).
@@ -49,6 +64,9 @@ class Watch:
     asker: str | None
     closes_at: float
     parts: tuple[str, ...] = ()  # the ts of the answer's later messages (a multi-message answer): reactions count
+    # What the answer is about (its question and answer texts), to tell a re-ask from a new question; the workers
+    # know it, the bot's board does not keep it.
+    topic: str = field(default="", compare=False)
 
     @property
     def opens_at(self) -> float:
@@ -105,15 +123,40 @@ def is_escalation(text: str, phrases: Collection[str], team: Collection[str] = (
     return bool(team) and any(mentioned in team for mentioned in _MENTION.findall(raw_text or text))
 
 
-def in_team(user: str | None, team: Collection[str] | None) -> bool:
-    """A teammate: anyone when no support team is set, else its members."""
-    return user is not None and (not team or user in team)
-
-
 @dataclass(frozen=True)
 class MessageOutcome:
     signals: frozenset[str]
     reference: bool = False  # the message is a teammate's answer: the pair's reference
+
+
+# Words that only say "someone, look at this": an escalation's remainder that asks nothing new.
+_ESCALATION_WORDS = frozenset(
+    word[:5] for word in words("look check someone anyone human person agent talk speak call contact support team real")
+)
+
+
+def asker_signals(
+    text: str, topic: str, *, phrases: Collection[str], mentions: Collection[str] = (), raw_text: str | None = None
+) -> frozenset[str]:
+    """The signals of the asker's message after an answer (`topic`: the answer's question and text). One message can
+    give several: "That did not help, how do I get SSO working?" is an escalation and a re-ask; "Thanks! How do I
+    export?" is thanks and a new question. The clauses that escalate or thank are set apart; what is left asks
+    again (`reask`), or something new (`new_question`); left with nothing, a message with neither is a re-ask."""
+    escalated = is_escalation(text, phrases, mentions, raw_text)
+    thanked = not escalated and is_thanks(text)
+    found = {ESCALATION} if escalated else {THANKED} if thanked else set()
+    if not found:
+        return frozenset({NEW_QUESTION if is_new_question(text, topic) else REASK})
+    rest = [part for part in clauses(text) if not is_escalation(part, phrases) and not is_thanks(part)]
+    asked = " ".join(rest)
+    if not rest or not (content_words(asked) - _ESCALATION_WORDS) or not _asks_anything(asked):
+        return frozenset(found)  # "Thanks, that worked!", "That didn't help", "<@agent> can you look?"
+    found.add(NEW_QUESTION if thanked or is_new_question(asked, topic) else REASK)
+    return frozenset(found)
+
+
+def _asks_anything(text: str) -> bool:
+    return is_question(text) or text.rstrip().endswith("?")
 
 
 def message_outcome(
@@ -122,23 +165,33 @@ def message_outcome(
     text: str,
     *,
     phrases: Collection[str],
-    team: Collection[str] | None = None,
+    evidence: StaffEvidence | None = None,
     team_mentions: Collection[str] = (),
     raw_text: str | None = None,
 ) -> MessageOutcome:
-    """The signals one message after the answer gives. `team`: the support team's user IDs (None or empty:
-    every person but the asker); `team_mentions`: the IDs whose mention is an escalation (members and groups)."""
+    """The signals one message after the answer gives. `evidence`: who is staff (capture.teammates; None: nobody is
+    known to be); `team_mentions`: the IDs whose mention is an escalation (members and groups)."""
     if not concerns(watch, message) or not text.strip():
         return MessageOutcome(frozenset())
     if message.user != watch.asker:
-        if message.in_thread and in_team(message.user, team):
+        reply = Reply(message.user, text, message.external)
+        if message.in_thread and teammate_reply(reply, watch.asker, evidence or StaffEvidence()):
             return MessageOutcome(frozenset({HUMAN_TAKEOVER}), reference=True)
         return MessageOutcome(frozenset())
-    if is_escalation(text, phrases, team_mentions, raw_text):
-        return MessageOutcome(frozenset({ESCALATION}))
-    if is_thanks(text):
-        return MessageOutcome(frozenset({THANKED}))
-    return MessageOutcome(frozenset({REASK}))
+    return MessageOutcome(asker_signals(text, watch.topic, phrases=phrases, mentions=team_mentions, raw_text=raw_text))
+
+
+def moved_on(watch: Watch, between: Iterable[tuple[LoggedMessage, str]], phrases: Collection[str]) -> bool:
+    """The asker asked a new, different question in the answer's thread after it (`between`: the thread's messages
+    from the answer up to the one at hand, with their texts): what comes later concerns the answer to that question,
+    not this one. A teammate replying to the asker's second question does not touch the first answer."""
+    return any(
+        message.in_thread
+        and message.user == watch.asker
+        and concerns(watch, message)
+        and NEW_QUESTION in asker_signals(text, watch.topic, phrases=phrases)
+        for message, text in between
+    )
 
 
 def reaction_signal(emoji: str, negative: Collection[str], positive: Collection[str]) -> str | None:
@@ -158,9 +211,10 @@ def closing_signals(signals: Collection[str]) -> frozenset[str]:
 
 def failed(signals: Collection[str]) -> bool:
     """The conversation says the answer failed: a reask together with a takeover, escalation or negative
-    reaction."""
+    reaction; or the asker said it did not help (or asked for a human) and a teammate stepped in. A new, different
+    question is no reask: it says nothing about the answer."""
     names = set(signals)
-    return REASK in names and bool(FAILURE_CONFIRMATIONS & names)
+    return (REASK in names and bool(FAILURE_CONFIRMATIONS & names)) or {ESCALATION, HUMAN_TAKEOVER} <= names
 
 
 def outcome_label(signals: Collection[str]) -> str | None:
@@ -180,6 +234,7 @@ _PHRASES = {
     POSITIVE_REACTION: "reacted positively",
     THANKED: "said thanks",
     RESOLVED: "resolved",
+    NEW_QUESTION: "asked something new",
 }
 
 

@@ -63,6 +63,7 @@ class LoggedMessage:
     deleted: bool = False
     streaming: str | None = None  # streaming_state: in_progress | completed | errored
     wordless: bool = False  # no words and no files: never a question
+    external: bool = False  # a person of another organisation (Slack Connect): never staff by default
     content: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     @property
@@ -139,7 +140,16 @@ def bot_user_of(message: dict[str, Any], monitored: Collection[str]) -> str | No
     return None
 
 
-def logged_message(message: dict[str, Any], author: Author, content: dict[str, Any] | None = None) -> LoggedMessage:
+def is_external(message: dict[str, Any], workspace: str | None) -> bool:
+    """Written by a person of another organisation: Slack Connect messages carry the writer's own team
+    (`user_team`, `source_team`); `workspace` is the team the event was delivered to (the envelope's team_id)."""
+    theirs = message.get("user_team") or message.get("source_team")
+    return bool(workspace and theirs and theirs != workspace)
+
+
+def logged_message(
+    message: dict[str, Any], author: Author, content: dict[str, Any] | None = None, *, workspace: str | None = None
+) -> LoggedMessage:
     from capture.text import content_of, message_text
 
     words = content_of(message)
@@ -153,6 +163,7 @@ def logged_message(message: dict[str, Any], author: Author, content: dict[str, A
         subtype=message.get("subtype"),
         streaming=state if state in STREAM_STATES else None,
         wordless=not message_text(words).strip(),
+        external=author == Author.HUMAN and is_external(message, workspace),
         content=content if content is not None else words,
     )
 

@@ -7,13 +7,14 @@ import logging
 from celery import Celery
 from kombu import Exchange, Queue
 
+from common import task_names
 from common.broker_transport import TRANSPORT
 from store.settings import Settings
 
 log = logging.getLogger("relmon.celery")
 
-QUEUE_JUDGE = "relmon.judge"  # settle and judge captured answers
-QUEUE_SLACK = "relmon.slack"  # post alerts, on-demand verdicts, digests
+QUEUE_JUDGE = "relmon.judge"  # capture, settle and judge answers; watch outcomes; beat's sweeps
+QUEUE_SLACK = "relmon.slack"  # post alerts, on-demand verdicts, digests (task_names.POSTING)
 QUEUES = (QUEUE_JUDGE, QUEUE_SLACK)
 
 
@@ -77,7 +78,8 @@ def celery_config(settings: Settings, broker_url: str) -> dict:
         # Each queue bound to its own exchange and key: with bare Queue(name), kombu binds relmon.slack to the
         # default exchange under relmon.judge's key, so a message published through that exchange lands in both.
         "task_queues": tuple(Queue(name, Exchange(name, type="direct"), routing_key=name) for name in QUEUES),
-        "task_routes": {"workers.tasks.slack.*": {"queue": QUEUE_SLACK}},
+        # Keyed by the task names themselves, not by a prefix of them: the digest's tasks post too.
+        "task_routes": {name: {"queue": QUEUE_SLACK} for name in task_names.POSTING},
         "worker_hijack_root_logger": False,
         "worker_send_task_events": False,
         "timezone": "UTC",

@@ -1,8 +1,9 @@
 """The names of relmon's Celery tasks: a contract between the processes that enqueue (the bot, beat) and the
-workers that run them. The bot sends tasks by these names and imports nothing from `workers/`."""
+workers that run them, and the one way tasks reach each other. The bot sends tasks by these names and imports
+nothing from `workers/`; a task module imports no other task module. Renaming one strands the messages already
+queued under the old name."""
 
 CAPTURE_ANSWER = "workers.tasks.answers.capture_answer"
-FORGET_QUESTION = "workers.tasks.answers.forget_question"  # an older bot's; the worker runs forget_message
 FORGET_MESSAGE = "workers.tasks.forgetting.forget_message"
 REWRITE_REDIS_AOF = "workers.tasks.forgetting.rewrite_redis_aof"
 SETTLE_PAIR = "workers.tasks.capture.settle_pair"
@@ -25,3 +26,17 @@ CLOSE_DUE_WINDOWS = "workers.tasks.outcomes.close_due_windows"
 GOLDEN_FROM_VOTE = "workers.tasks.golden.collect_vote"
 GOLDEN_SAVE = "workers.tasks.golden.save_from_modal"
 REFRESH_TOPICS = "workers.tasks.topics.refresh_topics"
+
+# The tasks that post to Slack (alerts, summaries, votes, verdicts, digests): their own queue, so a backlog of
+# judging never holds a post up. Every other task runs on the judge queue (common.celery_app routes them).
+POSTING = frozenset(
+    {
+        CONSIDER_ALERT,
+        FLUSH_ALERT_SUMMARIES,
+        REFRESH_ALERT_VOTES,
+        DELIVER_VERDICT,
+        FOLLOW_UP_OUTCOME,
+        SEND_DIGEST,
+        SEND_DIGEST_PREVIEW,
+    }
+)

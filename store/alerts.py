@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 
 from store.db import insert_or_ignore
 from store.judgments import is_current
-from store.models import Alert, Judgment, JudgmentStatus, Pair, PairStatus, as_utc
+from store.models import Alert, Judgment, JudgmentStatus, Pair, PairSource, PairStatus, as_utc
 from store.settings import TIME_WINDOW_MOST_ANSWERS
 
 KIND_LOW = "low_score"
@@ -249,7 +249,7 @@ def _recent_statements() -> dict[str, Any]:
         .scalar_subquery()
     )
     pairs = select(Pair.id, Pair.created_at, score).where(
-        Pair.channel_id == bindparam("channel"), Pair.source == "capture", Pair.status == PairStatus.JUDGED
+        Pair.channel_id == bindparam("channel"), Pair.source == PairSource.CAPTURE, Pair.status == PairStatus.JUDGED
     )
     order = (Pair.created_at.desc(),)
     older = pairs.where(Pair.created_at <= bindparam("oldest"))
@@ -280,7 +280,7 @@ def channel_stats(session: Session, channel_id: str, since: datetime, thresholds
             .join(Pair, Pair.id == Judgment.pair_id)
             .where(
                 Pair.channel_id == channel_id,
-                Pair.source == "capture",
+                Pair.source == PairSource.CAPTURE,
                 Judgment.judge == judge,
                 Judgment.created_at >= since,
                 is_current(),

@@ -13,9 +13,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from store.db import insert_or_ignore
-from store.models import BackfillCheckpoint, Pair, PairStatus, utcnow
-
-HISTORY_SOURCES = ("backfill", "import")
+from store.models import HISTORY_SOURCES, BackfillCheckpoint, Pair, PairStatus, utcnow
 
 
 @dataclass(frozen=True)

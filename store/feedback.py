@@ -10,7 +10,7 @@ from sqlalchemy import Select, case, func, select
 from sqlalchemy.orm import Session
 
 from store.db import dialect_insert
-from store.models import Feedback, Judgment, Pair
+from store.models import Feedback, Judgment, Pair, PairSource
 
 
 def record_vote(session: Session, judgment_id: int, user_id: str, vote: str, now: datetime | None = None) -> bool:
@@ -56,7 +56,7 @@ def voted_scores(session: Session, channel_id: str, since: datetime) -> list[tup
     """(judge, score, right votes, wrong votes) of the channel's captured judgments people voted on since `since`."""
     rows = session.execute(
         _with_votes(Judgment.judge, Judgment.score)
-        .where(Pair.channel_id == channel_id, Pair.source == "capture", Judgment.created_at >= since)
+        .where(Pair.channel_id == channel_id, Pair.source == PairSource.CAPTURE, Judgment.created_at >= since)
         .where(Judgment.score.is_not(None))
         .group_by(Judgment.id, Judgment.judge, Judgment.score)
     )

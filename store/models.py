@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, date, datetime
+from enum import StrEnum
 from typing import Annotated
 
 from sqlalchemy import (
@@ -57,6 +58,23 @@ class PairStatus:
     MERGED = "merged"  # absorbed into an earlier answer of the same run
 
 
+class PairSource(StrEnum):
+    """Where a pair came from: the one list of sources; the groups below are what sampling, the budget, the alerts
+    and the reports read."""
+
+    CAPTURE = "capture"  # captured live in a watched channel: the only source that alerts
+    COMMAND = "command"  # /judge
+    SHORTCUT = "shortcut"  # the message shortcut
+    BACKFILL = "backfill"  # `relmon backfill`: read from Slack's history
+    IMPORT = "import"  # `relmon import`: read from a workspace export
+
+
+# Asked for by a person: always judged (no sampling), its budget counted at the bot (bot.on_demand_limits).
+ON_DEMAND_SOURCES = frozenset({PairSource.COMMAND, PairSource.SHORTCUT})
+HISTORY_SOURCES = frozenset({PairSource.BACKFILL, PairSource.IMPORT})  # read from history: never alerted on
+ANSWER_SOURCES = HISTORY_SOURCES | {PairSource.CAPTURE}  # the bot's answers, as the reports count them
+
+
 class Pair(Base):
     """A bot answer and the question it answers."""
 
@@ -69,8 +87,7 @@ class Pair(Base):
     )
 
     id: Mapped[IdKey]
-    # capture | command | shortcut | cli | backfill | import (the last two read from history: they never alert)
-    source: Mapped[str] = mapped_column(String(20), default="capture")
+    source: Mapped[str] = mapped_column(String(20), default=PairSource.CAPTURE)  # a PairSource
     team_id: Mapped[str | None] = mapped_column(String(32))
     channel_id: Mapped[str | None] = mapped_column(String(32))
     # Private, or shared with another organisation (Slack Connect): its text is quoted only where a rule allows.

@@ -61,17 +61,19 @@ def get_window(session: Session, pair_id: int) -> OutcomeWindow | None:
 @functools.cache
 def _open_windows_statement():
     """Built once: a message's observation reads its pairs' windows on the hot path."""
-    windows = OutcomeWindow.__table__.c
+    windows, pairs = OutcomeWindow.__table__.c, Pair.__table__.c
     return (
         select(windows.pair_id, windows.answer_ts, windows.thread_key, windows.asker, windows.closes_at)
+        .add_columns(pairs.question_text, pairs.answer_text)  # what the answer is about: a re-ask or a new question
+        .join_from(OutcomeWindow.__table__, Pair.__table__, pairs.id == windows.pair_id)
         .where(windows.pair_id.in_(bindparam("pair_ids", expanding=True)), windows.closed_at.is_(None))
         .order_by(windows.pair_id)
     )
 
 
 def open_windows(executor: Session | Connection, pair_ids: Collection[int]) -> list[Row]:
-    """The windows of these pairs that are still open (pair_id, answer_ts, thread_key, asker, closes_at), in pair
-    ID order (one query for a message's pairs)."""
+    """The windows of these pairs that are still open (pair_id, answer_ts, thread_key, asker, closes_at, and the
+    pair's question_text and answer_text), in pair ID order (one query for a message's pairs)."""
     if not pair_ids:
         return []
     return list(executor.execute(_open_windows_statement(), {"pair_ids": list(pair_ids)}))

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from store.db import dialect_name, insert_for
 from store.judgments import PAIR_FIELDS
-from store.models import OutcomeWindow, Pair, PairStatus, utcnow
+from store.models import OutcomeWindow, Pair, PairSource, PairStatus, utcnow
 from store.outcomes import is_watched, open_window_of, watched_where
 
 # An edit re-opens an answer while it has not been judged (nor deleted or merged away); a judged one, to be judged
@@ -49,7 +49,7 @@ def _upsert_statement(dialect: str):
     statement = insert_for(dialect)(table).values(
         {name: bindparam(f"p_{name}") for name in _UPSERT_FIELDS}
         | {
-            "source": "capture",
+            "source": PairSource.CAPTURE,
             "version": 1,
             "status": PairStatus.SETTLING,
             "created_at": bindparam("p_now"),
@@ -162,6 +162,29 @@ def captured_texts(session: Session, channel_id: str, answer_ts: str) -> Row | N
         .where(Pair.channel_id == channel_id, Pair.answer_ts == answer_ts)
         .limit(1)
     ).first()
+
+
+def thread_texts(
+    executor: Session | Connection, channel_id: str, thread_ts: str, before_ts: str, limit: int
+) -> list[tuple[str | None, str | None]]:
+    """(question_text, answer_text) of the last `limit` answers captured in a thread before `before_ts`, oldest first:
+    the earlier turns of a thread that resumes after the conversation log forgot it. Read along the (channel,
+    answer_ts) key, from the thread's root on."""
+    rows = executor.execute(
+        select(Pair.question_text, Pair.answer_text)
+        .where(
+            Pair.channel_id == channel_id,
+            Pair.answer_ts >= thread_ts,
+            Pair.answer_ts < before_ts,
+            Pair.thread_ts == thread_ts,
+            Pair.source == "capture",
+            Pair.question_text.is_not(None),  # answered a question (a deleted or merged answer did not)
+            Pair.status.not_in((PairStatus.DELETED, PairStatus.MERGED)),
+        )
+        .order_by(Pair.answer_ts.desc())
+        .limit(limit)
+    ).all()
+    return [(question, answer) for question, answer in reversed(rows)]
 
 
 def add_on_demand(session: Session, **values: Any) -> int:

@@ -27,6 +27,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from store.settings import TIME_WINDOW_MOST_ANSWERS, Settings
 
+# The judges relmon runs, as `judges.JUDGES` names them: here, where the bot and the CLI read them without loading the
+# judges library (and the OpenAI SDK with it). tests/unit checks the two lists agree.
 JUDGE_NAMES = ("relevancy", "correctness", "grounded")
 
 

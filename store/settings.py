@@ -195,7 +195,8 @@ class Settings(BaseSettings, TopicSettings, LLMCallFields, RetentionSettings, Li
 
     # Outcomes: what the customer did after an answer (capture.outcomes); a window of 0 turns them off
     outcome_window_seconds: int = Field(1800, ge=0, **_env("RELMON_OUTCOME_WINDOW"))
-    # User IDs (U…/W…) or user groups (S…) whose replies count as a teammate's takeover; empty: any person.
+    # User IDs (U…/W…) or user groups (S…) whose replies count as a teammate's takeover; empty: staff on evidence
+    # (capture.teammates).
     support_team: CommaList = Field(default_factory=list, **_env("RELMON_SUPPORT_TEAM"))
     escalation_phrases: CommaList = Field(
         default_factory=lambda: list(DEFAULT_ESCALATION_PHRASES), **_env("RELMON_ESCALATION_PHRASES")

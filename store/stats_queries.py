@@ -14,7 +14,7 @@ from sqlalchemy import Select, bindparam, case, func, select
 from sqlalchemy.orm import Session
 
 from store.judgments import is_current
-from store.models import Feedback, Judgment, OutcomeSignal, OutcomeWindow, Pair
+from store.models import Feedback, Judgment, OutcomeSignal, OutcomeWindow, Pair, PairSource
 
 # Ids per IN (...) clause: well under SQLite's and PostgreSQL's parameter limits. Also the pairs a report holds
 # at a time (`stream_pair_rows`).
@@ -49,7 +49,7 @@ class PairRow:
     channel_id: str | None
     created_at: datetime  # aware, UTC
     status: str
-    source: str = "capture"
+    source: str = PairSource.CAPTURE
     channel_is_private: bool = False
     answer_ts: str | None = None
     thread_ts: str | None = None

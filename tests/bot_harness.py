@@ -103,7 +103,6 @@ class InlineWorker:
 
         runs = {  # the task bodies, on the process runtime (this bot's)
             task_names.CAPTURE_ANSWER: lambda kw: answers.capture_answer.run(**kw),
-            task_names.FORGET_QUESTION: lambda kw: answers.forget_question.run(**kw),
             task_names.FORGET_MESSAGE: lambda kw: forgetting.forget_message.run(**kw),
         }
         send = celery_app.celery.send_task

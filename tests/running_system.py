@@ -349,7 +349,8 @@ def running_system(
     """The in-process bot over HTTP, `workers` real `relmon worker` processes, the fake Slack and LLM."""
     with FakeSlack() as slack, FakeOpenAI(latency_ms=llm_latency_ms) as llm:
         add_support_channel(slack, members=["U_ASKER", "U_RELMON", "U_SUPPORT"])
-        slack.add_channel(ALERTS, "alerts", members=["U_RELMON"])
+        # U_AGENT, the support team's teammate: staff on evidence (a member of the alert channel).
+        slack.add_channel(ALERTS, "alerts", members=["U_RELMON", "U_AGENT"])
         timings = {
             # The recovery timings (task lease, orphan check, sweeper) stay at their defaults: a green fault test
             # means the defaults recover. Shortened, for speed only: the settle quiet time and the first LLM retry.

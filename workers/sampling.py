@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 
-ON_DEMAND_SOURCES = frozenset({"command", "shortcut", "cli"})
+from store.models import ON_DEMAND_SOURCES
 
 
 def sample_point(channel_id: str | None, answer_ts: str | None) -> float:

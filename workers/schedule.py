@@ -15,6 +15,7 @@ from celery.schedules import crontab
 
 from common import task_names
 from store.settings import Settings
+from workers.judging.rules import sweep_interval
 
 PURGE_HOUR, PURGE_MINUTE = 4, 30
 TOPICS_HOUR = 5
@@ -64,11 +65,27 @@ class zoned_crontab(crontab):  # lower case, like the celery class it extends
     __hash__ = crontab.__hash__
 
 
-def _sweeper_entries(settings: Settings) -> dict:
-    """The pipeline's orphan check and stale-pair sweeper."""
-    from workers.tasks.sweeper import orphan_schedule, sweep_schedule
+def every(entry: str, task: str, seconds: float) -> dict:
+    """A beat entry that runs `task` every `seconds`; a run that waited past the next one is useless."""
+    return {entry: {"task": task, "schedule": seconds, "options": {"expires": seconds}}}
 
-    return {**orphan_schedule(settings.visibility_timeout_seconds), **sweep_schedule(settings.sweep_after_seconds)}
+
+def orphan_schedule(lease_seconds: float) -> dict:
+    """The orphan check: every half lease (RELMON_VISIBILITY_TIMEOUT)."""
+    return every("relmon-requeue-orphans", task_names.REQUEUE_ORPHANS, max(1.0, lease_seconds / 2))
+
+
+def sweep_schedule(sweep_after_seconds: float) -> dict:
+    """The stale-pair sweeper: a sweep every half threshold, at most every 5 minutes, so a lost task is found at
+    most 1.5 thresholds after its pair last changed."""
+    return every("relmon-requeue-stale", task_names.REQUEUE_STALE, sweep_interval(sweep_after_seconds))
+
+
+def close_schedule(window_seconds: float) -> dict:
+    """Closing the outcome windows that are due: every twentieth of the window, between 1 and 30 seconds."""
+    if window_seconds <= 0:
+        return {}
+    return every("relmon-close-outcome-windows", task_names.CLOSE_DUE_WINDOWS, min(30.0, max(1.0, window_seconds / 20)))
 
 
 WEEK_DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
@@ -116,8 +133,7 @@ def beat_schedule(settings: Settings) -> dict:
             "options": {"expires": 12 * 60 * 60},
         },
     }
-    schedule.update(_sweeper_entries(settings))
-    from workers.tasks.outcomes import close_schedule
-
+    schedule.update(orphan_schedule(settings.visibility_timeout_seconds))
+    schedule.update(sweep_schedule(settings.sweep_after_seconds))
     schedule.update(close_schedule(settings.outcome_window_seconds))
     return schedule

@@ -178,7 +178,7 @@ class Capture:
                 if root_author != Author.OWN:
                     conversation.record(channel, logged_message(root, root_author))
         # Other bots are logged without their words: they still separate one answer from the next.
-        logged = logged_message(message, author, content={} if author == Author.OTHER else None)
+        logged = logged_message(message, author, content={} if author == Author.OTHER else None, workspace=team_id)
         if not replaces(existing, logged) or (subtype == "message_changed" and unchanged(existing, logged)):
             self._mark_done(done_key)  # a stream's opener after its completion, or an edit that changed nothing
             return

@@ -33,6 +33,7 @@ from common.messages.blocks import (
     text_length,
 )
 from common.messages.forgotten import forgotten_note
+from common.messages.golden import golden_button
 
 JUDGE_LABELS = {"relevancy": "Relevancy", "correctness": "Correctness", "grounded": "Groundedness"}
 WITHHELD = (
@@ -138,7 +139,7 @@ def feedback_buttons(judgment_id: int, permalink: str | None) -> dict:
         elements.append(button("Open the message", action_id=OPEN_ACTION_ID, url=permalink))
     value = str(judgment_id)
     elements.append(button("Judge was right", action_id=ACTION_RIGHT, value=value, style="primary"))
-    elements.append(button("Judge was wrong", action_id=ACTION_WRONG, value=value))
+    elements += [button("Judge was wrong", action_id=ACTION_WRONG, value=value), golden_button(judgment_id)]
     return actions(*elements, block_id=FEEDBACK_BLOCK_ID)
 
 

@@ -116,6 +116,23 @@ def button(
     return element
 
 
+def text_input(block_id: str, label: str, *, optional: bool, placeholder: str, max_length: int) -> dict:
+    """A multiline text field of a modal; its value is read at state.values[block_id]["value"]."""
+    return {
+        "type": "input",
+        "block_id": block_id,
+        "optional": optional,
+        "label": plain(label, 2000),
+        "element": {
+            "type": "plain_text_input",
+            "action_id": "value",
+            "multiline": True,
+            "max_length": max_length,
+            "placeholder": plain(placeholder, 150),
+        },
+    }
+
+
 def actions(*elements: dict[str, Any], block_id: str | None = None) -> Block:
     block: Block = {"type": "actions", "elements": list(elements[:MAX_ACTION_ELEMENTS])}
     if block_id:

@@ -11,6 +11,7 @@ from zoneinfo import ZoneInfo
 
 from common.messages import blocks as block_kit
 from common.messages.blocks import escape, pct, signed
+from common.messages.golden import digest_line
 from common.messages.outcomes import NOTE as OUTCOME_NOTE
 from common.messages.outcomes import outcome_lines
 from common.messages.topics import cost_text, fix_first_blocks, topics_text
@@ -275,6 +276,8 @@ def digest_message(
         blocks.append(
             {"type": "section", "text": {"type": "mrkdwn", "text": "No answers were captured in the last 7 days."}}
         )
+        if report.golden is not None:
+            blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": digest_line(report.golden)}})
         return {"text": f"{title}: no answers captured", "blocks": blocks}
     if topics is not None:
         blocks += fix_first_blocks(topics)
@@ -293,6 +296,8 @@ def digest_message(
         footer += " " + OUTCOME_NOTE
     if prices is not None:
         footer += " " + price_line(prices)
+    if report.golden is not None:
+        tail.append({"type": "section", "text": {"type": "mrkdwn", "text": digest_line(report.golden)}})
     tail.append({"type": "context", "elements": [{"type": "mrkdwn", "text": footer}]})
     blocks += _within_budget(
         report,
@@ -345,6 +350,8 @@ def digest_text(
     for stats in report.channels:
         out += ["", f"== {channel_ref(stats.channel_id, slack=False)} =="]
         out += block(stats)
+    if report.golden is not None:
+        out += ["", digest_line(report.golden).replace("*", "")]
     notes = [price_line(prices)] if prices is not None else []
     notes += [OUTCOME_NOTE] if report.outcomes.any_closed else []
     if notes:

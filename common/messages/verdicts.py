@@ -19,6 +19,7 @@ from common.messages.blocks import (
     plain,
     section,
     shorten,
+    text_input,
 )
 from common.messages.trust import precision_text
 from common.reports.trust import Precision
@@ -169,22 +170,6 @@ JUDGE_CHOICES = (
 )
 
 
-def _text_input(block_id: str, label: str, *, optional: bool, placeholder: str, max_length: int) -> dict:
-    return {
-        "type": "input",
-        "block_id": block_id,
-        "optional": optional,
-        "label": plain(label, 2000),
-        "element": {
-            "type": "plain_text_input",
-            "action_id": "value",
-            "multiline": True,
-            "max_length": max_length,
-            "placeholder": plain(placeholder, 150),
-        },
-    }
-
-
 def judge_modal(private_metadata: dict) -> dict:
     """The /judge form. `private_metadata` (≤ 3,000 characters) carries where the verdict goes."""
     options = [{"text": plain(label, 75), "value": value} for value, label in JUDGE_CHOICES]
@@ -196,9 +181,9 @@ def judge_modal(private_metadata: dict) -> dict:
         "close": plain("Cancel", 24),
         "private_metadata": json.dumps(private_metadata)[:3000],
         "blocks": [
-            _text_input("question", "Question", optional=False, placeholder="What the person asked", max_length=3000),
-            _text_input("answer", "Answer", optional=False, placeholder="What the bot answered", max_length=3000),
-            _text_input(
+            text_input("question", "Question", optional=False, placeholder="What the person asked", max_length=3000),
+            text_input("answer", "Answer", optional=False, placeholder="What the bot answered", max_length=3000),
+            text_input(
                 "reference",
                 "Reference answer (optional)",
                 optional=True,

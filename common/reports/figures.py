@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from common.reports.builder import ReportBuilder
+from common.reports.golden import golden_figures
 from common.reports.period import Period
 from common.reports.stats import Prices, Report
 from common.reports.trust import CanaryPoint
@@ -22,7 +24,9 @@ def prices_for(runtime: Runtime) -> Prices:
 
 def load_report(runtime: Runtime, period: Period, may_see: Callable[[str], bool] = lambda _channel: True) -> Report:
     """The report of the watched channels; `may_see` leaves out channels a viewer may not see (the App Home)."""
-    return read_report(runtime, period, may_see).report()
+    report = read_report(runtime, period, may_see).report()
+    with runtime.db.reading() as session:
+        return replace(report, golden=golden_figures(session, period.start))
 
 
 def read_report(

@@ -55,7 +55,8 @@ class OutcomeStats:
     escalated: int = 0
     positive: int = 0  # answers with a positive reaction
     negative: int = 0
-    failed: int = 0  # `capture.outcomes.failed`: a re-ask confirmed by a takeover, an escalation or a 👎
+    failed: int = 0  # `capture.outcomes.failed`: a re-ask confirmed by a takeover, an escalation or a 👎; or
+    # "did not help" and a teammate stepping in
     score_resolved: ScoreMean = ScoreMean()  # the report's judge on resolved answers
     score_failed: ScoreMean = ScoreMean()  # ... and on failed ones
     teammate_judged: int = 0  # correctness verdicts on answers a teammate's reply is the reference of

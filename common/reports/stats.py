@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from common.reports.costs import Prices, Tokens, TokenTally
+from common.reports.golden import GoldenFigures
 from common.reports.outcomes import OutcomeReport
 from common.reports.period import Period, day_slices, slice_of
 from common.reports.trust import Trust
-from store.models import JudgmentStatus, PairStatus
+from store.models import ANSWER_SOURCES, JudgmentStatus, PairStatus
 from store.stats_queries import JudgmentRow, PairRow
 
 # The score scale of each judge (docs/judges.md); a judge not listed uses what it stored.
@@ -122,6 +123,7 @@ class Report:
     thresholds: dict[str | None, dict[str, float]] = field(default_factory=dict)
     trust: Trust = field(default_factory=Trust)
     outcomes: OutcomeReport = field(default_factory=OutcomeReport)
+    golden: GoldenFigures | None = None  # the golden set's growth and last regress run (the digest)
 
     def change(self, stats: ChannelStats, judge: str) -> Change:
         """Against the week before, only when the same judge model and prompt scored both weeks."""
@@ -136,7 +138,6 @@ class Report:
 
 
 # Captured live, or read from Slack's history or an export (`relmon backfill`, `relmon import`).
-ANSWER_SOURCES = frozenset({"capture", "backfill", "import"})
 
 
 def is_answer(row: PairRow) -> bool:

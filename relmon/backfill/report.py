@@ -10,6 +10,7 @@ from common.reports.period import Period
 from common.runtime import Runtime
 from judges import get_judge
 from relmon.backfill.progress import Counters
+from store.models import PairSource
 from workers import sampling
 from workers.judging.rules import judges_in_force
 
@@ -53,7 +54,7 @@ def estimate(counters: Counters, runtime: Runtime, channel: str, answer_ts: str,
     """Count what judging this pair would take, as judging would (sampling, the judges in force)."""
     settings = runtime.settings
     rule = runtime.rules.for_channel(channel, settings)
-    if not sampling.is_sampled_in(channel, answer_ts, rule.sample_rate, source="backfill"):
+    if not sampling.is_sampled_in(channel, answer_ts, rule.sample_rate, source=PairSource.BACKFILL):
         return
     counters.sampled += 1
     for name in judges_in_force(None, rule.judges, False):

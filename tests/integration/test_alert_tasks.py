@@ -48,8 +48,8 @@ def alerts(runtime) -> list[Alert]:
 def test_low_score_posts_exactly_one_alert_even_when_repeated(make_runtime, fake):
     with make_runtime() as runtime:
         judgment_id = add_judgment(runtime, score=1)
-        assert delivery.consider(runtime, judgment_id).startswith("posted")
-        assert delivery.consider(runtime, judgment_id).startswith("posted")  # a retry or redelivery
+        assert delivery.consider(runtime, judgment_id).low == "posted"
+        assert delivery.consider(runtime, judgment_id).low == "posted"  # a retry or redelivery
         tasks.consider_alert(judgment_id)  # the Celery task body, as a worker runs it
         posts = fake.posted(ALERTS)
         assert len(posts) == 1
@@ -58,7 +58,7 @@ def test_low_score_posts_exactly_one_alert_even_when_repeated(make_runtime, fake
         text = json.dumps(blocks)
         assert "How do I reset my password?" in text and "opening hours" in text and f"<#{SUPPORT}>" in text
         actions = next(b for b in blocks if b["type"] == "actions")["elements"]
-        assert [a["action_id"] for a in actions] == ["open_message", "feedback_right", "feedback_wrong"]
+        assert [a["action_id"] for a in actions] == ["open_message", "feedback_right", "feedback_wrong", "golden_add"]
         assert actions[0]["url"].startswith(f"https://example.slack.com/archives/{SUPPORT}/p")
         assert actions[1]["value"] == str(judgment_id)
         [row] = alerts(runtime)
@@ -270,7 +270,7 @@ def test_a_stale_claim_whose_post_reached_slack_is_not_posted_again(make_runtime
     in its metadata and records it instead of posting a second one."""
     with make_runtime() as runtime:
         judgment_id = add_judgment(runtime, score=0)
-        assert delivery.consider(runtime, judgment_id).startswith("posted")
+        assert delivery.consider(runtime, judgment_id).low == "posted"
         [posted] = fake.posted(ALERTS)
         metadata = json.loads(posted["metadata"]) if isinstance(posted["metadata"], str) else posted["metadata"]
         assert metadata["event_payload"]["dedupe_key"] == f"low:{judgment_id}"
@@ -280,7 +280,7 @@ def test_a_stale_claim_whose_post_reached_slack_is_not_posted_again(make_runtime
             row.status, row.message_ts = "claimed", None
             row.created_at = datetime.now(UTC) - timedelta(minutes=5)
         runtime.redis.delete(f"relmon:posted:low:{judgment_id}")  # it died before even the Redis receipt
-        assert delivery.consider(runtime, judgment_id).startswith("posted")
+        assert delivery.consider(runtime, judgment_id).low == "posted"
         assert len(fake.posted(ALERTS)) == 1
         [row] = alerts(runtime)
         assert (row.status, row.message_ts) == ("posted", posted_ts)
@@ -307,7 +307,7 @@ def test_database_down_after_slack_took_the_post_does_not_post_twice(make_runtim
         assert len(fake.posted(ALERTS)) == 1
         [row] = alerts(runtime)
         assert row.status == "claimed"  # the database never heard of the post
-        assert delivery.consider(runtime, judgment_id).startswith("posted")  # the retry
+        assert delivery.consider(runtime, judgment_id).low == "posted"  # the retry
         assert len(fake.posted(ALERTS)) == 1
         [row] = alerts(runtime)
         [posted_ts] = fake.messages[ALERTS]
@@ -345,13 +345,13 @@ def test_an_alert_slack_took_without_answering_is_not_posted_again(make_runtime,
             delivery.consider(runtime, judgment_id)
         assert len(fake.posted(ALERTS)) == 1 and len(fake.messages[ALERTS]) == 1
         assert fake.calls_to("conversations.history") == []  # a first attempt reads no history
-        assert delivery.consider(runtime, judgment_id).startswith("posted")  # the task's retry
+        assert delivery.consider(runtime, judgment_id).low == "posted"  # the task's retry
         assert len(fake.posted(ALERTS)) == 1
         assert len(fake.calls_to("conversations.history")) == 1
         [row] = alerts(runtime)
         [posted_ts] = fake.messages[ALERTS]
         assert (row.status, row.message_ts) == ("posted", posted_ts)
-        assert delivery.consider(runtime, judgment_id).startswith("posted")
+        assert delivery.consider(runtime, judgment_id).low == "posted"
         assert len(fake.posted(ALERTS)) == 1 and len(fake.calls_to("conversations.history")) == 1
 
 
@@ -426,7 +426,7 @@ def test_a_bad_last_hour_alerts_before_the_count_window_fills(make_runtime, fake
         for _ in range(4):
             delivery.consider(runtime, add_judgment(runtime, score=1))
         assert degradation_posts(fake) == []  # 4 answers: below the hour's minimum sample
-        assert delivery.consider(runtime, add_judgment(runtime, score=1)).endswith("degradation: below_floor")
+        assert delivery.consider(runtime, add_judgment(runtime, score=1)).degradation == "below_floor"
         [post] = degradation_posts(fake)
         text = json.dumps(post["blocks"], ensure_ascii=False)
         assert "the 5 answers judged in the last 60 minutes is *1.00*" in text

@@ -18,7 +18,7 @@ from tests.bot_harness import SECRET, ServedBot
 from tests.fakes.slack_server import FakeSlack
 from tests.processes import wait_for
 from tests.services import free_port
-from workers.tasks.capture import settle
+from workers.pairs.settling import settle
 
 C = "C_SUPPORT"
 

@@ -26,9 +26,10 @@ from tests import slack_shapes as ss
 from tests.bot_harness import SECRET, ServedBot, log_message, redis_calls, redis_calls_since
 from tests.fakes.openai_server import FakeOpenAI
 from workers.judging.queued import queued_handoffs
+from workers.pairs import capturing
+from workers.pairs.capturing import capture_answer_in
+from workers.pairs.settling import settle
 from workers.tasks import answers
-from workers.tasks.answers import capture_answer_in
-from workers.tasks.capture import settle
 from workers.tasks.sweeper import requeue_lost_captures
 
 C = "C_SUPPORT"
@@ -224,7 +225,7 @@ def test_any_other_failure_in_the_capture_tasks_judging_hands_the_pair_to_judge_
     def broken(*_args, **_kwargs):
         raise RuntimeError("a bug in judging")
 
-    monkeypatch.setattr("workers.tasks.judging.find_cached_many", broken)
+    monkeypatch.setattr("workers.judging.run.find_cached_many", broken)
     bot = make_bot()
     finished_stream(bot, "How do I export my data?", "Settings, then Export, then Download.")
     [pair] = bot.pairs()
@@ -285,7 +286,7 @@ def test_an_answer_that_settles_at_once_is_stored_and_watched_in_six_redis_round
     window's watch with its reads of what came after the answer (no MGET: nothing came); the stored mark with the
     bot's note of the task dropped; the lock's release. The note is gone once the answer is stored."""
     bot = make_bot(settle_seconds=0)
-    monkeypatch.setattr(answers, "judge_settled", lambda runtime, settled: "judged")  # the LLM call, apart
+    monkeypatch.setattr(capturing, "judge_settled", lambda runtime, settled: "judged")  # the LLM call, apart
     log = ConversationLog(bot.runtime.redis, 3600)
     now = time.time()
     question = LoggedMessage(
@@ -299,7 +300,7 @@ def test_an_answer_that_settles_at_once_is_stored_and_watched_in_six_redis_round
     pipe = bot.runtime.redis.pipeline()
     handoffs.note(pipe, note, kwargs, now)
     pipe.execute()
-    with answers.conversation_lock(bot.runtime.redis, C, "warm-up"):
+    with capturing.conversation_lock(bot.runtime.redis, C, "warm-up"):
         pass  # loads the lock's release script, as a running worker has
 
     trips: list[str] = []
@@ -368,8 +369,8 @@ def test_the_capture_lock_is_the_threads_not_the_channels_top_level(make_bot, mo
     """A top-level message is the root of its own thread: its capture waits only for captures of that thread (its
     own later parts), never for another top-level answer of the channel."""
     bot = make_bot(settle_seconds=0)
-    monkeypatch.setattr(answers, "judge_settled", lambda runtime, settled: "judged")
-    monkeypatch.setattr(answers, "LOCK_WAIT_SECONDS", 0.3)
+    monkeypatch.setattr(capturing, "judge_settled", lambda runtime, settled: "judged")
+    monkeypatch.setattr(capturing, "LOCK_WAIT_SECONDS", 0.3)
     log = ConversationLog(bot.runtime.redis, 3600)
     now = time.time()
     for at, author, text in ((now - 4, Author.HUMAN, "Where is billing?"), (now - 3, Author.HUMAN, "And invoices?")):
@@ -384,18 +385,18 @@ def test_the_capture_lock_is_the_threads_not_the_channels_top_level(make_bot, mo
         return capture_answer_in(bot.runtime, C, message.ts, thread_ts=message.thread_ts, channel_type="channel")
 
     during: list[str] = []
-    flags = answers.channel_flags
+    flags = capturing.channel_flags
 
     def others_meanwhile(*args, **kwargs):  # called inside the first answer's capture, under its lock
         if not during:
             during.append("first")
             during.append(capture(second))  # another top-level answer: not held up
-            with pytest.raises(answers.ConversationBusy):
+            with pytest.raises(capturing.ConversationBusy):
                 capture(part)  # the first answer's later part: waits for its thread's lock
             during.append("busy")
         return flags(*args, **kwargs)
 
-    monkeypatch.setattr(answers, "channel_flags", others_meanwhile)
+    monkeypatch.setattr(capturing, "channel_flags", others_meanwhile)
     assert capture(first) == "captured" and during == ["first", "captured", "busy"]
     assert capture(part) == "unchanged"  # the first answer's capture stored its whole run, this part included
 
@@ -405,7 +406,7 @@ def test_a_later_part_under_a_top_level_answer_settles_with_the_roots_question(m
     finished stream): the part's own read was its thread's alone, so the settle reads around the root, whose
     question is on the channel's top level (it was settled as having none when Slack's history was not asked)."""
     bot = make_bot(settle_seconds=0, history_fallback=False)
-    monkeypatch.setattr(answers, "judge_settled", lambda runtime, settled: "judged")
+    monkeypatch.setattr(capturing, "judge_settled", lambda runtime, settled: "judged")
     log = ConversationLog(bot.runtime.redis, 3600)
     now = time.time()
     question = LoggedMessage(

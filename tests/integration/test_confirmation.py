@@ -59,8 +59,8 @@ def charges(runtime) -> list[tuple[int, str]]:
 def test_a_confirmed_low_score_alerts_once_and_asks_once(make_runtime, fake, llm):
     with make_runtime() as runtime:
         judgment_id = add_judgment(runtime, score=1, answer=LOW)
-        assert delivery.consider(runtime, judgment_id).startswith("posted")
-        assert delivery.consider(runtime, judgment_id).startswith("posted")  # a retry or redelivery
+        assert delivery.consider(runtime, judgment_id).low == "posted"
+        assert delivery.consider(runtime, judgment_id).low == "posted"  # a retry or redelivery
         tasks.consider_alert(judgment_id)
         assert len(fake.posted(ALERTS)) == 1
         [request] = llm.requests  # the retries reused the stored second opinion
@@ -76,8 +76,8 @@ def test_a_confirmed_low_score_alerts_once_and_asks_once(make_runtime, fake, llm
 def test_a_disputed_low_score_alerts_nobody(make_runtime, fake, llm):
     with make_runtime() as runtime:
         judgment_id = add_judgment(runtime, score=1, answer=WOBBLY)
-        assert delivery.consider(runtime, judgment_id).startswith("disputed")
-        assert delivery.consider(runtime, judgment_id).startswith("disputed")
+        assert delivery.consider(runtime, judgment_id).low == "disputed"
+        assert delivery.consider(runtime, judgment_id).low == "disputed"
         assert fake.posted(ALERTS) == []
         row = judgment(runtime, judgment_id)
         assert (row.score, row.confirmation_status, row.confirmation_score) == (1, "disputed", 4)
@@ -91,8 +91,8 @@ def test_a_dead_llm_on_the_second_call_keeps_the_first_verdict_and_alerts_nobody
         with pytest.raises(TransientLLMError):  # the task retries with backoff
             delivery.consider(runtime, judgment_id)
         assert judgment(runtime, judgment_id).confirmation_status is None
-        assert delivery.consider(runtime, judgment_id, last_attempt=True).startswith("unconfirmed")
-        assert delivery.consider(runtime, judgment_id).startswith("unconfirmed")  # stored: not asked again
+        assert delivery.consider(runtime, judgment_id, last_attempt=True).low == "unconfirmed"
+        assert delivery.consider(runtime, judgment_id).low == "unconfirmed"  # stored: not asked again
         assert fake.posted(ALERTS) == []
         row = judgment(runtime, judgment_id)
         assert (row.status, row.score, row.confirmation_status) == ("ok", 1, "unconfirmed")
@@ -107,14 +107,14 @@ def test_the_task_gives_up_after_the_llm_retries(make_runtime, fake, llm):
     llm.set_behavior(sampled_status=503)
     with make_runtime(llm_max_retries=0) as runtime:  # the first attempt is the last
         judgment_id = add_judgment(runtime, score=1, answer=LOW)
-        assert tasks.consider_alert(judgment_id).startswith("unconfirmed")
+        assert tasks.consider_alert(judgment_id).low == "unconfirmed"
         assert fake.posted(ALERTS) == []
 
 
 def test_confirmation_off_alerts_on_the_first_verdict(make_runtime, fake, llm):
     with make_runtime(confirm="off") as runtime:
         judgment_id = add_judgment(runtime, score=1, answer=WOBBLY)
-        assert delivery.consider(runtime, judgment_id).startswith("posted")
+        assert delivery.consider(runtime, judgment_id).low == "posted"
         assert len(fake.posted(ALERTS)) == 1
         assert llm.requests == []
         assert judgment(runtime, judgment_id).confirmation_status is None
@@ -132,7 +132,7 @@ def test_a_worker_lost_after_the_second_opinion_posts_once_without_asking_again(
         judgment_id = add_judgment(runtime, score=1, answer=LOW)
         # The first worker stored the second opinion and died before claiming the alert.
         assert confirmation.confirm(runtime, judgment_id, 2) == "confirmed"
-        assert delivery.consider(runtime, judgment_id).startswith("posted")  # the redelivery
+        assert delivery.consider(runtime, judgment_id).low == "posted"  # the redelivery
         assert len(fake.posted(ALERTS)) == 1 and len(llm.requests) == 1
 
 
@@ -147,7 +147,7 @@ def test_the_confirm_model_answers_the_second_opinion(make_runtime, fake, llm):
 def test_a_spent_budget_leaves_the_low_score_unconfirmed(make_runtime, fake, llm):
     with make_runtime(daily_budget=0) as runtime:
         judgment_id = add_judgment(runtime, score=1, answer=LOW)
-        assert delivery.consider(runtime, judgment_id).startswith("unconfirmed")
+        assert delivery.consider(runtime, judgment_id).low == "unconfirmed"
         assert fake.posted(ALERTS) == [] and llm.requests == []
         assert judgment(runtime, judgment_id).confirmation_error == "daily budget spent"
 
@@ -192,8 +192,8 @@ def test_each_version_of_an_edited_answer_pays_for_its_own_second_opinion_once(m
         with pytest.raises(TransientLLMError):
             delivery.consider(runtime, second)
         llm.set_behavior()
-        assert delivery.consider(runtime, second).startswith("posted")
-        assert delivery.consider(runtime, second).startswith("posted")  # a redelivery: stored, not asked again
+        assert delivery.consider(runtime, second).low == "posted"
+        assert delivery.consider(runtime, second).low == "posted"  # a redelivery: stored, not asked again
         assert confirmation.confirm(runtime, first, 2) == "confirmed"  # the older one: stored too
 
         assert charges(runtime) == [(pair_id, "relevancy:second@1"), (pair_id, "relevancy:second@2")]

@@ -12,6 +12,7 @@ import pytest
 import redis
 from sqlalchemy import func, select, update
 
+from common import task_names
 from common.celery_app import QUEUE_JUDGE
 from store.db import Database
 from store.models import DailyUsage, JudgingFailure, Judgment, Pair, PairStatus
@@ -175,8 +176,8 @@ def test_a_judgment_stored_while_the_broker_is_down_is_still_handed_to_the_alert
     with database.session() as session:
         judgment = session.scalars(select(Judgment).where(Judgment.pair_id == pair_id)).one()
     assert judgment.score == 0
-    assert queued == [(judging.TASK_CONSIDER_ALERT, [judgment.id])]
+    assert queued == [(task_names.CONSIDER_ALERT, [judgment.id])]
     assert len(fake_openai.requests) == 1  # the resumed run judged nothing again
     # Noted until it ends, so that a message lost in a dying worker's hands is sent again (workers.noted_tasks).
     noted = redis.Redis.from_url(redis_url).zrange(noted_tasks.KEY, 0, -1)
-    assert noted == [noted_tasks.note_of(judging.TASK_CONSIDER_ALERT, [judgment.id]).encode()]
+    assert noted == [noted_tasks.note_of(task_names.CONSIDER_ALERT, [judgment.id]).encode()]

@@ -64,7 +64,7 @@ def blocks_text(message: dict) -> str:
 def test_a_low_score_alert_is_redrawn_with_the_signals_so_far(runtime, fake):
     judgment_id = add_judgment(runtime, score=1)
     pair_id = watched(runtime, judgment_id)
-    assert delivery.consider(runtime, judgment_id).startswith("posted")
+    assert delivery.consider(runtime, judgment_id).low == "posted"
     [posted] = fake.posted(ALERTS)
     assert "After the answer" not in blocks_text(posted)
     signal(runtime, pair_id, "reask", 2)
@@ -82,7 +82,7 @@ def test_a_low_score_alert_is_redrawn_with_the_signals_so_far(runtime, fake):
 def test_a_well_scored_answer_that_failed_alerts_once_and_counts_as_a_disagreement(runtime, fake):
     judgment_id = add_judgment(runtime, score=4)
     pair_id = watched(runtime, judgment_id)
-    assert delivery.consider(runtime, judgment_id).startswith("above_threshold")
+    assert delivery.consider(runtime, judgment_id).low == "above_threshold"
     signal(runtime, pair_id, "reask", 1)
     assert follow_up(runtime, pair_id) == "missed: not_failed; redrawn: 0"  # a reask alone may be a new question
     signal(runtime, pair_id, "negative_reaction", 3)

@@ -21,8 +21,8 @@ from store.models import OutcomeSignal, Pair, PairStatus
 from tests import slack_requests as sr
 from tests.bot_harness import SECRET, ServedBot, log_message, redis_calls, redis_calls_since
 from tests.fakes.slack_server import FakeSlack
+from workers.pairs.settling import settle
 from workers.tasks import outcomes
-from workers.tasks.capture import settle
 
 C = "C_SUPPORT"
 
@@ -34,6 +34,8 @@ def slack():
         fake.add_user("U_AGENT", "sam", "Sam Lee")
         fake.add_usergroup("S_SUPPORT", ["U_AGENT"])
         fake.add_channel(C, "support", members=["U_ASKER", "U_AGENT", "U_RELMON"])
+        # The alert channel's members are staff when RELMON_SUPPORT_TEAM is unset (capture.teammates).
+        fake.add_channel("C_ALERTS", "alerts", members=["U_AGENT", "U_RELMON"])
         yield fake
 
 
@@ -46,7 +48,7 @@ def sent(monkeypatch) -> list[tuple[str, list]]:
         tasks.append((name, list(args or [])))
 
     monkeypatch.setattr(celery_app.celery, "send_task", record)
-    monkeypatch.setattr("workers.tasks.capture._enqueue_judging", lambda pair_id: None)
+    monkeypatch.setattr("workers.pairs.settling._enqueue_judging", lambda pair_id: None)
     return tasks
 
 
@@ -482,7 +484,8 @@ def test_a_reaction_on_any_message_of_a_multi_message_answer_counts(make_bot, se
 
 def test_beat_closes_the_windows_whose_time_is_up_and_only_once(make_bot, sent) -> None:
     from store.models import OutcomeWindow
-    from workers.tasks.outcomes import close_due_windows_in, close_schedule
+    from workers.schedule import close_schedule
+    from workers.tasks.outcomes import close_due_windows_in
 
     bot = make_bot()
     _q, _answer, pair = answered(bot, sent)

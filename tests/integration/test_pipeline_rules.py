@@ -23,7 +23,7 @@ from common import task_names
 from common.backoff import backoff_seconds
 from store.db import Database
 from store.judgments import find_cached, insert_judgment, set_pair_status, stored_judges
-from store.models import BudgetCharge, Judgment, Pair, PairStatus
+from store.models import ON_DEMAND_SOURCES, BudgetCharge, Judgment, Pair, PairStatus
 from store.settings import RETRY_CAP_SECONDS, RETRY_JITTER, Settings, largest_retry_delay
 from store.usage import calls_on, charge_judgment, claim_budget_notice, claim_llm_call, release_budget_notice
 from tests.bursts import burst
@@ -60,7 +60,7 @@ def test_raising_the_rate_only_adds_messages() -> None:
 def test_sampling_edges_and_on_demand() -> None:
     assert is_sampled_in("C1", "1.0", 1.0, source="capture")
     assert not is_sampled_in("C1", "1.0", 0.0, source="capture")
-    for source in ("command", "shortcut", "cli"):
+    for source in ON_DEMAND_SOURCES:  # /judge and the shortcut ("cli" was never a pair's source)
         assert is_sampled_in("C1", "1.0", 0.0, source=source)
     assert sample_point("C1", "1.0") != sample_point("C2", "1.0")
     assert 0.0 <= sample_point(None, None) < 1.0

@@ -187,3 +187,15 @@ def test_bad_candidates_files_are_refused_with_line_numbers_and_nothing_is_judge
         assert regress(db_url, fake, big) == 2
         assert "line 1: the file passes 1 MB here" in capsys.readouterr().err
         assert fake.requests == []  # nothing judged
+
+
+def test_a_spent_budget_stops_the_run_and_the_next_day_finishes_it(database, db_url, items, tmp_path, capsys) -> None:
+    path = candidates(tmp_path, "v1.jsonl", GOOD, items)
+    with FakeOpenAI() as fake:
+        args = build_parser().parse_args(["regress", str(path)])
+        settings = {"database_url": db_url, "openai_base_url": fake.base_url, "openai_api_key": "sk-test"}
+        assert run_regress(args, Settings(_env_file=None, daily_budget=7, **settings)) == 3
+        assert "daily budget of 7 judgments is spent" in capsys.readouterr().err
+        assert fake.statuses.get(200, 0) == 7  # every paid check was judged and kept
+        assert run_regress(args, Settings(_env_file=None, daily_budget=100, **settings)) == 0  # a raised budget
+        assert fake.statuses.get(200, 0) == 20  # nothing judged twice

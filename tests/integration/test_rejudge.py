@@ -12,7 +12,7 @@ from store.models import Judgment, Pair, PairStatus
 from tests import slack_requests as sr
 from tests import slack_shapes as ss
 from tests.bot_harness import SECRET, ServedBot
-from workers.tasks.capture import settle
+from workers.pairs.settling import settle
 
 C = "C_SUPPORT"
 

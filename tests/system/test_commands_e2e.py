@@ -135,7 +135,12 @@ def test_low_scores_alert_once_take_feedback_and_summarise(bot, slack, worker, p
     text = json.dumps(blocks)
     assert "How do I reset my password?" in text and "offtopic: our office is open 9 to 5" in text
     buttons = next(b for b in blocks if b["type"] == "actions")["elements"]
-    assert [b["text"]["text"] for b in buttons] == ["Open the message", "Judge was right", "Judge was wrong"]
+    assert [b["text"]["text"] for b in buttons] == [
+        "Open the message",
+        "Judge was right",
+        "Judge was wrong",
+        "Add to test set",
+    ]
     assert buttons[0]["url"] == f"https://example.slack.com/archives/{C}/p1712340000000000"
     judgment_id = int(buttons[1]["value"])
 

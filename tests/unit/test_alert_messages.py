@@ -98,9 +98,10 @@ def test_low_score_alert_shows_everything_a_reader_needs():
     assert "opening hours, not passwords" in text
     assert "<#C1>" in text and "<!date^" in text
     buttons = blocks[-2]["elements"]
-    assert [b.get("action_id") for b in buttons] == ["open_message", "feedback_right", "feedback_wrong"]
+    assert [b.get("action_id") for b in buttons] == ["open_message", "feedback_right", "feedback_wrong", "golden_add"]
     assert buttons[0]["url"] == PERMALINK
-    assert [b["text"]["text"] for b in buttons[1:]] == ["Judge was right", "Judge was wrong"]
+    assert [b["text"]["text"] for b in buttons[1:]] == ["Judge was right", "Judge was wrong", "Add to test set"]
+    assert buttons[3]["value"] == buttons[1]["value"]  # the judgment: its question goes to the golden set
     assert buttons[1]["value"] == buttons[2]["value"] == "42"
     assert blocks[-1]["elements"][0]["text"] == "Feedback: 2 say the judge was right · 1 says it was wrong"
     # the notification text carries no conversation text
@@ -148,7 +149,7 @@ def test_missing_permalink_drops_the_link_button():
     payload = low_score_alert(alert(permalink=None))
     check_limits(payload)
     actions = next(b for b in payload["blocks"] if b["type"] == "actions")
-    assert [b["action_id"] for b in actions["elements"]] == ["feedback_right", "feedback_wrong"]
+    assert [b["action_id"] for b in actions["elements"]] == ["feedback_right", "feedback_wrong", "golden_add"]
 
 
 def test_scores_on_their_scales():

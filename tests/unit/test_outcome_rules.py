@@ -6,6 +6,7 @@ import pytest
 
 from capture import outcomes as o
 from capture.pairing import Author, LoggedMessage
+from capture.teammates import StaffEvidence
 from store.settings import DEFAULT_ESCALATION_PHRASES, DEFAULT_NEGATIVE_REACTIONS, DEFAULT_POSITIVE_REACTIONS
 
 ANSWER = "1000.000100"
@@ -16,9 +17,14 @@ def msg(ts: float, user: str = "U_ASKER", *, thread: str | None = "999.000100", 
     return LoggedMessage(ts=f"{ts:.6f}", thread_ts=thread, author=kw.pop("author", Author.HUMAN), user=user, **kw)
 
 
-def outcome(message: LoggedMessage, text: str, team=None, mentions=()) -> set[str]:
+# RELMON_SUPPORT_TEAM unset: U_AGENT is staff on evidence (a member of the alert channel).
+STAFF = StaffEvidence(alert_members=frozenset({"U_AGENT"}))
+
+
+def outcome(message: LoggedMessage, text: str, team=None, mentions=(), watch: o.Watch = WATCH) -> set[str]:
+    evidence = StaffEvidence(team=frozenset(team)) if team else STAFF
     result = o.message_outcome(
-        WATCH, message, text, phrases=DEFAULT_ESCALATION_PHRASES, team=team, team_mentions=mentions
+        watch, message, text, phrases=DEFAULT_ESCALATION_PHRASES, evidence=evidence, team_mentions=mentions
     )
     return set(result.signals)
 
@@ -42,7 +48,7 @@ def test_a_message_in_another_thread_does_not_count() -> None:
 
 
 def test_another_person_replying_in_the_thread_is_a_takeover_and_a_reference() -> None:
-    result = o.message_outcome(WATCH, msg(1100, user="U_AGENT"), "Use Settings > Keys.", phrases=())
+    result = o.message_outcome(WATCH, msg(1100, user="U_AGENT"), "Use Settings > Keys.", phrases=(), evidence=STAFF)
     assert (set(result.signals), result.reference) == ({o.HUMAN_TAKEOVER}, True)
 
 
@@ -128,6 +134,10 @@ def test_failed_needs_a_reask_and_a_confirmation() -> None:
     assert not o.failed([o.REASK])
     assert o.failed([o.REASK, o.HUMAN_TAKEOVER]) and o.failed([o.REASK, o.NEGATIVE_REACTION])
     assert not o.failed([o.ESCALATION, o.NEGATIVE_REACTION])
+    # "That did not help" (or "a human, please") and a teammate stepped in: failed, re-asked or not.
+    assert o.failed([o.ESCALATION, o.HUMAN_TAKEOVER])
+    # A new, different question says nothing about the answer, whoever replies to it.
+    assert not o.failed([o.NEW_QUESTION, o.HUMAN_TAKEOVER]) and not o.failed([o.NEW_QUESTION, o.THANKED])
 
 
 def test_labels_for_evaluation() -> None:
@@ -140,3 +150,44 @@ def test_descriptions() -> None:
     assert o.describe(o.REASK, 130) == "asked again 2 min later"
     assert o.describe(o.HUMAN_TAKEOVER, 20) == "a teammate replied within a minute"
     assert o.describe(o.RESOLVED, None) == "resolved"
+
+
+SSO = o.Watch(7, ANSWER, "999.000100", "U_ASKER", 1000.0001 + 1800, topic="How do I set up SSO with Okta?\nUse SAML.")
+
+
+def test_one_message_carries_several_signals() -> None:
+    """An escalation and a re-ask; thanks and a new question; the escalation's own words ask nothing new."""
+    assert outcome(msg(1100), "That did not help, how do I get SSO working?", watch=SSO) == {o.ESCALATION, o.REASK}
+    assert outcome(msg(1100), "Thanks! How do I export my invoices?", watch=SSO) == {o.THANKED, o.NEW_QUESTION}
+    assert outcome(msg(1100), "Thanks, that worked!", watch=SSO) == {o.THANKED}
+    assert outcome(msg(1100), "That did not help. Can I talk to a human?", watch=SSO) == {o.ESCALATION}
+
+
+def test_a_new_different_question_is_not_a_reask() -> None:
+    assert outcome(msg(1100), "How do I export my invoices as CSV?", watch=SSO) == {o.NEW_QUESTION}
+    assert outcome(msg(1100), "Where do I paste the Okta metadata?", watch=SSO) == {o.REASK}  # its words
+    assert outcome(msg(1100), "And on the mobile app?", watch=SSO) == {o.REASK}  # a follow-up
+    assert outcome(msg(1100), "I tried that and it still fails", watch=SSO) == {o.REASK}
+    assert outcome(msg(1100), "How do I export my invoices as CSV?") == {o.REASK}  # topic unknown: as before
+
+
+def test_another_customer_and_the_askers_own_reply_never_take_over() -> None:
+    assert outcome(msg(1100, user="U_OTHER"), "Same here, any fix?") == set()
+    assert outcome(msg(1100, user="U_OTHER"), "Try reinstalling, worked for me.") == set()  # no evidence
+    assert outcome(msg(1100, user="U_AGENT"), "Which browser are you on?") == set()  # a question: no reference
+    external = msg(1100, user="U_AGENT", external=True)
+    assert outcome(external, "Use Settings > Keys.") == set()  # Slack Connect: their organisation's person
+    asked_by_agent = o.Watch(7, ANSWER, "999.000100", "U_AGENT", 1000.0001 + 1800)
+    assert outcome(msg(1100, user="U_AGENT"), "never mind, found it", watch=asked_by_agent) == {o.REASK}
+
+
+def test_a_signal_belongs_to_the_answer_it_concerns() -> None:
+    """The asker's second, different question in the thread: a teammate's later reply is about it, not the
+    first answer; a follow-up of the same problem keeps the first answer concerned."""
+    second = msg(1100)
+    assert o.moved_on(SSO, [(second, "How do I export my invoices as CSV?")], DEFAULT_ESCALATION_PHRASES)
+    assert not o.moved_on(SSO, [(second, "Where do I paste the Okta metadata?")], DEFAULT_ESCALATION_PHRASES)
+    assert o.moved_on(SSO, [(second, "Thanks! Another thing: how do I add users?")], DEFAULT_ESCALATION_PHRASES)
+    other = msg(1100, user="U_OTHER")
+    assert not o.moved_on(SSO, [(other, "How do I export my invoices as CSV?")], DEFAULT_ESCALATION_PHRASES)
+    assert not o.moved_on(SSO, [(msg(999.9), "How do I export?")], DEFAULT_ESCALATION_PHRASES)  # before it

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 import redis
@@ -136,19 +136,33 @@ def schedule_summary_flush(runtime: Runtime) -> None:
         celery.signature(FLUSH_ALERT_SUMMARIES).apply_async(countdown=SUMMARY_DELAY_SECONDS)
 
 
-def consider(runtime: Runtime, judgment_id: int, now: datetime | None = None, *, last_attempt: bool = False) -> str:
+@dataclass(frozen=True)
+class Considered:
+    """What `consider` did about one judgment: its low score (the policy's reason, or what became of the alert:
+    posted, held, failed) and the channel's degradation (None: not looked at)."""
+
+    low: str
+    degradation: str | None = None
+
+    def __str__(self) -> str:  # the task's result, in the worker's log
+        return self.low if self.degradation is None else f"{self.low}; degradation: {self.degradation}"
+
+
+def consider(
+    runtime: Runtime, judgment_id: int, now: datetime | None = None, *, last_attempt: bool = False
+) -> Considered:
     """Apply the alert policy to one new judgment: post a low-score alert (once a second opinion confirms it),
     hold it for the hour's summary, and check the channel's rolling mean for degradation. Idempotent.
     `last_attempt`: the task will not retry, so a second opinion the LLM cannot give now is given up on."""
     now = now or datetime.now(UTC)
     judged = planning.load(runtime, judgment_id)
     if judged is None:
-        return "missing"
+        return Considered("missing")
     if not judged.facts.channel_id:
-        return "no_channel"
+        return Considered("no_channel")
     update_superseded(runtime, judged.earlier_alerts)
     if judged.superseded and judged.low_row is None:
-        return "superseded"  # the answer was edited since: the newer judgment is the one alerted on
+        return Considered("superseded")  # the answer was edited since: the newer judgment is the one alerted on
     policy = planning.channel_policy(runtime, judged.facts.channel_id)
     first = plan(judged.facts, policy, now=now)  # lock-free: is there anything to claim at all?
     if judged.low_row is None and first.low.action is not Action.NONE:
@@ -158,7 +172,7 @@ def consider(runtime: Runtime, judgment_id: int, now: datetime | None = None, *,
         judged = replace(judged, facts=replace(judged.facts, confirmation=status))
         first = plan(judged.facts, policy, now=now)
     if not planning.needs_locks(judged, policy, first):
-        return f"{first.low.reason}; degradation: {first.degradation.reason}"
+        return Considered(first.low.reason, first.degradation.reason)
     link = None
     if judged.low_row is None and first.low.action is not Action.NONE:  # before the locks: no Slack call under one
         link = permalink(runtime, judged.facts.channel_id, judged.answer_ts)
@@ -169,7 +183,7 @@ def consider(runtime: Runtime, judgment_id: int, now: datetime | None = None, *,
     degradation = claimed.plan.degradation.reason
     if claimed.degradation_row is not None and _act_on(runtime, *claimed.degradation_row) == "held":
         degradation = "degradation_held"
-    return f"{low}; degradation: {degradation}"
+    return Considered(low, degradation)
 
 
 def update_superseded(runtime: Runtime, alert_ids: tuple[int, ...]) -> None:

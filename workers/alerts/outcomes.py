@@ -23,7 +23,7 @@ from common.runtime import Runtime
 from store import alerts as alert_store
 from store.feedback import record_vote
 from store.judgments import is_current
-from store.models import Judgment, Pair
+from store.models import Judgment, Pair, PairSource
 from store.outcomes import signal_names
 from workers.alerts import delivery, planning
 from workers.alerts.policy import Action, ChannelPolicy, HourCounts, JudgmentFacts, hour_start, is_low
@@ -79,7 +79,9 @@ def _current_facts(session: Session, pair: Pair) -> list[JudgmentFacts]:
         select(Judgment).where(Judgment.pair_id == pair.id, is_current(Judgment)).order_by(Judgment.id)
     )
     return [
-        JudgmentFacts(j.id, j.judge, j.status, j.score, source=pair.source or "capture", channel_id=pair.channel_id)
+        JudgmentFacts(
+            j.id, j.judge, j.status, j.score, source=pair.source or PairSource.CAPTURE, channel_id=pair.channel_id
+        )
         for j in rows
     ]
 
@@ -90,7 +92,7 @@ def follow_up(runtime: Runtime, pair_id: int, now: datetime | None = None) -> st
     now = now or datetime.now(UTC)
     with runtime.db.session() as session:
         pair = session.get(Pair, pair_id)
-        if pair is None or pair.source != "capture" or not pair.channel_id:
+        if pair is None or pair.source != PairSource.CAPTURE or not pair.channel_id:
             return "missing"
         channel = pair.channel_id
     policy = planning.channel_policy(runtime, channel)

@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 from common.runtime import Runtime
 from store import alerts as alert_store
 from store.judgments import current_judgment
-from store.models import Judgment, Pair
+from store.models import Judgment, Pair, PairSource
 from workers.alerts.policy import (
     DEGRADATION_JUDGE,
     Action,
@@ -111,7 +111,7 @@ def load(runtime: Runtime, judgment_id: int) -> Judged | None:
             judge=judgment.judge,
             status=judgment.status,
             score=judgment.score,
-            source=pair.source or "capture",
+            source=pair.source or PairSource.CAPTURE,
             channel_id=pair.channel_id,
         )
         row = alert_store.by_key(session, low_key(judgment_id))

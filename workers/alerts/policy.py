@@ -17,10 +17,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
-from store.models import ConfirmationStatus
+from store.models import ConfirmationStatus, PairSource
 
 # Sources whose judgments may raise channel alerts; on-demand checks (/judge, the shortcut) answer privately.
-ALERTING_SOURCES = frozenset({"capture"})
 # The judge whose scale the degradation floor is written on (0–4).
 DEGRADATION_JUDGE = "relevancy"
 # Degradation alerts at most once per channel per this period, even if the mean flaps around the floor.
@@ -42,7 +41,7 @@ class JudgmentFacts:
     judge: str
     status: str  # ok | null | error
     score: float | None
-    source: str = "capture"
+    source: str = PairSource.CAPTURE
     channel_id: str | None = None
     # The second opinion on a low score (ConfirmationStatus), None when none is asked for (off, or not yet).
     confirmation: str | None = None
@@ -112,7 +111,7 @@ def decide_low_score(
     """Alert, hold for the summary, or nothing. `alerts_this_hour`: low-score alerts already claimed
     for this source channel in the current UTC hour (held ones not counted); `alert_channel_alerts_this_hour`:
     the same for the alert channel, from every source channel (a burst across many channels is one flood there)."""
-    if facts.source not in ALERTING_SOURCES:
+    if facts.source != PairSource.CAPTURE:
         return Decision(Action.NONE, "on_demand")
     if facts.status != "ok":
         return Decision(Action.NONE, f"status_{facts.status}")
@@ -303,7 +302,7 @@ class AlertPlan:
 
 def degradation_blocked(facts: JudgmentFacts, policy: ChannelPolicy) -> str | None:
     """Why this judgment cannot move the degradation policy at all, or None when it can."""
-    if facts.judge != DEGRADATION_JUDGE or facts.status != "ok" or facts.source not in ALERTING_SOURCES:
+    if facts.judge != DEGRADATION_JUDGE or facts.status != "ok" or facts.source != PairSource.CAPTURE:
         return "not_applicable"
     if not policy.alert_channel:
         return "no_alert_channel"

@@ -7,7 +7,7 @@ from typing import Any
 
 from common.telemetry.logs import event_fields
 from judges.context import JudgeInput
-from workers import sampling
+from store.models import ON_DEMAND_SOURCES, PairSource
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ class PairView:
         return cls(
             id=fields["id"],
             status=fields["status"],
-            source=fields["source"] or "capture",
+            source=fields["source"] or PairSource.CAPTURE,
             channel_id=fields["channel_id"],
             answer_ts=fields["answer_ts"],
             question=fields["question_text"] or "",
@@ -55,7 +55,7 @@ class PairView:
 
     @property
     def on_demand(self) -> bool:
-        return self.source in sampling.ON_DEMAND_SOURCES
+        return self.source in ON_DEMAND_SOURCES
 
     def log_fields(self, **fields: Any) -> dict[str, Any]:
         """The `extra=` of a log line about this pair: its identifiers and `fields`."""

@@ -79,11 +79,6 @@ def _found_in(raw_envelopes: Iterable[bytes | str], *, held: bool, read: Callabl
     return found
 
 
-def pairs_in(raw_envelopes: Iterable[bytes | str], *, held: bool) -> set[int]:
-    """Pair IDs in raw messages: queued envelopes, or (`held`) the unacked hash's [envelope, exchange, key]."""
-    return _found_in(raw_envelopes, held=held, read=pair_of)
-
-
 def _queued(client, queue: str, read: Callable[[dict], T | None]) -> set[T] | None:
     """What `read` finds in the messages on `queue` or held by a worker; None when there is too much to read
     cheaply. The queue is read before the held messages: a message moves from the first to the second when a

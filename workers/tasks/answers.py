@@ -1,265 +1,18 @@
-"""`capture_answer`: the SQL side of capture, done by a worker (a deletion's scrub: workers.tasks.forgetting).
-
-The bot logs every message in Redis (capture.conversation_log) and acknowledges Slack without touching the
-database: a busy worker holding SQLite's write lock made acknowledgements wait hundreds of milliseconds. For each
-change to a monitored bot's answer it sends `capture_answer(channel, ts, ...)`; the task reads the answer back from
-the log and upserts its pair (a new version, status settling), then enqueues `settle_pair` (or, with no quiet time
-to wait, as for a finished stream, settles it at once). Tasks can run out of
-order or at once (several workers, retries): each reads the log under a lock per thread (a top-level message is
-the root of its own: an answer's parts live in one thread, capture.pairing.answer_run), so the last one to run
-stores the log's latest state, whatever order they ran in. The bot also sends the message as it logged it: when
-Redis lost the log meanwhile, that copy is logged again rather than the answer lost.
-
-A retried or replayed task is harmless: the pair is unique per answer, and an unchanged answer costs no version.
-"""
+"""`capture_answer`: the SQL side of capture, done by a worker (the step: workers.pairs.capturing). Here is how it
+retries. (A deletion's scrub: workers.tasks.forgetting.)"""
 
 from __future__ import annotations
 
-import hashlib
-import json
-import logging
-from collections.abc import Callable
-from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
 import redis
-from sqlalchemy import Row
 from sqlalchemy.exc import OperationalError
 
 from capture import handoffs
-from capture.conversation_log import ConversationLog, from_wire
-from capture.directory import channel_flags
-from capture.pairing import (
-    IN_PROGRESS,
-    Author,
-    LoggedMessage,
-    answer_run,
-    settles_at_once,
-    stream_errored,
-    thread_messages,
-    ts_key,
-)
-from capture.redact import redact_if
-from capture.text import message_text
 from common import task_names
 from common.celery_app import celery
-from common.runtime import Runtime, get_runtime
-from common.telemetry.logs import event_fields
-from store import pairs
-from store.models import PairStatus
-from workers.tasks.capture import PairSnapshot, settle
-from workers.tasks.forgetting import forget_message_in
-from workers.tasks.judging import judge_pair, judge_settled
-
-log = logging.getLogger("relmon.capture")
-
-LOCK_SECONDS = 30  # far longer than one capture takes; a dead worker's lock lapses on its own
-LOCK_WAIT_SECONDS = 10
-
-
-class ConversationBusy(Exception):
-    """Another worker held the conversation's lock for longer than we wait: tried again shortly."""
-
-
-@contextmanager
-def conversation_lock(client: redis.Redis, channel: str, thread_key: str):
-    """One capture at a time per thread (`thread_key`: its root's ts, a top-level message's own). Not one for the
-    channel's whole top level: a bot answering there in a busy channel had every capture wait on that one lock."""
-    lock = client.lock(f"relmon:capture:lock:{channel}:{thread_key}", timeout=LOCK_SECONDS)
-    if not lock.acquire(blocking_timeout=LOCK_WAIT_SECONDS):
-        raise ConversationBusy(f"{channel}:{thread_key}")
-    try:
-        yield
-    finally:
-        # It may have lapsed while we worked: what we wrote is still right (the pair's version decides).
-        with suppress(redis.exceptions.LockError):
-            lock.release()
-
-
-def capture_answer_in(
-    runtime: Runtime,
-    channel: str,
-    ts: str,
-    *,
-    thread_ts: str | None = None,
-    team_id: str | None = None,
-    channel_type: str | None = None,
-    ext_shared: bool | None = None,
-    logged: dict[str, Any] | None = None,
-    redelivered: bool = False,
-    handoff: str | None = None,
-) -> str:
-    """Store the answer the bot message `ts` belongs to as the log has it now, and judge it if it settled at once
-    (after the lock: the LLM call holds no conversation up); returns what happened. `handoff`: the bot's note of
-    the task (capture.handoffs), dropped once the answer is stored (in the round trip that marks it stored), or
-    once the run is over when there was nothing to store."""
-    capture = _Capture(runtime, channel, team_id, channel_type, ext_shared, redelivered, handoff)
-    result = capture.run(ts, thread_ts, logged)
-    if capture.handoff is not None:
-        handoffs.done(runtime.redis, capture.handoff)
-    for settled in capture.due:
-        judge_settled(runtime, settled._mapping)
-    return result
-
-
-@dataclass
-class _Capture:
-    """One capture task's run: where the message is (and how its channel was described), and the pairs it settled
-    at once, to be judged once the conversation's lock is released."""
-
-    runtime: Runtime
-    channel: str
-    team_id: str | None
-    channel_type: str | None
-    ext_shared: bool | None
-    redelivered: bool
-    handoff: str | None = None  # the bot's note, until dropped
-    due: list[Row] = field(default_factory=list)
-
-    def run(self, ts: str, thread_ts: str | None, logged: dict[str, Any] | None) -> str:
-        runtime, channel = self.runtime, self.channel
-        conversation = ConversationLog(runtime.redis, runtime.settings.question_ttl_seconds)
-        window = runtime.settings.toplevel_window_seconds
-        # What was last stored of an answer whose first message is `ts` (most are one message) comes with the read.
-        stored = _StoredMark(runtime.redis, channel, ts, runtime.settings.question_ttl_seconds)
-        with conversation_lock(runtime.redis, channel, thread_ts or ts):
-            message, around, (held,) = conversation.get_with_around(channel, ts, thread_ts, window, also=stored.read)
-            stored.was_read(held)
-            if message is None:
-                if logged is None:
-                    return "missing"
-                message = from_wire(logged)
-                conversation.record(channel, message)  # Redis lost it since the bot logged it: the bot's copy is news
-                around = conversation.around(channel, message, window)
-            if message.deleted:
-                return self.deleted(conversation, message)
-            if message.author != Author.MONITORED_BOT:
-                return "not an answer"
-            return self.store(message, around, stored)
-
-    def store(self, message: LoggedMessage, around: list[LoggedMessage], read: _StoredMark | None = None) -> str:
-        runtime, channel, settings = self.runtime, self.channel, self.runtime.settings
-        run = answer_run(message, around)
-        root = run[0]
-        answer_text = "\n".join(t for t in (message_text(p.content) for p in run) if t.strip())
-        answer_text = redact_if(settings.redact_pii, answer_text)  # RELMON_REDACT_PII: before the store
-        flags = channel_flags(runtime.redis, runtime.slack, channel, self.channel_type, self.ext_shared)
-        state, errored = message.streaming, stream_errored(run)
-        stored = read if read is not None and read.answer_ts == root.ts else None
-        stored = stored or _StoredMark(runtime.redis, channel, root.ts, settings.question_ttl_seconds)
-        mark = stored.of(answer_text, run, flags.restricted, flags.ext_shared, errored, state)
-        held, pair_id = stored.held()
-        if held == mark:  # a replayed task: this very answer was stored
-            if self.redelivered and pair_id is not None:
-                # Its first run may have died (or been requeued) while judging it: judge_pair finishes what it left.
-                judge_pair.apply_async(args=[pair_id], kwargs={"resumed": True})
-            return "unchanged"
-        merged = [p.ts for p in run[1:]]
-        # Core, not the ORM session: once per answer, on the hot path. A one-message answer is one statement, run
-        # in autocommit (no BEGIN and COMMIT round trips); a later part's merge goes in the upsert's transaction.
-        with runtime.db.engine.begin() if merged else runtime.db.autocommit() as session:
-            captured = pairs.upsert_captured(
-                session,
-                channel_id=channel,
-                answer_ts=root.ts,
-                answer_text=answer_text,
-                team_id=self.team_id,
-                thread_ts=root.thread_ts,
-                answer_bot_id=root.bot_id or message.bot_id,
-                channel_is_private=flags.restricted,
-                channel_is_ext_shared=flags.ext_shared,
-                stream_errored=errored,
-                max_rejudge=settings.max_rejudge,
-            )
-            pairs.mark_merged(session, channel, merged)
-        fields = event_fields(channel=channel, message_ts=root.ts, pair_id=captured.pair_id)
-        if not captured.accepted:
-            log.info("edit of a settled answer ignored", extra={**fields, "rejudges": captured.rejudges})
-            return "ignored"
-        # A stream still running waits for its completion's capture; one that ended needs no quiet time.
-        if state == IN_PROGRESS:
-            self.keep(stored, mark, captured.pair_id)
-            log.info("answer streaming", extra=fields)
-            return "streaming"
-        countdown = 0 if settles_at_once(state) else settings.settle_seconds
-        if countdown:
-            celery.send_task(task_names.SETTLE_PAIR, args=[captured.pair_id, captured.version], countdown=countdown)
-        else:  # a finished stream (or no quiet time set): settled here, a task and its round trips fewer
-            known = PairSnapshot(
-                captured.pair_id, channel, root.ts, root.thread_ts, answer_text, captured.version, PairStatus.SETTLING
-            )  # as the upsert just left it, inside this conversation's lock: no need to read it back
-            # What the log holds around the answer was read above, under this lock: the root's read too, unless the
-            # captured message is a later part under a top-level root (its read was the thread's alone, and the
-            # root's question is on the channel's top level).
-            read = around if root.in_thread or message.ts == root.ts else None
-            settle(runtime, captured.pair_id, captured.version, known=known, read=read, judge_later=self.due.append)
-        self.keep(stored, mark, captured.pair_id)
-        log.info("answer captured", extra={**fields, "version": captured.version, "parts": len(run)})
-        return "captured"
-
-    def keep(self, stored: _StoredMark, mark: str, pair_id: int) -> None:
-        """The answer is stored: its mark is kept, and the bot's note of the task dropped, in one round trip."""
-        handoff, self.handoff = self.handoff, None
-        stored.keep(mark, pair_id, also=partial(handoffs.queue_done, handoff_id=handoff) if handoff else None)
-
-    def deleted(self, conversation: ConversationLog, tombstone: LoggedMessage) -> str:
-        """A monitored bot's message was deleted: its answer is deleted, or the answer it was a later part of loses
-        it."""
-        channel = self.channel
-        with self.runtime.db.session() as session:
-            if pairs.mark_deleted(session, channel, tombstone.ts):
-                log.info("answer deleted before judging", extra=event_fields(channel=channel, message_ts=tombstone.ts))
-                return "deleted"
-        window = self.runtime.settings.toplevel_window_seconds
-        around = conversation.around(channel, tombstone, window)
-        before = [m for m in thread_messages(tombstone.thread_key, around) if ts_key(m) < ts_key(tombstone)]
-        if before and before[-1].author == Author.MONITORED_BOT and not before[-1].deleted:
-            return self.store(before[-1], conversation.around(channel, before[-1], window))
-        return "nothing to change"
-
-
-class _StoredMark:
-    """What was last stored of one answer, in Redis: a task run again (redelivered after its worker died, or
-    retried after a later step failed) finds the same mark and changes nothing, so it cannot re-open an answer
-    that was judged meanwhile (an answer version is judged once)."""
-
-    def __init__(self, client: redis.Redis, channel: str, answer_ts: str, ttl_seconds: int) -> None:
-        self.redis, self.answer_ts, self.ttl = client, answer_ts, int(ttl_seconds)
-        self.key = f"relmon:capture:stored:{channel}:{answer_ts}"
-        self._raw: bytes | str | None = None
-        self._read = False
-
-    @staticmethod
-    def of(text: str, parts: list[LoggedMessage], *flags: Any) -> str:
-        """A digest of everything the store keeps of the answer: its text, its parts and their flags."""
-        seen = json.dumps([text, *flags, [(p.ts, p.deleted) for p in parts]], separators=(",", ":"))
-        return hashlib.sha256(seen.encode()).hexdigest()
-
-    def read(self, pipe) -> None:
-        """Queue the read of the mark on a pipeline of the caller's, who hands its reply to `was_read`."""
-        pipe.get(self.key)
-
-    def was_read(self, reply: bytes | str | None) -> None:
-        self._raw, self._read = reply, True
-
-    def held(self) -> tuple[str | None, int | None]:
-        """The mark kept, and the pair it was stored as (read now unless it came with the caller's read)."""
-        raw = self._raw if self._read else self.redis.get(self.key)
-        if raw is None:
-            return None, None
-        mark, _, pair_id = (raw if isinstance(raw, str) else raw.decode()).partition(":")
-        return mark, int(pair_id) if pair_id.isdigit() else None
-
-    def keep(self, mark: str, pair_id: int, also: Callable[[Any], None] | None = None) -> None:
-        """Keep the mark; `also` queues further commands in the same round trip."""
-        pipe = self.redis.pipeline(transaction=False)
-        pipe.set(self.key, f"{mark}:{pair_id}", ex=self.ttl)
-        if also is not None:
-            also(pipe)
-        pipe.execute()
-
+from common.runtime import get_runtime
+from workers.pairs.capturing import ConversationBusy, capture_answer_in
 
 # The database may be down for a while (a restart, a failover): the log keeps the answer, the task waits.
 _RETRIED = {
@@ -272,39 +25,16 @@ _RETRIED = {
 
 
 @celery.task(name=task_names.CAPTURE_ANSWER, bind=True, **_RETRIED)
-def capture_answer(
-    self,
-    channel: str,
-    ts: str,
-    thread_ts: str | None = None,
-    team_id: str | None = None,
-    channel_type: str | None = None,
-    ext_shared: bool | None = None,
-    logged: dict[str, Any] | None = None,
-    handoff: str | None = None,
-) -> str:
+def capture_answer(self, channel: str, ts: str, **described: Any) -> str:
+    """`described`: what the bot sent with the answer (thread_ts, team_id, channel_type, ext_shared, logged,
+    handoff), as `capture_answer_in` takes it."""
     runtime = get_runtime()
+    redelivered = bool((self.request.delivery_info or {}).get("redelivered"))
     try:
-        return capture_answer_in(
-            runtime,
-            channel,
-            ts,
-            thread_ts=thread_ts,
-            team_id=team_id,
-            channel_type=channel_type,
-            ext_shared=ext_shared,
-            logged=logged,
-            redelivered=bool((self.request.delivery_info or {}).get("redelivered")),
-            handoff=handoff,
-        )
+        return capture_answer_in(runtime, channel, ts, redelivered=redelivered, **described)
     except _RETRIED["autoretry_for"]:
         raise  # tried again: the bot's note stays until the answer is stored
     except Exception:
-        handoffs.done(runtime.redis, handoff)  # a bug: sending it again would fail the same way (logged by Celery)
+        # A bug: sending it again would fail the same way (logged by Celery).
+        handoffs.done(runtime.redis, described.get("handoff"))
         raise
-
-
-@celery.task(name=task_names.FORGET_QUESTION, **_RETRIED)
-def forget_question(channel: str, ts: str) -> str:
-    """An older bot's task for a deleted question: the one deletion path (workers.tasks.forgetting) runs it."""
-    return forget_message_in(get_runtime(), channel, ts)

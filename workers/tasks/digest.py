@@ -14,6 +14,7 @@ from http.client import HTTPException
 
 from slack_sdk.errors import SlackApiError
 
+from common import task_names
 from common.backoff import backoff_seconds
 from common.celery_app import celery
 from common.membership import ChannelAudience, MembershipCache, Viewer
@@ -278,7 +279,7 @@ RETRY_BASE_SECONDS = 30.0
 RETRY_CAP_SECONDS = 600.0
 
 
-@celery.task(name="workers.tasks.digest.send_digest", bind=True, max_retries=MAX_RETRIES)
+@celery.task(name=task_names.SEND_DIGEST, bind=True, max_retries=MAX_RETRIES)
 def send_digest(self, force: bool = False, period_key: str | None = None, scheduled: bool = False) -> str:
     runtime, now = get_runtime(), datetime.now(UTC)
     if force and period_key is None:
@@ -301,7 +302,7 @@ def send_digest(self, force: bool = False, period_key: str | None = None, schedu
         ) from error
 
 
-@celery.task(name="workers.tasks.digest.send_digest_preview", bind=True, max_retries=2)
+@celery.task(name=task_names.SEND_DIGEST_PREVIEW, bind=True, max_retries=2)
 def send_digest_preview(
     self,
     user_id: str,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 from datetime import UTC, datetime, timedelta
 
+from common import task_names
 from common.celery_app import celery
 from common.runtime import Runtime, get_runtime
 from store.retention import delete_alerts_batch, delete_pairs_batch
@@ -36,6 +37,6 @@ def purge(runtime: Runtime, now: datetime, *, batch_size: int = BATCH_SIZE) -> d
     return counts
 
 
-@celery.task(name="workers.tasks.maintenance.purge_old")
+@celery.task(name=task_names.PURGE_OLD)
 def purge_old() -> dict[str, int]:
     return purge(get_runtime(), datetime.now(UTC))

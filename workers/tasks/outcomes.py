@@ -21,7 +21,7 @@ from sqlalchemy.exc import OperationalError
 
 from capture.conversation_log import ConversationLog
 from capture.directory import UserNames
-from capture.outcome_watches import WatchBoard, support_team
+from capture.outcome_watches import WatchBoard, note_helped, staff_evidence
 from capture.outcomes import (
     HUMAN_TAKEOVER,
     Watch,
@@ -29,12 +29,14 @@ from capture.outcomes import (
     concerns,
     failed,
     message_outcome,
+    moved_on,
     reaction_signal,
     watching,
     window_closes_at,
 )
 from capture.pairing import LoggedMessage, answer_run, ts_key
 from capture.redact import redact_if
+from capture.teammates import Reply, StaffEvidence, helped_someone
 from capture.text import message_text
 from common import task_names
 from common.celery_app import celery
@@ -44,8 +46,7 @@ from store import alerts as alert_store
 from store import outcomes as store
 from store import pairs
 from store.models import as_utc
-from workers import noted_tasks
-from workers.tasks import golden
+from workers import golden_items, noted_tasks
 
 log = logging.getLogger("relmon.outcomes")
 
@@ -63,6 +64,11 @@ class MessageNotLogged(Exception):
     """The bot hands a message on before a worker may read it back: tried again shortly."""
 
 
+def _topic(row) -> str:
+    """What an answer is about: its question and answer texts (a row of a pair or of its window)."""
+    return "\n".join(t for t in (getattr(row, "question_text", None), getattr(row, "answer_text", None)) if t)
+
+
 def _watch_of(window) -> Watch:
     return Watch(
         pair_id=window.pair_id,
@@ -70,6 +76,7 @@ def _watch_of(window) -> Watch:
         thread_key=window.thread_key,
         asker=window.asker,
         closes_at=as_utc(window.closes_at).timestamp(),
+        topic=_topic(window),
     )
 
 
@@ -100,7 +107,9 @@ def open_window(
 def _watch(runtime: Runtime, pair: Row, run: list[LoggedMessage] | None, window_seconds: float) -> bool:
     """Put up the watch of a pair whose window is stored, and catch up on what the log holds after its answer."""
     closes = window_closes_at(pair.answer_ts, window_seconds)
-    watch = Watch(pair.id, pair.answer_ts, pair.thread_ts or pair.answer_ts, pair.question_user, closes)
+    watch = Watch(
+        pair.id, pair.answer_ts, pair.thread_ts or pair.answer_ts, pair.question_user, closes, topic=_topic(pair)
+    )
     channel = pair.channel_id
     conversation = ConversationLog(runtime.redis, runtime.settings.question_ttl_seconds)
     answer = run[0] if run else conversation.get(channel, watch.answer_ts)
@@ -153,21 +162,27 @@ def _observe(runtime: Runtime, channel: str, message: LoggedMessage, watches: li
     if not watches:
         return {}
     settings = runtime.settings
-    team = support_team(runtime.redis, runtime.slack, settings.support_team)
+    evidence = _evidence(runtime, channel, message, watches)
+    mentions = (evidence.team or set()) | set(settings.support_team)
     text, raw_text = message_text(message.content), str(message.content.get("text") or "")
+    since = _thread_since(runtime, channel, message, watches)
     outcomes = {}
     for watch in watches:
+        if moved_on(watch, [(m, t) for m, t in since if float(m.ts) > watch.opens_at], settings.escalation_phrases):
+            continue  # the asker asked something new since: this message is about the answer to that
         outcome = message_outcome(
             watch,
             message,
             text,
             phrases=settings.escalation_phrases,
-            team=team,
-            team_mentions=team | set(settings.support_team),
+            evidence=evidence,
+            team_mentions=mentions,
             raw_text=raw_text,
         )
         if outcome.signals:
             outcomes[watch.pair_id] = outcome
+    if message.in_thread and helped_someone(Reply(message.user, text, message.external), watches[0].asker):
+        note_helped(runtime.redis, channel, message.user, message.thread_key, message.seconds)
     if not outcomes:
         return {}
     reference = None
@@ -184,12 +199,42 @@ def _observe(runtime: Runtime, channel: str, message: LoggedMessage, watches: li
             new = store.record_signals(connection, pair_id, outcome.signals, at=at)
         if reference and outcome.reference:
             _take_reference(runtime, pair_id, reference)
-            golden.collect_takeover(runtime, pair_id, message.ts)  # the question joins the golden set
+            golden_items.collect_takeover(runtime, pair_id, message.ts)  # the question joins the golden set
         _announce(runtime, pair_id, new, channel=channel, message_ts=message.ts)
         if new:
             recorded[pair_id] = new
     _follow_up(runtime, sorted(outcomes))
     return recorded
+
+
+def _evidence(runtime: Runtime, channel: str, message: LoggedMessage, watches: list[Watch]) -> StaffEvidence:
+    """Who is staff for this message's writer (capture.teammates): the support team (also for the asker's
+    mentions of it), else the evidence, read only for someone's reply in a thread to another person's answer."""
+    settings = runtime.settings
+    if not settings.support_team and not (message.in_thread and any(w.asker != message.user for w in watches)):
+        return StaffEvidence()  # the asker's own message, or at top level: no one's standing matters
+    return staff_evidence(
+        runtime.redis,
+        runtime.slack,
+        team=settings.support_team,
+        alert_channel=runtime.rules.for_channel(channel, settings).alert_channel,
+        channel=channel,
+        user=message.user if message.in_thread else None,
+        thread_key=message.thread_key,
+        now=message.seconds,
+    )
+
+
+def _thread_since(
+    runtime: Runtime, channel: str, message: LoggedMessage, watches: list[Watch]
+) -> list[tuple[LoggedMessage, str]]:
+    """The thread's messages between the earliest watched answer and `message`, with their texts: whether the asker
+    moved on to a new question meanwhile (capture.outcomes.moved_on). Nothing to read for a top-level message."""
+    if not message.in_thread:
+        return []
+    first = min(watches, key=lambda w: w.opens_at).answer_ts
+    log_ = ConversationLog(runtime.redis, runtime.settings.question_ttl_seconds)
+    return [(m, message_text(m.content)) for m in log_.thread_between(channel, message.thread_key, first, message.ts)]
 
 
 def _take_reference(runtime: Runtime, pair_id: int, reference: str) -> None:
@@ -262,20 +307,6 @@ def close_due_windows_in(runtime: Runtime, now: datetime, limit: int = DUE_BATCH
     for pair_id in due:
         close_window_in(runtime, pair_id, now)
     return len(due)
-
-
-def close_schedule(window_seconds: float) -> dict:
-    """Beat entry for close_due_windows: every twentieth of the window, between 1 and 30 seconds."""
-    if window_seconds <= 0:
-        return {}
-    every = min(30.0, max(1.0, window_seconds / 20))
-    return {
-        "relmon-close-outcome-windows": {
-            "task": task_names.CLOSE_DUE_WINDOWS,
-            "schedule": every,
-            "options": {"expires": every},  # a sweep that waited past the next one is useless
-        }
-    }
 
 
 def _follow_up(runtime: Runtime, pair_ids: list[int]) -> None:

@@ -25,7 +25,7 @@ from common.task_names import (
 )
 from judges import TransientLLMError
 from workers import noted_tasks
-from workers.alerts.delivery import consider, is_permanent, refresh_votes, slack_error
+from workers.alerts.delivery import Considered, consider, is_permanent, refresh_votes, slack_error
 from workers.alerts.outcomes import follow_up
 from workers.alerts.summaries import flush_summaries
 from workers.alerts.verdicts import deliver
@@ -91,7 +91,7 @@ def _run_noted(task, function, *args):
 
 
 @celery.task(name=CONSIDER_ALERT, bind=True, max_retries=MAX_RETRIES)
-def consider_alert(self, judgment_id: int) -> str:
+def consider_alert(self, judgment_id: int) -> Considered:
     """Apply the alert policy to one new judgment (`workers.alerts.delivery.consider`). Idempotent. A second
     opinion the LLM cannot give is retried like any transient failure, up to RELMON_LLM_MAX_RETRIES times (at
     most MAX_RETRIES): on the last attempt it is stored as unconfirmed and nobody is alerted."""

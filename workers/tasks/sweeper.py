@@ -25,39 +25,15 @@ from store.attempts import Failures, failures_of
 from store.judgments import pair_for_judging, stale_pairs, stored_judges, touch_pairs
 from store.models import PairStatus
 from workers import noted_tasks
+from workers.judging.pair_view import PairView
 from workers.judging.queued import queued_handoffs, queued_notes, queued_pairs
 from workers.judging.rules import failed_values, judges_in_force, sweep_action, sweep_interval
-from workers.tasks.judging import PairView, hand_on, judge_pair, store_judgments
+from workers.judging.run import hand_on, store_judgments
 
 log = logging.getLogger("relmon.judging")
 T = TypeVar("T")
 
 SWEEP_LIMIT = 500
-
-
-def orphan_schedule(lease_seconds: float) -> dict:
-    """Beat entry for the orphan check: every half lease (RELMON_VISIBILITY_TIMEOUT)."""
-    every = max(1.0, lease_seconds / 2)
-    return {
-        "relmon-requeue-orphans": {
-            "task": task_names.REQUEUE_ORPHANS,
-            "schedule": every,
-            "options": {"expires": every},
-        }
-    }
-
-
-def sweep_schedule(sweep_after_seconds: float) -> dict:
-    """Beat entry for the sweeper (merged into workers.schedule.beat_schedule): a sweep every half threshold,
-    at most every 5 minutes, so a lost task is found at most 1.5 thresholds after its pair last changed."""
-    every = sweep_interval(sweep_after_seconds)
-    return {
-        "relmon-requeue-stale": {
-            "task": task_names.REQUEUE_STALE,
-            "schedule": every,
-            "options": {"expires": every},  # a sweep that waited past the next one is useless
-        }
-    }
 
 
 @celery.task(name=task_names.REQUEUE_ORPHANS)
@@ -86,7 +62,7 @@ def requeue_orphans() -> int:
         touch_pairs(session, [pair_id for pair_id, _, _ in orphans], now)
     for pair_id, status, version in orphans:
         if status == PairStatus.PENDING:
-            judge_pair.apply_async(args=[pair_id], kwargs={"resumed": True})
+            celery.send_task(task_names.JUDGE_PAIR, args=[pair_id], kwargs={"resumed": True})
         else:
             celery.send_task(task_names.SETTLE_PAIR, args=[pair_id, version])
     if orphans:
@@ -167,7 +143,7 @@ def requeue_stale() -> int:
         failed = failures.get(pair_id, Failures(0, None, None))
         action = sweep_action(status, failed.count, failed.last_failed_at, quiet_since=quiet_since)
         if action == "judge":
-            judge_pair.apply_async(args=[pair_id], kwargs={"resumed": True})
+            celery.send_task(task_names.JUDGE_PAIR, args=[pair_id], kwargs={"resumed": True})
         elif action == "settle":
             celery.send_task(task_names.SETTLE_PAIR, args=[pair_id, version])
         else:

@@ -1,0 +1,109 @@
+"""The alert's "Add to test set" button and its modal (common/messages/golden.py). The click is acknowledged at
+once; the lazy half reads what the set holds for the alert's question and opens the modal (its trigger_id is valid
+3 seconds). The submission is acknowledged at once too, and the worker saves it (workers.tasks.golden)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+
+from slack_bolt import Ack, App
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
+
+from bot.replies import tell
+from common import task_names
+from common.celery_app import celery
+from common.messages.golden import (
+    EXPECTED_BLOCK,
+    GOLDEN_ACTION_ID,
+    GOLDEN_MODAL_ID,
+    MAX_EXPECTED,
+    REMOVE_BLOCK,
+    REMOVE_VALUE,
+    golden_modal,
+)
+from common.messages.verdicts import error_message
+from common.privacy import may_quote_channel
+from common.replies import Asker
+from common.runtime import get_runtime
+from store import golden as golden_store
+from store.models import Judgment, Pair
+
+log = logging.getLogger("relmon.golden")
+
+
+def _judgment_id(value: object) -> int | None:
+    return int(value) if isinstance(value, str) and re.fullmatch(r"[0-9]{1,18}", value) else None
+
+
+def ack_now(ack: Ack) -> None:
+    ack()
+
+
+def open_modal(body: dict, client: WebClient) -> None:
+    """The lazy half of a click: the modal, pre-filled with the item's expected answer (or the teammate's reply)."""
+    action = (body.get("actions") or [{}])[0]
+    container = body.get("container") or {}
+    asker = Asker(body["user"]["id"], container.get("channel_id"), body.get("response_url"))
+    judgment_id = _judgment_id(action.get("value"))
+    if judgment_id is None:
+        return  # not a judgment's id: a forged click
+    runtime = get_runtime()
+    try:
+        with runtime.db.reading() as session:
+            judgment = session.get(Judgment, judgment_id)
+            pair = session.get(Pair, judgment.pair_id) if judgment is not None else None
+            if pair is None:
+                tell(client, asker, error_message("vote_gone"))
+                return
+            item = golden_store.item_of_pair(session, pair.id)
+            expected = item.expected if item is not None else pair.reference_text
+            hidden = not may_quote_channel(pair.channel_id, pair.channel_is_private, runtime.rules, runtime.settings)
+            view = golden_modal(judgment_id, expected=expected, in_set=item is not None, hidden=hidden,
+                                times=item.times if item is not None else 0)  # fmt: skip
+        client.views_open(trigger_id=body["trigger_id"], view=view)
+    except SlackApiError as error:
+        log.warning("views.open failed", extra={"error": error.response.get("error")})
+        tell(client, asker, error_message("unavailable"))
+    except Exception:
+        log.exception("the test set's modal could not open")
+        tell(client, asker, error_message("unavailable"))
+
+
+def modal_values(view: dict) -> tuple[str | None, bool]:
+    """(the expected answer written, or None; whether "remove" is ticked), from a submitted view."""
+    state = ((view.get("state") or {}).get("values")) or {}
+    field = (state.get(EXPECTED_BLOCK) or {}).get("value") or {}
+    text = field.get("value") if isinstance(field, dict) else None
+    boxes = ((state.get(REMOVE_BLOCK) or {}).get("value") or {}).get("selected_options") or []
+    remove = any(isinstance(option, dict) and option.get("value") == REMOVE_VALUE for option in boxes)
+    return (text.strip() or None) if isinstance(text, str) else None, remove
+
+
+def ack_modal(ack: Ack, view: dict) -> None:
+    expected, _remove = modal_values(view)
+    if expected is not None and len(expected) > MAX_EXPECTED:
+        ack(response_action="errors", errors={EXPECTED_BLOCK: f"At most {MAX_EXPECTED:,} characters."})
+    else:
+        ack()
+
+
+def save_modal(body: dict, view: dict) -> None:
+    """The lazy half of a submission: the worker adds, edits or removes the item."""
+    try:
+        judgment_id = _judgment_id(str(json.loads(view.get("private_metadata") or "{}").get("judgment_id")))
+    except (ValueError, AttributeError):
+        judgment_id = None
+    if judgment_id is None:
+        return
+    expected, remove = modal_values(view)
+    user = body["user"]["id"]
+    celery.send_task(task_names.GOLDEN_SAVE, args=[judgment_id, user, expected, remove])
+    log.info("test set change handed on", extra={"judgment_id": judgment_id, "remove": remove})
+
+
+def register(app: App) -> None:
+    app.action(GOLDEN_ACTION_ID)(ack=ack_now, lazy=[open_modal])
+    app.view(GOLDEN_MODAL_ID)(ack=ack_modal, lazy=[save_modal])

@@ -1,0 +1,68 @@
+"""The vocabularies relmon's parts share, each defined once: task names (and the queue each is routed to), judge
+names, pair sources; and the rule that tasks reach each other only through `common.task_names`."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from common import task_names
+from common.celery_app import QUEUE_JUDGE, QUEUE_SLACK, celery, celery_config
+from judges import JUDGES
+from store.models import ANSWER_SOURCES, HISTORY_SOURCES, ON_DEMAND_SOURCES, PairSource
+from store.rules import JUDGE_NAMES
+from store.settings import Settings
+from workers.main import import_task_modules
+
+TASKS = Path(__file__).resolve().parents[2] / "workers" / "tasks"
+NAMES = {value for key, value in vars(task_names).items() if key.isupper() and isinstance(value, str)}
+
+
+def test_every_task_is_registered_under_a_name_of_task_names_and_every_name_has_its_task() -> None:
+    import_task_modules()
+    registered = {name for name in celery.tasks if not name.startswith("celery.")}
+    assert registered == NAMES
+
+
+def test_the_posting_tasks_go_to_the_slack_queue_and_every_other_to_the_judge_queue() -> None:
+    routes = celery_config(Settings(_env_file=None), "redis://127.0.0.1:1/0")["task_routes"]
+    assert task_names.POSTING <= NAMES
+    assert {task_names.SEND_DIGEST, task_names.SEND_DIGEST_PREVIEW, task_names.CONSIDER_ALERT} <= task_names.POSTING
+    for name in NAMES:
+        expected = QUEUE_SLACK if name in task_names.POSTING else QUEUE_JUDGE
+        assert routes.get(name, {"queue": QUEUE_JUDGE})["queue"] == expected, name
+
+
+def _imports(path: Path) -> list[tuple[str, bool]]:
+    """(module imported, whether the import is inside a function) for every import in the file."""
+    found: list[tuple[str, bool]] = []
+
+    def visit(node: ast.AST, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = in_function or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef)
+            if isinstance(child, ast.ImportFrom) and child.module:
+                found.append((child.module, in_function))
+            elif isinstance(child, ast.Import):
+                found.extend((alias.name, in_function) for alias in child.names)
+            visit(child, inner)
+
+    visit(ast.parse(path.read_text()), False)
+    return found
+
+
+def test_no_task_module_imports_another_and_none_imports_inside_a_function() -> None:
+    for path in TASKS.glob("*.py"):
+        for module, in_function in _imports(path):
+            assert not module.startswith("workers.tasks"), f"{path.name} imports {module}"
+            # The one exception: matplotlib, loaded only by the weekly digest's chart (~40 MB per process).
+            assert not in_function or module == "workers.digest.chart", f"{path.name} imports {module} in a function"
+
+
+def test_the_judge_names_are_the_judges_librarys() -> None:
+    assert tuple(JUDGES) == JUDGE_NAMES
+
+
+def test_the_pair_source_groups_are_drawn_from_the_one_list() -> None:
+    assert ON_DEMAND_SOURCES | HISTORY_SOURCES | {PairSource.CAPTURE} == set(PairSource)
+    assert set(PairSource) - ON_DEMAND_SOURCES == ANSWER_SOURCES
+    assert not ON_DEMAND_SOURCES & ANSWER_SOURCES
