@@ -84,13 +84,9 @@ def test_app_home_shows_the_latest_stored_topics(services):
     runtime, _slack, _llm = services
     store_questions(runtime.db, corpus_questions())
     membership = MembershipCache(runtime.redis)
-    before = publish_home(slack_client(runtime), membership, "U1", now=NOW)
+    before = publish_home(runtime, runtime.slack, membership, "U1", now=NOW)
     assert "No topics yet" in _text(before["blocks"])
     refresh(runtime, NOW)
-    view = publish_home(slack_client(runtime), membership, "U1", now=NOW)
+    view = publish_home(runtime, runtime.slack, membership, "U1", now=NOW)
     text = _text(view["blocks"])
     assert "Topics of the last 7 days" in text and "1. *" in text and "failed of" in text
-
-
-def slack_client(runtime):
-    return runtime.slack
