@@ -99,6 +99,10 @@ def run_regress(args, settings: Settings) -> int:
 def _judge_and_report(args, settings, database, path, candidates, items) -> int:
     from relmon.backfill.command import backfill_llm
 
+    try:
+        llm = backfill_llm(settings)
+    except ValueError as error:  # no API key for OpenAI: a setup problem, said before anything starts
+        return _fail(str(error), 2)
     sha = input_sha(candidates, items, settings.judge_model)
     with database.session() as session:
         run = regress_runs.unfinished(session, sha)
@@ -117,7 +121,7 @@ def _judge_and_report(args, settings, database, path, candidates, items) -> int:
     columns = (TextColumn("judging"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     with Progress(*columns, console=console, disable=not console.is_terminal) as progress:
         task = progress.add_task("checks", total=len(every), completed=len(every) - len(todo))
-        judging = Judging(database, backfill_llm(settings), run_id, settings.daily_budget, args.threads,
+        judging = Judging(database, llm, run_id, settings.daily_budget, args.threads,
                           on_done=lambda n: progress.advance(task, n))  # fmt: skip
         if args.batch:
             judging.batch(todo, settings.batch_poll_seconds)
