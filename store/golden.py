@@ -7,7 +7,7 @@ from collections.abc import Collection, Iterable
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, func, or_, select
+from sqlalchemy import delete, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from golden.rules import (
@@ -21,6 +21,7 @@ from golden.rules import (
 from store.db import insert_or_ignore, insert_or_ignore_returning
 from store.golden_models import GoldenItem, GoldenSource
 from store.models import Pair, utcnow
+from store.topic_models import PairTopic, TopicRecord
 
 PAIR_FIELDS = (
     "id",
@@ -36,10 +37,39 @@ PAIR_FIELDS = (
 
 
 def pair_fields(session: Session, pair_id: int) -> dict[str, Any] | None:
-    """The pair's fields an occurrence is made of (golden.rules.occurrence_of_pair)."""
+    """The pair's fields an occurrence is made of (golden.rules.occurrence_of_pair), with its topic if it has one."""
     columns = [getattr(Pair, name) for name in PAIR_FIELDS]
     row = session.execute(select(*columns).where(Pair.id == pair_id)).first()
-    return dict(zip(PAIR_FIELDS, row, strict=True)) if row is not None else None
+    if row is None:
+        return None
+    return dict(zip(PAIR_FIELDS, row, strict=True)) | {"topic": topics_of_pairs(session, [pair_id]).get(pair_id)}
+
+
+def topics_of_pairs(session: Session, pair_ids: Collection[int]) -> dict[int, str]:
+    """The name of the topic each pair's question fell in at the latest topics run (topics/), where it has one."""
+    if not pair_ids:
+        return {}
+    query = (
+        select(PairTopic.pair_id, TopicRecord.name)
+        .join(TopicRecord, TopicRecord.key == PairTopic.topic_key)
+        .where(PairTopic.pair_id.in_(list(pair_ids)))
+    )
+    return dict(session.execute(query).tuples().all())
+
+
+def fill_topics(session: Session) -> int:
+    """Items without a topic get their question's, once the topics run has named it (topics come weekly, after
+    most items joined). Returns how many got one."""
+    rows = session.execute(
+        select(GoldenSource.item_id, GoldenSource.pair_id)
+        .join(GoldenItem, GoldenItem.id == GoldenSource.item_id)
+        .where(GoldenItem.topic.is_(None), GoldenItem.removed_at.is_(None), GoldenSource.pair_id.is_not(None))
+    ).all()
+    names = topics_of_pairs(session, {pair_id for _item, pair_id in rows})
+    filled = {item_id: names[pair_id] for item_id, pair_id in rows if pair_id in names}
+    for item_id, name in filled.items():
+        session.execute(update(GoldenItem).where(GoldenItem.id == item_id).values(topic=name[:200]))
+    return len(filled)
 
 
 def _message_key(occurrence: Occurrence) -> str | None:

@@ -16,6 +16,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+from capture.redact import redact_if
 from golden.candidates import Candidate, CandidatesProblem, read_candidates
 from golden.regress import CHECKS, compare, exit_status, item_result, summarize
 from judges import get_judge
@@ -132,7 +133,8 @@ def _judge_and_report(args, settings, database, path, candidates, items) -> int:
     baseline, baseline_run = _baseline(database, args.baseline, run_id)
     compare(results, baseline)
     summary = summarize(results)
-    questions = {str(c.item_id): items[c.item_id].question for c in candidates}
+    # The reports quote the questions: redacted like every export when RELMON_REDACT_PII is on (imported ones too).
+    questions = {str(c.item_id): redact_if(settings.redact_pii, items[c.item_id].question) or "" for c in candidates}
     report = report_json(results, summary, questions, run_id=run_id, source=path.name, model=settings.judge_model,
                          baseline_run=baseline_run, min_pass=args.min_pass)  # fmt: skip
     with database.session() as session:

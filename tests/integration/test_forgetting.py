@@ -5,6 +5,7 @@ gone. Through real processes, with every copy searched: tests/system/test_forget
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 
 from sqlalchemy import select
@@ -43,16 +44,37 @@ def judged_with_alerts(bot: ServedBot, question: str, answer: str) -> tuple[dict
         session.add(Alert(dedupe_key=summary_key(ALERTS, now), kind=alert_store.KIND_SUMMARY, alert_channel_id=ALERTS,
                           status=alert_store.STATUS_POSTED, message_ts="1.5", details={"count": 1}))  # fmt: skip
         session.add(QuestionEmbedding(pair_id=pair.id, model="m", text_sha="s", vector=b"\x00\x01"))
+        # The same answer judged on demand (the shortcut), its verdict sent as a direct message.
+        shortcut = Pair(source="shortcut", channel_id=C, thread_ts=q["ts"], question_ts=q["ts"], question_text=question,
+                        answer_text=answer, status=PairStatus.JUDGED, requested_by="U_ASKER")  # fmt: skip
+        session.add(shortcut)
+        session.flush()
+        session.add(
+            Judgment(pair_id=shortcut.id, judge="relevancy", status="ok", score=0, max_score=4, reasoning=quoted)
+        )
+        dm = {"dm_channel": "D_ASKER"}
+        session.add(Alert(dedupe_key=f"verdict:{shortcut.id}", kind=alert_store.KIND_VERDICT, alert_channel_id="U",
+                          status=alert_store.STATUS_POSTED, message_ts="1.6", details=dm))  # fmt: skip
         return q, a, pair.id
 
 
-def test_an_edit_after_judging_and_a_judged_answers_deletion_reach_every_stored_copy(make_bot) -> None:
+def judgment_of(session, pair_id: int) -> Judgment:
+    return session.execute(select(Judgment).where(Judgment.pair_id == pair_id)).scalar_one()
+
+
+def test_an_edit_after_judging_and_a_judged_answers_deletion_reach_every_stored_copy(make_bot, slack) -> None:
     bot = make_bot()
+    slack.add_channel(ALERTS, "alerts", members=["U_RELMON"])
+    slack.add_message(ALERTS, "1.5", text="summary", bot_id="B_RELMON")
+    slack.add_message("D_ASKER", "1.6", text="verdict", bot_id="B_RELMON")
     q, a, pair_id = judged_with_alerts(bot, "Card 4111 1111 1111 1111 was declined, why?", "Call ZEBRA7 support.")
 
     send(bot, sr.message_changed(q, "My card was declined, why?"))  # the number edited out after judging
     with bot.runtime.db.session() as session:
-        pair, judgment = session.get(Pair, pair_id), session.execute(select(Judgment)).scalar_one()
+        pair, judgment = (
+            session.get(Pair, pair_id),
+            session.execute(select(Judgment).where(Judgment.pair_id == pair_id)).scalar_one(),
+        )
         assert pair.question_text == "[removed] [removed] [removed] [removed] [removed] was declined, why?"
         for text in (judgment.reasoning, judgment.raw_output, judgment.confirmation_reasoning):
             assert "4111" not in text and "1111" not in text and "declined" in text  # scrubbed, not blanked
@@ -60,11 +82,18 @@ def test_an_edit_after_judging_and_a_judged_answers_deletion_reach_every_stored_
         low = session.execute(select(Alert).where(Alert.kind == alert_store.KIND_LOW)).scalar_one()
         assert low.details["forgotten"] == "edit"
         summary = session.execute(select(Alert).where(Alert.kind == alert_store.KIND_SUMMARY)).scalar_one()
-        assert summary.details["count"] == -1  # the next flush redraws the summary that lists it
+        assert summary.details["count"] == 1  # redrawn at once with the scrubbed line
+    [redrawn] = [call for call in slack.calls_to("chat.update") if call["ts"] == "1.5"]
+    assert "4111" not in json.dumps(redrawn) and "declined" in json.dumps(redrawn)
+    [verdict] = [call for call in slack.calls_to("chat.update") if call["ts"] == "1.6"]
+    assert "4111" not in json.dumps(verdict) and "edited out of this conversation" in json.dumps(verdict)
 
     send(bot, sr.message_deleted(a))  # an answer already judged
     with bot.runtime.db.session() as session:
-        pair, judgment = session.get(Pair, pair_id), session.execute(select(Judgment)).scalar_one()
+        pair, judgment = (
+            session.get(Pair, pair_id),
+            session.execute(select(Judgment).where(Judgment.pair_id == pair_id)).scalar_one(),
+        )
         assert (pair.status, pair.answer_text) == (PairStatus.JUDGED, None)
         assert (judgment.reasoning, judgment.raw_output, judgment.confirmation_reasoning) == (None, None, None)
         assert judgment.score == 0  # the score stays

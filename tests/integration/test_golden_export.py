@@ -92,8 +92,9 @@ def test_phoenix_gets_one_upload_body_with_a_list_per_field(database, db_url, tm
     assert body["outputs"][1] == {"answer": "=Business"} and body["metadata"][2]["private"] is True
 
 
-def test_the_deepeval_file_loads_with_deepevals_own_loader(database, db_url, tmp_path) -> None:
-    dataset_module = pytest.importorskip("deepeval.dataset")
+def test_the_deepeval_file_loads_with_deepevals_own_loader(database, db_url, tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("DEEPEVAL_TELEMETRY_OPT_OUT", "1")  # no call home from a test
+    dataset_module = pytest.importorskip("deepeval.dataset")  # the bench extra, which scripts/test.sh installs
     seeded(database)
     path = export(db_url, tmp_path, "deepeval")
     dataset = dataset_module.EvaluationDataset()
@@ -143,3 +144,25 @@ def test_import_says_which_line_is_wrong(db_url, tmp_path, capsys) -> None:
     path.write_bytes("question,expected\nCaf\xe9?,A\n".encode("latin-1"))
     assert run_golden(args, Settings(_env_file=None, database_url=db_url)) == 2
     assert "not UTF-8" in capsys.readouterr().err
+
+
+def test_for_a_person_the_private_channels_they_are_in_as_slack_says(database, db_url, tmp_path) -> None:
+    from tests.fakes.slack_server import FakeSlack
+
+    seeded(database)
+    with FakeSlack() as slack:
+        slack.add_channel("G1", "vpn-help", members=["U_SAM", "U_RELMON"], is_private=True)
+        slack_settings = {"slack_api_url": slack.api_url, "slack_bot_token": "xoxb-test"}
+        member = records(export(db_url, tmp_path, "jsonl", "--for-user", "U_SAM", **slack_settings), "jsonl")
+        other = records(export(db_url, tmp_path, "jsonl", "--for-user", "U_ANA", **slack_settings), "jsonl")
+    assert [row["channel"] for row in member] == ["C1", "C1", "G1"]
+    assert [row["channel"] for row in other] == ["C1", "C1"]
+
+
+def test_list_prints_the_set(database, db_url, capsys, monkeypatch) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # rich's table on one line per item
+    seeded(database)
+    args = build_parser().parse_args(["golden", "list"])
+    assert run_golden(args, Settings(_env_file=None, database_url=db_url)) == 0
+    shown = capsys.readouterr().out
+    assert "How do I rotate my API key?" in shown and "Where is the VPN guide?" not in shown

@@ -101,3 +101,47 @@ def test_private_items_are_only_for_their_channels_members_and_imports_merge(dat
     found = {i.question: i for i in items(database)}
     assert found["How do I rotate my API key?"].expected == "Imported."
     assert found["What plans have SSO?"].external_id == "x2" and found["What plans have SSO?"].times == 1
+
+
+def test_an_item_gets_its_questions_topic_once_the_topics_run_named_it(database: Database) -> None:
+    from store.models import Pair
+    from store.topic_models import PairTopic, TopicRecord
+
+    with database.session() as session:
+        pair = Pair(channel_id="C1", answer_ts="100.01", question_ts="100.0", question_text="How do I rotate my key?",
+                    answer_text="Press Rotate.", status="judged")  # fmt: skip
+        session.add(pair)
+        session.flush()
+        pair_id = pair.id
+        assert golden.pair_fields(session, pair_id)["topic"] is None
+    add(database, asked("100.0", pair_id=pair_id, question="How do I rotate my key?"))
+    with database.session() as session:
+        session.add(TopicRecord(key="t-keys", name="API keys", named_by="llm", anchors=[]))
+        session.add(PairTopic(pair_id=pair_id, topic_key="t-keys"))
+    with database.session() as session:
+        assert golden.pair_fields(session, pair_id)["topic"] == "API keys"
+        assert golden.fill_topics(session) == 1
+        assert golden.fill_topics(session) == 0
+    [item] = items(database)
+    assert item.topic == "API keys"
+
+
+def test_the_digests_figures_read_the_sets_growth_and_the_last_finished_run(database: Database) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from common.reports.golden import golden_figures
+    from store import regress_runs
+
+    add(database, asked("100.0"))
+    add(database, asked("200.0", question="Which plans have SSO?"))
+    week_ago = datetime.now(UTC) - timedelta(days=7)
+    with database.session() as session:
+        figures = golden_figures(session, week_ago)
+        assert (figures.size, figures.grown, figures.last_run) == (2, 2, None)
+        assert golden_figures(session, datetime.now(UTC) + timedelta(seconds=1)).grown == 0
+        run_id = regress_runs.start(session, "sha", "v2.jsonl", 2)
+        regress_runs.start(session, "other", "v3.jsonl", 2)  # unfinished: not reported
+        regress_runs.finish(session, run_id, passed=1, pass_rate=0.5, report={"items": []})
+    with database.session() as session:
+        when, rate, items_judged = golden_figures(session, week_ago).last_run
+    assert rate == 0.5 and items_judged == 2 and when.tzinfo is not None

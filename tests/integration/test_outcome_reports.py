@@ -144,7 +144,7 @@ def test_digest_and_home_show_the_outcome_figures(runtime: Runtime, slack: FakeS
     assert "outcomes: resolved 100% · re-asked 0%" in text  # C2: nothing to compare with
     assert "count answers whose outcome window has closed" in text
 
-    view = publish_home(slack_client_for(runtime.settings), MembershipCache(runtime.redis), "U1")
+    view = publish_home(runtime, slack_client_for(runtime.settings), MembershipCache(runtime.redis), "U1")
     assert slack.published["U1"]["blocks"] == view["blocks"]
     home = str(view["blocks"])
     assert "*All channels*\\n" in home and "\\noutcomes: resolved 60% (+10 pts) · re-asked 40% (+40 pts)" in home

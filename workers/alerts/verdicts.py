@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from sqlalchemy import select
 
 from common import replies
+from common.messages.blocks import context
 from common.messages.verdicts import VerdictItem, verdict_message
 from common.post_once import PostOnce, Receipts
 from common.runtime import Runtime
@@ -55,6 +56,22 @@ def deliver(runtime: Runtime, pair_id: int, reply_channel: str | None = None) ->
                 session, alert_id, delivered_via=where, **({"dm_channel": dm["channel"]} if dm else {})
             )
     return where
+
+
+def redraw(runtime: Runtime, pair_id: int, note: str | None = None) -> str:
+    """Show a verdict sent as a direct message as the store has it now (after a deletion scrubbed its words), with
+    `note` under it. A response_url's or ephemeral reply cannot be changed, and does not stay."""
+    with runtime.db.session() as session:
+        row = alert_store.by_key(session, f"verdict:{pair_id}")
+        channel = ((row.details or {}).get("dm_channel") if row is not None else None) or None
+        if row is None or row.status != alert_store.STATUS_POSTED or not row.message_ts or not channel:
+            return "not_a_direct_message"
+        payload = _job(runtime, session, pair_id, None).payload
+        message_ts = row.message_ts
+    if note:
+        payload = {**payload, "blocks": [*payload.get("blocks", []), context(note)]}
+    runtime.slack.chat_update(channel=channel, ts=message_ts, **payload)
+    return "updated"
 
 
 def _job(runtime: Runtime, session, pair_id: int, reply_channel: str | None) -> _VerdictJob:

@@ -25,7 +25,7 @@ from common.redis_persistence import RewriteBusy, rewrite_append_only_file, rewr
 from common.runtime import Runtime, get_runtime
 from common.telemetry.logs import event_fields
 from store import forgetting, golden
-from workers.alerts.delivery import schedule_summary_flush
+from workers.alerts.forgotten import redraw_forgotten
 from workers.alerts.policy import summary_key
 
 log = logging.getLogger("relmon.forget")
@@ -52,15 +52,11 @@ def forget_message_in(
         if not edited:
             golden.forget_message(session, channel, ts)  # a question or a teammate's reply the golden set quoted
         redraw = forgetting.note_on_alerts(session, plan.about)
-        summaries = {summary_key(alert_channel, at) for alert_channel, at in redraw.held}
-        forgetting.force_summary_redraw(session, summaries)
+        forgetting.force_summary_redraw(session, {summary_key(alert_channel, at) for alert_channel, at in redraw.held})
     for pair_id, version in reopened:
         celery.send_task(task_names.SETTLE_PAIR, args=[pair_id, version])
-    for alert_id in redraw.posted:
-        celery.send_task(task_names.REFRESH_ALERT_VOTES, args=[alert_id])
-    if summaries:
-        schedule_summary_flush(runtime)
     forget_notes.drop(runtime.redis, channel, ts, len(said), edited=edited)
+    redraw_forgotten(runtime, redraw, plan.about)
     rewrite_soon(runtime.redis)
     log.info(
         "message forgotten" if not edited else "edit's removed words forgotten",
