@@ -14,6 +14,7 @@ from typing import Annotated, Literal, NamedTuple
 from pydantic import AliasChoices, BeforeValidator, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from store.settings_limits import LimitSettings
 from store.settings_llm import LLMCallFields
 from store.settings_metrics import MetricsSettings
 from store.settings_retention import RetentionSettings
@@ -135,7 +136,7 @@ WHERE_TO_GET = {
 }
 
 
-class Settings(BaseSettings, TopicSettings, LLMCallFields, RetentionSettings, MetricsSettings):
+class Settings(BaseSettings, TopicSettings, LLMCallFields, RetentionSettings, LimitSettings, MetricsSettings):
     model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore", populate_by_name=True)
 
     # Slack

@@ -16,6 +16,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+from capture.redact import redact_if
 from golden.candidates import Candidate, CandidatesProblem, read_candidates
 from golden.regress import CHECKS, compare, exit_status, item_result, summarize
 from judges import get_judge
@@ -98,6 +99,10 @@ def run_regress(args, settings: Settings) -> int:
 def _judge_and_report(args, settings, database, path, candidates, items) -> int:
     from relmon.backfill.command import backfill_llm
 
+    try:
+        llm = backfill_llm(settings)
+    except ValueError as error:  # no API key for OpenAI: a setup problem, said before anything starts
+        return _fail(str(error), 2)
     sha = input_sha(candidates, items, settings.judge_model)
     with database.session() as session:
         run = regress_runs.unfinished(session, sha)
@@ -116,7 +121,7 @@ def _judge_and_report(args, settings, database, path, candidates, items) -> int:
     columns = (TextColumn("judging"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     with Progress(*columns, console=console, disable=not console.is_terminal) as progress:
         task = progress.add_task("checks", total=len(every), completed=len(every) - len(todo))
-        judging = Judging(database, backfill_llm(settings), run_id, settings.daily_budget, args.threads,
+        judging = Judging(database, llm, run_id, settings.daily_budget, args.threads,
                           on_done=lambda n: progress.advance(task, n))  # fmt: skip
         if args.batch:
             judging.batch(todo, settings.batch_poll_seconds)
@@ -132,7 +137,8 @@ def _judge_and_report(args, settings, database, path, candidates, items) -> int:
     baseline, baseline_run = _baseline(database, args.baseline, run_id)
     compare(results, baseline)
     summary = summarize(results)
-    questions = {str(c.item_id): items[c.item_id].question for c in candidates}
+    # The reports quote the questions: redacted like every export when RELMON_REDACT_PII is on (imported ones too).
+    questions = {str(c.item_id): redact_if(settings.redact_pii, items[c.item_id].question) or "" for c in candidates}
     report = report_json(results, summary, questions, run_id=run_id, source=path.name, model=settings.judge_model,
                          baseline_run=baseline_run, min_pass=args.min_pass)  # fmt: skip
     with database.session() as session:
