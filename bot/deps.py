@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
-from bot.hand_on import EventHandOn
+from bot.hand_on import EventHandOn, warn_spool_full
 from common.membership import MembershipCache
 from common.runtime import Runtime
 from store.settings import Settings
@@ -21,6 +22,10 @@ class BotDeps:
     @classmethod
     def build(cls, runtime: Runtime) -> BotDeps:
         settings = runtime.settings
-        return cls(
-            settings, runtime, MembershipCache(runtime.redis), EventHandOn(runtime.redis, settings.data_dir / "spool")
+        hand_on = EventHandOn(
+            runtime.redis,
+            settings.data_dir / "spool",
+            max_bytes=int(settings.spool_max_mb * 1024 * 1024),
+            on_full=partial(warn_spool_full, runtime.slack, settings.alert_channel),
         )
+        return cls(settings, runtime, MembershipCache(runtime.redis), hand_on)

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -44,10 +46,17 @@ return 0
 class EventHandOn:
     """Hands events on to the workers, through this process's spool while an outage lasts."""
 
-    def __init__(self, client: redis.Redis, spool_directory: Path) -> None:
+    def __init__(
+        self,
+        client: redis.Redis,
+        spool_directory: Path,
+        *,
+        max_bytes: int = 512 * 1024 * 1024,
+        on_full: Callable[[], None] = lambda: None,
+    ) -> None:
         self.redis = client
         self._mark_and_note = client.register_script(_MARK_AND_NOTE)
-        self.spool = EventSpool(spool_directory, self.hand_on)
+        self.spool = EventSpool(spool_directory, self.hand_on, max_bytes=max_bytes, on_full=on_full)
 
     def __call__(self, entry: dict[str, Any]) -> None:
         """An event as the listener received it ({"body": envelope, "own": relmon's identity}): handed on now, or
@@ -90,3 +99,21 @@ def _named(entry: dict[str, Any]) -> dict[str, Any]:
     where = event.get("item") if event.get("type") in REACTION_EVENTS else message_of(event)
     where = where if isinstance(where, dict) else {}
     return {"channel": event.get("channel") or where.get("channel"), "ts": where.get("ts"), "handoff": entry["handoff"]}
+
+
+def warn_spool_full(slack, alert_channel: str | None) -> None:
+    """Once per time the spool fills (RELMON_SPOOL_MAX_MB): a line in the alert channel, which Slack takes while
+    Redis or the database is down. On a thread of its own: the listener acknowledges Slack at once."""
+
+    def post() -> None:
+        try:
+            slack.chat_postMessage(
+                channel=alert_channel,
+                text=":warning: relmon's event spool is full (RELMON_SPOOL_MAX_MB): Redis or the database has been "
+                "down long enough that new messages are no longer kept. Bring them back; raise the bound to keep more.",
+            )
+        except Exception:  # Slack unreachable too: the log line is the warning
+            log.exception("spool full warning not posted")
+
+    if alert_channel:
+        threading.Thread(target=post, name="relmon-spool-full", daemon=True).start()

@@ -61,16 +61,15 @@ def _with_texts(session: Session, batch: list[PairRow]) -> Iterator[tuple[PairRo
 # Embeddings ------------------------------------------------------------------------------------------------
 
 
-def stored_embeddings(session: Session, pair_ids: Sequence[int], model: str) -> dict[int, tuple[str, bytes]]:
-    """pair id → (text sha, float16 bytes) of the embeddings stored for `model`."""
-    found: dict[int, tuple[str, bytes]] = {}
+def stored_embeddings(session: Session, pair_ids: Sequence[int], model: str) -> Iterator[tuple[int, str, bytes]]:
+    """(pair id, text sha, float16 bytes) of the embeddings stored for `model`, a batch of ids at a time (the
+    caller copies each into its matrix: the bytes of every question are never held at once)."""
     for chunk in _chunks(sorted(set(pair_ids))):
         query = select(QuestionEmbedding.pair_id, QuestionEmbedding.text_sha, QuestionEmbedding.vector).where(
             QuestionEmbedding.pair_id.in_(chunk), QuestionEmbedding.model == model
         )
         for pair_id, sha, vector in session.execute(query):
-            found[pair_id] = (sha, bytes(vector))
-    return found
+            yield pair_id, sha, bytes(vector)
 
 
 def store_embeddings(session: Session, rows: Sequence[dict]) -> None:

@@ -62,7 +62,7 @@ def open_modal(runtime: Runtime, body: dict, client: WebClient) -> None:
             expected = item.expected if item is not None else pair.reference_text
             hidden = not may_quote_channel(pair.channel_id, pair.channel_is_private, runtime.rules, runtime.settings)
             view = golden_modal(judgment_id, expected=expected, in_set=item is not None, hidden=hidden,
-                                times=item.times if item is not None else 0)  # fmt: skip
+                                times=item.times if item is not None else 0, channel_id=asker.channel_id)  # fmt: skip
         client.views_open(trigger_id=body["trigger_id"], view=view)
     except SlackApiError as error:
         log.warning("views.open failed", extra={"error": error.response.get("error")})
@@ -93,14 +93,16 @@ def ack_modal(ack: Ack, view: dict) -> None:
 def save_modal(body: dict, view: dict) -> None:
     """The lazy half of a submission: the worker adds, edits or removes the item."""
     try:
-        judgment_id = _judgment_id(str(json.loads(view.get("private_metadata") or "{}").get("judgment_id")))
+        metadata = json.loads(view.get("private_metadata") or "{}")
+        judgment_id = _judgment_id(str(metadata.get("judgment_id")))
     except (ValueError, AttributeError):
-        judgment_id = None
+        metadata, judgment_id = {}, None
     if judgment_id is None:
         return
     expected, remove = modal_values(view)
+    channel = metadata.get("channel_id") if isinstance(metadata.get("channel_id"), str) else None
     user = body["user"]["id"]
-    celery.send_task(task_names.GOLDEN_SAVE, args=[judgment_id, user, expected, remove])
+    celery.send_task(task_names.GOLDEN_SAVE, args=[judgment_id, user, expected, remove], kwargs={"channel_id": channel})
     log.info("test set change handed on", extra={"judgment_id": judgment_id, "remove": remove})
 
 

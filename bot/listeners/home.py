@@ -32,6 +32,7 @@ def publish_home(
     # (gunicorn's master loads it before forking: bot.server.MODULES_BEFORE_FORK).
     from common.messages.home import home_view
     from common.messages.topics import home_blocks
+    from common.privacy import Destination
     from common.reports.figures import read_report
     from common.reports.period import period_for
     from common.reports.topic_runs import latest_view, quoting_in
@@ -46,7 +47,8 @@ def publish_home(
     hidden = sorted(c for c in listed if rules.for_channel(c, settings).watch and not viewer.may_see(c))
     report = figures.report()
     channel_rules = {stats.channel_id: rules.for_channel(stats.channel_id, settings) for stats in report.channels}
-    quoting = quoting_in(runtime, None)  # a person's Home tab: public channels' text only
+    # A person's Home tab: a channel's text only if they are its member and the rule quotes it to a person.
+    quoting = quoting_in(runtime, Destination(None, viewer.may_read))
     topics = latest_view(runtime, now, audience_sees=viewer.may_see, may_quote_text=quoting)
     view = home_view(
         report,

@@ -262,6 +262,8 @@ def observe_reaction_in(runtime: Runtime, pair_id: int, user: str, emoji: str, a
     if name is None:
         return []
     standing = WatchBoard(runtime.redis).react(pair_id, name, f"{user} {emoji}", added)
+    if standing is None:
+        return []  # toggled again and again: it changed the outcome already
     with runtime.db.session() as session:
         if added:
             new = store.record_signals(session, pair_id, [name], at=datetime.fromtimestamp(at, UTC))
