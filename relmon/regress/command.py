@@ -105,12 +105,13 @@ def _judge_and_report(args, settings, database, path, candidates, items) -> int:
         return _fail(str(error), 2)
     sha = input_sha(candidates, items, settings.judge_model)
     with database.session() as session:
-        run = regress_runs.unfinished(session, sha)
+        run = regress_runs.latest_of(session, sha, finished_too=not args.fresh)
         run_id = run.id if run is not None else regress_runs.start(session, sha, path.name, len(candidates))
         stored = regress_runs.stored_checks(session, run_id)
     if run is not None:
         done = sum(1 for _charged, verdict in stored.values() if verdict is not None)
-        print(f"relmon regress: resuming run {run_id} ({done} of {4 * len(candidates)} checks kept)", file=sys.stderr)
+        what = "resuming" if run.finished_at is None else "the same answers as"
+        print(f"relmon regress: {what} run {run_id} ({done} of {4 * len(candidates)} checks kept)", file=sys.stderr)
     every: list[Check] = []
     for candidate in candidates:
         item = items[candidate.item_id]
@@ -161,3 +162,4 @@ def add_arguments(commands) -> None:
     regress.add_argument("--junit", help="write JUnit XML to this file (one testcase per golden item)")
     regress.add_argument("--batch", action="store_true", help="judge through the OpenAI Batch API (half price)")
     regress.add_argument("--threads", type=int, default=8, help="judgments in flight at once (default 8)")
+    regress.add_argument("--fresh", action="store_true", help="judge again answers an earlier run judged already")

@@ -136,6 +136,9 @@ def test_min_pass_and_the_baseline_choices(database, db_url, items, tmp_path) ->
         assert regress(db_url, fake, half, "--baseline", str(first), "--min-pass", "0.5") == 0  # its --json file
         assert regress(db_url, fake, half, "--baseline", "99") == 2
         assert regress(db_url, fake, half, "--min-pass", "1.5") == 2
+        assert len(fake.requests) == 20  # the same answers again: the run's verdicts are kept, nothing judged twice
+        assert regress(db_url, fake, half, "--baseline", "none", "--min-pass", "0.6", "--fresh") == 0
+        assert len(fake.requests) == 40  # --fresh judges them again
 
 
 def test_the_batch_api_judges_at_half_price_with_the_same_outcomes(database, db_url, items, tmp_path) -> None:
