@@ -108,11 +108,17 @@ class SignedEventPoster:
         self.secret, self.timeout = secret, timeout
         self._local = threading.local()
 
-    def post(self, body: bytes) -> int:
-        """The HTTP status; raises OSError or HTTPException (and drops the connection, to reconnect next time)."""
+    def connect(self) -> http.client.HTTPConnection:
+        """This thread's connection, opened now if it is not open yet."""
         connection = getattr(self._local, "connection", None)
         if connection is None:
             connection = self._local.connection = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
+            connection.connect()
+        return connection
+
+    def post(self, body: bytes) -> int:
+        """The HTTP status; raises OSError or HTTPException (and drops the connection, to reconnect next time)."""
+        connection = self.connect()
         try:
             connection.request(
                 "POST", self.path, body=body, headers={"Content-Type": "application/json", **sr.sign(body, self.secret)}

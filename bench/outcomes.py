@@ -2,12 +2,12 @@
 at top level in a channel, each answered in its thread by the support bot.
 
 In one process, on its own Redis and a fresh SQLite database (or --postgresql), with the fake Slack: every event
-goes through the bot's capture listener (`bot.listeners.capture.Capture.handle`, no HTTP), and the tasks it and
-the workers send are run one at a time by name, as a worker would (`celery.tasks[name](*args)`): settle_pair (it
-opens the answer's outcome window), observe_message, observe_reaction and follow_up_outcome; judging and the
-windows' closing are counted, not run. An answer's settle runs `--settle-lag` events after it (bench.events
-sends 200 events/s with RELMON_SETTLE_SECONDS=1: 200), so the window opens with later messages already in the
-log, as in production. Driving the tasks by name and the events through the listener, the same file measures
+goes through the worker's capture of each event (`workers.live_capture.LiveCapture.handle`, no HTTP), and the
+tasks it and the workers send are run one at a time by name, as a worker would (`celery.tasks[name](*args)`):
+settle_pair (it opens the answer's outcome window), observe_message, observe_reaction and follow_up_outcome;
+judging and the windows' closing are counted, not run. An answer's settle runs `--settle-lag` events after it
+(bench.events sends 200 events/s with RELMON_SETTLE_SECONDS=1: 200), so the window opens with later messages already
+in the log, as in production. Driving the tasks by name and the events through the listener, the same file measures
 any version of relmon.
 
 Prints, for each scenario: the outcome tasks queued per answer (observe_message and follow_up_outcome), and the
@@ -70,18 +70,16 @@ class Queue:
 
 
 def scenario(title: str, *, answers: int, askers: int, channels: int, lag: int, database_url: str, redis_url: str):
-    import workers.pairs.settling as capture_tasks
     import workers.tasks.answers  # the tasks register on the Celery app at import
     import workers.tasks.capture
     import workers.tasks.outcomes
     import workers.tasks.slack  # noqa: F401
-    from bot.listeners.capture import Capture
     from capture.pairing import Identity
+    from workers.live_capture import LiveCapture
 
     queue = Queue()
-    original_send, original_enqueue = celery_app.celery.send_task, capture_tasks._enqueue_judging
+    original_send = celery_app.celery.send_task
     celery_app.celery.send_task = queue.send_task
-    capture_tasks._enqueue_judging = lambda pair_id: queue.send_task(task_names.JUDGE_PAIR, [pair_id])
     bot_cpu = 0.0
     try:
         with FakeSlack() as slack:
@@ -90,7 +88,7 @@ def scenario(title: str, *, answers: int, askers: int, channels: int, lag: int, 
             )
             with installed_runtime(settings) as runtime:
                 runtime.redis.flushdb()
-                listener = Capture(settings)
+                listener = LiveCapture(runtime)
                 own = Identity("U_RELMON", "B_RELMON", "A_RELMON")
                 settles: deque[tuple] = deque()  # (due at event number, pair ID, version)
                 sent_events = 0
@@ -116,7 +114,7 @@ def scenario(title: str, *, answers: int, askers: int, channels: int, lag: int, 
                 queue.drain()
                 elapsed = time.monotonic() - started
     finally:
-        celery_app.celery.send_task, capture_tasks._enqueue_judging = original_send, original_enqueue
+        celery_app.celery.send_task = original_send
     per = {name: queue.sent[name] / answers for name in OUTCOME_TASKS}
     worker_ms = {name: queue.cpu[name] * 1000 / answers for name in RUN}
     print(
@@ -130,7 +128,7 @@ def scenario(title: str, *, answers: int, askers: int, channels: int, lag: int, 
         f"observe_message {worker_ms[task_names.OBSERVE_MESSAGE]:.2f}, "
         f"follow_up_outcome {worker_ms[task_names.FOLLOW_UP_OUTCOME]:.2f}, "
         f"total {sum(worker_ms.values()):.2f}\n"
-        f"  bot CPU ms per event (capture listener): {bot_cpu * 1000 / (2 * answers):.2f}",
+        f"  capture CPU ms per event (capture_event, in a worker): {bot_cpu * 1000 / (2 * answers):.2f}",
         flush=True,
     )
 

@@ -1,10 +1,12 @@
-"""The Slack app, wired in one place: `create_app` builds the Bolt app, `register_listeners` attaches every
-listener module (capture, commands and buttons, App Home, membership events)."""
+"""The Slack app, wired in one place: `create_app` builds the Bolt app and its dependencies (bot.deps), and
+`register_listeners` attaches every listener module (capture, commands and buttons, App Home, membership events)."""
 
 from __future__ import annotations
 
 from slack_bolt import App
 
+from bot.deps import BotDeps
+from bot.listeners import capture, commands, golden, home, membership_events
 from common import celery_app
 from common.runtime import Runtime, set_runtime
 from store.settings import Settings
@@ -13,32 +15,27 @@ from store.settings import Settings
 def create_app(settings: Settings, runtime: Runtime | None = None) -> App:
     """A Bolt app on the runtime's Slack client (SLACK_API_URL, Retry-After handling).
 
-    `process_before_response=True`: the HTTP answer to an event waits for capture, so a failure (Redis,
-    broker or database down) answers 500 and Slack retries the event. Slow work goes to Celery, and
-    commands use lazy listeners, so acknowledgements stay well inside Slack's 3 seconds."""
+    `process_before_response=True`: the HTTP answer to an event waits for its hand-on (bot.hand_on: one Redis
+    round trip and the task's publish), so an error there answers 500 and Slack retries the event. Commands use
+    lazy listeners, so acknowledgements stay well inside Slack's 3 seconds."""
     runtime = runtime or Runtime(settings)
-    set_runtime(runtime)  # listeners and tasks in this process share it
+    set_runtime(runtime)  # the process's own, for code the listeners share with the workers
     celery_app.configure(settings)
     app = App(
         client=runtime.slack,
         signing_secret=settings.secret("slack_signing_secret"),
         process_before_response=True,
-        # Socket Mode has no request signatures; over HTTP bot.server checks them before Bolt does too.
-        request_verification_enabled=settings.slack_app_token is None,
+        # Checked once: over HTTP bot.server checks every request's signature before Bolt sees it, and Socket Mode
+        # requests carry none.
+        request_verification_enabled=False,
     )
-    register_listeners(app, settings, runtime)
+    register_listeners(app, BotDeps.build(runtime))
     return app
 
 
-def register_listeners(app: App, settings: Settings, runtime: Runtime) -> None:
-    from bot.listeners import capture, commands, golden, home, membership_events
-    from common.membership import MembershipCache
-
-    # One per app: /judge and the Home tab share what Slack said; member events invalidate it (in Redis: for every
-    # bot process and worker).
-    membership = MembershipCache(runtime.redis)
-    capture.register(app, settings)
-    commands.register(app, settings, membership)
-    home.register(app, settings, membership)
-    membership_events.register(app, membership)
-    golden.register(app)  # the alerts' "Add to test set"
+def register_listeners(app: App, deps: BotDeps) -> None:
+    capture.register(app, deps)
+    commands.register(app, deps)
+    home.register(app, deps)
+    membership_events.register(app, deps)
+    golden.register(app, deps)  # the alerts' "Add to test set"

@@ -28,7 +28,7 @@ from common.celery_app import celery
 from common.membership import MembershipCache, Refusal
 from common.messages.verdicts import accepted_message, error_message
 from common.replies import Asker, remember_reply_channel
-from common.runtime import Runtime, get_runtime
+from common.runtime import Runtime
 from store import pairs
 from store.models import PairSource
 
@@ -128,6 +128,7 @@ def enqueue_on_demand(
 
 
 def judge_message(
+    runtime: Runtime,
     client: WebClient,
     asker: Asker,
     membership: MembershipCache,
@@ -142,7 +143,6 @@ def judge_message(
 ) -> None:
     """The link and the shortcut: check access first, then find, store and enqueue. `note_when_taken`: say
     "Judging…" once the answer is found (the link's ack already said it; a shortcut's ack cannot)."""
-    runtime = get_runtime()
     assert asker.user_id is not None
     try:
         membership.require_member(client, channel_id, asker.user_id)
@@ -159,10 +159,9 @@ def judge_message(
 
 
 def judge_pasted(
-    client: WebClient, asker: Asker, *, question: str, answer: str, reference: str | None, judge: str
+    runtime: Runtime, client: WebClient, asker: Asker, *, question: str, answer: str, reference: str | None, judge: str
 ) -> None:
     """The modal: judge pasted texts (redacted first when RELMON_REDACT_PII says so)."""
-    runtime = get_runtime()
     redact = runtime.settings.redact_pii
     wanted = OnDemand(redact_if(redact, question) or "", redact_if(redact, answer) or "")
     try:

@@ -54,14 +54,23 @@ class SpoolFile:
         self._db.execute("PRAGMA secure_delete=ON")
         self._db.execute("CREATE TABLE IF NOT EXISTS entries (id INTEGER PRIMARY KEY AUTOINCREMENT, entry TEXT)")
         self._lock = threading.Lock()
+        # The entries' bytes, kept as they come and go (the file itself does not shrink when they are drained).
+        self._bytes = self._db.execute("SELECT coalesce(sum(length(entry)), 0) FROM entries").fetchone()[0]
 
     def add(self, entry: Entry) -> None:
+        text = json.dumps(entry)
         with self._lock:
-            self._db.execute("INSERT INTO entries (entry) VALUES (?)", (json.dumps(entry),))
+            self._db.execute("INSERT INTO entries (entry) VALUES (?)", (text,))
+            self._bytes += len(text)
 
     def count(self) -> int:
         with self._lock:
             return self._db.execute("SELECT count(*) FROM entries").fetchone()[0]
+
+    def size(self) -> int:
+        """The bytes of the entries it holds."""
+        with self._lock:
+            return self._bytes
 
     def drain(self, hand_on: Callable[[Entry], None]) -> int:
         """Hand entries on, oldest first, each removed once handed on; stop at the first outage (order kept)."""
@@ -81,6 +90,7 @@ class SpoolFile:
                 log.exception("spooled event could not be captured; dropped")
             with self._lock:
                 self._db.execute("DELETE FROM entries WHERE id = ?", (row[0],))
+                self._bytes -= len(row[1])
             done += 1
 
     def _forget_drained(self) -> None:
@@ -106,9 +116,18 @@ def _try_lock(path: Path) -> int | None:
 class EventSpool:
     """This process's spool, and the drainer thread that hands it (and any dead process's) on."""
 
-    def __init__(self, directory: Path, hand_on: Callable[[Entry], None]) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        hand_on: Callable[[Entry], None],
+        *,
+        max_bytes: int = 512 * 1024 * 1024,
+        on_full: Callable[[], None] = lambda: None,
+    ) -> None:
         self.directory = directory
         self.hand_on = hand_on
+        self.max_bytes, self.on_full = max_bytes, on_full
+        self._full = False  # the spool filled and has not drained since: warned once
         self._own: SpoolFile | None = None
         self._pid: int | None = None
         self._guard = threading.Lock()
@@ -126,8 +145,19 @@ class EventSpool:
             return self._own
 
     def add(self, entry: Entry) -> None:
-        """Keep an event on disk; the first of an outage is logged as a warning, the others at debug level."""
+        """Keep an event on disk; the first of an outage is logged as a warning, the others at debug level. Past
+        RELMON_SPOOL_MAX_MB the event is dropped (Slack still gets its 200): an error line, and once per filling
+        `on_full` (a warning in the alert channel)."""
         spool = self._file()
+        if spool.size() + len(json.dumps(entry)) > self.max_bytes:
+            log.error(
+                "event dropped: the spool is full (RELMON_SPOOL_MAX_MB)",
+                extra={"event_id": entry["body"].get("event_id"), "spool_bytes": spool.size()},
+            )
+            if not self._full:
+                self._full = True
+                self.on_full()
+            return
         first = spool.count() == 0
         spool.add(entry)
         say = log.warning if first else log.debug
@@ -148,6 +178,8 @@ class EventSpool:
     def drain_once(self) -> int:
         own = self._file()
         done = own.drain(self.hand_on)
+        if done and not own.count():
+            self._full = False  # drained: a later filling warns again
         for lock in self.directory.glob("bot-*.lock"):
             if lock.stem == own.path.stem:
                 continue

@@ -17,7 +17,7 @@ from common.membership import MembershipCache, Refusal
 from common.messages.verdicts import StatsRow, error_message, stats_message
 from common.replies import Asker
 from common.reports.trust import Vote, precision
-from common.runtime import get_runtime
+from common.runtime import Runtime
 from store.alerts import channel_stats
 from store.confirmations import disputed_counts
 from store.feedback import voted_scores
@@ -71,8 +71,9 @@ def stats_channel(
     return channel_id
 
 
-def show_stats(client: WebClient, asker: Asker, membership: MembershipCache, *, argument: str) -> None:
-    runtime = get_runtime()
+def show_stats(
+    runtime: Runtime, client: WebClient, asker: Asker, membership: MembershipCache, *, argument: str
+) -> None:
     assert asker.user_id is not None and asker.channel_id is not None
     try:
         channel_id = stats_channel(client, membership, argument, asker.channel_id, asker.user_id)

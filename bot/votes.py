@@ -13,7 +13,7 @@ from common.celery_app import celery
 from common.feedback import VOTE_RIGHT
 from common.messages.verdicts import error_message
 from common.replies import Asker
-from common.runtime import get_runtime
+from common.runtime import Runtime
 from store.alerts import by_message, low_alert_for_judgment
 from store.feedback import record_vote
 
@@ -21,11 +21,10 @@ log = logging.getLogger("relmon.commands")
 
 
 def record_click(
-    client: WebClient, asker: Asker, judgment_id: int, vote: str, *, message_ts: str | None = None
+    runtime: Runtime, client: WebClient, asker: Asker, judgment_id: int, vote: str, *, message_ts: str | None = None
 ) -> None:
     """Record the vote, then queue the refresh of the alert it was cast on (found by its message, else by
     the judgment's low-score alert)."""
-    runtime = get_runtime()
     assert asker.user_id is not None
     try:
         with runtime.db.session() as session:

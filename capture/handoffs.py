@@ -1,8 +1,10 @@
-"""Answers the bot handed to a worker that no worker has stored yet, in Redis.
+"""Events and answers handed to a worker that no worker has captured or stored yet, in Redis.
 
-The bot notes each `capture_answer` task here, in the same round trip that logs the message, before it sends the
-task; the worker drops the note once the answer is stored. A task message lost outright (kombu's window between
-taking a message off the queue and recording it as unacknowledged, a broker that lost it) leaves its note behind,
+The bot notes each event it hands on (`capture_event`, the task's name in the note) in the round trip that
+deduplicates it (bot.hand_on); a capture notes each `capture_answer` task in the round trip that logs the message.
+Each note is written before its task is sent, and dropped by the worker once the event is captured or the answer
+stored. A task message lost outright (kombu's window between taking a message off the queue and recording it as
+unacknowledged, a broker that lost it) leaves its note behind,
 and the orphan check (workers.tasks.sweeper) sends the task again: the database was never needed to keep it.
 
 Layout:
@@ -31,6 +33,11 @@ def note(pipe, handoff_id: str, kwargs: dict[str, Any], now: float) -> None:
     """Queue the note on a pipeline (the bot's log write)."""
     pipe.hset(KEY, handoff_id, json.dumps(kwargs, separators=(",", ":")))
     pipe.zadd(AT_KEY, {handoff_id: now})
+
+
+def task_of(note: dict[str, Any], default: str) -> tuple[str, dict[str, Any]]:
+    """A note's task name (`default`, capture_answer's, when the note names none) and its keyword arguments."""
+    return note.get("task", default), {key: value for key, value in note.items() if key != "task"}
 
 
 def shown(kwargs: dict[str, Any]) -> dict[str, str]:

@@ -16,7 +16,7 @@ a new conversation in the thread (`new_question`), and later replies concern the
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 
@@ -159,8 +159,3 @@ def teammate_reply(reply: Reply, asker: str | None, evidence: StaffEvidence) -> 
 def helped_someone(reply: Reply, asker: str | None) -> bool:
     """Evidence for later: a person answered someone else's thread (no question of their own, not external)."""
     return bool(reply.user) and reply.user != asker and not reply.external and not is_question(reply.text)
-
-
-def team_members(entries: Collection[str], resolved: Collection[str]) -> frozenset[str] | None:
-    """RELMON_SUPPORT_TEAM as StaffEvidence.team: None when unset, else its people (groups resolved)."""
-    return frozenset(resolved) if entries else None

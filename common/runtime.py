@@ -75,6 +75,13 @@ class Runtime:
         return ChannelRules.load(self.settings.channel_rules_file)
 
     @cached_property
+    def bot_users(self):  # -> capture.directory.BotUsers
+        """The monitored bots' user IDs as learnt so far in this process (kept between events)."""
+        from capture.directory import BotUsers
+
+        return BotUsers(self.redis, self.slack, self.settings.monitored_bots)
+
+    @cached_property
     def llm(self):  # -> judges.LLMClient
         from common.llm import llm_client_for
 

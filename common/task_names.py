@@ -3,6 +3,7 @@ workers that run them, and the one way tasks reach each other. The bot sends tas
 nothing from `workers/`; a task module imports no other task module. Renaming one strands the messages already
 queued under the old name."""
 
+CAPTURE_EVENT = "workers.tasks.events.capture_event"
 CAPTURE_ANSWER = "workers.tasks.answers.capture_answer"
 FORGET_MESSAGE = "workers.tasks.forgetting.forget_message"
 REWRITE_REDIS_AOF = "workers.tasks.forgetting.rewrite_redis_aof"

@@ -1,8 +1,9 @@
 """`relmon golden export|import|list|remove`: the golden set on the command line.
 
 The export is an admin's command: whoever runs it reads the database directly, so what it holds is decided here.
-Public channels' items are always exported; a private channel's items only with `--channel ID` (that channel's) or
-`--include-private` (all of them: the admin takes on sharing them only with the channels' members). Every text is
+Public channels' items are always exported; a private channel's items only with `--for-user U…` (the channels that
+person is a member of, as Slack says), `--channel ID` (that channel's) or `--include-private` (all of them: the admin
+takes on sharing them only with the channels' members). Every text is
 redacted when RELMON_REDACT_PII is on, or with `--redact`: texts typed in Slack's modal and imported sets too."""
 
 from __future__ import annotations
@@ -59,11 +60,32 @@ def _database(settings: Settings) -> Iterator[Database]:
         database.dispose()
 
 
+def channels_of_member(settings: Settings, user: str, channels: set[str]) -> set[str]:
+    """Of these private channels, those `user` is a member of, as Slack's conversations.members says (a channel
+    relmon can no longer see counts as not theirs)."""
+    from slack_sdk.errors import SlackApiError
+
+    from common.runtime import slack_client_for
+
+    client, member_of = slack_client_for(settings), set()
+    for channel in sorted(channels):
+        try:
+            pages = client.conversations_members(channel=channel, limit=1000)
+            if any(user in page.get("members", []) for page in pages):
+                member_of.add(channel)
+        except SlackApiError:
+            continue
+    return member_of
+
+
 def run_export(args, settings: Settings) -> int:
     allowed = None if args.include_private else set(args.channel or ())
     redacting = settings.redact_pii or args.redact
     with _database(settings) as database, database.session() as session:
         store.fill_topics(session)
+        if args.for_user and allowed is not None:
+            private = {i.channel_id for i in store.active_items(session, None) if i.channel_is_private and i.channel_id}
+            allowed |= channels_of_member(settings, args.for_user, private)
         items = [as_plain(item, redacting=redacting) for item in store.active_items(session, allowed)]
     with open_output(args.output) as out:
         for piece in render(items, args.format, cell=safe_cell):
@@ -136,6 +158,7 @@ def add_arguments(commands) -> None:
     export.add_argument("--output", "-o", help="write to this file instead of stdout")
     export.add_argument("--channel", action="append", help="also this private channel's items (repeatable)")
     export.add_argument("--include-private", action="store_true", help="every private channel's items too")
+    export.add_argument("--for-user", metavar="USER_ID", help="also the private channels this person is a member of")
     export.add_argument("--redact", action="store_true", help="redact PII even if RELMON_REDACT_PII is off")
     imported = actions.add_parser("import", help="add a set from DeepEval, Langfuse, LangSmith, Braintrust, ...")
     imported.add_argument("file")

@@ -14,6 +14,7 @@ from typing import Annotated, Literal, NamedTuple
 from pydantic import AliasChoices, BeforeValidator, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from store.settings_limits import LimitSettings
 from store.settings_llm import LLMCallFields
 from store.settings_retention import RetentionSettings
 from store.settings_topics import TopicSettings
@@ -134,7 +135,7 @@ WHERE_TO_GET = {
 }
 
 
-class Settings(BaseSettings, TopicSettings, LLMCallFields, RetentionSettings):
+class Settings(BaseSettings, TopicSettings, LLMCallFields, RetentionSettings, LimitSettings):
     model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore", populate_by_name=True)
 
     # Slack

@@ -37,6 +37,8 @@ def make_settings(*, redis_url: str, database_url: str, slack_api_url: str, **ov
         "openai_api_key": "sk-test",
         # Alerts on the first verdict: the tests of the second opinion turn it on with a fake LLM.
         "confirm": "off",
+        # Each redraw at once: the tests of what a redraw shows; the coalescing has tests of its own.
+        "alert_redraw_seconds": 0,
     }
     values.update(overrides)
     return Settings(_env_file=None, **values)

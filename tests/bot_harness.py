@@ -86,7 +86,8 @@ class ServedBot:
 
 
 class InlineWorker:
-    """The bot hands each answer to a worker (workers.tasks.answers) and answers Slack before it is stored. Tests
+    """The bot hands each event to a worker (workers.tasks.events), which hands each answer on to another
+    (workers.tasks.answers), and answers Slack before either ran. Tests
     served in-process have no worker: while installed, such a task is sent to the broker as usual (a dead broker
     fails the bot the same way) and then run here at once, so that a test finds the pair as soon as Slack got its
     acknowledgement. The copy left in the queue is harmless: the task changes nothing when run again. System
@@ -99,9 +100,11 @@ class InlineWorker:
         self._wrapper: Any = None
 
     def install(self) -> None:
-        from workers.tasks import answers, forgetting  # the worker's own code: tests may import it, the bot may not
+        # The worker's own code: tests may import it, the bot may not.
+        from workers.tasks import answers, events, forgetting
 
         runs = {  # the task bodies, on the process runtime (this bot's)
+            task_names.CAPTURE_EVENT: lambda kw: events.capture_event.run(**kw),
             task_names.CAPTURE_ANSWER: lambda kw: answers.capture_answer.run(**kw),
             task_names.FORGET_MESSAGE: lambda kw: forgetting.forget_message.run(**kw),
         }

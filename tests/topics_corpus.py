@@ -4,6 +4,8 @@ questions and a few outliers (topic null), for the topics' quality tests and ben
 from __future__ import annotations
 
 import json
+from collections import Counter
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -98,3 +100,40 @@ def store_questions(database, questions: list[Question], *, private_channels: fr
         for model, rows in ((Pair, pairs), (Judgment, judgments), (OutcomeWindow, windows), (OutcomeSignal, signals)):
             for start in range(0, len(rows), 2000):
                 session.execute(insert(model), rows[start : start + 2000])
+
+
+@dataclass(frozen=True)
+class Quality:
+    topics: int
+    ari: float  # adjusted Rand index over the questions put in a topic, against the known topics
+    ari_all: float  # the same over every question, each outlier a group of its own (stricter)
+    outliers: float  # share of the questions left out
+    first_topic: str | None  # the known topic most of the first-ranked topic's questions belong to
+
+
+def quality(vectors, embedding: str = "test") -> Quality:
+    """How well the topics of the corpus (rows of `vectors`, in corpus order) match its labels."""
+    import numpy as np
+    from sklearn.metrics import adjusted_rand_score
+
+    from topics.build import build_topics
+
+    rows, questions = corpus(), corpus_questions()
+    end = START + timedelta(days=7)
+    report = build_topics(questions, vectors, start=START, end=end, now=end, embedding=embedding)
+    topic_of = {q.pair_id: rank for rank, topic in enumerate(report.topics) for q in topic.questions}
+    truth = np.array([row["topic"] or f"outlier-{i}" for i, row in enumerate(rows)])
+    found = np.array([topic_of.get(q.pair_id, -1) for q in questions])
+    inside = found >= 0
+    singletons = np.where(inside, found, -1 - np.arange(len(found)))
+    first = None
+    if report.topics:
+        labels = Counter(rows[q.pair_id - 1]["topic"] for q in report.topics[0].questions)
+        first = labels.most_common(1)[0][0]
+    return Quality(
+        topics=len(report.topics),
+        ari=float(adjusted_rand_score(truth[inside], found[inside])) if inside.any() else 0.0,
+        ari_all=float(adjusted_rand_score(truth, singletons)),
+        outliers=float((~inside).mean()),
+        first_topic=first,
+    )

@@ -22,6 +22,7 @@ MIN_TOPIC_SIZE = 8
 MAX_OUTLIER_SHARE = 0.5
 # A question joins a topic when it is at least as close to its centre as the closest 90% of the topic's members.
 MEMBER_PERCENTILE = 10
+CHUNK = 2048  # rows reduced at a time
 
 
 @dataclass(frozen=True)
@@ -48,22 +49,30 @@ def unit_rows(matrix: np.ndarray) -> np.ndarray:
 
 class Reduction:
     """Unit rows in at most `dimensions` dimensions (centred truncated SVD, i.e. PCA), fitted on one period's
-    questions and applied to others (the week before, earlier topics' anchors) so that they compare."""
+    questions and applied to others (the week before, earlier topics' anchors) so that they compare. Fitted on a
+    seeded sample of at most `sample` rows and applied a chunk at a time, so the memory it takes does not grow with
+    the period: the caller's matrix (float16 from the store, or float32) is the only full-width copy."""
 
-    def __init__(self, vectors: np.ndarray, dimensions: int = DIMENSIONS, seed: int = 0) -> None:
-        matrix = unit_rows(np.asarray(vectors, dtype=np.float32))
-        rows, columns = matrix.shape
+    def __init__(self, vectors: np.ndarray, dimensions: int = DIMENSIONS, seed: int = 0, sample: int = SAMPLE) -> None:
+        rows, columns = vectors.shape
         self.mean: np.ndarray | None = None
         self.svd: TruncatedSVD | None = None
         if columns > dimensions and rows > dimensions + 1:
-            self.mean = matrix.mean(axis=0, keepdims=True)
-            self.svd = TruncatedSVD(dimensions, random_state=seed).fit(matrix - self.mean)
+            chosen = np.arange(rows)
+            if rows > sample:
+                chosen = np.sort(np.random.default_rng(seed).choice(rows, size=sample, replace=False))
+            fit_on = unit_rows(np.asarray(vectors[chosen], dtype=np.float32))
+            self.mean = fit_on.mean(axis=0, keepdims=True)
+            self.svd = TruncatedSVD(dimensions, random_state=seed).fit(fit_on - self.mean)
 
     def __call__(self, vectors: np.ndarray) -> np.ndarray:
-        matrix = unit_rows(np.asarray(vectors, dtype=np.float32))
-        if self.svd is not None and len(matrix):
-            matrix = self.svd.transform(matrix - self.mean).astype(np.float32)
-        return unit_rows(matrix)
+        if self.svd is None:
+            return unit_rows(np.asarray(vectors, dtype=np.float32))
+        out = np.empty((len(vectors), self.svd.n_components), dtype=np.float32)
+        for start in range(0, len(vectors), CHUNK):
+            chunk = unit_rows(np.asarray(vectors[start : start + CHUNK], dtype=np.float32))
+            out[start : start + CHUNK] = self.svd.transform(chunk - self.mean)
+        return unit_rows(out)
 
 
 def min_topic_size(questions: int, smallest: int = MIN_TOPIC_SIZE, sample: int = SAMPLE) -> int:
@@ -89,7 +98,7 @@ def cluster(
     seed: int = 0,
 ) -> Clustering:
     """Topics of the rows of `vectors` (any embedding: the endpoint's or the local fallback's)."""
-    reduction = Reduction(vectors, seed=seed)
+    reduction = Reduction(vectors, seed=seed, sample=sample)
     reduced = reduction(vectors)
     n = len(reduced)
     labels = np.full(n, -1, dtype=np.int64)

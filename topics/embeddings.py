@@ -29,7 +29,7 @@ def to_bytes(vector: np.ndarray) -> bytes:
 
 
 def from_bytes(data: bytes) -> np.ndarray:
-    return np.frombuffer(data, dtype="<f2").astype(np.float32)
+    return np.frombuffer(data, dtype="<f2")
 
 
 class EmbeddingClient:

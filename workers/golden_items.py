@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import logging
 
+from slack_sdk.errors import SlackApiError
+
+from common.messages.golden import saved_text
 from common.runtime import Runtime
 from common.telemetry.logs import event_fields
 from golden.rules import (
@@ -93,3 +96,14 @@ def save_from_modal_in(
             if not store.set_expected(session, item_id, expected, user):
                 return {"outcome": "removed_before", "item_id": item_id}
     return {"outcome": "saved", "item_id": item_id}
+
+
+def confirm(runtime: Runtime, channel_id: str | None, user: str, outcome: dict) -> None:
+    """Tell the person who saved the modal what became of it, privately where the alert is."""
+    text = saved_text(str(outcome["outcome"]), outcome.get("item_id"))
+    if not channel_id or text is None:
+        return
+    try:
+        runtime.slack.chat_postEphemeral(channel=channel_id, user=user, text=text)
+    except SlackApiError as error:  # the note is a courtesy: the item is saved whatever Slack says
+        log.info("no confirmation of the test set change", extra={"error": error.response.get("error")})

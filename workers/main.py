@@ -37,6 +37,7 @@ def quiet_per_task_logs(settings: Settings) -> None:
 TASK_MODULES = (
     "workers.tasks.judging",
     "workers.tasks.sweeper",
+    "workers.tasks.events",
     "workers.tasks.answers",
     "workers.tasks.forgetting",
     "workers.tasks.capture",

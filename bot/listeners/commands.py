@@ -21,6 +21,7 @@ from slack_bolt import Ack, App
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
+from bot.deps import BotDeps
 from bot.on_demand import judge_message, judge_pasted
 from bot.permalinks import find_link, parse_message_link
 from bot.replies import tell
@@ -40,9 +41,8 @@ from common.messages.verdicts import (
     judge_modal,
 )
 from common.replies import Asker, keep_response_url
-from common.runtime import get_runtime
+from common.runtime import Runtime
 from store.rules import JUDGE_NAMES
-from store.settings import Settings
 
 log = logging.getLogger("relmon.commands")
 
@@ -118,10 +118,11 @@ def ack_shortcut(ack: Ack) -> None:
 
 
 class SlowWork:
-    """The lazy halves of /judge and the shortcut, after the ack, with the app's membership cache."""
+    """The lazy halves of /judge, the shortcut, the modal and the feedback buttons, after the ack, with the app's
+    runtime and membership cache."""
 
-    def __init__(self, membership: MembershipCache) -> None:
-        self.membership = membership
+    def __init__(self, runtime: Runtime, membership: MembershipCache) -> None:
+        self.runtime, self.membership = runtime, membership
 
     def judge(self, command: dict, client: WebClient) -> None:
         """The slow part of /judge."""
@@ -134,6 +135,7 @@ class SlowWork:
             if judge in JUDGES_NEEDING_REFERENCE:
                 return  # refused in the ack
             judge_message(
+                self.runtime,
                 client,
                 asker,
                 self.membership,
@@ -144,9 +146,9 @@ class SlowWork:
                 judges=[judge] if judge else None,
             )
         elif wanted.kind == "stats":
-            show_stats(client, asker, self.membership, argument=wanted.argument)
+            show_stats(self.runtime, client, asker, self.membership, argument=wanted.argument)
         elif wanted.kind == "digest":
-            _queue_digest_preview(client, asker)
+            _queue_digest_preview(self.runtime, client, asker)
         elif wanted.kind == "modal":
             _open_modal(client, asker, command["trigger_id"])
 
@@ -160,6 +162,7 @@ class SlowWork:
             return
         thread_ts = message.get("thread_ts")
         judge_message(
+            self.runtime,
             client,
             asker,
             self.membership,
@@ -171,11 +174,44 @@ class SlowWork:
             note_when_taken=True,
         )
 
+    def modal(self, body: dict, view: dict, client: WebClient) -> None:
+        values = _modal_values(view)
+        if modal_errors(values):
+            return
+        try:
+            metadata = json.loads(view.get("private_metadata") or "{}")
+        except (TypeError, ValueError):
+            metadata = {}
+        if not isinstance(metadata, dict):
+            metadata = {}
+        # The modal has no response_url of its own: the /judge that opened it passed its own, and its channel.
+        asker = Asker(body["user"]["id"], metadata.get("channel_id"), metadata.get("response_url"))
+        judge_pasted(
+            self.runtime,
+            client,
+            asker,
+            question=values["question"] or "",
+            answer=values["answer"] or "",
+            reference=values["reference"],
+            judge=values["judge"] or "relevancy",
+        )
 
-def _queue_digest_preview(client: WebClient, asker: Asker) -> None:
+    def feedback(self, body: dict, client: WebClient) -> None:
+        """A click on an alert's feedback button: this person's vote (changeable)."""
+        action = body["actions"][0]
+        vote = VOTE_FOR_ACTION[action["action_id"]]
+        container = body.get("container") or {}
+        asker = Asker(body["user"]["id"], container.get("channel_id"), body.get("response_url"))
+        value = action.get("value")
+        if not isinstance(value, str) or not re.fullmatch(r"[0-9]{1,18}", value):
+            return  # not a judgment's id
+        record_click(self.runtime, client, asker, int(value), vote, message_ts=container.get("message_ts"))
+
+
+def _queue_digest_preview(runtime: Runtime, client: WebClient, asker: Asker) -> None:
     try:
         # The response_url (a credential) stays in Redis: the task carries its ID, never the URL.
-        url_id = keep_response_url(get_runtime().redis, asker.response_url)
+        url_id = keep_response_url(runtime.redis, asker.response_url)
         celery.send_task(
             task_names.SEND_DIGEST_PREVIEW,
             kwargs={"user_id": asker.user_id, "channel_id": asker.channel_id, "response_url_id": url_id},
@@ -237,51 +273,16 @@ def ack_modal(ack: Ack, view: dict) -> None:
         ack()
 
 
-def work_modal(body: dict, view: dict, client: WebClient) -> None:
-    values = _modal_values(view)
-    if modal_errors(values):
-        return
-    try:
-        metadata = json.loads(view.get("private_metadata") or "{}")
-    except (TypeError, ValueError):
-        metadata = {}
-    if not isinstance(metadata, dict):
-        metadata = {}
-    # The modal has no response_url of its own: the /judge that opened it passed its own, and its channel.
-    asker = Asker(body["user"]["id"], metadata.get("channel_id"), metadata.get("response_url"))
-    judge_pasted(
-        client,
-        asker,
-        question=values["question"] or "",
-        answer=values["answer"] or "",
-        reference=values["reference"],
-        judge=values["judge"] or "relevancy",
-    )
-
-
 def ack_feedback(ack: Ack) -> None:
     ack()
 
 
-def work_feedback(body: dict, client: WebClient) -> None:
-    """A click on an alert's feedback button: this person's vote (changeable)."""
-    action = body["actions"][0]
-    vote = VOTE_FOR_ACTION[action["action_id"]]
-    container = body.get("container") or {}
-    asker = Asker(body["user"]["id"], container.get("channel_id"), body.get("response_url"))
-    value = action.get("value")
-    if not isinstance(value, str) or not re.fullmatch(r"[0-9]{1,18}", value):
-        return  # not a judgment's id
-    judgment_id = int(value)
-    record_click(client, asker, judgment_id, vote, message_ts=container.get("message_ts"))
-
-
-def register(app: App, settings: Settings, membership: MembershipCache) -> None:
+def register(app: App, deps: BotDeps) -> None:
     """Wire this module's listeners onto the app."""
-    work = SlowWork(membership)
+    work = SlowWork(deps.runtime, deps.membership)
     app.command("/judge")(ack=ack_judge, lazy=[work.judge])
     app.shortcut(SHORTCUT_CALLBACK_ID)(ack=ack_shortcut, lazy=[work.shortcut])
-    app.view(MODAL_CALLBACK_ID)(ack=ack_modal, lazy=[work_modal])
-    app.action(ACTION_RIGHT)(ack=ack_feedback, lazy=[work_feedback])
-    app.action(ACTION_WRONG)(ack=ack_feedback, lazy=[work_feedback])
+    app.view(MODAL_CALLBACK_ID)(ack=ack_modal, lazy=[work.modal])
+    app.action(ACTION_RIGHT)(ack=ack_feedback, lazy=[work.feedback])
+    app.action(ACTION_WRONG)(ack=ack_feedback, lazy=[work.feedback])
     app.action(OPEN_ACTION_ID)(ack_feedback)  # a link button still sends an action: ack it, nothing else

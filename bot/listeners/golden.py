@@ -12,6 +12,7 @@ from slack_bolt import Ack, App
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
+from bot.deps import BotDeps
 from bot.replies import tell
 from common import task_names
 from common.celery_app import celery
@@ -27,7 +28,7 @@ from common.messages.golden import (
 from common.messages.verdicts import error_message
 from common.privacy import may_quote_channel
 from common.replies import Asker
-from common.runtime import get_runtime
+from common.runtime import Runtime
 from store import golden as golden_store
 from store.models import Judgment, Pair
 
@@ -42,7 +43,7 @@ def ack_now(ack: Ack) -> None:
     ack()
 
 
-def open_modal(body: dict, client: WebClient) -> None:
+def open_modal(runtime: Runtime, body: dict, client: WebClient) -> None:
     """The lazy half of a click: the modal, pre-filled with the item's expected answer (or the teammate's reply)."""
     action = (body.get("actions") or [{}])[0]
     container = body.get("container") or {}
@@ -50,7 +51,6 @@ def open_modal(body: dict, client: WebClient) -> None:
     judgment_id = _judgment_id(action.get("value"))
     if judgment_id is None:
         return  # not a judgment's id: a forged click
-    runtime = get_runtime()
     try:
         with runtime.db.reading() as session:
             judgment = session.get(Judgment, judgment_id)
@@ -62,7 +62,7 @@ def open_modal(body: dict, client: WebClient) -> None:
             expected = item.expected if item is not None else pair.reference_text
             hidden = not may_quote_channel(pair.channel_id, pair.channel_is_private, runtime.rules, runtime.settings)
             view = golden_modal(judgment_id, expected=expected, in_set=item is not None, hidden=hidden,
-                                times=item.times if item is not None else 0)  # fmt: skip
+                                times=item.times if item is not None else 0, channel_id=asker.channel_id)  # fmt: skip
         client.views_open(trigger_id=body["trigger_id"], view=view)
     except SlackApiError as error:
         log.warning("views.open failed", extra={"error": error.response.get("error")})
@@ -93,17 +93,24 @@ def ack_modal(ack: Ack, view: dict) -> None:
 def save_modal(body: dict, view: dict) -> None:
     """The lazy half of a submission: the worker adds, edits or removes the item."""
     try:
-        judgment_id = _judgment_id(str(json.loads(view.get("private_metadata") or "{}").get("judgment_id")))
+        metadata = json.loads(view.get("private_metadata") or "{}")
+        judgment_id = _judgment_id(str(metadata.get("judgment_id")))
     except (ValueError, AttributeError):
-        judgment_id = None
+        metadata, judgment_id = {}, None
     if judgment_id is None:
         return
     expected, remove = modal_values(view)
+    channel = metadata.get("channel_id") if isinstance(metadata.get("channel_id"), str) else None
     user = body["user"]["id"]
-    celery.send_task(task_names.GOLDEN_SAVE, args=[judgment_id, user, expected, remove])
+    celery.send_task(task_names.GOLDEN_SAVE, args=[judgment_id, user, expected, remove], kwargs={"channel_id": channel})
     log.info("test set change handed on", extra={"judgment_id": judgment_id, "remove": remove})
 
 
-def register(app: App) -> None:
-    app.action(GOLDEN_ACTION_ID)(ack=ack_now, lazy=[open_modal])
+def register(app: App, deps: BotDeps) -> None:
+    runtime = deps.runtime
+
+    def open_modal_for_click(body: dict, client: WebClient) -> None:
+        open_modal(runtime, body, client)
+
+    app.action(GOLDEN_ACTION_ID)(ack=ack_now, lazy=[open_modal_for_click])
     app.view(GOLDEN_MODAL_ID)(ack=ack_modal, lazy=[save_modal])

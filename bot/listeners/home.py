@@ -17,24 +17,26 @@ from datetime import UTC, datetime
 from slack_bolt import App
 from slack_sdk import WebClient
 
+from bot.deps import BotDeps
 from common.membership import MembershipCache, Viewer
-from store.settings import Settings
+from common.runtime import Runtime
 
 log = logging.getLogger("relmon.home")
 
 
-def publish_home(client: WebClient, membership: MembershipCache, user_id: str, now: datetime | None = None) -> dict:
+def publish_home(
+    runtime: Runtime, client: WebClient, membership: MembershipCache, user_id: str, now: datetime | None = None
+) -> dict:
     """Build the Home view from the database for one user and publish it; returns the view."""
     # Imported here: the digest's task module registers Celery tasks, which only processes that use them need
     # (gunicorn's master loads it before forking: bot.server.MODULES_BEFORE_FORK).
     from common.messages.home import home_view
     from common.messages.topics import home_blocks
+    from common.privacy import Destination
     from common.reports.figures import read_report
     from common.reports.period import period_for
     from common.reports.topic_runs import latest_view, quoting_in
-    from common.runtime import get_runtime
 
-    runtime = get_runtime()
     settings, rules = runtime.settings, runtime.rules
     now = now or datetime.now(UTC)
     period = period_for(now, settings.digest_timezone)
@@ -45,7 +47,8 @@ def publish_home(client: WebClient, membership: MembershipCache, user_id: str, n
     hidden = sorted(c for c in listed if rules.for_channel(c, settings).watch and not viewer.may_see(c))
     report = figures.report()
     channel_rules = {stats.channel_id: rules.for_channel(stats.channel_id, settings) for stats in report.channels}
-    quoting = quoting_in(runtime, None)  # a person's Home tab: public channels' text only
+    # A person's Home tab: a channel's text only if they are its member and the rule quotes it to a person.
+    quoting = quoting_in(runtime, Destination(None, viewer.may_read))
     topics = latest_view(runtime, now, audience_sees=viewer.may_see, may_quote_text=quoting)
     view = home_view(
         report,
@@ -65,16 +68,16 @@ def _acknowledge() -> None:
 
 
 class HomeTab:
-    """The lazy half of `app_home_opened`, with the app's membership cache."""
+    """The lazy half of `app_home_opened`, with the app's runtime and membership cache."""
 
-    def __init__(self, membership: MembershipCache) -> None:
-        self.membership = membership
+    def __init__(self, runtime: Runtime, membership: MembershipCache) -> None:
+        self.runtime, self.membership = runtime, membership
 
     def publish_for_opener(self, event: dict, client: WebClient) -> None:
         if event.get("tab", "home") != "home":
             return  # the Messages tab opened: nothing to draw
-        publish_home(client, self.membership, event["user"])
+        publish_home(self.runtime, client, self.membership, event["user"])
 
 
-def register(app: App, settings: Settings, membership: MembershipCache) -> None:
-    app.event("app_home_opened")(ack=_acknowledge, lazy=[HomeTab(membership).publish_for_opener])
+def register(app: App, deps: BotDeps) -> None:
+    app.event("app_home_opened")(ack=_acknowledge, lazy=[HomeTab(deps.runtime, deps.membership).publish_for_opener])

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 from slack_bolt import App
 
-from common.membership import MembershipCache
+from bot.deps import BotDeps
 
 
-def register(app: App, membership: MembershipCache) -> None:
+def register(app: App, deps: BotDeps) -> None:
+    membership = deps.membership
+
     def on_membership_change(event: dict) -> None:
         membership.forget(event["channel"])  # the request guard checked it is a non-empty string
 

@@ -276,6 +276,8 @@ def digest_message(
         blocks.append(
             {"type": "section", "text": {"type": "mrkdwn", "text": "No answers were captured in the last 7 days."}}
         )
+        if report.golden is not None:
+            blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": digest_line(report.golden)}})
         return {"text": f"{title}: no answers captured", "blocks": blocks}
     if topics is not None:
         blocks += fix_first_blocks(topics)

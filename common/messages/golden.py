@@ -20,7 +20,9 @@ def golden_button(judgment_id: int) -> dict:
     return button("Add to test set", action_id=GOLDEN_ACTION_ID, value=str(judgment_id))
 
 
-def golden_modal(judgment_id: int, *, expected: str | None, in_set: bool, hidden: bool, times: int = 0) -> dict:
+def golden_modal(
+    judgment_id: int, *, expected: str | None, in_set: bool, hidden: bool, times: int = 0, channel_id: str | None = None
+) -> dict:
     """The modal: the expected answer to write or edit (pre-filled with what the set holds, unless `hidden`: the
     alert may not quote that channel's text), and, for a question already in the set, a box to remove it."""
     field = text_input(EXPECTED_BLOCK, "Expected answer", optional=in_set, max_length=MAX_EXPECTED,
@@ -46,7 +48,7 @@ def golden_modal(judgment_id: int, *, expected: str | None, in_set: bool, hidden
         "title": plain("Add to test set", 24),
         "submit": plain("Save", 24),
         "close": plain("Cancel", 24),
-        "private_metadata": json.dumps({"judgment_id": judgment_id}),
+        "private_metadata": json.dumps({"judgment_id": judgment_id, "channel_id": channel_id}),  # where to confirm
         "blocks": blocks,
     }
 
@@ -59,3 +61,13 @@ def digest_line(figures: GoldenFigures) -> str:
     when, rate, items = figures.last_run
     rate_text = f"{rate:.0%} of {items} passed" if rate is not None else f"{items} items"
     return line + f" Last `relmon regress` on {when:%Y-%m-%d %H:%M} UTC: {rate_text}."
+
+
+def saved_text(outcome: str, item_id: int | None) -> str | None:
+    """The private note the person who saved the modal gets (None: nothing to say)."""
+    return {
+        "saved": f"Saved in the test set (item {item_id}): `relmon regress` checks the next bot version on it.",
+        "removed": f"Removed from the test set (item {item_id}).",
+        "no_question": "That answer has no question with words to test on, so it was not added to the test set.",
+        "removed_before": "That question was removed from the test set, so it stays out.",
+    }.get(outcome)

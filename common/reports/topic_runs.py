@@ -8,7 +8,8 @@ import logging
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from common.privacy import may_quote
+from common.privacy import Destination, may_quote
+from common.reports.period import Period
 from common.reports.topics import TopicsView, spend_summary, stored_view, view_of
 from common.runtime import Runtime
 from store import topics as topic_rows
@@ -17,22 +18,8 @@ log = logging.getLogger("relmon.topics")
 WEEK = timedelta(days=7)
 
 
-def audience_of(runtime: Runtime, destination: str | None) -> Callable[[str], bool]:
-    """Whether the people of `destination` may see a private channel's topics: it is that channel, or the alert
-    channel the channel's own rule names."""
-    rules = runtime.rules
-
-    def sees(channel: str) -> bool:
-        if destination is None:
-            return False
-        own = rules.channels.get(channel)
-        return channel == destination or (own is not None and own.alert_channel == destination)
-
-    return sees
-
-
-def quoting_in(runtime: Runtime, destination: str | None) -> Callable[[str | None, bool], bool]:
-    """Whether a question's text may be shown in `destination`: the quoting rule of alerts and the digest."""
+def quoting_in(runtime: Runtime, destination: Destination | str | None) -> Callable[[str | None, bool], bool]:
+    """Whether a question's text may be shown in `destination` (a channel, or one person): the one quoting rule."""
     return lambda channel, private: may_quote(channel, private, runtime.rules, runtime.settings, destination)
 
 
@@ -45,11 +32,18 @@ def make_topics(runtime: Runtime, start: datetime, end: datetime, now: datetime,
 
 
 def fresh_view(
-    runtime: Runtime, start: datetime, end: datetime, now: datetime, destination: str | None, run_key: str
+    runtime: Runtime,
+    period: Period,
+    now: datetime,
+    destination: str,
+    audience_sees: Callable[[str], bool],
+    run_key: str,
 ) -> TopicsView:
-    """The topics made now for a message to `destination`, with the topics' LLM spend of the period. Topics never
-    stop the digest: if they fail, the view says so."""
+    """The topics of the period made now for a message to `destination` (`audience_sees`: whether its people may
+    see a private channel's figures, `common.membership.ChannelAudience`), with the topics' LLM spend of the
+    period. Topics never stop the digest: if they fail, the view says so."""
     settings = runtime.settings
+    start, end = period.start, period.end
     try:
         report = make_topics(runtime, start, end, now, run_key)
     except Exception as error:  # a bug or the database: the digest still goes out, without its topics
@@ -66,7 +60,7 @@ def fresh_view(
     quoting = quoting_in(runtime, destination)
     return view_of(
         report,
-        audience_sees=audience_of(runtime, destination),
+        audience_sees=audience_sees,
         may_quote=lambda question: quoting(question.channel_id, question.private),
         cost=cost,
     )

@@ -95,20 +95,20 @@ def view_of(
     may_quote: Callable[[Question], bool],
     cost: SpendSummary | None = None,
 ) -> TopicsView:
-    lines, hidden = [], 0
+    lines, hidden, hidden_questions = [], 0, 0
     shown_gaps: list[Gap] = []
     for topic in report.topics:
         if not _shown(sorted(topic.channels), sorted(topic.private_channels), topic.only_private, audience_sees):
             hidden += 1
+            hidden_questions += topic.figures.questions  # not counted here either
             continue
         example, withheld = _example(topic.examples, may_quote)
         lines.append(TopicLine(topic.name or "", topic.figures, topic.previous, example, withheld))
         shown_gaps += [gap for gap in topic.gaps if may_quote(gap.question)]
     shown_gaps.sort(key=lambda gap: (-gap.asked, gap.kind != "teammate_answer"))
     gaps = tuple(GapLine(g.topic, g.question.text, g.answer, g.asked) for g in shown_gaps[:TOP_GAPS])
-    return TopicsView(
-        report.questions, report.left_out, report.embedding, tuple(lines), gaps, report.notes, hidden, cost
-    )
+    questions = report.questions - hidden_questions
+    return TopicsView(questions, report.left_out, report.embedding, tuple(lines), gaps, report.notes, hidden, cost)
 
 
 def stored_view(
@@ -120,10 +120,11 @@ def stored_view(
     may_quote: Callable[[str | None, bool], bool],
 ) -> TopicsView:
     """The view of a stored run (`store.topics.latest_run`); `texts`: pair id → (question, private, channel)."""
-    lines, hidden = [], 0
+    lines, hidden, hidden_questions = [], 0, 0
     for period in periods:
         if not _shown(period.channels, period.private_channels, period.only_private, audience_sees):
             hidden += 1
+            hidden_questions += period.questions
             continue
         example, withheld = None, False
         for pair_id in period.examples:
@@ -143,7 +144,8 @@ def stored_view(
         if period.previous_questions is not None:
             previous = Figures(period.previous_questions, period.previous_failed or 0)
         lines.append(TopicLine(period.name, figures, previous, example, withheld))
-    return TopicsView(run.questions, run.left_out, run.embedding, tuple(lines), (), tuple(run.notes or ()), hidden)
+    shown = run.questions - hidden_questions
+    return TopicsView(shown, run.left_out, run.embedding, tuple(lines), (), tuple(run.notes or ()), hidden)
 
 
 def spend_summary(

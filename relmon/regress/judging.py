@@ -93,14 +93,19 @@ class Judging:
         pending = iter(todo)
         running: dict[Future, Check] = {}
         outage: TransientLLMError | None = None
+        spent: StopRun | None = None
         with ThreadPoolExecutor(max_workers=max(1, self.threads), thread_name_prefix="regress") as pool:
             while True:
-                while outage is None and len(running) < self.threads:
+                while outage is None and spent is None and len(running) < self.threads:
                     item = next(pending, None)
                     if item is None:
                         break
                     check, charged = item
-                    self._charge(check, charged)
+                    try:
+                        self._charge(check, charged)
+                    except StopRun as stop:
+                        spent = stop  # the checks in flight are paid for: they are stored before the run stops
+                        break
                     running[pool.submit(self._evaluate, check)] = check
                 if not running:
                     break
@@ -111,6 +116,8 @@ class Judging:
                         self._store(check, future.result())
                     except TransientLLMError as error:
                         outage = outage or error
+        if spent is not None:
+            raise spent
         if outage is not None:
             raise StopRun(
                 f"the LLM is unreachable ({outage}): the checks judged so far are kept; run the same command "

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from datetime import UTC, datetime, timedelta
 from http.client import RemoteDisconnected
 from urllib.error import URLError
@@ -17,17 +18,11 @@ from sqlalchemy.exc import OperationalError
 from store import alerts as alert_store
 from store.feedback import record_vote
 from store.models import Alert, Judgment, Pair
-from tests.alert_helpers import ALERTS, SUPPORT, add_judgment, alert_runtime, fake_slack, make_settings, write_rules
+from tests.alert_helpers import ALERTS, SUPPORT, add_judgment, alert_runtime, make_settings, write_rules
 from tests.bursts import burst
-from workers.alerts import delivery, summaries, verdicts
+from workers.alerts import delivery, redraws, summaries, verdicts
 from workers.alerts.policy import hour_label, hour_start
 from workers.tasks import slack as tasks
-
-
-@pytest.fixture
-def fake():
-    with fake_slack() as server:
-        yield server
 
 
 @pytest.fixture
@@ -679,3 +674,24 @@ def test_a_redrawn_alert_quotes_by_the_channel_it_lives_in_not_todays_rule(make_
         [update] = fake.calls_to("chat.update")
         assert update["channel"] == "C_A" and "1 says the judge was right" in json.dumps(update["blocks"])
         assert "secret question" not in json.dumps(update["blocks"])
+
+
+def test_redraws_of_one_alert_are_coalesced(make_runtime, fake):
+    """Twenty asks to redraw one alert within the window (votes changing meanwhile): one chat.update at once, one
+    trailing redraw scheduled for the window's end, the rest cost nothing; the trailing one shows the final tally."""
+    with make_runtime(alert_redraw_seconds=10.0) as runtime:
+        judgment_id = add_judgment(runtime, score=0)
+        delivery.consider(runtime, judgment_id)
+        [row] = alerts(runtime)
+        outcomes = []
+        for n in range(20):
+            with runtime.db.session() as session:
+                record_vote(session, judgment_id, f"U{n}", "wrong")
+            outcomes.append(delivery.refresh_votes(runtime, row.id))
+        assert outcomes == ["updated", "deferred"] + ["coalesced"] * 18
+        assert len(fake.calls_to("chat.update")) == 1
+        assert delivery.refresh_votes(runtime, row.id, trailing=True) == "deferred"  # early: waits for the window
+        time.sleep(runtime.redis.pttl(redraws.gate_key(row.id)) / 1000 + 0.05)  # the window's end
+        assert delivery.refresh_votes(runtime, row.id, trailing=True) == "updated"  # the one scheduled
+        assert len(fake.calls_to("chat.update")) == 2
+        assert "20 say it was wrong" in json.dumps(fake.calls_to("chat.update")[-1]["blocks"], ensure_ascii=False)

@@ -269,3 +269,29 @@ def test_import_reads_privacy_and_sharing_from_the_export(tmp_path):
             "G_MPDM": {(True, False)},
             "C_EXT": {(True, True)},
         }
+
+
+def test_an_exports_notices_are_nobodys_words(tmp_path):
+    """A workspace export holding a huddle's thread (Slackbot's notice as its root, and as the `root` of the asker's
+    broadcast) and Slackbot's reminder before a top-level bot message: the huddle's question is paired, with the
+    asker's words; the reminder is no one's question, so the bot's message there makes no pair."""
+    base = datetime(2026, 6, 1, 12, tzinfo=UTC).timestamp()
+    huddle = {"type": "message", "subtype": "huddle_thread", "user": "USLACKBOT", "text": "A huddle started",
+              "ts": f"{base:.6f}", "thread_ts": f"{base:.6f}", "reply_count": 2, "room": {"id": "R1"}}  # fmt: skip
+    notes = {"type": "message", "subtype": "thread_broadcast", "user": "U_ASKER", "ts": f"{base + 60:.6f}",
+             "thread_ts": huddle["ts"], "text": "Our SSO login loops", "root": dict(huddle)}  # fmt: skip
+    bot = {"user": "U_SUPPORT", "bot_id": BOT, "bot_profile": {"id": BOT, "app_id": "A_SUPPORT"}}
+    answer = {"type": "message", "ts": f"{base + 90:.6f}", "thread_ts": huddle["ts"], "text": "Check the URL.", **bot}
+    reminder = {"type": "message", "user": "USLACKBOT", "ts": f"{base + 900:.6f}", "text": "Reminder: how do I x?"}
+    lone = {"type": "message", "ts": f"{base + 930:.6f}", "text": "Good morning!", **bot}
+    with FakeSlack() as slack, FakeOpenAI() as llm:
+        path = tmp_path / "export.zip"
+        path.write_bytes(export_zip({C: ("support", [huddle, notes, answer, reminder, lone])}))
+        settings = settings_for(slack, llm, tmp_path)
+        assert run_import(args(export=str(path)), settings, now=NOW) == 0
+        db = Database(settings.resolved_database_url)
+        with db.session() as session:
+            found = [(p.answer_ts, p.question_text, p.context_text) for p in session.scalars(select(Pair))]
+        db.dispose()
+    assert found == [(answer["ts"], "Our SSO login loops", None)]
+    assert "A huddle started" not in json.dumps(llm.requests) and "Reminder" not in json.dumps(llm.requests)

@@ -196,6 +196,24 @@ def test_the_latest_question_of_a_250_message_thread_from_history(bot: ServedBot
     assert len(pages) == 3 and pages[1].get("cursor") and pages[2].get("cursor")
 
 
+def test_a_huddles_thread_read_from_history_gives_slackbot_no_words(bot: ServedBot, slack: FakeSlack) -> None:
+    """relmon joined late: conversations.replies gives the huddle's root (Slackbot's notice), the asker's question
+    and a Slackbot reminder after it. The question found is the asker's; neither notice is logged."""
+    base = int(time.time()) - 600
+    root_ts, question_ts = f"{base}.000001", f"{base + 5}.000001"
+    slack.add_message(C, root_ts, "USLACKBOT", "A huddle started", root_ts, subtype="huddle_thread", room={"id": "R1"})
+    slack.add_message(C, question_ts, "U_ASKER", "Why does SSO loop?", root_ts)
+    slack.add_message(C, f"{base + 9}.000001", "USLACKBOT", "Reminder: how do I rotate keys?", root_ts)
+    a_ts = f"{base + 20}.000001"
+    slack.add_message(C, a_ts, "U_SUPPORT", "Check the metadata URL.", root_ts, bot_id="B_SUPPORT")
+    send(bot, sr.bot_message(C, a_ts, "Check the metadata URL.", thread_ts=root_ts))
+    assert list(settle_all(bot).values()) == [PairStatus.PENDING]
+    [pair] = bot.pairs()
+    assert (pair.question_ts, pair.question_text, pair.context_text) == (question_ts, "Why does SSO loop?", None)
+    assert slack.calls_to("conversations.replies")
+    assert bot.runtime.redis.get(f"relmon:msg:{C}:{root_ts}") is None
+
+
 # Bookkeeping is not an edit ---------------------------------------------------------------------
 
 

@@ -152,6 +152,25 @@ def test_a_lost_capture_task_is_sent_again_once_its_lease_is_over(bot: ServedBot
     assert requeue_lost_captures(bot.runtime, time.time() - 119, lease_seconds=30) == 0  # within its lease: waits
 
 
+def test_an_event_whose_task_was_lost_is_captured_when_the_orphan_check_sends_it_again(
+    bot: ServedBot, monkeypatch
+) -> None:
+    """The bot marked, noted and sent each event (bot.hand_on), but the messages vanished: the orphan check sends
+    `capture_event` again from the notes, the worker captures them, and the notes are gone."""
+    q_ts, a_ts = sr.next_ts(), sr.next_ts()
+    with monkeypatch.context() as lost:
+        lost.setattr(celery_app.celery, "send_task", lambda *args, **kwargs: None)
+        send(bot, sr.human_message(C, q_ts, "Is there an API?"))
+        send(bot, sr.bot_message(C, a_ts, "Yes: see the developer docs.", thread_ts=q_ts))
+    assert bot.pairs() == []
+    assert requeue_lost_captures(bot.runtime, time.time() + 60, lease_seconds=30) == 2
+    [pair] = bot.pairs()
+    assert settle(bot.runtime, pair.id, pair.version) == PairStatus.PENDING
+    [pair] = bot.pairs()
+    assert (pair.answer_ts, pair.question_ts, pair.question_text) == (a_ts, q_ts, "Is there an API?")
+    assert handoffs.overdue(bot.runtime.redis, noted_before=time.time() + 60, now=time.time(), limit=10) == {}
+
+
 def test_the_resent_task_stores_the_answer_and_clears_its_note(bot: ServedBot) -> None:
     q_ts, a_ts = sr.next_ts(), sr.next_ts()
     send(bot, sr.human_message(C, q_ts, "Is there a dark mode?"))
@@ -170,7 +189,8 @@ def test_the_task_messages_headers_name_the_answer_never_its_words(bot: ServedBo
     q_ts, a_ts = sr.next_ts(), sr.next_ts()
     send(bot, sr.human_message(C, q_ts, "Why was I charged twice?"))
     send(bot, sr.bot_message(C, a_ts, "Refunds for duplicate charges take five days.", thread_ts=q_ts))
-    [raw] = [m for m in bot.runtime.redis.lrange(QUEUE_JUDGE, 0, -1) if b"capture_answer" in m]
+    # The bot's messages (capture_event): the event's envelope is their body; the headers name where it is.
+    [raw] = [m for m in bot.runtime.redis.lrange(QUEUE_JUDGE, 0, -1) if a_ts in json.loads(m)["headers"]["kwargsrepr"]]
     headers = json.loads(raw)["headers"]
     assert a_ts in headers["kwargsrepr"] and "duplicate charges" not in json.dumps(headers)
 

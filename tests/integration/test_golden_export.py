@@ -135,6 +135,16 @@ def test_import_reads_every_format_back(database, db_url, tmp_path, fmt) -> None
     assert found["How do I rotate my API key?"].context == "[customer] hi"
 
 
+def test_a_deepeval_file_of_its_own_imports_without_inventing_a_context(database, db_url, tmp_path) -> None:
+    path = tmp_path / "goldens.json"
+    path.write_text(json.dumps([{"input": "How do I reset?", "expected_output": "Settings > Reset."}]))
+    assert run_golden(build_parser().parse_args(["golden", "import", str(path)]),
+                      Settings(_env_file=None, database_url=db_url)) == 0  # fmt: skip
+    with database.session() as session:
+        [item] = golden.active_items(session)
+        assert (item.question, item.expected, item.context) == ("How do I reset?", "Settings > Reset.", None)
+
+
 def test_import_says_which_line_is_wrong(db_url, tmp_path, capsys) -> None:
     path = tmp_path / "bad.jsonl"
     path.write_text('{"input": {"question": "Q?"}, "expected": "A"}\n{"input": \n', encoding="utf-8")
@@ -144,3 +154,25 @@ def test_import_says_which_line_is_wrong(db_url, tmp_path, capsys) -> None:
     path.write_bytes("question,expected\nCaf\xe9?,A\n".encode("latin-1"))
     assert run_golden(args, Settings(_env_file=None, database_url=db_url)) == 2
     assert "not UTF-8" in capsys.readouterr().err
+
+
+def test_for_a_person_the_private_channels_they_are_in_as_slack_says(database, db_url, tmp_path) -> None:
+    from tests.fakes.slack_server import FakeSlack
+
+    seeded(database)
+    with FakeSlack() as slack:
+        slack.add_channel("G1", "vpn-help", members=["U_SAM", "U_RELMON"], is_private=True)
+        slack_settings = {"slack_api_url": slack.api_url, "slack_bot_token": "xoxb-test"}
+        member = records(export(db_url, tmp_path, "jsonl", "--for-user", "U_SAM", **slack_settings), "jsonl")
+        other = records(export(db_url, tmp_path, "jsonl", "--for-user", "U_ANA", **slack_settings), "jsonl")
+    assert [row["channel"] for row in member] == ["C1", "C1", "G1"]
+    assert [row["channel"] for row in other] == ["C1", "C1"]
+
+
+def test_list_prints_the_set(database, db_url, capsys, monkeypatch) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # rich's table on one line per item
+    seeded(database)
+    args = build_parser().parse_args(["golden", "list"])
+    assert run_golden(args, Settings(_env_file=None, database_url=db_url)) == 0
+    shown = capsys.readouterr().out
+    assert "How do I rotate my API key?" in shown and "Where is the VPN guide?" not in shown

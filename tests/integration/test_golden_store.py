@@ -124,3 +124,24 @@ def test_an_item_gets_its_questions_topic_once_the_topics_run_named_it(database:
         assert golden.fill_topics(session) == 0
     [item] = items(database)
     assert item.topic == "API keys"
+
+
+def test_the_digests_figures_read_the_sets_growth_and_the_last_finished_run(database: Database) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from common.reports.golden import golden_figures
+    from store import regress_runs
+
+    add(database, asked("100.0"))
+    add(database, asked("200.0", question="Which plans have SSO?"))
+    week_ago = datetime.now(UTC) - timedelta(days=7)
+    with database.session() as session:
+        figures = golden_figures(session, week_ago)
+        assert (figures.size, figures.grown, figures.last_run) == (2, 2, None)
+        assert golden_figures(session, datetime.now(UTC) + timedelta(seconds=1)).grown == 0
+        run_id = regress_runs.start(session, "sha", "v2.jsonl", 2)
+        regress_runs.start(session, "other", "v3.jsonl", 2)  # unfinished: not reported
+        regress_runs.finish(session, run_id, passed=1, pass_rate=0.5, report={"items": []})
+    with database.session() as session:
+        when, rate, items_judged = golden_figures(session, week_ago).last_run
+    assert rate == 0.5 and items_judged == 2 and when.tzinfo is not None

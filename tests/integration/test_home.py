@@ -90,7 +90,7 @@ def test_home_shows_last_week_per_channel_and_settings(runtime: Runtime, slack: 
     add(runtime, slack, "C1", [4, 2, None], now - timedelta(days=1))
     add(runtime, slack, "C2", [3, 4], now - timedelta(days=2))
     add(runtime, slack, "C1", [0, 0, 0], now - timedelta(days=9))  # older than 7 days: not shown
-    publish_home(slack_client_for(runtime.settings), MembershipCache(runtime.redis), "U123")
+    publish_home(runtime, slack_client_for(runtime.settings), MembershipCache(runtime.redis), "U123")
 
     (call,) = slack.calls_to("views.publish")
     assert call["user_id"] == "U123"
@@ -108,14 +108,14 @@ def test_home_stays_within_100_blocks_with_many_channels(runtime: Runtime, slack
     now = datetime.now(UTC)
     for i in range(80):
         add(runtime, slack, f"C{i:03d}", [i % 5], now - timedelta(hours=1))
-    view = publish_home(slack_client_for(runtime.settings), MembershipCache(runtime.redis), "U1")
+    view = publish_home(runtime, slack_client_for(runtime.settings), MembershipCache(runtime.redis), "U1")
     assert len(view["blocks"]) <= 100
     assert "…and 21 more channels" in str(view["blocks"])  # 80 busy channels and C2 from the rules file
     assert slack.published["U1"]["blocks"] == view["blocks"]
 
 
 def test_home_with_nothing_captured_yet(runtime: Runtime, slack: FakeSlack) -> None:
-    view = publish_home(slack_client_for(runtime.settings), MembershipCache(runtime.redis), "U1")
+    view = publish_home(runtime, slack_client_for(runtime.settings), MembershipCache(runtime.redis), "U1")
     text = str(view["blocks"])
     assert "*All channels*\\n0 judged of 0 · 0 errors" in text
     assert "*<#C2>*\\n0 judged of 0" in text  # named in the rules file: shown even when quiet
@@ -153,12 +153,12 @@ def test_private_channels_figures_only_for_their_members(runtime: Runtime, slack
     client = slack_client_for(runtime.settings)
     membership = MembershipCache(runtime.redis)  # the app's one cache, shared by both views
 
-    outsider = str(publish_home(client, membership, "U_OUT")["blocks"])
+    outsider = str(publish_home(runtime, client, membership, "U_OUT")["blocks"])
     assert "CHOME_PUB" in outsider and "CHOME_PRIV" not in outsider
     assert "*All channels you can see*\\n1 judged of 1" in outsider
     assert "2 private channels you are not in are not shown." in outsider
 
-    member = str(publish_home(client, membership, "U_IN")["blocks"])
+    member = str(publish_home(runtime, client, membership, "U_IN")["blocks"])
     assert "*<#CHOME_PRIV>*\\n2 judged of 2" in member and "CHOME_PRIV2" not in member
     assert "*All channels you can see*\\n3 judged of 3" in member
     assert "1 private channel you are not in is not shown." in member
@@ -227,7 +227,7 @@ def test_home_shows_whether_the_alerts_can_be_trusted(runtime: Runtime, slack: F
     client = slack_client_for(runtime.settings)
     membership = MembershipCache(runtime.redis)
 
-    view = publish_home(client, membership, "U_OUT")
+    view = publish_home(runtime, client, membership, "U_OUT")
     assert slack.published["U_OUT"]["blocks"] == view["blocks"]
     [trust] = [b["text"]["text"] for b in view["blocks"] if "Can the alerts be trusted?" in str(b)]
     assert "Alert precision, relevancy: 6 of 8 voted alerts agreed with (75%, 90% interval" in trust
@@ -239,7 +239,7 @@ def test_home_shows_whether_the_alerts_can_be_trusted(runtime: Runtime, slack: F
         view["blocks"]
     )
 
-    member = str(publish_home(client, membership, "U_IN")["blocks"])
+    member = str(publish_home(runtime, client, membership, "U_IN")["blocks"])
     assert "2 low scores disputed (1 → 4, 0 → 3)" in member
 
 
@@ -248,7 +248,8 @@ def test_home_shows_the_rules_files_defaults_over_the_environment(home_runtime, 
     runtime = home_runtime(
         "defaults:\n  alert_cap_per_hour: 3\nchannels:\n  C5:\n    alert_cap_per_hour: 7\n", alert_cap_per_hour=20
     )
-    text = str(publish_home(slack_client_for(runtime.settings), MembershipCache(runtime.redis), "U1")["blocks"])
+    view = publish_home(runtime, slack_client_for(runtime.settings), MembershipCache(runtime.redis), "U1")
+    text = str(view["blocks"])
     assert "<#CALERTS>, at most 3 an hour" in text and "at most 20" not in text
     assert "at most 7 alerts an hour" in text  # C5's own cap
 
@@ -287,7 +288,7 @@ def test_whether_a_channel_is_private_comes_from_slack_not_from_its_pairs(runtim
     add(runtime, slack, "CHOME_GONE", [2], now - timedelta(days=1))
     slack.channels.pop("CHOME_GONE")
     client = slack_client_for(runtime.settings)
-    outsider = str(publish_home(client, MembershipCache(runtime.redis), "U_OUT")["blocks"])
+    outsider = str(publish_home(runtime, client, MembershipCache(runtime.redis), "U_OUT")["blocks"])
     assert "CHOME_PUBLIC" in outsider and "CHOME_NOW_PRIV" not in outsider and "CHOME_GONE" not in outsider
-    member = str(publish_home(client, MembershipCache(runtime.redis), "U_IN")["blocks"])
+    member = str(publish_home(runtime, client, MembershipCache(runtime.redis), "U_IN")["blocks"])
     assert "*<#CHOME_NOW_PRIV>*" in member and "CHOME_GONE" not in member

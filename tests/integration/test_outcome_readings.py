@@ -72,3 +72,17 @@ def test_a_thread_that_resumes_after_the_log_forgot_it_reads_its_stored_turns(ma
     assert second.question_text == "And from the CLI?"
     assert second.context_text == "[customer] How do I rotate my key?\n[bot] Press Rotate in Settings."
     assert signals(bot, first.id) == {"resolved"}
+
+
+def test_someone_who_answered_three_other_threads_lately_is_staff_by_evidence(make_bot, sent) -> None:  # noqa: F811
+    """U_HELPER is not in the alert channel: their first replies in other people's threads are no takeover, but
+    after three threads answered (kept in Redis, 14 days), their reply in a fourth thread is a teammate's."""
+    bot = make_bot()
+    for i in range(4):
+        q = sr.human_message(C, sr.next_ts(), f"How do I rotate key number {i}?", user=f"U_ASKER{i}")
+        send(bot, q)
+        pair = settled_answer(bot, sent, q, "Press Rotate in Settings.")
+        send(bot, sr.human_message(C, sr.next_ts(), "Open Keys, then Rotate.", user="U_HELPER", thread_ts=q["ts"]))
+        run(bot, sent)
+        assert signals(bot, pair.id) == ({"human_takeover"} if i == 3 else set()), i
+    assert stored(bot, pair).reference_text == "Open Keys, then Rotate."

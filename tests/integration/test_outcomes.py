@@ -41,14 +41,15 @@ def slack():
 
 @pytest.fixture
 def sent(monkeypatch) -> list[tuple[str, list]]:
-    """The tasks the bot and the workers send by name, not queued: the test runs them."""
+    """The tasks the workers send by name, not queued: the test runs them. The bot's hand-on of each event
+    (capture_event) is run at once by the bot's harness (tests.bot_harness.InlineWorker), so it is not listed."""
     tasks: list[tuple[str, list]] = []
 
     def record(name, args=None, **kwargs):
-        tasks.append((name, list(args or [])))
+        if name not in (task_names.CAPTURE_EVENT, task_names.JUDGE_PAIR):  # judging is not what these tests watch
+            tasks.append((name, list(args or [])))
 
     monkeypatch.setattr(celery_app.celery, "send_task", record)
-    monkeypatch.setattr("workers.pairs.settling._enqueue_judging", lambda pair_id: None)
     return tasks
 
 
@@ -560,3 +561,31 @@ def test_the_bot_reads_only_the_watches_a_message_could_concern(redis_url) -> No
     board.remove(C, 42, thread_key=watches[42].thread_key, asker="U042", answer_ts=watches[42].answer_ts)
     assert board.of_answer(C, watches[42].answer_ts) is None
     assert 42 not in {w.pair_id for w in board.of_asker(C, "U042")}
+
+
+def test_a_reaction_toggled_many_times_changes_the_outcome_once_each_way(make_bot, sent) -> None:
+    """The asker gives 👎, takes it back, then toggles it twenty times more: the signal is recorded once and
+    withdrawn once; the later toggles change nothing and send no follow-up (nor any redraw). Another person's 👎
+    still counts."""
+    bot = make_bot()
+    q, answer, pair = answered(bot, sent)
+    send(bot, sr.human_message(C, sr.next_ts(), "And the other key?", thread_ts=q["ts"]))  # a reask: 👎 then fails it
+    run(bot, sent)
+    seen: list[set[str]] = []
+    follow_ups = []
+    for n in range(22):
+        send(bot, sr.reaction(answer, "-1", added=n % 2 == 0), event_id=f"EvToggle{n}")
+        asked = 0
+        while sent:
+            name, args = sent.pop(0)
+            if name == task_names.OBSERVE_REACTION:
+                outcomes.observe_reaction_in(bot.runtime, *args)
+            asked += name == task_names.FOLLOW_UP_OUTCOME
+        follow_ups.append(asked)
+        seen.append(signals(bot, pair.id))
+    assert seen[:2] == [{"reask", "negative_reaction"}, {"reask"}]
+    assert all(state == {"reask"} for state in seen[2:])  # toggled again and again: nothing more
+    assert follow_ups[0] == 1 and sum(follow_ups[2:]) == 0  # nor any follow-up (so no redraw)
+    send(bot, sr.reaction(answer, "-1", user="U_AGENT"), event_id="EvOther")
+    run(bot, sent)
+    assert signals(bot, pair.id) == {"reask", "negative_reaction"}

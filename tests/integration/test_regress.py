@@ -107,6 +107,24 @@ def test_improved_regressed_uncertain_and_failing_items_and_the_exit_codes(datab
     assert "regressed" in printed and "pass rate 40%" in printed
 
 
+def test_the_reports_quote_questions_redacted(database, db_url, tmp_path) -> None:
+    with database.session() as session:
+        imported = {"question": "Why was ana@example.com charged twice?", "expected": "A duplicate: refunded."}
+        golden.import_items(session, [imported])
+        [item] = golden.active_items(session)
+        item_id = item.id
+    path = tmp_path / "answers.csv"
+    path.write_text(f"id,answer\n{item_id},A duplicate charge: we refund it.\n", encoding="utf-8")
+    report = tmp_path / "report.json"
+    with FakeOpenAI() as fake:
+        args = build_parser().parse_args(["regress", str(path), "--json", str(report)])
+        settings = Settings(_env_file=None, database_url=db_url, openai_base_url=fake.base_url,
+                            openai_api_key="sk-test", redact_pii=True)  # fmt: skip
+        assert run_regress(args, settings) == 0
+    [row] = json.loads(report.read_text())["items"]
+    assert row["question"] == "Why was [EMAIL] charged twice?" and row["outcome"] == "pass"
+
+
 def test_min_pass_and_the_baseline_choices(database, db_url, items, tmp_path) -> None:
     half = candidates(tmp_path, "half.jsonl", GOOD | {"rotate": "offtopic", "export": "offtopic"}, items)
     with FakeOpenAI() as fake:
@@ -118,6 +136,9 @@ def test_min_pass_and_the_baseline_choices(database, db_url, items, tmp_path) ->
         assert regress(db_url, fake, half, "--baseline", str(first), "--min-pass", "0.5") == 0  # its --json file
         assert regress(db_url, fake, half, "--baseline", "99") == 2
         assert regress(db_url, fake, half, "--min-pass", "1.5") == 2
+        assert len(fake.requests) == 20  # the same answers again: the run's verdicts are kept, nothing judged twice
+        assert regress(db_url, fake, half, "--baseline", "none", "--min-pass", "0.6", "--fresh") == 0
+        assert len(fake.requests) == 40  # --fresh judges them again
 
 
 def test_the_batch_api_judges_at_half_price_with_the_same_outcomes(database, db_url, items, tmp_path) -> None:
@@ -175,6 +196,11 @@ def test_bad_candidates_files_are_refused_with_line_numbers_and_nothing_is_judge
     with big.open("wb") as handle:
         handle.truncate(2**30)  # 1 GB (sparse): read up to the limit, not to its end
     with FakeOpenAI() as fake:
+        monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+        monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+        no_key = build_parser().parse_args(["regress", str(candidates(tmp_path, "ok.jsonl", GOOD, items))])
+        assert run_regress(no_key, Settings(_env_file=None, database_url=db_url)) == 2  # OpenAI without a key
+        assert "OPENAI_API_KEY" in capsys.readouterr().err
         assert regress(db_url, fake, path) == 2
         err = capsys.readouterr().err
         assert "line 2: no golden item 999" in err and "line 3: no answer for item" in err
@@ -187,3 +213,15 @@ def test_bad_candidates_files_are_refused_with_line_numbers_and_nothing_is_judge
         assert regress(db_url, fake, big) == 2
         assert "line 1: the file passes 1 MB here" in capsys.readouterr().err
         assert fake.requests == []  # nothing judged
+
+
+def test_a_spent_budget_stops_the_run_and_the_next_day_finishes_it(database, db_url, items, tmp_path, capsys) -> None:
+    path = candidates(tmp_path, "v1.jsonl", GOOD, items)
+    with FakeOpenAI() as fake:
+        args = build_parser().parse_args(["regress", str(path)])
+        settings = {"database_url": db_url, "openai_base_url": fake.base_url, "openai_api_key": "sk-test"}
+        assert run_regress(args, Settings(_env_file=None, daily_budget=7, **settings)) == 3
+        assert "daily budget of 7 judgments is spent" in capsys.readouterr().err
+        assert fake.statuses.get(200, 0) == 7  # every paid check was judged and kept
+        assert run_regress(args, Settings(_env_file=None, daily_budget=100, **settings)) == 0  # a raised budget
+        assert fake.statuses.get(200, 0) == 20  # nothing judged twice

@@ -94,9 +94,9 @@ def test_socket_mode_events_are_acknowledged_captured_once_and_judged(
             deliver(socket_mode, bot, sr.envelope(question))
             deliver(socket_mode, bot, answer_body)
 
-            # Acknowledged only once logged and handed on (process_before_response). No worker runs yet, so the
-            # answer's capture task waits in Redis and no pair is stored.
-            assert _capture_tasks(redis_url) == 1
+            # Acknowledged only once handed on (process_before_response): the question and the answer each wait as
+            # a capture task in Redis. No worker runs yet, so no pair is stored.
+            assert _capture_tasks(redis_url) == 2
             assert _pairs(database) == []
 
             # Slack refreshes connections: after its `disconnect` notice the bot opens a new one (a new URL from
@@ -107,7 +107,7 @@ def test_socket_mode_events_are_acknowledged_captured_once_and_judged(
 
             # Slack redelivers the same event (same event_id) after a missed ack: acknowledged, not handed on again.
             deliver(socket_mode, bot, answer_body, retry_attempt=1, retry_reason="timeout")
-            assert _capture_tasks(redis_url) == 1
+            assert _capture_tasks(redis_url) == 2
             assert len(socket_mode.acks) == 3
             assert bot.running()
 
@@ -133,7 +133,7 @@ def test_socket_mode_events_are_acknowledged_captured_once_and_judged(
 
 
 def _capture_tasks(redis_url: str) -> int:
-    """capture_answer messages waiting on the judging queue."""
+    """Capture messages (the bot's capture_event, a capture's capture_answer) waiting on the judging queue."""
     client = redis.Redis.from_url(redis_url)
     try:
         return sum(1 for raw in client.lrange(QUEUE_JUDGE, 0, -1) if handoff_of(json.loads(raw)) is not None)

@@ -133,6 +133,9 @@ def test_the_set_grows_from_a_takeover_a_vote_and_the_modal_and_a_deletion_takes
                 edited = wait_for(lambda: (i := items(database).get("Which plans include SSO?")) and i.expected_edited
                                   and i, timeout=30, what="the modal's expected answer saved")  # fmt: skip
                 assert edited.expected == "Business and Enterprise." and edited.edited_by == "U_AGENT"
+                notes = wait_for(lambda: slack.calls_to("chat.postEphemeral"), timeout=20, what="the confirmation")
+                assert notes[0]["channel"] == ALERTS and notes[0]["user"] == "U_AGENT"
+                assert notes[0]["text"].startswith(f"Saved in the test set (item {edited.id})")
 
                 # ... and ticking "remove" takes it out for good.
                 assert sr.post(events, submission(view, None, remove=True), SECRET).status_code == 200

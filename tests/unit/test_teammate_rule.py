@@ -164,3 +164,32 @@ def test_at_least_95_percent_of_what_the_rule_calls_a_teammates_reply_is_one_and
         print(f"  mistake: {name}: {kind}")
     assert mistakes == KNOWN_MISTAKES
     assert precision >= 0.95
+
+
+def test_what_is_itself_a_question() -> None:
+    from capture.teammates import is_question
+
+    for text in ("Same here, any fix?", "+1", "How do I do this on mobile", "We use Okta. How do I set it up?"):
+        assert is_question(text), text
+    for text in ("Paste the URL. Does that work?", "Try clearing the cache.", "It's under Admin.", "Thanks!", ""):
+        assert not is_question(text), text
+
+
+def test_a_new_question_shares_no_word_with_the_answer_and_has_no_follow_up_cue() -> None:
+    from capture.teammates import is_new_question
+
+    topic = f"{QUESTION}\n{BOT_ANSWER}"
+    assert is_new_question("How do I export invoices as CSV?", topic)
+    assert not is_new_question("Where is the Okta metadata?", topic)  # its words
+    assert not is_new_question("And on Android?", topic) and not is_new_question("Where is that?", topic)
+    assert not is_new_question("How do I export invoices as CSV?", "")  # nothing to compare with
+    assert not is_new_question("I exported the invoices.", topic)  # no question
+
+
+def test_external_people_and_staff_evidence() -> None:
+    from capture.pairing import is_external
+
+    assert is_external({"user_team": "T_ACME"}, "T_TEST") and not is_external({"user_team": "T_TEST"}, "T_TEST")
+    assert not is_external({"user_team": "T_ACME"}, None)  # the workspace unknown (history): not decided here
+    assert EVIDENCE.is_staff("U_SAM") and EVIDENCE.is_staff("U_ZOE") and not EVIDENCE.is_staff("U_BEA")
+    assert TEAM.is_staff("U_NEW") and not TEAM.is_staff("U_PRO") and not EVIDENCE.is_staff(None)

@@ -23,11 +23,11 @@ from slack_sdk.errors import SlackApiError
 from common.celery_app import celery
 from common.post_once import PostOnce, Receipts
 from common.runtime import Runtime
-from common.task_names import FLUSH_ALERT_SUMMARIES
+from common.task_names import FLUSH_ALERT_SUMMARIES, REFRESH_ALERT_VOTES
 from common.telemetry.logs import event_fields
 from store import alerts as alert_store
 from store.models import Alert, Judgment, Pair
-from workers.alerts import confirmation, planning, views
+from workers.alerts import confirmation, planning, redraws, views
 from workers.alerts.policy import Action, as_utc, plan
 
 log = logging.getLogger("relmon.alerts")
@@ -168,7 +168,7 @@ def consider(
     if judged.low_row is None and first.low.action is not Action.NONE:
         # Low: confirm it before any claim (an LLM call, so outside every lock); the policy decides on both.
         threshold = policy.thresholds.get(judged.facts.judge)
-        status = confirmation.confirm(runtime, judgment_id, threshold, last_attempt=last_attempt)
+        status = confirmation.confirm(runtime, judged, threshold, last_attempt=last_attempt)
         judged = replace(judged, facts=replace(judged.facts, confirmation=status))
         first = plan(judged.facts, policy, now=now)
     if not planning.needs_locks(judged, policy, first):
@@ -259,8 +259,17 @@ def post_alert(runtime: Runtime, alert_id: int) -> str:
     return alert_store.STATUS_POSTED
 
 
-def refresh_votes(runtime: Runtime, alert_id: int) -> str:
-    """Show the current feedback tally and outcome signals on a posted alert (chat.update)."""
+def refresh_votes(runtime: Runtime, alert_id: int, *, trailing: bool = False) -> str:
+    """Show the current feedback tally and outcome signals on a posted alert (chat.update), at most once per
+    RELMON_ALERT_REDRAW_SECONDS (`workers.alerts.redraws`): an ask within the window is drawn once at its end."""
+    decision = redraws.decide(runtime.redis, alert_id, runtime.settings.alert_redraw_seconds, trailing=trailing)
+    if not decision.now:
+        if decision.trailing_in is None:
+            return "coalesced"  # the trailing redraw already scheduled will show this change too
+        celery.send_task(
+            REFRESH_ALERT_VOTES, args=[alert_id], kwargs={"trailing": True}, countdown=decision.trailing_in
+        )
+        return "deferred"
     with lease(runtime, alert_id):  # so the last update to run reads the latest votes
         update = _votes_update(runtime, alert_id)
         if isinstance(update, str):

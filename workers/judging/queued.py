@@ -21,6 +21,7 @@ from workers.noted_tasks import NOTED, note_of
 T = TypeVar("T")
 
 PAIR_TASKS = frozenset({task_names.SETTLE_PAIR, task_names.JUDGE_PAIR})
+HANDOFF_TASKS = frozenset({task_names.CAPTURE_EVENT, task_names.CAPTURE_ANSWER})  # noted in capture.handoffs
 UNACKED_KEY = "unacked"  # kombu's Redis transport: delivery tag → [envelope, exchange, routing key]
 MAX_READ = 20_000  # a longer backlog is left to the stale sweeper: reading it would cost more than it saves
 
@@ -45,8 +46,8 @@ def pair_of(envelope: dict) -> int | None:
 
 
 def handoff_of(envelope: dict) -> str | None:
-    """The capture handoff a `capture_answer` message carries; None for any other message."""
-    if (envelope.get("headers") or {}).get("task") != task_names.CAPTURE_ANSWER:
+    """The capture handoff a `capture_event` or `capture_answer` message carries; None for any other message."""
+    if (envelope.get("headers") or {}).get("task") not in HANDOFF_TASKS:
         return None
     try:
         handoff = _body(envelope)[1].get("handoff")

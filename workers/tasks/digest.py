@@ -165,11 +165,12 @@ def deliver_digest(
 
     try:
         # A private channel's figures and lines only where the digest channel's audience may see them.
-        report = load_report(runtime, period, may_see=channel_audience(runtime, channel, period).may_see)
+        audience = channel_audience(runtime, channel, period)
+        report = load_report(runtime, period, may_see=audience.may_see)
         message_ts = earlier_digest(runtime, channel, period, claim)
         topics = None  # an empty week has no topics to make (nor a chart)
-        if not report.empty:
-            topics = fresh_view(runtime, period.start, period.end, now, channel, f"digest:{period.key}")
+        if not report.empty:  # a private channel's topics, the same: named and counted only for its audience
+            topics = fresh_view(runtime, period, now, channel, audience.may_see, f"digest:{period.key}")
         if message_ts is None:
             message = digest_message(
                 report,
@@ -245,13 +246,9 @@ def deliver_preview(
     viewer = Viewer(runtime.slack, MembershipCache(runtime.redis), user_id)
     report = load_report(runtime, period, may_see=viewer.may_see)
     quotes = quotes_for(runtime, report, channel_id, may_read=viewer.may_read)
-    quoting = quoting_in(runtime, channel_id)
-    topics = latest_view(  # the newest stored topics (the daily run's): a preview spends no LLM call
-        runtime,
-        now,
-        audience_sees=viewer.may_see,
-        may_quote_text=lambda channel, private: quoting(channel, private) and viewer.may_read(channel),
-    )
+    # The newest stored topics (the daily run's): a preview spends no LLM call.
+    quoting = quoting_in(runtime, Destination(channel_id, viewer.may_read))
+    topics = latest_view(runtime, now, audience_sees=viewer.may_see, may_quote_text=quoting)
     message = digest_message(report, links_for(runtime, report), quotes, prices_for(runtime), topics=topics)
     note = {
         "type": "context",

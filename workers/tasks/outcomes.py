@@ -162,7 +162,7 @@ def _observe(runtime: Runtime, channel: str, message: LoggedMessage, watches: li
     if not watches:
         return {}
     settings = runtime.settings
-    evidence = _evidence(runtime, channel, message)
+    evidence = _evidence(runtime, channel, message, watches)
     mentions = (evidence.team or set()) | set(settings.support_team)
     text, raw_text = message_text(message.content), str(message.content.get("text") or "")
     since = _thread_since(runtime, channel, message, watches)
@@ -207,9 +207,12 @@ def _observe(runtime: Runtime, channel: str, message: LoggedMessage, watches: li
     return recorded
 
 
-def _evidence(runtime: Runtime, channel: str, message: LoggedMessage) -> StaffEvidence:
-    """Who is staff for this message's writer (capture.teammates): the support team, else the evidence."""
+def _evidence(runtime: Runtime, channel: str, message: LoggedMessage, watches: list[Watch]) -> StaffEvidence:
+    """Who is staff for this message's writer (capture.teammates): the support team (also for the asker's
+    mentions of it), else the evidence, read only for someone's reply in a thread to another person's answer."""
     settings = runtime.settings
+    if not settings.support_team and not (message.in_thread and any(w.asker != message.user for w in watches)):
+        return StaffEvidence()  # the asker's own message, or at top level: no one's standing matters
     return staff_evidence(
         runtime.redis,
         runtime.slack,
@@ -259,6 +262,8 @@ def observe_reaction_in(runtime: Runtime, pair_id: int, user: str, emoji: str, a
     if name is None:
         return []
     standing = WatchBoard(runtime.redis).react(pair_id, name, f"{user} {emoji}", added)
+    if standing is None:
+        return []  # toggled again and again: it changed the outcome already
     with runtime.db.session() as session:
         if added:
             new = store.record_signals(session, pair_id, [name], at=datetime.fromtimestamp(at, UTC))

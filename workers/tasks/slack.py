@@ -106,9 +106,9 @@ def flush_alert_summaries(self) -> int:
 
 
 @celery.task(name=REFRESH_ALERT_VOTES, bind=True, max_retries=MAX_RETRIES)
-def refresh_alert_votes(self, alert_id: int) -> str:
-    """Show the current feedback tally on a posted alert (chat.update)."""
-    return _run(self, refresh_votes, alert_id)
+def refresh_alert_votes(self, alert_id: int, trailing: bool = False) -> str:
+    """Show the current feedback tally on a posted alert (chat.update), coalesced (`workers.alerts.redraws`)."""
+    return _run(self, partial(refresh_votes, trailing=trailing), alert_id)
 
 
 @celery.task(name=DELIVER_VERDICT, bind=True, max_retries=MAX_RETRIES)

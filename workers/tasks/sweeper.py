@@ -71,15 +71,20 @@ def requeue_orphans() -> int:
 
 
 def requeue_lost_captures(runtime: Runtime, now: float, lease_seconds: float) -> int:
-    """Send `capture_answer` again for answers the bot handed on over a lease ago whose task message is nowhere in
-    Redis (capture.handoffs): lost before any worker stored the answer."""
+    """Send again the events the bot handed on (`capture_event`) and the answers a capture handed on
+    (`capture_answer`) over a lease ago whose task message is nowhere in Redis (capture.handoffs): lost before any
+    worker captured or stored them."""
     noted = handoffs.overdue(runtime.redis, noted_before=now - lease_seconds, now=now, limit=SWEEP_LIMIT)
     return _send_again(
         noted,
         lambda: queued_handoffs(runtime.redis, QUEUE_JUDGE),
-        lambda kwargs: celery.send_task(task_names.CAPTURE_ANSWER, kwargs=kwargs, **handoffs.shown(kwargs)),
+        lambda note: _send_noted(*handoffs.task_of(note, task_names.CAPTURE_ANSWER)),
         "answers whose capture task",
     )
+
+
+def _send_noted(task: str, kwargs: dict) -> None:
+    celery.send_task(task, kwargs=kwargs, **handoffs.shown(kwargs))
 
 
 def requeue_lost_follow_ups(runtime: Runtime, now: float, lease_seconds: float) -> int:
