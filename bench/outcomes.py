@@ -70,7 +70,6 @@ class Queue:
 
 
 def scenario(title: str, *, answers: int, askers: int, channels: int, lag: int, database_url: str, redis_url: str):
-    import workers.pairs.settling as capture_tasks
     import workers.tasks.answers  # the tasks register on the Celery app at import
     import workers.tasks.capture
     import workers.tasks.outcomes
@@ -79,9 +78,8 @@ def scenario(title: str, *, answers: int, askers: int, channels: int, lag: int, 
     from workers.live_capture import LiveCapture
 
     queue = Queue()
-    original_send, original_enqueue = celery_app.celery.send_task, capture_tasks._enqueue_judging
+    original_send = celery_app.celery.send_task
     celery_app.celery.send_task = queue.send_task
-    capture_tasks._enqueue_judging = lambda pair_id: queue.send_task(task_names.JUDGE_PAIR, [pair_id])
     bot_cpu = 0.0
     try:
         with FakeSlack() as slack:
@@ -116,7 +114,7 @@ def scenario(title: str, *, answers: int, askers: int, channels: int, lag: int, 
                 queue.drain()
                 elapsed = time.monotonic() - started
     finally:
-        celery_app.celery.send_task, capture_tasks._enqueue_judging = original_send, original_enqueue
+        celery_app.celery.send_task = original_send
     per = {name: queue.sent[name] / answers for name in OUTCOME_TASKS}
     worker_ms = {name: queue.cpu[name] * 1000 / answers for name in RUN}
     print(

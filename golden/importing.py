@@ -65,7 +65,7 @@ def row_of(record: dict[str, Any], where: str) -> dict[str, Any]:
     question = _text_of(inputs, _QUESTION_KEYS)
     if not question:
         raise ImportProblem(f"{where}: no question (expected `question`, `input` or `inputs`)")
-    context = _context_of(record.get("context")) or _context_of(inputs)
+    context = _context_of(record.get("context")) or (_context_of(inputs) if isinstance(inputs, dict) else None)
     bot_answer = record.get("actual_output") or meta.get("bot_answer")
     ident = record.get("id") or meta.get("relmon_id")
     return {

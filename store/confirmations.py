@@ -1,28 +1,16 @@
 """The second opinion on a low score, stored on the judgment it confirms: written once (the first writer wins),
-so a retry or a twin task reads the stored one instead of asking the LLM again."""
+so a retry or a twin task reads the stored one instead of asking the LLM again. The alert path reads it with the
+judgment (`stored`), once."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy import func, select, update
 
-from store.judgments import PAIR_FIELDS, Executor
+from store.judgments import Executor
 from store.models import ConfirmationStatus, Judgment, Pair
-
-
-@dataclass(frozen=True)
-class ToConfirm:
-    """What a second opinion needs: the judgment, its pair's fields as judging reads them (`PAIR_FIELDS`: the
-    worker builds the same judge input from them as the first verdict's), and any second opinion already stored."""
-
-    judgment_id: int
-    judge: str
-    pair_version: int
-    pair: dict[str, Any]
-    stored: SecondOpinion | None
 
 
 @dataclass(frozen=True)
@@ -37,34 +25,17 @@ class SecondOpinion:
     error: str | None = None
 
 
-def to_confirm(executor: Executor, judgment_id: int) -> ToConfirm | None:
-    row = executor.execute(
-        select(
-            Judgment.judge,
-            Judgment.pair_version,
-            Judgment.confirmation_status,
-            Judgment.confirmation_score,
-            Judgment.confirmation_reasoning,
-            Judgment.confirmation_model,
-            Judgment.confirmation_error,
-            *[getattr(Pair, name) for name in PAIR_FIELDS],
-        )
-        .join(Pair, Pair.id == Judgment.pair_id)
-        .where(Judgment.id == judgment_id)
-    ).first()
-    if row is None:
+def stored(judgment: Judgment) -> SecondOpinion | None:
+    """The second opinion stored on a judgment, if any."""
+    if judgment.confirmation_status is None:
         return None
-    stored = None
-    if row.confirmation_status is not None:
-        stored = SecondOpinion(
-            row.confirmation_status,
-            row.confirmation_score,
-            row.confirmation_reasoning,
-            row.confirmation_model,
-            row.confirmation_error,
-        )
-    pair = {name: row._mapping[name] for name in PAIR_FIELDS}
-    return ToConfirm(judgment_id, row.judge, row.pair_version, pair, stored)
+    return SecondOpinion(
+        judgment.confirmation_status,
+        judgment.confirmation_score,
+        judgment.confirmation_reasoning,
+        judgment.confirmation_model,
+        judgment.confirmation_error,
+    )
 
 
 def record(executor: Executor, judgment_id: int, opinion: SecondOpinion) -> SecondOpinion:
@@ -80,8 +51,16 @@ def record(executor: Executor, judgment_id: int, opinion: SecondOpinion) -> Seco
             confirmation_error=opinion.error[:2000] if opinion.error else None,
         )
     )
-    found = to_confirm(executor, judgment_id)
-    return found.stored if found is not None and found.stored is not None else opinion
+    row = executor.execute(
+        select(
+            Judgment.confirmation_status,
+            Judgment.confirmation_score,
+            Judgment.confirmation_reasoning,
+            Judgment.confirmation_model,
+            Judgment.confirmation_error,
+        ).where(Judgment.id == judgment_id)
+    ).first()
+    return stored(row) if row is not None and row.confirmation_status is not None else opinion
 
 
 def disputed_counts(executor: Executor, channel_id: str, since: datetime) -> dict[str, int]:

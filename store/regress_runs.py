@@ -15,9 +15,12 @@ from store.models import utcnow
 from store.usage import claim_llm_call
 
 
-def unfinished(session: Session, input_sha: str) -> RegressRun | None:
-    """The latest run of these candidates that stopped before its end (an LLM outage, a budget spent, ^C)."""
-    query = select(RegressRun).where(RegressRun.input_sha == input_sha, RegressRun.finished_at.is_(None))
+def latest_of(session: Session, input_sha: str, *, finished_too: bool = True) -> RegressRun | None:
+    """The latest run of these candidates: one that stopped before its end (an LLM outage, a budget spent, ^C) is
+    resumed; a finished one (`finished_too`) is reused, its verdicts kept."""
+    query = select(RegressRun).where(RegressRun.input_sha == input_sha)
+    if not finished_too:
+        query = query.where(RegressRun.finished_at.is_(None))
     return session.execute(query.order_by(RegressRun.id.desc()).limit(1)).scalar()
 
 

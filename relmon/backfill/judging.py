@@ -15,7 +15,7 @@ from store.judgments import find_cached_many, pair_for_judging, set_pair_status,
 from store.models import PairStatus
 from workers import budget, sampling
 from workers.judging.pair_view import PairView
-from workers.judging.rules import judges_in_force, verdict_values
+from workers.judging.rules import judges_in_force, reused_values, verdict_values
 from workers.judging.run import store_judgments
 
 JUDGED, SAMPLED_OUT, BUDGET_SPENT, LEFT, GONE = "judged", "sampled_out", "budget_spent", "left_pending", "gone"
@@ -52,7 +52,7 @@ def plan(runtime: Runtime, pair_id: int) -> Plan:
     result = Plan(pair)
     for name, key in keys.items():
         if key in cached:
-            result.ready.append({**cached[key], "pair_id": pair_id, "judge": name, "cached": True})
+            result.ready.append(reused_values(cached[key], pair_id=pair_id, judge=name))
         elif budget.charge(runtime.db, pair_id, name, settings.daily_budget):
             result.calls[name] = key
         else:

@@ -99,14 +99,19 @@ def run_regress(args, settings: Settings) -> int:
 def _judge_and_report(args, settings, database, path, candidates, items) -> int:
     from relmon.backfill.command import backfill_llm
 
+    try:
+        llm = backfill_llm(settings)
+    except ValueError as error:  # no API key for OpenAI: a setup problem, said before anything starts
+        return _fail(str(error), 2)
     sha = input_sha(candidates, items, settings.judge_model)
     with database.session() as session:
-        run = regress_runs.unfinished(session, sha)
+        run = regress_runs.latest_of(session, sha, finished_too=not args.fresh)
         run_id = run.id if run is not None else regress_runs.start(session, sha, path.name, len(candidates))
         stored = regress_runs.stored_checks(session, run_id)
     if run is not None:
         done = sum(1 for _charged, verdict in stored.values() if verdict is not None)
-        print(f"relmon regress: resuming run {run_id} ({done} of {4 * len(candidates)} checks kept)", file=sys.stderr)
+        what = "resuming" if run.finished_at is None else "the same answers as"
+        print(f"relmon regress: {what} run {run_id} ({done} of {4 * len(candidates)} checks kept)", file=sys.stderr)
     every: list[Check] = []
     for candidate in candidates:
         item = items[candidate.item_id]
@@ -117,7 +122,7 @@ def _judge_and_report(args, settings, database, path, candidates, items) -> int:
     columns = (TextColumn("judging"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     with Progress(*columns, console=console, disable=not console.is_terminal) as progress:
         task = progress.add_task("checks", total=len(every), completed=len(every) - len(todo))
-        judging = Judging(database, backfill_llm(settings), run_id, settings.daily_budget, args.threads,
+        judging = Judging(database, llm, run_id, settings.daily_budget, args.threads,
                           on_done=lambda n: progress.advance(task, n))  # fmt: skip
         if args.batch:
             judging.batch(todo, settings.batch_poll_seconds)
@@ -157,3 +162,4 @@ def add_arguments(commands) -> None:
     regress.add_argument("--junit", help="write JUnit XML to this file (one testcase per golden item)")
     regress.add_argument("--batch", action="store_true", help="judge through the OpenAI Batch API (half price)")
     regress.add_argument("--threads", type=int, default=8, help="judgments in flight at once (default 8)")
+    regress.add_argument("--fresh", action="store_true", help="judge again answers an earlier run judged already")

@@ -74,10 +74,10 @@ def report_json(
 
 
 def print_report(console: Console, results: Sequence[ItemResult], summary: Summary, questions: dict[str, str]) -> None:
-    table = Table(title="relmon regress", show_lines=False)
-    for column in ("item", "question", "relevancy 0–4", "correctness 0–2", "grounded 1–5 (both orders)", "result",
-                   "vs baseline"):  # fmt: skip
-        table.add_column(column)
+    caption = "relevancy 0–4 · correctness 0–2 · grounded 1–5, the candidate first as answer 2, then as answer 1"
+    table = Table(title="relmon regress", caption=caption, show_lines=False)
+    for column in ("item", "question", "relevancy", "correct", "grounded", "result", "change"):
+        table.add_column(column, overflow="fold")
     for result in results:
         outcome = f"[{_STYLE[result.outcome]}]{result.outcome}[/]"
         table.add_row(result.key, _cut(questions.get(result.key, "")), _score(result.scores.get("relevancy")),

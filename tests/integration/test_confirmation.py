@@ -10,26 +10,13 @@ from sqlalchemy import select
 from judges import TransientLLMError
 from store.models import BudgetCharge, Judgment, Pair
 from store.usage import calls_on
-from tests.alert_helpers import ALERTS, add_judgment, alert_runtime, fake_slack, make_settings
-from tests.fakes.openai_server import FakeOpenAI
+from tests.alert_helpers import ALERTS, add_judgment, alert_runtime, make_settings
 from workers import budget
-from workers.alerts import confirmation, delivery
+from workers.alerts import confirmation, delivery, planning
 from workers.tasks import slack as tasks
 
 LOW = "offtopic: our office is open 9 to 5."  # the fake grades it 0 at any temperature
 WOBBLY = "wobbly: our office is open 9 to 5."  # 0 at temperature 0, 4 when sampled
-
-
-@pytest.fixture
-def fake():
-    with fake_slack() as server:
-        yield server
-
-
-@pytest.fixture
-def llm():
-    with FakeOpenAI() as server:
-        yield server
 
 
 @pytest.fixture
@@ -131,7 +118,7 @@ def test_a_worker_lost_after_the_second_opinion_posts_once_without_asking_again(
     with make_runtime() as runtime:
         judgment_id = add_judgment(runtime, score=1, answer=LOW)
         # The first worker stored the second opinion and died before claiming the alert.
-        assert confirmation.confirm(runtime, judgment_id, 2) == "confirmed"
+        assert confirmation.confirm(runtime, planning.load(runtime, judgment_id), 2) == "confirmed"
         assert delivery.consider(runtime, judgment_id).low == "posted"  # the redelivery
         assert len(fake.posted(ALERTS)) == 1 and len(llm.requests) == 1
 
@@ -181,9 +168,9 @@ def test_each_version_of_an_edited_answer_pays_for_its_own_second_opinion_once(m
     with make_runtime() as runtime:
         first = add_judgment(runtime, score=1, answer=LOW)
         with pytest.raises(TransientLLMError):
-            confirmation.confirm(runtime, first, 2)
+            confirmation.confirm(runtime, planning.load(runtime, first), 2)
         llm.set_behavior()
-        assert confirmation.confirm(runtime, first, 2) == "confirmed"
+        assert confirmation.confirm(runtime, planning.load(runtime, first), 2) == "confirmed"
         pair_id = judgment(runtime, first).pair_id
         assert charges(runtime) == [(pair_id, "relevancy:second@1")]
 
@@ -194,7 +181,8 @@ def test_each_version_of_an_edited_answer_pays_for_its_own_second_opinion_once(m
         llm.set_behavior()
         assert delivery.consider(runtime, second).low == "posted"
         assert delivery.consider(runtime, second).low == "posted"  # a redelivery: stored, not asked again
-        assert confirmation.confirm(runtime, first, 2) == "confirmed"  # the older one: stored too
+        older = planning.load(runtime, first)  # the older one: stored too
+        assert confirmation.confirm(runtime, older, 2) == "confirmed"
 
         assert charges(runtime) == [(pair_id, "relevancy:second@1"), (pair_id, "relevancy:second@2")]
         with runtime.db.session() as session:
@@ -209,8 +197,8 @@ def test_a_spent_budget_leaves_the_edited_answers_second_low_score_unconfirmed(m
     second is not paid for (so not asked) rather than riding on the first one's charge."""
     with make_runtime(daily_budget=1) as runtime:
         first = add_judgment(runtime, score=1, answer=LOW)
-        assert confirmation.confirm(runtime, first, 2) == "confirmed"
+        assert confirmation.confirm(runtime, planning.load(runtime, first), 2) == "confirmed"
         second = rejudge(runtime, first, score=1, answer=LOW + " (edited)")
-        assert confirmation.confirm(runtime, second, 2) == "unconfirmed"
+        assert confirmation.confirm(runtime, planning.load(runtime, second), 2) == "unconfirmed"
         assert judgment(runtime, second).confirmation_error == "daily budget spent"
         assert len(llm.requests) == 1

@@ -135,6 +135,16 @@ def test_import_reads_every_format_back(database, db_url, tmp_path, fmt) -> None
     assert found["How do I rotate my API key?"].context == "[customer] hi"
 
 
+def test_a_deepeval_file_of_its_own_imports_without_inventing_a_context(database, db_url, tmp_path) -> None:
+    path = tmp_path / "goldens.json"
+    path.write_text(json.dumps([{"input": "How do I reset?", "expected_output": "Settings > Reset."}]))
+    assert run_golden(build_parser().parse_args(["golden", "import", str(path)]),
+                      Settings(_env_file=None, database_url=db_url)) == 0  # fmt: skip
+    with database.session() as session:
+        [item] = golden.active_items(session)
+        assert (item.question, item.expected, item.context) == ("How do I reset?", "Settings > Reset.", None)
+
+
 def test_import_says_which_line_is_wrong(db_url, tmp_path, capsys) -> None:
     path = tmp_path / "bad.jsonl"
     path.write_text('{"input": {"question": "Q?"}, "expected": "A"}\n{"input": \n', encoding="utf-8")

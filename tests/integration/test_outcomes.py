@@ -46,11 +46,10 @@ def sent(monkeypatch) -> list[tuple[str, list]]:
     tasks: list[tuple[str, list]] = []
 
     def record(name, args=None, **kwargs):
-        if name != task_names.CAPTURE_EVENT:
+        if name not in (task_names.CAPTURE_EVENT, task_names.JUDGE_PAIR):  # judging is not what these tests watch
             tasks.append((name, list(args or [])))
 
     monkeypatch.setattr(celery_app.celery, "send_task", record)
-    monkeypatch.setattr("workers.pairs.settling._enqueue_judging", lambda pair_id: None)
     return tasks
 
 

@@ -136,6 +136,9 @@ def test_min_pass_and_the_baseline_choices(database, db_url, items, tmp_path) ->
         assert regress(db_url, fake, half, "--baseline", str(first), "--min-pass", "0.5") == 0  # its --json file
         assert regress(db_url, fake, half, "--baseline", "99") == 2
         assert regress(db_url, fake, half, "--min-pass", "1.5") == 2
+        assert len(fake.requests) == 20  # the same answers again: the run's verdicts are kept, nothing judged twice
+        assert regress(db_url, fake, half, "--baseline", "none", "--min-pass", "0.6", "--fresh") == 0
+        assert len(fake.requests) == 40  # --fresh judges them again
 
 
 def test_the_batch_api_judges_at_half_price_with_the_same_outcomes(database, db_url, items, tmp_path) -> None:
@@ -193,6 +196,11 @@ def test_bad_candidates_files_are_refused_with_line_numbers_and_nothing_is_judge
     with big.open("wb") as handle:
         handle.truncate(2**30)  # 1 GB (sparse): read up to the limit, not to its end
     with FakeOpenAI() as fake:
+        monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+        monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+        no_key = build_parser().parse_args(["regress", str(candidates(tmp_path, "ok.jsonl", GOOD, items))])
+        assert run_regress(no_key, Settings(_env_file=None, database_url=db_url)) == 2  # OpenAI without a key
+        assert "OPENAI_API_KEY" in capsys.readouterr().err
         assert regress(db_url, fake, path) == 2
         err = capsys.readouterr().err
         assert "line 2: no golden item 999" in err and "line 3: no answer for item" in err

@@ -14,6 +14,7 @@ from store.models import DailyUsage, Pair
 from store.rules import ChannelRules
 from store.settings import Settings
 from store.topic_models import PairTopic, QuestionEmbedding, TopicSpend
+from store.topics import histories
 from tests.fakes.openai_server import FakeOpenAI
 from tests.topics_corpus import FAILING_TOPIC, START, corpus, corpus_questions, store_questions
 from topics.service import TopicsDeps, TopicsQuery, compute_topics, topic_of
@@ -70,6 +71,9 @@ def test_topics_from_the_endpoint_are_stored_once_named_once_and_stable(db_url, 
     assert len(fake_llm.embedding_requests) == calls and len(fake_llm.requests) == named  # nothing asked again
     assert [(t.key, t.name) for t in again.topics] == [(t.key, t.name) for t in first.topics]
     assert all(t.named_by == "history" for t in again.topics)
+    with database.session() as session:  # the run is stored once under its key: a repeat replaces it
+        history = histories(session, [first.topics[0].key])[first.topics[0].key]
+    assert [(h["run"], h["failed"]) for h in history] == [("test:week", first.topics[0].figures.failed)]
 
     pair_id = first.topics[0].questions[0].pair_id
     assert topic_of(database, pair_id) == first.topics[0].name

@@ -19,8 +19,8 @@ from store import confirmations
 from store.confirmations import SecondOpinion
 from store.models import ConfirmationStatus
 from workers import budget
+from workers.alerts.planning import Judged
 from workers.alerts.policy import confirmation_outcome
-from workers.judging.pair_view import PairView
 
 log = logging.getLogger("relmon.alerts")
 
@@ -39,19 +39,15 @@ def budget_key(judge: str, pair_version: int) -> str:
     return f"{judge}:second@{pair_version}"
 
 
-def confirm(runtime: Runtime, judgment_id: int, threshold: float | None, *, last_attempt: bool = False) -> str | None:
+def confirm(runtime: Runtime, judged: Judged, threshold: float | None, *, last_attempt: bool = False) -> str | None:
     """The judgment's confirmation status, asking for a second opinion if none is stored; None when
     confirmation is off. Raises TransientLLMError for a retry unless `last_attempt`."""
-    settings = runtime.settings
-    if settings.confirm == MODE_OFF:
+    if runtime.settings.confirm == MODE_OFF:
         return None
-    with runtime.db.autocommit() as connection:
-        wanted = confirmations.to_confirm(connection, judgment_id)
-    if wanted is None:
-        return None
-    if wanted.stored is not None:
-        return wanted.stored.status
-    opinion = _ask(runtime, wanted, threshold, last_attempt=last_attempt)
+    if judged.second_opinion is not None:
+        return judged.second_opinion.status
+    judgment_id = judged.facts.judgment_id
+    opinion = _ask(runtime, judged, threshold, last_attempt=last_attempt)
     with runtime.db.autocommit() as connection:  # an atomic conditional UPDATE, then a read of what stands
         stood = confirmations.record(connection, judgment_id, opinion)
     log.info(
@@ -61,15 +57,12 @@ def confirm(runtime: Runtime, judgment_id: int, threshold: float | None, *, last
     return stood.status
 
 
-def _ask(
-    runtime: Runtime, wanted: confirmations.ToConfirm, threshold: float | None, *, last_attempt: bool
-) -> SecondOpinion:
-    settings = runtime.settings
-    pair = PairView.of(wanted.pair)
-    unit = budget_key(wanted.judge, wanted.pair_version)
+def _ask(runtime: Runtime, judged: Judged, threshold: float | None, *, last_attempt: bool) -> SecondOpinion:
+    settings, pair = runtime.settings, judged.pair
+    unit = budget_key(judged.facts.judge, judged.pair_version)
     if not budget.charge(runtime.db, pair.id, unit, settings.daily_budget):
         return SecondOpinion(ConfirmationStatus.UNCONFIRMED, error="daily budget spent")
-    judge = get_judge(wanted.judge)
+    judge = get_judge(judged.facts.judge)
     try:
         # The input the first verdict read (the earlier turns too): the second opinion judges the same texts.
         verdict = judge.evaluate(runtime.llm, *pair.judge_input.texts, sampling=sampling(settings.confirm_model))

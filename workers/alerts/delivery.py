@@ -168,7 +168,7 @@ def consider(
     if judged.low_row is None and first.low.action is not Action.NONE:
         # Low: confirm it before any claim (an LLM call, so outside every lock); the policy decides on both.
         threshold = policy.thresholds.get(judged.facts.judge)
-        status = confirmation.confirm(runtime, judgment_id, threshold, last_attempt=last_attempt)
+        status = confirmation.confirm(runtime, judged, threshold, last_attempt=last_attempt)
         judged = replace(judged, facts=replace(judged.facts, confirmation=status))
         first = plan(judged.facts, policy, now=now)
     if not planning.needs_locks(judged, policy, first):

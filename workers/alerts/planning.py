@@ -17,8 +17,10 @@ from sqlalchemy.orm import Session
 
 from common.runtime import Runtime
 from store import alerts as alert_store
-from store.judgments import current_judgment
-from store.models import Judgment, Pair, PairSource
+from store import confirmations
+from store.confirmations import SecondOpinion
+from store.judgments import current_judgment, pair_for_judging
+from store.models import Judgment
 from workers.alerts.policy import (
     DEGRADATION_JUDGE,
     Action,
@@ -37,6 +39,7 @@ from workers.alerts.policy import (
     low_key,
     plan,
 )
+from workers.judging.pair_view import PairView
 
 
 def channel_policy(runtime: Runtime, channel_id: str) -> ChannelPolicy:
@@ -94,24 +97,31 @@ class Judged:
     """A stored judgment as the policy sees it, with its answer's ts and its low-score alert row, if any."""
 
     facts: JudgmentFacts
-    answer_ts: str | None
+    pair: PairView  # what its verdict read: a second opinion reads the same (PairView.judge_input)
+    pair_version: int  # the version of the answer judged
     low_row: tuple[int, str] | None  # (alert id, status)
     superseded: bool = False  # a judgment of a later version of the answer replaces it
     earlier_alerts: tuple[int, ...] = ()  # posted alerts about earlier versions of the answer: to update in place
+    second_opinion: SecondOpinion | None = None  # stored on the judgment already
+
+    @property
+    def answer_ts(self) -> str | None:
+        return self.pair.answer_ts
 
 
 def load(runtime: Runtime, judgment_id: int) -> Judged | None:
+    """The judgment, its pair and its alert, read once for the whole alert path (second opinion included)."""
     with runtime.db.reading() as session:
         judgment = session.get(Judgment, judgment_id)
         if judgment is None:
             return None
-        pair = session.get(Pair, judgment.pair_id)
+        pair = PairView.of(pair_for_judging(session, judgment.pair_id))
         facts = JudgmentFacts(
             judgment_id=judgment.id,
             judge=judgment.judge,
             status=judgment.status,
             score=judgment.score,
-            source=pair.source or PairSource.CAPTURE,
+            source=pair.source,
             channel_id=pair.channel_id,
         )
         row = alert_store.by_key(session, low_key(judgment_id))
@@ -119,7 +129,9 @@ def load(runtime: Runtime, judgment_id: int) -> Judged | None:
         earlier: list[int] = []
         if judgment.pair_version > 1 and not superseded:
             earlier = alert_store.posted_about_earlier(session, pair.id, judgment.judge, judgment.pair_version)
-        return Judged(facts, pair.answer_ts, (row.id, row.status) if row else None, superseded, tuple(earlier))
+        low_row = (row.id, row.status) if row else None
+        opinion = confirmations.stored(judgment)
+        return Judged(facts, pair, judgment.pair_version, low_row, superseded, tuple(earlier), opinion)
 
 
 @dataclass(frozen=True)

@@ -109,6 +109,20 @@ def verdict_values(verdict, *, pair_id: int, cache_key: str) -> dict[str, Any]:
     }
 
 
+def reused_values(stored: dict[str, Any], *, pair_id: int, judge: str) -> dict[str, Any]:
+    """A judgment copied from the durable cache (an earlier identical one, `store.judgments.find_cached_many`): it
+    made no call, so it used no tokens."""
+    return {
+        **stored,
+        "pair_id": pair_id,
+        "judge": judge,
+        "cached": True,
+        "prompt_tokens": 0,
+        "cached_tokens": 0,
+        "completion_tokens": 0,
+    }
+
+
 def gave_up_values(judge, *, pair_id: int, cache_key: str, model: str, attempts: int, error: Exception) -> dict:
     return {
         "pair_id": pair_id,

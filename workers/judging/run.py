@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
@@ -44,37 +45,41 @@ from workers.judging.rules import (
     judges_in_force,
     may_retry_llm,
     retry_countdown,
+    reused_values,
     verdict_values,
 )
 
 log = logging.getLogger("relmon.judging")
 
 
-def judge_run(
-    task,
-    runtime: Runtime,
-    pair_id: int,
-    *,
-    redelivered: bool,
-    llm_attempts: int = 0,
-    settled: Mapping[str, Any] | None = None,
-) -> str:
-    """On the hot path: reads (pair, stored judges, cache) and the budget claim each in autocommit, then one
-    transaction for the insert together with the status change. No transaction is open during the LLM call.
-    `settled`: the pair's fields as settling just returned them (judge_settled), which spares two reads."""
+@dataclass(frozen=True)
+class ToJudge:
+    """What one judging run starts from, loaded once: the pair as judging reads it, and whether settling returned
+    it this moment in the same task (`just_settled`: its first version then has no judgment yet)."""
+
+    pair: PairView
+    just_settled: bool = False
+
+
+def load(runtime: Runtime, pair_id: int) -> ToJudge | None:
+    with runtime.db.autocommit() as connection:
+        fields = pair_for_judging(connection, pair_id)
+    return ToJudge(PairView.of(fields)) if fields is not None else None
+
+
+def judge_run(task, runtime: Runtime, start: ToJudge, *, redelivered: bool, llm_attempts: int = 0) -> str:
+    """On the hot path: reads (stored judges, cache) and the budget claim each in autocommit, then one
+    transaction for the insert together with the status change. No transaction is open during the LLM call."""
     settings = runtime.settings
     engine = runtime.db.engine
     model = settings.judge_model
+    pair = start.pair
+    pair_id = pair.id
+    # A judged pair is done, unless this message came back after a worker died between storing and handing on.
+    if pair.status != PairStatus.PENDING and not (pair.status == PairStatus.JUDGED and redelivered):
+        return pair.status
     with runtime.db.autocommit() as connection:
-        fields = dict(settled) if settled is not None else pair_for_judging(connection, pair_id)
-        if fields is None:
-            log.warning("pair not found", extra={"pair_id": pair_id})
-            return "missing"
-        pair = PairView.of(fields)
-        # A judged pair is done, unless this message came back after a worker died between storing and handing on.
-        if pair.status != PairStatus.PENDING and not (pair.status == PairStatus.JUDGED and redelivered):
-            return pair.status
-        if settled is not None and pair.version == 1:
+        if start.just_settled and pair.version == 1:
             stored, supersedes = {}, False  # just settled, for the first time: nothing judged it yet
         else:
             stored, supersedes = stored_for_version(connection, pair_id, pair.version)
@@ -99,7 +104,7 @@ def judge_run(
     for name in todo:
         judge, key = get_judge(name), keys[name]
         if key in cached:
-            ready.append({**cached[key], "pair_id": pair_id, "judge": name, "cached": True})
+            ready.append(reused_values(cached[key], pair_id=pair_id, judge=name))
             continue
         known = judge.from_cache(runtime.llm, key)  # a twin judged by this process since the SQL lookup
         if known is not None:
@@ -158,7 +163,9 @@ def judge_settled(runtime: Runtime, settled: Mapping[str, Any]) -> str:
     it (workers.tasks.answers)."""
     pair_id = settled["id"]
     try:
-        return judge_run(_InlineRun(pair_id), runtime, pair_id, redelivered=False, settled=settled)
+        return judge_run(
+            _InlineRun(pair_id), runtime, ToJudge(PairView.of(dict(settled)), just_settled=True), redelivered=False
+        )
     except _HandedOver:
         return "retrying"
     except Exception as error:

@@ -49,7 +49,7 @@ from common.telemetry.logs import event_fields
 from store import pairs
 from store.models import PairStatus
 from workers.judging.run import judge_settled
-from workers.pairs.settling import PairSnapshot, settle
+from workers.pairs.settling import PairSnapshot, Settling, settle_loaded
 
 log = logging.getLogger("relmon.capture")
 
@@ -185,14 +185,20 @@ class _Capture:
         if countdown:
             celery.send_task(task_names.SETTLE_PAIR, args=[captured.pair_id, captured.version], countdown=countdown)
         else:  # a finished stream (or no quiet time set): settled here, a task and its round trips fewer
-            known = PairSnapshot(
-                captured.pair_id, channel, root.ts, root.thread_ts, answer_text, captured.version, PairStatus.SETTLING
-            )  # as the upsert just left it, inside this conversation's lock: no need to read it back
-            # What the log holds around the answer was read above, under this lock: the root's read too, unless the
+            # The pair as the upsert just left it, inside this conversation's lock: no need to read it back. What
+            # the log holds around the answer was read above, under this lock: the root's read too, unless the
             # captured message is a later part under a top-level root (its read was the thread's alone, and the
             # root's question is on the channel's top level).
-            read = around if root.in_thread or message.ts == root.ts else None
-            settle(runtime, captured.pair_id, captured.version, known=known, read=read, judge_later=self.due.append)
+            as_stored = PairSnapshot(
+                captured.pair_id, channel, root.ts, root.thread_ts, answer_text, captured.version, PairStatus.SETTLING
+            )
+            settled = settle_loaded(
+                runtime,
+                Settling(as_stored, around if root.in_thread or message.ts == root.ts else None),
+                captured.version,
+            )
+            if settled.row is not None:
+                self.due.append(settled.row)  # judged once the lock is released
         self.keep(stored, mark, captured.pair_id)
         log.info("answer captured", extra={**fields, "version": captured.version, "parts": len(run)})
         return "captured"

@@ -13,7 +13,6 @@ the worker may have died between the two steps, and `judge_pair` is idempotent.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -62,11 +61,30 @@ class PairSnapshot:
     status: str
 
 
-def _snapshot(runtime: Runtime, pair_id: int) -> PairSnapshot | None:
+@dataclass(frozen=True)
+class Settling:
+    """What settling one pair reads, loaded once: the pair as stored, and the log around its answer when the
+    caller holds it already (capture, under the conversation's lock; None: read from the log)."""
+
+    pair: PairSnapshot
+    around: list[LoggedMessage] | None = None
+
+
+@dataclass(frozen=True)
+class Settled:
+    """What settling did: `outcome` (the pair's new status, or why nothing changed) and, when the pair is to be
+    judged now, `judge` set (with the pair's row as settling returned it, if it just settled)."""
+
+    outcome: str
+    judge: bool = False
+    row: Row | None = None
+
+
+def load(runtime: Runtime, pair_id: int) -> Settling | None:
     """One read in autocommit (no transaction to open and commit): the settle path runs once per answer."""
     with runtime.db.autocommit() as connection:
         row = pairs.snapshot_row(connection, pair_id)
-    return PairSnapshot(*row) if row is not None else None
+    return Settling(PairSnapshot(*row)) if row is not None else None
 
 
 def _history(runtime: Runtime, log_: ConversationLog, channel: str, answer: LoggedMessage) -> None:
@@ -92,18 +110,14 @@ def _history(runtime: Runtime, log_: ConversationLog, channel: str, answer: Logg
         log_.record(channel, logged_message(message, author))
 
 
-def resolve_pair(
-    runtime: Runtime, pair: PairSnapshot, read: list[LoggedMessage] | None = None
-) -> tuple[Resolution, str, list[LoggedMessage]]:
-    """The settled resolution of a pair, its answer text (names resolved) and the logged messages around it.
-    `read`: the log's messages around the answer, as its caller (capture, under the conversation's lock) just read
-    them, which spares reading them again."""
-    settings = runtime.settings
+def resolve_pair(runtime: Runtime, settling: Settling) -> tuple[Resolution, str, list[LoggedMessage]]:
+    """The settled resolution of a pair, its answer text (names resolved) and the logged messages around it."""
+    settings, pair = runtime.settings, settling.pair
     conversation = ConversationLog(runtime.redis, settings.question_ttl_seconds)
     window = settings.toplevel_window_seconds
-    answer = next((m for m in read or () if m.ts == pair.answer_ts), None)
+    answer = next((m for m in settling.around or () if m.ts == pair.answer_ts), None)
     if answer is not None:
-        messages = read
+        messages = settling.around
     else:
         answer = conversation.get(pair.channel_id, pair.answer_ts) or LoggedMessage(
             # Not in the log (expired, or Redis lost it): settle on what capture stored.
@@ -144,34 +158,33 @@ def context_of(
     return format_turns(turns, settings.context_turns) or None
 
 
-def settle(
-    runtime: Runtime,
-    pair_id: int,
-    version: int,
-    *,
-    known: PairSnapshot | None = None,
-    read: list[LoggedMessage] | None = None,
-    judge_later: Callable[[Row], None] | None = None,
-) -> str:
-    """Settle one pair; returns what happened (for logs and tests). `known`: the pair as its caller just stored it
-    (capture), which spares the read; `read`: the log around the answer, as resolve_pair takes it. `judge_later`:
-    the caller judges the settled pair itself (it gets its row) instead of a `judge_pair` task."""
-    pair = known or _snapshot(runtime, pair_id)
-    if pair is None:
+def settle(runtime: Runtime, pair_id: int, version: int) -> str:
+    """Settle one pair and hand it to a `judge_pair` task (the settle task's step); returns what happened."""
+    settling = load(runtime, pair_id)
+    if settling is None:
         return "missing"
+    settled = settle_loaded(runtime, settling, version)
+    if settled.judge:
+        celery.send_task(task_names.JUDGE_PAIR, args=[pair_id])
+    return settled.outcome
+
+
+def settle_loaded(runtime: Runtime, settling: Settling, version: int) -> Settled:
+    """Settle the loaded pair: find its question, store what was found, watch its outcome. Its judging is left
+    to the caller (`Settled.judge`): a task for the settle task, in the same run for capture."""
+    pair, pair_id = settling.pair, settling.pair.id
     if pair.version != version:
-        return "stale"  # a later edit enqueued its own settle
+        return Settled("stale")  # a later edit enqueued its own settle
     if pair.status == PairStatus.PENDING:
         _watch_outcome(runtime, pair_id)
-        _enqueue_judging(pair_id)
-        return "requeued"
+        return Settled("requeued", judge=True)
     if pair.status != PairStatus.SETTLING:
-        return f"skipped:{pair.status}"
+        return Settled(f"skipped:{pair.status}")
 
-    resolution, answer_text, messages = resolve_pair(runtime, pair, read)
+    resolution, answer_text, messages = resolve_pair(runtime, settling)
     status = resolution.status
     if status == STREAMING:
-        return STREAMING  # never judged half-written: the stream's completion enqueues a newer version
+        return Settled(STREAMING)  # never judged half-written: the stream's completion enqueues a newer version
     question_text = context = None
     question = resolution.question
     if status == PairStatus.PENDING:
@@ -201,24 +214,17 @@ def settle(
             window_closes_at=closes,  # a pending pair's outcome window opens with it
         )
     if settled is None:
-        return "lost"  # changed while we looked: the newer version's settle decides
+        return Settled("lost")  # changed while we looked: the newer version's settle decides
     log.info(
         "pair settled",
         extra=event_fields(
             channel=pair.channel_id, message_ts=pair.answer_ts, pair_id=pair_id, version=version, status=status
         ),
     )
-    if status == PairStatus.PENDING:
-        _watch_outcome(runtime, pair_id, settled, resolution.parts)  # its window was stored with the settle
-        if judge_later is not None:
-            judge_later(settled)
-        else:
-            _enqueue_judging(pair_id)
-    return status
-
-
-def _enqueue_judging(pair_id: int) -> None:
-    celery.send_task(task_names.JUDGE_PAIR, args=[pair_id])
+    if status != PairStatus.PENDING:
+        return Settled(status)
+    _watch_outcome(runtime, pair_id, settled, resolution.parts)  # its window was stored with the settle
+    return Settled(status, judge=True, row=settled)
 
 
 def _watch_outcome(
