@@ -2,19 +2,24 @@
 Redis (AOF, fsync always), `relmon worker` processes, the fake OpenAI server as a subprocess answering in 500 ms,
 the fake Slack (alerts land there), PostgreSQL (a fresh database) or SQLite when no server answers.
 
-Open loop: answer i has its slot at start + i/rate, whatever happened to the others. Each answer is a question
-event then the monitored bot's answer in its thread (at top level with --top-level; RELMON_SETTLE_SECONDS=0, so it
-is judged at once); every --offtopic-every-th answer contains "offtopic", which the fake LLM scores 0, so it alerts.
+Open loop: answer i has its slot at start + i/rate, whatever happened to the others. Each answer is a question event
+then the monitored bot's answer in its thread (at top level with --top-level), judged once it settled; every
+--offtopic-every-th answer contains "offtopic", which the fake LLM scores 0, so it alerts.
 Then it waits for the pipeline to drain and prints:
 
 - answers sent, captured (pairs stored), judged (a judgment stored), queued at the end (still waiting in the
   queue when --drain-seconds ran out), lost (neither judged nor queued), duplicated
   (extra judgments per pair and judge, extra alert posts per judgment, LLM calls beyond one per judgment);
-- alert latency p50/p99: answer event sent → alert posted at the fake Slack, minus the LLM's 500 ms;
+- alert latency p50/p99: answer event sent → alert posted at the fake Slack, minus the LLM's 500 ms and the settle
+  time;
 - the bot's event acknowledgement latency p50/p99;
 - peak RSS of each process (VmHWM from /proc, summed over each process's children).
 
+Two runs, each on fresh processes and a fresh database: at relmon's default RELMON_SETTLE_SECONDS (5), what users
+run, then at 0 (answers judged at once, as the figures before 2026-12-03 were measured), side by side at the end.
+
     python -m bench.load --seconds 30 --rate 100 [--top-level]    # default: 50 answers/s for 2 minutes
+    python -m bench.load --seconds 15 --rate 30 --no-settle-0     # only the default settle time
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ import httpx
 import redis
 from sqlalchemy import func, select
 
+from bench.load_report import command_counts, print_report, print_side_by_side
 from bench.measure import (
     CLOCK_TICKS,
     SignedEventPoster,
@@ -50,6 +56,7 @@ from bench.measure import (
 from common.messages.alerts import ACTION_RIGHT
 from store.db import Database
 from store.models import Judgment, Pair, PairStatus
+from store.settings import Settings
 from tests import slack_requests as sr
 from tests.bursts import burst
 from tests.fakes.slack_server import FakeSlack
@@ -65,7 +72,6 @@ CHANNEL = "C_SUPPORT"
 ALERTS = "C_ALERTS"
 SECRET = "bench-signing-secret"
 ASKERS = 1000
-REPORTED = ("answers_sent", "captured", "judged", "queued_at_end", "lost", "duplicated")
 
 
 class TimedSlack(FakeSlack):
@@ -122,8 +128,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--drain-seconds", type=float, default=120.0, help="longest wait for the backlog")
     parser.add_argument("--database-url", help="default: a fresh PostgreSQL database, or SQLite")
     parser.add_argument("--top-level", action="store_true", help="the bot answers at top level, not in the thread")
+    parser.add_argument("--no-settle-0", action="store_true", help="only the run at the default settle time")
     args = parser.parse_args(argv)
+    default_settle = Settings.model_fields["settle_seconds"].default
+    reports = [run(args, settle) for settle in ((default_settle,) if args.no_settle_0 else (default_settle, 0))]
+    print_side_by_side(reports)
+    met = all(report["target_met"] for report in reports)
+    return 0 if met else 1
 
+
+def run(args: argparse.Namespace, settle_seconds: float) -> dict[str, Any]:
+    """One run of the whole system at RELMON_SETTLE_SECONDS=`settle_seconds`; prints and returns its report."""
     workdir = Path(tempfile.mkdtemp(prefix="relmon-load-"))
     redis_server = RedisProcess(workdir / "redis")
     redis_server.start()
@@ -158,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
         openai_base_url=f"{llm_url}/v1",
         data_dir=workdir / "data",
         SLACK_SIGNING_SECRET=SECRET,
-        RELMON_SETTLE_SECONDS=0,
+        RELMON_SETTLE_SECONDS=settle_seconds,
         RELMON_WORKER_CONCURRENCY=args.concurrency,
         RELMON_ALERT_CAP_PER_HOUR=1_000_000,
         RELMON_ALERT_CHANNEL_CAP_PER_HOUR=1_000_000,
@@ -296,11 +311,12 @@ def main(argv: list[str] | None = None) -> int:
             judgment_id = judgment_of_pair.get(pairs.get(ts))
             times = slack.alert_times.get(judgment_id) if judgment_id else None
             if times:
-                latencies.append(times[0] - sent_at[ts] - args.llm_latency_ms / 1000)
+                latencies.append(times[0] - sent_at[ts] - args.llm_latency_ms / 1000 - settle_seconds)
         missing_alerts = len(offtopic) - len(latencies)
 
         report: dict[str, Any] = {
             "rate_per_s": args.rate,
+            "settle_seconds": settle_seconds,
             "answers": "at top level" if args.top_level else "in threads",
             "seconds": args.seconds,
             "workers": args.workers,
@@ -342,7 +358,7 @@ def main(argv: list[str] | None = None) -> int:
         target = report["lost"] == 0 and report["duplicated"] == 0 and report["alert_latency_minus_llm_p99_s"] <= 2
         print(f"target (0 lost, 0 duplicated, alert p99 within 2 s of the LLM): {'met' if target else 'NOT met'}")
         print(json.dumps(report))
-        return 0 if target else 1
+        return dict(report, target_met=target)
     finally:
         for _name, process in processes:
             process.stop()
@@ -353,46 +369,6 @@ def main(argv: list[str] | None = None) -> int:
         redis_server.stop()
         if database_name is not None and admin is not None:
             drop_postgres_database(admin, database_name)
-
-
-def command_counts(client) -> dict[str, int]:
-    """Calls per Redis command since the server started (INFO commandstats)."""
-    return {name.removeprefix("cmdstat_"): stats["calls"] for name, stats in client.info("commandstats").items()}
-
-
-def print_report(report: dict[str, Any]) -> None:
-    print()
-    print(
-        f"load: {report['rate_per_s']:g} answers/s for {report['seconds']:g} s, {report['workers']} workers x "
-        f"{report['concurrency']} threads, {report['database']}, answers {report['answers']}"
-    )
-    for key in (*REPORTED, "alerts_expected", "alerts_posted"):
-        print(f"  {key.replace('_', ' '):<34} {report[key]}")
-    print(
-        f"  {'LLM calls (beyond one per judgment)':<34} {report['llm_calls']} ({report['llm_calls_beyond_judgments']})"
-    )
-    print(
-        f"  {'alert latency - LLM p50 / p99':<34} {report['alert_latency_minus_llm_p50_s']:.3f} s / "
-        f"{report['alert_latency_minus_llm_p99_s']:.3f} s"
-    )
-    print(f"  {'event ack p50 / p99':<34} {report['ack_p50_ms']} ms / {report['ack_p99_ms']} ms")
-    if report["send_failures"]:
-        print(f"  {'refused or failed deliveries':<34} {report['send_failures']}")
-    print("  peak RSS:")
-    for name, value in report["peak_rss_mb"].items():
-        print(f"    {name:<32} {value:.1f} MB")
-    busy = report["machine_busy_percent"]
-    print(f"  CPU per answer, from the first send to the drained pipeline (machine {busy}% busy):")
-    for name, value in report["cpu_ms_per_answer"].items():
-        print(f"    {name:<32} {value:.2f} ms")
-    print(f"    {'all of the above':<32} {sum(report['cpu_ms_per_answer'].values()):.2f} ms")
-    relmon = report["relmon_cpu_ms_per_answer"]
-    print(f"  relmon's processes together (bot + workers + beat): {relmon:.2f} ms CPU per answer (target <= 15)")
-    before, after = report["reference_loop_ms"]
-    print(f"  host speed: a fixed Python loop took {before} ms of CPU before the load and {after} ms after;")
-    print(f"    a Redis round trip (PING) {report['redis_ping_cpu_us']} us of client CPU")
-    top = ", ".join(f"{name} {n:g}" for name, n in report["redis_commands_top"].items())
-    print(f"  Redis commands per answer (all processes): {report['redis_commands_per_answer']:g} ({top})")
 
 
 if __name__ == "__main__":

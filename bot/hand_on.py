@@ -23,6 +23,8 @@ import redis
 
 from bot.spool import OUTAGE_ERRORS, EventSpool
 from capture import handoffs
+from capture.events import REACTION_EVENTS
+from capture.pairing import message_of
 from common import task_names
 from common.celery_app import celery
 
@@ -87,7 +89,16 @@ class EventHandOn:
             entry["handoff"] = handoff
         sent = {key: value for key, value in entry.items() if key != "handoff"}
         kwargs = {"entry": sent, "handoff": entry["handoff"]}
-        celery.send_task(task_names.CAPTURE_EVENT, kwargs=kwargs, **handoffs.shown(kwargs))
+        celery.send_task(task_names.CAPTURE_EVENT, kwargs=kwargs, **handoffs.shown(_named(entry)))
+
+
+def _named(entry: dict[str, Any]) -> dict[str, Any]:
+    """What the task message's headers show of the event: where it is, never its words (Celery would repr the whole
+    envelope into them, and log it at debug level)."""
+    event = entry["body"].get("event") or {}
+    where = event.get("item") if event.get("type") in REACTION_EVENTS else message_of(event)
+    where = where if isinstance(where, dict) else {}
+    return {"channel": event.get("channel") or where.get("channel"), "ts": where.get("ts"), "handoff": entry["handoff"]}
 
 
 def warn_spool_full(slack, alert_channel: str | None) -> None:

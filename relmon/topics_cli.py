@@ -26,6 +26,7 @@ def compute(args: argparse.Namespace, settings: Settings, now: datetime | None =
     from datetime import UTC
 
     from relmon.backfill.command import backfill_llm
+    from store import topics as topic_rows
     from topics.service import TopicsDeps, TopicsQuery, compute_topics
 
     now = now or datetime.now(UTC)
@@ -40,12 +41,15 @@ def compute(args: argparse.Namespace, settings: Settings, now: datetime | None =
         runtime.db.migrate()  # the schema only: the topics' names are cached in the database
         deps = TopicsDeps(runtime.db, settings, runtime.rules, llm=lambda: backfill_llm(settings))
         query = TopicsQuery(start, now, now, previous_start=previous_start, channel=args.channel)
-        return compute_topics(deps, query), None
+        report = compute_topics(deps, query)
+        with runtime.db.reading() as session:
+            report_history = topic_rows.histories(session, [t.key for t in report.topics if t.key])
+        return (report, report_history), None
     finally:
         runtime.db.dispose()
 
 
-def topic_json(report) -> dict:
+def topic_json(report, history: dict[str, list[dict]] | None = None) -> dict:
     return {
         "start": report.start.isoformat(),
         "end": report.end.isoformat(),
@@ -60,6 +64,7 @@ def topic_json(report) -> dict:
                 "name": topic.name,
                 **topic.figures.as_dict(),
                 "previous": topic.previous.as_dict() if topic.previous is not None else None,
+                "history": (history or {}).get(topic.key or "", []),  # its stored runs: digests, daily runs
                 "questions_ids": [{"channel": q.channel_id, "ts": q.ts} for q in topic.questions],
             }
             for rank, topic in enumerate(report.topics, start=1)
@@ -71,12 +76,13 @@ def run_topics(args: argparse.Namespace, settings: Settings) -> int:
     from common.messages.topics import topics_text
     from common.reports.topics import view_of
 
-    report, problem = compute(args, settings)
-    if report is None:
+    found, problem = compute(args, settings)
+    if found is None:
         sys.stderr.write(problem)
         return 2
+    report, history = found
     if args.json:
-        sys.stdout.write(json.dumps(topic_json(report), indent=2) + "\n")
+        sys.stdout.write(json.dumps(topic_json(report, history), indent=2) + "\n")
     else:
         view = view_of(report, audience_sees=lambda _channel: True, may_quote=lambda _question: True)
         sys.stdout.write(topics_text(view))
@@ -86,10 +92,11 @@ def run_topics(args: argparse.Namespace, settings: Settings) -> int:
 def run_gaps(args: argparse.Namespace, settings: Settings) -> int:
     from topics.gaps import drafts
 
-    report, problem = compute(args, settings)
-    if report is None:
+    found, problem = compute(args, settings)
+    if found is None:
         sys.stderr.write(problem)
         return 2
+    report = found[0]
     if args.format == "json":
         payload = {"gaps": [gap.as_dict() for gap in report.gaps], "notes": list(report.notes)}
         sys.stdout.write(json.dumps(payload, indent=2) + "\n")

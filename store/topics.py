@@ -11,7 +11,7 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
 from store.db import dialect_insert
-from store.models import Pair, utcnow
+from store.models import Pair, as_utc, utcnow
 from store.stats_queries import PairRow, stream_pair_rows
 from store.topic_models import PairTopic, QuestionEmbedding, TopicPeriod, TopicRecord, TopicRun, TopicSpend
 
@@ -170,6 +170,32 @@ def topic_of(session: Session, pair_id: int) -> tuple[str, str] | None:
         .where(PairTopic.pair_id == pair_id)
     ).first()
     return (row.key, row.name) if row else None
+
+
+def histories(session: Session, keys: Iterable[str]) -> dict[str, list[dict]]:
+    """Each topic's figures in the stored runs (the weekly digests', the daily ones), oldest first."""
+    keys = sorted(set(keys))
+    found: dict[str, list[dict]] = {key: [] for key in keys}
+    for chunk in _chunks(keys):
+        query = (
+            select(TopicPeriod.topic_key, TopicRun.run_key, TopicRun.start, TopicRun.end, TopicPeriod.questions)
+            .add_columns(TopicPeriod.failed, TopicPeriod.name)
+            .join(TopicRun, TopicRun.id == TopicPeriod.run_id)
+            .where(TopicPeriod.topic_key.in_(chunk))
+            .order_by(TopicRun.end, TopicRun.id)
+        )
+        for key, run_key, start, end, questions, failed, name in session.execute(query):
+            found[key].append(
+                {
+                    "run": run_key,
+                    "start": as_utc(start).isoformat(),
+                    "end": as_utc(end).isoformat(),
+                    "name": name,
+                    "questions": questions,
+                    "failed": failed,
+                }
+            )
+    return found
 
 
 def topic_names(session: Session, keys: Iterable[str]) -> dict[str, str]:

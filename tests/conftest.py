@@ -13,6 +13,9 @@ import pytest
 
 from common.runtime import Runtime
 from store.db import Database
+from tests.alert_helpers import fake_slack
+from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.slack_server import FakeSlack
 from tests.log_capture import captured_logs
 from tests.runtimes import installed_runtime
 from tests.services import (
@@ -125,3 +128,17 @@ def capture_logs() -> Iterator[Callable[..., io.StringIO]]:
     """`capture_logs(level="INFO", **settings)`: relmon's JSON logging on a fresh stream (tests.log_capture)."""
     with captured_logs() as start:
         yield start
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeSlack]:
+    """The fake Slack of the alert tests: a support channel and the alert channel (tests.alert_helpers.fake_slack)."""
+    with fake_slack() as server:
+        yield server
+
+
+@pytest.fixture
+def llm() -> Iterator[FakeOpenAI]:
+    """The fake OpenAI-compatible server, on its defaults."""
+    with FakeOpenAI() as server:
+        yield server

@@ -5,8 +5,8 @@ conversation happens here, after Slack had its acknowledgement.
 Every `message` event (all subtypes) and reaction in watched channels. People's messages go to the conversation
 log (they are the questions); a person's message after a watched answer, and a reaction on one, is handed on to
 the outcome tasks (workers.tasks.outcomes) after one read of the watches it could concern. A monitored bot's message
-is logged and handed to `capture_answer` (workers.tasks.answers), which upserts its answer (the run of bot messages
-it belongs to) as a `settling` pair with a new version and enqueues `settle_pair`. Edits bump the version (an
+is logged and its answer (the run of bot messages it belongs to) stored at once (workers.pairs.capturing, as
+`capture_answer` does) as a `settling` pair with a new version, and `settle_pair` enqueued. Edits bump the version (an
 answer edited after it was judged is judged again, at most RELMON_MAX_REJUDGE times), a root re-sent for its reply
 bookkeeping does not; a deleted answer is marked deleted, and a person's deleted message is blanked wherever a
 pair quotes it. Running an event twice (a retried task) changes nothing more: the pair is unique per answer.
@@ -16,10 +16,9 @@ from __future__ import annotations
 
 import logging
 import time
-from functools import partial
 from typing import Any
 
-from capture import forget_notes, handoffs
+from capture import forget_notes
 from capture.conversation_log import ConversationLog, to_wire
 from capture.events import REACTION_EVENTS, ignored
 from capture.forgetting import removal_of_edit
@@ -42,6 +41,7 @@ from common import task_names
 from common.celery_app import celery
 from common.runtime import Runtime
 from common.telemetry.logs import event_fields
+from workers.pairs.capturing import capture_answer_in
 
 log = logging.getLogger("relmon.capture")
 
@@ -49,8 +49,9 @@ log = logging.getLogger("relmon.capture")
 class LiveCapture:
     """Captures events on one process's runtime (its Redis, Slack client, channel rules and learnt bot users)."""
 
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: Runtime, *, redelivered: bool = False) -> None:
         self.runtime = runtime
+        self.redelivered = redelivered  # the task's message came again (a worker died with it)
         self.settings = runtime.settings
         self.log = ConversationLog(runtime.redis, self.settings.question_ttl_seconds)
 
@@ -98,7 +99,7 @@ class LiveCapture:
         if subtype == "message_changed" and author in (Author.HUMAN, Author.MONITORED_BOT):
             self._edited(channel, event, existing, logged)
         if author == Author.MONITORED_BOT:
-            self._hand_on_answer(channel, logged, team_id, event.get("channel_type"), ext_shared)
+            self._store_answer(channel, logged, team_id, event.get("channel_type"), ext_shared)
         elif author == Author.HUMAN:
             # A person's message after a watched answer tells its outcome: a worker reads it from the log.
             hand_on_message(channel, logged.ts, self._logged_watching(channel, logged))
@@ -107,7 +108,7 @@ class LiveCapture:
 
     # Answers -----------------------------------------------------------------------------------
 
-    def _hand_on_answer(
+    def _store_answer(
         self,
         channel: str,
         message: LoggedMessage,
@@ -117,29 +118,22 @@ class LiveCapture:
         *,
         record: bool = True,
     ) -> None:
-        """Log `message` (unless `record` is off) and hand its answer to `capture_answer`. The handoff is noted in
-        the log's round trip, before the task is sent, so that a task message lost on the way is sent again
-        (capture.handoffs)."""
-        handoff = handoffs.new_id()
-        kwargs = {
-            "channel": channel,
-            "ts": message.ts,
-            "thread_ts": message.thread_ts if message.in_thread else None,
-            "team_id": team_id,
-            "channel_type": channel_type,
-            "ext_shared": ext_shared,
-            "logged": to_wire(message),
-            "handoff": handoff,
-        }
-        noting = partial(handoffs.note, handoff_id=handoff, kwargs=kwargs, now=time.time())
+        """Log `message` (unless `record` is off: a tombstone already logged) and store the answer it belongs to, in
+        this task (workers.pairs.capturing): the event's own note (capture.handoffs) keeps it until it is stored."""
         if record:
-            self.log.record(channel, message, also=noting)
-        else:
-            pipe = self.runtime.redis.pipeline(transaction=True)
-            noting(pipe)
-            pipe.execute()
-        celery.send_task(task_names.CAPTURE_ANSWER, kwargs=kwargs, **handoffs.shown(kwargs))
-        log.info("answer handed on", extra=event_fields(channel=channel, message_ts=message.ts))
+            self.log.record(channel, message)
+        capture_answer_in(
+            self.runtime,
+            channel,
+            message.ts,
+            thread_ts=message.thread_ts if message.in_thread else None,
+            team_id=team_id,
+            channel_type=channel_type,
+            ext_shared=ext_shared,
+            logged=to_wire(message),
+            redelivered=self.redelivered,
+        )
+        log.info("answer captured", extra=event_fields(channel=channel, message_ts=message.ts))
 
     def _deleted(
         self, channel: str, event: dict[str, Any], own: Identity, team_id: str | None, ext_shared: bool | None
@@ -156,7 +150,7 @@ class LiveCapture:
             self._note_forget(channel, ts, said, edited=False)
         tombstone = conversation.mark_deleted(channel, ts, fallback=logged_message(previous, author, content={}))
         if author == Author.MONITORED_BOT and tombstone is not None:
-            self._hand_on_answer(channel, tombstone, team_id, event.get("channel_type"), ext_shared, record=False)
+            self._store_answer(channel, tombstone, team_id, event.get("channel_type"), ext_shared, record=False)
         if author in (Author.HUMAN, Author.MONITORED_BOT):
             # No copy keeps its words: a worker scrubs them (workers.tasks.forgetting.forget_message).
             thread = (tombstone.thread_key if tombstone else None) or previous.get("thread_ts") or ts

@@ -18,17 +18,11 @@ from sqlalchemy.exc import OperationalError
 from store import alerts as alert_store
 from store.feedback import record_vote
 from store.models import Alert, Judgment, Pair
-from tests.alert_helpers import ALERTS, SUPPORT, add_judgment, alert_runtime, fake_slack, make_settings, write_rules
+from tests.alert_helpers import ALERTS, SUPPORT, add_judgment, alert_runtime, make_settings, write_rules
 from tests.bursts import burst
 from workers.alerts import delivery, redraws, summaries, verdicts
 from workers.alerts.policy import hour_label, hour_start
 from workers.tasks import slack as tasks
-
-
-@pytest.fixture
-def fake():
-    with fake_slack() as server:
-        yield server
 
 
 @pytest.fixture

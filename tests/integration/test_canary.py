@@ -14,8 +14,8 @@ from common.reports.figures import load_report
 from common.reports.period import period_for
 from judges.labels import SUPPORT_CANARY
 from store.models import CanaryRun
-from tests.alert_helpers import ALERTS, alert_runtime, fake_slack, make_settings
-from tests.fakes.openai_server import FakeOpenAI, prompt_text
+from tests.alert_helpers import ALERTS, alert_runtime, make_settings
+from tests.fakes.openai_server import prompt_text
 from workers import canary
 from workers.tasks import canary as canary_task
 
@@ -34,18 +34,6 @@ def scoring(flip: bool):
         return None
 
     return reply
-
-
-@pytest.fixture
-def fake():
-    with fake_slack() as server:
-        yield server
-
-
-@pytest.fixture
-def llm():
-    with FakeOpenAI() as server:
-        yield server
 
 
 @pytest.fixture

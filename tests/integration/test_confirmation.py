@@ -10,26 +10,13 @@ from sqlalchemy import select
 from judges import TransientLLMError
 from store.models import BudgetCharge, Judgment, Pair
 from store.usage import calls_on
-from tests.alert_helpers import ALERTS, add_judgment, alert_runtime, fake_slack, make_settings
-from tests.fakes.openai_server import FakeOpenAI
+from tests.alert_helpers import ALERTS, add_judgment, alert_runtime, make_settings
 from workers import budget
 from workers.alerts import confirmation, delivery, planning
 from workers.tasks import slack as tasks
 
 LOW = "offtopic: our office is open 9 to 5."  # the fake grades it 0 at any temperature
 WOBBLY = "wobbly: our office is open 9 to 5."  # 0 at temperature 0, 4 when sampled
-
-
-@pytest.fixture
-def fake():
-    with fake_slack() as server:
-        yield server
-
-
-@pytest.fixture
-def llm():
-    with FakeOpenAI() as server:
-        yield server
 
 
 @pytest.fixture

@@ -12,7 +12,6 @@ from relmon.cli import main
 from store import outcomes as outcome_store
 from store.db import Database
 from store.models import Pair
-from tests.fakes.openai_server import FakeOpenAI
 
 
 def add_pair(database: Database, n: int, answer: str, signals: list[str] | None) -> None:
@@ -37,13 +36,7 @@ def add_pair(database: Database, n: int, answer: str, signals: list[str] | None)
             outcome_store.close_window(session, pair.id, now=now, closing=[s for s in signals if s == "resolved"])
 
 
-@pytest.fixture
-def fake():
-    with FakeOpenAI() as server:
-        yield server
-
-
-def test_eval_with_outcomes_as_labels(db_url, fake, monkeypatch, capsys, tmp_path) -> None:
+def test_eval_with_outcomes_as_labels(db_url, llm, monkeypatch, capsys, tmp_path) -> None:
     database = Database(db_url)
     add_pair(database, 1, "Press Rotate in Settings.", ["thanked", "resolved"])  # good, judged 4: agree
     add_pair(database, 2, "offtopic: our office hours", ["reask", "negative_reaction"])  # bad, judged 0: agree
@@ -53,7 +46,7 @@ def test_eval_with_outcomes_as_labels(db_url, fake, monkeypatch, capsys, tmp_pat
     for name, value in {
         "DATABASE_URL": db_url,
         "OPENAI_API_KEY": "sk-test",
-        "OPENAI_BASE_URL": fake.base_url,
+        "OPENAI_BASE_URL": llm.base_url,
         "RELMON_JUDGE_MODEL": "judge-model",
     }.items():
         monkeypatch.setenv(name, value)
@@ -64,4 +57,4 @@ def test_eval_with_outcomes_as_labels(db_url, fake, monkeypatch, capsys, tmp_pat
     assert report["items"] == report["n"] == 3
     assert report["exact_agreement"] == pytest.approx(2 / 3)
     assert [(w["human"], w["judge"]) for w in report["worst"]] == [(4, 0)]
-    assert len(fake.requests) == 3
+    assert len(llm.requests) == 3

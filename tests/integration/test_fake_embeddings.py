@@ -5,22 +5,13 @@ from __future__ import annotations
 import httpx
 import numpy as np
 import openai
-import pytest
-
-from tests.fakes.openai_server import FakeOpenAI
 
 
-@pytest.fixture
-def fake():
-    with FakeOpenAI() as server:
-        yield server
-
-
-def test_base64_by_default_with_usage_and_meaningful_vectors(fake):
-    client = openai.OpenAI(base_url=fake.base_url, api_key="sk-test", max_retries=0)
+def test_base64_by_default_with_usage_and_meaningful_vectors(llm):
+    client = openai.OpenAI(base_url=llm.base_url, api_key="sk-test", max_retries=0)
     texts = ["Refund my annual plan", "annual plan refunds", "reset my password"]
     reply = client.embeddings.create(model="text-embedding-3-small", input=texts)
-    assert fake.embedding_requests[0]["encoding_format"] == "base64"  # what the SDK asks for
+    assert llm.embedding_requests[0]["encoding_format"] == "base64"  # what the SDK asks for
     vectors = np.array([item.embedding for item in reply.data])
     assert vectors.shape == (3, 1536) and np.allclose(np.linalg.norm(vectors, axis=1), 1, atol=1e-5)
     assert vectors[0] @ vectors[1] > 0.9 > vectors[0] @ vectors[2]
@@ -29,15 +20,15 @@ def test_base64_by_default_with_usage_and_meaningful_vectors(fake):
     assert len(again.data[0].embedding) == 256
 
 
-def test_errors_as_openai_answers_them(fake):
-    with httpx.Client(base_url=fake.base_url) as http:
+def test_errors_as_openai_answers_them(llm):
+    with httpx.Client(base_url=llm.base_url) as http:
         unknown = http.post("/embeddings", json={"model": "gpt-nope", "input": "x"})
         assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "model_not_found"
         empty = http.post("/embeddings", json={"model": "text-embedding-3-small", "input": [""]})
         assert empty.status_code == 400 and empty.json()["error"]["param"] == "input"
         floats = http.post("/embeddings", json={"model": "text-embedding-3-small", "input": ["a b c"]})
         assert isinstance(floats.json()["data"][0]["embedding"], list)
-        fake.set_behavior(embeddings=False)
+        llm.set_behavior(embeddings=False)
         assert http.post("/embeddings", json={"model": "text-embedding-3-small", "input": "x"}).status_code == 404
-        fake.set_behavior(api_key="sk-right")
+        llm.set_behavior(api_key="sk-right")
         assert http.post("/embeddings", json={"model": "text-embedding-3-small", "input": "x"}).status_code == 401

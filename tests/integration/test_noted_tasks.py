@@ -12,19 +12,13 @@ from celery.exceptions import Retry
 
 from common import celery_app, task_names
 from common.celery_app import QUEUE_SLACK
-from tests.alert_helpers import ALERTS, add_judgment, alert_runtime, fake_slack, make_settings
+from tests.alert_helpers import ALERTS, add_judgment, alert_runtime, make_settings
 from workers import noted_tasks
 from workers.judging.queued import queued_notes
 from workers.tasks import slack as tasks
 from workers.tasks.sweeper import requeue_lost_follow_ups
 
 CONSIDER = task_names.CONSIDER_ALERT
-
-
-@pytest.fixture
-def fake():
-    with fake_slack() as server:
-        yield server
 
 
 @pytest.fixture

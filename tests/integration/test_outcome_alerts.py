@@ -14,16 +14,10 @@ from common.feedback import tally
 from store import outcomes as outcome_store
 from store.feedback import votes_for
 from store.models import Alert, Judgment, Pair
-from tests.alert_helpers import ALERTS, add_judgment, alert_runtime, fake_slack, make_settings
+from tests.alert_helpers import ALERTS, add_judgment, alert_runtime, make_settings
 from workers.alerts import delivery
 from workers.alerts.outcomes import OUTCOME_VOTER, follow_up
 from workers.tasks import slack as tasks
-
-
-@pytest.fixture
-def fake():
-    with fake_slack() as server:
-        yield server
 
 
 @pytest.fixture

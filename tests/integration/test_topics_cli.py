@@ -39,6 +39,7 @@ def test_topics_json_lists_every_topic_with_its_figures_and_question_ids(stored_
     first = report["topics"][0]
     assert first["name"] and first["failed"] >= max(t["failed"] for t in report["topics"])
     assert {"questions", "failed", "failure_reasons", "resolution_rate", "mean_relevancy", "previous"} <= set(first)
+    assert first["history"] == []  # the command stores no run: the digest's and the daily ones are the history
 
 
 def test_topics_text_and_gaps_as_markdown_and_json(stored_week, capsys):

@@ -14,6 +14,7 @@ from store.models import DailyUsage, Pair
 from store.rules import ChannelRules
 from store.settings import Settings
 from store.topic_models import PairTopic, QuestionEmbedding, TopicSpend
+from store.topics import histories
 from tests.fakes.openai_server import FakeOpenAI
 from tests.topics_corpus import FAILING_TOPIC, START, corpus, corpus_questions, store_questions
 from topics.service import TopicsDeps, TopicsQuery, compute_topics, topic_of
@@ -70,6 +71,9 @@ def test_topics_from_the_endpoint_are_stored_once_named_once_and_stable(db_url, 
     assert len(fake_llm.embedding_requests) == calls and len(fake_llm.requests) == named  # nothing asked again
     assert [(t.key, t.name) for t in again.topics] == [(t.key, t.name) for t in first.topics]
     assert all(t.named_by == "history" for t in again.topics)
+    with database.session() as session:  # the run is stored once under its key: a repeat replaces it
+        history = histories(session, [first.topics[0].key])[first.topics[0].key]
+    assert [(h["run"], h["failed"]) for h in history] == [("test:week", first.topics[0].figures.failed)]
 
     pair_id = first.topics[0].questions[0].pair_id
     assert topic_of(database, pair_id) == first.topics[0].name
@@ -110,3 +114,15 @@ def test_a_quiet_week_says_it_has_too_few_questions(db_url, database, fake_llm):
     report = compute_topics(_deps(db_url, database, fake_llm), QUERY)
     assert report.too_few and report.topics == () and "too few" in report.notes[-1]
     assert fake_llm.requests == [] and fake_llm.embedding_requests == []
+
+
+def test_names_made_of_keywords_are_asked_of_the_llm_once_it_can_be(db_url, database, fake_llm):
+    store_questions(database, corpus_questions())
+    spent = compute_topics(_deps(db_url, database, fake_llm, daily_budget=0, embedding_model="local"), QUERY)
+    assert spent.topics and all(t.named_by == "keywords" for t in spent.topics)
+    later = compute_topics(_deps(db_url, database, fake_llm, embedding_model="local"), QUERY)
+    assert [t.key for t in later.topics] == [t.key for t in spent.topics]  # the same topics, continuing
+    assert all(t.named_by == "llm" for t in later.topics) and len(fake_llm.requests) == len(later.topics)
+    assert [t.name for t in later.topics] != [t.name for t in spent.topics]
+    again = compute_topics(_deps(db_url, database, fake_llm, embedding_model="local"), QUERY)
+    assert all(t.named_by == "history" for t in again.topics) and len(fake_llm.requests) == len(later.topics)

@@ -11,16 +11,9 @@ from sqlalchemy import select
 from common.celery_app import create_celery
 from store.models import Alert
 from store.settings import Settings
-from tests.alert_helpers import ALERTS, SUPPORT, add_judgment, alert_runtime, fake_slack, make_settings, write_rules
+from tests.alert_helpers import ALERTS, SUPPORT, add_judgment, alert_runtime, make_settings, write_rules
 from tests.processes import start_worker, wait_for
 from tests.running_system import fakes_env
-
-
-@pytest.fixture
-def fake():
-    with fake_slack() as server:
-        yield server
-
 
 # Through a real worker process ----------------------------------------------------------------------------------
 
