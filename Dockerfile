@@ -16,6 +16,8 @@ COPY store ./store
 COPY capture ./capture
 COPY common ./common
 COPY relmon ./relmon
+COPY topics ./topics
+COPY golden ./golden
 RUN pip install . \
  && useradd --create-home --uid 10001 relmon \
  && mkdir -p /data \

@@ -11,6 +11,7 @@ from typing import Any
 from common.runtime import Runtime
 
 HEALTH_PATH = "/healthz"
+METRICS_PATH = "/metrics"  # common.metrics.METRICS_PATH
 
 
 def health_report(runtime: Runtime, socket_mode_connected: Callable[[], bool] | None = None) -> tuple[int, dict]:
@@ -31,22 +32,32 @@ def health_report(runtime: Runtime, socket_mode_connected: Callable[[], bool] | 
     return 200 if healthy else 503, {"status": "ok" if healthy else "error", "checks": checks}
 
 
-def start_health_server(host: str, port: int, report: Callable[[], tuple[int, dict]]) -> ThreadingHTTPServer:
+def start_health_server(
+    host: str,
+    port: int,
+    report: Callable[[], tuple[int, dict]],
+    scrape: Callable[[], tuple[bytes, str]] | None = None,
+) -> ThreadingHTTPServer:
     """Socket Mode serves no Slack endpoint over HTTP, but container health checks still ask GET /healthz on
-    --port: a tiny stdlib server in a daemon thread answers that, and 404 to everything else."""
+    --port: a tiny stdlib server in a daemon thread answers that, GET /metrics with `scrape` (body, content
+    type), and 404 to everything else."""
 
     class HealthHandler(BaseHTTPRequestHandler):
         server_version = "relmon"
         sys_version = ""
 
         def do_GET(self) -> None:
-            if self.path.split("?", 1)[0] == HEALTH_PATH:
+            path = self.path.split("?", 1)[0]
+            content_type = "application/json"
+            if path == HEALTH_PATH:
                 status, body = report()
+                data = json.dumps(body).encode()
+            elif path == METRICS_PATH and scrape is not None:
+                status, (data, content_type) = 200, scrape()
             else:
-                status, body = 404, {"error": "not found"}
-            data = json.dumps(body).encode()
+                status, data = 404, json.dumps({"error": "not found"}).encode()
             self.send_response(status)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)

@@ -2,7 +2,8 @@
 SLACK_APP_TOKEN is set (then only `GET /healthz` is served over HTTP, on the same --port, from a small stdlib
 server in a thread: container health checks work in both modes).
 
-HTTP routes: `POST /slack/events` (events, slash commands, interactivity) and `GET /healthz`.
+HTTP routes: `POST /slack/events` (events, slash commands, interactivity), `GET /healthz` and `GET /metrics`
+(Prometheus, `common.metrics`).
 Requests are checked before Bolt sees them (`bot.request_guard`); answers to input Slack should not resend
 carry `X-Slack-No-Retry: 1`. Socket Mode is `bot.socket_mode`.
 """
@@ -14,6 +15,7 @@ import io
 import json
 import logging
 import sys
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -23,6 +25,7 @@ from slack_sdk.signature import SignatureVerifier
 
 from bot.health import HEALTH_PATH, health_report
 from bot.request_guard import BadRequest, checked_body
+from common import metrics
 from common.runtime import Runtime
 from store.settings import Settings
 
@@ -67,6 +70,8 @@ class EventsWSGI:
         method = environ.get("REQUEST_METHOD", "GET")
         if path == HEALTH_PATH:
             return self.health(start_response)
+        if path == metrics.METRICS_PATH:
+            return self.metrics(start_response)
         if path != EVENT_PATH:
             return _respond(start_response, 404, {"error": "not found"})
         if method != "POST":
@@ -79,7 +84,20 @@ class EventsWSGI:
             return _respond(start_response, error.status, {"error": error.reason}, extra)
         environ["wsgi.input"] = io.BytesIO(body)  # Bolt reads the body again
         environ["CONTENT_LENGTH"] = str(len(body))
-        return self.bolt(environ, start_response)
+        started, answered = time.monotonic(), []
+
+        def timed_start_response(status: str, headers: list, *rest: Any) -> Any:
+            answered.append(status.split(" ", 1)[0])
+            return start_response(status, headers, *rest)
+
+        body_parts = self.bolt(environ, timed_start_response)
+        metrics.event_acked("http", int(answered[0]) if answered else 0, time.monotonic() - started)
+        return body_parts
+
+    def metrics(self, start_response: StartResponse) -> list:
+        data, content_type = metrics.exposition(self.runtime)
+        start_response("200 OK", [("Content-Type", content_type), ("Content-Length", str(len(data)))])
+        return [data]
 
     def health(self, start_response: StartResponse) -> list:
         status, body = health_report(self.runtime)

@@ -18,6 +18,7 @@ from slack_sdk.socket_mode.response import SocketModeResponse
 
 from bot.health import HEALTH_PATH, health_report, start_health_server
 from bot.request_guard import payload_problem
+from common import metrics
 from common.backoff import backoff_seconds
 from common.runtime import Runtime
 from common.startup import StartupError
@@ -45,7 +46,9 @@ def serve_socket_mode(settings: Settings, host: str, port: int) -> int:
         raise slack_out_of_reach("check SLACK_BOT_TOKEN", error) from None
     handler = GuardedSocketModeHandler(app, settings.secret("slack_app_token"))
     try:
-        health = start_health_server(host, port, lambda: health_report(runtime, handler.client.is_connected))
+        health = start_health_server(
+            host, port, lambda: health_report(runtime, handler.client.is_connected), lambda: metrics.exposition(runtime)
+        )
     except OSError as error:
         print(f"relmon bot: cannot serve {HEALTH_PATH} on {host}:{port}: {error.strerror or error}", file=sys.stderr)
         return 1
@@ -73,7 +76,9 @@ class GuardedSocketModeHandler(SocketModeHandler):
             log.info("request refused", extra={"status": 400, "reason": f"malformed {kind}: {problem}"})
             client.send_socket_mode_response(SocketModeResponse(envelope_id=req.envelope_id))
             return
-        super().handle(client, req)
+        started = time.monotonic()
+        super().handle(client, req)  # Bolt acknowledges before it returns
+        metrics.event_acked("socket_mode", 200, time.monotonic() - started)
 
 
 def slack_out_of_reach(to_do: str, error: OSError) -> StartupError:

@@ -25,6 +25,8 @@ import redis
 from kombu.exceptions import OperationalError as BrokerError
 from sqlalchemy.exc import InterfaceError, OperationalError
 
+from common import metrics
+
 log = logging.getLogger("relmon.capture")
 
 # What an outage raises in capture; anything else is a bug and still answers 500.
@@ -160,6 +162,7 @@ class EventSpool:
             return
         first = spool.count() == 0
         spool.add(entry)
+        metrics.event_spooled()
         say = log.warning if first else log.debug
         say("event spooled: Redis or the database is unavailable", extra={"event_id": entry["body"].get("event_id")})
 

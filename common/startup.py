@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from common import celery_app
+from common import celery_app, metrics
 from common.embedded_redis import EmbeddedRedis, ensure_embedded_redis
 from common.telemetry.logs import setup_logging
 from common.telemetry.scrub import mask_url, problem_text
@@ -24,6 +24,7 @@ def start_process(settings: Settings, component: str, *, migrate_in_child_proces
     """Run once at the start of a process, before it serves or consumes anything. `migrate_in_child_process`:
     the bot's, so that the processes serving Slack never load Alembic (less memory in each)."""
     setup_logging(settings, component)
+    metrics.prepare_process(settings, component)  # before anything imports prometheus-client
     _held["embedded_redis"] = ensure_embedded_redis(settings)  # None with REDIS_URL set
     migrate_schema(settings.resolved_database_url, in_child=migrate_in_child_process)
     celery_app.configure(settings)

@@ -16,6 +16,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from store.settings_limits import LimitSettings
 from store.settings_llm import LLMCallFields
+from store.settings_metrics import MetricsSettings
 from store.settings_retention import RetentionSettings
 from store.settings_topics import TopicSettings
 
@@ -135,7 +136,7 @@ WHERE_TO_GET = {
 }
 
 
-class Settings(BaseSettings, TopicSettings, LLMCallFields, RetentionSettings, LimitSettings):
+class Settings(BaseSettings, TopicSettings, LLMCallFields, RetentionSettings, LimitSettings, MetricsSettings):
     model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore", populate_by_name=True)
 
     # Slack
@@ -197,6 +198,8 @@ class Settings(BaseSettings, TopicSettings, LLMCallFields, RetentionSettings, Li
     outcome_window_seconds: int = Field(1800, ge=0, **_env("RELMON_OUTCOME_WINDOW"))
     # User IDs (U…/W…) or user groups (S…) whose replies count as a teammate's takeover; empty: staff on evidence
     # (capture.teammates).
+    # Channel IDs allowed as a metrics label (common.metrics; the rest count as "other"): bounded cardinality.
+    metrics_channel_labels: CommaList = Field(default_factory=list, **_env("RELMON_METRICS_CHANNEL_LABELS"))
     support_team: CommaList = Field(default_factory=list, **_env("RELMON_SUPPORT_TEAM"))
     escalation_phrases: CommaList = Field(
         default_factory=lambda: list(DEFAULT_ESCALATION_PHRASES), **_env("RELMON_ESCALATION_PHRASES")

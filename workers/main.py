@@ -12,7 +12,7 @@ import sys
 from datetime import UTC, datetime
 from types import FrameType
 
-from common import celery_app
+from common import celery_app, metrics
 from common.runtime import Runtime, set_runtime
 from common.startup import start_process
 from store.settings import Settings
@@ -62,6 +62,7 @@ def prepare(settings: Settings, component: str) -> Runtime:
     """What the worker and beat add to the shared start-up: the task modules and the process's runtime."""
     start_process(settings, component)
     modules = import_task_modules()
+    metrics.serve_process_metrics(settings, component)
     runtime = Runtime(settings)
     set_runtime(runtime)
     log.info("task modules loaded", extra={"modules": modules})

@@ -8,6 +8,7 @@ from typing import TextIO
 
 from common.telemetry.scrub import SecretMasker
 from relmon.doctor.checks import Check, check_database, check_llm, check_redis, check_settings
+from relmon.doctor.metrics_check import check_metrics
 from relmon.doctor.slack_checks import check_slack
 from store.settings import Settings
 
@@ -18,6 +19,7 @@ def all_checks(settings: Settings) -> Iterator[Check]:
     yield check_redis(settings)
     yield check_database(settings)
     yield check_llm(settings)
+    yield check_metrics(settings)
 
 
 def report(checks: Iterable[Check], settings: Settings, out: TextIO) -> int:

@@ -18,6 +18,7 @@ from tests.processes import RelmonProcess, relmon_command, relmon_env, start_wor
 
 ROOT = Path(__file__).resolve().parents[2]
 RELMON_SERVICES = ("migrate", "bot", "worker", "beat")
+METRICS_SERVICES = ("prometheus", "grafana")  # the optional `metrics` profile
 SECRET_VARIABLES = ("SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_APP_TOKEN", "OPENAI_API_KEY", "SENTRY_DSN")
 
 
@@ -41,7 +42,21 @@ def healthcheck_text(service: dict) -> str:
 
 
 def test_services_present(compose: dict) -> None:
-    assert set(compose["services"]) == {"redis", "postgres", *RELMON_SERVICES}
+    assert set(compose["services"]) == {"redis", "postgres", *RELMON_SERVICES, *METRICS_SERVICES}
+
+
+def test_prometheus_and_grafana_only_in_the_metrics_profile_scraping_relmons_ports(compose: dict) -> None:
+    for name, service in compose["services"].items():
+        assert (service.get("profiles") == ["metrics"]) == (name in METRICS_SERVICES), name
+    config = yaml.safe_load((ROOT / "ops" / "prometheus" / "prometheus.yml").read_text())
+    targets = {job["job_name"]: job for job in config["scrape_configs"]}
+    assert targets["relmon-bot"]["static_configs"][0]["targets"] == ["bot:3000"]
+    worker = targets["relmon-worker"]["dns_sd_configs"][0]
+    assert worker["names"] == ["worker"] and worker["port"] == Settings.model_fields["metrics_port"].default
+    beat_port = Settings.model_fields["beat_metrics_port"].default
+    assert targets["relmon-beat"]["static_configs"][0]["targets"] == [f"beat:{beat_port}"]
+    mounts = " ".join(compose["services"]["grafana"]["volumes"])
+    assert "./ops/grafana/dashboards:" in mounts and "./ops/grafana/provisioning:" in mounts
 
 
 def test_redis_keeps_an_append_only_file_on_a_volume(compose: dict) -> None:

@@ -1,0 +1,171 @@
+"""The metrics' state on a real database and Redis (`common.metrics.StateCollector`), read back with
+prometheus-client's parser; `relmon doctor`'s check of a real /metrics endpoint; the shipped Grafana dashboard
+asks only for series relmon serves. Through real processes: tests/system/test_metrics_processes.py."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from bot.health import start_health_server
+from common import metrics
+from common.runtime import Runtime
+from relmon.doctor.metrics_check import check_metrics
+from store.models import Alert, Judgment, OutcomeSignal, Pair, PairStatus
+from tests.alert_helpers import make_settings
+from tests.services import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+SUFFIXES = ("_total", "_bucket", "_count", "_sum", "_created")
+
+
+def samples_of(body: bytes) -> dict[tuple[str, tuple], float]:
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(body.decode())
+        for sample in family.samples
+    }
+
+
+def add_pair(runtime: Runtime, channel: str, ts: str, *, score: float | None, error: str | None = None) -> int:
+    with runtime.db.session() as session:
+        pair = Pair(channel_id=channel, answer_ts=ts, question_text="q", answer_text="a", status=PairStatus.JUDGED)
+        session.add(pair)
+        session.flush()
+        status = "error" if error else "ok"
+        judgment = Judgment(
+            pair_id=pair.id,
+            judge="relevancy",
+            status=status,
+            score=score,
+            normalized_score=None if score is None else score / 4,
+            prompt_tokens=1000,
+            cached_tokens=200,
+            completion_tokens=100,
+            latency_ms=1500,
+            error=error,
+            confirmation_status="confirmed" if score == 1 else None,
+        )
+        session.add(judgment)
+        session.flush()
+        if score == 1:
+            session.add(
+                Alert(dedupe_key=f"low:{judgment.id}", kind="low_score", source_channel_id=channel, status="posted")
+            )
+            session.add(OutcomeSignal(pair_id=pair.id, name="reask"))
+        return pair.id
+
+
+def test_the_state_counts_judgments_scores_alerts_tokens_and_cost_with_bounded_channel_labels(
+    redis_url: str, db_url: str, runtime_for: Callable[..., Runtime]
+) -> None:
+    settings = make_settings(
+        redis_url=redis_url,
+        database_url=db_url,
+        slack_api_url="http://127.0.0.1:9/api/",
+        metrics_channel_labels=["C_ALLOWED"],
+        cost_per_million_input_tokens=1.0,
+        cost_per_million_output_tokens=2.0,
+        daily_budget=10,
+    )
+    runtime = runtime_for(settings)
+    add_pair(runtime, "C_ALLOWED", "1.1", score=1)
+    add_pair(runtime, "C_SECRET", "1.2", score=4)
+    add_pair(runtime, "C_SECRET", "1.3", score=None, error="LLM request timed out after 60 s")
+    runtime.redis.rpush("relmon.judge", "task-1", "task-2")
+
+    body, content_type = metrics.exposition(runtime)
+    assert content_type.startswith("text/plain")
+    samples = samples_of(body)
+
+    def value(metric: str, **labels: str) -> float:
+        return samples[(metric, tuple(sorted(labels.items())))]
+
+    assert value("relmon_state_up") == 1
+    assert value("relmon_judgments_total", judge="relevancy", status="ok") == 2
+    assert value("relmon_judgments_total", judge="relevancy", status="error") == 1
+    assert value("relmon_score_bucket", judge="relevancy", le="0.4") == 1  # 1/4
+    assert value("relmon_score_bucket", judge="relevancy", le="+Inf") == 2
+    assert value("relmon_score_sum", judge="relevancy") == 1.25
+    assert value("relmon_confirmations_total", outcome="confirmed") == 1
+    assert value("relmon_alerts_total", kind="low_score", status="posted", channel="C_ALLOWED") == 1
+    assert value("relmon_pairs", status="judged", channel="C_ALLOWED") == 1
+    assert value("relmon_pairs", status="judged", channel="other") == 2  # not allowed as a label
+    assert value("relmon_llm_calls_total", judge="relevancy") == 3
+    assert value("relmon_llm_errors_total", kind="timeout") == 1
+    assert value("relmon_llm_latency_seconds_bucket", le="2.0") == 3
+    assert value("relmon_llm_tokens_total", kind="prompt") == 3000
+    # 2,400 uncached input at $1, 600 cached at half that, 300 output at $2 (per million).
+    assert abs(value("relmon_llm_cost_usd_total") - (2400 * 1 + 600 * 0.5 + 300 * 2) / 1e6) < 1e-12
+    assert value("relmon_outcome_signals_total", name="reask") == 1
+    assert value("relmon_queue_depth", queue="relmon.judge") == 2
+    assert value("relmon_budget_left") == 10
+    assert b"C_SECRET" not in body
+
+
+def test_a_database_that_does_not_answer_gives_state_up_0_not_a_failed_scrape(
+    redis_url: str, tmp_path: Path, runtime_for: Callable[..., Runtime]
+) -> None:
+    settings = make_settings(
+        redis_url=redis_url,
+        database_url="postgresql://nobody@127.0.0.1:9/none?connect_timeout=2",
+        slack_api_url="http://127.0.0.1:9/api/",
+    )
+    body, _ = metrics.exposition(runtime_for(settings))
+    samples = samples_of(body)
+    assert samples[("relmon_state_up", ())] == 0
+    assert not [key for key in samples if key[0].startswith("relmon_judgments")]
+
+
+def test_doctor_checks_a_real_metrics_endpoint(
+    redis_url: str, db_url: str, runtime_for: Callable[..., Runtime]
+) -> None:
+    settings = make_settings(redis_url=redis_url, database_url=db_url, slack_api_url="http://127.0.0.1:9/api/")
+    runtime = runtime_for(settings)
+    port = free_port()
+    server = start_health_server("127.0.0.1", port, lambda: (200, {}), lambda: metrics.exposition(runtime))
+    try:
+        served = check_metrics(settings.model_copy(update={"metrics_url": f"http://127.0.0.1:{port}/metrics"}))
+        assert served.status == "ok" and "metric families" in served.detail
+        wrong = check_metrics(settings.model_copy(update={"metrics_url": f"http://127.0.0.1:{port}/nothing"}))
+        assert wrong.status == "FAIL" and "404" in wrong.detail
+        health = check_metrics(settings.model_copy(update={"metrics_url": f"http://127.0.0.1:{port}/healthz"}))
+        assert health.status == "FAIL"  # JSON, not relmon's metrics
+    finally:
+        server.shutdown()
+    down = check_metrics(settings.model_copy(update={"metrics_url": f"http://127.0.0.1:{free_port()}/metrics"}))
+    assert down.status == "skip" and "no answer" in down.detail
+
+
+def test_the_shipped_dashboard_asks_only_for_series_relmon_serves(
+    redis_url: str, db_url: str, runtime_for: Callable[..., Runtime]
+) -> None:
+    dashboard = json.loads((ROOT / "ops" / "grafana" / "dashboards" / "relmon.json").read_text())
+    assert dashboard["uid"] == "relmon" and dashboard["panels"]
+    settings = make_settings(redis_url=redis_url, database_url=db_url, slack_api_url="http://127.0.0.1:9/api/")
+    metrics.event_acked("http", 200, 0.01)  # the process counters exist once used
+    metrics.event_spooled()
+    metrics.trace_send("langfuse", "sent")
+    metrics._process_metrics().tasks.labels("workers.tasks.judging.judge_pair", "success").inc()
+    served = {
+        family.name for family in text_string_to_metric_families(metrics.exposition(runtime_for(settings))[0].decode())
+    }
+    for panel in dashboard["panels"]:
+        assert panel["targets"], panel["title"]
+        for target in panel["targets"]:
+            for name in re.findall(r"\brelmon_\w+", target["expr"]):
+                base = next((name[: -len(suffix)] for suffix in SUFFIXES if name.endswith(suffix)), name)
+                assert base in served, f"panel {panel['title']!r} asks for {name}, which relmon does not serve"
+
+
+def test_error_kinds_are_a_bounded_vocabulary() -> None:
+    assert metrics.error_kind("LLM request timed out") == "timeout"
+    assert metrics.error_kind("Error code: 429 rate limit") == "rate_limit"
+    assert metrics.error_kind("could not parse the verdict") == "unparseable"
+    assert metrics.error_kind("something odd") == "other"
+    assert metrics.channel_label("C1", frozenset({"C1"})) == "C1"
+    assert metrics.channel_label("C2", frozenset({"C1"})) == metrics.OTHER_CHANNEL
