@@ -1,4 +1,5 @@
-"""What on-demand judging may spend, counted in Redis at the bot before anything is stored or queued: a budget of
+"""What one person may ask for, counted in Redis at the bot before anything is stored or queued: reports (App Home,
+`/judge digest`, `/judge stats`) a minute (RELMON_REPORTS_PER_PERSON_MINUTE); on-demand judging's budget of
 requests per UTC day apart from the captured answers' (RELMON_ON_DEMAND_BUDGET) and a per-person hourly limit
 (RELMON_ON_DEMAND_PER_PERSON_HOUR). The workers judge on-demand pairs without charging the monitoring budget."""
 
@@ -23,6 +24,14 @@ return 1
 def _take(client: redis.Redis, key: str, limit: int, ttl_seconds: int) -> bool:
     """One unit of `key`'s counter if it is under `limit` (atomic: concurrent requests never overspend)."""
     return bool(client.eval(_INCR_UNDER_LIMIT, 1, key, limit, ttl_seconds))
+
+
+def take_report(client: redis.Redis, settings: Settings, user_id: str | None, now: datetime | None = None) -> None:
+    """One report (App Home, `/judge digest`, `/judge stats`) for this person, or a Refusal (reports_rate_limited):
+    RELMON_REPORTS_PER_PERSON_MINUTE a minute, so nobody can keep the database busy for everyone else."""
+    minute = (now or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M")
+    if not _take(client, f"relmon:reports:person:{user_id}:{minute}", settings.reports_per_person_minute, 120):
+        raise Refusal("reports_rate_limited")
 
 
 def take_on_demand(client: redis.Redis, settings: Settings, user_id: str | None, now: datetime | None = None) -> None:

@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 
 from slack_sdk import WebClient
 
+from bot.on_demand_limits import take_report
 from bot.replies import tell
 from common.membership import MembershipCache, Refusal
 from common.messages.verdicts import StatsRow, error_message, stats_message
@@ -25,6 +26,8 @@ from store.feedback import voted_scores
 log = logging.getLogger("relmon.commands")
 
 STATS_DAYS = 7
+CHANNEL_NAMES_KEY = "relmon:channel_names"  # name -> ID of the channels relmon can see (conversations.list)
+CHANNEL_NAMES_SECONDS = 600
 
 _CHANNEL_MENTION = re.compile(r"^<#([CG][A-Z0-9_]+)(?:\|[^>]*)?>$")
 _CHANNEL_ID = re.compile(r"^[CG][A-Z0-9_]{6,}$")
@@ -43,16 +46,24 @@ def channel_reference(argument: str) -> tuple[str | None, str | None]:
     return None, argument.lstrip("#").lower()
 
 
-def channel_named(client: WebClient, name: str) -> str | None:
-    for page in client.conversations_list(types="public_channel,private_channel", limit=1000, exclude_archived=True):
-        for channel in page.get("channels", []):
-            if channel.get("name", "").lower() == name:
-                return channel["id"]
-    return None
+def channel_named(runtime: Runtime, client: WebClient, name: str) -> str | None:
+    """The channel of that name relmon can see, from conversations.list read at most once per CHANNEL_NAMES_SECONDS
+    (kept in Redis): `/judge stats #unknown` again and again pages nothing."""
+    names = runtime.redis.hgetall(CHANNEL_NAMES_KEY)
+    if not names:
+        names = {b"": b""}  # read, even when there is no channel: an empty list is cached too
+        pages = client.conversations_list(types="public_channel,private_channel", limit=1000, exclude_archived=True)
+        for page in pages:
+            listed = [c for c in page.get("channels", []) if c.get("name") and c.get("id")]
+            names.update({c["name"].lower().encode(): c["id"].encode() for c in listed})
+        with runtime.redis.pipeline() as pipe:
+            pipe.hset(CHANNEL_NAMES_KEY, mapping=names).expire(CHANNEL_NAMES_KEY, CHANNEL_NAMES_SECONDS).execute()
+    found = names.get(name.encode()) if name else None
+    return found.decode() if found else None
 
 
 def stats_channel(
-    client: WebClient, membership: MembershipCache, argument: str, current_channel: str, user_id: str
+    runtime: Runtime, client: WebClient, membership: MembershipCache, argument: str, current_channel: str, user_id: str
 ) -> str:
     """The channel whose figures this person may see, or a Refusal."""
     channel_id, name = channel_reference(argument)
@@ -64,7 +75,7 @@ def stats_channel(
             raise Refusal("stats_refused")
         return current_channel
     if channel_id is None:
-        channel_id = channel_named(client, name or "")
+        channel_id = channel_named(runtime, client, name or "")
     # A non-member learns nothing, not even whether a private channel of that name exists.
     if channel_id is None or not membership.is_member(client, channel_id, user_id):
         raise Refusal("stats_refused")
@@ -76,7 +87,8 @@ def show_stats(
 ) -> None:
     assert asker.user_id is not None and asker.channel_id is not None
     try:
-        channel_id = stats_channel(client, membership, argument, asker.channel_id, asker.user_id)
+        take_report(runtime.redis, runtime.settings, asker.user_id)
+        channel_id = stats_channel(runtime, client, membership, argument, asker.channel_id, asker.user_id)
         rule = runtime.rules.for_channel(channel_id, runtime.settings)
         since = datetime.now(UTC) - timedelta(days=STATS_DAYS)
         with runtime.db.session() as session:

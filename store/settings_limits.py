@@ -1,5 +1,5 @@
 """Bounds on what a hostile or careless input can make relmon do, a fields class `store.settings.Settings` inherits:
-the spool's size and how often one alert is redrawn."""
+the spool's size, how often one alert is redrawn, and how many reports one person may ask for."""
 
 from __future__ import annotations
 
@@ -17,3 +17,5 @@ class LimitSettings(BaseModel):
     # One alert is redrawn (chat.update) at most once in this many seconds; what comes meanwhile is drawn once at
     # the end of the window.
     alert_redraw_seconds: float = Field(3.0, ge=0, **_env("RELMON_ALERT_REDRAW_SECONDS"))
+    # App Home, `/judge digest` and `/judge stats`: the reports one person may ask for in a minute.
+    reports_per_person_minute: int = Field(6, ge=1, **_env("RELMON_REPORTS_PER_PERSON_MINUTE"))

@@ -119,6 +119,18 @@ def period_pairs(start: datetime, end: datetime) -> Select:
     )
 
 
+def channel_ids_between(session: Session, start: datetime, end: datetime) -> set[str]:
+    """The channels with a pair created in [start, end)."""
+    query = select(Pair.channel_id).where(Pair.created_at >= start, Pair.created_at < end)
+    return {channel for channel in session.scalars(query.distinct()) if channel}
+
+
+def data_version(session: Session) -> str:
+    """Changes whenever a pair, a judgment, a vote or an outcome signal is added: a cached view of them is stale."""
+    newest = [select(func.max(table.id)).scalar_subquery() for table in (Pair, Judgment, Feedback, OutcomeSignal)]
+    return ":".join(str(value) for value in session.execute(select(*newest)).one())
+
+
 def private_channel_ids(session: Session, start: datetime, end: datetime) -> set[str]:
     """The channels with a pair stored as private (or shared) created in [start, end)."""
     query = select(Pair.channel_id).where(

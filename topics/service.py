@@ -153,7 +153,8 @@ def compute_topics(deps: TopicsDeps, query: TopicsQuery) -> TopicsReport:
         min_questions=deps.settings.topics_min_questions,
         smallest=deps.settings.topics_min_size,
     )
-    topics = _named(deps, report.topics, query.now, run)
+    by_keywords = {t.key for t in known if t.named_by == "keywords"}  # named while the LLM could not be asked
+    topics = _named(deps, report.topics, query.now, run, by_keywords)
     report = replace(report, topics=topics, notes=(*run.notes, *report.notes))
     _store(deps, report, query, run)
     return report
@@ -264,7 +265,11 @@ def naming_examples(topic: Topic) -> list[str]:
     return public or [q.text for q in topic.examples]
 
 
-def _named(deps: TopicsDeps, topics: Sequence[Topic], now: datetime, run: _Run) -> tuple[Topic, ...]:
+def _named(
+    deps: TopicsDeps, topics: Sequence[Topic], now: datetime, run: _Run, by_keywords: set[str] = frozenset()
+) -> tuple[Topic, ...]:
+    """Names for the topics: a continuing topic keeps its own (one named by keywords is asked again), a new one is
+    named by the judge LLM (one call each), else by its keywords."""
     fallback = keyword_names(
         [[q.text for q in t.questions[:50] if not q.private] or [t.questions[0].text] for t in topics]
     )
@@ -272,8 +277,9 @@ def _named(deps: TopicsDeps, topics: Sequence[Topic], now: datetime, run: _Run) 
     failed_why = None
     out = []
     for topic, keywords in zip(topics, fallback, strict=True):
-        if topic.key is not None:
-            out.append(named(topic, topic.key, topic.name or keywords))
+        if topic.key is not None and (topic.key not in by_keywords or failed_why or deps.llm is None):
+            named_by = "keywords" if topic.key in by_keywords else "history"
+            out.append(named(topic, topic.key, topic.name or keywords, named_by))
             continue
         name = None
         if failed_why is None and deps.llm is not None:
@@ -290,7 +296,8 @@ def _named(deps: TopicsDeps, topics: Sequence[Topic], now: datetime, run: _Run) 
                 failed_why = "the daily budget is spent"
             except (TransientLLMError, LLMRequestError, ValueError) as error:
                 failed_why = f"the LLM failed ({str(error)[:200]})"
-        out.append(named(topic, topic_key(topic), name or keywords, "llm" if name else "keywords"))
+        key = topic.key or topic_key(topic)
+        out.append(named(topic, key, name or topic.name or keywords, "llm" if name else "keywords"))
     if failed_why:
         run.notes.append(f"Some topics are named by their keywords: {failed_why}.")
     return tuple(out)

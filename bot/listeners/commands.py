@@ -23,6 +23,7 @@ from slack_sdk.errors import SlackApiError
 
 from bot.deps import BotDeps
 from bot.on_demand import judge_message, judge_pasted
+from bot.on_demand_limits import take_report
 from bot.permalinks import find_link, parse_message_link
 from bot.replies import tell
 from bot.stats import show_stats
@@ -30,7 +31,7 @@ from bot.votes import record_click
 from common import task_names
 from common.celery_app import celery
 from common.feedback import ACTION_RIGHT, ACTION_WRONG, VOTE_FOR_ACTION
-from common.membership import MembershipCache
+from common.membership import MembershipCache, Refusal
 from common.messages.alerts import OPEN_ACTION_ID
 from common.messages.verdicts import (
     ERRORS,
@@ -210,12 +211,15 @@ class SlowWork:
 
 def _queue_digest_preview(runtime: Runtime, client: WebClient, asker: Asker) -> None:
     try:
+        take_report(runtime.redis, runtime.settings, asker.user_id)  # a full report each: a few a minute a person
         # The response_url (a credential) stays in Redis: the task carries its ID, never the URL.
         url_id = keep_response_url(runtime.redis, asker.response_url)
         celery.send_task(
             task_names.SEND_DIGEST_PREVIEW,
             kwargs={"user_id": asker.user_id, "channel_id": asker.channel_id, "response_url_id": url_id},
         )
+    except Refusal as refusal:
+        tell(client, asker, error_message(refusal.code))
     except Exception:
         log.exception("digest preview not queued")
         tell(client, asker, error_message("unavailable"))

@@ -37,6 +37,7 @@ ERRORS = {
     "budget": "relmon has used today's judging budget: please try again tomorrow or ask an admin to raise it.",
     "on_demand_budget": "relmon has used today's budget for on-demand judgments: please try again tomorrow.",
     "rate_limited": "You have asked relmon for many judgments this hour: please try again later.",
+    "reports_rate_limited": "You have asked relmon for many reports this minute: please try again in a minute.",
     "not_judged": "relmon couldn't judge that answer: please try again in a few minutes.",
     # /judge stats: one answer for an unknown name, a channel relmon can't see and one the person isn't in.
     "stats_refused": "relmon can only show figures for a channel you and relmon are both in: check the name, or "

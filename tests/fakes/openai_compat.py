@@ -93,7 +93,9 @@ def refusal(server: ServerKind, body: dict) -> Refusal | None:
             "input": (body.get("response_format") or {}).get("type"),
             "ctx": {"expected": "'text' or 'json_object'"},
         }
-        return _openai_error(500, f"1 validation error:\n  {detail}", "internal_server_error", None, None)
+        where = '  File "llama_cpp/server/app.py", line 376, in create_chat_completion\n    POST /v1/chat/completions'
+        message = f"1 validation error:\n  {detail}\n\n{where}"  # as llama-cpp-python 0.3.36 answers
+        return _openai_error(500, message, "internal_server_error", None, None)
     if not server.formats:  # a proxy, or a server told to refuse every response_format
         return _openai_error(
             400, "Unrecognized request argument supplied: response_format", "invalid_request_error", None, None

@@ -14,6 +14,7 @@ from PIL import Image
 from bot.listeners.home import publish_home
 from common.membership import MembershipCache
 from common.reports.topic_runs import refresh
+from relmon.digest_cli import _dry_run
 from store.settings import Settings
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.slack_server import FakeSlack
@@ -46,7 +47,7 @@ def _text(blocks) -> str:
     return "\n".join(str(block) for block in blocks)
 
 
-def test_the_digest_opens_with_what_to_fix_first(services):
+def test_the_digest_opens_with_what_to_fix_first(services, capsys):
     runtime, slack, _llm = services
     store_questions(runtime.db, corpus_questions())
     assert deliver_digest(runtime, NOW).status == "sent"
@@ -61,6 +62,9 @@ def test_the_digest_opens_with_what_to_fix_first(services):
     upload = next(iter(slack.uploads.values()))
     width, height = Image.open(io.BytesIO(upload)).size
     assert width == 750 and height > 900  # the topics panel below the others
+    capsys.readouterr()
+    assert _dry_run(runtime, NOW) == 0  # the dry run prints the stored topics, and makes none
+    assert "== What to fix first ==" in capsys.readouterr().out
 
 
 def test_a_private_channels_topics_are_not_named_where_its_people_are_not(services):

@@ -114,3 +114,15 @@ def test_a_quiet_week_says_it_has_too_few_questions(db_url, database, fake_llm):
     report = compute_topics(_deps(db_url, database, fake_llm), QUERY)
     assert report.too_few and report.topics == () and "too few" in report.notes[-1]
     assert fake_llm.requests == [] and fake_llm.embedding_requests == []
+
+
+def test_names_made_of_keywords_are_asked_of_the_llm_once_it_can_be(db_url, database, fake_llm):
+    store_questions(database, corpus_questions())
+    spent = compute_topics(_deps(db_url, database, fake_llm, daily_budget=0, embedding_model="local"), QUERY)
+    assert spent.topics and all(t.named_by == "keywords" for t in spent.topics)
+    later = compute_topics(_deps(db_url, database, fake_llm, embedding_model="local"), QUERY)
+    assert [t.key for t in later.topics] == [t.key for t in spent.topics]  # the same topics, continuing
+    assert all(t.named_by == "llm" for t in later.topics) and len(fake_llm.requests) == len(later.topics)
+    assert [t.name for t in later.topics] != [t.name for t in spent.topics]
+    again = compute_topics(_deps(db_url, database, fake_llm, embedding_model="local"), QUERY)
+    assert all(t.named_by == "history" for t in again.topics) and len(fake_llm.requests) == len(later.topics)

@@ -1,0 +1,61 @@
+"""Bounded work per person: App Home, `/judge digest` and `/judge stats` count against
+RELMON_REPORTS_PER_PERSON_MINUTE (a short answer past it, another person unaffected); App Home is built on the bot's
+report thread from a view cached per viewer class (a new answer, or another class, gets a fresh one);
+`/judge stats #name` reads conversations.list once, not once per call."""
+
+from __future__ import annotations
+
+from bot.listeners.home import publish_home
+from common.membership import MembershipCache
+from common.messages.verdicts import ERRORS
+from common.runtime import slack_client_for
+from tests import slack_requests as sr
+from tests.alert_helpers import add_judgment
+from tests.bot_harness import SECRET
+from tests.processes import wait_for
+
+C = "C_SUPPORT"
+LIMITED = ERRORS["reports_rate_limited"]
+
+
+def ask(bot, slack, text: str, key: str, user: str = "U_ASKER") -> str:
+    body = sr.slash_command(text, response_url=slack.response_url(key), user_id=user)
+    assert sr.post(bot.url, body, SECRET).status_code == 200
+    [answer] = wait_for(lambda: slack.responses[key], timeout=10, what=f"the answer to {text}")
+    return str(answer)
+
+
+def test_stats_and_digest_previews_are_limited_per_person(make_bot, slack) -> None:
+    slack.add_user("U_OTHER", "bo", "Bo Lin")
+    slack.add_channel(C, "support", members=["U_ASKER", "U_OTHER", "U_RELMON"])
+    bot = make_bot(reports_per_person_minute=3)
+    add_judgment(bot.runtime, score=2, channel_id=C)
+    answers = [ask(bot, slack, f"stats <#{C}|support>", f"stats{n}") for n in range(4)]
+    answers += [ask(bot, slack, "digest", f"digest{n}") for n in range(3)]
+    served = [n for n, text in enumerate(answers) if LIMITED not in text]
+    assert served[:3] == [0, 1, 2] and len(served) <= 6  # 3 a minute (7 asks span two minutes at most)
+    assert LIMITED in answers[3] or LIMITED in answers[4]
+    assert LIMITED not in ask(bot, slack, f"stats <#{C}|support>", "other", user="U_OTHER")
+
+
+def test_stats_by_name_reads_the_channel_list_once(make_bot, slack) -> None:
+    bot = make_bot(reports_per_person_minute=100)
+    for n in range(4):
+        assert ERRORS["stats_refused"] in ask(bot, slack, "stats #no-such-channel", f"unknown{n}")
+    assert ERRORS["stats_refused"] not in ask(bot, slack, "stats #support", "known")
+    assert len(slack.calls_to("conversations.list")) == 1
+
+
+def test_home_views_are_cached_per_viewer_class_and_follow_new_data(make_bot, slack) -> None:
+    slack.add_channel("G_TEAM", "team", is_private=True, members=["U_IN", "U_RELMON"])
+    bot = make_bot()
+    add_judgment(bot.runtime, score=1, channel_id="G_TEAM", private=True)
+    runtime = bot.runtime
+    client, membership = slack_client_for(runtime.settings), MembershipCache(runtime.redis)
+    member = publish_home(runtime, client, membership, "U_IN")
+    outsider = publish_home(runtime, client, membership, "U_OUT")
+    assert "G_TEAM" in str(member) and "G_TEAM" not in str(outsider)  # two classes, two views
+    assert publish_home(runtime, client, membership, "U_IN") == member  # the cached one
+    assert len(runtime.redis.keys("relmon:home:view:*")) == 2
+    add_judgment(runtime, score=4, channel_id=C)
+    assert publish_home(runtime, client, membership, "U_OUT") != outsider  # a new answer: built again
