@@ -135,7 +135,8 @@ class Judging:
         lines = []
         for check in checks.values():
             judge = get_judge(JUDGE_OF_CHECK[check.name])
-            body = self.llm.request_body(judge.messages(*check.texts, self.llm.max_prompt_chars), judge.output_model)
+            messages = judge.messages(*check.texts, self.llm.max_prompt_chars)
+            body = self.llm.request_body(messages, judge.output_model, judge.max_reply_tokens)  # bounded as online
             lines.append(json.dumps({"custom_id": check.custom_id, "method": "POST", "url": "/v1/chat/completions",
                                      "body": body}))  # fmt: skip
         left = dict(checks)

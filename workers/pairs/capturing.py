@@ -40,8 +40,6 @@ from capture.pairing import (
     thread_messages,
     ts_key,
 )
-from capture.redact import redact_if
-from capture.text import message_text
 from common import task_names
 from common.celery_app import celery
 from common.runtime import Runtime
@@ -49,7 +47,7 @@ from common.telemetry.logs import event_fields
 from store import pairs
 from store.models import PairStatus
 from workers.judging.run import judge_settled
-from workers.pairs.settling import PairSnapshot, Settling, settle_loaded
+from workers.pairs.settling import PairSnapshot, Settling, answer_text_of, settle_loaded
 
 log = logging.getLogger("relmon.capture")
 
@@ -141,8 +139,7 @@ class _Capture:
         runtime, channel, settings = self.runtime, self.channel, self.runtime.settings
         run = answer_run(message, around)
         root = run[0]
-        answer_text = "\n".join(t for t in (message_text(p.content) for p in run) if t.strip())
-        answer_text = redact_if(settings.redact_pii, answer_text)  # RELMON_REDACT_PII: before the store
+        answer_text = answer_text_of(run, settings.redact_pii)  # RELMON_REDACT_PII: before the store
         flags = channel_flags(runtime.redis, runtime.slack, channel, self.channel_type, self.ext_shared)
         state, errored = message.streaming, stream_errored(run)
         stored = read if read is not None and read.answer_ts == root.ts else None

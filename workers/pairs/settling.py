@@ -13,6 +13,7 @@ the worker may have died between the two steps, and `judge_pair` is idempotent.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -34,7 +35,7 @@ from capture.pairing import (
     resolve,
 )
 from capture.redact import redact_if
-from capture.text import message_text
+from capture.text import UserResolver, message_text
 from common import task_names
 from common.celery_app import celery
 from common.runtime import Runtime
@@ -111,7 +112,8 @@ def _history(runtime: Runtime, log_: ConversationLog, channel: str, answer: Logg
 
 
 def resolve_pair(runtime: Runtime, settling: Settling) -> tuple[Resolution, str, list[LoggedMessage]]:
-    """The settled resolution of a pair, its answer text (names resolved) and the logged messages around it."""
+    """The settled resolution of a pair, its answer text (names resolved, redacted) and the logged messages around
+    it."""
     settings, pair = runtime.settings, settling.pair
     conversation = ConversationLog(runtime.redis, settings.question_ttl_seconds)
     window = settings.toplevel_window_seconds
@@ -133,8 +135,14 @@ def resolve_pair(runtime: Runtime, settling: Settling) -> tuple[Resolution, str,
         messages = conversation.around(pair.channel_id, answer, window)
         resolution = resolve(pair.answer_ts, messages, window)
     names = UserNames(runtime.redis, runtime.slack)
-    answer_text = "\n".join(t for t in (message_text(p.content, names) for p in resolution.parts) if t.strip())
-    return resolution, answer_text, messages
+    return resolution, answer_text_of(resolution.parts, settings.redact_pii, names), messages
+
+
+def answer_text_of(parts: Iterable[LoggedMessage], redact_pii: bool, names: UserResolver | None = None) -> str:
+    """An answer's text as relmon stores and judges it, built in this one place: its parts' texts, one per line
+    (people's names resolved when `names` is given), PII redacted when RELMON_REDACT_PII is set."""
+    text = "\n".join(t for t in (message_text(p.content, names) for p in parts) if t.strip())
+    return redact_if(redact_pii, text)
 
 
 def context_of(
@@ -193,8 +201,7 @@ def settle_loaded(runtime: Runtime, settling: Settling, version: int) -> Settled
             status = PairStatus.NO_QUESTION
         else:
             context = context_of(runtime, question, messages, pair.channel_id)
-    # RELMON_REDACT_PII: the texts written here are what the LLM and the store see.
-    answer_text = redact_if(runtime.settings.redact_pii, answer_text)
+    # RELMON_REDACT_PII: the texts written here are what the LLM and the store see (the answer's: answer_text_of).
     question_text = redact_if(runtime.settings.redact_pii, question_text)
     if status in (PairStatus.PENDING, PairStatus.NO_QUESTION) and not answer_text.strip():
         status = PairStatus.EMPTY
