@@ -15,6 +15,7 @@ from common.runtime import Runtime
 from store.models import Judgment, Pair, PairStatus
 from tests.alert_helpers import make_settings
 from tests.fakes.langfuse_server import FakeLangfuse
+from tests.fakes.slack_server import FakeSlack
 from tests.services import free_port
 from workers.tasks.traces import send_langfuse_scores
 
@@ -27,9 +28,9 @@ def langfuse() -> Iterator[FakeLangfuse]:
         yield fake
 
 
-def judged(runtime: Runtime, *, confirmation: str | None = None) -> int:
+def judged(runtime: Runtime, *, confirmation: str | None = None, ts: str = TS, thread_ts: str | None = None) -> int:
     with runtime.db.session() as session:
-        pair = Pair(channel_id=CHANNEL, answer_ts=TS, status=PairStatus.JUDGED)
+        pair = Pair(channel_id=CHANNEL, answer_ts=ts, thread_ts=thread_ts, status=PairStatus.JUDGED)
         session.add(pair)
         session.flush()
         judgment = Judgment(
@@ -55,7 +56,9 @@ def sends(outcome: str) -> float:
     return 0.0
 
 
-def runtime_on(runtime_for: Callable[..., Runtime], redis_url: str, db_url: str, url: str, **overrides) -> Runtime:
+def runtime_on(
+    runtime_for: Callable[..., Runtime], redis_url: str, db_url: str, url: str, slack_url: str = "", **overrides
+) -> Runtime:
     tracing = {
         "trace_id_from": "slack_ts",
         "langfuse_host": url,
@@ -64,7 +67,10 @@ def runtime_on(runtime_for: Callable[..., Runtime], redis_url: str, db_url: str,
         "trace_send_retries": 3,
     }
     settings = make_settings(
-        redis_url=redis_url, database_url=db_url, slack_api_url="http://127.0.0.1:9/api/", **{**tracing, **overrides}
+        redis_url=redis_url,
+        database_url=db_url,
+        slack_api_url=slack_url or "http://127.0.0.1:9/api/",
+        **{**tracing, **overrides},
     )
     return runtime_for(settings)
 
@@ -125,3 +131,50 @@ def test_a_dead_host_is_given_up_after_the_retries_allowed(
     failed = sends("failed")
     assert send_langfuse_scores.apply(args=[judgment_id], retries=3).get() == "failed"
     assert sends("failed") - failed == 1
+
+
+TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
+
+
+def test_the_trace_id_in_the_bot_messages_metadata_is_read_at_the_configured_key_top_level_and_in_a_thread(
+    langfuse: FakeLangfuse, redis_url: str, db_url: str, runtime_for: Callable[..., Runtime]
+) -> None:
+    with FakeSlack() as slack:
+        slack.add_channel(CHANNEL, "support", members=["U_RELMON"])
+        metadata = {"event_type": "support_answer", "event_payload": {"trace_id": TRACE}}
+        slack.add_message(CHANNEL, TS, text="Open Settings.", bot_id="B_SUPPORT", metadata=metadata)
+        slack.add_message(CHANNEL, "1767225700.000100", user="U_ASKER", text="Where?")
+        reply = "1767225800.000100"
+        slack.add_message(
+            CHANNEL,
+            reply,
+            text="Top right.",
+            thread_ts="1767225700.000100",
+            bot_id="B_SUPPORT",
+            metadata={"event_type": "support_answer", "event_payload": {"trace_id": TRACE.upper()}},
+        )
+        runtime = runtime_on(runtime_for, redis_url, db_url, langfuse.url, slack.api_url, trace_id_from="metadata")
+        top = judged(runtime)
+        threaded = judged(runtime, ts=reply, thread_ts="1767225700.000100")
+        assert send_langfuse_scores.apply(args=[top]).get() == "sent"
+        assert send_langfuse_scores.apply(args=[threaded]).get() == "sent"
+        reads = [call for call in slack.calls if call[0] in ("conversations.history", "conversations.replies")]
+        assert reads and all(str(call[1].get("include_all_metadata")).lower() in ("true", "1") for call in reads)
+    scores = langfuse.stored()
+    assert {scores[f"relmon-{top}-score"]["traceId"], scores[f"relmon-{threaded}-score"]["traceId"]} == {TRACE}
+
+
+@pytest.mark.parametrize("given", ["not-a-trace", "4bf92f3577b34da6", "z" * 32])
+def test_a_trace_id_that_is_not_one_is_said_counted_and_not_sent_or_retried(
+    given: str, langfuse: FakeLangfuse, redis_url: str, db_url: str, runtime_for: Callable[..., Runtime]
+) -> None:
+    with FakeSlack() as slack:
+        slack.add_channel(CHANNEL, "support", members=["U_RELMON"])
+        metadata = {"event_type": "support_answer", "event_payload": {"trace_id": given}}
+        slack.add_message(CHANNEL, TS, text="Open Settings.", bot_id="B_SUPPORT", metadata=metadata)
+        runtime = runtime_on(runtime_for, redis_url, db_url, langfuse.url, slack.api_url, trace_id_from="metadata")
+        judgment_id = judged(runtime)
+        bad = sends("bad_trace_id")
+        assert send_langfuse_scores.apply(args=[judgment_id]).get() == "bad_trace_id"
+    assert sends("bad_trace_id") - bad == 1
+    assert langfuse.requests == 0

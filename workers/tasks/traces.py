@@ -9,6 +9,7 @@ import logging
 from dataclasses import dataclass
 
 import httpx
+from slack_sdk.errors import SlackApiError
 from sqlalchemy import select
 
 from common import metrics, task_names
@@ -17,7 +18,14 @@ from common.celery_app import celery
 from common.runtime import Runtime, get_runtime
 from common.telemetry.logs import event_fields
 from store.models import Judgment, Pair
-from workers.traces import BadTraceId, Verdict, checked_trace_id, langfuse_scores, slack_trace_id
+from workers.traces import (
+    BadTraceId,
+    Verdict,
+    checked_trace_id,
+    langfuse_scores,
+    metadata_trace_id,
+    slack_trace_id,
+)
 
 log = logging.getLogger("relmon.traces")
 
@@ -36,18 +44,19 @@ class Subject:
     verdict: Verdict
     channel: str
     answer_ts: str
+    thread_ts: str | None = None
 
 
 def load_subject(runtime: Runtime, judgment_id: int) -> Subject | None:
     with runtime.db.reading() as session:
         row = session.execute(
-            select(Judgment, Pair.channel_id, Pair.answer_ts)
+            select(Judgment, Pair.channel_id, Pair.answer_ts, Pair.thread_ts)
             .join(Pair, Pair.id == Judgment.pair_id)
             .where(Judgment.id == judgment_id)
         ).first()
     if row is None:
         return None
-    judgment, channel, answer_ts = row
+    judgment, channel, answer_ts, thread_ts = row
     verdict = Verdict(
         judgment.id,
         judgment.judge,
@@ -56,19 +65,48 @@ def load_subject(runtime: Runtime, judgment_id: int) -> Subject | None:
         judgment.reasoning,
         judgment.confirmation_status,
     )
-    return Subject(verdict, channel, answer_ts)
+    return Subject(verdict, channel, answer_ts, thread_ts)
 
 
-def trace_id_of(runtime: Runtime, subject: Subject, given: str | None = None) -> str | None:
-    """The answer's trace ID (canonical): derived from the message (slack_ts), or the one the bot `given` in its
+def trace_id_of(runtime: Runtime, subject: Subject) -> str | None:
+    """The answer's trace ID (canonical): derived from the message (slack_ts), or the one the bot put in its
     message's metadata; None when it gave none; BadTraceId when what it gave is not one."""
-    if runtime.settings.trace_id_from == "slack_ts":
+    settings = runtime.settings
+    if settings.trace_id_from == "slack_ts":
         return slack_trace_id(subject.channel, subject.answer_ts)
+    given = metadata_trace_id(message_metadata(runtime, subject), settings.trace_id_key)
     return checked_trace_id(given) if given else None
 
 
+def message_metadata(runtime: Runtime, subject: Subject) -> dict | None:
+    """The answer message's Slack metadata, read with include_all_metadata (another app's metadata is left out of
+    history reads without it): one history read per send, waited out by the client when rate-limited. A read
+    Slack refuses (the message deleted, the channel left) gives None; one that gets no answer is sent again."""
+    window = {"latest": subject.answer_ts, "oldest": subject.answer_ts, "inclusive": True}
+    try:
+        if subject.thread_ts and subject.thread_ts != subject.answer_ts:
+            # A thread's replies always start with its parent: two messages, the parent and the answer.
+            read = runtime.slack.conversations_replies(
+                channel=subject.channel, ts=subject.thread_ts, include_all_metadata=True, limit=2, **window
+            )
+        else:
+            read = runtime.slack.conversations_history(
+                channel=subject.channel, include_all_metadata=True, limit=1, **window
+            )
+    except SlackApiError as error:
+        log.info("trace id: message not read", extra={"channel": subject.channel, "error": error.response.get("error")})
+        return None
+    except OSError as error:
+        raise SendAgain(f"slack out of reach ({type(error).__name__})") from None
+    for message in read.get("messages", []):
+        if message.get("ts") == subject.answer_ts:
+            return message.get("metadata")
+    return None
+
+
 def send_to_langfuse(runtime: Runtime, judgment_id: int) -> str:
-    """One judgment's scores to Langfuse; returns the outcome (sent, skipped, rejected). SendAgain: retry."""
+    """One judgment's scores to Langfuse; returns the outcome (sent, skipped, rejected, bad_trace_id). SendAgain:
+    retry."""
     from langfuse.api.client import LangfuseAPI
     from langfuse.api.core.api_error import ApiError
 
@@ -80,8 +118,8 @@ def send_to_langfuse(runtime: Runtime, judgment_id: int) -> str:
     try:
         trace_id = trace_id_of(runtime, subject)
     except BadTraceId as error:
-        log.warning("trace id refused", extra={**fields, "reason": str(error)})
-        return "rejected"
+        log.warning("trace id refused", extra={**fields, "reason": str(error), "key": runtime.settings.trace_id_key})
+        return "bad_trace_id"
     scores = langfuse_scores(subject.verdict, trace_id) if trace_id else []
     if not scores:
         return "skipped"
