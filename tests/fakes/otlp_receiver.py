@@ -11,13 +11,11 @@ ExportLogsServiceResponse; 400 for a body that does not decode; `fail_next(n, st
 from __future__ import annotations
 
 import gzip
-import threading
-from http.server import ThreadingHTTPServer
 
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest, ExportLogsServiceResponse
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
-from tests.fakes.background import BackgroundServer, QuietHandler
+from tests.fakes.background import OutageFake, QuietHandler
 
 PROTOBUF = "application/x-protobuf"
 
@@ -31,25 +29,13 @@ def attributes(record: object) -> dict:
     return {attribute.key: plain(attribute.value) for attribute in record.attributes}
 
 
-class FakeOtlpReceiver(BackgroundServer):
+class FakeOtlpReceiver(OutageFake):
     thread_name = "fake-otlp"
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
         self.requests: list[ExportLogsServiceRequest] = []
         self.posts = 0
-        self._failures: list[int] = []
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
-        self._server.daemon_threads = True
-        self._thread = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def fail_next(self, count: int, status: int = 503) -> None:
-        with self._lock:
-            self._failures.extend([status] * count)
+        self._serve()
 
     def log_records(self) -> list[tuple[str, str, str, dict]]:
         with self._lock:
@@ -73,9 +59,9 @@ class FakeOtlpReceiver(BackgroundServer):
         class Handler(QuietHandler):
             def do_POST(self) -> None:
                 body = self.read_body()
+                failure = fake.next_failure()
                 with fake._lock:
                     fake.posts += 1
-                    failure = fake._failures.pop(0) if fake._failures else None
                 if self.path != "/v1/logs":
                     return self.send_body(404, b"", "text/plain")
                 if failure:
