@@ -18,10 +18,12 @@ from common.membership import MembershipCache, Refusal
 from common.messages.verdicts import StatsRow, error_message, stats_message
 from common.replies import Asker
 from common.reports.trust import Vote, precision
+from common.reports.view_cache import REPORT_VIEW_KEY, cached, digest_of
 from common.runtime import Runtime
 from store.alerts import channel_stats
 from store.confirmations import disputed_counts
 from store.feedback import voted_scores
+from store.stats_queries import data_version
 
 log = logging.getLogger("relmon.commands")
 
@@ -89,33 +91,44 @@ def show_stats(
     try:
         take_report(runtime.redis, runtime.settings, asker.user_id)
         channel_id = stats_channel(runtime, client, membership, argument, asker.channel_id, asker.user_id)
-        rule = runtime.rules.for_channel(channel_id, runtime.settings)
-        since = datetime.now(UTC) - timedelta(days=STATS_DAYS)
-        with runtime.db.session() as session:
-            stats = channel_stats(session, channel_id, since, dict(rule.thresholds))
-            voted = voted_scores(session, channel_id, since)
-            disputed = disputed_counts(session, channel_id, since)
-        votes = [
-            Vote(channel_id, judge, score, right > wrong) for judge, score, right, wrong in voted if right != wrong
-        ]
-        agreed = {found.judge: found for found in precision(votes) if found.channel_id == channel_id}
-        rows = [
-            StatsRow(
-                s.judge,
-                s.judged,
-                s.mean,
-                s.low,
-                rule.thresholds[s.judge],
-                s.max_score,
-                s.errors,
-                precision=agreed.get(s.judge),
-                disputed=disputed.get(s.judge, 0),
-            )
-            for s in stats
-        ]
-        tell(client, asker, stats_message(channel_id, rows, days=STATS_DAYS))
+        tell(client, asker, channel_stats_message(runtime, channel_id))
     except Refusal as refusal:
         tell(client, asker, error_message(refusal.code))
     except Exception:
         log.exception("stats failed")
         tell(client, asker, error_message("unavailable"))
+
+
+def channel_stats_message(runtime: Runtime, channel_id: str) -> dict:
+    """The last STATS_DAYS days' figures of a channel, as every member is shown them: built once per channel, rule
+    and data version a minute (`common.reports.view_cache`), however many members ask how often."""
+    rule = runtime.rules.for_channel(channel_id, runtime.settings)
+    with runtime.db.session() as session:
+        version = data_version(session)
+    key = REPORT_VIEW_KEY + digest_of("stats", channel_id, version, repr(sorted(rule.thresholds.items())))
+    return cached(runtime.redis, key, lambda: _build_stats(runtime, channel_id, rule))
+
+
+def _build_stats(runtime: Runtime, channel_id: str, rule) -> dict:
+    since = datetime.now(UTC) - timedelta(days=STATS_DAYS)
+    with runtime.db.session() as session:
+        stats = channel_stats(session, channel_id, since, dict(rule.thresholds))
+        voted = voted_scores(session, channel_id, since)
+        disputed = disputed_counts(session, channel_id, since)
+    votes = [Vote(channel_id, judge, score, right > wrong) for judge, score, right, wrong in voted if right != wrong]
+    agreed = {found.judge: found for found in precision(votes) if found.channel_id == channel_id}
+    rows = [
+        StatsRow(
+            s.judge,
+            s.judged,
+            s.mean,
+            s.low,
+            rule.thresholds[s.judge],
+            s.max_score,
+            s.errors,
+            precision=agreed.get(s.judge),
+            disputed=disputed.get(s.judge, 0),
+        )
+        for s in stats
+    ]
+    return stats_message(channel_id, rows, days=STATS_DAYS)

@@ -92,35 +92,15 @@ class ConversationLog:
             pipe.zremrangebyscore(key, "-inf", horizon)  # entries whose message key has expired
             pipe.expire(key, self.ttl)
 
-    def record(
-        self,
-        channel: str,
-        message: LoggedMessage,
-        *,
-        then_set: tuple[str, int] | None = None,
-        also: Callable[[Any], None] | None = None,
-    ) -> list[Any]:
-        """Add or replace one message (an edit replaces the text; a deleted mark survives edits). `then_set`
-        (key, seconds) is set in the same round trip, after the message: a marker that it was recorded; `also`
-        queues further commands on that round trip's transaction, after the message: their replies are returned."""
+    def record(self, channel: str, message: LoggedMessage, *, also: Callable[[Any], None] | None = None) -> list[Any]:
+        """Add or replace one message (an edit replaces the text; a deleted mark survives edits). `also` queues
+        further commands on the same round trip's transaction, after the message: their replies are returned."""
         pipe = self.redis.pipeline(transaction=True)
         self._record_into(pipe, channel, message)
-        if then_set is not None:
-            pipe.set(then_set[0], "1", ex=then_set[1])
         queued = len(pipe.command_stack)
         if also is not None:
             also(pipe)
         return pipe.execute()[queued:]
-
-    def lookup(self, channel: str, ts: str, flag_key: str | None) -> tuple[LoggedMessage | None, bool]:
-        """The logged message at `ts` and whether `flag_key` exists, in one round trip."""
-        pipe = self.redis.pipeline(transaction=False)
-        pipe.get(self._msg_key(channel, ts))
-        if flag_key is not None:
-            pipe.exists(flag_key)
-        replies = pipe.execute()
-        raw = replies[0]
-        return (_from_json(raw) if raw else None), bool(flag_key is not None and replies[1])
 
     def get(self, channel: str, ts: str) -> LoggedMessage | None:
         raw = self.redis.get(self._msg_key(channel, ts))

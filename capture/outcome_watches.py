@@ -31,19 +31,7 @@ from capture.pairing import LoggedMessage
 from capture.teammates import HELPED_DAYS, StaffEvidence
 
 PREFIX = "relmon:outcome"
-MAX_COUNTED_TOGGLES = 2  # one person's reaction: given, then taken back; later toggles change nothing
-# How many times one person's reaction changed state (given / taken back), kept as "count:last state".
-_TOGGLE = """
-local seen = redis.call('HGET', KEYS[1], ARGV[1])
-local count, last = 0, ''
-if seen then count = tonumber(string.match(seen, '^(%d+)')); last = string.match(seen, ':(.*)$') end
-if last ~= ARGV[2] then
-  count = count + 1
-  redis.call('HSET', KEYS[1], ARGV[1], count .. ':' .. ARGV[2])
-end
-redis.call('EXPIRE', KEYS[1], 86400)
-return count
-"""
+REACTION_SEEN_SECONDS = 86_400  # outlives any outcome window: a person's reaction counted once stays counted
 
 
 def _decoded(raw: bytes | str) -> Watch:
@@ -117,22 +105,21 @@ class WatchBoard:
         raw = self.redis.get(self._message(channel, ts))
         return _decoded(raw) if raw else None
 
-    def react(self, pair_id: int, name: str, who: str, added: bool) -> int | None:
-        """Count a reaction given or taken back; returns how many of that signal's reactions stand, or None when
-        this one no longer counts: one person's reaction is counted when given and when taken back, once each;
-        toggled again and again, it changes nothing more (and asks for no redraw)."""
-        key, toggles = f"{PREFIX}:reactors:{pair_id}:{name}", f"{PREFIX}:toggles:{pair_id}:{name}"
-        # The same event again (a retried task) is not a new toggle: only a change of state counts.
-        if int(self.redis.eval(_TOGGLE, 1, toggles, who, "added" if added else "removed")) > MAX_COUNTED_TOGGLES:
-            return None
-        pipe = self.redis.pipeline(transaction=True)
-        if added:
-            pipe.sadd(key, who)
-        else:
-            pipe.srem(key, who)
-        pipe.expire(key, 86_400)
-        pipe.scard(key)
-        return int(pipe.execute()[-1])
+    def react(self, pair_id: int, name: str, user: str, added: bool) -> bool:
+        """Whether this reaction changes the outcome: only one person's first giving of a signal's reaction on the
+        answer does. Taking it back, giving it again, or toggling it for the hundredth time changes nothing (and asks
+        for no redraw); a redelivered event is not a second giving."""
+        if not added:
+            return False
+        return bool(self.redis.set(self._reacted(pair_id, name, user), 1, nx=True, ex=REACTION_SEEN_SECONDS))
+
+    def unreact(self, pair_id: int, name: str, user: str) -> None:
+        """The giving `react` counted was not recorded (the database failed): the next try counts it again."""
+        self.redis.delete(self._reacted(pair_id, name, user))
+
+    @staticmethod
+    def _reacted(pair_id: int, name: str, user: str) -> str:
+        return f"{PREFIX}:reacted:{pair_id}:{name}:{user}"
 
 
 TEAM_CACHE_SECONDS = 600

@@ -26,6 +26,7 @@ CLOSE_DUE_WINDOWS = "workers.tasks.outcomes.close_due_windows"
 GOLDEN_FROM_VOTE = "workers.tasks.golden.collect_vote"
 GOLDEN_SAVE = "workers.tasks.golden.save_from_modal"
 REFRESH_TOPICS = "workers.tasks.topics.refresh_topics"
+SEND_LANGFUSE_SCORES = "workers.tasks.traces.send_langfuse_scores"
 
 # The tasks that post to Slack (alerts, summaries, votes, verdicts, digests): their own queue, so a backlog of
 # judging never holds a post up. Every other task runs on the judge queue (common.celery_app routes them).

@@ -7,7 +7,7 @@ import functools
 from collections.abc import Collection, Iterable
 from datetime import datetime
 
-from sqlalchemy import ColumnElement, Connection, Row, and_, bindparam, delete, select, update
+from sqlalchemy import ColumnElement, Connection, Row, and_, bindparam, select, update
 from sqlalchemy.orm import Session
 
 from store.db import insert_or_ignore_returning
@@ -142,14 +142,6 @@ def record_signals(executor: Session | Connection, pair_id: int, names: Iterable
         return []
     after = at.timestamp() - float(window.answer_ts)
     return [name for name in sorted(set(names)) if _insert_signal(executor, pair_id, name, after)]
-
-
-def withdraw_signal(session: Session, pair_id: int, name: str) -> bool:
-    """A reaction removed while the window is open: its signal goes."""
-    if _open_window_locked(session, pair_id) is None:
-        return False
-    result = session.execute(delete(OutcomeSignal).where(OutcomeSignal.pair_id == pair_id, OutcomeSignal.name == name))
-    return result.rowcount > 0
 
 
 def close_window(session: Session, pair_id: int, *, now: datetime, closing: Iterable[str]) -> bool:

@@ -19,6 +19,7 @@ from store.settings_llm import LLMCallFields
 from store.settings_metrics import MetricsSettings
 from store.settings_retention import RetentionSettings
 from store.settings_topics import TopicSettings
+from store.settings_traces import TraceSettings
 
 SLACK_DEFAULT_API_URL = "https://slack.com/api/"
 # A small current model. The 4.1 family bills cached input at a quarter of the price (gpt-4o-mini at half), which
@@ -136,7 +137,9 @@ WHERE_TO_GET = {
 }
 
 
-class Settings(BaseSettings, TopicSettings, LLMCallFields, RetentionSettings, LimitSettings, MetricsSettings):
+class Settings(
+    BaseSettings, TopicSettings, LLMCallFields, RetentionSettings, LimitSettings, MetricsSettings, TraceSettings
+):
     model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore", populate_by_name=True)
 
     # Slack

@@ -48,6 +48,7 @@ TASK_MODULES = (
     "workers.tasks.canary",
     "workers.tasks.golden",
     "workers.tasks.topics",
+    "workers.tasks.traces",
 )
 
 

@@ -249,21 +249,20 @@ def _judges_with_reference(runtime: Runtime, session, pair_id: int) -> list[str]
 
 
 def observe_reaction_in(runtime: Runtime, pair_id: int, user: str, emoji: str, added: bool, at: float) -> list[str]:
-    """A reaction given or taken back on a watched answer."""
+    """A reaction given or taken back on a watched answer: the first giving of each person's counts, once."""
     settings = runtime.settings
     name = reaction_signal(emoji, settings.negative_reactions, settings.positive_reactions)
     if name is None:
         return []
-    standing = WatchBoard(runtime.redis).react(pair_id, name, f"{user} {emoji}", added)
-    if standing is None:
-        return []  # toggled again and again: it changed the outcome already
-    with runtime.db.session() as session:
-        if added:
+    board = WatchBoard(runtime.redis)
+    if not board.react(pair_id, name, user, added):
+        return []  # taken back or given again: a person's reaction changes the outcome once (docs/capture.md)
+    try:
+        with runtime.db.session() as session:
             new = store.record_signals(session, pair_id, [name], at=datetime.fromtimestamp(at, UTC))
-        else:
-            new = []
-            if standing == 0:
-                store.withdraw_signal(session, pair_id, name)
+    except Exception:
+        board.unreact(pair_id, name, user)  # not recorded: the task's retry counts it
+        raise
     _follow_up(runtime, [pair_id])
     _announce(runtime, pair_id, new)
     return new

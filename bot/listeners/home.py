@@ -13,8 +13,6 @@ class (the channels the person may see, the period, the data's version) for a mi
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 from datetime import UTC, datetime
 from functools import partial
@@ -26,50 +24,28 @@ from bot.deps import BotDeps
 from bot.on_demand_limits import take_report
 from bot.report_work import ReportWorker
 from common.membership import MembershipCache, Refusal, Viewer
+from common.reports.view_cache import HOME_VIEW_KEY, cached, viewer_class
 from common.runtime import Runtime
 
 log = logging.getLogger("relmon.home")
-
-HOME_CACHE_SECONDS = 60  # a view is shared by everyone of its viewer class this long, unless the data changes
-
 
 # Where the person's own topics go in a cached view: the topics quote text only to the channel's members, so they
 # are drawn for each person, and the figures around them are shared by everyone of the viewer class.
 TOPICS_SLOT = {"type": "context", "block_id": "relmon-topics-slot", "elements": [{"type": "mrkdwn", "text": " "}]}
 
 
-def viewer_class(runtime: Runtime, viewer: Viewer, period) -> str:
-    """Who the figures are for, as far as they differ: of the channels the view could list (captured in the period
-    or the one before, or configured), those this person may see, with the period and the data's version. Everyone
-    of one class is shown the same figures."""
-    from store.stats_queries import channel_ids_between, data_version
-
-    settings, rules = runtime.settings, runtime.rules
-    with runtime.db.session() as session:
-        captured = channel_ids_between(session, period.previous_start, period.end)
-        version = data_version(session)
-    candidates = sorted(captured | set(settings.watched_channels) | set(rules.channels))
-    seen = [f"{channel}:{int(viewer.may_see(channel))}" for channel in candidates]
-    return hashlib.sha256("\0".join([period.key, version, *seen]).encode()).hexdigest()[:32]
-
-
 def publish_home(
     runtime: Runtime, client: WebClient, membership: MembershipCache, user_id: str, now: datetime | None = None
 ) -> dict:
-    """Publish the Home view for one user: the figures cached for their viewer class (HOME_CACHE_SECONDS), or read
-    now from the database, with their own topics; returns the view."""
+    """Publish the Home view for one user: the figures cached for their viewer class (`common.reports.view_cache`),
+    or read now from the database, with their own topics; returns the view."""
     from common.reports.period import period_for
 
     now = now or datetime.now(UTC)
     period = period_for(now, runtime.settings.digest_timezone)
     viewer = Viewer(client, membership, user_id)
-    key = f"relmon:home:view:{viewer_class(runtime, viewer, period)}"
-    cached = runtime.redis.get(key)
-    if cached is not None:
-        figures = json.loads(cached)
-    else:
-        figures = figures_view(runtime, viewer, period, now)
-        runtime.redis.set(key, json.dumps(figures), ex=HOME_CACHE_SECONDS)
+    key = HOME_VIEW_KEY + viewer_class(runtime, viewer, period)
+    figures = cached(runtime.redis, key, lambda: figures_view(runtime, viewer, period, now))
     view = with_topics(figures, topics_blocks(runtime, viewer, now))
     client.views_publish(user_id=user_id, view=view)
     return view

@@ -34,7 +34,14 @@ TEXT_FIELDS = frozenset(
         "body",
     }
 )
-SECRET_SETTINGS = ("slack_bot_token", "slack_signing_secret", "slack_app_token", "openai_api_key", "sentry_dsn")
+SECRET_SETTINGS = (
+    "slack_bot_token",
+    "slack_signing_secret",
+    "slack_app_token",
+    "openai_api_key",
+    "sentry_dsn",
+    "langfuse_secret_key",
+)
 
 # Tokens recognisable by shape: Slack (xoxb-, xoxp-, xoxa-, xoxe-, xapp-), OpenAI-style keys (sk-, sk-proj-),
 # and passwords in URLs (scheme://user:password@host).

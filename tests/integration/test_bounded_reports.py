@@ -5,14 +5,21 @@ report thread from a view cached per viewer class (a new answer, or another clas
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
+from sqlalchemy import event
+
 from bot.listeners.home import publish_home
+from bot.stats import channel_stats_message
 from common.membership import MembershipCache
 from common.messages.verdicts import ERRORS
+from common.reports.view_cache import forget_views
 from common.runtime import slack_client_for
 from tests import slack_requests as sr
 from tests.alert_helpers import add_judgment
 from tests.bot_harness import SECRET
 from tests.processes import wait_for
+from workers.tasks.digest import deliver_preview
 
 C = "C_SUPPORT"
 LIMITED = ERRORS["reports_rate_limited"]
@@ -59,3 +66,38 @@ def test_home_views_are_cached_per_viewer_class_and_follow_new_data(make_bot, sl
     assert len(runtime.redis.keys("relmon:home:view:*")) == 2
     add_judgment(runtime, score=4, channel_id=C)
     assert publish_home(runtime, client, membership, "U_OUT") != outsider  # a new answer: built again
+
+
+def report_reads(runtime, asks) -> list[str]:
+    """The database reads `asks()` makes apart from the cache's own (the data's version, the channels listed)."""
+    queries: list[str] = []
+    listen = lambda *args: queries.append(args[2])  # noqa: E731
+    event.listen(runtime.db.engine, "before_cursor_execute", listen)
+    try:
+        asks()
+    finally:
+        event.remove(runtime.db.engine, "before_cursor_execute", listen)
+    return [q for q in queries if "max(pairs.id)" not in q and "DISTINCT pairs.channel_id" not in q]
+
+
+def test_twenty_asks_build_one_report(make_bot, slack) -> None:
+    slack.add_channel(C, "support", members=["U_ASKER", "U_RELMON"])
+    bot = make_bot(reports_per_person_minute=100)
+    runtime = bot.runtime
+    add_judgment(runtime, score=2, channel_id=C)
+    stats, previews = [], []
+
+    def preview(n: int) -> dict:
+        url = slack.response_url(f"preview{n}")
+        return deliver_preview(runtime, datetime.now(UTC), user_id="U_ASKER", channel_id=C, response_url=url)
+
+    twenty_stats = report_reads(runtime, lambda: stats.extend(channel_stats_message(runtime, C) for _ in range(20)))
+    twenty_previews = report_reads(runtime, lambda: previews.extend(preview(n) for n in range(20)))
+    assert all(s == stats[0] for s in stats) and all(p == previews[0] for p in previews)  # all twenty answered, alike
+    assert len(slack.responses["preview19"]) == 1
+    forget_views(runtime.redis)  # what one build reads, to compare
+    one_stats = report_reads(runtime, lambda: channel_stats_message(runtime, C))
+    one_preview = report_reads(runtime, lambda: preview(20))
+    assert one_stats and one_preview and any("pairs.question_text" in q for q in one_preview)  # built, with quotes
+    assert sorted(twenty_stats) == sorted(one_stats)  # twenty asks, one build each
+    assert sorted(twenty_previews) == sorted(one_preview)

@@ -21,6 +21,7 @@ from store.models import ConfirmationStatus
 from workers import budget
 from workers.alerts.planning import Judged
 from workers.alerts.policy import confirmation_outcome
+from workers.tasks.traces import queue_trace_sends
 
 log = logging.getLogger("relmon.alerts")
 
@@ -54,6 +55,7 @@ def confirm(runtime: Runtime, judged: Judged, threshold: float | None, *, last_a
         "second opinion",
         extra={"judgment_id": judgment_id, "confirmation": stood.status, "second_score": stood.score},
     )
+    queue_trace_sends(runtime, [judgment_id])  # the second opinion's outcome joins the verdict's score
     return stood.status
 
 

@@ -48,6 +48,7 @@ from workers.judging.rules import (
     reused_values,
     verdict_values,
 )
+from workers.tasks.traces import queue_trace_sends
 
 log = logging.getLogger("relmon.judging")
 
@@ -256,6 +257,7 @@ def hand_on(
                 noted_tasks.send(runtime.redis, task_names.CONSIDER_ALERT, [judgment_id], time.time())
     except Exception as error:  # the broker or the database, after the judgments were stored
         raise HandOnFailed(error) from error
+    queue_trace_sends(runtime, list(judgments))  # never raises: the bot's traces wait on nothing here
 
 
 class HandOnFailed(Exception):

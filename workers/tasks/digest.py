@@ -27,6 +27,7 @@ from common.reports.period import Period, period_for, scheduled_key
 from common.reports.stats import Report, WorstAnswer
 from common.reports.topic_runs import fresh_view, latest_view, quoting_in
 from common.reports.topics import TopicBar, chart_bars
+from common.reports.view_cache import REPORT_VIEW_KEY, cached, viewer_class
 from common.runtime import Runtime, get_runtime
 from store import digests as digest_rows
 from store.stats_queries import pair_texts, private_channel_ids
@@ -244,12 +245,20 @@ def deliver_preview(
     settings = runtime.settings
     period = period_for(now, settings.digest_timezone)
     viewer = Viewer(runtime.slack, MembershipCache(runtime.redis), user_id)
-    report = load_report(runtime, period, may_see=viewer.may_see)
-    quotes = quotes_for(runtime, report, channel_id, may_read=viewer.may_read)
-    # The newest stored topics (the daily run's): a preview spends no LLM call.
-    quoting = quoting_in(runtime, Destination(channel_id, viewer.may_read))
-    topics = latest_view(runtime, now, audience_sees=viewer.may_see, may_quote_text=quoting)
-    message = digest_message(report, links_for(runtime, report), quotes, prices_for(runtime), topics=topics)
+
+    def build() -> dict:
+        report = load_report(runtime, period, may_see=viewer.may_see)
+        quotes = quotes_for(runtime, report, channel_id, may_read=viewer.may_read)
+        # The newest stored topics (the daily run's): a preview spends no LLM call.
+        quoting = quoting_in(runtime, Destination(channel_id, viewer.may_read))
+        topics = latest_view(runtime, now, audience_sees=viewer.may_see, may_quote_text=quoting)
+        return digest_message(report, links_for(runtime, report), quotes, prices_for(runtime), topics=topics)
+
+    # Served from one built per viewer class and place (what they may see and read, where it appears) a minute.
+    shown_in = ("digest-preview", channel_id or "")
+    message = cached(
+        runtime.redis, REPORT_VIEW_KEY + viewer_class(runtime, viewer, period, reads=True, extra=shown_in), build
+    )
     note = {
         "type": "context",
         "elements": [

@@ -22,6 +22,7 @@ from capture.redact import redact_if
 from common import task_names
 from common.celery_app import celery
 from common.redis_persistence import RewriteBusy, rewrite_append_only_file, rewrite_soon
+from common.reports.view_cache import forget_views
 from common.runtime import Runtime, get_runtime
 from common.telemetry.logs import event_fields
 from store import forgetting, golden
@@ -56,6 +57,7 @@ def forget_message_in(
     for pair_id, version in reopened:
         celery.send_task(task_names.SETTLE_PAIR, args=[pair_id, version])
     forget_notes.drop(runtime.redis, channel, ts, len(said), edited=edited)
+    forget_views(runtime.redis)  # a cached digest preview may quote the message
     redraw_forgotten(runtime, redraw, plan.about)
     rewrite_soon(runtime.redis)
     log.info(

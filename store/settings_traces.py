@@ -1,0 +1,28 @@
+"""Where verdicts go besides Slack: the support bot's own traces (`workers.traces`), a fields class
+`store.settings.Settings` inherits. Everything unset: nothing is sent."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import AliasChoices, BaseModel, Field, SecretStr
+
+
+def _env(name: str) -> dict:
+    return {"validation_alias": AliasChoices(name, name.lower())}
+
+
+class TraceSettings(BaseModel):
+    # Where an answer's trace ID comes from: the bot message's Slack metadata (at RELMON_TRACE_ID_KEY), or derived
+    # from the channel and the message's ts as Langfuse's create_trace_id(seed="CHANNEL:TS") derives it.
+    trace_id_from: Literal["metadata", "slack_ts"] = Field("metadata", **_env("RELMON_TRACE_ID_FROM"))
+    trace_id_key: str = Field("event_payload.trace_id", min_length=1, **_env("RELMON_TRACE_ID_KEY"))
+    # Langfuse: scores on the bot's traces. Off unless the host and both keys are set.
+    langfuse_host: str | None = Field(None, **_env("RELMON_LANGFUSE_HOST"))
+    langfuse_public_key: str | None = Field(None, **_env("RELMON_LANGFUSE_PUBLIC_KEY"))
+    langfuse_secret_key: SecretStr | None = Field(None, **_env("RELMON_LANGFUSE_SECRET_KEY"))
+    trace_send_retries: int = Field(5, ge=0, **_env("RELMON_TRACE_SEND_RETRIES"))
+
+    @property
+    def langfuse_enabled(self) -> bool:
+        return bool(self.langfuse_host and self.langfuse_public_key and self.langfuse_secret_key)

@@ -1,0 +1,122 @@
+"""A local Langfuse public API for tests (Langfuse itself needs ClickHouse): the score endpoints the official SDK
+(`langfuse.api`) calls, answering as Langfuse documents them.
+
+- `POST /api/public/scores`: a JSON list of scores, HTTP Basic auth (public key : secret key). 202
+  `{"message": "Accepted"}` when every score is accepted, 207 `{"accepted", "rejected", "errors": [{"message"}]}`
+  otherwise; 401 `{"message": ...}` for a wrong key, 400 for a body that is not a list. A score with an `id`
+  already stored replaces it (upsert).
+- `GET /api/public/scores/{id}`: the stored score, or 404.
+`fail_next(n, status)` makes the next n score requests answer `status` (an outage).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+import uuid
+from http.server import ThreadingHTTPServer
+from typing import Any
+
+from tests.fakes.background import BackgroundServer, QuietHandler
+
+DATA_TYPES = {"NUMERIC", "CATEGORICAL", "BOOLEAN", "TEXT", "CORRECTION"}
+
+
+def score_problem(score: Any) -> str | None:
+    """Why Langfuse would reject this score, or None."""
+    if not isinstance(score, dict):
+        return "score must be an object"
+    if not isinstance(score.get("name"), str) or not score["name"]:
+        return "name: Required"
+    if not any(score.get(key) for key in ("traceId", "sessionId", "datasetRunId")):
+        return "one of traceId, sessionId or datasetRunId is required"
+    value, data_type = score.get("value"), score.get("dataType", "NUMERIC")
+    if data_type not in DATA_TYPES:
+        return f"dataType: Invalid enum value '{data_type}'"
+    if data_type == "NUMERIC" and not isinstance(value, int | float):
+        return "value: Expected number for NUMERIC score"
+    if data_type == "CATEGORICAL" and not isinstance(value, str):
+        return "value: Expected string for CATEGORICAL score"
+    return None
+
+
+class FakeLangfuse(BackgroundServer):
+    thread_name = "fake-langfuse"
+
+    def __init__(self, public_key: str = "pk-lf-test", secret_key: str = "sk-lf-test") -> None:
+        self.public_key, self.secret_key = public_key, secret_key
+        self._lock = threading.Lock()
+        self.scores: dict[str, dict] = {}
+        self.requests = 0
+        self._failures: list[int] = []
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._server.daemon_threads = True
+        self._thread = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def fail_next(self, count: int, status: int = 503) -> None:
+        with self._lock:
+            self._failures.extend([status] * count)
+
+    def stored(self) -> dict[str, dict]:
+        with self._lock:
+            return {key: dict(value) for key, value in self.scores.items()}
+
+    def _authorised(self, header: str | None) -> bool:
+        expected = base64.b64encode(f"{self.public_key}:{self.secret_key}".encode()).decode()
+        return header == f"Basic {expected}"
+
+    def _create(self, body: bytes) -> tuple[int, dict]:
+        with self._lock:
+            if self._failures:
+                return self._failures.pop(0), {"message": "Service Unavailable"}
+        try:
+            scores = json.loads(body)
+        except ValueError:
+            return 400, {"message": "Invalid request data", "error": "body is not JSON"}
+        if not isinstance(scores, list):
+            return 400, {"message": "Invalid request data", "error": "Expected array, received object"}
+        errors = []
+        with self._lock:
+            for score in scores:
+                problem = score_problem(score)
+                if problem:
+                    errors.append({"message": problem})
+                    continue
+                score_id = score.get("id") or str(uuid.uuid4())
+                self.scores[score_id] = {**score, "id": score_id}
+        if errors:
+            return 207, {"accepted": len(scores) - len(errors), "rejected": len(errors), "errors": errors}
+        return 202, {"message": "Accepted"}
+
+    def _handler_class(self) -> type:
+        fake = self
+
+        class Handler(QuietHandler):
+            def _answer(self, status: int, body: dict) -> None:
+                self.send_body(status, json.dumps(body).encode(), "application/json")
+
+            def do_POST(self) -> None:
+                body = self.read_body()
+                with fake._lock:
+                    fake.requests += 1
+                if self.path.split("?", 1)[0] != "/api/public/scores":
+                    return self._answer(404, {"message": "Not Found"})
+                if not fake._authorised(self.headers.get("Authorization")):
+                    return self._answer(401, {"message": "Invalid credentials"})
+                self._answer(*fake._create(body))
+
+            def do_GET(self) -> None:
+                path = self.path.split("?", 1)[0]
+                if not path.startswith("/api/public/scores/"):
+                    return self._answer(404, {"message": "Not Found"})
+                if not fake._authorised(self.headers.get("Authorization")):
+                    return self._answer(401, {"message": "Invalid credentials"})
+                score = fake.stored().get(path.rsplit("/", 1)[1])
+                self._answer(200, score) if score else self._answer(404, {"message": "Score not found"})
+
+        return Handler

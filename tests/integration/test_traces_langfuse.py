@@ -1,0 +1,180 @@
+"""Verdicts on the bot's traces, to Langfuse: the official SDK's API client against a fake that answers as
+Langfuse's public API does (Langfuse itself needs ClickHouse). The task runs eagerly (Celery's own retry path,
+without the countdowns); judgments are real rows in SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import pytest
+from langfuse import Langfuse
+from prometheus_client.parser import text_string_to_metric_families
+
+from common import metrics
+from common.runtime import Runtime
+from store.models import Judgment, Pair, PairStatus
+from tests.alert_helpers import make_settings
+from tests.fakes.langfuse_server import FakeLangfuse
+from tests.fakes.slack_server import FakeSlack
+from tests.services import free_port
+from workers.tasks.traces import send_langfuse_scores
+
+CHANNEL, TS = "C_SUPPORT", "1767225600.000100"
+
+
+@pytest.fixture
+def langfuse() -> Iterator[FakeLangfuse]:
+    with FakeLangfuse() as fake:
+        yield fake
+
+
+def judged(runtime: Runtime, *, confirmation: str | None = None, ts: str = TS, thread_ts: str | None = None) -> int:
+    with runtime.db.session() as session:
+        pair = Pair(channel_id=CHANNEL, answer_ts=ts, thread_ts=thread_ts, status=PairStatus.JUDGED)
+        session.add(pair)
+        session.flush()
+        judgment = Judgment(
+            pair_id=pair.id,
+            judge="relevancy",
+            status="ok",
+            score=1,
+            normalized_score=0.25,
+            reasoning="The answer is about billing; the question was about passwords.",
+            confirmation_status=confirmation,
+        )
+        session.add(judgment)
+        session.flush()
+        return judgment.id
+
+
+def sends(outcome: str) -> float:
+    body = metrics.exposition()[0].decode()
+    for family in text_string_to_metric_families(body):
+        for sample in family.samples:
+            if sample.name == "relmon_trace_sends_total" and sample.labels == {"tool": "langfuse", "outcome": outcome}:
+                return sample.value
+    return 0.0
+
+
+def runtime_on(
+    runtime_for: Callable[..., Runtime], redis_url: str, db_url: str, url: str, slack_url: str = "", **overrides
+) -> Runtime:
+    tracing = {
+        "trace_id_from": "slack_ts",
+        "langfuse_host": url,
+        "langfuse_public_key": "pk-lf-test",
+        "langfuse_secret_key": "sk-lf-test",
+        "trace_send_retries": 3,
+    }
+    settings = make_settings(
+        redis_url=redis_url,
+        database_url=db_url,
+        slack_api_url=slack_url or "http://127.0.0.1:9/api/",
+        **{**tracing, **overrides},
+    )
+    return runtime_for(settings)
+
+
+def test_a_verdict_and_its_second_opinion_become_scores_on_the_trace_langfuse_derives_and_a_resend_upserts(
+    langfuse: FakeLangfuse, redis_url: str, db_url: str, runtime_for: Callable[..., Runtime]
+) -> None:
+    runtime = runtime_on(runtime_for, redis_url, db_url, langfuse.url)
+    judgment_id = judged(runtime, confirmation="confirmed")
+    before = sends("sent")
+    assert send_langfuse_scores.apply(args=[judgment_id]).get() == "sent"
+    assert send_langfuse_scores.apply(args=[judgment_id]).get() == "sent"  # a redelivery
+    scores = langfuse.stored()
+    assert len(scores) == 2  # upserted by id, not added twice
+    trace_id = Langfuse.create_trace_id(seed=f"{CHANNEL}:{TS}")  # the bot's own derivation
+    score = scores[f"relmon-{judgment_id}-score"]
+    assert score["traceId"] == trace_id and score["name"] == "relmon.relevancy"
+    assert score["value"] == 0.25 and score["dataType"] == "NUMERIC" and "passwords" in score["comment"]
+    second = scores[f"relmon-{judgment_id}-second-opinion"]
+    assert second["value"] == "confirmed" and second["dataType"] == "CATEGORICAL"
+    assert sends("sent") - before == 2
+
+
+def test_an_outage_is_retried_with_backoff_then_given_up_and_counted(
+    langfuse: FakeLangfuse, redis_url: str, db_url: str, runtime_for: Callable[..., Runtime]
+) -> None:
+    runtime = runtime_on(runtime_for, redis_url, db_url, langfuse.url)
+    judgment_id = judged(runtime)
+    langfuse.fail_next(2, 503)
+    assert send_langfuse_scores.apply(args=[judgment_id]).get() == "sent"  # third try
+    assert langfuse.requests == 3 and len(langfuse.stored()) == 1
+    failed = sends("failed")
+    langfuse.fail_next(1, 503)
+    # The last retry allowed (RELMON_TRACE_SEND_RETRIES=3) fails: given up, counted, nothing sent again.
+    assert send_langfuse_scores.apply(args=[judgment_id], retries=3).get() == "failed"
+    assert langfuse.requests == 4
+    assert sends("failed") - failed == 1
+
+
+def test_a_refused_key_or_a_dead_host_is_said_and_counted_without_a_retry_storm(
+    langfuse: FakeLangfuse, redis_url: str, db_url: str, runtime_for: Callable[..., Runtime]
+) -> None:
+    runtime = runtime_on(runtime_for, redis_url, db_url, langfuse.url, langfuse_secret_key="sk-lf-wrong")
+    judgment_id = judged(runtime)
+    rejected = sends("rejected")
+    assert send_langfuse_scores.apply(args=[judgment_id]).get() == "rejected"
+    assert langfuse.requests == 1  # one request, refused: never resent
+    assert sends("rejected") - rejected == 1 and not langfuse.stored()
+    assert send_langfuse_scores.apply(args=[judgment_id]).get() == "rejected"
+    assert langfuse.requests == 2
+
+
+def test_a_dead_host_is_given_up_after_the_retries_allowed(
+    redis_url: str, db_url: str, runtime_for: Callable[..., Runtime]
+) -> None:
+    runtime = runtime_on(runtime_for, redis_url, db_url, f"http://127.0.0.1:{free_port()}")
+    judgment_id = judged(runtime)
+    failed = sends("failed")
+    assert send_langfuse_scores.apply(args=[judgment_id], retries=3).get() == "failed"
+    assert sends("failed") - failed == 1
+
+
+TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
+
+
+def test_the_trace_id_in_the_bot_messages_metadata_is_read_at_the_configured_key_top_level_and_in_a_thread(
+    langfuse: FakeLangfuse, redis_url: str, db_url: str, runtime_for: Callable[..., Runtime]
+) -> None:
+    with FakeSlack() as slack:
+        slack.add_channel(CHANNEL, "support", members=["U_RELMON"])
+        metadata = {"event_type": "support_answer", "event_payload": {"trace_id": TRACE}}
+        slack.add_message(CHANNEL, TS, text="Open Settings.", bot_id="B_SUPPORT", metadata=metadata)
+        slack.add_message(CHANNEL, "1767225700.000100", user="U_ASKER", text="Where?")
+        reply = "1767225800.000100"
+        slack.add_message(
+            CHANNEL,
+            reply,
+            text="Top right.",
+            thread_ts="1767225700.000100",
+            bot_id="B_SUPPORT",
+            metadata={"event_type": "support_answer", "event_payload": {"trace_id": TRACE.upper()}},
+        )
+        runtime = runtime_on(runtime_for, redis_url, db_url, langfuse.url, slack.api_url, trace_id_from="metadata")
+        top = judged(runtime)
+        threaded = judged(runtime, ts=reply, thread_ts="1767225700.000100")
+        assert send_langfuse_scores.apply(args=[top]).get() == "sent"
+        assert send_langfuse_scores.apply(args=[threaded]).get() == "sent"
+        reads = [call for call in slack.calls if call[0] in ("conversations.history", "conversations.replies")]
+        assert reads and all(str(call[1].get("include_all_metadata")).lower() in ("true", "1") for call in reads)
+    scores = langfuse.stored()
+    assert {scores[f"relmon-{top}-score"]["traceId"], scores[f"relmon-{threaded}-score"]["traceId"]} == {TRACE}
+
+
+@pytest.mark.parametrize("given", ["not-a-trace", "4bf92f3577b34da6", "z" * 32])
+def test_a_trace_id_that_is_not_one_is_said_counted_and_not_sent_or_retried(
+    given: str, langfuse: FakeLangfuse, redis_url: str, db_url: str, runtime_for: Callable[..., Runtime]
+) -> None:
+    with FakeSlack() as slack:
+        slack.add_channel(CHANNEL, "support", members=["U_RELMON"])
+        metadata = {"event_type": "support_answer", "event_payload": {"trace_id": given}}
+        slack.add_message(CHANNEL, TS, text="Open Settings.", bot_id="B_SUPPORT", metadata=metadata)
+        runtime = runtime_on(runtime_for, redis_url, db_url, langfuse.url, slack.api_url, trace_id_from="metadata")
+        judgment_id = judged(runtime)
+        bad = sends("bad_trace_id")
+        assert send_langfuse_scores.apply(args=[judgment_id]).get() == "bad_trace_id"
+    assert sends("bad_trace_id") - bad == 1
+    assert langfuse.requests == 0

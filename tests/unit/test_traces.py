@@ -1,0 +1,39 @@
+"""The trace ID rules (workers.traces): derived as Langfuse derives it, read from message metadata, checked."""
+
+from __future__ import annotations
+
+import pytest
+from langfuse import Langfuse
+
+from workers.traces import BadTraceId, Verdict, checked_trace_id, langfuse_scores, metadata_trace_id, slack_trace_id
+
+
+def test_the_slack_derived_trace_id_is_langfuses_own_for_the_same_seed() -> None:
+    assert slack_trace_id("C1", "1767225600.000100") == Langfuse.create_trace_id(seed="C1:1767225600.000100")
+    assert checked_trace_id(slack_trace_id("C1", "1.2")) == slack_trace_id("C1", "1.2")
+
+
+def test_the_trace_id_is_read_at_the_configured_key_of_the_metadata() -> None:
+    metadata = {"event_type": "bot_answer", "event_payload": {"trace_id": "0af7651916cd43dd8448eb211c80319c"}}
+    assert metadata_trace_id(metadata, "event_payload.trace_id") == "0af7651916cd43dd8448eb211c80319c"
+    assert metadata_trace_id(metadata, "event_payload.langfuse.trace") is None
+    assert metadata_trace_id(None, "event_payload.trace_id") is None
+    assert metadata_trace_id({"event_payload": {"trace_id": 12}}, "event_payload.trace_id") is None
+
+
+@pytest.mark.parametrize("value", ["abc", "0af7651916cd43dd8448eb211c80319", "z" * 32, "0" * 32, "", "g" * 32])
+def test_what_is_not_a_trace_id_is_refused(value: str) -> None:
+    with pytest.raises(BadTraceId):
+        checked_trace_id(value)
+
+
+def test_a_uuid_or_upper_case_hex_is_taken_in_canonical_form() -> None:
+    assert checked_trace_id("0AF76519-16CD-43DD-8448-EB211C80319C") == "0af7651916cd43dd8448eb211c80319c"
+
+
+def test_an_error_verdict_sends_no_score_and_ids_are_stable() -> None:
+    error = Verdict(7, "relevancy", "error", None, None, None)
+    assert langfuse_scores(error, "a" * 32) == []
+    ok = Verdict(7, "relevancy", "ok", 0.75, "fine", "disputed")
+    first, again = langfuse_scores(ok, "a" * 32), langfuse_scores(ok, "a" * 32)
+    assert first == again and [score["id"] for score in first] == ["relmon-7-score", "relmon-7-second-opinion"]

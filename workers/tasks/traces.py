@@ -1,0 +1,178 @@
+"""Verdicts sent to the support bot's traces (Langfuse scores), one task per judgment: idempotent (score ids
+derived from the judgment: a resend upserts), retried with backoff while the tool is out of reach, never in the
+way of judging or alerting (queued after the judgment is stored, failing alone). A trace ID that is not one, or
+a key the tool refuses, is said once in a log line and a metric, and not retried."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import httpx
+from slack_sdk.errors import SlackApiError
+from sqlalchemy import select
+
+from common import metrics, task_names
+from common.backoff import backoff_seconds
+from common.celery_app import celery
+from common.runtime import Runtime, get_runtime
+from common.telemetry.logs import event_fields
+from store.models import Judgment, Pair
+from workers.traces import (
+    BadTraceId,
+    Verdict,
+    checked_trace_id,
+    langfuse_scores,
+    metadata_trace_id,
+    slack_trace_id,
+)
+
+log = logging.getLogger("relmon.traces")
+
+LANGFUSE = "langfuse"
+TIMEOUT_SECONDS = 10.0
+RETRY_BASE_SECONDS, RETRY_CAP_SECONDS = 5.0, 300.0
+REFUSED = (400, 401, 403, 404, 422)  # the tool says no: sending again would say the same
+
+
+class SendAgain(Exception):
+    """The tool was out of reach or failed (5xx, 429): worth another try later."""
+
+
+@dataclass(frozen=True)
+class Subject:
+    verdict: Verdict
+    channel: str
+    answer_ts: str
+    thread_ts: str | None = None
+
+
+def load_subject(runtime: Runtime, judgment_id: int) -> Subject | None:
+    with runtime.db.reading() as session:
+        row = session.execute(
+            select(Judgment, Pair.channel_id, Pair.answer_ts, Pair.thread_ts)
+            .join(Pair, Pair.id == Judgment.pair_id)
+            .where(Judgment.id == judgment_id)
+        ).first()
+    if row is None:
+        return None
+    judgment, channel, answer_ts, thread_ts = row
+    verdict = Verdict(
+        judgment.id,
+        judgment.judge,
+        judgment.status,
+        judgment.normalized_score,
+        judgment.reasoning,
+        judgment.confirmation_status,
+    )
+    return Subject(verdict, channel, answer_ts, thread_ts)
+
+
+def trace_id_of(runtime: Runtime, subject: Subject) -> str | None:
+    """The answer's trace ID (canonical): derived from the message (slack_ts), or the one the bot put in its
+    message's metadata; None when it gave none; BadTraceId when what it gave is not one."""
+    settings = runtime.settings
+    if settings.trace_id_from == "slack_ts":
+        return slack_trace_id(subject.channel, subject.answer_ts)
+    given = metadata_trace_id(message_metadata(runtime, subject), settings.trace_id_key)
+    return checked_trace_id(given) if given else None
+
+
+def message_metadata(runtime: Runtime, subject: Subject) -> dict | None:
+    """The answer message's Slack metadata, read with include_all_metadata (another app's metadata is left out of
+    history reads without it): one history read per send, waited out by the client when rate-limited. A read
+    Slack refuses (the message deleted, the channel left) gives None; one that gets no answer is sent again."""
+    window = {"latest": subject.answer_ts, "oldest": subject.answer_ts, "inclusive": True}
+    try:
+        if subject.thread_ts and subject.thread_ts != subject.answer_ts:
+            # A thread's replies always start with its parent: two messages, the parent and the answer.
+            read = runtime.slack.conversations_replies(
+                channel=subject.channel, ts=subject.thread_ts, include_all_metadata=True, limit=2, **window
+            )
+        else:
+            read = runtime.slack.conversations_history(
+                channel=subject.channel, include_all_metadata=True, limit=1, **window
+            )
+    except SlackApiError as error:
+        log.info("trace id: message not read", extra={"channel": subject.channel, "error": error.response.get("error")})
+        return None
+    except OSError as error:
+        raise SendAgain(f"slack out of reach ({type(error).__name__})") from None
+    for message in read.get("messages", []):
+        if message.get("ts") == subject.answer_ts:
+            return message.get("metadata")
+    return None
+
+
+def send_to_langfuse(runtime: Runtime, judgment_id: int) -> str:
+    """One judgment's scores to Langfuse; returns the outcome (sent, skipped, rejected, bad_trace_id). SendAgain:
+    retry."""
+    from langfuse.api.client import LangfuseAPI
+    from langfuse.api.core.api_error import ApiError
+
+    settings = runtime.settings
+    subject = load_subject(runtime, judgment_id)
+    if subject is None:
+        return "skipped"  # deleted since (retention, a deletion in Slack)
+    fields = event_fields(channel=subject.channel, message_ts=subject.answer_ts, judgment_id=judgment_id, tool=LANGFUSE)
+    try:
+        trace_id = trace_id_of(runtime, subject)
+    except BadTraceId as error:
+        log.warning("trace id refused", extra={**fields, "reason": str(error), "key": runtime.settings.trace_id_key})
+        return "bad_trace_id"
+    scores = langfuse_scores(subject.verdict, trace_id) if trace_id else []
+    if not scores:
+        return "skipped"
+    client = LangfuseAPI(
+        base_url=settings.langfuse_host.rstrip("/"),
+        username=settings.langfuse_public_key,
+        password=settings.secret("langfuse_secret_key"),
+        timeout=TIMEOUT_SECONDS,
+    )
+    try:
+        # Retries are Celery's (with backoff, counted); the SDK's own would hide an outage inside one attempt.
+        answer = client.scores.create(request=scores, request_options={"max_retries": 0})
+    except ApiError as error:
+        if error.status_code in REFUSED:
+            log.warning("langfuse refused the scores", extra={**fields, "status": error.status_code})
+            return "rejected"
+        raise SendAgain(f"langfuse answered {error.status_code}") from None
+    except httpx.HTTPError as error:
+        raise SendAgain(f"langfuse out of reach ({type(error).__name__})") from None
+    rejected = getattr(answer, "rejected", 0)
+    if rejected:  # 207: some accepted, some not (Langfuse asks not to retry such a batch)
+        log.warning("langfuse rejected scores", extra={**fields, "rejected": rejected})
+        return "rejected"
+    log.info("scores sent", extra={**fields, "scores": len(scores)})
+    return "sent"
+
+
+@celery.task(name=task_names.SEND_LANGFUSE_SCORES, bind=True, acks_late=True, max_retries=None)
+def send_langfuse_scores(self, judgment_id: int) -> str:
+    runtime = get_runtime()
+    try:
+        outcome = send_to_langfuse(runtime, judgment_id)
+    except SendAgain as error:
+        attempt = self.request.retries
+        if attempt >= runtime.settings.trace_send_retries:
+            log.warning("langfuse: gave up", extra={"judgment_id": judgment_id, "reason": str(error)})
+            metrics.trace_send(LANGFUSE, "failed")
+            return "failed"
+        countdown = backoff_seconds(attempt, base=RETRY_BASE_SECONDS, cap=RETRY_CAP_SECONDS)
+        log.info("langfuse: retrying", extra={"judgment_id": judgment_id, "reason": str(error), "in_s": countdown})
+        raise self.retry(countdown=countdown) from None
+    metrics.trace_send(LANGFUSE, outcome)
+    return outcome
+
+
+def queue_trace_sends(runtime: Runtime, judgment_ids: list[int]) -> None:
+    """After judgments (or a second opinion) are stored: one send per judgment to each tool configured. A broker
+    that fails here is logged and counted; the judgment and its alert go on regardless."""
+    if not runtime.settings.langfuse_enabled or not judgment_ids:
+        return
+    for judgment_id in judgment_ids:
+        try:
+            celery.send_task(task_names.SEND_LANGFUSE_SCORES, args=[judgment_id])
+        except Exception as error:  # the broker: this send is lost, the pipeline is not
+            log.warning("trace send not queued", extra={"judgment_id": judgment_id, "error": type(error).__name__})
+            metrics.trace_send(LANGFUSE, "not_queued")

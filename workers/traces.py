@@ -1,0 +1,85 @@
+"""Verdicts on the support bot's own traces: which trace an answer belongs to, and the scores sent there. Plain
+functions over plain data; the sending is `workers.tasks.traces`.
+
+A trace ID is 32 lowercase hex characters (W3C trace context, which Langfuse and OpenTelemetry use). With
+RELMON_TRACE_ID_FROM=slack_ts it is derived from the channel and the answer's ts exactly as Langfuse's
+`create_trace_id(seed=...)` derives one (the first 16 bytes of SHA-256 of the seed), so a bot that calls
+`create_trace_id(seed=f"{channel}:{ts}")` for its own trace gets the same ID without telling relmon anything.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from typing import Any
+
+TRACE_ID = re.compile(r"[0-9a-f]{32}")
+COMMENT_CHARS = 500  # Langfuse shows the comment beside the score: the judge's reasoning, cut
+
+
+class BadTraceId(ValueError):
+    """What the bot gave as a trace ID is not one (wrong length, not hex, all zeros)."""
+
+
+def slack_trace_id(channel: str, ts: str) -> str:
+    return hashlib.sha256(f"{channel}:{ts}".encode()).digest()[:16].hex()
+
+
+def metadata_trace_id(metadata: Any, key: str) -> str | None:
+    """The value at the dotted `key` ("event_payload.trace_id") of a message's `metadata`, or None."""
+    value: Any = metadata
+    for part in key.split("."):
+        if not isinstance(value, dict):
+            return None
+        value = value.get(part)
+    return value if isinstance(value, str) and value else None
+
+
+def checked_trace_id(value: str) -> str:
+    """The trace ID in its canonical form (lower case, no dashes), or BadTraceId."""
+    canonical = value.strip().lower().replace("-", "")
+    if not TRACE_ID.fullmatch(canonical) or canonical == "0" * 32:
+        raise BadTraceId(f"not a trace ID: {len(value)} characters, expected 32 hex")
+    return canonical
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What is sent of one judgment: IDs, the judge's name, its score and the second opinion's outcome."""
+
+    judgment_id: int
+    judge: str
+    status: str  # ok | null | error
+    normalized_score: float | None
+    reasoning: str | None
+    confirmation_status: str | None
+
+
+def langfuse_scores(verdict: Verdict, trace_id: str) -> list[dict]:
+    """Langfuse score bodies (POST /api/public/scores). Each `id` is derived from the judgment, so a resend
+    updates the same score (Langfuse upserts by id) instead of adding one."""
+    scores = []
+    if verdict.status == "ok" and verdict.normalized_score is not None:
+        comment = (verdict.reasoning or "")[:COMMENT_CHARS] or None
+        scores.append(
+            {
+                "id": f"relmon-{verdict.judgment_id}-score",
+                "traceId": trace_id,
+                "name": f"relmon.{verdict.judge}",
+                "value": verdict.normalized_score,
+                "dataType": "NUMERIC",
+                "comment": comment,
+            }
+        )
+    if verdict.confirmation_status:
+        scores.append(
+            {
+                "id": f"relmon-{verdict.judgment_id}-second-opinion",
+                "traceId": trace_id,
+                "name": f"relmon.{verdict.judge}.second_opinion",
+                "value": verdict.confirmation_status,
+                "dataType": "CATEGORICAL",
+            }
+        )
+    return scores
