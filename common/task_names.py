@@ -22,12 +22,12 @@ PURGE_OLD = "workers.tasks.maintenance.purge_old"
 RUN_CANARY = "workers.tasks.canary.run_canary"
 OBSERVE_MESSAGE = "workers.tasks.outcomes.observe_message"
 OBSERVE_REACTION = "workers.tasks.outcomes.observe_reaction"
-CLOSE_OUTCOME_WINDOW = "workers.tasks.outcomes.close_window"
 CLOSE_DUE_WINDOWS = "workers.tasks.outcomes.close_due_windows"
 GOLDEN_FROM_VOTE = "workers.tasks.golden.collect_vote"
 GOLDEN_SAVE = "workers.tasks.golden.save_from_modal"
 REFRESH_TOPICS = "workers.tasks.topics.refresh_topics"
 SEND_LANGFUSE_SCORES = "workers.tasks.traces.send_langfuse_scores"
+SEND_OTLP_EVALUATIONS = "workers.tasks.traces.send_otlp_evaluations"
 
 # The tasks that post to Slack (alerts, summaries, votes, verdicts, digests): their own queue, so a backlog of
 # judging never holds a post up. Every other task runs on the judge queue (common.celery_app routes them).

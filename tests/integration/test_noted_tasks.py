@@ -46,7 +46,7 @@ def test_a_lost_alert_decision_is_sent_again_once_its_lease_is_over(runtime, fak
     assert sent == [(CONSIDER, [lost])]
     assert requeue_lost_follow_ups(runtime, time.time(), lease_seconds=30) == 0  # noted again, as just sent
 
-    assert tasks.consider_alert.apply(args=[lost]).get().startswith("posted")  # the resent message, run
+    assert tasks.consider_alert.apply(args=[lost]).get().low == "posted"  # the resent message, run
     assert len(fake.posted(ALERTS)) == 1
     assert notes(runtime) == {noted_tasks.note_of(CONSIDER, [waiting])}
 
@@ -96,7 +96,7 @@ def test_a_task_that_ends_drops_its_note(runtime, fake) -> None:
     judgment = add_judgment(runtime, score=1)
     noted_tasks.send(runtime.redis, CONSIDER, [judgment], time.time())
     assert notes(runtime) == {noted_tasks.note_of(CONSIDER, [judgment])}
-    assert tasks.consider_alert.apply(args=[judgment]).get().startswith("posted")
+    assert tasks.consider_alert.apply(args=[judgment]).get().low == "posted"
     assert notes(runtime) == set() and len(fake.posted(ALERTS)) == 1
 
 

@@ -21,6 +21,7 @@ from store.models import OutcomeSignal, Pair, PairStatus
 from tests import slack_requests as sr
 from tests.bot_harness import SECRET, ServedBot, log_message, redis_calls, redis_calls_since
 from tests.fakes.slack_server import FakeSlack
+from workers import outcome_watching
 from workers.pairs.settling import settle
 from workers.tasks import outcomes
 
@@ -63,11 +64,9 @@ def run(bot: ServedBot, sent: list) -> None:
     while sent:
         name, args = sent.pop(0)
         if name == task_names.OBSERVE_MESSAGE:
-            outcomes.observe_message_in(bot.runtime, *args)
-        elif name == task_names.CLOSE_OUTCOME_WINDOW:
-            raise AssertionError("windows close by beat's sweep (close_due_windows), not by a task per answer")
+            outcome_watching.observe_message_in(bot.runtime, *args)
         elif name == task_names.OBSERVE_REACTION:
-            outcomes.observe_reaction_in(bot.runtime, *args)
+            outcome_watching.observe_reaction_in(bot.runtime, *args)
 
 
 def answered(bot: ServedBot, sent: list, question: str = "How do I rotate my key?") -> tuple[dict, dict, Pair]:
@@ -87,7 +86,7 @@ def signals(bot: ServedBot, pair_id: int) -> set[str]:
 
 
 def close(bot: ServedBot, pair_id: int) -> str:
-    return outcomes.close_window_in(bot.runtime, pair_id, now=datetime.now(UTC) + timedelta(hours=1))
+    return outcome_watching.close_window_in(bot.runtime, pair_id, now=datetime.now(UTC) + timedelta(hours=1))
 
 
 def test_a_reask_in_the_thread_and_a_teammate_reply(make_bot, sent) -> None:
@@ -117,7 +116,7 @@ def test_the_teammate_reference_sends_a_judged_pair_back_to_the_correctness_judg
     assert stored.status == PairStatus.PENDING and "ana@example.com" not in stored.reference_text
     with bot.runtime.db.session() as session:
         session.get(Pair, pair.id).status = PairStatus.JUDGED  # the correctness judge ran
-    outcomes.observe_message_in(bot.runtime, *args)  # the task retried: the reference is set once
+    outcome_watching.observe_message_in(bot.runtime, *args)  # the task retried: the reference is set once
     # (the alerts' follow-up is handed on again: it is idempotent, and the first send may have been lost)
     assert [(task, ids) for task, ids in sent if task != task_names.FOLLOW_UP_OUTCOME] == []
     assert bot.pairs()[0].status == PairStatus.JUDGED
@@ -356,7 +355,7 @@ def test_reactions_added_and_removed_once_under_redelivery(make_bot, sent) -> No
     assert [name for name, _ in sent] == [task_names.OBSERVE_REACTION]
     task = sent[0]
     run(bot, sent)
-    outcomes.observe_reaction_in(bot.runtime, *task[1])  # the task retried
+    outcome_watching.observe_reaction_in(bot.runtime, *task[1])  # the task retried
     with bot.runtime.db.session() as session:
         rows = session.execute(select(OutcomeSignal).where(OutcomeSignal.pair_id == pair.id)).scalars().all()
         assert [r.name for r in rows] == ["negative_reaction"]
@@ -379,9 +378,9 @@ def test_the_alerts_follow_up_is_sent_only_when_an_alert_may_change(make_bot, se
         (name, args), *_ = sent
         sent.clear()
         if name == task_names.OBSERVE_MESSAGE:
-            outcomes.observe_message_in(bot.runtime, *args)
+            outcome_watching.observe_message_in(bot.runtime, *args)
         else:
-            outcomes.observe_reaction_in(bot.runtime, *args)
+            outcome_watching.observe_reaction_in(bot.runtime, *args)
         names = [name for name, _ in sent]
         sent.clear()
         return names
@@ -425,7 +424,7 @@ def test_a_signal_after_the_window_closed_changes_nothing(make_bot, sent) -> Non
     send(bot, sr.reaction(answer, "-1"))
     send(bot, sr.human_message(C, sr.next_ts(), "this does not work", thread_ts=q["ts"]))
     assert sent == []  # the window's watch is gone: the bot hands nothing on
-    late = outcomes.observe_reaction_in(bot.runtime, pair.id, "U_ASKER", "-1", True, time.time())
+    late = outcome_watching.observe_reaction_in(bot.runtime, pair.id, "U_ASKER", "-1", True, time.time())
     assert late == [] and signals(bot, pair.id) == {"resolved"}
 
 
@@ -433,7 +432,7 @@ def test_a_close_that_comes_early_waits_for_the_rest(make_bot, sent) -> None:
     bot = make_bot()
     _, _, pair = answered(bot, sent)
     sent.clear()
-    assert outcomes.close_window_in(bot.runtime, pair.id) == "waiting"  # an older worker's countdown task
+    assert outcome_watching.close_window_in(bot.runtime, pair.id) == "waiting"  # read due on a clock ahead of this one
     assert sent == []  # the periodic sweep closes it when its time is up
 
 
@@ -485,8 +484,8 @@ def test_a_reaction_on_any_message_of_a_multi_message_answer_counts(make_bot, se
 
 def test_beat_closes_the_windows_whose_time_is_up_and_only_once(make_bot, sent) -> None:
     from store.models import OutcomeWindow
+    from workers.outcome_watching import close_due_windows_in
     from workers.schedule import close_schedule
-    from workers.tasks.outcomes import close_due_windows_in
 
     bot = make_bot()
     _q, _answer, pair = answered(bot, sent)
@@ -579,7 +578,7 @@ def test_a_reaction_toggled_many_times_changes_the_outcome_once(make_bot, sent) 
         while sent:
             name, args = sent.pop(0)
             if name == task_names.OBSERVE_REACTION:
-                outcomes.observe_reaction_in(bot.runtime, *args)
+                outcome_watching.observe_reaction_in(bot.runtime, *args)
             asked += name == task_names.FOLLOW_UP_OUTCOME
         follow_ups.append(asked)
         seen.append(signals(bot, pair.id))

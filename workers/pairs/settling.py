@@ -43,7 +43,7 @@ from common.telemetry.logs import event_fields
 from judges.context import Turn, format_turns
 from store import pairs
 from store.models import PairStatus
-from workers.tasks.outcomes import open_window
+from workers.outcome_watching import open_window
 
 log = logging.getLogger("relmon.capture")
 
