@@ -21,6 +21,9 @@ class TraceSettings(BaseModel):
     langfuse_host: str | None = Field(None, **_env("RELMON_LANGFUSE_HOST"))
     langfuse_public_key: str | None = Field(None, **_env("RELMON_LANGFUSE_PUBLIC_KEY"))
     langfuse_secret_key: SecretStr | None = Field(None, **_env("RELMON_LANGFUSE_SECRET_KEY"))
+    # OpenTelemetry: `gen_ai.evaluation.result` events over OTLP/HTTP to this endpoint (the standard variable; the
+    # exporter reads the other OTEL_EXPORTER_OTLP_* variables itself: headers, timeout, certificates).
+    otlp_endpoint: str | None = Field(None, **_env("OTEL_EXPORTER_OTLP_ENDPOINT"))
     trace_send_retries: int = Field(5, ge=0, **_env("RELMON_TRACE_SEND_RETRIES"))
 
     @property

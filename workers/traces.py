@@ -83,3 +83,27 @@ def langfuse_scores(verdict: Verdict, trace_id: str) -> list[dict]:
             }
         )
     return scores
+
+
+EVALUATION_EVENT = "gen_ai.evaluation.result"  # OpenTelemetry's GenAI semantic conventions
+
+
+def evaluation_events(verdict: Verdict) -> list[dict]:
+    """The attributes of `gen_ai.evaluation.result` events: the verdict, and the second opinion as its own."""
+    events = []
+    if verdict.status == "ok" and verdict.normalized_score is not None:
+        event = {
+            "gen_ai.evaluation.name": f"relmon.{verdict.judge}",
+            "gen_ai.evaluation.score.value": verdict.normalized_score,
+        }
+        if verdict.reasoning:
+            event["gen_ai.evaluation.explanation"] = verdict.reasoning[:COMMENT_CHARS]
+        events.append(event)
+    if verdict.confirmation_status:
+        events.append(
+            {
+                "gen_ai.evaluation.name": f"relmon.{verdict.judge}.second_opinion",
+                "gen_ai.evaluation.score.label": verdict.confirmation_status,
+            }
+        )
+    return events

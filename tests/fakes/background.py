@@ -6,7 +6,7 @@ import argparse
 import threading
 from collections.abc import Callable
 from contextlib import suppress
-from http.server import BaseHTTPRequestHandler, HTTPServer
+from http.server import BaseHTTPRequestHandler, HTTPServer, ThreadingHTTPServer
 from typing import Any, Self
 
 
@@ -41,6 +41,33 @@ class BackgroundServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+class OutageFake(BackgroundServer):
+    """A fake API on a free port of 127.0.0.1 that can be told to fail its next requests (`fail_next`). The subclass
+    calls `_serve()` in its __init__ and defines `_handler_class()`; its handler asks `next_failure()`."""
+
+    def _serve(self) -> None:
+        self._lock = threading.Lock()
+        self._failures: list[int] = []
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._server.daemon_threads = True
+        self._thread = None
+
+    def _handler_class(self) -> type:
+        raise NotImplementedError
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def fail_next(self, count: int, status: int = 503) -> None:
+        with self._lock:
+            self._failures.extend([status] * count)
+
+    def next_failure(self) -> int | None:
+        with self._lock:
+            return self._failures.pop(0) if self._failures else None
 
 
 class QuietHandler(BaseHTTPRequestHandler):

@@ -13,12 +13,10 @@ from __future__ import annotations
 
 import base64
 import json
-import threading
 import uuid
-from http.server import ThreadingHTTPServer
 from typing import Any
 
-from tests.fakes.background import BackgroundServer, QuietHandler
+from tests.fakes.background import OutageFake, QuietHandler
 
 DATA_TYPES = {"NUMERIC", "CATEGORICAL", "BOOLEAN", "TEXT", "CORRECTION"}
 
@@ -41,26 +39,14 @@ def score_problem(score: Any) -> str | None:
     return None
 
 
-class FakeLangfuse(BackgroundServer):
+class FakeLangfuse(OutageFake):
     thread_name = "fake-langfuse"
 
     def __init__(self, public_key: str = "pk-lf-test", secret_key: str = "sk-lf-test") -> None:
         self.public_key, self.secret_key = public_key, secret_key
-        self._lock = threading.Lock()
         self.scores: dict[str, dict] = {}
         self.requests = 0
-        self._failures: list[int] = []
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
-        self._server.daemon_threads = True
-        self._thread = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def fail_next(self, count: int, status: int = 503) -> None:
-        with self._lock:
-            self._failures.extend([status] * count)
+        self._serve()
 
     def stored(self) -> dict[str, dict]:
         with self._lock:
@@ -71,9 +57,9 @@ class FakeLangfuse(BackgroundServer):
         return header == f"Basic {expected}"
 
     def _create(self, body: bytes) -> tuple[int, dict]:
-        with self._lock:
-            if self._failures:
-                return self._failures.pop(0), {"message": "Service Unavailable"}
+        failure = self.next_failure()
+        if failure:
+            return failure, {"message": "Service Unavailable"}
         try:
             scores = json.loads(body)
         except ValueError:

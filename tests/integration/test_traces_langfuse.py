@@ -15,9 +15,10 @@ from common.runtime import Runtime
 from store.models import Judgment, Pair, PairStatus
 from tests.alert_helpers import make_settings
 from tests.fakes.langfuse_server import FakeLangfuse
+from tests.fakes.otlp_receiver import FakeOtlpReceiver
 from tests.fakes.slack_server import FakeSlack
 from tests.services import free_port
-from workers.tasks.traces import send_langfuse_scores
+from workers.tasks.traces import send_langfuse_scores, send_otlp_evaluations
 
 CHANNEL, TS = "C_SUPPORT", "1767225600.000100"
 
@@ -47,11 +48,11 @@ def judged(runtime: Runtime, *, confirmation: str | None = None, ts: str = TS, t
         return judgment.id
 
 
-def sends(outcome: str) -> float:
+def sends(outcome: str, tool: str = "langfuse") -> float:
     body = metrics.exposition()[0].decode()
     for family in text_string_to_metric_families(body):
         for sample in family.samples:
-            if sample.name == "relmon_trace_sends_total" and sample.labels == {"tool": "langfuse", "outcome": outcome}:
+            if sample.name == "relmon_trace_sends_total" and sample.labels == {"tool": tool, "outcome": outcome}:
                 return sample.value
     return 0.0
 
@@ -178,3 +179,34 @@ def test_a_trace_id_that_is_not_one_is_said_counted_and_not_sent_or_retried(
         assert send_langfuse_scores.apply(args=[judgment_id]).get() == "bad_trace_id"
     assert sends("bad_trace_id") - bad == 1
     assert langfuse.requests == 0
+
+
+def test_verdicts_go_over_otlp_as_gen_ai_evaluation_result_events_on_the_trace(
+    redis_url: str, db_url: str, runtime_for: Callable[..., Runtime]
+) -> None:
+    with FakeOtlpReceiver() as otlp:
+        runtime = runtime_on(runtime_for, redis_url, db_url, "", langfuse_host=None, otlp_endpoint=otlp.url)
+        judgment_id = judged(runtime, confirmation="disputed")
+        otlp.fail_next(1, 503)  # an outage: retried (by the exporter within its timeout, then by the task)
+        assert send_otlp_evaluations.apply(args=[judgment_id]).get() == "sent"
+        records = otlp.log_records()
+    trace_id = Langfuse.create_trace_id(seed=f"{CHANNEL}:{TS}")
+    assert [(trace, name) for trace, _, name, _ in records] == [(trace_id, "gen_ai.evaluation.result")] * 2
+    verdict, second = records[0][3], records[1][3]
+    assert verdict["gen_ai.evaluation.name"] == "relmon.relevancy"
+    assert verdict["gen_ai.evaluation.score.value"] == 0.25 and "passwords" in verdict["gen_ai.evaluation.explanation"]
+    assert second == {
+        "gen_ai.evaluation.name": "relmon.relevancy.second_opinion",
+        "gen_ai.evaluation.score.label": "disputed",
+    }
+
+
+def test_a_dead_otlp_endpoint_is_given_up_after_the_retries_allowed_and_counted(
+    redis_url: str, db_url: str, runtime_for: Callable[..., Runtime]
+) -> None:
+    dead = f"http://127.0.0.1:{free_port()}"
+    runtime = runtime_on(runtime_for, redis_url, db_url, "", langfuse_host=None, otlp_endpoint=dead)
+    judgment_id = judged(runtime)
+    failed = sends("failed", tool="otlp")
+    assert send_otlp_evaluations.apply(args=[judgment_id], retries=3).get() == "failed"
+    assert sends("failed", tool="otlp") - failed == 1

@@ -1,4 +1,5 @@
-"""Verdicts sent to the support bot's traces (Langfuse scores), one task per judgment: idempotent (score ids
+"""Verdicts sent to the support bot's traces (Langfuse scores, OpenTelemetry evaluation events), one task per
+judgment and tool: idempotent (score ids
 derived from the judgment: a resend upserts), retried with backoff while the tool is out of reach, never in the
 way of judging or alerting (queued after the judgment is stored, failing alone). A trace ID that is not one, or
 a key the tool refuses, is said once in a log line and a metric, and not retried."""
@@ -22,6 +23,7 @@ from workers.traces import (
     BadTraceId,
     Verdict,
     checked_trace_id,
+    evaluation_events,
     langfuse_scores,
     metadata_trace_id,
     slack_trace_id,
@@ -29,7 +31,7 @@ from workers.traces import (
 
 log = logging.getLogger("relmon.traces")
 
-LANGFUSE = "langfuse"
+LANGFUSE, OTLP = "langfuse", "otlp"
 TIMEOUT_SECONDS = 10.0
 RETRY_BASE_SECONDS, RETRY_CAP_SECONDS = 5.0, 300.0
 REFUSED = (400, 401, 403, 404, 422)  # the tool says no: sending again would say the same
@@ -104,6 +106,21 @@ def message_metadata(runtime: Runtime, subject: Subject) -> dict | None:
     return None
 
 
+def traced(runtime: Runtime, judgment_id: int, tool: str) -> tuple[Subject, str, dict] | str:
+    """The judgment, its trace ID and the log fields; or the outcome when there is nothing to send (skipped: the
+    judgment is gone or its answer names no trace; bad_trace_id: what it names is not one)."""
+    subject = load_subject(runtime, judgment_id)
+    if subject is None:
+        return "skipped"  # deleted since (retention, a deletion in Slack)
+    fields = event_fields(channel=subject.channel, message_ts=subject.answer_ts, judgment_id=judgment_id, tool=tool)
+    try:
+        trace_id = trace_id_of(runtime, subject)
+    except BadTraceId as error:
+        log.warning("trace id refused", extra={**fields, "reason": str(error), "key": runtime.settings.trace_id_key})
+        return "bad_trace_id"
+    return (subject, trace_id, fields) if trace_id else "skipped"
+
+
 def send_to_langfuse(runtime: Runtime, judgment_id: int) -> str:
     """One judgment's scores to Langfuse; returns the outcome (sent, skipped, rejected, bad_trace_id). SendAgain:
     retry."""
@@ -111,16 +128,11 @@ def send_to_langfuse(runtime: Runtime, judgment_id: int) -> str:
     from langfuse.api.core.api_error import ApiError
 
     settings = runtime.settings
-    subject = load_subject(runtime, judgment_id)
-    if subject is None:
-        return "skipped"  # deleted since (retention, a deletion in Slack)
-    fields = event_fields(channel=subject.channel, message_ts=subject.answer_ts, judgment_id=judgment_id, tool=LANGFUSE)
-    try:
-        trace_id = trace_id_of(runtime, subject)
-    except BadTraceId as error:
-        log.warning("trace id refused", extra={**fields, "reason": str(error), "key": runtime.settings.trace_id_key})
-        return "bad_trace_id"
-    scores = langfuse_scores(subject.verdict, trace_id) if trace_id else []
+    found = traced(runtime, judgment_id, LANGFUSE)
+    if isinstance(found, str):
+        return found
+    subject, trace_id, fields = found
+    scores = langfuse_scores(subject.verdict, trace_id)
     if not scores:
         return "skipped"
     client = LangfuseAPI(
@@ -147,32 +159,62 @@ def send_to_langfuse(runtime: Runtime, judgment_id: int) -> str:
     return "sent"
 
 
-@celery.task(name=task_names.SEND_LANGFUSE_SCORES, bind=True, acks_late=True, max_retries=None)
-def send_langfuse_scores(self, judgment_id: int) -> str:
+def attempt(task, tool: str, send, judgment_id: int) -> str:
+    """One try of a send task: its outcome counted; an outage retried with backoff until the retries allowed are
+    spent, then given up (counted as failed)."""
     runtime = get_runtime()
     try:
-        outcome = send_to_langfuse(runtime, judgment_id)
+        outcome = send(runtime, judgment_id)
     except SendAgain as error:
-        attempt = self.request.retries
-        if attempt >= runtime.settings.trace_send_retries:
-            log.warning("langfuse: gave up", extra={"judgment_id": judgment_id, "reason": str(error)})
-            metrics.trace_send(LANGFUSE, "failed")
+        tries = task.request.retries
+        if tries >= runtime.settings.trace_send_retries:
+            log.warning(f"{tool}: gave up", extra={"judgment_id": judgment_id, "reason": str(error)})
+            metrics.trace_send(tool, "failed")
             return "failed"
-        countdown = backoff_seconds(attempt, base=RETRY_BASE_SECONDS, cap=RETRY_CAP_SECONDS)
-        log.info("langfuse: retrying", extra={"judgment_id": judgment_id, "reason": str(error), "in_s": countdown})
-        raise self.retry(countdown=countdown) from None
-    metrics.trace_send(LANGFUSE, outcome)
+        countdown = backoff_seconds(tries, base=RETRY_BASE_SECONDS, cap=RETRY_CAP_SECONDS)
+        log.info(f"{tool}: retrying", extra={"judgment_id": judgment_id, "reason": str(error), "in_s": countdown})
+        raise task.retry(countdown=countdown) from None
+    metrics.trace_send(tool, outcome)
     return outcome
+
+
+@celery.task(name=task_names.SEND_LANGFUSE_SCORES, bind=True, acks_late=True, max_retries=None)
+def send_langfuse_scores(self, judgment_id: int) -> str:
+    return attempt(self, LANGFUSE, send_to_langfuse, judgment_id)
+
+
+@celery.task(name=task_names.SEND_OTLP_EVALUATIONS, bind=True, acks_late=True, max_retries=None)
+def send_otlp_evaluations(self, judgment_id: int) -> str:
+    return attempt(self, OTLP, send_to_otlp, judgment_id)
+
+
+def send_to_otlp(runtime: Runtime, judgment_id: int) -> str:
+    """One judgment's `gen_ai.evaluation.result` events over OTLP (workers.otlp_events). SendAgain: retry."""
+    from workers.otlp_events import export_evaluations
+
+    found = traced(runtime, judgment_id, OTLP)
+    if isinstance(found, str):
+        return found
+    subject, trace_id, fields = found
+    events = evaluation_events(subject.verdict)
+    if not events:
+        return "skipped"
+    if not export_evaluations(runtime.settings.otlp_endpoint, trace_id, events):
+        raise SendAgain("the OTLP endpoint did not take the events")
+    log.info("evaluation events sent", extra={**fields, "events": len(events)})
+    return "sent"
 
 
 def queue_trace_sends(runtime: Runtime, judgment_ids: list[int]) -> None:
     """After judgments (or a second opinion) are stored: one send per judgment to each tool configured. A broker
     that fails here is logged and counted; the judgment and its alert go on regardless."""
-    if not runtime.settings.langfuse_enabled or not judgment_ids:
-        return
+    settings = runtime.settings
+    tools = [(LANGFUSE, task_names.SEND_LANGFUSE_SCORES)] if settings.langfuse_enabled else []
+    tools += [(OTLP, task_names.SEND_OTLP_EVALUATIONS)] if settings.otlp_endpoint else []
     for judgment_id in judgment_ids:
-        try:
-            celery.send_task(task_names.SEND_LANGFUSE_SCORES, args=[judgment_id])
-        except Exception as error:  # the broker: this send is lost, the pipeline is not
-            log.warning("trace send not queued", extra={"judgment_id": judgment_id, "error": type(error).__name__})
-            metrics.trace_send(LANGFUSE, "not_queued")
+        for tool, task in tools:
+            try:
+                celery.send_task(task, args=[judgment_id])
+            except Exception as error:  # the broker: this send is lost, the pipeline is not
+                log.warning("trace send not queued", extra={"judgment_id": judgment_id, "error": type(error).__name__})
+                metrics.trace_send(tool, "not_queued")

@@ -1,0 +1,80 @@
+"""A local OTLP/HTTP logs receiver for tests: `POST /v1/logs` with an ExportLogsServiceRequest (protobuf, plain or
+gzip), decoded with opentelemetry-proto, answered as the OTLP specification says (200 with an
+ExportLogsServiceResponse; 400 for a body that does not decode; `fail_next(n, status)` for an outage).
+
+    with FakeOtlpReceiver() as otlp:
+        env["OTEL_EXPORTER_OTLP_ENDPOINT"] = otlp.url
+        ...
+        records = otlp.log_records()   # [(trace_id hex, span_id hex, event_name, {attribute: value})]
+"""
+
+from __future__ import annotations
+
+import gzip
+
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest, ExportLogsServiceResponse
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+
+from tests.fakes.background import OutageFake, QuietHandler
+
+PROTOBUF = "application/x-protobuf"
+
+
+def plain(value: AnyValue) -> object:
+    kind = value.WhichOneof("value")
+    return getattr(value, kind) if kind else None
+
+
+def attributes(record: object) -> dict:
+    return {attribute.key: plain(attribute.value) for attribute in record.attributes}
+
+
+class FakeOtlpReceiver(OutageFake):
+    thread_name = "fake-otlp"
+
+    def __init__(self) -> None:
+        self.requests: list[ExportLogsServiceRequest] = []
+        self.posts = 0
+        self._serve()
+
+    def log_records(self) -> list[tuple[str, str, str, dict]]:
+        with self._lock:
+            requests = list(self.requests)
+        return [
+            (
+                record.trace_id.hex(),
+                record.span_id.hex(),
+                record.event_name,
+                {a.key: plain(a.value) for a in record.attributes},
+            )
+            for request in requests
+            for resource_logs in request.resource_logs
+            for scope_logs in resource_logs.scope_logs
+            for record in scope_logs.log_records
+        ]
+
+    def _handler_class(self) -> type:
+        fake = self
+
+        class Handler(QuietHandler):
+            def do_POST(self) -> None:
+                body = self.read_body()
+                failure = fake.next_failure()
+                with fake._lock:
+                    fake.posts += 1
+                if self.path != "/v1/logs":
+                    return self.send_body(404, b"", "text/plain")
+                if failure:
+                    return self.send_body(failure, b"", PROTOBUF)
+                if self.headers.get("Content-Encoding") == "gzip":
+                    body = gzip.decompress(body)
+                request = ExportLogsServiceRequest()
+                try:
+                    request.ParseFromString(body)
+                except Exception:  # DecodeError: the spec's answer is 400
+                    return self.send_body(400, b"", PROTOBUF)
+                with fake._lock:
+                    fake.requests.append(request)
+                self.send_body(200, ExportLogsServiceResponse().SerializeToString(), PROTOBUF)
+
+        return Handler
