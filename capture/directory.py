@@ -97,13 +97,14 @@ def flags_from_info(info: dict[str, Any] | None) -> ChannelFlags:
 def channel_flags(
     client: redis.Redis, slack: WebClient, channel_id: str, channel_type: str | None, ext_shared: bool | None = None
 ) -> ChannelFlags:
-    """From the event when it says both (its channel_type, the envelope's is_ext_shared_channel: a live event's
-    Slack Connect flag; the hot path asks nothing more); else from conversations.info, cached, which also says
-    whether a channel is shared between workspaces or across an organisation. Unknown is the safe side: a channel
-    Slack cannot describe (an error, a rate limit, a missing scope, no answer) is private, and is asked about
-    again next time."""
+    """From the event when it says the channel's text is restricted (a private channel_type, the envelope's
+    is_ext_shared_channel: Slack Connect); else from conversations.info, cached CHANNEL_TTL_SECONDS per channel,
+    which also says whether a channel is shared between workspaces or across an Enterprise Grid organisation (an
+    event calls such a channel public and not Slack Connect). So the hot path asks once per channel an hour.
+    Unknown is the safe side: a channel Slack cannot describe (an error, a rate limit, a missing scope, no answer)
+    is private, and is asked about again next time."""
     private = {"group": True, "mpim": True, "im": True, "channel": False}.get(channel_type or "")
-    if private is True or ext_shared is True or (private is not None and ext_shared is not None):
+    if private is True or ext_shared is True:
         return ChannelFlags(bool(private), bool(ext_shared))
     key = f"relmon:channel_flags:{channel_id}"
     cached = client.get(key)

@@ -11,7 +11,9 @@ import pytest
 
 from capture.conversation_log import ConversationLog
 from capture.pairing import Author, LoggedMessage
+from tests import slack_requests as sr
 from tests.bot_harness import ServedBot
+from tests.integration.test_capture_truth import send, settle_all
 from workers.tasks.answers import capture_answer_in
 
 
@@ -49,3 +51,17 @@ def test_a_channel_slack_cannot_describe_is_private_and_asked_about_again(bot: S
     asked = len(slack.calls_to("conversations.info"))
     assert capture_unannounced(bot, "C_SUPPORT") == (False, False)  # Slack answers now: public
     assert len(slack.calls_to("conversations.info")) == asked + 1
+
+
+def test_an_org_shared_channel_is_found_on_the_live_path_asking_once(bot: ServedBot, slack) -> None:
+    """Signed events from an Enterprise Grid org-shared channel say only "public channel, not Slack Connect": the
+    worker still learns it is shared (conversations.info, once per channel while cached) and stores it private."""
+    slack.add_channel("C_GRID", "grid", members=["U_RELMON", "U_ASKER"], is_org_shared=True)
+    for question in ("Where is my order?", "And my refund?"):
+        q = sr.human_message("C_GRID", sr.next_ts(), question)
+        send(bot, q)
+        send(bot, sr.bot_message("C_GRID", sr.next_ts(), "Here.", thread_ts=q["ts"]))
+    settle_all(bot)
+    pairs = [p for p in bot.pairs() if p.channel_id == "C_GRID"]
+    assert len(pairs) == 2 and all(p.channel_is_private and p.channel_is_ext_shared for p in pairs)
+    assert [c["channel"] for c in slack.calls_to("conversations.info")].count("C_GRID") == 1
