@@ -8,6 +8,7 @@ from typing import Annotated
 from pydantic import BaseModel, BeforeValidator, Field
 
 from judges.base import Judge, Parsed
+from judges.names import CORRECTNESS
 from judges.parsing import integer_score, last_bracket_rating, validate
 from judges.prompts import REFERENCE_SYSTEM_MESSAGE, PromptTemplate
 
@@ -17,7 +18,7 @@ class CorrectnessRating(BaseModel):
 
 
 class CorrectnessJudge(Judge):
-    name = "correctness"
+    name = CORRECTNESS
     max_score = 2
     max_reply_tokens = 800  # an explanation comparing the answers, then [[rating]]: a few paragraphs
     system = REFERENCE_SYSTEM_MESSAGE

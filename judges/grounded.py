@@ -9,6 +9,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from judges.base import Judge, Parsed
+from judges.names import GROUNDED
 from judges.parsing import UnparseableReply, extract_json_object, integer_score, validate
 from judges.prompts import REFERENCE_SYSTEM_MESSAGE, PromptTemplate
 
@@ -33,7 +34,7 @@ class GroundedOutput(BaseModel):
 
 
 class GroundedJudge(Judge):
-    name = "grounded"
+    name = GROUNDED
     min_score = 1
     max_score = 5
     max_reply_tokens = 700  # two graded answers in JSON, each with a justification

@@ -8,6 +8,7 @@ from typing import Annotated
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from judges.base import Judge, Parsed
+from judges.names import RELEVANCY
 from judges.parsing import extract_json_object, integer_score, validate
 from judges.prompts import PromptTemplate
 
@@ -24,7 +25,7 @@ class RelevancyOutput(BaseModel):
 
 
 class RelevancyJudge(Judge):
-    name = "relevancy"
+    name = RELEVANCY
     max_score = 4
     max_reply_tokens = 300  # a score and 1–2 sentences of reasoning in JSON: under 100 tokens
     template = PromptTemplate.load("relevancy.txt", "format")

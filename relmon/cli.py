@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from pydantic import ValidationError
 
-from store.rules import JUDGE_NAMES
+from judges.names import JUDGE_NAMES, RELEVANCY
 from store.settings import Settings, invalid_settings_message
 
 
@@ -44,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     judge.add_argument(
         "--judge",
         "-j",
-        default="relevancy",
+        default=RELEVANCY,
         choices=JUDGE_NAMES,
         help="which judge (default relevancy)",
     )
@@ -60,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["outcomes"],
         help="outcomes: what the conversations did next (resolved or failed) as the labels, from stored pairs",
     )
-    evaluate.add_argument("--judge", "-j", default="relevancy", choices=JUDGE_NAMES)
+    evaluate.add_argument("--judge", "-j", default=RELEVANCY, choices=JUDGE_NAMES)
     evaluate.add_argument("--threads", type=int, default=8, help="judgments in flight at once (default 8)")
     evaluate.add_argument("--worst", type=int, default=5, help="how many disagreements to list (default 5)")
     evaluate.add_argument("--json", action="store_true", help="print the report as JSON")

@@ -25,11 +25,8 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
+from judges.names import CORRECTNESS, GROUNDED, RELEVANCY
 from store.settings import TIME_WINDOW_MOST_ANSWERS, Settings
-
-# The judges relmon runs, as `judges.JUDGES` names them: here, where the bot and the CLI read them without loading the
-# judges library (and the OpenAI SDK with it). tests/unit checks the two lists agree.
-JUDGE_NAMES = ("relevancy", "correctness", "grounded")
 
 
 class ChannelRule(BaseModel):
@@ -99,9 +96,9 @@ class ChannelRules(BaseModel):
         return EffectiveRule(
             judges=pick("judges", list(settings.default_judges)),
             thresholds={
-                "relevancy": pick("threshold", settings.threshold),
-                "correctness": pick("correctness_threshold", settings.correctness_threshold),
-                "grounded": pick("grounded_threshold", settings.grounded_threshold),
+                RELEVANCY: pick("threshold", settings.threshold),
+                CORRECTNESS: pick("correctness_threshold", settings.correctness_threshold),
+                GROUNDED: pick("grounded_threshold", settings.grounded_threshold),
             },
             sample_rate=pick("sample_rate", settings.sample_rate),
             alert_channel=pick("alert_channel", settings.alert_channel),

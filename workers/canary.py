@@ -18,12 +18,13 @@ from common.runtime import Runtime
 from judges import TransientLLMError, get_judge
 from judges.labels import SUPPORT_CANARY, read_labels
 from judges.metrics import agreement
+from judges.names import RELEVANCY
 from store import canary as canary_store
 from store.models import CanaryRun
 
 log = logging.getLogger("relmon.canary")
 
-CANARY_JUDGE = "relevancy"
+CANARY_JUDGE = RELEVANCY
 CANARY_METADATA_EVENT = "relmon_canary"
 # A degradation alert says the judge moved when a canary run this recent said so.
 RECENT_CANARY = timedelta(days=7)

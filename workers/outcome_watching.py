@@ -41,6 +41,7 @@ from common import task_names
 from common.celery_app import celery
 from common.runtime import Runtime
 from common.telemetry.logs import event_fields
+from judges.names import CORRECTNESS
 from store import alerts as alert_store
 from store import outcomes as store
 from store import pairs
@@ -49,7 +50,7 @@ from workers import golden_items, noted_tasks
 
 log = logging.getLogger("relmon.outcomes")
 
-REFERENCE_JUDGE = "correctness"
+REFERENCE_JUDGE = CORRECTNESS
 DUE_BATCH = 500  # windows closed per sweep; the next sweep takes the rest
 
 

@@ -43,12 +43,13 @@ from common.messages.verdicts import (
 )
 from common.replies import Asker, keep_response_url
 from common.runtime import Runtime
-from store.rules import JUDGE_NAMES
+from judges.names import CORRECTNESS, GROUNDED, JUDGE_NAMES, RELEVANCY
+from store.models import PairSource
 
 log = logging.getLogger("relmon.commands")
 
 SHORTCUT_CALLBACK_ID = "judge_this_answer"
-JUDGES_NEEDING_REFERENCE = frozenset({"correctness", "grounded"})
+JUDGES_NEEDING_REFERENCE = frozenset({CORRECTNESS, GROUNDED})
 
 
 # Routing (pure) -----------------------------------------------------------------------------------------
@@ -143,7 +144,7 @@ class SlowWork:
                 channel_id=link.channel_id,
                 ts=link.ts,
                 thread_ts=link.thread_ts,
-                source="command",
+                source=PairSource.COMMAND,
                 judges=[judge] if judge else None,
             )
         elif wanted.kind == "stats":
@@ -170,7 +171,7 @@ class SlowWork:
             channel_id=channel_id,
             ts=ts,
             thread_ts=thread_ts if thread_ts != ts else None,
-            source="shortcut",
+            source=PairSource.SHORTCUT,
             message=message,
             note_when_taken=True,
         )
@@ -194,7 +195,7 @@ class SlowWork:
             question=values["question"] or "",
             answer=values["answer"] or "",
             reference=values["reference"],
-            judge=values["judge"] or "relevancy",
+            judge=values["judge"] or RELEVANCY,
         )
 
     def feedback(self, body: dict, client: WebClient) -> None:
@@ -253,7 +254,7 @@ def _modal_values(view: dict) -> dict[str, str | None]:
         "question": text("question"),
         "answer": text("answer"),
         "reference": text("reference"),
-        "judge": judge if isinstance(judge, str) and judge in JUDGE_NAMES else "relevancy",
+        "judge": judge if isinstance(judge, str) and judge in JUDGE_NAMES else RELEVANCY,
     }
 
 

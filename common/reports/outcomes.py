@@ -26,10 +26,9 @@ from capture.outcomes import (
     failed,
 )
 from common.reports.period import Period, day_slices, slice_of
+from judges.names import CORRECTNESS
 from store.models import JudgmentStatus
 from store.stats_queries import PairRow
-
-CORRECTNESS = "correctness"
 
 
 @dataclass(frozen=True)

@@ -18,12 +18,13 @@ from common.reports.golden import GoldenFigures
 from common.reports.outcomes import OutcomeReport
 from common.reports.period import Period, day_slices, slice_of
 from common.reports.trust import Trust
+from judges.names import CORRECTNESS, GROUNDED, RELEVANCY
 from store.models import ANSWER_SOURCES, JudgmentStatus, PairStatus
 from store.stats_queries import JudgmentRow, PairRow
 
 # The score scale of each judge (docs/judges.md); a judge not listed uses what it stored.
-SCALES: dict[str, tuple[int, int]] = {"relevancy": (0, 4), "correctness": (0, 2), "grounded": (1, 5)}
-PRIMARY_JUDGE = "relevancy"
+SCALES: dict[str, tuple[int, int]] = {RELEVANCY: (0, 4), CORRECTNESS: (0, 2), GROUNDED: (1, 5)}
+PRIMARY_JUDGE = RELEVANCY
 # Pairs that were never a separate answer to report on.
 _NOT_AN_ANSWER = {PairStatus.MERGED}
 _NOT_JUDGED_STATUSES = {PairStatus.NO_QUESTION, PairStatus.EMPTY, PairStatus.DELETED}

@@ -20,6 +20,7 @@ from capture.redact import redact_if
 from golden.candidates import Candidate, CandidatesProblem, read_candidates
 from golden.regress import CHECKS, compare, exit_status, item_result, summarize
 from judges import get_judge
+from judges.names import JUDGE_NAMES
 from relmon.regress.judging import Check, Judging, StopRun, checks_of
 from relmon.regress.report import junit_xml, print_report, report_json
 from store import golden as golden_store
@@ -37,7 +38,7 @@ def _fail(message: str, code: int) -> int:
 def input_sha(candidates: list[Candidate], items: dict[int, GoldenItem], model: str) -> str:
     """What makes two runs the same run: the answers, what they are judged against, the model and the prompts."""
     digest = hashlib.sha256(model.encode())
-    for name in ("relevancy", "correctness", "grounded"):
+    for name in JUDGE_NAMES:
         digest.update(get_judge(name).prompt_version.encode())
     for candidate in candidates:
         item = items[candidate.item_id]

@@ -22,11 +22,11 @@ from bot.stats import channel_reference
 from common import replies
 from common.celery_app import QUEUE_JUDGE, QUEUE_SLACK
 from common.messages.verdicts import ERRORS
+from judges.names import JUDGE_NAMES
 from store import confirmations
 from store.confirmations import SecondOpinion
 from store.feedback import record_vote, votes_for
 from store.models import DailyUsage, Pair
-from store.rules import JUDGE_NAMES
 from tests import slack_requests as sr
 from tests.alert_helpers import add_judgment
 from tests.bot_harness import SECRET, BotServer, ServedBot, bot_settings

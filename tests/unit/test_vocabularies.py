@@ -4,13 +4,15 @@ names, pair sources; and the rule that tasks reach each other only through `comm
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 from common import task_names
 from common.celery_app import QUEUE_JUDGE, QUEUE_SLACK, celery, celery_config
 from judges import JUDGES
+from judges.names import JUDGE_NAMES
 from store.models import ANSWER_SOURCES, HISTORY_SOURCES, ON_DEMAND_SOURCES, PairSource
-from store.rules import JUDGE_NAMES
 from store.settings import Settings
 from workers.main import import_task_modules
 
@@ -66,3 +68,10 @@ def test_the_pair_source_groups_are_drawn_from_the_one_list() -> None:
     assert ON_DEMAND_SOURCES | HISTORY_SOURCES | {PairSource.CAPTURE} == set(PairSource)
     assert set(PairSource) - ON_DEMAND_SOURCES == ANSWER_SOURCES
     assert not ON_DEMAND_SOURCES & ANSWER_SOURCES
+
+
+def test_the_judge_names_load_without_the_judges_library() -> None:
+    """The bot and the CLI read the names (and the channel rules) without loading the OpenAI SDK."""
+    probe = "import sys, judges, judges.names, store.rules, relmon.cli; print('openai' in sys.modules)"
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
+    assert loaded == "False"

@@ -17,11 +17,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
+from judges.names import RELEVANCY
 from store.models import ConfirmationStatus, PairSource
 
 # Sources whose judgments may raise channel alerts; on-demand checks (/judge, the shortcut) answer privately.
 # The judge whose scale the degradation floor is written on (0–4).
-DEGRADATION_JUDGE = "relevancy"
+DEGRADATION_JUDGE = RELEVANCY
 # Degradation alerts at most once per channel per this period, even if the mean flaps around the floor.
 DEGRADATION_PERIOD = timedelta(hours=1)
 
