@@ -8,15 +8,19 @@ The rules, one per kind of copy:
   their scores stay;
 - every other copy in the thread (a later pair's earlier turns, a reference, an answer's later part, and the
   judgments of those pairs) has the message's text and its words replaced by a mark;
-- an edit takes out only the words it removed (`removal_of_edit`), everywhere the same way.
+- an edit takes out only the words it removed (`removal_of_edit`), everywhere the same way;
+- the copies made from the thread's pairs elsewhere (golden-set items and their sources, topic names) have the
+  message's text and words replaced by the mark the same way (`scrub_copies`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
+K = TypeVar("K", bound=Hashable)
 DELETED_MARK = "[deleted]"
 REMOVED_MARK = "[removed]"
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -98,6 +102,16 @@ def scrub(text: str | None, removal: Removal) -> str | None:
         alternatives = "|".join(re.escape(word) for word in sorted(removal.words, key=len, reverse=True))
         text = re.sub(rf"(?<!\w)(?:{alternatives})(?!\w)", removal.mark, text)
     return text
+
+
+def scrub_copies(copies: Mapping[K, Mapping[str, str | None]], removal: Removal) -> dict[K, dict[str, str | None]]:
+    """Of other rows' texts (row key -> column -> text), the columns that change when `removal` is scrubbed out."""
+    changed: dict[K, dict[str, str | None]] = {}
+    for key, texts in copies.items():
+        changes = {name: scrub(text, removal) for name, text in texts.items() if scrub(text, removal) != text}
+        if changes:
+            changed[key] = changes
+    return changed
 
 
 @dataclass(frozen=True)

@@ -5,14 +5,24 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass, field
+from typing import Any
 
 from sqlalchemy import delete, or_, select, update
 from sqlalchemy.orm import Session
 
-from capture.forgetting import JUDGMENT_TEXTS, PAIR_TEXTS, ForgetPlan, StoredJudgment, StoredPair
+from capture.forgetting import (
+    JUDGMENT_TEXTS,
+    PAIR_TEXTS,
+    ForgetPlan,
+    Removal,
+    StoredJudgment,
+    StoredPair,
+    scrub_copies,
+)
 from store import alerts as alert_store
+from store.golden_models import GoldenItem, GoldenSource
 from store.models import Alert, Judgment, Pair, PairStatus, utcnow
-from store.topic_models import QuestionEmbedding
+from store.topic_models import PairTopic, QuestionEmbedding, TopicPeriod, TopicRecord
 
 
 def thread_rows(
@@ -122,3 +132,39 @@ def force_summary_redraw(session: Session, dedupe_keys: Collection[str]) -> None
         row = alert_store.by_key(session, key)
         if row is not None:
             alert_store.merge_details(session, row.id, count=-1)
+
+
+COPIED_TEXTS = ("question", "context", "bot_answer", "expected", "topic", "name")  # golden rows' and topics'
+
+
+def scrub_other_copies(session: Session, channel_id: str, pair_ids: Collection[int], removal: Removal) -> int:
+    """The copies made from the thread's pairs outside them: the golden-set items and sources taken from them (an
+    earlier turn in their context, a word in their question or answer) and the names of the topics their questions
+    fell in (named from those questions). Returns how many rows changed."""
+    if not removal or not pair_ids:
+        return 0
+    ids = list(pair_ids)
+    sources = session.execute(
+        select(GoldenSource).where(GoldenSource.channel_id == channel_id, GoldenSource.pair_id.in_(ids))
+    ).scalars()
+    rows: dict[tuple[str, object], Any] = {("source", s.id): s for s in sources}
+    for item_id in {row.item_id for row in rows.values()}:
+        item = session.get(GoldenItem, item_id, with_for_update=True)
+        if item is not None:
+            rows[("item", item_id)] = item
+    keys = set(session.scalars(select(PairTopic.topic_key).where(PairTopic.pair_id.in_(ids))))
+    if keys:
+        rows.update(
+            {("topic", t.key): t for t in session.scalars(select(TopicRecord).where(TopicRecord.key.in_(keys)))}
+        )
+        periods = session.scalars(select(TopicPeriod).where(TopicPeriod.topic_key.in_(keys)))
+        rows.update({("period", p.id): p for p in periods})
+    texts = {
+        key: {name: getattr(row, name) for name in COPIED_TEXTS if hasattr(row, name)} for key, row in rows.items()
+    }
+    changed = scrub_copies(texts, removal)
+    for key, values in changed.items():
+        for name, value in values.items():
+            setattr(rows[key], name, value)
+    session.flush()
+    return len(changed)

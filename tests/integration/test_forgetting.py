@@ -11,8 +11,9 @@ from datetime import UTC, datetime
 from sqlalchemy import select
 
 from store import alerts as alert_store
+from store.golden_models import GoldenItem, GoldenSource
 from store.models import Alert, Judgment, Pair, PairStatus
-from store.topic_models import QuestionEmbedding
+from store.topic_models import PairTopic, QuestionEmbedding, TopicRecord
 from tests import slack_requests as sr
 from tests.bot_harness import ServedBot
 from tests.integration.test_capture_truth import send, settle_all
@@ -100,3 +101,39 @@ def test_an_edit_after_judging_and_a_judged_answers_deletion_reach_every_stored_
         low = session.execute(select(Alert).where(Alert.kind == alert_store.KIND_LOW)).scalar_one()
         assert low.details["forgotten"] == "answer"
     assert list(bot.runtime.redis.scan_iter("relmon:forget*")) == []  # the words' notes are gone
+
+
+def test_a_deleted_earlier_turn_leaves_the_golden_set_and_the_topic_names(make_bot) -> None:
+    """A question's earlier turn copied into a golden item's context (and its source's), and a word of a deleted
+    question in the name of the topic it fell in: the deletion takes them out too."""
+    bot = make_bot()
+    first = sr.human_message(C, sr.next_ts(), "My order QX4471 never came")
+    send(bot, first)
+    send(bot, sr.bot_message(C, sr.next_ts(), "It ships tomorrow.", thread_ts=first["ts"]))
+    later = sr.human_message(C, sr.next_ts(), "And the refund?", thread_ts=first["ts"])
+    send(bot, later)
+    send(bot, sr.bot_message(C, sr.next_ts(), "Refunds take 5 days.", thread_ts=first["ts"]))
+    settle_all(bot)
+    with bot.runtime.db.session() as session:
+        first_pair, later_pair = session.execute(select(Pair).where(Pair.channel_id == C).order_by(Pair.id)).scalars()
+        assert "QX4471" in (later_pair.context_text or "")  # the earlier turn, as captured
+        context = later_pair.context_text
+        item = GoldenItem(dedupe_key="k", question="And the refund?", context=context, origin="alert", channel_id=C,
+                          topic="QX4471 orders")  # fmt: skip
+        session.add(item)
+        session.flush()
+        key = f"{C}:{later['ts']}"
+        session.add(GoldenSource(item_id=item.id, message_key=key, channel_id=C, question_ts=later["ts"],
+                                 pair_id=later_pair.id, question="And the refund?", context=context,
+                                 origin="alert"))  # fmt: skip
+        session.add(TopicRecord(key="t1", name="Order QX4471 missing", named_by="llm", anchors=[first_pair.id]))
+        session.add(PairTopic(pair_id=first_pair.id, topic_key="t1"))
+        item_id = item.id
+
+    send(bot, sr.message_deleted(first))
+    with bot.runtime.db.session() as session:
+        item, source = session.get(GoldenItem, item_id), session.execute(select(GoldenSource)).scalar_one()
+        topic = session.get(TopicRecord, "t1")
+        for text in (item.context, item.topic, source.context, topic.name):
+            assert "QX4471" not in text and "[deleted]" in text
+        assert item.question == "And the refund?" and topic.name == "Order [deleted] missing"

@@ -16,6 +16,7 @@ from capture.forgetting import (
     removal_of_edit,
     removal_of_words,
     scrub,
+    scrub_copies,
 )
 
 MARK = "QX7-marker-9f3e"
@@ -91,3 +92,16 @@ def test_the_spool_leaves_no_text_on_disk_once_drained(tmp_path: Path) -> None:
             assert MARK.encode() not in path.read_bytes(), path.name
     finally:
         spool.close()
+
+
+def test_copies_outside_the_thread_lose_the_deleted_text_and_words_and_only_what_changes_is_written() -> None:
+    removal = removal_of_deletion(["Order QX4471 never came"])
+    copies = {
+        ("item", 1): {"context": "[customer] Order QX4471 never came", "question": "And the refund?"},
+        ("topic", "t1"): {"name": "QX4471 orders"},
+        ("topic", "t2"): {"name": "Refunds", "topic": None},
+    }
+    assert scrub_copies(copies, removal) == {
+        ("item", 1): {"context": f"[customer] {DELETED_MARK}"},
+        ("topic", "t1"): {"name": f"{DELETED_MARK} orders"},
+    }

@@ -49,6 +49,7 @@ def forget_message_in(
         removal = removal_of_words(said) if edited else removal_of_deletion(before)
         plan = plan_forget(ts, removal, pairs, judgments)
         forgetting.apply_plan(session, plan)
+        forgetting.scrub_other_copies(session, channel, [p.id for p in pairs], removal)  # golden set, topic names
         reopened = [] if edited else forgetting.reopen_waiting(session, channel, ts)
         if not edited:
             golden.forget_message(session, channel, ts)  # a question or a teammate's reply the golden set quoted
