@@ -54,6 +54,8 @@ class Verdict:
     normalized_score: float | None
     reasoning: str | None
     confirmation_status: str | None
+    pair_id: int = 0
+    signals: tuple[str, ...] = ()  # the pair's outcome signals recorded so far (reask, human_takeover, ...)
 
 
 def langfuse_scores(verdict: Verdict, trace_id: str) -> list[dict]:
@@ -82,6 +84,16 @@ def langfuse_scores(verdict: Verdict, trace_id: str) -> list[dict]:
                 "dataType": "CATEGORICAL",
             }
         )
+    for name in verdict.signals:  # per pair, not per judge: one id whichever judgment sends it
+        scores.append(
+            {
+                "id": f"relmon-pair-{verdict.pair_id}-{name}",
+                "traceId": trace_id,
+                "name": f"relmon.outcome.{name}",
+                "value": 1,
+                "dataType": "BOOLEAN",
+            }
+        )
     return scores
 
 
@@ -106,4 +118,8 @@ def evaluation_events(verdict: Verdict) -> list[dict]:
                 "gen_ai.evaluation.score.label": verdict.confirmation_status,
             }
         )
+    events += [
+        {"gen_ai.evaluation.name": f"relmon.outcome.{name}", "gen_ai.evaluation.score.label": "true"}
+        for name in verdict.signals
+    ]
     return events

@@ -12,7 +12,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from common import metrics
 from common.runtime import Runtime
-from store.models import Judgment, Pair, PairStatus
+from store.models import Judgment, OutcomeSignal, Pair, PairStatus
 from tests.alert_helpers import make_settings
 from tests.fakes.langfuse_server import FakeLangfuse
 from tests.fakes.otlp_receiver import FakeOtlpReceiver
@@ -44,6 +44,8 @@ def judged(runtime: Runtime, *, confirmation: str | None = None, ts: str = TS, t
             confirmation_status=confirmation,
         )
         session.add(judgment)
+        if confirmation:  # a low score confirmed or disputed: the asker asked again
+            session.add(OutcomeSignal(pair_id=pair.id, name="reask"))
         session.flush()
         return judgment.id
 
@@ -85,13 +87,15 @@ def test_a_verdict_and_its_second_opinion_become_scores_on_the_trace_langfuse_de
     assert send_langfuse_scores.apply(args=[judgment_id]).get() == "sent"
     assert send_langfuse_scores.apply(args=[judgment_id]).get() == "sent"  # a redelivery
     scores = langfuse.stored()
-    assert len(scores) == 2  # upserted by id, not added twice
+    assert len(scores) == 3  # upserted by id, not added twice
     trace_id = Langfuse.create_trace_id(seed=f"{CHANNEL}:{TS}")  # the bot's own derivation
     score = scores[f"relmon-{judgment_id}-score"]
     assert score["traceId"] == trace_id and score["name"] == "relmon.relevancy"
     assert score["value"] == 0.25 and score["dataType"] == "NUMERIC" and "passwords" in score["comment"]
     second = scores[f"relmon-{judgment_id}-second-opinion"]
     assert second["value"] == "confirmed" and second["dataType"] == "CATEGORICAL"
+    signal = next(score for key, score in scores.items() if key.endswith("-reask"))
+    assert signal["name"] == "relmon.outcome.reask" and signal["value"] == 1 and signal["dataType"] == "BOOLEAN"
     assert sends("sent") - before == 2
 
 
@@ -191,7 +195,7 @@ def test_verdicts_go_over_otlp_as_gen_ai_evaluation_result_events_on_the_trace(
         assert send_otlp_evaluations.apply(args=[judgment_id]).get() == "sent"
         records = otlp.log_records()
     trace_id = Langfuse.create_trace_id(seed=f"{CHANNEL}:{TS}")
-    assert [(trace, name) for trace, _, name, _ in records] == [(trace_id, "gen_ai.evaluation.result")] * 2
+    assert [(trace, name) for trace, _, name, _ in records] == [(trace_id, "gen_ai.evaluation.result")] * 3
     verdict, second = records[0][3], records[1][3]
     assert verdict["gen_ai.evaluation.name"] == "relmon.relevancy"
     assert verdict["gen_ai.evaluation.score.value"] == 0.25 and "passwords" in verdict["gen_ai.evaluation.explanation"]

@@ -163,8 +163,12 @@ def consider(
     update_superseded(runtime, judged.earlier_alerts)
     if judged.superseded and judged.low_row is None:
         return Considered("superseded")  # the answer was edited since: the newer judgment is the one alerted on
-    policy = planning.channel_policy(runtime, judged.facts.channel_id)
-    first = plan(judged.facts, policy, now=now)  # lock-free: is there anything to claim at all?
+    policy = judged.policy  # resolved once, in load: the pre-check, the second opinion and the claim read this one
+    assert policy is not None  # a judgment with a channel has its policy
+    # The plan runs lock-free first (is there anything to claim at all?), and once more only when a second opinion
+    # was asked for (the policy decides on both verdicts). planning.claim plans once more under the locks, since
+    # only there are the hour's counts and the degradation history read consistently with the claim.
+    first = plan(judged.facts, policy, now=now)
     if judged.low_row is None and first.low.action is not Action.NONE:
         # Low: confirm it before any claim (an LLM call, so outside every lock); the policy decides on both.
         threshold = policy.thresholds.get(judged.facts.judge)

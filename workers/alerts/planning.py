@@ -21,6 +21,8 @@ from store import confirmations
 from store.confirmations import SecondOpinion
 from store.judgments import current_judgment, pair_for_judging
 from store.models import Judgment
+from store.rules import EffectiveRule
+from store.settings import Settings
 from workers.alerts.policy import (
     DEGRADATION_JUDGE,
     Action,
@@ -43,9 +45,13 @@ from workers.judging.pair_view import PairView
 
 
 def channel_policy(runtime: Runtime, channel_id: str) -> ChannelPolicy:
-    """What the policy reads of the channel's rule (the rules file, else the settings)."""
-    settings = runtime.settings
-    rule = runtime.rules.for_channel(channel_id, settings)
+    """What the policy reads of the channel's rule (the rules file, else the settings): resolved once per task, in
+    `load` (or once per judging run's hand-on), and passed on."""
+    return policy_of(runtime.rules.for_channel(channel_id, runtime.settings), runtime.settings)
+
+
+def policy_of(rule: EffectiveRule, settings: Settings) -> ChannelPolicy:
+    """The policy's view of a resolved channel rule."""
     return ChannelPolicy(
         thresholds=rule.thresholds,
         alert_channel=rule.alert_channel,
@@ -75,7 +81,9 @@ def read_degradation(
     return facts, history
 
 
-def follow_up_needed(runtime: Runtime, facts: JudgmentFacts, now: datetime | None = None) -> bool:
+def follow_up_needed(
+    runtime: Runtime, facts: JudgmentFacts, policy: ChannelPolicy, now: datetime | None = None
+) -> bool:
     """A cheap, lock-free plan for a judgment just stored: could `consider` claim or post anything for it? The
     same plan as the locked path's, with no counts (a cap only turns an alert into a held one) and the history as
     read without a lock. Never a false "no": every judgment reads the scores after its own insert committed, so
@@ -83,7 +91,6 @@ def follow_up_needed(runtime: Runtime, facts: JudgmentFacts, now: datetime | Non
     if not facts.channel_id:
         return False
     now = now or datetime.now(UTC)
-    policy = channel_policy(runtime, facts.channel_id)
     first = plan(facts, policy, now=now)
     if first.changes_anything or degradation_blocked(facts, policy) is not None:
         return first.changes_anything
@@ -98,6 +105,7 @@ class Judged:
 
     facts: JudgmentFacts
     pair: PairView  # what its verdict read: a second opinion reads the same (PairView.judge_input)
+    policy: ChannelPolicy | None  # its channel's rule, resolved once for the whole alert path (None: no channel)
     pair_version: int  # the version of the answer judged
     low_row: tuple[int, str] | None  # (alert id, status)
     superseded: bool = False  # a judgment of a later version of the answer replaces it
@@ -110,7 +118,8 @@ class Judged:
 
 
 def load(runtime: Runtime, judgment_id: int) -> Judged | None:
-    """The judgment, its pair and its alert, read once for the whole alert path (second opinion included)."""
+    """The judgment, its pair, its alert and its channel's policy, read once for the whole alert path (second
+    opinion included): the frozen context `consider` decides on."""
     with runtime.db.reading() as session:
         judgment = session.get(Judgment, judgment_id)
         if judgment is None:
@@ -131,7 +140,8 @@ def load(runtime: Runtime, judgment_id: int) -> Judged | None:
             earlier = alert_store.posted_about_earlier(session, pair.id, judgment.judge, judgment.pair_version)
         low_row = (row.id, row.status) if row else None
         opinion = confirmations.stored(judgment)
-        return Judged(facts, pair, judgment.pair_version, low_row, superseded, tuple(earlier), opinion)
+    policy = channel_policy(runtime, pair.channel_id) if pair.channel_id else None
+    return Judged(facts, pair, policy, judgment.pair_version, low_row, superseded, tuple(earlier), opinion)
 
 
 @dataclass(frozen=True)
@@ -154,7 +164,8 @@ def needs_locks(judged: Judged, policy: ChannelPolicy, first: AlertPlan) -> bool
 
 def claim(runtime: Runtime, judged: Judged, policy: ChannelPolicy, permalink: str | None, now: datetime) -> Claimed:
     """Under the source channel's lock (then the alert channel's, never the other way round: no lock cycle),
-    count, plan and claim."""
+    count, plan and claim. The plan runs again here on purpose: the hour's counts (caps) and the degradation
+    history may have changed since the lock-free plan, and only a plan made under the locks may claim."""
     facts, channel = judged.facts, judged.facts.channel_id
     hour = hour_start(now)
     until = hour + timedelta(hours=1)

@@ -36,7 +36,7 @@ from store.judgments import (
 )
 from store.models import PairStatus
 from workers import budget, noted_tasks, sampling
-from workers.alerts.planning import follow_up_needed
+from workers.alerts.planning import channel_policy, follow_up_needed
 from workers.alerts.policy import JudgmentFacts
 from workers.judging.pair_view import PairView
 from workers.judging.rules import (
@@ -252,8 +252,13 @@ def hand_on(
             if complete:
                 noted_tasks.send(runtime.redis, task_names.DELIVER_VERDICT, [pair.id], time.time())
             return
-        for judgment_id, values in judgments.items():
-            if recheck or values is None or follow_up_needed(runtime, _facts(judgment_id, values, pair)):
+        policy = channel_policy(runtime, pair.channel_id) if judgments and pair.channel_id else None
+        for judgment_id, values in judgments.items():  # the channel's rule resolved once for all of them
+            if (
+                recheck
+                or values is None
+                or (policy is not None and follow_up_needed(runtime, _facts(judgment_id, values, pair), policy))
+            ):
                 noted_tasks.send(runtime.redis, task_names.CONSIDER_ALERT, [judgment_id], time.time())
     except Exception as error:  # the broker or the database, after the judgments were stored
         raise HandOnFailed(error) from error

@@ -18,7 +18,7 @@ from common.backoff import backoff_seconds
 from common.celery_app import celery
 from common.runtime import Runtime, get_runtime
 from common.telemetry.logs import event_fields
-from store.models import Judgment, Pair
+from store.models import Judgment, OutcomeSignal, Pair
 from workers.traces import (
     BadTraceId,
     Verdict,
@@ -59,6 +59,8 @@ def load_subject(runtime: Runtime, judgment_id: int) -> Subject | None:
     if row is None:
         return None
     judgment, channel, answer_ts, thread_ts = row
+    with runtime.db.reading() as session:
+        signals = session.scalars(select(OutcomeSignal.name).where(OutcomeSignal.pair_id == judgment.pair_id)).all()
     verdict = Verdict(
         judgment.id,
         judgment.judge,
@@ -66,6 +68,8 @@ def load_subject(runtime: Runtime, judgment_id: int) -> Subject | None:
         judgment.normalized_score,
         judgment.reasoning,
         judgment.confirmation_status,
+        pair_id=judgment.pair_id,
+        signals=tuple(sorted(signals)),
     )
     return Subject(verdict, channel, answer_ts, thread_ts)
 
