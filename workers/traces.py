@@ -1,5 +1,5 @@
 """Verdicts on the support bot's own traces: which trace an answer belongs to, and the scores sent there. Plain
-functions over plain data; the sending is `workers.tasks.traces`.
+functions over plain data; the sending is `workers.trace_sending` (its tasks `workers.tasks.traces`).
 
 A trace ID is 32 lowercase hex characters (W3C trace context, which Langfuse and OpenTelemetry use). With
 RELMON_TRACE_ID_FROM=slack_ts it is derived from the channel and the answer's ts exactly as Langfuse's

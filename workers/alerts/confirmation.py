@@ -21,7 +21,7 @@ from store.models import ConfirmationStatus
 from workers import budget
 from workers.alerts.planning import Judged
 from workers.alerts.policy import confirmation_outcome
-from workers.tasks.traces import queue_trace_sends
+from workers.trace_sending import queue_trace_sends
 
 log = logging.getLogger("relmon.alerts")
 

@@ -48,7 +48,7 @@ from workers.judging.rules import (
     reused_values,
     verdict_values,
 )
-from workers.tasks.traces import queue_trace_sends
+from workers.trace_sending import queue_trace_sends
 
 log = logging.getLogger("relmon.judging")
 
