@@ -96,8 +96,6 @@ class LiveCapture:
         logged = logged_message(message, author, content={} if author == Author.OTHER else None, workspace=team_id)
         if not replaces(existing, logged) or (subtype == "message_changed" and unchanged(existing, logged)):
             return  # a stream's opener after its completion, or an edit that changed nothing
-        if subtype == "message_changed" and author in (Author.HUMAN, Author.MONITORED_BOT):
-            self._edited(channel, event, existing, logged)
         if author == Author.MONITORED_BOT:
             self._store_answer(channel, logged, team_id, event.get("channel_type"), ext_shared)
         elif author == Author.HUMAN:
@@ -105,6 +103,10 @@ class LiveCapture:
             hand_on_message(channel, logged.ts, self._logged_watching(channel, logged))
         else:
             conversation.record(channel, logged)
+        if subtype == "message_changed" and author in (Author.HUMAN, Author.MONITORED_BOT):
+            # Handed on once the edit is stored (as a deletion's scrub follows its tombstone): the scrub then finds
+            # the pair holding the edited text, and its re-judgment's redraw is the one that updates the alert.
+            self._edited(channel, event, existing, logged)
 
     # Answers -----------------------------------------------------------------------------------
 
