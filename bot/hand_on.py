@@ -27,6 +27,7 @@ from capture.events import REACTION_EVENTS
 from capture.pairing import message_of
 from common import task_names
 from common.celery_app import celery
+from common.telemetry.logs import event_fields
 
 log = logging.getLogger("relmon.capture")
 
@@ -89,7 +90,13 @@ class EventHandOn:
             entry["handoff"] = handoff
         sent = {key: value for key, value in entry.items() if key != "handoff"}
         kwargs = {"entry": sent, "handoff": entry["handoff"]}
-        celery.send_task(task_names.CAPTURE_EVENT, kwargs=kwargs, **handoffs.shown(_named(entry)))
+        named = _named(entry)
+        celery.send_task(task_names.CAPTURE_EVENT, kwargs=kwargs, **handoffs.shown(named))
+        # The bot's one line per event: what it handed on, never what the event says (a worker logs the capture).
+        where = event_fields(channel=named["channel"], message_ts=named["ts"])
+        log.info(
+            "event handed on", extra={**where, "event_id": entry["body"].get("event_id"), "handoff": named["handoff"]}
+        )
 
 
 def _named(entry: dict[str, Any]) -> dict[str, Any]:

@@ -20,7 +20,8 @@ from bot.on_demand_limits import take_on_demand
 from bot.replies import tell
 from capture.conversation_log import HistoryFallback
 from capture.directory import channel_is_private
-from capture.pairing import Author, Identity, LoggedMessage, author_of, find_question, is_notice, logged_message
+from capture.notices import is_notice
+from capture.pairing import Author, Identity, LoggedMessage, author_of, find_question, logged_message
 from capture.redact import redact_if
 from capture.text import message_text
 from common import task_names

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from capture.pairing import channel_ignore_reason, is_bookkeeping, is_notice, is_tombstone, message_of
+from capture.notices import is_notice
+from capture.pairing import channel_ignore_reason, is_bookkeeping, is_tombstone, message_of
 from store.rules import ChannelRules
 from store.settings import Settings
 

@@ -14,17 +14,8 @@ from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from capture.pairing import (
-    Author,
-    Identity,
-    LoggedMessage,
-    author_of,
-    is_notice,
-    logged_message,
-    resolve,
-    stream_errored,
-    ts_key,
-)
+from capture.notices import is_notice
+from capture.pairing import Author, Identity, LoggedMessage, author_of, logged_message, resolve, stream_errored, ts_key
 from capture.text import message_text
 from store.models import PairStatus
 

@@ -22,6 +22,7 @@ from capture import forget_notes
 from capture.conversation_log import ConversationLog, to_wire
 from capture.events import REACTION_EVENTS, ignored
 from capture.forgetting import removal_of_edit
+from capture.notices import is_notice
 from capture.outcome_watches import WatchBoard, decoded_watches
 from capture.outcomes import watching
 from capture.pairing import (
@@ -29,7 +30,6 @@ from capture.pairing import (
     Identity,
     LoggedMessage,
     author_of,
-    is_notice,
     is_tombstone,
     logged_message,
     message_of,

@@ -5,18 +5,21 @@ read at once made (tests/report_reference.py), for a week's digest and for a bac
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from sqlalchemy import event
+from sqlalchemy import event, select
 
 from common.messages.digest import digest_message, digest_text
 from common.reports.figures import load_report, prices_for
+from common.reports.golden import GoldenFigures
 from common.reports.period import period_for
 from relmon.backfill.report import backfill_period
-from store import stats_queries
-from store.models import Feedback, Judgment, OutcomeSignal, OutcomeWindow, Pair
+from store import regress_runs, stats_queries
+from store.golden_models import GoldenItem
+from store.models import Feedback, Judgment, OutcomeSignal, OutcomeWindow, Pair, as_utc
 from store.settings import Settings
 from tests import report_reference
 
@@ -128,7 +131,7 @@ def reference_report(runtime, period):
     with runtime.db.session() as session:
         current = report_reference.all_pair_rows(session, period.start, period.end)
         previous = report_reference.all_pair_rows(session, period.previous_start, period.start)
-    return report_reference.build_report(
+    report = report_reference.build_report(
         period,
         current,
         previous,
@@ -138,6 +141,16 @@ def reference_report(runtime, period):
         is_watched=lambda channel: rules.for_channel(channel, settings).watch,
         canary_runs=[],
     )
+    return replace(report, golden=reference_golden(runtime, period))
+
+
+def reference_golden(runtime, period) -> GoldenFigures:
+    """The golden set's line, counted item by item (the report counts it in SQL)."""
+    with runtime.db.session() as session:
+        items = [item for item in session.scalars(select(GoldenItem)) if item.removed_at is None]
+        last = regress_runs.last_finished_summary(session)
+    grown = sum(1 for item in items if as_utc(item.created_at) >= period.start)
+    return GoldenFigures(len(items), grown, None if last is None else (as_utc(last[0]), last[1], last[2]))
 
 
 @pytest.mark.parametrize("kind", ["week", "backfill"])

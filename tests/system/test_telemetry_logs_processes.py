@@ -42,8 +42,11 @@ def test_real_bot_worker_and_beat_write_only_json_lines_with_identifiers(redis_u
     # gunicorn's own lines, JSON like the rest (they were "[date] [pid] [INFO] Listening at: ...").
     assert any(e.startswith("Listening at: http://127.0.0.1:") for e in bot_events)
     assert bot_events["Listening at: " + base_url + f" ({bot.pid})"]["logger"] == "gunicorn.error"
-    handed_on = bot_events["answer handed on"]  # the bot logs and hands on; a worker stores the pair
-    assert (handed_on["channel"], handed_on["message_ts"]) == ("C_SUPPORT", answer["ts"])
+    # The bot hands each event on (one line per event, the answer's among them); a worker stores the pair.
+    handed_on = {line["message_ts"]: line for line in parsed["bot"] if line["event"] == "event handed on"}
+    assert set(handed_on) == {question["ts"], answer["ts"]}
+    assert (handed_on[answer["ts"]]["channel"], handed_on[answer["ts"]]["message_ts"]) == ("C_SUPPORT", answer["ts"])
+    assert handed_on[answer["ts"]]["event_id"] and handed_on[answer["ts"]]["handoff"]
     captured = next(line for line in parsed["worker"] if line["event"] == "answer captured")
     assert (captured["channel"], captured["message_ts"]) == ("C_SUPPORT", answer["ts"]) and captured["pair_id"]
     settled = next(line for line in parsed["worker"] if line["event"] == "pair settled")

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from capture.notices import IGNORED_SUBTYPES, is_notice
 from capture.pairing import (
-    IGNORED_SUBTYPES,
     STREAMING,
     Author,
     Identity,
@@ -14,7 +14,6 @@ from capture.pairing import (
     bot_user_of,
     find_question,
     is_bookkeeping,
-    is_notice,
     is_tombstone,
     logged_message,
     message_of,

@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from capture import outcomes as o
-from capture.pairing import Author, Identity, author_of, is_notice, logged_message
+from capture.notices import is_notice
+from capture.pairing import Author, Identity, author_of, logged_message
 from capture.teammates import StaffEvidence
 from capture.text import message_text
 from store.settings import DEFAULT_ESCALATION_PHRASES

@@ -23,17 +23,9 @@ from sqlalchemy import Row
 from capture.conversation import earlier_turns, stored_turns
 from capture.conversation_log import ConversationLog, HistoryFallback
 from capture.directory import BotUsers, UserNames, own_identity
+from capture.notices import is_notice
 from capture.outcomes import window_closes_at
-from capture.pairing import (
-    STREAMING,
-    Author,
-    LoggedMessage,
-    Resolution,
-    author_of,
-    is_notice,
-    logged_message,
-    resolve,
-)
+from capture.pairing import STREAMING, Author, LoggedMessage, Resolution, author_of, logged_message, resolve
 from capture.redact import redact_if
 from capture.text import UserResolver, message_text
 from common import task_names
