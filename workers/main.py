@@ -59,10 +59,15 @@ def import_task_modules() -> list[str]:
     return list(TASK_MODULES)
 
 
-def prepare(settings: Settings, component: str) -> Runtime:
-    """What the worker and beat add to the shared start-up: the task modules and the process's runtime."""
+def prepare(settings: Settings, component: str, *, niceness: int = 0) -> Runtime:
+    """What the worker and beat add to the shared start-up: the task modules and the process's runtime.
+    `niceness` (the worker's) is added once the embedded Redis (which serves the bot too) is up, and before any
+    thread starts: on Linux a thread keeps the niceness it was created with, so os.nice after the metrics
+    server's thread left that thread, and every request thread it spawns, at the old one."""
     start_process(settings, component)
     modules = import_task_modules()
+    if niceness:
+        os.nice(niceness)  # the threads and any process started from here on inherit it
     metrics.serve_process_metrics(settings, component)
     runtime = Runtime(settings)
     set_runtime(runtime)
@@ -101,8 +106,7 @@ def run_worker(settings: Settings) -> int:
     if missing:
         print(missing, file=sys.stderr)
         return 2
-    prepare(settings, "worker")
-    os.nice(settings.worker_niceness)  # its threads and any process it starts inherit it
+    prepare(settings, "worker", niceness=settings.worker_niceness)
     quiet_per_task_logs(settings)  # before the Worker exists: Celery caches "is INFO on?" at start-up
     _json_only_celery_output()
     queues = [celery_app.QUEUE_JUDGE, celery_app.QUEUE_SLACK]
