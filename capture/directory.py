@@ -103,19 +103,54 @@ def channel_flags(
     event calls such a channel public and not Slack Connect). So the hot path asks once per channel an hour.
     Unknown is the safe side: a channel Slack cannot describe (an error, a rate limit, a missing scope, no answer)
     is private, and is asked about again next time."""
+    told = told_by_event(channel_type, ext_shared)
+    return told if told is not None else stored_flags(client, slack, channel_id)[0]
+
+
+def told_by_event(channel_type: str | None, ext_shared: bool | None) -> ChannelFlags | None:
+    """The flags when the event itself says the channel's text is restricted (no look-up needed), else None."""
     private = {"group": True, "mpim": True, "im": True, "channel": False}.get(channel_type or "")
     if private is True or ext_shared is True:
         return ChannelFlags(bool(private), bool(ext_shared))
-    key = f"relmon:channel_flags:{channel_id}"
+    return None
+
+
+def stored_flags(client: redis.Redis, slack: WebClient, channel_id: str) -> tuple[ChannelFlags, bool]:
+    """A channel's flags from the cache in Redis, else from conversations.info (then cached); and whether they
+    are known (a look-up Slack did not answer is private, and not cached)."""
+    key = _flags_key(channel_id)
     cached = client.get(key)
     if cached is None:
         looked_up, known = look_up_flags(slack, channel_id)
         if not known:
-            return looked_up
+            return looked_up, False
         cached = json.dumps((looked_up.private, looked_up.ext_shared)).encode()
         client.set(key, cached, ex=CHANNEL_TTL_SECONDS)
     looked_private, looked_shared = json.loads(cached)
-    return ChannelFlags(looked_private, looked_shared)
+    return ChannelFlags(looked_private, looked_shared), True
+
+
+class KnownChannels:
+    """A worker's memory of channels' flags (`channel_flags`), kept for a few minutes in the process: the capture of
+    each answer then costs no Redis round trip for them (the hour's cache in Redis serves the other processes and
+    the first answer after a restart). What Slack could not describe is not kept: it is asked about again."""
+
+    def __init__(self, client: redis.Redis, slack: WebClient, ttl_seconds: float = 300.0) -> None:
+        self.client, self.slack, self.ttl_seconds = client, slack, ttl_seconds
+        self._seen: dict[str, tuple[float, ChannelFlags]] = {}
+
+    def flags(self, channel_id: str, channel_type: str | None, ext_shared: bool | None = None) -> ChannelFlags:
+        told = told_by_event(channel_type, ext_shared)
+        if told is not None:
+            return told
+        now = time.monotonic()
+        seen = self._seen.get(channel_id)
+        if seen is not None and seen[0] > now:
+            return seen[1]
+        flags, known = stored_flags(self.client, self.slack, channel_id)
+        if known:
+            self._seen[channel_id] = (now + self.ttl_seconds, flags)
+        return flags
 
 
 def look_up_flags(slack: WebClient, channel_id: str) -> tuple[ChannelFlags, bool]:
@@ -126,6 +161,10 @@ def look_up_flags(slack: WebClient, channel_id: str) -> tuple[ChannelFlags, bool
         info = None
         log.warning("channel %s: conversations.info failed (%s): taken as private", channel_id, error)
     return flags_from_info(info), isinstance(info, dict)
+
+
+def _flags_key(channel_id: str) -> str:
+    return f"relmon:channel_flags:{channel_id}"
 
 
 def channel_is_private(client: redis.Redis, slack: WebClient, channel_id: str, channel_type: str | None) -> bool:

@@ -75,6 +75,13 @@ class Runtime:
         return ChannelRules.load(self.settings.channel_rules_file)
 
     @cached_property
+    def known_channels(self):  # -> capture.directory.KnownChannels
+        """Channels' privacy and sharing as looked up so far in this process (kept a few minutes between events)."""
+        from capture.directory import KnownChannels
+
+        return KnownChannels(self.redis, self.slack)
+
+    @cached_property
     def bot_users(self):  # -> capture.directory.BotUsers
         """The monitored bots' user IDs as learnt so far in this process (kept between events)."""
         from capture.directory import BotUsers

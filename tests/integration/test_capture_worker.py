@@ -322,6 +322,7 @@ def test_an_answer_that_settles_at_once_is_stored_and_watched_in_six_redis_round
     pipe.execute()
     with capturing.conversation_lock(bot.runtime.redis, C, "warm-up"):
         pass  # loads the lock's release script, as a running worker has
+    bot.runtime.known_channels.flags(C, "channel", False)  # knows the channel's sharing, as a running worker does
 
     trips: list[str] = []
     direct, pipelined = redis.Redis.execute_command, redis.client.Pipeline.execute
@@ -405,7 +406,7 @@ def test_the_capture_lock_is_the_threads_not_the_channels_top_level(make_bot, mo
         return capture_answer_in(bot.runtime, C, message.ts, thread_ts=message.thread_ts, channel_type="channel")
 
     during: list[str] = []
-    flags = capturing.channel_flags
+    flags = bot.runtime.known_channels.flags
 
     def others_meanwhile(*args, **kwargs):  # called inside the first answer's capture, under its lock
         if not during:
@@ -416,7 +417,7 @@ def test_the_capture_lock_is_the_threads_not_the_channels_top_level(make_bot, mo
             during.append("busy")
         return flags(*args, **kwargs)
 
-    monkeypatch.setattr(capturing, "channel_flags", others_meanwhile)
+    monkeypatch.setattr(bot.runtime.known_channels, "flags", others_meanwhile)
     assert capture(first) == "captured" and during == ["first", "captured", "busy"]
     assert capture(part) == "unchanged"  # the first answer's capture stored its whole run, this part included
 

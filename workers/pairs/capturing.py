@@ -29,7 +29,6 @@ from sqlalchemy import Row
 
 from capture import handoffs
 from capture.conversation_log import ConversationLog, from_wire
-from capture.directory import channel_flags
 from capture.pairing import (
     IN_PROGRESS,
     Author,
@@ -140,7 +139,7 @@ class _Capture:
         run = answer_run(message, around)
         root = run[0]
         answer_text = answer_text_of(run, settings.redact_pii)  # RELMON_REDACT_PII: before the store
-        flags = channel_flags(runtime.redis, runtime.slack, channel, self.channel_type, self.ext_shared)
+        flags = runtime.known_channels.flags(channel, self.channel_type, self.ext_shared)
         state, errored = message.streaming, stream_errored(run)
         stored = read if read is not None and read.answer_ts == root.ts else None
         stored = stored or _StoredMark(runtime.redis, channel, root.ts, settings.question_ttl_seconds)
