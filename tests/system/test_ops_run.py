@@ -206,7 +206,7 @@ def test_worker_alone_starts_and_stops_the_embedded_redis(no_service_env: dict[s
         assert alive(redis_pid)
         os.kill(worker.pid, signal.SIGTERM)
         worker.process.wait(timeout=60)
-        # Its shutdown writes the append-only file: on a loaded machine (CI runs four test workers on 2 cores) 15 s was short.
+        # Its shutdown writes the append-only file: 15 s was short on a loaded machine (CI: 4 test workers, 2 cores).
         wait_for(lambda: not alive(redis_pid), timeout=60, what="the embedded redis-server to exit")
         assert (data / "redis" / "appendonly.aof").exists()
     finally:
