@@ -196,6 +196,9 @@ def test_bot_alone_keeps_its_embedded_redis_when_gunicorn_workers_exit(
 
 
 @pytest.mark.timeout(180)
+# Run alone, after the parallel run: beside other tests' relmon processes its redis-server was seen outliving the
+# worker (twice on 2026-12-03, not yet explained; it passes alone). Tracked in the closing note of that stop.
+@pytest.mark.serial
 def test_worker_alone_starts_and_stops_the_embedded_redis(no_service_env: dict[str, str], tmp_path: Path) -> None:
     data = Path(no_service_env["RELMON_DATA_DIR"])
     worker = RelmonProcess("worker", env=no_service_env, log_dir=tmp_path, cwd=tmp_path).start()
