@@ -19,8 +19,10 @@ from pathlib import Path
 
 from bench.measure import percentile
 from judges import get_judge
+from store.db import Database
 from store.models import Judgment, Pair
-from tests.alert_helpers import ALERTS, SUPPORT, alert_runtime, fake_slack, make_settings
+from tests.alert_helpers import ALERTS, SUPPORT, fake_slack
+from tests.builders import installed_runtime, make_settings
 from tests.fakes.openai_server import FakeOpenAI
 from tests.services import RedisProcess
 from workers.alerts import delivery
@@ -38,10 +40,11 @@ def one_mode(mode: str, *, answers: int, low_share: float, latency_ms: float, fo
             alert_cap_per_hour=10_000,
             alert_channel_cap_per_hour=10_000,
         )
+        Database(settings.resolved_database_url).migrate()  # a fresh SQLite file per mode
         judge = get_judge("relevancy")
         latencies = []
         lows = round(answers * low_share)
-        with alert_runtime(settings) as runtime:
+        with installed_runtime(settings) as runtime:
             for number in range(answers):
                 answer = f"offtopic answer {number}" if number < lows else f"a helpful answer {number}"
                 started = time.perf_counter()

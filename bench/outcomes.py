@@ -32,9 +32,8 @@ from bench.measure import fresh_database
 from common import celery_app, task_names
 from store.db import Database
 from tests import slack_requests as sr
-from tests.bot_harness import bot_settings
+from tests.builders import installed_runtime, make_settings
 from tests.fakes.slack_server import FakeSlack
-from tests.runtimes import installed_runtime
 from tests.services import drop_postgres_database, postgres_admin_url
 
 RUN = (
@@ -83,7 +82,7 @@ def scenario(title: str, *, answers: int, askers: int, channels: int, lag: int, 
     bot_cpu = 0.0
     try:
         with FakeSlack() as slack:
-            settings = bot_settings(
+            settings = make_settings(
                 redis_url=redis_url, database_url=database_url, slack_api_url=slack.api_url, history_fallback=False
             )
             with installed_runtime(settings) as runtime:

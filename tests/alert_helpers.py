@@ -1,61 +1,28 @@
-"""Shared set-up for the alert and command tests: a Runtime on FakeSlack, Redis and a real database,
-and rows shaped as the pipeline stores them."""
+"""Shared set-up for the alert and command tests: the fake Slack's channels, a rules file, and rows shaped as the
+pipeline stores them (the runtime: tests.builders)."""
 
 from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import yaml
 
 from common.runtime import Runtime
-from store.db import Database
 from store.models import Judgment, Pair
-from store.settings import Settings
+from tests.builders import ALERTS
 from tests.fakes.slack_server import FakeSlack
-from tests.runtimes import installed_runtime
 
 SUPPORT = "C_SUPPORT"
-ALERTS = "C_ALERTS"
 _answer_counter = itertools.count(1)
-
-
-def make_settings(*, redis_url: str, database_url: str, slack_api_url: str, **overrides: Any) -> Settings:
-    values: dict[str, Any] = {
-        "slack_bot_token": "xoxb-test-token",
-        "slack_signing_secret": "test-signing-secret",
-        "slack_api_url": slack_api_url,
-        "redis_url": redis_url,
-        "database_url": database_url,
-        "monitored_bots": ["B_SUPPORT"],
-        "alert_channel": ALERTS,
-        "openai_api_key": "sk-test",
-        # Alerts on the first verdict: the tests of the second opinion turn it on with a fake LLM.
-        "confirm": "off",
-        # Each redraw at once: the tests of what a redraw shows; the coalescing has tests of its own.
-        "alert_redraw_seconds": 0,
-    }
-    values.update(overrides)
-    return Settings(_env_file=None, **values)
 
 
 def write_rules(directory: Path, rules: dict) -> Path:
     path = directory / "rules.yml"
     path.write_text(yaml.safe_dump(rules), encoding="utf-8")
     return path
-
-
-@contextmanager
-def alert_runtime(settings: Settings) -> Iterator[Runtime]:
-    """The process runtime the tasks use, installed for the test and removed after."""
-    Database(settings.resolved_database_url).migrate()
-    with installed_runtime(settings, worker=True) as runtime:
-        yield runtime
 
 
 def add_judgment(

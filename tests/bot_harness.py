@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import tempfile
 import threading
 from contextlib import ExitStack
 from dataclasses import dataclass
-from pathlib import Path
 from socketserver import ThreadingMixIn
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
@@ -20,9 +18,7 @@ from common import celery_app, task_names
 from common.runtime import Runtime
 from store.models import Pair
 from store.settings import Settings
-from tests.runtimes import installed_runtime
-
-SECRET = "test-signing-secret"
+from tests.builders import installed_runtime
 
 
 class _ThreadingServer(ThreadingMixIn, WSGIServer):
@@ -32,25 +28,6 @@ class _ThreadingServer(ThreadingMixIn, WSGIServer):
 class _QuietHandler(WSGIRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass
-
-
-def bot_settings(*, redis_url: str, database_url: str, slack_api_url: str, **overrides: Any) -> Settings:
-    values: dict[str, Any] = {
-        "slack_bot_token": "xoxb-test-token",
-        "slack_signing_secret": SECRET,
-        "slack_api_url": slack_api_url,
-        "redis_url": redis_url,
-        "database_url": database_url,
-        "monitored_bots": ["B_SUPPORT"],
-        "alert_channel": "C_ALERTS",
-        "openai_api_key": "sk-test",
-        # A closed local port: a test that needs the LLM passes a fake's URL; the rest never leave 127.0.0.1.
-        "openai_base_url": "http://127.0.0.1:9/v1",
-        "confirm": "off",  # alerts on the first verdict: the second opinion has tests of its own
-        "data_dir": Path(tempfile.mkdtemp(prefix="relmon-bot-")),  # the event spool lives there
-    }
-    values.update(overrides)
-    return Settings(_env_file=None, **values)
 
 
 def log_message(

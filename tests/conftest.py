@@ -13,11 +13,12 @@ import pytest
 
 from common.runtime import Runtime
 from store.db import Database
+from store.settings import Settings
 from tests.alert_helpers import fake_slack
+from tests.builders import installed_runtime, make_settings
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.slack_server import FakeSlack
 from tests.log_capture import captured_logs
-from tests.runtimes import installed_runtime
 from tests.services import (
     RedisProcess,
     create_postgres_database,
@@ -116,11 +117,17 @@ def database(db_url: str) -> Iterator[Database]:
 
 
 @pytest.fixture
+def settings_for(redis_url: str, db_url: str) -> Callable[..., Settings]:
+    """`settings_for(**values)`: tests.builders.make_settings on this test's Redis and database, `values` on top."""
+    return lambda **values: make_settings(**{"redis_url": redis_url, "database_url": db_url, **values})
+
+
+@pytest.fixture
 def runtime_for() -> Iterator[Callable[..., Runtime]]:
-    """`runtime_for(settings, worker=False)`: a Runtime for these settings, installed as the process runtime
-    (tests.runtimes.installed_runtime); removed at teardown, with the databases it opened disposed."""
+    """`runtime_for(settings)`: a Runtime for these settings (tests.builders.make_settings), installed as the
+    process runtime (tests.builders.installed_runtime); removed at teardown, with the databases it opened disposed."""
     with ExitStack() as stack:
-        yield lambda settings, **options: stack.enter_context(installed_runtime(settings, **options))
+        yield lambda settings: stack.enter_context(installed_runtime(settings))
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from common.telemetry.logs import setup_logging
-from store.settings import Settings
+from tests.builders import make_settings
 
 BOT_TOKEN = "xoxb-1111-2222-AbCdEfGhIjKlMnOp"
 SIGNING_SECRET = "8f14e45fceea167a5a36dedd4bea2543"
@@ -34,7 +34,7 @@ def captured_logs() -> Iterator[Callable[..., io.StringIO]]:
             "log_level": level,
             **settings,
         }
-        setup_logging(Settings(**values), "test", stream=stream)
+        setup_logging(make_settings(**values), "test", stream=stream)
         return stream
 
     try:

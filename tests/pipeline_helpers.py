@@ -1,20 +1,16 @@
-"""Pending pairs as the settle task leaves them, and the worker's runtime in this process: shared by the judging
-tests that run `relmon worker` processes and those that run the tasks in-process."""
+"""Pending pairs as the settle task leaves them, and beat's sweep run in this process: shared by the judging tests
+that run `relmon worker` processes and those that run the tasks in-process."""
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import func, insert, select, update
 
-from common.runtime import Runtime
 from store.db import Database
 from store.models import JudgingFailure, Judgment, Pair, PairStatus
-from store.settings import Settings
-from tests.runtimes import installed_runtime
+from tests.builders import installed_runtime, make_settings
 
 
 def add_pairs(
@@ -66,14 +62,6 @@ def count_judgments(database: Database) -> int:
         return session.scalar(select(func.count(Judgment.id))) or 0
 
 
-@contextmanager
-def in_process_worker(redis_url: str, db_url: str, **overrides: object) -> Iterator[Runtime]:
-    """The worker's runtime in this process, as `relmon worker` sets it up, for tasks run with `.apply()`."""
-    settings = Settings(_env_file=None, redis_url=redis_url, database_url=db_url, **overrides)
-    with installed_runtime(settings, worker=True) as runtime:
-        yield runtime
-
-
 def sweep_as_beat_would(
     database: Database, *, broker_url: str, db_url: str, pair_ids: list[int], age_failures: bool = True
 ) -> int:
@@ -81,7 +69,7 @@ def sweep_as_beat_would(
     failure just now) and run requeue_stale here, on the test Redis and database."""
     from workers.tasks.sweeper import requeue_stale
 
-    with in_process_worker(broker_url, db_url) as runtime:
+    with installed_runtime(make_settings(redis_url=broker_url, database_url=db_url)) as runtime:
         with database.session() as session:
             aged = datetime.now(UTC) - timedelta(seconds=runtime.settings.sweep_after_seconds, minutes=1)
             session.execute(update(Pair).where(Pair.id.in_(pair_ids)).values(updated_at=aged))

@@ -22,7 +22,8 @@ from common.messages.alerts import ACTION_RIGHT
 from store.db import Database
 from store.models import Alert, ConfirmationStatus, Judgment, JudgmentStatus, Pair, PairStatus
 from tests import slack_requests as sr
-from tests.bot_harness import SECRET, BotServer, ServedBot, bot_settings
+from tests.bot_harness import BotServer, ServedBot
+from tests.builders import SECRET, make_settings
 from tests.bursts import burst
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.slack_server import FakeSlack
@@ -374,7 +375,7 @@ def running_system(
             RELMON_WORKER_CONCURRENCY=concurrency,
             **{**timings, **worker_settings},
         )
-        settings = bot_settings(
+        settings = make_settings(
             redis_url=redis_url,
             database_url=database_url,
             slack_api_url=slack.api_url,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from common import celery_app, task_names
-from tests.bot_harness import BotServer, ServedBot, bot_settings
+from tests.bot_harness import BotServer, ServedBot
 from tests.fakes.slack_server import FakeSlack
 
 
@@ -35,13 +35,13 @@ def settles(monkeypatch) -> list[tuple[list, int | None]]:
 
 
 @pytest.fixture
-def make_bot(redis_url, db_url, slack):
+def make_bot(settings_for, slack):
     """`make_bot(**settings)`: a bot served over HTTP on the test's Redis, database and the module's `slack` fake,
     stopped at teardown."""
     servers = []
 
     def make(**overrides) -> ServedBot:
-        settings = bot_settings(redis_url=redis_url, database_url=db_url, slack_api_url=slack.api_url, **overrides)
+        settings = settings_for(slack_api_url=slack.api_url, **overrides)
         server = BotServer(settings)
         servers.append(server)
         return server.__enter__()

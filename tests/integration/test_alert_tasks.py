@@ -18,7 +18,8 @@ from sqlalchemy.exc import OperationalError
 from store import alerts as alert_store
 from store.feedback import record_vote
 from store.models import Alert, Judgment, Pair
-from tests.alert_helpers import ALERTS, SUPPORT, add_judgment, alert_runtime, make_settings, write_rules
+from tests.alert_helpers import ALERTS, SUPPORT, add_judgment, write_rules
+from tests.builders import installed_runtime
 from tests.bursts import burst
 from workers.alerts import delivery, redraws, summaries, verdicts
 from workers.alerts.policy import hour_label, hour_start
@@ -26,10 +27,10 @@ from workers.tasks import slack as tasks
 
 
 @pytest.fixture
-def make_runtime(db_url, redis_url, fake):
+def make_runtime(settings_for, fake):
     def build(**overrides):
-        settings = make_settings(redis_url=redis_url, database_url=db_url, slack_api_url=fake.api_url, **overrides)
-        return alert_runtime(settings)
+        settings = settings_for(slack_api_url=fake.api_url, **overrides)
+        return installed_runtime(settings)
 
     return build
 

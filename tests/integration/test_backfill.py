@@ -15,6 +15,7 @@ from store.models import Alert, BackfillCheckpoint, Judgment, Pair
 from store.pairs import upsert_captured
 from store.settings import Settings
 from tests.backfill_helpers import BOT, args, export_zip, history_messages, load_fake
+from tests.builders import make_settings
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.slack_server import FakeSlack
 
@@ -31,14 +32,13 @@ def fakes():
         yield slack, llm
 
 
-def settings_for(slack, llm, tmp_path, **extra) -> Settings:
+def backfill_settings(slack, llm, tmp_path, **extra) -> Settings:
     values = dict(
-        _env_file=None, slack_bot_token="xoxb-test", slack_api_url=slack.api_url, openai_base_url=llm.base_url,
-        openai_api_key="sk-test", monitored_bots=[BOT], watched_channels=[C], alert_channel="C_ALERTS",
+        slack_api_url=slack.api_url, openai_base_url=llm.base_url, monitored_bots=[BOT], watched_channels=[C],
         database_url=f"sqlite:///{tmp_path / 'relmon.sqlite3'}", data_dir=tmp_path,
         backfill_calls_per_minute=6000, batch_poll_seconds=0.01,
     )  # fmt: skip
-    return Settings(**{**values, **extra})
+    return make_settings(**{**values, **extra})
 
 
 def count(settings: Settings, *what) -> int:
@@ -52,7 +52,7 @@ def count(settings: Settings, *what) -> int:
 
 def test_backfill_judges_every_pair_once_and_never_alerts(fakes, tmp_path, capsys):
     slack, llm = fakes
-    settings = settings_for(slack, llm, tmp_path)
+    settings = backfill_settings(slack, llm, tmp_path)
     assert run_backfill(args(), settings, now=NOW) == 0
     assert len(llm.requests) == PAIRS and count(settings, Judgment) == PAIRS
     assert count(settings, Alert) == 0 and not slack.posted("C_ALERTS")
@@ -63,7 +63,7 @@ def test_backfill_judges_every_pair_once_and_never_alerts(fakes, tmp_path, capsy
 
 def test_interrupted_mid_channel_resumes_from_its_checkpoint(fakes, tmp_path):
     slack, llm = fakes
-    settings = settings_for(slack, llm, tmp_path)
+    settings = backfill_settings(slack, llm, tmp_path)
     from relmon.backfill import slack_history
 
     calls = {"n": 0}
@@ -93,7 +93,7 @@ def test_interrupted_mid_channel_resumes_from_its_checkpoint(fakes, tmp_path):
 
 def test_a_pair_captured_live_is_not_judged_again(fakes, tmp_path):
     slack, llm = fakes
-    settings = settings_for(slack, llm, tmp_path)
+    settings = backfill_settings(slack, llm, tmp_path)
     db = Database(settings.resolved_database_url)
     db.migrate()
     answer = history_messages(C, PAIRS)[1]
@@ -107,14 +107,14 @@ def test_a_pair_captured_live_is_not_judged_again(fakes, tmp_path):
 def test_slack_429_is_honoured(fakes, tmp_path):
     slack, llm = fakes
     slack.rate_limit("conversations.history", times=2, retry_after=1)
-    settings = settings_for(slack, llm, tmp_path)
+    settings = backfill_settings(slack, llm, tmp_path)
     assert run_backfill(args(), settings, now=NOW) == 0
     assert len(slack.calls_to("conversations.history")) >= 1 and count(settings, Judgment) == PAIRS
 
 
 def test_dry_run_judges_nothing_and_prints_the_cost(fakes, tmp_path, capsys):
     slack, llm = fakes
-    settings = settings_for(slack, llm, tmp_path)
+    settings = backfill_settings(slack, llm, tmp_path)
     assert run_backfill(args(dry_run=True), settings, now=NOW) == 0
     out = capsys.readouterr().out
     assert f"would judge {PAIRS} pair(s)" in out and "$" in out
@@ -128,7 +128,7 @@ def test_batch(fakes, tmp_path, outcomes, available, online):
     slack, llm = fakes
     llm.batches.outcomes[:] = outcomes
     llm.batches.available = available
-    settings = settings_for(slack, llm, tmp_path)
+    settings = backfill_settings(slack, llm, tmp_path)
     assert run_backfill(args(batch=True), settings, now=NOW) == 0
     assert count(settings, Judgment) == PAIRS
     assert len(llm.requests) == online  # online calls
@@ -145,7 +145,7 @@ def test_import_of_an_export_lists_unmapped_channels(tmp_path, capsys):
         path.write_bytes(
             export_zip({C: ("support", history_messages(C, 10)), "C_RANDOM": ("random", history_messages("x", 3))})
         )
-        settings = settings_for(slack, llm, tmp_path)
+        settings = backfill_settings(slack, llm, tmp_path)
         assert run_import(args(export=str(path)), settings, now=NOW) == 0
         assert len(llm.requests) == 10 and not slack.calls_to("conversations.history")
         assert "#random (C_RANDOM)" in capsys.readouterr().err
@@ -160,7 +160,7 @@ def test_post_sends_the_report_with_its_chart_to_the_digest_channel_once_per_per
     period (same --since, same day) again is not posted twice, a later day's period is."""
     slack, llm = fakes
     slack.add_channel("C_DIGEST", "digest", members=["U_RELMON"])
-    settings = settings_for(slack, llm, tmp_path, digest_channel_setting="C_DIGEST", redis_url=redis_url)
+    settings = backfill_settings(slack, llm, tmp_path, digest_channel_setting="C_DIGEST", redis_url=redis_url)
     assert run_backfill(args(post=True), settings, now=NOW) == 0
     said = capsys.readouterr().err
     assert "report posted to C_DIGEST" in said
@@ -220,7 +220,7 @@ def test_backfill_stores_what_slack_cannot_describe_or_shares_as_private_and_nev
         channels = ["C_PUBLIC", "C_CONNECT", "C_GRID", "C_UNLISTED"]  # C_UNLISTED: conversations.info does not know it
         for channel in channels:
             answers_off_topic(slack, channel)
-        settings = settings_for(
+        settings = backfill_settings(
             slack, llm, tmp_path, watched_channels=channels, digest_channel_setting="C_DIGEST", redis_url=redis_url
         )
         assert run_backfill(args(post=True), settings, now=NOW) == 0
@@ -242,7 +242,7 @@ def test_backfill_stores_a_channel_as_private_when_conversations_info_is_refused
         slack.add_channel(C, "support", members=["U_RELMON"])
         load_fake(slack, C, history_messages(C, 4))
         slack.refuse("conversations.info", "missing_scope")
-        settings = settings_for(slack, llm, tmp_path)
+        settings = backfill_settings(slack, llm, tmp_path)
         assert run_backfill(args(), settings, now=NOW) == 0
         assert privacy_of(settings) == {C: {(True, False)}}
 
@@ -261,7 +261,7 @@ def test_import_reads_privacy_and_sharing_from_the_export(tmp_path):
                 entries={"C_EXT": {"is_ext_shared": True, "is_shared": True}},
             )
         )
-        settings = settings_for(slack, llm, tmp_path, watched_channels=list(channels))
+        settings = backfill_settings(slack, llm, tmp_path, watched_channels=list(channels))
         assert run_import(args(export=str(path)), settings, now=NOW) == 0
         assert privacy_of(settings) == {
             "C_OPEN": {(False, False)},
@@ -287,7 +287,7 @@ def test_an_exports_notices_are_nobodys_words(tmp_path):
     with FakeSlack() as slack, FakeOpenAI() as llm:
         path = tmp_path / "export.zip"
         path.write_bytes(export_zip({C: ("support", [huddle, notes, answer, reminder, lone])}))
-        settings = settings_for(slack, llm, tmp_path)
+        settings = backfill_settings(slack, llm, tmp_path)
         assert run_import(args(export=str(path)), settings, now=NOW) == 0
         db = Database(settings.resolved_database_url)
         with db.session() as session:

@@ -14,7 +14,8 @@ from common import celery_app
 from store.models import PairStatus
 from store.rules import ChannelRule, ChannelRules
 from tests import slack_requests as sr
-from tests.bot_harness import SECRET, ServedBot
+from tests.bot_harness import ServedBot
+from tests.builders import SECRET
 from tests.fakes.slack_server import FakeSlack
 from tests.processes import wait_for
 from tests.services import free_port

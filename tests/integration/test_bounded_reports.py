@@ -18,7 +18,7 @@ from common.reports.view_cache import forget_views
 from common.runtime import slack_client_for
 from tests import slack_requests as sr
 from tests.alert_helpers import add_judgment
-from tests.bot_harness import SECRET
+from tests.builders import SECRET
 from tests.processes import wait_for
 from workers.tasks.digest import deliver_preview
 

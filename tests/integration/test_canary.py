@@ -14,7 +14,7 @@ from common.reports.figures import load_report
 from common.reports.period import period_for
 from judges.labels import SUPPORT_CANARY
 from store.models import CanaryRun
-from tests.alert_helpers import ALERTS, alert_runtime, make_settings
+from tests.alert_helpers import ALERTS
 from tests.fakes.openai_server import prompt_text
 from workers import canary
 from workers.tasks import canary as canary_task
@@ -37,16 +37,13 @@ def scoring(flip: bool):
 
 
 @pytest.fixture
-def runtime(db_url, redis_url, fake, llm):
-    settings = make_settings(
-        redis_url=redis_url,
-        database_url=db_url,
+def runtime(settings_for, fake, llm, runtime_for):
+    settings = settings_for(
         slack_api_url=fake.api_url,
         openai_base_url=llm.base_url,
         judge_model="fake-judge",
     )
-    with alert_runtime(settings) as built:
-        yield built
+    return runtime_for(settings)
 
 
 def runs(runtime) -> list[CanaryRun]:

@@ -11,7 +11,8 @@ import pytest
 from store.models import Judgment, JudgmentStatus, PairStatus
 from tests import slack_requests as sr
 from tests import slack_shapes as ss
-from tests.bot_harness import SECRET, ServedBot
+from tests.bot_harness import ServedBot
+from tests.builders import SECRET
 from tests.fakes.slack_server import FakeSlack
 from workers.pairs.settling import settle
 

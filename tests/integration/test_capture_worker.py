@@ -23,7 +23,8 @@ from store.judgments import set_pair_status
 from store.models import PairStatus
 from tests import slack_requests as sr
 from tests import slack_shapes as ss
-from tests.bot_harness import SECRET, ServedBot, log_message, redis_calls, redis_calls_since
+from tests.bot_harness import ServedBot, log_message, redis_calls, redis_calls_since
+from tests.builders import SECRET
 from tests.fakes.openai_server import FakeOpenAI
 from workers.judging.queued import queued_handoffs
 from workers.pairs import capturing

@@ -29,7 +29,8 @@ from store.feedback import record_vote, votes_for
 from store.models import DailyUsage, Pair
 from tests import slack_requests as sr
 from tests.alert_helpers import add_judgment
-from tests.bot_harness import SECRET, BotServer, ServedBot, bot_settings
+from tests.bot_harness import BotServer, ServedBot
+from tests.builders import SECRET
 from tests.fakes.slack_server import FakeSlack
 from tests.processes import wait_for
 from workers.alerts import delivery
@@ -119,8 +120,8 @@ def slack():
 
 
 @pytest.fixture
-def bot(redis_url, db_url, slack):
-    settings = bot_settings(redis_url=redis_url, database_url=db_url, slack_api_url=slack.api_url)
+def bot(settings_for, slack):
+    settings = settings_for(slack_api_url=slack.api_url)
     server = BotServer(settings)
     yield server.__enter__()
     server.__exit__()
@@ -548,9 +549,8 @@ def test_without_events_a_private_channels_members_are_only_seconds_old(bot, sla
 # On-demand use cannot starve monitoring --------------------------------------------------------------------------
 
 
-def test_on_demand_requests_have_a_per_person_hourly_limit_and_a_daily_budget_of_their_own(redis_url, db_url, slack):
-    settings = bot_settings(
-        redis_url=redis_url, database_url=db_url, slack_api_url=slack.api_url,
+def test_on_demand_requests_have_a_per_person_hourly_limit_and_a_daily_budget_of_their_own(settings_for, slack):
+    settings = settings_for(slack_api_url=slack.api_url,
         on_demand_per_person_hour=2, on_demand_budget=3,
     )  # fmt: skip
     with BotServer(settings) as served:

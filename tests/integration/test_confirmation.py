@@ -10,7 +10,8 @@ from sqlalchemy import select
 from judges import TransientLLMError
 from store.models import BudgetCharge, Judgment, Pair
 from store.usage import calls_on
-from tests.alert_helpers import ALERTS, add_judgment, alert_runtime, make_settings
+from tests.alert_helpers import ALERTS, add_judgment
+from tests.builders import installed_runtime
 from workers import budget
 from workers.alerts import confirmation, delivery, planning
 from workers.tasks import slack as tasks
@@ -20,13 +21,11 @@ WOBBLY = "wobbly: our office is open 9 to 5."  # 0 at temperature 0, 4 when samp
 
 
 @pytest.fixture
-def make_runtime(db_url, redis_url, fake, llm):
+def make_runtime(settings_for, fake, llm):
     def build(**overrides):
         values = {"confirm": "second_opinion", "openai_base_url": llm.base_url, "judge_model": "fake-judge"}
-        settings = make_settings(
-            redis_url=redis_url, database_url=db_url, slack_api_url=fake.api_url, **{**values, **overrides}
-        )
-        return alert_runtime(settings)
+        settings = settings_for(slack_api_url=fake.api_url, **{**values, **overrides})
+        return installed_runtime(settings)
 
     return build
 

@@ -21,7 +21,7 @@ from common.membership import MembershipCache
 from common.reports.period import period_for
 from common.runtime import Runtime
 from store.models import Digest, Feedback, Judgment, Pair
-from store.settings import Settings
+from tests.builders import make_settings
 from tests.fakes.slack_server import FakeSlack
 from workers.tasks import digest as digest_tasks
 from workers.tasks.digest import CLAIM_LEASE, deliver_digest, send_digest, send_digest_preview
@@ -36,22 +36,17 @@ def slack() -> Iterator[FakeSlack]:
         yield fake
 
 
-def digest_settings(db_url: str, slack_api_url: str, tmp_path: Path, **extra) -> Settings:
-    return Settings(
-        slack_bot_token="xoxb-test",
-        slack_api_url=slack_api_url,
-        database_url=db_url,
-        digest_channel_setting=DIGEST_CHANNEL,
-        alert_channel="CALERTS",
-        data_dir=tmp_path / "data",
-        **extra,
-    )
-
-
 @pytest.fixture
 def make_runtime(db_url: str, slack: FakeSlack, tmp_path: Path, runtime_for) -> Callable[..., Runtime]:
     """`make_runtime(**settings)`: the process runtime on the fake Slack, with these settings on top."""
-    return lambda **extra: runtime_for(digest_settings(db_url, slack.api_url, tmp_path, **extra))
+    values = {
+        "database_url": db_url,
+        "slack_api_url": slack.api_url,
+        "digest_channel_setting": DIGEST_CHANNEL,
+        "alert_channel": "CALERTS",
+        "data_dir": tmp_path / "data",
+    }
+    return lambda **extra: runtime_for(make_settings(**{**values, **extra}))
 
 
 @pytest.fixture
@@ -223,7 +218,7 @@ def test_a_failed_chart_upload_is_retried_into_the_same_thread_once(runtime: Run
 
 
 def test_a_network_error_is_retried_and_the_digest_still_goes_out_once(
-    db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, runtime_for
+    make_runtime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Slack unreachable for the first attempt (beyond the client's own connection retries): the task retries."""
     import socket
@@ -233,7 +228,7 @@ def test_a_network_error_is_retried_and_the_digest_still_goes_out_once(
     with socket.socket() as probe:  # a port nobody listens on, until the fake Slack starts there
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    runtime = runtime_for(digest_settings(db_url, f"http://127.0.0.1:{port}/api/", tmp_path))
+    runtime = make_runtime(slack_api_url=f"http://127.0.0.1:{port}/api/")
     attempts: list[BaseException | None] = []
     started: list[FakeSlack] = []
     deliver = digest_tasks.deliver_digest

@@ -16,7 +16,7 @@ from relmon.export import parse_since, run_export
 from store.db import Database
 from store.judgments import EXPORT_COLUMNS
 from store.models import Judgment, Pair, PairStatus
-from store.settings import Settings
+from tests.builders import make_settings
 from tests.processes import relmon_command, relmon_env
 
 
@@ -89,7 +89,7 @@ def _export(db_url: str, tmp_path: Path, **options) -> str:
     args = argparse.Namespace(format="jsonl", since=None, output=str(output))
     for name, value in options.items():
         setattr(args, name, value)
-    assert run_export(args, Settings(database_url=db_url, data_dir=tmp_path)) == 0
+    assert run_export(args, make_settings(database_url=db_url, data_dir=tmp_path)) == 0
     return output.read_text(encoding="utf-8")
 
 

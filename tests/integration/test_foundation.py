@@ -15,10 +15,6 @@ from store.rules import ChannelRules
 from store.settings import Settings, mask
 
 
-def make_settings(**values) -> Settings:
-    return Settings(_env_file=None, **values)
-
-
 def test_settings_read_the_contract_names(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RELMON_MONITORED_BOTS", "B111, A222 ,U333")
     monkeypatch.setenv("RELMON_THRESHOLD", "3")
@@ -48,11 +44,12 @@ def test_settings_reject_out_of_range_values(monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_missing_settings_are_listed_with_where_to_get_them() -> None:
-    message = make_settings().missing_message()
+    message = Settings(_env_file=None).missing_message()
     assert message is not None
     for name in ("SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "RELMON_MONITORED_BOTS", "RELMON_ALERT_CHANNEL"):
         assert name in message
-    complete = make_settings(
+    complete = Settings(
+        _env_file=None,
         slack_bot_token="xoxb-1",
         slack_signing_secret="s",
         monitored_bots=["B1"],
@@ -75,7 +72,7 @@ def test_channel_rules_layer_over_settings(tmp_path: Path) -> None:
         "channels:\n  C_PRIV:\n    threshold: 3\n    alert_channel: C_PRIV_ALERTS\n    quote_private: true\n"
         "  C_OFF:\n    watch: false\n"
     )
-    settings = make_settings(alert_channel="C_ALERTS", watched_channels=["C_SUPPORT"])
+    settings = Settings(_env_file=None, alert_channel="C_ALERTS", watched_channels=["C_SUPPORT"])
     rules = ChannelRules.load(rules_file)
     private = rules.for_channel("C_PRIV", settings)
     assert private.thresholds["relevancy"] == 3

@@ -26,7 +26,8 @@ from slack_bolt import BoltResponse
 
 from store.db import Database
 from tests import slack_requests as sr
-from tests.bot_harness import SECRET, BotServer, ServedBot, bot_settings
+from tests.bot_harness import BotServer, ServedBot
+from tests.builders import SECRET, make_settings
 from tests.fakes.slack_server import FakeSlack
 from tests.services import create_postgres_database, drop_postgres_database, postgres_admin_url
 
@@ -54,7 +55,7 @@ def served(redis_server, tmp_path_factory) -> Iterator[tuple[ServedBot, httpx.Cl
     database.dispose()
     with FakeSlack() as slack:
         slack.add_channel(CHANNEL, "support", members=["U_RELMON"])
-        settings_ = bot_settings(redis_url=redis_server.url, database_url=url, slack_api_url=slack.api_url)
+        settings_ = make_settings(redis_url=redis_server.url, database_url=url, slack_api_url=slack.api_url)
         with BotServer(settings_) as bot, httpx.Client(timeout=30) as client:
             yield bot, client
     if name is not None:

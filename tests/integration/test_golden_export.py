@@ -15,7 +15,7 @@ from relmon.cli import build_parser
 from relmon.golden_cli import run_golden
 from store import golden
 from store.db import Database
-from store.settings import Settings
+from tests.builders import make_settings
 from tests.integration.test_golden_store import asked
 
 # The fields each tool's documentation names for one record (required ones first).
@@ -46,7 +46,7 @@ def seeded(database: Database) -> None:
 def export(db_url: str, tmp_path: Path, fmt: str, *extra: str, **settings) -> Path:
     path = tmp_path / f"golden.{fmt}"
     args = build_parser().parse_args(["golden", "export", "--format", fmt, "-o", str(path), *extra])
-    assert run_golden(args, Settings(_env_file=None, database_url=db_url, **settings)) == 0
+    assert run_golden(args, make_settings(database_url=db_url, **settings)) == 0
     return path
 
 
@@ -125,7 +125,7 @@ def test_import_reads_every_format_back(database, db_url, tmp_path, fmt) -> None
     other.migrate()
     try:
         args = build_parser().parse_args(["golden", "import", str(path)])
-        assert run_golden(args, Settings(_env_file=None, database_url=other_url)) == 0
+        assert run_golden(args, make_settings(database_url=other_url)) == 0
         with other.session() as session:
             found = {item.question: item for item in golden.active_items(session)}
     finally:
@@ -139,7 +139,7 @@ def test_a_deepeval_file_of_its_own_imports_without_inventing_a_context(database
     path = tmp_path / "goldens.json"
     path.write_text(json.dumps([{"input": "How do I reset?", "expected_output": "Settings > Reset."}]))
     assert run_golden(build_parser().parse_args(["golden", "import", str(path)]),
-                      Settings(_env_file=None, database_url=db_url)) == 0  # fmt: skip
+                      make_settings(database_url=db_url)) == 0  # fmt: skip
     with database.session() as session:
         [item] = golden.active_items(session)
         assert (item.question, item.expected, item.context) == ("How do I reset?", "Settings > Reset.", None)
@@ -149,10 +149,10 @@ def test_import_says_which_line_is_wrong(db_url, tmp_path, capsys) -> None:
     path = tmp_path / "bad.jsonl"
     path.write_text('{"input": {"question": "Q?"}, "expected": "A"}\n{"input": \n', encoding="utf-8")
     args = build_parser().parse_args(["golden", "import", str(path)])
-    assert run_golden(args, Settings(_env_file=None, database_url=db_url)) == 2
+    assert run_golden(args, make_settings(database_url=db_url)) == 2
     assert "line 2: not JSON" in capsys.readouterr().err
     path.write_bytes("question,expected\nCaf\xe9?,A\n".encode("latin-1"))
-    assert run_golden(args, Settings(_env_file=None, database_url=db_url)) == 2
+    assert run_golden(args, make_settings(database_url=db_url)) == 2
     assert "not UTF-8" in capsys.readouterr().err
 
 
@@ -173,6 +173,6 @@ def test_list_prints_the_set(database, db_url, capsys, monkeypatch) -> None:
     monkeypatch.setenv("COLUMNS", "200")  # rich's table on one line per item
     seeded(database)
     args = build_parser().parse_args(["golden", "list"])
-    assert run_golden(args, Settings(_env_file=None, database_url=db_url)) == 0
+    assert run_golden(args, make_settings(database_url=db_url)) == 0
     shown = capsys.readouterr().out
     assert "How do I rotate my API key?" in shown and "Where is the VPN guide?" not in shown

@@ -12,7 +12,7 @@ from bot.listeners.home import publish_home
 from common.membership import MembershipCache
 from common.runtime import Runtime, slack_client_for
 from store.models import CanaryRun, Feedback, Judgment, Pair
-from store.settings import Settings
+from tests.builders import SECRET, make_settings
 from tests.fakes.slack_server import FakeSlack
 
 
@@ -24,18 +24,16 @@ def slack() -> Iterator[FakeSlack]:
 
 
 @pytest.fixture
-def home_runtime(db_url: str, slack: FakeSlack, tmp_path: Path, redis_url: str, runtime_for) -> Callable[..., Runtime]:
+def home_runtime(settings_for, slack: FakeSlack, tmp_path: Path, runtime_for) -> Callable[..., Runtime]:
     """`home_runtime(rules_yaml, **settings)`: the process runtime on the fake Slack with this rules file."""
 
     def build(rules_yaml: str, **extra: object) -> Runtime:
         rules = tmp_path / "rules.yml"
         rules.write_text(rules_yaml)
-        settings = Settings(
-            slack_bot_token="xoxb-test",
+        # On the test's Redis: App Home asks Slack's channel info and the membership cache, kept in Redis.
+        settings = settings_for(
             slack_api_url=slack.api_url,
-            database_url=db_url,
             alert_channel="CALERTS",
-            redis_url=redis_url,  # App Home asks Slack's channel info and the membership cache, kept in Redis
             channel_rules_file=rules,
             data_dir=tmp_path / "data",
             **extra,
@@ -121,15 +119,11 @@ def test_home_with_nothing_captured_yet(runtime: Runtime, slack: FakeSlack) -> N
     assert "*<#C2>*\\n0 judged of 0" in text  # named in the rules file: shown even when quiet
 
 
-def test_signed_app_home_opened_event_publishes_the_view(
-    db_url: str, redis_url: str, slack: FakeSlack, tmp_path: Path
-) -> None:
-    from tests.bot_harness import SECRET, BotServer, bot_settings
+def test_signed_app_home_opened_event_publishes_the_view(settings_for, slack: FakeSlack, tmp_path: Path) -> None:
+    from tests.bot_harness import BotServer
     from tests.slack_requests import envelope, post
 
-    settings = bot_settings(
-        redis_url=redis_url, database_url=db_url, slack_api_url=slack.api_url, data_dir=tmp_path / "data"
-    )
+    settings = settings_for(slack_api_url=slack.api_url, data_dir=tmp_path / "data")
     with BotServer(settings) as bot:
         add(bot.runtime, slack, "C7", [1, 4], datetime.now(UTC) - timedelta(hours=2))
         messages_tab = {"type": "app_home_opened", "user": "U9", "channel": "D9", "tab": "messages", "event_ts": "1.1"}
@@ -264,14 +258,14 @@ def test_digest_dry_run_does_not_migrate_and_says_so(tmp_path: Path, capsys) -> 
 
     dry = Namespace(dry_run=True, force=False)
     missing = tmp_path / "missing.sqlite3"
-    settings = Settings(database_url=f"sqlite:///{missing}", data_dir=tmp_path / "data")
+    settings = make_settings(database_url=f"sqlite:///{missing}", data_dir=tmp_path / "data")
     assert run_digest(dry, settings) == 1
     assert not missing.exists()  # not even created
     assert capsys.readouterr().err.strip().endswith("run relmon migrate first")
 
     empty = tmp_path / "empty.sqlite3"
     create_engine(f"sqlite:///{empty}").connect().close()
-    settings = Settings(database_url=f"sqlite:///{empty}", data_dir=tmp_path / "data")
+    settings = make_settings(database_url=f"sqlite:///{empty}", data_dir=tmp_path / "data")
     assert run_digest(dry, settings) == 1
     assert inspect(create_engine(f"sqlite:///{empty}")).get_table_names() == []  # not migrated
     assert "run relmon migrate first" in capsys.readouterr().err

@@ -16,9 +16,9 @@ from common import task_names
 from common.celery_app import QUEUE_JUDGE
 from store.db import Database
 from store.models import DailyUsage, JudgingFailure, Judgment, Pair, PairStatus
-from store.settings import Settings
+from tests.builders import installed_runtime, make_settings
 from tests.fakes.openai_server import FakeOpenAI
-from tests.pipeline_helpers import add_pairs, count_judgments, in_process_worker, statuses, sweep_as_beat_would
+from tests.pipeline_helpers import add_pairs, count_judgments, statuses, sweep_as_beat_would
 from workers import noted_tasks
 
 pytestmark = pytest.mark.slow
@@ -49,7 +49,7 @@ def test_an_outage_is_not_counted_and_a_recent_failure_is_judged_again_not_given
         with database.session() as session:
             return session.scalar(select(JudgingFailure.failures).where(JudgingFailure.pair_id == pair_id)) or 0
 
-    runtime_for(Settings(redis_url=redis_url, database_url=database.url))
+    runtime_for(make_settings(redis_url=redis_url, database_url=database.url))
     outages = [
         OperationalError("SELECT 1", {}, Exception("server closed the connection unexpectedly")),
         BrokerError("Error 111 connecting to localhost:6379. Connection refused."),  # send_task in _hand_on
@@ -82,15 +82,19 @@ def test_an_outage_is_not_counted_and_a_recent_failure_is_judged_again_not_given
 
 
 def test_a_twin_found_in_the_in_process_cache_costs_no_budget_and_no_tokens(
-    database: Database, redis_url: str, db_url: str, fake_openai: FakeOpenAI
+    settings_for, database: Database, fake_openai: FakeOpenAI
 ) -> None:
     """The SQL cache missed (the twin's row is not stored yet) but this process judged the same texts moments
     ago: the verdict is copied from the client's cache, charged nothing and recorded without tokens."""
     from judges import RelevancyJudge
     from workers.tasks.judging import judge_pair
 
-    with in_process_worker(
-        redis_url, db_url, openai_base_url=fake_openai.base_url, openai_api_key="sk-test-key", llm_max_retries=0
+    with installed_runtime(
+        settings_for(
+            openai_base_url=fake_openai.base_url,
+            openai_api_key="sk-test-key",
+            llm_max_retries=0,
+        )
     ) as runtime:
         question, answer = "How do I reset?", "Use the Reset button."
         twin = add_pairs(database, 1, question=question, answer=answer)
@@ -109,10 +113,10 @@ def test_a_twin_found_in_the_in_process_cache_costs_no_budget_and_no_tokens(
 # The stale sweeper --------------------------------------------------------------------------------------------
 
 
-def test_stale_sweeper_reenqueues_lost_pairs_once_per_period(database: Database, redis_url: str, db_url: str) -> None:
+def test_stale_sweeper_reenqueues_lost_pairs_once_per_period(settings_for, database: Database, redis_url: str) -> None:
     from workers.tasks.sweeper import requeue_stale
 
-    with in_process_worker(redis_url, db_url):
+    with installed_runtime(settings_for()):
         fresh = add_pairs(database, 2)
         lost = add_pairs(database, 3, start=10)
         old = datetime.now(UTC) - timedelta(minutes=30)
@@ -126,19 +130,19 @@ def test_stale_sweeper_reenqueues_lost_pairs_once_per_period(database: Database,
 
 
 def test_database_retries_before_llm_failures_do_not_shorten_the_llm_retries(
-    database: Database, redis_url: str, db_url: str, fake_openai: FakeOpenAI
+    settings_for, database: Database, fake_openai: FakeOpenAI
 ) -> None:
     """judge_pair run as Celery would after eight database autoretries (request.retries = 8): the LLM still gets
     its RELMON_LLM_MAX_RETRIES retries, and the stored error counts the LLM attempts actually made."""
     from workers.tasks.judging import judge_pair
 
-    with in_process_worker(
-        redis_url,
-        db_url,
-        openai_base_url=fake_openai.base_url,
-        openai_api_key="sk-test-key",
-        llm_max_retries=3,
-        retry_base_seconds=0.01,
+    with installed_runtime(
+        settings_for(
+            openai_base_url=fake_openai.base_url,
+            openai_api_key="sk-test-key",
+            llm_max_retries=3,
+            retry_base_seconds=0.01,
+        )
     ):
         fake_openai.set_behavior(always_status=503, retry_after_seconds=0)
         (pair_id,) = add_pairs(database, 1)
@@ -150,7 +154,7 @@ def test_database_retries_before_llm_failures_do_not_shorten_the_llm_retries(
 
 
 def test_a_judgment_stored_while_the_broker_is_down_is_still_handed_to_the_alert_policy(
-    database: Database, redis_url: str, db_url: str, fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+    settings_for, database: Database, redis_url: str, fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The judgment and the pair's `judged` status commit together; the alert task is queued after. When the
     broker refuses that (Redis restarting), the pair is already judged, so neither a plain retry nor the stale
@@ -159,8 +163,12 @@ def test_a_judgment_stored_while_the_broker_is_down_is_still_handed_to_the_alert
 
     from workers.tasks import judging
 
-    with in_process_worker(
-        redis_url, db_url, openai_base_url=fake_openai.base_url, openai_api_key="sk-test-key", alert_channel="C_ALERTS"
+    with installed_runtime(
+        settings_for(
+            openai_base_url=fake_openai.base_url,
+            openai_api_key="sk-test-key",
+            alert_channel="C_ALERTS",
+        )
     ):
         queued: list[tuple[str, list]] = []
         refusals = iter([True])  # the first send fails, as against a restarting Redis

@@ -12,7 +12,7 @@ from common.llm import RedisModes, default_concurrency, gate_for, llm_client_for
 from judges import RelevancyJudge
 from judges.modes import EndpointMode
 from relmon.doctor.checks import check_llm
-from store.settings import Settings
+from tests.builders import installed_runtime, make_settings
 from tests.fakes.openai_compat import format_of
 from tests.fakes.openai_server import FakeOpenAI
 from tests.services import free_port
@@ -25,14 +25,8 @@ def llama(redis_url: str) -> Iterator[FakeOpenAI]:
         yield fake
 
 
-def settings_for(fake: FakeOpenAI, redis_url: str, **values: object) -> Settings:
-    return Settings(
-        _env_file=None, openai_base_url=fake.base_url, openai_api_key="sk-test", redis_url=redis_url, **values
-    )
-
-
 def test_what_one_process_learns_every_other_uses(llama: FakeOpenAI, redis_url: str) -> None:
-    settings = settings_for(llama, redis_url)
+    settings = make_settings(openai_base_url=llama.base_url, redis_url=redis_url)
     first = llm_client_for(settings, redis_client=redis.Redis.from_url(redis_url), max_retries=0)
     assert RelevancyJudge().evaluate(first, "How do I reset it?", "Settings > Reset.").status == "ok"
     assert [format_of(body) for body in llama.requests] == ["json_schema", "json_object+schema"]
@@ -48,27 +42,33 @@ def test_what_one_process_learns_every_other_uses(llama: FakeOpenAI, redis_url: 
 
 def test_without_redis_the_process_keeps_what_it_learned(llama: FakeOpenAI, redis_url: str) -> None:
     dead = redis.Redis(host="127.0.0.1", port=free_port(), socket_connect_timeout=0.5)
-    client = llm_client_for(settings_for(llama, redis_url), redis_client=dead, max_retries=0)
+    client = llm_client_for(
+        make_settings(openai_base_url=llama.base_url, redis_url=redis_url), redis_client=dead, max_retries=0
+    )
     for answer in ("one", "two"):
         assert RelevancyJudge().evaluate(client, "Question?", answer).status == "ok"
     assert [format_of(body) for body in llama.requests] == ["json_schema", "json_object+schema", "json_object+schema"]
 
 
 def test_doctor_says_which_mode_the_endpoint_takes_and_teaches_the_workers(llama: FakeOpenAI, redis_url: str) -> None:
-    check = check_llm(settings_for(llama, redis_url, llm_concurrency=1))
+    check = check_llm(make_settings(openai_base_url=llama.base_url, redis_url=redis_url, llm_concurrency=1))
     assert check.status == "ok", check.line()
     assert "JSON mode with the schema (json_object + schema), reply bound max_tokens" in check.detail
     assert "1 call(s) in flight per process (RELMON_LLM_CONCURRENCY)" in check.detail
     assert all(body["max_tokens"] == 32 for body in llama.requests)  # bounded as a judge's call is
     llama.reset()
-    worker = llm_client_for(settings_for(llama, redis_url), redis_client=redis.Redis.from_url(redis_url), max_retries=0)
+    worker = llm_client_for(
+        make_settings(openai_base_url=llama.base_url, redis_url=redis_url),
+        redis_client=redis.Redis.from_url(redis_url),
+        max_retries=0,
+    )
     RelevancyJudge().evaluate(worker, "Question?", "Answer.")
     assert [format_of(body) for body in llama.requests] == ["json_object+schema"]
 
 
 def test_doctor_names_a_refused_key(llama: FakeOpenAI, redis_url: str) -> None:
     llama.set_behavior(server_kind="llama-cpp-python", api_key="sk-right")
-    check = check_llm(settings_for(llama, redis_url))
+    check = check_llm(make_settings(openai_base_url=llama.base_url, redis_url=redis_url))
     assert check.failed and "rejected the key" in check.detail and "(401)" in check.detail
 
 
@@ -96,18 +96,22 @@ def test_one_gate_per_endpoint_in_a_process() -> None:
 
 
 def test_a_judgment_from_a_server_that_does_not_say_stores_unknown_not_zero(
-    llama: FakeOpenAI, redis_url: str, db_url: str, database
+    settings_for, llama: FakeOpenAI, database
 ) -> None:
     """llama-cpp-python sends no prompt_tokens_details: the stored judgment's cached count is NULL, its other
     counts as given; a proxy without usage stores all three as NULL."""
     from sqlalchemy import select
 
     from store.models import Judgment, PairStatus
-    from tests.pipeline_helpers import add_pairs, in_process_worker
+    from tests.pipeline_helpers import add_pairs
     from workers.tasks.judging import judge_pair
 
-    with in_process_worker(
-        redis_url, db_url, openai_base_url=llama.base_url, openai_api_key="sk-test", llm_max_retries=0
+    with installed_runtime(
+        settings_for(
+            openai_base_url=llama.base_url,
+            openai_api_key="sk-test",
+            llm_max_retries=0,
+        )
     ):
         first = add_pairs(database, 1, question="How do I reset?", answer="Use the Reset button.")[0]
         assert judge_pair.apply(args=[first]).get() == PairStatus.JUDGED

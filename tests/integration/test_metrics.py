@@ -16,7 +16,7 @@ from common import metrics
 from common.runtime import Runtime
 from relmon.doctor.metrics_check import check_metrics
 from store.models import Alert, Judgment, OutcomeSignal, Pair, PairStatus
-from tests.alert_helpers import make_settings
+from tests.builders import make_settings
 from tests.services import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -61,12 +61,9 @@ def add_pair(runtime: Runtime, channel: str, ts: str, *, score: float | None, er
 
 
 def test_the_state_counts_judgments_scores_alerts_tokens_and_cost_with_bounded_channel_labels(
-    redis_url: str, db_url: str, runtime_for: Callable[..., Runtime]
+    settings_for, runtime_for: Callable[..., Runtime]
 ) -> None:
-    settings = make_settings(
-        redis_url=redis_url,
-        database_url=db_url,
-        slack_api_url="http://127.0.0.1:9/api/",
+    settings = settings_for(
         metrics_channel_labels=["C_ALLOWED"],
         cost_per_million_input_tokens=1.0,
         cost_per_million_output_tokens=2.0,
@@ -113,7 +110,6 @@ def test_a_database_that_does_not_answer_gives_state_up_0_not_a_failed_scrape(
     settings = make_settings(
         redis_url=redis_url,
         database_url="postgresql://nobody@127.0.0.1:9/none?connect_timeout=2",
-        slack_api_url="http://127.0.0.1:9/api/",
     )
     body, _ = metrics.exposition(runtime_for(settings))
     samples = samples_of(body)
@@ -121,10 +117,8 @@ def test_a_database_that_does_not_answer_gives_state_up_0_not_a_failed_scrape(
     assert not [key for key in samples if key[0].startswith("relmon_judgments")]
 
 
-def test_doctor_checks_a_real_metrics_endpoint(
-    redis_url: str, db_url: str, runtime_for: Callable[..., Runtime]
-) -> None:
-    settings = make_settings(redis_url=redis_url, database_url=db_url, slack_api_url="http://127.0.0.1:9/api/")
+def test_doctor_checks_a_real_metrics_endpoint(settings_for, runtime_for: Callable[..., Runtime]) -> None:
+    settings = settings_for()
     runtime = runtime_for(settings)
     port = free_port()
     server = start_health_server("127.0.0.1", port, lambda: (200, {}), lambda: metrics.exposition(runtime))
@@ -142,11 +136,11 @@ def test_doctor_checks_a_real_metrics_endpoint(
 
 
 def test_the_shipped_dashboard_asks_only_for_series_relmon_serves(
-    redis_url: str, db_url: str, runtime_for: Callable[..., Runtime]
+    settings_for, runtime_for: Callable[..., Runtime]
 ) -> None:
     dashboard = json.loads((ROOT / "ops" / "grafana" / "dashboards" / "relmon.json").read_text())
     assert dashboard["uid"] == "relmon" and dashboard["panels"]
-    settings = make_settings(redis_url=redis_url, database_url=db_url, slack_api_url="http://127.0.0.1:9/api/")
+    settings = settings_for()
     metrics.event_acked("http", 200, 0.01)  # the process counters exist once used
     metrics.event_spooled()
     metrics.trace_send("langfuse", "sent")

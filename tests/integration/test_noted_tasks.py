@@ -12,7 +12,7 @@ from celery.exceptions import Retry
 
 from common import celery_app, task_names
 from common.celery_app import QUEUE_SLACK
-from tests.alert_helpers import ALERTS, add_judgment, alert_runtime, make_settings
+from tests.alert_helpers import ALERTS, add_judgment
 from workers import noted_tasks
 from workers.judging.queued import queued_notes
 from workers.tasks import slack as tasks
@@ -22,10 +22,9 @@ CONSIDER = task_names.CONSIDER_ALERT
 
 
 @pytest.fixture
-def runtime(db_url, redis_url, fake):
-    settings = make_settings(redis_url=redis_url, database_url=db_url, slack_api_url=fake.api_url)
-    with alert_runtime(settings) as runtime:  # on a Redis flushed for the test (redis_url)
-        yield runtime
+def runtime(settings_for, fake, runtime_for):
+    settings = settings_for(slack_api_url=fake.api_url)
+    return runtime_for(settings)  # on a Redis flushed for the test (redis_url)
 
 
 def notes(runtime) -> set[str]:

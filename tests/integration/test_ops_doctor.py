@@ -58,7 +58,7 @@ def healthy(slack: FakeSlack, llm: FakeOpenAI, redis_url: str, db_url: str, tmp_
 
 def doctor(**values: object) -> tuple[int, str]:
     out = io.StringIO()
-    code = run_doctor(Settings(**values), out=out)
+    code = run_doctor(Settings(_env_file=None, **values), out=out)
     text = out.getvalue()
     for secret in (BOT_TOKEN, OPENAI_KEY, SIGNING_SECRET, "wrong-key-abcdef", "xoxb-9999-0000-RevokedToken"):
         assert secret not in text
@@ -344,7 +344,7 @@ def test_a_network_error_in_a_channel_check_is_reported_not_raised() -> None:
     dead = WebClient(token=BOT_TOKEN, base_url=f"http://127.0.0.1:{free_port()}/api/", timeout=2)
     check = _check_channel(dead, "C_WATCH", "watched channel (RELMON_WATCHED_CHANNELS)", RELMON_USER_ID, SlackApiError)
     assert check.failed and "cannot reach the Slack API" in check.detail
-    [history] = check_bots_seen(dead, Settings(), [("C_WATCH", "#support")])
+    [history] = check_bots_seen(dead, Settings(_env_file=None), [("C_WATCH", "#support")])
     assert history.failed and history.name == "slack history C_WATCH"
 
 

@@ -12,7 +12,7 @@ from celery import Celery
 
 from common.celery_app import embedded_socket_path
 from common.embedded_redis import EmbeddedRedisError, ensure_embedded_redis
-from store.settings import Settings
+from tests.builders import make_settings
 
 
 @pytest.fixture
@@ -21,13 +21,13 @@ def data_dir(tmp_path: Path) -> Path:
 
 
 def test_external_redis_url_means_no_embedded_server(data_dir: Path) -> None:
-    settings = Settings(redis_url="redis://127.0.0.1:1/0", data_dir=data_dir)
+    settings = make_settings(redis_url="redis://127.0.0.1:1/0", data_dir=data_dir)
     assert ensure_embedded_redis(settings) is None
     assert not (data_dir / "redis").exists()
 
 
 def test_starts_on_a_unix_socket_persists_with_aof_and_stops_cleanly(data_dir: Path) -> None:
-    settings = Settings(redis_url=None, data_dir=data_dir)
+    settings = make_settings(redis_url=None, data_dir=data_dir)
     embedded = ensure_embedded_redis(settings)
     assert embedded is not None and embedded.owned
     try:
@@ -53,7 +53,7 @@ def test_starts_on_a_unix_socket_persists_with_aof_and_stops_cleanly(data_dir: P
 
 
 def test_a_running_server_is_reused_not_doubled(data_dir: Path) -> None:
-    settings = Settings(redis_url=None, data_dir=data_dir)
+    settings = make_settings(redis_url=None, data_dir=data_dir)
     first = ensure_embedded_redis(settings)
     try:
         second = ensure_embedded_redis(settings)
@@ -67,7 +67,7 @@ def test_a_running_server_is_reused_not_doubled(data_dir: Path) -> None:
 
 
 def test_celery_uses_the_redis_socket_url(data_dir: Path) -> None:
-    settings = Settings(redis_url=None, data_dir=data_dir)
+    settings = make_settings(redis_url=None, data_dir=data_dir)
     with ensure_embedded_redis(settings) as embedded:
         app = Celery("probe", broker=embedded.broker_url)
         with app.connection_for_write() as connection:
@@ -78,7 +78,7 @@ def test_celery_uses_the_redis_socket_url(data_dir: Path) -> None:
 
 
 def test_too_long_a_socket_path_is_refused_with_advice(tmp_path: Path) -> None:
-    settings = Settings(redis_url=None, data_dir=tmp_path / ("x" * 120))
+    settings = make_settings(redis_url=None, data_dir=tmp_path / ("x" * 120))
     with pytest.raises(EmbeddedRedisError, match="RELMON_DATA_DIR"):
         ensure_embedded_redis(settings)
 
@@ -100,7 +100,7 @@ def _in_forked_child(work) -> int:
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")  # fork() in a process with threads (the test's own)
 def test_a_forked_child_exiting_leaves_the_server_and_its_socket_alone(data_dir: Path) -> None:
-    settings = Settings(redis_url=None, data_dir=data_dir)
+    settings = make_settings(redis_url=None, data_dir=data_dir)
     embedded = ensure_embedded_redis(settings)  # registers embedded.stop with atexit, inherited by the child
     try:
         embedded.client().set("before", "1")

@@ -14,17 +14,16 @@ from common.feedback import tally
 from store import outcomes as outcome_store
 from store.feedback import votes_for
 from store.models import Alert, Judgment, Pair
-from tests.alert_helpers import ALERTS, add_judgment, alert_runtime, make_settings
+from tests.alert_helpers import ALERTS, add_judgment
 from workers.alerts import delivery
 from workers.alerts.outcomes import OUTCOME_VOTER, follow_up
 from workers.tasks import slack as tasks
 
 
 @pytest.fixture
-def runtime(db_url, redis_url, fake):
-    settings = make_settings(redis_url=redis_url, database_url=db_url, slack_api_url=fake.api_url)
-    with alert_runtime(settings) as built:
-        yield built
+def runtime(settings_for, fake, runtime_for):
+    settings = settings_for(slack_api_url=fake.api_url)
+    return runtime_for(settings)
 
 
 def watched(runtime, judgment_id: int) -> int:

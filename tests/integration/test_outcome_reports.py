@@ -16,7 +16,6 @@ from common.membership import MembershipCache
 from common.reports.period import period_for
 from common.runtime import Runtime, slack_client_for
 from store.models import Judgment, OutcomeSignal, OutcomeWindow, Pair
-from store.settings import Settings
 from store.stats_queries import stream_pair_rows
 from tests.fakes.slack_server import FakeSlack
 from workers.tasks.digest import send_digest
@@ -31,14 +30,11 @@ def slack() -> Iterator[FakeSlack]:
 
 
 @pytest.fixture
-def runtime(db_url: str, redis_url: str, slack: FakeSlack, tmp_path: Path, runtime_for) -> Runtime:
+def runtime(settings_for, slack: FakeSlack, tmp_path: Path, runtime_for) -> Runtime:
     slack.add_channel("C1", "support")
     slack.add_channel("C2", "help")
-    settings = Settings(
-        redis_url=redis_url,  # App Home's membership cache
-        slack_bot_token="xoxb-test",
+    settings = settings_for(  # on the test's Redis: App Home's membership cache
         slack_api_url=slack.api_url,
-        database_url=db_url,
         digest_channel_setting=DIGEST_CHANNEL,
         alert_channel="CALERTS",
         data_dir=tmp_path / "data",

@@ -19,7 +19,8 @@ from common import celery_app, task_names
 from store import outcomes as store
 from store.models import OutcomeSignal, Pair, PairStatus
 from tests import slack_requests as sr
-from tests.bot_harness import SECRET, ServedBot, log_message, redis_calls, redis_calls_since
+from tests.bot_harness import ServedBot, log_message, redis_calls, redis_calls_since
+from tests.builders import SECRET
 from tests.fakes.slack_server import FakeSlack
 from workers import outcome_watching
 from workers.pairs.settling import settle

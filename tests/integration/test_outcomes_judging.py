@@ -9,16 +9,17 @@ from sqlalchemy import select
 from store import outcomes as store
 from store.db import Database
 from store.models import Judgment, Pair, PairStatus
+from tests.builders import installed_runtime
 from tests.fakes.openai_server import FakeOpenAI
-from tests.pipeline_helpers import add_pairs, in_process_worker
+from tests.pipeline_helpers import add_pairs
 
 
-def test_the_correctness_judge_judges_against_the_teammates_reply(database: Database, redis_url, db_url) -> None:
+def test_the_correctness_judge_judges_against_the_teammates_reply(settings_for, database: Database) -> None:
     from workers.tasks.judging import judge_pair
 
     with (
         FakeOpenAI(latency_ms=5) as fake,
-        in_process_worker(redis_url, db_url, openai_base_url=fake.base_url, openai_api_key="sk-test") as runtime,
+        installed_runtime(settings_for(openai_base_url=fake.base_url, openai_api_key="sk-test")) as runtime,
     ):
         [pair_id] = add_pairs(database, 1, question="How do I rotate a key?", answer="Press Rotate.")
         assert judge_pair.apply(args=[pair_id]).get() == PairStatus.JUDGED

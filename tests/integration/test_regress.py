@@ -19,6 +19,7 @@ from relmon.regress.command import run_regress
 from store import golden
 from store.db import Database
 from store.settings import Settings
+from tests.builders import make_settings
 from tests.fakes.openai_replies import prompt_text, seed_kind
 from tests.fakes.openai_server import FakeOpenAI
 
@@ -60,8 +61,8 @@ def candidates(tmp_path: Path, name: str, answers: dict, ids: dict[str, int]) ->
 
 def regress(db_url: str, fake: FakeOpenAI, path: Path, *extra: str) -> int:
     args = build_parser().parse_args(["regress", str(path), *extra])
-    settings = Settings(_env_file=None, database_url=db_url, openai_base_url=fake.base_url, openai_api_key="sk-test",
-                        llm_max_retries=0, batch_poll_seconds=0.05)  # fmt: skip
+    settings = make_settings(database_url=db_url, openai_base_url=fake.base_url, llm_max_retries=0,
+                             batch_poll_seconds=0.05)  # fmt: skip
     return run_regress(args, settings)
 
 
@@ -118,8 +119,7 @@ def test_the_reports_quote_questions_redacted(database, db_url, tmp_path) -> Non
     report = tmp_path / "report.json"
     with FakeOpenAI() as fake:
         args = build_parser().parse_args(["regress", str(path), "--json", str(report)])
-        settings = Settings(_env_file=None, database_url=db_url, openai_base_url=fake.base_url,
-                            openai_api_key="sk-test", redact_pii=True)  # fmt: skip
+        settings = make_settings(database_url=db_url, openai_base_url=fake.base_url, redact_pii=True)
         assert run_regress(args, settings) == 0
     [row] = json.loads(report.read_text())["items"]
     assert row["question"] == "Why was [EMAIL] charged twice?" and row["outcome"] == "pass"
@@ -220,8 +220,8 @@ def test_a_spent_budget_stops_the_run_and_the_next_day_finishes_it(database, db_
     with FakeOpenAI() as fake:
         args = build_parser().parse_args(["regress", str(path)])
         settings = {"database_url": db_url, "openai_base_url": fake.base_url, "openai_api_key": "sk-test"}
-        assert run_regress(args, Settings(_env_file=None, daily_budget=7, **settings)) == 3
+        assert run_regress(args, make_settings(daily_budget=7, **settings)) == 3
         assert "daily budget of 7 judgments is spent" in capsys.readouterr().err
         assert fake.statuses.get(200, 0) == 7  # every paid check was judged and kept
-        assert run_regress(args, Settings(_env_file=None, daily_budget=100, **settings)) == 0  # a raised budget
+        assert run_regress(args, make_settings(daily_budget=100, **settings)) == 0  # a raised budget
         assert fake.statuses.get(200, 0) == 20  # nothing judged twice

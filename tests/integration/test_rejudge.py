@@ -11,7 +11,8 @@ from store.judgments import export_rows, is_current, stored_judges
 from store.models import Judgment, Pair, PairStatus
 from tests import slack_requests as sr
 from tests import slack_shapes as ss
-from tests.bot_harness import SECRET, ServedBot
+from tests.bot_harness import ServedBot
+from tests.builders import SECRET
 from workers.pairs.settling import settle
 
 C = "C_SUPPORT"

@@ -14,7 +14,7 @@ from slack_sdk import WebClient
 from common import replies
 from common.replies import Asker, reply_privately
 from store.models import Judgment, Pair
-from tests.alert_helpers import SUPPORT, alert_runtime, make_settings
+from tests.alert_helpers import SUPPORT
 from tests.fakes.slack_server import FakeSlack
 from tests.services import free_port
 from workers.alerts import verdicts
@@ -138,10 +138,9 @@ def test_a_reply_that_could_not_be_sent_at_all_raises_for_the_retry(client: WebC
 
 
 @pytest.fixture
-def runtime(db_url, redis_url, slack):
-    settings = make_settings(redis_url=redis_url, database_url=db_url, slack_api_url=slack.api_url)
-    with alert_runtime(settings) as runtime:
-        yield runtime
+def runtime(settings_for, slack, runtime_for):
+    settings = settings_for(slack_api_url=slack.api_url)
+    return runtime_for(settings)
 
 
 def verdict_pair(runtime, response_url: str) -> int:

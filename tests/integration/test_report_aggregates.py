@@ -20,8 +20,8 @@ from relmon.backfill.report import backfill_period
 from store import regress_runs, stats_queries
 from store.golden_models import GoldenItem
 from store.models import Feedback, Judgment, OutcomeSignal, OutcomeWindow, Pair, as_utc
-from store.settings import Settings
 from tests import report_reference
+from tests.builders import make_settings
 
 NOW = datetime(2026, 11, 23, 9, 0, tzinfo=UTC)
 SCALE = {"relevancy": (0, 4), "correctness": (0, 2), "grounded": (1, 5)}
@@ -114,8 +114,8 @@ def make_judgment(rng: random.Random, pair_id: int, judge: str, version: int, th
 def runtime(db_url: str, tmp_path: Path, runtime_for, monkeypatch: pytest.MonkeyPatch):
     rules = tmp_path / "rules.yaml"
     rules.write_text(RULES)
-    settings = Settings(
-        _env_file=None, database_url=db_url, data_dir=tmp_path, channel_rules_file=rules,
+    settings = make_settings(
+        database_url=db_url, data_dir=tmp_path, channel_rules_file=rules,
         watched_channels=["C1", "C2", "CPRIV", "CQUIET"], cost_per_million_input_tokens=0.15,
         cost_per_million_output_tokens=0.6,
     )  # fmt: skip

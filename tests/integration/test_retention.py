@@ -10,7 +10,7 @@ from sqlalchemy import func, select
 
 from common.runtime import Runtime
 from store.models import Alert, Feedback, Judgment, Pair
-from store.settings import Settings
+from tests.builders import make_settings
 from workers.tasks.maintenance import purge, purge_old
 
 
@@ -40,7 +40,7 @@ def counts(runtime: Runtime) -> dict[str, int]:
 
 
 def test_purge_deletes_what_is_older_than_retention_in_batches(db_url: str, tmp_path: Path, runtime_for) -> None:
-    runtime = runtime_for(Settings(database_url=db_url, retention_days=30, data_dir=tmp_path))
+    runtime = runtime_for(make_settings(database_url=db_url, retention_days=30, data_dir=tmp_path))
     now = datetime.now(UTC)
     seed(runtime, now - timedelta(days=31), 7, "old")
     seed(runtime, now - timedelta(days=29), 3, "recent")
@@ -53,7 +53,7 @@ def test_purge_deletes_what_is_older_than_retention_in_batches(db_url: str, tmp_
 
 
 def test_the_beat_task_uses_the_retention_setting(db_url: str, tmp_path: Path, runtime_for) -> None:
-    runtime = runtime_for(Settings(database_url=db_url, data_dir=tmp_path))  # default: 90 days
+    runtime = runtime_for(make_settings(database_url=db_url, data_dir=tmp_path))  # default: 90 days
     now = datetime.now(UTC)
     seed(runtime, now - timedelta(days=91), 2, "old")
     seed(runtime, now - timedelta(days=89), 2, "kept")

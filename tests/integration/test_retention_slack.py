@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 from sqlalchemy import func, select
@@ -16,7 +15,6 @@ from sqlalchemy import func, select
 from common.runtime import Runtime
 from store import alerts as alert_store
 from store.models import Alert, Judgment, Pair
-from store.settings import Settings
 from tests.fakes.slack_server import FakeSlack
 from workers.tasks.maintenance import purge
 
@@ -29,23 +27,6 @@ def slack() -> Iterator[FakeSlack]:
     with FakeSlack() as fake:
         fake.add_channel(ALERTS, "alerts", members=["U_RELMON"])
         yield fake
-
-
-@pytest.fixture
-def settings_for(db_url: str, redis_url: str, tmp_path: Path):
-    """`settings_for(slack, **more)`: settings on the test's database and Redis, talking to this fake Slack."""
-
-    def build(slack: FakeSlack, **more) -> Settings:
-        return Settings(
-            database_url=db_url,
-            redis_url=redis_url,
-            data_dir=tmp_path,
-            slack_api_url=slack.api_url,
-            slack_bot_token="xoxb-test",
-            **more,
-        )
-
-    return build
 
 
 def seed(runtime: Runtime, slack: FakeSlack, created: datetime, tag: str) -> dict[str, str]:
@@ -99,7 +80,7 @@ def rows(runtime: Runtime, model) -> int:
 def test_relmons_posts_lose_their_words_before_their_rows_go_and_response_urls_are_blanked(
     runtime_for, settings_for, slack: FakeSlack
 ) -> None:
-    runtime = runtime_for(settings_for(slack, retention_days=30))
+    runtime = runtime_for(settings_for(slack_api_url=slack.api_url, retention_days=30))
     now = datetime.now(UTC)
     old = seed(runtime, slack, now - timedelta(days=31), "1700000000")
     recent = seed(runtime, slack, now - timedelta(days=2), "1800000000")
@@ -123,7 +104,7 @@ def test_relmons_posts_lose_their_words_before_their_rows_go_and_response_urls_a
 
 
 def test_with_retention_slack_delete_the_posts_are_deleted(runtime_for, settings_for, slack: FakeSlack) -> None:
-    settings = settings_for(slack, RELMON_RETENTION_SLACK="delete")
+    settings = settings_for(slack_api_url=slack.api_url, RELMON_RETENTION_SLACK="delete")
     runtime = runtime_for(settings)
     now = datetime.now(UTC)
     old = seed(runtime, slack, now - timedelta(days=91), "1700000000")
@@ -137,7 +118,7 @@ def test_with_retention_slack_delete_the_posts_are_deleted(runtime_for, settings
 def test_a_post_slack_cannot_change_now_keeps_its_rows_for_the_next_purge(
     runtime_for, settings_for, slack: FakeSlack
 ) -> None:
-    runtime = runtime_for(settings_for(slack, retention_days=30))
+    runtime = runtime_for(settings_for(slack_api_url=slack.api_url, retention_days=30))
     now = datetime.now(UTC)
     old = seed(runtime, slack, now - timedelta(days=31), "1700000000")
     slack.refuse("chat.update", "internal_error", times=1)  # Slack failing for a moment

@@ -11,7 +11,8 @@ import pytest
 import redis
 
 from tests import slack_requests as sr
-from tests.bot_harness import SECRET, BotServer, bot_settings
+from tests.bot_harness import BotServer
+from tests.builders import SECRET
 from tests.fakes.slack_server import FakeSlack
 from tests.running_system import CHANNEL
 
@@ -21,10 +22,10 @@ pytestmark = pytest.mark.slow
 # Signatures ----------------------------------------------------------------------------------------------------
 
 
-def test_forged_stale_and_replayed_requests_get_401_and_change_nothing(redis_url: str, db_url: str) -> None:
+def test_forged_stale_and_replayed_requests_get_401_and_change_nothing(redis_url: str, settings_for) -> None:
     with FakeSlack() as slack:
         slack.add_channel(CHANNEL, "support")
-        settings = bot_settings(redis_url=redis_url, database_url=db_url, slack_api_url=slack.api_url)
+        settings = settings_for(slack_api_url=slack.api_url)
         with BotServer(settings) as bot:
             keys_before = set(redis.Redis.from_url(redis_url).keys("*"))
             calls_before = list(slack.calls)  # Bolt's auth.test at start-up

@@ -10,7 +10,8 @@ import sqlite3
 from pathlib import Path
 
 from tests import slack_requests as sr
-from tests.bot_harness import SECRET, ServedBot
+from tests.bot_harness import ServedBot
+from tests.builders import SECRET
 from tests.processes import wait_for
 
 C = "C_SUPPORT"

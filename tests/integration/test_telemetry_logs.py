@@ -3,13 +3,12 @@ they name the pair's channel and answer ts, never its texts."""
 
 from __future__ import annotations
 
-from store.settings import Settings
 from tests.fakes.openai_server import FakeOpenAI
 from tests.log_capture import ANSWER, OPENAI_KEY, QUESTION, lines
 
 
 def test_retry_and_budget_lines_of_judging_carry_channel_and_message_ts(
-    capture_logs, database, redis_url: str, db_url: str, runtime_for
+    capture_logs, database, settings_for, runtime_for
 ) -> None:
     """judge_pair's "retrying" and "budget spent" lines name the pair's channel and answer ts, never its texts."""
     from tests.pipeline_helpers import add_pairs
@@ -17,17 +16,14 @@ def test_retry_and_budget_lines_of_judging_carry_channel_and_message_ts(
 
     stream = capture_logs()
     with FakeOpenAI() as fake_openai:
-        settings = Settings(
-            _env_file=None,
-            redis_url=redis_url,
-            database_url=db_url,
+        settings = settings_for(
             openai_base_url=fake_openai.base_url,
             openai_api_key=OPENAI_KEY,
             llm_max_retries=1,
             retry_base_seconds=0.01,
             daily_budget=1,
         )
-        runtime_for(settings, worker=True)
+        runtime_for(settings)
         fake_openai.set_behavior(fault_first=1, faults=["500"], retry_after_seconds=0)
         (first,) = add_pairs(database, 1, channel="C_LOGS", question=QUESTION, answer=ANSWER)
         (second,) = add_pairs(database, 1, channel="C_LOGS", start=1)  # other texts: no cache hit

@@ -15,7 +15,6 @@ from bot.listeners.home import publish_home
 from common.membership import MembershipCache
 from common.reports.topic_runs import refresh
 from relmon.digest_cli import _dry_run
-from store.settings import Settings
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.slack_server import FakeSlack
 from tests.topics_corpus import FAILING_TOPIC, START, corpus, corpus_questions, store_questions
@@ -26,19 +25,14 @@ NOW = START + timedelta(days=7)
 
 
 @pytest.fixture
-def services(db_url, redis_url, tmp_path, runtime_for):
+def services(settings_for, tmp_path, runtime_for):
     with FakeSlack() as slack, FakeOpenAI() as llm:
-        settings = Settings(
-            _env_file=None,
-            slack_bot_token="xoxb-test",
+        settings = settings_for(
             slack_api_url=slack.api_url,
-            database_url=db_url,
-            redis_url=redis_url,
             digest_channel_setting=DIGEST,
             alert_channel="CALERTS",
             data_dir=tmp_path / "data",
             openai_base_url=llm.base_url,
-            openai_api_key="sk-test",
         )
         yield runtime_for(settings), slack, llm
 

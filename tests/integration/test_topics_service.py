@@ -12,9 +12,9 @@ from sqlalchemy import delete, func, select
 from judges import LLMClient
 from store.models import DailyUsage, Pair
 from store.rules import ChannelRules
-from store.settings import Settings
 from store.topic_models import PairTopic, QuestionEmbedding, TopicSpend
 from store.topics import histories
+from tests.builders import make_settings
 from tests.fakes.openai_server import FakeOpenAI
 from tests.topics_corpus import FAILING_TOPIC, START, corpus, corpus_questions, store_questions
 from topics.service import TopicsDeps, TopicsQuery, compute_topics, topic_of
@@ -30,8 +30,7 @@ def fake_llm():
 
 
 def _deps(db_url: str, database, fake: FakeOpenAI, **overrides) -> TopicsDeps:
-    values = {"database_url": db_url, "openai_base_url": fake.base_url, "openai_api_key": "sk-test"} | overrides
-    settings = Settings(_env_file=None, **values)
+    settings = make_settings(**{"database_url": db_url, "openai_base_url": fake.base_url, **overrides})
     return TopicsDeps(
         database,
         settings,

@@ -13,7 +13,6 @@ from prometheus_client.parser import text_string_to_metric_families
 from common import metrics
 from common.runtime import Runtime
 from store.models import Judgment, OutcomeSignal, Pair, PairStatus
-from tests.alert_helpers import make_settings
 from tests.fakes.langfuse_server import FakeLangfuse
 from tests.fakes.otlp_receiver import FakeOtlpReceiver
 from tests.fakes.slack_server import FakeSlack
@@ -59,29 +58,28 @@ def sends(outcome: str, tool: str = "langfuse") -> float:
     return 0.0
 
 
-def runtime_on(
-    runtime_for: Callable[..., Runtime], redis_url: str, db_url: str, url: str, slack_url: str = "", **overrides
-) -> Runtime:
-    tracing = {
-        "trace_id_from": "slack_ts",
-        "langfuse_host": url,
-        "langfuse_public_key": "pk-lf-test",
-        "langfuse_secret_key": "sk-lf-test",
-        "trace_send_retries": 3,
-    }
-    settings = make_settings(
-        redis_url=redis_url,
-        database_url=db_url,
-        slack_api_url=slack_url or "http://127.0.0.1:9/api/",
-        **{**tracing, **overrides},
-    )
-    return runtime_for(settings)
+@pytest.fixture
+def runtime_on(settings_for, runtime_for) -> Callable[..., Runtime]:
+    """`runtime_on(url, slack_url="", **settings)`: the process runtime sending its traces to Langfuse at `url`."""
+
+    def build(url: str, slack_url: str = "", **overrides) -> Runtime:
+        tracing = {
+            "trace_id_from": "slack_ts",
+            "langfuse_host": url,
+            "langfuse_public_key": "pk-lf-test",
+            "langfuse_secret_key": "sk-lf-test",
+            "trace_send_retries": 3,
+        }
+        slack = {"slack_api_url": slack_url} if slack_url else {}
+        return runtime_for(settings_for(**{**slack, **tracing, **overrides}))
+
+    return build
 
 
 def test_a_verdict_and_its_second_opinion_become_scores_on_the_trace_langfuse_derives_and_a_resend_upserts(
-    langfuse: FakeLangfuse, redis_url: str, db_url: str, runtime_for: Callable[..., Runtime]
+    langfuse: FakeLangfuse, runtime_on: Callable[..., Runtime]
 ) -> None:
-    runtime = runtime_on(runtime_for, redis_url, db_url, langfuse.url)
+    runtime = runtime_on(langfuse.url)
     judgment_id = judged(runtime, confirmation="confirmed")
     before = sends("sent")
     assert send_langfuse_scores.apply(args=[judgment_id]).get() == "sent"
@@ -100,9 +98,9 @@ def test_a_verdict_and_its_second_opinion_become_scores_on_the_trace_langfuse_de
 
 
 def test_an_outage_is_retried_with_backoff_then_given_up_and_counted(
-    langfuse: FakeLangfuse, redis_url: str, db_url: str, runtime_for: Callable[..., Runtime]
+    langfuse: FakeLangfuse, runtime_on: Callable[..., Runtime]
 ) -> None:
-    runtime = runtime_on(runtime_for, redis_url, db_url, langfuse.url)
+    runtime = runtime_on(langfuse.url)
     judgment_id = judged(runtime)
     langfuse.fail_next(2, 503)
     assert send_langfuse_scores.apply(args=[judgment_id]).get() == "sent"  # third try
@@ -116,9 +114,9 @@ def test_an_outage_is_retried_with_backoff_then_given_up_and_counted(
 
 
 def test_a_refused_key_or_a_dead_host_is_said_and_counted_without_a_retry_storm(
-    langfuse: FakeLangfuse, redis_url: str, db_url: str, runtime_for: Callable[..., Runtime]
+    langfuse: FakeLangfuse, runtime_on: Callable[..., Runtime]
 ) -> None:
-    runtime = runtime_on(runtime_for, redis_url, db_url, langfuse.url, langfuse_secret_key="sk-lf-wrong")
+    runtime = runtime_on(langfuse.url, langfuse_secret_key="sk-lf-wrong")
     judgment_id = judged(runtime)
     rejected = sends("rejected")
     assert send_langfuse_scores.apply(args=[judgment_id]).get() == "rejected"
@@ -128,10 +126,8 @@ def test_a_refused_key_or_a_dead_host_is_said_and_counted_without_a_retry_storm(
     assert langfuse.requests == 2
 
 
-def test_a_dead_host_is_given_up_after_the_retries_allowed(
-    redis_url: str, db_url: str, runtime_for: Callable[..., Runtime]
-) -> None:
-    runtime = runtime_on(runtime_for, redis_url, db_url, f"http://127.0.0.1:{free_port()}")
+def test_a_dead_host_is_given_up_after_the_retries_allowed(runtime_on: Callable[..., Runtime]) -> None:
+    runtime = runtime_on(f"http://127.0.0.1:{free_port()}")
     judgment_id = judged(runtime)
     failed = sends("failed")
     assert send_langfuse_scores.apply(args=[judgment_id], retries=3).get() == "failed"
@@ -142,7 +138,7 @@ TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 
 
 def test_the_trace_id_in_the_bot_messages_metadata_is_read_at_the_configured_key_top_level_and_in_a_thread(
-    langfuse: FakeLangfuse, redis_url: str, db_url: str, runtime_for: Callable[..., Runtime]
+    langfuse: FakeLangfuse, runtime_on: Callable[..., Runtime]
 ) -> None:
     with FakeSlack() as slack:
         slack.add_channel(CHANNEL, "support", members=["U_RELMON"])
@@ -158,7 +154,7 @@ def test_the_trace_id_in_the_bot_messages_metadata_is_read_at_the_configured_key
             bot_id="B_SUPPORT",
             metadata={"event_type": "support_answer", "event_payload": {"trace_id": TRACE.upper()}},
         )
-        runtime = runtime_on(runtime_for, redis_url, db_url, langfuse.url, slack.api_url, trace_id_from="metadata")
+        runtime = runtime_on(langfuse.url, slack.api_url, trace_id_from="metadata")
         top = judged(runtime)
         threaded = judged(runtime, ts=reply, thread_ts="1767225700.000100")
         assert send_langfuse_scores.apply(args=[top]).get() == "sent"
@@ -171,13 +167,13 @@ def test_the_trace_id_in_the_bot_messages_metadata_is_read_at_the_configured_key
 
 @pytest.mark.parametrize("given", ["not-a-trace", "4bf92f3577b34da6", "z" * 32])
 def test_a_trace_id_that_is_not_one_is_said_counted_and_not_sent_or_retried(
-    given: str, langfuse: FakeLangfuse, redis_url: str, db_url: str, runtime_for: Callable[..., Runtime]
+    given: str, langfuse: FakeLangfuse, runtime_on: Callable[..., Runtime]
 ) -> None:
     with FakeSlack() as slack:
         slack.add_channel(CHANNEL, "support", members=["U_RELMON"])
         metadata = {"event_type": "support_answer", "event_payload": {"trace_id": given}}
         slack.add_message(CHANNEL, TS, text="Open Settings.", bot_id="B_SUPPORT", metadata=metadata)
-        runtime = runtime_on(runtime_for, redis_url, db_url, langfuse.url, slack.api_url, trace_id_from="metadata")
+        runtime = runtime_on(langfuse.url, slack.api_url, trace_id_from="metadata")
         judgment_id = judged(runtime)
         bad = sends("bad_trace_id")
         assert send_langfuse_scores.apply(args=[judgment_id]).get() == "bad_trace_id"
@@ -186,10 +182,10 @@ def test_a_trace_id_that_is_not_one_is_said_counted_and_not_sent_or_retried(
 
 
 def test_verdicts_go_over_otlp_as_gen_ai_evaluation_result_events_on_the_trace(
-    redis_url: str, db_url: str, runtime_for: Callable[..., Runtime]
+    runtime_on: Callable[..., Runtime],
 ) -> None:
     with FakeOtlpReceiver() as otlp:
-        runtime = runtime_on(runtime_for, redis_url, db_url, "", langfuse_host=None, otlp_endpoint=otlp.url)
+        runtime = runtime_on("", langfuse_host=None, otlp_endpoint=otlp.url)
         judgment_id = judged(runtime, confirmation="disputed")
         otlp.fail_next(1, 503)  # an outage: retried (by the exporter within its timeout, then by the task)
         assert send_otlp_evaluations.apply(args=[judgment_id]).get() == "sent"
@@ -206,10 +202,10 @@ def test_verdicts_go_over_otlp_as_gen_ai_evaluation_result_events_on_the_trace(
 
 
 def test_a_dead_otlp_endpoint_is_given_up_after_the_retries_allowed_and_counted(
-    redis_url: str, db_url: str, runtime_for: Callable[..., Runtime]
+    runtime_on: Callable[..., Runtime],
 ) -> None:
     dead = f"http://127.0.0.1:{free_port()}"
-    runtime = runtime_on(runtime_for, redis_url, db_url, "", langfuse_host=None, otlp_endpoint=dead)
+    runtime = runtime_on("", langfuse_host=None, otlp_endpoint=dead)
     judgment_id = judged(runtime)
     failed = sends("failed", tool="otlp")
     assert send_otlp_evaluations.apply(args=[judgment_id], retries=3).get() == "failed"

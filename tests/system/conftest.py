@@ -7,8 +7,19 @@ from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
+from celery import Celery
 
+from common.celery_app import create_celery
+from tests.builders import make_settings
 from tests.running_system import System, fresh_database, running_system
+
+
+@pytest.fixture
+def producer(redis_url: str) -> Iterator[Celery]:
+    """A Celery app on the test's Redis that only publishes, as the bot does; closed at teardown."""
+    app = create_celery(make_settings(redis_url=redis_url), redis_url)
+    yield app
+    app.close()
 
 
 @pytest.fixture

@@ -8,10 +8,9 @@ import json
 import pytest
 from sqlalchemy import select
 
-from common.celery_app import create_celery
 from store.models import Alert
-from store.settings import Settings
-from tests.alert_helpers import ALERTS, SUPPORT, add_judgment, alert_runtime, make_settings, write_rules
+from tests.alert_helpers import ALERTS, SUPPORT, add_judgment, write_rules
+from tests.builders import installed_runtime, make_settings
 from tests.processes import start_worker, wait_for
 from tests.running_system import fakes_env
 
@@ -21,7 +20,9 @@ PRIVATE = "G_PRIVATE"
 
 
 @pytest.mark.slow
-def test_worker_applies_rule_thresholds_and_withholds_private_text_in_the_summary(db_url, redis_url, fake, tmp_path):
+def test_worker_applies_rule_thresholds_and_withholds_private_text_in_the_summary(
+    db_url, redis_url, fake, tmp_path, producer
+):
     """A real `relmon worker` takes consider_alert from Redis: the rules file's threshold decides (3 alerts in the
     private channel, not in the default one) and its cap of 1 sends the rest to the hour's summary, which shows
     neither the private channel's text nor the judge's reasoning."""
@@ -41,8 +42,7 @@ def test_worker_applies_rule_thresholds_and_withholds_private_text_in_the_summar
         # runs the second opinion through a worker.
         RELMON_CONFIRM="off",
     )
-    producer = create_celery(Settings(_env_file=None, redis_url=redis_url), redis_url)
-    with alert_runtime(settings) as runtime:
+    with installed_runtime(settings) as runtime:
         worker = start_worker(env, log_dir=tmp_path / "logs")
         try:
             secret = {"question": "secret question", "answer": "secret answer", "reasoning": "secret reasoning"}
@@ -75,4 +75,3 @@ def test_worker_applies_rule_thresholds_and_withholds_private_text_in_the_summar
             assert low == {ids[1]: "posted", ids[2]: "held", ids[3]: "held", ids[4]: "posted"}
         finally:
             worker.stop()
-            producer.close()

@@ -81,8 +81,7 @@ def test_worker_without_the_llm_or_the_slack_token_exits_at_once_listing_them(tm
     assert not (tmp_path / "db.sqlite3").exists()  # nothing was started or created
 
 
-def test_a_keyless_local_endpoint_needs_only_openai_base_url(tmp_path: Path) -> None:
-    from common.runtime import Runtime
+def test_a_keyless_local_endpoint_needs_only_openai_base_url(tmp_path: Path, runtime_for) -> None:
     from judges import RelevancyJudge
     from store.settings import Settings
     from tests.fakes.openai_server import FakeOpenAI
@@ -94,13 +93,13 @@ def test_a_keyless_local_endpoint_needs_only_openai_base_url(tmp_path: Path) -> 
         "alert_channel": "C1",
         "data_dir": tmp_path,
     }
-    assert "OPENAI_API_KEY" in Settings(**complete, openai_api_key="").missing()
+    assert "OPENAI_API_KEY" in Settings(_env_file=None, **complete, openai_api_key="").missing()
     with FakeOpenAI() as fake:
         for key in (None, ""):  # unset, or set empty (compose's .env)
-            settings = Settings(**complete, openai_api_key=key, openai_base_url=fake.base_url)
+            settings = Settings(_env_file=None, **complete, openai_api_key=key, openai_base_url=fake.base_url)
             assert settings.missing() == [] and settings.missing_message(events=False) is None
             # The pipeline's client (common.runtime), built as a worker builds it: no key, a judgment all the same.
             verdict = RelevancyJudge().evaluate(
-                Runtime(settings).llm, "How do I reset my password?", "Open Settings > Security > Reset password."
+                runtime_for(settings).llm, "How do I reset my password?", "Open Settings > Security > Reset password."
             )
             assert verdict.status == "ok" and verdict.score == 4

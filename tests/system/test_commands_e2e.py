@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 import redis
 
-from common.celery_app import QUEUE_SLACK, create_celery
+from common.celery_app import QUEUE_SLACK
 from store.db import Database
 from store.models import Pair, PairStatus
-from store.settings import Settings
 from tests import slack_requests as sr
-from tests.bot_harness import SECRET, BotServer, bot_settings
+from tests.bot_harness import BotServer
+from tests.builders import SECRET, make_settings
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.slack_server import FakeSlack
 from tests.processes import wait_for
@@ -76,17 +76,10 @@ def worker(redis_url, db_url, slack, openai, tmp_path: Path):
 @pytest.fixture
 def bot(redis_url, db_url, slack):
     server = BotServer(
-        bot_settings(redis_url=redis_url, database_url=db_url, slack_api_url=slack.api_url, alert_cap_per_hour=2)
+        make_settings(redis_url=redis_url, database_url=db_url, slack_api_url=slack.api_url, alert_cap_per_hour=2)
     )
     yield server.__enter__()
     server.__exit__()
-
-
-@pytest.fixture
-def producer(redis_url):
-    app = create_celery(Settings(_env_file=None, redis_url=redis_url), redis_url)
-    yield app
-    app.close()
 
 
 def captured_pairs(bot, answers: list[str], first: int = 0) -> list[int]:

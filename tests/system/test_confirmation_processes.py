@@ -13,7 +13,7 @@ import pytest
 from judges.context import HEADING, QUESTION_LABEL
 from store.models import ConfirmationStatus
 from tests import slack_requests as sr
-from tests.bot_harness import SECRET
+from tests.builders import SECRET
 from tests.fakes.openai_server import is_sampled, prompt_text
 from tests.processes import wait_for
 from tests.running_system import CHANNEL

@@ -12,7 +12,7 @@ from common.celery_app import QUEUE_JUDGE, QUEUE_SLACK
 from store.models import PairStatus
 from tests import slack_requests as sr
 from tests import slack_shapes as ss
-from tests.bot_harness import SECRET
+from tests.builders import SECRET
 from tests.processes import wait_for
 from tests.running_system import ALERTS, CHANNEL
 from tests.system.test_outcomes_processes import answered_in_thread, missed_alerts, signal_rows

@@ -14,7 +14,7 @@ from common.messages.golden import EXPECTED_BLOCK, GOLDEN_ACTION_ID, GOLDEN_MODA
 from store.db import Database
 from store.golden_models import GoldenItem
 from tests import slack_requests as sr
-from tests.bot_harness import SECRET
+from tests.builders import SECRET
 from tests.fakes.slack_server import FakeSlack
 from tests.processes import wait_for
 from tests.running_system import ALERTS, CHANNEL, add_support_channel, relmon_processes

@@ -12,10 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from common.celery_app import create_celery
 from judges import get_judge
 from store.db import Database
-from store.settings import Settings
 from tests.fakes.slack_server import FakeSlack
 from tests.local_llm import MODEL_ALIAS, SAMPLES, LlamaServer, judged_by_worker, local_env, missing, relmon_judge
 from tests.processes import start_worker
@@ -56,20 +54,18 @@ def test_relmon_judge_ends_in_a_verdict_never_an_endpoint_failure(
 
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 def test_a_pair_judged_by_a_real_worker(
-    llama: LlamaServer, redis_url: str, db_url: str, database: Database, tmp_path: Path
+    llama: LlamaServer, redis_url: str, db_url: str, database: Database, tmp_path: Path, producer
 ) -> None:
     question, answer, _ = SAMPLES[1]
     with FakeSlack() as slack:
         env = local_env(
             llama.base_url, MODEL_ALIAS, tmp_path, redis_url=redis_url, database_url=db_url, slack_api_url=slack.api_url
         )
-        producer = create_celery(Settings(redis_url=redis_url), redis_url)
         worker = start_worker(env, log_dir=tmp_path, timeout=120)
         try:
             rows = judged_by_worker(database, producer, question, answer)
         finally:
             worker.stop()
-            producer.close()
     assert [row["judge"] for row in rows] == ["relevancy"]
     assert_verdict_or_flagged_error(rows[0], "relevancy")
     assert rows[0]["model"] == MODEL_ALIAS

@@ -16,7 +16,7 @@ from common.celery_app import QUEUE_JUDGE, QUEUE_SLACK
 from store.db import Database
 from store.models import Feedback, Judgment, OutcomeSignal, OutcomeWindow, Pair, PairStatus
 from tests import slack_requests as sr
-from tests.bot_harness import SECRET
+from tests.builders import SECRET
 from tests.conftest import IN_CI
 from tests.fakes.slack_server import FakeSlack
 from tests.processes import wait_for

@@ -16,10 +16,10 @@ import pytest
 import redis
 from sqlalchemy import select, update
 
-from common.celery_app import QUEUE_JUDGE, create_celery
+from common.celery_app import QUEUE_JUDGE
 from store.db import Database
 from store.models import DailyUsage, JudgingFailure, Judgment, Pair, PairStatus
-from store.settings import MIN_LEASE_SECONDS, Settings
+from store.settings import MIN_LEASE_SECONDS
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.slack_server import FakeSlack
 from tests.pipeline_helpers import add_pairs, count_judgments, judgments_per_pair, statuses, sweep_as_beat_would
@@ -70,14 +70,6 @@ def env_for(redis_url: str, db_url: str, fake_openai: FakeOpenAI, fake_slack: Fa
         )
 
     return make
-
-
-@pytest.fixture
-def producer(redis_url: str):
-    """A Celery app on the test Redis that only publishes (like the bot's settle step would)."""
-    app = create_celery(Settings(redis_url=redis_url), redis_url)
-    yield app
-    app.close()
 
 
 @pytest.fixture

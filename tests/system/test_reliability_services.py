@@ -18,8 +18,7 @@ import pytest
 import redis
 
 from common import task_names
-from common.celery_app import create_celery
-from store.settings import MIN_LEASE_SECONDS, Settings
+from store.settings import MIN_LEASE_SECONDS
 from tests.processes import json_lines, relmon_env, start_worker, wait_for
 from workers.judging.queued import UNACKED_KEY
 
@@ -40,7 +39,7 @@ def test_redis_killed_and_restarted_mid_run(make_system, redis_server) -> None:
 
 
 def test_countdowns_a_worker_held_when_redis_restarted_run_once_and_the_worker_lives(
-    redis_server, redis_url: str, fresh_db_url: str, tmp_path: Path
+    redis_server, redis_url: str, fresh_db_url: str, tmp_path: Path, producer
 ) -> None:
     """Celery lets go of the countdowns it held when its connection to Redis breaks. The worker lives (kombu's
     restore on closing the broken channel used to stop it), stops renewing their leases, and once a lease lapses
@@ -51,7 +50,6 @@ def test_countdowns_a_worker_held_when_redis_restarted_run_once_and_the_worker_l
         data_dir=tmp_path / "data",
         RELMON_VISIBILITY_TIMEOUT=MIN_LEASE_SECONDS,
     )
-    producer = create_celery(Settings(_env_file=None, redis_url=redis_url), redis_url)
     client = redis.Redis.from_url(redis_url)
     with start_worker(env, log_dir=tmp_path / "logs") as worker:
         missing = [990_001, 990_002, 990_003]  # judge_pair logs "pair not found" for each, and stores nothing
@@ -70,7 +68,6 @@ def test_countdowns_a_worker_held_when_redis_restarted_run_once_and_the_worker_l
         assert worker.running(), worker.tail()
         assert "Unrecoverable error" not in worker.log()
         assert client.hlen(UNACKED_KEY) == 0
-    producer.close()
 
 
 OUTAGE_SECONDS = 20  # shortened from bench/faults.py's 10 minutes: the spool's behaviour does not depend on it

@@ -291,7 +291,7 @@ def test_private_channels_are_quoted_only_where_their_rule_allows(
     ],
 )
 def test_a_private_channel_is_quoted_only_under_its_own_alert_channel(rules: dict, quoted: bool) -> None:
-    settings = Settings(alert_channel="CDEFAULT")
+    settings = Settings(_env_file=None, alert_channel="CDEFAULT")
     parsed = ChannelRules.model_validate(rules)
     assert may_quote_channel("G1", True, parsed, settings) is quoted
     assert may_quote_channel("G1", False, parsed, settings) is True  # public channels are always quoted

@@ -19,8 +19,8 @@ from capture.pairing import (
     resolve,
 )
 from store.rules import ChannelRule, ChannelRules
-from store.settings import Settings
 from tests import slack_requests as sr
+from tests.builders import make_settings
 
 H, B, X = Author.HUMAN, Author.MONITORED_BOT, Author.OTHER  # X: another bot
 WINDOW = 600
@@ -178,10 +178,6 @@ def test_edit_is_read_from_the_new_message() -> None:
 # Which channels --------------------------------------------------------------------------------
 
 
-def settings(**kwargs) -> Settings:
-    return Settings(_env_file=None, alert_channel="C_ALERTS", **kwargs)
-
-
 @pytest.mark.parametrize(
     ("channel", "config", "rules", "expected"),
     [
@@ -197,4 +193,4 @@ def settings(**kwargs) -> Settings:
     ],
 )
 def test_channel_ignore_reason(channel, config, rules, expected) -> None:
-    assert channel_ignore_reason(channel, settings(**config), rules) == expected
+    assert channel_ignore_reason(channel, make_settings(**config), rules) == expected

@@ -22,7 +22,7 @@ def next_run(schedule: zoned_crontab, last_run: datetime, now: datetime) -> date
 
 
 def test_weekly_digest_runs_at_local_time_in_a_non_utc_zone() -> None:
-    settings = Settings(digest_day="wednesday", digest_hour=8, digest_timezone="America/New_York")
+    settings = Settings(_env_file=None, digest_day="wednesday", digest_hour=8, digest_timezone="America/New_York")
     entry = beat_schedule(settings)["relmon-weekly-digest"]
     assert entry["task"] == "workers.tasks.digest.send_digest"
     assert entry["kwargs"] == {"scheduled": True}  # the run is keyed by its slot (see scheduled_key)
@@ -39,7 +39,7 @@ def test_weekly_digest_runs_at_local_time_in_a_non_utc_zone() -> None:
 
 
 def test_default_is_monday_nine_utc_and_purge_avoids_the_dst_hours() -> None:
-    schedule = beat_schedule(Settings())
+    schedule = beat_schedule(Settings(_env_file=None))
     digest = schedule["relmon-weekly-digest"]["schedule"]
     assert digest.timezone_name == "UTC" and digest.hour == {9} and digest.minute == {0} and digest.day_of_week == {1}
     purge = schedule["relmon-purge-old"]
@@ -49,7 +49,7 @@ def test_default_is_monday_nine_utc_and_purge_avoids_the_dst_hours() -> None:
 
 
 def test_schedule_survives_beats_pickled_state() -> None:
-    digest = beat_schedule(Settings(digest_timezone="Asia/Tokyo"))["relmon-weekly-digest"]["schedule"]
+    digest = beat_schedule(Settings(_env_file=None, digest_timezone="Asia/Tokyo"))["relmon-weekly-digest"]["schedule"]
     restored = pickle.loads(pickle.dumps(digest))
     assert restored == digest and restored.timezone_name == "Asia/Tokyo"
     assert restored != zoned_crontab(minute=0, hour=9, day_of_week="mon", timezone="UTC")

@@ -209,7 +209,7 @@ def test_channels_that_are_configured_appear_even_when_quiet_and_unwatched_ones_
 
 
 def test_private_text_is_quoted_only_in_the_alert_channel_its_rule_allows():
-    settings = Settings(alert_channel="CALERTS")
+    settings = Settings(_env_file=None, alert_channel="CALERTS")
     rules = ChannelRules.model_validate(
         {"channels": {"GPRIV": {"quote_private": True, "alert_channel": "CQUOTE"}, "GOTHER": {}}}
     )
@@ -221,7 +221,7 @@ def test_private_text_is_quoted_only_in_the_alert_channel_its_rule_allows():
 
 
 def test_private_text_needs_the_channels_own_rule_to_name_the_alert_channel_as_alerts_do():
-    settings = Settings(alert_channel="CALERTS")
+    settings = Settings(_env_file=None, alert_channel="CALERTS")
     # Quoting on, but the channel's rule names no alert channel: its alerts would not quote, nor may the digest.
     own_quote_only = ChannelRules.model_validate({"channels": {"GPRIV": {"quote_private": True}}})
     assert not may_quote("GPRIV", True, own_quote_only, settings, "CALERTS")
