@@ -18,6 +18,7 @@ from common.celery_app import celery
 from common.runtime import Runtime
 from common.telemetry.logs import event_fields
 from store.models import Judgment, OutcomeSignal, Pair
+from store.signals import SIGNALS
 from workers.traces import (
     BadTraceId,
     Verdict,
@@ -49,7 +50,7 @@ class Subject:
     channel: str
     answer_ts: str
     thread_ts: str | None = None
-    signal: str | None = None  # a name of capture.outcomes.SIGNALS
+    signal: str | None = None  # a name of store.signals.SIGNALS
     pair_id: int = 0
 
 
@@ -76,7 +77,10 @@ def load_subject(runtime: Runtime, judgment_id: int) -> Subject | None:
 
 
 def load_outcome(runtime: Runtime, pair_id: int, signal: str) -> Subject | None:
-    """The pair's answer, if the signal is recorded on it (None when the pair is gone: retention, a deletion)."""
+    """The pair's answer, if the signal is recorded on it (None when the pair is gone: retention, a deletion; or
+    the name is none of the signals')."""
+    if signal not in SIGNALS:
+        return None
     with runtime.db.reading() as session:
         row = session.execute(
             select(Pair.channel_id, Pair.answer_ts, Pair.thread_ts)

@@ -87,7 +87,7 @@ def langfuse_scores(verdict: Verdict, trace_id: str) -> list[dict]:
 
 
 def outcome_score(pair_id: int, signal: str, trace_id: str) -> dict:
-    """The Langfuse score of one outcome signal (a name of capture.outcomes.SIGNALS): BOOLEAN, true, since a
+    """The Langfuse score of one outcome signal (a name of store.signals.SIGNALS): BOOLEAN, true, since a
     signal is recorded when it happened and never taken back. Its `id` is per pair and signal, not per judgment:
     one score whichever judge judged the answer, and a resend upserts it."""
     return {

@@ -107,6 +107,7 @@ def test_an_outcome_signal_becomes_a_boolean_score_and_an_evaluation_event_on_th
         assert send_otlp_outcome.apply(args=[pair_id, "reask"]).get() == "sent"
         assert send_langfuse_outcome.apply(args=[pair_id, "resolved"]).get() == "skipped"  # not recorded
         assert send_otlp_outcome.apply(args=[pair_id + 1000, "reask"]).get() == "skipped"  # no such pair
+        assert send_otlp_outcome.apply(args=[pair_id, "reask', 'x"]).get() == "skipped"  # no such signal
         records = otlp.log_records()
     trace_id = Langfuse.create_trace_id(seed=f"{CHANNEL}:{TS}")
     scores = langfuse.stored()
