@@ -567,7 +567,9 @@ def test_without_events_a_private_channels_members_are_only_seconds_old(bot, sla
 # On-demand use cannot starve monitoring --------------------------------------------------------------------------
 
 
-def test_on_demand_requests_have_a_per_person_hourly_limit_and_a_daily_budget_of_their_own(redis_url, db_url, slack):
+@pytest.fixture
+def limited_bot(redis_url, db_url, slack):
+    """A bot allowing two on-demand requests a person an hour, three a day in all; U_ASKER has used their two."""
     settings = bot_settings(
         redis_url=redis_url, database_url=db_url, slack_api_url=slack.api_url,
         on_demand_per_person_hour=2, on_demand_budget=3,
@@ -576,17 +578,26 @@ def test_on_demand_requests_have_a_per_person_hourly_limit_and_a_daily_budget_of
         for number in range(2):
             command(served, LINK, slack, key=f"ok{number}")
             wait_for(lambda n=number: len(pairs(served)) == n + 1, timeout=10, what="an on-demand pair")
-        command(served, LINK, slack, key="third")
-        [refusal] = wait_for(lambda: slack.responses["third"], timeout=10, what="the rate limit")
-        assert refusal["text"] == ERRORS["rate_limited"] and len(pairs(served)) == 2
-        # Another person still may, until the day's on-demand budget (3) is spent.
-        slack.channels[C].members.append("U_OTHER")
-        assert sr.post(served.url, member_event("member_joined_channel", C, "U_OTHER"), SECRET).status_code == 200
-        command(served, LINK, slack, key="other", user_id="U_OTHER")
-        wait_for(lambda: len(pairs(served)) == 3, timeout=10, what="the other person's pair")
-        command(served, LINK, slack, key="spent", user_id="U_OTHER")
-        [spent] = wait_for(lambda: slack.responses["spent"], timeout=10, what="the budget refusal")
-        assert spent["text"] == ERRORS["on_demand_budget"] and len(pairs(served)) == 3
-        # The monitoring budget was not touched: nothing was charged in SQL by the bot.
-        with served.runtime.db.session() as session:
-            assert session.execute(select(func.count()).select_from(DailyUsage)).scalar_one() == 0
+        yield served
+
+
+def test_on_demand_requests_have_a_per_person_hourly_limit(limited_bot, slack):
+    served = limited_bot
+    command(served, LINK, slack, key="third")
+    [refusal] = wait_for(lambda: slack.responses["third"], timeout=10, what="the rate limit")
+    assert refusal["text"] == ERRORS["rate_limited"] and len(pairs(served)) == 2
+
+
+def test_on_demand_requests_have_a_daily_budget_of_their_own(limited_bot, slack):
+    served = limited_bot
+    # Another person still may, until the day's on-demand budget (3) is spent.
+    slack.channels[C].members.append("U_OTHER")
+    assert sr.post(served.url, member_event("member_joined_channel", C, "U_OTHER"), SECRET).status_code == 200
+    command(served, LINK, slack, key="other", user_id="U_OTHER")
+    wait_for(lambda: len(pairs(served)) == 3, timeout=10, what="the other person's pair")
+    command(served, LINK, slack, key="spent", user_id="U_OTHER")
+    [spent] = wait_for(lambda: slack.responses["spent"], timeout=10, what="the budget refusal")
+    assert spent["text"] == ERRORS["on_demand_budget"] and len(pairs(served)) == 3
+    # The monitoring budget was not touched: nothing was charged in SQL by the bot.
+    with served.runtime.db.session() as session:
+        assert session.execute(select(func.count()).select_from(DailyUsage)).scalar_one() == 0
