@@ -21,7 +21,6 @@ from capture.conversation_log import ConversationLog
 from capture.directory import UserNames
 from capture.outcome_watches import WatchBoard, note_helped, staff_evidence
 from capture.outcomes import (
-    HUMAN_TAKEOVER,
     Watch,
     closing_signals,
     concerns,
@@ -45,6 +44,7 @@ from store import alerts as alert_store
 from store import outcomes as store
 from store import pairs
 from store.models import as_utc
+from store.signals import HUMAN_TAKEOVER
 from workers import golden_items, noted_tasks
 
 log = logging.getLogger("relmon.outcomes")

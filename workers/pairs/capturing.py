@@ -130,7 +130,8 @@ class _Capture:
         mark = mark_of(answer_text, run, flags.restricted, flags.ext_shared, errored, state)
         if context.held.mark == mark:  # a replayed task: this very answer was stored
             if self.redelivered and context.held.pair_id is not None:
-                # Its first run may have died (or been requeued) while judging it: judge_pair finishes what it left.
+                # Its first run may have died, or failed to queue the judgment's follow-ups (Redis down) and been
+                # requeued or retried: judge_pair finishes what it left.
                 celery.send_task(task_names.JUDGE_PAIR, args=[context.held.pair_id], kwargs={"resumed": True})
             return "unchanged"
         merged = [p.ts for p in run[1:]]
