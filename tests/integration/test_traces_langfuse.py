@@ -94,12 +94,12 @@ def test_a_verdict_and_its_second_opinion_become_scores_on_the_trace_langfuse_de
 
 
 def test_an_outcome_signal_becomes_a_boolean_score_and_an_evaluation_event_on_the_answers_trace(
-    langfuse: FakeLangfuse, redis_url: str, db_url: str, runtime_for: Callable[..., Runtime]
+    langfuse: FakeLangfuse, runtime_on: Callable[..., Runtime]
 ) -> None:
     """A signal goes by its own send (per pair and signal, whichever judge judged): a redelivery upserts the same
     score; a signal not recorded (or whose pair is gone) sends nothing."""
     with FakeOtlpReceiver() as otlp:
-        runtime = runtime_on(runtime_for, redis_url, db_url, langfuse.url, otlp_endpoint=otlp.url)
+        runtime = runtime_on(langfuse.url, otlp_endpoint=otlp.url)
         pair_id = signalled(runtime, judged(runtime))
         assert send_langfuse_outcome.apply(args=[pair_id, "reask"]).get() == "sent"
         assert send_langfuse_outcome.apply(args=[pair_id, "reask"]).get() == "sent"  # a redelivery
@@ -256,9 +256,7 @@ def test_a_dead_otlp_endpoint_is_given_up_after_the_retries_allowed_and_counted(
 
 
 def test_an_otlp_endpoint_that_refuses_the_key_is_said_and_counted_without_a_retry(
-    redis_url: str,
-    db_url: str,
-    runtime_for: Callable[..., Runtime],
+    runtime_on: Callable[..., Runtime],
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -266,7 +264,7 @@ def test_an_otlp_endpoint_that_refuses_the_key_is_said_and_counted_without_a_ret
     outage: one request (the exporter does not retry it, nor does the task), a log line with the status, a count."""
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", "Authorization=Bearer%20wrong-token")
     with FakeOtlpReceiver(token="right-token") as otlp:
-        runtime = runtime_on(runtime_for, redis_url, db_url, "", langfuse_host=None, otlp_endpoint=otlp.url)
+        runtime = runtime_on("", langfuse_host=None, otlp_endpoint=otlp.url)
         judgment_id = judged(runtime)
         rejected = sends("rejected", tool="otlp")
         with caplog.at_level(logging.WARNING, logger="relmon.traces"):
@@ -278,10 +276,10 @@ def test_an_otlp_endpoint_that_refuses_the_key_is_said_and_counted_without_a_ret
 
 
 def test_an_otlp_key_the_endpoint_takes_is_sent_in_the_standard_headers_variable(
-    redis_url: str, db_url: str, runtime_for: Callable[..., Runtime], monkeypatch: pytest.MonkeyPatch
+    runtime_on: Callable[..., Runtime], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", "Authorization=Bearer%20right-token")
     with FakeOtlpReceiver(token="right-token") as otlp:
-        runtime = runtime_on(runtime_for, redis_url, db_url, "", langfuse_host=None, otlp_endpoint=otlp.url)
+        runtime = runtime_on("", langfuse_host=None, otlp_endpoint=otlp.url)
         assert send_otlp_evaluations.apply(args=[judged(runtime)]).get() == "sent"
         assert otlp.posts == 1 and len(otlp.log_records()) == 1
