@@ -1,7 +1,7 @@
-"""Sending verdicts to the support bot's traces (Langfuse scores, OpenTelemetry evaluation events): loading the
-judgment, finding its trace ID, one send per tool, and queueing the sends after a judgment. The tasks that run a
-send (and retry it) are `workers.tasks.traces`; the payloads' rules are `workers.traces`. The tools' SDKs load
-on the first send, not with the worker: most deployments set neither tool."""
+"""Sending verdicts to the support bot's traces (Langfuse scores, OpenTelemetry evaluation events, Phoenix span
+annotations): loading the judgment, finding its trace ID, one send per tool, and queueing the sends after a
+judgment. The tasks that run a send (and retry it) are `workers.tasks.traces`; the payloads' rules are
+`workers.traces`. The tools' SDKs load on the first send, not with the worker: most deployments set no tool."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from store.models import Judgment, OutcomeSignal, Pair
 from workers.traces import (
     BadTraceId,
     Verdict,
+    checked_span_id,
     checked_trace_id,
     evaluation_events,
     langfuse_scores,
@@ -29,7 +30,7 @@ from workers.traces import (
 
 log = logging.getLogger("relmon.traces")
 
-LANGFUSE, OTLP = "langfuse", "otlp"
+LANGFUSE, OTLP, PHOENIX = "langfuse", "otlp", "phoenix"
 TIMEOUT_SECONDS = 10.0
 REFUSED = (400, 401, 403, 404, 422)  # the tool says no: sending again would say the same
 
@@ -71,14 +72,26 @@ def load_subject(runtime: Runtime, judgment_id: int) -> Subject | None:
     return Subject(verdict, channel, answer_ts, thread_ts)
 
 
-def trace_id_of(runtime: Runtime, subject: Subject) -> str | None:
-    """The answer's trace ID (canonical): derived from the message (slack_ts), or the one the bot put in its
-    message's metadata; None when it gave none; BadTraceId when what it gave is not one."""
+@dataclass(frozen=True)
+class Target:
+    """A judgment whose answer names a trace: what to send it to, and the fields of its log lines."""
+
+    subject: Subject
+    trace_id: str
+    span_id: str | None  # as the bot gave it in its metadata (RELMON_SPAN_ID_KEY), unchecked: Phoenix's alone
+    fields: dict
+
+
+def trace_ids_of(runtime: Runtime, subject: Subject) -> tuple[str | None, str | None]:
+    """The answer's trace ID (canonical) and the span ID the bot gave, if any: the trace derived from the message
+    (slack_ts, no span), or both read from the message's metadata in one read; the trace ID None when it gave
+    none; BadTraceId when what it gave is not one."""
     settings = runtime.settings
     if settings.trace_id_from == "slack_ts":
-        return slack_trace_id(subject.channel, subject.answer_ts)
-    given = metadata_trace_id(message_metadata(runtime, subject), settings.trace_id_key)
-    return checked_trace_id(given) if given else None
+        return slack_trace_id(subject.channel, subject.answer_ts), None
+    metadata = message_metadata(runtime, subject)
+    given = metadata_trace_id(metadata, settings.trace_id_key)
+    return (checked_trace_id(given) if given else None), metadata_trace_id(metadata, settings.span_id_key)
 
 
 def message_metadata(runtime: Runtime, subject: Subject) -> dict | None:
@@ -107,7 +120,7 @@ def message_metadata(runtime: Runtime, subject: Subject) -> dict | None:
     return None
 
 
-def traced(runtime: Runtime, judgment_id: int, tool: str) -> tuple[Subject, str, dict] | str:
+def traced(runtime: Runtime, judgment_id: int, tool: str) -> Target | str:
     """The judgment, its trace ID and the log fields; or the outcome when there is nothing to send (skipped: the
     judgment is gone or its answer names no trace; bad_trace_id: what it names is not one)."""
     subject = load_subject(runtime, judgment_id)
@@ -115,11 +128,11 @@ def traced(runtime: Runtime, judgment_id: int, tool: str) -> tuple[Subject, str,
         return "skipped"  # deleted since (retention, a deletion in Slack)
     fields = event_fields(channel=subject.channel, message_ts=subject.answer_ts, judgment_id=judgment_id, tool=tool)
     try:
-        trace_id = trace_id_of(runtime, subject)
+        trace_id, span_id = trace_ids_of(runtime, subject)
     except BadTraceId as error:
         log.warning("trace id refused", extra={**fields, "reason": str(error), "key": runtime.settings.trace_id_key})
         return "bad_trace_id"
-    return (subject, trace_id, fields) if trace_id else "skipped"
+    return Target(subject, trace_id, span_id, fields) if trace_id else "skipped"
 
 
 def send_to_langfuse(runtime: Runtime, judgment_id: int) -> str:
@@ -132,8 +145,8 @@ def send_to_langfuse(runtime: Runtime, judgment_id: int) -> str:
     found = traced(runtime, judgment_id, LANGFUSE)
     if isinstance(found, str):
         return found
-    subject, trace_id, fields = found
-    scores = langfuse_scores(subject.verdict, trace_id)
+    fields = found.fields
+    scores = langfuse_scores(found.subject.verdict, found.trace_id)
     if not scores:
         return "skipped"
     client = LangfuseAPI(
@@ -167,14 +180,30 @@ def send_to_otlp(runtime: Runtime, judgment_id: int) -> str:
     found = traced(runtime, judgment_id, OTLP)
     if isinstance(found, str):
         return found
-    subject, trace_id, fields = found
-    events = evaluation_events(subject.verdict)
+    events = evaluation_events(found.subject.verdict)
     if not events:
         return "skipped"
-    if not export_evaluations(runtime.settings.otlp_endpoint, trace_id, events):
+    if not export_evaluations(runtime.settings.otlp_endpoint, found.trace_id, events):
         raise SendAgain("the OTLP endpoint did not take the events")
-    log.info("evaluation events sent", extra={**fields, "events": len(events)})
+    log.info("evaluation events sent", extra={**found.fields, "events": len(events)})
     return "sent"
+
+
+def send_to_phoenix(runtime: Runtime, judgment_id: int) -> str:
+    """One judgment's span annotations to Phoenix (workers.phoenix_annotations: which span, and why). SendAgain:
+    retry."""
+    from workers.phoenix_annotations import annotate
+
+    found = traced(runtime, judgment_id, PHOENIX)
+    if isinstance(found, str):
+        return found
+    try:
+        span_id = checked_span_id(found.span_id) if found.span_id else None
+    except BadTraceId as error:
+        key = runtime.settings.span_id_key
+        log.warning("span id refused", extra={**found.fields, "reason": str(error), "key": key})
+        return "bad_trace_id"
+    return annotate(runtime.settings, found.subject.verdict, found.trace_id, span_id, found.fields)
 
 
 def queue_trace_sends(runtime: Runtime, judgment_ids: list[int]) -> None:
@@ -183,6 +212,7 @@ def queue_trace_sends(runtime: Runtime, judgment_ids: list[int]) -> None:
     settings = runtime.settings
     tools = [(LANGFUSE, task_names.SEND_LANGFUSE_SCORES)] if settings.langfuse_enabled else []
     tools += [(OTLP, task_names.SEND_OTLP_EVALUATIONS)] if settings.otlp_endpoint else []
+    tools += [(PHOENIX, task_names.SEND_PHOENIX_ANNOTATIONS)] if settings.phoenix_url else []
     for judgment_id in judgment_ids:
         for tool, task in tools:
             try:

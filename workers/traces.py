@@ -15,11 +15,12 @@ from dataclasses import dataclass
 from typing import Any
 
 TRACE_ID = re.compile(r"[0-9a-f]{32}")
+SPAN_ID = re.compile(r"[0-9a-f]{16}")
 COMMENT_CHARS = 500  # Langfuse shows the comment beside the score: the judge's reasoning, cut
 
 
 class BadTraceId(ValueError):
-    """What the bot gave as a trace ID is not one (wrong length, not hex, all zeros)."""
+    """What the bot gave as a trace ID (or span ID) is not one (wrong length, not hex, all zeros)."""
 
 
 def slack_trace_id(channel: str, ts: str) -> str:
@@ -41,6 +42,14 @@ def checked_trace_id(value: str) -> str:
     canonical = value.strip().lower().replace("-", "")
     if not TRACE_ID.fullmatch(canonical) or canonical == "0" * 32:
         raise BadTraceId(f"not a trace ID: {len(value)} characters, expected 32 hex")
+    return canonical
+
+
+def checked_span_id(value: str) -> str:
+    """The span ID in its canonical form (16 lower-case hex, as Phoenix and OpenTelemetry write it), or BadTraceId."""
+    canonical = value.strip().lower()
+    if not SPAN_ID.fullmatch(canonical) or canonical == "0" * 16:
+        raise BadTraceId(f"not a span ID: {len(value)} characters, expected 16 hex")
     return canonical
 
 
@@ -95,6 +104,32 @@ def langfuse_scores(verdict: Verdict, trace_id: str) -> list[dict]:
             }
         )
     return scores
+
+
+def phoenix_annotations(verdict: Verdict, span_id: str) -> list[dict]:
+    """Phoenix span annotation bodies (POST /v1/span_annotations). Phoenix upserts by (name, span_id, identifier),
+    and each identifier is derived from the judgment, as Langfuse's score ids are: a resend updates, never adds.
+    The verdict and the second opinion are an LLM's; an outcome signal is observed by code."""
+    annotations = []
+    if verdict.status == "ok" and verdict.normalized_score is not None:
+        result = {"score": verdict.normalized_score, "explanation": (verdict.reasoning or "")[:COMMENT_CHARS] or None}
+        annotations.append((f"relmon.{verdict.judge}", "LLM", result, f"relmon-{verdict.judgment_id}-score"))
+    if verdict.confirmation_status:
+        annotations.append(
+            (
+                f"relmon.{verdict.judge}.second_opinion",
+                "LLM",
+                {"label": verdict.confirmation_status},
+                f"relmon-{verdict.judgment_id}-second-opinion",
+            )
+        )
+    for name in verdict.signals:
+        result = {"label": "true", "score": 1.0}
+        annotations.append((f"relmon.outcome.{name}", "CODE", result, f"relmon-pair-{verdict.pair_id}-{name}"))
+    return [
+        {"span_id": span_id, "name": name, "annotator_kind": kind, "result": result, "identifier": identifier}
+        for name, kind, result, identifier in annotations
+    ]
 
 
 EVALUATION_EVENT = "gen_ai.evaluation.result"  # OpenTelemetry's GenAI semantic conventions

@@ -1,6 +1,6 @@
-"""Verdicts sent to the support bot's traces (Langfuse scores, OpenTelemetry evaluation events), one task per
-judgment and tool: idempotent (score ids
-derived from the judgment: a resend upserts), retried with backoff while the tool is out of reach, never in the
+"""Verdicts sent to the support bot's traces (Langfuse scores, OpenTelemetry evaluation events, Phoenix span
+annotations), one task per judgment and tool: idempotent (score ids and annotation identifiers derived from the
+judgment: a resend upserts), retried with backoff while the tool is out of reach, never in the
 way of judging or alerting (queued after the judgment is stored, failing alone). A trace ID that is not one, or
 a key the tool refuses, is said once in a log line and a metric, and not retried."""
 
@@ -12,7 +12,15 @@ from common import metrics, task_names
 from common.backoff import backoff_seconds
 from common.celery_app import celery
 from common.runtime import get_runtime
-from workers.trace_sending import LANGFUSE, OTLP, SendAgain, send_to_langfuse, send_to_otlp
+from workers.trace_sending import (
+    LANGFUSE,
+    OTLP,
+    PHOENIX,
+    SendAgain,
+    send_to_langfuse,
+    send_to_otlp,
+    send_to_phoenix,
+)
 
 log = logging.getLogger("relmon.traces")
 
@@ -46,3 +54,8 @@ def send_langfuse_scores(self, judgment_id: int) -> str:
 @celery.task(name=task_names.SEND_OTLP_EVALUATIONS, bind=True, acks_late=True, max_retries=None)
 def send_otlp_evaluations(self, judgment_id: int) -> str:
     return attempt(self, OTLP, send_to_otlp, judgment_id)
+
+
+@celery.task(name=task_names.SEND_PHOENIX_ANNOTATIONS, bind=True, acks_late=True, max_retries=None)
+def send_phoenix_annotations(self, judgment_id: int) -> str:
+    return attempt(self, PHOENIX, send_to_phoenix, judgment_id)
