@@ -53,13 +53,17 @@ def test_the_same_question_asked_twice_is_one_item_counted_twice(database: Datab
     assert item.origin == ORIGIN_TAKEOVER and item.context == "[customer] hi"
 
 
-def test_an_edited_expected_answer_is_kept_and_a_removed_item_stays_out(database: Database) -> None:
+def test_an_edited_expected_answer_is_kept(database: Database) -> None:
     item_id, _ = add(database, asked("100.0", expected=None))
     with database.session() as session:
         assert golden.set_expected(session, item_id, "Use the Keys page.", "U_SAM")
     add(database, asked("200.0"))  # a later teammate reply does not overwrite the person's words
     [item] = items(database)
     assert item.expected == "Use the Keys page." and item.edited_by == "U_SAM" and item.times == 2
+
+
+def test_a_removed_item_stays_out(database: Database) -> None:
+    item_id, _ = add(database, asked("100.0"))
     with database.session() as session:
         assert golden.remove_item(session, item_id, "U_SAM")
         assert not golden.remove_item(session, item_id, "U_SAM")
@@ -85,12 +89,16 @@ def test_a_deleted_message_takes_its_source_away_and_the_last_one_the_item(datab
     assert items(database) == []
 
 
-def test_private_items_are_only_for_their_channels_members_and_imports_merge(database: Database) -> None:
+def test_private_items_are_only_for_their_channels_members(database: Database) -> None:
     add(database, asked("100.0"))
     add(database, asked("200.0", question="Where is the VPN guide?", channel="G1", private=True))
     assert len(items(database, None)) == 2
     assert [i.channel_id for i in items(database, set())] == ["C1"]
     assert len(items(database, {"G1"})) == 2
+
+
+def test_imports_merge_into_the_set(database: Database) -> None:
+    add(database, asked("100.0"))
     rows = [
         {"question": "how do I rotate my api key?", "expected": "Imported.", "external_id": "x1"},
         {"question": "What plans have SSO?", "expected": "Business.", "external_id": "x2", "context": None},

@@ -169,9 +169,12 @@ def test_fit_quote_never_exceeds_its_budget(length):
     assert cut == (len(bk.quote(text)) > 2_800)
 
 
-def test_shorten_and_header_limits():
+def test_shorten_cuts_with_an_ellipsis():
     assert bk.shorten("abc", 3) == "abc"
     assert bk.shorten("abcdef", 4) == "abc…"
+
+
+def test_headers_and_buttons_are_cut_to_slacks_limits():
     assert len(bk.header("x" * 500)["text"]["text"]) == bk.MAX_HEADER_TEXT
     assert len(bk.button("y" * 200, action_id="a", value="v" * 5000)["text"]["text"]) == bk.MAX_BUTTON_TEXT
 

@@ -100,13 +100,17 @@ def test_a_scheduled_run_is_keyed_by_its_slot_not_by_when_it_runs():
     )
 
 
-def test_an_empty_week_has_no_figures_and_renders_a_short_message():
+def test_an_empty_week_has_no_figures():
     report = build_report(PERIOD, [], [], thresholds_for, PRICES)
     assert report.empty
     assert report.overall.seen == 0 and report.overall.judged == 0 and report.overall.errors == 0
     assert report.overall.judges == {} and report.overall.worst == [] and report.overall.agreement is None
     assert [point.answers for point in report.daily] == [0] * 7
     assert all(point.mean is None for point in report.daily)
+
+
+def test_an_empty_week_renders_a_short_message():
+    report = build_report(PERIOD, [], [], thresholds_for, PRICES)
     message = digest_message(report, {}, {})
     assert "No answers were captured" in message["blocks"][-1]["text"]["text"]
     assert "No answers were captured" in digest_text(report, {}, {})
