@@ -1,5 +1,5 @@
-"""Phoenix span annotations: one judgment's verdicts on the support bot's span, through Phoenix's official client
-(`arize-phoenix-client`, loaded on the first send).
+"""Phoenix span annotations: a judgment's verdicts, or an outcome signal, on the support bot's span, through
+Phoenix's official client (`arize-phoenix-client`, loaded on the first send).
 
 Phoenix annotates spans, and the bot tells relmon a trace. Which span: the one the bot names in its message's
 metadata (RELMON_SPAN_ID_KEY, e.g. the span of its answer step), else the trace's root span, looked up in the
@@ -14,13 +14,13 @@ is sent again later, with the task's backoff, until the retries allowed are spen
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import httpx
 
 from store.settings import Settings
 from workers.trace_sending import REFUSED, TIMEOUT_SECONDS, SendAgain
-from workers.traces import Verdict, phoenix_annotations
 
 if TYPE_CHECKING:
     from phoenix.client import Client
@@ -36,14 +36,16 @@ def root_span_id(client: Client, project: str, trace_id: str) -> str | None:
     return spans[0]["context"]["span_id"] if spans else None
 
 
-def annotate(settings: Settings, verdict: Verdict, trace_id: str, span_id: str | None, fields: dict) -> str:
-    """Upsert the verdict's annotations on `span_id` (or the trace's root span); returns the outcome (sent,
-    skipped, rejected). SendAgain: Phoenix out of reach, failing, or without the span yet."""
+def upsert_annotations(
+    settings: Settings, trace_id: str, span_id: str | None, annotations_for: Callable[[str], list[dict]], fields: dict
+) -> str:
+    """Upsert the annotations (`annotations_for(span_id)`) on `span_id`, or the trace's root span; returns the
+    outcome (sent, skipped, rejected). SendAgain: Phoenix out of reach, failing, or without the span yet."""
     from phoenix.client import Client
     from phoenix.client.exceptions import PhoenixException
 
-    if not phoenix_annotations(verdict, span_id or ""):
-        return "skipped"  # nothing judged (an error, a null score) and no second opinion or signal
+    if not annotations_for(span_id or ""):
+        return "skipped"  # nothing judged (an error, a null score) and no second opinion
     key = settings.secret("phoenix_api_key")
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     # Our own httpx client: the timeout is relmon's, and no PHOENIX_* variable of the worker's environment applies.
@@ -54,7 +56,7 @@ def annotate(settings: Settings, verdict: Verdict, trace_id: str, span_id: str |
             span_id = span_id or root_span_id(client, settings.phoenix_project, trace_id)
             if span_id is None:
                 raise SendAgain(f"phoenix has no root span of the trace in project {settings.phoenix_project!r}")
-            annotations = phoenix_annotations(verdict, span_id)
+            annotations = annotations_for(span_id)
             # sync: Phoenix answers once they are stored, and 404 for a span it does not have (async drops them).
             client.spans.log_span_annotations(span_annotations=annotations, sync=True)
         except httpx.HTTPStatusError as error:

@@ -20,7 +20,7 @@ COMMENT_CHARS = 500  # Langfuse shows the comment beside the score: the judge's 
 
 
 class BadTraceId(ValueError):
-    """What the bot gave as a trace ID (or span ID) is not one (wrong length, not hex, all zeros)."""
+    """What the bot gave as a trace ID is not one (wrong length, not hex, all zeros)."""
 
 
 def slack_trace_id(channel: str, ts: str) -> str:
@@ -64,7 +64,6 @@ class Verdict:
     reasoning: str | None
     confirmation_status: str | None
     pair_id: int = 0
-    signals: tuple[str, ...] = ()  # the pair's outcome signals recorded so far (reask, human_takeover, ...)
 
 
 def langfuse_scores(verdict: Verdict, trace_id: str) -> list[dict]:
@@ -93,43 +92,50 @@ def langfuse_scores(verdict: Verdict, trace_id: str) -> list[dict]:
                 "dataType": "CATEGORICAL",
             }
         )
-    for name in verdict.signals:  # per pair, not per judge: one id whichever judgment sends it
-        scores.append(
-            {
-                "id": f"relmon-pair-{verdict.pair_id}-{name}",
-                "traceId": trace_id,
-                "name": f"relmon.outcome.{name}",
-                "value": 1,
-                "dataType": "BOOLEAN",
-            }
-        )
     return scores
+
+
+def outcome_score(pair_id: int, signal: str, trace_id: str) -> dict:
+    """The Langfuse score of one outcome signal (a name of store.signals.SIGNALS): BOOLEAN, true, since a
+    signal is recorded when it happened and never taken back. Its `id` is per pair and signal, not per judgment:
+    one score whichever judge judged the answer, and a resend upserts it."""
+    return {
+        "id": f"relmon-pair-{pair_id}-{signal}",
+        "traceId": trace_id,
+        "name": f"relmon.outcome.{signal}",
+        "value": 1,
+        "dataType": "BOOLEAN",
+    }
 
 
 def phoenix_annotations(verdict: Verdict, span_id: str) -> list[dict]:
     """Phoenix span annotation bodies (POST /v1/span_annotations). Phoenix upserts by (name, span_id, identifier),
-    and each identifier is derived from the judgment, as Langfuse's score ids are: a resend updates, never adds.
-    The verdict and the second opinion are an LLM's; an outcome signal is observed by code."""
+    and each identifier is derived from the judgment, as Langfuse's score ids are: a resend updates, never adds."""
     annotations = []
     if verdict.status == "ok" and verdict.normalized_score is not None:
         result = {"score": verdict.normalized_score, "explanation": (verdict.reasoning or "")[:COMMENT_CHARS] or None}
-        annotations.append((f"relmon.{verdict.judge}", "LLM", result, f"relmon-{verdict.judgment_id}-score"))
+        annotations.append((f"relmon.{verdict.judge}", result, f"relmon-{verdict.judgment_id}-score"))
     if verdict.confirmation_status:
+        result = {"label": verdict.confirmation_status}
         annotations.append(
-            (
-                f"relmon.{verdict.judge}.second_opinion",
-                "LLM",
-                {"label": verdict.confirmation_status},
-                f"relmon-{verdict.judgment_id}-second-opinion",
-            )
+            (f"relmon.{verdict.judge}.second_opinion", result, f"relmon-{verdict.judgment_id}-second-opinion")
         )
-    for name in verdict.signals:
-        result = {"label": "true", "score": 1.0}
-        annotations.append((f"relmon.outcome.{name}", "CODE", result, f"relmon-pair-{verdict.pair_id}-{name}"))
     return [
-        {"span_id": span_id, "name": name, "annotator_kind": kind, "result": result, "identifier": identifier}
-        for name, kind, result, identifier in annotations
+        {"span_id": span_id, "name": name, "annotator_kind": "LLM", "result": result, "identifier": identifier}
+        for name, result, identifier in annotations
     ]
+
+
+def outcome_annotation(pair_id: int, signal: str, span_id: str) -> dict:
+    """The Phoenix annotation of one outcome signal: observed by code, not judged by an LLM (annotator CODE);
+    its identifier per pair and signal, as the Langfuse score's id."""
+    return {
+        "span_id": span_id,
+        "name": f"relmon.outcome.{signal}",
+        "annotator_kind": "CODE",
+        "result": {"label": "true", "score": 1.0},
+        "identifier": f"relmon-pair-{pair_id}-{signal}",
+    }
 
 
 EVALUATION_EVENT = "gen_ai.evaluation.result"  # OpenTelemetry's GenAI semantic conventions
@@ -153,8 +159,9 @@ def evaluation_events(verdict: Verdict) -> list[dict]:
                 "gen_ai.evaluation.score.label": verdict.confirmation_status,
             }
         )
-    events += [
-        {"gen_ai.evaluation.name": f"relmon.outcome.{name}", "gen_ai.evaluation.score.label": "true"}
-        for name in verdict.signals
-    ]
     return events
+
+
+def outcome_event(signal: str) -> dict:
+    """The `gen_ai.evaluation.result` event of one outcome signal."""
+    return {"gen_ai.evaluation.name": f"relmon.outcome.{signal}", "gen_ai.evaluation.score.label": "true"}

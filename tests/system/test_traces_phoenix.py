@@ -19,11 +19,11 @@ from opentelemetry.sdk.trace.id_generator import IdGenerator
 from common.runtime import Runtime
 from tests import slack_requests as sr
 from tests.fakes.slack_server import FakeSlack
+from tests.integration.test_traces_langfuse import CHANNEL, TS, judged, runtime_on, sends, signalled
 from tests.phoenix_server import ADMIN_SECRET, PhoenixProcess
 from tests.processes import wait_for
 from tests.running_system import relmon_processes
-from tests.trace_helpers import CHANNEL, TS, judged, runtime_on, sends
-from workers.tasks.traces import send_otlp_evaluations, send_phoenix_annotations
+from workers.tasks.traces import send_otlp_evaluations, send_phoenix_annotations, send_phoenix_outcome
 from workers.traces import slack_trace_id
 
 # The first test's setup starts Phoenix (tests/phoenix_server.py: up to START_SECONDS on a loaded machine).
@@ -90,10 +90,13 @@ def test_verdicts_become_annotations_on_the_traces_root_span_read_back_through_p
     root, child = bot_trace(phoenix, slack_trace_id(CHANNEL, ts))
     runtime = on_phoenix(runtime_for, redis_url, db_url, phoenix)
     judgment_id = judged(runtime, confirmation="confirmed", ts=ts)
+    pair_id = signalled(runtime, judgment_id)  # the asker asked again
     before = sends("sent", tool="phoenix")
     assert send_phoenix_annotations.apply(args=[judgment_id]).get() == "sent"
     assert send_phoenix_annotations.apply(args=[judgment_id]).get() == "sent"  # a redelivery
-    assert sends("sent", tool="phoenix") - before == 2
+    assert send_phoenix_outcome.apply(args=[pair_id, "reask"]).get() == "sent"
+    assert send_phoenix_outcome.apply(args=[pair_id, "reask"]).get() == "sent"
+    assert sends("sent", tool="phoenix") - before == 4
     annotations = {annotation["name"]: annotation for annotation in phoenix.span_annotations(root)}
     assert len(phoenix.span_annotations(root)) == 3  # upserted by identifier, not added twice
     assert not phoenix.span_annotations(child)

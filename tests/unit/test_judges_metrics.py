@@ -25,12 +25,16 @@ def test_perfect_agreement() -> None:
     assert result.spearman == pytest.approx(1.0)
 
 
-def test_exact_and_within_one() -> None:
-    human = [4, 3, 2, 0]
-    judge = [4, 2, 4, 0]
-    assert exact_agreement(human, judge) == 0.5
-    assert within_one_agreement(human, judge) == 0.75
+HUMAN, JUDGE = [4, 3, 2, 0], [4, 2, 4, 0]
+
+
+def test_exact_agreement() -> None:
+    assert exact_agreement(HUMAN, JUDGE) == 0.5
     assert exact_agreement([], []) is None
+
+
+def test_within_one_agreement() -> None:
+    assert within_one_agreement(HUMAN, JUDGE) == 0.75
 
 
 def test_confusion_matrix_rows_are_human_columns_judge() -> None:
