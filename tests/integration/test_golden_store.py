@@ -4,6 +4,7 @@ final, deleted messages leave the set, private items only for their members, imp
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 
 from golden.rules import ORIGIN_TAKEOVER, ORIGIN_VOTE, Occurrence
 from store import golden
@@ -134,19 +135,29 @@ def test_an_item_gets_its_questions_topic_once_the_topics_run_named_it(database:
     assert item.topic == "API keys"
 
 
-def test_the_digests_figures_read_the_sets_growth_and_the_last_finished_run(database: Database) -> None:
-    from datetime import UTC, datetime, timedelta
-
-    from common.reports.golden import golden_figures
-    from store import regress_runs
-
+def a_set_of_two(database: Database) -> datetime:
+    """Two items added just now; returns a week ago."""
     add(database, asked("100.0"))
     add(database, asked("200.0", question="Which plans have SSO?"))
-    week_ago = datetime.now(UTC) - timedelta(days=7)
+    return datetime.now(UTC) - timedelta(days=7)
+
+
+def test_the_digests_figures_read_the_sets_growth(database: Database) -> None:
+    from common.reports.golden import golden_figures
+
+    week_ago = a_set_of_two(database)
     with database.session() as session:
         figures = golden_figures(session, week_ago)
         assert (figures.size, figures.grown, figures.last_run) == (2, 2, None)
         assert golden_figures(session, datetime.now(UTC) + timedelta(seconds=1)).grown == 0
+
+
+def test_the_digests_figures_read_the_last_finished_run(database: Database) -> None:
+    from common.reports.golden import golden_figures
+    from store import regress_runs
+
+    week_ago = a_set_of_two(database)
+    with database.session() as session:
         run_id = regress_runs.start(session, "sha", "v2.jsonl", 2)
         regress_runs.start(session, "other", "v3.jsonl", 2)  # unfinished: not reported
         regress_runs.finish(session, run_id, passed=1, pass_rate=0.5, report={"items": []})
