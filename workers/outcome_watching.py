@@ -46,6 +46,7 @@ from store import pairs
 from store.models import as_utc
 from store.signals import HUMAN_TAKEOVER
 from workers import golden_items, noted_tasks
+from workers.trace_sending import queue_outcome_sends
 
 log = logging.getLogger("relmon.outcomes")
 
@@ -316,6 +317,9 @@ def _follow_up(runtime: Runtime, pair_ids: list[int]) -> None:
 
 
 def _announce(runtime: Runtime, pair_id: int, new: list[str], **fields) -> None:
+    """Every path that records signals ends here with the new ones (a message's, a reaction's, a window's close):
+    they are logged, and each goes to the bot's trace (workers.trace_sending: queued, never raising)."""
     if not new:
         return
     log.info("outcome signals", extra=event_fields(pair_id=pair_id, signals=",".join(new), **fields))
+    queue_outcome_sends(runtime, pair_id, new)
