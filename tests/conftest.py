@@ -131,6 +131,25 @@ def runtime_for() -> Iterator[Callable[..., Runtime]]:
 
 
 @pytest.fixture
+def runtime_on(settings_for, runtime_for) -> Callable[..., Runtime]:
+    """`runtime_on(url, slack_url="", **settings)`: the process runtime sending its traces to Langfuse at `url` (the
+    tracing tests: tests/integration/test_traces_langfuse.py, tests/system/test_traces_phoenix.py)."""
+
+    def build(url: str, slack_url: str = "", **overrides) -> Runtime:
+        tracing = {
+            "trace_id_from": "slack_ts",
+            "langfuse_host": url,
+            "langfuse_public_key": "pk-lf-test",
+            "langfuse_secret_key": "sk-lf-test",
+            "trace_send_retries": 3,
+        }
+        slack = {"slack_api_url": slack_url} if slack_url else {}
+        return runtime_for(settings_for(**{**slack, **tracing, **overrides}))
+
+    return build
+
+
+@pytest.fixture
 def capture_logs() -> Iterator[Callable[..., io.StringIO]]:
     """`capture_logs(level="INFO", **settings)`: relmon's JSON logging on a fresh stream (tests.log_capture)."""
     with captured_logs() as start:

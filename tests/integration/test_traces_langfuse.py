@@ -56,24 +56,6 @@ def sends(outcome: str, tool: str = "langfuse") -> float:
     return 0.0
 
 
-@pytest.fixture
-def runtime_on(settings_for, runtime_for) -> Callable[..., Runtime]:
-    """`runtime_on(url, slack_url="", **settings)`: the process runtime sending its traces to Langfuse at `url`."""
-
-    def build(url: str, slack_url: str = "", **overrides) -> Runtime:
-        tracing = {
-            "trace_id_from": "slack_ts",
-            "langfuse_host": url,
-            "langfuse_public_key": "pk-lf-test",
-            "langfuse_secret_key": "sk-lf-test",
-            "trace_send_retries": 3,
-        }
-        slack = {"slack_api_url": slack_url} if slack_url else {}
-        return runtime_for(settings_for(**{**slack, **tracing, **overrides}))
-
-    return build
-
-
 def test_a_verdict_and_its_second_opinion_become_scores_on_the_trace_langfuse_derives_and_a_resend_upserts(
     langfuse: FakeLangfuse, runtime_on: Callable[..., Runtime]
 ) -> None:
@@ -140,17 +122,24 @@ def test_an_outage_is_retried_with_backoff_then_given_up_and_counted(
     assert sends("failed") - failed == 1
 
 
-def test_a_refused_key_or_a_dead_host_is_said_and_counted_without_a_retry_storm(
-    langfuse: FakeLangfuse, runtime_on: Callable[..., Runtime]
+def test_a_refused_key_is_said_and_counted_without_a_retry_storm(
+    langfuse: FakeLangfuse,
+    runtime_on: Callable[..., Runtime],
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     runtime = runtime_on(langfuse.url, langfuse_secret_key="sk-lf-wrong")
     judgment_id = judged(runtime)
+    pair_id = signalled(runtime, judgment_id)
     rejected = sends("rejected")
-    assert send_langfuse_scores.apply(args=[judgment_id]).get() == "rejected"
-    assert langfuse.requests == 1  # one request, refused: never resent
-    assert sends("rejected") - rejected == 1 and not langfuse.stored()
-    assert send_langfuse_scores.apply(args=[judgment_id]).get() == "rejected"
-    assert langfuse.requests == 2
+    with caplog.at_level(logging.WARNING, logger="relmon.traces"):
+        assert send_langfuse_scores.apply(args=[judgment_id]).get() == "rejected"
+        assert langfuse.requests == 1  # one request, refused: never resent
+        assert send_langfuse_outcome.apply(args=[pair_id, "reask"]).get() == "rejected"
+        assert langfuse.requests == 2
+    assert sends("rejected") - rejected == 2 and not langfuse.stored()
+    said = [r for r in caplog.records if r.getMessage() == "langfuse refused the scores"]
+    assert [r.status for r in said] == [401, 401]
+    assert said[0].judgment_id == judgment_id and (said[1].pair_id, said[1].signal) == (pair_id, "reask")
 
 
 def test_a_dead_host_is_given_up_after_the_retries_allowed(runtime_on: Callable[..., Runtime]) -> None:
