@@ -13,6 +13,7 @@ with a message `send_task` queued, and the system tests' real workers run the bo
 
 from __future__ import annotations
 
+import random
 import uuid
 from typing import Any
 
@@ -25,13 +26,20 @@ _BODY = Base64()
 _DELIVERY_MODES = {"transient": 1, "persistent": 2}
 
 
+def fresh_uuid() -> str:
+    """A random (version 4) UUID from the process's PRNG, not os.urandom: IDs must be unique, not secret, and a
+    system call per ID is a chance to lose the core on a busy machine (three per event in the bot's profile).
+    `random` reseeds itself in each forked process."""
+    return str(uuid.UUID(int=random.getrandbits(128), version=4))
+
+
 def task_message(app: Celery, name: str, kwargs: dict[str, Any], *, kwargsrepr: str) -> tuple[str, str]:
     """(the Redis list to LPUSH onto, the message as JSON) for `app.send_task(name, kwargs=kwargs, argsrepr="()",
     kwargsrepr=kwargsrepr)`. Only for tasks routed to a direct queue (every relmon queue is one)."""
     queue = app.amqp.router.route({}, name)["queue"]
     if queue.exchange.type != "direct":
         raise ValueError(f"{name} is routed to a {queue.exchange.type} exchange: only direct queues are built here")
-    task_id = str(uuid.uuid4())
+    task_id = fresh_uuid()
     headers, properties, body, _ = app.amqp.create_task_message(
         task_id, name, (), kwargs, reply_to=app.thread_oid, argsrepr="()", kwargsrepr=kwargsrepr, ignore_result=None
     )
@@ -51,7 +59,7 @@ def task_message(app: Celery, name: str, kwargs: dict[str, Any], *, kwargsrepr: 
             "delivery_info": {"exchange": "", "routing_key": queue.name},
             "priority": 0,
             "body_encoding": "base64",
-            "delivery_tag": str(uuid.uuid4()),
+            "delivery_tag": fresh_uuid(),
         },
     }
     return queue.name, json_dumps(message)
