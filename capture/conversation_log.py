@@ -80,7 +80,9 @@ class ConversationLog:
     def _writer_key(self, channel: str, user: str) -> str:
         return f"{PREFIX}:top:{channel}:by:{user}"
 
-    def _record_into(self, pipe, channel: str, message: LoggedMessage) -> None:
+    def queue_record(self, pipe, channel: str, message: LoggedMessage) -> None:
+        """`record`'s commands, queued on a transaction of an adapter's that sends them with its own (one round
+        trip): the capture's load (workers.pairs.capture_context), the read of the watches a message concerns."""
         index = self._thread_key(channel, message.thread_key) if message.in_thread else self._top_key(channel)
         indexes = [index]
         if not message.in_thread and message.author == Author.HUMAN and message.user:
@@ -92,18 +94,22 @@ class ConversationLog:
             pipe.zremrangebyscore(key, "-inf", horizon)  # entries whose message key has expired
             pipe.expire(key, self.ttl)
 
-    def record(self, channel: str, message: LoggedMessage, *, also: Callable[[Any], None] | None = None) -> list[Any]:
-        """Add or replace one message (an edit replaces the text; a deleted mark survives edits). `also` queues
-        further commands on the same round trip's transaction, after the message: their replies are returned."""
+    def record(self, channel: str, message: LoggedMessage) -> None:
+        """Add or replace one message (an edit replaces the text; a deleted mark survives edits)."""
         pipe = self.redis.pipeline(transaction=True)
-        self._record_into(pipe, channel, message)
-        queued = len(pipe.command_stack)
-        if also is not None:
-            also(pipe)
-        return pipe.execute()[queued:]
+        self.queue_record(pipe, channel, message)
+        pipe.execute()
 
     def get(self, channel: str, ts: str) -> LoggedMessage | None:
         raw = self.redis.get(self._msg_key(channel, ts))
+        return _from_json(raw) if raw else None
+
+    def queue_get(self, pipe, channel: str, ts: str) -> None:
+        """`get`'s command on an adapter's pipeline; its reply goes to `decoded`."""
+        pipe.get(self._msg_key(channel, ts))
+
+    @staticmethod
+    def decoded(raw: bytes | str | None) -> LoggedMessage | None:
         return _from_json(raw) if raw else None
 
     def mark_deleted(self, channel: str, ts: str, fallback: LoggedMessage | None = None) -> LoggedMessage | None:
@@ -127,80 +133,54 @@ class ConversationLog:
         question (`capture.pairing.could_be_question`): not the whole window, whose size grows with the channel's
         traffic."""
         pipe = self.redis.pipeline(transaction=False)
-        self._queue_around(pipe, channel, message, window_seconds)
-        return self._around_from(channel, message, pipe.execute(), window_seconds)
-
-    def get_with_around(
-        self,
-        channel: str,
-        ts: str,
-        thread_ts: str | None,
-        window_seconds: float,
-        *,
-        also: Callable[[Any], None] | None = None,
-    ) -> tuple[LoggedMessage | None, list[LoggedMessage], list[Any]]:
-        """The message at `ts` and `around` it, in two round trips instead of three: the index reads go with the
-        GET, placed by `thread_ts` as the message's sender gave it (and read again if the log says otherwise).
-        `also` queues further commands on the first round trip; their replies come third."""
-        placed = LoggedMessage(ts=ts, thread_ts=thread_ts, author=Author.HUMAN)
-        pipe = self.redis.pipeline(transaction=False)
-        pipe.get(self._msg_key(channel, ts))
-        self._queue_around(pipe, channel, placed, window_seconds)
-        ours = len(pipe.command_stack)
-        if also is not None:
-            also(pipe)
-        replies = pipe.execute()
-        (raw, *index_replies), extra = replies[:ours], replies[ours:]
-        message = _from_json(raw) if raw else None
-        if message is None:
-            return None, [], extra
-        if (message.in_thread, message.thread_key) != (placed.in_thread, placed.thread_key):
-            return message, self.around(channel, message, window_seconds), extra
-        return message, self._around_from(channel, message, index_replies, window_seconds), extra
+        count = self.queue_around(pipe, channel, message, window_seconds)
+        return self.around_from(channel, message, pipe.execute()[-count:], window_seconds)
 
     def since_answer(
-        self,
-        channel: str,
-        answer: LoggedMessage,
-        *,
-        until: float,
-        asker: str | None,
-        first: Callable[[Any], None] | None = None,
+        self, channel: str, answer: LoggedMessage, *, until: float, asker: str | None
     ) -> list[LoggedMessage]:
         """What was logged after `answer` (up to `until`, seconds) that can tell its outcome: the later messages of
-        its thread, then the asker's later top-level messages. One transaction of the index reads, led by the
-        commands `first` queues (so they take effect before anything is read), then one MGET when they name
+        its thread, then the asker's later top-level messages. One read of the indexes, then one MGET when they name
         anything (mostly they do not: a window opens as its answer settles). Neither read grows with the channel's
         traffic, nor with what came before the answer."""
         pipe = self.redis.pipeline(transaction=True)
-        if first is not None:
-            first(pipe)
-        skip = len(pipe.command_stack)
+        count = self.queue_since(pipe, channel, answer, until=until, asker=asker)
+        return self.since_from(channel, pipe.execute()[-count:])
+
+    def queue_since(self, pipe, channel: str, answer: LoggedMessage, *, until: float, asker: str | None) -> int:
+        """`since_answer`'s index reads on an adapter's pipeline (a window's watch goes up in the same transaction:
+        workers.outcome_watching); returns how many replies they take, for `since_from`."""
         after = f"({answer.seconds}"
         pipe.zrangebyscore(self._thread_key(channel, answer.thread_key), after, until)
         if asker:
             pipe.zrangebyscore(self._writer_key(channel, asker), after, until)
-        named = [_text(ts) for reply in pipe.execute()[skip:] for ts in reply]
-        return self._load(channel, dict.fromkeys(named))
+        return 2 if asker else 1
+
+    def since_from(self, channel: str, replies: list) -> list[LoggedMessage]:
+        """The messages `queue_since`'s replies name, in one MGET (none when they name nothing)."""
+        return self._load(channel, dict.fromkeys(_text(ts) for reply in replies for ts in reply))
 
     def thread_between(self, channel: str, thread_key: str, after: str, before: str) -> list[LoggedMessage]:
         """The replies of a thread strictly between two ts, oldest first (one read of its index, one MGET)."""
         named = self.redis.zrangebyscore(self._thread_key(channel, thread_key), f"({after}", f"({before}")
         return sorted(self._load(channel, named), key=lambda m: (float(m.ts), m.ts))
 
-    def _queue_around(self, pipe, channel: str, message: LoggedMessage, window_seconds: float) -> None:
-        """The index reads of `around`: the thread's replies, and for a top-level message the newest top-level ts
-        up to it within the window (a first batch)."""
+    def queue_around(self, pipe, channel: str, message: LoggedMessage, window_seconds: float) -> int:
+        """The index reads of `around` on an adapter's pipeline: the thread's replies, and for a top-level message
+        the newest top-level ts up to it within the window (a first batch). Returns how many replies they take, for
+        `around_from`. `message` need only be placed (its ts and thread_ts)."""
         pipe.zrange(self._thread_key(channel, message.thread_key), 0, -1)
-        if not message.in_thread:
-            pipe.zrevrangebyscore(
-                self._top_key(channel), message.seconds, message.seconds - window_seconds, start=0, num=TOP_BATCH
-            )
+        if message.in_thread:
+            return 1
+        pipe.zrevrangebyscore(
+            self._top_key(channel), message.seconds, message.seconds - window_seconds, start=0, num=TOP_BATCH
+        )
+        return 2
 
-    def _around_from(
+    def around_from(
         self, channel: str, message: LoggedMessage, replies: list, window_seconds: float
     ) -> list[LoggedMessage]:
-        """Load, in one MGET, the messages `_queue_around`'s replies name (the thread's root first, `message` itself
+        """Load, in one MGET, the messages `queue_around`'s replies name (the thread's root first, `message` itself
         added); for a top-level message whose first batch holds nothing that could be its question, the batches
         before it too, each four times larger, back to one that does or to the window's start."""
         named = [message.thread_key, *(_text(ts) for reply in replies for ts in reply)]

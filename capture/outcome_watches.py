@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import asdict
 from typing import Any
 
@@ -85,17 +85,13 @@ class WatchBoard:
         pipe.delete(self._message(channel, answer_ts))
         pipe.execute()
 
-    def read_candidates(self, channel: str, message: LoggedMessage) -> Callable[[Any], Any] | None:
-        """The read of the watches `message` could concern (capture.outcomes.watching decides), as a command to
-        queue on a pipeline of the caller's: its one reply goes to `decoded_watches`. None when there is nothing
-        to read (a top-level message with no writer)."""
-        key = self._candidates_key(channel, message)
-        return (lambda pipe: pipe.hvals(key)) if key else None
-
-    def _candidates_key(self, channel: str, message: LoggedMessage) -> str | None:
-        if message.in_thread:  # its thread's watches
+    def candidates_key(self, channel: str, message: LoggedMessage) -> str | None:
+        """The hash of the watches `message` could concern (capture.outcomes.watching decides): its thread's for a
+        reply, its writer's for a top-level message; None when there is none (a top-level message with no writer).
+        Its HVALS is read beside the message's log write (workers.live_capture); `decoded_watches` decodes it."""
+        if message.in_thread:
             return self._thread(channel, message.thread_key)
-        return self._asker(channel, message.user) if message.user else None  # top level: its writer's
+        return self._asker(channel, message.user) if message.user else None
 
     def of_asker(self, channel: str, user: str | None) -> list[Watch]:
         return decoded_watches(self.redis.hvals(self._asker(channel, user))) if user else []

@@ -35,16 +35,17 @@ from capture.teammates import (
     teammate_reply,
     words,
 )
+from store.signals import (  # the names' home; the rules here are what finds them
+    ESCALATION,
+    HUMAN_TAKEOVER,
+    NEGATIVE_REACTION,
+    NEW_QUESTION,
+    POSITIVE_REACTION,
+    REASK,
+    RESOLVED,
+    THANKED,
+)
 
-REASK = "reask"
-HUMAN_TAKEOVER = "human_takeover"
-ESCALATION = "escalation"
-NEGATIVE_REACTION = "negative_reaction"
-POSITIVE_REACTION = "positive_reaction"
-THANKED = "thanked"
-RESOLVED = "resolved"
-NEW_QUESTION = "new_question"
-SIGNALS = (REASK, HUMAN_TAKEOVER, ESCALATION, NEGATIVE_REACTION, POSITIVE_REACTION, THANKED, RESOLVED, NEW_QUESTION)
 # Any of these means the conversation did not end well: the window closes unresolved.
 FAILURE_SIGNALS = frozenset({REASK, HUMAN_TAKEOVER, ESCALATION, NEGATIVE_REACTION})
 # With a reask, these say the answer failed (a reask alone may be a new question).

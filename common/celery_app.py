@@ -9,6 +9,7 @@ from kombu import Exchange, Queue
 
 from common import task_names
 from common.broker_transport import TRANSPORT
+from common.celery_task import KeepMessageTask
 from store.settings import Settings
 
 log = logging.getLogger("relmon.celery")
@@ -88,7 +89,7 @@ def celery_config(settings: Settings, broker_url: str) -> dict:
 
 
 def create_celery(settings: Settings, broker_url: str) -> Celery:  # for tools and benches
-    app = Celery("relmon")
+    app = Celery("relmon", task_cls=KeepMessageTask)
     app.conf.update(celery_config(settings, broker_url))
     return app
 
@@ -106,7 +107,7 @@ def embedded_socket_path(settings: Settings) -> str:
 
 # The one Celery app. Tasks register on it at import; `configure` points it at the settings' broker
 # (called by `relmon worker`, `relmon bot`, tests) before anything is sent.
-celery = Celery("relmon")
+celery = Celery("relmon", task_cls=KeepMessageTask)
 
 
 def configure(settings: Settings) -> Celery:

@@ -82,7 +82,9 @@ def _created_metrics() -> Any:
         spooled=Counter("relmon_events_spooled", "Events written to the spool because the broker was out of reach"),
         tasks=Counter("relmon_tasks", "Celery tasks finished, by task and state", ["task", "state"]),
         trace_sends=Counter(
-            "relmon_trace_sends", "Verdicts sent to a tracing tool, by tool and outcome", ["tool", "outcome"]
+            "relmon_trace_sends",
+            "Verdicts and outcome signals sent to a tracing tool, by tool and outcome",
+            ["tool", "outcome"],
         ),
     )
 
@@ -98,7 +100,7 @@ def event_spooled() -> None:
 
 
 def trace_send(tool: str, outcome: str) -> None:
-    """outcome: sent | failed | rejected (a trace ID that is not one) | skipped."""
+    """outcome: sent | failed (retries spent) | rejected (the tool refused) | bad_trace_id | skipped | not_queued."""
     _process_metrics().trace_sends.labels(tool, outcome).inc()
 
 

@@ -28,6 +28,8 @@ GOLDEN_SAVE = "workers.tasks.golden.save_from_modal"
 REFRESH_TOPICS = "workers.tasks.topics.refresh_topics"
 SEND_LANGFUSE_SCORES = "workers.tasks.traces.send_langfuse_scores"
 SEND_OTLP_EVALUATIONS = "workers.tasks.traces.send_otlp_evaluations"
+SEND_LANGFUSE_OUTCOME = "workers.tasks.traces.send_langfuse_outcome"
+SEND_OTLP_OUTCOME = "workers.tasks.traces.send_otlp_outcome"
 
 # The tasks that post to Slack (alerts, summaries, votes, verdicts, digests): their own queue, so a backlog of
 # judging never holds a post up. Every other task runs on the judge queue (common.celery_app routes them).

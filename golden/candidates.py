@@ -6,12 +6,12 @@ its line, and a file with any problem judges nothing."""
 from __future__ import annotations
 
 import csv
-import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import BinaryIO
 
 from golden.rules import normalized_question
+from judges.jsonl import BadLine, json_objects
 
 MAX_BYTES = 100 * 1024 * 1024  # answers to 100,000 questions of 1 KB each: a larger file is not a candidates file
 MAX_PROBLEMS = 20  # listed; the rest are counted
@@ -59,13 +59,8 @@ def _records(handle: BinaryIO, max_bytes: int) -> Iterator[tuple[int, Mapping[st
     if first is None:
         return
     if first[1].lstrip().startswith("{"):
-        for number, text in _chain(first, lines):
-            try:
-                record = json.loads(text)
-            except json.JSONDecodeError as error:
-                yield number, f"line {number}: not JSON ({error.msg})"
-                continue
-            yield number, record if isinstance(record, dict) else f"line {number}: expected a JSON object"
+        for number, record in json_objects(_chain(first, lines)):
+            yield number, f"line {number}: {record.problem}" if isinstance(record, BadLine) else record
         return
     numbers: list[int] = []
 

@@ -9,6 +9,8 @@ import io
 import json
 from typing import Any
 
+from judges.jsonl import BadLine, json_objects
+
 _QUESTION_KEYS = ("question", "input", "query", "prompt", "text")
 _ANSWER_KEYS = ("answer", "output", "expected", "expected_output", "response", "text")
 
@@ -113,14 +115,10 @@ def read_any(text: str) -> list[dict[str, Any]]:
                 else [row_of(whole, "line 1")]
             )
         rows = []
-        for number, line in enumerate(stripped.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise ImportProblem(f"line {number}: not JSON ({error.msg})") from error
-            rows.append(row_of(_record(record, f"line {number}"), f"line {number}"))
+        for number, record in json_objects(enumerate(stripped.splitlines(), start=1)):
+            if isinstance(record, BadLine):
+                raise ImportProblem(f"line {number}: {record.problem}")
+            rows.append(row_of(record, f"line {number}"))
         return rows
     reader = csv.DictReader(io.StringIO(stripped))
     return [row_of(dict(record), f"line {number}") for number, record in enumerate(reader, start=2)]

@@ -16,11 +16,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from judges.grounded import GroundedAnswer
+from judges.names import CORRECTNESS, GROUNDED, RELEVANCY
 from judges.parsing import UnparseableReply, extract_json_object, validate
 
-CHECKS = ("relevancy", "correctness", "grounded", "grounded_swapped")
-JUDGE_OF_CHECK = {"relevancy": "relevancy", "correctness": "correctness", "grounded": "grounded",
-                  "grounded_swapped": "grounded"}  # fmt: skip
+# The four checks: one per judge, and the grounded judge's second order.
+GROUNDED_SWAPPED = f"{GROUNDED}_swapped"
+CHECKS = (RELEVANCY, CORRECTNESS, GROUNDED, GROUNDED_SWAPPED)
+JUDGE_OF_CHECK = {RELEVANCY: RELEVANCY, CORRECTNESS: CORRECTNESS, GROUNDED: GROUNDED, GROUNDED_SWAPPED: GROUNDED}
 PASS, FAIL, UNCERTAIN, ERROR = "pass", "fail", "uncertain", "error"
 IMPROVED, REGRESSED, NEW = "improved", "regressed", "new"
 GROUNDED_GOOD = 4  # "good relevancy" on the grounded judge's 1–5 scale
@@ -29,9 +31,9 @@ GROUNDED_GOOD = 4  # "good relevancy" on the grounded judge's 1–5 scale
 def check_texts(check: str, question: str, answer: str, expected: str | None) -> tuple[str, str, str | None]:
     """(question, answer, reference) a check's judge reads: the swapped grounded check grades the expected answer
     as answer 2 against the candidate as answer 1."""
-    if check == "relevancy":
+    if check == RELEVANCY:
         return question, answer, None
-    if check == "grounded_swapped":
+    if check == GROUNDED_SWAPPED:
         return question, expected or "", answer
     return question, answer, expected
 
@@ -72,25 +74,25 @@ def item_result(key: str, verdicts: Mapping[str, Mapping[str, Any]], *, relevanc
     """An item's outcome from its four verdicts (plain dicts: status, score, raw_output, error)."""
     result = ItemResult(key, PASS)
     errors = [check for check in CHECKS if verdicts[check].get("status") in ("error", "empty")]
-    relevancy, correctness = verdicts["relevancy"], verdicts["correctness"]
-    result.scores["relevancy"] = relevancy.get("score")
-    result.scores["correctness"] = correctness.get("score")
+    relevancy, correctness = verdicts[RELEVANCY], verdicts[CORRECTNESS]
+    result.scores[RELEVANCY] = relevancy.get("score")
+    result.scores[CORRECTNESS] = correctness.get("score")
     if relevancy.get("status") == "ok" and relevancy["score"] <= relevancy_threshold:
-        result.failed_by.append("relevancy")
+        result.failed_by.append(RELEVANCY)
     if correctness.get("status") == "ok" and correctness["score"] < 2:
-        result.failed_by.append("correctness")
-    straight = grounded_grades(verdicts["grounded"].get("raw_output"))
-    swapped = grounded_grades(verdicts["grounded_swapped"].get("raw_output"))
+        result.failed_by.append(CORRECTNESS)
+    straight = grounded_grades(verdicts[GROUNDED].get("raw_output"))
+    swapped = grounded_grades(verdicts[GROUNDED_SWAPPED].get("raw_output"))
     orders = []
-    if straight is not None and "grounded" not in errors:
+    if straight is not None and GROUNDED not in errors:
         orders.append(grounded_order(candidate=straight[1], expected=straight[0]))
-    if swapped is not None and "grounded_swapped" not in errors:
+    if swapped is not None and GROUNDED_SWAPPED not in errors:
         orders.append(grounded_order(candidate=swapped[0], expected=swapped[1]))
-    result.scores["grounded"] = [straight[1] if straight else None, swapped[0] if swapped else None]
+    result.scores[GROUNDED] = [straight[1] if straight else None, swapped[0] if swapped else None]
     if len(orders) == 2 and orders[0] != orders[1]:
         result.notes.append("the grounded judge's two orders disagree")
     elif orders and orders[0] == FAIL:
-        result.failed_by.append("grounded")
+        result.failed_by.append(GROUNDED)
     if errors:
         result.notes.append("no verdict from " + ", ".join(errors))
     if result.failed_by:
@@ -150,9 +152,9 @@ def summarize(results: list[ItemResult]) -> Summary:
         return sum(numbers) / len(numbers) if numbers else None
 
     means = {
-        "relevancy": mean([r.scores.get("relevancy") for r in results]),
-        "correctness": mean([r.scores.get("correctness") for r in results]),
-        "grounded": mean([grade for r in results for grade in r.scores.get("grounded") or []]),
+        RELEVANCY: mean([r.scores.get(RELEVANCY) for r in results]),
+        CORRECTNESS: mean([r.scores.get(CORRECTNESS) for r in results]),
+        GROUNDED: mean([grade for r in results for grade in r.scores.get(GROUNDED) or []]),
     }
     return Summary(
         items=len(results),

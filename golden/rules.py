@@ -2,7 +2,7 @@
 are the same item, who may see an item, and what is left of an item when one of its messages is deleted.
 
 An item joins the set by itself when
-- a teammate answered in the thread after the bot (capture.outcomes' `human_takeover`, one of the failure
+- a teammate answered in the thread after the bot (`store.signals.HUMAN_TAKEOVER`, one of the failure
   signals: the bot's answer did not settle the question): the teammate's reply is the expected answer;
 - people voted "the judge was right" on a low-score alert: the bot's answer failed, and the expected answer is the
   pair's teammate reply if it has one (else empty, to write in the "Add to test set" modal);
@@ -16,6 +16,8 @@ import re
 import unicodedata
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+
+from store.signals import HUMAN_TAKEOVER
 
 ORIGIN_TAKEOVER = "takeover"  # a teammate answered after the bot
 ORIGIN_VOTE = "vote"  # "the judge was right" on a low-score alert
@@ -85,7 +87,7 @@ def occurrence_of_pair(
 
 def joins_from_takeover(signals: Collection[str], reference: str | None) -> bool:
     """A teammate answered after the bot: the conversation's signals hold a takeover and the pair its reply."""
-    return "human_takeover" in set(signals) and bool((reference or "").strip())
+    return HUMAN_TAKEOVER in set(signals) and bool((reference or "").strip())
 
 
 def joins_from_vote(vote: str, alert_kind: str | None) -> bool:

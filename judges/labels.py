@@ -3,12 +3,12 @@ and the canary set shipped with the judges: support-style answers labelled by ha
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 
 from judges.base import Judge
+from judges.jsonl import BadLine, json_objects
 
 SUPPORT_CANARY = Path(str(files("judges") / "canary" / "support_canary.jsonl"))
 
@@ -33,15 +33,9 @@ def read_labels(path: Path, judge: Judge) -> list[Label]:
     except OSError as exc:
         raise LabelError(f"cannot read {path}: {exc.strerror}") from None
     labels = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise LabelError(f"{path}:{number}: not JSON ({exc.msg})") from None
-        if not isinstance(item, dict):
-            raise LabelError(f"{path}:{number}: expected a JSON object")
+    for number, item in json_objects(enumerate(lines, start=1)):
+        if isinstance(item, BadLine):
+            raise LabelError(f"{path}:{number}: {item.problem}")
         question, answer = item.get("question"), item.get("answer")
         if not isinstance(question, str) or not isinstance(answer, str):
             raise LabelError(f"{path}:{number}: needs string fields question and answer")

@@ -13,6 +13,7 @@ from sqlalchemy import ColumnElement, Connection, Row, bindparam, case, exists, 
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session, aliased
 
+from judges.names import CORRECTNESS
 from store.db import insert_or_ignore_returning
 from store.models import Judgment, JudgmentStatus, Pair, PairStatus, utcnow
 
@@ -286,7 +287,7 @@ def export_rows(session: Session, *, since: datetime | None = None, batch: int =
             Judgment.pair_version,
             is_current().label("current"),
             Judgment.created_at,
-            case((Judgment.judge == "correctness", Pair.reference_text)).label("reference"),
+            case((Judgment.judge == CORRECTNESS, Pair.reference_text)).label("reference"),
         )
         .join(Pair, Pair.id == Judgment.pair_id)
         .order_by(Judgment.id)

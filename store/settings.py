@@ -14,6 +14,7 @@ from typing import Annotated, Literal, NamedTuple
 from pydantic import AliasChoices, BeforeValidator, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from judges.names import RELEVANCY
 from store.settings_limits import LimitSettings
 from store.settings_llm import LLMCallFields
 from store.settings_metrics import MetricsSettings
@@ -215,7 +216,7 @@ class Settings(
     )
 
     # Judging
-    default_judges: CommaList = Field(default_factory=lambda: ["relevancy"], **_env("RELMON_JUDGES"))
+    default_judges: CommaList = Field(default_factory=lambda: [RELEVANCY], **_env("RELMON_JUDGES"))
     sample_rate: float = Field(1.0, ge=0, le=1, **_env("RELMON_SAMPLE_RATE"))
     daily_budget: int = Field(10_000, ge=0, **_env("RELMON_DAILY_BUDGET"))
     # /judge, the shortcut and the modal draw on a budget of their own (requests per UTC day) and a per-person

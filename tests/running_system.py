@@ -23,6 +23,7 @@ from store.db import Database
 from store.models import Alert, ConfirmationStatus, Judgment, JudgmentStatus, Pair, PairStatus
 from tests import slack_requests as sr
 from tests.bot_harness import SECRET, BotServer, ServedBot, bot_settings
+from tests.broker import wait_until_idle
 from tests.bursts import burst
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.slack_server import FakeSlack
@@ -285,7 +286,9 @@ class System:
                 for w in self.workers
             )
             raise AssertionError(f"{error}\npair statuses: {dict(statuses)}\n{tails}") from None
-        time.sleep(1.0)  # a late duplicate (a redelivered task) would land in this second
+        # Then every task has run, redelivered ones (a killed worker's, once their lease lapsed) included: a late
+        # duplicate has landed by now, for check_exactly_once to see.
+        wait_until_idle(self.bot.settings.redis_url, timeout=timeout, before_each_look=self.revive_dead_workers)
 
     def check_exactly_once(self, *, extra_llm_calls: int = 0) -> dict[str, int]:
         """The promises, checked on the database and at both fakes; returns the tallies for the message."""

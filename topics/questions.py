@@ -12,9 +12,10 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from capture.outcomes import ESCALATION, HUMAN_TAKEOVER, NEGATIVE_REACTION, REASK, RESOLVED
 from capture.outcomes import failed as conversation_failed
+from judges.names import GROUNDED
 from store.models import ConfirmationStatus, JudgmentStatus
+from store.signals import ESCALATION, HUMAN_TAKEOVER, NEGATIVE_REACTION, REASK, RESOLVED
 
 LOW_SCORE = "low_score"
 MISSED_FAILURE = "missed_failure"
@@ -67,7 +68,7 @@ def failure_reasons(
     found: set[str] = set()
     low = False
     for verdict in verdicts:
-        if verdict.judge == "grounded" and verdict.status == JudgmentStatus.NULL:
+        if verdict.judge == GROUNDED and verdict.status == JudgmentStatus.NULL:
             found.add(NO_DOCUMENT)
         threshold = thresholds.get(verdict.judge)
         if verdict.status != JudgmentStatus.OK or verdict.score is None or threshold is None:

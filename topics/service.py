@@ -17,14 +17,15 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from capture.outcomes import HUMAN_TAKEOVER
 from judges import LLMClient, TransientLLMError
 from judges.client import LLMRequestError
+from judges.names import RELEVANCY
 from store import topics as rows
 from store.db import Database
 from store.models import PairStatus
 from store.rules import ChannelRules
 from store.settings import Settings
+from store.signals import HUMAN_TAKEOVER
 from store.stats_queries import PairRow
 from store.usage import claim_llm_call
 from topics import local_embeddings
@@ -85,7 +86,7 @@ def question_of(row: PairRow, text: rows.QuestionText, thresholds: dict[str, flo
         return None
     verdicts = [Verdict(j.judge, j.status, j.score, j.confirmation_status) for j in row.judgments]
     failures = failure_reasons(verdicts, row.signals, thresholds)
-    relevancy = next((j.score for j in row.judgments if j.judge == "relevancy" and j.status == "ok"), None)
+    relevancy = next((j.score for j in row.judgments if j.judge == RELEVANCY and j.status == "ok"), None)
     teammate = text.reference if HUMAN_TAKEOVER in row.signals and failures else None
     return Question(
         pair_id=row.id,

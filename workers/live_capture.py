@@ -179,12 +179,13 @@ class LiveCapture:
         """Log a person's message and read the open watches it concerns, in one transaction (the rule:
         capture.outcomes.watching). In this order: a worker opening a window puts its watch up before it reads the
         log, so it finds this message there, or this read finds its watch."""
-        reads = WatchBoard(self.runtime.redis).read_candidates(channel, message)
-        if reads is None:
-            self.log.record(channel, message)
-            return []  # no watch can concern it
-        replies = self.log.record(channel, message, also=reads)
-        return watching(decoded_watches(replies[0]), message, time.time())
+        key = WatchBoard(self.runtime.redis).candidates_key(channel, message)
+        pipe = self.runtime.redis.pipeline(transaction=True)
+        self.log.queue_record(pipe, channel, message)
+        if key is not None:  # else no watch can concern it
+            pipe.hvals(key)
+        replies = pipe.execute()
+        return watching(decoded_watches(replies[-1]), message, time.time()) if key is not None else []
 
     def on_reaction(self, event: dict[str, Any]) -> None:
         if ignored(event, self.settings, self.runtime.rules):

@@ -14,7 +14,6 @@ import time
 from collections.abc import Iterable
 from dataclasses import replace
 from datetime import UTC, datetime
-from functools import partial
 
 from sqlalchemy import Row
 
@@ -22,7 +21,6 @@ from capture.conversation_log import ConversationLog
 from capture.directory import UserNames
 from capture.outcome_watches import WatchBoard, note_helped, staff_evidence
 from capture.outcomes import (
-    HUMAN_TAKEOVER,
     Watch,
     closing_signals,
     concerns,
@@ -46,7 +44,9 @@ from store import alerts as alert_store
 from store import outcomes as store
 from store import pairs
 from store.models import as_utc
+from store.signals import HUMAN_TAKEOVER
 from workers import golden_items, noted_tasks
+from workers.trace_sending import queue_outcome_sends
 
 log = logging.getLogger("relmon.outcomes")
 
@@ -118,12 +118,11 @@ def _watch(runtime: Runtime, pair: Row, run: list[LoggedMessage] | None, window_
     # it (capture.outcomes.concerns): their indexes are read, not the channel's, whose read grew with its traffic.
     # By the bot's rule, a top-level message of the asker is news only for their latest answer, which the board
     # knows.
-    later: list[LoggedMessage] = []
-    if answer is None:
-        board.add(channel, watch)
-    else:
-        put_up = partial(board.queue_add, channel=channel, watch=watch)
-        later = conversation.since_answer(channel, answer, until=closes, asker=watch.asker, first=put_up)
+    pipe = runtime.redis.pipeline(transaction=True)
+    board.queue_add(pipe, channel, watch)
+    count = conversation.queue_since(pipe, channel, answer, until=closes, asker=watch.asker) if answer else 0
+    replies = pipe.execute()
+    later = conversation.since_from(channel, replies[-count:]) if count else []
     later = sorted((message for message in later if concerns(watch, message)), key=ts_key)
     if any(not message.in_thread for message in later):
         known = {w.pair_id: w for w in board.of_asker(channel, watch.asker)} | {watch.pair_id: watch}
@@ -318,6 +317,9 @@ def _follow_up(runtime: Runtime, pair_ids: list[int]) -> None:
 
 
 def _announce(runtime: Runtime, pair_id: int, new: list[str], **fields) -> None:
+    """Every path that records signals ends here with the new ones (a message's, a reaction's, a window's close):
+    they are logged, and each goes to the bot's trace (workers.trace_sending: queued, never raising)."""
     if not new:
         return
     log.info("outcome signals", extra=event_fields(pair_id=pair_id, signals=",".join(new), **fields))
+    queue_outcome_sends(runtime, pair_id, new)

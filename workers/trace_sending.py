@@ -1,7 +1,8 @@
-"""Sending verdicts to the support bot's traces (Langfuse scores, OpenTelemetry evaluation events): loading the
-judgment, finding its trace ID, one send per tool, and queueing the sends after a judgment. The tasks that run a
-send (and retry it) are `workers.tasks.traces`; the payloads' rules are `workers.traces`. The tools' SDKs load
-on the first send, not with the worker: most deployments set neither tool."""
+"""Sending verdicts and outcome signals to the support bot's traces (Langfuse scores, OpenTelemetry evaluation
+events): loading the judgment or signal, finding its trace ID, one send per tool, and queueing the sends after a
+judgment or a new signal. The tasks that run a send (and retry it) are `workers.tasks.traces`; the payloads' rules
+are `workers.traces`. The tools' SDKs load on the first send, not with the worker: most deployments set neither
+tool."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from common.celery_app import celery
 from common.runtime import Runtime
 from common.telemetry.logs import event_fields
 from store.models import Judgment, OutcomeSignal, Pair
+from store.signals import SIGNALS
 from workers.traces import (
     BadTraceId,
     Verdict,
@@ -24,6 +26,8 @@ from workers.traces import (
     evaluation_events,
     langfuse_scores,
     metadata_trace_id,
+    outcome_event,
+    outcome_score,
     slack_trace_id,
 )
 
@@ -40,10 +44,14 @@ class SendAgain(Exception):
 
 @dataclass(frozen=True)
 class Subject:
-    verdict: Verdict
+    """What is sent (a judgment's verdict, or one outcome signal of a pair) and the answer whose trace gets it."""
+
+    verdict: Verdict | None  # None for an outcome signal
     channel: str
     answer_ts: str
     thread_ts: str | None = None
+    signal: str | None = None  # a name of store.signals.SIGNALS
+    pair_id: int = 0
 
 
 def load_subject(runtime: Runtime, judgment_id: int) -> Subject | None:
@@ -56,8 +64,6 @@ def load_subject(runtime: Runtime, judgment_id: int) -> Subject | None:
     if row is None:
         return None
     judgment, channel, answer_ts, thread_ts = row
-    with runtime.db.reading() as session:
-        signals = session.scalars(select(OutcomeSignal.name).where(OutcomeSignal.pair_id == judgment.pair_id)).all()
     verdict = Verdict(
         judgment.id,
         judgment.judge,
@@ -66,9 +72,22 @@ def load_subject(runtime: Runtime, judgment_id: int) -> Subject | None:
         judgment.reasoning,
         judgment.confirmation_status,
         pair_id=judgment.pair_id,
-        signals=tuple(sorted(signals)),
     )
-    return Subject(verdict, channel, answer_ts, thread_ts)
+    return Subject(verdict, channel, answer_ts, thread_ts, pair_id=judgment.pair_id)
+
+
+def load_outcome(runtime: Runtime, pair_id: int, signal: str) -> Subject | None:
+    """The pair's answer, if the signal is recorded on it (None when the pair is gone: retention, a deletion; or
+    the name is none of the signals')."""
+    if signal not in SIGNALS:
+        return None
+    with runtime.db.reading() as session:
+        row = session.execute(
+            select(Pair.channel_id, Pair.answer_ts, Pair.thread_ts)
+            .join(OutcomeSignal, OutcomeSignal.pair_id == Pair.id)
+            .where(Pair.id == pair_id, OutcomeSignal.name == signal)
+        ).first()
+    return None if row is None else Subject(None, *row, signal=signal, pair_id=pair_id)
 
 
 def trace_id_of(runtime: Runtime, subject: Subject) -> str | None:
@@ -107,35 +126,48 @@ def message_metadata(runtime: Runtime, subject: Subject) -> dict | None:
     return None
 
 
-def traced(runtime: Runtime, judgment_id: int, tool: str) -> tuple[Subject, str, dict] | str:
-    """The judgment, its trace ID and the log fields; or the outcome when there is nothing to send (skipped: the
-    judgment is gone or its answer names no trace; bad_trace_id: what it names is not one)."""
-    subject = load_subject(runtime, judgment_id)
+def traced(runtime: Runtime, subject: Subject | None, tool: str, **ids: object) -> tuple[str, dict] | str:
+    """The subject's trace ID and the log fields; or the outcome when there is nothing to send (skipped: the
+    judgment or signal is gone or its answer names no trace; bad_trace_id: what it names is not one)."""
     if subject is None:
         return "skipped"  # deleted since (retention, a deletion in Slack)
-    fields = event_fields(channel=subject.channel, message_ts=subject.answer_ts, judgment_id=judgment_id, tool=tool)
+    fields = event_fields(channel=subject.channel, message_ts=subject.answer_ts, tool=tool, **ids)
     try:
         trace_id = trace_id_of(runtime, subject)
     except BadTraceId as error:
         log.warning("trace id refused", extra={**fields, "reason": str(error), "key": runtime.settings.trace_id_key})
         return "bad_trace_id"
-    return (subject, trace_id, fields) if trace_id else "skipped"
+    return (trace_id, fields) if trace_id else "skipped"
 
 
 def send_to_langfuse(runtime: Runtime, judgment_id: int) -> str:
     """One judgment's scores to Langfuse; returns the outcome (sent, skipped, rejected, bad_trace_id). SendAgain:
     retry."""
+    subject = load_subject(runtime, judgment_id)
+    found = traced(runtime, subject, LANGFUSE, judgment_id=judgment_id)
+    if isinstance(found, str):
+        return found
+    trace_id, fields = found
+    return post_scores(runtime, langfuse_scores(subject.verdict, trace_id), fields)
+
+
+def send_outcome_to_langfuse(runtime: Runtime, pair_id: int, signal: str) -> str:
+    """One outcome signal's score to Langfuse (on the trace of the pair's answer). SendAgain: retry."""
+    found = traced(runtime, load_outcome(runtime, pair_id, signal), LANGFUSE, pair_id=pair_id, signal=signal)
+    if isinstance(found, str):
+        return found
+    trace_id, fields = found
+    return post_scores(runtime, [outcome_score(pair_id, signal, trace_id)], fields)
+
+
+def post_scores(runtime: Runtime, scores: list[dict], fields: dict) -> str:
+    """POST the scores with the official SDK's API client: sent, skipped (none), rejected; SendAgain: retry."""
     from langfuse.api.client import LangfuseAPI
     from langfuse.api.core.api_error import ApiError
 
-    settings = runtime.settings
-    found = traced(runtime, judgment_id, LANGFUSE)
-    if isinstance(found, str):
-        return found
-    subject, trace_id, fields = found
-    scores = langfuse_scores(subject.verdict, trace_id)
     if not scores:
         return "skipped"
+    settings = runtime.settings
     client = LangfuseAPI(
         base_url=settings.langfuse_host.rstrip("/"),
         username=settings.langfuse_public_key,
@@ -162,31 +194,66 @@ def send_to_langfuse(runtime: Runtime, judgment_id: int) -> str:
 
 def send_to_otlp(runtime: Runtime, judgment_id: int) -> str:
     """One judgment's `gen_ai.evaluation.result` events over OTLP (workers.otlp_events). SendAgain: retry."""
-    from workers.otlp_events import export_evaluations
-
-    found = traced(runtime, judgment_id, OTLP)
+    subject = load_subject(runtime, judgment_id)
+    found = traced(runtime, subject, OTLP, judgment_id=judgment_id)
     if isinstance(found, str):
         return found
-    subject, trace_id, fields = found
-    events = evaluation_events(subject.verdict)
+    trace_id, fields = found
+    return export_events(runtime, trace_id, evaluation_events(subject.verdict), fields)
+
+
+def send_outcome_to_otlp(runtime: Runtime, pair_id: int, signal: str) -> str:
+    """One outcome signal's `gen_ai.evaluation.result` event over OTLP. SendAgain: retry."""
+    found = traced(runtime, load_outcome(runtime, pair_id, signal), OTLP, pair_id=pair_id, signal=signal)
+    if isinstance(found, str):
+        return found
+    trace_id, fields = found
+    return export_events(runtime, trace_id, [outcome_event(signal)], fields)
+
+
+def export_events(runtime: Runtime, trace_id: str, events: list[dict], fields: dict) -> str:
+    from workers.otlp_events import export_evaluations
+
     if not events:
         return "skipped"
-    if not export_evaluations(runtime.settings.otlp_endpoint, trace_id, events):
-        raise SendAgain("the OTLP endpoint did not take the events")
+    exported = export_evaluations(runtime.settings.otlp_endpoint, trace_id, events)
+    if exported.refused:  # a key or body the endpoint refuses: sending again would be refused again
+        log.warning("the OTLP endpoint refused the events", extra={**fields, "status": exported.status})
+        return "rejected"
+    if not exported.sent:
+        raise SendAgain(f"the OTLP endpoint did not take the events (status {exported.status})")
     log.info("evaluation events sent", extra={**fields, "events": len(events)})
     return "sent"
+
+
+def _tools(runtime: Runtime, langfuse_task: str, otlp_task: str) -> list[tuple[str, str]]:
+    settings = runtime.settings
+    tools = [(LANGFUSE, langfuse_task)] if settings.langfuse_enabled else []
+    return tools + ([(OTLP, otlp_task)] if settings.otlp_endpoint else [])
+
+
+def _queue(tool: str, task: str, args: list, fields: dict) -> None:
+    try:
+        celery.send_task(task, args=args)
+    except Exception as error:  # the broker: this send is lost, the pipeline is not
+        log.warning("trace send not queued", extra={**fields, "error": type(error).__name__})
+        metrics.trace_send(tool, "not_queued")
 
 
 def queue_trace_sends(runtime: Runtime, judgment_ids: list[int]) -> None:
     """After judgments (or a second opinion) are stored: one send per judgment to each tool configured. A broker
     that fails here is logged and counted; the judgment and its alert go on regardless."""
-    settings = runtime.settings
-    tools = [(LANGFUSE, task_names.SEND_LANGFUSE_SCORES)] if settings.langfuse_enabled else []
-    tools += [(OTLP, task_names.SEND_OTLP_EVALUATIONS)] if settings.otlp_endpoint else []
+    tools = _tools(runtime, task_names.SEND_LANGFUSE_SCORES, task_names.SEND_OTLP_EVALUATIONS)
     for judgment_id in judgment_ids:
         for tool, task in tools:
-            try:
-                celery.send_task(task, args=[judgment_id])
-            except Exception as error:  # the broker: this send is lost, the pipeline is not
-                log.warning("trace send not queued", extra={"judgment_id": judgment_id, "error": type(error).__name__})
-                metrics.trace_send(tool, "not_queued")
+            _queue(tool, task, [judgment_id], {"judgment_id": judgment_id})
+
+
+def queue_outcome_sends(runtime: Runtime, pair_id: int, signals: list[str]) -> None:
+    """After outcome signals are recorded (the new ones only: a signal is recorded once per pair): one send per
+    signal to each tool configured, whether the pair is judged yet or not, since a signal goes on the answer's
+    trace by itself. Never raises, as queue_trace_sends."""
+    tools = _tools(runtime, task_names.SEND_LANGFUSE_OUTCOME, task_names.SEND_OTLP_OUTCOME)
+    for signal in signals:
+        for tool, task in tools:
+            _queue(tool, task, [pair_id, signal], {"pair_id": pair_id, "signal": signal})

@@ -55,7 +55,6 @@ class Verdict:
     reasoning: str | None
     confirmation_status: str | None
     pair_id: int = 0
-    signals: tuple[str, ...] = ()  # the pair's outcome signals recorded so far (reask, human_takeover, ...)
 
 
 def langfuse_scores(verdict: Verdict, trace_id: str) -> list[dict]:
@@ -84,17 +83,20 @@ def langfuse_scores(verdict: Verdict, trace_id: str) -> list[dict]:
                 "dataType": "CATEGORICAL",
             }
         )
-    for name in verdict.signals:  # per pair, not per judge: one id whichever judgment sends it
-        scores.append(
-            {
-                "id": f"relmon-pair-{verdict.pair_id}-{name}",
-                "traceId": trace_id,
-                "name": f"relmon.outcome.{name}",
-                "value": 1,
-                "dataType": "BOOLEAN",
-            }
-        )
     return scores
+
+
+def outcome_score(pair_id: int, signal: str, trace_id: str) -> dict:
+    """The Langfuse score of one outcome signal (a name of store.signals.SIGNALS): BOOLEAN, true, since a
+    signal is recorded when it happened and never taken back. Its `id` is per pair and signal, not per judgment:
+    one score whichever judge judged the answer, and a resend upserts it."""
+    return {
+        "id": f"relmon-pair-{pair_id}-{signal}",
+        "traceId": trace_id,
+        "name": f"relmon.outcome.{signal}",
+        "value": 1,
+        "dataType": "BOOLEAN",
+    }
 
 
 EVALUATION_EVENT = "gen_ai.evaluation.result"  # OpenTelemetry's GenAI semantic conventions
@@ -118,8 +120,9 @@ def evaluation_events(verdict: Verdict) -> list[dict]:
                 "gen_ai.evaluation.score.label": verdict.confirmation_status,
             }
         )
-    events += [
-        {"gen_ai.evaluation.name": f"relmon.outcome.{name}", "gen_ai.evaluation.score.label": "true"}
-        for name in verdict.signals
-    ]
     return events
+
+
+def outcome_event(signal: str) -> dict:
+    """The `gen_ai.evaluation.result` event of one outcome signal."""
+    return {"gen_ai.evaluation.name": f"relmon.outcome.{signal}", "gen_ai.evaluation.score.label": "true"}

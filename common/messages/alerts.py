@@ -34,8 +34,9 @@ from common.messages.blocks import (
 )
 from common.messages.forgotten import forgotten_note
 from common.messages.golden import golden_button
+from judges.names import CORRECTNESS, GROUNDED, RELEVANCY
 
-JUDGE_LABELS = {"relevancy": "Relevancy", "correctness": "Correctness", "grounded": "Groundedness"}
+JUDGE_LABELS = {RELEVANCY: "Relevancy", CORRECTNESS: "Correctness", GROUNDED: "Groundedness"}
 WITHHELD = (
     "_Question, answer and reasoning withheld: this is a private channel and its rules do not let this "
     "alert channel quote it. Open the message to read it (members of the channel only)._"

@@ -23,6 +23,7 @@ from common.messages.blocks import (
 )
 from common.messages.trust import precision_text
 from common.reports.trust import Precision
+from judges.names import CORRECTNESS, GROUNDED, RELEVANCY
 
 # Errors a person may see: one short sentence each, "what happened: what to do" (tests check the action).
 ERRORS = {
@@ -165,9 +166,9 @@ def help_message() -> dict:
 
 MODAL_CALLBACK_ID = "judge_modal"
 JUDGE_CHOICES = (
-    ("relevancy", "Relevancy (0–4): does it answer the question?"),
-    ("correctness", "Correctness (0–2): does it match the reference?"),
-    ("grounded", "Grounded (1–5): is it backed by the reference?"),
+    (RELEVANCY, "Relevancy (0–4): does it answer the question?"),
+    (CORRECTNESS, "Correctness (0–2): does it match the reference?"),
+    (GROUNDED, "Grounded (1–5): is it backed by the reference?"),
 )
 
 

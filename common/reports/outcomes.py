@@ -16,18 +16,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from capture.outcomes import (
-    ESCALATION,
-    HUMAN_TAKEOVER,
-    NEGATIVE_REACTION,
-    POSITIVE_REACTION,
-    REASK,
-    RESOLVED,
-    failed,
-)
+from capture.outcomes import failed
 from common.reports.period import Period, day_slices, slice_of
-from judges.names import CORRECTNESS
+from judges.names import CORRECTNESS, RELEVANCY
 from store.models import JudgmentStatus
+from store.signals import ESCALATION, HUMAN_TAKEOVER, NEGATIVE_REACTION, POSITIVE_REACTION, REASK, RESOLVED
 from store.stats_queries import PairRow
 
 
@@ -114,7 +107,7 @@ class DailyOutcome:
 
 @dataclass(frozen=True)
 class OutcomeReport:
-    judge: str = "relevancy"  # whose scores are set against the outcomes
+    judge: str = RELEVANCY  # whose scores are set against the outcomes
     overall: OutcomeStats = OutcomeStats(None)
     previous_overall: OutcomeStats = OutcomeStats(None)
     channels: dict[str, OutcomeStats] = field(default_factory=dict)

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from golden.regress import ERROR, FAIL, IMPROVED, PASS, REGRESSED, UNCERTAIN, ItemResult, Summary
+from judges.names import CORRECTNESS, GROUNDED, RELEVANCY
 
 _STYLE = {PASS: "green", FAIL: "red", UNCERTAIN: "yellow", ERROR: "magenta"}
 _CHANGE = {IMPROVED: "[green]improved[/]", REGRESSED: "[red]regressed[/]", "new": "new", None: ""}
@@ -76,12 +77,12 @@ def report_json(
 def print_report(console: Console, results: Sequence[ItemResult], summary: Summary, questions: dict[str, str]) -> None:
     caption = "relevancy 0–4 · correctness 0–2 · grounded 1–5, the candidate first as answer 2, then as answer 1"
     table = Table(title="relmon regress", caption=caption, show_lines=False)
-    for column in ("item", "question", "relevancy", "correct", "grounded", "result", "change"):
+    for column in ("item", "question", RELEVANCY, "correct", GROUNDED, "result", "change"):
         table.add_column(column, overflow="fold")
     for result in results:
         outcome = f"[{_STYLE[result.outcome]}]{result.outcome}[/]"
-        table.add_row(result.key, _cut(questions.get(result.key, "")), _score(result.scores.get("relevancy")),
-                      _score(result.scores.get("correctness")), _score(result.scores.get("grounded")), outcome,
+        table.add_row(result.key, _cut(questions.get(result.key, "")), _score(result.scores.get(RELEVANCY)),
+                      _score(result.scores.get(CORRECTNESS)), _score(result.scores.get(GROUNDED)), outcome,
                       _CHANGE.get(result.change, result.change or ""))  # fmt: skip
     console.print(table)
     low, high = summary.interval

@@ -1,6 +1,8 @@
 """A local OTLP/HTTP logs receiver for tests: `POST /v1/logs` with an ExportLogsServiceRequest (protobuf, plain or
 gzip), decoded with opentelemetry-proto, answered as the OTLP specification says (200 with an
-ExportLogsServiceResponse; 400 for a body that does not decode; `fail_next(n, status)` for an outage).
+ExportLogsServiceResponse; 400 for a body that does not decode; `fail_next(n, status)` for an outage). With a
+`token`, a request without `Authorization: Bearer <token>` is answered 401, as the collector's bearertokenauth
+extension answers it.
 
     with FakeOtlpReceiver() as otlp:
         env["OTEL_EXPORTER_OTLP_ENDPOINT"] = otlp.url
@@ -32,7 +34,8 @@ def attributes(record: object) -> dict:
 class FakeOtlpReceiver(OutageFake):
     thread_name = "fake-otlp"
 
-    def __init__(self) -> None:
+    def __init__(self, token: str | None = None) -> None:
+        self.token = token
         self.requests: list[ExportLogsServiceRequest] = []
         self.posts = 0
         self._serve()
@@ -66,6 +69,8 @@ class FakeOtlpReceiver(OutageFake):
                     return self.send_body(404, b"", "text/plain")
                 if failure:
                     return self.send_body(failure, b"", PROTOBUF)
+                if fake.token and self.headers.get("Authorization") != f"Bearer {fake.token}":
+                    return self.send_body(401, b"", PROTOBUF)
                 if self.headers.get("Content-Encoding") == "gzip":
                     body = gzip.decompress(body)
                 request = ExportLogsServiceRequest()

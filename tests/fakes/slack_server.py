@@ -14,7 +14,8 @@ times)` makes them answer an error (`missing_scope` by default, with `needed` an
 `expire_response_url(key)` makes it answer 404 `expired_url` (as after 30 minutes or 5 posts),
 `slow_response_url(key, seconds)` takes its posts but answers them only that much later, and
 `drop_response_url(key, times)` takes its next posts and closes the connection without an answer.
-`.response_attempts[key]` keeps the time of every post, taken or refused.
+`.response_attempts[key]` keeps the time of every post, taken or refused; `.response_answers[key]` counts the
+taken posts answered (or closed unanswered), a late answer once it went out: the sign a test waits for.
 `slow_method(method, seconds, times)` carries out the next calls to a Web API method at once but answers them
 only that much later (after the client's timeout, say), and `drop_method(method, times)` carries them out and
 closes the connection without an answer: Slack did it, the client never hears.
@@ -82,6 +83,7 @@ class FakeSlack(BackgroundServer):
         self._rate_limits: dict[str, list[int]] = {}  # method -> [remaining, retry_after]
         self._refusals: dict[str, list] = {}  # method -> [remaining, error]
         self.response_attempts: dict[str, list[float]] = defaultdict(list)  # response_url key -> post times
+        self.response_answers: dict[str, int] = defaultdict(int)  # response_url key -> taken posts answered
         self._response_limits: dict[str, list[int]] = {}  # response_url key -> [remaining, retry_after]
         self._expired_responses: set[str] = set()
         self._response_delays: dict[str, float] = {}  # response_url key -> seconds before the answer
@@ -558,12 +560,16 @@ class FakeSlack(BackgroundServer):
                     with fake._lock:
                         fake.responses[key].append(body)
                     delay, dropped = fake._response_answer(key)
-                    if dropped:
-                        self.close_connection = True  # taken, but no answer: the client sees the connection close
-                        return
-                    time.sleep(delay)
-                    with suppress(OSError):  # a client that stopped waiting has closed its end
-                        self._send(200, {"ok": True})
+                    try:
+                        if dropped:
+                            self.close_connection = True  # taken, no answer: the client sees the connection close
+                            return
+                        time.sleep(delay)
+                        with suppress(OSError):  # a client that stopped waiting has closed its end
+                            self._send(200, {"ok": True})
+                    finally:
+                        with fake._lock:
+                            fake.response_answers[key] += 1
                     return
                 if not parts.path.startswith("/api/"):
                     self._send(404, {"ok": False, "error": "not_found"})

@@ -195,20 +195,27 @@ def test_dead_broker_spools_and_nothing_is_lost(make_bot, redis_url) -> None:
     assert settle(bot.runtime, pair.id, pair.version) == PairStatus.PENDING
 
 
-def test_top_level_answer_within_and_outside_the_window(make_bot) -> None:
+def test_a_top_level_answer_within_the_window_is_paired(make_bot) -> None:
     bot = make_bot(toplevel_window_seconds=60)
     now = time.time()
     q_ts = sr.next_ts(now - 30)
     a_ts = sr.next_ts(now)
     send(bot, sr.human_message(C, q_ts, "anyone know the VPN address?"))
     send(bot, sr.bot_message(C, a_ts, "vpn.example.com"))
+    results = settle_all(bot)
+    by_channel = {p.channel_id: p for p in bot.pairs()}
+    assert results[by_channel[C].id] == PairStatus.PENDING
+    assert by_channel[C].question_ts == q_ts
+
+
+def test_a_top_level_answer_outside_the_window_has_no_question(make_bot) -> None:
+    bot = make_bot(toplevel_window_seconds=60)
+    now = time.time()
     old_q, late_a = sr.next_ts(now - 500), sr.next_ts(now - 400)
     send(bot, sr.human_message("C_OTHER", old_q, "old question"))
     send(bot, sr.bot_message("C_OTHER", late_a, "late answer"))
     results = settle_all(bot)
     by_channel = {p.channel_id: p for p in bot.pairs()}
-    assert results[by_channel[C].id] == PairStatus.PENDING
-    assert by_channel[C].question_ts == q_ts
     assert results[by_channel["C_OTHER"].id] == PairStatus.NO_QUESTION
 
 
@@ -312,9 +319,17 @@ def test_deleting_a_later_part_shortens_the_answer(bot: ServedBot) -> None:
     assert (root.status, root.answer_text) == (PairStatus.PENDING, "one")
 
 
-def test_files_only_and_blocks_only_answers(bot: ServedBot) -> None:
+def test_a_files_only_answer(bot: ServedBot) -> None:
     q = sr.human_message(C, sr.next_ts(), "where is the guide?")
     files_only = sr.file_share(sr.bot_message(C, sr.next_ts(), "", thread_ts=q["ts"]), "guide.pdf", "Setup guide")
+    for event in (q, files_only):
+        send(bot, event)
+    settle_all(bot)
+    texts = {p.question_text: (p.status, p.answer_text) for p in bot.pairs()}
+    assert texts["where is the guide?"] == (PairStatus.PENDING, "[file: Setup guide]")
+
+
+def test_a_blocks_only_answer(bot: ServedBot) -> None:
     q2 = sr.human_message(C, sr.next_ts(), "and pricing?")
     blocks_only = sr.bot_message(
         C,
@@ -323,11 +338,10 @@ def test_files_only_and_blocks_only_answers(bot: ServedBot) -> None:
         thread_ts=q2["ts"],
         blocks=sr.rich_text_blocks(sr.rich_section(sr.text_part("Pro is "), sr.text_part("$10", bold=True))),
     )
-    for event in (q, files_only, q2, blocks_only):
+    for event in (q2, blocks_only):
         send(bot, event)
     settle_all(bot)
     texts = {p.question_text: (p.status, p.answer_text) for p in bot.pairs()}
-    assert texts["where is the guide?"] == (PairStatus.PENDING, "[file: Setup guide]")
     assert texts["and pricing?"] == (PairStatus.PENDING, "Pro is $10")
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime
 
+import pytest
 from sqlalchemy import event
 
 from bot.listeners.home import publish_home
@@ -63,19 +64,31 @@ def test_stats_by_name_reads_the_channel_list_once(make_bot, slack) -> None:
     assert len(slack.calls_to("conversations.list")) == 1
 
 
-def test_home_views_are_cached_per_viewer_class_and_follow_new_data(make_bot, slack) -> None:
+@pytest.fixture
+def home(make_bot, slack):
+    """A private channel's judged answer; (the runtime, a function publishing a person's App Home)."""
     slack.add_channel("G_TEAM", "team", is_private=True, members=["U_IN", "U_RELMON"])
     bot = make_bot()
     add_judgment(bot.runtime, score=1, channel_id="G_TEAM", private=True)
     runtime = bot.runtime
     client, membership = slack_client_for(runtime.settings), MembershipCache(runtime.redis)
-    member = publish_home(runtime, client, membership, "U_IN")
-    outsider = publish_home(runtime, client, membership, "U_OUT")
+    return runtime, lambda user: publish_home(runtime, client, membership, user)
+
+
+def test_home_views_are_cached_per_viewer_class(home) -> None:
+    runtime, publish = home
+    member = publish("U_IN")
+    outsider = publish("U_OUT")
     assert "G_TEAM" in str(member) and "G_TEAM" not in str(outsider)  # two classes, two views
-    assert publish_home(runtime, client, membership, "U_IN") == member  # the cached one
+    assert publish("U_IN") == member  # the cached one
     assert len(runtime.redis.keys("relmon:home:view:*")) == 2
+
+
+def test_home_views_follow_new_data(home) -> None:
+    runtime, publish = home
+    outsider = publish("U_OUT")
     add_judgment(runtime, score=4, channel_id=C)
-    assert publish_home(runtime, client, membership, "U_OUT") != outsider  # a new answer: built again
+    assert publish("U_OUT") != outsider  # a new answer: built again
 
 
 def report_reads(runtime, asks) -> list[str]:

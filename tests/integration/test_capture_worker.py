@@ -27,6 +27,7 @@ from tests.bot_harness import SECRET, ServedBot, log_message, redis_calls, redis
 from tests.fakes.openai_server import FakeOpenAI
 from workers.judging.queued import queued_handoffs
 from workers.pairs import capturing
+from workers.pairs.capture_context import CaptureStore, Held
 from workers.pairs.capturing import capture_answer_in
 from workers.pairs.settling import settle
 from workers.tasks import answers
@@ -266,11 +267,15 @@ def test_a_redelivered_capture_task_hands_its_stored_answer_to_judge_pair(make_b
     assert judge_tasks(sent) == [([pair.id], {"resumed": True}, None)]
 
 
-def test_the_capture_reads_the_message_and_what_is_around_it_in_two_round_trips(redis_url) -> None:
-    """`get_with_around`: what `get` then `around` give, with the index reads sent beside the GET (placed by the
-    task's thread_ts), then one MGET; read again when the log places the message elsewhere than its sender did."""
-    client = redis.Redis.from_url(redis_url)
+def test_the_capture_reads_the_message_and_what_is_around_it_in_two_round_trips(make_bot) -> None:
+    """`CaptureStore.load`: what `get` then `around` give, with the index reads and the stored mark's read sent
+    beside the GET (placed by the task's thread_ts), then one MGET; read again when the log places the message
+    elsewhere than its sender did."""
+    bot = make_bot()
+    client = bot.runtime.redis
     log = ConversationLog(client, 3600)
+    store = CaptureStore(bot.runtime, C, channel_type="channel", ext_shared=False)
+    bot.runtime.known_channels.flags(C, "channel", False)  # knows the channel's sharing, as a running worker does
     now, logged = time.time(), partial(log_message, log, C)
 
     question = logged(now - 30)
@@ -279,23 +284,26 @@ def test_the_capture_reads_the_message_and_what_is_around_it_in_two_round_trips(
 
     for message, thread_ts, index_reads in ((reply, question.ts, 1), (top, None, 1), (reply, None, 2)):
         before = redis_calls(client)
-        found, around, nothing = log.get_with_around(C, message.ts, thread_ts, 60)
+        context = store.load(message.ts, thread_ts)
         made = {
             k: v - before.get(k, 0)
             for k, v in redis_calls(client).items()
             if k != "cmdstat_info" and v != before.get(k, 0)
         }
-        assert found == log.get(C, message.ts) and nothing == []
-        assert [m.ts for m in around] == [m.ts for m in log.around(C, message, 60)]
-        # A pipeline (GET and the index reads) and an MGET; placed wrong, the thread's index is read again.
-        assert (made.get("get"), made["zrange"], made["mget"]) == (1, index_reads, 1)
-    assert log.get_with_around(C, f"{now - 5:.6f}", None, 60) == (None, [], [])
-    # Commands of the caller's ride along on the first round trip; their replies come third.
+        assert context.message == log.get(C, message.ts) and context.held == Held()
+        assert [m.ts for m in context.around] == [m.ts for m in log.around(C, message, 60)]
+        # A pipeline (the message's GET, the mark's GET and the index reads) and an MGET; placed wrong, the thread's
+        # index is read again.
+        assert (made.get("get"), made["zrange"], made["mget"]) == (2, index_reads, 1)
+    missing = store.load(f"{now - 5:.6f}", None)
+    assert (missing.message, missing.around, missing.run) == (None, [], [])
+    # The mark of what was last stored of the answer comes with the first round trip.
+    store.keep(reply.ts, "abc", 7, None)
     before = redis_calls(client)
-    found, _, extra = log.get_with_around(C, reply.ts, question.ts, 60, also=lambda pipe: pipe.get("relmon:x"))
-    assert found == reply and extra == [None]
+    context = store.load(reply.ts, question.ts)
+    assert context.message == reply and context.held == Held("abc", 7)
     made = {k: v - before.get(k, 0) for k, v in redis_calls(client).items() if k != "cmdstat_info"}
-    assert made.get("get") == 2 and made["mget"] == 1  # the message's GET and the caller's: still one pipeline
+    assert made.get("get") == 2 and made["mget"] == 1  # the message's GET and the mark's: still one pipeline
 
 
 def test_an_answer_that_settles_at_once_is_stored_and_watched_in_six_redis_round_trips(make_bot, monkeypatch) -> None:

@@ -175,16 +175,25 @@ def test_digest_is_posted_once_per_week_with_its_chart(runtime: Runtime, slack: 
         assert session.execute(select(func.count()).select_from(Digest)).scalar_one() == 2
 
 
-def test_a_crashed_run_is_completed_and_a_live_one_is_left_alone(runtime: Runtime, slack: FakeSlack) -> None:
+def claimed_by_another_run(runtime: Runtime) -> datetime:
+    """A week to report on, whose digest another run has claimed just now; returns now."""
     now = now_utc()
     seed(runtime, now)
     key = deliver_digest.__globals__["period_for"](now, "UTC").key
     with runtime.db.session() as session:
         session.add(Digest(period_key=key, channel_id=DIGEST_CHANNEL, status="claimed", created_at=now))
+    return now
+
+
+def test_a_live_run_is_left_alone(runtime: Runtime, slack: FakeSlack) -> None:
+    now = claimed_by_another_run(runtime)
     # Another run holds a fresh claim: this one posts nothing.
     assert deliver_digest(runtime, now).status == "in_progress"
     assert slack.posted(DIGEST_CHANNEL) == []
 
+
+def test_a_crashed_run_is_completed(runtime: Runtime, slack: FakeSlack) -> None:
+    now = claimed_by_another_run(runtime)
     # That run died after posting the message: a retry after the lease uploads the chart, no second message.
     slack.add_message(DIGEST_CHANNEL, "1763000000.999999", "URELMON", "Weekly digest")
     with runtime.db.session() as session:

@@ -35,11 +35,14 @@ def test_missing_token_is_not_authed(slack: FakeSlack) -> None:
     assert error.value.response["error"] == "not_authed"
 
 
-def test_users_and_bots(slack: FakeSlack, client: WebClient) -> None:
-    slack.add_user("U1", "ana", "Ana Diaz")
+def test_bots(slack: FakeSlack, client: WebClient) -> None:
     slack.add_bot("B9", "helper", app_id="A9", user_id="U9")
-    assert client.users_info(user="U1")["user"]["real_name"] == "Ana Diaz"
     assert client.bots_info(bot="B9")["bot"]["app_id"] == "A9"
+
+
+def test_users(slack: FakeSlack, client: WebClient) -> None:
+    slack.add_user("U1", "ana", "Ana Diaz")
+    assert client.users_info(user="U1")["user"]["real_name"] == "Ana Diaz"
     with pytest.raises(SlackApiError):
         client.users_info(user="U404")
     assert slack.calls_to("users.info") == [{"user": "U1"}, {"user": "U404"}]
@@ -133,7 +136,7 @@ def test_ephemeral_needs_a_member_in_a_known_channel(slack: FakeSlack, client: W
     assert [e["text"] for e in slack.ephemerals] == ["for you"]
 
 
-def test_history_and_replies_page_like_slack(slack: FakeSlack, client: WebClient) -> None:
+def test_replies_page_like_slack(slack: FakeSlack, client: WebClient) -> None:
     """`limit` a page, `has_more`, and an opaque `response_metadata.next_cursor` (empty on the last page)."""
     slack.add_channel("C2", "long", members=["U_RELMON"])
     slack.add_message("C2", "200.000001", user="U1", text="root")
@@ -149,6 +152,11 @@ def test_history_and_replies_page_like_slack(slack: FakeSlack, client: WebClient
         if not cursor:
             break
     assert pages == 3 and texts == ["root"] + [f"reply {i}" for i in range(2, 251)]
+
+
+def test_history_pages_like_slack(slack: FakeSlack, client: WebClient) -> None:
+    slack.add_channel("C2", "long", members=["U_RELMON"])
+    slack.add_message("C2", "200.000001", user="U1", text="root")
     slack.add_message("C2", "199.000001", user="U1", text="earlier top-level message")
     first = client.conversations_history(channel="C2", limit=1)
     assert first["has_more"] is True and first["response_metadata"]["next_cursor"]

@@ -24,11 +24,17 @@ def test_tally_counts_each_persons_latest_vote(votes, expected):
     assert tally(votes) == expected
 
 
-def test_describe_and_agreement():
+def test_describe():
     assert describe(Tally()) == "No feedback yet: was the judge right?"
     assert describe(Tally(1, 2)) == "Feedback: 1 says the judge was right · 2 say it was wrong"
+
+
+def test_agreement():
     assert Tally(3, 1).agreement == 0.75
     assert Tally().agreement is None
+
+
+def test_each_feedback_button_is_a_vote():
     assert VOTE_FOR_ACTION == {"feedback_right": "right", "feedback_wrong": "wrong"}
 
 

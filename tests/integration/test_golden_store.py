@@ -4,6 +4,7 @@ final, deleted messages leave the set, private items only for their members, imp
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 
 from golden.rules import ORIGIN_TAKEOVER, ORIGIN_VOTE, Occurrence
 from store import golden
@@ -53,13 +54,17 @@ def test_the_same_question_asked_twice_is_one_item_counted_twice(database: Datab
     assert item.origin == ORIGIN_TAKEOVER and item.context == "[customer] hi"
 
 
-def test_an_edited_expected_answer_is_kept_and_a_removed_item_stays_out(database: Database) -> None:
+def test_an_edited_expected_answer_is_kept(database: Database) -> None:
     item_id, _ = add(database, asked("100.0", expected=None))
     with database.session() as session:
         assert golden.set_expected(session, item_id, "Use the Keys page.", "U_SAM")
     add(database, asked("200.0"))  # a later teammate reply does not overwrite the person's words
     [item] = items(database)
     assert item.expected == "Use the Keys page." and item.edited_by == "U_SAM" and item.times == 2
+
+
+def test_a_removed_item_stays_out(database: Database) -> None:
+    item_id, _ = add(database, asked("100.0"))
     with database.session() as session:
         assert golden.remove_item(session, item_id, "U_SAM")
         assert not golden.remove_item(session, item_id, "U_SAM")
@@ -85,12 +90,16 @@ def test_a_deleted_message_takes_its_source_away_and_the_last_one_the_item(datab
     assert items(database) == []
 
 
-def test_private_items_are_only_for_their_channels_members_and_imports_merge(database: Database) -> None:
+def test_private_items_are_only_for_their_channels_members(database: Database) -> None:
     add(database, asked("100.0"))
     add(database, asked("200.0", question="Where is the VPN guide?", channel="G1", private=True))
     assert len(items(database, None)) == 2
     assert [i.channel_id for i in items(database, set())] == ["C1"]
     assert len(items(database, {"G1"})) == 2
+
+
+def test_imports_merge_into_the_set(database: Database) -> None:
+    add(database, asked("100.0"))
     rows = [
         {"question": "how do I rotate my api key?", "expected": "Imported.", "external_id": "x1"},
         {"question": "What plans have SSO?", "expected": "Business.", "external_id": "x2", "context": None},
@@ -126,19 +135,29 @@ def test_an_item_gets_its_questions_topic_once_the_topics_run_named_it(database:
     assert item.topic == "API keys"
 
 
-def test_the_digests_figures_read_the_sets_growth_and_the_last_finished_run(database: Database) -> None:
-    from datetime import UTC, datetime, timedelta
-
-    from common.reports.golden import golden_figures
-    from store import regress_runs
-
+def a_set_of_two(database: Database) -> datetime:
+    """Two items added just now; returns a week ago."""
     add(database, asked("100.0"))
     add(database, asked("200.0", question="Which plans have SSO?"))
-    week_ago = datetime.now(UTC) - timedelta(days=7)
+    return datetime.now(UTC) - timedelta(days=7)
+
+
+def test_the_digests_figures_read_the_sets_growth(database: Database) -> None:
+    from common.reports.golden import golden_figures
+
+    week_ago = a_set_of_two(database)
     with database.session() as session:
         figures = golden_figures(session, week_ago)
         assert (figures.size, figures.grown, figures.last_run) == (2, 2, None)
         assert golden_figures(session, datetime.now(UTC) + timedelta(seconds=1)).grown == 0
+
+
+def test_the_digests_figures_read_the_last_finished_run(database: Database) -> None:
+    from common.reports.golden import golden_figures
+    from store import regress_runs
+
+    week_ago = a_set_of_two(database)
+    with database.session() as session:
         run_id = regress_runs.start(session, "sha", "v2.jsonl", 2)
         regress_runs.start(session, "other", "v3.jsonl", 2)  # unfinished: not reported
         regress_runs.finish(session, run_id, passed=1, pass_rate=0.5, report={"items": []})

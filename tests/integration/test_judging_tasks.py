@@ -30,13 +30,14 @@ def fake_openai() -> Iterator[FakeOpenAI]:
         yield fake
 
 
-def test_an_outage_is_not_counted_and_a_recent_failure_is_judged_again_not_given_up_on(
-    database: Database, redis_url: str, runtime_for
-) -> None:
+def failures_of(database: Database, pair_id: int) -> int:
+    with database.session() as session:
+        return session.scalar(select(JudgingFailure.failures).where(JudgingFailure.pair_id == pair_id)) or 0
+
+
+def test_an_outage_is_not_counted(database: Database, redis_url: str, runtime_for) -> None:
     """An outage of the database or Redis fails judge_pair after its retries, but counts for nothing: it would
-    give up on healthy pairs. A bug counts; yet while the last failure is recent a twin run (a redelivery, a
-    duplicate) may still be storing the real verdict, so the sweeper re-enqueues the pair and gives up only at a
-    sweep after a quiet interval."""
+    give up on healthy pairs."""
     from kombu.exceptions import OperationalError as BrokerError
     from sqlalchemy.exc import OperationalError
 
@@ -44,11 +45,6 @@ def test_an_outage_is_not_counted_and_a_recent_failure_is_judged_again_not_given
     from workers.tasks.judging import _log_failure
 
     pair_id = add_pairs(database, 1)[0]
-
-    def failures() -> int:
-        with database.session() as session:
-            return session.scalar(select(JudgingFailure.failures).where(JudgingFailure.pair_id == pair_id)) or 0
-
     runtime_for(Settings(redis_url=redis_url, database_url=database.url))
     outages = [
         OperationalError("SELECT 1", {}, Exception("server closed the connection unexpectedly")),
@@ -59,10 +55,21 @@ def test_an_outage_is_not_counted_and_a_recent_failure_is_judged_again_not_given
     for _ in range(MAX_FAILED_RUNS):  # an outage spanning many sweeps
         for error in outages:
             _log_failure(task_id="t", exception=error, args=[pair_id])
-    assert failures() == 0
+    assert failures_of(database, pair_id) == 0
+
+
+def test_a_recent_failure_is_judged_again_not_given_up_on(database: Database, redis_url: str, runtime_for) -> None:
+    """A bug counts; yet while the last failure is recent a twin run (a redelivery, a duplicate) may still be
+    storing the real verdict, so the sweeper re-enqueues the pair and gives up only at a sweep after a quiet
+    interval."""
+    from workers.judging.rules import MAX_FAILED_RUNS
+    from workers.tasks.judging import _log_failure
+
+    pair_id = add_pairs(database, 1)[0]
+    runtime_for(Settings(redis_url=redis_url, database_url=database.url))
     for _ in range(MAX_FAILED_RUNS):
         _log_failure(task_id="t", exception=ValueError("unknown judge: no_such_judge"), args=[pair_id])
-    assert failures() == MAX_FAILED_RUNS
+    assert failures_of(database, pair_id) == MAX_FAILED_RUNS
 
     broker = redis.Redis.from_url(redis_url)
     # The last failure is recent: re-enqueued (a run), not given up on.

@@ -77,16 +77,21 @@ def _task(args: list, retries: int) -> SimpleNamespace:
     return SimpleNamespace(name=CONSIDER, request=SimpleNamespace(args=args, retries=retries), retry=retry)
 
 
-def test_a_retrying_task_keeps_its_note_and_one_out_of_retries_drops_it(runtime) -> None:
+def slack_down(_runtime, _judgment_id):
+    raise ConnectionError("slack.com unreachable")
+
+
+def test_a_retrying_task_keeps_its_note(runtime) -> None:
     noted_tasks.send(runtime.redis, CONSIDER, [7], time.time())
     runtime.redis.delete(QUEUE_SLACK)
-
-    def slack_down(_runtime, _judgment_id):
-        raise ConnectionError("slack.com unreachable")
-
     with pytest.raises(Retry):
         tasks._run_noted(_task([7], retries=0), slack_down, 7)
     assert notes(runtime) == {noted_tasks.note_of(CONSIDER, [7])}  # its retry is on the way
+
+
+def test_a_task_out_of_retries_drops_its_note(runtime) -> None:
+    noted_tasks.send(runtime.redis, CONSIDER, [7], time.time())
+    runtime.redis.delete(QUEUE_SLACK)
     with pytest.raises(ConnectionError):
         tasks._run_noted(_task([7], retries=tasks.MAX_RETRIES), slack_down, 7)
     assert notes(runtime) == set()  # given up on: nothing will send it again

@@ -275,15 +275,15 @@ def test_a_window_opened_while_the_bot_logs_a_reply_still_gets_it(make_bot, sent
     before logging would have seen no watch, and the reply would count for nothing.)"""
     bot = make_bot()
     pair, reply = _captured_with_a_reply(bot)
-    record = ConversationLog.record
+    queue_record = ConversationLog.queue_record
 
-    def window_opens_first(log, channel, message, **kwargs):
+    def window_opens_first(log, pipe, channel, message):
         if message.ts == reply["ts"]:
-            monkeypatch.setattr(ConversationLog, "record", record)
+            monkeypatch.setattr(ConversationLog, "queue_record", queue_record)
             assert settle(bot.runtime, pair.id, pair.version) == PairStatus.PENDING  # its log read: no reply yet
-        return record(log, channel, message, **kwargs)
+        return queue_record(log, pipe, channel, message)
 
-    monkeypatch.setattr(ConversationLog, "record", window_opens_first)
+    monkeypatch.setattr(ConversationLog, "queue_record", window_opens_first)
     send(bot, reply)
     assert [name for name, _ in sent].count(task_names.OBSERVE_MESSAGE) == 1  # the bot saw the watch
     run(bot, sent)
@@ -304,12 +304,16 @@ def test_the_windows_read_of_the_log_is_led_by_the_watch_and_reads_only_what_cam
     answer = logged(now - 30, thread=root.ts, author=Author.MONITORED_BOT)
     watched: list[object] = []
 
-    def first(pipe) -> None:
+    def since_led_by_the_watch() -> list:
+        """As a window opens (workers.outcome_watching): the watch's command first, then the index reads."""
+        pipe = client.pipeline(transaction=True)
         pipe.set("relmon:test:watch", "up")
         watched.append(pipe)
+        count = log.queue_since(pipe, C, answer, until=now + 1, asker="U_ASKER")
+        return log.since_from(C, pipe.execute()[-count:])
 
     calls_before = redis_calls(client)
-    assert log.since_answer(C, answer, until=now + 1, asker="U_ASKER", first=first) == []
+    assert since_led_by_the_watch() == []
     # Nothing came after the answer: one transaction (the watch, the thread's index, the asker's index), no MGET.
     made = redis_calls_since(client, calls_before)
     assert made == {"multi": 1, "set": 1, "zrangebyscore": 2, "exec": 1}
@@ -321,10 +325,11 @@ def test_the_windows_read_of_the_log_is_led_by_the_watch_and_reads_only_what_cam
         log.record(C, LoggedMessage(ts=f"{now - ago:.6f}", thread_ts=None, author=Author.HUMAN, user="U_OTHER"))
     logged(now + 100)  # after the window's end
     calls_before = redis_calls(client)
-    since = log.since_answer(C, answer, until=now + 1, asker="U_ASKER", first=first)
+    since = since_led_by_the_watch()
     assert [m.ts for m in since] == [reply.ts] + [m.ts for m in later]
     made = redis_calls_since(client, calls_before)
     assert made == {"multi": 1, "set": 1, "zrangebyscore": 2, "exec": 1, "mget": 1}
+    assert [m.ts for m in log.since_answer(C, answer, until=now + 1, asker="U_ASKER")] == [m.ts for m in since]
     # An answer at top level: its own thread, and nothing of the channel's top level but the asker's.
     top_answer = logged(now - 6, author=Author.MONITORED_BOT)
     assert [m.ts for m in log.since_answer(C, top_answer, until=now + 1, asker="U_ASKER")] == [later[1].ts]
@@ -545,7 +550,7 @@ def test_the_bot_reads_only_the_watches_a_message_could_concern(redis_url) -> No
     top = LoggedMessage(ts=f"{now:.6f}", thread_ts=None, author=Author.HUMAN, user="U007")
     for message, expected_reads in ((reply, 3), (top, 6)):
         pipe = board.redis.pipeline()
-        board.read_candidates(C, message)(pipe)  # as the bot reads them, beside its log write
+        pipe.hvals(board.candidates_key(C, message))  # as the capture reads them, beside its log write
         read = decoded_watches(pipe.execute()[0])
         assert len(read) == expected_reads  # the thread's three answers; U007's six
         assert watching(read, message, now) == watching(watches, message, now)

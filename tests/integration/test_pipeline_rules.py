@@ -9,7 +9,6 @@ import json
 import random
 import subprocess
 import sys
-import time
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
@@ -27,6 +26,7 @@ from store.models import ON_DEMAND_SOURCES, BudgetCharge, Judgment, Pair, PairSt
 from store.settings import RETRY_CAP_SECONDS, RETRY_JITTER, Settings, largest_retry_delay
 from store.usage import calls_on, charge_judgment, claim_budget_notice, claim_llm_call, release_budget_notice
 from tests.bursts import burst
+from tests.processes import wait_for
 from workers import budget
 from workers.judging.queued import pair_of, queued_pairs
 from workers.judging.rules import (
@@ -354,6 +354,7 @@ _MIGRATE_AFTER_GO = """
 import os, sys, time
 from store.db import Database
 go = sys.argv[2]
+open(sys.argv[3], "w").close()  # imports done
 while not os.path.exists(go):  # imports done: wait for the others, then all migrate at once
     time.sleep(0.001)
 Database(sys.argv[1]).migrate()
@@ -372,14 +373,21 @@ def test_several_processes_migrate_one_fresh_sqlite_file_at_once(tmp_path: Path)
         go = tmp_path / f"go-{round_}"
         processes = [
             subprocess.Popen(
-                [sys.executable, "-c", _MIGRATE_AFTER_GO, url, str(go)],
+                [sys.executable, "-c", _MIGRATE_AFTER_GO, url, str(go), str(tmp_path / f"ready-{round_}-{n}")],
                 cwd=Path(__file__).resolve().parents[2],
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
             )
-            for _ in range(4)
+            for n in range(4)
         ]
-        time.sleep(1.5)  # let every process finish importing
+        wait_for(  # every process has finished importing (or failed: its output says why below)
+            lambda round_=round_, processes=processes: (
+                len(list(tmp_path.glob(f"ready-{round_}-*"))) == 4
+                or any(process.poll() is not None for process in processes)
+            ),
+            timeout=60,
+            what="every process's imports",
+        )
         go.touch()
         outputs = [process.communicate(timeout=60)[0].decode(errors="replace") for process in processes]
         failed = [out for process, out in zip(processes, outputs, strict=True) if process.returncode != 0]

@@ -42,14 +42,22 @@ def test_topics_json_lists_every_topic_with_its_figures_and_question_ids(stored_
     assert first["history"] == []  # the command stores no run: the digest's and the daily ones are the history
 
 
-def test_topics_text_and_gaps_as_markdown_and_json(stored_week, capsys):
+def test_topics_as_text(stored_week, capsys):
     capsys.readouterr()
     assert main(["topics", *SINCE]) == 0
     text = capsys.readouterr().out
     assert text.startswith("== What to fix first ==") and "left out (outliers)" in text and "1. " in text
+
+
+def test_gaps_as_markdown(stored_week, capsys):
+    capsys.readouterr()
     assert main(["gaps", *SINCE]) == 0
     markdown = capsys.readouterr().out
     assert markdown.startswith("# Knowledge gaps") and "refunded pro rata" in markdown and "\n## " in markdown
+
+
+def test_gaps_as_json(stored_week, capsys):
+    capsys.readouterr()
     assert main(["gaps", *SINCE, "--format", "json"]) == 0
     gaps = json.loads(capsys.readouterr().out)["gaps"]
     assert gaps and gaps[0]["answer"] and gaps[0]["asked"] >= 1 and gaps[0]["channel"] == "C0SUPPORT"

@@ -4,6 +4,7 @@ without the countdowns); judgments are real rows in SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -12,13 +13,13 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from common import metrics
 from common.runtime import Runtime
-from store.models import Judgment, OutcomeSignal, Pair, PairStatus
-from tests.alert_helpers import make_settings
+from store.models import Judgment, OutcomeSignal
+from tests.alert_helpers import add_judgment, make_settings
 from tests.fakes.langfuse_server import FakeLangfuse
 from tests.fakes.otlp_receiver import FakeOtlpReceiver
 from tests.fakes.slack_server import FakeSlack
 from tests.services import free_port
-from workers.tasks.traces import send_langfuse_scores, send_otlp_evaluations
+from workers.tasks.traces import send_langfuse_outcome, send_langfuse_scores, send_otlp_evaluations, send_otlp_outcome
 
 CHANNEL, TS = "C_SUPPORT", "1767225600.000100"
 
@@ -30,24 +31,20 @@ def langfuse() -> Iterator[FakeLangfuse]:
 
 
 def judged(runtime: Runtime, *, confirmation: str | None = None, ts: str = TS, thread_ts: str | None = None) -> int:
+    """A relevancy judgment of 1 out of 4 (0.25), maybe with a second opinion's outcome."""
+    judgment_id = add_judgment(runtime, score=1, channel_id=CHANNEL, answer_ts=ts, thread_ts=thread_ts)
+    if confirmation:
+        with runtime.db.session() as session:
+            session.get(Judgment, judgment_id).confirmation_status = confirmation
+    return judgment_id
+
+
+def signalled(runtime: Runtime, judgment_id: int, name: str = "reask") -> int:
+    """An outcome signal recorded on the judged pair (as workers.outcome_watching records it); returns the pair."""
     with runtime.db.session() as session:
-        pair = Pair(channel_id=CHANNEL, answer_ts=ts, thread_ts=thread_ts, status=PairStatus.JUDGED)
-        session.add(pair)
-        session.flush()
-        judgment = Judgment(
-            pair_id=pair.id,
-            judge="relevancy",
-            status="ok",
-            score=1,
-            normalized_score=0.25,
-            reasoning="The answer is about billing; the question was about passwords.",
-            confirmation_status=confirmation,
-        )
-        session.add(judgment)
-        if confirmation:  # a low score confirmed or disputed: the asker asked again
-            session.add(OutcomeSignal(pair_id=pair.id, name="reask"))
-        session.flush()
-        return judgment.id
+        pair_id = session.get(Judgment, judgment_id).pair_id
+        session.add(OutcomeSignal(pair_id=pair_id, name=name, after_seconds=30.0))
+    return pair_id
 
 
 def sends(outcome: str, tool: str = "langfuse") -> float:
@@ -87,16 +84,45 @@ def test_a_verdict_and_its_second_opinion_become_scores_on_the_trace_langfuse_de
     assert send_langfuse_scores.apply(args=[judgment_id]).get() == "sent"
     assert send_langfuse_scores.apply(args=[judgment_id]).get() == "sent"  # a redelivery
     scores = langfuse.stored()
-    assert len(scores) == 3  # upserted by id, not added twice
+    assert len(scores) == 2  # upserted by id, not added twice
     trace_id = Langfuse.create_trace_id(seed=f"{CHANNEL}:{TS}")  # the bot's own derivation
     score = scores[f"relmon-{judgment_id}-score"]
     assert score["traceId"] == trace_id and score["name"] == "relmon.relevancy"
     assert score["value"] == 0.25 and score["dataType"] == "NUMERIC" and "passwords" in score["comment"]
     second = scores[f"relmon-{judgment_id}-second-opinion"]
     assert second["value"] == "confirmed" and second["dataType"] == "CATEGORICAL"
-    signal = next(score for key, score in scores.items() if key.endswith("-reask"))
-    assert signal["name"] == "relmon.outcome.reask" and signal["value"] == 1 and signal["dataType"] == "BOOLEAN"
     assert sends("sent") - before == 2
+
+
+def test_an_outcome_signal_becomes_a_boolean_score_and_an_evaluation_event_on_the_answers_trace(
+    langfuse: FakeLangfuse, redis_url: str, db_url: str, runtime_for: Callable[..., Runtime]
+) -> None:
+    """A signal goes by its own send (per pair and signal, whichever judge judged): a redelivery upserts the same
+    score; a signal not recorded (or whose pair is gone) sends nothing."""
+    with FakeOtlpReceiver() as otlp:
+        runtime = runtime_on(runtime_for, redis_url, db_url, langfuse.url, otlp_endpoint=otlp.url)
+        pair_id = signalled(runtime, judged(runtime))
+        assert send_langfuse_outcome.apply(args=[pair_id, "reask"]).get() == "sent"
+        assert send_langfuse_outcome.apply(args=[pair_id, "reask"]).get() == "sent"  # a redelivery
+        assert send_otlp_outcome.apply(args=[pair_id, "reask"]).get() == "sent"
+        assert send_langfuse_outcome.apply(args=[pair_id, "resolved"]).get() == "skipped"  # not recorded
+        assert send_otlp_outcome.apply(args=[pair_id + 1000, "reask"]).get() == "skipped"  # no such pair
+        assert send_otlp_outcome.apply(args=[pair_id, "reask', 'x"]).get() == "skipped"  # no such signal
+        records = otlp.log_records()
+    trace_id = Langfuse.create_trace_id(seed=f"{CHANNEL}:{TS}")
+    scores = langfuse.stored()
+    assert list(scores) == [f"relmon-pair-{pair_id}-reask"] and langfuse.requests == 2
+    score = scores[f"relmon-pair-{pair_id}-reask"]
+    assert score["traceId"] == trace_id and score["name"] == "relmon.outcome.reask"
+    assert score["value"] == 1 and score["dataType"] == "BOOLEAN"
+    assert records == [
+        (
+            trace_id,
+            "",  # no span: relmon knows the trace, not the bot's spans
+            "gen_ai.evaluation.result",
+            {"gen_ai.evaluation.name": "relmon.outcome.reask", "gen_ai.evaluation.score.label": "true"},
+        )
+    ]
 
 
 def test_an_outage_is_retried_with_backoff_then_given_up_and_counted(
@@ -169,20 +195,46 @@ def test_the_trace_id_in_the_bot_messages_metadata_is_read_at_the_configured_key
     assert {scores[f"relmon-{top}-score"]["traceId"], scores[f"relmon-{threaded}-score"]["traceId"]} == {TRACE}
 
 
-@pytest.mark.parametrize("given", ["not-a-trace", "4bf92f3577b34da6", "z" * 32])
+@pytest.mark.parametrize("given", ["not-a-trace", "4bf92f3577b34da6", "z" * 32, TRACE + "00"])
+@pytest.mark.parametrize("tool", ["langfuse", "otlp"])
 def test_a_trace_id_that_is_not_one_is_said_counted_and_not_sent_or_retried(
-    given: str, langfuse: FakeLangfuse, redis_url: str, db_url: str, runtime_for: Callable[..., Runtime]
+    given: str,
+    tool: str,
+    langfuse: FakeLangfuse,
+    redis_url: str,
+    db_url: str,
+    runtime_for: Callable[..., Runtime],
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    with FakeSlack() as slack:
+    """Wrong length (short, long), not hex: one log line naming the key read, one count, no request, no retry."""
+    with FakeSlack() as slack, FakeOtlpReceiver() as otlp:
         slack.add_channel(CHANNEL, "support", members=["U_RELMON"])
         metadata = {"event_type": "support_answer", "event_payload": {"trace_id": given}}
         slack.add_message(CHANNEL, TS, text="Open Settings.", bot_id="B_SUPPORT", metadata=metadata)
-        runtime = runtime_on(runtime_for, redis_url, db_url, langfuse.url, slack.api_url, trace_id_from="metadata")
+        runtime = runtime_on(
+            runtime_for,
+            redis_url,
+            db_url,
+            langfuse.url,
+            slack.api_url,
+            trace_id_from="metadata",
+            otlp_endpoint=otlp.url,
+        )
         judgment_id = judged(runtime)
-        bad = sends("bad_trace_id")
-        assert send_langfuse_scores.apply(args=[judgment_id]).get() == "bad_trace_id"
-    assert sends("bad_trace_id") - bad == 1
-    assert langfuse.requests == 0
+        pair_id = signalled(runtime, judgment_id)
+        verdict, outcome = (
+            (send_langfuse_scores, send_langfuse_outcome)
+            if tool == "langfuse"
+            else (send_otlp_evaluations, send_otlp_outcome)
+        )
+        bad = sends("bad_trace_id", tool)
+        with caplog.at_level(logging.WARNING, logger="relmon.traces"):
+            assert verdict.apply(args=[judgment_id]).get() == "bad_trace_id"
+            assert outcome.apply(args=[pair_id, "reask"]).get() == "bad_trace_id"
+    assert sends("bad_trace_id", tool) - bad == 2
+    assert langfuse.requests == 0 and otlp.posts == 0
+    said = [r for r in caplog.records if r.getMessage() == "trace id refused"]
+    assert len(said) == 2 and all(r.key == "event_payload.trace_id" and "expected 32 hex" in r.reason for r in said)
 
 
 def test_verdicts_go_over_otlp_as_gen_ai_evaluation_result_events_on_the_trace(
@@ -195,7 +247,7 @@ def test_verdicts_go_over_otlp_as_gen_ai_evaluation_result_events_on_the_trace(
         assert send_otlp_evaluations.apply(args=[judgment_id]).get() == "sent"
         records = otlp.log_records()
     trace_id = Langfuse.create_trace_id(seed=f"{CHANNEL}:{TS}")
-    assert [(trace, name) for trace, _, name, _ in records] == [(trace_id, "gen_ai.evaluation.result")] * 3
+    assert [(trace, name) for trace, _, name, _ in records] == [(trace_id, "gen_ai.evaluation.result")] * 2
     verdict, second = records[0][3], records[1][3]
     assert verdict["gen_ai.evaluation.name"] == "relmon.relevancy"
     assert verdict["gen_ai.evaluation.score.value"] == 0.25 and "passwords" in verdict["gen_ai.evaluation.explanation"]
@@ -214,3 +266,35 @@ def test_a_dead_otlp_endpoint_is_given_up_after_the_retries_allowed_and_counted(
     failed = sends("failed", tool="otlp")
     assert send_otlp_evaluations.apply(args=[judgment_id], retries=3).get() == "failed"
     assert sends("failed", tool="otlp") - failed == 1
+
+
+def test_an_otlp_endpoint_that_refuses_the_key_is_said_and_counted_without_a_retry(
+    redis_url: str,
+    db_url: str,
+    runtime_for: Callable[..., Runtime],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The key goes in the standard OTEL_EXPORTER_OTLP_HEADERS, read by the exporter; a 401 is a refusal, not an
+    outage: one request (the exporter does not retry it, nor does the task), a log line with the status, a count."""
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", "Authorization=Bearer%20wrong-token")
+    with FakeOtlpReceiver(token="right-token") as otlp:
+        runtime = runtime_on(runtime_for, redis_url, db_url, "", langfuse_host=None, otlp_endpoint=otlp.url)
+        judgment_id = judged(runtime)
+        rejected = sends("rejected", tool="otlp")
+        with caplog.at_level(logging.WARNING, logger="relmon.traces"):
+            assert send_otlp_evaluations.apply(args=[judgment_id]).get() == "rejected"
+        assert otlp.posts == 1 and not otlp.log_records()
+    assert sends("rejected", tool="otlp") - rejected == 1
+    (said,) = [r for r in caplog.records if r.getMessage() == "the OTLP endpoint refused the events"]
+    assert said.status == 401 and said.judgment_id == judgment_id
+
+
+def test_an_otlp_key_the_endpoint_takes_is_sent_in_the_standard_headers_variable(
+    redis_url: str, db_url: str, runtime_for: Callable[..., Runtime], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", "Authorization=Bearer%20right-token")
+    with FakeOtlpReceiver(token="right-token") as otlp:
+        runtime = runtime_on(runtime_for, redis_url, db_url, "", langfuse_host=None, otlp_endpoint=otlp.url)
+        assert send_otlp_evaluations.apply(args=[judged(runtime)]).get() == "sent"
+        assert otlp.posts == 1 and len(otlp.log_records()) == 1

@@ -44,8 +44,13 @@ def test_a_channel_slack_describes_keeps_its_privacy(bot: ServedBot, slack) -> N
     assert capture_unannounced(bot, "C_CONNECT") == (True, True)
 
 
-def test_a_channel_slack_cannot_describe_is_private_and_asked_about_again(bot: ServedBot, slack) -> None:
+def test_a_channel_slack_cannot_describe_is_private(bot: ServedBot, slack) -> None:
     assert capture_unannounced(bot, "C_UNKNOWN") == (True, False)  # channel_not_found
+    slack.refuse("conversations.info", "missing_scope", times=1)
+    assert capture_unannounced(bot, "C_SUPPORT") == (True, False)
+
+
+def test_a_channel_slack_could_not_describe_is_asked_about_again(bot: ServedBot, slack) -> None:
     slack.refuse("conversations.info", "missing_scope", times=1)
     assert capture_unannounced(bot, "C_SUPPORT") == (True, False)
     asked = len(slack.calls_to("conversations.info"))

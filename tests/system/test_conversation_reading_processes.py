@@ -6,26 +6,17 @@ The rules themselves: tests/unit/test_outcome_rules.py, tests/unit/test_teammate
 from __future__ import annotations
 
 import pytest
-import redis
 
-from common.celery_app import QUEUE_JUDGE, QUEUE_SLACK
 from store.models import PairStatus
 from tests import slack_requests as sr
 from tests import slack_shapes as ss
 from tests.bot_harness import SECRET
+from tests.broker import wait_until_idle
 from tests.processes import wait_for
 from tests.running_system import ALERTS, CHANNEL
 from tests.system.test_outcomes_processes import answered_in_thread, missed_alerts, signal_rows
 
 pytestmark = pytest.mark.slow
-
-
-def queues_empty(redis_url: str) -> bool:
-    broker = redis.Redis.from_url(redis_url)
-    try:
-        return broker.llen(QUEUE_JUDGE) == broker.llen(QUEUE_SLACK) == 0
-    finally:
-        broker.close()
 
 
 def test_a_huddles_thread_is_judged_without_the_notice(make_system) -> None:
@@ -76,11 +67,11 @@ def test_two_customers_in_one_thread(make_system, redis_url: str) -> None:
             {(first.id, "human_takeover"), (second.id, "human_takeover")} <= set(signal_rows(system.database))
             and all(p.reference_text for p in system.pairs())
             and all(p.status == PairStatus.JUDGED for p in system.pairs())
-            and queues_empty(redis_url)
         ),
         timeout=40,
         what="the teammate's reply recorded on both answers, the correctness judge run",
     )
+    wait_until_idle(redis_url)  # every follow-up ran (not only taken): a signal for Bo's answer would be there now
     rows = signal_rows(system.database)
     assert set(rows) == {(first.id, "human_takeover"), (second.id, "human_takeover")}, rows  # Bo's: nothing
     by_id = {p.id: p for p in system.pairs()}
@@ -108,7 +99,7 @@ def test_that_did_not_help_how_do_i_get_sso_working_is_an_escalation_and_a_reask
     wait_for(lambda: signal_rows(system.database) == expected, timeout=40, what="the three signals, once each")
     # The escalation and re-ask alone say it failed: the alert may come before the teammate's reply is read.
     wait_for(lambda: missed_alerts(system.slack) == (1, 1), timeout=40, what="one missed-failure alert")
-    wait_for(lambda: queues_empty(redis_url), timeout=20, what="every follow-up taken")
+    wait_until_idle(redis_url)  # every follow-up ran (not only taken): a second signal or alert would be there now
     assert signal_rows(system.database) == expected
     assert missed_alerts(system.slack) == (1, 1)
     [alert] = system.slack.posted(ALERTS)

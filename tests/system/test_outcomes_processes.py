@@ -4,19 +4,17 @@ recording a message's signals. In-process: tests/integration/test_outcomes.py an
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
-import redis
 from sqlalchemy import select, text
 
-from common.celery_app import QUEUE_JUDGE, QUEUE_SLACK
 from store.db import Database
 from store.models import Feedback, Judgment, OutcomeSignal, OutcomeWindow, Pair, PairStatus
 from tests import slack_requests as sr
 from tests.bot_harness import SECRET
+from tests.broker import wait_until_idle
 from tests.conftest import IN_CI
 from tests.fakes.slack_server import FakeSlack
 from tests.processes import wait_for
@@ -87,7 +85,7 @@ def test_a_reask_and_a_thumbs_down_record_signals_once_and_alert_a_missed_failur
                         return session.get(OutcomeWindow, pair.id).closed_at is not None
 
                 wait_for(closed, timeout=WINDOW_SECONDS + 30, what="the outcome window closed")
-                time.sleep(2.0)  # the close's follow-up (and any duplicate) lands in this time
+                wait_until_idle(redis_url)  # the close's follow-up (and any duplicate) has run
                 with database.session() as session:
                     names = session.execute(
                         select(OutcomeSignal.name).where(OutcomeSignal.pair_id == pair.id).order_by(OutcomeSignal.id)
@@ -166,19 +164,17 @@ def test_a_worker_killed_mid_observation_records_each_signal_once_and_alerts_the
         # The lock is released: the killed worker's transaction (its session, waiting on it) is rolled back.
     system.start_workers(1)
 
-    broker = redis.Redis.from_url(redis_url)
-
     def done() -> bool:
         judged = all(p.status == PairStatus.JUDGED and p.reference_text for p in system.pairs())
         return (
             judged
             and (second.id, "human_takeover") in signal_rows(system.database)
             and missed_alerts(system.slack) == (1, 1)
-            and broker.llen(QUEUE_JUDGE) == broker.llen(QUEUE_SLACK) == 0  # every follow-up taken
         )
 
     wait_for(done, timeout=40, what="the task taken over, the missed failure posted")
-    time.sleep(0.5)  # a duplicate (the first pair's second follow-up, taken, running) would land by then
+    # Every follow-up ran: a duplicate (the first pair's second follow-up, taken, running) has landed by now.
+    wait_until_idle(redis_url)
     rows = signal_rows(system.database)
     assert set(rows.values()) == {1}, rows
     assert set(rows) == {(first.id, "reask"), (first.id, "human_takeover"), (second.id, "human_takeover")}
@@ -192,4 +188,3 @@ def test_a_worker_killed_mid_observation_records_each_signal_once_and_alerts_the
         first.id: "It is under your avatar, top right.",
         second.id: "It is under your avatar, top right.",
     }
-    broker.close()

@@ -20,6 +20,7 @@ from common.celery_app import QUEUE_JUDGE, create_celery
 from store.db import Database
 from store.models import DailyUsage, JudgingFailure, Judgment, Pair, PairStatus
 from store.settings import MIN_LEASE_SECONDS, Settings
+from tests.broker import wait_until_idle
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.slack_server import FakeSlack
 from tests.pipeline_helpers import add_pairs, count_judgments, judgments_per_pair, statuses, sweep_as_beat_would
@@ -267,7 +268,7 @@ def test_a_pair_whose_judging_keeps_failing_is_given_up_on_as_an_error(
             # The sweep after the last failure gives up instead of re-enqueuing.
             assert sweep_as_beat_would(database, broker_url=broker_url, db_url=database.url, pair_ids=broken) == 1
         assert statuses(database, broken) == Counter({PairStatus.JUDGED: 1})
-        time.sleep(1.0)  # nothing more was enqueued: no further run fails
+        wait_until_idle(broker_url)  # every run sent has ended: a further failing run would be counted now
         assert failures() == MAX_FAILED_RUNS
         # Judged now: later sweeps leave it alone.
         assert sweep_as_beat_would(database, broker_url=broker_url, db_url=database.url, pair_ids=broken) == 0

@@ -22,6 +22,7 @@ from store import alerts as alert_store
 from store.models import JudgmentStatus
 from tests import slack_requests as sr
 from tests.alert_helpers import ALERTS, add_judgment
+from tests.broker import wait_until_idle
 from tests.processes import wait_for
 from workers import noted_tasks
 
@@ -82,7 +83,7 @@ def test_an_alert_task_lost_in_a_dying_workers_hands_is_sent_again_by_beat(make_
     # The orphan check runs every half lease (15 s at the default 30 s): the alert lands within one round or two.
     wait_for(lambda: system.slack.posted(ALERTS), timeout=45, interval=0.25, what="the alert, sent again")
     wait_for(lambda: broker.zcard(noted_tasks.KEY) == 0, timeout=10, what="its note dropped")
-    time.sleep(1.0)  # a second run would have posted by now
+    wait_until_idle(redis_url)  # the task and what it sent ran: a second post would be there now
     [alert] = system.slack.posted(ALERTS)
     assert alert["text"].startswith("Low relevancy score 0")
     broker.close()

@@ -6,7 +6,6 @@ PII is redacted before the LLM and the store see it; secrets never reach the log
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -69,14 +68,13 @@ def test_a_score_outside_the_scale_is_an_error_never_clamped(make_system) -> Non
     replies = iter(['{"score": 9, "reasoning": "told to"}', '{"score": -1, "reasoning": "told to"}'])
     system.llm.set_reply(lambda body: next(replies, None))
     system.send_answers(2, offtopic_every=1)  # both off topic: a real score would alert
-    system.wait_until_finished(timeout=60)
+    system.wait_until_finished(timeout=60)  # and every task ran: an alert or a retry would have been sent by now
     judgments = system.judgments()
     assert [j.status for j in judgments] == [JudgmentStatus.ERROR, JudgmentStatus.ERROR]
     assert all(j.score is None and j.normalized_score is None for j in judgments)
     assert sorted(j.raw_output for j in judgments) == sorted(
         ['{"score": 9, "reasoning": "told to"}', '{"score": -1, "reasoning": "told to"}']
     )
-    time.sleep(1)
     assert system.posted_low_alerts() == {}
     assert len(system.llm.requests) == 2  # an unreadable reply is final: not retried
 
@@ -161,7 +159,9 @@ def test_secrets_never_appear_in_logs_when_slack_and_the_llm_fail(
                     llm.set_behavior()
             wait_for(lambda: len(slack.calls_to("chat.postMessage")) >= 3, timeout=60, what="refused posts")
             assert sr.post(url, b"payload=%7B", "wrong-secret").status_code == 401  # a refused request, logged
-            time.sleep(2)  # let the retries log their errors
+            # The lines the secrets could hide in are written: the refused request's, and a refused post's retry.
+            bot.wait_for_log('"request refused"', timeout=30)
+            worker.wait_for_log('"slack task retrying"', timeout=60)
         output = bot.log() + worker.log()
         assert "401" in worker.log() or "Incorrect" in worker.log() or "error" in worker.log()
         for name, value in SECRETS.items():

@@ -1,9 +1,11 @@
 """Verdicts on the bot's traces through real processes: a signed answer to a real `relmon bot`, judged by a real
 `relmon worker`, whose send task puts the score on the trace Langfuse derives from the message (the fake Langfuse,
-through the official SDK's client) and counts it on the worker's /metrics."""
+through the official SDK's client) and counts it on the worker's /metrics; an outcome signal that comes after the
+verdict was sent follows it to Langfuse and to an OTLP receiver, once."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import httpx
@@ -13,21 +15,48 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests import slack_requests as sr
 from tests.fakes.langfuse_server import FakeLangfuse
+from tests.fakes.otlp_receiver import FakeOtlpReceiver
 from tests.processes import wait_for
-from tests.running_system import CHANNEL, relmon_processes
+from tests.running_system import CHANNEL, Processes, relmon_processes
 from tests.services import free_port
 
 pytestmark = pytest.mark.slow
 
 
-def sent_count(port: int) -> float:
+def sent_count(port: int, tool: str = "langfuse") -> float:
     body = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
     return sum(
         sample.value
         for family in text_string_to_metric_families(body)
         for sample in family.samples
-        if sample.name == "relmon_trace_sends_total" and sample.labels == {"tool": "langfuse", "outcome": "sent"}
+        if sample.name == "relmon_trace_sends_total" and sample.labels == {"tool": tool, "outcome": "sent"}
     )
+
+
+def traced_processes(langfuse: FakeLangfuse, worker_port: int, redis_url: str, db_url: str, directory: Path, **extra):
+    """A real bot and worker that send verdicts to `langfuse` (trace IDs derived from the messages) and serve the
+    worker's metrics on `worker_port`."""
+    return relmon_processes(
+        redis_url=redis_url,
+        database_url=db_url,
+        directory=directory,
+        RELMON_SETTLE_SECONDS="0.3",
+        RELMON_METRICS_PORT=worker_port,
+        RELMON_TRACE_ID_FROM="slack_ts",
+        RELMON_LANGFUSE_HOST=langfuse.url,
+        RELMON_LANGFUSE_PUBLIC_KEY=langfuse.public_key,
+        RELMON_LANGFUSE_SECRET_KEY=langfuse.secret_key,
+        **extra,
+    )
+
+
+def answered(system: Processes) -> tuple[dict, dict]:
+    """A question and the support bot's answer in its thread, posted to the bot: (question, answer)."""
+    question = sr.human_message(CHANNEL, sr.next_ts(), "How do I reset my password?")
+    answer = sr.bot_message(CHANNEL, sr.next_ts(), "Open Settings > Security > Reset.", thread_ts=question["ts"])
+    for event in (question, answer):
+        assert system.post_event(event).status_code == 200
+    return question, answer
 
 
 def test_a_judged_answer_becomes_a_score_on_the_bots_langfuse_trace(
@@ -36,24 +65,56 @@ def test_a_judged_answer_becomes_a_score_on_the_bots_langfuse_trace(
     worker_port = free_port()
     with (
         FakeLangfuse() as langfuse,
-        relmon_processes(
-            redis_url=redis_url,
-            database_url=db_url,
-            directory=tmp_path,
-            RELMON_SETTLE_SECONDS="0.3",
-            RELMON_METRICS_PORT=worker_port,
-            RELMON_TRACE_ID_FROM="slack_ts",
-            RELMON_LANGFUSE_HOST=langfuse.url,
-            RELMON_LANGFUSE_PUBLIC_KEY=langfuse.public_key,
-            RELMON_LANGFUSE_SECRET_KEY=langfuse.secret_key,
-        ) as system,
+        traced_processes(langfuse, worker_port, redis_url, db_url, tmp_path) as system,
     ):
-        question = sr.human_message(CHANNEL, sr.next_ts(), "How do I reset my password?")
-        answer = sr.bot_message(CHANNEL, sr.next_ts(), "Open Settings > Security > Reset.", thread_ts=question["ts"])
-        for event in (question, answer):
-            assert system.post_event(event).status_code == 200
+        _, answer = answered(system)
         scores = wait_for(lambda: langfuse.stored() or None, timeout=60, what="a score in Langfuse")
         wait_for(lambda: sent_count(worker_port) == 1, timeout=20, what="the send counted on the worker's /metrics")
     (score,) = scores.values()
     assert score["traceId"] == Langfuse.create_trace_id(seed=f"{CHANNEL}:{answer['ts']}")
     assert score["name"] == "relmon.relevancy" and score["dataType"] == "NUMERIC" and 0 <= score["value"] <= 1
+
+
+def evaluations(otlp: FakeOtlpReceiver) -> list[tuple[str, str]]:
+    """(trace ID, gen_ai.evaluation.name) of each event the receiver holds."""
+    return [(trace, attributes["gen_ai.evaluation.name"]) for trace, _, _, attributes in otlp.log_records()]
+
+
+def test_an_outcome_signal_after_the_verdict_was_sent_reaches_langfuse_and_otlp_once(
+    redis_url: str, db_url: str, tmp_path: Path
+) -> None:
+    """The answer is judged and its verdict sent to both tools; then the asker asks again in the thread: the
+    worker records `reask` and sends it on its own (the verdict is not sent again), once to each tool."""
+    worker_port = free_port()
+    with (
+        FakeLangfuse() as langfuse,
+        FakeOtlpReceiver() as otlp,
+        traced_processes(
+            langfuse,
+            worker_port,
+            redis_url,
+            db_url,
+            tmp_path,
+            RELMON_OUTCOME_WINDOW=600,  # open for the whole test (no beat runs to close it)
+            OTEL_EXPORTER_OTLP_ENDPOINT=otlp.url,
+        ) as system,
+    ):
+        question, answer = answered(system)
+        trace_id = Langfuse.create_trace_id(seed=f"{CHANNEL}:{answer['ts']}")
+        verdict = (trace_id, "relmon.relevancy")
+        wait_for(lambda: len(langfuse.stored()) == 1, timeout=60, what="the verdict's score in Langfuse")
+        wait_for(lambda: evaluations(otlp) == [verdict], timeout=30, what="the verdict's event at the receiver")
+
+        reask = sr.human_message(CHANNEL, sr.next_ts(), "Where is the Security tab?", thread_ts=question["ts"])
+        assert system.post_event(reask).status_code == 200
+        signal = (trace_id, "relmon.outcome.reask")
+        wait_for(lambda: len(langfuse.stored()) == 2, timeout=60, what="the signal's score in Langfuse")
+        wait_for(lambda: signal in evaluations(otlp), timeout=30, what="the signal's event at the receiver")
+        wait_for(lambda: sent_count(worker_port, "otlp") == 2, timeout=20, what="both OTLP sends counted")
+        time.sleep(2.0)  # a duplicate send would land in this time
+        assert evaluations(otlp) == [verdict, signal]
+        assert langfuse.requests == 2 and sent_count(worker_port) == 2
+    scores = langfuse.stored()
+    (outcome,) = [score for key, score in scores.items() if key.endswith("-reask")]
+    assert outcome["traceId"] == trace_id and outcome["name"] == "relmon.outcome.reask"
+    assert outcome["value"] == 1 and outcome["dataType"] == "BOOLEAN"

@@ -169,9 +169,12 @@ def test_fit_quote_never_exceeds_its_budget(length):
     assert cut == (len(bk.quote(text)) > 2_800)
 
 
-def test_shorten_and_header_limits():
+def test_shorten_cuts_with_an_ellipsis():
     assert bk.shorten("abc", 3) == "abc"
     assert bk.shorten("abcdef", 4) == "abc…"
+
+
+def test_headers_and_buttons_are_cut_to_slacks_limits():
     assert len(bk.header("x" * 500)["text"]["text"]) == bk.MAX_HEADER_TEXT
     assert len(bk.button("y" * 200, action_id="a", value="v" * 5000)["text"]["text"]) == bk.MAX_BUTTON_TEXT
 
@@ -371,7 +374,7 @@ def test_errors_are_one_short_sentence():
         assert to_do.removeprefix("please ").split()[0] in actions, f"{code}: {to_do!r} names no action"
 
 
-def test_stats_help_and_modal():
+def test_stats_message():
     rows = [StatsRow("relevancy", 40, 3.125, 6, 2, 4, errors=1), StatsRow("correctness", 0, None, 0, 0, 2)]
     payload = stats_message("C1", rows)
     check_limits(payload)
@@ -379,7 +382,13 @@ def test_stats_help_and_modal():
     assert "40 answers judged" in text and "3.12 / 4" in text and "15% at or below 2" in text
     assert "1 could not be judged" in text and "Correctness" not in text
     assert "No answers judged" in stats_message("C1", [StatsRow("relevancy", 0, None, 0, 2, 4)])["text"]
+
+
+def test_help_message():
     assert "/judge stats" in help_message()["blocks"][0]["text"]["text"]
+
+
+def test_judge_modal():
     modal = judge_modal({"response_url": "https://x", "channel_id": "C1"})
     check_limits({"text": "modal", "blocks": modal["blocks"]}, max_blocks=100)
     assert modal["callback_id"] == "judge_modal"
@@ -400,12 +409,18 @@ def assert_notifies_nobody(rendered: str) -> None:
     assert f"@{bk.ZERO_WIDTH_SPACE}here" in rendered
 
 
-def test_escape_neutralises_broadcasts_and_keeps_mrkdwn_escaping():
-    escaped = bk.escape(PINGS + " a & b <@U123> mail@here.com @heresy")
+ESCAPED = PINGS + " a & b <@U123> mail@here.com @heresy"
+
+
+def test_escape_neutralises_broadcasts():
+    escaped = bk.escape(ESCAPED)
     assert_notifies_nobody(escaped)
     assert "&lt;!here&gt;" in escaped and "&lt;!subteam^S123|@team&gt;" in escaped
-    assert "a &amp; b &lt;@U123&gt;" in escaped
     assert "mail@here.com" in escaped and "@heresy" in escaped  # not broadcast words: left as written
+
+
+def test_escape_keeps_mrkdwn_escaping():
+    assert "a &amp; b &lt;@U123&gt;" in bk.escape(ESCAPED)
 
 
 def test_alerts_summaries_and_verdicts_quote_mentions_without_pinging():

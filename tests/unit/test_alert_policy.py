@@ -319,10 +319,13 @@ def _scores(*scores: float) -> policy.DegradationFacts:
     return policy.DegradationFacts(recent, DegradationState())
 
 
-def test_the_plan_of_a_good_score_changes_nothing_and_a_low_one_alerts_then_holds_over_a_cap():
+def test_the_plan_of_a_good_score_an_error_or_an_on_demand_verdict_changes_nothing():
     assert not policy.plan(_relevancy(4), PLAN_POLICY, now=PLAN_NOW).changes_anything
     assert not policy.plan(_relevancy(None, "error"), PLAN_POLICY, now=PLAN_NOW).changes_anything
     assert not policy.plan(_relevancy(0, source="command"), PLAN_POLICY, now=PLAN_NOW).changes_anything
+
+
+def test_the_plan_of_a_low_score_alerts_then_holds_over_a_cap():
     first = policy.plan(_relevancy(0), PLAN_POLICY, now=PLAN_NOW)  # the pre-check: no counts
     assert first.low == Decision(Action.ALERT, "low_score") and first.changes_anything
     assert first.degradation.reason == "not_read"  # the pre-check reads the history only when the low score is fine

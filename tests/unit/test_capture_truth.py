@@ -41,16 +41,24 @@ def logged(event: dict, monitored=("B_SUPPORT",)):
 # Streams ----------------------------------------------------------------------------------------
 
 
-def test_stream_opener_never_settles_and_its_completion_settles_at_once() -> None:
+def a_stream() -> tuple[dict, dict, dict]:
+    """A question, the bot's stream opener in its thread, and the stream's completion."""
     q = sr.human_message(C, "100.000001", "What changed in v2?")
     opener = ss.stream_opener(C, "100.000005", q["ts"])
-    completion = ss.stream_completion(opener, "v2 adds SSO.")
-    assert stream_state(opener) == "in_progress" and not settles_at_once(stream_state(opener))
-    assert stream_state(completion) == "completed" and settles_at_once(stream_state(completion))
-    assert float(completion["event_ts"]) < float(opener["ts"])  # Slack's order: the completion looks older
+    return q, opener, ss.stream_completion(opener, "v2 adds SSO.")
 
+
+def test_stream_opener_never_settles() -> None:
+    q, opener, _ = a_stream()
+    assert stream_state(opener) == "in_progress" and not settles_at_once(stream_state(opener))
     waiting = resolve(opener["ts"], [logged(q), logged(opener)], WINDOW)
     assert waiting.status == STREAMING and waiting.question is None  # not judged as empty
+
+
+def test_a_streams_completion_settles_at_once() -> None:
+    q, opener, completion = a_stream()
+    assert stream_state(completion) == "completed" and settles_at_once(stream_state(completion))
+    assert float(completion["event_ts"]) < float(opener["ts"])  # Slack's order: the completion looks older
     done = resolve(opener["ts"], [logged(q), logged(completion)], WINDOW)
     assert (done.status, done.question.ts) == ("pending", q["ts"])
     assert message_text(done.parts[0].content) == "v2 adds SSO."

@@ -38,13 +38,21 @@ def test_weekly_digest_runs_at_local_time_in_a_non_utc_zone() -> None:
     assert not due
 
 
-def test_default_is_monday_nine_utc_and_purge_avoids_the_dst_hours() -> None:
+def test_the_default_digest_is_monday_nine_utc() -> None:
     schedule = beat_schedule(Settings())
     digest = schedule["relmon-weekly-digest"]["schedule"]
     assert digest.timezone_name == "UTC" and digest.hour == {9} and digest.minute == {0} and digest.day_of_week == {1}
+
+
+def test_the_purge_avoids_the_dst_hours() -> None:
+    schedule = beat_schedule(Settings())
     purge = schedule["relmon-purge-old"]
     assert purge["task"] == "workers.tasks.maintenance.purge_old"
     assert all(not 1 <= hour <= 3 for hour in purge["schedule"].hour)
+
+
+def test_the_stale_sweeper_is_scheduled() -> None:
+    schedule = beat_schedule(Settings())
     assert schedule["relmon-requeue-stale"]["task"] == "workers.tasks.judging.requeue_stale"
 
 

@@ -100,13 +100,17 @@ def test_a_scheduled_run_is_keyed_by_its_slot_not_by_when_it_runs():
     )
 
 
-def test_an_empty_week_has_no_figures_and_renders_a_short_message():
+def test_an_empty_week_has_no_figures():
     report = build_report(PERIOD, [], [], thresholds_for, PRICES)
     assert report.empty
     assert report.overall.seen == 0 and report.overall.judged == 0 and report.overall.errors == 0
     assert report.overall.judges == {} and report.overall.worst == [] and report.overall.agreement is None
     assert [point.answers for point in report.daily] == [0] * 7
     assert all(point.mean is None for point in report.daily)
+
+
+def test_an_empty_week_renders_a_short_message():
+    report = build_report(PERIOD, [], [], thresholds_for, PRICES)
     message = digest_message(report, {}, {})
     assert "No answers were captured" in message["blocks"][-1]["text"]["text"]
     assert "No answers were captured" in digest_text(report, {}, {})
@@ -271,14 +275,18 @@ def test_digest_quotes_mentions_without_pinging():
     assert f"@{block_kit.ZERO_WIDTH_SPACE}channel" in rendered
 
 
-def test_message_and_dry_run_show_each_judges_distribution_and_each_channels_tokens_and_cost():
+def two_channels_three_judgments_each_with_tokens():
     rows = [
         pair("C1", judgments=[verdict(4, tokens=(1000, 100))]),
         pair("C1", judgments=[verdict(2, tokens=(1000, 100))]),
         pair("C1", judgments=[verdict(3, tokens=(1000, 100))]),
         pair("C2", judgments=[verdict(3, tokens=(2000, 0)), verdict(5, judge="grounded", top=5, tokens=(500, 50))]),
     ]
-    report = build_report(PERIOD, rows, [], thresholds_for, PRICES)
+    return build_report(PERIOD, rows, [], thresholds_for, PRICES)
+
+
+def test_the_message_shows_each_judges_distribution_with_each_channels_tokens_cost():
+    report = two_channels_three_judgments_each_with_tokens()
     message = digest_message(report, {}, {}, PRICES)
     fields = {f["text"].split("\n")[0]: f["text"] for f in message["blocks"][2]["fields"]}
     assert "scores 0:0 · 1:0 · 2:1 · 3:2 · 4:1" in fields["*Relevancy*"]
@@ -290,6 +298,10 @@ def test_message_and_dry_run_show_each_judges_distribution_and_each_channels_tok
     assert "scores 0:0 · 1:0 · 2:0 · 3:1 · 4:0" in c2 and "scores 1:0 · 2:0 · 3:0 · 4:0 · 5:1" in c2
     assert "2,550 tokens ≈ $0.0004" in c2
     assert "grounded: no scores" in c1  # a judge without scores in a channel gets no distribution
+
+
+def test_the_dry_run_shows_each_judges_distribution_with_each_channels_tokens_cost():
+    report = two_channels_three_judgments_each_with_tokens()
     text = digest_text(report, {}, {}, PRICES)
     channel_c1 = text.split("== #C1 ==")[1].split("== #C2 ==")[0]
     assert "  scores 0:0 · 1:0 · 2:1 · 3:1 · 4:1" in channel_c1

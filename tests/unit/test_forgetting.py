@@ -66,8 +66,11 @@ def test_an_edit_takes_out_only_the_words_it_removed() -> None:
     assert plan.about == {1: "edit"}
 
 
-def test_an_edit_that_only_adds_removes_nothing_and_noted_words_are_words() -> None:
+def test_an_edit_that_only_adds_removes_nothing() -> None:
     assert not removal_of_edit(["Looking into it. Hel"], "Looking into it. Hello, open Settings.")
+
+
+def test_noted_words_are_words() -> None:
     assert removal_of_words(["4111", "card"]).words == {"4111", "card"}
     assert not plan_forget("1.0", removal_of_words([]), [StoredPair(1, "1.0", "2.0", question_text="x")], [])
 

@@ -84,12 +84,23 @@ def test_wilsons_interval() -> None:
     assert high == 1.0 and 0.72 < low < 0.73
 
 
-def test_the_baseline_and_the_exit_status() -> None:
+def against_the_baseline() -> list[ItemResult]:
+    """Four results compared with a baseline: improved, regressed, unchanged, new."""
     results = [ItemResult("1", PASS), ItemResult("2", FAIL), ItemResult("3", FAIL), ItemResult("4", PASS)]
     compare(results, {"1": FAIL, "2": PASS, "3": FAIL})
+    return results
+
+
+def test_the_baseline() -> None:
+    results = against_the_baseline()
     assert [r.change for r in results] == [IMPROVED, REGRESSED, None, NEW]
     summary = summarize(results)
     assert (summary.passed, summary.improved, summary.regressed, summary.pass_rate) == (2, 1, 1, 0.5)
+
+
+def test_the_exit_status() -> None:
+    results = against_the_baseline()
+    summary = summarize(results)
     assert exit_status(summary, 0.5) == 1  # an item that passed now fails
     results[1].change = None
     assert exit_status(summarize(results), 0.5) == 0

@@ -25,12 +25,16 @@ def test_perfect_agreement() -> None:
     assert result.spearman == pytest.approx(1.0)
 
 
-def test_exact_and_within_one() -> None:
-    human = [4, 3, 2, 0]
-    judge = [4, 2, 4, 0]
-    assert exact_agreement(human, judge) == 0.5
-    assert within_one_agreement(human, judge) == 0.75
+HUMAN, JUDGE = [4, 3, 2, 0], [4, 2, 4, 0]
+
+
+def test_exact_agreement() -> None:
+    assert exact_agreement(HUMAN, JUDGE) == 0.5
     assert exact_agreement([], []) is None
+
+
+def test_within_one_agreement() -> None:
+    assert within_one_agreement(HUMAN, JUDGE) == 0.75
 
 
 def test_confusion_matrix_rows_are_human_columns_judge() -> None:
@@ -67,7 +71,7 @@ def test_spearman_by_hand() -> None:
     assert spearman([1, 2, 3], [3, 2, 1]) == pytest.approx(-1.0)
 
 
-def test_spearman_with_ties_and_constant_inputs() -> None:
+def test_spearman_with_ties() -> None:
     # Pearson over average ranks: x ranks [1.5, 1.5, 3, 4], y ranks [1, 2, 3, 4].
     x_ranks, y_ranks = [1.5, 1.5, 3, 4], [1, 2, 3, 4]
     mean = 2.5
@@ -75,6 +79,9 @@ def test_spearman_with_ties_and_constant_inputs() -> None:
     sx = sum((a - mean) ** 2 for a in x_ranks) ** 0.5
     sy = sum((b - mean) ** 2 for b in y_ranks) ** 0.5
     assert spearman([2, 2, 3, 4], [1, 2, 3, 4]) == pytest.approx(cov / (sx * sy))
+
+
+def test_spearman_of_a_constant_or_single_input_is_none() -> None:
     assert spearman([2, 2, 2], [1, 2, 3]) is None
     assert spearman([1], [1]) is None
 

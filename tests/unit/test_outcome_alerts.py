@@ -30,11 +30,15 @@ def test_a_missed_failure_needs_a_confirmed_failure_and_a_good_score() -> None:
     assert (decided.action, decided.judgment_id, decided.disagreed) == (Action.ALERT, 1, (1,))
 
 
-def test_a_missed_failure_respects_the_caps_and_the_alert_channel() -> None:
+def test_a_missed_failure_respects_the_caps() -> None:
     failed = {"reask", "escalation"}
     assert decide_missed(failed, [GOOD], POLICY, HourCounts(2, 0)).action is Action.HOLD
     capped = ChannelPolicy(**{**POLICY.__dict__, "alert_channel_cap": 1})
     assert decide_missed(failed, [GOOD], capped, HourCounts(0, 1)).reason == "alert_channel_cap"
+
+
+def test_a_missed_failure_without_an_alert_channel_alerts_nobody() -> None:
+    failed = {"reask", "escalation"}
     silent = ChannelPolicy(**{**POLICY.__dict__, "alert_channel": None})
     decided = decide_missed(failed, [GOOD], silent)
     assert decided.action is Action.NONE and decided.disagreed == (1,)  # still a disagreement

@@ -116,7 +116,7 @@ def test_on_demand_and_imported_pairs_have_no_outcomes() -> None:
     assert build_report(PERIOD, rows, [], thresholds_for, PRICES).outcomes.overall.closed == 0
 
 
-def test_digest_message_and_dry_run_show_the_outcome_figures() -> None:
+def test_the_digest_message_shows_the_outcome_figures() -> None:
     report = build_report(PERIOD, this_week(), last_week(), thresholds_for, PRICES)
     message = digest_message(report, {}, {}, PRICES, chart_in_thread=True)
     overall = next(f["text"] for f in message["blocks"][2]["fields"] if f["text"].startswith("*Outcomes*"))
@@ -131,6 +131,10 @@ def test_digest_message_and_dry_run_show_the_outcome_figures() -> None:
     assert "outcomes: correctness top score 1 of 1 (100%)" in sections[1]
     text = str(message["blocks"])
     assert "the daily resolution rate" in text and "count answers whose outcome window has closed" in text
+
+
+def test_the_dry_run_shows_the_outcome_figures() -> None:
+    report = build_report(PERIOD, this_week(), last_week(), thresholds_for, PRICES)
     dry = digest_text(report, {}, {}, PRICES)
     assert "Outcomes: resolved 43% (−24 pts)" in dry.split("== #C1 ==")[0]
     assert "Outcomes: resolved 40% (−10 pts)" in dry.split("== #C1 ==")[1].split("== #C2 ==")[0]

@@ -145,8 +145,11 @@ def judged_teammate(snippet: Snippet) -> bool:
     return o.HUMAN_TAKEOVER in outcome.signals and outcome.reference
 
 
-def test_the_labelled_set_is_big_and_varied() -> None:
+def test_the_labelled_set_is_big() -> None:
     assert len(SNIPPETS) >= 40 and len({s.name for s in SNIPPETS}) == len(SNIPPETS)
+
+
+def test_the_labelled_set_is_varied() -> None:
     assert sum(s.teammate for s in SNIPPETS) >= 15 and sum(not s.teammate for s in SNIPPETS) >= 25
 
 

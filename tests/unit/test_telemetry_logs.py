@@ -112,10 +112,14 @@ def test_tokens_and_configured_secrets_are_masked_anywhere_in_a_line(capture_log
     assert "@redis:6379/0" in output and "@db/relmon" in output
 
 
-def test_masker_and_mask_url_on_plain_values() -> None:
+def test_the_masker_on_plain_values() -> None:
     masker = SecretMasker(["a-configured-secret-value"])
     assert masker("x a-configured-secret-value y") == "x a-****alue y"
     assert masker.scrub({"k": ["xoxb-123456-abcdef"], "n": 3}) == {"k": ["xoxb-****cdef"], "n": 3}
+
+
+def test_mask_url_on_plain_values() -> None:
+    masker = SecretMasker(["a-configured-secret-value"])
     assert mask_url("redis://:hunter2hunter2@redis:6379/0") == "redis://:****ter2@redis:6379/0"
     assert mask_url("redis://redis:6379/0") == "redis://redis:6379/0"
     assert mask_url(None) == "(unset)"

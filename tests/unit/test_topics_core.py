@@ -122,12 +122,18 @@ def test_gaps_read_as_draft_knowledge_base_entries():
     assert "No document answers this yet" in drafts([type(topic.gaps[0])("no_document", "SLA", no_document, None, 2)])
 
 
-def test_naming_prompt_puts_the_constant_part_first_and_parses_names():
+def test_naming_prompt_puts_the_constant_part_first():
     one, two = naming_messages(["a?", "b?"]), naming_messages(["c?"])
     assert one[0] == two[0] and one[1] != two[1]
+
+
+def test_names_are_parsed_from_the_reply():
     assert parse_name('"Refunds for annual plans."\n') == "Refunds for annual plans"
     assert parse_name("Name: SSO login") == "SSO login"
     assert parse_name("  \n") is None
+
+
+def test_keyword_names():
     names = keyword_names([["refund my annual plan", "annual refund"], ["reset password", "password email"]])
     assert names[0].lower().startswith(("annual", "refund")) and "password" in names[1].lower()
 

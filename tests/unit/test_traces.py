@@ -31,9 +31,12 @@ def test_a_uuid_or_upper_case_hex_is_taken_in_canonical_form() -> None:
     assert checked_trace_id("0AF76519-16CD-43DD-8448-EB211C80319C") == "0af7651916cd43dd8448eb211c80319c"
 
 
-def test_an_error_verdict_sends_no_score_and_ids_are_stable() -> None:
+def test_an_error_verdict_sends_no_score() -> None:
     error = Verdict(7, "relevancy", "error", None, None, None)
     assert langfuse_scores(error, "a" * 32) == []
+
+
+def test_score_ids_are_stable() -> None:
     ok = Verdict(7, "relevancy", "ok", 0.75, "fine", "disputed")
     first, again = langfuse_scores(ok, "a" * 32), langfuse_scores(ok, "a" * 32)
     assert first == again and [score["id"] for score in first] == ["relmon-7-score", "relmon-7-second-opinion"]

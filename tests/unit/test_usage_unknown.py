@@ -17,12 +17,20 @@ def unknown_cache(score: int, tokens: tuple[int, int]):
     return verdict(score, tokens=tokens, prompt_cached=None)
 
 
-def test_unknown_cached_input_is_priced_in_full_and_counted_apart() -> None:
+def half_cached_and_unknown() -> TokenTally:
     tally = TokenTally(PRICES)
     tally.add(verdict(4, tokens=(2_000_000, 0), prompt_cached=1_000_000))  # said: half cached
     tally.add(unknown_cache(3, (1_000_000, 100_000)))  # said nothing of its cache
-    tokens = tally.tokens()
+    return tally
+
+
+def test_unknown_cached_input_is_counted_apart() -> None:
+    tokens = half_cached_and_unknown().tokens()
     assert (tokens.prompt, tokens.cached, tokens.cache_unknown) == (3_000_000, 1_000_000, 1_000_000)
+
+
+def test_unknown_cached_input_is_priced_in_full() -> None:
+    tokens = half_cached_and_unknown().tokens()
     # 1 M uncached + 1 M cached + 1 M of unknown caching at the full rate, 0.1 M out
     assert tokens.cost_usd == pytest.approx(0.40 + 0.10 + 0.40 + 0.16)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 import redis
@@ -28,7 +28,7 @@ from common.telemetry.logs import event_fields
 from store import alerts as alert_store
 from store.models import Alert, Judgment, Pair
 from workers.alerts import confirmation, planning, redraws, views
-from workers.alerts.policy import Action, as_utc, plan
+from workers.alerts.policy import Action, as_utc, degradation_blocked, low_intent, second_opinion
 
 log = logging.getLogger("relmon.alerts")
 
@@ -163,24 +163,22 @@ def consider(
     update_superseded(runtime, judged.earlier_alerts)
     if judged.superseded and judged.low_row is None:
         return Considered("superseded")  # the answer was edited since: the newer judgment is the one alerted on
-    policy = judged.policy  # resolved once, in load: the pre-check, the second opinion and the claim read this one
+    policy = judged.policy  # resolved once, in load: the intent, the second opinion and the claim read this one
     assert policy is not None  # a judgment with a channel has its policy
-    # The plan runs lock-free first (is there anything to claim at all?), and once more only when a second opinion
-    # was asked for (the policy decides on both verdicts). planning.claim plans once more under the locks, since
-    # only there are the hour's counts and the degradation history read consistently with the claim.
-    first = plan(judged.facts, policy, now=now)
-    if judged.low_row is None and first.low.action is not Action.NONE:
+    # The low score is decided once, lock-free; planning.claim completes that decision under the locks (the hour's
+    # caps, the degradation history: only there are they read consistently with the claim).
+    intent = low_intent(judged.facts, policy)
+    if judged.low_row is None and intent.action is not Action.NONE:
         # Low: confirm it before any claim (an LLM call, so outside every lock); the policy decides on both.
         threshold = policy.thresholds.get(judged.facts.judge)
         status = confirmation.confirm(runtime, judged, threshold, last_attempt=last_attempt)
-        judged = replace(judged, facts=replace(judged.facts, confirmation=status))
-        first = plan(judged.facts, policy, now=now)
-    if not planning.needs_locks(judged, policy, first):
-        return Considered(first.low.reason, first.degradation.reason)
+        intent = second_opinion(intent, status)
+    if not planning.needs_locks(judged, policy, intent):
+        return Considered(intent.reason, degradation_blocked(judged.facts, policy))
     link = None
-    if judged.low_row is None and first.low.action is not Action.NONE:  # before the locks: no Slack call under one
+    if judged.low_row is None and intent.action is not Action.NONE:  # before the locks: no Slack call under one
         link = permalink(runtime, judged.facts.channel_id, judged.answer_ts)
-    claimed = planning.claim(runtime, judged, policy, link, now)
+    claimed = planning.claim(runtime, judged, policy, intent, link, now)
     low = claimed.plan.low.reason
     if claimed.low_row is not None:
         low = _act_on(runtime, *claimed.low_row)

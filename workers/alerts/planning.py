@@ -1,6 +1,7 @@
-"""The alert policy applied to a stored judgment: read the facts it needs, plan (`policy.plan`, the one place
-that decides), and claim what the plan says under the channels' SQL locks. No Slack calls here: what is claimed
-is posted by `workers.alerts.delivery` once the locks are released.
+"""The alert policy applied to a stored judgment: read the facts it needs (`load`, once per task), decide the low
+score's intent once lock-free (`policy.low_intent`), and under the channels' SQL locks complete that decision with
+the hour's counts and the degradation history (`policy.complete`) and claim what it says. No Slack calls here:
+what is claimed is posted by `workers.alerts.delivery` once the locks are released.
 
 The claims are the at-most-once guarantee: rows unique on `dedupe_key`, inserted under the source channel's
 lock (and the alert channel's, whose cap counts every source channel), so a burst handled by many workers at once
@@ -28,6 +29,7 @@ from workers.alerts.policy import (
     Action,
     AlertPlan,
     ChannelPolicy,
+    Decision,
     DegradationFacts,
     DegradationState,
     DegradationWindow,
@@ -35,11 +37,12 @@ from workers.alerts.policy import (
     JudgmentFacts,
     ScoredAt,
     as_utc,
+    complete,
     degradation_blocked,
     degradation_key,
     hour_start,
+    low_intent,
     low_key,
-    plan,
 )
 from workers.judging.pair_view import PairView
 
@@ -85,18 +88,21 @@ def follow_up_needed(
     runtime: Runtime, facts: JudgmentFacts, policy: ChannelPolicy, now: datetime | None = None
 ) -> bool:
     """A cheap, lock-free plan for a judgment just stored: could `consider` claim or post anything for it? The
-    same plan as the locked path's, with no counts (a cap only turns an alert into a held one) and the history as
-    read without a lock. Never a false "no": every judgment reads the scores after its own insert committed, so
-    the last of concurrent judgments sees them all, and the locked path stays the one that claims and dedupes."""
+    same decisions as the locked path's, each made once: the low score's intent (a cap only turns an alert into a
+    held one), then, only when that is nothing, the degradation on the history as read without a lock. Never a
+    false "no": every judgment reads the scores after its own insert committed, so the last of concurrent
+    judgments sees them all, and the locked path stays the one that claims and dedupes."""
     if not facts.channel_id:
         return False
+    intent = low_intent(facts, policy)
+    if intent.action is not Action.NONE:
+        return True
+    if degradation_blocked(facts, policy) is not None:
+        return False
     now = now or datetime.now(UTC)
-    first = plan(facts, policy, now=now)
-    if first.changes_anything or degradation_blocked(facts, policy) is not None:
-        return first.changes_anything
     with runtime.db.autocommit() as connection:  # plain reads, no transaction needed
         degradation, _ = read_degradation(connection, policy, facts.channel_id, now)
-    return plan(facts, policy, degradation=degradation, now=now).changes_anything
+    return complete(intent, facts, policy, degradation=degradation, now=now).changes_anything
 
 
 @dataclass(frozen=True)
@@ -153,19 +159,21 @@ class Claimed:
     degradation_row: tuple[int, str] | None  # a degradation alert to post (claimed) or held, new or unposted
 
 
-def needs_locks(judged: Judged, policy: ChannelPolicy, first: AlertPlan) -> bool:
-    """Whether the lock-free plan leaves anything for the locked path to decide."""
+def needs_locks(judged: Judged, policy: ChannelPolicy, intent: Decision) -> bool:
+    """Whether the lock-free intent leaves anything for the locked path to decide."""
     return (
         judged.low_row is not None
-        or first.low.action is not Action.NONE
+        or intent.action is not Action.NONE
         or degradation_blocked(judged.facts, policy) is None
     )
 
 
-def claim(runtime: Runtime, judged: Judged, policy: ChannelPolicy, permalink: str | None, now: datetime) -> Claimed:
+def claim(
+    runtime: Runtime, judged: Judged, policy: ChannelPolicy, intent: Decision, permalink: str | None, now: datetime
+) -> Claimed:
     """Under the source channel's lock (then the alert channel's, never the other way round: no lock cycle),
-    count, plan and claim. The plan runs again here on purpose: the hour's counts (caps) and the degradation
-    history may have changed since the lock-free plan, and only a plan made under the locks may claim."""
+    count, complete the plan and claim. The low score's intent comes decided (second opinion applied); what only
+    the locks make consistent with the claim is decided here: the hour's caps, and the degradation history."""
     facts, channel = judged.facts, judged.facts.channel_id
     hour = hour_start(now)
     until = hour + timedelta(hours=1)
@@ -181,7 +189,9 @@ def claim(runtime: Runtime, judged: Judged, policy: ChannelPolicy, permalink: st
         degradation = history = None
         if degradation_blocked(facts, policy) is None:
             degradation, history = read_degradation(session, policy, channel, now)
-        decided = plan(facts, policy, counts=counts, low_claimed=row is not None, degradation=degradation, now=now)
+        decided = complete(
+            intent, facts, policy, counts=counts, low_claimed=row is not None, degradation=degradation, now=now
+        )
         if row is None and decided.low.action is not Action.NONE:
             row, _ = alert_store.claim(
                 session,

@@ -1,10 +1,10 @@
 """The alert policy: given plain facts about a new judgment and its channel's recent history, decide
 what to post. No database, no Slack, no clock of its own (`now` comes in): every rule is tested directly.
 
-Three decisions, made together by `plan` (the one place that decides, for the lock-free pre-check and under
-the channel locks alike):
+Three decisions about one judgment, each made once per task:
 - a low score: alert now, hold it for the hour's summary (the source channel's or the alert channel's hourly cap
-  is reached), or nothing;
+  is reached), or nothing. Decided in two halves: `low_intent` from the judgment and its channel's rule (made
+  lock-free, before the second opinion), then `capped` by the hour's counts (under the channel locks);
 - degradation: the channel's rolling mean (last N answers, or last M minutes) fell below the floor (alert once,
   re-arm when it recovers);
 - the dedupe keys that make each alert happen at most once (claimed in the `alerts` table before posting).
@@ -20,7 +20,6 @@ from enum import StrEnum
 from judges.names import RELEVANCY
 from store.models import ConfirmationStatus, PairSource
 
-# Sources whose judgments may raise channel alerts; on-demand checks (/judge, the shortcut) answer privately.
 # The judge whose scale the degradation floor is written on (0–4).
 DEGRADATION_JUDGE = RELEVANCY
 # Degradation alerts at most once per channel per this period, even if the mean flaps around the floor.
@@ -99,6 +98,45 @@ def confirmation_outcome(status: str, score: float | None, threshold: float | No
     return ConfirmationStatus.CONFIRMED if score <= threshold else ConfirmationStatus.DISPUTED
 
 
+def vetoed(confirmation: str | None) -> bool:
+    """Whether a second opinion keeps a low score from alerting: only a confirmed one (or none asked) lets it."""
+    return confirmation in (ConfirmationStatus.DISPUTED, ConfirmationStatus.UNCONFIRMED)
+
+
+def _intent(facts: JudgmentFacts, thresholds: Mapping[str, float], alert_channel: str | None) -> Decision:
+    if facts.source != PairSource.CAPTURE:
+        return Decision(Action.NONE, "on_demand")
+    if facts.status != "ok":
+        return Decision(Action.NONE, f"status_{facts.status}")
+    if facts.score is None:
+        return Decision(Action.NONE, "no_score")
+    if facts.judge not in thresholds:
+        return Decision(Action.NONE, "unknown_judge")
+    if not is_low(facts, thresholds):
+        return Decision(Action.NONE, "above_threshold")
+    if vetoed(facts.confirmation):
+        return Decision(Action.NONE, facts.confirmation)
+    if not alert_channel:
+        return Decision(Action.NONE, "no_alert_channel")
+    return Decision(Action.ALERT, "low_score")
+
+
+def _capped(
+    intent: Decision,
+    alerts_this_hour: int,
+    cap_per_hour: int,
+    alert_channel_alerts_this_hour: int,
+    alert_channel_cap: int | None,
+) -> Decision:
+    if intent.action is not Action.ALERT:
+        return intent
+    if alerts_this_hour >= cap_per_hour:
+        return Decision(Action.HOLD, "hourly_cap")
+    if alert_channel_cap is not None and alert_channel_alerts_this_hour >= alert_channel_cap:
+        return Decision(Action.HOLD, "alert_channel_cap")
+    return intent
+
+
 def decide_low_score(
     facts: JudgmentFacts,
     thresholds: Mapping[str, float],
@@ -112,25 +150,8 @@ def decide_low_score(
     """Alert, hold for the summary, or nothing. `alerts_this_hour`: low-score alerts already claimed
     for this source channel in the current UTC hour (held ones not counted); `alert_channel_alerts_this_hour`:
     the same for the alert channel, from every source channel (a burst across many channels is one flood there)."""
-    if facts.source != PairSource.CAPTURE:
-        return Decision(Action.NONE, "on_demand")
-    if facts.status != "ok":
-        return Decision(Action.NONE, f"status_{facts.status}")
-    if facts.score is None:
-        return Decision(Action.NONE, "no_score")
-    if facts.judge not in thresholds:
-        return Decision(Action.NONE, "unknown_judge")
-    if not is_low(facts, thresholds):
-        return Decision(Action.NONE, "above_threshold")
-    if facts.confirmation in (ConfirmationStatus.DISPUTED, ConfirmationStatus.UNCONFIRMED):
-        return Decision(Action.NONE, facts.confirmation)
-    if not alert_channel:
-        return Decision(Action.NONE, "no_alert_channel")
-    if alerts_this_hour >= cap_per_hour:
-        return Decision(Action.HOLD, "hourly_cap")
-    if alert_channel_cap is not None and alert_channel_alerts_this_hour >= alert_channel_cap:
-        return Decision(Action.HOLD, "alert_channel_cap")
-    return Decision(Action.ALERT, "low_score")
+    intent = _intent(facts, thresholds, alert_channel)
+    return _capped(intent, alerts_this_hour, cap_per_hour, alert_channel_alerts_this_hour, alert_channel_cap)
 
 
 def decide_degradation_delivery(alert_channel_alerts_this_hour: int, alert_channel_cap: int | None) -> Decision:
@@ -310,7 +331,25 @@ def degradation_blocked(facts: JudgmentFacts, policy: ChannelPolicy) -> str | No
     return None
 
 
-def plan(
+def low_intent(facts: JudgmentFacts, policy: ChannelPolicy) -> Decision:
+    """The low-score decision before the hour's caps (only they can still turn its ALERT into a HOLD): made once
+    per task, lock-free, and handed to `second_opinion` and `complete`."""
+    return _intent(facts, policy.thresholds, policy.alert_channel)
+
+
+def second_opinion(intent: Decision, confirmation: str | None) -> Decision:
+    """The intent once the second opinion it asked for is in (None: confirmation is off): a disputed or unconfirmed
+    low score alerts nobody (what `low_intent` gives on facts carrying it: only an intent to alert asks for one)."""
+    return Decision(Action.NONE, confirmation) if intent.action is not Action.NONE and vetoed(confirmation) else intent
+
+
+def capped(intent: Decision, policy: ChannelPolicy, counts: HourCounts) -> Decision:
+    """The low-score intent under the hour's caps (counted under the channel locks, or none: the pre-check)."""
+    return _capped(intent, counts.source_channel, policy.cap_per_hour, counts.alert_channel, policy.alert_channel_cap)
+
+
+def complete(
+    intent: Decision,
     facts: JudgmentFacts,
     policy: ChannelPolicy,
     *,
@@ -319,22 +358,11 @@ def plan(
     degradation: DegradationFacts | None = None,
     now: datetime,
 ) -> AlertPlan:
-    """Every alert decision about one new judgment. `low_claimed`: its low-score alert row exists already (a
-    redelivery acts on that row). `degradation`: None when not read (the plan says so: "not_read"). A
-    degradation alert's delivery counts a low-score alert this same plan posts: both go to the same channel."""
-    low = (
-        Decision(Action.NONE, "claimed")
-        if low_claimed
-        else decide_low_score(
-            facts,
-            policy.thresholds,
-            alert_channel=policy.alert_channel,
-            alerts_this_hour=counts.source_channel,
-            cap_per_hour=policy.cap_per_hour,
-            alert_channel_alerts_this_hour=counts.alert_channel,
-            alert_channel_cap=policy.alert_channel_cap,
-        )
-    )
+    """The plan from a low-score intent already decided: its caps, and the channel's degradation (decided here,
+    once). `low_claimed`: its low-score alert row exists already (a redelivery acts on that row). `degradation`:
+    None when not read (the plan says so: "not_read"). A degradation alert's delivery counts a low-score alert this
+    same plan posts: both go to the same channel."""
+    low = Decision(Action.NONE, "claimed") if low_claimed else capped(intent, policy, counts)
     blocked = degradation_blocked(facts, policy)
     if blocked is not None or degradation is None:
         return AlertPlan(low, DegradationDecision(Action.NONE, blocked or "not_read"))
@@ -346,3 +374,24 @@ def plan(
         posted_now = int(low.action is Action.ALERT)
         delivery = decide_degradation_delivery(counts.alert_channel + posted_now, policy.alert_channel_cap)
     return AlertPlan(low, decided, delivery, degradation.unposted)
+
+
+def plan(
+    facts: JudgmentFacts,
+    policy: ChannelPolicy,
+    *,
+    counts: HourCounts = HourCounts(),
+    low_claimed: bool = False,
+    degradation: DegradationFacts | None = None,
+    now: datetime,
+) -> AlertPlan:
+    """Every alert decision about one judgment at once (`low_intent`, then `complete`)."""
+    return complete(
+        low_intent(facts, policy),
+        facts,
+        policy,
+        counts=counts,
+        low_claimed=low_claimed,
+        degradation=degradation,
+        now=now,
+    )

@@ -15,25 +15,20 @@ A retried or replayed task is harmless: the pair is unique per answer, and an un
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
-from collections.abc import Callable
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
 import redis
 from sqlalchemy import Row
 
 from capture import handoffs
-from capture.conversation_log import ConversationLog, from_wire
+from capture.conversation_log import from_wire
 from capture.pairing import (
     IN_PROGRESS,
     Author,
     LoggedMessage,
-    answer_run,
     settles_at_once,
     stream_errored,
     thread_messages,
@@ -46,6 +41,7 @@ from common.telemetry.logs import event_fields
 from store import pairs
 from store.models import PairStatus
 from workers.judging.run import judge_settled
+from workers.pairs.capture_context import CaptureContext, CaptureStore, mark_of
 from workers.pairs.settling import PairSnapshot, Settling, answer_text_of, settle_loaded
 
 log = logging.getLogger("relmon.capture")
@@ -90,8 +86,11 @@ def capture_answer_in(
     (after the lock: the LLM call holds no conversation up); returns what happened. `handoff`: the bot's note of
     the task (capture.handoffs), dropped once the answer is stored (in the round trip that marks it stored), or
     once the run is over when there was nothing to store."""
-    capture = _Capture(runtime, channel, team_id, channel_type, ext_shared, redelivered, handoff)
-    result = capture.run(ts, thread_ts, logged)
+    store = CaptureStore(runtime, channel, channel_type=channel_type, ext_shared=ext_shared)
+    capture = _Capture(runtime, store, team_id, redelivered, handoff)
+    with conversation_lock(runtime.redis, channel, thread_ts or ts):
+        context = store.load(ts, thread_ts, from_wire(logged) if logged is not None else None)
+        result = capture.run(context)
     if capture.handoff is not None:
         handoffs.done(runtime.redis, capture.handoff)
     for settled in capture.due:
@@ -101,54 +100,39 @@ def capture_answer_in(
 
 @dataclass
 class _Capture:
-    """One capture task's run: where the message is (and how its channel was described), and the pairs it settled
-    at once, to be judged once the conversation's lock is released."""
+    """One capture task's run: where its reads and writes go, and the pairs it settled at once, to be judged once
+    the conversation's lock is released."""
 
     runtime: Runtime
-    channel: str
+    io: CaptureStore
     team_id: str | None
-    channel_type: str | None
-    ext_shared: bool | None
     redelivered: bool
     handoff: str | None = None  # the bot's note, until dropped
     due: list[Row] = field(default_factory=list)
 
-    def run(self, ts: str, thread_ts: str | None, logged: dict[str, Any] | None) -> str:
-        runtime, channel = self.runtime, self.channel
-        conversation = ConversationLog(runtime.redis, runtime.settings.question_ttl_seconds)
-        window = runtime.settings.toplevel_window_seconds
-        # What was last stored of an answer whose first message is `ts` (most are one message) comes with the read.
-        stored = _StoredMark(runtime.redis, channel, ts, runtime.settings.question_ttl_seconds)
-        with conversation_lock(runtime.redis, channel, thread_ts or ts):
-            message, around, (held,) = conversation.get_with_around(channel, ts, thread_ts, window, also=stored.read)
-            stored.was_read(held)
-            if message is None:
-                if logged is None:
-                    return "missing"
-                message = from_wire(logged)
-                conversation.record(channel, message)  # Redis lost it since the bot logged it: the bot's copy is news
-                around = conversation.around(channel, message, window)
-            if message.deleted:
-                return self.deleted(conversation, message)
-            if message.author != Author.MONITORED_BOT:
-                return "not an answer"
-            return self.store(message, around, stored)
+    def run(self, context: CaptureContext) -> str:
+        message = context.message
+        if message is None:
+            return "missing"
+        if message.deleted:
+            return self.deleted(message)
+        if not context.is_answer:
+            return "not an answer"
+        return self.store(context)
 
-    def store(self, message: LoggedMessage, around: list[LoggedMessage], read: _StoredMark | None = None) -> str:
-        runtime, channel, settings = self.runtime, self.channel, self.runtime.settings
-        run = answer_run(message, around)
+    def store(self, context: CaptureContext) -> str:
+        runtime, channel, settings = self.runtime, context.channel, self.runtime.settings
+        message, run, flags = context.message, context.run, context.flags
+        assert message is not None and flags is not None  # an answer's context (`is_answer`)
         root = run[0]
         answer_text = answer_text_of(run, settings.redact_pii)  # RELMON_REDACT_PII: before the store
-        flags = runtime.known_channels.flags(channel, self.channel_type, self.ext_shared)
         state, errored = message.streaming, stream_errored(run)
-        stored = read if read is not None and read.answer_ts == root.ts else None
-        stored = stored or _StoredMark(runtime.redis, channel, root.ts, settings.question_ttl_seconds)
-        mark = stored.of(answer_text, run, flags.restricted, flags.ext_shared, errored, state)
-        held, pair_id = stored.held()
-        if held == mark:  # a replayed task: this very answer was stored
-            if self.redelivered and pair_id is not None:
-                # Its first run may have died (or been requeued) while judging it: judge_pair finishes what it left.
-                celery.send_task(task_names.JUDGE_PAIR, args=[pair_id], kwargs={"resumed": True})
+        mark = mark_of(answer_text, run, flags.restricted, flags.ext_shared, errored, state)
+        if context.held.mark == mark:  # a replayed task: this very answer was stored
+            if self.redelivered and context.held.pair_id is not None:
+                # Its first run may have died, or failed to queue the judgment's follow-ups (Redis down) and been
+                # requeued or retried: judge_pair finishes what it left.
+                celery.send_task(task_names.JUDGE_PAIR, args=[context.held.pair_id], kwargs={"resumed": True})
             return "unchanged"
         merged = [p.ts for p in run[1:]]
         # Core, not the ORM session: once per answer, on the hot path. A one-message answer is one statement, run
@@ -174,7 +158,7 @@ class _Capture:
             return "ignored"
         # A stream still running waits for its completion's capture; one that ended needs no quiet time.
         if state == IN_PROGRESS:
-            self.keep(stored, mark, captured.pair_id)
+            self.keep(root.ts, mark, captured.pair_id)
             log.info("answer streaming", extra=fields)
             return "streaming"
         countdown = 0 if settles_at_once(state) else settings.settle_seconds
@@ -188,74 +172,29 @@ class _Capture:
             as_stored = PairSnapshot(
                 captured.pair_id, channel, root.ts, root.thread_ts, answer_text, captured.version, PairStatus.SETTLING
             )
-            settled = settle_loaded(
-                runtime,
-                Settling(as_stored, around if root.in_thread or message.ts == root.ts else None),
-                captured.version,
-            )
+            around = context.around if root.in_thread or message.ts == root.ts else None
+            settled = settle_loaded(runtime, Settling(as_stored, around), captured.version)
             if settled.row is not None:
                 self.due.append(settled.row)  # judged once the lock is released
-        self.keep(stored, mark, captured.pair_id)
+        self.keep(root.ts, mark, captured.pair_id)
         log.info("answer captured", extra={**fields, "version": captured.version, "parts": len(run)})
         return "captured"
 
-    def keep(self, stored: _StoredMark, mark: str, pair_id: int) -> None:
-        """The answer is stored: its mark is kept, and the bot's note of the task dropped, in one round trip."""
+    def keep(self, answer_ts: str, mark: str, pair_id: int) -> None:
+        """The answer is stored: its mark is kept, and the bot's note of the task dropped (one write)."""
         handoff, self.handoff = self.handoff, None
-        stored.keep(mark, pair_id, also=partial(handoffs.queue_done, handoff_id=handoff) if handoff else None)
+        self.io.keep(answer_ts, mark, pair_id, handoff)
 
-    def deleted(self, conversation: ConversationLog, tombstone: LoggedMessage) -> str:
+    def deleted(self, tombstone: LoggedMessage) -> str:
         """A monitored bot's message was deleted: its answer is deleted, or the answer it was a later part of loses
         it."""
-        channel = self.channel
+        channel = self.io.channel
         with self.runtime.db.session() as session:
             if pairs.mark_deleted(session, channel, tombstone.ts):
                 log.info("answer deleted before judging", extra=event_fields(channel=channel, message_ts=tombstone.ts))
                 return "deleted"
-        window = self.runtime.settings.toplevel_window_seconds
-        around = conversation.around(channel, tombstone, window)
+        around = self.io.load_around(tombstone).around
         before = [m for m in thread_messages(tombstone.thread_key, around) if ts_key(m) < ts_key(tombstone)]
         if before and before[-1].author == Author.MONITORED_BOT and not before[-1].deleted:
-            return self.store(before[-1], conversation.around(channel, before[-1], window))
+            return self.store(self.io.load_around(before[-1]))
         return "nothing to change"
-
-
-class _StoredMark:
-    """What was last stored of one answer, in Redis: a task run again (redelivered after its worker died, or
-    retried after a later step failed) finds the same mark and changes nothing, so it cannot re-open an answer
-    that was judged meanwhile (an answer version is judged once)."""
-
-    def __init__(self, client: redis.Redis, channel: str, answer_ts: str, ttl_seconds: int) -> None:
-        self.redis, self.answer_ts, self.ttl = client, answer_ts, int(ttl_seconds)
-        self.key = f"relmon:capture:stored:{channel}:{answer_ts}"
-        self._raw: bytes | str | None = None
-        self._read = False
-
-    @staticmethod
-    def of(text: str, parts: list[LoggedMessage], *flags: Any) -> str:
-        """A digest of everything the store keeps of the answer: its text, its parts and their flags."""
-        seen = json.dumps([text, *flags, [(p.ts, p.deleted) for p in parts]], separators=(",", ":"))
-        return hashlib.sha256(seen.encode()).hexdigest()
-
-    def read(self, pipe) -> None:
-        """Queue the read of the mark on a pipeline of the caller's, who hands its reply to `was_read`."""
-        pipe.get(self.key)
-
-    def was_read(self, reply: bytes | str | None) -> None:
-        self._raw, self._read = reply, True
-
-    def held(self) -> tuple[str | None, int | None]:
-        """The mark kept, and the pair it was stored as (read now unless it came with the caller's read)."""
-        raw = self._raw if self._read else self.redis.get(self.key)
-        if raw is None:
-            return None, None
-        mark, _, pair_id = (raw if isinstance(raw, str) else raw.decode()).partition(":")
-        return mark, int(pair_id) if pair_id.isdigit() else None
-
-    def keep(self, mark: str, pair_id: int, also: Callable[[Any], None] | None = None) -> None:
-        """Keep the mark; `also` queues further commands in the same round trip."""
-        pipe = self.redis.pipeline(transaction=False)
-        pipe.set(self.key, f"{mark}:{pair_id}", ex=self.ttl)
-        if also is not None:
-            also(pipe)
-        pipe.execute()

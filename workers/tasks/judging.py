@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 
-from celery.exceptions import Reject
 from celery.signals import task_failure
 from sqlalchemy.exc import OperationalError
 
@@ -62,14 +61,11 @@ def judge_pair(self, pair_id: int, resumed: bool = False, llm_attempts: int = 0)
         countdown = backoff_seconds(
             self.request.retries, base=HAND_ON_RETRY_SECONDS, cap=HAND_ON_RETRY_CAP_SECONDS, jitter=0.0
         )
-        try:
-            raise self.retry(
-                kwargs={"resumed": True, "llm_attempts": llm_attempts}, countdown=countdown, exc=failure.error
-            ) from failure
-        except Reject as dropped:
-            # The broker cannot take the retry either (Redis down): requeue this message instead (or, if Redis
-            # cannot even hear that, it stays unacknowledged and is restored, marked redelivered, later).
-            raise Reject(failure.error, requeue=True) from dropped
+        # If the broker cannot take the retry either (Redis down), the message is requeued instead, or restored
+        # marked redelivered once its lease lapses (common.celery_task).
+        raise self.retry(
+            kwargs={"resumed": True, "llm_attempts": llm_attempts}, countdown=countdown, exc=failure.error
+        ) from failure
 
 
 @task_failure.connect(sender=judge_pair)

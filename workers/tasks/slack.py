@@ -65,14 +65,9 @@ def _run(task, function, *args):
             "slack task retrying",
             extra={"task": task.name, "in_s": countdown, "error": repr(error)[:300], "slack_error": slack_error(error)},
         )
-        try:
-            task.retry(countdown=countdown, exc=error)  # raises Retry once the retry message is published
-        except Reject as dropped:
-            # The broker could not take the retry (Redis restarting), and Celery would drop this message. Reject
-            # it with requeue instead: it goes back to the queue, or, if Redis cannot even hear that, stays
-            # unacknowledged and comes back after the visibility timeout. Judging has the stale-pair sweeper as a
-            # backstop; an alert has only its message.
-            raise Reject(error, requeue=True) from dropped
+        # Raises Retry once the retry message is published; if the broker cannot take it, Reject with requeue
+        # (common.celery_task): an alert has only its message.
+        task.retry(countdown=countdown, exc=error)
 
 
 def _run_noted(task, function, *args):

@@ -21,6 +21,7 @@ from capture import handoffs
 from common import task_names
 from common.celery_app import QUEUE_JUDGE, QUEUE_SLACK, celery
 from common.runtime import Runtime, get_runtime
+from judges.names import RELEVANCY
 from store.attempts import Failures, failures_of
 from store.judgments import pair_for_judging, stale_pairs, stored_judges, touch_pairs
 from store.models import PairStatus
@@ -182,7 +183,7 @@ def _give_up(runtime: Runtime, pair_id: int, failures: int, last_error: str | No
     reason = f"gave up after {failures} failed attempts (an error in relmon, not the LLM): {last_error or 'unknown'}"
     ready = [
         failed_values(name, pair_id=pair_id, model=settings.judge_model, reason=reason)
-        for name in (names or ["relevancy"])
+        for name in (names or [RELEVANCY])
         if name not in stored
     ]
     created = store_judgments(runtime.db.engine, pair, ready, mark_judged=True)

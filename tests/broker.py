@@ -1,0 +1,58 @@
+"""The broker seen from a test: the positive sign that every task sent so far has run.
+
+Tasks are acknowledged late (common.celery_app): a message stays on its queue until a worker takes it and in
+Redis's `unacked` hash until the task ended, retries and countdowns included (a retry is published before its
+message is acknowledged). So a broker with nothing queued and nothing held has run everything it was given,
+and whatever a late duplicate would have done is done: a test checks an absence after this, not after a sleep.
+
+    wait_until_idle(redis_url)  # every task ran
+    assert len(slack.posted(ALERTS)) == 1  # and none posted twice
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import redis
+
+from common.celery_app import QUEUES
+from tests.processes import wait_for
+from workers.judging.queued import UNACKED_KEY
+
+# kombu takes a message off its list (BRPOP) a moment before it records it as held: one look can see neither.
+# Two looks this far apart, idle at both, cannot both fall in that moment for the same message.
+SECOND_LOOK_SECONDS = 0.3
+
+
+def waiting_messages(client: redis.Redis) -> int:
+    """Messages queued for relmon's workers or held by one (delivered, not yet acknowledged)."""
+    return sum(client.llen(queue) for queue in QUEUES) + client.hlen(UNACKED_KEY)
+
+
+def wait_until_idle(
+    redis_url: str,
+    *,
+    timeout: float = 60.0,
+    before_each_look: Callable[[], object] | None = None,
+    what: str = "every task run (nothing queued or held)",
+) -> None:
+    """Wait until nothing is queued or held, seen twice SECOND_LOOK_SECONDS apart. `before_each_look`: what a
+    supervisor does meanwhile (a test that kills workers replaces them, or their held messages never come back)."""
+    client = redis.Redis.from_url(redis_url)
+    idle_since: list[float] = []
+
+    def idle() -> bool:
+        if before_each_look is not None:
+            before_each_look()
+        if waiting_messages(client):
+            idle_since.clear()
+            return False
+        if not idle_since:
+            idle_since.append(time.monotonic())
+        return time.monotonic() - idle_since[0] >= SECOND_LOOK_SECONDS
+
+    try:
+        wait_for(idle, timeout=timeout, interval=0.1, what=what)
+    finally:
+        client.close()
