@@ -136,6 +136,30 @@ class ConversationLog:
         count = self.queue_around(pipe, channel, message, window_seconds)
         return self.around_from(channel, message, pipe.execute()[-count:], window_seconds)
 
+    def get_around(
+        self, channel: str, ts: str, thread_ts: str | None, window_seconds: float
+    ) -> tuple[LoggedMessage | None, list[LoggedMessage]]:
+        """The message at `ts` and `around` it, in two round trips instead of three: the index reads go with the
+        GET, placed by `thread_ts` as the caller knows it (read again if the log says otherwise), then one MGET."""
+        placed = LoggedMessage(ts=ts, thread_ts=thread_ts, author=Author.HUMAN)
+        pipe = self.redis.pipeline(transaction=False)
+        self.queue_get(pipe, channel, ts)
+        self.queue_around(pipe, channel, placed, window_seconds)
+        raw, *replies = pipe.execute()
+        message = self.decoded(raw)
+        if message is None:
+            return None, []
+        return message, self.around_read(channel, placed, message, replies, window_seconds)
+
+    def around_read(
+        self, channel: str, placed: LoggedMessage, message: LoggedMessage, replies: list, window_seconds: float
+    ) -> list[LoggedMessage]:
+        """`around` the message from what `queue_around` read for `placed` (where the caller thought it was),
+        read again when the log places it elsewhere."""
+        if (message.in_thread, message.thread_key) != (placed.in_thread, placed.thread_key):
+            return self.around(channel, message, window_seconds)
+        return self.around_from(channel, message, replies, window_seconds)
+
     def since_answer(
         self, channel: str, answer: LoggedMessage, *, until: float, asker: str | None
     ) -> list[LoggedMessage]:

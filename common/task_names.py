@@ -30,6 +30,8 @@ SEND_LANGFUSE_SCORES = "workers.tasks.traces.send_langfuse_scores"
 SEND_OTLP_EVALUATIONS = "workers.tasks.traces.send_otlp_evaluations"
 SEND_LANGFUSE_OUTCOME = "workers.tasks.traces.send_langfuse_outcome"
 SEND_OTLP_OUTCOME = "workers.tasks.traces.send_otlp_outcome"
+SEND_PHOENIX_ANNOTATIONS = "workers.tasks.traces.send_phoenix_annotations"
+SEND_PHOENIX_OUTCOME = "workers.tasks.traces.send_phoenix_outcome"
 
 # The tasks that post to Slack (alerts, summaries, votes, verdicts, digests): their own queue, so a backlog of
 # judging never holds a post up. Every other task runs on the judge queue (common.celery_app routes them).

@@ -23,7 +23,6 @@ ORIGIN_TAKEOVER = "takeover"  # a teammate answered after the bot
 ORIGIN_VOTE = "vote"  # "the judge was right" on a low-score alert
 ORIGIN_BUTTON = "button"  # "Add to test set" on an alert
 ORIGIN_IMPORT = "import"  # relmon golden import
-ORIGINS = (ORIGIN_TAKEOVER, ORIGIN_VOTE, ORIGIN_BUTTON, ORIGIN_IMPORT)
 
 _WORDS = re.compile(r"[\w']+")
 

@@ -29,7 +29,6 @@ from judges.gate import EndpointGate
 from judges.modes import EndpointMode, LocalModes, ModeMemory, ResponseFormat
 from judges.verdict import TransientLLMError, Verdict
 
-OPENAI_API_URL = "https://api.openai.com/v1"
 # Statuses worth retrying later, besides 5xx that names no refused parameter.
 _TRANSIENT_STATUSES = {408, 409, 429}
 DEFAULT_REPLY_TOKENS = 1024  # the bound of a call that names none: no reply is unbounded

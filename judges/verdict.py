@@ -36,10 +36,6 @@ class Verdict(BaseModel):
     error: str | None = None
     cached: bool = False
 
-    @property
-    def is_score(self) -> bool:
-        return self.status == "ok"
-
 
 class TransientLLMError(Exception):
     """The LLM could not be reached or was overloaded (429, 5xx, timeout, connection error), even after the

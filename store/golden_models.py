@@ -42,7 +42,7 @@ class GoldenItem(Base):
     channel_id: Mapped[str | None] = mapped_column(String(32))
     channel_is_private: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     permalink: Mapped[str | None] = mapped_column(Text)
-    origin: Mapped[str] = mapped_column(String(16))  # golden.rules.ORIGINS: how it joined first
+    origin: Mapped[str] = mapped_column(String(16))  # golden.rules.ORIGIN_*: how it joined first
     times: Mapped[int] = mapped_column(Integer, default=1, server_default="1")  # times the question was asked
     # A person wrote or edited the expected answer in Slack: a later teammate reply does not overwrite it.
     expected_edited: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())

@@ -111,11 +111,6 @@ def current_judgment(session: Session, judgment: Judgment) -> Judgment:
     return latest or judgment
 
 
-def find_cached(session: Executor, cache_key: str) -> dict[str, Any] | None:
-    """The fields of an earlier usable judgment with this cache key (same judge, model, prompt and texts)."""
-    return find_cached_many(session, [cache_key]).get(cache_key)
-
-
 @functools.cache
 def _cached_statement():  # built once: every judgment reads it
     return (

@@ -151,10 +151,6 @@ def get_pair(session: Session, pair_id: int) -> Pair | None:
     return session.get(Pair, pair_id)
 
 
-def find_by_answer(session: Session, channel_id: str, answer_ts: str) -> Pair | None:
-    return session.execute(select(Pair).where(Pair.channel_id == channel_id, Pair.answer_ts == answer_ts)).scalar()
-
-
 def captured_texts(session: Session, channel_id: str, answer_ts: str) -> Row | None:
     """What capture stored of one answer (its texts, their thread and the channel's privacy), or None."""
     return session.execute(

@@ -7,7 +7,6 @@ docs/configuration.md): renaming one breaks every deployment that sets it.
 
 from __future__ import annotations
 
-from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Literal, NamedTuple
 
@@ -314,10 +313,6 @@ class Settings(
         if self.database_url:
             return self.database_url
         return f"sqlite:///{(self.data_dir / 'relmon.sqlite3').resolve()}"
-
-    @cached_property
-    def monitored_bot_ids(self) -> frozenset[str]:
-        return frozenset(self.monitored_bots)
 
     def secret(self, name: str) -> str | None:
         """The plain value of a SecretStr setting (or None)."""

@@ -24,6 +24,13 @@ class TraceSettings(BaseModel):
     # OpenTelemetry: `gen_ai.evaluation.result` events over OTLP/HTTP to this endpoint (the standard variable; the
     # exporter reads the other OTEL_EXPORTER_OTLP_* variables itself: headers, timeout, certificates).
     otlp_endpoint: str | None = Field(None, **_env("OTEL_EXPORTER_OTLP_ENDPOINT"))
+    # Phoenix: span annotations on the bot's traces. Off unless the URL is set; the key only where Phoenix has auth
+    # on. An annotation goes on the span the bot names in its metadata (RELMON_SPAN_ID_KEY), else on the trace's
+    # root span, looked up in the project (workers.phoenix_annotations says why).
+    phoenix_url: str | None = Field(None, **_env("RELMON_PHOENIX_URL"))
+    phoenix_api_key: SecretStr | None = Field(None, **_env("RELMON_PHOENIX_API_KEY"))
+    phoenix_project: str = Field("default", min_length=1, **_env("RELMON_PHOENIX_PROJECT"))
+    span_id_key: str = Field("event_payload.span_id", min_length=1, **_env("RELMON_SPAN_ID_KEY"))
     trace_send_retries: int = Field(5, ge=0, **_env("RELMON_TRACE_SEND_RETRIES"))
 
     @property

@@ -198,15 +198,6 @@ def histories(session: Session, keys: Iterable[str]) -> dict[str, list[dict]]:
     return found
 
 
-def topic_names(session: Session, keys: Iterable[str]) -> dict[str, str]:
-    keys = sorted(set(keys))
-    return (
-        dict(session.execute(select(TopicRecord.key, TopicRecord.name).where(TopicRecord.key.in_(keys))))
-        if keys
-        else {}
-    )
-
-
 # Spend -----------------------------------------------------------------------------------------------------
 
 

@@ -120,10 +120,9 @@ class LiveCapture:
         *,
         record: bool = True,
     ) -> None:
-        """Log `message` (unless `record` is off: a tombstone already logged) and store the answer it belongs to, in
-        this task (workers.pairs.capturing): the event's own note (capture.handoffs) keeps it until it is stored."""
-        if record:
-            self.log.record(channel, message)
+        """Store the answer `message` belongs to, in this task (workers.pairs.capturing), logging `message` in the
+        same round trip as the capture's first read (unless `record` is off: a tombstone already logged). The
+        event's own note (capture.handoffs) keeps it until it is stored. The capture logs "answer captured"."""
         capture_answer_in(
             self.runtime,
             channel,
@@ -132,10 +131,10 @@ class LiveCapture:
             team_id=team_id,
             channel_type=channel_type,
             ext_shared=ext_shared,
-            logged=to_wire(message),
+            logged=None if record else to_wire(message),
+            fresh=message if record else None,
             redelivered=self.redelivered,
         )
-        log.info("answer captured", extra=event_fields(channel=channel, message_ts=message.ts))
 
     def _deleted(
         self, channel: str, event: dict[str, Any], own: Identity, team_id: str | None, ext_shared: bool | None

@@ -1,8 +1,8 @@
-"""Sending verdicts and outcome signals to the support bot's traces (Langfuse scores, OpenTelemetry evaluation
-events): loading the judgment or signal, finding its trace ID, one send per tool, and queueing the sends after a
-judgment or a new signal. The tasks that run a send (and retry it) are `workers.tasks.traces`; the payloads' rules
-are `workers.traces`. The tools' SDKs load on the first send, not with the worker: most deployments set neither
-tool."""
+"""Sending verdicts and outcome signals to the support bot's traces (Langfuse scores, OpenTelemetry evaluation events,
+Phoenix span annotations): loading the judgment or signal, finding its trace ID, one send per tool, and queueing the
+sends after a judgment or a new signal. The tasks that run a send (and retry it) are `workers.tasks.traces`; the
+payloads' rules are `workers.traces`. The tools' SDKs load on the first send, not with the worker: most deployments
+set no tool."""
 
 from __future__ import annotations
 
@@ -22,18 +22,21 @@ from store.signals import SIGNALS
 from workers.traces import (
     BadTraceId,
     Verdict,
+    checked_span_id,
     checked_trace_id,
     evaluation_events,
     langfuse_scores,
     metadata_trace_id,
+    outcome_annotation,
     outcome_event,
     outcome_score,
+    phoenix_annotations,
     slack_trace_id,
 )
 
 log = logging.getLogger("relmon.traces")
 
-LANGFUSE, OTLP = "langfuse", "otlp"
+LANGFUSE, OTLP, PHOENIX = "langfuse", "otlp", "phoenix"
 TIMEOUT_SECONDS = 10.0
 REFUSED = (400, 401, 403, 404, 422)  # the tool says no: sending again would say the same
 
@@ -90,14 +93,16 @@ def load_outcome(runtime: Runtime, pair_id: int, signal: str) -> Subject | None:
     return None if row is None else Subject(None, *row, signal=signal, pair_id=pair_id)
 
 
-def trace_id_of(runtime: Runtime, subject: Subject) -> str | None:
-    """The answer's trace ID (canonical): derived from the message (slack_ts), or the one the bot put in its
-    message's metadata; None when it gave none; BadTraceId when what it gave is not one."""
+def trace_ids_of(runtime: Runtime, subject: Subject) -> tuple[str | None, str | None]:
+    """The answer's trace ID (canonical) and the span ID the bot gave, if any (unchecked: only Phoenix uses it):
+    the trace derived from the message (slack_ts, no span), or both read from the message's metadata in one read;
+    the trace ID None when it gave none; BadTraceId when what it gave is not one."""
     settings = runtime.settings
     if settings.trace_id_from == "slack_ts":
-        return slack_trace_id(subject.channel, subject.answer_ts)
-    given = metadata_trace_id(message_metadata(runtime, subject), settings.trace_id_key)
-    return checked_trace_id(given) if given else None
+        return slack_trace_id(subject.channel, subject.answer_ts), None
+    metadata = message_metadata(runtime, subject)
+    given = metadata_trace_id(metadata, settings.trace_id_key)
+    return (checked_trace_id(given) if given else None), metadata_trace_id(metadata, settings.span_id_key)
 
 
 def message_metadata(runtime: Runtime, subject: Subject) -> dict | None:
@@ -126,18 +131,19 @@ def message_metadata(runtime: Runtime, subject: Subject) -> dict | None:
     return None
 
 
-def traced(runtime: Runtime, subject: Subject | None, tool: str, **ids: object) -> tuple[str, dict] | str:
-    """The subject's trace ID and the log fields; or the outcome when there is nothing to send (skipped: the
-    judgment or signal is gone or its answer names no trace; bad_trace_id: what it names is not one)."""
+def traced(runtime: Runtime, subject: Subject | None, tool: str, **ids: object) -> tuple[str, str | None, dict] | str:
+    """The subject's trace ID, the span ID its metadata names (or None) and the log fields; or the outcome when
+    there is nothing to send (skipped: the judgment or signal is gone or its answer names no trace; bad_trace_id:
+    what it names is not one)."""
     if subject is None:
         return "skipped"  # deleted since (retention, a deletion in Slack)
     fields = event_fields(channel=subject.channel, message_ts=subject.answer_ts, tool=tool, **ids)
     try:
-        trace_id = trace_id_of(runtime, subject)
+        trace_id, span_id = trace_ids_of(runtime, subject)
     except BadTraceId as error:
         log.warning("trace id refused", extra={**fields, "reason": str(error), "key": runtime.settings.trace_id_key})
         return "bad_trace_id"
-    return (trace_id, fields) if trace_id else "skipped"
+    return (trace_id, span_id, fields) if trace_id else "skipped"
 
 
 def send_to_langfuse(runtime: Runtime, judgment_id: int) -> str:
@@ -147,7 +153,7 @@ def send_to_langfuse(runtime: Runtime, judgment_id: int) -> str:
     found = traced(runtime, subject, LANGFUSE, judgment_id=judgment_id)
     if isinstance(found, str):
         return found
-    trace_id, fields = found
+    trace_id, _, fields = found
     return post_scores(runtime, langfuse_scores(subject.verdict, trace_id), fields)
 
 
@@ -156,7 +162,7 @@ def send_outcome_to_langfuse(runtime: Runtime, pair_id: int, signal: str) -> str
     found = traced(runtime, load_outcome(runtime, pair_id, signal), LANGFUSE, pair_id=pair_id, signal=signal)
     if isinstance(found, str):
         return found
-    trace_id, fields = found
+    trace_id, _, fields = found
     return post_scores(runtime, [outcome_score(pair_id, signal, trace_id)], fields)
 
 
@@ -198,7 +204,7 @@ def send_to_otlp(runtime: Runtime, judgment_id: int) -> str:
     found = traced(runtime, subject, OTLP, judgment_id=judgment_id)
     if isinstance(found, str):
         return found
-    trace_id, fields = found
+    trace_id, _, fields = found
     return export_events(runtime, trace_id, evaluation_events(subject.verdict), fields)
 
 
@@ -207,7 +213,7 @@ def send_outcome_to_otlp(runtime: Runtime, pair_id: int, signal: str) -> str:
     found = traced(runtime, load_outcome(runtime, pair_id, signal), OTLP, pair_id=pair_id, signal=signal)
     if isinstance(found, str):
         return found
-    trace_id, fields = found
+    trace_id, _, fields = found
     return export_events(runtime, trace_id, [outcome_event(signal)], fields)
 
 
@@ -226,10 +232,42 @@ def export_events(runtime: Runtime, trace_id: str, events: list[dict], fields: d
     return "sent"
 
 
-def _tools(runtime: Runtime, langfuse_task: str, otlp_task: str) -> list[tuple[str, str]]:
+def send_to_phoenix(runtime: Runtime, judgment_id: int) -> str:
+    """One judgment's span annotations to Phoenix (workers.phoenix_annotations: which span, and why). SendAgain:
+    retry."""
+    subject = load_subject(runtime, judgment_id)
+    found = traced(runtime, subject, PHOENIX, judgment_id=judgment_id)
+    if isinstance(found, str):
+        return found
+    return annotate(runtime, found, lambda span_id: phoenix_annotations(subject.verdict, span_id))
+
+
+def send_outcome_to_phoenix(runtime: Runtime, pair_id: int, signal: str) -> str:
+    """One outcome signal's span annotation to Phoenix. SendAgain: retry."""
+    found = traced(runtime, load_outcome(runtime, pair_id, signal), PHOENIX, pair_id=pair_id, signal=signal)
+    if isinstance(found, str):
+        return found
+    return annotate(runtime, found, lambda span_id: [outcome_annotation(pair_id, signal, span_id)])
+
+
+def annotate(runtime: Runtime, found: tuple[str, str | None, dict], annotations) -> str:
+    """The annotations (built for a span ID) upserted on the span the bot named, checked, or the trace's root."""
+    from workers.phoenix_annotations import upsert_annotations
+
+    trace_id, given, fields = found
+    try:
+        span_id = checked_span_id(given) if given else None
+    except BadTraceId as error:
+        log.warning("span id refused", extra={**fields, "reason": str(error), "key": runtime.settings.span_id_key})
+        return "bad_trace_id"
+    return upsert_annotations(runtime.settings, trace_id, span_id, annotations, fields)
+
+
+def _tools(runtime: Runtime, langfuse_task: str, otlp_task: str, phoenix_task: str) -> list[tuple[str, str]]:
     settings = runtime.settings
     tools = [(LANGFUSE, langfuse_task)] if settings.langfuse_enabled else []
-    return tools + ([(OTLP, otlp_task)] if settings.otlp_endpoint else [])
+    tools += [(OTLP, otlp_task)] if settings.otlp_endpoint else []
+    return tools + ([(PHOENIX, phoenix_task)] if settings.phoenix_url else [])
 
 
 def _queue(tool: str, task: str, args: list, fields: dict) -> None:
@@ -243,7 +281,9 @@ def _queue(tool: str, task: str, args: list, fields: dict) -> None:
 def queue_trace_sends(runtime: Runtime, judgment_ids: list[int]) -> None:
     """After judgments (or a second opinion) are stored: one send per judgment to each tool configured. A broker
     that fails here is logged and counted; the judgment and its alert go on regardless."""
-    tools = _tools(runtime, task_names.SEND_LANGFUSE_SCORES, task_names.SEND_OTLP_EVALUATIONS)
+    tools = _tools(
+        runtime, task_names.SEND_LANGFUSE_SCORES, task_names.SEND_OTLP_EVALUATIONS, task_names.SEND_PHOENIX_ANNOTATIONS
+    )
     for judgment_id in judgment_ids:
         for tool, task in tools:
             _queue(tool, task, [judgment_id], {"judgment_id": judgment_id})
@@ -253,7 +293,9 @@ def queue_outcome_sends(runtime: Runtime, pair_id: int, signals: list[str]) -> N
     """After outcome signals are recorded (the new ones only: a signal is recorded once per pair): one send per
     signal to each tool configured, whether the pair is judged yet or not, since a signal goes on the answer's
     trace by itself. Never raises, as queue_trace_sends."""
-    tools = _tools(runtime, task_names.SEND_LANGFUSE_OUTCOME, task_names.SEND_OTLP_OUTCOME)
+    tools = _tools(
+        runtime, task_names.SEND_LANGFUSE_OUTCOME, task_names.SEND_OTLP_OUTCOME, task_names.SEND_PHOENIX_OUTCOME
+    )
     for signal in signals:
         for tool, task in tools:
             _queue(tool, task, [pair_id, signal], {"pair_id": pair_id, "signal": signal})

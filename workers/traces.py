@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 TRACE_ID = re.compile(r"[0-9a-f]{32}")
+SPAN_ID = re.compile(r"[0-9a-f]{16}")
 COMMENT_CHARS = 500  # Langfuse shows the comment beside the score: the judge's reasoning, cut
 
 
@@ -41,6 +42,14 @@ def checked_trace_id(value: str) -> str:
     canonical = value.strip().lower().replace("-", "")
     if not TRACE_ID.fullmatch(canonical) or canonical == "0" * 32:
         raise BadTraceId(f"not a trace ID: {len(value)} characters, expected 32 hex")
+    return canonical
+
+
+def checked_span_id(value: str) -> str:
+    """The span ID in its canonical form (16 lower-case hex, as Phoenix and OpenTelemetry write it), or BadTraceId."""
+    canonical = value.strip().lower()
+    if not SPAN_ID.fullmatch(canonical) or canonical == "0" * 16:
+        raise BadTraceId(f"not a span ID: {len(value)} characters, expected 16 hex")
     return canonical
 
 
@@ -96,6 +105,36 @@ def outcome_score(pair_id: int, signal: str, trace_id: str) -> dict:
         "name": f"relmon.outcome.{signal}",
         "value": 1,
         "dataType": "BOOLEAN",
+    }
+
+
+def phoenix_annotations(verdict: Verdict, span_id: str) -> list[dict]:
+    """Phoenix span annotation bodies (POST /v1/span_annotations). Phoenix upserts by (name, span_id, identifier),
+    and each identifier is derived from the judgment, as Langfuse's score ids are: a resend updates, never adds."""
+    annotations = []
+    if verdict.status == "ok" and verdict.normalized_score is not None:
+        result = {"score": verdict.normalized_score, "explanation": (verdict.reasoning or "")[:COMMENT_CHARS] or None}
+        annotations.append((f"relmon.{verdict.judge}", result, f"relmon-{verdict.judgment_id}-score"))
+    if verdict.confirmation_status:
+        result = {"label": verdict.confirmation_status}
+        annotations.append(
+            (f"relmon.{verdict.judge}.second_opinion", result, f"relmon-{verdict.judgment_id}-second-opinion")
+        )
+    return [
+        {"span_id": span_id, "name": name, "annotator_kind": "LLM", "result": result, "identifier": identifier}
+        for name, result, identifier in annotations
+    ]
+
+
+def outcome_annotation(pair_id: int, signal: str, span_id: str) -> dict:
+    """The Phoenix annotation of one outcome signal: observed by code, not judged by an LLM (annotator CODE);
+    its identifier per pair and signal, as the Langfuse score's id."""
+    return {
+        "span_id": span_id,
+        "name": f"relmon.outcome.{signal}",
+        "annotator_kind": "CODE",
+        "result": {"label": "true", "score": 1.0},
+        "identifier": f"relmon-pair-{pair_id}-{signal}",
     }
 
 

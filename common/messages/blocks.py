@@ -14,7 +14,6 @@ from typing import Any
 MAX_BLOCKS = 50  # per message (modals and Home allow 100)
 MAX_SECTION_TEXT = 3_000
 MAX_FIELD_TEXT = 2_000
-MAX_FIELDS = 10
 MAX_HEADER_TEXT = 150
 MAX_CONTEXT_ELEMENTS = 10
 MAX_ACTION_ELEMENTS = 25

@@ -41,6 +41,7 @@ SECRET_SETTINGS = (
     "openai_api_key",
     "sentry_dsn",
     "langfuse_secret_key",
+    "phoenix_api_key",
 )
 
 # Tokens recognisable by shape: Slack (xoxb-, xoxp-, xoxa-, xoxe-, xapp-), OpenAI-style keys (sk-, sk-proj-),

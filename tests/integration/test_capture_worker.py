@@ -29,7 +29,7 @@ from workers.judging.queued import queued_handoffs
 from workers.pairs import capturing
 from workers.pairs.capture_context import CaptureStore, Held
 from workers.pairs.capturing import capture_answer_in
-from workers.pairs.settling import settle
+from workers.pairs.settling import settle, settle_and_judge
 from workers.tasks import answers
 from workers.tasks.sweeper import requeue_lost_captures
 
@@ -231,6 +231,27 @@ def test_an_answer_settled_at_once_is_judged_by_its_capture_task(make_bot, sent:
         assert len(llm.requests) == 1 and judge_tasks(sent) == []
 
 
+def test_the_settle_task_judges_its_pair_itself_and_its_replay_resumes_judge_pair(make_bot, sent: list) -> None:
+    """After the quiet time the settle task settles the answer and judges it in the same run: no judge_pair task
+    (one task fewer per answer). Its replay (a redelivery or a retry) finds the pair judged and sends judge_pair,
+    resumed, to finish whatever the earlier run left (its follow-ups)."""
+    with FakeOpenAI() as llm:
+        bot = make_bot(openai_base_url=llm.base_url)
+        q_ts, a_ts = sr.next_ts(), sr.next_ts()
+        send(bot, sr.human_message(C, q_ts, "How do I export my data?"))
+        send(bot, sr.bot_message(C, a_ts, "Settings, then Export, then Download.", thread_ts=q_ts))
+        [pair] = bot.pairs()
+        assert pair.status == PairStatus.SETTLING
+        assert settle_and_judge(bot.runtime, pair.id, pair.version) == PairStatus.PENDING
+        [pair] = bot.pairs()
+        assert pair.status == PairStatus.JUDGED
+        assert len(llm.requests) == 1 and judge_tasks(sent) == []
+        assert settle_and_judge(bot.runtime, pair.id, pair.version) == f"skipped:{PairStatus.JUDGED}"
+        assert judge_tasks(sent) == []  # a second run that is no replay sends nothing
+        assert settle_and_judge(bot.runtime, pair.id, pair.version, replayed=True) == "resumed"
+        assert judge_tasks(sent) == [([pair.id], {"resumed": True}, None)] and len(llm.requests) == 1
+
+
 def test_a_transient_llm_error_in_the_capture_task_is_retried_by_a_judge_task(make_bot, sent: list) -> None:
     bot = make_bot()  # its LLM endpoint refuses connections: a transient error
     finished_stream(bot, "How do I export my data?", "Settings, then Export, then Download.")
@@ -306,13 +327,24 @@ def test_the_capture_reads_the_message_and_what_is_around_it_in_two_round_trips(
     assert context.message == reply and context.held == Held("abc", 7)
     made = {k: v - before.get(k, 0) for k, v in redis_calls(client).items() if k != "cmdstat_info"}
     assert made.get("get") == 2 and made["mget"] == 1  # the message's GET and the mark's: still one pipeline
+    # The settle's read (`get_around`): the same two round trips without the mark.
+    for message, thread_ts in ((reply, question.ts), (top, None)):
+        before = redis_calls(client)
+        found, around = log.get_around(C, message.ts, thread_ts, 60)
+        made = redis_calls_since(client, before)
+        assert made == {"get": 1, "zrange": 1, "mget": 1} | ({} if thread_ts else {"zrevrangebyscore": 1})
+        assert found == message and [m.ts for m in around] == [m.ts for m in log.around(C, message, 60)]
 
 
-def test_an_answer_that_settles_at_once_is_stored_and_watched_in_six_redis_round_trips(make_bot, monkeypatch) -> None:
+@pytest.mark.parametrize("fresh", [False, True], ids=["logged", "fresh"])
+def test_an_answer_that_settles_at_once_is_stored_and_watched_in_six_redis_round_trips(
+    make_bot, monkeypatch, fresh: bool
+) -> None:
     """The capture task's Redis round trips, each one counted (a pipeline is one): the conversation's lock; the
     message with its index reads and the mark of what was last stored of it; the MGET of its thread; the outcome
     window's watch with its reads of what came after the answer (no MGET: nothing came); the stored mark with the
-    bot's note of the task dropped; the lock's release. The note is gone once the answer is stored."""
+    bot's note of the task dropped; the lock's release. The note is gone once the answer is stored. The live capture
+    hands the message over `fresh` from its event: it is logged in the first round trip, which reads it no more."""
     bot = make_bot(settle_seconds=0)
     monkeypatch.setattr(capturing, "judge_settled", lambda runtime, settled: "judged")  # the LLM call, apart
     log = ConversationLog(bot.runtime.redis, 3600)
@@ -321,7 +353,7 @@ def test_an_answer_that_settles_at_once_is_stored_and_watched_in_six_redis_round
         f"{now - 2:.6f}", None, Author.HUMAN, user="U_ASKER", content={"text": "Where is billing?"}
     )
     answer = LoggedMessage(f"{now - 1:.6f}", question.ts, Author.MONITORED_BOT, content={"text": "Under Settings."})
-    for message in (question, answer):
+    for message in (question, answer)[: 1 if fresh else 2]:
         log.record(C, message)
     kwargs = {"channel": C, "ts": answer.ts, "thread_ts": question.ts, "logged": to_wire(answer)}
     note = handoffs.new_id()
@@ -347,11 +379,19 @@ def test_an_answer_that_settles_at_once_is_stored_and_watched_in_six_redis_round
     monkeypatch.setattr(redis.Redis, "execute_command", one)
     monkeypatch.setattr(redis.client.Pipeline, "execute", many)
     result = capture_answer_in(
-        bot.runtime, C, answer.ts, thread_ts=question.ts, handoff=note, channel_type="channel", ext_shared=False
+        bot.runtime,
+        C,
+        answer.ts,
+        thread_ts=question.ts,
+        handoff=note,
+        channel_type="channel",
+        ext_shared=False,
+        fresh=answer if fresh else None,
     )
     monkeypatch.undo()
     assert result == "captured" and bot.pairs()[0].status == PairStatus.PENDING
     assert len(trips) == 6, " ".join(trips)
+    assert log.get(C, answer.ts) == answer
     assert bot.runtime.redis.hget(handoffs.KEY, note) is None
 
 

@@ -18,6 +18,7 @@ from slack_sdk.errors import SlackApiError
 from sqlalchemy import func, select, update
 
 from common.membership import MembershipCache
+from common.replies import keep_response_url
 from common.reports.period import period_for
 from common.runtime import Runtime
 from store.models import Digest, Feedback, Judgment, Pair
@@ -506,7 +507,7 @@ def test_a_private_channels_figures_show_only_where_its_audience_may_see_them(
 
 def test_preview_is_private_and_claims_nothing(runtime: Runtime, slack: FakeSlack) -> None:
     seed(runtime, now_utc())
-    send_digest_preview.apply(args=("U1", "C1", slack.response_url("preview"))).get()
+    send_digest_preview.apply(args=("U1", "C1", keep_response_url(runtime.redis, slack.response_url("preview")))).get()
     (body,) = slack.responses["preview"]
     assert body["response_type"] == "ephemeral" and "Weekly digest" in str(body["blocks"])
     assert "secret answer" not in str(body["blocks"])
@@ -530,7 +531,7 @@ def test_preview_shows_a_person_only_what_app_home_would_and_text_only_of_their_
     slack.add_channel("GPRIV", "private", is_private=True, members=["U_IN"])
 
     def preview(user: str) -> str:
-        send_digest_preview.apply(args=(user, "CDM", slack.response_url(user))).get()
+        send_digest_preview.apply(args=(user, "CDM", keep_response_url(runtime.redis, slack.response_url(user)))).get()
         (body,) = slack.responses[user]
         return json.dumps(body["blocks"])
 

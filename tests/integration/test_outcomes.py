@@ -339,15 +339,14 @@ def test_the_windows_read_of_the_log_is_led_by_the_watch_and_reads_only_what_cam
     assert redis_calls_since(client, calls_before)["zrangebyscore"] == 1
 
 
-def test_a_task_queued_by_an_older_bot_one_pair_per_task_is_still_taken(make_bot, sent) -> None:
-    """The old signature observe_message(pair_id, channel, ts), as an upgraded worker may find it in the queue."""
+def test_a_retried_observe_message_records_nothing_twice(make_bot, sent) -> None:
     bot = make_bot()
     q, _answer, pair = answered(bot, sent)
     reask = sr.human_message(C, sr.next_ts(), "Where is Settings?", thread_ts=q["ts"])
     send(bot, reask)
     sent.clear()
-    assert outcomes.observe_message(pair.id, C, reask["ts"]) == {pair.id: ["reask"]}
-    assert outcomes.observe_message([pair.id], C, reask["ts"]) == {}  # the new one, retried: nothing twice
+    assert outcomes.observe_message([pair.id], C, reask["ts"]) == {pair.id: ["reask"]}
+    assert outcomes.observe_message([pair.id], C, reask["ts"]) == {}  # retried: nothing twice
     assert signals(bot, pair.id) == {"reask"}
 
 

@@ -21,7 +21,7 @@ from sqlalchemy.exc import InterfaceError, OperationalError
 from common import task_names
 from common.backoff import backoff_seconds
 from store.db import Database
-from store.judgments import find_cached, insert_judgment, set_pair_status, stored_judges
+from store.judgments import find_cached_many, insert_judgment, set_pair_status, stored_judges
 from store.models import ON_DEMAND_SOURCES, BudgetCharge, Judgment, Pair, PairStatus
 from store.settings import RETRY_CAP_SECONDS, RETRY_JITTER, Settings, largest_retry_delay
 from store.usage import calls_on, charge_judgment, claim_budget_notice, claim_llm_call, release_budget_notice
@@ -38,6 +38,12 @@ from workers.judging.rules import (
 )
 from workers.lease import renew
 from workers.sampling import is_sampled_in, sample_point
+
+
+def find_cached(session, cache_key: str):
+    """The one cache hit for a key, as the judging run reads it (`find_cached_many`)."""
+    return find_cached_many(session, [cache_key]).get(cache_key)
+
 
 # Sampling ---------------------------------------------------------------------------------------------------
 

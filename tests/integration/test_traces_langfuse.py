@@ -141,17 +141,26 @@ def test_an_outage_is_retried_with_backoff_then_given_up_and_counted(
     assert sends("failed") - failed == 1
 
 
-def test_a_refused_key_or_a_dead_host_is_said_and_counted_without_a_retry_storm(
-    langfuse: FakeLangfuse, redis_url: str, db_url: str, runtime_for: Callable[..., Runtime]
+def test_a_refused_key_is_said_and_counted_without_a_retry_storm(
+    langfuse: FakeLangfuse,
+    redis_url: str,
+    db_url: str,
+    runtime_for: Callable[..., Runtime],
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     runtime = runtime_on(runtime_for, redis_url, db_url, langfuse.url, langfuse_secret_key="sk-lf-wrong")
     judgment_id = judged(runtime)
+    pair_id = signalled(runtime, judgment_id)
     rejected = sends("rejected")
-    assert send_langfuse_scores.apply(args=[judgment_id]).get() == "rejected"
-    assert langfuse.requests == 1  # one request, refused: never resent
-    assert sends("rejected") - rejected == 1 and not langfuse.stored()
-    assert send_langfuse_scores.apply(args=[judgment_id]).get() == "rejected"
-    assert langfuse.requests == 2
+    with caplog.at_level(logging.WARNING, logger="relmon.traces"):
+        assert send_langfuse_scores.apply(args=[judgment_id]).get() == "rejected"
+        assert langfuse.requests == 1  # one request, refused: never resent
+        assert send_langfuse_outcome.apply(args=[pair_id, "reask"]).get() == "rejected"
+        assert langfuse.requests == 2
+    assert sends("rejected") - rejected == 2 and not langfuse.stored()
+    said = [r for r in caplog.records if r.getMessage() == "langfuse refused the scores"]
+    assert [r.status for r in said] == [401, 401]
+    assert said[0].judgment_id == judgment_id and (said[1].pair_id, said[1].signal) == (pair_id, "reask")
 
 
 def test_a_dead_host_is_given_up_after_the_retries_allowed(

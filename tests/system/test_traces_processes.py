@@ -12,30 +12,33 @@ import httpx
 import pytest
 from langfuse import Langfuse
 from prometheus_client.parser import text_string_to_metric_families
+from sqlalchemy import select
 
+from store.db import Database
+from store.models import Judgment, OutcomeSignal
 from tests import slack_requests as sr
 from tests.fakes.langfuse_server import FakeLangfuse
 from tests.fakes.otlp_receiver import FakeOtlpReceiver
 from tests.processes import wait_for
-from tests.running_system import CHANNEL, Processes, relmon_processes
+from tests.running_system import CHANNEL, Processes, fresh_database, relmon_processes
 from tests.services import free_port
 
 pytestmark = pytest.mark.slow
 
 
-def sent_count(port: int, tool: str = "langfuse") -> float:
+def sent_count(port: int, tool: str = "langfuse", outcome: str = "sent") -> float:
     body = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
     return sum(
         sample.value
         for family in text_string_to_metric_families(body)
         for sample in family.samples
-        if sample.name == "relmon_trace_sends_total" and sample.labels == {"tool": tool, "outcome": "sent"}
+        if sample.name == "relmon_trace_sends_total" and sample.labels == {"tool": tool, "outcome": outcome}
     )
 
 
-def traced_processes(langfuse: FakeLangfuse, worker_port: int, redis_url: str, db_url: str, directory: Path, **extra):
-    """A real bot and worker that send verdicts to `langfuse` (trace IDs derived from the messages) and serve the
-    worker's metrics on `worker_port`."""
+def traced_processes(langfuse_url: str, worker_port: int, redis_url: str, db_url: str, directory: Path, **extra):
+    """A real bot and worker that send verdicts to the Langfuse at `langfuse_url` (a FakeLangfuse's keys; trace
+    IDs derived from the messages) and serve the worker's metrics on `worker_port`."""
     return relmon_processes(
         redis_url=redis_url,
         database_url=db_url,
@@ -43,9 +46,9 @@ def traced_processes(langfuse: FakeLangfuse, worker_port: int, redis_url: str, d
         RELMON_SETTLE_SECONDS="0.3",
         RELMON_METRICS_PORT=worker_port,
         RELMON_TRACE_ID_FROM="slack_ts",
-        RELMON_LANGFUSE_HOST=langfuse.url,
-        RELMON_LANGFUSE_PUBLIC_KEY=langfuse.public_key,
-        RELMON_LANGFUSE_SECRET_KEY=langfuse.secret_key,
+        RELMON_LANGFUSE_HOST=langfuse_url,
+        RELMON_LANGFUSE_PUBLIC_KEY="pk-lf-test",  # the keys a FakeLangfuse() takes
+        RELMON_LANGFUSE_SECRET_KEY="sk-lf-test",
         **extra,
     )
 
@@ -65,7 +68,7 @@ def test_a_judged_answer_becomes_a_score_on_the_bots_langfuse_trace(
     worker_port = free_port()
     with (
         FakeLangfuse() as langfuse,
-        traced_processes(langfuse, worker_port, redis_url, db_url, tmp_path) as system,
+        traced_processes(langfuse.url, worker_port, redis_url, db_url, tmp_path) as system,
     ):
         _, answer = answered(system)
         scores = wait_for(lambda: langfuse.stored() or None, timeout=60, what="a score in Langfuse")
@@ -90,7 +93,7 @@ def test_an_outcome_signal_after_the_verdict_was_sent_reaches_langfuse_and_otlp_
         FakeLangfuse() as langfuse,
         FakeOtlpReceiver() as otlp,
         traced_processes(
-            langfuse,
+            langfuse.url,
             worker_port,
             redis_url,
             db_url,
@@ -118,3 +121,56 @@ def test_an_outcome_signal_after_the_verdict_was_sent_reaches_langfuse_and_otlp_
     (outcome,) = [score for key, score in scores.items() if key.endswith("-reask")]
     assert outcome["traceId"] == trace_id and outcome["name"] == "relmon.outcome.reask"
     assert outcome["value"] == 1 and outcome["dataType"] == "BOOLEAN"
+
+
+def test_tools_that_are_down_leave_judging_and_signals_alone_and_are_given_up_after_one_retry(
+    redis_url: str, tmp_path: Path
+) -> None:
+    """Langfuse and the OTLP endpoint both out of reach (RELMON_TRACE_SEND_RETRIES=1): the answer is judged and
+    its re-ask recorded as ever; each send (the verdict's, the signal's) is tried twice, a line each time, then
+    given up and counted as failed on the worker's /metrics. One database: the sends do not depend on it."""
+    worker_port = free_port()
+    dead_langfuse, dead_otlp = f"http://127.0.0.1:{free_port()}", f"http://127.0.0.1:{free_port()}"
+    with (
+        fresh_database(tmp_path) as db_url,
+        traced_processes(
+            dead_langfuse,
+            worker_port,
+            redis_url,
+            db_url,
+            tmp_path,
+            RELMON_OUTCOME_WINDOW=600,
+            RELMON_TRACE_SEND_RETRIES=1,
+            OTEL_EXPORTER_OTLP_ENDPOINT=dead_otlp,
+        ) as system,
+    ):
+        question, _ = answered(system)
+        database = Database(db_url)
+        try:
+
+            def judged() -> Judgment | None:
+                with database.session() as session:
+                    return session.execute(select(Judgment)).scalar()
+
+            assert wait_for(judged, timeout=60, what="the answer judged").status == "ok"
+            reask = sr.human_message(CHANNEL, sr.next_ts(), "Where is the Security tab?", thread_ts=question["ts"])
+            assert system.post_event(reask).status_code == 200
+
+            def signals() -> list[str]:
+                with database.session() as session:
+                    return list(session.execute(select(OutcomeSignal.name)).scalars())
+
+            assert wait_for(signals, timeout=30, what="the re-ask recorded") == ["reask"]
+        finally:
+            database.dispose()
+        for tool in ("langfuse", "otlp"):
+            wait_for(
+                lambda tool=tool: sent_count(worker_port, tool, "failed") == 2,
+                timeout=60,
+                what=f"the verdict's and the signal's {tool} sends given up",
+            )
+        time.sleep(2.0)  # no further try lands in this time
+        log = system.worker.log()
+        for tool in ("langfuse", "otlp"):
+            assert sent_count(worker_port, tool, "failed") == 2 and sent_count(worker_port, tool) == 0
+            assert log.count(f"{tool}: retrying") == 2 and log.count(f"{tool}: gave up") == 2

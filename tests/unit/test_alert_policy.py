@@ -14,17 +14,20 @@ from workers.alerts.policy import (
     WINDOW_ANSWERS,
     WINDOW_MINUTES,
     Action,
+    ChannelPolicy,
     Decision,
     DegradationState,
     DegradationWindow,
+    HourCounts,
     JudgmentFacts,
     ScoredAt,
+    capped,
     decide_degradation,
     decide_degradation_delivery,
-    decide_low_score,
     degradation_key,
     hour_label,
     is_low,
+    low_intent,
     low_key,
     rolling_sample,
     summary_key,
@@ -33,6 +36,21 @@ from workers.alerts.policy import (
 
 THRESHOLDS = {"relevancy": 2, "correctness": 0, "grounded": 2}
 NOW = datetime(2026, 11, 27, 14, 30, tzinfo=UTC)
+
+
+def decide_low_score(
+    judgment: JudgmentFacts,
+    thresholds: dict[str, float],
+    *,
+    alert_channel: str | None,
+    alerts_this_hour: int,
+    cap_per_hour: int,
+    alert_channel_alerts_this_hour: int = 0,
+    alert_channel_cap: int | None = None,
+) -> Decision:
+    """The low-score decision as the alert path makes it: the intent, then the hour's caps."""
+    rule = ChannelPolicy(thresholds, alert_channel, cap_per_hour, alert_channel_cap, DegradationWindow(20), 2.5)
+    return capped(low_intent(judgment, rule), rule, HourCounts(alerts_this_hour, alert_channel_alerts_this_hour))
 
 
 def facts(judge="relevancy", status="ok", score=1.0, source="capture") -> JudgmentFacts:

@@ -5,7 +5,17 @@ from __future__ import annotations
 import pytest
 from langfuse import Langfuse
 
-from workers.traces import BadTraceId, Verdict, checked_trace_id, langfuse_scores, metadata_trace_id, slack_trace_id
+from workers.traces import (
+    BadTraceId,
+    Verdict,
+    checked_span_id,
+    checked_trace_id,
+    langfuse_scores,
+    metadata_trace_id,
+    outcome_annotation,
+    phoenix_annotations,
+    slack_trace_id,
+)
 
 
 def test_the_slack_derived_trace_id_is_langfuses_own_for_the_same_seed() -> None:
@@ -40,3 +50,29 @@ def test_score_ids_are_stable() -> None:
     ok = Verdict(7, "relevancy", "ok", 0.75, "fine", "disputed")
     first, again = langfuse_scores(ok, "a" * 32), langfuse_scores(ok, "a" * 32)
     assert first == again and [score["id"] for score in first] == ["relmon-7-score", "relmon-7-second-opinion"]
+
+
+@pytest.mark.parametrize("value", ["abc", "00f067aa0ba902b", "0" * 16, "z" * 16, "00f067aa0ba902b7" * 2, ""])
+def test_what_is_not_a_span_id_is_refused(value: str) -> None:
+    with pytest.raises(BadTraceId):
+        checked_span_id(value)
+
+
+def test_phoenix_annotations_carry_the_verdict_and_upsert_by_identifiers_derived_from_the_judgment() -> None:
+    assert checked_span_id(" 00F067AA0BA902B7 ") == "00f067aa0ba902b7"
+    assert phoenix_annotations(Verdict(7, "relevancy", "error", None, None, None), "00f067aa0ba902b7") == []
+    verdict = Verdict(7, "relevancy", "ok", 0.75, "x" * 900, "disputed", pair_id=3)
+    first = phoenix_annotations(verdict, "00f067aa0ba902b7")
+    assert first == phoenix_annotations(verdict, "00f067aa0ba902b7")
+    assert [(a["name"], a["annotator_kind"], a["identifier"]) for a in first] == [
+        ("relmon.relevancy", "LLM", "relmon-7-score"),
+        ("relmon.relevancy.second_opinion", "LLM", "relmon-7-second-opinion"),
+    ]
+    signal = outcome_annotation(3, "reask", "00f067aa0ba902b7")
+    assert (signal["name"], signal["annotator_kind"], signal["identifier"]) == (
+        "relmon.outcome.reask",
+        "CODE",
+        "relmon-pair-3-reask",
+    )
+    assert first[0]["result"]["score"] == 0.75 and len(first[0]["result"]["explanation"]) == 500
+    assert first[1]["result"] == {"label": "disputed"} and {a["span_id"] for a in first} == {"00f067aa0ba902b7"}

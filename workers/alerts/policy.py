@@ -103,57 +103,6 @@ def vetoed(confirmation: str | None) -> bool:
     return confirmation in (ConfirmationStatus.DISPUTED, ConfirmationStatus.UNCONFIRMED)
 
 
-def _intent(facts: JudgmentFacts, thresholds: Mapping[str, float], alert_channel: str | None) -> Decision:
-    if facts.source != PairSource.CAPTURE:
-        return Decision(Action.NONE, "on_demand")
-    if facts.status != "ok":
-        return Decision(Action.NONE, f"status_{facts.status}")
-    if facts.score is None:
-        return Decision(Action.NONE, "no_score")
-    if facts.judge not in thresholds:
-        return Decision(Action.NONE, "unknown_judge")
-    if not is_low(facts, thresholds):
-        return Decision(Action.NONE, "above_threshold")
-    if vetoed(facts.confirmation):
-        return Decision(Action.NONE, facts.confirmation)
-    if not alert_channel:
-        return Decision(Action.NONE, "no_alert_channel")
-    return Decision(Action.ALERT, "low_score")
-
-
-def _capped(
-    intent: Decision,
-    alerts_this_hour: int,
-    cap_per_hour: int,
-    alert_channel_alerts_this_hour: int,
-    alert_channel_cap: int | None,
-) -> Decision:
-    if intent.action is not Action.ALERT:
-        return intent
-    if alerts_this_hour >= cap_per_hour:
-        return Decision(Action.HOLD, "hourly_cap")
-    if alert_channel_cap is not None and alert_channel_alerts_this_hour >= alert_channel_cap:
-        return Decision(Action.HOLD, "alert_channel_cap")
-    return intent
-
-
-def decide_low_score(
-    facts: JudgmentFacts,
-    thresholds: Mapping[str, float],
-    *,
-    alert_channel: str | None,
-    alerts_this_hour: int,
-    cap_per_hour: int,
-    alert_channel_alerts_this_hour: int = 0,
-    alert_channel_cap: int | None = None,
-) -> Decision:
-    """Alert, hold for the summary, or nothing. `alerts_this_hour`: low-score alerts already claimed
-    for this source channel in the current UTC hour (held ones not counted); `alert_channel_alerts_this_hour`:
-    the same for the alert channel, from every source channel (a burst across many channels is one flood there)."""
-    intent = _intent(facts, thresholds, alert_channel)
-    return _capped(intent, alerts_this_hour, cap_per_hour, alert_channel_alerts_this_hour, alert_channel_cap)
-
-
 def decide_degradation_delivery(alert_channel_alerts_this_hour: int, alert_channel_cap: int | None) -> Decision:
     """A degradation alert is posted unless its alert channel already had its cap of alerts this hour (low-score
     and degradation, from every source channel): then it waits at the top of the hour's summary. When a bot
@@ -334,7 +283,21 @@ def degradation_blocked(facts: JudgmentFacts, policy: ChannelPolicy) -> str | No
 def low_intent(facts: JudgmentFacts, policy: ChannelPolicy) -> Decision:
     """The low-score decision before the hour's caps (only they can still turn its ALERT into a HOLD): made once
     per task, lock-free, and handed to `second_opinion` and `complete`."""
-    return _intent(facts, policy.thresholds, policy.alert_channel)
+    if facts.source != PairSource.CAPTURE:
+        return Decision(Action.NONE, "on_demand")
+    if facts.status != "ok":
+        return Decision(Action.NONE, f"status_{facts.status}")
+    if facts.score is None:
+        return Decision(Action.NONE, "no_score")
+    if facts.judge not in policy.thresholds:
+        return Decision(Action.NONE, "unknown_judge")
+    if not is_low(facts, policy.thresholds):
+        return Decision(Action.NONE, "above_threshold")
+    if vetoed(facts.confirmation):
+        return Decision(Action.NONE, facts.confirmation)
+    if not policy.alert_channel:
+        return Decision(Action.NONE, "no_alert_channel")
+    return Decision(Action.ALERT, "low_score")
 
 
 def second_opinion(intent: Decision, confirmation: str | None) -> Decision:
@@ -344,8 +307,16 @@ def second_opinion(intent: Decision, confirmation: str | None) -> Decision:
 
 
 def capped(intent: Decision, policy: ChannelPolicy, counts: HourCounts) -> Decision:
-    """The low-score intent under the hour's caps (counted under the channel locks, or none: the pre-check)."""
-    return _capped(intent, counts.source_channel, policy.cap_per_hour, counts.alert_channel, policy.alert_channel_cap)
+    """The low-score intent under the hour's caps. `counts`: low-score alerts already claimed this UTC hour for the
+    source channel (held ones not counted), and for the alert channel from every source channel (a burst across
+    many channels is one flood there); none known (the pre-check): zero."""
+    if intent.action is not Action.ALERT:
+        return intent
+    if counts.source_channel >= policy.cap_per_hour:
+        return Decision(Action.HOLD, "hourly_cap")
+    if policy.alert_channel_cap is not None and counts.alert_channel >= policy.alert_channel_cap:
+        return Decision(Action.HOLD, "alert_channel_cap")
+    return intent
 
 
 def complete(

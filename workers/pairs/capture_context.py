@@ -76,29 +76,39 @@ class CaptureStore:
         self.window = runtime.settings.toplevel_window_seconds
         self.log = ConversationLog(runtime.redis, self.ttl)
 
-    def load(self, ts: str, thread_ts: str | None, fallback: LoggedMessage | None = None) -> CaptureContext:
+    def load(
+        self,
+        ts: str,
+        thread_ts: str | None,
+        fallback: LoggedMessage | None = None,
+        *,
+        fresh: LoggedMessage | None = None,
+    ) -> CaptureContext:
         """The message at `ts` as the log has it (or `fallback`, the bot's copy, logged again when Redis lost it),
         and what is around it. Two round trips: the message with its index reads (placed by `thread_ts`, as the
         message's sender gave it; read again when the log places it elsewhere) and the mark of what was last
-        stored of an answer whose first message is `ts` (most are one message), then one MGET."""
+        stored of an answer whose first message is `ts` (most are one message), then one MGET. `fresh`: the
+        message as its event gave it, logged in the first round trip's transaction (no read of it then)."""
         channel, log = self.channel, self.log
-        placed = LoggedMessage(ts=ts, thread_ts=thread_ts, author=Author.HUMAN)
-        pipe = self.runtime.redis.pipeline(transaction=False)
-        log.queue_get(pipe, channel, ts)
+        placed = fresh if fresh is not None else LoggedMessage(ts=ts, thread_ts=thread_ts, author=Author.HUMAN)
+        pipe = self.runtime.redis.pipeline(transaction=fresh is not None)
+        if fresh is not None:
+            log.queue_record(pipe, channel, fresh)
+        else:
+            log.queue_get(pipe, channel, ts)
         pipe.get(_mark_key(channel, ts))
         count = log.queue_around(pipe, channel, placed, self.window)
-        raw, held_raw, *index_replies = pipe.execute()
-        message = log.decoded(raw)
+        replies = pipe.execute()
+        raw, held_raw, index_replies = replies[-count - 2], replies[-count - 1], replies[-count:]
+        message = fresh if fresh is not None else log.decoded(raw)
         if message is None:
             if fallback is None:
                 return CaptureContext(channel, None, [], [])
             message = fallback
             log.record(channel, message)  # Redis lost it since the bot logged it: the bot's copy is news
             around = log.around(channel, message, self.window)
-        elif (message.in_thread, message.thread_key) != (placed.in_thread, placed.thread_key):
-            around = log.around(channel, message, self.window)
         else:
-            around = log.around_from(channel, message, index_replies[-count:], self.window)
+            around = log.around_read(channel, placed, message, index_replies, self.window)
         return self._context(message, around, _held(held_raw))
 
     def load_around(self, message: LoggedMessage) -> CaptureContext:

@@ -79,17 +79,20 @@ def capture_answer_in(
     channel_type: str | None = None,
     ext_shared: bool | None = None,
     logged: dict[str, Any] | None = None,
+    fresh: LoggedMessage | None = None,
     redelivered: bool = False,
     handoff: str | None = None,
 ) -> str:
     """Store the answer the bot message `ts` belongs to as the log has it now, and judge it if it settled at once
     (after the lock: the LLM call holds no conversation up); returns what happened. `handoff`: the bot's note of
     the task (capture.handoffs), dropped once the answer is stored (in the round trip that marks it stored), or
-    once the run is over when there was nothing to store."""
+    once the run is over when there was nothing to store. `logged`: the bot's copy of the message (wire form),
+    logged again if Redis lost it; `fresh`: the message as the live capture has just taken it from its event,
+    logged in the round trip of the first read."""
     store = CaptureStore(runtime, channel, channel_type=channel_type, ext_shared=ext_shared)
     capture = _Capture(runtime, store, team_id, redelivered, handoff)
     with conversation_lock(runtime.redis, channel, thread_ts or ts):
-        context = store.load(ts, thread_ts, from_wire(logged) if logged is not None else None)
+        context = store.load(ts, thread_ts, from_wire(logged) if logged is not None else None, fresh=fresh)
         result = capture.run(context)
     if capture.handoff is not None:
         handoffs.done(runtime.redis, capture.handoff)

@@ -35,6 +35,7 @@ from common.telemetry.logs import event_fields
 from judges.context import Turn, format_turns
 from store import pairs
 from store.models import PairStatus
+from workers.judging.run import judge_settled
 from workers.outcome_watching import open_window
 
 log = logging.getLogger("relmon.capture")
@@ -113,7 +114,9 @@ def resolve_pair(runtime: Runtime, settling: Settling) -> tuple[Resolution, str,
     if answer is not None:
         messages = settling.around
     else:
-        answer = conversation.get(pair.channel_id, pair.answer_ts) or LoggedMessage(
+        answer, messages = conversation.get_around(pair.channel_id, pair.answer_ts, pair.thread_ts, window)
+    if answer is None:
+        answer = LoggedMessage(
             # Not in the log (expired, or Redis lost it): settle on what capture stored.
             ts=pair.answer_ts,
             thread_ts=pair.thread_ts,
@@ -166,6 +169,27 @@ def settle(runtime: Runtime, pair_id: int, version: int) -> str:
     settled = settle_loaded(runtime, settling, version)
     if settled.judge:
         celery.send_task(task_names.JUDGE_PAIR, args=[pair_id])
+    return settled.outcome
+
+
+def settle_and_judge(runtime: Runtime, pair_id: int, version: int, *, replayed: bool = False) -> str:
+    """The settle task's step: settle one pair and judge it in the same task (`judge_settled`, as the capture task
+    does for an answer that settles at once): a `judge_pair` task (its message, its delivery and acknowledgement,
+    its read of the pair) fewer per answer. `replayed`: the task's message came again or this is its retry; an
+    earlier run may have judged the pair and stopped before its follow-ups, so `judge_pair` (resumed) finishes
+    what it left."""
+    settling = load(runtime, pair_id)
+    if settling is None:
+        return "missing"
+    pair = settling.pair
+    if replayed and pair.version == version and pair.status == PairStatus.JUDGED:
+        celery.send_task(task_names.JUDGE_PAIR, args=[pair_id], kwargs={"resumed": True})
+        return "resumed"
+    settled = settle_loaded(runtime, settling, version)
+    if settled.row is not None:
+        judge_settled(runtime, settled.row._mapping)
+    elif settled.judge:
+        celery.send_task(task_names.JUDGE_PAIR, args=[pair_id], kwargs={"resumed": True} if replayed else {})
     return settled.outcome
 
 

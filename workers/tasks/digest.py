@@ -313,11 +313,10 @@ def send_digest_preview(
     self,
     user_id: str,
     channel_id: str | None = None,
-    response_url: str | None = None,  # an older bot's; the bot now sends `response_url_id` (common.replies)
     response_url_id: str | None = None,
 ) -> None:
     runtime = get_runtime()
-    response_url = response_url or response_url_of(runtime.redis, response_url_id)
+    response_url = response_url_of(runtime.redis, response_url_id)
     try:
         deliver_preview(runtime, datetime.now(UTC), user_id=user_id, channel_id=channel_id, response_url=response_url)
     except SlackApiError as error:

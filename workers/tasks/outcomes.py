@@ -26,10 +26,9 @@ _RETRIED = {
     acks_late=True,
     **{**_RETRIED, "autoretry_for": (*_RETRIED["autoretry_for"], MessageNotLogged), "retry_backoff": 1},
 )
-def observe_message(pair_ids: list[int] | int, channel: str, ts: str) -> dict[int, list[str]]:
-    """`pair_ids`: every pair the message concerns, in one task. A bare pair ID is a task queued by a bot from
-    before that (one task per pair): still taken, so an upgrade loses none of the queued ones."""
-    return observe_message_in(get_runtime(), [pair_ids] if isinstance(pair_ids, int) else pair_ids, channel, ts)
+def observe_message(pair_ids: list[int], channel: str, ts: str) -> dict[int, list[str]]:
+    """`pair_ids`: every pair the message concerns, in one task."""
+    return observe_message_in(get_runtime(), pair_ids, channel, ts)
 
 
 @celery.task(name=task_names.OBSERVE_REACTION, acks_late=True, **_RETRIED)

@@ -1,8 +1,9 @@
-"""Verdicts and outcome signals sent to the support bot's traces (Langfuse scores, OpenTelemetry evaluation
-events), one task per judgment (or per pair and signal) and tool: idempotent (score ids derived from the judgment
-or the pair and signal: a resend upserts), retried with backoff while the tool is out of reach, never in the way of
-judging or alerting (queued after the judgment or signal is stored, failing alone). A trace ID that is not one, or
-a key the tool refuses, is said once in a log line and a metric, and not retried."""
+"""Verdicts and outcome signals sent to the support bot's traces (Langfuse scores, OpenTelemetry evaluation events,
+Phoenix span annotations), one task per judgment (or per pair and signal) and tool: idempotent (score ids and
+annotation identifiers derived from the judgment or the pair and signal: a resend upserts), retried with backoff
+while the tool is out of reach, never in the way of judging or alerting (queued after the judgment or signal is
+stored, failing alone). A trace ID that is not one, or a key the tool refuses, is said once in a log line and a
+metric, and not retried."""
 
 from __future__ import annotations
 
@@ -15,11 +16,14 @@ from common.runtime import get_runtime
 from workers.trace_sending import (
     LANGFUSE,
     OTLP,
+    PHOENIX,
     SendAgain,
     send_outcome_to_langfuse,
     send_outcome_to_otlp,
+    send_outcome_to_phoenix,
     send_to_langfuse,
     send_to_otlp,
+    send_to_phoenix,
 )
 
 log = logging.getLogger("relmon.traces")
@@ -64,3 +68,13 @@ def send_langfuse_outcome(self, pair_id: int, signal: str) -> str:
 @celery.task(name=task_names.SEND_OTLP_OUTCOME, bind=True, acks_late=True, max_retries=None)
 def send_otlp_outcome(self, pair_id: int, signal: str) -> str:
     return attempt(self, OTLP, send_outcome_to_otlp, pair_id=pair_id, signal=signal)
+
+
+@celery.task(name=task_names.SEND_PHOENIX_ANNOTATIONS, bind=True, acks_late=True, max_retries=None)
+def send_phoenix_annotations(self, judgment_id: int) -> str:
+    return attempt(self, PHOENIX, send_to_phoenix, judgment_id=judgment_id)
+
+
+@celery.task(name=task_names.SEND_PHOENIX_OUTCOME, bind=True, acks_late=True, max_retries=None)
+def send_phoenix_outcome(self, pair_id: int, signal: str) -> str:
+    return attempt(self, PHOENIX, send_outcome_to_phoenix, pair_id=pair_id, signal=signal)

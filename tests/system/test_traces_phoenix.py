@@ -1,0 +1,212 @@
+"""Verdicts on the bot's traces, to a real Phoenix server (`phoenix serve` from PyPI, SQLite, auth on: relmon's key
+is Phoenix's admin secret). The "bot" sends its trace to Phoenix's own OTLP endpoint with the OpenTelemetry SDK;
+relmon's send task (run eagerly, and once through a real `relmon worker`) puts span annotations on it through the
+official client; the test reads them back through Phoenix's REST API."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.id_generator import IdGenerator
+
+from common.runtime import Runtime
+from tests import slack_requests as sr
+from tests.fakes.slack_server import FakeSlack
+from tests.integration.test_traces_langfuse import CHANNEL, TS, judged, runtime_on, sends, signalled
+from tests.phoenix_server import ADMIN_SECRET, PhoenixProcess
+from tests.processes import wait_for
+from tests.running_system import relmon_processes
+from workers.tasks.traces import send_otlp_evaluations, send_phoenix_annotations, send_phoenix_outcome
+from workers.traces import slack_trace_id
+
+# The first test's setup starts Phoenix (tests/phoenix_server.py: up to START_SECONDS on a loaded machine).
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+
+
+@pytest.fixture(scope="module")
+def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PhoenixProcess]:
+    server = PhoenixProcess(tmp_path_factory.mktemp("phoenix"), auth=True)
+    server.start()
+    yield server
+    server.stop()
+
+
+class OnTrace(IdGenerator):
+    """The bot's trace ID is the one it tells relmon (here: derived from the Slack message, as slack_ts does)."""
+
+    def __init__(self, trace_id: str) -> None:
+        self.trace_id = int(trace_id, 16)
+
+    def generate_trace_id(self) -> int:
+        return self.trace_id
+
+    def generate_span_id(self) -> int:
+        return random.getrandbits(64) or 1
+
+
+def bot_trace(phoenix: PhoenixProcess, trace_id: str) -> tuple[str, str]:
+    """The support bot's trace of one answer, exported to Phoenix over OTLP/HTTP: a root span and its LLM call (with
+    an event). Returns (root span ID, child span ID) once Phoenix lists both."""
+    provider = TracerProvider(resource=Resource.create({"service.name": "support-bot"}), id_generator=OnTrace(trace_id))
+    exporter = OTLPSpanExporter(endpoint=f"{phoenix.url}/v1/traces", headers=phoenix.headers)
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("support-bot")
+    with tracer.start_as_current_span("support answer") as root, tracer.start_as_current_span("llm call") as child:
+        child.add_event("retrieved", {"documents": 3})
+    provider.shutdown()
+    ids = (f"{root.get_span_context().span_id:016x}", f"{child.get_span_context().span_id:016x}")
+    spans = wait_for(
+        lambda: len(found := phoenix.get("v1/projects/default/spans", trace_id=trace_id)["data"]) == 2 and found,
+        timeout=30,
+        what="the bot's spans in Phoenix",
+    )
+    assert {span["context"]["span_id"] for span in spans} == set(ids)
+    return ids
+
+
+def on_phoenix(
+    runtime_for: Callable[..., Runtime],
+    redis_url: str,
+    db_url: str,
+    phoenix: PhoenixProcess,
+    slack_url: str = "",
+    **more,
+) -> Runtime:
+    settings = {"langfuse_host": None, "phoenix_url": phoenix.url, "phoenix_api_key": ADMIN_SECRET} | more
+    return runtime_on(runtime_for, redis_url, db_url, "", slack_url, **settings)
+
+
+def test_verdicts_become_annotations_on_the_traces_root_span_read_back_through_phoenixs_api_and_a_resend_upserts(
+    phoenix: PhoenixProcess, redis_url: str, db_url: str, runtime_for: Callable[..., Runtime]
+) -> None:
+    ts = sr.next_ts()
+    root, child = bot_trace(phoenix, slack_trace_id(CHANNEL, ts))
+    runtime = on_phoenix(runtime_for, redis_url, db_url, phoenix)
+    judgment_id = judged(runtime, confirmation="confirmed", ts=ts)
+    pair_id = signalled(runtime, judgment_id)  # the asker asked again
+    before = sends("sent", tool="phoenix")
+    assert send_phoenix_annotations.apply(args=[judgment_id]).get() == "sent"
+    assert send_phoenix_annotations.apply(args=[judgment_id]).get() == "sent"  # a redelivery
+    assert send_phoenix_outcome.apply(args=[pair_id, "reask"]).get() == "sent"
+    assert send_phoenix_outcome.apply(args=[pair_id, "reask"]).get() == "sent"
+    assert sends("sent", tool="phoenix") - before == 4
+    annotations = {annotation["name"]: annotation for annotation in phoenix.span_annotations(root)}
+    assert len(phoenix.span_annotations(root)) == 3  # upserted by identifier, not added twice
+    assert not phoenix.span_annotations(child)
+    verdict = annotations["relmon.relevancy"]
+    assert verdict["annotator_kind"] == "LLM" and verdict["identifier"] == f"relmon-{judgment_id}-score"
+    assert verdict["result"]["score"] == 0.25 and "passwords" in verdict["result"]["explanation"]
+    second = annotations["relmon.relevancy.second_opinion"]
+    assert second["annotator_kind"] == "LLM" and second["result"]["label"] == "confirmed"
+    signal = annotations["relmon.outcome.reask"]
+    assert signal["annotator_kind"] == "CODE" and signal["result"] == {
+        "label": "true",
+        "score": 1.0,
+        "explanation": None,
+    }
+
+
+def test_the_span_the_bot_names_in_its_metadata_is_annotated_and_one_that_is_not_a_span_id_is_refused(
+    phoenix: PhoenixProcess, redis_url: str, db_url: str, runtime_for: Callable[..., Runtime]
+) -> None:
+    trace_id = f"{random.getrandbits(128):032x}"
+    root, child = bot_trace(phoenix, trace_id)
+    other_ts = sr.next_ts()
+    with FakeSlack() as slack:
+        slack.add_channel(CHANNEL, "support", members=["U_RELMON"])
+        payload = {"trace_id": trace_id, "span_id": child.upper()}
+        slack.add_message(
+            CHANNEL,
+            TS,
+            text="Open Settings.",
+            bot_id="B_SUPPORT",
+            metadata={"event_type": "support_answer", "event_payload": payload},
+        )
+        bad = {"trace_id": trace_id, "span_id": "not-a-span"}
+        slack.add_message(
+            CHANNEL,
+            other_ts,
+            text="Top right.",
+            bot_id="B_SUPPORT",
+            metadata={"event_type": "support_answer", "event_payload": bad},
+        )
+        runtime = on_phoenix(runtime_for, redis_url, db_url, phoenix, slack.api_url, trace_id_from="metadata")
+        named, refused = judged(runtime), judged(runtime, ts=other_ts)
+        assert send_phoenix_annotations.apply(args=[named]).get() == "sent"
+        bad_before = sends("bad_trace_id", tool="phoenix")
+        assert send_phoenix_annotations.apply(args=[refused]).get() == "bad_trace_id"
+    assert sends("bad_trace_id", tool="phoenix") - bad_before == 1
+    assert [annotation["name"] for annotation in phoenix.span_annotations(child)] == ["relmon.relevancy"]
+    assert not phoenix.span_annotations(root)
+
+
+def test_a_trace_phoenix_does_not_have_yet_is_retried_then_given_up_and_sent_once_it_arrives(
+    phoenix: PhoenixProcess, redis_url: str, db_url: str, runtime_for: Callable[..., Runtime]
+) -> None:
+    ts = sr.next_ts()
+    runtime = on_phoenix(runtime_for, redis_url, db_url, phoenix)
+    judgment_id = judged(runtime, ts=ts)
+    failed = sends("failed", tool="phoenix")
+    # Eagerly, the task's retries (RELMON_TRACE_SEND_RETRIES=3) run at once: each looks the root span up again.
+    assert send_phoenix_annotations.apply(args=[judgment_id]).get() == "failed"
+    assert sends("failed", tool="phoenix") - failed == 1
+    root, _ = bot_trace(phoenix, slack_trace_id(CHANNEL, ts))  # the bot's exporter was late
+    assert send_phoenix_annotations.apply(args=[judgment_id]).get() == "sent"
+    assert [annotation["name"] for annotation in phoenix.span_annotations(root)] == ["relmon.relevancy"]
+
+
+def test_a_key_phoenix_refuses_is_said_and_counted_once_without_a_retry(
+    phoenix: PhoenixProcess, redis_url: str, db_url: str, runtime_for: Callable[..., Runtime]
+) -> None:
+    ts = sr.next_ts()
+    root, _ = bot_trace(phoenix, slack_trace_id(CHANNEL, ts))
+    runtime = on_phoenix(runtime_for, redis_url, db_url, phoenix, phoenix_api_key="not-the-key")
+    judgment_id = judged(runtime, ts=ts)
+    rejected = sends("rejected", tool="phoenix")
+    assert send_phoenix_annotations.apply(args=[judgment_id]).get() == "rejected"
+    assert sends("rejected", tool="phoenix") - rejected == 1
+    assert not phoenix.span_annotations(root)
+
+
+def test_phoenixs_otlp_endpoint_takes_the_bots_spans_and_their_events_but_not_relmons_evaluation_log_records(
+    phoenix: PhoenixProcess, redis_url: str, db_url: str, runtime_for: Callable[..., Runtime]
+) -> None:
+    ts = sr.next_ts()
+    trace_id = slack_trace_id(CHANNEL, ts)
+    _, child = bot_trace(phoenix, trace_id)
+    (span,) = phoenix.get("v1/projects/default/spans", trace_id=trace_id, span_id=child)["data"]
+    assert [(event["name"], event["attributes"]) for event in span["events"]] == [("retrieved", {"documents": 3})]
+    # relmon's gen_ai.evaluation.result events are OTLP log records (POST /v1/logs): Phoenix takes traces only.
+    runtime = on_phoenix(runtime_for, redis_url, db_url, phoenix, phoenix_url=None, otlp_endpoint=phoenix.url)
+    judgment_id = judged(runtime, ts=ts)
+    assert send_otlp_evaluations.apply(args=[judgment_id], retries=3).get() == "failed"
+
+
+def test_a_judged_answer_becomes_an_annotation_through_a_real_worker(
+    phoenix: PhoenixProcess, redis_url: str, db_url: str, tmp_path: Path
+) -> None:
+    question_ts, answer_ts = sr.next_ts(), sr.next_ts()
+    root, _ = bot_trace(phoenix, slack_trace_id(CHANNEL, answer_ts))  # before the bot posts its answer
+    with relmon_processes(
+        redis_url=redis_url,
+        database_url=db_url,
+        directory=tmp_path,
+        RELMON_SETTLE_SECONDS="0.3",
+        RELMON_TRACE_ID_FROM="slack_ts",
+        RELMON_PHOENIX_URL=phoenix.url,
+        RELMON_PHOENIX_API_KEY=ADMIN_SECRET,
+    ) as system:
+        question = sr.human_message(CHANNEL, question_ts, "How do I reset my password?")
+        answer = sr.bot_message(CHANNEL, answer_ts, "Open Settings > Security > Reset.", thread_ts=question_ts)
+        for event in (question, answer):
+            assert system.post_event(event).status_code == 200
+        (annotation,) = wait_for(lambda: phoenix.span_annotations(root) or None, timeout=90, what="an annotation")
+    assert annotation["name"] == "relmon.relevancy" and annotation["annotator_kind"] == "LLM"
+    assert 0 <= annotation["result"]["score"] <= 1 and annotation["identifier"].startswith("relmon-")
