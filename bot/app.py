@@ -12,12 +12,13 @@ from common.runtime import Runtime, set_runtime
 from store.settings import Settings
 
 
-def create_app(settings: Settings, runtime: Runtime | None = None) -> App:
+def create_app(settings: Settings, runtime: Runtime | None = None, deps: BotDeps | None = None) -> App:
     """A Bolt app on the runtime's Slack client (SLACK_API_URL, Retry-After handling).
 
     `process_before_response=True`: the HTTP answer to an event waits for its hand-on (bot.hand_on: one Redis
     round trip and the task's publish), so an error there answers 500 and Slack retries the event. Commands use
-    lazy listeners, so acknowledgements stay well inside Slack's 3 seconds."""
+    lazy listeners, so acknowledgements stay well inside Slack's 3 seconds. `deps` (built here when not given):
+    bot.server shares them, for the events it answers without Bolt (bot.event_path)."""
     runtime = runtime or Runtime(settings)
     set_runtime(runtime)  # the process's own, for code the listeners share with the workers
     celery_app.configure(settings)
@@ -29,7 +30,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> App:
         # requests carry none.
         request_verification_enabled=False,
     )
-    register_listeners(app, BotDeps.build(runtime))
+    register_listeners(app, deps or BotDeps.build(runtime))
     return app
 
 

@@ -1,12 +1,15 @@
 """What the bot does with an event before Slack gets its acknowledgement: deduplicate it and hand it on durably,
 nothing more. One Redis round trip (a script) marks the event by its `event_id` and, when the mark is new, notes the
-event in capture.handoffs; then the `capture_event` task is sent (workers.tasks.events), which reads the
-conversation and pairs in a worker. Slack's retry of an event already handed on is dropped here; the note makes the
-orphan check send a task message lost on the way again.
+event in capture.handoffs and pushes the `capture_event` task's message (common.task_message: Celery's own
+message, which a worker takes like any other), so Redis is woken once per event. The task (workers.tasks.events)
+reads the conversation and pairs in a worker. Slack's retry of an event already handed on is dropped here; the
+note makes the orphan check send a task message lost on the way again.
 
-An outage (Redis or the broker down) spools the event on local disk (bot.spool) and Slack still gets its 200; the
-spool hands it on the same way, in order, when they are back. An event spooled after its mark and note were written
-(the broker down, Redis up) keeps its note's ID, and is only sent again.
+An outage (Redis down) spools the event on local disk (bot.spool) and Slack still gets its 200; the spool hands it
+on the same way, in order, when Redis is back. Should Celery's broker not be this Redis (the settings always make
+it so; a test may point Celery elsewhere), the mark and note go first and the task is sent through Celery after
+them: an event spooled after its mark and note were written (the broker down, Redis up) keeps its note's ID, and is
+only sent again.
 """
 
 from __future__ import annotations
@@ -27,36 +30,43 @@ from capture.events import REACTION_EVENTS
 from capture.pairing import message_of
 from common import task_names
 from common.celery_app import celery
+from common.task_message import task_message
 from common.telemetry.logs import event_fields
 
 log = logging.getLogger("relmon.capture")
 
 EVENT_DONE_TTL_SECONDS = 3600  # Slack's last retry comes about 5 minutes after the first delivery
 
-# KEYS: the event's mark, the notes' hash, their times; ARGV: mark TTL, note ID, note JSON, now.
-_MARK_AND_NOTE = """
-if redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[1]) then
-  redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
-  redis.call('ZADD', KEYS[3], ARGV[4], ARGV[2])
-  return 1
+# KEYS: the event's mark, the notes' hash, their times, the task's queue; ARGV: the mark's TTL (0: no mark, the
+# event has no ID), note ID, note JSON, now, the task message ('': none, Celery sends it).
+_HAND_ON = """
+if ARGV[1] ~= '0' and not redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[1]) then
+  return 0
 end
-return 0
+redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
+redis.call('ZADD', KEYS[3], ARGV[4], ARGV[2])
+if ARGV[5] ~= '' then
+  redis.call('LPUSH', KEYS[4], ARGV[5])
+end
+return 1
 """
 
 
 class EventHandOn:
-    """Hands events on to the workers, through this process's spool while an outage lasts."""
+    """Hands events on to the workers, through this process's spool while an outage lasts. `broker_url`: Celery's
+    broker URL for the server `client` talks to (common.celery_app.broker_url_for)."""
 
     def __init__(
         self,
         client: redis.Redis,
         spool_directory: Path,
         *,
+        broker_url: str,
         max_bytes: int = 512 * 1024 * 1024,
         on_full: Callable[[], None] = lambda: None,
     ) -> None:
-        self.redis = client
-        self._mark_and_note = client.register_script(_MARK_AND_NOTE)
+        self.redis, self.broker_url = client, broker_url
+        self._hand_on = client.register_script(_HAND_ON)
         self.spool = EventSpool(spool_directory, self.hand_on, max_bytes=max_bytes, on_full=on_full)
 
     def __call__(self, entry: dict[str, Any]) -> None:
@@ -71,41 +81,69 @@ class EventHandOn:
             self.spool.add(entry)
 
     def hand_on(self, entry: dict[str, Any]) -> None:
-        """Mark, note and send one event (a duplicate stops at the mark). The note's ID is kept in `entry` once
-        written, so that an entry spooled when the send failed is sent again, not taken for its own duplicate."""
-        if "handoff" not in entry:
-            handoff = handoffs.new_id()
-            kwargs = {"task": task_names.CAPTURE_EVENT, "entry": entry, "handoff": handoff}
-            event_id = entry["body"].get("event_id")
-            if event_id:
-                keys = [f"relmon:event:{event_id}", handoffs.KEY, handoffs.AT_KEY]
-                note = json.dumps(kwargs, separators=(",", ":"))
-                if not self._mark_and_note(keys=keys, args=[EVENT_DONE_TTL_SECONDS, handoff, note, time.time()]):
-                    log.info("duplicate event ignored", extra={"event_id": event_id})
-                    return
-            else:  # no envelope ID to deduplicate by (not sent by Slack's Events API): noted all the same
-                pipe = self.redis.pipeline(transaction=True)
-                handoffs.note(pipe, handoff, kwargs, time.time())
-                pipe.execute()
-            entry["handoff"] = handoff
-        sent = {key: value for key, value in entry.items() if key != "handoff"}
-        kwargs = {"entry": sent, "handoff": entry["handoff"]}
-        named = _named(entry)
-        celery.send_task(task_names.CAPTURE_EVENT, kwargs=kwargs, **handoffs.shown(named))
+        """Mark, note and send one event (a duplicate stops at the mark)."""
+        sent = self.send(entry)
+        if sent is None:
+            log.info("duplicate event ignored", extra={"event_id": entry["body"].get("event_id")})
+            return
         # The bot's one line per event: what it handed on, never what the event says (a worker logs the capture).
+        named = _named(entry, sent["handoff"])
         where = event_fields(channel=named["channel"], message_ts=named["ts"])
         log.info(
             "event handed on", extra={**where, "event_id": entry["body"].get("event_id"), "handoff": named["handoff"]}
         )
 
+    def send(self, entry: dict[str, Any]) -> dict[str, Any] | None:
+        """The `capture_event` task's keyword arguments once marked, noted and sent; None for a duplicate. An entry
+        that carries a note's ID (`handoff`) was marked and noted already, and is only sent."""
+        if celery.conf.broker_url != self.broker_url:
+            return self._send_through_celery(entry)
+        handoff = entry.get("handoff") or handoffs.new_id()
+        kwargs, named = _task_arguments(entry, handoff)
+        queue, message = task_message(celery, task_names.CAPTURE_EVENT, kwargs, kwargsrepr=repr(named))
+        if "handoff" in entry:
+            self.redis.lpush(queue, message)
+            return kwargs
+        return kwargs if self._mark_and_note(entry, handoff, kwargs, queue, message) else None
 
-def _named(entry: dict[str, Any]) -> dict[str, Any]:
+    def _send_through_celery(self, entry: dict[str, Any]) -> dict[str, Any] | None:
+        """Celery's broker is not this Redis: the mark and note first, then the task through Celery. The note's ID
+        is kept in `entry` once written, so that an entry spooled when the send failed is sent again, not taken for
+        its own duplicate."""
+        if "handoff" not in entry:
+            handoff = handoffs.new_id()
+            kwargs, _ = _task_arguments(entry, handoff)
+            if not self._mark_and_note(entry, handoff, kwargs, handoffs.KEY, ""):
+                return None
+            entry["handoff"] = handoff
+        kwargs, named = _task_arguments(entry, entry["handoff"])
+        celery.send_task(task_names.CAPTURE_EVENT, kwargs=kwargs, **handoffs.shown(named))
+        return kwargs
+
+    def _mark_and_note(self, entry: dict[str, Any], handoff: str, kwargs: dict, queue: str, message: str) -> bool:
+        """The script: False when the event's mark was there already. An event without an ID (not sent by Slack's
+        Events API) has nothing to deduplicate by: it is noted all the same."""
+        event_id = entry["body"].get("event_id")
+        note = json.dumps({"task": task_names.CAPTURE_EVENT, **kwargs}, separators=(",", ":"))
+        keys = [f"relmon:event:{event_id}" if event_id else handoffs.KEY, handoffs.KEY, handoffs.AT_KEY, queue]
+        ttl = EVENT_DONE_TTL_SECONDS if event_id else 0
+        return bool(self._hand_on(keys=keys, args=[ttl, handoff, note, time.time(), message]))
+
+
+def _task_arguments(entry: dict[str, Any], handoff: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The task's keyword arguments (the entry as the listener received it, and the note's ID), and what its
+    message's headers show of them."""
+    sent = {key: value for key, value in entry.items() if key != "handoff"}
+    return {"entry": sent, "handoff": handoff}, _named(entry, handoff)
+
+
+def _named(entry: dict[str, Any], handoff: str) -> dict[str, Any]:
     """What the task message's headers show of the event: where it is, never its words (Celery would repr the whole
     envelope into them, and log it at debug level)."""
     event = entry["body"].get("event") or {}
     where = event.get("item") if event.get("type") in REACTION_EVENTS else message_of(event)
     where = where if isinstance(where, dict) else {}
-    return {"channel": event.get("channel") or where.get("channel"), "ts": where.get("ts"), "handoff": entry["handoff"]}
+    return {"channel": event.get("channel") or where.get("channel"), "ts": where.get("ts"), "handoff": handoff}
 
 
 def warn_spool_full(slack, alert_channel: str | None) -> None:

@@ -206,7 +206,7 @@ def payload_problem(kind: str, payload: object) -> str | None:
     return problem
 
 
-def _parsed(kind: str, text: str) -> None:
+def _parsed(kind: str, text: str) -> dict:
     try:
         payload = json.loads(text)
     except (ValueError, RecursionError):  # RecursionError: nesting deeper than the parser allows
@@ -214,34 +214,37 @@ def _parsed(kind: str, text: str) -> None:
     problem = payload_problem(kind, payload)
     if problem:
         raise BadRequest(400, f"malformed {kind} JSON: {problem}")
+    return payload
 
 
-def check_shape(content_type: str, body: bytes) -> None:
-    """Raise BadRequest unless the body is something Bolt can dispatch without failing."""
+def check_shape(content_type: str, body: bytes) -> dict | None:
+    """Raise BadRequest unless the body is something Bolt can dispatch without failing. Returns a JSON body's
+    parsed envelope (checked: bot.event_path takes it as it is), None for a form body."""
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError:
         raise BadRequest(400, "body is not UTF-8") from None
     if content_type == JSON:
-        _parsed("events", text)
-        return
+        return _parsed("events", text)
     form = parse_qs(text, keep_blank_values=True)
     if "payload" in form:
         _parsed("interactive", form["payload"][-1])
-        return
+        return None
     if not form.get("command"):
         raise BadRequest(400, "form body is neither a payload nor a slash command")
     problem = payload_problem("command", {key: values[-1] for key, values in form.items()})
     if problem:
         raise BadRequest(400, f"malformed slash command: {problem}")
+    return None
 
 
 # Only ASCII digits: str.isdigit() and int() also take other scripts' digits ('٣', '３'), and isdigit() takes '²'.
 _ASCII_NUMBER = re.compile(r"[0-9]{1,18}")
 
 
-def checked_body(environ: dict, verifier: SignatureVerifier) -> bytes:
-    """The request body, once its size, signature, timestamp, content type and shape passed; else BadRequest."""
+def checked_body(environ: dict, verifier: SignatureVerifier) -> tuple[bytes, dict | None]:
+    """The request body, once its size, signature, timestamp, content type and shape passed, and a JSON body's
+    parsed envelope (None for a form); else BadRequest."""
     length_header = environ.get("CONTENT_LENGTH") or ""
     if not _ASCII_NUMBER.fullmatch(length_header):
         raise BadRequest(411, "Content-Length required")
@@ -266,5 +269,4 @@ def checked_body(environ: dict, verifier: SignatureVerifier) -> bytes:
     content_type = (environ.get("CONTENT_TYPE") or "").split(";")[0].strip().lower()
     if content_type not in (JSON, FORM):
         raise BadRequest(415, "content type must be JSON or form-encoded")
-    check_shape(content_type, body)
-    return body
+    return body, check_shape(content_type, body)

@@ -167,8 +167,9 @@ class EventSpool:
         say("event spooled: Redis or the database is unavailable", extra={"event_id": entry["body"].get("event_id")})
 
     def holding(self) -> bool:
-        """True while this process's spool is not empty: later events join the queue, so order holds."""
-        return self._file().count() > 0
+        """True while this process's spool is not empty: later events join the queue, so order holds. Asked for
+        every event: the size kept in memory answers, not a query of the file."""
+        return self._file().size() > 0
 
     def _drain_forever(self) -> None:
         stop = threading.Event()

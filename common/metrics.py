@@ -20,6 +20,7 @@ import logging
 import os
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
@@ -54,9 +55,18 @@ def prepare_process(settings: Settings, component: str) -> Path:
     return directory
 
 
-@cache
+_creating = threading.Lock()
+
+
 def _process_metrics() -> Any:
-    """Created on first use (after prepare_process), once per process."""
+    """Created on first use (after prepare_process), once per process. Under a lock: the first requests reach
+    gunicorn's threads together, and a second registration of the same series raises (a 500 to Slack)."""
+    with _creating:
+        return _created_metrics()
+
+
+@cache
+def _created_metrics() -> Any:
     from types import SimpleNamespace
 
     from prometheus_client import Counter, Histogram

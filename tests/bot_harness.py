@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import tempfile
 import threading
-from contextlib import ExitStack
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from socketserver import ThreadingMixIn
@@ -13,6 +14,7 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from sqlalchemy import select
 
+from bot.hand_on import EventHandOn
 from bot.server import build_wsgi_app
 from capture.conversation_log import ConversationLog
 from capture.pairing import Author, LoggedMessage
@@ -79,6 +81,7 @@ class ServedBot:
     url: str  # .../slack/events
     base_url: str
     wsgi: Any = None  # the WSGI app itself, for in-process calls (tests.slack_requests.call_wsgi)
+    worker: Any = None  # the InlineWorker that runs the tasks the bot sends
 
     def pairs(self) -> list[Pair]:
         with self.runtime.db.session() as session:
@@ -87,28 +90,32 @@ class ServedBot:
 
 class InlineWorker:
     """The bot hands each event to a worker (workers.tasks.events), which hands each answer on to another
-    (workers.tasks.answers), and answers Slack before either ran. Tests
-    served in-process have no worker: while installed, such a task is sent to the broker as usual (a dead broker
-    fails the bot the same way) and then run here at once, so that a test finds the pair as soon as Slack got its
-    acknowledgement. The copy left in the queue is harmless: the task changes nothing when run again. System
-    tests run real worker processes."""
+    (workers.tasks.answers), and answers Slack before either ran. Tests served in-process have no worker: while
+    installed, such a task is sent to the broker as usual (a dead broker fails the bot the same way) and then run
+    here at once, so that a test finds the pair as soon as Slack got its acknowledgement. The bot's own hand-on
+    (bot.hand_on.EventHandOn.send: its message pushed with the event's mark) is followed the same way. The copy
+    left in the queue is harmless: the task changes nothing when run again. System tests run real worker
+    processes. `paused()`: sent, not run (the message lost on the way, say)."""
 
     def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
         self._active = False
         self._sent_before: Any = None
         self._wrapper: Any = None
+        self._handed_before: Any = None
+        self._hand_on_wrapper: Any = None
 
     def install(self) -> None:
         # The worker's own code: tests may import it, the bot may not.
         from workers.tasks import answers, events, forgetting
 
         runs = {  # the task bodies, on the process runtime (this bot's)
-            task_names.CAPTURE_EVENT: lambda kw: events.capture_event.run(**kw),
+            task_names.CAPTURE_EVENT: lambda kw: events.capture_event.run(**kw),  # the orphan check's resend
             task_names.CAPTURE_ANSWER: lambda kw: answers.capture_answer.run(**kw),
             task_names.FORGET_MESSAGE: lambda kw: forgetting.forget_message.run(**kw),
         }
         send = celery_app.celery.send_task
+        handed_on = EventHandOn.send
         self._active = True
 
         def send_then_run(name, args=None, kwargs=None, **options):
@@ -117,15 +124,34 @@ class InlineWorker:
                 runs[name](dict(kwargs or {}))
             return result
 
+        def hand_on_then_run(hand_on: EventHandOn, entry: dict) -> dict | None:
+            kwargs = handed_on(hand_on, entry)
+            through_celery = celery_app.celery.conf.broker_url != hand_on.broker_url  # send_task ran it then
+            if kwargs is not None and self._active and not through_celery:
+                events.capture_event.run(**kwargs)
+            return kwargs
+
         self._sent_before, self._wrapper = send, send_then_run
+        self._handed_before, self._hand_on_wrapper = handed_on, hand_on_then_run
         celery_app.celery.send_task = send_then_run
+        EventHandOn.send = hand_on_then_run
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        self._active = False
+        try:
+            yield
+        finally:
+            self._active = True
 
     def remove(self) -> None:
         """Stop running tasks inline; put back what was there unless a later patch was put back over it already."""
         self._active = False
         if self._wrapper is not None and celery_app.celery.__dict__.get("send_task") is self._wrapper:
             celery_app.celery.send_task = self._sent_before
-        self._wrapper = self._sent_before = None
+        if self._hand_on_wrapper is not None and EventHandOn.__dict__.get("send") is self._hand_on_wrapper:
+            EventHandOn.send = self._handed_before
+        self._wrapper = self._sent_before = self._hand_on_wrapper = self._handed_before = None
 
 
 class BotServer:
@@ -139,7 +165,7 @@ class BotServer:
         self.server = make_server("127.0.0.1", 0, self.wsgi, server_class=_ThreadingServer, handler_class=_QuietHandler)
         self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
         base_url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.served = ServedBot(settings, self.runtime, f"{base_url}/slack/events", base_url, self.wsgi)
+        self.served = ServedBot(settings, self.runtime, f"{base_url}/slack/events", base_url, self.wsgi, self.worker)
 
     def __enter__(self) -> ServedBot:
         self.worker.install()

@@ -1,7 +1,8 @@
 """Capture listener: every `message` event (all subtypes) and reaction in watched channels is deduplicated and
 handed on to a worker (bot.hand_on) before Slack gets its acknowledgement; events nothing is captured of are
 dropped first, from the event alone (capture.events.ignored). The worker reads the conversation, pairs and records
-(workers.live_capture, workers.tasks.events)."""
+(workers.live_capture, workers.tasks.events). Over HTTP, once this listener has run, bot.server hands those events
+to the same code without Bolt (bot.event_path)."""
 
 from __future__ import annotations
 
@@ -10,19 +11,16 @@ from typing import Any
 from slack_bolt import App, BoltContext
 
 from bot.deps import BotDeps
-from capture.events import REACTION_EVENTS, ignored
+from bot.event_path import CAPTURED_EVENTS
 
 
 def register(app: App, deps: BotDeps) -> None:
-    settings, rules, hand_on = deps.settings, deps.runtime.rules, deps.hand_on
+    events = deps.events
 
     def on_event(body: dict[str, Any], context: BoltContext) -> None:
-        if ignored(body.get("event") or {}, settings, rules):
-            return
-        own = {"user_id": context.bot_user_id, "bot_id": context.bot_id, "app_id": body.get("api_app_id")}
-        hand_on({"body": body, "own": own})
+        events.from_listener(body, context.bot_user_id, context.bot_id)
 
-    for event_type in ("message", *REACTION_EVENTS):  # one spool keeps them in order through an outage
+    for event_type in CAPTURED_EVENTS:  # one spool keeps them in order through an outage
         app.event(event_type)(on_event)
 
     @app.event("app_mention")

@@ -36,8 +36,8 @@ from store.judgments import (
 )
 from store.models import PairStatus
 from workers import budget, noted_tasks, sampling
-from workers.alerts.planning import channel_policy, follow_up_needed
-from workers.alerts.policy import JudgmentFacts
+from workers.alerts.planning import follow_up_needed, policy_of
+from workers.alerts.policy import ChannelPolicy, JudgmentFacts
 from workers.judging.pair_view import PairView
 from workers.judging.rules import (
     TASK_MAX_RETRIES,
@@ -85,6 +85,8 @@ def judge_run(task, runtime: Runtime, start: ToJudge, *, redelivered: bool, llm_
         else:
             stored, supersedes = stored_for_version(connection, pair_id, pair.version)
         rule = runtime.rules.for_channel(pair.channel_id, settings)
+        # The alert policy's view of the same rule, for the hand-on: the channel's rule is resolved once per run.
+        policy = policy_of(rule, settings) if pair.channel_id else None
         wanted = judges_in_force(pair.judges, rule.judges, pair.reference is not None)
         todo = [name for name in wanted if name not in stored]
         if (
@@ -116,7 +118,7 @@ def judge_run(task, runtime: Runtime, start: ToJudge, *, redelivered: bool, llm_
         if not paid_at_the_bot and not budget.charge(
             runtime.db, pair_id, pair.budget_unit(name), settings.daily_budget
         ):
-            return _skip_for_budget(runtime, pair, store_judgments(engine, pair, ready, mark_judged=False))
+            return _skip_for_budget(runtime, pair, store_judgments(engine, pair, ready, mark_judged=False), policy)
         try:
             verdict = judge.evaluate(runtime.llm, *given.texts)
             ready.append(verdict_values(verdict, pair_id=pair_id, cache_key=key))
@@ -124,7 +126,7 @@ def judge_run(task, runtime: Runtime, start: ToJudge, *, redelivered: bool, llm_
             if may_retry_llm(llm_attempts, settings.llm_max_retries, task.request.retries, task.max_retries):
                 # What this run has is final: store it and alert on it now; the retry skips those judges.
                 created = store_judgments(engine, pair, ready, mark_judged=False)
-                hand_on(runtime, pair, created, recheck=supersedes)
+                hand_on(runtime, pair, created, policy, recheck=supersedes)
                 countdown = retry_countdown(
                     llm_attempts, settings.retry_base_seconds, settings.llm_max_retries, error.retry_after
                 )
@@ -152,7 +154,7 @@ def judge_run(task, runtime: Runtime, start: ToJudge, *, redelivered: bool, llm_
     # Every judge in force now has a row (this run's, or a twin task's that won the insert): the pair is judged.
     created = store_judgments(engine, pair, ready, mark_judged=True)
     # New judgments of an edited answer always go to the alert task: an alert on the older text is updated.
-    hand_on(runtime, pair, {**handed_on, **created}, complete=True, recheck=redelivered or supersedes)
+    hand_on(runtime, pair, {**handed_on, **created}, policy, complete=True, recheck=redelivered or supersedes)
     return PairStatus.JUDGED
 
 
@@ -240,6 +242,7 @@ def hand_on(
     runtime: Runtime,
     pair: PairView,
     judgments: dict[int, dict[str, Any] | None],
+    policy: ChannelPolicy | None,
     *,
     complete: bool = False,
     recheck: bool = False,
@@ -252,8 +255,7 @@ def hand_on(
             if complete:
                 noted_tasks.send(runtime.redis, task_names.DELIVER_VERDICT, [pair.id], time.time())
             return
-        policy = channel_policy(runtime, pair.channel_id) if judgments and pair.channel_id else None
-        for judgment_id, values in judgments.items():  # the channel's rule resolved once for all of them
+        for judgment_id, values in judgments.items():  # `policy`: the pair's channel's, resolved by the caller
             if (
                 recheck
                 or values is None
@@ -279,12 +281,14 @@ def _facts(judgment_id: int, values: dict[str, Any], pair: PairView) -> Judgment
     )
 
 
-def _skip_for_budget(runtime: Runtime, pair: PairView, created: dict[int, dict[str, Any]]) -> str:
+def _skip_for_budget(
+    runtime: Runtime, pair: PairView, created: dict[int, dict[str, Any]], policy: ChannelPolicy | None
+) -> str:
     settings = runtime.settings
     with runtime.db.session() as session:
         set_pair_status(session, pair.id, PairStatus.SKIPPED_BUDGET, only_from=[PairStatus.PENDING])
     # Whoever asked on demand hears that nothing more will come today (the pair's status says why).
-    hand_on(runtime, pair, created, complete=True)
+    hand_on(runtime, pair, created, policy, complete=True)
     budget.announce_exhausted(runtime.db, runtime.slack, settings.alert_channel, settings.daily_budget)
     log.info("daily budget spent: pair skipped", extra=pair.log_fields())
     return PairStatus.SKIPPED_BUDGET

@@ -1,0 +1,109 @@
+"""Message and reaction events answered by the HTTP server without Bolt (bot.event_path), once Bolt's capture
+listener has run: the same hand-on, with the same identity, the same drop of relmon's own events and the same 500
+for a bug. The bot is served in-process over real HTTP on real Redis and the fake Slack; the tasks' notes are read
+back from Redis (the inline worker paused, so they stay)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+import redis
+
+from capture import handoffs
+from common.celery_app import QUEUE_JUDGE, create_celery
+from common.task_message import task_message
+from common.task_names import CAPTURE_EVENT
+from store.settings import Settings
+from tests import slack_requests as sr
+from tests.bot_harness import SECRET, ServedBot
+from tests.fakes.slack_server import RELMON_BOT_ID, RELMON_USER_ID
+
+C = "C_SUPPORT"
+
+
+class CountingBolt:
+    """The server's Bolt handler, counting the requests it is given."""
+
+    def __init__(self, bolt: Any) -> None:
+        self.bolt, self.app, self.calls = bolt, bolt.app, 0
+
+    def __call__(self, environ: dict, start_response: Any) -> Any:
+        self.calls += 1
+        return self.bolt(environ, start_response)
+
+
+@pytest.fixture
+def bot(make_bot, monkeypatch) -> ServedBot:
+    served = make_bot()
+    monkeypatch.setattr(served.wsgi, "bolt", CountingBolt(served.wsgi.bolt))
+    return served
+
+
+def post(bot: ServedBot, event: dict, event_id: str | None = None) -> int:
+    return sr.post(bot.url, sr.envelope(event, event_id=event_id), SECRET).status_code
+
+
+def notes(bot: ServedBot) -> dict[str, dict]:
+    """The events handed on, by event ID: each note's task arguments."""
+    found = [json.loads(raw) for raw in bot.runtime.redis.hgetall(handoffs.KEY).values()]
+    return {note["entry"]["body"]["event_id"]: note for note in found}
+
+
+def test_after_the_listener_ran_events_skip_bolt_with_the_same_identity(bot: ServedBot) -> None:
+    question = sr.human_message(C, sr.next_ts(), "How do I export?")
+    answer = sr.bot_message(C, sr.next_ts(), "Settings, Export.", thread_ts=question["ts"])
+    with bot.worker.paused():
+        assert post(bot, question, "EvQUESTION") == 200  # Bolt's listener: relmon's identity is learnt
+        assert post(bot, answer, "EvANSWER") == 200
+        assert post(bot, sr.reaction(answer, "+1"), "EvREACTION") == 200
+    assert bot.wsgi.bolt.calls == 1
+    handed_on = notes(bot)
+    assert set(handed_on) == {"EvQUESTION", "EvANSWER", "EvREACTION"}
+    own = {"user_id": RELMON_USER_ID, "bot_id": RELMON_BOT_ID, "app_id": "A_RELMON"}
+    assert all(note["entry"]["own"] == own for note in handed_on.values())
+    assert handed_on["EvANSWER"]["entry"]["body"]["event"] == answer
+
+
+def test_relmon_own_messages_are_acknowledged_and_dropped_either_way(bot: ServedBot) -> None:
+    """Bolt drops the events of relmon's own user or bot (IgnoringSelfEvents); the server's way drops them too."""
+    own_post = sr.bot_message(C, sr.next_ts(), "An alert", bot_id=RELMON_BOT_ID, user=RELMON_USER_ID)
+    with bot.worker.paused():
+        assert post(bot, own_post, "EvOWN1") == 200  # through Bolt: relmon's identity is not known yet
+        assert post(bot, sr.human_message(C, sr.next_ts(), "Hello?"), "EvHUMAN") == 200  # through Bolt too
+        assert post(bot, dict(own_post, ts=sr.next_ts()), "EvOWN2") == 200
+        assert post(bot, sr.reaction(own_post, "eyes", user=RELMON_USER_ID), "EvOWN3") == 200
+    assert bot.wsgi.bolt.calls == 2
+    assert set(notes(bot)) == {"EvHUMAN"}
+
+
+def test_a_bug_in_the_hand_on_answers_500_either_way(bot: ServedBot, monkeypatch) -> None:
+    """A bug (not an outage) answers 500, so that Slack sends the event again: Bolt's answer for a listener's
+    error, and the server's."""
+
+    def broken(entry: dict) -> None:
+        raise ValueError("a bug")
+
+    monkeypatch.setattr(bot.wsgi.events, "hand_on", broken)
+    assert post(bot, sr.human_message(C, sr.next_ts(), "One?")) == 500  # Bolt's listener
+    assert post(bot, sr.human_message(C, sr.next_ts(), "Two?")) == 500  # the server's way
+    assert bot.wsgi.bolt.calls == 1
+    monkeypatch.undo()
+    assert post(bot, sr.human_message(C, sr.next_ts(), "Three?")) == 200
+
+
+def test_the_built_task_message_is_the_one_send_task_queues(redis_url) -> None:
+    """common.task_message against Celery's own publish, field by field (IDs and delivery tags aside)."""
+    app = create_celery(Settings(_env_file=None, redis_url=redis_url), redis_url)
+    kwargs = {"entry": {"body": {"text": "é ☃ \u2028"}, "own": {}}, "handoff": "h1"}
+    app.send_task(CAPTURE_EVENT, kwargs=kwargs, argsrepr="()", kwargsrepr="{'ts': '1.2'}")
+    [queued] = redis.Redis.from_url(redis_url).lrange(QUEUE_JUDGE, 0, -1)
+    queue, built = task_message(app, CAPTURE_EVENT, kwargs, kwargsrepr="{'ts': '1.2'}")
+    assert queue == QUEUE_JUDGE
+    sent, made = json.loads(queued), json.loads(built)
+    for message in (sent, made):
+        assert message["headers"]["id"] == message["headers"]["root_id"] == message["properties"]["correlation_id"]
+        del message["headers"]["id"], message["headers"]["root_id"], message["properties"]["correlation_id"]
+        del message["properties"]["delivery_tag"]
+    assert made == sent
