@@ -30,6 +30,27 @@ def waiting_messages(client: redis.Redis) -> int:
     return sum(client.llen(queue) for queue in QUEUES) + client.hlen(UNACKED_KEY)
 
 
+class IdleWatch:
+    """Called again and again (a `wait_for` condition): True once every look for SECOND_LOOK_SECONDS found
+    nothing queued or held. `before_each_look`: what a supervisor does meanwhile (a test that kills workers
+    replaces them, or their held messages never come back)."""
+
+    def __init__(self, client: redis.Redis, before_each_look: Callable[[], object] | None = None) -> None:
+        self.client = client
+        self.before_each_look = before_each_look
+        self.idle_since: float | None = None
+
+    def __call__(self) -> bool:
+        if self.before_each_look is not None:
+            self.before_each_look()
+        if waiting_messages(self.client):
+            self.idle_since = None
+            return False
+        if self.idle_since is None:
+            self.idle_since = time.monotonic()
+        return time.monotonic() - self.idle_since >= SECOND_LOOK_SECONDS
+
+
 def wait_until_idle(
     redis_url: str,
     *,
@@ -37,22 +58,9 @@ def wait_until_idle(
     before_each_look: Callable[[], object] | None = None,
     what: str = "every task run (nothing queued or held)",
 ) -> None:
-    """Wait until nothing is queued or held, seen twice SECOND_LOOK_SECONDS apart. `before_each_look`: what a
-    supervisor does meanwhile (a test that kills workers replaces them, or their held messages never come back)."""
+    """Wait until nothing is queued or held, seen over SECOND_LOOK_SECONDS (IdleWatch)."""
     client = redis.Redis.from_url(redis_url)
-    idle_since: list[float] = []
-
-    def idle() -> bool:
-        if before_each_look is not None:
-            before_each_look()
-        if waiting_messages(client):
-            idle_since.clear()
-            return False
-        if not idle_since:
-            idle_since.append(time.monotonic())
-        return time.monotonic() - idle_since[0] >= SECOND_LOOK_SECONDS
-
     try:
-        wait_for(idle, timeout=timeout, interval=0.1, what=what)
+        wait_for(IdleWatch(client, before_each_look), timeout=timeout, interval=0.1, what=what)
     finally:
         client.close()

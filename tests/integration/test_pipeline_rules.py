@@ -48,11 +48,17 @@ def find_cached(session, cache_key: str):
 # Sampling ---------------------------------------------------------------------------------------------------
 
 
-def test_sampling_is_deterministic_and_close_to_the_rate() -> None:
-    messages = [("C1", f"1700000000.{i:06d}") for i in range(4000)]
-    first = [is_sampled_in(c, ts, 0.25, source="capture") for c, ts in messages]
-    again = [is_sampled_in(c, ts, 0.25, source="capture") for c, ts in messages]
+SAMPLED_MESSAGES = [("C1", f"1700000000.{i:06d}") for i in range(4000)]
+
+
+def test_sampling_is_deterministic() -> None:
+    first = [is_sampled_in(c, ts, 0.25, source="capture") for c, ts in SAMPLED_MESSAGES]
+    again = [is_sampled_in(c, ts, 0.25, source="capture") for c, ts in SAMPLED_MESSAGES]
     assert first == again
+
+
+def test_sampling_is_close_to_the_rate() -> None:
+    first = [is_sampled_in(c, ts, 0.25, source="capture") for c, ts in SAMPLED_MESSAGES]
     assert 0.22 < sum(first) / len(first) < 0.28
 
 
@@ -63,11 +69,14 @@ def test_raising_the_rate_only_adds_messages() -> None:
     assert low < high
 
 
-def test_sampling_edges_and_on_demand() -> None:
-    assert is_sampled_in("C1", "1.0", 1.0, source="capture")
-    assert not is_sampled_in("C1", "1.0", 0.0, source="capture")
+def test_on_demand_pairs_are_always_sampled_in() -> None:
     for source in ON_DEMAND_SOURCES:  # /judge and the shortcut ("cli" was never a pair's source)
         assert is_sampled_in("C1", "1.0", 0.0, source=source)
+
+
+def test_sampling_edges() -> None:
+    assert is_sampled_in("C1", "1.0", 1.0, source="capture")
+    assert not is_sampled_in("C1", "1.0", 0.0, source="capture")
     assert sample_point("C1", "1.0") != sample_point("C2", "1.0")
     assert 0.0 <= sample_point(None, None) < 1.0
 
@@ -338,11 +347,16 @@ def test_insert_judgment_is_idempotent_under_a_race(database: Database) -> None:
         assert find_cached(session, "other") is None
 
 
-def test_error_judgments_are_not_cached_and_status_moves_only_from_pending(database: Database) -> None:
+def test_error_judgments_are_not_cached(database: Database) -> None:
     pair_id = _add_pair(database)
     with database.session() as session:
         insert_judgment(session, {"pair_id": pair_id, "judge": "relevancy", "status": "error", "cache_key": "k2"})
         assert find_cached(session, "k2") is None
+
+
+def test_status_moves_only_from_pending(database: Database) -> None:
+    pair_id = _add_pair(database)
+    with database.session() as session:
         assert set_pair_status(session, pair_id, PairStatus.JUDGED, only_from=[PairStatus.PENDING])
         assert not set_pair_status(session, pair_id, PairStatus.SKIPPED_BUDGET, only_from=[PairStatus.PENDING])
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from collections import Counter
 from collections.abc import Iterator
 from itertools import pairwise
@@ -20,7 +19,7 @@ from common.celery_app import QUEUE_JUDGE
 from store.db import Database
 from store.models import DailyUsage, JudgingFailure, Judgment, Pair, PairStatus
 from store.settings import MIN_LEASE_SECONDS
-from tests.broker import wait_until_idle
+from tests.broker import IdleWatch, wait_until_idle
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.slack_server import FakeSlack
 from tests.pipeline_helpers import add_pairs, count_judgments, judgments_per_pair, statuses, sweep_as_beat_would
@@ -87,12 +86,6 @@ def settled(database: Database, pair_ids: list[int]) -> bool:
     return statuses(database, pair_ids).get(PairStatus.PENDING, 0) == 0
 
 
-def queues_idle(broker: redis.Redis, after: float = 0.0) -> bool:
-    """Nothing queued for judging and nothing delivered but unacknowledged (optionally after a pause)."""
-    time.sleep(after)
-    return broker.llen(QUEUE_JUDGE) == 0 and broker.hlen("unacked") == 0
-
-
 # (a) exactly once across a SIGKILL ----------------------------------------------------------------------------
 
 
@@ -116,10 +109,11 @@ def test_killed_worker_mid_batch_every_pair_judged_exactly_once(
 
     restarted = start_worker(env, log_dir=worker_logs)
     broker = redis.Redis.from_url(producer.conf.broker_url)
+    idle = IdleWatch(broker)
     try:
         # Everything Redis still holds (queued, or unacknowledged by the killed worker) comes back and is judged.
         wait_for(
-            lambda: settled(database, pair_ids) or (queues_idle(broker) and queues_idle(broker, after=0.5)),
+            lambda: settled(database, pair_ids) or idle(),
             timeout=90,
             what="the queues to drain after the restart",
         )

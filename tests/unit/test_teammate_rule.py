@@ -190,10 +190,13 @@ def test_a_new_question_shares_no_word_with_the_answer_and_has_no_follow_up_cue(
     assert not is_new_question("I exported the invoices.", topic)  # no question
 
 
-def test_external_people_and_staff_evidence() -> None:
+def test_external_people() -> None:
     from capture.pairing import is_external
 
     assert is_external({"user_team": "T_ACME"}, "T_TEST") and not is_external({"user_team": "T_TEST"}, "T_TEST")
     assert not is_external({"user_team": "T_ACME"}, None)  # the workspace unknown (history): not decided here
+
+
+def test_staff_evidence() -> None:
     assert EVIDENCE.is_staff("U_SAM") and EVIDENCE.is_staff("U_ZOE") and not EVIDENCE.is_staff("U_BEA")
     assert TEAM.is_staff("U_NEW") and not TEAM.is_staff("U_PRO") and not EVIDENCE.is_staff(None)

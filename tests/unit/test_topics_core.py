@@ -84,7 +84,7 @@ def test_a_week_with_too_few_questions_says_so_instead_of_inventing_topics():
     assert "too few to group" in report.notes[-1]
 
 
-def test_figures_and_the_change_against_the_week_before():
+def test_the_change_against_the_week_before():
     questions = corpus_questions()
     vectors = local_vectors([q.text for q in questions])
     half = len(questions) // 2
@@ -95,6 +95,10 @@ def test_figures_and_the_change_against_the_week_before():
     empty = _build(questions, vectors, previous=[], previous_vectors=vectors[:0])
     assert empty.topics[0].previous.questions == 0
     assert _build(questions, vectors).topics[0].previous is None
+
+
+def test_figures():
+    questions = corpus_questions()
     figures = figures_of([q for q in questions if q.failed])
     assert figures.resolution_rate == 0.0 and figures.mean_relevancy == 1.0
 
