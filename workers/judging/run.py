@@ -173,7 +173,7 @@ def judge_settled(runtime: Runtime, settled: Mapping[str, Any]) -> str:
         return "retrying"
     except Exception as error:
         log.warning(
-            "judging in the capture task failed; handed to judge_pair",
+            "inline judging failed; handed to judge_pair",
             extra={**event_fields(pair_id=pair_id), "error": repr(error)[:300]},
         )
         try:
