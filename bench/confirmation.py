@@ -71,7 +71,7 @@ def one_mode(mode: str, *, answers: int, low_share: float, latency_ms: float, fo
                     session.add(row)
                     session.flush()
                     judgment_id = row.id
-                if delivery.consider(runtime, judgment_id).startswith("posted"):
+                if delivery.consider(runtime, judgment_id).low.startswith("posted"):
                     latencies.append((time.perf_counter() - started) * 1000)
         return {
             "mode": mode,
