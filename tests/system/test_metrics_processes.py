@@ -87,7 +87,8 @@ def test_a_signed_event_and_a_judged_pair_move_the_bot_and_worker_counters(
 
         worker = wait_for(worker_counted, timeout=20, what="the worker's task counters")
         assert any(
-            dict(labels).get("state") == "success" and dict(labels)["task"] == task_names.JUDGE_PAIR
+            # The settle task judged the pair it settled (workers.pairs.settling.settle_and_judge).
+            dict(labels).get("state") == "success" and dict(labels)["task"] == task_names.SETTLE_PAIR
             for name, labels in worker
             if name == "relmon_tasks_total"
         )
