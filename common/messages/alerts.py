@@ -1,9 +1,8 @@
 """Alerts as Block Kit: a low score, a degradation, the hour's summary of held low scores.
 
-Pure functions from plain data to `{"text": ..., "blocks": [...]}` (the arguments of chat.postMessage and
-chat.update). Privacy is decided by the caller (`quote`): when False, nothing of the conversation is shown,
-not the question, the answer or the judge's reasoning (which often repeats the answer), only the score and the
-link, which Slack itself only opens for members of the channel.
+Pure functions from plain data to `{"text": ..., "blocks": [...]}` (chat.postMessage's and chat.update's arguments).
+Privacy is the caller's (`quote`): when False, nothing of the conversation is shown, not even the judge's reasoning
+(it often repeats the answer): only the score and the link, which Slack opens only for members of the channel.
 """
 
 from __future__ import annotations
