@@ -14,6 +14,7 @@ from common.runtime import Runtime
 from store.models import Judgment, Pair
 from tests.builders import ALERTS
 from tests.fakes.slack_server import FakeSlack
+from workers.alerts.policy import AlertPlan, ChannelPolicy, JudgmentFacts, complete, low_intent
 
 SUPPORT = "C_SUPPORT"
 _answer_counter = itertools.count(1)
@@ -80,3 +81,9 @@ def fake_slack() -> FakeSlack:
     fake.add_channel(SUPPORT, "support", members=["U_ASKER", "U_RELMON"])
     fake.add_channel(ALERTS, "alerts", members=["U_ASKER", "U_RELMON"])
     return fake
+
+
+def plan(facts: JudgmentFacts, policy: ChannelPolicy, **completing) -> AlertPlan:
+    """Every alert decision about one judgment at once, as the alert task makes them in turn (`low_intent`, then
+    `complete` with `counts`, `low_claimed`, `degradation` and `now`)."""
+    return complete(low_intent(facts, policy), facts, policy, **completing)

@@ -9,6 +9,7 @@ import pytest
 from common.privacy import may_quote_channel, may_quote_text
 from store.rules import ChannelRules
 from store.settings import Settings
+from tests.alert_helpers import plan
 from workers.alerts import policy
 from workers.alerts.policy import (
     WINDOW_ANSWERS,
@@ -338,51 +339,49 @@ def _scores(*scores: float) -> policy.DegradationFacts:
 
 
 def test_the_plan_of_a_good_score_an_error_or_an_on_demand_verdict_changes_nothing():
-    assert not policy.plan(_relevancy(4), PLAN_POLICY, now=PLAN_NOW).changes_anything
-    assert not policy.plan(_relevancy(None, "error"), PLAN_POLICY, now=PLAN_NOW).changes_anything
-    assert not policy.plan(_relevancy(0, source="command"), PLAN_POLICY, now=PLAN_NOW).changes_anything
+    assert not plan(_relevancy(4), PLAN_POLICY, now=PLAN_NOW).changes_anything
+    assert not plan(_relevancy(None, "error"), PLAN_POLICY, now=PLAN_NOW).changes_anything
+    assert not plan(_relevancy(0, source="command"), PLAN_POLICY, now=PLAN_NOW).changes_anything
 
 
 def test_the_plan_of_a_low_score_alerts_then_holds_over_a_cap():
-    first = policy.plan(_relevancy(0), PLAN_POLICY, now=PLAN_NOW)  # the pre-check: no counts
+    first = plan(_relevancy(0), PLAN_POLICY, now=PLAN_NOW)  # the pre-check: no counts
     assert first.low == Decision(Action.ALERT, "low_score") and first.changes_anything
     assert first.degradation.reason == "not_read"  # the pre-check reads the history only when the low score is fine
-    source_cap = policy.plan(_relevancy(0), PLAN_POLICY, counts=policy.HourCounts(source_channel=2), now=PLAN_NOW)
+    source_cap = plan(_relevancy(0), PLAN_POLICY, counts=policy.HourCounts(source_channel=2), now=PLAN_NOW)
     assert source_cap.low == Decision(Action.HOLD, "hourly_cap")
-    alert_cap = policy.plan(_relevancy(0), PLAN_POLICY, counts=policy.HourCounts(1, 3), now=PLAN_NOW)
+    alert_cap = plan(_relevancy(0), PLAN_POLICY, counts=policy.HourCounts(1, 3), now=PLAN_NOW)
     assert alert_cap.low == Decision(Action.HOLD, "alert_channel_cap")
-    claimed = policy.plan(_relevancy(0), PLAN_POLICY, low_claimed=True, now=PLAN_NOW)  # a redelivery acts on the row
+    claimed = plan(_relevancy(0), PLAN_POLICY, low_claimed=True, now=PLAN_NOW)  # a redelivery acts on the row
     assert claimed.low.action is Action.NONE and not claimed.changes_anything
 
 
 def test_the_plan_of_degradation_alerts_rearms_and_resumes_an_unposted_alert():
     low_mean = _scores(2, 2, 2, 2)
-    alerted = policy.plan(_relevancy(2), PLAN_POLICY, degradation=low_mean, now=PLAN_NOW)
+    alerted = plan(_relevancy(2), PLAN_POLICY, degradation=low_mean, now=PLAN_NOW)
     assert alerted.degradation.action is Action.ALERT and alerted.degradation.episode == 1
     assert alerted.degradation_delivery == Decision(Action.ALERT, "degradation") and alerted.changes_anything
-    healthy = policy.plan(_relevancy(4), PLAN_POLICY, degradation=_scores(4, 4, 4, 4), now=PLAN_NOW)
+    healthy = plan(_relevancy(4), PLAN_POLICY, degradation=_scores(4, 4, 4, 4), now=PLAN_NOW)
     assert healthy.degradation.reason == "healthy" and not healthy.changes_anything
     active = DegradationState(active=True, last_alert_at=PLAN_NOW - timedelta(hours=2), episodes=1)
     healed = policy.DegradationFacts(_scores(4, 4, 4, 4).recent, active)
-    recovered = policy.plan(_relevancy(4), PLAN_POLICY, degradation=healed, now=PLAN_NOW)
+    recovered = plan(_relevancy(4), PLAN_POLICY, degradation=healed, now=PLAN_NOW)
     assert recovered.degradation.action is Action.REARM and recovered.changes_anything
     unposted = policy.DegradationFacts(low_mean.recent, active, unposted=True)
-    resumed = policy.plan(_relevancy(2), PLAN_POLICY, degradation=unposted, now=PLAN_NOW)
+    resumed = plan(_relevancy(2), PLAN_POLICY, degradation=unposted, now=PLAN_NOW)
     assert resumed.degradation.reason == "already_alerted" and resumed.post_unposted and resumed.changes_anything
-    too_early = policy.plan(_relevancy(2), PLAN_POLICY, degradation=_scores(2, 2), now=PLAN_NOW)
+    too_early = plan(_relevancy(2), PLAN_POLICY, degradation=_scores(2, 2), now=PLAN_NOW)
     assert too_early.degradation.reason == "too_few_answers" and not too_early.changes_anything
 
 
 def test_the_plan_counts_its_own_low_score_alert_against_the_alert_channels_cap():
     """A low score and a degradation alert planned together: the degradation is held when the low-score alert
-    this same policy.plan posts fills the alert channel's cap."""
+    this same plan posts fills the alert channel's cap."""
     low_mean = _scores(0, 2, 2, 2)
-    both = policy.plan(_relevancy(0), PLAN_POLICY, counts=policy.HourCounts(1, 2), degradation=low_mean, now=PLAN_NOW)
+    both = plan(_relevancy(0), PLAN_POLICY, counts=policy.HourCounts(1, 2), degradation=low_mean, now=PLAN_NOW)
     assert both.low.action is Action.ALERT
     assert both.degradation_delivery == Decision(Action.HOLD, "alert_channel_cap")
-    held_low = policy.plan(
-        _relevancy(0), PLAN_POLICY, counts=policy.HourCounts(2, 2), degradation=low_mean, now=PLAN_NOW
-    )
+    held_low = plan(_relevancy(0), PLAN_POLICY, counts=policy.HourCounts(2, 2), degradation=low_mean, now=PLAN_NOW)
     assert held_low.low.action is Action.HOLD and held_low.degradation_delivery.action is Action.ALERT
 
 
@@ -399,4 +398,4 @@ def test_the_plan_counts_its_own_low_score_alert_against_the_alert_channels_cap(
 )
 def test_the_plan_names_why_degradation_does_not_apply(facts, rule, reason):
     assert policy.degradation_blocked(facts, rule) == reason
-    assert policy.plan(facts, rule, degradation=_scores(0, 0, 0, 0), now=PLAN_NOW).degradation.reason == reason
+    assert plan(facts, rule, degradation=_scores(0, 0, 0, 0), now=PLAN_NOW).degradation.reason == reason

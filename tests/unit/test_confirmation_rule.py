@@ -6,13 +6,13 @@ from datetime import UTC, datetime
 
 import pytest
 
+from tests.alert_helpers import plan
 from workers.alerts.policy import (
     Action,
     ChannelPolicy,
     DegradationWindow,
     JudgmentFacts,
     confirmation_outcome,
-    plan,
 )
 
 NOW = datetime(2026, 12, 3, 10, tzinfo=UTC)

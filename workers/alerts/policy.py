@@ -345,24 +345,3 @@ def complete(
         posted_now = int(low.action is Action.ALERT)
         delivery = decide_degradation_delivery(counts.alert_channel + posted_now, policy.alert_channel_cap)
     return AlertPlan(low, decided, delivery, degradation.unposted)
-
-
-def plan(
-    facts: JudgmentFacts,
-    policy: ChannelPolicy,
-    *,
-    counts: HourCounts = HourCounts(),
-    low_claimed: bool = False,
-    degradation: DegradationFacts | None = None,
-    now: datetime,
-) -> AlertPlan:
-    """Every alert decision about one judgment at once (`low_intent`, then `complete`)."""
-    return complete(
-        low_intent(facts, policy),
-        facts,
-        policy,
-        counts=counts,
-        low_claimed=low_claimed,
-        degradation=degradation,
-        now=now,
-    )
