@@ -46,3 +46,16 @@ POSTING = frozenset(
         SEND_DIGEST_PREVIEW,
     }
 )
+
+# The sends of verdicts and outcome signals to the bot's trace tools (workers.tasks.traces): noted while on their
+# way (workers.noted_tasks), since nothing but their message says they are still to do.
+TRACE_SENDS = frozenset(
+    {
+        SEND_LANGFUSE_SCORES,
+        SEND_OTLP_EVALUATIONS,
+        SEND_LANGFUSE_OUTCOME,
+        SEND_OTLP_OUTCOME,
+        SEND_PHOENIX_ANNOTATIONS,
+        SEND_PHOENIX_OUTCOME,
+    }
+)

@@ -8,6 +8,10 @@ ends (done, or given up on); beat's orphan check (workers.tasks.sweeper) sends a
 message is nowhere in Redis. Each of these tasks is idempotent, so a task that ended between the two reads costs
 one more run, not a second post.
 
+The sends to the bot's trace tools (workers.tasks.traces) are noted too, and may be noted before what they send is
+committed (`note`: a signal, a second opinion): a worker that dies between the commit and the queueing leaves the
+note, which the orphan check sends; a send that finds nothing committed is skipped, and ends.
+
 Layout:
     relmon:noted-tasks   zset  JSON [task name, args] -> when it was sent
 """
@@ -16,17 +20,22 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 import redis
+from celery.exceptions import Reject, Retry
 
 from common import task_names
 from common.celery_app import celery
 
 log = logging.getLogger("relmon.noted_tasks")
+T = TypeVar("T")
 
 KEY = "relmon:noted-tasks"
-NOTED = frozenset({task_names.CONSIDER_ALERT, task_names.DELIVER_VERDICT, task_names.FOLLOW_UP_OUTCOME})
+NOTED = frozenset(
+    {task_names.CONSIDER_ALERT, task_names.DELIVER_VERDICT, task_names.FOLLOW_UP_OUTCOME, *task_names.TRACE_SENDS}
+)
 KEEP_SECONDS = 86_400  # a note nobody could act on for a day (a task failing with a bug) is dropped
 
 
@@ -41,12 +50,38 @@ def send(client: redis.Redis, task: str, args: Sequence, now: float) -> None:
     celery.send_task(task, args=list(args))
 
 
+def note(client: redis.Redis, calls: Sequence[tuple[str, Sequence]], now: float) -> list[bool]:
+    """Note task calls ahead of their send, keeping a note already there (ZADD NX: a dead run's, still owed);
+    for each call, whether this call noted it."""
+    if not calls:
+        return []
+    pipe = client.pipeline(transaction=False)
+    for task, args in calls:
+        pipe.zadd(KEY, {note_of(task, args): now}, nx=True)
+    return [bool(added) for added in pipe.execute()]
+
+
 def done(client: redis.Redis, task: str, args: Sequence) -> None:
     """The task ended. A note left by a Redis error only costs the orphan check one more (idempotent) run."""
     try:
         client.zrem(KEY, note_of(task, args))
     except redis.RedisError as error:
         log.warning("task note not dropped", extra={"task": task, "error": repr(error)[:200]})
+
+
+def run_noted(client: redis.Redis, task, run: Callable[[], T]) -> T:
+    """Run a noted task's body (`task` the running Celery task): its note is dropped once it ends for good (done,
+    refused, out of retries) and kept while a retry or a requeued message is on its way. The note names the
+    message's own arguments, as they were sent."""
+    ended = True
+    try:
+        return run()
+    except (Retry, Reject):
+        ended = False
+        raise
+    finally:
+        if ended:
+            done(client, task.name, task.request.args or ())
 
 
 def overdue(client: redis.Redis, *, noted_before: float, now: float, limit: int) -> dict[str, tuple[str, list]]:

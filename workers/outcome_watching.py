@@ -46,7 +46,7 @@ from store import pairs
 from store.models import as_utc
 from store.signals import HUMAN_TAKEOVER
 from workers import golden_items, noted_tasks
-from workers.trace_sending import queue_outcome_sends
+from workers.trace_sending import Send, note_sends, outcome_sends, queue_outcome_sends, queue_sends
 
 log = logging.getLogger("relmon.outcomes")
 
@@ -188,12 +188,13 @@ def _observe(runtime: Runtime, channel: str, message: LoggedMessage, watches: li
     # and a retry after a worker loss finds what was written (a signal is unique per pair and name). On a Core
     # connection: on this hot path an ORM session cost more than the writes.
     for pair_id, outcome in sorted(outcomes.items()):
+        noted = note_sends(runtime, outcome_sends(runtime, pair_id, outcome.signals))
         with runtime.db.engine.begin() as connection:
             new = store.record_signals(connection, pair_id, outcome.signals, at=at)
         if reference and outcome.reference:
             _take_reference(runtime, pair_id, reference)
             golden_items.collect_takeover(runtime, pair_id, message.ts)  # the question joins the golden set
-        _announce(runtime, pair_id, new, channel=channel, message_ts=message.ts)
+        _announce(runtime, pair_id, new, noted, channel=channel, message_ts=message.ts)
         if new:
             recorded[pair_id] = new
     _follow_up(runtime, sorted(outcomes))
@@ -257,6 +258,7 @@ def observe_reaction_in(runtime: Runtime, pair_id: int, user: str, emoji: str, a
     board = WatchBoard(runtime.redis)
     if not board.react(pair_id, name, user, added):
         return []  # taken back or given again: a person's reaction changes the outcome once (docs/capture.md)
+    noted = note_sends(runtime, outcome_sends(runtime, pair_id, [name]))
     try:
         with runtime.db.session() as session:
             new = store.record_signals(session, pair_id, [name], at=datetime.fromtimestamp(at, UTC))
@@ -264,7 +266,7 @@ def observe_reaction_in(runtime: Runtime, pair_id: int, user: str, emoji: str, a
         board.unreact(pair_id, name, user)  # not recorded: the task's retry counts it
         raise
     _follow_up(runtime, [pair_id])
-    _announce(runtime, pair_id, new)
+    _announce(runtime, pair_id, new, noted)
     return new
 
 
@@ -283,11 +285,13 @@ def close_window_in(runtime: Runtime, pair_id: int, now: datetime | None = None)
         return "waiting"  # not over yet (the sweep read it due on a clock ahead of this one): the next sweep closes it
     with runtime.db.session() as session:
         closing = closing_signals(store.signal_names(session, pair_id))
+        noted = note_sends(runtime, outcome_sends(runtime, pair_id, sorted(closing)))
         if not store.close_window(session, pair_id, now=now, closing=closing):
+            queue_sends(runtime, [], noted)  # closed by another run, which sent what its close recorded
             return "closed"
     WatchBoard(runtime.redis).remove(channel, pair_id, **watched)
     _follow_up(runtime, [pair_id])
-    _announce(runtime, pair_id, sorted(closing), channel=channel)
+    _announce(runtime, pair_id, sorted(closing), noted, channel=channel)
     return "resolved" if closing else "unresolved"
 
 
@@ -316,10 +320,12 @@ def _follow_up(runtime: Runtime, pair_ids: list[int]) -> None:
             noted_tasks.send(runtime.redis, task_names.FOLLOW_UP_OUTCOME, [pair_id], time.time())
 
 
-def _announce(runtime: Runtime, pair_id: int, new: list[str], **fields) -> None:
+def _announce(runtime: Runtime, pair_id: int, new: list[str], noted: list[Send], **fields) -> None:
     """Every path that records signals ends here with the new ones (a message's, a reaction's, a window's close):
-    they are logged, and each goes to the bot's trace (workers.trace_sending: queued, never raising)."""
-    if not new:
-        return
-    log.info("outcome signals", extra=event_fields(pair_id=pair_id, signals=",".join(new), **fields))
-    queue_outcome_sends(runtime, pair_id, new)
+    they are logged, and each goes to the bot's trace (workers.trace_sending: queued, never raising). Their sends
+    were noted before the signals were committed (`noted`, those this run noted): a run that dies before this point
+    leaves them to the orphan check (a replay finds the signals recorded, not new); the notes of signals recorded
+    before are dropped here."""
+    if new:
+        log.info("outcome signals", extra=event_fields(pair_id=pair_id, signals=",".join(new), **fields))
+    queue_outcome_sends(runtime, pair_id, new, noted)

@@ -1,24 +1,28 @@
 """Sending verdicts and outcome signals to the support bot's traces (Langfuse scores, OpenTelemetry evaluation events,
 Phoenix span annotations): loading the judgment or signal, finding its trace ID, one send per tool, and queueing the
-sends after a judgment or a new signal. The tasks that run a send (and retry it) are `workers.tasks.traces`; the
-payloads' rules are `workers.traces`. The tools' SDKs load on the first send, not with the worker: most deployments
-set no tool."""
+sends after a judgment or a new signal, noted until they end (workers.noted_tasks). The tasks that run a send (and
+retry it) are `workers.tasks.traces`; the payloads' rules are `workers.traces`. The tools' SDKs load on the first
+send, not with the worker: most deployments set no tool."""
 
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import httpx
+import redis
 from slack_sdk.errors import SlackApiError
 from sqlalchemy import select
 
 from common import metrics, task_names
-from common.celery_app import celery
 from common.runtime import Runtime
 from common.telemetry.logs import event_fields
 from store.models import Judgment, OutcomeSignal, Pair
 from store.signals import SIGNALS
+from workers import noted_tasks
 from workers.traces import (
     BadTraceId,
     Verdict,
@@ -263,6 +267,14 @@ def annotate(runtime: Runtime, found: tuple[str, str | None, dict], annotations)
     return upsert_annotations(runtime.settings, trace_id, span_id, annotations, fields)
 
 
+class Send(NamedTuple):
+    """One send of a verdict or a signal to one tool: its task and arguments, as noted and queued."""
+
+    tool: str
+    task: str
+    args: tuple
+
+
 def _tools(runtime: Runtime, langfuse_task: str, otlp_task: str, phoenix_task: str) -> list[tuple[str, str]]:
     settings = runtime.settings
     tools = [(LANGFUSE, langfuse_task)] if settings.langfuse_enabled else []
@@ -270,32 +282,58 @@ def _tools(runtime: Runtime, langfuse_task: str, otlp_task: str, phoenix_task: s
     return tools + ([(PHOENIX, phoenix_task)] if settings.phoenix_url else [])
 
 
-def _queue(tool: str, task: str, args: list, fields: dict) -> None:
-    try:
-        celery.send_task(task, args=args)
-    except Exception as error:  # the broker: this send is lost, the pipeline is not
-        log.warning("trace send not queued", extra={**fields, "error": type(error).__name__})
-        metrics.trace_send(tool, "not_queued")
-
-
-def queue_trace_sends(runtime: Runtime, judgment_ids: list[int]) -> None:
-    """After judgments (or a second opinion) are stored: one send per judgment to each tool configured. A broker
-    that fails here is logged and counted; the judgment and its alert go on regardless."""
+def judgment_sends(runtime: Runtime, judgment_ids: list[int]) -> list[Send]:
+    """One send per judgment to each tool configured (none when no tool is: no Redis, no task)."""
     tools = _tools(
         runtime, task_names.SEND_LANGFUSE_SCORES, task_names.SEND_OTLP_EVALUATIONS, task_names.SEND_PHOENIX_ANNOTATIONS
     )
-    for judgment_id in judgment_ids:
-        for tool, task in tools:
-            _queue(tool, task, [judgment_id], {"judgment_id": judgment_id})
+    return [Send(tool, task, (judgment_id,)) for judgment_id in judgment_ids for tool, task in tools]
 
 
-def queue_outcome_sends(runtime: Runtime, pair_id: int, signals: list[str]) -> None:
-    """After outcome signals are recorded (the new ones only: a signal is recorded once per pair): one send per
-    signal to each tool configured, whether the pair is judged yet or not, since a signal goes on the answer's
-    trace by itself. Never raises, as queue_trace_sends."""
+def outcome_sends(runtime: Runtime, pair_id: int, signals: list[str]) -> list[Send]:
+    """One send per signal to each tool configured, whether the pair is judged yet or not, since a signal goes on
+    the answer's trace by itself."""
     tools = _tools(
         runtime, task_names.SEND_LANGFUSE_OUTCOME, task_names.SEND_OTLP_OUTCOME, task_names.SEND_PHOENIX_OUTCOME
     )
-    for signal in signals:
-        for tool, task in tools:
-            _queue(tool, task, [pair_id, signal], {"pair_id": pair_id, "signal": signal})
+    return [Send(tool, task, (pair_id, signal)) for signal in signals for tool, task in tools]
+
+
+def note_sends(runtime: Runtime, sends: list[Send]) -> list[Send]:
+    """Note the sends before what they send is committed (workers.noted_tasks.note): a worker that dies after the
+    commit, before queue_sends, leaves them to the orphan check. Returns the ones this call noted (a note already
+    there is kept: a dead run's, still owed). Never raises: a note not made leaves the send unguarded, no more."""
+    if not sends:
+        return []
+    try:
+        mine = noted_tasks.note(runtime.redis, [(send.task, send.args) for send in sends], time.time())
+    except redis.RedisError as error:
+        log.warning("trace sends not noted", extra={"sends": len(sends), "error": type(error).__name__})
+        return []
+    return [send for send, noted in zip(sends, mine, strict=True) if noted]
+
+
+def queue_sends(runtime: Runtime, sends: list[Send], noted: Sequence[Send] = ()) -> None:
+    """Queue the sends, each noted until it ends (workers.noted_tasks), and drop the notes of `noted` (note_sends')
+    that are not among them: what those would send was committed before, and sent, by another run. A broker that
+    fails here is logged and counted (the note stays for the orphan check); the caller goes on regardless."""
+    now = time.time()
+    for send in sends:
+        try:
+            noted_tasks.send(runtime.redis, send.task, send.args, now)
+        except Exception as error:  # the broker: this send waits for the orphan check, the pipeline does not
+            log.warning("trace send not queued", extra={"task": send.task, "error": type(error).__name__})
+            metrics.trace_send(send.tool, "not_queued")
+    for send in set(noted) - set(sends):
+        noted_tasks.done(runtime.redis, send.task, send.args)
+
+
+def queue_trace_sends(runtime: Runtime, judgment_ids: list[int]) -> None:
+    """After judgments (or a second opinion) are stored: their sends. Never raises (queue_sends)."""
+    queue_sends(runtime, judgment_sends(runtime, judgment_ids))
+
+
+def queue_outcome_sends(runtime: Runtime, pair_id: int, signals: list[str], noted: Sequence[Send] = ()) -> None:
+    """After outcome signals are recorded (the new ones only: a signal is recorded once per pair): their sends;
+    `noted`: what note_sends noted before the commit. Never raises (queue_sends)."""
+    queue_sends(runtime, outcome_sends(runtime, pair_id, signals), noted)

@@ -57,8 +57,8 @@ def test_a_task_that_ended_meanwhile_is_not_sent_again(runtime, monkeypatch) -> 
     # The task ends (its message acknowledged, its note dropped) while the orphan check reads the messages.
     real_queued = queued_notes
 
-    def reading_while_it_ends(client, queue):
-        found = real_queued(client, queue)
+    def reading_while_it_ends(client, *queues):
+        found = real_queued(client, *queues)
         noted_tasks.done(client, CONSIDER, [judgment])
         return found
 

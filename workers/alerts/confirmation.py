@@ -21,7 +21,7 @@ from store.models import ConfirmationStatus
 from workers import budget
 from workers.alerts.planning import Judged
 from workers.alerts.policy import confirmation_outcome
-from workers.trace_sending import queue_trace_sends
+from workers.trace_sending import judgment_sends, note_sends, queue_trace_sends
 
 log = logging.getLogger("relmon.alerts")
 
@@ -49,6 +49,9 @@ def confirm(runtime: Runtime, judged: Judged, threshold: float | None, *, last_a
         return judged.second_opinion.status
     judgment_id = judged.facts.judgment_id
     opinion = _ask(runtime, judged, threshold, last_attempt=last_attempt)
+    # Noted before it is stored: a replay reads the stored opinion and queues nothing, so a run that dies between
+    # the two leaves its sends to the orphan check (workers.noted_tasks).
+    note_sends(runtime, judgment_sends(runtime, [judgment_id]))
     with runtime.db.autocommit() as connection:  # an atomic conditional UPDATE, then a read of what stands
         stood = confirmations.record(connection, judgment_id, opinion)
     log.info(

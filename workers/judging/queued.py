@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
 from common import task_names
@@ -80,26 +80,27 @@ def _found_in(raw_envelopes: Iterable[bytes | str], *, held: bool, read: Callabl
     return found
 
 
-def _queued(client, queue: str, read: Callable[[dict], T | None]) -> set[T] | None:
-    """What `read` finds in the messages on `queue` or held by a worker; None when there is too much to read
-    cheaply. The queue is read before the held messages: a message moves from the first to the second when a
+def _queued(client, queues: Sequence[str], read: Callable[[dict], T | None]) -> set[T] | None:
+    """What `read` finds in the messages on the queues or held by a worker; None when there is too much to read
+    cheaply. The queues are read before the held messages: a message moves from a queue to the held ones when a
     worker takes it, so reading in that order sees it in one of them."""
-    if client.llen(queue) > MAX_READ or client.hlen(UNACKED_KEY) > MAX_READ:
+    if any(client.llen(queue) > MAX_READ for queue in queues) or client.hlen(UNACKED_KEY) > MAX_READ:
         return None
-    waiting = _found_in(client.lrange(queue, 0, -1), held=False, read=read)
+    waiting = set().union(*(_found_in(client.lrange(queue, 0, -1), held=False, read=read) for queue in queues))
     return waiting | _found_in(client.hvals(UNACKED_KEY), held=True, read=read)
 
 
 def queued_pairs(client, queue: str) -> set[int] | None:
     """Pairs with a message on `queue` or held by a worker; None when there is too much to read cheaply."""
-    return _queued(client, queue, pair_of)
+    return _queued(client, [queue], pair_of)
 
 
 def queued_handoffs(client, queue: str) -> set[str] | None:
     """Capture handoffs with a message on `queue` or held by a worker; None when there is too much to read."""
-    return _queued(client, queue, handoff_of)
+    return _queued(client, [queue], handoff_of)
 
 
-def queued_notes(client, queue: str) -> set[str] | None:
-    """Notes of follow-up tasks with a message on `queue` or held by a worker; None when there is too much to read."""
-    return _queued(client, queue, noted_of)
+def queued_notes(client, *queues: str) -> set[str] | None:
+    """Notes of noted tasks with a message on one of `queues` or held by a worker; None when there is too much to
+    read."""
+    return _queued(client, queues, noted_of)

@@ -10,8 +10,6 @@ from __future__ import annotations
 import logging
 from functools import partial
 
-from celery.exceptions import Reject, Retry
-
 from common.backoff import backoff_seconds
 from common.celery_app import celery
 from common.post_once import outcome_unknown
@@ -71,18 +69,8 @@ def _run(task, function, *args):
 
 
 def _run_noted(task, function, *args):
-    """`_run` for a noted follow-up task (workers.noted_tasks): its note is dropped once it ends for good (done,
-    refused, out of retries) and kept while a retry or a requeued message is on its way. The note names the
-    message's own arguments, as they were sent."""
-    ended = True
-    try:
-        return _run(task, function, *args)
-    except (Retry, Reject):
-        ended = False
-        raise
-    finally:
-        if ended:
-            noted_tasks.done(get_runtime().redis, task.name, task.request.args or ())
+    """`_run` for a noted follow-up task (workers.noted_tasks.run_noted)."""
+    return noted_tasks.run_noted(get_runtime().redis, task, partial(_run, task, function, *args))
 
 
 @celery.task(name=CONSIDER_ALERT, bind=True, max_retries=MAX_RETRIES)

@@ -2,11 +2,11 @@
 that has waited a lease with no task message anywhere in Redis (lost in kombu's delivery window, or never
 published), and sends again an answer the bot handed on whose capture task is lost the same way (capture.handoffs),
 so a worker's crash costs a lease, not a sweep; it does the same for the follow-up tasks only their message
-carries (an alert's decision, an on-demand verdict: workers.noted_tasks). requeue_stale, the stale sweeper, every few
-minutes, re-enqueues pairs whose task was lost (the backstop when the queue is too long to read) and
-gives up on a pair whose judging task keeps failing with a bug: after MAX_FAILED_RUNS counted failures it stores
-the pair's judgments as errors with the reason. It gives up only once the last failure is a sweep interval old,
-so that no run that could still store the real verdict is beaten to it by the error rows.
+carries (an alert's decision, an on-demand verdict, a send to a trace tool: workers.noted_tasks). requeue_stale,
+the stale sweeper, every few minutes, re-enqueues pairs whose task was lost (the backstop when the queue is too
+long to read) and gives up on a pair whose judging task keeps failing with a bug: after MAX_FAILED_RUNS counted
+failures it stores the pair's judgments as errors with the reason. It gives up only once the last failure is a
+sweep interval old, so that no run that could still store the real verdict is beaten to it by the error rows.
 """
 
 from __future__ import annotations
@@ -90,12 +90,13 @@ def _send_noted(task: str, kwargs: dict) -> None:
 
 
 def requeue_lost_follow_ups(runtime: Runtime, now: float, lease_seconds: float) -> int:
-    """Send again the follow-up tasks (an alert's decision, an on-demand verdict, an outcome's follow-up) noted over
-    a lease ago whose message is nowhere in Redis (workers.noted_tasks): lost in kombu's delivery window."""
+    """Send again the follow-up tasks (an alert's decision, an on-demand verdict, an outcome's follow-up; a send to
+    a trace tool, on the judge queue) noted over a lease ago whose message is nowhere in Redis (workers.noted_tasks):
+    lost in kombu's delivery window, or never sent by a worker that died after the commit it followed."""
     noted = noted_tasks.overdue(runtime.redis, noted_before=now - lease_seconds, now=now, limit=SWEEP_LIMIT)
     return _send_again(
         noted,
-        lambda: queued_notes(runtime.redis, QUEUE_SLACK),
+        lambda: queued_notes(runtime.redis, QUEUE_SLACK, QUEUE_JUDGE),
         lambda call: noted_tasks.send(runtime.redis, *call, now),
         "follow-up tasks whose message",
         still_noted=partial(noted_tasks.still_noted, runtime.redis),
