@@ -6,6 +6,7 @@
   otherwise; 401 `{"message": ...}` for a wrong key, 400 for a body that is not a list. A score with an `id`
   already stored replaces it (upsert).
 - `GET /api/public/scores/{id}`: the stored score, or 404.
+`posts` counts the accepted posts of each score id (a resend upserts the score, and is counted here).
 `fail_next(n, status)` makes the next n score requests answer `status` (an outage).
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 import base64
 import json
 import uuid
+from collections import Counter
 from typing import Any
 
 from tests.fakes.background import OutageFake, QuietHandler
@@ -45,6 +47,7 @@ class FakeLangfuse(OutageFake):
     def __init__(self, public_key: str = "pk-lf-test", secret_key: str = "sk-lf-test") -> None:
         self.public_key, self.secret_key = public_key, secret_key
         self.scores: dict[str, dict] = {}
+        self.posts: Counter[str] = Counter()
         self.requests = 0
         self._serve()
 
@@ -75,6 +78,7 @@ class FakeLangfuse(OutageFake):
                     continue
                 score_id = score.get("id") or str(uuid.uuid4())
                 self.scores[score_id] = {**score, "id": score_id}
+                self.posts[score_id] += 1
         if errors:
             return 207, {"accepted": len(scores) - len(errors), "rejected": len(errors), "errors": errors}
         return 202, {"message": "Accepted"}

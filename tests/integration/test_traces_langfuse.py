@@ -5,13 +5,15 @@ without the countdowns); judgments are real rows in SQLite and PostgreSQL."""
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterator
 
 import pytest
 from langfuse import Langfuse
 from prometheus_client.parser import text_string_to_metric_families
 
-from common import metrics
+from common import celery_app, metrics, task_names
+from common.celery_app import QUEUE_JUDGE, QUEUE_SLACK
 from common.runtime import Runtime
 from store.models import Judgment, OutcomeSignal
 from tests.alert_helpers import add_judgment
@@ -19,6 +21,9 @@ from tests.fakes.langfuse_server import FakeLangfuse
 from tests.fakes.otlp_receiver import FakeOtlpReceiver
 from tests.fakes.slack_server import FakeSlack
 from tests.services import free_port
+from workers import noted_tasks
+from workers.judging.queued import queued_notes
+from workers.tasks.sweeper import requeue_lost_follow_ups
 from workers.tasks.traces import send_langfuse_outcome, send_langfuse_scores, send_otlp_evaluations, send_otlp_outcome
 
 CHANNEL, TS = "C_SUPPORT", "1767225600.000100"
@@ -104,6 +109,33 @@ def test_an_outcome_signal_becomes_a_boolean_score_and_an_evaluation_event_on_th
             {"gen_ai.evaluation.name": "relmon.outcome.reask", "gen_ai.evaluation.score.label": "true"},
         )
     ]
+
+
+def test_a_noted_send_whose_message_is_gone_is_sent_again_by_the_orphan_check_and_lands_once(
+    langfuse: FakeLangfuse, runtime_on: Callable[..., Runtime], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker noted a signal's send, committed the signal and died before queueing it: its note is all that is
+    left. Another send's message waits on the judge queue. Once the note is a lease old the orphan check sends the
+    lost one again, and only it; run, it puts the score on the trace once and drops its note."""
+    runtime = runtime_on(langfuse.url)
+    pair_id = signalled(runtime, judged(runtime))
+    waiting = judged(runtime, ts="1767225600.000200")
+    two_minutes_ago = time.time() - 120
+    lost = (task_names.SEND_LANGFUSE_OUTCOME, [pair_id, "reask"])
+    assert noted_tasks.note(runtime.redis, [lost], two_minutes_ago) == [True]  # noted before the commit; no message
+    noted_tasks.send(runtime.redis, task_names.SEND_LANGFUSE_SCORES, [waiting], two_minutes_ago)  # on the queue
+    waiting_note = noted_tasks.note_of(task_names.SEND_LANGFUSE_SCORES, [waiting])
+    assert queued_notes(runtime.redis, QUEUE_SLACK, QUEUE_JUDGE) == {waiting_note}
+
+    sent: list[tuple[str, list]] = []
+    monkeypatch.setattr(celery_app.celery, "send_task", lambda name, args=None, **_: sent.append((name, args)))
+    assert requeue_lost_follow_ups(runtime, time.time() - 100, lease_seconds=30) == 0  # within its lease: waits
+    assert requeue_lost_follow_ups(runtime, time.time(), lease_seconds=30) == 1
+    assert sent == [lost]
+
+    assert send_langfuse_outcome.apply(args=lost[1]).get() == "sent"  # the message sent again, run
+    assert langfuse.posts == {f"relmon-pair-{pair_id}-reask": 1}
+    assert {raw.decode() for raw in runtime.redis.zrange(noted_tasks.KEY, 0, -1)} == {waiting_note}
 
 
 def test_an_outage_is_retried_with_backoff_then_given_up_and_counted(

@@ -8,6 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+import redis
 from sqlalchemy import select, text
 
 from store.db import Database
@@ -16,9 +17,11 @@ from tests import slack_requests as sr
 from tests.broker import wait_until_idle
 from tests.builders import SECRET
 from tests.conftest import IN_CI
+from tests.fakes.langfuse_server import FakeLangfuse
 from tests.fakes.slack_server import FakeSlack
 from tests.processes import wait_for
 from tests.running_system import ALERTS, CHANNEL, System, add_support_channel, relmon_processes
+from workers import noted_tasks
 
 pytestmark = pytest.mark.slow
 
@@ -113,6 +116,13 @@ def waiting_on_a_lock(database: Database) -> bool:
         return session.execute(text(query)).scalar_one() > 0
 
 
+def needs_postgres(db_url: str) -> None:
+    if not db_url.startswith("postgresql"):
+        if IN_CI:
+            pytest.fail("PostgreSQL is required in CI (set RELMON_TEST_POSTGRES_URL)")
+        pytest.skip("holds a row lock: needs PostgreSQL (set RELMON_TEST_POSTGRES_URL)")
+
+
 def answered_in_thread(system: System, question: dict, answer: str) -> Pair:
     """The support bot answers in the question's thread; returns the pair once it is judged and watched."""
     event = sr.bot_message(CHANNEL, sr.next_ts(), answer, thread_ts=question.get("thread_ts", question["ts"]))
@@ -137,10 +147,7 @@ def test_a_worker_killed_mid_observation_records_each_signal_once_and_alerts_the
     written, the task not acknowledged. A new worker takes the task over when its lease lapses: each signal is one
     row per (pair, name), both references are set, and the first pair's missed failure (a re-ask and a takeover on
     a well-scored answer) is posted exactly once, though both attempts followed it up."""
-    if not fresh_db_url.startswith("postgresql"):
-        if IN_CI:
-            pytest.fail("PostgreSQL is required in CI (set RELMON_TEST_POSTGRES_URL)")
-        pytest.skip("holds a row lock: needs PostgreSQL (set RELMON_TEST_POSTGRES_URL)")
+    needs_postgres(fresh_db_url)
     # One task at a time, so the killed worker holds nothing else; the shortest lease, so the task comes back soon.
     system = make_system(workers=1, concurrency=1, RELMON_VISIBILITY_TIMEOUT=10)
     question = sr.human_message(CHANNEL, sr.next_ts(), "How do I reset my password?")
@@ -188,3 +195,49 @@ def test_a_worker_killed_mid_observation_records_each_signal_once_and_alerts_the
         first.id: "It is under your avatar, top right.",
         second.id: "It is under your avatar, top right.",
     }
+
+
+@pytest.mark.postgres
+def test_a_worker_killed_after_recording_a_signal_before_queueing_its_sends_still_puts_it_on_the_trace_once(
+    make_system, fresh_db_url: str, redis_url: str
+) -> None:
+    """Langfuse configured. A teammate's reply: the worker records the answer's `human_takeover`, then waits to set
+    the pair's reference on its row, which the test holds (FOR NO KEY UPDATE: the signal's insert goes through),
+    and is SIGKILLed there: the signal committed, its send not queued. The task's replay finds the signal recorded,
+    not new, and queues nothing; the send's note, made before the commit, is what beat's orphan check sends again
+    once a lease old. The score lands on the answer's trace, posted exactly once, and no note is left."""
+    needs_postgres(fresh_db_url)
+    with FakeLangfuse() as langfuse:
+        system = make_system(
+            workers=1,
+            concurrency=1,
+            RELMON_VISIBILITY_TIMEOUT=10,
+            RELMON_TRACE_ID_FROM="slack_ts",
+            RELMON_LANGFUSE_HOST=langfuse.url,
+            RELMON_LANGFUSE_PUBLIC_KEY="pk-lf-test",  # the keys a FakeLangfuse() takes
+            RELMON_LANGFUSE_SECRET_KEY="sk-lf-test",
+        )
+        question = sr.human_message(CHANNEL, sr.next_ts(), "How do I reset my password?")
+        system.send(question)
+        pair = answered_in_thread(system, question, "Open Settings > Security > Reset password.")
+        wait_for(langfuse.stored, timeout=30, what="the verdict's score in Langfuse")
+        takeover = f"relmon-pair-{pair.id}-human_takeover"
+
+        with system.database.engine.connect() as lock, lock.begin():
+            lock.execute(select(Pair).where(Pair.id == pair.id).with_for_update(key_share=True))
+            reply = sr.human_message(
+                CHANNEL, sr.next_ts(), "It is under your avatar, top right.", user="U_AGENT", thread_ts=question["ts"]
+            )
+            system.send(reply)
+            wait_for(lambda: waiting_on_a_lock(system.database), timeout=20, what="the worker at the pair's row")
+            assert signal_rows(system.database) == {(pair.id, "human_takeover"): 1}
+            victim = system.workers.pop()
+            victim.kill()  # the signal is committed, its send not queued
+        assert takeover not in langfuse.stored()
+        system.start_workers(1)
+
+        wait_for(lambda: takeover in langfuse.stored(), timeout=60, what="the takeover's score, sent again")
+        wait_until_idle(redis_url)  # a second send (the replay's, a second resend) would have landed by now
+        assert langfuse.posts[takeover] == 1
+        with redis.Redis.from_url(redis_url) as broker:
+            assert broker.zcard(noted_tasks.KEY) == 0
