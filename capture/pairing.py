@@ -216,12 +216,6 @@ IN_PROGRESS, COMPLETED, ERRORED = "in_progress", "completed", "errored"
 STREAM_STATES = frozenset({IN_PROGRESS, COMPLETED, ERRORED})
 
 
-def stream_state(event: dict[str, Any]) -> str | None:
-    """The streaming_state of the message an event is about (the inner message of a message_changed)."""
-    state = message_of(event).get("streaming_state") or event.get("streaming_state")
-    return state if state in STREAM_STATES else None
-
-
 def settles_at_once(state: str | None) -> bool:
     """A stream that has ended needs no quiet time: no more text is coming."""
     return state in (COMPLETED, ERRORED)

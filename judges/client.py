@@ -170,11 +170,6 @@ class LLMClient:
         """Probe the endpoint again from the best format on the next call."""
         self.modes.forget(self.base_url, model or self.model)
 
-    @property
-    def structured_outputs(self) -> bool:
-        """Whether the endpoint is (still) taken to accept strict structured outputs for the client's model."""
-        return self.mode_for().response_format == "json_schema"
-
     # Calls ------------------------------------------------------------------------------------------------
 
     def complete(

@@ -24,6 +24,9 @@ class TraceSettings(BaseModel):
     # OpenTelemetry: `gen_ai.evaluation.result` events over OTLP/HTTP to this endpoint (the standard variable; the
     # exporter reads the other OTEL_EXPORTER_OTLP_* variables itself: headers, timeout, certificates).
     otlp_endpoint: str | None = Field(None, **_env("OTEL_EXPORTER_OTLP_ENDPOINT"))
+    # Their form: log records (the convention's event form), or spans in the bot's trace carrying the event, under
+    # the span it names at RELMON_SPAN_ID_KEY, for backends that read traces only (Phoenix, Jaeger, Tempo).
+    otlp_events_as: Literal["logs", "spans"] = Field("logs", **_env("RELMON_OTLP_EVENTS_AS"))
     # Phoenix: span annotations on the bot's traces. Off unless the URL is set; the key only where Phoenix has auth
     # on. An annotation goes on the span the bot names in its metadata (RELMON_SPAN_ID_KEY), else on the trace's
     # root span, looked up in the project (workers.phoenix_annotations says why).

@@ -1,9 +1,10 @@
-"""OpenTelemetry `gen_ai.evaluation.result` events, exported over OTLP/HTTP with the SDK's own exporter: one log
-record per evaluation, carrying the evaluated trace's ID, so that a tracing backend shows it on that trace.
+"""OpenTelemetry `gen_ai.evaluation.result` events, exported over OTLP/HTTP with the SDK's own exporters, in one of
+two forms (RELMON_OTLP_EVENTS_AS): `logs`, one log record per evaluation carrying the evaluated trace's ID (the
+GenAI convention's event form; here), or `spans`, for backends that read traces only (`workers.otlp_spans`).
 
 The SDK's logs API is still marked private (`opentelemetry.sdk._logs`); it is used as its documentation shows.
-One provider per process and endpoint; an export is synchronous (SimpleLogRecordProcessor) so that the task
-knows whether it went through and can retry."""
+One provider per process and endpoint; an export is synchronous (a Simple*Processor) so that the task knows
+whether it went through and can retry."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ EXPORT_TIMEOUT_SECONDS = 5.0
 # What the endpoint says no to (a wrong key or a body it refuses): sending again would be refused again. The
 # exporter itself retries only 429 and 5xx (within its timeout), and so does the task after it.
 REFUSED = frozenset({400, 401, 403, 404, 413, 415})
-_lock = threading.Lock()
+# One export at a time per process: an exporter's `last` and `status` are those of this one.
+export_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -30,34 +32,48 @@ class Exported:
         return not self.sent and self.status in REFUSED
 
 
+def status_keeping(exporter_class: type, url: str):
+    """An instance of one of the SDK's OTLP/HTTP exporters (logs, traces) that keeps the result of its last export
+    (a Simple*Processor drops it) and the HTTP status the endpoint last answered (the exporter only logs it): a
+    refusal is told from an outage by it."""
+    from requests import Session
+
+    class ResultKeeping(exporter_class):
+        last = None
+        status: int | None = None
+
+        def export(self, batch, *args, **kwargs):
+            self.status = None
+            self.last = super().export(batch, *args, **kwargs)
+            return self.last
+
+        def outcome(self) -> Exported:
+            # By name: the result enums were renamed across SDK versions (LogExportResult, LogRecordExportResult).
+            return Exported(getattr(self.last, "name", None) == "SUCCESS", self.status)
+
+    session = Session()  # the exporter's own HTTP session (a documented argument), with a hook that sees answers
+    exporter = ResultKeeping(endpoint=url, timeout=EXPORT_TIMEOUT_SECONDS, session=session)
+    session.hooks["response"].append(
+        lambda response, *args, **kwargs: setattr(exporter, "status", response.status_code)
+    )
+    return exporter
+
+
+def relmon_resource():
+    """relmon's resource; the standard OTEL_RESOURCE_ATTRIBUTES are merged in by the SDK."""
+    from opentelemetry.sdk.resources import Resource
+
+    return Resource.create({"service.name": "relmon"})
+
+
 @cache
 def _pipeline(endpoint: str):
     from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
     from opentelemetry.sdk._logs import LoggerProvider
     from opentelemetry.sdk._logs.export import SimpleLogRecordProcessor
-    from opentelemetry.sdk.resources import Resource
-    from requests import Session
 
-    class ResultKeeping(OTLPLogExporter):
-        """The exporter, keeping the result of its last export (the processor drops it) and the HTTP status the
-        endpoint last answered (the exporter logs it only): a refusal is told from an outage by it."""
-
-        last = None
-        status: int | None = None
-
-        def export(self, batch):
-            self.status = None
-            self.last = super().export(batch)
-            return self.last
-
-    session = Session()  # the exporter's own HTTP session (a documented argument), with a hook that sees answers
-    exporter = ResultKeeping(
-        endpoint=f"{endpoint.rstrip('/')}/v1/logs", timeout=EXPORT_TIMEOUT_SECONDS, session=session
-    )
-    session.hooks["response"].append(
-        lambda response, *args, **kwargs: setattr(exporter, "status", response.status_code)
-    )
-    provider = LoggerProvider(resource=Resource.create({"service.name": "relmon"}))
+    exporter = status_keeping(OTLPLogExporter, f"{endpoint.rstrip('/')}/v1/logs")
+    provider = LoggerProvider(resource=relmon_resource())
     provider.add_log_record_processor(SimpleLogRecordProcessor(exporter))
     return provider.get_logger("relmon.evaluations"), exporter
 
@@ -68,7 +84,7 @@ def export_evaluations(endpoint: str, trace_id: str, events: list[dict]) -> Expo
     from opentelemetry.trace import TraceFlags
 
     logger, exporter = _pipeline(endpoint)
-    with _lock:  # one export at a time per process: `last` is the result of this one
+    with export_lock:
         for attributes in events:
             exporter.last = None
             logger.emit(
@@ -80,7 +96,6 @@ def export_evaluations(endpoint: str, trace_id: str, events: list[dict]) -> Expo
                     attributes=attributes,
                 )
             )
-            # By name: the result's enum was renamed across SDK versions (LogExportResult, LogRecordExportResult).
-            if getattr(exporter.last, "name", None) != "SUCCESS":
-                return Exported(False, exporter.status)
+            if not (exported := exporter.outcome()).sent:
+                return exported
     return Exported(True, exporter.status)

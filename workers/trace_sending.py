@@ -29,6 +29,7 @@ from workers.traces import (
     checked_span_id,
     checked_trace_id,
     evaluation_events,
+    evaluation_spans,
     langfuse_scores,
     metadata_trace_id,
     outcome_annotation,
@@ -59,6 +60,13 @@ class Subject:
     thread_ts: str | None = None
     signal: str | None = None  # a name of store.signals.SIGNALS
     pair_id: int = 0
+
+    @property
+    def key(self) -> str:
+        """What is sent, as the score IDs and annotation identifiers name it (workers.traces)."""
+        if self.verdict is not None:
+            return f"relmon-{self.verdict.judgment_id}"
+        return f"relmon-pair-{self.pair_id}-{self.signal}"
 
 
 def load_subject(runtime: Runtime, judgment_id: int) -> Subject | None:
@@ -208,25 +216,35 @@ def send_to_otlp(runtime: Runtime, judgment_id: int) -> str:
     found = traced(runtime, subject, OTLP, judgment_id=judgment_id)
     if isinstance(found, str):
         return found
-    trace_id, _, fields = found
-    return export_events(runtime, trace_id, evaluation_events(subject.verdict), fields)
+    return export_events(runtime, subject.key, found, evaluation_events(subject.verdict))
 
 
 def send_outcome_to_otlp(runtime: Runtime, pair_id: int, signal: str) -> str:
     """One outcome signal's `gen_ai.evaluation.result` event over OTLP. SendAgain: retry."""
-    found = traced(runtime, load_outcome(runtime, pair_id, signal), OTLP, pair_id=pair_id, signal=signal)
+    subject = load_outcome(runtime, pair_id, signal)
+    found = traced(runtime, subject, OTLP, pair_id=pair_id, signal=signal)
     if isinstance(found, str):
         return found
-    trace_id, _, fields = found
-    return export_events(runtime, trace_id, [outcome_event(signal)], fields)
+    return export_events(runtime, subject.key, found, [outcome_event(signal)])
 
 
-def export_events(runtime: Runtime, trace_id: str, events: list[dict], fields: dict) -> str:
+def export_events(runtime: Runtime, key: str, found: tuple[str, str | None, dict], events: list[dict]) -> str:
+    """The events as log records on the trace, or as spans under the span the bot named (RELMON_OTLP_EVENTS_AS)."""
     from workers.otlp_events import export_evaluations
+    from workers.otlp_spans import export_evaluation_spans
 
+    trace_id, _, fields = found
     if not events:
         return "skipped"
-    exported = export_evaluations(runtime.settings.otlp_endpoint, trace_id, events)
+    endpoint = runtime.settings.otlp_endpoint
+    if runtime.settings.otlp_events_as == "logs":
+        exported = export_evaluations(endpoint, trace_id, events)
+    else:
+        try:
+            parent = named_span(runtime, found)
+        except BadTraceId:
+            return "bad_trace_id"
+        exported = export_evaluation_spans(endpoint, evaluation_spans(trace_id, key, parent, events))
     if exported.refused:  # a key or body the endpoint refuses: sending again would be refused again
         log.warning("the OTLP endpoint refused the events", extra={**fields, "status": exported.status})
         return "rejected"
@@ -258,13 +276,23 @@ def annotate(runtime: Runtime, found: tuple[str, str | None, dict], annotations)
     """The annotations (built for a span ID) upserted on the span the bot named, checked, or the trace's root."""
     from workers.phoenix_annotations import upsert_annotations
 
-    trace_id, given, fields = found
+    trace_id, _, fields = found
     try:
-        span_id = checked_span_id(given) if given else None
-    except BadTraceId as error:
-        log.warning("span id refused", extra={**fields, "reason": str(error), "key": runtime.settings.span_id_key})
+        span_id = named_span(runtime, found)
+    except BadTraceId:
         return "bad_trace_id"
     return upsert_annotations(runtime.settings, trace_id, span_id, annotations, fields)
+
+
+def named_span(runtime: Runtime, found: tuple[str, str | None, dict]) -> str | None:
+    """The span ID the bot named, checked (None when it named none); BadTraceId, said in a log line, when what it
+    named is not one."""
+    _, given, fields = found
+    try:
+        return checked_span_id(given) if given else None
+    except BadTraceId as error:
+        log.warning("span id refused", extra={**fields, "reason": str(error), "key": runtime.settings.span_id_key})
+        raise
 
 
 class Send(NamedTuple):

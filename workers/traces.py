@@ -165,3 +165,38 @@ def evaluation_events(verdict: Verdict) -> list[dict]:
 def outcome_event(signal: str) -> dict:
     """The `gen_ai.evaluation.result` event of one outcome signal."""
     return {"gen_ai.evaluation.name": f"relmon.outcome.{signal}", "gen_ai.evaluation.score.label": "true"}
+
+
+EVALUATION_SPAN = "gen_ai.evaluation"  # no convention names a span for it: the GenAI spans' "{operation} {target}"
+
+
+@dataclass(frozen=True)
+class EvaluationSpan:
+    """A `gen_ai.evaluation.result` event in its span form (RELMON_OTLP_EVENTS_AS=spans): a span of its own in the
+    bot's trace, under the span the bot named (else a root of that trace), carrying the event."""
+
+    name: str
+    trace_id: str
+    span_id: str
+    parent_span_id: str | None
+    attributes: dict
+
+
+def evaluation_span_id(trace_id: str, subject: str, evaluation: str) -> str:
+    """16 hex derived from the trace, what is evaluated (`relmon-<judgment>`, `relmon-pair-<pair>-<signal>`) and the
+    evaluation's name: a resend is the same span, which a backend keeps once (Phoenix: the first; workers.otlp_spans).
+    The trace is in it as Phoenix's span IDs are unique across its traces."""
+    span_id = hashlib.sha256(f"{trace_id}:{subject}:{evaluation}".encode()).digest()[:8].hex()
+    return span_id if span_id != "0" * 16 else "0" * 15 + "1"  # all zeros is no span ID
+
+
+def evaluation_spans(trace_id: str, subject: str, parent: str | None, events: list[dict]) -> list[EvaluationSpan]:
+    """One span per event (its attributes, as evaluation_events and outcome_event make them), named after the
+    evaluation, with the event's attributes on the span too: a trace search (Jaeger, Tempo's TraceQL) filters on
+    span attributes."""
+    spans = []
+    for attributes in events:
+        evaluation = attributes["gen_ai.evaluation.name"]
+        span_id = evaluation_span_id(trace_id, subject, evaluation)
+        spans.append(EvaluationSpan(f"{EVALUATION_SPAN} {evaluation}", trace_id, span_id, parent, attributes))
+    return spans

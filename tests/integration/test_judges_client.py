@@ -82,7 +82,7 @@ def test_fallback_when_response_format_is_rejected(fake: FakeOpenAI) -> None:
     assert first.status == "ok" and first.score == 4
     assert first.raw_output.startswith("```json")  # plain completion, parsed tolerantly
     assert fake.statuses == {400: 1, 200: 1}
-    assert client.structured_outputs is False
+    assert client.mode_for().response_format != "json_schema"
     fake.reset()
     second = GroundedJudge().evaluate(client, QUESTION, ANSWER, REFERENCE)
     assert second.status == "ok"
@@ -153,7 +153,8 @@ def test_permanent_errors_say_what_to_fix(fake: FakeOpenAI, status: int, hint: s
     verdict = RelevancyJudge().evaluate(client, QUESTION, ANSWER)
     assert verdict.status == "error" and hint in verdict.error
     assert len(fake.requests) == 1
-    assert client.structured_outputs is True  # a 400 about something else is not a response_format rejection
+    # A 400 about something else is not a response_format rejection.
+    assert client.mode_for().response_format == "json_schema"
 
 
 def test_garbage_reply_is_an_error_verdict_with_the_raw_text(fake: FakeOpenAI) -> None:

@@ -1,7 +1,8 @@
 """Verdicts on the bot's traces, to a real Phoenix server (`phoenix serve` from PyPI, SQLite, auth on: relmon's key
 is Phoenix's admin secret). The "bot" sends its trace to Phoenix's own OTLP endpoint with the OpenTelemetry SDK;
 relmon's send task (run eagerly, and once through a real `relmon worker`) puts span annotations on it through the
-official client; the test reads them back through Phoenix's REST API."""
+official client; the test reads them back through Phoenix's REST API. With RELMON_OTLP_EVENTS_AS=spans its
+evaluation events go to the same OTLP endpoint as spans in the bot's trace, read back the same way."""
 
 from __future__ import annotations
 
@@ -23,8 +24,13 @@ from tests.integration.test_traces_langfuse import CHANNEL, TS, judged, sends, s
 from tests.phoenix_server import ADMIN_SECRET, PhoenixProcess
 from tests.processes import wait_for
 from tests.running_system import relmon_processes
-from workers.tasks.traces import send_otlp_evaluations, send_phoenix_annotations, send_phoenix_outcome
-from workers.traces import slack_trace_id
+from workers.tasks.traces import (
+    send_otlp_evaluations,
+    send_otlp_outcome,
+    send_phoenix_annotations,
+    send_phoenix_outcome,
+)
+from workers.traces import evaluation_span_id, slack_trace_id
 
 # The first test's setup starts Phoenix (tests/phoenix_server.py: up to START_SECONDS on a loaded machine).
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
@@ -186,6 +192,49 @@ def test_phoenixs_otlp_endpoint_takes_the_bots_spans_and_their_events_but_not_re
     runtime = on_phoenix(phoenix_url=None, otlp_endpoint=phoenix.url)
     judgment_id = judged(runtime, ts=ts)
     assert send_otlp_evaluations.apply(args=[judgment_id], retries=3).get() == "failed"
+
+
+def test_the_span_form_of_the_evaluation_events_goes_into_phoenixs_traces_under_the_named_span_once_per_resend(
+    phoenix: PhoenixProcess, on_phoenix: Callable[..., Runtime], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """RELMON_OTLP_EVENTS_AS=spans: Phoenix's OTLP endpoint takes them (the key in the standard headers variable),
+    under the bot's span; a resend is the same span ID, which Phoenix keeps once."""
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", f"Authorization=Bearer%20{ADMIN_SECRET}")
+    trace_id = f"{random.getrandbits(128):032x}"
+    root, child = bot_trace(phoenix, trace_id)
+    with FakeSlack() as slack:
+        slack.add_channel(CHANNEL, "support", members=["U_RELMON"])
+        payload = {"trace_id": trace_id, "span_id": child}
+        metadata = {"event_type": "support_answer", "event_payload": payload}
+        slack.add_message(CHANNEL, TS, text="Open Settings.", bot_id="B_SUPPORT", metadata=metadata)
+        runtime = on_phoenix(
+            slack.api_url, trace_id_from="metadata", phoenix_url=None, otlp_endpoint=phoenix.url, otlp_events_as="spans"
+        )
+        judgment_id = judged(runtime, confirmation="confirmed")
+        pair_id = signalled(runtime, judgment_id)
+        assert send_otlp_evaluations.apply(args=[judgment_id]).get() == "sent"
+        assert send_otlp_evaluations.apply(args=[judgment_id]).get() == "sent"  # a redelivery: the same two spans
+        assert send_otlp_outcome.apply(args=[pair_id, "reask"]).get() == "sent"  # sent last, stored last
+
+    def relmons() -> dict | None:
+        spans = phoenix.get("v1/projects/default/spans", trace_id=trace_id)["data"]
+        found = {span["name"]: span for span in spans if span["context"]["span_id"] not in (root, child)}
+        return found if "gen_ai.evaluation relmon.outcome.reask" in found else None
+
+    spans = wait_for(relmons, timeout=30, what="relmon's evaluation spans in Phoenix")
+    assert len(phoenix.get("v1/projects/default/spans", trace_id=trace_id)["data"]) == 2 + 3  # the resend: no more
+    verdict = spans["gen_ai.evaluation relmon.relevancy"]
+    assert verdict["parent_id"] == child and verdict["context"]["trace_id"] == trace_id
+    assert verdict["context"]["span_id"] == evaluation_span_id(trace_id, f"relmon-{judgment_id}", "relmon.relevancy")
+    (event,) = verdict["events"]
+    assert event["name"] == "gen_ai.evaluation.result"
+    assert verdict["attributes"] == event["attributes"]  # on the span too, for trace searches
+    assert event["attributes"]["gen_ai.evaluation.name"] == "relmon.relevancy"
+    assert event["attributes"]["gen_ai.evaluation.score.value"] == 0.25
+    assert "passwords" in event["attributes"]["gen_ai.evaluation.explanation"]
+    second = spans["gen_ai.evaluation relmon.relevancy.second_opinion"]
+    assert second["parent_id"] == child
+    assert second["events"][0]["attributes"]["gen_ai.evaluation.score.label"] == "confirmed"
 
 
 def test_a_judged_answer_becomes_an_annotation_through_a_real_worker(

@@ -21,7 +21,6 @@ from capture.pairing import (
     resolve,
     settles_at_once,
     stream_errored,
-    stream_state,
     unchanged,
 )
 from capture.text import message_text
@@ -50,14 +49,14 @@ def a_stream() -> tuple[dict, dict, dict]:
 
 def test_stream_opener_never_settles() -> None:
     q, opener, _ = a_stream()
-    assert stream_state(opener) == "in_progress" and not settles_at_once(stream_state(opener))
+    assert logged(opener).streaming == "in_progress" and not settles_at_once(logged(opener).streaming)
     waiting = resolve(opener["ts"], [logged(q), logged(opener)], WINDOW)
     assert waiting.status == STREAMING and waiting.question is None  # not judged as empty
 
 
 def test_a_streams_completion_settles_at_once() -> None:
     q, opener, completion = a_stream()
-    assert stream_state(completion) == "completed" and settles_at_once(stream_state(completion))
+    assert logged(completion).streaming == "completed" and settles_at_once(logged(completion).streaming)
     assert float(completion["event_ts"]) < float(opener["ts"])  # Slack's order: the completion looks older
     done = resolve(opener["ts"], [logged(q), logged(completion)], WINDOW)
     assert (done.status, done.question.ts) == ("pending", q["ts"])
@@ -83,7 +82,7 @@ def test_an_errored_stream_settles_on_what_was_shown_and_says_so() -> None:
     q = sr.human_message(C, "100.000001", "Export my data")
     opener = ss.stream_opener(C, "100.000005", q["ts"])
     errored = ss.stream_completion(opener, "Starting the export of", state="errored")
-    assert settles_at_once(stream_state(errored))
+    assert settles_at_once(logged(errored).streaming)
     resolution = resolve(opener["ts"], [logged(q), logged(errored)], WINDOW)
     assert resolution.status == "pending"
     assert stream_errored(resolution.parts) and not stream_errored([logged(q)])

@@ -22,7 +22,7 @@ from sqlalchemy import Row
 
 from capture.conversation import earlier_turns, stored_turns
 from capture.conversation_log import ConversationLog, HistoryFallback
-from capture.directory import BotUsers, UserNames, own_identity
+from capture.directory import UserNames, own_identity
 from capture.notices import is_notice
 from capture.outcomes import window_closes_at
 from capture.pairing import STREAMING, Author, LoggedMessage, Resolution, author_of, logged_message, resolve
@@ -92,7 +92,7 @@ def _history(runtime: Runtime, log_: ConversationLog, channel: str, answer: Logg
         own = own_identity(runtime.redis, runtime.slack)
     except SlackApiError:
         return
-    monitored = BotUsers(runtime.redis, runtime.slack, settings.monitored_bots).ids()
+    monitored = runtime.bot_users.ids()
     for message in raw:
         if not message.get("ts") or is_notice(message):
             continue
