@@ -15,6 +15,7 @@ from functools import cache
 from workers.traces import EVALUATION_EVENT
 
 EXPORT_TIMEOUT_SECONDS = 5.0
+LOGS_PATH, TRACES_PATH = "/v1/logs", "/v1/traces"  # OTLP/HTTP's, under the base endpoint
 # What the endpoint says no to (a wrong key or a body it refuses): sending again would be refused again. The
 # exporter itself retries only 429 and 5xx (within its timeout), and so does the task after it.
 REFUSED = frozenset({400, 401, 403, 404, 413, 415})
@@ -72,7 +73,7 @@ def _pipeline(endpoint: str):
     from opentelemetry.sdk._logs import LoggerProvider
     from opentelemetry.sdk._logs.export import SimpleLogRecordProcessor
 
-    exporter = status_keeping(OTLPLogExporter, f"{endpoint.rstrip('/')}/v1/logs")
+    exporter = status_keeping(OTLPLogExporter, endpoint.rstrip("/") + LOGS_PATH)
     provider = LoggerProvider(resource=relmon_resource())
     provider.add_log_record_processor(SimpleLogRecordProcessor(exporter))
     return provider.get_logger("relmon.evaluations"), exporter
@@ -99,3 +100,16 @@ def export_evaluations(endpoint: str, trace_id: str, events: list[dict]) -> Expo
             if not (exported := exporter.outcome()).sent:
                 return exported
     return Exported(True, exporter.status)
+
+
+def empty_export(endpoint: str, events_as: str) -> Exported:
+    """An export of nothing to the path of the form (`logs`, `spans`), as `relmon doctor` sends it: the endpoint
+    answers as it would to the events (the OTLP specification takes an empty request) and stores nothing."""
+    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    exporter_class, path = (OTLPSpanExporter, TRACES_PATH) if events_as == "spans" else (OTLPLogExporter, LOGS_PATH)
+    exporter = status_keeping(exporter_class, endpoint.rstrip("/") + path)
+    exporter.export([])
+    exporter.shutdown()
+    return exporter.outcome()

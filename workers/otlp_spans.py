@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from functools import cache
 
-from workers.otlp_events import Exported, export_lock, relmon_resource, status_keeping
+from workers.otlp_events import TRACES_PATH, Exported, export_lock, relmon_resource, status_keeping
 from workers.traces import EVALUATION_EVENT, EvaluationSpan
 
 
@@ -36,7 +36,7 @@ def _pipeline(endpoint: str):
         def generate_span_id(self) -> int:
             return self.span_id
 
-    exporter = status_keeping(OTLPSpanExporter, f"{endpoint.rstrip('/')}/v1/traces")
+    exporter = status_keeping(OTLPSpanExporter, endpoint.rstrip("/") + TRACES_PATH)
     ids = Given()
     # ALWAYS_ON: an OTEL_TRACES_SAMPLER meant for some other tracing in the process drops no evaluation.
     provider = TracerProvider(sampler=ALWAYS_ON, resource=relmon_resource(), id_generator=ids)

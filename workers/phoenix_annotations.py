@@ -28,6 +28,14 @@ if TYPE_CHECKING:
 log = logging.getLogger("relmon.traces")
 
 
+def phoenix_http(settings: Settings) -> httpx.Client:
+    """Our own httpx client for Phoenix's (the timeout is relmon's, and no PHOENIX_* variable of the worker's
+    environment applies), with the key where one is set."""
+    key = settings.secret("phoenix_api_key")
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    return httpx.Client(base_url=f"{settings.phoenix_url.rstrip('/')}/", headers=headers, timeout=TIMEOUT_SECONDS)
+
+
 def root_span_id(client: Client, project: str, trace_id: str) -> str | None:
     """The span ID of the trace's root span in `project`, or None when Phoenix has no such span (yet)."""
     spans = client.spans.get_spans(
@@ -46,11 +54,7 @@ def upsert_annotations(
 
     if not annotations_for(span_id or ""):
         return "skipped"  # nothing judged (an error, a null score) and no second opinion
-    key = settings.secret("phoenix_api_key")
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
-    # Our own httpx client: the timeout is relmon's, and no PHOENIX_* variable of the worker's environment applies.
-    base_url = f"{settings.phoenix_url.rstrip('/')}/"
-    with httpx.Client(base_url=base_url, headers=headers, timeout=TIMEOUT_SECONDS) as http:
+    with phoenix_http(settings) as http:
         client = Client(http_client=http)
         try:
             span_id = span_id or root_span_id(client, settings.phoenix_project, trace_id)

@@ -21,6 +21,7 @@ from common import metrics, task_names
 from common.runtime import Runtime
 from common.telemetry.logs import event_fields
 from store.models import Judgment, OutcomeSignal, Pair
+from store.settings import Settings
 from store.signals import SIGNALS
 from workers import noted_tasks
 from workers.traces import (
@@ -178,20 +179,26 @@ def send_outcome_to_langfuse(runtime: Runtime, pair_id: int, signal: str) -> str
     return post_scores(runtime, [outcome_score(pair_id, signal, trace_id)], fields)
 
 
-def post_scores(runtime: Runtime, scores: list[dict], fields: dict) -> str:
-    """POST the scores with the official SDK's API client: sent, skipped (none), rejected; SendAgain: retry."""
+def langfuse_api(settings: Settings):
+    """The official SDK's API client on the project's keys (its calls take `request_options={"max_retries": 0}`:
+    retries are the caller's)."""
     from langfuse.api.client import LangfuseAPI
-    from langfuse.api.core.api_error import ApiError
 
-    if not scores:
-        return "skipped"
-    settings = runtime.settings
-    client = LangfuseAPI(
+    return LangfuseAPI(
         base_url=settings.langfuse_host.rstrip("/"),
         username=settings.langfuse_public_key,
         password=settings.secret("langfuse_secret_key"),
         timeout=TIMEOUT_SECONDS,
     )
+
+
+def post_scores(runtime: Runtime, scores: list[dict], fields: dict) -> str:
+    """POST the scores with the official SDK's API client: sent, skipped (none), rejected; SendAgain: retry."""
+    from langfuse.api.core.api_error import ApiError
+
+    if not scores:
+        return "skipped"
+    client = langfuse_api(runtime.settings)
     try:
         # Retries are Celery's (with backoff, counted); the SDK's own would hide an outage inside one attempt.
         answer = client.scores.create(request=scores, request_options={"max_retries": 0})

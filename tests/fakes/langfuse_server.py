@@ -6,6 +6,7 @@
   otherwise; 401 `{"message": ...}` for a wrong key, 400 for a body that is not a list. A score with an `id`
   already stored replaces it (upsert).
 - `GET /api/public/scores/{id}`: the stored score, or 404.
+- `GET /api/public/projects`: the keys' project (`relmon doctor` reads it).
 `posts` counts the accepted posts of each score id (a resend upserts the score, and is counted here).
 `fail_next(n, status)` makes the next n score requests answer `status` (an outage).
 """
@@ -39,6 +40,14 @@ def score_problem(score: Any) -> str | None:
     if data_type == "CATEGORICAL" and not isinstance(value, str):
         return "value: Expected string for CATEGORICAL score"
     return None
+
+
+PROJECT = {
+    "id": "proj-support-bot",
+    "name": "support-bot",
+    "organization": {"id": "org-1", "name": "Acme"},
+    "metadata": {},
+}
 
 
 class FakeLangfuse(OutageFake):
@@ -102,10 +111,12 @@ class FakeLangfuse(OutageFake):
 
             def do_GET(self) -> None:
                 path = self.path.split("?", 1)[0]
-                if not path.startswith("/api/public/scores/"):
+                if not path.startswith("/api/public/scores/") and path != "/api/public/projects":
                     return self._answer(404, {"message": "Not Found"})
                 if not fake._authorised(self.headers.get("Authorization")):
                     return self._answer(401, {"message": "Invalid credentials"})
+                if path == "/api/public/projects":  # the keys' project, as Langfuse answers a project-scoped key
+                    return self._answer(200, {"data": [PROJECT]})
                 score = fake.stored().get(path.rsplit("/", 1)[1])
                 self._answer(200, score) if score else self._answer(404, {"message": "Score not found"})
 

@@ -14,6 +14,7 @@ from relmon.doctor.slack_checks import required_scopes
 from store.db import Database
 from store.settings import Settings
 from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.otlp_receiver import FakeOtlpReceiver
 from tests.fakes.slack_server import RELMON_BOT_ID, RELMON_USER_ID, FakeSlack
 from tests.processes import relmon_command, relmon_env
 from tests.services import free_port
@@ -81,6 +82,13 @@ def test_all_ok(healthy: dict) -> None:
         assert f"ok    {name}:" in text
     assert "ok    redis:" in text and "ok    database:" in text and "ok    llm:" in text
     assert "xoxb-****alue" in text  # masked, recognisable
+
+
+def test_a_tracing_tool_that_refuses_the_key_fails_the_doctor(healthy: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", "Authorization=Bearer%20wrong-token")
+    with FakeOtlpReceiver(token="right-token") as otlp:
+        code, text = doctor(**healthy, otlp_endpoint=otlp.url)
+    assert code == 1 and failures(text) == [f"FAIL  otlp: {otlp.url}/v1/logs refused the key (401)"], text
 
 
 def test_a_bad_token(healthy: dict) -> None:

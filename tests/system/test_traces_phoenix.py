@@ -18,7 +18,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.id_generator import IdGenerator
 
 from common.runtime import Runtime
+from relmon.doctor.trace_checks import check_traces
 from tests import slack_requests as sr
+from tests.builders import make_settings
 from tests.fakes.slack_server import FakeSlack
 from tests.integration.test_traces_langfuse import CHANNEL, TS, judged, sends, signalled
 from tests.phoenix_server import ADMIN_SECRET, PhoenixProcess
@@ -235,6 +237,29 @@ def test_the_span_form_of_the_evaluation_events_goes_into_phoenixs_traces_under_
     second = spans["gen_ai.evaluation relmon.relevancy.second_opinion"]
     assert second["parent_id"] == child
     assert second["events"][0]["attributes"]["gen_ai.evaluation.score.label"] == "confirmed"
+
+
+def test_the_doctor_reads_phoenix_with_the_key_and_sends_its_otlp_endpoint_an_empty_export_of_the_form_set(
+    phoenix: PhoenixProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def lines(**values: object) -> list[str]:
+        return [check.line() for check in check_traces(make_settings(phoenix_url=phoenix.url, **values))]
+
+    assert lines(phoenix_api_key=ADMIN_SECRET) == [f"ok    phoenix: {phoenix.url} takes the key (project 'default')"]
+    (refused,) = lines(phoenix_api_key="not-the-key")
+    assert (
+        refused.startswith(f"FAIL  phoenix: {phoenix.url} refused the key (401)")
+        and "RELMON_PHOENIX_API_KEY" in refused
+    )
+    (absent,) = lines(phoenix_api_key=ADMIN_SECRET, phoenix_project="no-such-project")
+    assert absent.startswith(f"warn  phoenix: {phoenix.url} has no project 'no-such-project' (yet)")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", f"Authorization=Bearer%20{ADMIN_SECRET}")
+    otlp = {"phoenix_url": None, "otlp_endpoint": phoenix.url}
+    (logs,) = [check.line() for check in check_traces(make_settings(**otlp))]
+    assert logs.startswith(f"FAIL  otlp: {phoenix.url}/v1/logs answered 405: it takes no logs")
+    assert "set RELMON_OTLP_EVENTS_AS=spans" in logs
+    spans = [check.line() for check in check_traces(make_settings(**otlp, otlp_events_as="spans"))]
+    assert spans == [f"ok    otlp: {phoenix.url}/v1/traces takes an export (spans)"]
 
 
 def test_a_judged_answer_becomes_an_annotation_through_a_real_worker(
