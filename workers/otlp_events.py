@@ -17,8 +17,9 @@ from workers.traces import EVALUATION_EVENT
 EXPORT_TIMEOUT_SECONDS = 5.0
 LOGS_PATH, TRACES_PATH = "/v1/logs", "/v1/traces"  # OTLP/HTTP's, under the base endpoint
 # What the endpoint says no to (a wrong key or a body it refuses): sending again would be refused again. The
-# exporter itself retries only 429 and 5xx (within its timeout), and so does the task after it.
-REFUSED = frozenset({400, 401, 403, 404, 413, 415})
+# exporter itself retries only 429 and 5xx (within its timeout), and so does the task after it. 405: a receiver
+# without that signal (Phoenix takes traces, not logs: RELMON_OTLP_EVENTS_AS=spans; `relmon doctor` says so).
+REFUSED = frozenset({400, 401, 403, 404, 405, 413, 415})
 # One export at a time per process: an exporter's `last` and `status` are those of this one.
 export_lock = threading.Lock()
 
@@ -79,8 +80,9 @@ def _pipeline(endpoint: str):
     return provider.get_logger("relmon.evaluations"), exporter
 
 
-def export_evaluations(endpoint: str, trace_id: str, events: list[dict]) -> Exported:
-    """Export each event (its attributes) on the trace `trace_id` (32 hex), stopping at the first that fails."""
+def export_evaluations(endpoint: str, trace_id: str, events: list[dict], *, span_id: str | None = None) -> Exported:
+    """Export each event (its attributes) on the trace `trace_id` (32 hex), parented to the evaluated span
+    `span_id` (16 hex) when the bot named one, stopping at the first that fails."""
     from opentelemetry._logs import LogRecord
     from opentelemetry.trace import TraceFlags
 
@@ -91,7 +93,7 @@ def export_evaluations(endpoint: str, trace_id: str, events: list[dict]) -> Expo
             logger.emit(
                 LogRecord(
                     trace_id=int(trace_id, 16),
-                    span_id=0,
+                    span_id=int(span_id, 16) if span_id else 0,
                     trace_flags=TraceFlags(TraceFlags.SAMPLED),
                     event_name=EVALUATION_EVENT,
                     attributes=attributes,

@@ -244,13 +244,13 @@ def export_events(runtime: Runtime, key: str, found: tuple[str, str | None, dict
     if not events:
         return "skipped"
     endpoint = runtime.settings.otlp_endpoint
+    try:
+        parent = named_span(runtime, found)  # the evaluated span, when the bot named one
+    except BadTraceId:
+        return "bad_trace_id"
     if runtime.settings.otlp_events_as == "logs":
-        exported = export_evaluations(endpoint, trace_id, events)
+        exported = export_evaluations(endpoint, trace_id, events, span_id=parent)
     else:
-        try:
-            parent = named_span(runtime, found)
-        except BadTraceId:
-            return "bad_trace_id"
         exported = export_evaluation_spans(endpoint, evaluation_spans(trace_id, key, parent, events))
     if exported.refused:  # a key or body the endpoint refuses: sending again would be refused again
         log.warning("the OTLP endpoint refused the events", extra={**fields, "status": exported.status})

@@ -110,3 +110,22 @@ def test_a_key_the_endpoint_refuses_is_said_and_counted_without_a_retry(
         assert send_otlp_evaluations.apply(args=[judged(runtime)]).get() == "rejected"
         assert otlp.posts == 1 and not otlp.spans()
     assert sends("rejected", tool="otlp") - rejected == 1
+
+
+def test_as_log_records_the_events_are_parented_to_the_span_the_bot_names(runtime_on: Callable[..., Runtime]) -> None:
+    with FakeSlack() as slack, FakeOtlpReceiver() as otlp:
+        answer_naming(slack, PARENT)
+        runtime = runtime_on("", slack.api_url, langfuse_host=None, trace_id_from="metadata", otlp_endpoint=otlp.url)
+        assert send_otlp_evaluations.apply(args=[judged(runtime)]).get() == "sent"
+        records = otlp.log_records()
+    assert [(trace, span, name) for trace, span, name, _ in records] == [(TRACE, PARENT, "gen_ai.evaluation.result")]
+
+
+def test_a_receiver_without_the_logs_signal_is_a_refusal_not_an_outage(runtime_on: Callable[..., Runtime]) -> None:
+    """405, as Phoenix answers /v1/logs: sending again would be refused again (RELMON_OTLP_EVENTS_AS=spans fits)."""
+    with FakeOtlpReceiver() as otlp:
+        runtime = runtime_on("", langfuse_host=None, otlp_endpoint=otlp.url)
+        otlp.fail_next(1, 405)
+        rejected = sends("rejected", tool="otlp")
+        assert send_otlp_evaluations.apply(args=[judged(runtime)]).get() == "rejected"
+    assert otlp.posts == 1 and sends("rejected", tool="otlp") - rejected == 1
