@@ -190,10 +190,13 @@ def test_phoenixs_otlp_endpoint_takes_the_bots_spans_and_their_events_but_not_re
     _, child = bot_trace(phoenix, trace_id)
     (span,) = phoenix.get("v1/projects/default/spans", trace_id=trace_id, span_id=child)["data"]
     assert [(event["name"], event["attributes"]) for event in span["events"]] == [("retrieved", {"documents": 3})]
-    # relmon's gen_ai.evaluation.result events are OTLP log records (POST /v1/logs): Phoenix takes traces only.
+    # relmon's gen_ai.evaluation.result events are OTLP log records (POST /v1/logs): Phoenix takes traces only and
+    # answers 405, a refusal (sending again would be refused again), not an outage.
     runtime = on_phoenix(phoenix_url=None, otlp_endpoint=phoenix.url)
     judgment_id = judged(runtime, ts=ts)
-    assert send_otlp_evaluations.apply(args=[judgment_id], retries=3).get() == "failed"
+    rejected = sends("rejected", tool="otlp")
+    assert send_otlp_evaluations.apply(args=[judgment_id], retries=3).get() == "rejected"
+    assert sends("rejected", tool="otlp") - rejected == 1
 
 
 def test_the_span_form_of_the_evaluation_events_goes_into_phoenixs_traces_under_the_named_span_once_per_resend(
