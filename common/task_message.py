@@ -33,15 +33,26 @@ def fresh_uuid() -> str:
     return str(uuid.UUID(int=random.getrandbits(128), version=4))
 
 
-def task_message(app: Celery, name: str, kwargs: dict[str, Any], *, kwargsrepr: str) -> tuple[str, str]:
-    """(the Redis list to LPUSH onto, the message as JSON) for `app.send_task(name, kwargs=kwargs, argsrepr="()",
-    kwargsrepr=kwargsrepr)`. Only for tasks routed to a direct queue (every relmon queue is one)."""
+def task_message(
+    app: Celery,
+    name: str,
+    kwargs: dict[str, Any] | None = None,
+    *,
+    args: tuple | list = (),
+    kwargsrepr: str | None = None,
+    countdown: float | None = None,
+) -> tuple[str, str]:
+    """(the Redis list to LPUSH onto, the message as JSON) for `app.send_task(name, args, kwargs, argsrepr=...,
+    kwargsrepr=kwargsrepr, countdown=countdown)`: with `kwargsrepr` given (the bot's way, arguments it does not
+    show) both reprs are the caller's and are properties too, as send_task makes them; else Celery's own reprs.
+    Only for tasks routed to a direct queue (every relmon queue is one)."""
     queue = app.amqp.router.route({}, name)["queue"]
     if queue.exchange.type != "direct":
         raise ValueError(f"{name} is routed to a {queue.exchange.type} exchange: only direct queues are built here")
     task_id = fresh_uuid()
+    shown = {} if kwargsrepr is None else {"argsrepr": repr(tuple(args)), "kwargsrepr": kwargsrepr}
     headers, properties, body, _ = app.amqp.create_task_message(
-        task_id, name, (), kwargs, reply_to=app.thread_oid, argsrepr="()", kwargsrepr=kwargsrepr, ignore_result=None
+        task_id, name, args, kwargs or {}, reply_to=app.thread_oid, countdown=countdown, ignore_result=None, **shown
     )
     content_type, content_encoding, data = serialize(body, serializer=app.conf.task_serializer)
     delivery_mode = queue.exchange.delivery_mode or app.conf.task_default_delivery_mode
@@ -53,8 +64,7 @@ def task_message(app: Celery, name: str, kwargs: dict[str, Any], *, kwargsrepr: 
         "properties": {
             **properties,
             # send_task's options that no parameter of the publish takes become properties too.
-            "argsrepr": "()",
-            "kwargsrepr": kwargsrepr,
+            **shown,
             "delivery_mode": _DELIVERY_MODES.get(delivery_mode, delivery_mode),
             "delivery_info": {"exchange": "", "routing_key": queue.name},
             "priority": 0,

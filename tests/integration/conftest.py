@@ -5,8 +5,12 @@ from __future__ import annotations
 import pytest
 
 from common import celery_app, task_names
+from common.task_message import task_message
 from tests.bot_harness import BotServer, ServedBot
 from tests.fakes.slack_server import FakeSlack
+from workers.pairs import capturing
+
+KEPT = "relmon:test:settles-kept"  # the list the settle messages kept by `settles` go to: no worker reads it
 
 
 @pytest.fixture
@@ -20,7 +24,9 @@ def slack():
 
 @pytest.fixture
 def settles(monkeypatch) -> list[tuple[list, int | None]]:
-    """The settle tasks sent (args, countdown), kept instead of queued; every other task is sent as usual."""
+    """The settle tasks sent (args, countdown), kept instead of queued; every other task is sent as usual. Capture
+    builds its settle message and pushes it with the answer's mark (workers.pairs.capturing): that one is pushed
+    onto a list no worker reads."""
     sent: list[tuple[list, int | None]] = []
     original = celery_app.celery.send_task
 
@@ -30,7 +36,15 @@ def settles(monkeypatch) -> list[tuple[list, int | None]]:
             return None
         return original(name, args=args, kwargs=kwargs, countdown=countdown, **options)
 
+    def build(app, name, kwargs=None, *, args=(), countdown=None, **options):
+        _, message = task_message(app, name, kwargs, args=args, countdown=countdown, **options)
+        if name != task_names.SETTLE_PAIR:
+            raise AssertionError(f"capture built a {name} message: only its settle task is expected")
+        sent.append((list(args), countdown))
+        return KEPT, message
+
     monkeypatch.setattr(celery_app.celery, "send_task", record)
+    monkeypatch.setattr(capturing, "task_message", build)
     return sent
 
 

@@ -6,6 +6,7 @@ back from Redis (the inline worker paused, so they stay)."""
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -14,7 +15,7 @@ import redis
 from capture import handoffs
 from common.celery_app import QUEUE_JUDGE, create_celery
 from common.task_message import task_message
-from common.task_names import CAPTURE_EVENT
+from common.task_names import CAPTURE_EVENT, SETTLE_PAIR
 from tests import slack_requests as sr
 from tests.bot_harness import ServedBot
 from tests.builders import SECRET, make_settings
@@ -107,3 +108,21 @@ def test_the_built_task_message_is_the_one_send_task_queues(redis_url) -> None:
         del message["headers"]["id"], message["headers"]["root_id"], message["properties"]["correlation_id"]
         del message["properties"]["delivery_tag"]
     assert made == sent
+
+
+def test_a_built_countdown_message_is_the_one_send_task_queues(redis_url) -> None:
+    """The settle task as capture queues it (positional arguments, a countdown) against Celery's own publish: the
+    same message but for IDs, delivery tags and the ETA, which is the countdown from each one's own clock."""
+    app = create_celery(make_settings(redis_url=redis_url), redis_url)
+    app.send_task(SETTLE_PAIR, args=[7, 2], countdown=5)
+    [queued] = redis.Redis.from_url(redis_url).lrange(QUEUE_JUDGE, 0, -1)
+    queue, built = task_message(app, SETTLE_PAIR, args=[7, 2], countdown=5)
+    assert queue == QUEUE_JUDGE
+    sent, made = json.loads(queued), json.loads(built)
+    etas = []
+    for message in (sent, made):
+        del message["headers"]["id"], message["headers"]["root_id"], message["properties"]["correlation_id"]
+        del message["properties"]["delivery_tag"]
+        etas.append(datetime.fromisoformat(message["headers"].pop("eta")))
+    assert made == sent
+    assert abs((etas[1] - etas[0]).total_seconds()) < 2 and etas[0].tzinfo is not None

@@ -37,6 +37,7 @@ from capture.pairing import (
 from common import task_names
 from common.celery_app import celery
 from common.runtime import Runtime
+from common.task_message import task_message
 from common.telemetry.logs import event_fields
 from store import pairs
 from store.models import PairStatus
@@ -165,8 +166,11 @@ class _Capture:
             log.info("answer streaming", extra=fields)
             return "streaming"
         countdown = 0 if settles_at_once(state) else settings.settle_seconds
-        if countdown:
-            celery.send_task(task_names.SETTLE_PAIR, args=[captured.pair_id, captured.version], countdown=countdown)
+        settle_later = None
+        if countdown:  # queued with the mark, in its round trip: no producer of kombu's on the way
+            settle_later = task_message(
+                celery, task_names.SETTLE_PAIR, args=[captured.pair_id, captured.version], countdown=countdown
+            )
         else:  # a finished stream (or no quiet time set): settled here, a task and its round trips fewer
             # The pair as the upsert just left it, inside this conversation's lock: no need to read it back. What
             # the log holds around the answer was read above, under this lock: the root's read too, unless the
@@ -179,14 +183,15 @@ class _Capture:
             settled = settle_loaded(runtime, Settling(as_stored, around), captured.version)
             if settled.row is not None:
                 self.due.append(settled.row)  # judged once the lock is released
-        self.keep(root.ts, mark, captured.pair_id)
+        self.keep(root.ts, mark, captured.pair_id, then=settle_later)
         log.info("answer captured", extra={**fields, "version": captured.version, "parts": len(run)})
         return "captured"
 
-    def keep(self, answer_ts: str, mark: str, pair_id: int) -> None:
-        """The answer is stored: its mark is kept, and the bot's note of the task dropped (one write)."""
+    def keep(self, answer_ts: str, mark: str, pair_id: int, *, then: tuple[str, str] | None = None) -> None:
+        """The answer is stored: its mark is kept, the bot's note of the task dropped and the task message `then`
+        queued (one write)."""
         handoff, self.handoff = self.handoff, None
-        self.io.keep(answer_ts, mark, pair_id, handoff)
+        self.io.keep(answer_ts, mark, pair_id, handoff, then)
 
     def deleted(self, tombstone: LoggedMessage) -> str:
         """A monitored bot's message was deleted: its answer is deleted, or the answer it was a later part of loses
