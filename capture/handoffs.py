@@ -5,7 +5,7 @@ deduplicates it (bot.hand_on); a capture notes each `capture_answer` task in the
 Each note is written before its task is sent, and dropped by the worker once the event is captured or the answer
 stored. A task message lost outright (kombu's window between taking a message off the queue and recording it as
 unacknowledged, a broker that lost it) leaves its note behind,
-and the orphan check (workers.tasks.sweeper) sends the task again: the database was never needed to keep it.
+and the orphan check (workers.sweeps) sends the task again: the database was never needed to keep it.
 
 Layout:
     relmon:capture:handoff      hash  id -> JSON of the task's keyword arguments

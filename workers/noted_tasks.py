@@ -4,7 +4,7 @@ A judgment's alert decision (`consider_alert`), an on-demand verdict (`deliver_v
 follow-up (`follow_up_outcome`) leave no row behind that says they are still to do. A worker killed in kombu's
 window between taking such a message off the queue and recording it as unacknowledged would lose it for good: the
 alert never posted, the `/judge` never answered. So each is noted here when it is sent and dropped when its task
-ends (done, or given up on); beat's orphan check (workers.tasks.sweeper) sends again a note over a lease old whose
+ends (done, or given up on); beat's orphan check (workers.sweeps) sends again a note over a lease old whose
 message is nowhere in Redis. Each of these tasks is idempotent, so a task that ended between the two reads costs
 one more run, not a second post.
 

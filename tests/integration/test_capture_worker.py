@@ -31,8 +31,8 @@ from workers.pairs import capturing
 from workers.pairs.capture_context import CaptureStore, Held
 from workers.pairs.capturing import capture_answer_in
 from workers.pairs.settling import settle, settle_and_judge
+from workers.sweeps import requeue_lost_captures
 from workers.tasks import answers
-from workers.tasks.sweeper import requeue_lost_captures
 
 C = "C_SUPPORT"
 

@@ -15,8 +15,8 @@ from common.celery_app import QUEUE_SLACK
 from tests.alert_helpers import ALERTS, add_judgment
 from workers import noted_tasks
 from workers.judging.queued import queued_notes
+from workers.sweeps import requeue_lost_follow_ups
 from workers.tasks import slack as tasks
-from workers.tasks.sweeper import requeue_lost_follow_ups
 
 CONSIDER = task_names.CONSIDER_ALERT
 
@@ -62,7 +62,7 @@ def test_a_task_that_ended_meanwhile_is_not_sent_again(runtime, monkeypatch) -> 
         noted_tasks.done(client, CONSIDER, [judgment])
         return found
 
-    monkeypatch.setattr("workers.tasks.sweeper.queued_notes", reading_while_it_ends)
+    monkeypatch.setattr("workers.sweeps.queued_notes", reading_while_it_ends)
     sent: list = []
     monkeypatch.setattr(celery_app.celery, "send_task", lambda *args, **kwargs: sent.append(args))
     assert requeue_lost_follow_ups(runtime, time.time(), lease_seconds=30) == 0

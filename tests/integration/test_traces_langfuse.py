@@ -23,7 +23,7 @@ from tests.fakes.slack_server import FakeSlack
 from tests.services import free_port
 from workers import noted_tasks
 from workers.judging.queued import queued_notes
-from workers.tasks.sweeper import requeue_lost_follow_ups
+from workers.sweeps import requeue_lost_follow_ups
 from workers.tasks.traces import send_langfuse_outcome, send_langfuse_scores, send_otlp_evaluations, send_otlp_outcome
 
 CHANNEL, TS = "C_SUPPORT", "1767225600.000100"

@@ -1,7 +1,7 @@
 """Which pairs (and which capture handoffs) have a task message in Redis: waiting on the judging queue, or held
 (unacknowledged) by a worker.
 
-The orphan check (workers.tasks.sweeper.requeue_orphans) re-enqueues a pending or settling pair that has none, and
+The orphan check (workers.sweeps, run by requeue_orphans) re-enqueues a pending or settling pair that has none, and
 re-sends a capture handoff that has none: its message was lost in kombu's window between taking it off the list and
 recording it as unacknowledged, or never published. Messages are kombu's JSON envelopes; their body (base64 JSON) is
 `[args, kwargs, embed]`; relmon's settle and judge tasks take the pair's ID first, `capture_answer` its handoff ID

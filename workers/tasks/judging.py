@@ -2,7 +2,7 @@
 (the step: workers.judging.run). Here is how the task retries.
 
 A task that keeps failing with a bug (not an LLM error) leaves its pair pending; each failure is counted, and the
-stale sweeper (workers.tasks.sweeper) gives up after MAX_FAILED_RUNS of them. Failures of the infrastructure (the
+stale sweeper (workers.sweeps) gives up after MAX_FAILED_RUNS of them. Failures of the infrastructure (the
 database, Redis or the network down, after their retries) are not counted: an outage of any length only delays a
 pair.
 """
