@@ -5,7 +5,6 @@ verdict was sent follows it to Langfuse and to an OTLP receiver, once."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import httpx
@@ -17,6 +16,7 @@ from sqlalchemy import select
 from store.db import Database
 from store.models import Judgment, OutcomeSignal
 from tests import slack_requests as sr
+from tests.broker import wait_until_idle
 from tests.fakes.langfuse_server import FakeLangfuse
 from tests.fakes.otlp_receiver import FakeOtlpReceiver
 from tests.processes import wait_for
@@ -114,7 +114,8 @@ def test_an_outcome_signal_after_the_verdict_was_sent_reaches_langfuse_and_otlp_
         wait_for(lambda: len(langfuse.stored()) == 2, timeout=60, what="the signal's score in Langfuse")
         wait_for(lambda: signal in evaluations(otlp), timeout=30, what="the signal's event at the receiver")
         wait_for(lambda: sent_count(worker_port, "otlp") == 2, timeout=20, what="both OTLP sends counted")
-        time.sleep(2.0)  # a duplicate send would land in this time
+        # A duplicate send would be a task still queued or held by the worker: wait until there is none.
+        wait_until_idle(redis_url, what="every send run")
         assert evaluations(otlp) == [verdict, signal]
         assert langfuse.requests == 2 and sent_count(worker_port) == 2
     scores = langfuse.stored()
@@ -169,7 +170,8 @@ def test_tools_that_are_down_leave_judging_and_signals_alone_and_are_given_up_af
                 timeout=60,
                 what=f"the verdict's and the signal's {tool} sends given up",
             )
-        time.sleep(2.0)  # no further try lands in this time
+        # No further try is on its way: nothing queued or held by the worker (a retry waits there, as a countdown).
+        wait_until_idle(redis_url, what="no send left to try")
         log = system.worker.log()
         for tool in ("langfuse", "otlp"):
             assert sent_count(worker_port, tool, "failed") == 2 and sent_count(worker_port, tool) == 0
