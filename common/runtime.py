@@ -38,7 +38,7 @@ def slack_client_for(settings: Settings) -> WebClient:
     never left (no connection could be made). Not slack_sdk's ConnectionErrorRetryHandler: it also re-sends a
     request whose connection closed or reset after it was sent, when Slack may have carried it out already (a
     second chat.postMessage). A call that went out but got no answer (that, or a timeout) is raised to the task:
-    a post's own retry first looks for the earlier post (workers.tasks.slack, workers.tasks.digest)."""
+    a post's own retry first looks for the earlier post (workers.tasks.slack, workers.digest.delivery)."""
     base_url = settings.slack_api_url if settings.slack_api_url.endswith("/") else settings.slack_api_url + "/"
     # The handlers replace slack_sdk's default list, which holds a ConnectionErrorRetryHandler of its own.
     return WebClient(

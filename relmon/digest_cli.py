@@ -46,7 +46,7 @@ def _dry_run(runtime: Runtime, now: datetime) -> int:
     from common.messages.digest import digest_text
     from common.reports.figures import load_report, prices_for
     from common.reports.topic_runs import latest_view, quoting_in
-    from workers.tasks.digest import quotes_for
+    from workers.digest.delivery import quotes_for
 
     period = period_for(now, runtime.settings.digest_timezone)
     report = load_report(runtime, period)
@@ -62,7 +62,7 @@ def _dry_run(runtime: Runtime, now: datetime) -> int:
 
 
 def _send(runtime: Runtime, now: datetime, *, force: bool) -> int:
-    from workers.tasks.digest import deliver_digest
+    from workers.digest.delivery import deliver_digest
 
     missing = [name for name in ("SLACK_BOT_TOKEN",) if not runtime.settings.slack_bot_token]
     if missing or not runtime.settings.digest_channel:

@@ -32,7 +32,7 @@ def backfill_period(since: datetime, now: datetime, timezone: str, source: str) 
 def print_report(runtime: Runtime, period: Period) -> None:
     from common.messages.digest import digest_text
     from common.reports.figures import load_report, prices_for
-    from workers.tasks.digest import quotes_for
+    from workers.digest.delivery import quotes_for
 
     report = load_report(runtime, period)
     quotes = quotes_for(runtime, report, runtime.settings.digest_channel)
@@ -40,7 +40,7 @@ def print_report(runtime: Runtime, period: Period) -> None:
 
 
 def post_report(runtime: Runtime, period: Period, now: datetime) -> str:
-    from workers.tasks.digest import deliver_digest
+    from workers.digest.delivery import deliver_digest
 
     if not runtime.settings.digest_channel:
         return "not posted: set RELMON_DIGEST_CHANNEL (or RELMON_ALERT_CHANNEL)"

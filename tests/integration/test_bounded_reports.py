@@ -21,7 +21,7 @@ from tests import slack_requests as sr
 from tests.alert_helpers import add_judgment
 from tests.builders import SECRET
 from tests.processes import wait_for
-from workers.tasks.digest import deliver_preview
+from workers.digest.delivery import deliver_preview
 
 C = "C_SUPPORT"
 LIMITED = ERRORS["reports_rate_limited"]

@@ -24,8 +24,10 @@ from common.runtime import Runtime
 from store.models import Digest, Feedback, Judgment, Pair
 from tests.builders import make_settings
 from tests.fakes.slack_server import FakeSlack
+from workers.digest import delivery
+from workers.digest.delivery import CLAIM_LEASE, deliver_digest
 from workers.tasks import digest as digest_tasks
-from workers.tasks.digest import CLAIM_LEASE, deliver_digest, send_digest, send_digest_preview
+from workers.tasks.digest import send_digest, send_digest_preview
 
 DIGEST_CHANNEL = "CDIGEST"
 ROOT = Path(__file__).resolve().parents[2]
@@ -375,6 +377,7 @@ def test_a_scheduled_digest_that_runs_late_into_the_next_week_is_still_its_own_w
     sunday = today - timedelta(days=(today.weekday() - 6) % 7 or 7)  # the last Sunday before today
     seed(runtime, sunday)
     monkeypatch.setattr(digest_tasks, "datetime", Clock)
+    monkeypatch.setattr(delivery, "datetime", Clock)
     clock.append(sunday)
     assert send_digest.apply(kwargs={"scheduled": True}).get() == "sent"
     clock.append(sunday + timedelta(hours=2))
@@ -404,7 +407,7 @@ def test_a_run_killed_between_its_post_and_its_record_is_not_posted_again_when_r
         raise WorkerKilled
 
     with monkeypatch.context() as patch:
-        patch.setattr(digest_tasks.digest_rows, "mark_posted", killed)
+        patch.setattr(delivery.digest_rows, "mark_posted", killed)
         with pytest.raises(WorkerKilled):
             deliver_digest(runtime, now)
     [first_ts] = slack.messages[DIGEST_CHANNEL]

@@ -18,7 +18,7 @@ from relmon.digest_cli import _dry_run
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.slack_server import FakeSlack
 from tests.topics_corpus import FAILING_TOPIC, START, corpus, corpus_questions, store_questions
-from workers.tasks.digest import deliver_digest
+from workers.digest.delivery import deliver_digest
 
 DIGEST = "CDIGEST"
 NOW = START + timedelta(days=7)

@@ -65,8 +65,7 @@ def test_no_task_module_imports_another() -> None:
 def test_no_task_module_imports_inside_a_function() -> None:
     for path in TASKS.glob("*.py"):
         for module, in_function in _imports(path):
-            # The one exception: matplotlib, loaded only by the weekly digest's chart (~40 MB per process).
-            assert not in_function or module == "workers.digest.chart", f"{path.name} imports {module} in a function"
+            assert not in_function, f"{path.name} imports {module} in a function"
 
 
 def test_the_judge_names_are_the_judges_librarys() -> None:
