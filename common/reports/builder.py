@@ -154,32 +154,3 @@ class ReportBuilder:
                 daily=self.daily_outcomes.points(),
             ),
         )
-
-
-def build_report(
-    period: Period,
-    current: Iterable[PairRow],
-    previous: Iterable[PairRow],
-    thresholds_for: ThresholdsFor,
-    prices: Prices,
-    *,
-    channels: Iterable[str] = (),
-    is_watched: Callable[[str], bool] = lambda _channel: True,
-    worst: int = 3,
-    canary_runs: Sequence[CanaryPoint] = (),
-) -> Report:
-    """The whole digest from this week's rows and the week before's (any iterables, read once)."""
-    builder = ReportBuilder(
-        period,
-        thresholds_for,
-        prices,
-        channels=channels,
-        is_watched=is_watched,
-        worst=worst,
-        canary_runs=canary_runs,
-    )
-    for row in current:
-        builder.add_current(row)
-    for row in previous:
-        builder.add_previous(row)
-    return builder.report()

@@ -12,7 +12,7 @@ final (a reaction may be taken back, `resolved` comes when the window closes).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -194,14 +194,6 @@ class OutcomeTally:
             teammate_judged=self.teammate_judged,
             teammate_correct=self.teammate_correct,
         )
-
-
-def outcome_stats(channel_id: str | None, rows: Iterable[PairRow], judge: str) -> OutcomeStats:
-    """The figures of these answers (the caller passes captured answers only, `stats.is_answer`)."""
-    tally = OutcomeTally()
-    for row in rows:
-        tally.add(row)
-    return tally.stats(channel_id, judge)
 
 
 class DailyOutcomeTally:

@@ -343,11 +343,3 @@ class DailyTally:
             DailyPoint(start=start, answers=answers, scored=scored, mean=total / scored if scored else None)
             for (start, _end), answers, (scored, total) in zip(self.slices, self.answers, scores, strict=True)
         ]
-
-
-def daily_series(rows: Iterable[PairRow], period: Period, judge: str) -> list[DailyPoint]:
-    """Answers and the judge's mean score in each of the period's 24-hour slices."""
-    tally = DailyTally(period)
-    for row in rows:
-        tally.add(row)
-    return tally.points(judge)

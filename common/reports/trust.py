@@ -84,11 +84,6 @@ def row_votes(row: PairRow) -> list[Vote]:
     ]
 
 
-def voted_alerts(rows: Iterable[PairRow]) -> list[Vote]:
-    """The voted alerts of these answers."""
-    return [vote for row in rows for vote in row_votes(row)]
-
-
 @dataclass(frozen=True)
 class Suggestion:
     channel_id: str | None
@@ -220,14 +215,6 @@ class SecondOpinionTally:
             self.unconfirmed += status == ConfirmationStatus.UNCONFIRMED
 
 
-def second_opinions(rows: Iterable[PairRow]) -> tuple[list[Disputed], int, int]:
-    """Every low score a second opinion disputed (with both scores), and how many were confirmed and unconfirmed."""
-    tally = SecondOpinionTally(keep=None)
-    for row in rows:
-        tally.add(row)
-    return tally.disputed, tally.confirmed, tally.unconfirmed
-
-
 @dataclass(frozen=True)
 class CanaryPoint:
     """A canary run as the reports see it."""
@@ -287,18 +274,6 @@ class VersionTally:
 
     def of(self, judge: str) -> Versions:
         return self.versions.get(judge, set())
-
-
-def judge_versions(rows: Iterable[PairRow], judge: str) -> Versions:
-    """The (model, prompt version) pairs that scored answers for this judge."""
-    tally = VersionTally()
-    for row in rows:
-        tally.add(row)
-    return tally.of(judge)
-
-
-def like_with_like(current: Iterable[PairRow], previous: Iterable[PairRow], judge: str) -> Comparability:
-    return comparability(judge, judge_versions(current, judge), judge_versions(previous, judge))
 
 
 def comparability(judge: str, now: Versions, before: Versions) -> Comparability:

@@ -103,10 +103,10 @@ def test_a_rejudged_answer_costs_both_judgments_and_scores_only_the_current_one(
     """The digest's figures from the store: spend counts the superseded judgment's tokens, scores do not."""
     from datetime import UTC, datetime, timedelta
 
-    from common.reports.builder import build_report
     from common.reports.period import period_for
     from common.reports.stats import Prices
     from store.stats_queries import stream_pair_rows
+    from tests.report_tallies import build_report
 
     now = datetime(2026, 11, 23, 9, 0, tzinfo=UTC)
     with database.session() as session:

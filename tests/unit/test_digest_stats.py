@@ -11,12 +11,12 @@ from common.messages import blocks as block_kit
 from common.messages.digest import MAX_BLOCKS, digest_message, digest_text
 from common.privacy import may_quote
 from common.privacy import may_quote_text as alert_may_quote
-from common.reports.builder import build_report
 from common.reports.period import latest_slot, period_for, scheduled_key
-from common.reports.stats import Prices, channel_stats, daily_series
+from common.reports.stats import Prices, channel_stats
 from store.rules import ChannelRules
 from store.settings import Settings
 from store.stats_queries import JudgmentRow, PairRow
+from tests.report_tallies import build_report, daily_series
 
 NOW = datetime(2026, 11, 23, 9, 0, tzinfo=UTC)  # a Monday, ISO week 48
 PERIOD = period_for(NOW, "UTC")

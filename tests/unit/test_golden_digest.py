@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 
 from common.messages.digest import digest_message, digest_text
 from common.messages.golden import digest_line
-from common.reports.builder import build_report
 from common.reports.golden import GoldenFigures
+from tests.report_tallies import build_report
 from tests.unit.test_digest_stats import PERIOD, PRICES, thresholds_for
 
 RUN = datetime(2026, 11, 30, 14, 5, tzinfo=UTC)

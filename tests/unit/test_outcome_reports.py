@@ -9,13 +9,13 @@ from common.messages import blocks as block_kit
 from common.messages.digest import MAX_BLOCKS, digest_message, digest_text
 from common.messages.home import home_view
 from common.messages.outcomes import outcome_line, score_line, teammate_line
-from common.reports.builder import build_report
-from common.reports.outcomes import OutcomeStats, compare, outcome_stats
+from common.reports.outcomes import OutcomeStats, compare
 from common.reports.period import period_for
 from common.reports.stats import Prices
 from store.rules import ChannelRules
 from store.settings import Settings
 from store.stats_queries import JudgmentRow, PairRow
+from tests.report_tallies import build_report, outcome_stats
 
 NOW = datetime(2026, 11, 23, 9, 0, tzinfo=UTC)
 PERIOD = period_for(NOW, "UTC")

@@ -7,16 +7,9 @@ from datetime import UTC, datetime
 import pytest
 
 from common.messages.trust import precision_text
-from common.reports.trust import (
-    Vote,
-    like_with_like,
-    precision,
-    second_opinions,
-    suggest_threshold,
-    voted_alerts,
-    wilson,
-)
+from common.reports.trust import Vote, precision, suggest_threshold, wilson
 from store.stats_queries import JudgmentRow, PairRow
+from tests.report_tallies import like_with_like, second_opinions, voted_alerts
 
 AT = datetime(2026, 12, 1, tzinfo=UTC)
 

@@ -12,13 +12,13 @@ from common.messages.digest import digest_message, digest_text
 from common.messages.home import home_view
 from common.messages.trust import canary_text, precision_text, second_opinion_text, suggestion_text, trust_lines
 from common.messages.verdicts import StatsRow, stats_message
-from common.reports.builder import build_report
 from common.reports.period import period_for
 from common.reports.stats import Prices
 from common.reports.trust import CanaryFigures, CanaryPoint, Disputed, Precision, Suggestion, Trust
 from store.rules import ChannelRules
 from store.settings import Settings
 from store.stats_queries import JudgmentRow, PairRow
+from tests.report_tallies import build_report
 from workers.canary import moved_text
 
 NOW = datetime(2026, 11, 23, 9, 0, tzinfo=UTC)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from common.messages.digest import digest_text
-from common.reports.builder import build_report
 from common.reports.costs import Prices, TokenTally
+from tests.report_tallies import build_report
 from tests.unit.test_digest_stats import PERIOD, pair, thresholds_for, verdict
 
 PRICES = Prices(input_per_million=0.40, output_per_million=1.60, cached_input_per_million=0.10)
