@@ -4,7 +4,8 @@ loop, so every figure a test checks is computed by the production code."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable
+from typing import Any
 
 from common.reports.builder import ReportBuilder
 from common.reports.costs import Prices
@@ -12,7 +13,6 @@ from common.reports.outcomes import OutcomeStats, OutcomeTally
 from common.reports.period import Period
 from common.reports.stats import DailyPoint, DailyTally, Report, ThresholdsFor
 from common.reports.trust import (
-    CanaryPoint,
     Comparability,
     Disputed,
     SecondOpinionTally,
@@ -30,16 +30,10 @@ def build_report(
     previous: Iterable[PairRow],
     thresholds_for: ThresholdsFor,
     prices: Prices,
-    *,
-    channels: Iterable[str] = (),
-    is_watched: Callable[[str], bool] = lambda _channel: True,
-    worst: int = 3,
-    canary_runs: Sequence[CanaryPoint] = (),
+    **options: Any,
 ) -> Report:
-    """The whole digest from this week's rows and the week before's."""
-    builder = ReportBuilder(
-        period, thresholds_for, prices, channels=channels, is_watched=is_watched, worst=worst, canary_runs=canary_runs
-    )
+    """The whole digest from this week's rows and the week before's (`options`: ReportBuilder's)."""
+    builder = ReportBuilder(period, thresholds_for, prices, **options)
     for row in current:
         builder.add_current(row)
     for row in previous:
