@@ -18,6 +18,7 @@ from sqlalchemy import MetaData, select
 from store.db import Database
 from store.models import Judgment, Pair
 from tests import slack_requests as sr
+from tests.broker import wait_until_idle
 from tests.fakes.openai_server import prompt_text
 from tests.fakes.slack_server import FakeSlack
 from tests.processes import wait_for
@@ -123,6 +124,9 @@ def test_deleted_and_edited_out_words_leave_every_copy_within_a_minute(
                 time.sleep(0.3)  # each answer is judged with the turns before it in the log
 
             wait_for(lambda: len(slack.posted(ALERTS)) == 4, timeout=90, what="the four answers alerted")
+            # The follow-up's outcome signals redraw the first alert a moment later: every task that was set off
+            # before the deletions has run (nothing queued or held), so what Slack gets from here on follows them.
+            wait_until_idle(redis_url, what="the alerts' redraws run")
             assert all(marker in database_values(fresh_db_url) for marker in MARKERS)  # planted where it is kept
             before = len(slack.calls)
             aof_before = aof_files(redis_server.directory)
