@@ -26,19 +26,19 @@ def answer_naming(slack: FakeSlack, span_id: str) -> None:
     slack.add_message(CHANNEL, TS, text="Open Settings.", bot_id="B_SUPPORT", metadata=metadata)
 
 
+def on_metadata(runtime_on: Callable[..., Runtime], slack: FakeSlack, otlp: FakeOtlpReceiver, **settings) -> Runtime:
+    """A runtime that reads the trace ID from the answer's metadata on `slack` and sends to `otlp` only."""
+    return runtime_on(
+        "", slack.api_url, langfuse_host=None, trace_id_from="metadata", otlp_endpoint=otlp.url, **settings
+    )
+
+
 def test_each_evaluation_is_a_span_under_the_span_the_bot_names_carrying_the_event_and_a_resend_is_the_same_span(
     runtime_on: Callable[..., Runtime],
 ) -> None:
     with FakeSlack() as slack, FakeOtlpReceiver() as otlp:
         answer_naming(slack, PARENT.upper())
-        runtime = runtime_on(
-            "",
-            slack.api_url,
-            langfuse_host=None,
-            trace_id_from="metadata",
-            otlp_endpoint=otlp.url,
-            otlp_events_as="spans",
-        )
+        runtime = on_metadata(runtime_on, slack, otlp, otlp_events_as="spans")
         judgment_id = judged(runtime, confirmation="disputed")
         pair_id = signalled(runtime, judgment_id)
         otlp.fail_next(1, 503)  # an outage: retried (by the exporter within its timeout, then by the task)
@@ -84,14 +84,7 @@ def test_a_named_span_that_is_not_one_is_said_and_not_sent(
 ) -> None:
     with FakeSlack() as slack, FakeOtlpReceiver() as otlp:
         answer_naming(slack, "not-a-span")
-        runtime = runtime_on(
-            "",
-            slack.api_url,
-            langfuse_host=None,
-            trace_id_from="metadata",
-            otlp_endpoint=otlp.url,
-            otlp_events_as="spans",
-        )
+        runtime = on_metadata(runtime_on, slack, otlp, otlp_events_as="spans")
         bad = sends("bad_trace_id", tool="otlp")
         with caplog.at_level(logging.WARNING, logger="relmon.traces"):
             assert send_otlp_evaluations.apply(args=[judged(runtime)]).get() == "bad_trace_id"
@@ -115,7 +108,7 @@ def test_a_key_the_endpoint_refuses_is_said_and_counted_without_a_retry(
 def test_as_log_records_the_events_are_parented_to_the_span_the_bot_names(runtime_on: Callable[..., Runtime]) -> None:
     with FakeSlack() as slack, FakeOtlpReceiver() as otlp:
         answer_naming(slack, PARENT)
-        runtime = runtime_on("", slack.api_url, langfuse_host=None, trace_id_from="metadata", otlp_endpoint=otlp.url)
+        runtime = on_metadata(runtime_on, slack, otlp)
         assert send_otlp_evaluations.apply(args=[judged(runtime)]).get() == "sent"
         records = otlp.log_records()
     assert [(trace, span, name) for trace, span, name, _ in records] == [(TRACE, PARENT, "gen_ai.evaluation.result")]
