@@ -31,12 +31,14 @@ from workers.traces import (
     checked_trace_id,
     evaluation_events,
     evaluation_spans,
+    judgment_key,
     langfuse_scores,
     metadata_trace_id,
     outcome_annotation,
     outcome_event,
     outcome_score,
     phoenix_annotations,
+    signal_key,
     slack_trace_id,
 )
 
@@ -66,8 +68,8 @@ class Subject:
     def key(self) -> str:
         """What is sent, as the score IDs and annotation identifiers name it (workers.traces)."""
         if self.verdict is not None:
-            return f"relmon-{self.verdict.judgment_id}"
-        return f"relmon-pair-{self.pair_id}-{self.signal}"
+            return judgment_key(self.verdict.judgment_id)
+        return signal_key(self.pair_id, self.signal)
 
 
 def load_subject(runtime: Runtime, judgment_id: int) -> Subject | None:

@@ -66,6 +66,16 @@ class Verdict:
     pair_id: int = 0
 
 
+def judgment_key(judgment_id: int) -> str:
+    """What a judgment's score IDs, annotation identifiers and evaluation span IDs derive from (a resend, the same)."""
+    return f"relmon-{judgment_id}"
+
+
+def signal_key(pair_id: int, signal: str) -> str:
+    """The same for one outcome signal of a pair: one whichever judge judged the answer."""
+    return f"relmon-pair-{pair_id}-{signal}"
+
+
 def langfuse_scores(verdict: Verdict, trace_id: str) -> list[dict]:
     """Langfuse score bodies (POST /api/public/scores). Each `id` is derived from the judgment, so a resend
     updates the same score (Langfuse upserts by id) instead of adding one."""
@@ -74,7 +84,7 @@ def langfuse_scores(verdict: Verdict, trace_id: str) -> list[dict]:
         comment = (verdict.reasoning or "")[:COMMENT_CHARS] or None
         scores.append(
             {
-                "id": f"relmon-{verdict.judgment_id}-score",
+                "id": f"{judgment_key(verdict.judgment_id)}-score",
                 "traceId": trace_id,
                 "name": f"relmon.{verdict.judge}",
                 "value": verdict.normalized_score,
@@ -85,7 +95,7 @@ def langfuse_scores(verdict: Verdict, trace_id: str) -> list[dict]:
     if verdict.confirmation_status:
         scores.append(
             {
-                "id": f"relmon-{verdict.judgment_id}-second-opinion",
+                "id": f"{judgment_key(verdict.judgment_id)}-second-opinion",
                 "traceId": trace_id,
                 "name": f"relmon.{verdict.judge}.second_opinion",
                 "value": verdict.confirmation_status,
@@ -100,7 +110,7 @@ def outcome_score(pair_id: int, signal: str, trace_id: str) -> dict:
     signal is recorded when it happened and never taken back. Its `id` is per pair and signal, not per judgment:
     one score whichever judge judged the answer, and a resend upserts it."""
     return {
-        "id": f"relmon-pair-{pair_id}-{signal}",
+        "id": signal_key(pair_id, signal),
         "traceId": trace_id,
         "name": f"relmon.outcome.{signal}",
         "value": 1,
@@ -114,11 +124,11 @@ def phoenix_annotations(verdict: Verdict, span_id: str) -> list[dict]:
     annotations = []
     if verdict.status == "ok" and verdict.normalized_score is not None:
         result = {"score": verdict.normalized_score, "explanation": (verdict.reasoning or "")[:COMMENT_CHARS] or None}
-        annotations.append((f"relmon.{verdict.judge}", result, f"relmon-{verdict.judgment_id}-score"))
+        annotations.append((f"relmon.{verdict.judge}", result, f"{judgment_key(verdict.judgment_id)}-score"))
     if verdict.confirmation_status:
         result = {"label": verdict.confirmation_status}
         annotations.append(
-            (f"relmon.{verdict.judge}.second_opinion", result, f"relmon-{verdict.judgment_id}-second-opinion")
+            (f"relmon.{verdict.judge}.second_opinion", result, f"{judgment_key(verdict.judgment_id)}-second-opinion")
         )
     return [
         {"span_id": span_id, "name": name, "annotator_kind": "LLM", "result": result, "identifier": identifier}
@@ -134,7 +144,7 @@ def outcome_annotation(pair_id: int, signal: str, span_id: str) -> dict:
         "name": f"relmon.outcome.{signal}",
         "annotator_kind": "CODE",
         "result": {"label": "true", "score": 1.0},
-        "identifier": f"relmon-pair-{pair_id}-{signal}",
+        "identifier": signal_key(pair_id, signal),
     }
 
 
