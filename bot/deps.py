@@ -8,6 +8,7 @@ from functools import partial
 
 from bot.event_path import CaptureEvents
 from bot.hand_on import EventHandOn, warn_spool_full
+from capture.conversation_log import ConversationLog
 from common.celery_app import broker_url_for
 from common.membership import MembershipCache
 from common.runtime import Runtime
@@ -31,6 +32,8 @@ class BotDeps:
             broker_url=broker_url_for(settings),
             max_bytes=int(settings.spool_max_mb * 1024 * 1024),
             on_full=partial(warn_spool_full, runtime.slack, settings.alert_channel),
+            conversation_log=ConversationLog(runtime.redis, settings.question_ttl_seconds),
+            monitored=settings.monitored_bots,
         )
         events = CaptureEvents(settings, runtime.rules, hand_on)
         return cls(settings, runtime, MembershipCache(runtime.redis), hand_on, events)

@@ -4,10 +4,19 @@ event, the rules changed meanwhile)."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from capture.notices import is_notice
-from capture.pairing import channel_ignore_reason, is_bookkeeping, is_tombstone, message_of
+from capture.pairing import (
+    Author,
+    Identity,
+    author_of,
+    channel_ignore_reason,
+    is_bookkeeping,
+    is_tombstone,
+    message_of,
+)
 from store.rules import ChannelRules
 from store.settings import Settings
 
@@ -28,3 +37,12 @@ def ignored(event: dict[str, Any], settings: Settings, rules: ChannelRules) -> b
     message = message_of(event)
     # A notice (or one edited), or a root re-sent for its reply count: nothing anyone said changed.
     return not message.get("ts") or is_notice(message) or is_bookkeeping(event)
+
+
+def new_person_message(event: dict[str, Any], monitored: Collection[str], own: Identity) -> dict[str, Any] | None:
+    """The event as a person's new message in plain words, which the bot may log itself (bot.hand_on): no edit,
+    deletion, broadcast or upload (a monitored bot's upload names only its user), none of relmon's or a monitored
+    bot's. Anything else is left to a worker's capture. Call it on an event `ignored` let through."""
+    if event.get("type") != "message" or "subtype" in event or event.get("files"):
+        return None
+    return event if author_of(event, monitored, own) == Author.HUMAN else None

@@ -12,7 +12,7 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from sqlalchemy import select
 
-from bot.hand_on import EventHandOn
+from bot.hand_on import EventHandOn, HandedOn
 from bot.server import build_wsgi_app
 from capture.conversation_log import ConversationLog
 from capture.pairing import Author, LoggedMessage
@@ -67,12 +67,13 @@ class ServedBot:
 
 class InlineWorker:
     """The bot hands each event to a worker (workers.tasks.events), which hands each answer on to another
-    (workers.tasks.answers), and answers Slack before either ran. Tests served in-process have no worker: while
-    installed, such a task is sent to the broker as usual (a dead broker fails the bot the same way) and then run
-    here at once, so that a test finds the pair as soon as Slack got its acknowledgement. The bot's own hand-on
-    (bot.hand_on.EventHandOn.send: its message pushed with the event's mark) is followed the same way. The copy
-    left in the queue is harmless: the task changes nothing when run again. System tests run real worker
-    processes. `paused()`: sent, not run (the message lost on the way, say)."""
+        (workers.tasks.answers), and answers Slack before either ran. Tests served in-process have no worker: while
+        installed, such a task is sent to the broker as usual (a dead broker fails the bot the same way) and then run
+        here at once, so that a test finds the pair as soon as Slack got its acknowledgement. The bot's own hand-on
+        (bot.hand_on.EventHandOn.send: its message pushed with the event's mark) is followed the same way; a person's
+    new message the hand-on logged itself sends nothing to run. The copy
+        left in the queue is harmless: the task changes nothing when run again. System tests run real worker
+        processes. `paused()`: sent, not run (the message lost on the way, say)."""
 
     def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
@@ -101,12 +102,12 @@ class InlineWorker:
                 runs[name](dict(kwargs or {}))
             return result
 
-        def hand_on_then_run(hand_on: EventHandOn, entry: dict) -> dict | None:
-            kwargs = handed_on(hand_on, entry)
+        def hand_on_then_run(hand_on: EventHandOn, entry: dict) -> tuple[HandedOn, dict]:
+            handed, kwargs = handed_on(hand_on, entry)
             through_celery = celery_app.celery.conf.broker_url != hand_on.broker_url  # send_task ran it then
-            if kwargs is not None and self._active and not through_celery:
+            if handed is HandedOn.SENT and self._active and not through_celery:
                 events.capture_event.run(**kwargs)
-            return kwargs
+            return handed, kwargs
 
         self._sent_before, self._wrapper = send, send_then_run
         self._handed_before, self._hand_on_wrapper = handed_on, hand_on_then_run
