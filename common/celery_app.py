@@ -36,6 +36,9 @@ def celery_config(settings: Settings, broker_url: str) -> dict:
         # Results live in SQL, not in the broker: no result backend, nothing to expire.
         "result_backend": None,
         "task_ignore_result": True,
+        # One (disabled) backend object for the process, not one per thread: Celery builds a thread's own on its
+        # first task, scanning every installed package's entry points (about 15 ms), 64 times per worker.
+        "result_backend_thread_safe": True,
         # Acknowledge after the task ran: a worker killed with -9 mid-judgment loses nothing. What brings its
         # messages back is Redis, not the worker: they stay in the `unacked` hash until their lease (the
         # visibility timeout below) lapses, then a live worker restores them; the sweeper's orphan check
