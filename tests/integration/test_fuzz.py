@@ -389,10 +389,17 @@ def hostile_requests(kind: str, count: int, rng: random.Random) -> Iterator[tupl
 FORM = "application/x-www-form-urlencoded"
 
 
-@pytest.mark.parametrize("kind", ["events", "commands", "shortcuts", "block_actions", "view_submissions"])
+MUTATED_KINDS = ("events", "commands", "shortcuts", "block_actions", "view_submissions")
+
+
+@pytest.mark.parametrize("kind", MUTATED_KINDS)
 def test_seeded_mutations_of_valid_requests_never_get_a_5xx_or_hang(served, kind: str) -> None:
     """Mutations of valid signed events, slash commands, shortcuts, block actions and view submissions, straight
     into the WSGI app: every answer is a 2xx, 4xx or Bolt's 404, in well under Slack's 3 seconds."""
+    send_mutations(served, kind)
+
+
+def send_mutations(served, kind: str) -> None:
     bot, _client = served
     rng = random.Random(f"{MUTATION_SEED}-{kind}")
     slowest = 0.0
@@ -454,10 +461,14 @@ def test_socket_mode_payloads_of_odd_shapes_are_acknowledged_and_dropped(kind: s
 
 def test_the_bot_is_healthy_after_the_fuzzing(served) -> None:
     """Runs last in this module: the server thread is alive and /healthz answers 200; the fuzzing reached Bolt
-    and the listeners (many signed requests were accepted), not only the validation layer."""
+    and the listeners (many signed requests were accepted), not only the validation layer. Run alone, it sends
+    the seeded mutations first."""
     bot, client = served
+    if sum(STATUSES.values()) < len(MUTATED_KINDS) * MUTATED_PER_KIND:
+        for kind in MUTATED_KINDS:
+            send_mutations(served, kind)
     reached_bolt = STATUSES[200] + STATUSES[404]  # 404: Bolt's answer to a request no listener handles
-    assert sum(STATUSES.values()) >= 3_000 and reached_bolt >= 200, STATUSES
+    assert sum(STATUSES.values()) >= len(MUTATED_KINDS) * MUTATED_PER_KIND and reached_bolt >= 200, STATUSES
     started = time.monotonic()
     response = client.get(f"{bot.base_url}/healthz")
     assert response.status_code == 200, response.text

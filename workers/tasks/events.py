@@ -18,6 +18,7 @@ from workers.live_capture import LiveCapture
 @celery.task(name=task_names.CAPTURE_EVENT, bind=True, **CAPTURE_RETRIES)
 def capture_event(self, entry: dict[str, Any], handoff: str | None = None) -> None:
     runtime = get_runtime()
+    capture = LiveCapture(runtime, redelivered=replayed(self), handoff=handoff)
     with capture_failures(runtime, handoff):
-        LiveCapture(runtime, redelivered=replayed(self)).capture_entry(entry)
-    handoffs.done(runtime.redis, handoff)
+        capture.capture_entry(entry)
+    handoffs.done(runtime.redis, capture.handoff)  # unless the answer's store dropped it already
