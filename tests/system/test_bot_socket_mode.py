@@ -94,9 +94,10 @@ def test_socket_mode_events_are_acknowledged_captured_once_and_judged(
             deliver(socket_mode, bot, sr.envelope(question))
             deliver(socket_mode, bot, answer_body)
 
-            # Acknowledged only once handed on (process_before_response): the question and the answer each wait as
-            # a capture task in Redis. No worker runs yet, so no pair is stored.
-            assert _capture_tasks(redis_url) == 2
+            # Acknowledged only once handed on (process_before_response): the question logged by the bot itself
+            # (bot.hand_on), the answer waiting as a capture task in Redis. No worker runs yet: no pair is stored.
+            assert _capture_tasks(redis_url) == 1
+            assert redis.Redis.from_url(redis_url).exists(f"relmon:msg:C_SUPPORT:{question['ts']}")
             assert _pairs(database) == []
 
             # Slack refreshes connections: after its `disconnect` notice the bot opens a new one (a new URL from
@@ -107,7 +108,7 @@ def test_socket_mode_events_are_acknowledged_captured_once_and_judged(
 
             # Slack redelivers the same event (same event_id) after a missed ack: acknowledged, not handed on again.
             deliver(socket_mode, bot, answer_body, retry_attempt=1, retry_reason="timeout")
-            assert _capture_tasks(redis_url) == 2
+            assert _capture_tasks(redis_url) == 1
             assert len(socket_mode.acks) == 3
             assert bot.running()
 

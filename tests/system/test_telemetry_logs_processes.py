@@ -42,9 +42,11 @@ def test_real_bot_worker_and_beat_write_only_json_lines_with_identifiers(redis_u
     # gunicorn's own lines, JSON like the rest (they were "[date] [pid] [INFO] Listening at: ...").
     assert any(e.startswith("Listening at: http://127.0.0.1:") for e in bot_events)
     assert bot_events["Listening at: " + base_url + f" ({bot.pid})"]["logger"] == "gunicorn.error"
-    # The bot hands each event on (one line per event, the answer's among them); a worker stores the pair.
+    # One line per event: the bot logs the question itself and hands the answer on; a worker stores the pair.
+    logged = [line for line in parsed["bot"] if line["event"] == "message logged"]
+    assert [(line["channel"], line["message_ts"]) for line in logged] == [("C_SUPPORT", question["ts"])]
     handed_on = {line["message_ts"]: line for line in parsed["bot"] if line["event"] == "event handed on"}
-    assert set(handed_on) == {question["ts"], answer["ts"]}
+    assert set(handed_on) == {answer["ts"]}
     assert (handed_on[answer["ts"]]["channel"], handed_on[answer["ts"]]["message_ts"]) == ("C_SUPPORT", answer["ts"])
     assert handed_on[answer["ts"]]["event_id"] and handed_on[answer["ts"]]["handoff"]
     captured = next(line for line in parsed["worker"] if line["event"] == "answer captured")
