@@ -175,9 +175,9 @@ class EventHandOn:
 
     def _add_person_message(self, entry: dict[str, Any], keys: list[str], args: list[Any]) -> None:
         """The script's keys and arguments that log a person's new message (when the event is one)."""
-        event = entry["body"].get("event") or {}
         if self.conversation_log is None:
             return
+        event = entry["body"].get("event") or {}
         message = new_person_message(event, self.monitored, Identity(**entry["own"]))
         if message is None:
             return

@@ -68,7 +68,8 @@ class ConversationLog:
         self.redis = client
         self.ttl = int(ttl_seconds)
 
-    def _msg_key(self, channel: str, ts: str) -> str:
+    def msg_key(self, channel: str, ts: str) -> str:
+        """The key a message is logged under (the bot's hand-on script checks that nothing is logged there yet)."""
         return f"{PREFIX}:msg:{channel}:{ts}"
 
     def _top_key(self, channel: str) -> str:
@@ -88,7 +89,7 @@ class ConversationLog:
         if not message.in_thread and message.author == Author.HUMAN and message.user:
             indexes.append(self._writer_key(channel, message.user))
         horizon = time.time() - self.ttl
-        pipe.set(self._msg_key(channel, message.ts), _to_json(message), ex=self.ttl)
+        pipe.set(self.msg_key(channel, message.ts), _to_json(message), ex=self.ttl)
         for key in indexes:
             pipe.zadd(key, {message.ts: float(message.ts)})
             pipe.zremrangebyscore(key, "-inf", horizon)  # entries whose message key has expired
@@ -100,10 +101,6 @@ class ConversationLog:
         self.queue_record(commands, channel, message)
         return commands.commands
 
-    def msg_key(self, channel: str, ts: str) -> str:
-        """The key a message is logged under (a script checks that nothing is logged there yet)."""
-        return self._msg_key(channel, ts)
-
     def record(self, channel: str, message: LoggedMessage) -> None:
         """Add or replace one message (an edit replaces the text; a deleted mark survives edits)."""
         pipe = self.redis.pipeline(transaction=True)
@@ -111,12 +108,12 @@ class ConversationLog:
         pipe.execute()
 
     def get(self, channel: str, ts: str) -> LoggedMessage | None:
-        raw = self.redis.get(self._msg_key(channel, ts))
+        raw = self.redis.get(self.msg_key(channel, ts))
         return _from_json(raw) if raw else None
 
     def queue_get(self, pipe, channel: str, ts: str) -> None:
         """`get`'s command on an adapter's pipeline; its reply goes to `decoded`."""
-        pipe.get(self._msg_key(channel, ts))
+        pipe.get(self.msg_key(channel, ts))
 
     @staticmethod
     def decoded(raw: bytes | str | None) -> LoggedMessage | None:
@@ -132,7 +129,7 @@ class ConversationLog:
         return tombstone
 
     def _load(self, channel: str, timestamps: Iterable[bytes | str]) -> list[LoggedMessage]:
-        keys = [self._msg_key(channel, _text(ts)) for ts in timestamps]
+        keys = [self.msg_key(channel, _text(ts)) for ts in timestamps]
         if not keys:
             return []
         return [_from_json(raw) for raw in self.redis.mget(keys) if raw]

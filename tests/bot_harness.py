@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -14,6 +15,7 @@ from sqlalchemy import select
 
 from bot.hand_on import EventHandOn, HandedOn
 from bot.server import build_wsgi_app
+from capture import handoffs
 from capture.conversation_log import ConversationLog
 from capture.pairing import Author, LoggedMessage
 from common import celery_app, task_names
@@ -64,16 +66,22 @@ class ServedBot:
         with self.runtime.db.session() as session:
             return list(session.execute(select(Pair).order_by(Pair.id)).scalars())
 
+    def notes(self) -> dict[str, dict]:
+        """The events handed on to a worker and not yet captured, by event ID: each note's task arguments
+        (capture.handoffs)."""
+        found = [json.loads(raw) for raw in self.runtime.redis.hgetall(handoffs.KEY).values()]
+        return {note["entry"]["body"]["event_id"]: note for note in found}
+
 
 class InlineWorker:
     """The bot hands each event to a worker (workers.tasks.events), which hands each answer on to another
-        (workers.tasks.answers), and answers Slack before either ran. Tests served in-process have no worker: while
-        installed, such a task is sent to the broker as usual (a dead broker fails the bot the same way) and then run
-        here at once, so that a test finds the pair as soon as Slack got its acknowledgement. The bot's own hand-on
-        (bot.hand_on.EventHandOn.send: its message pushed with the event's mark) is followed the same way; a person's
-    new message the hand-on logged itself sends nothing to run. The copy
-        left in the queue is harmless: the task changes nothing when run again. System tests run real worker
-        processes. `paused()`: sent, not run (the message lost on the way, say)."""
+    (workers.tasks.answers), and answers Slack before either ran. Tests served in-process have no worker: while
+    installed, such a task is sent to the broker as usual (a dead broker fails the bot the same way) and then run
+    here at once, so that a test finds the pair as soon as Slack got its acknowledgement. The bot's own hand-on
+    (bot.hand_on.EventHandOn.send: its message pushed with the event's mark) is followed the same way; a person's
+    new message the hand-on logged itself sends nothing to run. The copy left in the queue is harmless: the task
+    changes nothing when run again. System tests run real worker processes. `paused()`: sent, not run (the message
+    lost on the way, say)."""
 
     def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime

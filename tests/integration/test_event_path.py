@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 import redis
 
-from capture import handoffs
 from capture.conversation_log import ConversationLog
 from common.celery_app import QUEUE_JUDGE, create_celery
 from common.task_message import task_message
@@ -47,12 +46,6 @@ def post(bot: ServedBot, event: dict, event_id: str | None = None) -> int:
     return sr.post(bot.url, sr.envelope(event, event_id=event_id), SECRET).status_code
 
 
-def notes(bot: ServedBot) -> dict[str, dict]:
-    """The events handed on, by event ID: each note's task arguments."""
-    found = [json.loads(raw) for raw in bot.runtime.redis.hgetall(handoffs.KEY).values()]
-    return {note["entry"]["body"]["event_id"]: note for note in found}
-
-
 def logged(bot: ServedBot, message: dict):
     return ConversationLog(bot.runtime.redis, 3600).get(message["channel"], message["ts"])
 
@@ -65,7 +58,7 @@ def test_after_the_listener_ran_events_skip_bolt_with_the_same_identity(bot: Ser
         assert post(bot, answer, "EvANSWER") == 200
         assert post(bot, sr.reaction(answer, "+1"), "EvREACTION") == 200
     assert bot.wsgi.bolt.calls == 1
-    handed_on = notes(bot)
+    handed_on = bot.notes()
     assert set(handed_on) == {"EvANSWER", "EvREACTION"}  # the question was logged by the hand-on itself
     assert logged(bot, question) is not None
     own = {"user_id": RELMON_USER_ID, "bot_id": RELMON_BOT_ID, "app_id": "A_RELMON"}
@@ -83,7 +76,7 @@ def test_relmon_own_messages_are_acknowledged_and_dropped_either_way(bot: Served
         assert post(bot, dict(own_post, ts=sr.next_ts()), "EvOWN2") == 200
         assert post(bot, sr.reaction(own_post, "eyes", user=RELMON_USER_ID), "EvOWN3") == 200
     assert bot.wsgi.bolt.calls == 2
-    assert notes(bot) == {}  # the person's message was logged by the hand-on itself, the others dropped
+    assert bot.notes() == {}  # the person's message was logged by the hand-on itself, the others dropped
     assert logged(bot, human) is not None
     assert logged(bot, own_post) is None
 
