@@ -54,6 +54,13 @@ def wait_for(condition: Callable[[], T], timeout: float = 20.0, interval: float 
         time.sleep(interval)
 
 
+def clear_of_the_hour_turn(needed: float) -> None:
+    """Return once at least `needed` seconds remain in this UTC hour, waiting for the next hour if fewer do: alert
+    caps count per UTC hour, so a test that fills one must not straddle the turn of the hour."""
+    if 3600 - time.time() % 3600 < needed:
+        wait_for(lambda: time.time() % 3600 < needed, timeout=needed + 5, interval=0.2, what="the next UTC hour")
+
+
 def relmon_env(
     *,
     redis_url: str,

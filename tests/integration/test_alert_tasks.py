@@ -21,9 +21,16 @@ from store.models import Alert, Judgment, Pair
 from tests.alert_helpers import ALERTS, SUPPORT, add_judgment, write_rules
 from tests.builders import installed_runtime
 from tests.bursts import burst
+from tests.processes import clear_of_the_hour_turn
 from workers.alerts import delivery, redraws, summaries, verdicts
 from workers.alerts.policy import hour_label, hour_start
 from workers.tasks import slack as tasks
+
+
+@pytest.fixture(autouse=True)
+def one_hour():
+    """The caps these tests fill count per UTC hour."""
+    clear_of_the_hour_turn(20)
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from sqlalchemy import select
 from store.models import Alert
 from tests.alert_helpers import ALERTS, SUPPORT, add_judgment, write_rules
 from tests.builders import installed_runtime, make_settings
-from tests.processes import start_worker, wait_for
+from tests.processes import clear_of_the_hour_turn, start_worker, wait_for
 from tests.running_system import fakes_env
 
 # Through a real worker process ----------------------------------------------------------------------------------
@@ -42,6 +42,7 @@ def test_worker_applies_rule_thresholds_and_withholds_private_text_in_the_summar
         # runs the second opinion through a worker.
         RELMON_CONFIRM="off",
     )
+    clear_of_the_hour_turn(120)  # the rule's cap of 1 counts per UTC hour
     with installed_runtime(settings) as runtime:
         worker = start_worker(env, log_dir=tmp_path / "logs")
         try:

@@ -26,7 +26,7 @@ from tests.bot_harness import BotServer
 from tests.builders import SECRET, make_settings
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.slack_server import FakeSlack
-from tests.processes import wait_for
+from tests.processes import clear_of_the_hour_turn, wait_for
 from tests.running_system import relmon_processes
 
 pytestmark = pytest.mark.slow
@@ -118,6 +118,7 @@ def done(redis_url: str, queue: str, task_id: str) -> bool:
 
 
 def test_low_scores_alert_once_take_feedback_and_summarise(bot, slack, worker, producer, redis_url):
+    clear_of_the_hour_turn(120)  # the hourly cap of 2 counts per UTC hour
     ids = captured_pairs(bot, ["offtopic: our office is open 9 to 5", "Open Settings, then Reset."])
     for pair_id in ids:
         producer.send_task("workers.tasks.judging.judge_pair", args=[pair_id])
