@@ -16,6 +16,7 @@ only sent again.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import json
 import logging
@@ -104,6 +105,13 @@ class EventHandOn:
         self.watches = WatchBoard(client)
         self._hand_on = client.register_script(_HAND_ON)
         self.spool = EventSpool(spool_directory, self.hand_on, max_bytes=max_bytes, on_full=on_full)
+
+    def prepare(self) -> None:
+        """What the first event would otherwise do while Slack waits, done once per process before it serves: open
+        this process's spool, and load the script into Redis (while Redis is out of reach the first event does)."""
+        self.spool.holding()
+        with contextlib.suppress(*OUTAGE_ERRORS):
+            self.redis.script_load(_HAND_ON)
 
     def __call__(self, entry: dict[str, Any]) -> None:
         """An event as the listener received it ({"body": envelope, "own": relmon's identity}): handed on now, or

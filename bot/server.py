@@ -130,7 +130,10 @@ def build_wsgi_app(settings: Settings, runtime: Runtime | None = None) -> Events
 
     runtime = runtime or Runtime(settings)
     deps = BotDeps.build(runtime)
-    return EventsWSGI(settings, create_app(settings, runtime, deps), runtime, deps.events)
+    wsgi = EventsWSGI(settings, create_app(settings, runtime, deps), runtime, deps.events)
+    deps.hand_on.prepare()
+    metrics.create_counters()
+    return wsgi
 
 
 def _gunicorn(wsgi_factory: Callable[[], Any], options: dict[str, Any]):
@@ -197,6 +200,7 @@ MODULES_BEFORE_FORK = (
     "bot.listeners.membership_events",
     "common.reports.figures",
     "common.messages.home",
+    "prometheus_client",  # after start_process (common.metrics.prepare_process): its multiprocess mode
 )
 
 
@@ -205,11 +209,17 @@ def load_before_fork(settings: Settings) -> None:
     loads it; no connection is made). `pre_fork`'s gc.freeze then keeps those objects' pages shared."""
     import importlib
 
+    from common import task_names
+    from common.celery_app import celery
+    from common.task_message import task_message
     from store.db import make_engine
 
     for name in MODULES_BEFORE_FORK:
         importlib.import_module(name)
     make_engine(settings.resolved_database_url).dispose()
+    # Celery reads its configuration and builds its message machinery on the first message: built here, not while
+    # the first event waits (10 ms, with the other threads of a fresh worker held on the import lock meanwhile).
+    task_message(celery, task_names.CAPTURE_EVENT, {})
 
 
 def prepare(settings: Settings, component: str = "bot") -> None:

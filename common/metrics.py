@@ -89,6 +89,11 @@ def _created_metrics() -> Any:
     )
 
 
+def create_counters() -> None:
+    """This process's counters, made now (a server's worker, before it serves) rather than on its first event."""
+    _process_metrics()
+
+
 def event_acked(transport: str, status: int, seconds: float) -> None:
     metrics = _process_metrics()
     metrics.acked.labels(transport, str(status)).inc()
