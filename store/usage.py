@@ -66,22 +66,21 @@ def charge_in_one_statement(connection: Connection, pair_id: int, judge: str, da
     the day's first judgment adds its row first. True when the unit is paid, now or by an earlier attempt; False
     when the budget is spent.
 
-    The counter moves only if no charge row exists, and the charge row is inserted only from the counted row: the
-    counter's row lock comes first, always, so two charges cannot deadlock. A twin doing the same at once also
-    counts (its look at the charges preceded the other's commit), then meets the other's row on insert: it gives
-    its count back, so the judgment is counted once and the budget never overspent."""
+    The statement locks the day's counter first (`FOR UPDATE`, which reads its latest value, not the statement's
+    snapshot), inserts the charge row only while the counter is under the budget, and counts only a row it
+    inserted. So the counter and the charge rows move together in one commit: a twin of the same judgment waits on
+    the counter, then meets the committed charge row and counts nothing, and no one ever sees a count that is
+    given back later (another judgment refused meanwhile would leave the budget one short)."""
     parameters = {"pair_id": pair_id, "judge": judge, "w_day": day, "budget": budget}
     row = connection.execute(_one_statement_charge(), parameters).one()
-    if not (row.paid_before or row.counted or row.day_known):  # the day's first judgment: its row, then again
+    if row.calls is None:  # the day's first judgment: its row, then again
         _insert_day_if_missing(connection, day)
         row = connection.execute(_one_statement_charge(), parameters).one()
-    if row.paid_before:
+    if row.paid_before or row.charged:
         return True
-    if row.counted:
-        if not row.charged:  # a twin's charge row won the insert: it counted too, so this count is given back
-            connection.execute(_uncount_statement(), {"w_day": day})
+    if row.calls < budget:  # under the budget, yet no row inserted: the judgment's charge row was there
         return True
-    # Spent, unless a twin paid for this very judgment while this one waited on the counter: a fresh look.
+    # Spent, unless this judgment was paid for by an earlier attempt that committed after this statement began.
     return bool(connection.execute(select(_paid()), parameters).scalar())
 
 
@@ -97,35 +96,31 @@ def _paid():
 def _one_statement_charge():  # built once: every judgment runs it
     charges, usage = BudgetCharge.__table__, DailyUsage.__table__
     day = bindparam("w_day", type_=usage.c.day.type)
-    counted = (
-        update(usage)
-        .where(usage.c.day == day, usage.c.llm_calls < bindparam("budget"), ~_paid())
-        .values(llm_calls=usage.c.llm_calls + 1)
-        .returning(usage.c.day)
-        .cte("counted")
-    )
+    locked = select(usage.c.day, usage.c.llm_calls).where(usage.c.day == day).with_for_update().cte("locked")
     charged = (
         postgresql.insert(charges)
-        .from_select(["pair_id", "judge", "day"], select(bindparam("pair_id"), bindparam("judge"), counted.c.day))
+        .from_select(
+            ["pair_id", "judge", "day"],
+            select(bindparam("pair_id"), bindparam("judge"), locked.c.day).where(
+                locked.c.llm_calls < bindparam("budget")
+            ),
+        )
         .on_conflict_do_nothing(index_elements=["pair_id", "judge"])
         .returning(charges.c.pair_id)
         .cte("charged")
     )
+    counted = (
+        update(usage)
+        .where(usage.c.day == day, exists(select(charged.c.pair_id)))
+        .values(llm_calls=usage.c.llm_calls + 1)
+        .returning(usage.c.day)
+        .cte("counted")
+    )
     return select(
         _paid().label("paid_before"),
-        select(func.count()).select_from(counted).scalar_subquery().label("counted"),
+        select(locked.c.llm_calls).scalar_subquery().label("calls"),  # before this charge; None: no row for the day
         select(func.count()).select_from(charged).scalar_subquery().label("charged"),
-        exists().where(usage.c.day == day).label("day_known"),
-    )
-
-
-@cache
-def _uncount_statement():
-    return (
-        update(DailyUsage)
-        .where(DailyUsage.day == bindparam("w_day"))
-        .values(llm_calls=DailyUsage.llm_calls - 1)
-        .execution_options(synchronize_session=False)
+        select(func.count()).select_from(counted).scalar_subquery().label("counted"),
     )
 
 
