@@ -72,7 +72,7 @@ def test_low_score_posts_exactly_one_alert_even_when_repeated(make_runtime, fake
     ("score", "status", "judge"),
     [(3, "ok", "relevancy"), (4, "ok", "relevancy"), (None, "error", "relevancy"), (None, "null", "grounded")],
 )
-def test_no_alert_for_good_scores_errors_and_nulls(make_runtime, fake, score, status, judge):
+def test_no_alert_for_a_judgment_that_is_not_a_low_score(make_runtime, fake, score, status, judge):
     with make_runtime() as runtime:
         judgment_id = add_judgment(runtime, score=score, status=status, judge=judge)
         delivery.consider(runtime, judgment_id)
@@ -145,35 +145,55 @@ def test_cap_holds_under_a_concurrent_burst(make_runtime, fake):
         assert sorted(row.status for row in alerts(runtime)) == ["held"] * 5 + ["posted"] * 3
 
 
-def test_degradation_alerts_once_and_rearms_after_recovery(make_runtime, fake):
-    # the count window alone (the time window has its own tests): recovery needs every window above the floor
+def judged(runtime, score: float, times: int, **kwargs) -> None:
+    """`times` answers judged `score`, each considered for alerts."""
+    for _ in range(times):
+        delivery.consider(runtime, add_judgment(runtime, score=score, **kwargs))
+
+
+@pytest.fixture
+def count_window(make_runtime):
+    """The count window alone (the time window has its own tests): recovery needs every window above the floor.
+    Threshold 0: the 1s below are not low-score alerts, only a falling mean."""
     with make_runtime(degradation_window=4, degradation_floor=2.5, threshold=0, degradation_window_minutes=0
                       ) as runtime:  # fmt: skip
-        # threshold 0: these 1s are not low-score alerts, only a falling mean
-        for _ in range(3):
-            delivery.consider(runtime, add_judgment(runtime, score=1))
-        assert fake.posted(ALERTS) == []  # fewer answers than the window
-        delivery.consider(runtime, add_judgment(runtime, score=1))
-        [post] = fake.posted(ALERTS)
-        assert "getting worse" in post["text"] and "1.00" in json.dumps(post["blocks"])
-        for _ in range(3):
-            delivery.consider(runtime, add_judgment(runtime, score=1))
-        assert len(fake.posted(ALERTS)) == 1  # still degraded: no repeat
-        for _ in range(4):
-            delivery.consider(runtime, add_judgment(runtime, score=4))
-        [row] = [a for a in alerts(runtime) if a.kind == "degradation"]
-        assert row.details.get("recovered_at")  # re-armed
-        for _ in range(4):
-            delivery.consider(runtime, add_judgment(runtime, score=1))
-        assert len(fake.posted(ALERTS)) == 1  # re-armed, but not twice within the hour
+        yield runtime
 
-        later = datetime.now(UTC) + timedelta(hours=2)
-        delivery.consider(runtime, add_judgment(runtime, score=1, created_at=later), now=later)
-        assert len(fake.posted(ALERTS)) == 2
-        assert [a.dedupe_key for a in alerts(runtime) if a.kind == "degradation"] == [
-            f"degr:{SUPPORT}:1",
-            f"degr:{SUPPORT}:2",
-        ]
+
+def test_degradation_alerts_when_the_full_window_falls_below_the_floor(count_window, fake):
+    judged(count_window, 1, 3)
+    assert fake.posted(ALERTS) == []  # fewer answers than the window
+    judged(count_window, 1, 1)
+    [post] = fake.posted(ALERTS)
+    assert "getting worse" in post["text"] and "1.00" in json.dumps(post["blocks"])
+
+
+def test_a_degraded_channel_is_not_alerted_again_while_it_stays_bad(count_window, fake):
+    judged(count_window, 1, 7)
+    assert len(fake.posted(ALERTS)) == 1  # still degraded: no repeat
+
+
+def test_a_recovered_channel_is_rearmed(count_window):
+    judged(count_window, 1, 4)
+    judged(count_window, 4, 4)
+    [row] = [a for a in alerts(count_window) if a.kind == "degradation"]
+    assert row.details.get("recovered_at")  # re-armed
+
+
+def test_a_rearmed_channel_alerts_again_only_in_a_later_hour(count_window, fake):
+    runtime = count_window
+    judged(runtime, 1, 4)
+    judged(runtime, 4, 4)
+    judged(runtime, 1, 4)
+    assert len(fake.posted(ALERTS)) == 1  # re-armed, but not twice within the hour
+
+    later = datetime.now(UTC) + timedelta(hours=2)
+    delivery.consider(runtime, add_judgment(runtime, score=1, created_at=later), now=later)
+    assert len(fake.posted(ALERTS)) == 2
+    assert [a.dedupe_key for a in alerts(runtime) if a.kind == "degradation"] == [
+        f"degr:{SUPPORT}:1",
+        f"degr:{SUPPORT}:2",
+    ]
 
 
 def test_private_channel_alert_withholds_text(make_runtime, fake):
@@ -454,14 +474,19 @@ def test_a_quiet_channel_whose_last_answers_reach_back_days(make_runtime, fake, 
         assert len(degradation_posts(fake)) == (1 if minutes else 0)
 
 
-def test_rules_file_sets_the_cap_windows_and_floor_per_channel(make_runtime, fake, tmp_path):
-    strict = "C_STRICT"
-    fake.add_channel(strict, "strict", members=["U_RELMON"])
+STRICT = "C_STRICT"
+
+
+@pytest.fixture
+def strict_rule(make_runtime, fake, tmp_path):
+    """C_STRICT's rule: a cap of 1 alert an hour, a floor of 3.5 over its last 3 answers (no time window); the same
+    three answers judged 3 in it and in the support channel (on the defaults)."""
+    fake.add_channel(STRICT, "strict", members=["U_RELMON"])
     rules = write_rules(
         tmp_path,
         {
             "channels": {
-                strict: {
+                STRICT: {
                     "alert_cap_per_hour": 1,
                     "degradation_floor": 3.5,
                     "degradation_window": 3,
@@ -471,23 +496,28 @@ def test_rules_file_sets_the_cap_windows_and_floor_per_channel(make_runtime, fak
         },
     )
     with make_runtime(channel_rules_file=rules, degradation_window_minutes=0) as runtime:
-        for channel in (strict, SUPPORT):  # the same answers in both channels
-            for _ in range(3):
-                delivery.consider(runtime, add_judgment(runtime, score=3, channel_id=channel))
-        # mean 3.0: below the strict channel's floor of 3.5 over its window of 3; the defaults (20, 2.5) say nothing
-        [post] = degradation_posts(fake)
-        assert f"<#{strict}>" in post["text"] and "< 3.5" in post["text"]
-        assert "last 3 judged answers" in json.dumps(post["blocks"])
+        for channel in (STRICT, SUPPORT):
+            judged(runtime, 3, 3, channel_id=channel)
+        yield runtime
 
-        for channel in (strict, SUPPORT):
-            for _ in range(2):
-                delivery.consider(runtime, add_judgment(runtime, score=0, channel_id=channel))
-        lows = [p for p in fake.posted(ALERTS) if p["text"].startswith("Low relevancy")]
-        assert sorted(p["text"].split(" in ")[1] for p in lows) == [f"<#{strict}>", f"<#{SUPPORT}>", f"<#{SUPPORT}>"]
-        assert [(a.source_channel_id, a.status) for a in alerts(runtime) if a.status == "held"] == [(strict, "held")]
-        assert summaries.flush_summaries(runtime) == 1
-        [summary] = [p for p in fake.posted(ALERTS) if "more low score" in p["text"]]
-        assert f"<#{strict}> reached its cap of 1 alerts" in json.dumps(summary["blocks"])
+
+def test_rules_file_sets_the_degradation_window_with_its_floor_per_channel(strict_rule, fake):
+    # mean 3.0: below the strict channel's floor of 3.5 over its window of 3; the defaults (20, 2.5) say nothing
+    [post] = degradation_posts(fake)
+    assert f"<#{STRICT}>" in post["text"] and "< 3.5" in post["text"]
+    assert "last 3 judged answers" in json.dumps(post["blocks"])
+
+
+def test_rules_file_sets_the_alert_cap_per_channel(strict_rule, fake):
+    runtime = strict_rule
+    for channel in (STRICT, SUPPORT):
+        judged(runtime, 0, 2, channel_id=channel)
+    lows = [p for p in fake.posted(ALERTS) if p["text"].startswith("Low relevancy")]
+    assert sorted(p["text"].split(" in ")[1] for p in lows) == [f"<#{STRICT}>", f"<#{SUPPORT}>", f"<#{SUPPORT}>"]
+    assert [(a.source_channel_id, a.status) for a in alerts(runtime) if a.status == "held"] == [(STRICT, "held")]
+    assert summaries.flush_summaries(runtime) == 1
+    [summary] = [p for p in fake.posted(ALERTS) if "more low score" in p["text"]]
+    assert f"<#{STRICT}> reached its cap of 1 alerts" in json.dumps(summary["blocks"])
 
 
 SOURCES = [f"C_SOURCE{i}" for i in range(6)]
@@ -522,25 +552,45 @@ def test_the_alert_channel_cap_holds_a_burst_across_source_channels(make_runtime
         assert len(fake.posted("C_OTHER_ALERTS")) == 1 and len(fake.posted(ALERTS)) == 4
 
 
-def test_degradation_alerts_share_the_alert_channel_cap_and_wait_at_the_top_of_the_summary(make_runtime, fake):
-    """A bot that breaks everywhere at once: four channels getting worse, an alert channel capped at 2 an hour.
-    Two degradation alerts are posted; the other two wait in one summary, first news at its top, and stay
-    episodes (no repeat while their channels stay bad). A low score after that is held too: the cap counts
-    both kinds."""
+# A bot that breaks everywhere at once: four channels getting worse, an alert channel capped at 2 an hour.
+FOUR_WORSE = {
+    "alert_channel_cap_per_hour": 2,
+    "degradation_window": 2,
+    "degradation_floor": 2.5,
+    "degradation_window_minutes": 0,
+    "threshold": 0,
+}
+
+
+def four_channels_get_worse(runtime, fake) -> list[Alert]:
+    """Two answers judged 1 in each of four channels (threshold 0: not low-score alerts, only a falling mean); the
+    degradation alerts."""
     for channel in SOURCES[:4]:
         fake.add_channel(channel, channel.lower(), members=["U_RELMON"])
-    settings = dict(degradation_window=2, degradation_floor=2.5, degradation_window_minutes=0, threshold=0)
-    with make_runtime(alert_channel_cap_per_hour=2, **settings) as runtime:
-        for channel in SOURCES[:4]:
-            for _ in range(2):  # threshold 0: these 1s are not low-score alerts, only a falling mean
-                delivery.consider(runtime, add_judgment(runtime, score=1, channel_id=channel))
-        posted = degradation_posts(fake)
-        assert len(posted) == 2
-        rows = [a for a in alerts(runtime) if a.kind == "degradation"]
+    for channel in SOURCES[:4]:
+        judged(runtime, 1, 2, channel_id=channel)
+    return [a for a in alerts(runtime) if a.kind == "degradation"]
+
+
+def test_degradation_alerts_share_the_alert_channel_cap(make_runtime, fake):
+    """Two degradation alerts are posted, the other two held; a low score after that is held too: the cap counts
+    both kinds."""
+    with make_runtime(**FOUR_WORSE) as runtime:
+        rows = four_channels_get_worse(runtime, fake)
+        assert len(degradation_posts(fake)) == 2
         assert sorted(a.status for a in rows) == ["held", "held", "posted", "posted"]
-        held = sorted(a.source_channel_id for a in rows if a.status == "held")
         assert all(a.details["reason"] == "alert_channel_cap" for a in rows if a.status == "held")
 
+    with make_runtime(**{**FOUR_WORSE, "threshold": 2}) as runtime:
+        delivery.consider(runtime, add_judgment(runtime, score=0, channel_id=SOURCES[0]))
+        [low] = [a for a in alerts(runtime) if a.kind == "low_score"]
+        assert low.status == "held" and low.details["reason"] == "alert_channel_cap"  # 2 degradation alerts came first
+
+
+def test_held_degradation_alerts_wait_at_the_top_of_the_summary(make_runtime, fake):
+    """The two held wait in one summary, first news at its top."""
+    with make_runtime(**FOUR_WORSE) as runtime:
+        held = sorted(a.source_channel_id for a in four_channels_get_worse(runtime, fake) if a.status == "held")
         assert summaries.flush_summaries(runtime) == 1
         [summary] = [p for p in fake.posted(ALERTS) if "this hour" in p["text"]]
         assert summary["text"] == "2 channels getting worse this hour"
@@ -550,14 +600,15 @@ def test_degradation_alerts_share_the_alert_channel_cap_and_wait_at_the_top_of_t
             f"• <#{channel}>: mean relevancy *1.00* over the last 2 judged answers" in blocks for channel in held
         )
 
+
+def test_held_degradation_alerts_stay_episodes_while_their_channels_stay_bad(make_runtime, fake):
+    """Held or posted, a channel getting worse is one episode: no repeat while it stays bad."""
+    with make_runtime(**FOUR_WORSE) as runtime:
+        four_channels_get_worse(runtime, fake)
+        summaries.flush_summaries(runtime)  # the held ones summarised
         for channel in SOURCES[:4]:  # still bad: no channel alerts again, held or not
             delivery.consider(runtime, add_judgment(runtime, score=1, channel_id=channel))
         assert len([a for a in alerts(runtime) if a.kind == "degradation"]) == 4
-
-    with make_runtime(alert_channel_cap_per_hour=2, **{**settings, "threshold": 2}) as runtime:
-        delivery.consider(runtime, add_judgment(runtime, score=0, channel_id=SOURCES[0]))
-        [low] = [a for a in alerts(runtime) if a.kind == "low_score"]
-        assert low.status == "held" and low.details["reason"] == "alert_channel_cap"  # 2 degradation alerts came first
 
 
 def test_an_archived_alert_channel_does_not_hold_back_other_alert_channels_summaries(make_runtime, fake, tmp_path):
@@ -580,7 +631,7 @@ def test_an_archived_alert_channel_does_not_hold_back_other_alert_channels_summa
         assert len(fake.calls_to("chat.postMessage")) == refused
 
 
-def test_the_alert_posted_log_line_names_the_judgment_and_the_source_message(make_runtime, fake, caplog):
+def test_the_alert_posted_log_line_names_the_alert_by_identifiers_only(make_runtime, fake, caplog):
     with make_runtime() as runtime:
         judgment_id = add_judgment(
             runtime, score=0, answer_ts="1764252300.000100", question="secret question", answer="secret answer"

@@ -50,15 +50,31 @@ def count(settings: Settings, *what) -> int:
         db.dispose()
 
 
-def test_backfill_judges_every_pair_once_and_never_alerts(fakes, tmp_path, capsys):
+def backfilled(fakes, tmp_path) -> Settings:
+    """The settings of one backfill of the fake channel, run to its end."""
     slack, llm = fakes
     settings = backfill_settings(slack, llm, tmp_path)
     assert run_backfill(args(), settings, now=NOW) == 0
+    return settings
+
+
+def test_backfill_judges_every_pair_once(fakes, tmp_path):
+    _, llm = fakes
+    settings = backfilled(fakes, tmp_path)
     assert len(llm.requests) == PAIRS and count(settings, Judgment) == PAIRS
-    assert count(settings, Alert) == 0 and not slack.posted("C_ALERTS")
-    assert "Weekly digest" in capsys.readouterr().out  # the digest's figures for the period
     assert run_backfill(args(), settings, now=NOW) == 0  # run twice: nothing judged twice
     assert len(llm.requests) == PAIRS and count(settings, Pair) == PAIRS
+
+
+def test_backfill_never_alerts(fakes, tmp_path):
+    slack, _ = fakes
+    settings = backfilled(fakes, tmp_path)
+    assert count(settings, Alert) == 0 and not slack.posted("C_ALERTS")
+
+
+def test_backfill_prints_the_digest_of_its_period(fakes, tmp_path, capsys):
+    backfilled(fakes, tmp_path)
+    assert "Weekly digest" in capsys.readouterr().out  # the digest's figures for the period
 
 
 def test_interrupted_mid_channel_resumes_from_its_checkpoint(fakes, tmp_path):
@@ -112,13 +128,24 @@ def test_slack_429_is_honoured(fakes, tmp_path):
     assert len(slack.calls_to("conversations.history")) >= 1 and count(settings, Judgment) == PAIRS
 
 
-def test_dry_run_judges_nothing_and_prints_the_cost(fakes, tmp_path, capsys):
+def dry_run(fakes, tmp_path) -> Settings:
+    """The settings of a dry run of the backfill of the fake channel."""
     slack, llm = fakes
     settings = backfill_settings(slack, llm, tmp_path)
     assert run_backfill(args(dry_run=True), settings, now=NOW) == 0
+    return settings
+
+
+def test_dry_run_judges_nothing(fakes, tmp_path):
+    _, llm = fakes
+    settings = dry_run(fakes, tmp_path)
+    assert not llm.requests and count(settings, Pair) == 0
+
+
+def test_dry_run_prints_the_cost(fakes, tmp_path, capsys):
+    dry_run(fakes, tmp_path)
     out = capsys.readouterr().out
     assert f"would judge {PAIRS} pair(s)" in out and "$" in out
-    assert not llm.requests and count(settings, Pair) == 0
 
 
 @pytest.mark.parametrize(
@@ -206,35 +233,43 @@ def privacy_of(settings: Settings) -> dict[str, set[tuple[bool, bool]]]:
         db.dispose()
 
 
-def test_backfill_stores_what_slack_cannot_describe_or_shares_as_private_and_never_quotes_it(
-    tmp_path, capsys, redis_url
-):
-    """conversations.info refused (a missing scope, an unknown channel), or a channel shared with another
-    organisation (Slack Connect, or across an Enterprise Grid): stored private, quoted neither in the printed
-    report nor in the one posted to the digest channel; a public channel beside them is quoted."""
+UNDESCRIBED = ["C_PUBLIC", "C_CONNECT", "C_GRID", "C_UNLISTED"]  # C_UNLISTED: conversations.info does not know it
+
+
+@pytest.fixture
+def undescribed(tmp_path, capsys, redis_url) -> tuple[Settings, str]:
+    """A backfill, its report posted to the digest channel, of a public channel and of three that Slack cannot
+    describe (conversations.info refused: a missing scope, an unknown channel) or that are shared with another
+    organisation (Slack Connect, or across an Enterprise Grid), every answer off topic: (its settings, the report
+    as printed and as posted)."""
     with FakeSlack() as slack, FakeOpenAI() as llm:
         slack.add_channel("C_PUBLIC", "public", members=["U_RELMON"])
         slack.add_channel("C_CONNECT", "connect", members=["U_RELMON"], is_ext_shared=True)
         slack.add_channel("C_GRID", "grid", members=["U_RELMON"], is_org_shared=True)
         slack.add_channel("C_DIGEST", "digest", members=["U_RELMON"])
-        channels = ["C_PUBLIC", "C_CONNECT", "C_GRID", "C_UNLISTED"]  # C_UNLISTED: conversations.info does not know it
-        for channel in channels:
+        for channel in UNDESCRIBED:
             answers_off_topic(slack, channel)
         settings = backfill_settings(
-            slack, llm, tmp_path, watched_channels=channels, digest_channel_setting="C_DIGEST", redis_url=redis_url
+            slack, llm, tmp_path, watched_channels=UNDESCRIBED, digest_channel_setting="C_DIGEST", redis_url=redis_url
         )
         assert run_backfill(args(post=True), settings, now=NOW) == 0
         printed = capsys.readouterr().out
-        assert privacy_of(settings) == {
-            "C_PUBLIC": {(False, False)},
-            "C_CONNECT": {(True, True)},
-            "C_GRID": {(True, True)},
-            "C_UNLISTED": {(True, False)},
-        }
         (posted,) = slack.posted("C_DIGEST")
-        shown = printed + json.dumps(posted)
-        assert "secret-C_PUBLIC" in shown  # the report does quote where it may
-        assert not [c for c in channels[1:] if f"secret-{c}" in shown]
+    return settings, printed + json.dumps(posted)
+
+
+def test_backfill_stores_what_slack_cannot_describe_or_shares_as_private(undescribed):
+    settings, _ = undescribed
+    public, private, shared = {(False, False)}, {(True, False)}, {(True, True)}  # (private, shared), as stored
+    assert privacy_of(settings) == {"C_PUBLIC": public, "C_CONNECT": shared, "C_GRID": shared, "C_UNLISTED": private}
+
+
+def test_backfill_never_quotes_what_slack_cannot_describe_or_shares(undescribed):
+    """Neither in the printed report nor in the one posted to the digest channel; a public channel beside them is
+    quoted."""
+    _, shown = undescribed
+    assert "secret-C_PUBLIC" in shown  # the report does quote where it may
+    assert not [c for c in UNDESCRIBED[1:] if f"secret-{c}" in shown]
 
 
 def test_backfill_stores_a_channel_as_private_when_conversations_info_is_refused(tmp_path):
@@ -247,7 +282,7 @@ def test_backfill_stores_a_channel_as_private_when_conversations_info_is_refused
         assert privacy_of(settings) == {C: {(True, False)}}
 
 
-def test_import_reads_privacy_and_sharing_from_the_export(tmp_path):
+def test_import_takes_each_channels_privacy_flags_from_the_export(tmp_path):
     """groups.json (private channels), mpims.json (group DMs) and an entry's sharing flags decide; not a
     hard-coded "public, not shared"."""
     with FakeSlack() as slack, FakeOpenAI() as llm:

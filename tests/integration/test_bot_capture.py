@@ -11,7 +11,7 @@ import pytest
 
 from capture.conversation_log import ConversationLog
 from common import celery_app
-from store.models import PairStatus
+from store.models import Pair, PairStatus
 from store.rules import ChannelRule, ChannelRules
 from tests import slack_requests as sr
 from tests.bot_harness import ServedBot
@@ -110,7 +110,7 @@ def test_healthz(bot: ServedBot) -> None:
 # Capture -----------------------------------------------------------------------------------------
 
 
-def test_thread_question_and_answer_become_a_pair(bot: ServedBot, slack: FakeSlack) -> None:
+def test_a_threaded_answer_becomes_a_pair_with_its_question(bot: ServedBot, slack: FakeSlack) -> None:
     q_ts, a_ts = sr.next_ts(), sr.next_ts()
     send(bot, sr.human_message(C, q_ts, "How do I reset my password, <@U_RELMON>?"))
     send(bot, sr.bot_message(C, a_ts, "Go to *Settings* > Security.", thread_ts=q_ts))
@@ -145,7 +145,7 @@ def test_retry_of_the_same_event_makes_one_pair(bot: ServedBot) -> None:
     assert pair.version == 1  # the retries were not processed again
 
 
-def test_dead_redis_spools_answers_200_and_hands_on_in_order_once(bot: ServedBot, redis_server) -> None:
+def test_events_spooled_while_redis_is_down_are_captured_in_order_exactly_once(bot: ServedBot, redis_server) -> None:
     """Redis down: Slack gets 200 (no failed delivery), the events wait on local disk, and once Redis is back
     they are captured in the order they came; Slack's retry of one of them changes nothing."""
     q_ts = sr.next_ts()
@@ -177,7 +177,7 @@ def point_broker_at(url: str) -> None:
     celery_app.celery.amqp._producer_pool = None
 
 
-def test_dead_broker_spools_and_nothing_is_lost(make_bot, redis_url) -> None:
+def test_an_event_spooled_while_the_broker_is_down_is_not_lost(make_bot, redis_url) -> None:
     """Broker down while Redis for the log is up: the answer is logged but cannot be handed to a worker; the
     event is spooled (200) and handed on once the broker is back: one pair, stored once."""
     bot = make_bot()
@@ -244,7 +244,7 @@ def test_several_bot_messages_form_one_answer(bot: ServedBot) -> None:
     assert pair.status == PairStatus.PENDING
 
 
-def test_out_of_order_parts_and_question(bot: ServedBot) -> None:
+def test_out_of_order_events_make_one_answer_with_its_question(bot: ServedBot) -> None:
     q = sr.human_message(C, sr.next_ts(), "how do I export?")
     first = sr.bot_message(C, sr.next_ts(), "part one", thread_ts=q["ts"])
     second = sr.bot_message(C, sr.next_ts(), "part two", thread_ts=q["ts"])
@@ -259,7 +259,8 @@ def test_out_of_order_parts_and_question(bot: ServedBot) -> None:
     assert by_ts[first["ts"]].question_ts == q["ts"]
 
 
-def test_streaming_edits_bump_the_version_and_settle_once(bot: ServedBot) -> None:
+def streamed(bot: ServedBot) -> Pair:
+    """The support bot streams an answer: its first word, two edits in progress, then the completed text. The pair."""
     q = sr.human_message(C, sr.next_ts(), "summarise the outage")
     answer = sr.streaming(sr.bot_message(C, sr.next_ts(), "The", thread_ts=q["ts"]), "in_progress")
     send(bot, q)
@@ -268,8 +269,19 @@ def test_streaming_edits_bump_the_version_and_settle_once(bot: ServedBot) -> Non
         send(bot, sr.message_changed(answer, text, streaming_state="in_progress"))
     send(bot, sr.message_changed(answer, "The outage lasted 5 minutes.", streaming_state="completed"))
     [pair] = bot.pairs()
-    assert pair.version == 4
-    assert pair.status == PairStatus.PENDING  # the completion settled it at once (no quiet time)
+    return pair
+
+
+def test_streaming_edits_bump_the_version(bot: ServedBot) -> None:
+    assert streamed(bot).version == 4
+
+
+def test_a_completed_stream_settles_at_once(bot: ServedBot) -> None:
+    assert streamed(bot).status == PairStatus.PENDING  # the completion settled it at once (no quiet time)
+
+
+def test_a_streamed_answer_settles_once(bot: ServedBot) -> None:
+    pair = streamed(bot)
     assert settle(bot.runtime, pair.id, 2) == "stale"  # an older edit's settle does nothing
     assert settle(bot.runtime, pair.id, 4) == "requeued"  # a repeat re-enqueues judging, nothing else
     [pair] = bot.pairs()

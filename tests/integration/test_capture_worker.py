@@ -10,6 +10,7 @@ import json
 import threading
 import time
 from functools import partial
+from typing import NamedTuple
 
 import pytest
 import redis
@@ -20,7 +21,7 @@ from capture.pairing import Author, LoggedMessage
 from common import celery_app, task_names
 from common.celery_app import QUEUE_JUDGE
 from store.judgments import set_pair_status
-from store.models import PairStatus
+from store.models import Pair, PairStatus
 from tests import slack_requests as sr
 from tests import slack_shapes as ss
 from tests.bot_harness import ServedBot, log_message, redis_calls, redis_calls_since
@@ -172,7 +173,9 @@ def test_an_event_whose_task_was_lost_is_captured_when_the_orphan_check_sends_it
     assert handoffs.overdue(bot.runtime.redis, noted_before=time.time() + 60, now=time.time(), limit=10) == {}
 
 
-def test_the_resent_task_stores_the_answer_and_clears_its_note(bot: ServedBot) -> None:
+def resent_once_stored(bot: ServedBot) -> str:
+    """A lost capture task sent again (its note two minutes old) after the bot's own handoff stored the answer:
+    what the task did."""
     q_ts, a_ts = sr.next_ts(), sr.next_ts()
     send(bot, sr.human_message(C, q_ts, "Is there a dark mode?"))
     answer = sr.bot_message(C, a_ts, "Yes: Settings, Appearance.", thread_ts=q_ts)
@@ -181,9 +184,17 @@ def test_the_resent_task_stores_the_answer_and_clears_its_note(bot: ServedBot) -
     handoffs.note(pipe, "h1", kwargs, now=time.time() - 120)
     pipe.execute()
     send(bot, answer)  # logged and stored by the bot's own handoff; the lost one's note is still there
-    assert answers.capture_answer.run(**kwargs) == "unchanged"
-    assert "h1" not in handoffs.overdue(bot.runtime.redis, noted_before=time.time(), now=time.time(), limit=10)
+    return answers.capture_answer.run(**kwargs)
+
+
+def test_the_resent_task_leaves_the_stored_answer_as_it_is(bot: ServedBot) -> None:
+    assert resent_once_stored(bot) == "unchanged"
     assert [p.version for p in bot.pairs()] == [1]
+
+
+def test_the_resent_task_clears_its_note(bot: ServedBot) -> None:
+    resent_once_stored(bot)
+    assert "h1" not in handoffs.overdue(bot.runtime.redis, noted_before=time.time(), now=time.time(), limit=10)
 
 
 def test_the_task_messages_headers_name_the_answer_never_its_words(bot: ServedBot) -> None:
@@ -231,21 +242,36 @@ def test_an_answer_settled_at_once_is_judged_by_its_capture_task(make_bot, sent:
         assert len(llm.requests) == 1 and judge_tasks(sent) == []
 
 
-def test_the_settle_task_judges_its_pair_itself_and_its_replay_resumes_judge_pair(make_bot, sent: list) -> None:
+def settling_pair(bot: ServedBot) -> Pair:
+    """An answer in its question's thread, captured and waiting out its quiet time."""
+    q_ts, a_ts = sr.next_ts(), sr.next_ts()
+    send(bot, sr.human_message(C, q_ts, "How do I export my data?"))
+    send(bot, sr.bot_message(C, a_ts, "Settings, then Export, then Download.", thread_ts=q_ts))
+    [pair] = bot.pairs()
+    return pair
+
+
+def test_the_settle_task_judges_its_pair_itself(make_bot, sent: list) -> None:
     """After the quiet time the settle task settles the answer and judges it in the same run: no judge_pair task
-    (one task fewer per answer). Its replay (a redelivery or a retry) finds the pair judged and sends judge_pair,
-    resumed, to finish whatever the earlier run left (its follow-ups)."""
+    (one task fewer per answer)."""
     with FakeOpenAI() as llm:
         bot = make_bot(openai_base_url=llm.base_url)
-        q_ts, a_ts = sr.next_ts(), sr.next_ts()
-        send(bot, sr.human_message(C, q_ts, "How do I export my data?"))
-        send(bot, sr.bot_message(C, a_ts, "Settings, then Export, then Download.", thread_ts=q_ts))
-        [pair] = bot.pairs()
+        pair = settling_pair(bot)
         assert pair.status == PairStatus.SETTLING
         assert settle_and_judge(bot.runtime, pair.id, pair.version) == PairStatus.PENDING
         [pair] = bot.pairs()
         assert pair.status == PairStatus.JUDGED
         assert len(llm.requests) == 1 and judge_tasks(sent) == []
+
+
+def test_a_replayed_settle_task_hands_its_judged_pair_to_judge_pair(make_bot, sent: list) -> None:
+    """The replay of a settle task that judged its pair (a redelivery or a retry) finds the pair judged and sends
+    judge_pair, resumed, to finish whatever the earlier run left (its follow-ups)."""
+    with FakeOpenAI() as llm:
+        bot = make_bot(openai_base_url=llm.base_url)
+        first = settling_pair(bot)
+        settle_and_judge(bot.runtime, first.id, first.version)  # the run that judged it
+        [pair] = bot.pairs()
         assert settle_and_judge(bot.runtime, pair.id, pair.version) == f"skipped:{PairStatus.JUDGED}"
         assert judge_tasks(sent) == []  # a second run that is no replay sends nothing
         assert settle_and_judge(bot.runtime, pair.id, pair.version, replayed=True) == "resumed"
@@ -290,21 +316,38 @@ def test_a_redelivered_capture_task_hands_its_stored_answer_to_judge_pair(make_b
     assert judge_tasks(sent) == [([pair.id], {"resumed": True}, None)]
 
 
-def test_the_capture_reads_the_message_and_what_is_around_it_in_two_round_trips(make_bot) -> None:
-    """`CaptureStore.load`: what `get` then `around` give, with the index reads and the stored mark's read sent
-    beside the GET (placed by the task's thread_ts), then one MGET; read again when the log places the message
-    elsewhere than its sender did."""
+class LoggedThread(NamedTuple):
+    """A question, the bot's reply in its thread and a later top-level answer of the bot's, logged in C, with the
+    capture's store for C."""
+
+    client: redis.Redis
+    log: ConversationLog
+    store: CaptureStore
+    now: float
+    question: LoggedMessage
+    reply: LoggedMessage
+    top: LoggedMessage
+
+
+@pytest.fixture
+def logged_thread(make_bot) -> LoggedThread:
     bot = make_bot()
     client = bot.runtime.redis
     log = ConversationLog(client, 3600)
     store = CaptureStore(bot.runtime, C, channel_type="channel", ext_shared=False)
     bot.runtime.known_channels.flags(C, "channel", False)  # knows the channel's sharing, as a running worker does
     now, logged = time.time(), partial(log_message, log, C)
-
     question = logged(now - 30)
     reply = logged(now - 20, thread=question.ts, author=Author.MONITORED_BOT)
     top = logged(now - 10, author=Author.MONITORED_BOT)
+    return LoggedThread(client, log, store, now, question, reply, top)
 
+
+def test_the_capture_reads_a_message_with_what_is_around_it_in_two_round_trips(logged_thread: LoggedThread) -> None:
+    """`CaptureStore.load`: what `get` then `around` give, with the index reads and the stored mark's read sent
+    beside the GET (placed by the task's thread_ts), then one MGET; read again when the log places the message
+    elsewhere than its sender did."""
+    client, log, store, _, question, reply, top = logged_thread
     for message, thread_ts, index_reads in ((reply, question.ts, 1), (top, None, 1), (reply, None, 2)):
         before = redis_calls(client)
         context = store.load(message.ts, thread_ts)
@@ -318,16 +361,27 @@ def test_the_capture_reads_the_message_and_what_is_around_it_in_two_round_trips(
         # A pipeline (the message's GET, the mark's GET and the index reads) and an MGET; placed wrong, the thread's
         # index is read again.
         assert (made.get("get"), made["zrange"], made["mget"]) == (2, index_reads, 1)
-    missing = store.load(f"{now - 5:.6f}", None)
+
+
+def test_the_capture_finds_nothing_around_a_message_never_logged(logged_thread: LoggedThread) -> None:
+    missing = logged_thread.store.load(f"{logged_thread.now - 5:.6f}", None)
     assert (missing.message, missing.around, missing.run) == (None, [], [])
-    # The mark of what was last stored of the answer comes with the first round trip.
+
+
+def test_the_capture_reads_the_stored_mark_in_its_first_round_trip(logged_thread: LoggedThread) -> None:
+    """The mark of what was last stored of the answer comes with the first round trip."""
+    client, _, store, _, question, reply, _ = logged_thread
     store.keep(reply.ts, "abc", 7, None)
     before = redis_calls(client)
     context = store.load(reply.ts, question.ts)
     assert context.message == reply and context.held == Held("abc", 7)
     made = {k: v - before.get(k, 0) for k, v in redis_calls(client).items() if k != "cmdstat_info"}
     assert made.get("get") == 2 and made["mget"] == 1  # the message's GET and the mark's: still one pipeline
-    # The settle's read (`get_around`): the same two round trips without the mark.
+
+
+def test_the_settle_reads_a_message_with_what_is_around_it_in_two_round_trips(logged_thread: LoggedThread) -> None:
+    """`get_around`: the capture's two round trips without the mark."""
+    client, log, _, _, question, reply, top = logged_thread
     for message, thread_ts in ((reply, question.ts), (top, None)):
         before = redis_calls(client)
         found, around = log.get_around(C, message.ts, thread_ts, 60)
@@ -337,7 +391,7 @@ def test_the_capture_reads_the_message_and_what_is_around_it_in_two_round_trips(
 
 
 @pytest.mark.parametrize("fresh", [False, True], ids=["logged", "fresh"])
-def test_an_answer_that_settles_at_once_is_stored_and_watched_in_six_redis_round_trips(
+def test_an_answer_that_settles_at_once_is_captured_in_six_redis_round_trips(
     make_bot, monkeypatch, fresh: bool
 ) -> None:
     """The capture task's Redis round trips, each one counted (a pipeline is one): the conversation's lock; the

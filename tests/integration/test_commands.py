@@ -163,16 +163,26 @@ def test_unknown_text_says_what_to_do(bot, slack):
     assert "Copy link" in command(bot, "https://example.com/nope", slack).json()["text"]
 
 
-def test_link_creates_an_on_demand_pair_and_queues_judging(bot, slack, redis_url):
+def linked_pair(bot: ServedBot, slack: FakeSlack) -> Pair:
+    """`/judge <link>` to the captured answer in C: the on-demand pair it stores."""
     response = command(bot, LINK, slack, key="link")
     assert "Judging that answer" in response.json()["text"]
     [pair] = wait_for(lambda: pairs(bot), timeout=10, what="an on-demand pair")
+    return pair
+
+
+def test_link_creates_an_on_demand_pair(bot, slack):
+    pair = linked_pair(bot, slack)
     assert pair.source == "command" and pair.status == "pending"
     assert pair.channel_id == C and pair.answer_ts is None and pair.channel_is_private is False
     assert pair.question_text == "How do I reset my password?"
     assert pair.answer_text == "offtopic: our office is open 9 to 5"
     assert pair.question_ts == QUESTION_TS and pair.thread_ts == QUESTION_TS
     assert pair.requested_by == "U_ASKER" and pair.response_url == slack.response_url("link")
+
+
+def test_link_queues_judging_of_its_pair(bot, slack, redis_url):
+    pair = linked_pair(bot, slack)
     jobs = wait_for(lambda: queued(redis_url, QUEUE_JUDGE), timeout=5, what="judge_pair queued")
     assert jobs == [{"task": "workers.tasks.judging.judge_pair", "args": f"[{pair.id}]"}]
     assert slack.responses["link"] == []  # nothing more until the verdict
@@ -196,13 +206,23 @@ def test_a_stored_pair_supplies_the_question(bot, slack):
     assert slack.calls_to("conversations.replies") == [] and slack.calls_to("conversations.history") == []
 
 
-def test_non_member_is_refused_and_sees_nothing(bot, slack):
+def non_members_refusal(bot: ServedBot, slack: FakeSlack) -> dict:
+    """`/judge` with a link to an answer in a channel the person is not in: the refusal they get."""
     link = f"https://example.slack.com/archives/{OTHER}/p1712345001000002"
     command(bot, link, slack, key="refused")
     [refusal] = wait_for(lambda: slack.responses["refused"], timeout=10, what="the refusal")
+    return refusal
+
+
+def test_non_member_is_refused_without_seeing_the_channel(bot, slack):
+    refusal = non_members_refusal(bot, slack)
     assert refusal["text"] == ERRORS["not_member"] and "join the channel" in refusal["text"]
     assert "budget" not in json.dumps(refusal) and "finance" not in json.dumps(refusal)
     assert refusal["response_type"] == "ephemeral"
+
+
+def test_a_non_member_is_refused_before_the_channel_is_read_or_a_pair_stored(bot, slack):
+    non_members_refusal(bot, slack)
     # The refusal is the lazy listener's last act (bot.on_demand.judge_message): nothing is stored after it.
     assert pairs(bot) == []
     # access was checked before anything of the channel was read
@@ -338,9 +358,9 @@ def test_stats_for_a_channel(bot, slack):
     assert "1 could not be judged" in text
 
 
-def test_stats_show_alert_precision_and_disputed_low_scores(bot, slack):
-    """/judge stats, signed: the channel's alert precision from people's votes (counts and the 90% interval) and
-    the low scores a second opinion disputed; another channel's votes and disputes are not counted."""
+def stats_with_votes_and_second_opinions(bot: ServedBot, slack: FakeSlack) -> str:
+    """/judge stats of C, signed, once people voted on its alerts and second opinions disputed low scores, there
+    and in another channel: the text of the stats."""
     voted = [add_judgment(bot.runtime, score=1, channel_id=C) for _ in range(5)]
     tie = add_judgment(bot.runtime, score=2, channel_id=C)
     elsewhere = add_judgment(bot.runtime, score=0, channel_id=OTHER)
@@ -358,9 +378,20 @@ def test_stats_show_alert_precision_and_disputed_low_scores(bot, slack):
             confirmations.record(session, judgment_id, SecondOpinion("disputed", second))
     command(bot, f"stats <#{C}|support>", slack, key="trust")
     [answer] = wait_for(lambda: slack.responses["trust"], timeout=10, what="stats")
-    text = answer["blocks"][-1]["text"]["text"]
+    return answer["blocks"][-1]["text"]["text"]
+
+
+def test_stats_show_alert_precision(bot, slack):
+    """The channel's alert precision from people's votes (counts and the 90% interval); another channel's votes
+    are not counted."""
+    text = stats_with_votes_and_second_opinions(bot, slack)
     assert "8 answers judged" in text
     assert "4 of 5 voted alerts agreed with (80%, 90% interval" in text
+
+
+def test_stats_show_the_low_scores_a_second_opinion_disputed(bot, slack):
+    """Another channel's disputes are not counted."""
+    text = stats_with_votes_and_second_opinions(bot, slack)
     assert "2 low scores disputed by a second opinion" in text
 
 
@@ -483,7 +514,9 @@ def view_submission(view: dict, *, question: str, answer: str, judge: str, refer
     return urllib.parse.urlencode({"payload": json.dumps(payload)}).encode()
 
 
-def test_feedback_buttons_record_votes_and_queue_a_refresh(bot, slack, redis_url):
+def feedback_clicked(bot: ServedBot, slack: FakeSlack) -> int:
+    """An alert posted, then clicked: U_ASKER's "right", U_TWO's "wrong", U_ASKER's change to "wrong". Returns the
+    judgment alerted on."""
     runtime = bot.runtime
     judgment_id = add_judgment(runtime, score=0)
     delivery.consider(runtime, judgment_id)  # the alert, as the worker posts it
@@ -500,16 +533,28 @@ def test_feedback_buttons_record_votes_and_queue_a_refresh(bot, slack, redis_url
                 return (user, vote) in set(votes_for(session, judgment_id))
 
         wait_for(recorded, timeout=10, what=f"{user}'s {vote} vote")
+    return judgment_id
+
+
+def test_feedback_buttons_record_each_persons_latest_vote(bot, slack):
+    judgment_id = feedback_clicked(bot, slack)
 
     def votes():
-        with runtime.db.session() as session:
+        with bot.runtime.db.session() as session:
             found = sorted(votes_for(session, judgment_id))
         return found if found == [("U_ASKER", "wrong"), ("U_TWO", "wrong")] else None
 
     wait_for(votes, timeout=10, what="both votes, U_ASKER's changed")
+
+
+def test_feedback_buttons_queue_a_refresh_of_the_alert(bot, slack, redis_url):
+    feedback_clicked(bot, slack)
     jobs = wait_for(lambda: len(queued(redis_url, QUEUE_SLACK)) >= 3 and queued(redis_url, QUEUE_SLACK), timeout=5)
     assert {job["task"] for job in jobs} == {"workers.tasks.slack.refresh_alert_votes"}
-    # the link button is acknowledged too (Slack sends an action for it)
+
+
+def test_the_alerts_link_button_is_acknowledged(bot):
+    """Slack sends an action for a link button too."""
     assert sr.post(bot.url, sr.block_actions("open_message", "", channel_id="C_ALERTS"), SECRET).status_code == 200
 
 

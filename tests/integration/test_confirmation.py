@@ -42,13 +42,25 @@ def charges(runtime) -> list[tuple[int, str]]:
         return sorted((row[0], row[1]) for row in session.execute(select(BudgetCharge.pair_id, BudgetCharge.judge)))
 
 
-def test_a_confirmed_low_score_alerts_once_and_asks_once(make_runtime, fake, llm):
+def consider_a_confirmed_low_score(runtime) -> int:
+    """A low score the second opinion confirms, considered again (a retry or redelivery), then by the task: its
+    judgment's id."""
+    judgment_id = add_judgment(runtime, score=1, answer=LOW)
+    assert delivery.consider(runtime, judgment_id).low == "posted"
+    assert delivery.consider(runtime, judgment_id).low == "posted"  # a retry or redelivery
+    tasks.consider_alert(judgment_id)
+    return judgment_id
+
+
+def test_a_confirmed_low_score_alerts_once(make_runtime, fake, llm):
     with make_runtime() as runtime:
-        judgment_id = add_judgment(runtime, score=1, answer=LOW)
-        assert delivery.consider(runtime, judgment_id).low == "posted"
-        assert delivery.consider(runtime, judgment_id).low == "posted"  # a retry or redelivery
-        tasks.consider_alert(judgment_id)
+        consider_a_confirmed_low_score(runtime)
         assert len(fake.posted(ALERTS)) == 1
+
+
+def test_a_confirmed_low_score_asks_for_one_stored_second_opinion(make_runtime, fake, llm):
+    with make_runtime() as runtime:
+        judgment_id = consider_a_confirmed_low_score(runtime)
         [request] = llm.requests  # the retries reused the stored second opinion
         assert request["temperature"] == confirmation.SECOND_OPINION_TEMPERATURE
         assert request["seed"] == confirmation.SECOND_OPINION_SEED
@@ -70,20 +82,33 @@ def test_a_disputed_low_score_alerts_nobody(make_runtime, fake, llm):
         assert len(llm.requests) == 1
 
 
-def test_a_dead_llm_on_the_second_call_keeps_the_first_verdict_and_alerts_nobody(make_runtime, fake, llm):
+def give_up_on_the_second_opinion(runtime) -> int:
+    """A low score whose second call fails (the LLM answers 500 when sampled) until the task's last attempt: its
+    judgment's id."""
+    judgment_id = add_judgment(runtime, score=1, answer=LOW)
+    with pytest.raises(TransientLLMError):  # the task retries with backoff
+        delivery.consider(runtime, judgment_id)
+    assert judgment(runtime, judgment_id).confirmation_status is None
+    assert delivery.consider(runtime, judgment_id, last_attempt=True).low == "unconfirmed"
+    assert delivery.consider(runtime, judgment_id).low == "unconfirmed"  # stored: not asked again
+    return judgment_id
+
+
+def test_a_dead_llm_on_the_second_call_keeps_the_first_verdict(make_runtime, fake, llm):
     llm.set_behavior(sampled_status=500)
     with make_runtime() as runtime:
-        judgment_id = add_judgment(runtime, score=1, answer=LOW)
-        with pytest.raises(TransientLLMError):  # the task retries with backoff
-            delivery.consider(runtime, judgment_id)
-        assert judgment(runtime, judgment_id).confirmation_status is None
-        assert delivery.consider(runtime, judgment_id, last_attempt=True).low == "unconfirmed"
-        assert delivery.consider(runtime, judgment_id).low == "unconfirmed"  # stored: not asked again
-        assert fake.posted(ALERTS) == []
+        judgment_id = give_up_on_the_second_opinion(runtime)
         row = judgment(runtime, judgment_id)
         assert (row.status, row.score, row.confirmation_status) == ("ok", 1, "unconfirmed")
         assert "second opinion" in row.confirmation_error
         assert len(llm.requests) == 2
+
+
+def test_a_dead_llm_on_the_second_call_alerts_nobody(make_runtime, fake, llm):
+    llm.set_behavior(sampled_status=500)
+    with make_runtime() as runtime:
+        judgment_id = give_up_on_the_second_opinion(runtime)
+        assert fake.posted(ALERTS) == []
         llm.set_behavior()  # the LLM is back: nothing changes, nobody is alerted late
         tasks.consider_alert(judgment_id)
         assert fake.posted(ALERTS) == [] and len(llm.requests) == 2

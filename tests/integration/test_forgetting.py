@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
+import pytest
 from sqlalchemy import select
 
 from store import alerts as alert_store
@@ -63,19 +64,22 @@ def judgment_of(session, pair_id: int) -> Judgment:
     return session.execute(select(Judgment).where(Judgment.pair_id == pair_id)).scalar_one()
 
 
-def test_an_edit_after_judging_and_a_judged_answers_deletion_reach_every_stored_copy(make_bot, slack) -> None:
+@pytest.fixture
+def judged(make_bot, slack) -> tuple[ServedBot, dict, dict, int]:
+    """A bot with a judged pair whose summary and verdict messages Slack has: (bot, question event, answer event,
+    pair id); the question quotes a card number."""
     bot = make_bot()
     slack.add_channel(ALERTS, "alerts", members=["U_RELMON"])
     slack.add_message(ALERTS, "1.5", text="summary", bot_id="B_RELMON")
     slack.add_message("D_ASKER", "1.6", text="verdict", bot_id="B_RELMON")
-    q, a, pair_id = judged_with_alerts(bot, "Card 4111 1111 1111 1111 was declined, why?", "Call ZEBRA7 support.")
+    return bot, *judged_with_alerts(bot, "Card 4111 1111 1111 1111 was declined, why?", "Call ZEBRA7 support.")
 
+
+def test_an_edit_after_judging_reaches_every_stored_copy(judged, slack) -> None:
+    bot, q, _, pair_id = judged
     send(bot, sr.message_changed(q, "My card was declined, why?"))  # the number edited out after judging
     with bot.runtime.db.session() as session:
-        pair, judgment = (
-            session.get(Pair, pair_id),
-            session.execute(select(Judgment).where(Judgment.pair_id == pair_id)).scalar_one(),
-        )
+        pair, judgment = session.get(Pair, pair_id), judgment_of(session, pair_id)
         assert pair.question_text == "[removed] [removed] [removed] [removed] [removed] was declined, why?"
         for text in (judgment.reasoning, judgment.raw_output, judgment.confirmation_reasoning):
             assert "4111" not in text and "1111" not in text and "declined" in text  # scrubbed, not blanked
@@ -89,12 +93,13 @@ def test_an_edit_after_judging_and_a_judged_answers_deletion_reach_every_stored_
     [verdict] = [call for call in slack.calls_to("chat.update") if call["ts"] == "1.6"]
     assert "4111" not in json.dumps(verdict) and "edited out of this conversation" in json.dumps(verdict)
 
+
+def test_a_judged_answers_deletion_reaches_every_stored_copy(judged) -> None:
+    bot, q, a, pair_id = judged
+    send(bot, sr.message_changed(q, "My card was declined, why?"))  # an edit first: its notes must go too
     send(bot, sr.message_deleted(a))  # an answer already judged
     with bot.runtime.db.session() as session:
-        pair, judgment = (
-            session.get(Pair, pair_id),
-            session.execute(select(Judgment).where(Judgment.pair_id == pair_id)).scalar_one(),
-        )
+        pair, judgment = session.get(Pair, pair_id), judgment_of(session, pair_id)
         assert (pair.status, pair.answer_text) == (PairStatus.JUDGED, None)
         assert (judgment.reasoning, judgment.raw_output, judgment.confirmation_reasoning) == (None, None, None)
         assert judgment.score == 0  # the score stays
@@ -103,9 +108,10 @@ def test_an_edit_after_judging_and_a_judged_answers_deletion_reach_every_stored_
     assert list(bot.runtime.redis.scan_iter("relmon:forget*")) == []  # the words' notes are gone
 
 
-def test_a_deleted_earlier_turn_leaves_the_golden_set_and_the_topic_names(make_bot) -> None:
-    """A question's earlier turn copied into a golden item's context (and its source's), and a word of a deleted
-    question in the name of the topic it fell in: the deletion takes them out too."""
+@pytest.fixture
+def copied_earlier_turn(make_bot) -> tuple[ServedBot, dict, int]:
+    """A question's earlier turn copied into a golden item's context (and its source's), and a word of it in the
+    name of the topic it fell in: (bot, the earlier turn's event, golden item id)."""
     bot = make_bot()
     first = sr.human_message(C, sr.next_ts(), "My order QX4471 never came")
     send(bot, first)
@@ -128,12 +134,23 @@ def test_a_deleted_earlier_turn_leaves_the_golden_set_and_the_topic_names(make_b
                                  origin="alert"))  # fmt: skip
         session.add(TopicRecord(key="t1", name="Order QX4471 missing", named_by="llm", anchors=[first_pair.id]))
         session.add(PairTopic(pair_id=first_pair.id, topic_key="t1"))
-        item_id = item.id
+        return bot, first, item.id
 
+
+def test_a_deleted_earlier_turn_leaves_the_golden_set(copied_earlier_turn) -> None:
+    bot, first, item_id = copied_earlier_turn
     send(bot, sr.message_deleted(first))
     with bot.runtime.db.session() as session:
         item, source = session.get(GoldenItem, item_id), session.execute(select(GoldenSource)).scalar_one()
-        topic = session.get(TopicRecord, "t1")
-        for text in (item.context, item.topic, source.context, topic.name):
+        for text in (item.context, item.topic, source.context):
             assert "QX4471" not in text and "[deleted]" in text
-        assert item.question == "And the refund?" and topic.name == "Order [deleted] missing"
+        assert item.question == "And the refund?"
+
+
+def test_a_deleted_earlier_turn_leaves_the_topic_names(copied_earlier_turn) -> None:
+    bot, first, _ = copied_earlier_turn
+    send(bot, sr.message_deleted(first))
+    with bot.runtime.db.session() as session:
+        topic = session.get(TopicRecord, "t1")
+        assert "QX4471" not in topic.name and "[deleted]" in topic.name
+        assert topic.name == "Order [deleted] missing"

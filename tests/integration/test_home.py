@@ -83,20 +83,28 @@ def add(
             )
 
 
-def test_home_shows_last_week_per_channel_and_settings(runtime: Runtime, slack: FakeSlack) -> None:
+def publish_a_busy_week(runtime: Runtime, slack: FakeSlack) -> str:
+    """App Home published for U123 over a week of C1 and C2 (and C1's older answers): the view's blocks as text."""
     now = datetime.now(UTC)
     add(runtime, slack, "C1", [4, 2, None], now - timedelta(days=1))
     add(runtime, slack, "C2", [3, 4], now - timedelta(days=2))
     add(runtime, slack, "C1", [0, 0, 0], now - timedelta(days=9))  # older than 7 days: not shown
     publish_home(runtime, slack_client_for(runtime.settings), MembershipCache(runtime.redis), "U123")
+    return str(slack.published["U123"]["blocks"])
 
+
+def test_home_shows_last_week_per_channel(runtime: Runtime, slack: FakeSlack) -> None:
+    text = publish_a_busy_week(runtime, slack)
     (call,) = slack.calls_to("views.publish")
     assert call["user_id"] == "U123"
     view = slack.published["U123"]
     assert view["type"] == "home" and len(view["blocks"]) <= 100
-    text = str(view["blocks"])
     assert "*<#C1>*\\n2 judged of 3 · relevancy mean 3.00 / 4 · 50% ≤ 2 · 1 error" in text
     assert "*<#C2>*\\n2 judged of 2 · relevancy mean 3.50 / 4 · 50% ≤ 3 · 0 errors" in text
+
+
+def test_home_shows_the_settings_in_effect(runtime: Runtime, slack: FakeSlack) -> None:
+    text = publish_a_busy_week(runtime, slack)
     assert "relevancy alert ≤ 3 · sampling 25%" in text  # C2's own rule
     assert "`judge-model-x`" in text and "relevancy ≤ 2" in text and "100% of answers" in text
     assert "10,000 judgments" in text and "Mondays 09:00 Europe/Paris to <#CALERTS>" in text
@@ -248,25 +256,30 @@ def test_home_shows_the_rules_files_defaults_over_the_environment(home_runtime, 
     assert "at most 7 alerts an hour" in text  # C5's own cap
 
 
-def test_digest_dry_run_does_not_migrate_and_says_so(tmp_path: Path, capsys) -> None:
-    """`relmon digest --dry-run` touches no database: on a schema not at head it says so and exits 1."""
+def dry_run_digest(database: Path, data_dir: Path) -> int:
+    """`relmon digest --dry-run` on the SQLite file `database`: its exit code. The dry run touches no database: on a
+    schema not at head it says so and exits 1."""
     from argparse import Namespace
-
-    from sqlalchemy import create_engine, inspect
 
     from relmon.digest_cli import run_digest
 
-    dry = Namespace(dry_run=True, force=False)
+    settings = make_settings(database_url=f"sqlite:///{database}", data_dir=data_dir)
+    return run_digest(Namespace(dry_run=True, force=False), settings)
+
+
+def test_digest_dry_run_does_not_create_a_missing_database(tmp_path: Path, capsys) -> None:
     missing = tmp_path / "missing.sqlite3"
-    settings = make_settings(database_url=f"sqlite:///{missing}", data_dir=tmp_path / "data")
-    assert run_digest(dry, settings) == 1
+    assert dry_run_digest(missing, tmp_path / "data") == 1
     assert not missing.exists()  # not even created
     assert capsys.readouterr().err.strip().endswith("run relmon migrate first")
 
+
+def test_digest_dry_run_does_not_migrate_an_empty_database(tmp_path: Path, capsys) -> None:
+    from sqlalchemy import create_engine, inspect
+
     empty = tmp_path / "empty.sqlite3"
     create_engine(f"sqlite:///{empty}").connect().close()
-    settings = make_settings(database_url=f"sqlite:///{empty}", data_dir=tmp_path / "data")
-    assert run_digest(dry, settings) == 1
+    assert dry_run_digest(empty, tmp_path / "data") == 1
     assert inspect(create_engine(f"sqlite:///{empty}")).get_table_names() == []  # not migrated
     assert "run relmon migrate first" in capsys.readouterr().err
 

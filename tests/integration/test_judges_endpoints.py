@@ -11,7 +11,16 @@ import urllib.request
 
 import pytest
 
-from judges import CorrectnessJudge, GroundedJudge, RelevancyJudge, TransientLLMError, get_judge
+from judges import (
+    CorrectnessJudge,
+    GroundedJudge,
+    Judge,
+    LLMClient,
+    RelevancyJudge,
+    TransientLLMError,
+    Verdict,
+    get_judge,
+)
 from judges.gate import EndpointGate
 from judges.modes import EndpointMode, LocalModes
 from tests.bursts import burst
@@ -43,21 +52,40 @@ def test_llama_cpp_python_500_on_json_schema_steps_down_to_json_mode_with_the_sc
     assert grounded.status == "ok" and formats(fake) == ["json_object+schema"]  # remembered: no failing try
 
 
-def test_a_proxy_without_response_format_gets_plain_completions_and_no_usage(fake: FakeOpenAI) -> None:
+def judged_through_a_proxy(fake: FakeOpenAI) -> tuple[LLMClient, Verdict]:
+    """One relevancy call through a proxy that knows no response_format: (the client, its verdict)."""
     fake.set_behavior(server_kind="proxy")
     client = client_for(fake)
-    verdict = RelevancyJudge().evaluate(client, QUESTION, "a partial reply")
+    return client, RelevancyJudge().evaluate(client, QUESTION, "a partial reply")
+
+
+def test_a_proxy_without_response_format_gets_plain_completions(fake: FakeOpenAI) -> None:
+    client, verdict = judged_through_a_proxy(fake)
     assert verdict.status == "ok" and verdict.score == 2
     assert formats(fake) == ["json_schema", None]  # "response_format" refused as such: straight to plain
     assert client.mode_for().response_format == "plain"
+
+
+def test_a_proxy_that_reports_no_usage_leaves_the_token_counts_unknown(fake: FakeOpenAI) -> None:
+    _, verdict = judged_through_a_proxy(fake)
     assert (verdict.prompt_tokens, verdict.cached_tokens, verdict.completion_tokens) == (None, None, None)
 
 
-def test_a_genuine_500_is_retried_and_changes_no_mode(fake: FakeOpenAI) -> None:
+def judged_after_a_genuine_500(fake: FakeOpenAI) -> LLMClient:
+    """A client whose first call met a 500 that names no request format: a server fault, not a refusal."""
     fake.set_behavior(fault_first=1, faults=["500"])
     client = client_for(fake)
     assert RelevancyJudge().evaluate(client, QUESTION, ANSWER).status == "ok"
+    return client
+
+
+def test_a_genuine_500_is_retried(fake: FakeOpenAI) -> None:
+    judged_after_a_genuine_500(fake)
     assert formats(fake) == ["json_schema", "json_schema"] and fake.statuses == {500: 1, 200: 1}
+
+
+def test_a_genuine_500_changes_no_mode(fake: FakeOpenAI) -> None:
+    client = judged_after_a_genuine_500(fake)
     assert client.mode_for().response_format == "json_schema"
 
 
@@ -75,17 +103,29 @@ def test_a_reasoning_model_gets_max_completion_tokens_once_max_tokens_is_refused
     assert body["response_format"]["type"] == "json_schema"
 
 
-@pytest.mark.parametrize("name", ["relevancy", "correctness", "grounded"])
-def test_every_call_bounds_its_reply_and_a_cut_reply_is_an_error_with_its_text(fake: FakeOpenAI, name: str) -> None:
+RAMBLE = "Let me think about this answer step by step. " * 400 + "The rating is: [[2]]"  # past every bound
+
+
+def judged_on_a_ramble(fake: FakeOpenAI, name: str) -> tuple[Judge, Verdict]:
+    """The judge `name` asked once of a server that rambles on until the reply's bound cuts it."""
     judge = get_judge(name)
-    ramble = "Let me think about this answer step by step. " * 400 + "The rating is: [[2]]"
-    fake.set_reply(lambda body: ramble)
-    verdict = judge.evaluate(client_for(fake), QUESTION, ANSWER, REFERENCE)
+    fake.set_reply(lambda body: RAMBLE)
+    return judge, judge.evaluate(client_for(fake), QUESTION, ANSWER, REFERENCE)
+
+
+@pytest.mark.parametrize("name", ["relevancy", "correctness", "grounded"])
+def test_every_call_bounds_its_reply(fake: FakeOpenAI, name: str) -> None:
+    judge, _ = judged_on_a_ramble(fake, name)
     (body,) = fake.requests
     assert body["max_tokens"] == judge.max_reply_tokens
+
+
+@pytest.mark.parametrize("name", ["relevancy", "correctness", "grounded"])
+def test_a_cut_reply_is_an_error_with_its_text(fake: FakeOpenAI, name: str) -> None:
+    judge, verdict = judged_on_a_ramble(fake, name)
     assert verdict.status == "error" and verdict.score is None
     assert f"cut at its bound of {judge.max_reply_tokens} tokens" in verdict.error
-    assert verdict.raw_output and ramble.startswith(verdict.raw_output)  # kept as received, never guessed from
+    assert verdict.raw_output and RAMBLE.startswith(verdict.raw_output)  # kept as received, never guessed from
     assert verdict.completion_tokens == judge.max_reply_tokens
 
 
@@ -155,14 +195,18 @@ def test_a_timeout_backs_off_instead_of_piling_on(fake: FakeOpenAI) -> None:
         time.sleep(0.05)
 
 
-def test_the_gate_bounds_calls_in_flight_and_says_when_the_endpoint_is_saturated() -> None:
-    now = [0.0]
-    gate = EndpointGate(2, cooldown_base=2.0, clock=lambda: now[0])
+def test_the_gate_refuses_a_call_beyond_its_bound_as_saturated() -> None:
+    gate = EndpointGate(2, cooldown_base=2.0, clock=lambda: 0.0)
     with gate.slot(1.0), gate.slot(1.0):
         assert gate.in_flight == 2
         with pytest.raises(TransientLLMError, match="saturated") as caught, gate.slot(0.0):
             pass
         assert caught.value.retry_after == 2.0
+
+
+def test_the_gate_backs_off_after_timeouts_until_successes_let_calls_out_again() -> None:
+    now = [0.0]
+    gate = EndpointGate(2, cooldown_base=2.0, clock=lambda: now[0])
     assert gate.timed_out() == 2.0 and gate.timed_out() == 4.0  # doubling cooldowns, allowed down to one
     assert gate.allowed == 1
     with pytest.raises(TransientLLMError), gate.slot(0.0):  # cooling down

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from relmon.doctor import slack_bots
 from relmon.doctor.report import run_doctor
 from relmon.doctor.slack_checks import required_scopes
 from store.db import Database
@@ -233,20 +234,28 @@ def test_with_no_watched_channels_it_reads_the_channels_relmon_is_in(healthy: di
     assert sorted(read) == ["C_ALERTS", "C_PRIV", "C_WATCH"]  # each once, the alert channel too
 
 
-def test_with_no_watched_channels_the_listing_is_paged_and_capped(
-    healthy: dict, slack: FakeSlack, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from relmon.doctor import slack_bots
-
+@pytest.fixture
+def many_channels(slack: FakeSlack, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Thirty channels relmon is in, five answered threads each, listed eight a page."""
     monkeypatch.setattr(slack_bots, "MEMBER_PAGE", 8)
     for n in range(30):
         slack.add_channel(f"C_MANY{n:02d}", f"team-{n:02d}", members=[RELMON_USER_ID])
         for t in range(5):  # five threads each: reading them all would be 180 calls
             add_bot_answer(slack, f"C_MANY{n:02d}", f"17000{n:02d}{t}.000100", in_thread=True)
+
+
+@pytest.mark.usefixtures("many_channels")
+def test_with_no_watched_channels_the_listing_is_paged_until_the_cap(healthy: dict, slack: FakeSlack) -> None:
     code, text = doctor(**{**healthy, "watched_channels": []})
     assert code == 0, text
     pages = slack.calls_to("users.conversations")
     assert len(pages) == 3 and pages[1].get("cursor") == "8"  # 24 channels listed: enough for the cap of 20
+
+
+@pytest.mark.usefixtures("many_channels")
+def test_with_no_watched_channels_the_reading_is_capped(healthy: dict, slack: FakeSlack) -> None:
+    code, text = doctor(**{**healthy, "watched_channels": []})
+    assert code == 0, text
     read = [call["channel"] for call in slack.calls_to("conversations.history")]
     assert len(read) == slack_bots.CHANNELS_READ == len(set(read))
     total = len(read) + len(slack.calls_to("conversations.replies"))
@@ -357,7 +366,7 @@ def test_a_network_error_in_a_channel_check_is_reported_not_raised() -> None:
 
 
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
-def test_the_command_lists_missing_settings_and_exits_non_zero(tmp_path: Path, db_url: str) -> None:
+def test_the_command_fails_naming_each_missing_setting(tmp_path: Path, db_url: str) -> None:
     env = relmon_env(redis_url="", database_url=db_url, data_dir=tmp_path / "data")
     for name in ("SLACK_BOT_TOKEN", "RELMON_ALERT_CHANNEL", "REDIS_URL", "OPENAI_API_KEY"):
         env.pop(name)

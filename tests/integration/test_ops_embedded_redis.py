@@ -11,7 +11,8 @@ import pytest
 from celery import Celery
 
 from common.celery_app import embedded_socket_path
-from common.embedded_redis import EmbeddedRedisError, ensure_embedded_redis
+from common.embedded_redis import EmbeddedRedis, EmbeddedRedisError, ensure_embedded_redis
+from store.settings import Settings
 from tests.builders import make_settings
 
 
@@ -26,22 +27,34 @@ def test_external_redis_url_means_no_embedded_server(data_dir: Path) -> None:
     assert not (data_dir / "redis").exists()
 
 
-def test_starts_on_a_unix_socket_persists_with_aof_and_stops_cleanly(data_dir: Path) -> None:
-    settings = make_settings(redis_url=None, data_dir=data_dir)
+def start_owned(settings: Settings) -> EmbeddedRedis:
+    """A new embedded server started for `settings`, owned by this process."""
     embedded = ensure_embedded_redis(settings)
     assert embedded is not None and embedded.owned
+    return embedded
+
+
+def test_listens_on_a_unix_socket_only(data_dir: Path) -> None:
+    settings = make_settings(redis_url=None, data_dir=data_dir)
+    embedded = start_owned(settings)
     try:
         assert embedded.socket_path == embedded_socket_path(settings)
         assert stat.S_ISSOCK(os.stat(embedded.socket_path).st_mode)
         assert embedded.broker_url == f"redis+socket://{embedded.socket_path}"
+        assert embedded.client().config_get("port")["port"] == "0"  # no TCP listener
+    finally:
+        embedded.stop()
+
+
+def test_persists_writes_in_its_append_only_file(data_dir: Path) -> None:
+    settings = make_settings(redis_url=None, data_dir=data_dir)
+    embedded = start_owned(settings)
+    try:
         client = embedded.client()
         assert client.config_get("appendonly")["appendonly"] == "yes"
-        assert client.config_get("port")["port"] == "0"  # no TCP listener
         client.set("relmon:test", "kept")
     finally:
         embedded.stop()
-    assert embedded.process.returncode == 0  # a graceful shutdown, not a kill
-    assert not os.path.exists(embedded.socket_path)
     aof = data_dir / "redis" / "appendonly.aof"
     assert aof.exists() and b"relmon:test" in aof.read_bytes()
 
@@ -50,6 +63,13 @@ def test_starts_on_a_unix_socket_persists_with_aof_and_stops_cleanly(data_dir: P
         assert again.client().get("relmon:test") == b"kept"  # replayed from the AOF
     finally:
         again.stop()
+
+
+def test_stops_cleanly(data_dir: Path) -> None:
+    embedded = start_owned(make_settings(redis_url=None, data_dir=data_dir))
+    embedded.stop()
+    assert embedded.process.returncode == 0  # a graceful shutdown, not a kill
+    assert not os.path.exists(embedded.socket_path)
 
 
 def test_a_running_server_is_reused_not_doubled(data_dir: Path) -> None:
@@ -99,7 +119,7 @@ def _in_forked_child(work) -> int:
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")  # fork() in a process with threads (the test's own)
-def test_a_forked_child_exiting_leaves_the_server_and_its_socket_alone(data_dir: Path) -> None:
+def test_a_forked_child_exiting_leaves_the_server_untouched(data_dir: Path) -> None:
     settings = make_settings(redis_url=None, data_dir=data_dir)
     embedded = ensure_embedded_redis(settings)  # registers embedded.stop with atexit, inherited by the child
     try:

@@ -100,7 +100,8 @@ def seed(runtime: Runtime, now: datetime) -> None:
         add_answer(session, "C1", week_ago + timedelta(minutes=1), ["escalation"], score=1)
 
 
-def test_rows_carry_signals_and_window_state_in_batched_queries(runtime: Runtime) -> None:
+def stream_both_weeks(runtime: Runtime) -> tuple[list, list, list[str]]:
+    """The seeded rows of this week and last week, with the SQL statements their streaming ran."""
     now = datetime.now(UTC)
     seed(runtime, now)
     period = period_for(now)
@@ -114,18 +115,32 @@ def test_rows_carry_signals_and_window_state_in_batched_queries(runtime: Runtime
             previous = list(stream_pair_rows(session, period.previous_start, period.start))
     finally:
         event.remove(engine, "before_cursor_execute", listen)
+    return current, previous, queries
+
+
+def test_signals_are_read_in_one_query_per_week(runtime: Runtime) -> None:
+    _, previous, queries = stream_both_weeks(runtime)
     assert len([q for q in queries if "outcome_signals" in q]) == 2  # one per week's rows, not one per pair
-    (teammate,) = [row for row in current if row.has_reference]
-    assert teammate.signals == ("reask", "human_takeover") and teammate.window_closed is True
-    assert sorted(row.window_closed for row in current) == [False, True, True, True, True, True]
     assert len(previous) == 2
+
+
+def test_rows_carry_their_outcome_signals(runtime: Runtime) -> None:
+    current, _, _ = stream_both_weeks(runtime)
+    (teammate,) = [row for row in current if row.has_reference]
+    assert teammate.signals == ("reask", "human_takeover")
     with runtime.db.session() as session:
         assert session.execute(select(func.count()).select_from(OutcomeSignal)).scalar_one() == 13
 
 
-def test_digest_and_home_show_the_outcome_figures(runtime: Runtime, slack: FakeSlack) -> None:
-    now = datetime.now(UTC)
-    seed(runtime, now)
+def test_rows_carry_whether_their_window_has_closed(runtime: Runtime) -> None:
+    current, _, _ = stream_both_weeks(runtime)
+    (teammate,) = [row for row in current if row.has_reference]
+    assert teammate.window_closed is True
+    assert sorted(row.window_closed for row in current) == [False, True, True, True, True, True]
+
+
+def test_digest_shows_the_outcome_figures(runtime: Runtime, slack: FakeSlack) -> None:
+    seed(runtime, datetime.now(UTC))
     assert send_digest.apply().get() == "sent"
     (posted,) = slack.posted(DIGEST_CHANNEL)
     blocks = posted["blocks"]
@@ -141,6 +156,9 @@ def test_digest_and_home_show_the_outcome_figures(runtime: Runtime, slack: FakeS
     assert "outcomes: resolved 100% · re-asked 0%" in text  # C2: nothing to compare with
     assert "count answers whose outcome window has closed" in text
 
+
+def test_home_shows_the_outcome_figures(runtime: Runtime, slack: FakeSlack) -> None:
+    seed(runtime, datetime.now(UTC))
     view = publish_home(runtime, slack_client_for(runtime.settings), MembershipCache(runtime.redis), "U1")
     assert slack.published["U1"]["blocks"] == view["blocks"]
     home = str(view["blocks"])

@@ -5,8 +5,8 @@ changes nothing, the window closes resolved or not, and a teammate's reply becom
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from functools import partial
 
 import pytest
 import redis
@@ -90,16 +90,32 @@ def close(bot: ServedBot, pair_id: int) -> str:
     return outcome_watching.close_window_in(bot.runtime, pair_id, now=datetime.now(UTC) + timedelta(hours=1))
 
 
-def test_a_reask_in_the_thread_and_a_teammate_reply(make_bot, sent) -> None:
-    bot = make_bot()
+def reasked_then_taken_over(bot: ServedBot, sent: list) -> Pair:
+    """The asker asks again in the answer's thread, then a teammate replies there; the observations run."""
     q, _answer, pair = answered(bot, sent)
     send(bot, sr.human_message(C, sr.next_ts(), "Where is Settings?", thread_ts=q["ts"]))
     reply = sr.human_message(C, sr.next_ts(), "Top right, under your avatar.", user="U_AGENT", thread_ts=q["ts"])
     send(bot, reply)
     run(bot, sent)
+    return pair
+
+
+def test_a_reask_in_the_thread_then_a_teammates_reply_are_both_signalled(make_bot, sent) -> None:
+    bot = make_bot()
+    pair = reasked_then_taken_over(bot, sent)
     assert signals(bot, pair.id) == {"reask", "human_takeover"}
+
+
+def test_a_window_with_a_reask_closes_unresolved(make_bot, sent) -> None:
+    bot = make_bot()
+    pair = reasked_then_taken_over(bot, sent)
     assert close(bot, pair.id) == "unresolved"
     assert signals(bot, pair.id) == {"reask", "human_takeover"}
+
+
+def test_a_teammates_reply_becomes_the_reference_for_the_correctness_judge(make_bot, sent) -> None:
+    bot = make_bot()
+    reasked_then_taken_over(bot, sent)
     [stored] = bot.pairs()
     assert stored.reference_text == "Top right, under your avatar."
     assert stored.judges == ["relevancy", "correctness"]
@@ -135,16 +151,34 @@ def test_a_support_group_limits_who_takes_over(make_bot, sent) -> None:
     assert signals(bot, pair.id) == {"escalation", "human_takeover"}
 
 
-def test_thanks_and_a_positive_reaction_close_resolved(make_bot, sent) -> None:
-    bot = make_bot()
+def thanked_with_a_thumbs_up(bot: ServedBot, sent: list) -> Pair:
+    """The asker thanks in the answer's thread and gives it 👍; the observations run."""
     q, answer, pair = answered(bot, sent)
     send(bot, sr.human_message(C, sr.next_ts(), "thanks!", thread_ts=q["ts"]))
     send(bot, sr.reaction(answer, "+1"))
     run(bot, sent)
+    return pair
+
+
+def test_thanks_with_a_positive_reaction_are_both_signalled(make_bot, sent) -> None:
+    bot = make_bot()
+    pair = thanked_with_a_thumbs_up(bot, sent)
     assert signals(bot, pair.id) == {"thanked", "positive_reaction"}
+
+
+def test_a_window_with_only_good_signs_closes_resolved(make_bot, sent) -> None:
+    bot = make_bot()
+    pair = thanked_with_a_thumbs_up(bot, sent)
     assert close(bot, pair.id) == "resolved"
-    assert close(bot, pair.id) == "closed"
     assert signals(bot, pair.id) == {"thanked", "positive_reaction", "resolved"}
+
+
+def test_a_closed_window_is_not_closed_again(make_bot, sent) -> None:
+    bot = make_bot()
+    pair = thanked_with_a_thumbs_up(bot, sent)
+    close(bot, pair.id)
+    assert close(bot, pair.id) == "closed"
+    assert signals(bot, pair.id) == {"thanked", "positive_reaction", "resolved"}  # the second close changed nothing
 
 
 def test_a_rephrased_question_at_top_level_is_a_reask(make_bot, sent) -> None:
@@ -291,53 +325,102 @@ def test_a_window_opened_while_the_bot_logs_a_reply_still_gets_it(make_bot, sent
     assert signals(bot, pair.id) == {"reask"}
 
 
-def test_the_windows_read_of_the_log_is_led_by_the_watch_and_reads_only_what_came_after(redis_url) -> None:
-    """`since_answer`, as a window opens on an answer in a thread: the thread's later messages and the asker's later
-    top-level ones up to the window's end, in one transaction led by the commands queued first (the watch), then one
-    MGET; none when nothing came after the answer. Other people's top-level messages, and anything before the
-    answer, are not read at all: in a busy channel that read grew with the channel's traffic."""
+@dataclass
+class AnsweredInAThread:
+    """A channel's conversation log (on the test's Redis) holding a question at top level, the asker's next
+    message, and the bot's answer in the question's thread; read as a window opens on that answer."""
+
+    client: redis.Redis
+    log: ConversationLog
+    now: float
+    root: LoggedMessage
+    answer: LoggedMessage
+    watched: list[object] = field(default_factory=list)
+
+    def logged(self, at: float, **kwargs) -> LoggedMessage:
+        return log_message(self.log, C, at, **kwargs)
+
+    def since_led_by_the_watch(self) -> tuple[list, dict[str, int]]:
+        """As a window opens (workers.outcome_watching): the watch's command first, then the index reads. What
+        was read, and the Redis commands it took."""
+        calls_before = redis_calls(self.client)
+        pipe = self.client.pipeline(transaction=True)
+        pipe.set("relmon:test:watch", "up")
+        self.watched.append(pipe)
+        count = self.log.queue_since(pipe, C, self.answer, until=self.now + 1, asker="U_ASKER")
+        since = self.log.since_from(C, pipe.execute()[-count:])
+        return since, redis_calls_since(self.client, calls_before)
+
+    def later(self) -> tuple[LoggedMessage, list[LoggedMessage]]:
+        """What comes after the answer: a reply in its thread, the asker's two top-level messages, someone else's
+        three, a message after the window's end. Returns the reply and the asker's top-level messages."""
+        reply = self.logged(self.now - 20, thread=self.root.ts)
+        later = [self.logged(self.now - 10), self.logged(self.now - 5)]  # top level, after
+        for ago in (9, 8, 7):  # someone else's top-level messages, after the answer too
+            message = LoggedMessage(ts=f"{self.now - ago:.6f}", thread_ts=None, author=Author.HUMAN, user="U_OTHER")
+            self.log.record(C, message)
+        self.logged(self.now + 100)  # after the window's end
+        return reply, later
+
+
+@pytest.fixture
+def answered_in_a_thread(redis_url) -> AnsweredInAThread:
     client = redis.Redis.from_url(redis_url)
     log = ConversationLog(client, 3600)
-    now, logged = time.time(), partial(log_message, log, C)
+    now = time.time()
+    root = log_message(log, C, now - 50)
+    log_message(log, C, now - 40)  # top level, before the answer
+    answer = log_message(log, C, now - 30, thread=root.ts, author=Author.MONITORED_BOT)
+    return AnsweredInAThread(client, log, now, root, answer)
 
-    root = logged(now - 50)
-    logged(now - 40)  # top level, before the answer
-    answer = logged(now - 30, thread=root.ts, author=Author.MONITORED_BOT)
-    watched: list[object] = []
 
-    def since_led_by_the_watch() -> list:
-        """As a window opens (workers.outcome_watching): the watch's command first, then the index reads."""
-        pipe = client.pipeline(transaction=True)
-        pipe.set("relmon:test:watch", "up")
-        watched.append(pipe)
-        count = log.queue_since(pipe, C, answer, until=now + 1, asker="U_ASKER")
-        return log.since_from(C, pipe.execute()[-count:])
-
-    calls_before = redis_calls(client)
-    assert since_led_by_the_watch() == []
+def test_the_windows_read_of_the_log_is_one_transaction_led_by_the_watch(answered_in_a_thread) -> None:
+    """`since_answer`, as a window opens on an answer in a thread, reads in one transaction led by the commands
+    queued first (the watch); none of the messages when nothing came after the answer."""
+    thread = answered_in_a_thread
+    since, made = thread.since_led_by_the_watch()
+    assert since == []
     # Nothing came after the answer: one transaction (the watch, the thread's index, the asker's index), no MGET.
-    made = redis_calls_since(client, calls_before)
     assert made == {"multi": 1, "set": 1, "zrangebyscore": 2, "exec": 1}
-    assert client.get("relmon:test:watch") == b"up" and watched
+    assert thread.client.get("relmon:test:watch") == b"up" and thread.watched
 
-    reply = logged(now - 20, thread=root.ts)
-    later = [logged(now - 10), logged(now - 5)]  # top level, after
-    for ago in (9, 8, 7):  # someone else's top-level messages, after the answer too
-        log.record(C, LoggedMessage(ts=f"{now - ago:.6f}", thread_ts=None, author=Author.HUMAN, user="U_OTHER"))
-    logged(now + 100)  # after the window's end
-    calls_before = redis_calls(client)
-    since = since_led_by_the_watch()
-    assert [m.ts for m in since] == [reply.ts] + [m.ts for m in later]
-    made = redis_calls_since(client, calls_before)
+
+def test_the_windows_read_of_what_came_after_the_answer_takes_one_mget_more(answered_in_a_thread) -> None:
+    thread = answered_in_a_thread
+    thread.later()
+    _, made = thread.since_led_by_the_watch()
     assert made == {"multi": 1, "set": 1, "zrangebyscore": 2, "exec": 1, "mget": 1}
-    assert [m.ts for m in log.since_answer(C, answer, until=now + 1, asker="U_ASKER")] == [m.ts for m in since]
+
+
+def test_the_windows_read_of_the_log_reads_only_what_came_after_in_the_thread_or_from_the_asker(
+    answered_in_a_thread,
+) -> None:
+    """The thread's later messages and the asker's later top-level ones up to the window's end. Other people's
+    top-level messages, and anything before the answer, are not read at all: in a busy channel that read grew
+    with the channel's traffic."""
+    thread = answered_in_a_thread
+    reply, later = thread.later()
+    since, _ = thread.since_led_by_the_watch()
+    assert [m.ts for m in since] == [reply.ts] + [m.ts for m in later]
+    read = thread.log.since_answer(C, thread.answer, until=thread.now + 1, asker="U_ASKER")
+    assert [m.ts for m in read] == [m.ts for m in since]
+
+
+def test_the_window_of_a_top_level_answer_reads_no_top_level_message_but_the_askers(answered_in_a_thread) -> None:
+    thread = answered_in_a_thread
+    _, later = thread.later()
     # An answer at top level: its own thread, and nothing of the channel's top level but the asker's.
-    top_answer = logged(now - 6, author=Author.MONITORED_BOT)
-    assert [m.ts for m in log.since_answer(C, top_answer, until=now + 1, asker="U_ASKER")] == [later[1].ts]
-    # No asker: only the thread is read.
-    calls_before = redis_calls(client)
-    assert [m.ts for m in log.since_answer(C, answer, until=now + 1, asker=None)] == [reply.ts]
-    assert redis_calls_since(client, calls_before)["zrangebyscore"] == 1
+    top_answer = thread.logged(thread.now - 6, author=Author.MONITORED_BOT)
+    read = thread.log.since_answer(C, top_answer, until=thread.now + 1, asker="U_ASKER")
+    assert [m.ts for m in read] == [later[1].ts]
+
+
+def test_the_window_of_an_answer_without_an_asker_reads_only_its_thread(answered_in_a_thread) -> None:
+    thread = answered_in_a_thread
+    reply, _ = thread.later()
+    calls_before = redis_calls(thread.client)
+    assert [m.ts for m in thread.log.since_answer(C, thread.answer, until=thread.now + 1, asker=None)] == [reply.ts]
+    assert redis_calls_since(thread.client, calls_before)["zrangebyscore"] == 1
 
 
 def test_a_retried_observe_message_records_nothing_twice(make_bot, sent) -> None:
@@ -351,7 +434,7 @@ def test_a_retried_observe_message_records_nothing_twice(make_bot, sent) -> None
     assert signals(bot, pair.id) == {"reask"}
 
 
-def test_reactions_added_and_removed_once_under_redelivery(make_bot, sent) -> None:
+def test_a_redelivered_reaction_is_recorded_once(make_bot, sent) -> None:
     bot = make_bot()
     _, answer, pair = answered(bot, sent)
     added = sr.reaction(answer, "-1")
@@ -364,9 +447,27 @@ def test_reactions_added_and_removed_once_under_redelivery(make_bot, sent) -> No
     with bot.runtime.db.session() as session:
         rows = session.execute(select(OutcomeSignal).where(OutcomeSignal.pair_id == pair.id)).scalars().all()
         assert [r.name for r in rows] == ["negative_reaction"]
+
+
+def thumbed_down(bot: ServedBot, sent: list) -> tuple[dict, Pair]:
+    """The asker gives the answer 👎; the observation runs."""
+    _, answer, pair = answered(bot, sent)
+    send(bot, sr.reaction(answer, "-1"))
+    run(bot, sent)
+    return answer, pair
+
+
+def test_a_reaction_taken_back_still_counts_as_given(make_bot, sent) -> None:
+    bot = make_bot()
+    answer, pair = thumbed_down(bot, sent)
     send(bot, sr.reaction(answer, "-1", added=False))  # taken back: a person's reaction counts once, as given
     run(bot, sent)
     assert signals(bot, pair.id) == {"negative_reaction"}
+
+
+def test_a_reaction_that_means_nothing_adds_no_signal(make_bot, sent) -> None:
+    bot = make_bot()
+    answer, pair = thumbed_down(bot, sent)
     send(bot, sr.reaction(answer, "eyes"))
     run(bot, sent)
     assert signals(bot, pair.id) == {"negative_reaction"}
@@ -441,14 +542,13 @@ def test_a_close_that_comes_early_waits_for_the_rest(make_bot, sent) -> None:
     assert sent == []  # the periodic sweep closes it when its time is up
 
 
-def test_export_gives_the_signals_and_the_reference_on_every_row(make_bot, sent) -> None:
-    import io
-
-    from relmon.export import with_signals, write_csv, write_jsonl
+def exported_rows(bot: ServedBot, sent: list) -> list[dict]:
+    """The asker escalates, a teammate replies (the reference), and the pair is judged for relevancy and
+    correctness: the export's rows, with their signals."""
+    from relmon.export import with_signals
     from store.judgments import export_rows
     from store.models import Judgment
 
-    bot = make_bot()
     q, _, pair = answered(bot, sent)
     send(bot, sr.human_message(C, sr.next_ts(), "Still broken, help", thread_ts=q["ts"]))
     send(bot, sr.human_message(C, sr.next_ts(), "Use the Keys tab.", user="U_AGENT", thread_ts=q["ts"]))
@@ -457,17 +557,30 @@ def test_export_gives_the_signals_and_the_reference_on_every_row(make_bot, sent)
         for judge in ("relevancy", "correctness"):
             session.add(Judgment(pair_id=pair.id, judge=judge, status="ok", score=1, pair_version=pair.version))
     with bot.runtime.db.session() as session:
-        rows = list(with_signals(session, export_rows(session)))
-        assert [(r["judge"], r["signals"], r["reference"]) for r in rows] == [
-            ("relevancy", ["escalation", "human_takeover"], None),
-            ("correctness", ["escalation", "human_takeover"], "Use the Keys tab."),
-        ]
-        text = io.StringIO()
-        write_csv(rows, text)
-        assert "escalation;human_takeover" in text.getvalue()
-        lines = io.StringIO()
-        write_jsonl(rows, lines)
-        assert '"signals": ["escalation", "human_takeover"]' in lines.getvalue()
+        return list(with_signals(session, export_rows(session)))
+
+
+def test_export_gives_every_row_its_pairs_signals(make_bot, sent) -> None:
+    import io
+
+    from relmon.export import write_csv, write_jsonl
+
+    rows = exported_rows(make_bot(), sent)
+    assert [(r["judge"], r["signals"]) for r in rows] == [
+        ("relevancy", ["escalation", "human_takeover"]),
+        ("correctness", ["escalation", "human_takeover"]),
+    ]
+    text = io.StringIO()
+    write_csv(rows, text)
+    assert "escalation;human_takeover" in text.getvalue()
+    lines = io.StringIO()
+    write_jsonl(rows, lines)
+    assert '"signals": ["escalation", "human_takeover"]' in lines.getvalue()
+
+
+def test_export_gives_the_correctness_row_the_teammates_reply_as_its_reference(make_bot, sent) -> None:
+    rows = exported_rows(make_bot(), sent)
+    assert [(r["judge"], r["reference"]) for r in rows] == [("relevancy", None), ("correctness", "Use the Keys tab.")]
 
 
 def test_a_reaction_on_any_message_of_a_multi_message_answer_counts(make_bot, sent) -> None:
@@ -487,10 +600,9 @@ def test_a_reaction_on_any_message_of_a_multi_message_answer_counts(make_bot, se
     assert signals(bot, pair.id) == {"negative_reaction"}
 
 
-def test_beat_closes_the_windows_whose_time_is_up_and_only_once(make_bot, sent) -> None:
+def test_beat_closes_each_window_once_its_time_is_up(make_bot, sent) -> None:
     from store.models import OutcomeWindow
     from workers.outcome_watching import close_due_windows_in
-    from workers.schedule import close_schedule
 
     bot = make_bot()
     _q, _answer, pair = answered(bot, sent)
@@ -502,12 +614,18 @@ def test_beat_closes_the_windows_whose_time_is_up_and_only_once(make_bot, sent) 
     assert close_due_windows_in(bot.runtime, now) == 1
     assert signals(bot, pair.id) == {"resolved"}
     assert close_due_windows_in(bot.runtime, now) == 0  # closed: never swept again
+
+
+def test_beat_sweeps_for_due_windows_every_twentieth_of_the_window_within_1_to_30_seconds() -> None:
+    """No window, no sweep."""
+    from workers.schedule import close_schedule
+
     assert close_schedule(1800)["relmon-close-outcome-windows"]["schedule"] == 30.0
     assert close_schedule(12)["relmon-close-outcome-windows"]["schedule"] == 1.0
     assert close_schedule(0) == {}
 
 
-def test_a_reaction_during_a_broker_outage_is_spooled_and_handed_on_once(make_bot, sent, redis_server) -> None:
+def test_a_reaction_during_a_broker_outage_reaches_the_workers_exactly_once(make_bot, sent, redis_server) -> None:
     """The broker (the bot's Redis: the reaction's task is pushed with its mark) is down when the reaction comes:
     Slack still gets 200, and the bot's spool hands the reaction on once the broker is back (the same spool as
     messages, so in order with them)."""

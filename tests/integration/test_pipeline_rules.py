@@ -143,7 +143,7 @@ def test_renewing_a_lease_moves_only_messages_still_held(redis_url: str) -> None
     assert renew(client, "unacked_index", [], now=6000.0) == 0
 
 
-def test_queued_pairs_are_read_from_the_queue_and_the_held_messages(redis_url: str) -> None:
+def test_queued_pairs_are_read_from_waiting_as_well_as_held_messages(redis_url: str) -> None:
     client = redis.Redis.from_url(redis_url)
     client.flushall()
     client.rpush("relmon.judge", json.dumps(_envelope(task_names.SETTLE_PAIR, [7, 2])))
@@ -152,15 +152,21 @@ def test_queued_pairs_are_read_from_the_queue_and_the_held_messages(redis_url: s
     _held(client, "t1", _envelope(task_names.JUDGE_PAIR, [9]), delivered_at=1.0)
     _held(client, "t2", _envelope(task_names.CONSIDER_ALERT, [11]), delivered_at=1.0)
     assert queued_pairs(client, "relmon.judge") == {7, 9}
+
+
+def test_a_message_whose_body_cannot_be_read_names_no_pair() -> None:
     assert pair_of({"headers": {"task": task_names.JUDGE_PAIR}, "body": "garbage"}) is None
 
 
 # Judges in force --------------------------------------------------------------------------------------------
 
 
-def test_judges_in_force_need_a_reference_for_correctness_and_grounded() -> None:
+def test_judges_that_compare_with_a_reference_are_in_force_only_with_one() -> None:
     assert judges_in_force(None, ["relevancy", "correctness", "grounded"], False) == ["relevancy"]
     assert judges_in_force(None, ["relevancy", "correctness"], True) == ["relevancy", "correctness"]
+
+
+def test_the_judges_a_pair_names_replace_the_channels_once_each() -> None:
     assert judges_in_force(["grounded", "grounded"], ["relevancy"], True) == ["grounded"]
 
 
@@ -287,26 +293,40 @@ def test_a_judgment_is_charged_once_however_many_attempts_race(database: Databas
         assert not charge_judgment(session, pairs[5], "correctness", day, 3)
 
 
-def test_the_workers_charge_pays_each_judgment_once_and_never_overspends(database: Database) -> None:
-    """`workers.budget.charge`, as judging runs it: on PostgreSQL one autocommit statement (twins that both count
-    give one count back), with the transaction as the fallback for a new day or a spent budget; on SQLite the
-    transaction alone. Repeats of one judgment pay once between them; the others stop at the budget."""
+def raced_charges(database: Database) -> tuple[datetime, list[int], set[tuple[int, str]]]:
+    """`workers.budget.charge`, as judging runs it, raced: six attempts at each of eight judgments against a budget
+    of five. On PostgreSQL one autocommit statement (the day's counter locked first, a charge row counted only by
+    the statement that inserted it); on SQLite one transaction.
+    Returns (the moment charged at, the pairs, the attempts paid for)."""
     now = datetime(2025, 3, 1, 12, tzinfo=UTC)
-    day = now.date()
     pairs = [_add_pair(database, answer_ts=f"2.{n:06d}") for n in range(8)]
     attempts = [(pair_id, "relevancy") for pair_id in pairs] * 6
     random.Random(7).shuffle(attempts)
     results = burst(lambda attempt: budget.charge(database, attempt[0], attempt[1], 5, now=now), attempts, workers=12)
-    paid = {attempt for attempt, ok in zip(attempts, results, strict=True) if ok}
-    assert len(paid) == 5  # five judgments paid for, each once however many of its attempts raced
+    return now, pairs, {attempt for attempt, ok in zip(attempts, results, strict=True) if ok}
+
+
+def test_the_workers_charge_pays_each_judgment_once(database: Database) -> None:
+    """Repeats of one judgment, raced or retried later, pay once between them."""
+    now, _, paid = raced_charges(database)
     with database.session() as session:
-        assert calls_on(session, day) == 5
         assert set(session.execute(select(BudgetCharge.pair_id, BudgetCharge.judge)).all()) == paid
     for attempt in paid:  # a retry of a paid judgment is still paid, and costs nothing more
         assert budget.charge(database, *attempt, 5, now=now)
+    with database.session() as session:
+        # One unit a judgment paid; how many were paid is the budget's test, below.
+        assert calls_on(session, now.date()) == len(paid)
+
+
+def test_the_workers_charge_stops_exactly_at_the_budget(database: Database) -> None:
+    """However many attempts race, the judgments paid for fill the budget, no more; the others are refused."""
+    now, pairs, paid = raced_charges(database)
+    assert len(paid) == 5  # five judgments paid for, each once however many of its attempts raced
+    with database.session() as session:
+        assert calls_on(session, now.date()) == 5
     assert not budget.charge(database, pairs[0], "grounded", 5, now=now)  # another judgment: the budget is spent
     with database.session() as session:
-        assert calls_on(session, day) == 5
+        assert calls_on(session, now.date()) == 5
 
 
 def test_budget_notice_is_claimed_once_per_day(database: Database) -> None:

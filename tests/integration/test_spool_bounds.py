@@ -47,7 +47,7 @@ def test_only_events_relmon_will_use_are_spooled(make_bot, redis_server) -> None
     wait_for(lambda: [p.answer_text for p in bot.pairs()] == ["answer"], timeout=20, what="the spool handed on")
 
 
-def test_a_full_spool_drops_events_with_a_log_line_and_one_warning(make_bot, redis_server, slack, capture_logs):
+def test_a_full_spool_drops_events_logging_each_but_warning_once(make_bot, redis_server, slack, capture_logs):
     logs = capture_logs()
     bot = make_bot(spool_max_mb=0.01)  # about 10 KB: a few events of 1,000 characters
     q_ts = sr.next_ts()

@@ -7,7 +7,7 @@ from tests.fakes.openai_server import FakeOpenAI
 from tests.log_capture import ANSWER, OPENAI_KEY, QUESTION, lines
 
 
-def test_retry_and_budget_lines_of_judging_carry_channel_and_message_ts(
+def test_judgings_log_lines_name_the_pairs_message_never_its_texts(
     capture_logs, database, settings_for, runtime_for
 ) -> None:
     """judge_pair's "retrying" and "budget spent" lines name the pair's channel and answer ts, never its texts."""

@@ -27,7 +27,7 @@ def stored_week(db_url, monkeypatch, tmp_path):
         yield fake
 
 
-def test_topics_json_lists_every_topic_with_its_figures_and_question_ids(stored_week, capsys):
+def test_topics_as_json(stored_week, capsys):
     capsys.readouterr()
     assert main(["topics", *SINCE, "--json"]) == 0
     report = json.loads(capsys.readouterr().out)

@@ -17,7 +17,7 @@ from store.topics import histories
 from tests.builders import make_settings
 from tests.fakes.openai_server import FakeOpenAI
 from tests.topics_corpus import FAILING_TOPIC, START, corpus, corpus_questions, store_questions
-from topics.service import TopicsDeps, TopicsQuery, compute_topics, topic_of
+from topics.service import TopicsDeps, TopicsQuery, TopicsReport, compute_topics, topic_of
 
 END = START + timedelta(days=7)
 QUERY = TopicsQuery(start=START, end=END, now=END, previous_start=START - timedelta(days=7), run_key="test:week")
@@ -44,7 +44,10 @@ def _count(database, model) -> int:
         return session.scalar(select(func.count()).select_from(model))
 
 
-def test_topics_from_the_endpoint_are_stored_once_named_once_and_stable(db_url, database, fake_llm):
+def test_topics_from_the_endpoint_are_paid_for_once_while_their_pairs_last(db_url, database, fake_llm):
+    """One scenario, as computing the topics is the slow part: the first run embeds each question and names each
+    topic once, paying and recording every call; the next run asks nothing again and keeps the names; a deleted
+    pair's embedding and topic go with it."""
     questions = corpus_questions()
     store_questions(database, questions)
     deps = _deps(db_url, database, fake_llm)
@@ -83,21 +86,40 @@ def test_topics_from_the_endpoint_are_stored_once_named_once_and_stable(db_url, 
     assert topic_of(database, pair_id) is None
 
 
-def test_an_endpoint_without_embeddings_falls_back_and_says_so(db_url, database, fake_llm):
+def without_embeddings(db_url: str, database, fake_llm: FakeOpenAI) -> TopicsReport:
+    """The topics of the corpus from an endpoint that has no embeddings."""
     store_questions(database, corpus_questions())
     fake_llm.set_behavior(embeddings=False)
-    report = compute_topics(_deps(db_url, database, fake_llm), QUERY)
+    return compute_topics(_deps(db_url, database, fake_llm), QUERY)
+
+
+def test_an_endpoint_without_embeddings_falls_back_to_the_local_embedding(db_url, database, fake_llm):
+    report = without_embeddings(db_url, database, fake_llm)
     assert report.embedding == "local TF-IDF + SVD"
-    assert "embeddings endpoint failed" in report.notes[0] and "404" in report.notes[0]
     assert len(report.topics) >= 8 and _count(database, QuestionEmbedding) == 0
 
 
-def test_a_spent_budget_falls_back_to_the_local_embedding_and_keyword_names(db_url, database, fake_llm):
+def test_an_endpoint_without_embeddings_is_named_in_the_notes(db_url, database, fake_llm):
+    report = without_embeddings(db_url, database, fake_llm)
+    assert "embeddings endpoint failed" in report.notes[0] and "404" in report.notes[0]
+
+
+def with_the_budget_spent(db_url: str, database, fake_llm: FakeOpenAI) -> TopicsReport:
+    """The topics of the corpus on a day whose budget is spent."""
     store_questions(database, corpus_questions())
-    report = compute_topics(_deps(db_url, database, fake_llm, daily_budget=0), QUERY)
+    return compute_topics(_deps(db_url, database, fake_llm, daily_budget=0), QUERY)
+
+
+def test_a_spent_budget_falls_back_to_the_local_embedding(db_url, database, fake_llm):
+    report = with_the_budget_spent(db_url, database, fake_llm)
     assert report.embedding == "local TF-IDF + SVD"
     assert any("daily budget is spent" in note for note in report.notes)
-    assert fake_llm.embedding_requests == [] and fake_llm.requests == []
+    assert fake_llm.embedding_requests == []
+
+
+def test_a_spent_budget_names_the_topics_by_their_keywords(db_url, database, fake_llm):
+    report = with_the_budget_spent(db_url, database, fake_llm)
+    assert fake_llm.requests == []
     assert report.topics and all(t.named_by == "keywords" for t in report.topics)
 
 

@@ -7,8 +7,10 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 import pytest
+from celery import Task
 from langfuse import Langfuse
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -61,49 +63,67 @@ def sends(outcome: str, tool: str = "langfuse") -> float:
     return 0.0
 
 
-def test_a_verdict_and_its_second_opinion_become_scores_on_the_trace_langfuse_derives_and_a_resend_upserts(
-    langfuse: FakeLangfuse, runtime_on: Callable[..., Runtime]
+@pytest.fixture
+def confirmed(langfuse: FakeLangfuse, runtime_on: Callable[..., Runtime]) -> int:
+    """A verdict whose second opinion confirmed it, on a runtime sending to the fake Langfuse."""
+    return judged(runtime_on(langfuse.url), confirmation="confirmed")
+
+
+def test_a_verdict_becomes_a_numeric_score_on_the_trace_langfuse_derives(
+    langfuse: FakeLangfuse, confirmed: int
 ) -> None:
-    runtime = runtime_on(langfuse.url)
-    judgment_id = judged(runtime, confirmation="confirmed")
-    before = sends("sent")
-    assert send_langfuse_scores.apply(args=[judgment_id]).get() == "sent"
-    assert send_langfuse_scores.apply(args=[judgment_id]).get() == "sent"  # a redelivery
-    scores = langfuse.stored()
-    assert len(scores) == 2  # upserted by id, not added twice
+    assert send_langfuse_scores.apply(args=[confirmed]).get() == "sent"
     trace_id = Langfuse.create_trace_id(seed=f"{CHANNEL}:{TS}")  # the bot's own derivation
-    score = scores[f"relmon-{judgment_id}-score"]
+    score = langfuse.stored()[f"relmon-{confirmed}-score"]
     assert score["traceId"] == trace_id and score["name"] == "relmon.relevancy"
     assert score["value"] == 0.25 and score["dataType"] == "NUMERIC" and "passwords" in score["comment"]
-    second = scores[f"relmon-{judgment_id}-second-opinion"]
+
+
+def test_a_second_opinion_becomes_a_categorical_score(langfuse: FakeLangfuse, confirmed: int) -> None:
+    assert send_langfuse_scores.apply(args=[confirmed]).get() == "sent"
+    second = langfuse.stored()[f"relmon-{confirmed}-second-opinion"]
     assert second["value"] == "confirmed" and second["dataType"] == "CATEGORICAL"
+
+
+def test_a_resent_verdict_upserts_its_scores(langfuse: FakeLangfuse, confirmed: int) -> None:
+    before = sends("sent")
+    assert send_langfuse_scores.apply(args=[confirmed]).get() == "sent"
+    assert send_langfuse_scores.apply(args=[confirmed]).get() == "sent"  # a redelivery
+    assert len(langfuse.stored()) == 2  # upserted by id, not added twice
     assert sends("sent") - before == 2
 
 
-def test_an_outcome_signal_becomes_a_boolean_score_and_an_evaluation_event_on_the_answers_trace(
+def test_an_outcome_signal_becomes_a_boolean_score_on_the_answers_trace(
     langfuse: FakeLangfuse, runtime_on: Callable[..., Runtime]
 ) -> None:
     """A signal goes by its own send (per pair and signal, whichever judge judged): a redelivery upserts the same
-    score; a signal not recorded (or whose pair is gone) sends nothing."""
-    with FakeOtlpReceiver() as otlp:
-        runtime = runtime_on(langfuse.url, otlp_endpoint=otlp.url)
-        pair_id = signalled(runtime, judged(runtime))
-        assert send_langfuse_outcome.apply(args=[pair_id, "reask"]).get() == "sent"
-        assert send_langfuse_outcome.apply(args=[pair_id, "reask"]).get() == "sent"  # a redelivery
-        assert send_otlp_outcome.apply(args=[pair_id, "reask"]).get() == "sent"
-        assert send_langfuse_outcome.apply(args=[pair_id, "resolved"]).get() == "skipped"  # not recorded
-        assert send_otlp_outcome.apply(args=[pair_id + 1000, "reask"]).get() == "skipped"  # no such pair
-        assert send_otlp_outcome.apply(args=[pair_id, "reask', 'x"]).get() == "skipped"  # no such signal
-        records = otlp.log_records()
-    trace_id = Langfuse.create_trace_id(seed=f"{CHANNEL}:{TS}")
+    score; a signal not recorded sends nothing."""
+    runtime = runtime_on(langfuse.url)
+    pair_id = signalled(runtime, judged(runtime))
+    assert send_langfuse_outcome.apply(args=[pair_id, "reask"]).get() == "sent"
+    assert send_langfuse_outcome.apply(args=[pair_id, "reask"]).get() == "sent"  # a redelivery
+    assert send_langfuse_outcome.apply(args=[pair_id, "resolved"]).get() == "skipped"  # not recorded
     scores = langfuse.stored()
     assert list(scores) == [f"relmon-pair-{pair_id}-reask"] and langfuse.requests == 2
     score = scores[f"relmon-pair-{pair_id}-reask"]
-    assert score["traceId"] == trace_id and score["name"] == "relmon.outcome.reask"
-    assert score["value"] == 1 and score["dataType"] == "BOOLEAN"
+    assert score["traceId"] == Langfuse.create_trace_id(seed=f"{CHANNEL}:{TS}")
+    assert score["name"] == "relmon.outcome.reask" and score["value"] == 1 and score["dataType"] == "BOOLEAN"
+
+
+def test_an_outcome_signal_becomes_an_evaluation_event_on_the_answers_trace(
+    langfuse: FakeLangfuse, runtime_on: Callable[..., Runtime]
+) -> None:
+    """Over OTLP too, by its own send: a signal whose pair is gone, or that is not recorded, sends nothing."""
+    with FakeOtlpReceiver() as otlp:
+        runtime = runtime_on(langfuse.url, otlp_endpoint=otlp.url)
+        pair_id = signalled(runtime, judged(runtime))
+        assert send_otlp_outcome.apply(args=[pair_id, "reask"]).get() == "sent"
+        assert send_otlp_outcome.apply(args=[pair_id + 1000, "reask"]).get() == "skipped"  # no such pair
+        assert send_otlp_outcome.apply(args=[pair_id, "reask', 'x"]).get() == "skipped"  # no such signal
+        records = otlp.log_records()
     assert records == [
         (
-            trace_id,
+            Langfuse.create_trace_id(seed=f"{CHANNEL}:{TS}"),
             "",  # no span: relmon knows the trace, not the bot's spans
             "gen_ai.evaluation.result",
             {"gen_ai.evaluation.name": "relmon.outcome.reask", "gen_ai.evaluation.score.label": "true"},
@@ -111,13 +131,9 @@ def test_an_outcome_signal_becomes_a_boolean_score_and_an_evaluation_event_on_th
     ]
 
 
-def test_a_noted_send_whose_message_is_gone_is_sent_again_by_the_orphan_check_and_lands_once(
-    langfuse: FakeLangfuse, runtime_on: Callable[..., Runtime], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def orphaned_send(runtime: Runtime) -> tuple[tuple[str, list], str]:
     """A worker noted a signal's send, committed the signal and died before queueing it: its note is all that is
-    left. Another send's message waits on the judge queue. Once the note is a lease old the orphan check sends the
-    lost one again, and only it; run, it puts the score on the trace once and drops its note."""
-    runtime = runtime_on(langfuse.url)
+    left. Another send's message waits on the judge queue. Returns the lost send and the waiting one's note."""
     pair_id = signalled(runtime, judged(runtime))
     waiting = judged(runtime, ts="1767225600.000200")
     two_minutes_ago = time.time() - 120
@@ -126,50 +142,117 @@ def test_a_noted_send_whose_message_is_gone_is_sent_again_by_the_orphan_check_an
     noted_tasks.send(runtime.redis, task_names.SEND_LANGFUSE_SCORES, [waiting], two_minutes_ago)  # on the queue
     waiting_note = noted_tasks.note_of(task_names.SEND_LANGFUSE_SCORES, [waiting])
     assert queued_notes(runtime.redis, QUEUE_SLACK, QUEUE_JUDGE) == {waiting_note}
+    return lost, waiting_note
 
+
+def kept_sends(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, list]]:
+    """From now on, the tasks sent by name, kept instead of queued."""
     sent: list[tuple[str, list]] = []
     monkeypatch.setattr(celery_app.celery, "send_task", lambda name, args=None, **_: sent.append((name, args)))
+    return sent
+
+
+def test_the_orphan_check_sends_again_only_a_noted_send_whose_message_is_gone(
+    langfuse: FakeLangfuse, runtime_on: Callable[..., Runtime], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once the note is a lease old the orphan check sends the lost one again, and only it."""
+    runtime = runtime_on(langfuse.url)
+    lost, _ = orphaned_send(runtime)
+    sent = kept_sends(monkeypatch)
     assert requeue_lost_follow_ups(runtime, time.time() - 100, lease_seconds=30) == 0  # within its lease: waits
     assert requeue_lost_follow_ups(runtime, time.time(), lease_seconds=30) == 1
     assert sent == [lost]
 
-    assert send_langfuse_outcome.apply(args=lost[1]).get() == "sent"  # the message sent again, run
+
+def test_a_send_the_orphan_check_sent_again_lands_once(
+    langfuse: FakeLangfuse, runtime_on: Callable[..., Runtime], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Run, it puts the score on the trace once and drops its note; the waiting send's note stays."""
+    runtime = runtime_on(langfuse.url)
+    (_, (pair_id, _)), waiting_note = orphaned_send(runtime)
+    sent = kept_sends(monkeypatch)
+    assert requeue_lost_follow_ups(runtime, time.time(), lease_seconds=30) == 1
+    [(_, args)] = sent
+    assert send_langfuse_outcome.apply(args=args).get() == "sent"  # the message sent again, run
     assert langfuse.posts == {f"relmon-pair-{pair_id}-reask": 1}
     assert {raw.decode() for raw in runtime.redis.zrange(noted_tasks.KEY, 0, -1)} == {waiting_note}
 
 
-def test_an_outage_is_retried_with_backoff_then_given_up_and_counted(
+def test_an_outage_is_retried_until_the_scores_are_sent(
     langfuse: FakeLangfuse, runtime_on: Callable[..., Runtime]
 ) -> None:
-    runtime = runtime_on(langfuse.url)
-    judgment_id = judged(runtime)
+    judgment_id = judged(runtime_on(langfuse.url))
     langfuse.fail_next(2, 503)
     assert send_langfuse_scores.apply(args=[judgment_id]).get() == "sent"  # third try
     assert langfuse.requests == 3 and len(langfuse.stored()) == 1
+
+
+def test_an_outage_on_the_last_retry_allowed_is_given_up(
+    langfuse: FakeLangfuse, runtime_on: Callable[..., Runtime]
+) -> None:
+    judgment_id = judged(runtime_on(langfuse.url))
     failed = sends("failed")
     langfuse.fail_next(1, 503)
     # The last retry allowed (RELMON_TRACE_SEND_RETRIES=3) fails: given up, counted, nothing sent again.
     assert send_langfuse_scores.apply(args=[judgment_id], retries=3).get() == "failed"
-    assert langfuse.requests == 4
+    assert langfuse.requests == 1
     assert sends("failed") - failed == 1
 
 
-def test_a_refused_key_is_said_and_counted_without_a_retry_storm(
-    langfuse: FakeLangfuse,
-    runtime_on: Callable[..., Runtime],
+@dataclass
+class Watched:
+    """Sends made under watch: what each returned with the requests made by then, how many the metric counted
+    under the outcome watched, and the warnings said with the message watched."""
+
+    returned: list[tuple[str, int]]
+    counted: float
+    said: list[logging.LogRecord]
+
+
+def watched(
     caplog: pytest.LogCaptureFixture,
-) -> None:
+    calls: list[tuple[Task, list]],
+    *,
+    tool: str,
+    outcome: str,
+    message: str,
+    requests: Callable[[], int],
+) -> Watched:
+    before = sends(outcome, tool)
+    with caplog.at_level(logging.WARNING, logger="relmon.traces"):
+        returned = [(task.apply(args=args).get(), requests()) for task, args in calls]
+    said = [r for r in caplog.records if r.getMessage() == message]
+    return Watched(returned, sends(outcome, tool) - before, said)
+
+
+@pytest.fixture
+def refused(
+    langfuse: FakeLangfuse, runtime_on: Callable[..., Runtime], caplog: pytest.LogCaptureFixture
+) -> tuple[int, int, Watched]:
+    """A verdict's send, then a signal's, with a key Langfuse refuses: the judgment, the pair, what was watched."""
     runtime = runtime_on(langfuse.url, langfuse_secret_key="sk-lf-wrong")
     judgment_id = judged(runtime)
     pair_id = signalled(runtime, judgment_id)
-    rejected = sends("rejected")
-    with caplog.at_level(logging.WARNING, logger="relmon.traces"):
-        assert send_langfuse_scores.apply(args=[judgment_id]).get() == "rejected"
-        assert langfuse.requests == 1  # one request, refused: never resent
-        assert send_langfuse_outcome.apply(args=[pair_id, "reask"]).get() == "rejected"
-        assert langfuse.requests == 2
-    assert sends("rejected") - rejected == 2 and not langfuse.stored()
-    said = [r for r in caplog.records if r.getMessage() == "langfuse refused the scores"]
+    calls = [(send_langfuse_scores, [judgment_id]), (send_langfuse_outcome, [pair_id, "reask"])]
+    message = "langfuse refused the scores"
+    watch = watched(
+        caplog, calls, tool="langfuse", outcome="rejected", message=message, requests=lambda: langfuse.requests
+    )
+    return judgment_id, pair_id, watch
+
+
+def test_a_refused_key_is_not_retried(langfuse: FakeLangfuse, refused: tuple[int, int, Watched]) -> None:
+    assert refused[2].returned == [("rejected", 1), ("rejected", 2)]  # one request each, refused: never resent
+    assert not langfuse.stored()
+
+
+def test_a_refused_key_is_counted(refused: tuple[int, int, Watched]) -> None:
+    assert refused[2].counted == 2
+
+
+def test_a_refused_key_is_said_with_its_status(refused: tuple[int, int, Watched]) -> None:
+    judgment_id, pair_id, watch = refused
+    said = watch.said
     assert [r.status for r in said] == [401, 401]
     assert said[0].judgment_id == judgment_id and (said[1].pair_id, said[1].signal) == (pair_id, "reask")
 
@@ -185,44 +268,65 @@ def test_a_dead_host_is_given_up_after_the_retries_allowed(runtime_on: Callable[
 TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 
 
-def test_the_trace_id_in_the_bot_messages_metadata_is_read_at_the_configured_key_top_level_and_in_a_thread(
-    langfuse: FakeLangfuse, runtime_on: Callable[..., Runtime]
-) -> None:
+THREAD, REPLY = "1767225700.000100", "1767225800.000100"
+
+
+@pytest.fixture
+def answers_in_slack(langfuse: FakeLangfuse, runtime_on: Callable[..., Runtime]) -> Iterator[tuple[FakeSlack, Runtime]]:
+    """The bot's answers in Slack with the trace id in their metadata (one at top level, one in a thread with its
+    id in upper case), and a runtime that reads it there."""
     with FakeSlack() as slack:
         slack.add_channel(CHANNEL, "support", members=["U_RELMON"])
         metadata = {"event_type": "support_answer", "event_payload": {"trace_id": TRACE}}
         slack.add_message(CHANNEL, TS, text="Open Settings.", bot_id="B_SUPPORT", metadata=metadata)
-        slack.add_message(CHANNEL, "1767225700.000100", user="U_ASKER", text="Where?")
-        reply = "1767225800.000100"
+        slack.add_message(CHANNEL, THREAD, user="U_ASKER", text="Where?")
         slack.add_message(
             CHANNEL,
-            reply,
+            REPLY,
             text="Top right.",
-            thread_ts="1767225700.000100",
+            thread_ts=THREAD,
             bot_id="B_SUPPORT",
             metadata={"event_type": "support_answer", "event_payload": {"trace_id": TRACE.upper()}},
         )
-        runtime = runtime_on(langfuse.url, slack.api_url, trace_id_from="metadata")
-        top = judged(runtime)
-        threaded = judged(runtime, ts=reply, thread_ts="1767225700.000100")
-        assert send_langfuse_scores.apply(args=[top]).get() == "sent"
-        assert send_langfuse_scores.apply(args=[threaded]).get() == "sent"
-        reads = [call for call in slack.calls if call[0] in ("conversations.history", "conversations.replies")]
-        assert reads and all(str(call[1].get("include_all_metadata")).lower() in ("true", "1") for call in reads)
-    scores = langfuse.stored()
-    assert {scores[f"relmon-{top}-score"]["traceId"], scores[f"relmon-{threaded}-score"]["traceId"]} == {TRACE}
+        yield slack, runtime_on(langfuse.url, slack.api_url, trace_id_from="metadata")
 
 
-@pytest.mark.parametrize("given", ["not-a-trace", "4bf92f3577b34da6", "z" * 32, TRACE + "00"])
-@pytest.mark.parametrize("tool", ["langfuse", "otlp"])
-def test_a_trace_id_that_is_not_one_is_said_counted_and_not_sent_or_retried(
+def trace_id_sent_to(langfuse: FakeLangfuse, slack: FakeSlack, judgment_id: int) -> str:
+    """Send the verdict: the trace id its score went to. Every read of Slack asks for the messages' metadata."""
+    assert send_langfuse_scores.apply(args=[judgment_id]).get() == "sent"
+    reads = [call for call in slack.calls if call[0] in ("conversations.history", "conversations.replies")]
+    assert reads and all(str(call[1].get("include_all_metadata")).lower() in ("true", "1") for call in reads)
+    return langfuse.stored()[f"relmon-{judgment_id}-score"]["traceId"]
+
+
+def test_the_trace_id_in_a_top_level_answers_metadata_is_read_at_the_configured_key(
+    langfuse: FakeLangfuse, answers_in_slack: tuple[FakeSlack, Runtime]
+) -> None:
+    slack, runtime = answers_in_slack
+    assert trace_id_sent_to(langfuse, slack, judged(runtime)) == TRACE
+
+
+def test_the_trace_id_in_a_threaded_answers_metadata_is_read_at_the_configured_key(
+    langfuse: FakeLangfuse, answers_in_slack: tuple[FakeSlack, Runtime]
+) -> None:
+    slack, runtime = answers_in_slack
+    assert trace_id_sent_to(langfuse, slack, judged(runtime, ts=REPLY, thread_ts=THREAD)) == TRACE  # lower case
+
+
+BAD_TRACE_IDS = pytest.mark.parametrize("given", ["not-a-trace", "4bf92f3577b34da6", "z" * 32, TRACE + "00"])
+TOOLS = pytest.mark.parametrize("tool", ["langfuse", "otlp"])
+
+
+@pytest.fixture
+def bad_trace_id(
     given: str,
     tool: str,
     langfuse: FakeLangfuse,
     runtime_on: Callable[..., Runtime],
     caplog: pytest.LogCaptureFixture,
-) -> None:
-    """Wrong length (short, long), not hex: one log line naming the key read, one count, no request, no retry."""
+) -> Watched:
+    """The bot's answer carries `given` as its trace id: a verdict's send, then a signal's, to `tool`; the requests
+    watched are those to either tool."""
     with FakeSlack() as slack, FakeOtlpReceiver() as otlp:
         slack.add_channel(CHANNEL, "support", members=["U_RELMON"])
         metadata = {"event_type": "support_answer", "event_payload": {"trace_id": given}}
@@ -235,13 +339,26 @@ def test_a_trace_id_that_is_not_one_is_said_counted_and_not_sent_or_retried(
             if tool == "langfuse"
             else (send_otlp_evaluations, send_otlp_outcome)
         )
-        bad = sends("bad_trace_id", tool)
-        with caplog.at_level(logging.WARNING, logger="relmon.traces"):
-            assert verdict.apply(args=[judgment_id]).get() == "bad_trace_id"
-            assert outcome.apply(args=[pair_id, "reask"]).get() == "bad_trace_id"
-    assert sends("bad_trace_id", tool) - bad == 2
-    assert langfuse.requests == 0 and otlp.posts == 0
-    said = [r for r in caplog.records if r.getMessage() == "trace id refused"]
+        calls = [(verdict, [judgment_id]), (outcome, [pair_id, "reask"])]
+        return watched(
+            caplog,
+            calls,
+            tool=tool,
+            outcome="bad_trace_id",
+            message="trace id refused",
+            requests=lambda: langfuse.requests + otlp.posts,
+        )
+
+
+@BAD_TRACE_IDS
+@TOOLS
+def test_a_trace_id_that_is_not_one_is_refused_without_a_request(bad_trace_id: Watched) -> None:
+    """Wrong length (short, long), not hex: no request to either tool and no retry; the refusal counted, and one log
+    line a send naming the key read and why the id is not one (one refusal, seen from its three sides: one run of
+    the sends serves all three, 16 cases)."""
+    assert bad_trace_id.returned == [("bad_trace_id", 0), ("bad_trace_id", 0)]
+    assert bad_trace_id.counted == 2
+    said = bad_trace_id.said
     assert len(said) == 2 and all(r.key == "event_payload.trace_id" and "expected 32 hex" in r.reason for r in said)
 
 
@@ -265,7 +382,7 @@ def test_verdicts_go_over_otlp_as_gen_ai_evaluation_result_events_on_the_trace(
     }
 
 
-def test_a_dead_otlp_endpoint_is_given_up_after_the_retries_allowed_and_counted(
+def test_a_dead_otlp_endpoint_is_given_up_after_the_retries_allowed(
     runtime_on: Callable[..., Runtime],
 ) -> None:
     dead = f"http://127.0.0.1:{free_port()}"
@@ -276,23 +393,42 @@ def test_a_dead_otlp_endpoint_is_given_up_after_the_retries_allowed_and_counted(
     assert sends("failed", tool="otlp") - failed == 1
 
 
-def test_an_otlp_endpoint_that_refuses_the_key_is_said_and_counted_without_a_retry(
+@pytest.fixture
+def otlp_refused(
     runtime_on: Callable[..., Runtime],
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
-) -> None:
-    """The key goes in the standard OTEL_EXPORTER_OTLP_HEADERS, read by the exporter; a 401 is a refusal, not an
-    outage: one request (the exporter does not retry it, nor does the task), a log line with the status, a count."""
+) -> Iterator[tuple[FakeOtlpReceiver, int, Watched]]:
+    """The key goes in the standard OTEL_EXPORTER_OTLP_HEADERS, read by the exporter: a verdict's send with a key
+    the endpoint refuses. The endpoint (still up), the judgment, what was watched."""
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", "Authorization=Bearer%20wrong-token")
     with FakeOtlpReceiver(token="right-token") as otlp:
         runtime = runtime_on("", langfuse_host=None, otlp_endpoint=otlp.url)
         judgment_id = judged(runtime)
-        rejected = sends("rejected", tool="otlp")
-        with caplog.at_level(logging.WARNING, logger="relmon.traces"):
-            assert send_otlp_evaluations.apply(args=[judgment_id]).get() == "rejected"
-        assert otlp.posts == 1 and not otlp.log_records()
-    assert sends("rejected", tool="otlp") - rejected == 1
-    (said,) = [r for r in caplog.records if r.getMessage() == "the OTLP endpoint refused the events"]
+        calls = [(send_otlp_evaluations, [judgment_id])]
+        message = "the OTLP endpoint refused the events"
+        watch = watched(caplog, calls, tool="otlp", outcome="rejected", message=message, requests=lambda: otlp.posts)
+        yield otlp, judgment_id, watch
+
+
+def test_an_otlp_endpoint_that_refuses_the_key_is_not_retried(
+    otlp_refused: tuple[FakeOtlpReceiver, int, Watched],
+) -> None:
+    """A 401 is a refusal, not an outage: one request (the exporter does not retry it, nor does the task)."""
+    otlp, _, watch = otlp_refused
+    assert watch.returned == [("rejected", 1)]
+    assert otlp.posts == 1 and not otlp.log_records()
+
+
+def test_an_otlp_endpoint_that_refuses_the_key_is_counted(otlp_refused: tuple[FakeOtlpReceiver, int, Watched]) -> None:
+    assert otlp_refused[2].counted == 1
+
+
+def test_an_otlp_endpoint_that_refuses_the_key_is_said_with_its_status(
+    otlp_refused: tuple[FakeOtlpReceiver, int, Watched],
+) -> None:
+    _, judgment_id, watch = otlp_refused
+    (said,) = watch.said
     assert said.status == 401 and said.judgment_id == judgment_id
 
 

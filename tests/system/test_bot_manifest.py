@@ -10,9 +10,9 @@ import yaml
 from bot.manifest import manifest, manifest_yaml
 
 
-def test_scopes_events_and_features() -> None:
-    data = manifest()
-    assert sorted(data["oauth_config"]["scopes"]["bot"]) == sorted(
+def test_manifest_asks_only_for_the_bot_scopes_relmon_uses() -> None:
+    scopes = manifest()["oauth_config"]["scopes"]
+    assert sorted(scopes["bot"]) == sorted(
         [
             "channels:history",
             "groups:history",
@@ -26,9 +26,11 @@ def test_scopes_events_and_features() -> None:
             "usergroups:read",  # RELMON_SUPPORT_TEAM may name a user group (usergroups.users.list)
         ]
     )
-    assert data["oauth_config"]["scopes"].keys() == {"bot"}  # no user scopes
-    settings = data["settings"]
-    assert settings["event_subscriptions"]["bot_events"] == [
+    assert scopes.keys() == {"bot"}  # no user scopes
+
+
+def test_manifest_subscribes_to_the_events_relmon_handles() -> None:
+    assert manifest()["settings"]["event_subscriptions"]["bot_events"] == [
         "message.channels",
         "message.groups",
         "app_home_opened",
@@ -37,15 +39,30 @@ def test_scopes_events_and_features() -> None:
         "member_joined_channel",  # the membership cache follows joins and leaves (common.membership)
         "member_left_channel",
     ]
+
+
+def test_manifest_sends_slacks_requests_to_slack_events_over_http() -> None:
+    settings = manifest()["settings"]
     assert settings["event_subscriptions"]["request_url"].endswith("/slack/events")
     assert settings["interactivity"] == {"is_enabled": True, "request_url": "https://YOUR-HOST/slack/events"}
     assert settings["socket_mode_enabled"] is False
-    features = data["features"]
-    assert features["app_home"]["home_tab_enabled"] is True
-    assert features["bot_user"]["display_name"] == "relmon"
-    [command] = features["slash_commands"]
+
+
+def test_manifest_enables_the_home_tab() -> None:
+    assert manifest()["features"]["app_home"]["home_tab_enabled"] is True
+
+
+def test_manifest_names_the_bot_user_relmon() -> None:
+    assert manifest()["features"]["bot_user"]["display_name"] == "relmon"
+
+
+def test_manifest_declares_the_judge_command_alone() -> None:
+    [command] = manifest()["features"]["slash_commands"]
     assert command["command"] == "/judge" and command["usage_hint"]
-    [shortcut] = features["shortcuts"]
+
+
+def test_manifest_declares_the_judge_this_answer_shortcut_alone() -> None:
+    [shortcut] = manifest()["features"]["shortcuts"]
     assert (shortcut["type"], shortcut["callback_id"], shortcut["name"]) == (
         "message",
         "judge_this_answer",

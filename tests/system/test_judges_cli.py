@@ -93,21 +93,46 @@ def test_judge_prints_a_readable_verdict(fake: FakeOpenAI, tmp_path: Path) -> No
     assert len(fake.requests) == 1
 
 
-def test_judge_json_with_files_and_stdin(fake: FakeOpenAI, tmp_path: Path) -> None:
-    (tmp_path / "reference.txt").write_text("Settings > Security > Reset.", encoding="utf-8")
+# A finished `relmon judge` process and the requests the fake received from it.
+JudgedProcess = tuple[subprocess.CompletedProcess, list[dict]]
+
+
+@pytest.fixture(scope="module")
+def json_judge_run(server: FakeOpenAI, tmp_path_factory: pytest.TempPathFactory) -> JudgedProcess:
+    """`relmon judge --json` with the answer on stdin and the reference in a file: one process for the tests that
+    read it, as each process pays a Python start-up."""
+    server.set_behavior()
+    server.reset()
+    folder = tmp_path_factory.mktemp("judge-json")
+    (folder / "reference.txt").write_text("Settings > Security > Reset.", encoding="utf-8")
     result = relmon(
         "judge", "--judge", "correctness", "--question", "How do I reset my password?", "--answer", "-",
         "--reference-file", "reference.txt", "--json",
-        base_url=fake.base_url, cwd=tmp_path, stdin="A partial answer read from stdin",
+        base_url=server.base_url, cwd=folder, stdin="A partial answer read from stdin",
     )  # fmt: skip
+    return result, server.requests
+
+
+def test_judge_prints_a_json_verdict(json_judge_run: JudgedProcess) -> None:
+    result, _requests = json_judge_run
     assert result.returncode == 0, result.stderr
     verdict = json.loads(result.stdout)
     assert verdict["judge"] == "correctness" and verdict["status"] == "ok" and verdict["score"] == 1
     assert verdict["max_score"] == 2 and verdict["normalized_score"] == 0.5
-    system, user = fake.requests[0]["messages"]
+
+
+def test_judge_reads_the_answer_from_stdin(json_judge_run: JudgedProcess) -> None:
+    result, requests = json_judge_run
+    assert result.returncode == 0, result.stderr
+    system, user = requests[0]["messages"]
     assert system["role"] == "system" and "A partial answer read from stdin" not in system["content"]
-    content = user["content"]
-    assert "A partial answer read from stdin" in content and "Settings > Security > Reset." in content
+    assert "A partial answer read from stdin" in user["content"]
+
+
+def test_judge_reads_the_reference_from_a_file(json_judge_run: JudgedProcess) -> None:
+    result, requests = json_judge_run
+    assert result.returncode == 0, result.stderr
+    assert "Settings > Security > Reset." in requests[0]["messages"][1]["content"]
 
 
 def test_judge_with_a_context_file(fake: FakeOpenAI, cli, tmp_path: Path) -> None:
@@ -158,12 +183,20 @@ def test_judge_without_api_key_for_openai_exits_2(cli) -> None:
     assert "OPENAI_API_KEY is not set" in result.stderr
 
 
-def test_judge_error_verdict_exits_1_and_shows_the_raw_reply(fake: FakeOpenAI, cli, tmp_path: Path) -> None:
+@pytest.fixture
+def garbled_reply_verdict(fake: FakeOpenAI, cli) -> Outcome:
+    """`relmon judge` when the judge's reply cannot be read."""
     fake.set_behavior(fault_rate=1.0, faults=["garbage"])
-    result = cli("judge", "-q", "Q?", "-a", "A.", base_url=fake.base_url)
-    assert result.returncode == 1
-    assert "relevancy: error: cannot read the judge's reply" in result.stdout
-    assert "raw reply: <<<%%%" in result.stdout
+    return cli("judge", "-q", "Q?", "-a", "A.", base_url=fake.base_url)
+
+
+def test_judge_error_verdict_exits_1(garbled_reply_verdict: Outcome) -> None:
+    assert garbled_reply_verdict.returncode == 1
+    assert "relevancy: error: cannot read the judge's reply" in garbled_reply_verdict.stdout
+
+
+def test_judge_error_verdict_shows_the_raw_reply(garbled_reply_verdict: Outcome) -> None:
+    assert "raw reply: <<<%%%" in garbled_reply_verdict.stdout
 
 
 def test_judge_empty_answer_exits_1_without_a_call(fake: FakeOpenAI, cli, tmp_path: Path) -> None:
@@ -204,7 +237,9 @@ def test_eval_reports_agreement_with_human_labels(fake: FakeOpenAI, cli, tmp_pat
     assert "Cohen's kappa (quadratic weights)" in readable.stdout and "worst disagreements" in readable.stdout
 
 
-def test_eval_grounded_with_nulls_and_errors(fake: FakeOpenAI, cli, tmp_path: Path) -> None:
+def grounded_eval(cli, fake: FakeOpenAI, tmp_path: Path) -> dict:
+    """The `relmon eval -j grounded --json` report on five labels: three scored, one null on both sides (the human's
+    and the judge's) and one that cannot be judged (its answer is empty)."""
     no_document = "No document seems to precisely answer your question."
     lines = [
         {"question": "Q1?", "answer": "A good answer.", "reference": "R1.", "score": 5},
@@ -217,9 +252,22 @@ def test_eval_grounded_with_nulls_and_errors(fake: FakeOpenAI, cli, tmp_path: Pa
     path.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
     result = cli("eval", str(path), "-j", "grounded", "--json", base_url=fake.base_url)
     assert result.returncode == 0, result.stderr
-    report = json.loads(result.stdout)
-    assert report["n"] == 3 and report["errors"] == 1 and report["null"]["both"] == 1
+    return json.loads(result.stdout)
+
+
+def test_eval_grounded_measures_agreement_on_scored_lines_only(fake: FakeOpenAI, cli, tmp_path: Path) -> None:
+    report = grounded_eval(cli, fake, tmp_path)
+    assert report["n"] == 3
     assert report["exact_agreement"] == pytest.approx(2 / 3)
+
+
+def test_eval_grounded_counts_lines_null_on_both_sides(fake: FakeOpenAI, cli, tmp_path: Path) -> None:
+    assert grounded_eval(cli, fake, tmp_path)["null"]["both"] == 1
+
+
+def test_eval_grounded_reports_the_lines_it_could_not_judge(fake: FakeOpenAI, cli, tmp_path: Path) -> None:
+    report = grounded_eval(cli, fake, tmp_path)
+    assert report["errors"] == 1
     assert report["error_samples"][0]["line"] == 5
 
 

@@ -135,7 +135,7 @@ def test_short_answer_is_not_marked_cut():
     assert "cut to fit" not in all_text(payload)
 
 
-def test_private_channel_alert_withholds_question_answer_and_reasoning():
+def test_private_channel_alert_withholds_the_conversations_text():
     payload = low_score_alert(alert(quote=False))
     check_limits(payload)
     text = all_text(payload)
@@ -174,8 +174,11 @@ def test_shorten_cuts_with_an_ellipsis():
     assert bk.shorten("abcdef", 4) == "abc…"
 
 
-def test_headers_and_buttons_are_cut_to_slacks_limits():
+def test_headers_are_cut_to_slacks_limit():
     assert len(bk.header("x" * 500)["text"]["text"]) == bk.MAX_HEADER_TEXT
+
+
+def test_buttons_are_cut_to_slacks_limit():
     assert len(bk.button("y" * 200, action_id="a", value="v" * 5000)["text"]["text"]) == bk.MAX_BUTTON_TEXT
 
 
@@ -230,9 +233,16 @@ def test_summary_lists_held_scores():
     assert text.count("0 / 4") == 3 and "Talks about something else." in text and "cap of 10" in text
 
 
-def test_huge_summary_stays_within_limits_and_counts_the_rest():
-    payload = summary_message(AT, summary_items(2_000, "x" * 400), caps={"C1": 10})
-    check_limits(payload)
+def huge_summary() -> dict:
+    return summary_message(AT, summary_items(2_000, "x" * 400), caps={"C1": 10})
+
+
+def test_huge_summary_stays_within_limits():
+    check_limits(huge_summary())
+
+
+def test_huge_summary_counts_the_items_it_leaves_out():
+    payload = huge_summary()
     shown = all_text(payload).count("0 / 4")
     assert f"…and {2_000 - shown} more low scores this hour" in payload["blocks"][-1]["elements"][0]["text"]
 
@@ -242,23 +252,38 @@ def link_numbers(payload: dict) -> list[int]:
     return [int(part.split("|")[0]) for part in all_text(payload).split(PERMALINK)[1:]]
 
 
+def burst_summary(quote: bool) -> dict:
+    """400 scores held in one hour, with reasoning worth quoting (or withheld)."""
+    items = summary_items(400, "The answer is about something else entirely. " * 5, quote=quote)
+    return summary_message(AT, items, caps={"C1": 10}, alert_channel_cap=30)
+
+
 @pytest.mark.parametrize("quote", [True, False])
-def test_a_burst_of_held_scores_keeps_the_summary_under_slacks_total_and_shows_the_newest(quote):
+def test_a_burst_of_held_scores_keeps_the_summary_under_slacks_total(quote):
     """400 held items once filled 50 blocks with 137k characters: Slack answered `msg_blocks_too_long` and the
     summary stopped updating in the very burst it is for."""
-    items = summary_items(400, "The answer is about something else entirely. " * 5, quote=quote)
-    payload = summary_message(AT, items, caps={"C1": 10}, alert_channel_cap=30)
+    payload = burst_summary(quote)
     check_limits(payload)
     assert bk.text_length(payload["blocks"]) <= bk.MAX_MESSAGE_TEXT
-    assert payload["blocks"][0]["text"]["text"] == "400 more low scores this hour"
-    listed = link_numbers(payload)
+
+
+@pytest.mark.parametrize("quote", [True, False])
+def test_a_burst_of_held_scores_shows_the_newest_first(quote):
+    listed = link_numbers(burst_summary(quote))
     assert 10 < len(listed) < 400
     assert listed == list(range(399, 399 - len(listed), -1))  # the newest, newest first
+
+
+@pytest.mark.parametrize("quote", [True, False])
+def test_a_burst_of_held_scores_counts_what_the_summary_leaves_out(quote):
+    payload = burst_summary(quote)
+    assert payload["blocks"][0]["text"]["text"] == "400 more low scores this hour"
+    listed = link_numbers(payload)
     closing = payload["blocks"][-1]["elements"][0]["text"]
     assert closing.startswith(f"…and {400 - len(listed)} more low scores this hour")
 
 
-def test_a_summary_that_fits_lists_every_item_and_counts_none():
+def test_a_summary_that_fits_lists_every_item():
     payload = summary_message(AT, summary_items(20), caps={"C1": 10})
     check_limits(payload)
     assert link_numbers(payload) == list(range(19, -1, -1))
@@ -285,21 +310,30 @@ def test_private_summary_withholds_reasoning():
     assert "withheld" in all_text(payload)
 
 
-def test_one_summary_gathers_several_source_channels_and_withholds_only_the_private_ones():
+def summary_of_a_public_channel_with_a_private_one() -> dict:
+    """Three scores held from a public channel (by the alert channel's cap), two from a private one."""
     public = [replace(i, held_by="alert_channel_cap") for i in summary_items(3, "public reasoning", channel="C_PUBLIC")]
     private = [
         replace(item, judgment_id=10 + item.judgment_id, permalink=f"{PERMALINK}{10 + item.judgment_id}")
         for item in summary_items(2, "secret details", channel="G_PRIVATE", quote=False)
     ]
-    payload = summary_message(AT, public + private, caps={"C_PUBLIC": 2, "G_PRIVATE": 5}, alert_channel_cap=30)
+    return summary_message(AT, public + private, caps={"C_PUBLIC": 2, "G_PRIVATE": 5}, alert_channel_cap=30)
+
+
+def test_one_summary_gathers_several_source_channels():
+    payload = summary_of_a_public_channel_with_a_private_one()
     check_limits(payload)
     text = all_text(payload)
     assert payload["text"] == "5 more low scores from 2 channels this hour"
     assert "<#C_PUBLIC> (3 held, cap 2)" in text and "<#G_PRIVATE> (2 held, cap 5)" in text
     assert "this channel's 30 from all channels" in text
+    assert text.count("<#G_PRIVATE> · *0 / 4*") == 2 and text.count("<#C_PUBLIC> · *0 / 4*") == 3
+
+
+def test_a_summary_of_several_channels_withholds_only_the_private_ones_reasoning():
+    text = all_text(summary_of_a_public_channel_with_a_private_one())
     assert text.count("public reasoning") == 3 and "secret details" not in text
     assert "Reasoning withheld for scores from private channels" in text
-    assert text.count("<#G_PRIVATE> · *0 / 4*") == 2 and text.count("<#C_PUBLIC> · *0 / 4*") == 3
 
 
 def test_a_summary_puts_held_degradation_alerts_first():
@@ -330,18 +364,27 @@ def test_a_summary_puts_held_degradation_alerts_first():
     assert 5 <= listed < 45 and worse_section.endswith(f"…and {45 - listed} more channels getting worse.")
 
 
-def test_a_summary_of_many_channels_names_the_busiest_and_counts_the_rest():
+def many_channels_summary() -> dict:
+    """65 scores held from 64 channels, C000 holding two."""
     items = [
         replace(item, judgment_id=n, channel_id=f"C{n:03d}")
         for n, item in enumerate(summary_items(60) + summary_items(5))
     ]
     items[-1] = replace(items[-1], channel_id="C000")  # C000 holds two
     caps = {item.channel_id: 10 for item in items}
-    payload = summary_message(AT, items, caps=caps)
+    return summary_message(AT, items, caps=caps)
+
+
+def test_a_summary_of_many_channels_names_the_busiest():
+    payload = many_channels_summary()
     check_limits(payload)
-    intro = payload["blocks"][1]["text"]["text"]
+    assert "<#C000> (2 held, cap 10)" in payload["blocks"][1]["text"]["text"]
+
+
+def test_a_summary_of_many_channels_counts_the_rest():
+    intro = many_channels_summary()["blocks"][1]["text"]["text"]
     assert intro.startswith("Low scores from 64 channels went over the hourly alert caps (each channel's own) ")
-    assert "<#C000> (2 held, cap 10)" in intro and intro.endswith(", 44 more.")
+    assert intro.endswith(", 44 more.")
 
 
 def test_verdict_message_quotes_back_to_the_asker():
@@ -423,14 +466,20 @@ def test_escape_keeps_mrkdwn_escaping():
     assert "a &amp; b &lt;@U123&gt;" in bk.escape(ESCAPED)
 
 
-def test_alerts_summaries_and_verdicts_quote_mentions_without_pinging():
+def test_alerts_quote_mentions_without_pinging():
     pings = alert(question=PINGS, answer=PINGS, reasoning=PINGS)
     assert_notifies_nobody(all_text(low_score_alert(pings)))
+
+
+def test_summaries_quote_mentions_without_pinging():
     item = SummaryItem(
         judgment_id=1, judge="relevancy", score=1.0, max_score=4.0, channel_id="C1", answered_at=AT,
         permalink=PERMALINK, reasoning=PINGS,
     )  # fmt: skip
     assert_notifies_nobody(all_text(summary_message(AT, [item], caps={"C1": 5})))
+
+
+def test_verdicts_quote_mentions_without_pinging():
     verdict = verdict_message(
         [VerdictItem("relevancy", "ok", 1.0, 4.0, PINGS)], question=PINGS, answer=PINGS, channel_id="C1"
     )

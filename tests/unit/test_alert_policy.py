@@ -120,15 +120,27 @@ def test_per_channel_thresholds_change_the_decision():
     assert not is_low(facts(score=3), THRESHOLDS)
 
 
-def test_keys_name_the_judgment_channel_and_hour():
+def test_the_low_key_names_the_judgment():
     assert low_key(42) == "low:42"
+
+
+def test_the_hour_label_is_the_utc_clock_hour():
     assert hour_label(NOW) == "2026112714"
+
+
+def test_a_naive_datetime_is_read_as_utc():
+    # SQLite hands back naive datetimes
+    assert hour_label(NOW.replace(tzinfo=None)) == "2026112714"
+
+
+def test_the_summary_key_names_the_channel_with_its_clock_hour():
     assert summary_key("C1", NOW) == "summary:C1:2026112714"
     assert summary_key("C1", NOW + timedelta(minutes=29)) == summary_key("C1", NOW)
     assert summary_key("C1", NOW + timedelta(minutes=31)) != summary_key("C1", NOW)
+
+
+def test_the_degradation_key_names_the_channel_with_its_episode():
     assert degradation_key("C1", 3) == "degr:C1:3"
-    # SQLite hands back naive datetimes: read as UTC
-    assert hour_label(NOW.replace(tzinfo=None)) == "2026112714"
 
 
 def scores(*values: float, minutes_apart: float = 10, start: datetime = NOW) -> list[ScoredAt]:
@@ -136,13 +148,22 @@ def scores(*values: float, minutes_apart: float = 10, start: datetime = NOW) -> 
     return [ScoredAt(v, start - timedelta(minutes=minutes_apart * i)) for i, v in enumerate(values)]
 
 
-def test_the_two_windows_are_the_last_answers_and_the_last_minutes():
-    quiet = scores(1, 1, 4, 4, 4, minutes_apart=60 * 24)
-    assert rolling_sample(list(reversed(quiet)), window=3) == [1, 1, 4]  # newest first, order of input irrelevant
-    assert time_sample(quiet, 60, NOW) == [1]  # a day apart: only the newest is in the last hour
-    busy = scores(*([1.0] * 30), minutes_apart=1)
-    assert rolling_sample(busy, window=20) == [1.0] * 20
-    assert len(time_sample(busy, 60, NOW)) == 30 and time_sample(busy, 0, NOW) == []  # 0 minutes: off
+QUIET = scores(1, 1, 4, 4, 4, minutes_apart=60 * 24)
+BUSY = scores(*([1.0] * 30), minutes_apart=1)
+
+
+def test_the_count_window_is_the_last_answers():
+    assert rolling_sample(list(reversed(QUIET)), window=3) == [1, 1, 4]  # newest first, order of input irrelevant
+    assert rolling_sample(BUSY, window=20) == [1.0] * 20
+
+
+def test_the_time_window_is_the_last_minutes():
+    assert time_sample(QUIET, 60, NOW) == [1]  # a day apart: only the newest is in the last hour
+    assert len(time_sample(BUSY, 60, NOW)) == 30
+
+
+def test_a_time_window_of_zero_minutes_is_off():
+    assert time_sample(BUSY, 0, NOW) == []
 
 
 HOUR_WINDOW = DegradationWindow(answers=20, minutes=60, min_answers=5)
@@ -201,7 +222,8 @@ def test_either_window_below_the_floor_is_degradation(recent, state, action, rea
     assert (decision.action, decision.reason, decision.window) == (action, reason, window)
 
 
-def test_rules_set_the_cap_windows_and_floor_per_channel():
+def _rules_for(channel: str) -> ChannelRules:
+    """What `channel` gets from a rules file with C_STRICT's own limits and one default, over the settings."""
     settings = Settings(_env_file=None, alert_cap_per_hour=10, degradation_floor=2.5)
     rules = ChannelRules.model_validate(
         {
@@ -217,11 +239,22 @@ def test_rules_set_the_cap_windows_and_floor_per_channel():
             },
         }
     )
-    strict, other = rules.for_channel("C_STRICT", settings), rules.for_channel("C_OTHER", settings)
+    return rules.for_channel(channel, settings)
+
+
+def test_a_channels_own_rule_sets_its_alert_limits():
+    strict = _rules_for("C_STRICT")
     assert (strict.alert_cap_per_hour, strict.degradation_window, strict.degradation_window_minutes) == (3, 50, 0)
     assert (strict.degradation_min_answers, strict.degradation_floor) == (8, 3.25)
+
+
+def test_a_channel_without_a_rule_takes_the_defaults():
+    other = _rules_for("C_OTHER")
     assert (other.alert_cap_per_hour, other.degradation_window, other.degradation_window_minutes) == (10, 20, 30)
     assert (other.degradation_min_answers, other.degradation_floor) == (5, 2.5)
+
+
+def test_a_degradation_floor_off_the_score_scale_is_refused():
     with pytest.raises(ValueError):
         ChannelRules.model_validate({"channels": {"C1": {"degradation_floor": 5}}})
 
@@ -356,20 +389,34 @@ def test_the_plan_of_a_low_score_alerts_then_holds_over_a_cap():
     assert claimed.low.action is Action.NONE and not claimed.changes_anything
 
 
-def test_the_plan_of_degradation_alerts_rearms_and_resumes_an_unposted_alert():
-    low_mean = _scores(2, 2, 2, 2)
-    alerted = plan(_relevancy(2), PLAN_POLICY, degradation=low_mean, now=PLAN_NOW)
+_LOW_MEAN = _scores(2, 2, 2, 2)
+_ALERTED_BEFORE = DegradationState(active=True, last_alert_at=PLAN_NOW - timedelta(hours=2), episodes=1)
+
+
+def test_the_plan_of_a_low_mean_alerts_degradation():
+    alerted = plan(_relevancy(2), PLAN_POLICY, degradation=_LOW_MEAN, now=PLAN_NOW)
     assert alerted.degradation.action is Action.ALERT and alerted.degradation.episode == 1
     assert alerted.degradation_delivery == Decision(Action.ALERT, "degradation") and alerted.changes_anything
+
+
+def test_the_plan_of_a_healthy_mean_changes_nothing():
     healthy = plan(_relevancy(4), PLAN_POLICY, degradation=_scores(4, 4, 4, 4), now=PLAN_NOW)
     assert healthy.degradation.reason == "healthy" and not healthy.changes_anything
-    active = DegradationState(active=True, last_alert_at=PLAN_NOW - timedelta(hours=2), episodes=1)
-    healed = policy.DegradationFacts(_scores(4, 4, 4, 4).recent, active)
+
+
+def test_the_plan_of_a_recovered_mean_rearms():
+    healed = policy.DegradationFacts(_scores(4, 4, 4, 4).recent, _ALERTED_BEFORE)
     recovered = plan(_relevancy(4), PLAN_POLICY, degradation=healed, now=PLAN_NOW)
     assert recovered.degradation.action is Action.REARM and recovered.changes_anything
-    unposted = policy.DegradationFacts(low_mean.recent, active, unposted=True)
+
+
+def test_the_plan_resumes_an_unposted_degradation_alert():
+    unposted = policy.DegradationFacts(_LOW_MEAN.recent, _ALERTED_BEFORE, unposted=True)
     resumed = plan(_relevancy(2), PLAN_POLICY, degradation=unposted, now=PLAN_NOW)
     assert resumed.degradation.reason == "already_alerted" and resumed.post_unposted and resumed.changes_anything
+
+
+def test_the_plan_of_too_few_answers_changes_nothing():
     too_early = plan(_relevancy(2), PLAN_POLICY, degradation=_scores(2, 2), now=PLAN_NOW)
     assert too_early.degradation.reason == "too_few_answers" and not too_early.changes_anything
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import zipfile
+from collections.abc import Iterator
 
 from capture.history import HistoryPairer, newest_first_threads, read_message
 from capture.pairing import Identity
@@ -22,56 +23,91 @@ def pair_all(messages, window=600.0):
     return found + pairer.finish()
 
 
-def test_threads_and_top_level_pairs():
+def test_every_exchange_pairs_whether_threaded_or_top_level():
     found = pair_all(history_messages("C", 6))
     assert len(found) == 6
     assert {p.question_text for p in found} == {f"how do I reset item {i}?" for i in range(6)}
+
+
+def test_a_threaded_pair_keeps_its_thread():
+    found = pair_all(history_messages("C", 6))
     assert all(p.thread_ts for p in found if p.question_text.endswith(("0?", "2?", "4?")))
 
 
-def test_answer_run_and_deleted_and_notice():
+def test_a_run_of_bot_replies_is_one_answer():
     q = {"ts": "100.000000", "user": "U1", "text": "why?", "thread_ts": "100.000000", "reply_count": 2}
     a1 = {"ts": "101.000000", "bot_id": BOT, "user": "U_SUPPORT", "text": "part one", "thread_ts": "100.000000"}
     a2 = {"ts": "102.000000", "bot_id": BOT, "user": "U_SUPPORT", "text": "part two", "thread_ts": "100.000000"}
-    tomb = {"ts": "50.000000", "subtype": "tombstone", "text": "This message was deleted.", "thread_ts": "50.000000"}
-    a3 = {"ts": "51.000000", "bot_id": BOT, "user": "U_SUPPORT", "text": "orphan", "thread_ts": "50.000000"}
-    found = pair_all([q, a1, a2, tomb, a3])
+    found = pair_all([q, a1, a2])
     assert [(p.answer_ts, p.answer_text) for p in found] == [("101.000000", "part one\npart two")]
 
 
-def test_top_level_answer_waits_for_its_window_and_the_floor_holds_it():
+def test_a_reply_under_a_deleted_question_pairs_nothing():
+    tomb = {"ts": "50.000000", "subtype": "tombstone", "text": "This message was deleted.", "thread_ts": "50.000000"}
+    a3 = {"ts": "51.000000", "bot_id": BOT, "user": "U_SUPPORT", "text": "orphan", "thread_ts": "50.000000"}
+    assert pair_all([tomb, a3]) == []
+
+
+def _feed_a_top_level_exchange() -> list[tuple[list, str | None]]:
+    """A top-level answer, its question, then a message older than the window, fed newest first: what each
+    feed returns, with the pairer's floor after it."""
     pairer = HistoryPairer(600.0)
-    answer = read_message({"ts": "1000.000000", "bot_id": BOT, "text": "yes"}, [BOT], Identity())
-    assert pairer.feed([answer]) == [] and pairer.floor() == "1000.000000"
-    question = read_message({"ts": "900.000000", "user": "U1", "text": "ok?"}, [BOT], Identity())
-    assert pairer.feed([question]) == []
-    old = read_message({"ts": "10.000000", "user": "U1", "text": "old"}, [BOT], Identity())
-    [pair] = pairer.feed([old])
-    assert pair.question_ts == "900.000000" and pairer.floor() is None
+    steps = []
+    for raw in (
+        {"ts": "1000.000000", "bot_id": BOT, "text": "yes"},
+        {"ts": "900.000000", "user": "U1", "text": "ok?"},
+        {"ts": "10.000000", "user": "U1", "text": "old"},
+    ):
+        pairs = pairer.feed([read_message(raw, [BOT], Identity())])
+        steps.append((pairs, pairer.floor()))
+    return steps
 
 
-def test_day_files_are_read_lazily_and_threads_span_days():
-    """One day at a time, newest first: a thread's replies from newer days wait for their root's day."""
-    day = 86_400.0
-    root = {"ts": f"{day + 10:.6f}", "user": "U1", "text": "why?", "thread_ts": f"{day + 10:.6f}", "reply_count": 2}
-    same_day = {"ts": f"{day + 20:.6f}", "bot_id": BOT, "text": "because", "thread_ts": root["ts"]}
-    next_day = {"ts": f"{2 * day + 5:.6f}", "bot_id": BOT, "text": "also", "thread_ts": root["ts"]}
-    later = {"ts": f"{2 * day + 50:.6f}", "user": "U2", "text": "hello"}
-    orphan = {"ts": f"{2 * day + 60:.6f}", "bot_id": BOT, "text": "late", "thread_ts": "5.000000"}
+def test_a_top_level_answer_pairs_only_once_the_history_passed_its_window():
+    (answered, _), (asked, _), (older, _) = _feed_a_top_level_exchange()
+    assert answered == [] and asked == []
+    [pair] = older
+    assert pair.question_ts == "900.000000"
+
+
+def test_the_floor_holds_a_top_level_answer_until_it_is_paired():
+    (_, while_waiting), _, (_, once_paired) = _feed_a_top_level_exchange()
+    assert while_waiting == "1000.000000" and once_paired is None
+
+
+DAY = 86_400.0
+ROOT = {"ts": f"{DAY + 10:.6f}", "user": "U1", "text": "why?", "thread_ts": f"{DAY + 10:.6f}", "reply_count": 2}
+SAME_DAY = {"ts": f"{DAY + 20:.6f}", "bot_id": BOT, "text": "because", "thread_ts": ROOT["ts"]}
+NEXT_DAY = {"ts": f"{2 * DAY + 5:.6f}", "bot_id": BOT, "text": "also", "thread_ts": ROOT["ts"]}
+LATER = {"ts": f"{2 * DAY + 50:.6f}", "user": "U2", "text": "hello"}
+ORPHAN = {"ts": f"{2 * DAY + 60:.6f}", "bot_id": BOT, "text": "late", "thread_ts": "5.000000"}
+
+
+def two_days(read: list[int]) -> Iterator[list[dict]]:
+    """The day files, newest first, noting in `read` each day as it is read."""
+    for n, content in ((2, [NEXT_DAY, LATER, ORPHAN]), (1, [ROOT, SAME_DAY])):
+        read.append(n)
+        yield content
+
+
+def test_day_files_are_read_lazily_one_day_at_a_time():
     read: list[int] = []
-
-    def days():
-        for n, content in ((2, [next_day, later, orphan]), (1, [root, same_day])):
-            read.append(n)
-            yield content
-
-    threads = newest_first_threads(days())
+    threads = newest_first_threads(two_days(read))
     assert read == []
-    first_root, first_replies = next(threads)
-    assert (first_root, first_replies, read) == (later, [], [2])  # the older day is not read yet
-    second_root, second_replies = next(threads)
-    assert (second_root, second_replies, read) == (root, [same_day, next_day], [2, 1])
-    assert list(threads) == [(orphan, [])]  # its root is in no day: a thread of its own, at the end
+    next(threads)
+    assert read == [2]  # the older day is not read yet
+    next(threads)
+    assert read == [2, 1]
+
+
+def test_a_threads_replies_from_newer_days_wait_for_their_roots_day():
+    threads = list(newest_first_threads(two_days([])))
+    assert threads[:2] == [(LATER, []), (ROOT, [SAME_DAY, NEXT_DAY])]
+
+
+def test_a_reply_whose_root_is_in_no_day_is_a_thread_of_its_own_at_the_end():
+    threads = list(newest_first_threads(two_days([])))
+    assert threads[2:] == [(ORPHAN, [])]
 
 
 def test_export_reader(tmp_path):

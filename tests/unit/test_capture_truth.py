@@ -10,6 +10,8 @@ from capture.pairing import (
     STREAMING,
     Author,
     Identity,
+    LoggedMessage,
+    Resolution,
     author_of,
     bot_user_of,
     find_question,
@@ -78,13 +80,22 @@ def test_the_completion_is_kept_whichever_event_is_handled_first(order: str) -> 
     assert message_text(kept.content) == "Final words."
 
 
-def test_an_errored_stream_settles_on_what_was_shown_and_says_so() -> None:
+def an_errored_stream() -> tuple[dict, dict, Resolution | None]:
+    """A question, the stream's errored completion after a few words, and how the answer resolves."""
     q = sr.human_message(C, "100.000001", "Export my data")
     opener = ss.stream_opener(C, "100.000005", q["ts"])
     errored = ss.stream_completion(opener, "Starting the export of", state="errored")
+    return q, errored, resolve(opener["ts"], [logged(q), logged(errored)], WINDOW)
+
+
+def test_an_errored_stream_settles_on_what_was_shown() -> None:
+    _, errored, resolution = an_errored_stream()
     assert settles_at_once(logged(errored).streaming)
-    resolution = resolve(opener["ts"], [logged(q), logged(errored)], WINDOW)
     assert resolution.status == "pending"
+
+
+def test_an_errored_stream_is_marked_as_errored() -> None:
+    q, _, resolution = an_errored_stream()
     assert stream_errored(resolution.parts) and not stream_errored([logged(q)])
 
 
@@ -103,7 +114,7 @@ def test_a_table_answer_reads_every_cell() -> None:
     assert message_text(answer) == "Plan | Price\nPro | $10"
 
 
-def test_data_table_card_container_and_nested_rich_text() -> None:
+def test_every_word_of_a_data_table_card_or_container_is_read() -> None:
     nested = ss.rich_text("inside the container")[0]
     message = {
         "text": "fallback",
@@ -183,7 +194,7 @@ def test_the_bots_upload_is_its_own_once_its_user_is_known() -> None:
 
 
 @pytest.mark.parametrize("configured", [{"B_SUPPORT"}, {"A_SUPPORT"}])
-def test_the_bot_user_is_learnt_from_a_message_with_bot_id_and_user(configured: set[str]) -> None:
+def test_the_bot_user_is_learnt_from_a_message_its_bot_id_vouches_for(configured: set[str]) -> None:
     assert bot_user_of(sr.bot_message(C, "1.000001", "hi"), configured) == "U_SUPPORT"
     assert bot_user_of(sr.bot_message(C, "1.000001", "hi", bot_id="B_X", app_id="A_X", user="U_X"), configured) is None
     assert bot_user_of(ss.bot_file_upload(C, "1.000002", "1.000001"), configured) is None  # no bot_id to vouch
@@ -196,10 +207,9 @@ def test_notices_are_ignored(subtype: str) -> None:
     assert is_notice(event) and author_of(event, {"B_SUPPORT"}, OWN) == Author.OTHER
 
 
-def test_slackbot_and_unknown_subtypes_are_nobodys_words() -> None:
+def test_slackbot_tombstones_or_unknown_subtypes_are_nobodys_words() -> None:
     """Slackbot's huddle root, Slackbot's own messages, a tombstone and a subtype Slack adds tomorrow are notices
-    (even when a bot_add names the support bot's bot_id); a person's message, file, /me and broadcast, and a bot's
-    message, are words."""
+    (even when a bot_add names the support bot's bot_id)."""
     huddle = ss.huddle_root(C, "100.000001")
     notices = [
         huddle,
@@ -211,6 +221,10 @@ def test_slackbot_and_unknown_subtypes_are_nobodys_words() -> None:
     for event in notices:
         assert is_notice(event), event
         assert author_of(event, {"B_SUPPORT"}, OWN) == Author.OTHER
+
+
+def test_what_people_or_bots_write_are_words() -> None:
+    """A person's message, file, /me and broadcast, and a bot's message, are words."""
     q = sr.human_message(C, "100.000006", "How do I export?")
     words = [
         q,
@@ -223,31 +237,55 @@ def test_slackbot_and_unknown_subtypes_are_nobodys_words() -> None:
     assert not any(is_notice(event) for event in words)
 
 
-def test_a_question_in_a_huddles_thread_is_paired_and_the_notice_is_no_turn() -> None:
-    """The huddle's root (Slackbot's notice) is never the question nor an earlier turn; its thread's questions
-    are paired like any other, also when read back from conversations.replies (capture.history.read_message)."""
+def a_huddles_thread() -> list[dict]:
+    """Slackbot's huddle root, then a customer's note, the bot's answer, a question and its answer in its thread."""
+    root = ss.huddle_root(C, "100.000001")
+    return [
+        root,
+        sr.human_message(C, "100.000002", "Notes: we could not log in with SSO", thread_ts=root["ts"]),
+        sr.bot_message(C, "100.000003", "Check the IdP metadata URL.", thread_ts=root["ts"]),
+        sr.human_message(C, "100.000004", "Where is the metadata URL?", thread_ts=root["ts"]),
+        sr.bot_message(C, "100.000005", "Admin > SSO > Metadata.", thread_ts=root["ts"]),
+    ]
+
+
+def as_captured(raw: list[dict]) -> list[list[LoggedMessage]]:
+    """The messages as logged from events, and as read back from conversations.replies (capture.history)."""
+    from capture.history import read_message
+
+    return [
+        [logged(m) for m in raw],  # events (a notice logged by an older bot is another bot's: still no turn)
+        [m for m in (read_message(r, ["B_SUPPORT"], OWN) for r in raw) if m],  # history and exports
+    ]
+
+
+def test_a_question_in_a_huddles_thread_is_paired() -> None:
+    """The huddle's root (Slackbot's notice) is never the question; its thread's questions are paired like any
+    other, also when read back from conversations.replies (capture.history.read_message)."""
+    raw = a_huddles_thread()
+    _, first, answer1, question, answer2 = raw
+    for messages in as_captured(raw):
+        assert find_question(logged(answer1), messages, WINDOW).ts == first["ts"]
+        assert find_question(logged(answer2), messages, WINDOW).ts == question["ts"]
+
+
+def test_a_huddles_notice_is_no_earlier_turn() -> None:
     from capture.conversation import earlier_turns
     from capture.history import read_message
 
-    root = ss.huddle_root(C, "100.000001")
-    first = sr.human_message(C, "100.000002", "Notes: we could not log in with SSO", thread_ts=root["ts"])
-    answer1 = sr.bot_message(C, "100.000003", "Check the IdP metadata URL.", thread_ts=root["ts"])
-    question = sr.human_message(C, "100.000004", "Where is the metadata URL?", thread_ts=root["ts"])
-    answer2 = sr.bot_message(C, "100.000005", "Admin > SSO > Metadata.", thread_ts=root["ts"])
-    raw = [root, first, answer1, question, answer2]
-    for messages in (
-        [logged(m) for m in raw],  # events (a notice logged by an older bot is another bot's: still no turn)
-        [m for m in (read_message(r, ["B_SUPPORT"], OWN) for r in raw) if m],  # history and exports
-    ):
-        assert find_question(logged(answer1), messages, WINDOW).ts == first["ts"]
+    raw = a_huddles_thread()
+    root, first, answer1, _, answer2 = raw
+    for messages in as_captured(raw):
         asked = find_question(logged(answer2), messages, WINDOW)
-        assert asked.ts == question["ts"]
         turns = earlier_turns(asked, messages)
         assert [(who, m.ts) for who, m in turns] == [("customer", first["ts"]), ("bot", answer1["ts"])]
     assert read_message(root, ["B_SUPPORT"], OWN) is None
-    # With nothing but the notice before it, an answer has no question (not "A huddle started").
+
+
+def test_an_answer_after_nothing_but_a_huddles_notice_has_no_question() -> None:
+    root = ss.huddle_root(C, "100.000001")
     lone = sr.bot_message(C, "100.000006", "Hi!", thread_ts="100.000001")
-    assert find_question(logged(lone), [logged(root), logged(lone)], WINDOW) is None
+    assert find_question(logged(lone), [logged(root), logged(lone)], WINDOW) is None  # not "A huddle started"
 
 
 def test_a_message_without_words_or_files_is_never_a_question() -> None:

@@ -12,7 +12,7 @@ from common.messages.digest import MAX_BLOCKS, digest_message, digest_text
 from common.privacy import may_quote
 from common.privacy import may_quote_text as alert_may_quote
 from common.reports.period import latest_slot, period_for, scheduled_key
-from common.reports.stats import Prices, channel_stats
+from common.reports.stats import ChannelStats, Prices, Report, channel_stats
 from store.rules import ChannelRules
 from store.settings import Settings
 from store.stats_queries import JudgmentRow, PairRow
@@ -116,7 +116,7 @@ def test_an_empty_week_renders_a_short_message():
     assert "No answers were captured" in digest_text(report, {}, {})
 
 
-def test_a_week_with_only_errors_counts_errors_and_no_scores():
+def test_a_week_of_only_errors_has_no_score():
     rows = [pair(judgments=[verdict(None, status="error", tokens=(50, 0))]) for _ in range(4)]
     stats = channel_stats(None, rows, thresholds_for, PRICES)
     assert stats.seen == 4 and stats.judged == 0 and stats.errored == 4 and stats.errors == 4
@@ -130,7 +130,8 @@ def test_a_week_with_only_errors_counts_errors_and_no_scores():
     assert "Judge errors: 4" in text and "no scores" in text
 
 
-def test_counts_scores_thresholds_per_channel_votes_and_tokens():
+def a_mixed_week_in_two_channels() -> ChannelStats:
+    """Scored, errored, null, skipped, merged, cached and /judge answers in C1 (threshold 2) and C2 (threshold 3)."""
     rows = [
         pair("C1", judgments=[verdict(4, right=2)]),
         pair("C1", judgments=[verdict(2, wrong=1)]),  # low in C1 (threshold 2)
@@ -144,47 +145,91 @@ def test_counts_scores_thresholds_per_channel_votes_and_tokens():
         pair("C1", status="merged"),  # absorbed into another answer: not an answer of its own
         pair("C1", source="command", judgments=[verdict(0, tokens=(300, 30))]),  # a /judge request
     ]
-    stats = channel_stats(None, rows, thresholds_for, PRICES)
+    return channel_stats(None, rows, thresholds_for, PRICES)
+
+
+def test_answers_are_counted_by_what_became_of_them():
+    stats = a_mixed_week_in_two_channels()
     assert stats.seen == 9
     assert stats.judged == 5  # four scored, one null (grounded "no document")
     assert (stats.skipped_sampling, stats.skipped_budget, stats.not_judged, stats.errored) == (1, 1, 1, 1)
     relevancy = stats.judge("relevancy")
     assert relevancy.scored == 4 and relevancy.errors == 1
+    assert stats.judge("grounded").nulls == 1 and stats.judge("grounded").scored == 0
+
+
+def test_scores_are_summed_up_as_a_mean_over_a_distribution():
+    relevancy = a_mixed_week_in_two_channels().judge("relevancy")
     assert relevancy.mean == pytest.approx(3.0)
     assert relevancy.distribution == {0: 0, 1: 0, 2: 1, 3: 2, 4: 1}
+
+
+def test_a_score_is_low_against_its_own_channels_threshold():
+    relevancy = a_mixed_week_in_two_channels().judge("relevancy")
     assert relevancy.low == 2 and relevancy.share_low == pytest.approx(0.5)
     assert relevancy.thresholds == (2.0, 3.0)
-    assert stats.judge("grounded").nulls == 1 and stats.judge("grounded").scored == 0
+
+
+def test_votes_give_the_share_of_alerts_people_agreed_with():
+    stats = a_mixed_week_in_two_channels()
     assert (stats.votes_right, stats.votes_wrong) == (3, 1) and stats.agreement == pytest.approx(0.75)
-    # Tokens: every judgment not served from cache, the /judge request's included.
+
+
+def test_tokens_count_every_judgment_not_served_from_cache():
+    stats = a_mixed_week_in_two_channels()
+    # The /judge request's included.
     assert stats.tokens.prompt == 100 * 5 + 300 and stats.tokens.completion == 10 * 5 + 30
     assert stats.tokens.cost_usd == pytest.approx(800 / 1e6 * 0.15 + 80 / 1e6 * 0.60)
-    # The worst answers are captured ones, lowest normalized score first.
+
+
+def test_the_worst_answers_are_captured_ones_lowest_first():
+    stats = a_mixed_week_in_two_channels()
+    # Lowest normalized score first; the /judge request's 0 is not among them.
     assert [w.score for w in stats.worst] == [2.0, 3.0, 3.0]
 
 
-def test_a_rejudged_answer_costs_both_judgments_and_scores_only_the_current_one():
+def a_week_with_a_rejudged_answer() -> ChannelStats:
     rows = [
         pair("C1", judgments=[verdict(4, tokens=(2000, 200))], superseded=[verdict(1, tokens=(1000, 100))]),
         pair("C1", judgments=[verdict(2)]),
     ]
-    stats = channel_stats(None, rows, thresholds_for, PRICES)
+    return channel_stats(None, rows, thresholds_for, PRICES)
+
+
+def test_a_rejudged_answer_scores_only_the_current_judgment():
+    stats = a_week_with_a_rejudged_answer()
     relevancy = stats.judge("relevancy")
     assert relevancy.scored == 2 and relevancy.mean == pytest.approx(3.0)  # (4 + 2) / 2: the 1 is superseded
     assert relevancy.low == 1 and [w.score for w in stats.worst] == [2.0, 4.0]
     assert stats.judged == 2 and stats.seen == 2
+
+
+def test_a_rejudged_answer_costs_both_judgments():
+    stats = a_week_with_a_rejudged_answer()
     assert (stats.tokens.prompt, stats.tokens.completion) == (3100, 310)
     assert stats.tokens.cost_usd == pytest.approx(3100 / 1e6 * 0.15 + 310 / 1e6 * 0.60)
 
 
-def test_change_against_the_previous_week_per_channel_and_overall():
+def a_better_week_than_the_last() -> Report:
     previous = [pair("C1", at=NOW - timedelta(days=10), judgments=[verdict(s)]) for s in (1, 2, 4, 4)]
     current = [pair("C1", judgments=[verdict(s)]) for s in (3, 4, 4, 4)]
-    report = build_report(PERIOD, current, previous, thresholds_for, PRICES)
+    return build_report(PERIOD, current, previous, thresholds_for, PRICES)
+
+
+def test_the_overall_change_against_the_previous_week():
+    report = a_better_week_than_the_last()
     change = report.change(report.overall, "relevancy")
     assert change.mean == pytest.approx(3.75 - 2.75)
     assert change.share_low == pytest.approx(0.0 - 0.5)
+
+
+def test_a_channels_change_against_the_previous_week():
+    report = a_better_week_than_the_last()
     assert report.change(report.channels[0], "relevancy").mean == pytest.approx(1.0)
+
+
+def test_the_dry_run_shows_the_change_against_the_previous_week():
+    report = a_better_week_than_the_last()
     assert "(+1.0)" in digest_text(report, {}, {}) and "(−50 pts)" in digest_text(report, {}, {})
 
 
@@ -202,13 +247,23 @@ def test_daily_series_puts_answers_in_their_24_hour_slice():
     assert sum(p.answers for p in points) == 3
 
 
-def test_channels_that_are_configured_appear_even_when_quiet_and_unwatched_ones_never():
+def three_channels_one_quiet_one_unwatched() -> Report:
+    """C1 answered, C9 configured but quiet, CX answered but no longer watched."""
     rows = [pair("C1", judgments=[verdict(4)]), pair("CX", judgments=[verdict(0)])]
-    report = build_report(
+    return build_report(
         PERIOD, rows, [], thresholds_for, PRICES, channels=["C9"], is_watched=lambda channel: channel != "CX"
     )
+
+
+def test_a_configured_channel_appears_even_when_quiet():
+    report = three_channels_one_quiet_one_unwatched()
     assert [stats.channel_id for stats in report.channels] == ["C1", "C9"]
     assert report.channels[1].seen == 0
+
+
+def test_an_unwatched_channel_never_appears():
+    report = three_channels_one_quiet_one_unwatched()
+    assert "CX" not in [stats.channel_id for stats in report.channels]
     assert report.overall.seen == 1
 
 
@@ -251,15 +306,24 @@ def test_private_text_needs_the_channels_own_rule_to_name_the_alert_channel_as_a
         assert may_quote("GPRIV", True, rules, settings, effective.alert_channel) == alerts
 
 
-def test_message_quotes_only_what_it_is_given_and_escapes_it():
+def a_message_quoting_only_the_public_answer() -> str:
+    """A public and a private answer, both linked; only the public one's question and answer given to quote."""
     public = pair("C1", judgments=[verdict(0)])
     private = pair("GPRIV", private=True, judgments=[verdict(1)])
     report = build_report(PERIOD, [public, private], [], thresholds_for, PRICES)
     quotes = {public.id: ("How do I <reset> it?", "Try & see")}
     links = {public.id: "https://example.slack.com/archives/C1/p1", private.id: "https://example.slack.com/x"}
     message = digest_message(report, links, quotes, PRICES)
-    rendered = str(message["blocks"])
+    return str(message["blocks"])
+
+
+def test_message_escapes_what_it_quotes():
+    rendered = a_message_quoting_only_the_public_answer()
     assert "How do I &lt;reset&gt; it?" in rendered and "Try &amp; see" in rendered
+
+
+def test_message_quotes_only_what_it_is_given():
+    rendered = a_message_quoting_only_the_public_answer()
     assert "<https://example.slack.com/x|view answer>" in rendered  # the private answer: score and link only
     assert "*1/4* relevancy in <#GPRIV>" in rendered
 
@@ -309,21 +373,32 @@ def test_the_dry_run_shows_each_judges_distribution_with_each_channels_tokens_co
     assert "LLM usage: 2,550 tokens (2,500 in, 50 out) · ≈ $0.0004" in text.split("== #C2 ==")[1]
 
 
-def test_cached_input_is_priced_at_the_cached_rate_and_shown_in_the_cost_line():
-    """1,000,000 input tokens of which 900,000 cached, 100,000 out: 0.1 M x $0.15 + 0.9 M x $0.075 (half the input
-    price when no cached price is set) + 0.1 M x $0.60 = $0.1425; with a cached price of $0.03: $0.102."""
-    rows = [pair("C1", judgments=[verdict(4, tokens=(1_000_000, 100_000), prompt_cached=900_000)])]
+CACHED_PRICED = Prices(input_per_million=0.15, output_per_million=0.60, cached_input_per_million=0.03)
+
+
+def mostly_cached_input() -> list[PairRow]:
+    """1,000,000 input tokens of which 900,000 cached, 100,000 out."""
+    return [pair("C1", judgments=[verdict(4, tokens=(1_000_000, 100_000), prompt_cached=900_000)])]
+
+
+def test_cached_input_is_priced_at_the_cached_rate():
+    """0.1 M x $0.15 + 0.9 M x $0.075 (half the input price when no cached price is set) + 0.1 M x $0.60 = $0.1425;
+    with a cached price of $0.03: $0.102."""
+    rows = mostly_cached_input()
     report = build_report(PERIOD, rows, [], thresholds_for, PRICES)
     assert report.overall.tokens.cached == 900_000
     assert abs(report.overall.tokens.cost_usd - 0.1425) < 1e-9
+    assert abs(build_report(PERIOD, rows, [], thresholds_for, CACHED_PRICED).overall.tokens.cost_usd - 0.102) < 1e-9
+
+
+def test_the_cost_line_shows_cached_input_with_its_price():
+    report = build_report(PERIOD, mostly_cached_input(), [], thresholds_for, PRICES)
     text = digest_text(report, {}, {}, PRICES)
     assert "LLM usage: 1,100,000 tokens (1,000,000 in of which 900,000 cached, 100,000 out) · ≈ $0.14" in text
     assert "Cost estimated at $0.15 / $0.075 / $0.6 per million input / cached input / output tokens." in text
     message = digest_message(report, {}, {}, PRICES)
     assert "$0.15 / $0.075 / $0.6 per million input / cached input / output tokens." in str(message["blocks"][-1])
-    priced = Prices(input_per_million=0.15, output_per_million=0.60, cached_input_per_million=0.03)
-    assert abs(build_report(PERIOD, rows, [], thresholds_for, priced).overall.tokens.cost_usd - 0.102) < 1e-9
-    assert "$0.15 / $0.03 / $0.6 per million" in digest_text(report, {}, {}, priced)
+    assert "$0.15 / $0.03 / $0.6 per million" in digest_text(report, {}, {}, CACHED_PRICED)
 
 
 def test_unset_prices_are_the_judge_models_list_prices(monkeypatch):
@@ -409,26 +484,45 @@ def closing_context(message: dict) -> str:
     return message["blocks"][-2]["elements"][0]["text"]
 
 
-def test_thirty_busy_channels_fit_slacks_total_with_the_overall_section_and_a_count_of_the_rest():
+def thirty_busy_channels() -> dict:
+    report, links, quotes = busy_week(30)
+    return digest_message(report, links, quotes, PRICES, chart_in_thread=True)
+
+
+def test_thirty_busy_channels_fit_slacks_total():
     """30 channel sections of up to 2,900 characters (12 channels with three judges were already ≈ 21.5k): Slack
     answered `msg_blocks_too_long`, and the week's digest was never sent."""
-    report, links, quotes = busy_week(30)
-    message = digest_message(report, links, quotes, PRICES, chart_in_thread=True)
-    blocks = message["blocks"]
+    blocks = thirty_busy_channels()["blocks"]
     assert block_kit.text_length(blocks) <= block_kit.MAX_MESSAGE_TEXT and len(blocks) <= MAX_BLOCKS
+
+
+def test_thirty_busy_channels_keep_the_overall_section_whole():
+    blocks = thirty_busy_channels()["blocks"]
     assert blocks[0]["type"] == "header" and "fields" in blocks[2]  # the overall figures, whole
     assert [f["text"].split("\n")[0] for f in blocks[2]["fields"]][:4] == [
         "*Answers*", "*Relevancy*", "*Correctness*", "*Grounded*",
     ]  # fmt: skip
     worst = next(b["text"]["text"] for b in blocks if b.get("text", {}).get("text", "").startswith("*Worst answers*"))
     assert worst.count("view answer") == 3 and "sky blue" in worst  # the week's worst answers stay whole
+
+
+def test_thirty_busy_channels_end_with_a_count_of_those_left_out():
+    message = thirty_busy_channels()
     shown = channel_sections(message)
     assert 0 < len(shown) < 30
-    assert all(s.count("scores ") == 3 and "view answer" in s and "sky blue" not in s for s in shown)
     assert closing_context(message) == (
         f"…and {30 - len(shown)} more channels: see `/judge stats #channel` or the App Home"
     )
-    assert [s.split("*")[1] for s in shown] == [f"<#C{i:03d}>" for i in range(len(shown))]  # the first ones
+
+
+def test_thirty_busy_channels_link_to_their_answers_instead_of_quoting_them():
+    shown = channel_sections(thirty_busy_channels())
+    assert all(s.count("scores ") == 3 and "view answer" in s and "sky blue" not in s for s in shown)
+
+
+def test_thirty_busy_channels_show_the_first_ones():
+    shown = channel_sections(thirty_busy_channels())
+    assert [s.split("*")[1] for s in shown] == [f"<#C{i:03d}>" for i in range(len(shown))]
 
 
 def test_quotes_become_links_before_any_channel_is_left_out():

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from workers.traces import (
     SPAN_ID,
+    EvaluationSpan,
     Verdict,
     evaluation_events,
     evaluation_span_id,
@@ -32,16 +33,34 @@ def test_each_evaluation_is_a_span_named_after_it_carrying_its_attributes_under_
     assert root.parent_span_id is None and root.name == "gen_ai.evaluation relmon.outcome.reask"
 
 
-def test_span_ids_are_16_hex_derived_from_the_trace_the_subject_and_the_evaluation() -> None:
-    first = evaluation_spans(TRACE, "relmon-7", PARENT, evaluation_events(VERDICT))
-    again = evaluation_spans(TRACE, "relmon-7", None, evaluation_events(VERDICT))
-    assert [span.span_id for span in first] == [span.span_id for span in again]  # a resend: the same spans
-    ids = {
+def _judgment_spans(parent: str | None = PARENT) -> list[EvaluationSpan]:
+    return evaluation_spans(TRACE, "relmon-7", parent, evaluation_events(VERDICT))
+
+
+def _span_ids() -> set[str]:
+    """The IDs of the judgment's two spans, and of spans that differ from them in one input each."""
+    first = _judgment_spans()
+    return {
         first[0].span_id,
         first[1].span_id,
         evaluation_span_id(TRACE, "relmon-8", "relmon.relevancy"),  # another judgment
         evaluation_span_id(OTHER_TRACE, "relmon-7", "relmon.relevancy"),  # another trace
         evaluation_span_id(TRACE, "relmon-pair-3-reask", "relmon.outcome.reask"),
     }
-    assert len(ids) == 5 and all(SPAN_ID.fullmatch(span_id) and span_id != "0" * 16 for span_id in ids)
-    assert first[0].span_id == evaluation_span_id(TRACE, "relmon-7", "relmon.relevancy")
+
+
+def test_a_resent_evaluation_keeps_its_span_ids() -> None:
+    again = _judgment_spans(parent=None)
+    assert [span.span_id for span in _judgment_spans()] == [span.span_id for span in again]
+
+
+def test_span_ids_differ_by_trace_subject_evaluation() -> None:
+    assert len(_span_ids()) == 5
+
+
+def test_span_ids_are_16_hex_not_all_zero() -> None:
+    assert all(SPAN_ID.fullmatch(span_id) and span_id != "0" * 16 for span_id in _span_ids())
+
+
+def test_a_spans_id_is_derived_from_its_trace_subject_evaluation() -> None:
+    assert _judgment_spans()[0].span_id == evaluation_span_id(TRACE, "relmon-7", "relmon.relevancy")

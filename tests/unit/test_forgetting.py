@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from bot.spool import SpoolFile
 from capture.forgetting import (
     DELETED_MARK,
     REMOVED_MARK,
+    ForgetPlan,
     StoredJudgment,
     StoredPair,
     plan_forget,
@@ -22,7 +25,9 @@ from capture.forgetting import (
 MARK = "QX7-marker-9f3e"
 
 
-def test_a_deleted_question_is_gone_from_its_pair_and_its_judgments_lose_their_words_but_keep_scores() -> None:
+@pytest.fixture
+def deleted_question() -> ForgetPlan:
+    """The plan for deleting a question that its own pair, a follow-up's context and two judgments quote."""
     question = f"my card is 4111 1111 1111 1111 {MARK}, why declined?"
     pairs = [
         StoredPair(1, "1.0", "2.0", question_text=question, answer_text="Cards are declined when..."),
@@ -34,14 +39,35 @@ def test_a_deleted_question_is_gone_from_its_pair_and_its_judgments_lose_their_w
         StoredJudgment(11, 2, reasoning=f"Follows up on card 4111 ({MARK})", confirmation_reasoning="ok"),
         StoredJudgment(12, 9, reasoning="fine"),
     ]
-    plan = plan_forget("1.0", removal_of_deletion([question]), pairs, judgments)
-    assert plan.pairs[1] == {"question_text": None}
-    assert plan.judgments[10] == {"reasoning": None, "raw_output": None}
-    assert plan.pairs[2] == {"context_text": f"[customer] {DELETED_MARK}\n[bot] Cards..."}
-    assert MARK not in plan.judgments[11]["reasoning"] and "4111" not in plan.judgments[11]["reasoning"]
-    assert "confirmation_reasoning" not in plan.judgments[11]  # nothing of the message in it: unchanged
-    assert 9 not in plan.pairs and 12 not in plan.judgments
-    assert plan.about == {1: "question", 2: "message"}
+    return plan_forget("1.0", removal_of_deletion([question]), pairs, judgments)
+
+
+def test_a_deleted_question_is_gone_from_its_pair(deleted_question: ForgetPlan) -> None:
+    assert deleted_question.pairs[1] == {"question_text": None}
+
+
+def test_the_judgments_of_a_deleted_questions_pair_lose_their_words_not_their_scores(
+    deleted_question: ForgetPlan,
+) -> None:
+    assert deleted_question.judgments[10] == {"reasoning": None, "raw_output": None}
+
+
+def test_a_deleted_question_is_marked_deleted_in_a_follow_ups_context(deleted_question: ForgetPlan) -> None:
+    assert deleted_question.pairs[2] == {"context_text": f"[customer] {DELETED_MARK}\n[bot] Cards..."}
+
+
+def test_a_follow_ups_judgment_loses_the_deleted_questions_words(deleted_question: ForgetPlan) -> None:
+    reasoning = deleted_question.judgments[11]["reasoning"]
+    assert MARK not in reasoning and "4111" not in reasoning
+
+
+def test_what_holds_nothing_of_the_deleted_question_is_left_unchanged(deleted_question: ForgetPlan) -> None:
+    assert "confirmation_reasoning" not in deleted_question.judgments[11]
+    assert 9 not in deleted_question.pairs and 12 not in deleted_question.judgments
+
+
+def test_the_plan_says_what_each_pair_lost(deleted_question: ForgetPlan) -> None:
+    assert deleted_question.about == {1: "question", 2: "message"}
 
 
 def test_a_deleted_answer_already_judged_is_scrubbed_too() -> None:
@@ -75,7 +101,7 @@ def test_noted_words_are_words() -> None:
     assert not plan_forget("1.0", removal_of_words([]), [StoredPair(1, "1.0", "2.0", question_text="x")], [])
 
 
-def test_a_deleted_messages_names_and_numbers_leave_other_copies_its_plain_words_stay() -> None:
+def test_other_copies_lose_only_the_names_or_numbers_of_a_deleted_message() -> None:
     removal = removal_of_deletion(["How do I reset the password for Zanzibar, order 5531?"])
     assert scrub("To reset the password of Zanzibar's order 5531", removal) == (
         f"To reset the password of {DELETED_MARK}'s order {DELETED_MARK}"
@@ -97,14 +123,29 @@ def test_the_spool_leaves_no_text_on_disk_once_drained(tmp_path: Path) -> None:
         spool.close()
 
 
-def test_copies_outside_the_thread_lose_the_deleted_text_and_words_and_only_what_changes_is_written() -> None:
+@pytest.fixture
+def scrubbed_copies() -> dict:
+    """What scrub_copies writes for copies outside the thread: one quotes the deleted text, one shares a word of
+    it, one holds neither."""
     removal = removal_of_deletion(["Order QX4471 never came"])
     copies = {
         ("item", 1): {"context": "[customer] Order QX4471 never came", "question": "And the refund?"},
         ("topic", "t1"): {"name": "QX4471 orders"},
         ("topic", "t2"): {"name": "Refunds", "topic": None},
     }
-    assert scrub_copies(copies, removal) == {
-        ("item", 1): {"context": f"[customer] {DELETED_MARK}"},
-        ("topic", "t1"): {"name": f"{DELETED_MARK} orders"},
+    return scrub_copies(copies, removal)
+
+
+def test_a_copy_outside_the_thread_loses_the_deleted_text(scrubbed_copies: dict) -> None:
+    assert scrubbed_copies[("item", 1)]["context"] == f"[customer] {DELETED_MARK}"
+
+
+def test_a_copy_outside_the_thread_loses_the_deleted_messages_words(scrubbed_copies: dict) -> None:
+    assert scrubbed_copies[("topic", "t1")] == {"name": f"{DELETED_MARK} orders"}
+
+
+def test_only_the_copies_fields_that_change_are_written(scrubbed_copies: dict) -> None:
+    assert {key: set(fields) for key, fields in scrubbed_copies.items()} == {
+        ("item", 1): {"context"},
+        ("topic", "t1"): {"name"},
     }

@@ -15,10 +15,13 @@ from tests.unit.test_digest_stats import PERIOD, PRICES, thresholds_for
 RUN = datetime(2026, 11, 30, 14, 5, tzinfo=UTC)
 
 
-def test_the_line_says_how_the_set_grew_and_how_the_last_run_went() -> None:
+def test_the_line_gives_the_sets_growth_with_the_last_runs_pass_rate() -> None:
     assert digest_line(GoldenFigures(12, 3, (RUN, 0.75, 8))) == (
         "*Test set:* 12 question(s), 3 new this week. Last `relmon regress` on 2026-11-30 14:05 UTC: 75% of 8 passed."
     )
+
+
+def test_the_line_says_when_no_regress_run_happened_yet() -> None:
     assert digest_line(GoldenFigures(0, 0, None)).endswith("No `relmon regress` run yet.")
 
 

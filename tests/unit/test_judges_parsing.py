@@ -25,7 +25,7 @@ def test_corpus_is_large() -> None:
     assert len({row["id"] for row in CORPUS}) == len(CORPUS)
 
 
-def test_corpus_covers_every_judge_and_outcome() -> None:
+def test_corpus_has_ok_as_well_as_error_replies_for_every_judge() -> None:
     for name in JUDGES:
         statuses = {row["status"] for row in CORPUS if row["judge"] == name}
         assert {"ok", "error"} <= statuses, name
@@ -154,13 +154,24 @@ def test_cache_key_separates_every_input() -> None:
 # Bounded inputs -------------------------------------------------------------------------------------------
 
 
-def test_cut_text_keeps_head_and_tail_and_says_how_much_went() -> None:
-    text = "H" * 5_000 + "T" * 5_000
-    cut = cut_text(text, 1_000)
-    assert len(cut) <= 1_000
-    assert cut.startswith("HHH") and cut.endswith("TTT")
-    removed = int(re.search(r"\[… cut ([\d,]+) characters …\]", cut).group(1).replace(",", ""))
-    assert removed == len(text) - (len(cut) - len(re.search(r"\n\[….*…\]\n", cut).group(0)))
+LONG_TEXT = "H" * 5_000 + "T" * 5_000
+CUT = cut_text(LONG_TEXT, 1_000)
+
+
+def test_cut_text_fits_the_bound() -> None:
+    assert len(CUT) <= 1_000
+
+
+def test_cut_text_keeps_both_ends() -> None:
+    assert CUT.startswith("HHH") and CUT.endswith("TTT")
+
+
+def test_cut_text_says_how_much_went() -> None:
+    removed = int(re.search(r"\[… cut ([\d,]+) characters …\]", CUT).group(1).replace(",", ""))
+    assert removed == len(LONG_TEXT) - (len(CUT) - len(re.search(r"\n\[….*…\]\n", CUT).group(0)))
+
+
+def test_cut_text_leaves_a_short_text_alone() -> None:
     assert cut_text("short", 1_000) == "short"
 
 

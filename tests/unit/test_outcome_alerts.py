@@ -21,11 +21,17 @@ GOOD = JudgmentFacts(1, "relevancy", "ok", 4, channel_id="C")
 LOW = JudgmentFacts(2, "correctness", "ok", 1, channel_id="C")
 
 
-def test_a_missed_failure_needs_a_confirmed_failure_and_a_good_score() -> None:
+def test_a_missed_failure_needs_a_confirmed_failure() -> None:
     assert decide_missed({"reask"}, [GOOD], POLICY).reason == "not_failed"
+
+
+def test_a_missed_failure_needs_a_good_score() -> None:
     assert decide_missed({"reask", "negative_reaction"}, [LOW], POLICY).reason == "not_scored_well"
     error = JudgmentFacts(3, "relevancy", "error", None)
     assert decide_missed({"reask", "escalation"}, [error], POLICY).reason == "not_scored_well"
+
+
+def test_a_confirmed_failure_after_a_good_score_alerts_on_the_good_judgment() -> None:
     decided = decide_missed({"reask", "human_takeover"}, [LOW, GOOD], POLICY)
     assert (decided.action, decided.judgment_id, decided.disagreed) == (Action.ALERT, 1, (1,))
 

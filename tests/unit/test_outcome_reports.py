@@ -11,7 +11,7 @@ from common.messages.home import home_view
 from common.messages.outcomes import outcome_line, score_line, teammate_line
 from common.reports.outcomes import OutcomeStats, compare
 from common.reports.period import period_for
-from common.reports.stats import Prices
+from common.reports.stats import Prices, Report
 from store.rules import ChannelRules
 from store.settings import Settings
 from store.stats_queries import JudgmentRow, PairRow
@@ -79,45 +79,84 @@ def last_week() -> list[PairRow]:
     return [answer(["resolved"], at=at), answer(["reask"], at=at), answer(["resolved"], at=at, channel="C2")]
 
 
-def test_rates_count_only_closed_windows_with_scores_against_outcomes_and_teammate_correctness() -> None:
-    stats = outcome_stats(None, this_week(), "relevancy")
+def this_weeks_outcomes() -> OutcomeStats:
+    return outcome_stats(None, this_week(), "relevancy")
+
+
+def two_weeks_report() -> Report:
+    return build_report(PERIOD, this_week(), last_week(), thresholds_for, PRICES)
+
+
+def test_outcomes_count_only_closed_windows() -> None:
+    stats = this_weeks_outcomes()
     assert (stats.closed, stats.open) == (7, 1)
     assert stats.resolution_rate == stats.rate("resolved") == 3 / 7 and stats.rate("reasked") == 2 / 7
     assert stats.rate("taken_over") == 2 / 7 and stats.rate("escalated") == 1 / 7
     assert (stats.positive, stats.negative, stats.failed) == (1, 1, 2)
+
+
+def test_scores_are_set_against_outcomes() -> None:
+    stats = this_weeks_outcomes()
     assert stats.score_resolved.mean == 11 / 3 and stats.score_resolved.count == 3
     assert stats.score_failed.mean == 5 / 2 and stats.score_failed.count == 2
+
+
+def test_teammate_correctness_counts_where_a_teammate_stepped_in() -> None:
+    stats = this_weeks_outcomes()
     assert (stats.teammate_correct, stats.teammate_judged) == (1, 2) and stats.teammate_correct_rate == 0.5
 
 
-def test_a_week_without_closed_windows_has_no_rates_and_no_change() -> None:
-    empty = outcome_stats(None, [answer(["reask"], closed=False)], "relevancy")
+def a_week_without_closed_windows() -> OutcomeStats:
+    return outcome_stats(None, [answer(["reask"], closed=False)], "relevancy")
+
+
+def test_a_week_without_closed_windows_has_no_rates() -> None:
+    empty = a_week_without_closed_windows()
     assert empty.closed == 0 and empty.resolution_rate is None and empty.teammate_correct_rate is None
-    assert compare(empty, outcome_stats(None, last_week(), "relevancy")).rates == {}
-    assert outcome_line(empty) == "no outcomes yet (1 still watched)"
+
+
+def test_a_week_without_closed_windows_has_no_change() -> None:
+    assert compare(a_week_without_closed_windows(), outcome_stats(None, last_week(), "relevancy")).rates == {}
+
+
+def test_a_week_without_closed_windows_says_its_outcomes_are_still_watched() -> None:
+    assert outcome_line(a_week_without_closed_windows()) == "no outcomes yet (1 still watched)"
+
+
+def test_no_outcomes_at_all_render_as_no_lines() -> None:
     assert outcome_line(OutcomeStats(None)) == score_line(OutcomeStats(None), "relevancy") == ""
     assert teammate_line(OutcomeStats(None)) == ""
 
 
-def test_report_has_outcomes_per_channel_and_overall_against_last_week() -> None:
-    report = build_report(PERIOD, this_week(), last_week(), thresholds_for, PRICES)
-    outcomes = report.outcomes
+def test_report_has_the_outcomes_of_all_channels() -> None:
+    outcomes = two_weeks_report().outcomes
     assert outcomes.judge == "relevancy" and outcomes.overall.closed == 7
+
+
+def test_report_has_each_channels_outcomes() -> None:
+    outcomes = two_weeks_report().outcomes
     assert outcomes.of("C1").closed == 5 and outcomes.of("C2").closed == 2
+
+
+def test_report_compares_the_outcomes_with_last_week() -> None:
+    outcomes = two_weeks_report().outcomes
     change = outcomes.change(None)
     assert abs(change.rates["resolved"] - (3 / 7 - 2 / 3)) < 1e-9 and change.positive == 1 and change.negative == 1
     assert outcomes.change("C2").rates["resolved"] == 0.5 - 1.0
-    daily = [p for p in outcomes.daily if p.closed]
+
+
+def test_report_has_the_outcomes_of_each_day() -> None:
+    daily = [p for p in two_weeks_report().outcomes.daily if p.closed]
     assert len(daily) == 1 and (daily[0].closed, daily[0].resolved) == (7, 3)
 
 
-def test_on_demand_and_imported_pairs_have_no_outcomes() -> None:
+def test_pairs_from_commands_or_imports_have_no_outcomes() -> None:
     rows = [answer(["resolved"], source="command"), answer(closed=None, source="import")]
     assert build_report(PERIOD, rows, [], thresholds_for, PRICES).outcomes.overall.closed == 0
 
 
 def test_the_digest_message_shows_the_outcome_figures() -> None:
-    report = build_report(PERIOD, this_week(), last_week(), thresholds_for, PRICES)
+    report = two_weeks_report()
     message = digest_message(report, {}, {}, PRICES, chart_in_thread=True)
     overall = next(f["text"] for f in message["blocks"][2]["fields"] if f["text"].startswith("*Outcomes*"))
     assert (
@@ -134,7 +173,7 @@ def test_the_digest_message_shows_the_outcome_figures() -> None:
 
 
 def test_the_dry_run_shows_the_outcome_figures() -> None:
-    report = build_report(PERIOD, this_week(), last_week(), thresholds_for, PRICES)
+    report = two_weeks_report()
     dry = digest_text(report, {}, {}, PRICES)
     assert "Outcomes: resolved 43% (−24 pts)" in dry.split("== #C1 ==")[0]
     assert "Outcomes: resolved 40% (−10 pts)" in dry.split("== #C1 ==")[1].split("== #C2 ==")[0]
@@ -170,14 +209,23 @@ def test_many_channels_with_outcomes_stay_within_slack_limits() -> None:
     assert "outcomes: resolved 50% (+0 pts)" in view["blocks"][2]["text"]["text"]
 
 
-def test_home_shows_outcomes_per_channel_and_overall() -> None:
-    report = build_report(PERIOD, this_week(), last_week(), thresholds_for, PRICES)
-    view = home_view(report, SETTINGS, DEFAULT_RULE, {}, now=NOW)
-    text = str(view["blocks"])
+def home_text() -> str:
+    return str(home_view(two_weeks_report(), SETTINGS, DEFAULT_RULE, {}, now=NOW)["blocks"])
+
+
+def test_home_shows_the_outcomes_of_all_channels() -> None:
+    text = home_text()
     assert "\\noutcomes: resolved 43% (−24 pts) · re-asked 29% (−5 pts)" in text
-    assert "*<#C2>*" in text and "outcomes: resolved 50% (−50 pts)" in text
     assert "outcomes: relevancy mean 3.67 (3) resolved vs 2.50 (2) failed" in text
-    assert "count answers whose outcome window has closed" in text
+
+
+def test_home_shows_each_channels_outcomes() -> None:
+    text = home_text()
+    assert "*<#C2>*" in text and "outcomes: resolved 50% (−50 pts)" in text
+
+
+def test_home_says_which_answers_the_outcomes_count() -> None:
+    assert "count answers whose outcome window has closed" in home_text()
 
 
 def test_chart_draws_the_daily_resolution_rate() -> None:

@@ -47,9 +47,16 @@ def test_a_message_in_another_thread_does_not_count() -> None:
     assert outcome(msg(1100, thread="500.000000"), "other thread") == set()
 
 
-def test_another_person_replying_in_the_thread_is_a_takeover_and_a_reference() -> None:
-    result = o.message_outcome(WATCH, msg(1100, user="U_AGENT"), "Use Settings > Keys.", phrases=(), evidence=STAFF)
-    assert (set(result.signals), result.reference) == ({o.HUMAN_TAKEOVER}, True)
+def _teammates_answer() -> o.MessageOutcome:
+    return o.message_outcome(WATCH, msg(1100, user="U_AGENT"), "Use Settings > Keys.", phrases=(), evidence=STAFF)
+
+
+def test_another_person_replying_in_the_thread_is_a_takeover() -> None:
+    assert set(_teammates_answer().signals) == {o.HUMAN_TAKEOVER}
+
+
+def test_a_teammates_answer_in_the_thread_is_the_pairs_reference() -> None:
+    assert _teammates_answer().reference is True
 
 
 def test_with_a_support_team_only_its_members_take_over() -> None:
@@ -77,7 +84,7 @@ def test_thanks() -> None:
     assert outcome(msg(1100), "thanks but that didn't help") == {o.ESCALATION}
 
 
-def test_bots_deleted_and_wordless_messages_do_not_count() -> None:
+def test_a_bots_deleted_or_wordless_message_does_not_count() -> None:
     assert outcome(msg(1100, author=Author.MONITORED_BOT), "another answer") == set()
     assert outcome(msg(1100, deleted=True), "gone") == set()
     assert outcome(msg(1100, wordless=True), "") == set()
@@ -130,12 +137,21 @@ def test_the_window_closes_resolved_only_without_a_failure_signal() -> None:
         assert o.closing_signals([failure]) == set()
 
 
-def test_failed_needs_a_reask_and_a_confirmation() -> None:
+def test_a_reask_alone_is_no_failure() -> None:
     assert not o.failed([o.REASK])
+
+
+def test_a_reask_confirmed_by_a_takeover_or_a_bad_reaction_is_a_failure() -> None:
     assert o.failed([o.REASK, o.HUMAN_TAKEOVER]) and o.failed([o.REASK, o.NEGATIVE_REACTION])
+
+
+def test_an_escalation_fails_only_once_a_teammate_steps_in() -> None:
     assert not o.failed([o.ESCALATION, o.NEGATIVE_REACTION])
     # "That did not help" (or "a human, please") and a teammate stepped in: failed, re-asked or not.
     assert o.failed([o.ESCALATION, o.HUMAN_TAKEOVER])
+
+
+def test_a_new_question_never_fails_the_answer() -> None:
     # A new, different question says nothing about the answer, whoever replies to it.
     assert not o.failed([o.NEW_QUESTION, o.HUMAN_TAKEOVER]) and not o.failed([o.NEW_QUESTION, o.THANKED])
 
@@ -171,12 +187,21 @@ def test_a_new_different_question_is_not_a_reask() -> None:
     assert outcome(msg(1100), "How do I export my invoices as CSV?") == {o.REASK}  # topic unknown: as before
 
 
-def test_another_customer_and_the_askers_own_reply_never_take_over() -> None:
+def test_another_customers_reply_never_takes_over() -> None:
     assert outcome(msg(1100, user="U_OTHER"), "Same here, any fix?") == set()
     assert outcome(msg(1100, user="U_OTHER"), "Try reinstalling, worked for me.") == set()  # no evidence
+
+
+def test_a_teammates_question_does_not_take_over() -> None:
     assert outcome(msg(1100, user="U_AGENT"), "Which browser are you on?") == set()  # a question: no reference
+
+
+def test_an_external_persons_reply_never_takes_over() -> None:
     external = msg(1100, user="U_AGENT", external=True)
     assert outcome(external, "Use Settings > Keys.") == set()  # Slack Connect: their organisation's person
+
+
+def test_the_askers_own_reply_is_a_reask_even_from_a_teammate() -> None:
     asked_by_agent = o.Watch(7, ANSWER, "999.000100", "U_AGENT", 1000.0001 + 1800)
     assert outcome(msg(1100, user="U_AGENT"), "never mind, found it", watch=asked_by_agent) == {o.REASK}
 

@@ -68,7 +68,7 @@ def test_pii_is_replaced_by_placeholders(text: str, expected: str) -> None:
 
 
 @pytest.mark.parametrize("text", KEPT)
-def test_ordinary_numbers_and_words_are_kept(text: str) -> None:
+def test_text_without_pii_is_kept(text: str) -> None:
     assert redact(text) == text
 
 

@@ -158,11 +158,16 @@ def test_an_alert_on_an_edited_answer_says_so_with_the_newer_verdict() -> None:
     assert "could not be scored (error)" in failed
 
 
-def test_an_alert_shows_the_earlier_turns_collapsed_and_only_where_it_may_quote() -> None:
-    context = "[customer] How do I export?\n[bot] " + "Use Settings. " * 100
-    blocks = low_score_alert(_alert(context=context))["blocks"]
+LONG_CONTEXT = "[customer] How do I export?\n[bot] " + "Use Settings. " * 100
+
+
+def test_an_alert_shows_the_earlier_turns_collapsed() -> None:
+    blocks = low_score_alert(_alert(context=LONG_CONTEXT))["blocks"]
     [turns] = [b for b in blocks if b["type"] == "context" and "Earlier in this conversation" in json.dumps(b)]
     text = turns["elements"][0]["text"]
     assert "[customer] How do I export?" in text and len(text) < 400
-    withheld = json.dumps(low_score_alert(_alert(context=context, quote=False))["blocks"])
+
+
+def test_an_alert_withholds_the_earlier_turns_where_it_may_not_quote() -> None:
+    withheld = json.dumps(low_score_alert(_alert(context=LONG_CONTEXT, quote=False))["blocks"])
     assert "How do I export" not in withheld

@@ -10,7 +10,7 @@ from store.models import PairStatus
 from workers.sweeps import Waiting, error_judges, give_up_reason, lost_notes, orphans_of, quiet_since
 
 
-def test_an_orphan_has_no_message_and_no_counted_failure() -> None:
+def test_an_orphan_is_a_waiting_pair_with_neither_a_message_nor_a_counted_failure() -> None:
     waiting = [Waiting(1, PairStatus.PENDING, 1), Waiting(2, PairStatus.SETTLING, 3), Waiting(3, PairStatus.PENDING, 1)]
     assert orphans_of(waiting, queued={1}, failed={3}) == [Waiting(2, PairStatus.SETTLING, 3)]
     assert orphans_of(waiting, queued=set(), failed=set()) == waiting

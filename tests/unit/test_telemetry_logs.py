@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import dataclass
 from types import SimpleNamespace
 
 import pytest
@@ -56,7 +57,10 @@ def test_message_texts_appear_only_at_debug(capture_logs) -> None:
     assert "question" not in info  # still dropped at INFO when the process logs at DEBUG
 
 
-def test_error_messages_and_tracebacks_lose_texts_above_debug(capture_logs) -> None:
+@pytest.fixture
+def failed_capture(capture_logs) -> list[dict]:
+    """The lines of a failed store (its error quoting texts, with a cause), a warning quoting an answer, and the
+    failure again at DEBUG, from a process logging at DEBUG."""
     stream = capture_logs("DEBUG")
     log = logging.getLogger("relmon.test")
     row = f"DETAIL:  Failing row contains (7, C1, {QUESTION}, {ANSWER})."
@@ -69,19 +73,37 @@ def test_error_messages_and_tracebacks_lose_texts_above_debug(capture_logs) -> N
         log.error("capture failed: %s", error, exc_info=True, extra=event_fields(channel="C1", message_ts="1.2"))
         log.warning("the model refused to judge: %s", ANSWER)
         log.debug("capture failed: %s", error)  # DEBUG keeps everything
-    failed, refused, debug = lines(stream)[1:]
+    return lines(stream)[1:]
+
+
+def test_error_messages_lose_texts_above_debug(failed_capture: list[dict]) -> None:
+    failed, refused, _ = failed_capture
     assert QUESTION not in json.dumps([failed, refused]) and ANSWER not in json.dumps([failed, refused])
     assert failed["event"] == "capture failed: store failed [withheld]"
+    assert refused["event"] == "the model refused to judge: [withheld]"
+
+
+def test_an_error_line_keeps_its_identifier_fields(failed_capture: list[dict]) -> None:
+    failed, _, _ = failed_capture
     assert (failed["channel"], failed["message_ts"]) == ("C1", "1.2")
-    # The traceback keeps its frames and error classes, in one line of JSON.
+
+
+def test_a_scrubbed_traceback_keeps_its_frames_with_error_classes(failed_capture: list[dict]) -> None:
+    failed, _, _ = failed_capture
     assert 'ValueError: new row violates check constraint "ck" [withheld]' in failed["exception"]
     assert "RuntimeError: store failed [withheld]" in failed["exception"]
     assert "direct cause" in failed["exception"] and 'raise RuntimeError(f"store failed' in failed["exception"]
-    assert refused["event"] == "the model refused to judge: [withheld]"
+
+
+def test_debug_keeps_every_text_of_an_error(failed_capture: list[dict]) -> None:
+    _, _, debug = failed_capture
     assert QUESTION in debug["event"]
 
 
-def test_tokens_and_configured_secrets_are_masked_anywhere_in_a_line(capture_logs) -> None:
+@pytest.fixture
+def masked_output(capture_logs) -> str:
+    """What a library logger writes of the configured secrets, of unknown tokens and of service URLs: in
+    arguments, in extra fields and in a traceback."""
     stream = capture_logs(
         redis_url="redis://:hunter2hunter2@redis:6379/0",
         database_url="postgresql://relmon:pgpassword99@db/relmon",
@@ -96,20 +118,25 @@ def test_tokens_and_configured_secrets_are_masked_anywhere_in_a_line(capture_log
         raise RuntimeError(f"auth failed for {token}")
     except RuntimeError:
         log.exception("slack call failed")
-    output = stream.getvalue()
-    for secret in (
-        BOT_TOKEN,
-        OPENAI_KEY,
-        SIGNING_SECRET,
-        "xoxp-9999-8888-zzzzzz",
-        "xapp-1-A111-222-abcdef",
-        "sk-ant-abcdefghijk123",
-        "hunter2hunter2",
-        "pgpassword99",
-    ):
-        assert secret not in output, secret
-    assert "xoxb-****MnOp" in output  # masked, still recognisable
-    assert "@redis:6379/0" in output and "@db/relmon" in output
+    return stream.getvalue()
+
+
+def test_configured_secrets_are_masked_anywhere_in_a_line(masked_output: str) -> None:
+    for secret in (BOT_TOKEN, OPENAI_KEY, SIGNING_SECRET, "hunter2hunter2", "pgpassword99"):
+        assert secret not in masked_output, secret
+
+
+def test_unknown_tokens_are_masked_by_their_shape(masked_output: str) -> None:
+    for secret in ("xoxp-9999-8888-zzzzzz", "xapp-1-A111-222-abcdef", "sk-ant-abcdefghijk123"):
+        assert secret not in masked_output, secret
+
+
+def test_a_masked_token_stays_recognisable(masked_output: str) -> None:
+    assert "xoxb-****MnOp" in masked_output
+
+
+def test_a_masked_url_keeps_its_host(masked_output: str) -> None:
+    assert "@redis:6379/0" in masked_output and "@db/relmon" in masked_output
 
 
 def test_the_masker_on_plain_values() -> None:
@@ -154,7 +181,17 @@ class Wordy:
         return f"Pair(7, {QUESTION!r})"
 
 
-def test_log_calls_never_raise_into_the_caller_and_leak_nothing(capture_logs) -> None:
+@dataclass
+class Logged:
+    output: str
+    records: list[dict]
+    handler_errors: list[logging.LogRecord]
+
+
+@pytest.fixture
+def bad_log_calls(capture_logs) -> Logged:
+    """Log calls that would raise or leak: an exception whose str() raises, bad format arguments, unprintable
+    arguments and messages, a looping field, objects quoting texts. None of them may raise here."""
     stream = capture_logs()
     handler = logging.getLogger().handlers[0]
     handler_errors: list[logging.LogRecord] = []
@@ -175,22 +212,42 @@ def test_log_calls_never_raise_into_the_caller_and_leak_nothing(capture_logs) ->
     log.info(Opaque())  # a message whose str() raises
     log.warning("looping state", extra={"state": loop, "pair_id": 8})  # RecursionError while scrubbing
     log.warning("objects", extra={"pair": Wordy(), "other": Opaque(), "pair_id": 9})
+    return Logged(stream.getvalue(), lines(stream)[1:], handler_errors)
 
-    output = stream.getvalue()
-    records = lines(stream)[1:]
-    assert len(output.splitlines()) == 8 and len(records) == 7  # one JSON line each, after "starting"
-    assert not handler_errors
-    assert QUESTION not in output and ANSWER not in output
-    failed, few, wrong, unprintable_arg, unprintable_msg, looping, objects = records
+
+def test_log_calls_never_raise_into_the_caller(bad_log_calls: Logged) -> None:
+    # one JSON line each, after "starting"
+    assert len(bad_log_calls.output.splitlines()) == 8 and len(bad_log_calls.records) == 7
+    assert not bad_log_calls.handler_errors
+
+
+def test_failing_log_calls_leak_no_text(bad_log_calls: Logged) -> None:
+    assert QUESTION not in bad_log_calls.output and ANSWER not in bad_log_calls.output
+
+
+def test_an_unprintable_exception_is_logged_with_its_cause(bad_log_calls: Logged) -> None:
+    failed = bad_log_calls.records[0]
     assert failed["event"] == "judging pair 7 failed" and failed["pair_id"] == 7
     assert "Unprintable: <unprintable Unprintable>" in failed["exception"]
     assert "KeyError: '[withheld]'" in failed["exception"] and "direct cause" in failed["exception"]
+
+
+def test_a_message_that_cannot_be_formatted_says_why(bad_log_calls: Logged) -> None:
+    few, wrong, unprintable_arg, unprintable_msg = bad_log_calls.records[1:5]
     assert few["event"] == "judged %s and %s [message not formatted: TypeError]"
     assert wrong["event"] == "judged %d [message not formatted: TypeError]"
     assert unprintable_arg["event"] == "judged %s [message not formatted: RuntimeError]"
     assert unprintable_msg["event"] == "<unprintable Opaque> [message not formatted: RuntimeError]"
+
+
+def test_fields_that_cannot_be_scrubbed_are_withheld(bad_log_calls: Logged) -> None:
+    looping = bad_log_calls.records[5]
     assert looping["event"] == "looping state [fields withheld: RecursionError while scrubbing]"
     assert "state" not in looping and "pair_id" not in looping
+
+
+def test_objects_in_fields_are_written_scrubbed(bad_log_calls: Logged) -> None:
+    objects = bad_log_calls.records[6]
     assert objects["pair"] == "Pair(7, '[withheld]')" and objects["other"] == "<unprintable Opaque>"
     assert objects["pair_id"] == 9
 

@@ -36,34 +36,72 @@ def _build(questions, vectors, **extra):
     return build_topics(questions, vectors, start=START, end=END, now=END, embedding="local TF-IDF + SVD", **extra)
 
 
-def test_failure_reasons_cover_every_signal_and_respect_the_second_opinion():
-    thresholds = {"relevancy": 2, "grounded": 2}
-    assert failure_reasons([Verdict("relevancy", "ok", 1)], [], thresholds) == (LOW_SCORE,)
+THRESHOLDS = {"relevancy": 2, "grounded": 2}
+HIGH = Verdict("relevancy", "ok", 4)
+
+
+def test_a_low_score_is_a_failure_reason():
+    assert failure_reasons([Verdict("relevancy", "ok", 1)], [], THRESHOLDS) == (LOW_SCORE,)
+
+
+def test_a_low_score_the_second_opinion_disputes_is_no_failure_reason():
     disputed = Verdict("relevancy", "ok", 1, confirmation_status="disputed")
-    assert failure_reasons([disputed], [], thresholds) == ()
-    assert failure_reasons([Verdict("grounded", "null")], [], thresholds) == (NO_DOCUMENT,)
-    high = Verdict("relevancy", "ok", 4)
-    reasons = failure_reasons([high], [REASK, ESCALATION, "thanked"], thresholds)
+    assert failure_reasons([disputed], [], THRESHOLDS) == ()
+
+
+def test_a_grounded_null_is_a_missing_document():
+    assert failure_reasons([Verdict("grounded", "null")], [], THRESHOLDS) == (NO_DOCUMENT,)
+
+
+def test_a_confirmed_failure_after_a_high_score_is_a_missed_failure_with_its_signals():
+    reasons = failure_reasons([HIGH], [REASK, ESCALATION, "thanked"], THRESHOLDS)
     assert reasons == (MISSED_FAILURE, REASK, ESCALATION)
-    assert failure_reasons([high], [NEGATIVE_REACTION], thresholds) == (NEGATIVE_REACTION,)
-    assert failure_reasons([high], ["resolved"], thresholds) == ()
+
+
+def test_an_unconfirmed_failure_signal_is_a_reason_of_its_own():
+    assert failure_reasons([HIGH], [NEGATIVE_REACTION], THRESHOLDS) == (NEGATIVE_REACTION,)
+
+
+def test_a_resolved_well_scored_answer_has_no_failure_reason():
+    assert failure_reasons([HIGH], ["resolved"], THRESHOLDS) == ()
+
+
+def test_resolution_is_decided_only_once_the_window_closed():
     assert resolution(["resolved"], True) is True
     assert resolution([REASK], True) is False
     assert resolution(["resolved"], False) is None
 
 
-def test_the_corpus_groups_into_its_topics_and_the_planted_failing_topic_ranks_first():
+@pytest.fixture(scope="module")
+def corpus_report():
     questions = corpus_questions()
-    report = _build(questions, local_vectors([q.text for q in questions]))
+    return _build(questions, local_vectors([q.text for q in questions]))
+
+
+def test_the_corpus_groups_into_its_topics(corpus_report):
+    assert len(corpus_report.topics) >= 8
+    assert 0 < corpus_report.left_out <= corpus_report.questions // 2
+    assert sum(t.figures.questions for t in corpus_report.topics) + corpus_report.left_out == corpus_report.questions
+
+
+def test_the_planted_failing_topic_ranks_first(corpus_report):
     labels = {row_index + 1: row["topic"] for row_index, row in enumerate(corpus())}
-    assert len(report.topics) >= 8
-    assert 0 < report.left_out <= report.questions // 2
-    assert sum(t.figures.questions for t in report.topics) + report.left_out == report.questions
-    first = report.topics[0]
+    first = corpus_report.topics[0]
     assert Counter(labels[q.pair_id] for q in first.questions).most_common(1)[0][0] == FAILING_TOPIC
-    failed = [t.figures.failed for t in report.topics]
+
+
+def test_topics_rank_by_their_failed_questions(corpus_report):
+    failed = [t.figures.failed for t in corpus_report.topics]
     assert failed == sorted(failed, reverse=True)
+
+
+def test_the_first_topic_has_its_failure_figures(corpus_report):
+    first = corpus_report.topics[0]
     assert first.figures.failed > 0 and first.figures.resolution_rate is not None
+
+
+def test_the_first_topic_has_its_knowledge_gaps(corpus_report):
+    first = corpus_report.topics[0]
     assert first.gaps and first.gaps[0].answer and first.gaps[0].asked >= 1
 
 
@@ -103,16 +141,25 @@ def test_figures():
     assert figures.resolution_rate == 0.0 and figures.mean_relevancy == 1.0
 
 
-def test_a_continuing_topic_keeps_its_key_and_name():
+@pytest.fixture(scope="module")
+def continued_report():
+    """The corpus built again with its first topic known from an earlier build, as "k-refunds"."""
     questions = corpus_questions()
     vectors = local_vectors([q.text for q in questions])
     first = _build(questions, vectors)
     top = named(first.topics[0], "k-refunds", "Refunds for annual plans")
     index = {q.pair_id: i for i, q in enumerate(questions)}
     anchors = vectors[[index[pair_id] for pair_id in top.anchors]]
-    again = _build(questions, vectors, known=[KnownTopic("k-refunds", "Refunds for annual plans", anchors)])
-    assert again.topics[0].key == "k-refunds" and again.topics[0].name == "Refunds for annual plans"
-    assert [t.key for t in again.topics[1:]] == [None] * (len(again.topics) - 1)
+    return _build(questions, vectors, known=[KnownTopic("k-refunds", "Refunds for annual plans", anchors)])
+
+
+def test_a_continuing_topic_keeps_its_identity(continued_report):
+    assert continued_report.topics[0].key == "k-refunds"
+    assert continued_report.topics[0].name == "Refunds for annual plans"
+
+
+def test_a_topic_matching_no_known_one_has_no_key(continued_report):
+    assert [t.key for t in continued_report.topics[1:]] == [None] * (len(continued_report.topics) - 1)
 
 
 def test_gaps_read_as_draft_knowledge_base_entries():

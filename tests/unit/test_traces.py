@@ -58,21 +58,39 @@ def test_what_is_not_a_span_id_is_refused(value: str) -> None:
         checked_span_id(value)
 
 
-def test_phoenix_annotations_carry_the_verdict_and_upsert_by_identifiers_derived_from_the_judgment() -> None:
-    assert checked_span_id(" 00F067AA0BA902B7 ") == "00f067aa0ba902b7"
-    assert phoenix_annotations(Verdict(7, "relevancy", "error", None, None, None), "00f067aa0ba902b7") == []
-    verdict = Verdict(7, "relevancy", "ok", 0.75, "x" * 900, "disputed", pair_id=3)
-    first = phoenix_annotations(verdict, "00f067aa0ba902b7")
-    assert first == phoenix_annotations(verdict, "00f067aa0ba902b7")
-    assert [(a["name"], a["annotator_kind"], a["identifier"]) for a in first] == [
+SPAN = "00f067aa0ba902b7"
+JUDGED = Verdict(7, "relevancy", "ok", 0.75, "x" * 900, "disputed", pair_id=3)
+
+
+def test_a_span_id_is_taken_in_canonical_form() -> None:
+    assert checked_span_id(" 00F067AA0BA902B7 ") == SPAN
+
+
+def test_an_error_verdict_sends_no_phoenix_annotation() -> None:
+    assert phoenix_annotations(Verdict(7, "relevancy", "error", None, None, None), SPAN) == []
+
+
+def test_phoenix_annotations_are_stable() -> None:
+    assert phoenix_annotations(JUDGED, SPAN) == phoenix_annotations(JUDGED, SPAN)
+
+
+def test_phoenix_annotations_upsert_by_identifiers_derived_from_the_judgment() -> None:
+    assert [(a["name"], a["annotator_kind"], a["identifier"]) for a in phoenix_annotations(JUDGED, SPAN)] == [
         ("relmon.relevancy", "LLM", "relmon-7-score"),
         ("relmon.relevancy.second_opinion", "LLM", "relmon-7-second-opinion"),
     ]
-    signal = outcome_annotation(3, "reask", "00f067aa0ba902b7")
+
+
+def test_an_outcome_annotation_upserts_by_an_identifier_derived_from_the_pair() -> None:
+    signal = outcome_annotation(3, "reask", SPAN)
     assert (signal["name"], signal["annotator_kind"], signal["identifier"]) == (
         "relmon.outcome.reask",
         "CODE",
         "relmon-pair-3-reask",
     )
+
+
+def test_phoenix_annotations_carry_the_verdict_on_the_span() -> None:
+    first = phoenix_annotations(JUDGED, SPAN)
     assert first[0]["result"]["score"] == 0.75 and len(first[0]["result"]["explanation"]) == 500
-    assert first[1]["result"] == {"label": "disputed"} and {a["span_id"] for a in first} == {"00f067aa0ba902b7"}
+    assert first[1]["result"] == {"label": "disputed"} and {a["span_id"] for a in first} == {SPAN}

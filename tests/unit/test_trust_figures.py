@@ -22,11 +22,16 @@ def test_wilson_interval_matches_the_textbook():
     assert wilson(5, 5).low == pytest.approx(0.6486, abs=1e-3)
 
 
-def test_precision_per_channel_and_judge():
-    votes = [Vote("C1", "relevancy", 1, True), Vote("C1", "relevancy", 2, False), Vote("C2", "relevancy", 0, True)]
-    found = {(p.channel_id, p.judge): (p.agreed, p.voted) for p in precision(votes)}
+VOTES = [Vote("C1", "relevancy", 1, True), Vote("C1", "relevancy", 2, False), Vote("C2", "relevancy", 0, True)]
+
+
+def test_precision_is_counted_per_judge_overall_as_well_as_per_channel():
+    found = {(p.channel_id, p.judge): (p.agreed, p.voted) for p in precision(VOTES)}
     assert found == {(None, "relevancy"): (2, 3), ("C1", "relevancy"): (1, 2), ("C2", "relevancy"): (1, 1)}
-    overall = next(p for p in precision(votes) if p.channel_id is None)
+
+
+def test_the_precision_text_gives_the_agreement_with_its_interval():
+    overall = next(p for p in precision(VOTES) if p.channel_id is None)
     assert precision_text(overall).startswith("2 of 3 voted alerts agreed with (67%, 90% interval")
 
 
@@ -34,13 +39,16 @@ def row(pair_id, *judgments, channel="C1"):
     return PairRow(pair_id, channel, AT, "judged", judgments=tuple(judgments))
 
 
-def test_ties_say_nothing_and_majorities_decide():
+def test_the_majority_of_the_votes_decides():
     rows = [
         row(1, JudgmentRow(1, "relevancy", "ok", 1, votes_right=2, votes_wrong=1)),
-        row(2, JudgmentRow(2, "relevancy", "ok", 1, votes_right=1, votes_wrong=1)),
         row(3, JudgmentRow(3, "relevancy", "ok", 2, votes_wrong=1)),
     ]
     assert voted_alerts(rows) == [Vote("C1", "relevancy", 1, True), Vote("C1", "relevancy", 2, False)]
+
+
+def test_a_tie_says_nothing():
+    assert voted_alerts([row(2, JudgmentRow(2, "relevancy", "ok", 1, votes_right=1, votes_wrong=1))]) == []
 
 
 def test_a_stricter_threshold_is_suggested_when_it_misses_no_bad_answer():
@@ -56,19 +64,30 @@ def test_no_suggestion_under_twenty_votes_or_when_it_would_miss_bad_answers():
     assert suggest_threshold([(1, True)] * 20, 2, 0) is None  # already as precise as it gets
 
 
-def test_like_with_like_compares_only_the_same_model_and_prompt():
-    def week(*versions):
-        return [
-            row(i, JudgmentRow(i, "relevancy", "ok", 3, model=m, prompt_version=p)) for i, (m, p) in enumerate(versions)
-        ]
+def week(*versions):
+    """A week of relevancy judgments, one per (model, prompt version)."""
+    return [
+        row(i, JudgmentRow(i, "relevancy", "ok", 3, model=m, prompt_version=p)) for i, (m, p) in enumerate(versions)
+    ]
 
+
+def test_weeks_judged_by_the_same_model_with_the_same_prompt_are_comparable():
     same = like_with_like(week(("m1", "p1")), week(("m1", "p1")), "relevancy")
     assert same.comparable and same.note is None
+
+
+def test_a_model_change_during_the_week_is_not_like_with_like():
     changed = like_with_like(week(("m1", "p1"), ("m2", "p1")), week(("m1", "p1")), "relevancy")
     assert not changed.comparable and "model changed during the week" in changed.note
+
+
+def test_a_prompt_change_since_last_week_is_not_like_with_like():
     new_prompt = like_with_like(week(("m1", "p2")), week(("m1", "p1")), "relevancy")
     assert not new_prompt.comparable and "prompt differs from last week's" in new_prompt.note
-    assert like_with_like(week(("m1", "p1")), [], "relevancy").comparable  # nothing to compare with
+
+
+def test_a_week_with_nothing_to_compare_with_is_comparable():
+    assert like_with_like(week(("m1", "p1")), [], "relevancy").comparable
 
 
 def test_disputed_low_scores_are_counted_with_both_scores():

@@ -13,7 +13,7 @@ from common.messages.home import home_view
 from common.messages.trust import canary_text, precision_text, second_opinion_text, suggestion_text, trust_lines
 from common.messages.verdicts import StatsRow, stats_message
 from common.reports.period import period_for
-from common.reports.stats import Prices
+from common.reports.stats import Prices, Report
 from common.reports.trust import CanaryFigures, CanaryPoint, Disputed, Precision, Suggestion, Trust
 from store.rules import ChannelRules
 from store.settings import Settings
@@ -71,13 +71,16 @@ def week_report(current, previous=(), canary=()):
 # The lines themselves ----------------------------------------------------------------------------------------
 
 
-def test_precision_says_its_counts_and_its_90_percent_interval():
+def test_precision_says_its_counts_with_its_90_percent_interval():
     assert precision_text(Precision(None, "relevancy", 8, 2)) == (
         "8 of 10 voted alerts agreed with (80%, 90% interval 54%–93%)"
     )
     assert precision_text(Precision("C1", "relevancy", 1, 0)) == (
         "1 of 1 voted alert agreed with (100%, 90% interval 27%–100%)"
     )
+
+
+def test_precision_without_votes_says_there_are_none_yet():
     assert precision_text(None) == precision_text(Precision(None, "relevancy", 0, 0)) == "no votes on alerts yet"
 
 
@@ -96,7 +99,7 @@ def test_disputed_low_scores_show_both_scores():
     assert second_opinion_text(Trust()) is None
 
 
-def test_the_threshold_suggestion_names_both_thresholds_and_precisions():
+def test_the_threshold_suggestion_compares_two_thresholds_by_their_precision():
     found = Suggestion("C1", "relevancy", 2, 1, 0.5, 1.0, 20)
     expected = (
         "relevancy in {where}: an alert threshold of ≤ 1 instead of ≤ 2 would have been 100% precise instead of 50% "
@@ -107,20 +110,29 @@ def test_the_threshold_suggestion_names_both_thresholds_and_precisions():
     assert "in all channels:" in suggestion_text(Suggestion(None, "relevancy", 2, 1, 0.5, 1.0, 20))
 
 
-def test_the_canary_line_shows_kappa_its_change_and_the_judge_moved():
+def test_the_canary_line_says_the_judge_moved():
     latest, previous = CANARY[1], CANARY[0]
     assert canary_text(CanaryFigures(latest, previous)) == (
         "Canary (relevancy, model `m1`): κ 0.62 (−0.20), exact agreement 70% · "
         ":warning: the judge moved: kappa fell from 0.82 to 0.62"
     )
-    up = CanaryFigures(CanaryPoint(NOW, "relevancy", "m1", "p1", 0.9, None), previous)
+
+
+def test_the_canary_line_shows_kappa_with_its_change():
+    up = CanaryFigures(CanaryPoint(NOW, "relevancy", "m1", "p1", 0.9, None), CANARY[0])
     assert canary_text(up) == "Canary (relevancy, model `m1`): κ 0.90 (+0.08)"
+
+
+def test_a_first_canary_run_without_kappa_shows_its_exact_agreement():
     alone = CanaryFigures(CanaryPoint(NOW, "relevancy", None, None, None, 0.5), None)
     assert canary_text(alone) == "Canary (relevancy, model `?`): no kappa, exact agreement 50%"
+
+
+def test_no_canary_run_means_no_canary_line():
     assert canary_text(None) is None
 
 
-def test_the_judge_moved_alert_says_why_and_what_it_means():
+def test_the_judge_moved_alert_explains_itself():
     moved = "kappa fell from 0.82 to 0.62"
     run = SimpleNamespace(examples=40, judge="relevancy", moved=moved, kappa=0.62, exact_agreement=None)
     assert moved_text(run) == (
@@ -151,15 +163,32 @@ def test_no_threshold_suggestion_under_twenty_votes():
     assert week_report(voted_week(wrong_at_two=10, right_below=10)).trust.suggestions  # 20 votes
 
 
-def test_a_changed_model_is_said_and_the_change_figures_left_out():
-    previous = [judged(4, model="m1", days=9) for _ in range(3)]
-    report = week_report([judged(1, model="m2") for _ in range(3)], previous)
+def judged_by_m1_last_week() -> list[PairRow]:
+    return [judged(4, model="m1", days=9) for _ in range(3)]
+
+
+def judged_by_m2_this_week() -> Report:
+    return week_report([judged(1, model="m2") for _ in range(3)], judged_by_m1_last_week())
+
+
+def test_a_changed_model_is_said():
+    report = judged_by_m2_this_week()
     notice = "Not compared with last week: the relevancy judge's model differs from last week's: not compared"
     assert notice in trust_lines(report.trust, ["relevancy"])
+
+
+def test_a_changed_model_leaves_the_change_figures_out():
+    report = judged_by_m2_this_week()
     assert report.change(report.overall, "relevancy").mean is None  # like with like only
-    same = week_report([judged(1, model="m1") for _ in range(3)], previous)
+
+
+def test_the_same_model_is_compared_without_a_notice():
+    same = week_report([judged(1, model="m1") for _ in range(3)], judged_by_m1_last_week())
     assert same.change(same.overall, "relevancy").mean is not None
     assert not any(line.startswith("Not compared") for line in trust_lines(same.trust, ["relevancy"]))
+
+
+def test_a_prompt_changed_during_the_week_is_said():
     within = week_report([judged(1, prompt="p1"), judged(1, prompt="p2")])
     assert "Not compared with last week: the relevancy judge's prompt changed during the week (m1)" in trust_lines(
         within.trust, ["relevancy"]
@@ -195,27 +224,49 @@ def test_the_digest_shows_every_trust_line():
     assert "in #C1:" in text and "<#C1>" not in text.split("== Can the alerts be trusted? ==")[1].split("==")[0]
 
 
-def test_the_app_home_shows_the_trust_lines_and_each_channels_precision():
-    report = busy_report()
+def home_blocks(report: Report) -> str:
+    """The App Home's blocks as JSON text, every channel under the default rule."""
     settings = Settings(_env_file=None, judge_model="m1")
-    rules = ChannelRules()
-    default = rules.for_channel(None, settings)
+    default = ChannelRules().for_channel(None, settings)
     view = home_view(report, settings, default, {}, now=NOW)
-    shown = json.dumps(view["blocks"], ensure_ascii=False)
+    return json.dumps(view["blocks"], ensure_ascii=False)
+
+
+def test_the_app_home_shows_the_trust_lines():
+    report = busy_report()
+    shown = home_blocks(report)
     assert "*Can the alerts be trusted?*" in shown
     for line in trust_lines(report.trust, ["relevancy"]):
         assert json.dumps(line, ensure_ascii=False)[1:-1] in shown
+
+
+def test_the_app_home_shows_each_channels_precision():
+    shown = home_blocks(busy_report())
     assert "relevancy alerts: 10 of 20 voted alerts agreed with (50%, 90% interval 33%–67%)" in shown
-    assert "by a second opinion before alerting" in shown
-    quiet = home_view(week_report([judged(4)]), settings, default, {}, now=NOW)
-    assert "Can the alerts be trusted?" not in json.dumps(quiet["blocks"])
 
 
-def test_judge_stats_shows_precision_and_disputed_low_scores():
-    row = StatsRow("relevancy", 10, 2.5, 4, 2, 4, 0, precision=Precision("C1", "relevancy", 8, 2), disputed=2)
-    message = stats_message("C1", [row])
-    text = message["blocks"][-1]["text"]["text"]
-    assert "8 of 10 voted alerts agreed with (80%, 90% interval 54%–93%)" in text
-    assert "2 low scores disputed by a second opinion" in text
-    one = stats_message("C1", [StatsRow("relevancy", 3, 2.0, 1, 2, 4, 0, disputed=1)])["blocks"][-1]["text"]["text"]
-    assert "1 low score disputed by a second opinion" in one and "voted" not in one
+def test_the_app_home_says_low_scores_get_a_second_opinion_before_alerting():
+    assert "by a second opinion before alerting" in home_blocks(busy_report())
+
+
+def test_a_quiet_weeks_app_home_leaves_the_trust_lines_out():
+    assert "Can the alerts be trusted?" not in home_blocks(week_report([judged(4)]))
+
+
+VOTED = StatsRow("relevancy", 10, 2.5, 4, 2, 4, 0, precision=Precision("C1", "relevancy", 8, 2), disputed=2)
+UNVOTED = StatsRow("relevancy", 3, 2.0, 1, 2, 4, 0, disputed=1)
+
+
+def judge_stats_text(row: StatsRow) -> str:
+    """What `/judge stats` says of the judge in `row`."""
+    return stats_message("C1", [row])["blocks"][-1]["text"]["text"]
+
+
+def test_judge_stats_shows_precision_only_where_there_are_votes():
+    assert "8 of 10 voted alerts agreed with (80%, 90% interval 54%–93%)" in judge_stats_text(VOTED)
+    assert "voted" not in judge_stats_text(UNVOTED)
+
+
+def test_judge_stats_shows_disputed_low_scores():
+    assert "2 low scores disputed by a second opinion" in judge_stats_text(VOTED)
+    assert "1 low score disputed by a second opinion" in judge_stats_text(UNVOTED)

@@ -24,16 +24,22 @@ PRODUCT = ("bot", "capture", "common", "golden", "judges", "relmon", "store", "t
 NAMES = {value for key, value in vars(task_names).items() if key.isupper() and isinstance(value, str)}
 
 
-def test_every_task_is_registered_under_a_name_of_task_names_and_every_name_has_its_task() -> None:
+def test_the_registered_tasks_are_exactly_the_names_of_task_names() -> None:
     import_task_modules()
     registered = {name for name in celery.tasks if not name.startswith("celery.")}
     assert registered == NAMES
 
 
-def test_the_posting_tasks_go_to_the_slack_queue_and_every_other_to_the_judge_queue() -> None:
-    routes = celery_config(Settings(_env_file=None), "redis://127.0.0.1:1/0")["task_routes"]
+def test_the_posting_tasks_are_names_of_task_names() -> None:
     assert task_names.POSTING <= NAMES
+
+
+def test_the_tasks_that_post_to_slack_are_posting_tasks() -> None:
     assert {task_names.SEND_DIGEST, task_names.SEND_DIGEST_PREVIEW, task_names.CONSIDER_ALERT} <= task_names.POSTING
+
+
+def test_a_task_goes_to_the_slack_queue_if_it_posts_else_to_the_judge_queue() -> None:
+    routes = celery_config(Settings(_env_file=None), "redis://127.0.0.1:1/0")["task_routes"]
     for name in NAMES:
         expected = QUEUE_SLACK if name in task_names.POSTING else QUEUE_JUDGE
         assert routes.get(name, {"queue": QUEUE_JUDGE})["queue"] == expected, name
