@@ -42,7 +42,7 @@ def start_early_in_a_minute() -> None:
         time.sleep(60.5 - second)
 
 
-def test_stats_and_digest_previews_are_limited_per_person(make_bot, slack) -> None:
+def test_report_requests_are_limited_per_person(make_bot, slack) -> None:
     slack.add_user("U_OTHER", "bo", "Bo Lin")
     slack.add_channel(C, "support", members=["U_ASKER", "U_OTHER", "U_RELMON"])
     bot = make_bot(reports_per_person_minute=3)

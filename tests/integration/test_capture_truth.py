@@ -242,7 +242,7 @@ def test_root_bookkeeping_costs_nothing(bot: ServedBot, slack: FakeSlack, settle
 # Deleted questions are forgotten ----------------------------------------------------------------
 
 
-def test_a_deleted_question_is_blanked_and_its_judgment_stays(bot: ServedBot) -> None:
+def test_a_deleted_question_is_blanked_from_its_judged_pair(bot: ServedBot) -> None:
     q = sr.human_message(C, sr.next_ts(), "my card number is 4242 4242 4242 4242, why was it declined?")
     answer = sr.bot_message(C, sr.next_ts(), "Cards are declined when...", thread_ts=q["ts"])
     send(bot, q)

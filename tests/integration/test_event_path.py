@@ -66,7 +66,7 @@ def test_after_the_listener_ran_events_skip_bolt_with_the_same_identity(bot: Ser
     assert handed_on["EvANSWER"]["entry"]["body"]["event"] == answer
 
 
-def test_relmon_own_messages_are_acknowledged_and_dropped_either_way(bot: ServedBot) -> None:
+def test_relmon_own_messages_are_dropped_with_a_200_either_way(bot: ServedBot) -> None:
     """Bolt drops the events of relmon's own user or bot (IgnoringSelfEvents); the server's way drops them too."""
     own_post = sr.bot_message(C, sr.next_ts(), "An alert", bot_id=RELMON_BOT_ID, user=RELMON_USER_ID)
     with bot.worker.paused():

@@ -7,7 +7,7 @@ import numpy as np
 import openai
 
 
-def test_base64_by_default_with_usage_and_meaningful_vectors(llm):
+def test_embeddings_answer_as_openais_do(llm):
     client = openai.OpenAI(base_url=llm.base_url, api_key="sk-test", max_retries=0)
     texts = ["Refund my annual plan", "annual plan refunds", "reset my password"]
     reply = client.embeddings.create(model="text-embedding-3-small", input=texts)

@@ -64,7 +64,7 @@ def test_conversations(slack: FakeSlack, client: WebClient) -> None:
     assert [m["text"] for m in replies] == ["thread root", "in thread", "answer"]
 
 
-def test_chat_methods_json_and_form(slack: FakeSlack, client: WebClient) -> None:
+def test_chat_methods_answer_as_slack_does(slack: FakeSlack, client: WebClient) -> None:
     posted = client.chat_postMessage(channel="C1", text="hello", blocks=[{"type": "divider"}])
     assert posted["ts"]
     client.chat_update(channel="C1", ts=posted["ts"], text="hello again")

@@ -144,7 +144,7 @@ def test_cached_tokens_migration_keeps_older_judgments_as_uncached(tmp_path) -> 
         older.dispose()
 
 
-def test_one_judgment_per_pair_and_judge(database: Database) -> None:
+def test_a_pair_has_one_judgment_per_judge(database: Database) -> None:
     with database.session() as session:
         pair = Pair(channel_id="C1", answer_ts="1.000001", answer_text="a", question_text="q")
         session.add(pair)

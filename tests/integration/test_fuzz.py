@@ -420,7 +420,7 @@ SOCKET_KINDS = {"events": "events_api", "commands": "slash_commands", "block_act
 
 
 @pytest.mark.parametrize("kind", sorted(SOCKET_KINDS))
-def test_socket_mode_payloads_of_odd_shapes_are_acknowledged_and_dropped(kind: str) -> None:
+def test_socket_mode_payloads_of_odd_shapes_are_acknowledged_never_dispatched(kind: str) -> None:
     """Socket Mode skips HTTP, not the shape checks: a malformed payload is acknowledged (no redelivery) and never
     reaches Bolt; a valid one does."""
     from slack_sdk.socket_mode.request import SocketModeRequest

@@ -105,7 +105,7 @@ def test_the_deepeval_file_loads_with_deepevals_own_loader(database, db_url, tmp
     assert goldens[0].additional_metadata["times_asked"] == 2
 
 
-def test_private_items_only_with_their_channel_and_redaction_on_every_text(database, db_url, tmp_path) -> None:
+def test_an_export_withholds_what_it_may_not_show(database, db_url, tmp_path) -> None:
     seeded(database)
     rows = records(export(db_url, tmp_path, "jsonl", "--channel", "G1", redact_pii=True), "jsonl")
     assert [row["question"] for row in rows][-1] == "Where is the VPN guide?" and rows[-1]["private"] is True

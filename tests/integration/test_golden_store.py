@@ -76,7 +76,7 @@ def test_a_removed_item_stays_out(database: Database) -> None:
         assert golden.size(session) == 0
 
 
-def test_a_deleted_message_takes_its_source_away_and_the_last_one_the_item(database: Database) -> None:
+def test_a_deleted_message_takes_away_what_it_was_the_source_of(database: Database) -> None:
     add(database, asked("100.0", bot_answer="first"))
     add(database, asked("200.0", question="How do I rotate my API key", bot_answer="second", expected="Newer."))
     with database.session() as session:

@@ -37,7 +37,7 @@ def server() -> Iterator[FakeOpenAI]:
         yield fake
 
 
-def test_the_corpus_is_large_and_names_its_expectations() -> None:
+def test_the_corpus_is_large_with_every_expectation_named() -> None:
     assert len(HOSTILE) >= 30 and len({row["id"] for row in HOSTILE}) == len(HOSTILE)
     assert {row["expect"] for row in HOSTILE} == {"low", "middle", "high"}
 

@@ -88,7 +88,7 @@ def test_a_recent_failure_is_judged_again_not_given_up_on(database: Database, re
     assert f"gave up after {MAX_FAILED_RUNS} failed attempts" in error and "no_such_judge" in error
 
 
-def test_a_twin_found_in_the_in_process_cache_costs_no_budget_and_no_tokens(
+def test_a_twin_found_in_the_in_process_cache_is_free(
     settings_for, database: Database, fake_openai: FakeOpenAI
 ) -> None:
     """The SQL cache missed (the twin's row is not stored yet) but this process judged the same texts moments

@@ -50,7 +50,7 @@ def test_without_redis_the_process_keeps_what_it_learned(llama: FakeOpenAI, redi
     assert [format_of(body) for body in llama.requests] == ["json_schema", "json_object+schema", "json_object+schema"]
 
 
-def test_doctor_says_which_mode_the_endpoint_takes_and_teaches_the_workers(llama: FakeOpenAI, redis_url: str) -> None:
+def test_the_doctors_finding_of_the_endpoint_mode_is_shared_with_the_workers(llama: FakeOpenAI, redis_url: str) -> None:
     check = check_llm(make_settings(openai_base_url=llama.base_url, redis_url=redis_url, llm_concurrency=1))
     assert check.status == "ok", check.line()
     assert "JSON mode with the schema (json_object + schema), reply bound max_tokens" in check.detail

@@ -60,9 +60,7 @@ def add_pair(runtime: Runtime, channel: str, ts: str, *, score: float | None, er
         return pair.id
 
 
-def test_the_state_counts_judgments_scores_alerts_tokens_and_cost_with_bounded_channel_labels(
-    settings_for, runtime_for: Callable[..., Runtime]
-) -> None:
+def test_the_state_is_counted_with_bounded_channel_labels(settings_for, runtime_for: Callable[..., Runtime]) -> None:
     settings = settings_for(
         metrics_channel_labels=["C_ALLOWED"],
         cost_per_million_input_tokens=1.0,

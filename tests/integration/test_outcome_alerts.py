@@ -72,7 +72,7 @@ def test_a_low_score_alert_is_redrawn_with_the_signals_so_far(runtime, fake):
     assert len(fake.posted(ALERTS)) == 1  # a low score that failed is no missed failure: it was alerted on
 
 
-def test_a_well_scored_answer_that_failed_alerts_once_and_counts_as_a_disagreement(runtime, fake):
+def test_a_well_scored_answer_that_failed_is_alerted_once_as_a_disagreement(runtime, fake):
     judgment_id = add_judgment(runtime, score=4)
     pair_id = watched(runtime, judgment_id)
     assert delivery.consider(runtime, judgment_id).low == "above_threshold"

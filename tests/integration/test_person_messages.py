@@ -81,7 +81,7 @@ def test_a_learnt_bot_users_message_goes_to_a_worker(bot: ServedBot) -> None:
     assert set(bot.notes()) == {"EvBOTUSER"}
 
 
-def test_edits_uploads_and_broadcasts_go_to_a_worker(bot: ServedBot) -> None:
+def test_a_persons_message_that_is_not_new_plain_text_goes_to_a_worker(bot: ServedBot) -> None:
     question = sr.human_message(C, sr.next_ts(), "How do I export?")
     post(bot, question, "EvFIRST")
     post(bot, sr.message_changed(question, "How do I export to CSV?"), "EvEDIT")

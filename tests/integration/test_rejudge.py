@@ -99,7 +99,7 @@ def test_no_earlier_turns_when_turned_off(make_bot) -> None:
     assert (pair.status, pair.context_text) == (PairStatus.PENDING, None)
 
 
-def test_a_rejudged_answer_costs_both_judgments_and_scores_only_the_current_one(database) -> None:
+def test_a_rejudged_answer_costs_both_judgments_but_scores_the_current_one(database) -> None:
     """The digest's figures from the store: spend counts the superseded judgment's tokens, scores do not."""
     from datetime import UTC, datetime, timedelta
 

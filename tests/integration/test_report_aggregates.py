@@ -173,7 +173,7 @@ def test_the_streamed_report_equals_the_per_row_computation(runtime, kind: str) 
     assert report.outcomes.overall.teammate_judged and report.outcomes.overall.score_resolved.count
 
 
-def test_pairs_stream_a_batch_at_a_time_and_read_as_the_unbatched_query(runtime) -> None:
+def test_pairs_streamed_a_batch_at_a_time_read_as_the_unbatched_query(runtime) -> None:
     period = backfill_period(NOW - timedelta(days=40), NOW + timedelta(seconds=1), "UTC", "backfill")
     queries: list[str] = []
     listen = lambda *args: queries.append(args[2])  # noqa: E731

@@ -77,9 +77,7 @@ def rows(runtime: Runtime, model) -> int:
         return session.execute(select(func.count()).select_from(model)).scalar_one()
 
 
-def test_relmons_posts_lose_their_words_before_their_rows_go_and_response_urls_are_blanked(
-    runtime_for, settings_for, slack: FakeSlack
-) -> None:
+def test_the_retention_purge_takes_out_only_what_is_past_its_time(runtime_for, settings_for, slack: FakeSlack) -> None:
     runtime = runtime_for(settings_for(slack_api_url=slack.api_url, retention_days=30))
     now = datetime.now(UTC)
     old = seed(runtime, slack, now - timedelta(days=31), "1700000000")

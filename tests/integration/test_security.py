@@ -22,7 +22,7 @@ pytestmark = pytest.mark.slow
 # Signatures ----------------------------------------------------------------------------------------------------
 
 
-def test_forged_stale_and_replayed_requests_get_401_and_change_nothing(redis_url: str, settings_for) -> None:
+def test_a_request_not_freshly_signed_by_slack_gets_401_without_effect(redis_url: str, settings_for) -> None:
     with FakeSlack() as slack:
         slack.add_channel(CHANNEL, "support")
         settings = settings_for(slack_api_url=slack.api_url)

@@ -20,9 +20,7 @@ PRIVATE = "G_PRIVATE"
 
 
 @pytest.mark.slow
-def test_worker_applies_rule_thresholds_and_withholds_private_text_in_the_summary(
-    db_url, redis_url, fake, tmp_path, producer
-):
+def test_the_worker_alerts_by_each_channels_rule_withholding_private_text(db_url, redis_url, fake, tmp_path, producer):
     """A real `relmon worker` takes consider_alert from Redis: the rules file's threshold decides (3 alerts in the
     private channel, not in the default one) and its cap of 1 sends the rest to the hour's summary, which shows
     neither the private channel's text nor the judge's reasoning."""

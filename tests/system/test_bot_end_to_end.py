@@ -18,7 +18,7 @@ from tests.running_system import relmon_processes
 pytestmark = pytest.mark.slow
 
 
-def test_question_and_answer_events_become_a_judgment(redis_url: str, db_url: str, tmp_path: Path) -> None:
+def test_the_events_of_an_exchange_become_a_judgment(redis_url: str, db_url: str, tmp_path: Path) -> None:
     with relmon_processes(
         redis_url=redis_url, database_url=db_url, directory=tmp_path, RELMON_SETTLE_SECONDS="0.5"
     ) as system:

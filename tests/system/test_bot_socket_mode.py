@@ -59,9 +59,7 @@ def deliver(socket_mode: FakeSocketMode, bot: RelmonProcess, body: dict, **retry
     assert ack == {"envelope_id": envelope_id}  # no response payload for Events API envelopes
 
 
-def test_socket_mode_events_are_acknowledged_captured_once_and_judged(
-    redis_url: str, db_url: str, tmp_path: Path
-) -> None:
+def test_socket_mode_events_are_judged_once(redis_url: str, db_url: str, tmp_path: Path) -> None:
     with (
         FakeSocketMode() as socket_mode,
         relmon_processes(

@@ -23,7 +23,7 @@ SECRET = "test-signing-secret"  # relmon_env's SLACK_SIGNING_SECRET
 C = "C_SUPPORT"
 
 
-def test_a_stream_and_a_file_upload_are_judged_on_what_was_read(redis_url: str, db_url: str, tmp_path: Path) -> None:
+def test_answers_of_2026_shapes_are_judged_on_what_was_read(redis_url: str, db_url: str, tmp_path: Path) -> None:
     with FakeSlack() as slack, FakeOpenAI() as openai:
         slack.add_user("U_ASKER", "ana", "Ana Diaz")
         slack.add_bot("B_SUPPORT", "Support Bot", app_id="A_SUPPORT", user_id="U_SUPPORT")

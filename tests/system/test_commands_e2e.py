@@ -117,7 +117,7 @@ def done(redis_url: str, queue: str, task_id: str) -> bool:
     return not any(task_id.encode() in raw for raw in held)
 
 
-def test_low_scores_alert_once_take_feedback_and_summarise(bot, slack, worker, producer, redis_url):
+def test_low_scores_are_alerted_under_the_cap_with_feedback_on_each_alert(bot, slack, worker, producer, redis_url):
     clear_of_the_hour_turn(120)  # the hourly cap of 2 counts per UTC hour
     ids = captured_pairs(bot, ["offtopic: our office is open 9 to 5", "Open Settings, then Reset."])
     for pair_id in ids:

@@ -76,7 +76,7 @@ def test_a_confirmed_low_score_alerts_once_though_the_worker_dies_after_the_seco
     assert "2 answers judged" in shown and "1 low score disputed by a second opinion" in shown
 
 
-def test_a_second_opinion_the_llm_fails_once_is_retried_and_alerts_once(make_system) -> None:
+def test_a_second_opinion_the_llm_fails_once_is_retried_to_one_alert(make_system) -> None:
     """The fake LLM answers the first second-opinion call with a 500: the alert task retries with backoff, the
     retry's second opinion confirms the low score, and the alert is posted exactly once."""
     system = make_system(workers=1, concurrency=2)

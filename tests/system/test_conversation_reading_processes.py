@@ -80,7 +80,7 @@ def test_two_customers_in_one_thread(make_system, redis_url: str) -> None:
     assert missed_alerts(system.slack) == (0, 0)  # a takeover alone is no failure: nothing was followed up
 
 
-def test_that_did_not_help_how_do_i_get_sso_working_is_an_escalation_and_a_reask(make_system, redis_url) -> None:
+def test_that_did_not_help_how_do_i_get_sso_working_counts_as_both_outcomes(make_system, redis_url) -> None:
     """A well-scored answer; the asker says it did not help and asks again in one message (Slack delivers it
     twice); a teammate steps in. Both signals are recorded once, and one missed-failure alert is posted, once."""
     system = make_system(workers=1)

@@ -89,7 +89,7 @@ def rewritten(client: redis.Redis, directory: Path, before: set[tuple[str, int]]
     return idle and aof_files(directory) != before
 
 
-def test_deleted_and_edited_out_words_leave_every_copy_within_a_minute(
+def test_words_taken_out_of_the_conversation_leave_every_copy_within_a_minute(
     redis_server: RedisProcess, redis_url: str, fresh_db_url: str, tmp_path: Path
 ) -> None:
     client = redis.Redis.from_url(redis_url)

@@ -69,9 +69,7 @@ def submission(view: dict, expected: str | None, *, remove: bool = False, user: 
     return sr.payload_body(payload)
 
 
-def test_the_set_grows_from_a_takeover_a_vote_and_the_modal_and_a_deletion_takes_an_item_away(
-    redis_url: str, db_url: str, tmp_path: Path
-) -> None:
+def test_the_golden_set_follows_the_conversation(redis_url: str, db_url: str, tmp_path: Path) -> None:
     with FakeSlack() as slack:
         add_support_channel(slack, members=("U_ASKER", "U_AGENT", "U_RELMON"))
         slack.add_user("U_AGENT", "sam", "Sam Lee")

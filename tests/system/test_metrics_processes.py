@@ -35,9 +35,7 @@ def value(samples: dict, name: str, **labels: str) -> float:
     return samples.get((name, tuple(sorted(labels.items()))), 0.0)
 
 
-def test_a_signed_event_and_a_judged_pair_move_the_bot_and_worker_counters(
-    redis_url: str, db_url: str, tmp_path: Path
-) -> None:
+def test_the_processes_counters_move_with_the_work_they_do(redis_url: str, db_url: str, tmp_path: Path) -> None:
     worker_port = free_port()
     with relmon_processes(
         redis_url=redis_url,

@@ -92,9 +92,7 @@ def query(url: str, expression: str) -> dict[tuple, float]:
     return {tuple(sorted(item["metric"].items())): float(item["value"][1]) for item in answer["data"]["result"]}
 
 
-def test_a_real_prometheus_scrapes_the_bot_and_the_worker_and_answers_with_relmon_series(
-    redis_url: str, tmp_path: Path
-) -> None:
+def test_a_real_prometheus_scrapes_relmons_processes_for_relmon_series(redis_url: str, tmp_path: Path) -> None:
     binary = prometheus_binary()
     worker_port = free_port()
     with (

@@ -45,7 +45,7 @@ def test_services_present(compose: dict) -> None:
     assert set(compose["services"]) == {"redis", "postgres", *RELMON_SERVICES, *METRICS_SERVICES}
 
 
-def test_prometheus_and_grafana_only_in_the_metrics_profile_scraping_relmons_ports(compose: dict) -> None:
+def test_the_metrics_profile_alone_brings_a_dashboard_scraping_relmons_ports(compose: dict) -> None:
     for name, service in compose["services"].items():
         assert (service.get("profiles") == ["metrics"]) == (name in METRICS_SERVICES), name
     config = yaml.safe_load((ROOT / "ops" / "prometheus" / "prometheus.yml").read_text())
@@ -97,7 +97,7 @@ def test_migrations_run_once_before_the_app(compose: dict) -> None:
         assert depends["postgres"]["condition"] == "service_healthy"
 
 
-def test_bot_worker_and_beat(compose: dict) -> None:
+def test_the_compose_file_runs_each_relmon_process(compose: dict) -> None:
     services = compose["services"]
     assert command_of(services["bot"]) == "relmon bot --port 3000"
     assert "3000:3000" in services["bot"]["ports"]
@@ -136,7 +136,7 @@ def test_exactly_one_beat(compose: dict) -> None:
     assert "Exactly one beat" in (ROOT / "docker-compose.yml").read_text()
 
 
-def test_settings_come_from_env_file_and_point_at_the_services(compose: dict) -> None:
+def test_settings_come_from_the_env_file_pointing_at_the_services(compose: dict) -> None:
     for name in RELMON_SERVICES:
         service = compose["services"][name]
         assert service["env_file"] in (".env", [".env"])
@@ -179,7 +179,7 @@ def test_configuration_doc_lists_every_setting() -> None:
 
 @pytest.mark.slow
 @pytest.mark.timeout(180)
-def test_the_health_check_commands_answer_for_a_real_worker_and_beat(redis_url: str, tmp_path: Path) -> None:
+def test_the_health_check_commands_answer_for_real_processes(redis_url: str, tmp_path: Path) -> None:
     """`relmon ping worker|beat`, the compose health checks, against real processes on this host."""
     env = relmon_env(redis_url=redis_url, database_url=f"sqlite:///{tmp_path / 'db.sqlite3'}", data_dir=tmp_path / "d")
 

@@ -98,7 +98,7 @@ def test_missing_settings_stop_it_at_once_naming_exactly_what_to_set(tmp_path: P
 
 
 @pytest.mark.timeout(240)
-def test_run_needs_no_service_and_stops_everything_on_sigterm(no_service_env: dict[str, str], tmp_path: Path) -> None:
+def test_run_is_self_contained_from_start_to_sigterm(no_service_env: dict[str, str], tmp_path: Path) -> None:
     data = Path(no_service_env["RELMON_DATA_DIR"])
     port = free_port()
     run = RelmonProcess("run", "--port", str(port), env=no_service_env, log_dir=tmp_path, cwd=tmp_path).start()
@@ -125,7 +125,7 @@ def test_run_needs_no_service_and_stops_everything_on_sigterm(no_service_env: di
 
 
 @pytest.mark.timeout(240)
-def test_run_restarts_a_killed_child_and_keeps_judging(no_service_env: dict[str, str], tmp_path: Path) -> None:
+def test_run_restarts_a_killed_child_without_a_pause_in_judging(no_service_env: dict[str, str], tmp_path: Path) -> None:
     """The worker dies (SIGKILL): `relmon run` says so, starts it again after a short backoff, and an answer sent
     afterwards is judged. The other children and the embedded Redis stay as they were."""
     port = free_port()
@@ -199,7 +199,7 @@ def test_bot_alone_keeps_its_embedded_redis_when_gunicorn_workers_exit(
 # Run alone, after the parallel run: beside other tests' relmon processes its redis-server was seen outliving the
 # worker (twice on 2026-12-03, not yet explained; it passes alone). Tracked in the closing note of that stop.
 @pytest.mark.serial
-def test_worker_alone_starts_and_stops_the_embedded_redis(no_service_env: dict[str, str], tmp_path: Path) -> None:
+def test_a_worker_alone_owns_the_embedded_redis(no_service_env: dict[str, str], tmp_path: Path) -> None:
     data = Path(no_service_env["RELMON_DATA_DIR"])
     worker = RelmonProcess("worker", env=no_service_env, log_dir=tmp_path, cwd=tmp_path).start()
     try:

@@ -36,7 +36,7 @@ def missed_alerts(slack: FakeSlack) -> tuple[int, int]:
     return len(calls), len(held)
 
 
-def test_a_reask_and_a_thumbs_down_record_signals_once_and_alert_a_missed_failure_once_with_a_12s_window(
+def test_a_missed_failure_seen_by_its_reask_with_a_thumbs_down_is_alerted_once_with_a_12s_window(
     redis_url: str, db_url: str, tmp_path: Path
 ) -> None:
     """A well-scored answer (relevancy 4 from the fake LLM), then the asker asks again in the thread and reacts
@@ -138,7 +138,7 @@ def answered_in_thread(system: System, question: dict, answer: str) -> Pair:
 
 
 @pytest.mark.postgres
-def test_a_worker_killed_mid_observation_records_each_signal_once_and_alerts_the_missed_failure_once(
+def test_a_worker_killed_mid_observation_records_each_signal_with_its_alert_exactly_once(
     make_system, fresh_db_url: str, redis_url: str
 ) -> None:
     """Two answers in one thread (the second after the asker asked again), both watched and well scored. A

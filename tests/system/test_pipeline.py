@@ -177,7 +177,7 @@ def test_llm_faults_leave_every_pair_judged_or_stored_as_error(
     assert any(raw and "lost its train of thought" in raw for _, raw in errors)
 
 
-def test_a_429_retry_waits_for_retry_after_and_the_pair_costs_one_budget_unit(
+def test_a_429_retry_waits_for_retry_after_at_the_cost_of_one_budget_unit(
     database: Database, env_for, producer, fake_openai: FakeOpenAI, worker_logs: Path
 ) -> None:
     # The first two calls are rate-limited with Retry-After: 1.5 s; the backoff alone would wait 0.05 s, 0.1 s.
@@ -287,7 +287,7 @@ def test_llm_down_for_good_is_stored_as_an_error_after_the_retries(
 # (c) durable cache and (d) sampling --------------------------------------------------------------------------
 
 
-def test_durable_cache_and_deterministic_sampling(
+def test_judging_is_reproducible_across_processes(
     database: Database, env_for, producer, fake_openai: FakeOpenAI, worker_logs: Path, tmp_path: Path
 ) -> None:
     rules = tmp_path / "rules.yml"
@@ -336,7 +336,7 @@ def test_durable_cache_and_deterministic_sampling(
 # (e) daily budget ---------------------------------------------------------------------------------------------
 
 
-def test_budget_exhausted_skips_pairs_and_says_so_once(
+def test_a_spent_budget_skips_pairs_with_one_notice(
     database: Database, env_for, producer, fake_openai: FakeOpenAI, fake_slack: FakeSlack, worker_logs: Path
 ) -> None:
     pair_ids = add_pairs(database, 12)
@@ -365,7 +365,7 @@ def budget_notices(fake_slack: FakeSlack) -> list[dict]:
     return [m for m in fake_slack.posted(ALERT_CHANNEL) if "daily budget" in (m.get("text") or "")]
 
 
-def test_worker_process_starts_and_stops_cleanly(env_for, producer, worker_logs: Path) -> None:
+def test_a_worker_process_runs_its_life_cleanly(env_for, producer, worker_logs: Path) -> None:
     worker = RelmonProcess("worker", env=env_for(), log_dir=worker_logs).start()
     try:
         worker.wait_until_ready(timeout=60)

@@ -26,7 +26,7 @@ from workers.judging.queued import UNACKED_KEY
 pytestmark = pytest.mark.slow
 
 
-def test_redis_killed_and_restarted_mid_run(make_system, redis_server) -> None:
+def test_redis_restarted_after_a_kill_mid_run_loses_nothing(make_system, redis_server) -> None:
     """Redis dies (SIGKILL) half-way through and comes back from its append-only file: events sent meanwhile
     are spooled by the bot and handed on; tasks the workers held are restored; nothing is judged twice."""
     system = make_system(llm_latency_ms=200)
@@ -39,7 +39,7 @@ def test_redis_killed_and_restarted_mid_run(make_system, redis_server) -> None:
     assert system.restarts == 0  # no worker died of the lost connection: each reconnected
 
 
-def test_countdowns_a_worker_held_when_redis_restarted_run_once_and_the_worker_lives(
+def test_countdowns_a_worker_held_through_a_redis_restart_run_once(
     redis_server, redis_url: str, fresh_db_url: str, tmp_path: Path, producer
 ) -> None:
     """Celery lets go of the countdowns it held when its connection to Redis breaks. The worker lives (kombu's
@@ -75,7 +75,7 @@ def test_countdowns_a_worker_held_when_redis_restarted_run_once_and_the_worker_l
 OUTAGE_SECONDS = 20  # shortened from bench/faults.py's 10 minutes: the spool's behaviour does not depend on it
 
 
-def test_redis_down_20s_while_events_arrive_spooled_and_handed_on_in_order_once(make_system, redis_server) -> None:
+def test_events_arriving_while_redis_is_down_20s_are_handed_on_in_order_once(make_system, redis_server) -> None:
     """Redis is down while Slack keeps delivering: every delivery gets 200 at the first try (Slack never sees a
     failure, so never turns the app's events off), the bot keeps the events on local disk, and once Redis is back
     they are handed on in the order they came, each answer paired with its question, judged and alerted exactly once."""

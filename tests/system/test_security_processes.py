@@ -120,9 +120,7 @@ SECRETS = {
 }
 
 
-def test_secrets_never_appear_in_logs_when_slack_and_the_llm_fail(
-    redis_url: str, fresh_db_url: str, tmp_path: Path
-) -> None:
+def test_secrets_never_appear_in_logs_when_the_services_fail(redis_url: str, fresh_db_url: str, tmp_path: Path) -> None:
     """A real `relmon bot` and `relmon worker` at INFO: the LLM refuses the key (401) and then fails (500),
     Slack refuses every post (429 until the retries run out). Their whole output never holds a secret."""
     with FakeSlack() as slack, FakeOpenAI() as llm:

@@ -15,7 +15,7 @@ from tests.running_system import relmon_processes
 
 @pytest.mark.slow
 @pytest.mark.timeout(180)
-def test_real_bot_worker_and_beat_write_only_json_lines_with_identifiers(redis_url: str, tmp_path: Path) -> None:
+def test_relmons_real_processes_write_only_json_lines_with_identifiers(redis_url: str, tmp_path: Path) -> None:
     db_url = f"sqlite:///{tmp_path / 'relmon.sqlite3'}"
     with relmon_processes(
         redis_url=redis_url,

@@ -90,7 +90,7 @@ def on_phoenix(runtime_on, phoenix: PhoenixProcess) -> Callable[..., Runtime]:
     return build
 
 
-def test_verdicts_become_annotations_on_the_traces_root_span_read_back_through_phoenixs_api_and_a_resend_upserts(
+def test_verdicts_become_annotations_on_the_traces_root_span_upserted_on_a_resend(
     phoenix: PhoenixProcess, on_phoenix: Callable[..., Runtime]
 ) -> None:
     ts = sr.next_ts()
@@ -120,7 +120,7 @@ def test_verdicts_become_annotations_on_the_traces_root_span_read_back_through_p
     }
 
 
-def test_the_span_the_bot_names_in_its_metadata_is_annotated_and_one_that_is_not_a_span_id_is_refused(
+def test_the_span_the_bot_names_in_its_metadata_is_annotated_if_it_is_one(
     phoenix: PhoenixProcess, on_phoenix: Callable[..., Runtime]
 ) -> None:
     trace_id = f"{random.getrandbits(128):032x}"
@@ -154,7 +154,7 @@ def test_the_span_the_bot_names_in_its_metadata_is_annotated_and_one_that_is_not
     assert not phoenix.span_annotations(root)
 
 
-def test_a_trace_phoenix_does_not_have_yet_is_retried_then_given_up_and_sent_once_it_arrives(
+def test_a_trace_phoenix_does_not_have_yet_is_annotated_once_it_arrives(
     phoenix: PhoenixProcess, on_phoenix: Callable[..., Runtime]
 ) -> None:
     ts = sr.next_ts()
@@ -169,7 +169,7 @@ def test_a_trace_phoenix_does_not_have_yet_is_retried_then_given_up_and_sent_onc
     assert [annotation["name"] for annotation in phoenix.span_annotations(root)] == ["relmon.relevancy"]
 
 
-def test_a_key_phoenix_refuses_is_said_and_counted_once_without_a_retry(
+def test_a_key_phoenix_refuses_is_a_refusal_not_an_outage(
     phoenix: PhoenixProcess, on_phoenix: Callable[..., Runtime]
 ) -> None:
     ts = sr.next_ts()
@@ -182,7 +182,7 @@ def test_a_key_phoenix_refuses_is_said_and_counted_once_without_a_retry(
     assert not phoenix.span_annotations(root)
 
 
-def test_phoenixs_otlp_endpoint_takes_the_bots_spans_and_their_events_but_not_relmons_evaluation_log_records(
+def test_phoenixs_otlp_endpoint_takes_evaluation_spans_not_log_records(
     phoenix: PhoenixProcess, on_phoenix: Callable[..., Runtime]
 ) -> None:
     ts = sr.next_ts()
@@ -242,7 +242,7 @@ def test_the_span_form_of_the_evaluation_events_goes_into_phoenixs_traces_under_
     assert second["events"][0]["attributes"]["gen_ai.evaluation.score.label"] == "confirmed"
 
 
-def test_the_doctor_reads_phoenix_with_the_key_and_sends_its_otlp_endpoint_an_empty_export_of_the_form_set(
+def test_the_doctor_checks_phoenix_by_its_api_with_its_otlp_endpoint(
     phoenix: PhoenixProcess, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def lines(**values: object) -> list[str]:

@@ -83,7 +83,7 @@ def evaluations(otlp: FakeOtlpReceiver) -> list[tuple[str, str]]:
     return [(trace, attributes["gen_ai.evaluation.name"]) for trace, _, _, attributes in otlp.log_records()]
 
 
-def test_an_outcome_signal_after_the_verdict_was_sent_reaches_langfuse_and_otlp_once(
+def test_an_outcome_signal_after_the_verdict_was_sent_reaches_each_tool_once(
     redis_url: str, db_url: str, tmp_path: Path
 ) -> None:
     """The answer is judged and its verdict sent to both tools; then the asker asks again in the thread: the
@@ -124,9 +124,7 @@ def test_an_outcome_signal_after_the_verdict_was_sent_reaches_langfuse_and_otlp_
     assert outcome["value"] == 1 and outcome["dataType"] == "BOOLEAN"
 
 
-def test_tools_that_are_down_leave_judging_and_signals_alone_and_are_given_up_after_one_retry(
-    redis_url: str, tmp_path: Path
-) -> None:
+def test_tools_that_are_down_are_given_up_after_one_retry_holding_nothing_up(redis_url: str, tmp_path: Path) -> None:
     """Langfuse and the OTLP endpoint both out of reach (RELMON_TRACE_SEND_RETRIES=1): the answer is judged and
     its re-ask recorded as ever; each send (the verdict's, the signal's) is tried twice, a line each time, then
     given up and counted as failed on the worker's /metrics. One database: the sends do not depend on it."""
