@@ -44,12 +44,18 @@ def test_answers_of_2026_shapes_are_judged_on_what_was_read(redis_url: str, db_u
             completion = ss.stream_completion(opener, "v2 adds single sign-on.")
             q2 = sr.human_message(C, sr.next_ts(), "Where is the setup guide?")
             upload = ss.bot_file_upload(C, sr.next_ts(), q2["ts"])
-            for event in (q1, completion, opener, q2, upload):  # the completion first, as Slack may order them
-                response = sr.post(base_url + "/slack/events", sr.envelope(event), SECRET)
-                assert response.status_code == 200, response.text
-
             database = Database(db_url)
+
+            def stored_answer() -> str | None:
+                with database.session() as session:
+                    return session.execute(select(Pair.answer_text).where(Pair.answer_ts == opener["ts"])).scalar()
+
             try:
+                for event in (q1, completion, opener, q2, upload):  # the completion first, as Slack may order them
+                    response = sr.post(base_url + "/slack/events", sr.envelope(event), SECRET)
+                    assert response.status_code == 200, response.text
+                    if event is completion:  # handled before the opener is sent: the worker's threads race otherwise
+                        wait_for(stored_answer, timeout=30, what="the completion's capture")
 
                 def judged_pairs() -> list[Pair] | None:
                     with database.session() as session:
