@@ -9,14 +9,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import yaml
+from sqlalchemy import select
 
 from common.runtime import Runtime
-from store.models import Judgment, Pair
+from store.models import Alert, Judgment, Pair
 from tests.builders import ALERTS
 from tests.fakes.slack_server import FakeSlack
 from workers.alerts.policy import AlertPlan, ChannelPolicy, JudgmentFacts, complete, low_intent
 
 SUPPORT = "C_SUPPORT"
+SOURCES = [f"C_SOURCE{i}" for i in range(6)]  # source channels sharing one alert channel
 _answer_counter = itertools.count(1)
 
 
@@ -70,6 +72,11 @@ def add_judgment(
         session.add(judgment)
         session.flush()
         return judgment.id
+
+
+def alerts(runtime: Runtime) -> list[Alert]:
+    with runtime.db.session() as session:
+        return list(session.execute(select(Alert).order_by(Alert.id)).scalars())
 
 
 def blocks_text(message: dict) -> str:

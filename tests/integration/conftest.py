@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
 from common import celery_app, task_names
 from common.task_message import task_message
 from tests.bot_harness import BotServer, ServedBot
+from tests.builders import installed_runtime
+from tests.fakes.langfuse_server import FakeLangfuse
 from tests.fakes.slack_server import FakeSlack
 from workers.pairs import capturing
 
@@ -63,3 +67,22 @@ def make_bot(settings_for, slack):
     yield make
     for server in servers:
         server.__exit__()
+
+
+@pytest.fixture
+def make_runtime(settings_for, fake):
+    """`make_runtime(**settings)`: an installed runtime on the test's Redis, database and the alert tests' `fake`
+    Slack (tests/conftest.py); a module that needs more defines its own."""
+
+    def build(**overrides):
+        settings = settings_for(slack_api_url=fake.api_url, **overrides)
+        return installed_runtime(settings)
+
+    return build
+
+
+@pytest.fixture
+def langfuse() -> Iterator[FakeLangfuse]:
+    """The fake Langfuse (tests/fakes/langfuse_server.py), for the tracing tests."""
+    with FakeLangfuse() as fake:
+        yield fake

@@ -2,18 +2,16 @@
 requests — most of them correctly signed, so they get past the signature check and reach the validation layer,
 Bolt and the capture listener — to the bot's WSGI app served over real HTTP (real Redis, PostgreSQL when a server
 answers, else SQLite). The bot must never answer 5xx for them (only a dead broker or database may, on purpose,
-so that Slack retries), never crash, and /healthz must stay 200.
+so that Slack retries), never crash, and /healthz must stay 200. Seeded mutations of valid signed requests
+(tests/request_mutations.py) go straight into the WSGI app; the same mutations over Socket Mode are in
+test_fuzz_socket_mode.py.
 """
 
 from __future__ import annotations
 
-import copy
 import json
-import logging
 import random
 import time
-import types
-import urllib.parse
 from collections import Counter
 from collections.abc import Iterator
 from urllib.parse import urlencode
@@ -22,16 +20,15 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from slack_bolt import BoltResponse
 
 from store.db import Database
 from tests import slack_requests as sr
 from tests.bot_harness import BotServer, ServedBot
 from tests.builders import SECRET, make_settings
 from tests.fakes.slack_server import FakeSlack
+from tests.request_mutations import CHANNEL, MUTATION_SEED, hostile_requests
 from tests.services import create_postgres_database, drop_postgres_database, postgres_admin_url
 
-CHANNEL = "C_SUPPORT"
 FUZZ = settings(
     max_examples=300,
     deadline=None,
@@ -302,93 +299,6 @@ def test_a_megabyte_text_in_a_signed_event(served) -> None:
 # Seeded mutations of valid signed requests, in-process ---------------------------------------------------------
 
 MUTATED_PER_KIND = 450  # five kinds: 2,250 requests
-MUTATION_SEED = 20260314
-LINK = "https://example.slack.com/archives/C_SUPPORT/p1700000000000200?thread_ts=1700000000.000100"
-ODD_VALUES: list[object] = [
-    None, 0, -1, 3.5, True, [], {}, [1, "x"], {"a": {"b": None}}, "", " ", "٣٤٥", "１２３", "²", "x" * 100_000,
-    "\u202e\ufeff", "👩‍👩‍👧‍👦", "<!here> <!channel> @everyone", "=HYPERLINK(1)", "../../etc/passwd", "%00", "\\u0000",
-]  # fmt: skip
-
-
-def valid_requests(kind: str) -> list[dict]:
-    """Valid payloads of one kind, as Slack sends them: the seeds every mutation starts from."""
-    answer = sr.bot_message(CHANNEL, "1700000000.000200", "Reset it under Settings.", thread_ts="1700000000.000100")
-    if kind == "events":
-        question = sr.human_message(CHANNEL, "1700000000.000100", "How do I reset my password?")
-        member = {"type": "member_left_channel", "channel": CHANNEL, "user": "U_ASKER", "channel_type": "C"}
-        home = {"type": "app_home_opened", "user": "U_ASKER", "channel": "D1", "tab": "home", "event_ts": "1.2"}
-        events = [question, answer, sr.message_changed(answer, "Edited."), sr.message_deleted(answer), member, home]
-        return [sr.envelope(event) for event in events]
-    if kind == "commands":
-        texts = ["help", LINK, f"{LINK} relevancy", "stats", "stats #support", "digest", "", "what?"]
-        return [dict(urllib.parse.parse_qsl(sr.slash_command(text).decode())) for text in texts]
-    if kind == "shortcuts":
-        return [sr.message_action_payload(dict(answer))]
-    if kind == "block_actions":
-        return [sr.block_actions_payload(action, "1") for action in ("relmon_right", "relmon_wrong", "relmon_open")]
-    return [sr.view_submission_payload(question="How do I reset it?", answer="Under Settings.")]
-
-
-def _paths(value: object, prefix: tuple = ()) -> list[tuple]:
-    """Every key or index path inside a JSON value."""
-    found = []
-    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
-    for key, inner in items:
-        found.append((*prefix, key))
-        found.extend(_paths(inner, (*prefix, key)))
-    return found
-
-
-def mutate(rng: random.Random, payload: dict) -> dict:
-    """One to three changes: a key dropped, a value of the wrong type, odd or huge text, a list element that is
-    not an object, anywhere in the payload."""
-    payload = copy.deepcopy(payload)
-    for _ in range(rng.randint(1, 3)):
-        paths = _paths(payload)
-        if not paths:
-            break
-        *parent_path, key = rng.choice(paths)
-        parent = payload
-        for step in parent_path:
-            parent = parent[step]
-        if rng.random() < 0.35 and isinstance(parent, dict):
-            del parent[key]
-        else:
-            parent[key] = copy.deepcopy(rng.choice(ODD_VALUES))
-    return payload
-
-
-def encoded(kind: str, payload: dict) -> tuple[bytes, str]:
-    if kind == "events":
-        return json.dumps(payload).encode(), "application/json"
-    if kind == "commands":
-        return urlencode({k: v if isinstance(v, str) else json.dumps(v) for k, v in payload.items()}).encode(), FORM
-    return sr.payload_body(payload), FORM
-
-
-def hostile_requests(kind: str, count: int, rng: random.Random) -> Iterator[tuple[str, bytes, str, dict, str | None]]:
-    """(what, body, content type, headers, Content-Length) for `count` requests of one kind: mostly signed
-    mutations that reach the shape checks and Bolt, some truncated, some forged, some with odd digits."""
-    seeds = valid_requests(kind)
-    for _ in range(count):
-        body, content_type = encoded(kind, mutate(rng, rng.choice(seeds)))
-        roll = rng.random()
-        length = None
-        if roll < 0.08:  # truncated JSON (or form), still correctly signed
-            body = body[: rng.randrange(len(body))]
-        headers = sr.sign(body, SECRET)
-        if 0.08 <= roll < 0.12:
-            headers = sr.sign(body, "not-the-secret")
-        elif 0.12 <= roll < 0.15:  # non-ASCII digits that int() would take: refused before any work
-            headers["X-Slack-Request-Timestamp"] = rng.choice(["١٧٠٠٠٠٠٠٠٠", "１７００００００００", "¹⁷⁰⁰"])
-        elif 0.15 <= roll < 0.17:
-            length = rng.choice(["٣", "３", "²", "-1", "1e3", " 12"])
-        yield f"{kind} #{roll:.3f}", body, content_type, headers, length
-
-
-FORM = "application/x-www-form-urlencoded"
-
-
 MUTATED_KINDS = ("events", "commands", "shortcuts", "block_actions", "view_submissions")
 
 
@@ -414,49 +324,6 @@ def send_mutations(served, kind: str) -> None:
         if headers.get("X-Slack-Request-Timestamp", "").isascii() is False:
             assert status == 401, (what, status)
     assert slowest < 3.0, slowest
-
-
-SOCKET_KINDS = {"events": "events_api", "commands": "slash_commands", "block_actions": "interactive"}
-
-
-@pytest.mark.parametrize("kind", sorted(SOCKET_KINDS))
-def test_socket_mode_payloads_of_odd_shapes_are_acknowledged_never_dispatched(kind: str) -> None:
-    """Socket Mode skips HTTP, not the shape checks: a malformed payload is acknowledged (no redelivery) and never
-    reaches Bolt; a valid one does."""
-    from slack_sdk.socket_mode.request import SocketModeRequest
-
-    from bot.socket_mode import GuardedSocketModeHandler
-
-    class Client:
-        logger = logging.getLogger("fuzz.socket_mode")
-
-        def __init__(self) -> None:
-            self.acks: list[str] = []
-
-        def send_socket_mode_response(self, response) -> None:
-            self.acks.append(response.envelope_id)
-
-    dispatched: list[dict] = []
-    handler = GuardedSocketModeHandler.__new__(GuardedSocketModeHandler)  # no websocket: only `handle` is tried
-    ok = BoltResponse(status=200)
-    handler.app = types.SimpleNamespace(dispatch=lambda request: dispatched.append(request.body) or ok)
-    client, rng = Client(), random.Random(f"{MUTATION_SEED}-socket-{kind}")
-    refused = 0
-    for number in range(200):
-        payload = mutate(rng, rng.choice(valid_requests(kind)))
-        before = len(dispatched)
-        handler.handle(client, SocketModeRequest(type=SOCKET_KINDS[kind], envelope_id=f"e{number}", payload=payload))
-        assert client.acks[-1] == f"e{number}"  # acknowledged either way
-        refused += len(dispatched) == before
-    assert 0 < refused < 200
-    for payload in valid_requests(kind):
-        handler.handle(client, SocketModeRequest(type=SOCKET_KINDS[kind], envelope_id="ok", payload=payload))
-        assert dispatched[-1] is payload
-    broken = sr.block_actions_payload("relmon_right", "1")
-    del broken["actions"][0]["action_id"]
-    if kind == "block_actions":
-        handler.handle(client, SocketModeRequest(type="interactive", envelope_id="no-id", payload=broken))
-        assert dispatched[-1] is not broken and client.acks[-1] == "no-id"
 
 
 def test_the_bot_is_healthy_after_the_fuzzing(served) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import time
 import urllib.request
-from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
@@ -14,6 +13,7 @@ import pytest
 from judges import CorrectnessJudge, GroundedJudge, LLMClient, RelevancyJudge, TransientLLMError, get_judge
 from judges.client import retry_after_seconds
 from judges.prompts import delimit
+from tests import relmon_cli
 from tests.bursts import burst
 from tests.fakes.openai_server import GARBAGE, FakeOpenAI, prompt_text
 from tests.services import free_port
@@ -24,10 +24,7 @@ ANSWER = "Open Settings > Security and click Reset password."
 REFERENCE = "Settings > Security > Reset password."
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as fake:
-        yield fake
+server = relmon_cli.server  # the module's fake OpenAI server, started once
 
 
 @pytest.fixture

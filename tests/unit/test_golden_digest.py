@@ -10,7 +10,7 @@ from common.messages.digest import digest_message, digest_text
 from common.messages.golden import digest_line
 from common.reports.golden import GoldenFigures
 from tests.report_tallies import build_report
-from tests.unit.test_digest_stats import PERIOD, PRICES, thresholds_for
+from tests.stats_rows import PERIOD, PRICES, thresholds_for
 
 RUN = datetime(2026, 11, 30, 14, 5, tzinfo=UTC)
 

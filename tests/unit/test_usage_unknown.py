@@ -7,7 +7,7 @@ import pytest
 from common.messages.digest import digest_text
 from common.reports.costs import Prices, TokenTally
 from tests.report_tallies import build_report
-from tests.unit.test_digest_stats import PERIOD, pair, thresholds_for, verdict
+from tests.stats_rows import PERIOD, pair, thresholds_for, verdict
 
 PRICES = Prices(input_per_million=0.40, output_per_million=1.60, cached_input_per_million=0.10)
 

@@ -1,0 +1,130 @@
+"""/judge stats through signed HTTP requests to the served bot (real Redis, SQLite/PostgreSQL and FakeSlack): a
+channel's figures, alert precision and disputed low scores, who is refused; and how an answer reaches the person when
+the command's response_url is rate limited, slow or expired."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from common import replies
+from common.messages.verdicts import ERRORS
+from store import confirmations
+from store.confirmations import SecondOpinion
+from store.feedback import record_vote
+from tests import command_helpers
+from tests.alert_helpers import add_judgment
+from tests.bot_harness import ServedBot
+from tests.command_helpers import OTHER, PRIVATE, C, command
+from tests.fakes.slack_server import FakeSlack
+from tests.processes import wait_for
+
+bot, slack = command_helpers.bot, command_helpers.slack  # the served bot's fixtures, for pytest to find here
+
+
+def test_stats_for_a_channel(bot, slack):
+    for score in (0, 2, 4, 4):
+        add_judgment(bot.runtime, score=score, channel_id=C)
+    add_judgment(bot.runtime, score=None, status="error", channel_id=C)
+    command(bot, f"stats <#{C}|support>", slack, key="stats")
+    [answer] = wait_for(lambda: slack.responses["stats"], timeout=10, what="stats")
+    text = answer["blocks"][-1]["text"]["text"]
+    assert "4 answers judged" in text and "mean 2.50 / 4" in text and "50% at or below 2" in text
+    assert "1 could not be judged" in text
+
+
+def stats_with_votes_and_second_opinions(bot: ServedBot, slack: FakeSlack) -> str:
+    """/judge stats of C, signed, once people voted on its alerts and second opinions disputed low scores, there
+    and in another channel: the text of the stats."""
+    voted = [add_judgment(bot.runtime, score=1, channel_id=C) for _ in range(5)]
+    tie = add_judgment(bot.runtime, score=2, channel_id=C)
+    elsewhere = add_judgment(bot.runtime, score=0, channel_id=OTHER)
+    disputed = [
+        (add_judgment(bot.runtime, score=0, channel_id=channel), second) for channel, second in ((C, 4), (C, 3))
+    ]
+    disputed += [(add_judgment(bot.runtime, score=0, channel_id=OTHER), 4)]
+    with bot.runtime.db.session() as session:
+        for index, judgment_id in enumerate(voted):  # 4 agreed with, 1 not; a tie says nothing
+            record_vote(session, judgment_id, "U_ASKER", "right" if index < 4 else "wrong")
+        record_vote(session, tie, "U_ASKER", "right")
+        record_vote(session, tie, "U_BOSS", "wrong")
+        record_vote(session, elsewhere, "U_BOSS", "wrong")
+        for judgment_id, second in disputed:
+            confirmations.record(session, judgment_id, SecondOpinion("disputed", second))
+    command(bot, f"stats <#{C}|support>", slack, key="trust")
+    [answer] = wait_for(lambda: slack.responses["trust"], timeout=10, what="stats")
+    return answer["blocks"][-1]["text"]["text"]
+
+
+def test_stats_show_alert_precision(bot, slack):
+    """The channel's alert precision from people's votes (counts and the 90% interval); another channel's votes
+    are not counted."""
+    text = stats_with_votes_and_second_opinions(bot, slack)
+    assert "8 answers judged" in text
+    assert "4 of 5 voted alerts agreed with (80%, 90% interval" in text
+
+
+def test_stats_show_the_low_scores_a_second_opinion_disputed(bot, slack):
+    """Another channel's disputes are not counted."""
+    text = stats_with_votes_and_second_opinions(bot, slack)
+    assert "2 low scores disputed by a second opinion" in text
+
+
+def test_stats_of_a_channel_the_person_is_not_in_is_refused(bot, slack):
+    add_judgment(bot.runtime, score=1, channel_id=OTHER)
+    command(bot, f"stats <#{OTHER}|finance>", slack, key="stats2")
+    [answer] = wait_for(lambda: slack.responses["stats2"], timeout=10, what="the refusal")
+    assert answer["text"] == ERRORS["stats_refused"] and "answers judged" not in json.dumps(answer)
+
+
+def test_stats_where_relmon_is_not_says_what_to_do(bot, slack):
+    command(bot, "stats", slack, key="dm", channel_id="D_DIRECT")  # a DM: relmon can't see it
+    [answer] = wait_for(lambda: slack.responses["dm"], timeout=10, what="the answer")
+    assert answer["text"] == ERRORS["stats_not_here"] and "can't find that message" not in answer["text"]
+
+
+def test_stats_refusals_do_not_tell_whether_a_private_channel_exists(bot, slack):
+    add_judgment(bot.runtime, score=1, channel_id=PRIVATE, private=True)
+    answers = {}
+    for key, name in (("named-private", "#secret"), ("named-nothing", "#no-such-channel"), ("id-private", PRIVATE)):
+        command(bot, f"stats {name}", slack, key=key, user_id="U_STRANGER")
+        [answers[key]] = wait_for(lambda key=key: slack.responses[key], timeout=10, what=key)
+    assert {a["text"] for a in answers.values()} == {ERRORS["stats_refused"]}
+    assert "answers judged" not in json.dumps(answers)
+
+
+def test_a_refusal_on_a_rate_limited_response_url_is_an_ephemeral_at_once(bot, slack):
+    """The bot's listeners share Bolt's few threads: a Retry-After of 30 s is not waited out there (a /judge
+    opening its modal behind it would miss the 3 s trigger_id), the refusal comes as an ephemeral instead."""
+    slack.rate_limit_response_url("busy", times=1, retry_after=30)
+    started = time.monotonic()
+    command(bot, f"stats <#{OTHER}|finance>", slack, key="busy")
+    [ephemeral] = wait_for(lambda: slack.ephemerals, timeout=10, what="the ephemeral refusal")
+    assert time.monotonic() - started < 3.0
+    assert (ephemeral["channel"], ephemeral["user"], ephemeral["text"]) == (C, "U_ASKER", ERRORS["stats_refused"])
+    assert len(slack.response_attempts["busy"]) == 1 and slack.responses["busy"] == []
+
+
+def test_a_reply_the_response_url_took_without_answering_is_not_repeated(bot, slack, monkeypatch, caplog):
+    monkeypatch.setattr(replies, "RESPONSE_URL_TIMEOUT_SECONDS", 0.5)
+    slack.slow_response_url("late", 1.5)
+    command(bot, f"stats <#{OTHER}|finance>", slack, key="late")
+    [answer] = wait_for(lambda: slack.responses["late"], timeout=10, what="the refusal")
+    # The answer times out (the bot settles it as unknown, its last step), then arrives.
+    wait_for(
+        lambda: any(r.getMessage() == "reply outcome unknown, not sent again" for r in caplog.records),
+        timeout=10,
+        what="the bot giving up on the answer",
+    )
+    wait_for(lambda: slack.response_answers["late"] == 1, timeout=10, what="the late answer sent")
+    assert answer["text"] == ERRORS["stats_refused"] and len(slack.responses["late"]) == 1
+    assert slack.ephemerals == [] and len(slack.response_attempts["late"]) == 1
+
+
+def test_an_expired_response_url_falls_back_to_an_ephemeral_message(bot, slack):
+    add_judgment(bot.runtime, score=4, channel_id=C)
+    slack.expire_response_url("gone")
+    command(bot, "stats", slack, key="gone")
+    [ephemeral] = wait_for(lambda: slack.ephemerals, timeout=10, what="the ephemeral stats")
+    assert (ephemeral["channel"], ephemeral["user"]) == (C, "U_ASKER") and "1 answers judged" in json.dumps(ephemeral)
+    assert slack.responses["gone"] == [] and slack.posted() == []

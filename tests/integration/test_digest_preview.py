@@ -1,0 +1,81 @@
+"""The digest previewed by `/judge digest`, against the fake Slack Web API (real HTTP) and a real database (SQLite
+and PostgreSQL): private to the person, claiming nothing, showing them only the figures and text App Home would."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import pytest
+from sqlalchemy import func, select
+
+from common.replies import keep_response_url
+from common.runtime import Runtime
+from store.models import Digest
+from tests import digest_helpers
+from tests.digest_helpers import now_utc, seed
+from tests.fakes.slack_server import FakeSlack
+from workers.tasks.digest import send_digest_preview
+
+make_runtime, runtime, slack = digest_helpers.make_runtime, digest_helpers.runtime, digest_helpers.slack  # fixtures
+
+
+def previewed(runtime: Runtime, slack: FakeSlack) -> dict:
+    """The week's digest previewed for U1 in C1 by the command's response URL, then (none) by chat.postEphemeral;
+    returns what the response URL received."""
+    seed(runtime, now_utc())
+    send_digest_preview.apply(args=("U1", "C1", keep_response_url(runtime.redis, slack.response_url("preview")))).get()
+    send_digest_preview.apply(args=("U1", "C1", None)).get()
+    (body,) = slack.responses["preview"]
+    return body
+
+
+def test_preview_is_private(runtime: Runtime, slack: FakeSlack) -> None:
+    body = previewed(runtime, slack)
+    assert body["response_type"] == "ephemeral" and "Weekly digest" in str(body["blocks"])
+    assert "secret answer" not in str(body["blocks"])
+    (ephemeral,) = slack.calls_to("chat.postEphemeral")
+    assert ephemeral["user"] == "U1" and ephemeral["channel"] == "C1"
+    assert slack.posted() == []
+
+
+def test_preview_claims_nothing(runtime: Runtime, slack: FakeSlack) -> None:
+    body = previewed(runtime, slack)
+    assert slack.calls_to("files.completeUploadExternal") == []
+    assert "thread" not in str(body["blocks"])  # the preview has no chart thread
+    with runtime.db.session() as session:
+        assert session.execute(select(func.count()).select_from(Digest)).scalar_one() == 0
+
+
+@pytest.fixture
+def preview(runtime: Runtime, slack: FakeSlack) -> Callable[[str], str]:
+    """`preview(user)`: the blocks of the week's digest previewed for `user` in a DM, as JSON. U_OUT is in C1;
+    U_IN in C1, C2 and the private GPRIV."""
+    seed(runtime, now_utc())
+    slack.add_channel("C1", "one", members=["U_OUT", "U_IN"])
+    slack.add_channel("C2", "two", members=["U_IN"])
+    slack.add_channel("GPRIV", "private", is_private=True, members=["U_IN"])
+
+    def blocks_for(user: str) -> str:
+        send_digest_preview.apply(args=(user, "CDM", keep_response_url(runtime.redis, slack.response_url(user)))).get()
+        (body,) = slack.responses[user]
+        return json.dumps(body["blocks"])
+
+    return blocks_for
+
+
+def test_preview_shows_a_person_only_the_figures_app_home_would(preview: Callable[[str], str]) -> None:
+    """The App Home rule for figures and links: a private channel's to its members only."""
+    outsider = preview("U_OUT")
+    assert "<#C1>" in outsider and "<#C2>" in outsider and "GPRIV" not in outsider
+    assert "<#GPRIV>" in preview("U_IN")
+
+
+def test_preview_quotes_to_a_person_only_the_text_of_their_channels(preview: Callable[[str], str]) -> None:
+    """A channel's text only to its members, where the quoting rule allows it: never to anyone, in any
+    conversation."""
+    outsider = preview("U_OUT")
+    assert "in C1" in outsider and "in C2" not in outsider  # quotes of C1 only: U_OUT is not in C2
+    member = preview("U_IN")
+    assert "in C2" in member
+    assert "secret" not in member  # a member, but its rule does not let relmon quote the private channel
