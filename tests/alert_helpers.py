@@ -74,6 +74,23 @@ def add_judgment(
         return judgment.id
 
 
+def on_demand_pair(runtime: Runtime, response_url: str | None) -> int:
+    """A judged `/judge` pair asked for by U_ASKER in #support, with its response_url (its judgment not added)."""
+    with runtime.db.session() as session:
+        pair = Pair(
+            source="command",
+            channel_id=SUPPORT,
+            question_text="How do I reset my password?",
+            answer_text="offtopic",
+            status="judged",
+            requested_by="U_ASKER",
+            response_url=response_url,
+        )
+        session.add(pair)
+        session.flush()
+        return pair.id
+
+
 def alerts(runtime: Runtime) -> list[Alert]:
     with runtime.db.session() as session:
         return list(session.execute(select(Alert).order_by(Alert.id)).scalars())

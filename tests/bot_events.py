@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from store.models import Pair, PairStatus
 from tests import slack_requests as sr
 from tests.bot_harness import ServedBot
 from tests.builders import SECRET
@@ -20,3 +21,17 @@ def send(bot: ServedBot, event: dict, **kwargs):
 def settle_all(bot: ServedBot) -> dict[int, str]:
     """Settle every pair at its current version, as the worker would after the quiet time."""
     return {p.id: settle(bot.runtime, p.id, p.version) for p in bot.pairs()}
+
+
+def judged_exchange(bot: ServedBot, question: str, answer: str) -> tuple[dict, dict, Pair]:
+    """A person's question and the support bot's answer in its thread, captured, settled and marked judged:
+    (the question's event, the answer's event, the pair)."""
+    asked = sr.human_message(C, sr.next_ts(), question)
+    answered = sr.bot_message(C, sr.next_ts(), answer, thread_ts=asked["ts"])
+    send(bot, asked)
+    send(bot, answered)
+    settle_all(bot)
+    [pair] = bot.pairs()
+    with bot.runtime.db.session() as session:
+        session.get(Pair, pair.id).status = PairStatus.JUDGED
+    return asked, answered, pair

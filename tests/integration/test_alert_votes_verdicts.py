@@ -12,7 +12,7 @@ import pytest
 from store import alerts as alert_store
 from store.feedback import record_vote
 from store.models import Pair
-from tests.alert_helpers import ALERTS, SUPPORT, add_judgment, alerts, write_rules
+from tests.alert_helpers import ALERTS, SUPPORT, add_judgment, alerts, on_demand_pair, write_rules
 from tests.processes import clear_of_the_hour_turn
 from workers.alerts import delivery, redraws, verdicts
 
@@ -66,19 +66,7 @@ def test_votes_update_the_posted_alert(make_runtime, fake):
 
 def test_verdict_goes_privately_to_the_response_url_once(make_runtime, fake):
     with make_runtime() as runtime:
-        with runtime.db.session() as session:
-            pair = Pair(
-                source="command",
-                channel_id=SUPPORT,
-                question_text="How do I reset my password?",
-                answer_text="offtopic",
-                status="judged",
-                requested_by="U_ASKER",
-                response_url=fake.response_url("verdict"),
-            )
-            session.add(pair)
-            session.flush()
-            pair_id = pair.id
+        pair_id = on_demand_pair(runtime, fake.response_url("verdict"))
         add_judgment_for_pair(runtime, pair_id, score=0)
         assert verdicts.deliver(runtime, pair_id) == "response_url"
         assert verdicts.deliver(runtime, pair_id) == "posted"

@@ -10,7 +10,7 @@ import pytest
 
 from store.models import Pair, PairStatus
 from tests import slack_requests as sr
-from tests.bot_events import C, send, settle_all
+from tests.bot_events import C, judged_exchange, send, settle_all
 from tests.bot_harness import ServedBot
 from workers.pairs.settling import settle
 
@@ -52,14 +52,7 @@ def test_a_streamed_answer_settles_once(bot: ServedBot) -> None:
 def test_edit_after_judging_is_ignored_without_rejudgments(make_bot) -> None:
     """RELMON_MAX_REJUDGE=0: a judged answer stays as judged (tests/integration/test_rejudge.py: the default)."""
     bot = make_bot(max_rejudge=0)
-    q = sr.human_message(C, sr.next_ts(), "q")
-    answer = sr.bot_message(C, sr.next_ts(), "original", thread_ts=q["ts"])
-    send(bot, q)
-    send(bot, answer)
-    settle_all(bot)
-    [pair] = bot.pairs()
-    with bot.runtime.db.session() as session:
-        session.get(type(pair), pair.id).status = PairStatus.JUDGED
+    _, answer, _ = judged_exchange(bot, "q", "original")
     send(bot, sr.message_changed(answer, "rewritten"))
     [pair] = bot.pairs()
     # Not judged again; the word the edit took out is not kept either (workers.tasks.forgetting).

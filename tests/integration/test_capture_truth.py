@@ -11,6 +11,7 @@ import pytest
 from store.models import Judgment, JudgmentStatus, PairStatus
 from tests import slack_requests as sr
 from tests import slack_shapes as ss
+from tests.bot_events import judged_exchange
 from tests.bot_harness import ServedBot
 from tests.builders import SECRET
 from tests.fakes.slack_server import FakeSlack
@@ -243,14 +244,9 @@ def test_root_bookkeeping_costs_nothing(bot: ServedBot, slack: FakeSlack, settle
 
 
 def test_a_deleted_question_is_blanked_from_its_judged_pair(bot: ServedBot) -> None:
-    q = sr.human_message(C, sr.next_ts(), "my card number is 4242 4242 4242 4242, why was it declined?")
-    answer = sr.bot_message(C, sr.next_ts(), "Cards are declined when...", thread_ts=q["ts"])
-    send(bot, q)
-    send(bot, answer)
-    settle_all(bot)
-    [pair] = bot.pairs()
+    question = "my card number is 4242 4242 4242 4242, why was it declined?"
+    q, _, pair = judged_exchange(bot, question, "Cards are declined when...")
     with bot.runtime.db.session() as session:
-        session.get(type(pair), pair.id).status = PairStatus.JUDGED
         session.add(Judgment(pair_id=pair.id, judge="relevance", status=JudgmentStatus.OK, score=4, max_score=5))
     send(bot, sr.message_deleted(q))
     [pair] = bot.pairs()

@@ -13,8 +13,8 @@ from slack_sdk import WebClient
 
 from common import replies
 from common.replies import Asker, reply_privately
-from store.models import Judgment, Pair
-from tests.alert_helpers import SUPPORT
+from store.models import Judgment
+from tests.alert_helpers import SUPPORT, on_demand_pair
 from tests.fakes.slack_server import FakeSlack
 from tests.processes import wait_for
 from tests.services import free_port
@@ -146,20 +146,10 @@ def runtime(settings_for, slack, runtime_for):
 
 def verdict_pair(runtime, response_url: str) -> int:
     """A judged on-demand pair asked for by U_ASKER in #support, with its response_url."""
+    pair_id = on_demand_pair(runtime, response_url)
     with runtime.db.session() as session:
-        pair = Pair(
-            source="command",
-            channel_id=SUPPORT,
-            question_text="How do I reset my password?",
-            answer_text="offtopic",
-            status="judged",
-            requested_by="U_ASKER",
-            response_url=response_url,
-        )
-        session.add(pair)
-        session.flush()
-        session.add(Judgment(pair_id=pair.id, judge="relevancy", status="ok", score=0, max_score=4, reasoning="r"))
-        return pair.id
+        session.add(Judgment(pair_id=pair_id, judge="relevancy", status="ok", score=0, max_score=4, reasoning="r"))
+    return pair_id
 
 
 def test_a_verdict_answered_too_late_is_delivered_exactly_once(runtime, slack: FakeSlack, short_timeout) -> None:
