@@ -120,8 +120,7 @@ def _one_statement_charge():  # built once: every judgment runs it
         _paid().label("paid_before"),
         select(locked.c.llm_calls).scalar_subquery().label("calls"),  # before this charge; None: no row for the day
         select(func.count()).select_from(charged).scalar_subquery().label("charged"),
-        select(func.count()).select_from(counted).scalar_subquery().label("counted"),
-    )
+    ).add_cte(counted)  # unread: PostgreSQL runs a data-modifying WITH whether or not the query reads it
 
 
 def claim_budget_notice(session: Executor, day: date) -> bool:
