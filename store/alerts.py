@@ -92,35 +92,23 @@ def low_alert_for_judgment(session: Session, judgment_id: int) -> Alert | None:
     ).scalar_one_or_none()
 
 
-def count_low_alerts(session: Session, channel_id: str, since: datetime, until: datetime) -> int:
-    """Low-score alerts that count against the hourly cap of a source channel."""
-    return _count_low(session, Alert.source_channel_id, channel_id, since, until)
-
-
-def count_alerts_to(session: Session, alert_channel_id: str, since: datetime, until: datetime) -> int:
-    """Alerts (low-score and degradation) that count against the hourly cap of an alert channel, from every
-    source channel."""
-    return session.execute(
-        select(func.count(Alert.id)).where(
-            Alert.kind.in_((KIND_LOW, KIND_MISSED, KIND_DEGRADATION)),
-            Alert.alert_channel_id == alert_channel_id,
-            Alert.status.in_(CAP_STATUSES),
-            Alert.created_at >= since,
-            Alert.created_at < until,
-        )
-    ).scalar_one()
-
-
-def _count_low(session: Session, channel_column, channel_id: str, since: datetime, until: datetime) -> int:
-    return session.execute(
-        select(func.count(Alert.id)).where(
-            Alert.kind.in_((KIND_LOW, KIND_MISSED)),
-            channel_column == channel_id,
-            Alert.status.in_(CAP_STATUSES),
-            Alert.created_at >= since,
-            Alert.created_at < until,
-        )
-    ).scalar_one()
+def hour_counts(
+    session: Session, channel_id: str, alert_channel_id: str | None, since: datetime, until: datetime
+) -> tuple[int, int]:
+    """What counts against the hourly caps, in one round trip: the source channel's low-score (and missed-failure)
+    alerts, and every alert to the alert channel from any source channel (0 without one). Each count is a
+    subquery of its own, so each uses its channel's index."""
+    counted = (Alert.status.in_(CAP_STATUSES), Alert.created_at >= since, Alert.created_at < until)
+    low = select(func.count(Alert.id)).where(
+        Alert.kind.in_((KIND_LOW, KIND_MISSED)), Alert.source_channel_id == channel_id, *counted
+    )
+    to_alert_channel = select(func.count(Alert.id)).where(
+        Alert.kind.in_((KIND_LOW, KIND_MISSED, KIND_DEGRADATION)), Alert.alert_channel_id == alert_channel_id, *counted
+    )
+    if alert_channel_id is None:
+        return session.execute(low).scalar_one(), 0
+    row = session.execute(select(low.scalar_subquery(), to_alert_channel.scalar_subquery())).one()
+    return row[0], row[1]
 
 
 def mark_posted(

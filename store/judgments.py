@@ -51,6 +51,10 @@ PAIR_FIELDS = (
     "judges",
     "version",
     "rejudges",
+    # what an alert about the pair shows besides its texts (workers.alerts.views)
+    "channel_is_private",
+    "stream_errored",
+    "created_at",
 )
 
 

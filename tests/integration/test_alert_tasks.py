@@ -12,7 +12,7 @@ from http.client import RemoteDisconnected
 from urllib.error import URLError
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import event, select
 from sqlalchemy.exc import OperationalError
 
 from store import alerts as alert_store
@@ -49,6 +49,26 @@ def test_low_score_posts_exactly_one_alert_even_when_repeated(make_runtime, fake
         [row] = alerts(runtime)
         assert (row.kind, row.status, row.dedupe_key) == ("low_score", "posted", f"low:{judgment_id}")
         assert row.message_ts in fake.messages[ALERTS]  # kept for chat.update
+
+
+def test_the_alert_task_reads_its_pair_once_and_counts_the_hour_once(make_runtime, fake):
+    """One judgment's alert path, from `load` to the post: the pair (texts and all) is read once, with the
+    judgment, and the message is drawn from that read; the caps' counts are one statement."""
+    with make_runtime() as runtime:
+        judgment_id = add_judgment(runtime, score=1)
+        statements: list[str] = []
+
+        def listen(_connection, _cursor, statement, *_rest) -> None:
+            statements.append(statement)
+
+        event.listen(runtime.db.engine, "before_cursor_execute", listen)
+        try:
+            assert delivery.consider(runtime, judgment_id).low == "posted"
+        finally:
+            event.remove(runtime.db.engine, "before_cursor_execute", listen)
+        assert len([s for s in statements if "pairs.question_text" in s]) == 1
+        assert len([s for s in statements if s.lstrip().upper().startswith("SELECT") and "count(alerts.id)" in s]) == 1
+        assert "How do I reset my password?" in json.dumps(fake.posted(ALERTS)[0]["blocks"])
 
 
 @pytest.mark.parametrize(

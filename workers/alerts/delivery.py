@@ -26,7 +26,7 @@ from common.runtime import Runtime
 from common.task_names import FLUSH_ALERT_SUMMARIES, REFRESH_ALERT_VOTES
 from common.telemetry.logs import event_fields
 from store import alerts as alert_store
-from store.models import Alert, Judgment, Pair
+from store.models import Alert
 from workers.alerts import confirmation, planning, redraws, views
 from workers.alerts.policy import Action, as_utc, degradation_blocked, low_intent, second_opinion
 
@@ -181,9 +181,9 @@ def consider(
     claimed = planning.claim(runtime, judged, policy, intent, link, now)
     low = claimed.plan.low.reason
     if claimed.low_row is not None:
-        low = _act_on(runtime, *claimed.low_row)
+        low = _act_on(runtime, *claimed.low_row, judged)
     degradation = claimed.plan.degradation.reason
-    if claimed.degradation_row is not None and _act_on(runtime, *claimed.degradation_row) == "held":
+    if claimed.degradation_row is not None and _act_on(runtime, *claimed.degradation_row, None) == "held":
         degradation = "degradation_held"
     return Considered(low, degradation)
 
@@ -202,9 +202,9 @@ def update_superseded(runtime: Runtime, alert_ids: tuple[int, ...]) -> None:
             log.info("superseded alert updated", extra={"alert_id": alert_id})
 
 
-def _act_on(runtime: Runtime, alert_id: int, status: str) -> str:
+def _act_on(runtime: Runtime, alert_id: int, status: str, judged: planning.Judged | None) -> str:
     if status == alert_store.STATUS_CLAIMED:
-        return post_alert(runtime, alert_id)
+        return post_alert(runtime, alert_id, judged)
     if status == alert_store.STATUS_HELD:
         schedule_summary_flush(runtime)
         return "held"
@@ -222,24 +222,20 @@ def refused_for_good(runtime: Runtime, row_id: int, error: SlackApiError, event:
     return alert_store.STATUS_FAILED
 
 
-def post_alert(runtime: Runtime, alert_id: int) -> str:
-    """Post a claimed alert (low score or degradation) unless it was posted already."""
+def post_alert(runtime: Runtime, alert_id: int, judged: planning.Judged | None) -> str:
+    """Post a claimed alert unless it was posted already: a degradation (`judged` None), or a low score or missed
+    failure about `judged`, the judgment as its task loaded it (`planning.load`)."""
     with lease(runtime, alert_id):
         with runtime.db.reading() as session:  # reads alone: the lease and the row's status guard the post
             row = session.get(Alert, alert_id)
             if row is None or row.status != alert_store.STATUS_CLAIMED:
                 return row.status if row else "missing"
             channel, once, claimed_at = row.alert_channel_id, post_once(runtime, row.dedupe_key), as_utc(row.created_at)
-            # A low score's judgment and pair, held here so that rendering finds them in the session's identity
-            # map (it keeps only weak references) instead of reading them again.
-            judgment = session.get(Judgment, row.judgment_id) if row.judgment_id is not None else None
-            pair = session.get(Pair, judgment.pair_id) if judgment is not None else None
-            payload = views.render(runtime, session, row)
+            payload = views.render(runtime, session, row, judged)
             # Identifiers only (never text): the judgment and the source message it is about.
-            source_ts = pair.answer_ts if pair is not None else None
             fields = event_fields(
                 channel=row.source_channel_id,
-                message_ts=source_ts,
+                message_ts=judged.answer_ts if judged is not None else None,
                 judgment_id=row.judgment_id,
                 alert_id=alert_id,
                 alert_kind=row.kind,
@@ -282,10 +278,14 @@ def refresh_votes(runtime: Runtime, alert_id: int, *, trailing: bool = False) ->
 
 def _votes_update(runtime: Runtime, alert_id: int) -> dict | str:
     """The chat.update that shows the current votes on the alert, or why there is none."""
-    with runtime.db.session() as session:
+    with runtime.db.reading() as session:
         row = session.get(Alert, alert_id)
         if row is None or row.kind not in (alert_store.KIND_LOW, alert_store.KIND_MISSED):
             return "not_an_alert"
         if row.status != alert_store.STATUS_POSTED or not row.message_ts:
             return "not_posted"  # the post, when it happens, renders the votes itself
-        return {"channel": row.alert_channel_id, "ts": row.message_ts, **views.render_low(runtime, session, row)}
+        judged = planning.load_in(session, runtime, row.judgment_id)
+        if judged is None:
+            return "missing"
+        message = views.render_low(runtime, session, row, judged)
+        return {"channel": row.alert_channel_id, "ts": row.message_ts, **message}

@@ -98,9 +98,10 @@ def follow_up(runtime: Runtime, pair_id: int, now: datetime | None = None) -> st
     policy = planning.channel_policy(runtime, channel)
     outcome = _claim_missed(runtime, pair_id, channel, policy, now)
     if outcome == alert_store.STATUS_CLAIMED:
-        with runtime.db.session() as session:
-            row_id = alert_store.by_key(session, missed_key(pair_id)).id
-        outcome = delivery.post_alert(runtime, row_id)
+        with runtime.db.reading() as session:
+            row = alert_store.by_key(session, missed_key(pair_id))
+            judged = planning.load_in(session, runtime, row.judgment_id)
+        outcome = delivery.post_alert(runtime, row.id, judged)
     elif outcome == alert_store.STATUS_HELD:
         delivery.schedule_summary_flush(runtime)
     with runtime.db.session() as session:
@@ -126,10 +127,7 @@ def _claim_missed(runtime: Runtime, pair_id: int, channel: str, policy: ChannelP
         alert_store.lock_channel(session, channel)  # the same locks, in the same order, as a low-score claim
         if policy.alert_channel:
             alert_store.lock_alert_channel(session, policy.alert_channel)
-        counts = HourCounts(
-            alert_store.count_low_alerts(session, channel, hour, until),
-            alert_store.count_alerts_to(session, policy.alert_channel, hour, until) if policy.alert_channel else 0,
-        )
+        counts = HourCounts(*alert_store.hour_counts(session, channel, policy.alert_channel, hour, until))
         decided = decide_missed(signals, _current_facts(session, session.get(Pair, pair_id)), policy, counts)
         for judgment_id in decided.disagreed:
             record_vote(session, judgment_id, OUTCOME_VOTER, VOTE_WRONG, now)

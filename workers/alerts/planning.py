@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import Connection
 from sqlalchemy.orm import Session
 
+from common.messages.alerts import Revision
 from common.runtime import Runtime
 from store import alerts as alert_store
 from store import confirmations
@@ -107,14 +108,17 @@ def follow_up_needed(
 
 @dataclass(frozen=True)
 class Judged:
-    """A stored judgment as the policy sees it, with its answer's ts and its low-score alert row, if any."""
+    """A stored judgment as the alert path sees it, read once per task (`load`): what the policy decides on, what a
+    second opinion reads, and what its alert shows but the votes and signals (read when it is drawn)."""
 
     facts: JudgmentFacts
     pair: PairView  # what its verdict read: a second opinion reads the same (PairView.judge_input)
     policy: ChannelPolicy | None  # its channel's rule, resolved once for the whole alert path (None: no channel)
     pair_version: int  # the version of the answer judged
     low_row: tuple[int, str] | None  # (alert id, status)
-    superseded: bool = False  # a judgment of a later version of the answer replaces it
+    max_score: float | None = None
+    reasoning: str | None = None
+    revision: Revision | None = None  # the newer verdict, when a later version of the answer was judged since
     earlier_alerts: tuple[int, ...] = ()  # posted alerts about earlier versions of the answer: to update in place
     second_opinion: SecondOpinion | None = None  # stored on the judgment already
 
@@ -122,32 +126,56 @@ class Judged:
     def answer_ts(self) -> str | None:
         return self.pair.answer_ts
 
+    @property
+    def superseded(self) -> bool:
+        """A judgment of a later version of the answer replaces it."""
+        return self.revision is not None
+
 
 def load(runtime: Runtime, judgment_id: int) -> Judged | None:
     """The judgment, its pair, its alert and its channel's policy, read once for the whole alert path (second
-    opinion included): the frozen context `consider` decides on."""
+    opinion and the alert's message included): the frozen context a task decides and draws on."""
     with runtime.db.reading() as session:
-        judgment = session.get(Judgment, judgment_id)
-        if judgment is None:
-            return None
-        pair = PairView.of(pair_for_judging(session, judgment.pair_id))
-        facts = JudgmentFacts(
-            judgment_id=judgment.id,
-            judge=judgment.judge,
-            status=judgment.status,
-            score=judgment.score,
-            source=pair.source,
-            channel_id=pair.channel_id,
-        )
-        row = alert_store.by_key(session, low_key(judgment_id))
-        superseded = current_judgment(session, judgment).id != judgment.id
-        earlier: list[int] = []
-        if judgment.pair_version > 1 and not superseded:
-            earlier = alert_store.posted_about_earlier(session, pair.id, judgment.judge, judgment.pair_version)
-        low_row = (row.id, row.status) if row else None
-        opinion = confirmations.stored(judgment)
+        return load_in(session, runtime, judgment_id)
+
+
+def load_in(session: Session, runtime: Runtime, judgment_id: int) -> Judged | None:
+    """`load` in a session the task has open already (a redraw reads its alert row in the same one)."""
+    judgment = session.get(Judgment, judgment_id)
+    if judgment is None:
+        return None
+    pair = PairView.of(pair_for_judging(session, judgment.pair_id))
+    facts = JudgmentFacts(
+        judgment_id=judgment.id,
+        judge=judgment.judge,
+        status=judgment.status,
+        score=judgment.score,
+        source=pair.source,
+        channel_id=pair.channel_id,
+    )
+    row = alert_store.by_key(session, low_key(judgment_id))
+    latest = current_judgment(session, judgment)
+    revision = None
+    if latest.id != judgment.id:
+        revision = Revision(latest.status, latest.score, latest.max_score, latest.reasoning)
+    earlier: list[int] = []
+    if judgment.pair_version > 1 and revision is None:
+        earlier = alert_store.posted_about_earlier(session, pair.id, judgment.judge, judgment.pair_version)
+    low_row = (row.id, row.status) if row else None
+    opinion = confirmations.stored(judgment)
     policy = channel_policy(runtime, pair.channel_id) if pair.channel_id else None
-    return Judged(facts, pair, policy, judgment.pair_version, low_row, superseded, tuple(earlier), opinion)
+    return Judged(
+        facts,
+        pair,
+        policy,
+        judgment.pair_version,
+        low_row,
+        max_score=judgment.max_score,
+        reasoning=judgment.reasoning,
+        revision=revision,
+        earlier_alerts=tuple(earlier),
+        second_opinion=opinion,
+    )
 
 
 @dataclass(frozen=True)
@@ -182,10 +210,7 @@ def claim(
         if policy.alert_channel:
             alert_store.lock_alert_channel(session, policy.alert_channel)  # its cap counts every source channel
         row = alert_store.by_key(session, low_key(facts.judgment_id))  # still unclaimed now that we hold the locks?
-        counts = HourCounts(
-            alert_store.count_low_alerts(session, channel, hour, until),
-            alert_store.count_alerts_to(session, policy.alert_channel, hour, until) if policy.alert_channel else 0,
-        )
+        counts = HourCounts(*alert_store.hour_counts(session, channel, policy.alert_channel, hour, until))
         degradation = history = None
         if degradation_blocked(facts, policy) is None:
             degradation, history = read_degradation(session, policy, channel, now)

@@ -3,9 +3,8 @@ summary show. Rendering them as Block Kit stays in `common.messages.alerts`."""
 
 from __future__ import annotations
 
-from contextlib import suppress
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from sqlalchemy.orm import Session
 
@@ -14,7 +13,6 @@ from common.feedback import tally
 from common.messages.alerts import (
     DegradationAlert,
     LowScoreAlert,
-    Revision,
     SummaryItem,
     degradation_alert,
     low_score_alert,
@@ -25,9 +23,9 @@ from common.runtime import Runtime
 from store import alerts as alert_store
 from store.canary import recent_runs
 from store.feedback import votes_for
-from store.judgments import current_judgment
-from store.models import Alert, Judgment, Pair
+from store.models import Alert, Judgment
 from store.outcomes import signals_with_times
+from workers.alerts.planning import Judged
 from workers.alerts.policy import DEGRADATION_JUDGE, WINDOW_ANSWERS, as_utc
 from workers.canary import RECENT_CANARY
 
@@ -41,18 +39,12 @@ def quote_allowed(
     return may_quote(channel_id, channel_is_private, runtime.rules, runtime.settings, alert_channel)
 
 
-def answered_at(pair: Pair) -> datetime:
-    if pair.answer_ts:
-        with suppress(ValueError):
-            return datetime.fromtimestamp(float(pair.answer_ts), UTC)
-    return as_utc(pair.created_at)
-
-
-def render(runtime: Runtime, session: Session, row: Alert) -> dict:
-    """The message of a claimed alert row (low score or degradation)."""
+def render(runtime: Runtime, session: Session, row: Alert, judged: Judged | None) -> dict:
+    """The message of a claimed alert row: a degradation, or a low score (or missed failure) about `judged`."""
     if row.kind == alert_store.KIND_DEGRADATION:
         return degradation_alert(replace(degradation_of(row), judge_note=canary_note(session, as_utc(row.created_at))))
-    return render_low(runtime, session, row)
+    assert judged is not None and judged.facts.judgment_id == row.judgment_id, "a low alert is drawn from its judgment"
+    return render_low(runtime, session, row, judged)
 
 
 def canary_note(session: Session, at: datetime) -> str | None:
@@ -85,35 +77,30 @@ def degradation_of(row: Alert) -> DegradationAlert:
     )
 
 
-def render_low(runtime: Runtime, session: Session, row: Alert) -> dict:
+def render_low(runtime: Runtime, session: Session, row: Alert, judged: Judged) -> dict:
     """A low-score (or missed-failure) alert with the current feedback tally, the outcome signals so far, and the
-    newer verdict when the answer was edited after it was judged (the pair holds the final text)."""
-    judgment = session.get(Judgment, row.judgment_id)
-    pair = session.get(Pair, judgment.pair_id)
-    latest = current_judgment(session, judgment)
-    revision = None
-    if latest.id != judgment.id:
-        revision = Revision(latest.status, latest.score, latest.max_score, latest.reasoning)
-    rule = runtime.rules.for_channel(pair.channel_id, runtime.settings)
+    newer verdict when the answer was edited after it was judged (the pair holds the final text). Everything but
+    the votes and the signals, which change after the post, comes read with the judgment (`planning.load`)."""
+    pair, policy = judged.pair, judged.policy
     draw = missed_failure_alert if row.kind == alert_store.KIND_MISSED else low_score_alert
     return draw(
         LowScoreAlert(
-            judgment_id=judgment.id,
-            judge=judgment.judge,
-            score=judgment.score,
-            max_score=judgment.max_score,
-            threshold=rule.thresholds.get(judgment.judge),
+            judgment_id=judged.facts.judgment_id,
+            judge=judged.facts.judge,
+            score=judged.facts.score,
+            max_score=judged.max_score,
+            threshold=policy.thresholds.get(judged.facts.judge) if policy else None,
             channel_id=pair.channel_id,
-            answered_at=answered_at(pair),
-            quote=quote_allowed(runtime, pair.channel_id, bool(pair.channel_is_private), row.alert_channel_id),
-            question=pair.question_text,
-            answer=pair.answer_text,
-            reasoning=judgment.reasoning,
+            answered_at=pair.answered_at,
+            quote=quote_allowed(runtime, pair.channel_id, pair.channel_is_private, row.alert_channel_id),
+            question=pair.question,
+            answer=pair.answer,
+            reasoning=judged.reasoning,
             permalink=(row.details or {}).get("permalink"),
-            stream_errored=bool(pair.stream_errored),
-            votes=tally(votes_for(session, judgment.id)),
-            context=pair.context_text,
-            revision=revision,
+            stream_errored=pair.stream_errored,
+            votes=tally(votes_for(session, judged.facts.judgment_id)),
+            context=pair.context,
+            revision=judged.revision,
             signals=tuple(describe(name, after) for name, after in signals_with_times(session, pair.id)),
             forgotten=(row.details or {}).get("forgotten"),
         )

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from contextlib import suppress
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from common.telemetry.logs import event_fields
@@ -26,6 +28,10 @@ class PairView:
     version: int = 1  # of the answer's text: its judgments are stored under it
     rejudges: int = 0  # times an edit re-opened it after it was judged
     context: str | None = None  # the conversation's earlier turns (judges.context.format_turns)
+    # What an alert about the pair shows besides its texts:
+    channel_is_private: bool = False
+    stream_errored: bool = False  # the bot's stream ended in an error: judged on what was shown
+    created_at: datetime | None = None
 
     @classmethod
     def of(cls, fields: dict[str, Any]) -> PairView:
@@ -42,12 +48,24 @@ class PairView:
             version=fields.get("version") or 1,
             rejudges=fields.get("rejudges") or 0,
             context=fields.get("context_text") or None,
+            channel_is_private=bool(fields.get("channel_is_private")),
+            stream_errored=bool(fields.get("stream_errored")),
+            created_at=fields.get("created_at"),
         )
 
     @property
     def judge_input(self) -> JudgeInput:
         """What every verdict on this version of the pair reads (the first and a second opinion alike)."""
         return JudgeInput.of(self.question, self.answer, self.reference, self.context)
+
+    @property
+    def answered_at(self) -> datetime:
+        """When the answer was posted: its Slack ts, else when it was captured."""
+        if self.answer_ts:
+            with suppress(ValueError):
+                return datetime.fromtimestamp(float(self.answer_ts), UTC)
+        at = self.created_at or datetime.now(UTC)
+        return at if at.tzinfo else at.replace(tzinfo=UTC)  # SQLite gives naive UTC
 
     def budget_unit(self, judge: str) -> str:
         """The budget's key for this judgment: each re-judgment of an edited answer is a unit of its own."""
