@@ -12,6 +12,7 @@ import redis
 from sqlalchemy import select
 
 from store.models import Pair
+from tests import slack_interactions as si
 from tests import slack_requests as sr
 from tests.bot_harness import BotServer, ServedBot
 from tests.builders import SECRET
@@ -63,7 +64,7 @@ def queued(redis_url: str, queue: str) -> list[dict]:
 
 def command(bot: ServedBot, text: str, slack: FakeSlack, key: str = "cmd", **kwargs):
     started = time.monotonic()
-    response = sr.post(bot.url, sr.slash_command(text, response_url=slack.response_url(key), **kwargs), SECRET)
+    response = sr.post(bot.url, si.slash_command(text, response_url=slack.response_url(key), **kwargs), SECRET)
     elapsed = time.monotonic() - started
     assert response.status_code == 200, response.text
     assert elapsed < 3.0  # Slack's deadline for the acknowledgement

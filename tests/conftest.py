@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import shutil
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
@@ -91,15 +92,23 @@ def _reset(database: Database) -> None:
             connection.execute(table.delete())
 
 
+@pytest.fixture(scope="session")
+def migrated_sqlite(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite file migrated once per test process: each test gets a copy (migrating took 0.5-0.9 s a test)."""
+    path = tmp_path_factory.mktemp("sqlite-template") / "relmon.sqlite3"
+    database = Database(f"sqlite:///{path}")
+    database.migrate()
+    database.dispose()
+    return path
+
+
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """A migrated, empty database: once on SQLite, once on PostgreSQL."""
     if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'relmon.sqlite3'}"
-        database = Database(url)
-        database.migrate()
-        database.dispose()
-        yield url
+        path = tmp_path / "relmon.sqlite3"
+        shutil.copyfile(request.getfixturevalue("migrated_sqlite"), path)
+        yield f"sqlite:///{path}"
         return
     url = request.getfixturevalue("postgres_url")
     database = Database(url)

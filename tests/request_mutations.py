@@ -10,6 +10,7 @@ import urllib.parse
 from collections.abc import Iterator
 from urllib.parse import urlencode
 
+from tests import slack_interactions as si
 from tests import slack_requests as sr
 from tests.builders import SECRET
 
@@ -33,12 +34,12 @@ def valid_requests(kind: str) -> list[dict]:
         return [sr.envelope(event) for event in events]
     if kind == "commands":
         texts = ["help", LINK, f"{LINK} relevancy", "stats", "stats #support", "digest", "", "what?"]
-        return [dict(urllib.parse.parse_qsl(sr.slash_command(text).decode())) for text in texts]
+        return [dict(urllib.parse.parse_qsl(si.slash_command(text).decode())) for text in texts]
     if kind == "shortcuts":
-        return [sr.message_action_payload(dict(answer))]
+        return [si.message_action_payload(dict(answer))]
     if kind == "block_actions":
-        return [sr.block_actions_payload(action, "1") for action in ("relmon_right", "relmon_wrong", "relmon_open")]
-    return [sr.view_submission_payload(question="How do I reset it?", answer="Under Settings.")]
+        return [si.block_actions_payload(action, "1") for action in ("relmon_right", "relmon_wrong", "relmon_open")]
+    return [si.view_submission_payload(question="How do I reset it?", answer="Under Settings.")]
 
 
 def _paths(value: object, prefix: tuple = ()) -> list[tuple]:
@@ -75,7 +76,7 @@ def encoded(kind: str, payload: dict) -> tuple[bytes, str]:
         return json.dumps(payload).encode(), "application/json"
     if kind == "commands":
         return urlencode({k: v if isinstance(v, str) else json.dumps(v) for k, v in payload.items()}).encode(), FORM
-    return sr.payload_body(payload), FORM
+    return si.payload_body(payload), FORM
 
 
 def hostile_requests(kind: str, count: int, rng: random.Random) -> Iterator[tuple[str, bytes, str, dict, str | None]]:

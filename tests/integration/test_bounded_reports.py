@@ -17,6 +17,7 @@ from common.membership import MembershipCache
 from common.messages.verdicts import ERRORS
 from common.reports.view_cache import forget_views
 from common.runtime import slack_client_for
+from tests import slack_interactions as si
 from tests import slack_requests as sr
 from tests.alert_helpers import add_judgment
 from tests.builders import SECRET
@@ -28,7 +29,7 @@ LIMITED = ERRORS["reports_rate_limited"]
 
 
 def ask(bot, slack, text: str, key: str, user: str = "U_ASKER") -> str:
-    body = sr.slash_command(text, response_url=slack.response_url(key), user_id=user)
+    body = si.slash_command(text, response_url=slack.response_url(key), user_id=user)
     assert sr.post(bot.url, body, SECRET).status_code == 200
     [answer] = wait_for(lambda: slack.responses[key], timeout=10, what=f"the answer to {text}")
     return str(answer)

@@ -10,6 +10,7 @@ from common.celery_app import QUEUE_SLACK
 from common.messages.verdicts import ERRORS
 from store.feedback import votes_for
 from tests import command_helpers
+from tests import slack_interactions as si
 from tests import slack_requests as sr
 from tests.alert_helpers import add_judgment
 from tests.bot_harness import ServedBot
@@ -23,7 +24,7 @@ bot, slack = command_helpers.bot, command_helpers.slack  # the served bot's fixt
 
 
 def test_a_vote_on_a_deleted_judgment_says_what_to_do(bot, slack):
-    body = sr.block_actions("feedback_wrong", "987654", channel_id="C_ALERTS", response_url=slack.response_url("v"))
+    body = si.block_actions("feedback_wrong", "987654", channel_id="C_ALERTS", response_url=slack.response_url("v"))
     assert sr.post(bot.url, body, SECRET).status_code == 200
     [answer] = wait_for(lambda: slack.responses["v"], timeout=10, what="the answer")
     assert answer["text"] == ERRORS["vote_gone"]
@@ -38,7 +39,7 @@ def feedback_clicked(bot: ServedBot, slack: FakeSlack) -> int:
     [alert_ts] = slack.messages["C_ALERTS"].keys()
     for user, action in (("U_ASKER", "feedback_right"), ("U_TWO", "feedback_wrong"), ("U_ASKER", "feedback_wrong")):
         started = time.monotonic()
-        body = sr.block_actions(action, str(judgment_id), user_id=user, channel_id="C_ALERTS", message_ts=alert_ts)
+        body = si.block_actions(action, str(judgment_id), user_id=user, channel_id="C_ALERTS", message_ts=alert_ts)
         response = sr.post(bot.url, body, SECRET)
         assert response.status_code == 200 and time.monotonic() - started < 3.0
         vote = action.removeprefix("feedback_")
@@ -70,4 +71,4 @@ def test_feedback_buttons_queue_a_refresh_of_the_alert(bot, slack, redis_url):
 
 def test_the_alerts_link_button_is_acknowledged(bot):
     """Slack sends an action for a link button too."""
-    assert sr.post(bot.url, sr.block_actions("open_message", "", channel_id="C_ALERTS"), SECRET).status_code == 200
+    assert sr.post(bot.url, si.block_actions("open_message", "", channel_id="C_ALERTS"), SECRET).status_code == 200

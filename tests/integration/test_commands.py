@@ -22,6 +22,7 @@ from common.messages.verdicts import ERRORS
 from judges.names import JUDGE_NAMES
 from store.models import Pair
 from tests import command_helpers
+from tests import slack_interactions as si
 from tests import slack_requests as sr
 from tests.bot_harness import ServedBot
 from tests.builders import SECRET
@@ -161,7 +162,7 @@ def test_shortcut_judges_the_message_it_is_used_on(bot, slack):
     message = {"type": "message", "ts": ANSWER_TS, "thread_ts": QUESTION_TS,
                "text": "offtopic: our office is open 9 to 5", "bot_id": "B_SUPPORT", "user": "U_SUPPORT"}  # fmt: skip
     started = time.monotonic()
-    response = sr.post(bot.url, sr.message_action(message, channel_id=C, response_url=slack.response_url("sc")), SECRET)
+    response = sr.post(bot.url, si.message_action(message, channel_id=C, response_url=slack.response_url("sc")), SECRET)
     assert response.status_code == 200 and time.monotonic() - started < 3.0
     [pair] = wait_for(lambda: pairs(bot), timeout=10, what="an on-demand pair")
     assert pair.source == "shortcut" and pair.question_text == "How do I reset my password?"
@@ -178,7 +179,7 @@ def test_shortcut_in_a_channel_the_person_left_is_refused(bot, slack):
         "text": "The Q3 budget is 4 million.",
         "bot_id": "B_SUPPORT",
     }
-    sr.post(bot.url, sr.message_action(message, channel_id=OTHER, response_url=slack.response_url("sc2")), SECRET)
+    sr.post(bot.url, si.message_action(message, channel_id=OTHER, response_url=slack.response_url("sc2")), SECRET)
     [refusal] = wait_for(lambda: slack.responses["sc2"], timeout=10, what="the refusal")
     assert "member" in refusal["text"] and "budget" not in refusal["text"]
     assert pairs(bot) == []

@@ -11,7 +11,7 @@ import types
 import pytest
 from slack_bolt import BoltResponse
 
-from tests import slack_requests as sr
+from tests import slack_interactions as si
 from tests.request_mutations import MUTATION_SEED, mutate, valid_requests
 
 SOCKET_KINDS = {"events": "events_api", "commands": "slash_commands", "block_actions": "interactive"}
@@ -50,7 +50,7 @@ def test_socket_mode_payloads_of_odd_shapes_are_acknowledged_never_dispatched(ki
     for payload in valid_requests(kind):
         handler.handle(client, SocketModeRequest(type=SOCKET_KINDS[kind], envelope_id="ok", payload=payload))
         assert dispatched[-1] is payload
-    broken = sr.block_actions_payload("relmon_right", "1")
+    broken = si.block_actions_payload("relmon_right", "1")
     del broken["actions"][0]["action_id"]
     if kind == "block_actions":
         handler.handle(client, SocketModeRequest(type="interactive", envelope_id="no-id", payload=broken))

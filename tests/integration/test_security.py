@@ -10,6 +10,7 @@ import time
 import pytest
 import redis
 
+from tests import slack_interactions as si
 from tests import slack_requests as sr
 from tests.bot_harness import BotServer
 from tests.builders import SECRET
@@ -53,7 +54,7 @@ def test_a_request_not_freshly_signed_by_slack_gets_401_without_effect(redis_url
                 response = bot_post(bot.url, body, headers)
                 assert response.status_code == 401, f"{what}: {response.status_code}"
             # A slash command and a shortcut, forged: refused the same way.
-            for form in (sr.slash_command("https://x.slack.com/archives/C1/p1"), sr.message_action(answer["event"])):
+            for form in (si.slash_command("https://x.slack.com/archives/C1/p1"), si.message_action(answer["event"])):
                 headers = {**sr.sign(form, "not-the-secret"), "Content-Type": "application/x-www-form-urlencoded"}
                 assert bot_post(bot.url, form, headers).status_code == 401
 

@@ -21,6 +21,7 @@ import redis
 from common.celery_app import QUEUE_SLACK
 from store.db import Database
 from store.models import Pair, PairStatus
+from tests import slack_interactions as si
 from tests import slack_requests as sr
 from tests.bot_harness import BotServer
 from tests.builders import SECRET, make_settings
@@ -145,7 +146,7 @@ def test_low_scores_are_alerted_under_the_cap_with_feedback_on_each_alert(bot, s
 
     # feedback: two people vote; the alert shows the tally
     for user, action in (("U_ASKER", "feedback_wrong"), ("U_TWO", "feedback_right")):
-        body = sr.block_actions(action, str(judgment_id), user_id=user, channel_id=ALERTS, message_ts=alert["ts"])
+        body = si.block_actions(action, str(judgment_id), user_id=user, channel_id=ALERTS, message_ts=alert["ts"])
         assert sr.post(bot.url, body, SECRET).status_code == 200
 
     def tallied():
@@ -172,7 +173,7 @@ def test_low_scores_are_alerted_under_the_cap_with_feedback_on_each_alert(bot, s
 
 def test_judge_link_sends_the_verdict_privately(bot, slack, worker):
     link = f"https://example.slack.com/archives/{C}/p1712345678123456?thread_ts={QUESTION_TS}&cid={C}"
-    response = sr.post(bot.url, sr.slash_command(link, response_url=slack.response_url("verdict")), SECRET)
+    response = sr.post(bot.url, si.slash_command(link, response_url=slack.response_url("verdict")), SECRET)
     assert response.status_code == 200 and "Judging" in response.json()["text"]
     [verdict] = wait_for(lambda: slack.responses["verdict"], timeout=30, what="the verdict on the response_url")
     assert verdict["response_type"] == "ephemeral"
@@ -185,7 +186,7 @@ def test_judge_link_sends_the_verdict_privately(bot, slack, worker):
 def test_the_verdict_waits_out_a_rate_limited_response_url(bot, slack, worker):
     slack.rate_limit_response_url("busy", times=1, retry_after=2)
     link = f"https://example.slack.com/archives/{C}/p1712345678123456?thread_ts={QUESTION_TS}&cid={C}"
-    assert sr.post(bot.url, sr.slash_command(link, response_url=slack.response_url("busy")), SECRET).status_code == 200
+    assert sr.post(bot.url, si.slash_command(link, response_url=slack.response_url("busy")), SECRET).status_code == 200
     [verdict] = wait_for(lambda: slack.responses["busy"], timeout=40, what="the verdict after the Retry-After")
     assert verdict["blocks"][0]["text"]["text"] == "Verdict: Relevancy 0 / 4"
     refused, taken = slack.response_attempts["busy"]
@@ -196,7 +197,7 @@ def test_the_verdict_waits_out_a_rate_limited_response_url(bot, slack, worker):
 def test_an_expired_response_url_sends_the_verdict_ephemerally_where_judge_was_typed(bot, slack, worker):
     slack.expire_response_url("late")
     link = f"https://example.slack.com/archives/{C}/p1712345678123456?thread_ts={QUESTION_TS}&cid={C}"
-    body = sr.slash_command(link, channel_id=ALERTS, response_url=slack.response_url("late"))  # typed in #alerts
+    body = si.slash_command(link, channel_id=ALERTS, response_url=slack.response_url("late"))  # typed in #alerts
     assert sr.post(bot.url, body, SECRET).status_code == 200
     [ephemeral] = wait_for(lambda: slack.ephemerals, timeout=40, what="the verdict as an ephemeral message")
     assert (ephemeral["channel"], ephemeral["user"]) == (ALERTS, "U_ASKER")
@@ -207,7 +208,7 @@ def test_an_expired_response_url_sends_the_verdict_ephemerally_where_judge_was_t
 def test_shortcut_notes_then_sends_the_verdict(bot, slack, worker):
     message = {"type": "message", "ts": ANSWER_TS, "thread_ts": QUESTION_TS, "user": "U_SUPPORT",
                "text": "offtopic: our office is open 9 to 5", "bot_id": "B_SUPPORT"}  # fmt: skip
-    body = sr.message_action(message, channel_id=C, response_url=slack.response_url("sc"))
+    body = si.message_action(message, channel_id=C, response_url=slack.response_url("sc"))
     assert sr.post(bot.url, body, SECRET).status_code == 200
     note, verdict = wait_for(lambda: len(slack.responses["sc"]) >= 2 and slack.responses["sc"], timeout=40)
     assert note["text"].startswith("Judging that answer…") and note["response_type"] == "ephemeral"
@@ -219,7 +220,7 @@ def test_shortcut_notes_then_sends_the_verdict(bot, slack, worker):
 def test_modal_sends_the_verdict_of_the_pasted_answer(bot, slack, worker):
     from tests.integration.test_commands import view_submission
 
-    assert sr.post(bot.url, sr.slash_command("", response_url=slack.response_url("modal")), SECRET).status_code == 200
+    assert sr.post(bot.url, si.slash_command("", response_url=slack.response_url("modal")), SECRET).status_code == 200
     [opened] = wait_for(lambda: slack.calls_to("views.open"), timeout=10, what="views.open")
     view = opened["view"] if isinstance(opened["view"], dict) else json.loads(opened["view"])
     body = view_submission(
@@ -240,7 +241,7 @@ def test_stats_show_what_the_worker_judged(bot, slack, worker, producer):
 
     def counted():
         slack.responses.pop("stats", None)
-        sr.post(bot.url, sr.slash_command("stats", response_url=slack.response_url("stats")), SECRET)
+        sr.post(bot.url, si.slash_command("stats", response_url=slack.response_url("stats")), SECRET)
         answer = wait_for(lambda: slack.responses["stats"], timeout=10, what="the stats")[0]
         return "2 answers judged" in json.dumps(answer) and answer
 

@@ -12,6 +12,7 @@ import pytest
 
 from judges.context import HEADING, QUESTION_LABEL
 from store.models import ConfirmationStatus
+from tests import slack_interactions as si
 from tests import slack_requests as sr
 from tests.builders import SECRET
 from tests.fakes.openai_server import is_sampled, prompt_text
@@ -32,7 +33,7 @@ def second_calls(system) -> list[dict]:
 def stats_answer(system) -> str:
     """`/judge stats` in the support channel, signed, through the bot; the text of its figures."""
     system.slack.responses.pop("stats", None)
-    body = sr.slash_command("stats", response_url=system.slack.response_url("stats"))
+    body = si.slash_command("stats", response_url=system.slack.response_url("stats"))
     assert sr.post(system.bot.url, body, SECRET).status_code == 200
     answer = wait_for(lambda: system.slack.responses["stats"], timeout=20, what="the stats")[0]
     return json.dumps(answer["blocks"], ensure_ascii=False)

@@ -13,6 +13,7 @@ from sqlalchemy import select
 from common.messages.golden import EXPECTED_BLOCK, GOLDEN_ACTION_ID, GOLDEN_MODAL_ID, REMOVE_BLOCK, REMOVE_VALUE
 from store.db import Database
 from store.golden_models import GoldenItem
+from tests import slack_interactions as si
 from tests import slack_requests as sr
 from tests.builders import SECRET
 from tests.fakes.slack_server import FakeSlack
@@ -66,7 +67,7 @@ def submission(view: dict, expected: str | None, *, remove: bool = False, user: 
         },
         "response_urls": [],
     }
-    return sr.payload_body(payload)
+    return si.payload_body(payload)
 
 
 def test_the_golden_set_follows_the_conversation(redis_url: str, db_url: str, tmp_path: Path) -> None:
@@ -110,7 +111,7 @@ def test_the_golden_set_follows_the_conversation(redis_url: str, db_url: str, tm
                     assert system.post_event(event).status_code == 200
                 alert = low_alert_for(slack, "Which plans include SSO?")
                 judgment_id = button(alert, "feedback_right")["value"]
-                body = sr.block_actions("feedback_right", judgment_id, user_id="U_AGENT", message_ts=alert["ts"])
+                body = si.block_actions("feedback_right", judgment_id, user_id="U_AGENT", message_ts=alert["ts"])
                 assert sr.post(events, body, SECRET).status_code == 200
                 voted = wait_for(lambda: items(database).get("Which plans include SSO?"), timeout=30,
                                  what="the vote's golden item")  # fmt: skip
@@ -118,7 +119,7 @@ def test_the_golden_set_follows_the_conversation(redis_url: str, db_url: str, tm
 
                 # 3. "Add to test set" opens the modal; the expected answer written there is saved.
                 assert button(alert, GOLDEN_ACTION_ID)["text"]["text"] == "Add to test set"
-                body = sr.block_actions(GOLDEN_ACTION_ID, judgment_id, user_id="U_AGENT", message_ts=alert["ts"])
+                body = si.block_actions(GOLDEN_ACTION_ID, judgment_id, user_id="U_AGENT", message_ts=alert["ts"])
                 assert sr.post(events, body, SECRET).status_code == 200
                 view = wait_for(lambda: next((v for v in slack.views if v.get("callback_id") == GOLDEN_MODAL_ID),
                                              None), timeout=20, what="the modal")  # fmt: skip

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from store.db import Database
+from tests import slack_interactions as si
 from tests import slack_requests as sr
 from tests.fakes.sentry_server import FakeSentry, parse_envelope
 from tests.processes import json_lines, wait_for
@@ -168,7 +169,7 @@ def test_database_errors_of_the_real_processes_are_reported_without_texts(
         for event in (question, answer, second, reply):
             assert system.post_event(event).status_code == 200  # the bot stores nothing before it answers
         # 3. The bot's own insert fails: the /judge modal submitted with a pasted answer stores an on-demand pair.
-        modal = sr.payload_body(sr.view_submission_payload(question=QUESTION, answer=ANSWER))
+        modal = si.payload_body(si.view_submission_payload(question=QUESTION, answer=ANSWER))
         assert sr.post(system.base_url + "/slack/events", modal, SECRET).status_code == 200
 
         def components() -> set[str]:
