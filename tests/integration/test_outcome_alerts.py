@@ -8,7 +8,7 @@ import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import event, select
 
 from common.feedback import tally
 from store import outcomes as outcome_store
@@ -94,3 +94,24 @@ def test_a_well_scored_answer_that_failed_is_alerted_once_as_a_disagreement(runt
         votes = votes_for(session, judgment_id)
     assert votes == [(OUTCOME_VOTER, "wrong")] and tally(votes).wrong == 1
     assert "1 says it was wrong" in blocks_text(fake.calls_to("chat.update")[-1])
+
+
+def test_a_missed_failure_is_claimed_and_drawn_from_one_read_of_its_pair(runtime, fake):
+    """The follow-up reads the pair once for the claim and the post; the redraw of the pair's posted alerts, which
+    follows and may be deferred to a task of its own, reads it for itself."""
+    judgment_id = add_judgment(runtime, score=4)
+    pair_id = watched(runtime, judgment_id)
+    signal(runtime, pair_id, "reask", 1)
+    signal(runtime, pair_id, "negative_reaction", 3)
+    statements: list[str] = []
+
+    def listen(_connection, _cursor, statement, *_rest) -> None:
+        statements.append(statement)
+
+    event.listen(runtime.db.engine, "before_cursor_execute", listen)
+    try:
+        assert follow_up(runtime, pair_id) == "missed: posted; redrawn: 1"
+    finally:
+        event.remove(runtime.db.engine, "before_cursor_execute", listen)
+    assert len([s for s in statements if "pairs.question_text" in s]) == 2  # the follow-up's, the redraw's
+    assert "Missed failure: relevancy 4 / 4" in blocks_text(fake.posted(ALERTS)[0])

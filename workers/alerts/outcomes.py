@@ -23,10 +23,11 @@ from common.runtime import Runtime
 from store import alerts as alert_store
 from store.feedback import record_vote
 from store.judgments import is_current
-from store.models import Judgment, Pair, PairSource
+from store.models import Judgment, PairSource
 from store.outcomes import signal_names
 from workers.alerts import delivery, planning
 from workers.alerts.policy import Action, ChannelPolicy, HourCounts, JudgmentFacts, hour_start, is_low
+from workers.judging.pair_view import PairView
 
 log = logging.getLogger("relmon.alerts")
 
@@ -74,34 +75,30 @@ def decide_missed(
     return MissedDecision(Action.ALERT, "missed_failure", about, disagreed)
 
 
-def _current_facts(session: Session, pair: Pair) -> list[JudgmentFacts]:
+def _current_facts(session: Session, pair: PairView) -> list[JudgmentFacts]:
     rows = session.scalars(
         select(Judgment).where(Judgment.pair_id == pair.id, is_current(Judgment)).order_by(Judgment.id)
     )
     return [
-        JudgmentFacts(
-            j.id, j.judge, j.status, j.score, source=pair.source or PairSource.CAPTURE, channel_id=pair.channel_id
-        )
-        for j in rows
+        JudgmentFacts(j.id, j.judge, j.status, j.score, source=pair.source, channel_id=pair.channel_id) for j in rows
     ]
 
 
 def follow_up(runtime: Runtime, pair_id: int, now: datetime | None = None) -> str:
     """After a pair's signals changed: claim (once) and post its missed-failure alert if due, then redraw its
-    posted alerts with the signals so far. Idempotent: a retry finds the claim and the post-once receipt."""
+    posted alerts with the signals so far. Idempotent: a retry finds the claim and the post-once receipt. The pair
+    is read once; the alert is drawn from that read."""
     now = now or datetime.now(UTC)
-    with runtime.db.session() as session:
-        pair = session.get(Pair, pair_id)
-        if pair is None or pair.source != PairSource.CAPTURE or not pair.channel_id:
-            return "missing"
-        channel = pair.channel_id
-    policy = planning.channel_policy(runtime, channel)
-    outcome = _claim_missed(runtime, pair_id, channel, policy, now)
+    with runtime.db.reading() as session:
+        pair = planning.read_pair(session, pair_id)
+    if pair is None or pair.source != PairSource.CAPTURE or not pair.channel_id:
+        return "missing"
+    policy = planning.channel_policy(runtime, pair.channel_id)
+    outcome, row_id, judgment_id = _claim_missed(runtime, pair, policy, now)
     if outcome == alert_store.STATUS_CLAIMED:
         with runtime.db.reading() as session:
-            row = alert_store.by_key(session, missed_key(pair_id))
-            judged = planning.load_in(session, runtime, row.judgment_id)
-        outcome = delivery.post_alert(runtime, row.id, judged)
+            judged = planning.judged_of(session, session.get(Judgment, judgment_id), pair, policy)
+        outcome = delivery.post_alert(runtime, row_id, judged)
     elif outcome == alert_store.STATUS_HELD:
         delivery.schedule_summary_flush(runtime)
     with runtime.db.session() as session:
@@ -111,31 +108,34 @@ def follow_up(runtime: Runtime, pair_id: int, now: datetime | None = None) -> st
     return f"missed: {outcome}; redrawn: {len(posted)}"
 
 
-def _claim_missed(runtime: Runtime, pair_id: int, channel: str, policy: ChannelPolicy, now: datetime) -> str:
+def _claim_missed(
+    runtime: Runtime, pair: PairView, policy: ChannelPolicy, now: datetime
+) -> tuple[str, int | None, int | None]:
+    """The missed-failure alert's claim: (its status or why there is none, its row id, its judgment id)."""
     hour = hour_start(now)
     until = hour + timedelta(hours=1)
-    with runtime.db.session() as session:
-        found = alert_store.by_key(session, missed_key(pair_id))
+    channel = pair.channel_id
+    with runtime.db.reading() as session:
+        found = alert_store.by_key(session, missed_key(pair.id))
         if found is not None:
-            return found.status
-        if not failed(signal_names(session, pair_id)):
-            return "not_failed"
-        answer_ts = session.get(Pair, pair_id).answer_ts
-    link = delivery.permalink(runtime, channel, answer_ts)  # a Slack call: before the locks
+            return found.status, found.id, found.judgment_id
+        if not failed(signal_names(session, pair.id)):
+            return "not_failed", None, None
+    link = delivery.permalink(runtime, channel, pair.answer_ts)  # a Slack call: before the locks
     with runtime.db.session() as session:
-        signals = signal_names(session, pair_id)
+        signals = signal_names(session, pair.id)
         alert_store.lock_channel(session, channel)  # the same locks, in the same order, as a low-score claim
         if policy.alert_channel:
             alert_store.lock_alert_channel(session, policy.alert_channel)
         counts = HourCounts(*alert_store.hour_counts(session, channel, policy.alert_channel, hour, until))
-        decided = decide_missed(signals, _current_facts(session, session.get(Pair, pair_id)), policy, counts)
+        decided = decide_missed(signals, _current_facts(session, pair), policy, counts)
         for judgment_id in decided.disagreed:
             record_vote(session, judgment_id, OUTCOME_VOTER, VOTE_WRONG, now)
         if decided.action is Action.NONE:
-            return decided.reason
+            return decided.reason, None, None
         row, created = alert_store.claim(
             session,
-            dedupe_key=missed_key(pair_id),
+            dedupe_key=missed_key(pair.id),
             kind=alert_store.KIND_MISSED,
             status=alert_store.STATUS_HELD if decided.action is Action.HOLD else alert_store.STATUS_CLAIMED,
             judgment_id=decided.judgment_id,
@@ -145,5 +145,5 @@ def _claim_missed(runtime: Runtime, pair_id: int, channel: str, policy: ChannelP
             now=now,
         )
     if created:
-        log.info("missed failure claimed", extra={"pair_id": pair_id, "alert_id": row.id, "status": row.status})
-    return row.status
+        log.info("missed failure claimed", extra={"pair_id": pair.id, "alert_id": row.id, "status": row.status})
+    return row.status, row.id, row.judgment_id

@@ -144,7 +144,21 @@ def load_in(session: Session, runtime: Runtime, judgment_id: int) -> Judged | No
     judgment = session.get(Judgment, judgment_id)
     if judgment is None:
         return None
-    pair = PairView.of(pair_for_judging(session, judgment.pair_id))
+    pair = read_pair(session, judgment.pair_id)
+    if pair is None:  # forgotten meanwhile (its judgments go with it)
+        return None
+    return judged_of(session, judgment, pair, channel_policy(runtime, pair.channel_id) if pair.channel_id else None)
+
+
+def read_pair(session: Session, pair_id: int) -> PairView | None:
+    """The pair as the alert path and its messages see it (texts included): one read."""
+    fields = pair_for_judging(session, pair_id)
+    return PairView.of(fields) if fields is not None else None
+
+
+def judged_of(session: Session, judgment: Judgment, pair: PairView, policy: ChannelPolicy | None) -> Judged:
+    """The rest of a `Judged` once its judgment, pair and channel policy are at hand: its alert row, the newer
+    verdict and the alerts about earlier versions."""
     facts = JudgmentFacts(
         judgment_id=judgment.id,
         judge=judgment.judge,
@@ -153,7 +167,7 @@ def load_in(session: Session, runtime: Runtime, judgment_id: int) -> Judged | No
         source=pair.source,
         channel_id=pair.channel_id,
     )
-    row = alert_store.by_key(session, low_key(judgment_id))
+    row = alert_store.by_key(session, low_key(judgment.id))
     latest = current_judgment(session, judgment)
     revision = None
     if latest.id != judgment.id:
@@ -163,7 +177,6 @@ def load_in(session: Session, runtime: Runtime, judgment_id: int) -> Judged | No
         earlier = alert_store.posted_about_earlier(session, pair.id, judgment.judge, judgment.pair_version)
     low_row = (row.id, row.status) if row else None
     opinion = confirmations.stored(judgment)
-    policy = channel_policy(runtime, pair.channel_id) if pair.channel_id else None
     return Judged(
         facts,
         pair,
