@@ -94,12 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
     imported.add_argument("export", help="the Slack workspace export (zip)")
     _history_options(imported)
 
-    from relmon.golden_cli import add_arguments as golden_arguments
-
-    golden_arguments(commands)
-    from relmon.regress.command import add_arguments as regress_arguments
-
-    regress_arguments(commands)
+    _golden_arguments(commands)
+    _regress_arguments(commands)
 
     ping = commands.add_parser("ping", help="health check: this host's worker or beat answers over the broker")
     ping.add_argument("which", choices=["worker", "beat"])
@@ -109,6 +105,41 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser("doctor", help="check settings, Slack, Redis, the database and the LLM endpoint")
     commands.add_parser("manifest", help="print the Slack app manifest (YAML)")
     return parser
+
+
+def _golden_arguments(commands) -> None:
+    """The `golden` subcommand's own subcommands (`relmon.golden_cli` runs them)."""
+    from golden.formats import FORMATS
+
+    golden = commands.add_parser("golden", help="the golden set: export, import, list, remove")
+    actions = golden.add_subparsers(dest="golden_command", required=True, metavar="ACTION")
+    export = actions.add_parser("export", help="write the set in an evaluation tool's import format")
+    export.add_argument("--format", choices=FORMATS, default="jsonl")
+    export.add_argument("--output", "-o", help="write to this file instead of stdout")
+    export.add_argument("--channel", action="append", help="also this private channel's items (repeatable)")
+    export.add_argument("--include-private", action="store_true", help="every private channel's items too")
+    export.add_argument("--for-user", metavar="USER_ID", help="also the private channels this person is a member of")
+    export.add_argument("--redact", action="store_true", help="redact PII even if RELMON_REDACT_PII is off")
+    imported = actions.add_parser("import", help="add a set from DeepEval, Langfuse, LangSmith, Braintrust, ...")
+    imported.add_argument("file")
+    listed = actions.add_parser("list", help="print the set")
+    listed.add_argument("--include-private", action="store_true")
+    remove = actions.add_parser("remove", help="take an item out of the set")
+    remove.add_argument("item_id", type=int)
+
+
+def _regress_arguments(commands) -> None:
+    """`relmon regress` (`relmon.regress.command` runs it)."""
+    regress = commands.add_parser("regress", help="judge a new bot version's answers to the golden questions")
+    regress.add_argument("candidates", help="JSONL or CSV: id or question, answer (relmon golden export is a template)")
+    regress.add_argument("--baseline", help="compare with: a run id, an earlier --json file, or none (default: the "
+                         "last finished run)")  # fmt: skip
+    regress.add_argument("--min-pass", type=float, default=0.8, help="exit 1 below this pass rate (default 0.8)")
+    regress.add_argument("--json", help="write the report as JSON to this file")
+    regress.add_argument("--junit", help="write JUnit XML to this file (one testcase per golden item)")
+    regress.add_argument("--batch", action="store_true", help="judge through the OpenAI Batch API (half price)")
+    regress.add_argument("--threads", type=int, default=8, help="judgments in flight at once (default 8)")
+    regress.add_argument("--fresh", action="store_true", help="judge again answers an earlier run judged already")
 
 
 def _history_options(parser: argparse.ArgumentParser) -> None:

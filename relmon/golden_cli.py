@@ -147,27 +147,6 @@ def _cut(text: str, width: int = 60) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
-def add_arguments(commands) -> None:
-    """The `golden` subcommand's own subcommands (relmon.cli)."""
-    from golden.formats import FORMATS
-
-    golden = commands.add_parser("golden", help="the golden set: export, import, list, remove")
-    actions = golden.add_subparsers(dest="golden_command", required=True, metavar="ACTION")
-    export = actions.add_parser("export", help="write the set in an evaluation tool's import format")
-    export.add_argument("--format", choices=FORMATS, default="jsonl")
-    export.add_argument("--output", "-o", help="write to this file instead of stdout")
-    export.add_argument("--channel", action="append", help="also this private channel's items (repeatable)")
-    export.add_argument("--include-private", action="store_true", help="every private channel's items too")
-    export.add_argument("--for-user", metavar="USER_ID", help="also the private channels this person is a member of")
-    export.add_argument("--redact", action="store_true", help="redact PII even if RELMON_REDACT_PII is off")
-    imported = actions.add_parser("import", help="add a set from DeepEval, Langfuse, LangSmith, Braintrust, ...")
-    imported.add_argument("file")
-    listed = actions.add_parser("list", help="print the set")
-    listed.add_argument("--include-private", action="store_true")
-    remove = actions.add_parser("remove", help="take an item out of the set")
-    remove.add_argument("item_id", type=int)
-
-
 def run_golden(args, settings: Settings) -> int:
     action = {"export": run_export, "import": run_import, "list": run_list, "remove": run_remove}
     return action[args.golden_command](args, settings)

@@ -151,16 +151,3 @@ def _judge_and_report(args, settings, database, path, candidates, items) -> int:
     if args.junit:
         Path(args.junit).write_bytes(junit_xml(results, summary, questions))
     return exit_status(summary, args.min_pass)
-
-
-def add_arguments(commands) -> None:
-    regress = commands.add_parser("regress", help="judge a new bot version's answers to the golden questions")
-    regress.add_argument("candidates", help="JSONL or CSV: id or question, answer (relmon golden export is a template)")
-    regress.add_argument("--baseline", help="compare with: a run id, an earlier --json file, or none (default: the "
-                         "last finished run)")  # fmt: skip
-    regress.add_argument("--min-pass", type=float, default=0.8, help="exit 1 below this pass rate (default 0.8)")
-    regress.add_argument("--json", help="write the report as JSON to this file")
-    regress.add_argument("--junit", help="write JUnit XML to this file (one testcase per golden item)")
-    regress.add_argument("--batch", action="store_true", help="judge through the OpenAI Batch API (half price)")
-    regress.add_argument("--threads", type=int, default=8, help="judgments in flight at once (default 8)")
-    regress.add_argument("--fresh", action="store_true", help="judge again answers an earlier run judged already")
