@@ -1,5 +1,5 @@
-"""Shared set-up for the alert and command tests: the fake Slack's channels, a rules file, and rows shaped as the
-pipeline stores them (the runtime: tests.builders)."""
+"""Shared set-up for the alert and command tests: the fake Slack's channels, a rules file, rows shaped as the
+pipeline stores them (the runtime: tests.builders), and the alert tests' autouse `one_hour`."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
 import yaml
 from sqlalchemy import select
 
@@ -15,11 +16,19 @@ from common.runtime import Runtime
 from store.models import Alert, Judgment, Pair
 from tests.builders import ALERTS
 from tests.fakes.slack_server import FakeSlack
+from tests.processes import clear_of_the_hour_turn
 from workers.alerts.policy import AlertPlan, ChannelPolicy, JudgmentFacts, complete, low_intent
 
 SUPPORT = "C_SUPPORT"
 SOURCES = [f"C_SOURCE{i}" for i in range(6)]  # source channels sharing one alert channel
 _answer_counter = itertools.count(1)
+
+
+@pytest.fixture(autouse=True)
+def one_hour():
+    """The caps these tests fill count per UTC hour. Autouse where a module binds it (the test_alert_*.py modules:
+    `one_hour = alert_helpers.one_hour`)."""
+    clear_of_the_hour_turn(20)
 
 
 def write_rules(directory: Path, rules: dict) -> Path:

@@ -1,6 +1,7 @@
 """The runtime of the digest tests on the fake Slack Web API (real HTTP) and a real database (SQLite and
 PostgreSQL), two weeks of judged answers to report on, and the check of the digest's chart: shared by
-tests/integration/test_digest_send.py and the test_digest_*.py modules beside it."""
+tests/integration/test_digest_send.py and the test_digest_*.py modules beside it. Its empty fake Slack (`slack`)
+is also bound by tests/integration/test_outcome_reports.py and test_fake_slack.py."""
 
 from __future__ import annotations
 
@@ -125,5 +126,6 @@ def assert_png_chart(slack: FakeSlack, thread_ts: str) -> None:
 
 @pytest.fixture
 def slack() -> Iterator[FakeSlack]:
+    """The fake Slack, empty: a test adds what it needs."""
     with FakeSlack() as fake:
         yield fake

@@ -1,16 +1,27 @@
 """Pending pairs as the settle task leaves them, and beat's sweep run in this process: shared by the judging tests
-that run `relmon worker` processes and those that run the tasks in-process."""
+that run `relmon worker` processes and those that run the tasks in-process (tests/system/test_pipeline.py,
+tests/integration/test_judging_tasks.py), with their fake OpenAI server (`fake_openai`, bound by both)."""
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from sqlalchemy import func, insert, select, update
 
 from store.db import Database
 from store.models import JudgingFailure, Judgment, Pair, PairStatus
 from tests.builders import installed_runtime, make_settings
+from tests.fakes.openai_server import FakeOpenAI
+
+
+@pytest.fixture
+def fake_openai() -> Iterator[FakeOpenAI]:
+    """The fake OpenAI server, answering after 20 ms."""
+    with FakeOpenAI(latency_ms=20) as fake:
+        yield fake
 
 
 def add_pairs(

@@ -31,7 +31,9 @@ def server() -> Iterator[FakeOpenAI]:
 
 @pytest.fixture
 def fake(server: FakeOpenAI) -> FakeOpenAI:
+    """The module's fake OpenAI server, its default behaviour and reply back and its counters cleared."""
     server.set_behavior()
+    server.set_reply(None)
     server.reset()
     return server
 

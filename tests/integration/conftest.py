@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from slack_sdk import WebClient
 
 from common import celery_app, task_names
 from common.task_message import task_message
@@ -24,6 +25,12 @@ def slack():
         fake.add_user("U_ASKER", "ana", "Ana Diaz")
         fake.add_channel("C_SUPPORT", "support", members=["U_ASKER", "U_RELMON"])
         yield fake
+
+
+@pytest.fixture
+def client(slack: FakeSlack) -> WebClient:
+    """slack_sdk's WebClient on the module's `slack` fake."""
+    return WebClient(token="xoxb-test", base_url=slack.api_url, timeout=5)
 
 
 @pytest.fixture
@@ -70,6 +77,18 @@ def make_bot(settings_for, slack):
 
 
 @pytest.fixture
+def bot(make_bot) -> ServedBot:
+    """The bot on its default settings (`make_bot()`); a module whose bot differs defines its own."""
+    return make_bot()
+
+
+@pytest.fixture
+def bot_keeping_settles(make_bot, settles) -> ServedBot:
+    """The bot on its default settings, its settle tasks kept in `settles` instead of queued."""
+    return make_bot()
+
+
+@pytest.fixture
 def make_runtime(settings_for, fake):
     """`make_runtime(**settings)`: an installed runtime on the test's Redis, database and the alert tests' `fake`
     Slack (tests/conftest.py); a module that needs more defines its own."""
@@ -79,6 +98,14 @@ def make_runtime(settings_for, fake):
         return installed_runtime(settings)
 
     return build
+
+
+@pytest.fixture
+def runtime(settings_for, fake, runtime_for):
+    """The process runtime on the test's Redis (flushed for the test: redis_url), database and the alert tests'
+    `fake` Slack (tests/conftest.py); a module that needs another defines its own."""
+    settings = settings_for(slack_api_url=fake.api_url)
+    return runtime_for(settings)
 
 
 @pytest.fixture

@@ -10,15 +10,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from store.models import Alert, Judgment, Pair
+from tests import alert_helpers
 from tests.alert_helpers import ALERTS, SOURCES, SUPPORT, add_judgment, alerts, write_rules
-from tests.processes import clear_of_the_hour_turn
 from workers.alerts import delivery, summaries
 
-
-@pytest.fixture(autouse=True)
-def one_hour():
-    """The caps these tests fill count per UTC hour."""
-    clear_of_the_hour_turn(20)
+one_hour = alert_helpers.one_hour  # autouse (tests/alert_helpers.py): the caps these tests fill count per UTC hour
 
 
 def judged(runtime, score: float, times: int, **kwargs) -> None:

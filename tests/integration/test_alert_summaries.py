@@ -8,22 +8,17 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
-import pytest
 from sqlalchemy import select
 
 from store import alerts as alert_store
 from store.models import Alert
+from tests import alert_helpers
 from tests.alert_helpers import ALERTS, SOURCES, SUPPORT, add_judgment, alerts, write_rules
 from tests.bursts import burst
-from tests.processes import clear_of_the_hour_turn
 from workers.alerts import delivery, summaries
 from workers.alerts.policy import hour_label, hour_start
 
-
-@pytest.fixture(autouse=True)
-def one_hour():
-    """The caps these tests fill count per UTC hour."""
-    clear_of_the_hour_turn(20)
+one_hour = alert_helpers.one_hour  # autouse (tests/alert_helpers.py): the caps these tests fill count per UTC hour
 
 
 def test_hourly_cap_gathers_the_rest_into_one_summary(make_runtime, fake):

@@ -17,17 +17,13 @@ from sqlalchemy.exc import OperationalError
 
 from store import alerts as alert_store
 from store.models import Alert
+from tests import alert_helpers
 from tests.alert_helpers import ALERTS, SUPPORT, add_judgment, alerts
 from tests.bursts import burst
-from tests.processes import clear_of_the_hour_turn
 from workers.alerts import delivery, summaries
 from workers.tasks import slack as tasks
 
-
-@pytest.fixture(autouse=True)
-def one_hour():
-    """The caps these tests fill count per UTC hour."""
-    clear_of_the_hour_turn(20)
+one_hour = alert_helpers.one_hour  # autouse (tests/alert_helpers.py): the caps these tests fill count per UTC hour
 
 
 def test_low_score_posts_exactly_one_alert_even_when_repeated(make_runtime, fake):

@@ -7,20 +7,14 @@ from __future__ import annotations
 import json
 import time
 
-import pytest
-
 from store import alerts as alert_store
 from store.feedback import record_vote
 from store.models import Pair
+from tests import alert_helpers
 from tests.alert_helpers import ALERTS, SUPPORT, add_judgment, alerts, on_demand_pair, write_rules
-from tests.processes import clear_of_the_hour_turn
 from workers.alerts import delivery, redraws, verdicts
 
-
-@pytest.fixture(autouse=True)
-def one_hour():
-    """The caps these tests fill count per UTC hour."""
-    clear_of_the_hour_turn(20)
+one_hour = alert_helpers.one_hour  # autouse (tests/alert_helpers.py): the caps these tests fill count per UTC hour
 
 
 def test_private_channel_alert_withholds_text(make_runtime, fake):

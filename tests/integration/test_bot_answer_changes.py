@@ -6,18 +6,11 @@ run directly with `settle` (the worker's task body)."""
 
 from __future__ import annotations
 
-import pytest
-
 from store.models import Pair, PairStatus
 from tests import slack_requests as sr
 from tests.bot_events import C, judged_exchange, send, settle_all
 from tests.bot_harness import ServedBot
 from workers.pairs.settling import settle
-
-
-@pytest.fixture
-def bot(make_bot) -> ServedBot:
-    return make_bot()
 
 
 def streamed(bot: ServedBot) -> Pair:

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import time
 
-import pytest
-
 from common import celery_app
 from store.models import PairStatus
 from tests import slack_requests as sr
@@ -21,12 +19,6 @@ from tests.fakes.slack_server import FakeSlack
 from tests.processes import wait_for
 from tests.services import free_port
 from workers.pairs.settling import settle
-
-
-@pytest.fixture
-def bot(make_bot) -> ServedBot:
-    return make_bot()
-
 
 # Capture -----------------------------------------------------------------------------------------
 

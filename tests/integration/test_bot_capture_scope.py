@@ -29,11 +29,6 @@ def slack():
         yield fake
 
 
-@pytest.fixture
-def bot(make_bot) -> ServedBot:
-    return make_bot()
-
-
 def test_private_channel_is_flagged(bot: ServedBot) -> None:
     q = sr.human_message("G_PRIVATE", sr.next_ts(), "secret question")
     send(bot, q)

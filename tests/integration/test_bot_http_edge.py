@@ -15,11 +15,6 @@ from tests.bot_harness import ServedBot
 from tests.builders import SECRET
 
 
-@pytest.fixture
-def bot(make_bot) -> ServedBot:
-    return make_bot()
-
-
 def test_url_verification(bot: ServedBot) -> None:
     response = sr.post(bot.url, sr.url_verification("abc123"), SECRET)
     assert response.status_code == 200

@@ -30,11 +30,6 @@ def slack():
         yield fake
 
 
-@pytest.fixture
-def bot(make_bot) -> ServedBot:
-    return make_bot()
-
-
 def send(bot: ServedBot, event: dict, **envelope_fields) -> None:
     body = sr.envelope(event)
     body.update(envelope_fields)

@@ -33,100 +33,103 @@ from workers.sweeps import requeue_lost_captures
 from workers.tasks import answers
 
 
-@pytest.fixture
-def bot(make_bot, settles) -> ServedBot:
-    return make_bot()
-
-
-def test_a_task_run_again_changes_nothing(bot: ServedBot, settles: list) -> None:
+def test_a_task_run_again_changes_nothing(bot_keeping_settles: ServedBot, settles: list) -> None:
     q_ts, a_ts = sr.next_ts(), sr.next_ts()
-    send(bot, sr.human_message(C, q_ts, "How do I reset my password?"))
-    send(bot, sr.bot_message(C, a_ts, "Open Settings, then Security.", thread_ts=q_ts))
-    [pair] = bot.pairs()
+    send(bot_keeping_settles, sr.human_message(C, q_ts, "How do I reset my password?"))
+    send(bot_keeping_settles, sr.bot_message(C, a_ts, "Open Settings, then Security.", thread_ts=q_ts))
+    [pair] = bot_keeping_settles.pairs()
     assert (pair.version, len(settles)) == (1, 1)
-    assert run_again(bot, a_ts, q_ts) == "unchanged"  # redelivered after its worker died, say
-    assert [p.version for p in bot.pairs()] == [1] and len(settles) == 1
+    assert run_again(bot_keeping_settles, a_ts, q_ts) == "unchanged"  # redelivered after its worker died, say
+    assert [p.version for p in bot_keeping_settles.pairs()] == [1] and len(settles) == 1
 
 
-def test_a_late_task_does_not_reopen_an_answer_judged_meanwhile(bot: ServedBot, settles: list) -> None:
+def test_a_late_task_does_not_reopen_an_answer_judged_meanwhile(bot_keeping_settles: ServedBot, settles: list) -> None:
     q_ts, a_ts = sr.next_ts(), sr.next_ts()
-    send(bot, sr.human_message(C, q_ts, "Where is my invoice?"))
-    send(bot, sr.bot_message(C, a_ts, "Billing, then Invoices.", thread_ts=q_ts))
-    [pair] = bot.pairs()
-    assert settle(bot.runtime, pair.id, pair.version) == PairStatus.PENDING
-    with bot.runtime.db.session() as session:
+    send(bot_keeping_settles, sr.human_message(C, q_ts, "Where is my invoice?"))
+    send(bot_keeping_settles, sr.bot_message(C, a_ts, "Billing, then Invoices.", thread_ts=q_ts))
+    [pair] = bot_keeping_settles.pairs()
+    assert settle(bot_keeping_settles.runtime, pair.id, pair.version) == PairStatus.PENDING
+    with bot_keeping_settles.runtime.db.session() as session:
         set_pair_status(session, pair.id, PairStatus.JUDGED, only_from=[PairStatus.PENDING])
-    assert run_again(bot, a_ts, q_ts) == "unchanged"
-    [after] = bot.pairs()
+    assert run_again(bot_keeping_settles, a_ts, q_ts) == "unchanged"
+    [after] = bot_keeping_settles.pairs()
     assert (after.status, after.version, after.rejudges or 0) == (PairStatus.JUDGED, 1, 0)
 
 
-def test_tasks_out_of_order_store_the_streams_final_state(bot: ServedBot, settles: list) -> None:
+def test_tasks_out_of_order_store_the_streams_final_state(bot_keeping_settles: ServedBot, settles: list) -> None:
     """The completion's task ran first, the opener's (sent earlier) later: both read the log, which holds the
     completion, so the pair settles at once and is never left waiting for a completion already handled."""
     q_ts, a_ts = sr.next_ts(), sr.next_ts()
-    send(bot, sr.human_message(C, q_ts, "What changed in v2?"))
+    send(bot_keeping_settles, sr.human_message(C, q_ts, "What changed in v2?"))
     opener = ss.stream_opener(C, a_ts, q_ts)
-    send(bot, ss.stream_completion(opener, "v2 adds single sign-on."))
-    send(bot, opener)  # the bot drops an opener after its completion (the log keeps the completion)
-    assert run_again(bot, a_ts, q_ts) == "unchanged"  # the opener's task, had it been sent earlier and run late
-    [pair] = bot.pairs()
+    send(bot_keeping_settles, ss.stream_completion(opener, "v2 adds single sign-on."))
+    send(bot_keeping_settles, opener)  # the bot drops an opener after its completion (the log keeps the completion)
+    # The opener's task, had it been sent earlier and run late:
+    assert run_again(bot_keeping_settles, a_ts, q_ts) == "unchanged"
+    [pair] = bot_keeping_settles.pairs()
     assert pair.answer_text == "v2 adds single sign-on."
     assert pair.status == PairStatus.PENDING and settles == []  # settled at once: a finished stream needs no wait
 
 
-def test_the_bots_copy_is_used_when_redis_lost_the_log(bot: ServedBot, settles: list) -> None:
+def test_the_bots_copy_is_used_when_redis_lost_the_log(bot_keeping_settles: ServedBot, settles: list) -> None:
     q_ts, a_ts = sr.next_ts(), sr.next_ts()
     answer = sr.bot_message(C, a_ts, "Restart the router.", thread_ts=q_ts)
-    send(bot, sr.human_message(C, q_ts, "My internet is down"))
-    send(bot, answer)
-    log = ConversationLog(bot.runtime.redis, bot.settings.question_ttl_seconds)
+    send(bot_keeping_settles, sr.human_message(C, q_ts, "My internet is down"))
+    send(bot_keeping_settles, answer)
+    log = ConversationLog(bot_keeping_settles.runtime.redis, bot_keeping_settles.settings.question_ttl_seconds)
     logged = to_wire(log.get(C, a_ts))
-    bot.runtime.redis.flushdb()  # Redis restarted without its data between the bot's send and the worker
-    assert run_again(bot, a_ts, q_ts) == "missing"  # a task without the copy has nothing to store
-    kept = capture_answer_in(bot.runtime, C, a_ts, thread_ts=q_ts, channel_type="channel", logged=logged)
+    # Redis restarted without its data between the bot's send and the worker:
+    bot_keeping_settles.runtime.redis.flushdb()
+    assert run_again(bot_keeping_settles, a_ts, q_ts) == "missing"  # a task without the copy has nothing to store
+    kept = capture_answer_in(
+        bot_keeping_settles.runtime, C, a_ts, thread_ts=q_ts, channel_type="channel", logged=logged
+    )
     assert kept == "captured"
     assert log.get(C, a_ts) is not None  # logged again, for the settle task to read
-    [pair] = bot.pairs()
+    [pair] = bot_keeping_settles.pairs()
     assert (pair.answer_text, pair.version) == ("Restart the router.", 2)
 
 
-def test_parts_captured_at_once_by_many_workers_make_one_answer(bot: ServedBot, settles: list) -> None:
+def test_parts_captured_at_once_by_many_workers_make_one_answer(bot_keeping_settles: ServedBot, settles: list) -> None:
     q_ts = sr.next_ts()
     parts = [sr.next_ts() for _ in range(4)]
-    send(bot, sr.human_message(C, q_ts, "How do I export my data?"))
+    send(bot_keeping_settles, sr.human_message(C, q_ts, "How do I export my data?"))
     for number, ts in enumerate(parts):
-        send(bot, sr.bot_message(C, ts, f"Step {number + 1}.", thread_ts=q_ts))
+        send(bot_keeping_settles, sr.bot_message(C, ts, f"Step {number + 1}.", thread_ts=q_ts))
     results: list[str] = []
     threads = [
-        threading.Thread(target=lambda ts=ts: results.append(run_again(bot, ts, q_ts))) for ts in parts * 3
+        threading.Thread(target=lambda ts=ts: results.append(run_again(bot_keeping_settles, ts, q_ts)))
+        for ts in parts * 3
     ]  # every part's task three times over, all at once
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(timeout=30)
     assert len(results) == 12 and set(results) == {"unchanged"}  # the bot's own runs stored the latest state
-    live = [p for p in bot.pairs() if p.status not in (PairStatus.MERGED,)]
+    live = [p for p in bot_keeping_settles.pairs() if p.status not in (PairStatus.MERGED,)]
     [pair] = live
     assert pair.answer_ts == parts[0]
     assert pair.answer_text == "Step 1.\nStep 2.\nStep 3.\nStep 4."
-    assert settle(bot.runtime, pair.id, pair.version) == PairStatus.PENDING
+    assert settle(bot_keeping_settles.runtime, pair.id, pair.version) == PairStatus.PENDING
 
 
 # A task message lost on the way ------------------------------------------------------------------------------
 
 
-def test_a_stored_answer_leaves_no_handoff_behind(bot: ServedBot) -> None:
+def test_a_stored_answer_leaves_no_handoff_behind(bot_keeping_settles: ServedBot) -> None:
     q_ts, a_ts = sr.next_ts(), sr.next_ts()
-    send(bot, sr.human_message(C, q_ts, "Can I change my plan?"))
-    send(bot, sr.bot_message(C, a_ts, "Yes, under Billing.", thread_ts=q_ts))
-    assert handoffs.overdue(bot.runtime.redis, noted_before=time.time() + 1, now=time.time(), limit=10) == {}
+    send(bot_keeping_settles, sr.human_message(C, q_ts, "Can I change my plan?"))
+    send(bot_keeping_settles, sr.bot_message(C, a_ts, "Yes, under Billing.", thread_ts=q_ts))
+    assert (
+        handoffs.overdue(bot_keeping_settles.runtime.redis, noted_before=time.time() + 1, now=time.time(), limit=10)
+        == {}
+    )
 
 
-def test_a_lost_capture_task_is_sent_again_once_its_lease_is_over(bot: ServedBot, monkeypatch) -> None:
+def test_a_lost_capture_task_is_sent_again_once_its_lease_is_over(bot_keeping_settles: ServedBot, monkeypatch) -> None:
     """The bot noted the handoff and sent the task, but the message vanished (kombu's delivery window): the
     orphan check sends it again, once, and only for handoffs with no message queued or held."""
-    redis = bot.runtime.redis
+    redis = bot_keeping_settles.runtime.redis
     lost = {"channel": C, "ts": sr.next_ts(), "handoff": "lost-one"}
     waiting = {"channel": C, "ts": sr.next_ts(), "handoff": "still-queued"}
     pipe = redis.pipeline()
@@ -137,27 +140,33 @@ def test_a_lost_capture_task_is_sent_again_once_its_lease_is_over(bot: ServedBot
     assert queued_handoffs(redis, QUEUE_JUDGE) == {"still-queued"}
     sent: list[dict] = []
     monkeypatch.setattr(celery_app.celery, "send_task", lambda name, kwargs=None, **_: sent.append(kwargs))
-    assert requeue_lost_captures(bot.runtime, time.time(), lease_seconds=30) == 1
+    assert requeue_lost_captures(bot_keeping_settles.runtime, time.time(), lease_seconds=30) == 1
     assert sent == [lost]
-    assert requeue_lost_captures(bot.runtime, time.time() - 119, lease_seconds=30) == 0  # within its lease: waits
+    # Within its lease: waits.
+    assert requeue_lost_captures(bot_keeping_settles.runtime, time.time() - 119, lease_seconds=30) == 0
 
 
-def test_an_event_whose_task_was_lost_is_captured_when_the_orphan_check_sends_it_again(bot: ServedBot) -> None:
+def test_an_event_whose_task_was_lost_is_captured_when_the_orphan_check_sends_it_again(
+    bot_keeping_settles: ServedBot,
+) -> None:
     """The bot logged the question and marked, noted and sent the answer's event (bot.hand_on), but the message
     vanished: the orphan check sends `capture_event` again from the note, the worker captures it, and the note is
     gone."""
     q_ts, a_ts = sr.next_ts(), sr.next_ts()
-    with bot.worker.paused():
-        send(bot, sr.human_message(C, q_ts, "Is there an API?"))
-        send(bot, sr.bot_message(C, a_ts, "Yes: see the developer docs.", thread_ts=q_ts))
-    bot.runtime.redis.delete(QUEUE_JUDGE)  # the answer's message vanishes on the way
-    assert bot.pairs() == []
-    assert requeue_lost_captures(bot.runtime, time.time() + 60, lease_seconds=30) == 1
-    [pair] = bot.pairs()
-    assert settle(bot.runtime, pair.id, pair.version) == PairStatus.PENDING
-    [pair] = bot.pairs()
+    with bot_keeping_settles.worker.paused():
+        send(bot_keeping_settles, sr.human_message(C, q_ts, "Is there an API?"))
+        send(bot_keeping_settles, sr.bot_message(C, a_ts, "Yes: see the developer docs.", thread_ts=q_ts))
+    bot_keeping_settles.runtime.redis.delete(QUEUE_JUDGE)  # the answer's message vanishes on the way
+    assert bot_keeping_settles.pairs() == []
+    assert requeue_lost_captures(bot_keeping_settles.runtime, time.time() + 60, lease_seconds=30) == 1
+    [pair] = bot_keeping_settles.pairs()
+    assert settle(bot_keeping_settles.runtime, pair.id, pair.version) == PairStatus.PENDING
+    [pair] = bot_keeping_settles.pairs()
     assert (pair.answer_ts, pair.question_ts, pair.question_text) == (a_ts, q_ts, "Is there an API?")
-    assert handoffs.overdue(bot.runtime.redis, noted_before=time.time() + 60, now=time.time(), limit=10) == {}
+    assert (
+        handoffs.overdue(bot_keeping_settles.runtime.redis, noted_before=time.time() + 60, now=time.time(), limit=10)
+        == {}
+    )
 
 
 def resent_once_stored(bot: ServedBot) -> str:
@@ -174,22 +183,28 @@ def resent_once_stored(bot: ServedBot) -> str:
     return answers.capture_answer.run(**kwargs)
 
 
-def test_the_resent_task_leaves_the_stored_answer_as_it_is(bot: ServedBot) -> None:
-    assert resent_once_stored(bot) == "unchanged"
-    assert [p.version for p in bot.pairs()] == [1]
+def test_the_resent_task_leaves_the_stored_answer_as_it_is(bot_keeping_settles: ServedBot) -> None:
+    assert resent_once_stored(bot_keeping_settles) == "unchanged"
+    assert [p.version for p in bot_keeping_settles.pairs()] == [1]
 
 
-def test_the_resent_task_clears_its_note(bot: ServedBot) -> None:
-    resent_once_stored(bot)
-    assert "h1" not in handoffs.overdue(bot.runtime.redis, noted_before=time.time(), now=time.time(), limit=10)
+def test_the_resent_task_clears_its_note(bot_keeping_settles: ServedBot) -> None:
+    resent_once_stored(bot_keeping_settles)
+    assert "h1" not in handoffs.overdue(
+        bot_keeping_settles.runtime.redis, noted_before=time.time(), now=time.time(), limit=10
+    )
 
 
-def test_the_task_messages_headers_name_the_answer_never_its_words(bot: ServedBot) -> None:
+def test_the_task_messages_headers_name_the_answer_never_its_words(bot_keeping_settles: ServedBot) -> None:
     q_ts, a_ts = sr.next_ts(), sr.next_ts()
-    send(bot, sr.human_message(C, q_ts, "Why was I charged twice?"))
-    send(bot, sr.bot_message(C, a_ts, "Refunds for duplicate charges take five days.", thread_ts=q_ts))
+    send(bot_keeping_settles, sr.human_message(C, q_ts, "Why was I charged twice?"))
+    send(bot_keeping_settles, sr.bot_message(C, a_ts, "Refunds for duplicate charges take five days.", thread_ts=q_ts))
     # The bot's messages (capture_event): the event's envelope is their body; the headers name where it is.
-    [raw] = [m for m in bot.runtime.redis.lrange(QUEUE_JUDGE, 0, -1) if a_ts in json.loads(m)["headers"]["kwargsrepr"]]
+    [raw] = [
+        m
+        for m in bot_keeping_settles.runtime.redis.lrange(QUEUE_JUDGE, 0, -1)
+        if a_ts in json.loads(m)["headers"]["kwargsrepr"]
+    ]
     headers = json.loads(raw)["headers"]
     assert a_ts in headers["kwargsrepr"] and "duplicate charges" not in json.dumps(headers)
 

@@ -19,12 +19,6 @@ def lines(**values: object) -> list[str]:
     return [check.line() for check in check_traces(make_settings(**values))]
 
 
-@pytest.fixture
-def langfuse() -> Iterator[FakeLangfuse]:
-    with FakeLangfuse() as fake:
-        yield fake
-
-
 def test_no_tool_set_no_line() -> None:
     assert lines(langfuse_host=None, phoenix_url=None, otlp_endpoint=None) == []
 

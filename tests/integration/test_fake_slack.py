@@ -10,18 +10,12 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler
 
+from tests import digest_helpers
 from tests.fakes.slack_server import FakeSlack
 
-
-@pytest.fixture
-def slack():
-    with FakeSlack() as fake:
-        yield fake
-
-
-@pytest.fixture
-def client(slack: FakeSlack) -> WebClient:
-    return WebClient(token="xoxb-test", base_url=slack.api_url, timeout=5)
+# The empty fake Slack of tests/digest_helpers.py, bound here for pytest to find (over the integration conftest's
+# `slack`); `client` (tests/integration/conftest.py) talks to it.
+slack = digest_helpers.slack
 
 
 def test_auth_test_names_relmon(client: WebClient) -> None:

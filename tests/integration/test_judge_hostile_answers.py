@@ -8,12 +8,12 @@ HTTP to the fake."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from judges import JUDGES, LLMClient, get_judge
+from tests import relmon_cli
 from tests.fakes.openai_replies import QUOTE_CHARS
 from tests.fakes.openai_server import FakeOpenAI
 
@@ -30,11 +30,7 @@ GRADES = {"relevancy": (0, 2, 4), "correctness": (0, 1, 2), "grounded": (1, 3, 5
 SERVERS = {"openai": "json_schema", "llama-cpp-python": "json_object", "proxy": None}
 MODES = {f"{kind}{'-quoting' if quoting else ''}": (kind, quoting) for kind in SERVERS for quoting in (False, True)}
 
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as fake:
-        yield fake
+server = relmon_cli.server  # the fixture of tests/relmon_cli.py, bound here: the module's fake OpenAI, started once
 
 
 def test_the_corpus_is_large_with_every_expectation_named() -> None:

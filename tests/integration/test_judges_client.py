@@ -24,15 +24,9 @@ ANSWER = "Open Settings > Security and click Reset password."
 REFERENCE = "Settings > Security > Reset password."
 
 
-server = relmon_cli.server  # the module's fake OpenAI server, started once
-
-
-@pytest.fixture
-def fake(server: FakeOpenAI) -> FakeOpenAI:
-    server.set_behavior()
-    server.set_reply(None)
-    server.reset()
-    return server
+# The fixtures of tests/relmon_cli.py, bound here: the module's fake OpenAI server, started once, and `fake`, that
+# server reset for each test.
+server, fake = relmon_cli.server, relmon_cli.fake
 
 
 def client_for(fake: FakeOpenAI, **options) -> LLMClient:

@@ -5,7 +5,6 @@ that refuses the hand-on. The same pipeline with real `relmon worker` processes:
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -16,6 +15,7 @@ from common import task_names
 from common.celery_app import QUEUE_JUDGE
 from store.db import Database
 from store.models import DailyUsage, JudgingFailure, Judgment, Pair, PairStatus
+from tests import pipeline_helpers
 from tests.builders import installed_runtime, make_settings
 from tests.fakes.openai_server import FakeOpenAI
 from tests.pipeline_helpers import add_pairs, count_judgments, statuses, sweep_as_beat_would
@@ -23,11 +23,7 @@ from workers import noted_tasks
 
 pytestmark = pytest.mark.slow
 
-
-@pytest.fixture
-def fake_openai() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI(latency_ms=20) as fake:
-        yield fake
+fake_openai = pipeline_helpers.fake_openai  # the fixture of tests/pipeline_helpers.py, bound here for pytest to find
 
 
 def failures_of(database: Database, pair_id: int) -> int:

@@ -21,12 +21,6 @@ from workers.tasks import slack as tasks
 CONSIDER = task_names.CONSIDER_ALERT
 
 
-@pytest.fixture
-def runtime(settings_for, fake, runtime_for):
-    settings = settings_for(slack_api_url=fake.api_url)
-    return runtime_for(settings)  # on a Redis flushed for the test (redis_url)
-
-
 def notes(runtime) -> set[str]:
     return {raw.decode() for raw in runtime.redis.zrange(noted_tasks.KEY, 0, -1)}
 

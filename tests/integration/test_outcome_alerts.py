@@ -20,12 +20,6 @@ from workers.alerts.outcomes import OUTCOME_VOTER, follow_up
 from workers.tasks import slack as tasks
 
 
-@pytest.fixture
-def runtime(settings_for, fake, runtime_for):
-    settings = settings_for(slack_api_url=fake.api_url)
-    return runtime_for(settings)
-
-
 def watched(runtime, judgment_id: int) -> int:
     """Open the judged pair's outcome window; returns the pair's id."""
     with runtime.db.session() as session:

@@ -4,7 +4,6 @@ correctness, against last week, counting only closed windows."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -17,16 +16,15 @@ from common.reports.period import period_for
 from common.runtime import Runtime, slack_client_for
 from store.models import Judgment, OutcomeSignal, OutcomeWindow, Pair
 from store.stats_queries import stream_pair_rows
+from tests import digest_helpers
 from tests.fakes.slack_server import FakeSlack
 from workers.tasks.digest import send_digest
 
 DIGEST_CHANNEL = "CDIGEST"
 
-
-@pytest.fixture
-def slack() -> Iterator[FakeSlack]:
-    with FakeSlack() as fake:
-        yield fake
+# The empty fake Slack of tests/digest_helpers.py, bound here for pytest to find (over the integration conftest's
+# `slack`).
+slack = digest_helpers.slack
 
 
 @pytest.fixture

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import time
 
-import pytest
-
 from capture.conversation_log import ConversationLog
 from capture.directory import BotUsers
 from capture.outcome_watches import WatchBoard
@@ -19,11 +17,6 @@ from tests.bot_harness import ServedBot
 from tests.builders import SECRET
 
 C = "C_SUPPORT"
-
-
-@pytest.fixture
-def bot(make_bot) -> ServedBot:
-    return make_bot()
 
 
 def post(bot: ServedBot, event: dict, event_id: str) -> None:

@@ -33,11 +33,6 @@ def slack():
 
 
 @pytest.fixture
-def client(slack: FakeSlack) -> WebClient:
-    return WebClient(token="xoxb-test", base_url=slack.api_url, timeout=5)
-
-
-@pytest.fixture
 def short_timeout(monkeypatch: pytest.MonkeyPatch) -> float:
     monkeypatch.setattr(replies, "RESPONSE_URL_TIMEOUT_SECONDS", SHORT_TIMEOUT)
     return SHORT_TIMEOUT

@@ -7,19 +7,12 @@ from __future__ import annotations
 
 import time
 
-import pytest
-
 from capture.conversation_log import ConversationLog
 from capture.pairing import Author, LoggedMessage
 from tests import slack_requests as sr
 from tests.bot_harness import ServedBot
 from tests.integration.test_capture_truth import send, settle_all
 from workers.tasks.answers import capture_answer_in
-
-
-@pytest.fixture
-def bot(make_bot, settles) -> ServedBot:
-    return make_bot()
 
 
 def capture_unannounced(bot: ServedBot, channel: str) -> tuple[bool, bool]:
@@ -36,37 +29,37 @@ def capture_unannounced(bot: ServedBot, channel: str) -> tuple[bool, bool]:
     return pair.channel_is_private, pair.channel_is_ext_shared
 
 
-def test_a_channel_slack_describes_keeps_its_privacy(bot: ServedBot, slack) -> None:
+def test_a_channel_slack_describes_keeps_its_privacy(bot_keeping_settles: ServedBot, slack) -> None:
     slack.add_channel("C_GRID", "grid", members=["U_RELMON"], is_org_shared=True)
     slack.add_channel("C_CONNECT", "connect", members=["U_RELMON"], is_ext_shared=True)
-    assert capture_unannounced(bot, "C_SUPPORT") == (False, False)
-    assert capture_unannounced(bot, "C_GRID") == (True, True)
-    assert capture_unannounced(bot, "C_CONNECT") == (True, True)
+    assert capture_unannounced(bot_keeping_settles, "C_SUPPORT") == (False, False)
+    assert capture_unannounced(bot_keeping_settles, "C_GRID") == (True, True)
+    assert capture_unannounced(bot_keeping_settles, "C_CONNECT") == (True, True)
 
 
-def test_a_channel_slack_cannot_describe_is_private(bot: ServedBot, slack) -> None:
-    assert capture_unannounced(bot, "C_UNKNOWN") == (True, False)  # channel_not_found
+def test_a_channel_slack_cannot_describe_is_private(bot_keeping_settles: ServedBot, slack) -> None:
+    assert capture_unannounced(bot_keeping_settles, "C_UNKNOWN") == (True, False)  # channel_not_found
     slack.refuse("conversations.info", "missing_scope", times=1)
-    assert capture_unannounced(bot, "C_SUPPORT") == (True, False)
+    assert capture_unannounced(bot_keeping_settles, "C_SUPPORT") == (True, False)
 
 
-def test_a_channel_slack_could_not_describe_is_asked_about_again(bot: ServedBot, slack) -> None:
+def test_a_channel_slack_could_not_describe_is_asked_about_again(bot_keeping_settles: ServedBot, slack) -> None:
     slack.refuse("conversations.info", "missing_scope", times=1)
-    assert capture_unannounced(bot, "C_SUPPORT") == (True, False)
+    assert capture_unannounced(bot_keeping_settles, "C_SUPPORT") == (True, False)
     asked = len(slack.calls_to("conversations.info"))
-    assert capture_unannounced(bot, "C_SUPPORT") == (False, False)  # Slack answers now: public
+    assert capture_unannounced(bot_keeping_settles, "C_SUPPORT") == (False, False)  # Slack answers now: public
     assert len(slack.calls_to("conversations.info")) == asked + 1
 
 
-def test_an_org_shared_channel_is_found_on_the_live_path_asking_once(bot: ServedBot, slack) -> None:
+def test_an_org_shared_channel_is_found_on_the_live_path_asking_once(bot_keeping_settles: ServedBot, slack) -> None:
     """Signed events from an Enterprise Grid org-shared channel say only "public channel, not Slack Connect": the
     worker still learns it is shared (conversations.info, once per channel while cached) and stores it private."""
     slack.add_channel("C_GRID", "grid", members=["U_RELMON", "U_ASKER"], is_org_shared=True)
     for question in ("Where is my order?", "And my refund?"):
         q = sr.human_message("C_GRID", sr.next_ts(), question)
-        send(bot, q)
-        send(bot, sr.bot_message("C_GRID", sr.next_ts(), "Here.", thread_ts=q["ts"]))
-    settle_all(bot)
-    pairs = [p for p in bot.pairs() if p.channel_id == "C_GRID"]
+        send(bot_keeping_settles, q)
+        send(bot_keeping_settles, sr.bot_message("C_GRID", sr.next_ts(), "Here.", thread_ts=q["ts"]))
+    settle_all(bot_keeping_settles)
+    pairs = [p for p in bot_keeping_settles.pairs() if p.channel_id == "C_GRID"]
     assert len(pairs) == 2 and all(p.channel_is_private and p.channel_is_ext_shared for p in pairs)
     assert [c["channel"] for c in slack.calls_to("conversations.info")].count("C_GRID") == 1

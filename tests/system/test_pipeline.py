@@ -19,6 +19,7 @@ from common.celery_app import QUEUE_JUDGE
 from store.db import Database
 from store.models import DailyUsage, JudgingFailure, Judgment, Pair, PairStatus
 from store.settings import MIN_LEASE_SECONDS
+from tests import pipeline_helpers
 from tests.broker import IdleWatch, wait_until_idle
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.slack_server import FakeSlack
@@ -34,11 +35,7 @@ ALERT_CHANNEL = "C_ALERTS"
 
 # Fixtures and helpers ----------------------------------------------------------------------------------------
 
-
-@pytest.fixture
-def fake_openai() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI(latency_ms=20) as fake:
-        yield fake
+fake_openai = pipeline_helpers.fake_openai  # the fixture of tests/pipeline_helpers.py, bound here for pytest to find
 
 
 @pytest.fixture
