@@ -16,7 +16,7 @@ from store.feedback import votes_for
 from store.models import Alert, Judgment, Pair
 from tests.alert_helpers import ALERTS, add_judgment
 from workers.alerts import delivery
-from workers.alerts.outcomes import OUTCOME_VOTER, follow_up
+from workers.alerts.outcomes import OUTCOME_VOTER, FollowedUp, follow_up
 from workers.tasks import slack as tasks
 
 
@@ -55,7 +55,7 @@ def test_a_low_score_alert_is_redrawn_with_the_signals_so_far(runtime, fake):
     [posted] = fake.posted(ALERTS)
     assert "After the answer" not in blocks_text(posted)
     signal(runtime, pair_id, "reask", 2)
-    assert follow_up(runtime, pair_id) == "missed: not_failed; redrawn: 1"
+    assert follow_up(runtime, pair_id) == FollowedUp("not_failed", 1)
     [update] = fake.calls_to("chat.update")
     assert update["channel"] == ALERTS
     assert "asked again 2 min later" in blocks_text(update)
@@ -71,7 +71,7 @@ def test_a_well_scored_answer_that_failed_is_alerted_once_as_a_disagreement(runt
     pair_id = watched(runtime, judgment_id)
     assert delivery.consider(runtime, judgment_id).low == "above_threshold"
     signal(runtime, pair_id, "reask", 1)
-    assert follow_up(runtime, pair_id) == "missed: not_failed; redrawn: 0"  # a reask alone may be a new question
+    assert follow_up(runtime, pair_id) == FollowedUp("not_failed", 0)  # a reask alone may be a new question
     signal(runtime, pair_id, "negative_reaction", 3)
     fake.drop_method("chat.postMessage")  # Slack takes the post, the worker never hears back
     with pytest.raises(Exception):  # noqa: B017 - the connection error, whichever the client raises
@@ -104,7 +104,7 @@ def test_a_missed_failure_is_claimed_and_drawn_from_one_read_of_its_pair(runtime
 
     event.listen(runtime.db.engine, "before_cursor_execute", listen)
     try:
-        assert follow_up(runtime, pair_id) == "missed: posted; redrawn: 1"
+        assert follow_up(runtime, pair_id) == FollowedUp("posted", 1)
     finally:
         event.remove(runtime.db.engine, "before_cursor_execute", listen)
     assert len([s for s in statements if "pairs.question_text" in s]) == 2  # the follow-up's, the redraw's

@@ -84,7 +84,18 @@ def _current_facts(session: Session, pair: PairView) -> list[JudgmentFacts]:
     ]
 
 
-def follow_up(runtime: Runtime, pair_id: int, now: datetime | None = None) -> str:
+@dataclass(frozen=True)
+class FollowedUp:
+    """What a follow-up did: its missed-failure alert (why none, or what became of it) and the alerts redrawn."""
+
+    missed: str
+    redrawn: int = 0
+
+    def __str__(self) -> str:  # the task's result, in the worker's log
+        return f"missed: {self.missed}; redrawn: {self.redrawn}"
+
+
+def follow_up(runtime: Runtime, pair_id: int, now: datetime | None = None) -> FollowedUp:
     """After a pair's signals changed: claim (once) and post its missed-failure alert if due, then redraw its
     posted alerts with the signals so far. Idempotent: a retry finds the claim and the post-once receipt. The pair
     is read once; the alert is drawn from that read."""
@@ -92,7 +103,7 @@ def follow_up(runtime: Runtime, pair_id: int, now: datetime | None = None) -> st
     with runtime.db.reading() as session:
         pair = planning.read_pair(session, pair_id)
     if pair is None or pair.source != PairSource.CAPTURE or not pair.channel_id:
-        return "missing"
+        return FollowedUp("missing")
     policy = planning.channel_policy(runtime, pair.channel_id)
     outcome, row_id, judgment_id = _claim_missed(runtime, pair, policy, now)
     if outcome == alert_store.STATUS_CLAIMED:
@@ -105,7 +116,7 @@ def follow_up(runtime: Runtime, pair_id: int, now: datetime | None = None) -> st
         posted = alert_store.posted_about_pair(session, pair_id, kinds=(alert_store.KIND_LOW, alert_store.KIND_MISSED))
     for alert_id in posted:
         delivery.refresh_votes(runtime, alert_id)
-    return f"missed: {outcome}; redrawn: {len(posted)}"
+    return FollowedUp(outcome, len(posted))
 
 
 def _claim_missed(

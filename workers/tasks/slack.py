@@ -24,7 +24,7 @@ from common.task_names import (
 from judges import TransientLLMError
 from workers import noted_tasks
 from workers.alerts.delivery import Considered, consider, is_permanent, refresh_votes, slack_error
-from workers.alerts.outcomes import follow_up
+from workers.alerts.outcomes import FollowedUp, follow_up
 from workers.alerts.summaries import flush_summaries
 from workers.alerts.verdicts import deliver
 from workers.judging.rules import retry_countdown
@@ -101,7 +101,7 @@ def deliver_verdict(self, pair_id: int, reply_channel: str | None = None) -> str
 
 
 @celery.task(name=FOLLOW_UP_OUTCOME, bind=True, max_retries=MAX_RETRIES)
-def follow_up_outcome(self, pair_id: int) -> str:
+def follow_up_outcome(self, pair_id: int) -> FollowedUp:
     """A pair's outcome signals changed: its missed-failure alert (once) and its alerts redrawn
     (`workers.alerts.outcomes.follow_up`)."""
     return _run_noted(self, follow_up, pair_id)
