@@ -55,6 +55,7 @@ PAIR_FIELDS = (
     "channel_is_private",
     "stream_errored",
     "created_at",
+    "updated_at",  # the change stamp an alert about to be posted compares (workers.alerts.planning.current)
 )
 
 

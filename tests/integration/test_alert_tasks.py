@@ -15,12 +15,14 @@ import pytest
 from sqlalchemy import event, select
 from sqlalchemy.exc import OperationalError
 
+from capture.forgetting import ForgetPlan
 from store import alerts as alert_store
+from store import forgetting
 from store.models import Alert
 from tests import alert_helpers
 from tests.alert_helpers import ALERTS, SUPPORT, add_judgment, alerts
 from tests.bursts import burst
-from workers.alerts import delivery, summaries
+from workers.alerts import delivery, planning, summaries
 from workers.tasks import slack as tasks
 
 one_hour = alert_helpers.one_hour  # autouse (tests/alert_helpers.py): the caps these tests fill count per UTC hour
@@ -65,6 +67,34 @@ def test_the_alert_task_reads_its_pair_once_and_counts_the_hour_once(make_runtim
         assert len([s for s in statements if "pairs.question_text" in s]) == 1
         assert len([s for s in statements if s.lstrip().upper().startswith("SELECT") and "count(alerts.id)" in s]) == 1
         assert "How do I reset my password?" in json.dumps(fake.posted(ALERTS)[0]["blocks"])
+
+
+def test_an_alert_shows_no_words_deleted_after_its_task_loaded_them(make_runtime, fake):
+    """A deletion while the task waits (for the second opinion, say) scrubs the pair and the reasoning: the alert
+    posted after it is drawn from what the database holds then, not from what the task loaded."""
+    with make_runtime() as runtime:
+        judgment_id = add_judgment(runtime, score=1, question="My card 4111 1111 is refused", reasoning="Card 4111.")
+        judged = planning.load(runtime, judgment_id)
+        with runtime.db.session() as session:  # what the forget task writes (workers.tasks.forgetting)
+            forgetting.apply_plan(
+                session,
+                ForgetPlan(
+                    pairs={judged.pair.id: {"question_text": None}},
+                    judgments={judgment_id: {"reasoning": "[deleted]"}},
+                    about={judged.pair.id: "question"},
+                ),
+            )
+            row, _ = alert_store.claim(
+                session,
+                dedupe_key=f"low:{judgment_id}",
+                kind=alert_store.KIND_LOW,
+                judgment_id=judgment_id,
+                source_channel_id=SUPPORT,
+                alert_channel_id=ALERTS,
+            )
+        assert delivery.post_alert(runtime, row.id, judged) == "posted"
+        [posted] = fake.posted(ALERTS)
+        assert "4111" not in json.dumps(posted) and "Our office is open 9 to 5." in json.dumps(posted["blocks"])
 
 
 @pytest.mark.parametrize(

@@ -231,6 +231,10 @@ def post_alert(runtime: Runtime, alert_id: int, judged: planning.Judged | None) 
             if row is None or row.status != alert_store.STATUS_CLAIMED:
                 return row.status if row else "missing"
             channel, once, claimed_at = row.alert_channel_id, post_once(runtime, row.dedupe_key), as_utc(row.created_at)
+            if judged is not None:
+                judged = planning.current(session, judged)  # words deleted since the task loaded it stay out
+                if judged is None:
+                    return "missing"
             payload = views.render(runtime, session, row, judged)
             # Identifiers only (never text): the judgment and the source message it is about.
             fields = event_fields(

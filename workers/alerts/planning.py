@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, select
 from sqlalchemy.orm import Session
 
 from common.messages.alerts import Revision
@@ -22,7 +22,7 @@ from store import alerts as alert_store
 from store import confirmations
 from store.confirmations import SecondOpinion
 from store.judgments import current_judgment, pair_for_judging
-from store.models import Judgment
+from store.models import Judgment, Pair
 from store.rules import EffectiveRule
 from store.settings import Settings
 from workers.alerts.policy import (
@@ -148,6 +148,25 @@ def load_in(session: Session, runtime: Runtime, judgment_id: int) -> Judged | No
     if pair is None:  # forgotten meanwhile (its judgments go with it)
         return None
     return judged_of(session, judgment, pair, channel_policy(runtime, pair.channel_id) if pair.channel_id else None)
+
+
+def current(session: Session, judged: Judged) -> Judged | None:
+    """`judged` as it stands now, for a message about to go out: a deletion or an edit since the task loaded it
+    (during the second opinion, say) scrubbed words it must not show. One read of the pair's change stamp and the
+    verdict's reasoning (which a deletion scrubs with it); the context is read again only when either moved. None:
+    the judgment is gone."""
+    stamp = session.execute(
+        select(Pair.updated_at, Judgment.reasoning)
+        .join(Judgment, Judgment.pair_id == Pair.id)
+        .where(Judgment.id == judged.facts.judgment_id)
+    ).first()
+    if stamp is None:
+        return None
+    if stamp.updated_at == judged.pair.updated_at and stamp.reasoning == judged.reasoning:
+        return judged
+    judgment = session.get(Judgment, judged.facts.judgment_id)
+    pair = read_pair(session, judgment.pair_id)
+    return judged_of(session, judgment, pair, judged.policy) if pair is not None else None
 
 
 def read_pair(session: Session, pair_id: int) -> PairView | None:

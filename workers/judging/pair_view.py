@@ -32,6 +32,7 @@ class PairView:
     channel_is_private: bool = False
     stream_errored: bool = False  # the bot's stream ended in an error: judged on what was shown
     created_at: datetime | None = None
+    updated_at: datetime | None = None  # as read: every change to the pair's row moves it
 
     @classmethod
     def of(cls, fields: dict[str, Any]) -> PairView:
@@ -51,6 +52,7 @@ class PairView:
             channel_is_private=bool(fields.get("channel_is_private")),
             stream_errored=bool(fields.get("stream_errored")),
             created_at=fields.get("created_at"),
+            updated_at=fields.get("updated_at"),
         )
 
     @property
