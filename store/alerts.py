@@ -102,11 +102,11 @@ def hour_counts(
     low = select(func.count(Alert.id)).where(
         Alert.kind.in_((KIND_LOW, KIND_MISSED)), Alert.source_channel_id == channel_id, *counted
     )
+    if alert_channel_id is None:
+        return session.execute(low).scalar_one(), 0
     to_alert_channel = select(func.count(Alert.id)).where(
         Alert.kind.in_((KIND_LOW, KIND_MISSED, KIND_DEGRADATION)), Alert.alert_channel_id == alert_channel_id, *counted
     )
-    if alert_channel_id is None:
-        return session.execute(low).scalar_one(), 0
     row = session.execute(select(low.scalar_subquery(), to_alert_channel.scalar_subquery())).one()
     return row[0], row[1]
 

@@ -79,9 +79,7 @@ def _current_facts(session: Session, pair: PairView) -> list[JudgmentFacts]:
     rows = session.scalars(
         select(Judgment).where(Judgment.pair_id == pair.id, is_current(Judgment)).order_by(Judgment.id)
     )
-    return [
-        JudgmentFacts(j.id, j.judge, j.status, j.score, source=pair.source, channel_id=pair.channel_id) for j in rows
-    ]
+    return [planning.facts_of(judgment, pair) for judgment in rows]
 
 
 @dataclass(frozen=True)

@@ -175,17 +175,15 @@ def read_pair(session: Session, pair_id: int) -> PairView | None:
     return PairView.of(fields) if fields is not None else None
 
 
+def facts_of(judgment: Judgment, pair: PairView) -> JudgmentFacts:
+    """What the policy knows of a stored judgment of `pair`."""
+    return JudgmentFacts(judgment.id, judgment.judge, judgment.status, judgment.score, pair.source, pair.channel_id)
+
+
 def judged_of(session: Session, judgment: Judgment, pair: PairView, policy: ChannelPolicy | None) -> Judged:
     """The rest of a `Judged` once its judgment, pair and channel policy are at hand: its alert row, the newer
     verdict and the alerts about earlier versions."""
-    facts = JudgmentFacts(
-        judgment_id=judgment.id,
-        judge=judgment.judge,
-        status=judgment.status,
-        score=judgment.score,
-        source=pair.source,
-        channel_id=pair.channel_id,
-    )
+    facts = facts_of(judgment, pair)
     row = alert_store.by_key(session, low_key(judgment.id))
     latest = current_judgment(session, judgment)
     revision = None

@@ -9,7 +9,7 @@ from typing import Any
 
 from common.telemetry.logs import event_fields
 from judges.context import JudgeInput
-from store.models import ON_DEMAND_SOURCES, PairSource
+from store.models import ON_DEMAND_SOURCES, PairSource, as_utc
 
 
 @dataclass(frozen=True)
@@ -66,8 +66,8 @@ class PairView:
         if self.answer_ts:
             with suppress(ValueError):
                 return datetime.fromtimestamp(float(self.answer_ts), UTC)
-        at = self.created_at or datetime.now(UTC)
-        return at if at.tzinfo else at.replace(tzinfo=UTC)  # SQLite gives naive UTC
+        assert self.created_at is not None, "a pair read from the database has its capture time"
+        return as_utc(self.created_at)
 
     def budget_unit(self, judge: str) -> str:
         """The budget's key for this judgment: each re-judgment of an edited answer is a unit of its own."""
