@@ -10,6 +10,7 @@ cannot all see "under the cap", and two workers with the same judgment meet one 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -141,13 +142,23 @@ def load(runtime: Runtime, judgment_id: int) -> Judged | None:
 
 def load_in(session: Session, runtime: Runtime, judgment_id: int) -> Judged | None:
     """`load` in a session the task has open already (a redraw reads its alert row in the same one)."""
+    return _read_judged(
+        session, judgment_id, lambda pair: channel_policy(runtime, pair.channel_id) if pair.channel_id else None
+    )
+
+
+def _read_judged(
+    session: Session, judgment_id: int, policy_for: Callable[[PairView], ChannelPolicy | None]
+) -> Judged | None:
+    """The judgment and its pair read, the rest drawn from them; None when either is gone (a forgotten pair's
+    judgments go with it)."""
     judgment = session.get(Judgment, judgment_id)
     if judgment is None:
         return None
     pair = read_pair(session, judgment.pair_id)
-    if pair is None:  # forgotten meanwhile (its judgments go with it)
+    if pair is None:
         return None
-    return judged_of(session, judgment, pair, channel_policy(runtime, pair.channel_id) if pair.channel_id else None)
+    return judged_of(session, judgment, pair, policy_for(pair))
 
 
 def current(session: Session, judged: Judged) -> Judged | None:
@@ -164,9 +175,7 @@ def current(session: Session, judged: Judged) -> Judged | None:
         return None
     if stamp.updated_at == judged.pair.updated_at and stamp.reasoning == judged.reasoning:
         return judged
-    judgment = session.get(Judgment, judged.facts.judgment_id)
-    pair = read_pair(session, judgment.pair_id)
-    return judged_of(session, judgment, pair, judged.policy) if pair is not None else None
+    return _read_judged(session, judged.facts.judgment_id, lambda _pair: judged.policy)
 
 
 def read_pair(session: Session, pair_id: int) -> PairView | None:

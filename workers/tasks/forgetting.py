@@ -12,6 +12,7 @@ Idempotent: run again, it finds nothing left to change (and redraws the same ale
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 import redis
 from sqlalchemy.exc import OperationalError
@@ -32,14 +33,26 @@ from workers.alerts.policy import summary_key
 log = logging.getLogger("relmon.forget")
 
 
+@dataclass(frozen=True)
+class Forgotten:
+    """What one forgetting run changed: the pairs and judgments scrubbed and the posted alerts redrawn."""
+
+    pairs: int = 0
+    judgments: int = 0
+    alerts: int = 0
+
+    def __str__(self) -> str:  # the task's result, in the worker's log
+        return f"pairs: {self.pairs}; judgments: {self.judgments}; alerts: {self.alerts}"
+
+
 def forget_message_in(
     runtime: Runtime, channel: str, ts: str, *, thread_ts: str | None = None, edited: bool = False
-) -> str:
-    """Scrub the message `ts` (deleted, or edited when `edited`) from every stored copy; returns a summary."""
+) -> Forgotten:
+    """Scrub the message `ts` (deleted, or edited when `edited`) from every stored copy; returns what changed."""
     settings = runtime.settings
     said = forget_notes.read(runtime.redis, channel, ts, edited=edited)
     if edited and not said:
-        return "nothing noted"  # another run of this edit's task scrubbed it already
+        return Forgotten()  # nothing noted: another run of this edit's task scrubbed it already
     thread_key = thread_ts or ts
     with runtime.db.session() as session:
         pairs, judgments = forgetting.thread_rows(session, channel, ts, thread_key)
@@ -71,7 +84,7 @@ def forget_message_in(
             alerts=len(redraw.posted),
         ),
     )
-    return f"pairs: {len(plan.pairs)}; judgments: {len(plan.judgments)}; alerts: {len(redraw.posted)}"
+    return Forgotten(len(plan.pairs), len(plan.judgments), len(redraw.posted))
 
 
 _RETRIED = {
@@ -84,7 +97,7 @@ _RETRIED = {
 
 
 @celery.task(name=task_names.FORGET_MESSAGE, **_RETRIED)
-def forget_message(channel: str, ts: str, thread_ts: str | None = None, edited: bool = False) -> str:
+def forget_message(channel: str, ts: str, thread_ts: str | None = None, edited: bool = False) -> Forgotten:
     return forget_message_in(get_runtime(), channel, ts, thread_ts=thread_ts, edited=edited)
 
 
