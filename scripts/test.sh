@@ -9,8 +9,8 @@
 # turned off in pyproject.toml: it would wrap every test).
 RELMON_EXTRAS=dev,bench
 # The tests start hundreds of Python processes (bot, workers, beat, the CLI): each reads its modules' cached
-# bytecode, written by the first one that imports them. With PYTHONDONTWRITEBYTECODE set (it is, on the machines
-# of 2026-12) every process compiled every module again: `relmon migrate` took 5.2 s of CPU, 2.2 s with the cache.
+# bytecode, written by the first one that imports them. With PYTHONDONTWRITEBYTECODE set (some machines set it)
+# every process compiles every module again: `relmon migrate` takes 1.9 s of CPU, 0.6 s with the cache.
 unset PYTHONDONTWRITEBYTECODE
 # shellcheck source=scripts/_venv.sh
 . "$(dirname "$0")/_venv.sh"
