@@ -42,7 +42,8 @@ def slash_command(
     ).encode()
 
 
-def _payload_body(payload: dict[str, Any]) -> bytes:
+def payload_body(payload: dict[str, Any]) -> bytes:
+    """An interactive payload form-encoded as Slack posts it."""
     return urlencode({"payload": json.dumps(payload)}).encode()
 
 
@@ -74,7 +75,7 @@ def message_action_payload(
 
 def message_action(message: dict[str, Any], **kwargs: Any) -> bytes:
     """The message shortcut ("Judge this answer") as Slack posts it: form-encoded `payload=`."""
-    return _payload_body(message_action_payload(message, **kwargs))
+    return payload_body(message_action_payload(message, **kwargs))
 
 
 def block_actions_payload(
@@ -119,7 +120,7 @@ def block_actions_payload(
 
 
 def block_actions(action_id: str, value: str, **kwargs: Any) -> bytes:
-    return _payload_body(block_actions_payload(action_id, value, **kwargs))
+    return payload_body(block_actions_payload(action_id, value, **kwargs))
 
 
 def view_submission_payload(
@@ -152,8 +153,3 @@ def view_submission_payload(
         },
         "response_urls": [],
     }
-
-
-def payload_body(payload: dict[str, Any]) -> bytes:
-    """An interactive payload form-encoded as Slack posts it."""
-    return _payload_body(payload)
