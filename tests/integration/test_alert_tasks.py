@@ -12,7 +12,7 @@ from http.client import RemoteDisconnected
 from urllib.error import URLError
 
 import pytest
-from sqlalchemy import event, select
+from sqlalchemy import select
 from sqlalchemy.exc import OperationalError
 
 from capture.forgetting import ForgetPlan
@@ -22,6 +22,7 @@ from store.models import Alert
 from tests import alert_helpers
 from tests.alert_helpers import ALERTS, SUPPORT, add_judgment, alerts
 from tests.bursts import burst
+from tests.sql_capture import statements_run
 from workers.alerts import delivery, planning, summaries
 from workers.tasks import slack as tasks
 
@@ -54,16 +55,8 @@ def test_the_alert_task_reads_its_pair_once_and_counts_the_hour_once(make_runtim
     judgment, and the message is drawn from that read; the caps' counts are one statement."""
     with make_runtime() as runtime:
         judgment_id = add_judgment(runtime, score=1)
-        statements: list[str] = []
-
-        def listen(_connection, _cursor, statement, *_rest) -> None:
-            statements.append(statement)
-
-        event.listen(runtime.db.engine, "before_cursor_execute", listen)
-        try:
+        with statements_run(runtime.db.engine) as statements:
             assert delivery.consider(runtime, judgment_id).low == "posted"
-        finally:
-            event.remove(runtime.db.engine, "before_cursor_execute", listen)
         assert len([s for s in statements if "pairs.question_text" in s]) == 1
         assert len([s for s in statements if s.lstrip().upper().startswith("SELECT") and "count(alerts.id)" in s]) == 1
         assert "How do I reset my password?" in json.dumps(fake.posted(ALERTS)[0]["blocks"])

@@ -9,7 +9,6 @@ import time
 from datetime import UTC, datetime
 
 import pytest
-from sqlalchemy import event
 
 from bot.listeners.home import publish_home
 from bot.stats import channel_stats_message
@@ -22,6 +21,7 @@ from tests import slack_requests as sr
 from tests.alert_helpers import add_judgment
 from tests.builders import SECRET
 from tests.processes import wait_for
+from tests.sql_capture import statements_run
 from workers.digest.delivery import deliver_preview
 
 C = "C_SUPPORT"
@@ -94,13 +94,8 @@ def test_home_views_follow_new_data(home) -> None:
 
 def report_reads(runtime, asks) -> list[str]:
     """The database reads `asks()` makes apart from the cache's own (the data's version, the channels listed)."""
-    queries: list[str] = []
-    listen = lambda *args: queries.append(args[2])  # noqa: E731
-    event.listen(runtime.db.engine, "before_cursor_execute", listen)
-    try:
+    with statements_run(runtime.db.engine) as queries:
         asks()
-    finally:
-        event.remove(runtime.db.engine, "before_cursor_execute", listen)
     return [q for q in queries if "max(pairs.id)" not in q and "DISTINCT pairs.channel_id" not in q]
 
 

@@ -8,13 +8,14 @@ import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from sqlalchemy import event, select
+from sqlalchemy import select
 
 from common.feedback import tally
 from store import outcomes as outcome_store
 from store.feedback import votes_for
 from store.models import Alert, Judgment, Pair
 from tests.alert_helpers import ALERTS, add_judgment
+from tests.sql_capture import statements_run
 from workers.alerts import delivery
 from workers.alerts.outcomes import OUTCOME_VOTER, FollowedUp, follow_up
 from workers.tasks import slack as tasks
@@ -97,15 +98,7 @@ def test_a_missed_failure_is_claimed_and_drawn_from_one_read_of_its_pair(runtime
     pair_id = watched(runtime, judgment_id)
     signal(runtime, pair_id, "reask", 1)
     signal(runtime, pair_id, "negative_reaction", 3)
-    statements: list[str] = []
-
-    def listen(_connection, _cursor, statement, *_rest) -> None:
-        statements.append(statement)
-
-    event.listen(runtime.db.engine, "before_cursor_execute", listen)
-    try:
+    with statements_run(runtime.db.engine) as statements:
         assert follow_up(runtime, pair_id) == FollowedUp("posted", 1)
-    finally:
-        event.remove(runtime.db.engine, "before_cursor_execute", listen)
     assert len([s for s in statements if "pairs.question_text" in s]) == 2  # the follow-up's, the redraw's
     assert "Missed failure: relevancy 4 / 4" in blocks_text(fake.posted(ALERTS)[0])

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from sqlalchemy import event, func, select
+from sqlalchemy import func, select
 
 from bot.listeners.home import publish_home
 from common.membership import MembershipCache
@@ -18,6 +18,7 @@ from store.models import Judgment, OutcomeSignal, OutcomeWindow, Pair
 from store.stats_queries import stream_pair_rows
 from tests import digest_helpers
 from tests.fakes.slack_server import FakeSlack
+from tests.sql_capture import statements_run
 from workers.tasks.digest import send_digest
 
 DIGEST_CHANNEL = "CDIGEST"
@@ -103,16 +104,9 @@ def stream_both_weeks(runtime: Runtime) -> tuple[list, list, list[str]]:
     now = datetime.now(UTC)
     seed(runtime, now)
     period = period_for(now)
-    queries: list[str] = []
-    engine = runtime.db.engine
-    listen = lambda *args: queries.append(args[2])  # noqa: E731
-    event.listen(engine, "before_cursor_execute", listen)
-    try:
-        with runtime.db.session() as session:
-            current = list(stream_pair_rows(session, period.start, period.end))
-            previous = list(stream_pair_rows(session, period.previous_start, period.start))
-    finally:
-        event.remove(engine, "before_cursor_execute", listen)
+    with statements_run(runtime.db.engine) as queries, runtime.db.session() as session:
+        current = list(stream_pair_rows(session, period.start, period.end))
+        previous = list(stream_pair_rows(session, period.previous_start, period.start))
     return current, previous, queries
 
 

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import event, insert, select
+from sqlalchemy import insert, select
 
 from store import pairs
 from store.models import OutcomeWindow, Pair, PairStatus
+from tests.sql_capture import statements_run
 
 CLOSES = datetime(2026, 12, 2, 12, 30, tzinfo=UTC)
 
@@ -23,27 +24,18 @@ def _pair(database, answer_ts: str, *, thread_ts: str | None = None, source: str
 
 
 def _settle(database, pair_id: int, *, version: int = 1, status: str = PairStatus.PENDING, question: bool = True):
-    statements: list[str] = []
-
-    def record(_conn, _cursor, statement, *_rest) -> None:
-        statements.append(statement)
-
-    event.listen(database.engine, "before_cursor_execute", record)
-    try:
-        with database.autocommit() as connection:
-            settled = pairs.settle(
-                connection,
-                pair_id,
-                version,
-                status=status,
-                answer_text="Open Billing, then Export.",
-                question_ts="1790000000.000100" if question else None,
-                question_user="U_ASKER" if question else None,
-                question_text="How do I export invoices?" if question else None,
-                window_closes_at=CLOSES,
-            )
-    finally:
-        event.remove(database.engine, "before_cursor_execute", record)
+    with statements_run(database.engine) as statements, database.autocommit() as connection:
+        settled = pairs.settle(
+            connection,
+            pair_id,
+            version,
+            status=status,
+            answer_text="Open Billing, then Export.",
+            question_ts="1790000000.000100" if question else None,
+            question_user="U_ASKER" if question else None,
+            question_text="How do I export invoices?" if question else None,
+            window_closes_at=CLOSES,
+        )
     return settled, statements
 
 
