@@ -37,7 +37,6 @@ from tests.fakes.slack_server import FakeSlack
 from tests.services import drop_postgres_database, postgres_admin_url
 
 RUN = (
-    task_names.CAPTURE_ANSWER,  # the worker stores each answer the bot hands it, then sends its settle task
     task_names.SETTLE_PAIR,
     task_names.OBSERVE_MESSAGE,
     task_names.OBSERVE_REACTION,
@@ -69,8 +68,7 @@ class Queue:
 
 
 def scenario(title: str, *, answers: int, askers: int, channels: int, lag: int, database_url: str, redis_url: str):
-    import workers.tasks.answers  # the tasks register on the Celery app at import
-    import workers.tasks.capture
+    import workers.tasks.capture  # the tasks register on the Celery app at import
     import workers.tasks.outcomes
     import workers.tasks.slack  # noqa: F401
     from capture.pairing import Identity
@@ -122,8 +120,7 @@ def scenario(title: str, *, answers: int, askers: int, channels: int, lag: int, 
         f"  outcome tasks queued per answer: observe_message {per[task_names.OBSERVE_MESSAGE]:.2f}, "
         f"follow_up_outcome {per[task_names.FOLLOW_UP_OUTCOME]:.2f} "
         f"(totals {queue.sent[task_names.OBSERVE_MESSAGE]:,} and {queue.sent[task_names.FOLLOW_UP_OUTCOME]:,})\n"
-        f"  worker CPU ms per answer: capture_answer {worker_ms[task_names.CAPTURE_ANSWER]:.2f}, "
-        f"settle_pair (opens the window) {worker_ms[task_names.SETTLE_PAIR]:.2f}, "
+        f"  worker CPU ms per answer: settle_pair (opens the window) {worker_ms[task_names.SETTLE_PAIR]:.2f}, "
         f"observe_message {worker_ms[task_names.OBSERVE_MESSAGE]:.2f}, "
         f"follow_up_outcome {worker_ms[task_names.FOLLOW_UP_OUTCOME]:.2f}, "
         f"total {sum(worker_ms.values()):.2f}\n"

@@ -12,13 +12,12 @@ from common.runtime import Runtime, set_runtime
 from store.settings import Settings
 
 
-def create_app(settings: Settings, runtime: Runtime | None = None, deps: BotDeps | None = None) -> App:
+def create_app(settings: Settings, runtime: Runtime | None = None) -> App:
     """A Bolt app on the runtime's Slack client (SLACK_API_URL, Retry-After handling).
 
-    `process_before_response=True`: the HTTP answer to an event waits for its hand-on (bot.hand_on: one Redis
-    round trip and the task's publish), so an error there answers 500 and Slack retries the event. Commands use
-    lazy listeners, so acknowledgements stay well inside Slack's 3 seconds. `deps` (built here when not given):
-    bot.server shares them, for the events it answers without Bolt (bot.event_path)."""
+    `process_before_response=True`: the answer to an event waits for its publish (bot.publishing: the event's mark,
+    its note and Celery's publish), so nothing Slack got a 200 for is lost, and an error there answers 500 and Slack
+    retries the event. Commands use lazy listeners, so acknowledgements stay well inside Slack's 3 seconds."""
     runtime = runtime or Runtime(settings)
     set_runtime(runtime)  # the process's own, for code the listeners share with the workers
     celery_app.configure(settings)
@@ -30,7 +29,9 @@ def create_app(settings: Settings, runtime: Runtime | None = None, deps: BotDeps
         # requests carry none.
         request_verification_enabled=False,
     )
-    register_listeners(app, deps or BotDeps.build(runtime))
+    deps = BotDeps.build(runtime)
+    deps.publisher.prepare()
+    register_listeners(app, deps)
     return app
 
 

@@ -217,34 +217,32 @@ def _parsed(kind: str, text: str) -> dict:
     return payload
 
 
-def check_shape(content_type: str, body: bytes) -> dict | None:
-    """Raise BadRequest unless the body is something Bolt can dispatch without failing. Returns a JSON body's
-    parsed envelope (checked: bot.event_path takes it as it is), None for a form body."""
+def check_shape(content_type: str, body: bytes) -> None:
+    """Raise BadRequest unless the body is something Bolt can dispatch without failing."""
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError:
         raise BadRequest(400, "body is not UTF-8") from None
     if content_type == JSON:
-        return _parsed("events", text)
+        _parsed("events", text)
+        return
     form = parse_qs(text, keep_blank_values=True)
     if "payload" in form:
         _parsed("interactive", form["payload"][-1])
-        return None
+        return
     if not form.get("command"):
         raise BadRequest(400, "form body is neither a payload nor a slash command")
     problem = payload_problem("command", {key: values[-1] for key, values in form.items()})
     if problem:
         raise BadRequest(400, f"malformed slash command: {problem}")
-    return None
 
 
 # Only ASCII digits: str.isdigit() and int() also take other scripts' digits ('٣', '３'), and isdigit() takes '²'.
 _ASCII_NUMBER = re.compile(r"[0-9]{1,18}")
 
 
-def checked_body(environ: dict, verifier: SignatureVerifier) -> tuple[bytes, dict | None]:
-    """The request body, once its size, signature, timestamp, content type and shape passed, and a JSON body's
-    parsed envelope (None for a form); else BadRequest."""
+def checked_body(environ: dict, verifier: SignatureVerifier) -> bytes:
+    """The request body, once its size, signature, timestamp, content type and shape passed; else BadRequest."""
     length_header = environ.get("CONTENT_LENGTH") or ""
     if not _ASCII_NUMBER.fullmatch(length_header):
         raise BadRequest(411, "Content-Length required")
@@ -269,4 +267,5 @@ def checked_body(environ: dict, verifier: SignatureVerifier) -> tuple[bytes, dic
     content_type = (environ.get("CONTENT_TYPE") or "").split(";")[0].strip().lower()
     if content_type not in (JSON, FORM):
         raise BadRequest(415, "content type must be JSON or form-encoded")
-    return body, check_shape(content_type, body)
+    check_shape(content_type, body)
+    return body

@@ -23,7 +23,6 @@ from slack_bolt import App
 from slack_bolt.adapter.wsgi import SlackRequestHandler
 from slack_sdk.signature import SignatureVerifier
 
-from bot.event_path import CaptureEvents
 from bot.health import HEALTH_PATH, health_report
 from bot.request_guard import BadRequest, checked_body
 from common import metrics
@@ -59,14 +58,12 @@ def _respond(start_response: StartResponse, status: int, body: dict, extra: Iter
 
 
 class EventsWSGI:
-    """The WSGI app: /healthz, and /slack/events validated, then message and reaction events handed on
-    (`events`, bot.event_path) and the rest handed to Bolt."""
+    """The WSGI app: /healthz, /metrics, and /slack/events checked (bot.request_guard), then dispatched by Bolt."""
 
-    def __init__(self, settings: Settings, app: App, runtime: Runtime, events: CaptureEvents | None = None) -> None:
+    def __init__(self, settings: Settings, app: App, runtime: Runtime) -> None:
         self.settings = settings
         self.runtime = runtime
         self.bolt = SlackRequestHandler(app)
-        self.events = events
         self.verifier = SignatureVerifier(settings.secret("slack_signing_secret") or "")
 
     def __call__(self, environ: dict, start_response: StartResponse) -> Iterable[bytes]:
@@ -82,17 +79,11 @@ class EventsWSGI:
             return _respond(start_response, 405, {"error": "POST only"}, [("Allow", "POST")])
         started = time.monotonic()
         try:
-            body, envelope = checked_body(environ, self.verifier)
+            body = checked_body(environ, self.verifier)
         except BadRequest as error:
             log.info("request refused", extra={"status": error.status, "reason": error.reason})
             extra = [("X-Slack-No-Retry", "1")] if error.no_retry else []
             return _respond(start_response, error.status, {"error": error.reason}, extra)
-        if envelope is not None and self.events is not None:
-            status = self.captured(envelope)
-            if status:
-                metrics.event_acked("http", status, time.monotonic() - started)
-                start_response(_STATUS_TEXT[status], [("Content-Length", "0")])
-                return [b""]
         environ["wsgi.input"] = io.BytesIO(body)  # Bolt reads the body again
         environ["CONTENT_LENGTH"] = str(len(body))
         answered: list[str] = []
@@ -104,15 +95,6 @@ class EventsWSGI:
         body_parts = self.bolt(environ, timed_start_response)
         metrics.event_acked("http", int(answered[0]) if answered else 0, time.monotonic() - started)
         return body_parts
-
-    def captured(self, envelope: dict) -> int | None:
-        """A message or reaction event taken without Bolt: 200, or 500 for a bug in its hand-on (as Bolt answers
-        a listener's error: Slack sends the event again). None: Bolt's to dispatch."""
-        try:
-            return 200 if self.events.answered(envelope) else None  # type: ignore[union-attr]
-        except Exception:
-            log.exception("event not handed on")
-            return 500
 
     def metrics(self, start_response: StartResponse) -> list:
         data, content_type = metrics.exposition(self.runtime)
@@ -126,12 +108,9 @@ class EventsWSGI:
 
 def build_wsgi_app(settings: Settings, runtime: Runtime | None = None) -> EventsWSGI:
     from bot.app import create_app
-    from bot.deps import BotDeps
 
     runtime = runtime or Runtime(settings)
-    deps = BotDeps.build(runtime)
-    wsgi = EventsWSGI(settings, create_app(settings, runtime, deps), runtime, deps.events)
-    deps.hand_on.prepare()
+    wsgi = EventsWSGI(settings, create_app(settings, runtime), runtime)
     metrics.create_counters()
     return wsgi
 
@@ -209,17 +188,11 @@ def load_before_fork(settings: Settings) -> None:
     loads it; no connection is made). `pre_fork`'s gc.freeze then keeps those objects' pages shared."""
     import importlib
 
-    from common import task_names
-    from common.celery_app import celery
-    from common.task_message import task_message
     from store.db import make_engine
 
     for name in MODULES_BEFORE_FORK:
         importlib.import_module(name)
     make_engine(settings.resolved_database_url).dispose()
-    # Celery reads its configuration and builds its message machinery on the first message: built here, not while
-    # the first event waits (10 ms, with the other threads of a fresh worker held on the import lock meanwhile).
-    task_message(celery, task_names.CAPTURE_EVENT, {})
 
 
 def prepare(settings: Settings, component: str = "bot") -> None:

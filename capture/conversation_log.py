@@ -95,12 +95,6 @@ class ConversationLog:
             pipe.zremrangebyscore(key, "-inf", horizon)  # entries whose message key has expired
             pipe.expire(key, self.ttl)
 
-    def record_commands(self, channel: str, message: LoggedMessage) -> list[list[str]]:
-        """`record`'s commands as plain lists of strings, for a script to run with its own (bot.hand_on)."""
-        commands = CommandList()
-        self.queue_record(commands, channel, message)
-        return commands.commands
-
     def record(self, channel: str, message: LoggedMessage) -> None:
         """Add or replace one message (an edit replaces the text; a deleted mark survives edits)."""
         pipe = self.redis.pipeline(transaction=True)
@@ -231,26 +225,6 @@ class ConversationLog:
             top = [_text(ts) for ts in older]
             found.update({m.ts: m for m in self._load(channel, top)})
         return list(found.values())
-
-
-class CommandList:
-    """The commands `queue_record` queues, written down instead of sent: what a script runs with `redis.call`."""
-
-    def __init__(self) -> None:
-        self.commands: list[list[str]] = []
-
-    def set(self, key: str, value: str, ex: int) -> None:
-        self.commands.append(["SET", key, value, "EX", str(ex)])
-
-    def zadd(self, key: str, mapping: dict[str, float]) -> None:
-        for member, score in mapping.items():
-            self.commands.append(["ZADD", key, repr(score), member])
-
-    def zremrangebyscore(self, key: str, low: str, high: float) -> None:
-        self.commands.append(["ZREMRANGEBYSCORE", key, low, repr(high)])
-
-    def expire(self, key: str, seconds: int) -> None:
-        self.commands.append(["EXPIRE", key, str(seconds)])
 
 
 def _text(ts: bytes | str) -> str:

@@ -1,22 +1,13 @@
-"""Which Slack events capture takes, decided from the event alone (no I/O): the bot drops the rest before it hands
-an event on (bot.hand_on), and the worker's capture (workers.live_capture) checks again (a spooled or replayed
-event, the rules changed meanwhile)."""
+"""Which Slack events capture takes, decided from the event alone (no I/O): the bot's capture listener drops the rest
+before it publishes an event (bot.listeners.capture), and the worker's capture (workers.live_capture) checks again (a
+spooled or replayed event, the rules changed meanwhile)."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
 from typing import Any
 
 from capture.notices import is_notice
-from capture.pairing import (
-    Author,
-    Identity,
-    author_of,
-    channel_ignore_reason,
-    is_bookkeeping,
-    is_tombstone,
-    message_of,
-)
+from capture.pairing import channel_ignore_reason, is_bookkeeping, is_tombstone, message_of
 from store.rules import ChannelRules
 from store.settings import Settings
 
@@ -37,12 +28,3 @@ def ignored(event: dict[str, Any], settings: Settings, rules: ChannelRules) -> b
     message = message_of(event)
     # A notice (or one edited), or a root re-sent for its reply count: nothing anyone said changed.
     return not message.get("ts") or is_notice(message) or is_bookkeeping(event)
-
-
-def new_person_message(event: dict[str, Any], monitored: Collection[str], own: Identity) -> dict[str, Any] | None:
-    """The event as a person's new message in plain words, which the bot may log itself (bot.hand_on): no edit,
-    deletion, broadcast or upload (a monitored bot's upload names only its user), none of relmon's or a monitored
-    bot's. Anything else is left to a worker's capture. Call it on an event `ignored` let through."""
-    if event.get("type") != "message" or "subtype" in event or event.get("files"):
-        return None
-    return event if author_of(event, monitored, own) == Author.HUMAN else None

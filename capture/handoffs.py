@@ -1,11 +1,10 @@
-"""Events and answers handed to a worker that no worker has captured or stored yet, in Redis.
+"""Events handed to a worker that no worker has captured yet, in Redis.
 
-The bot notes each event it hands on (`capture_event`, the task's name in the note) in the round trip that
-deduplicates it (bot.hand_on); a capture notes each `capture_answer` task in the round trip that logs the message.
-Each note is written before its task is sent, and dropped by the worker once the event is captured or the answer
-stored. A task message lost outright (kombu's window between taking a message off the queue and recording it as
-unacknowledged, a broker that lost it) leaves its note behind,
-and the orphan check (workers.sweeps) sends the task again: the database was never needed to keep it.
+The bot notes each event it hands on (`capture_event`, the task's name in the note) before it publishes the task
+(bot.publishing); the worker drops the note once the event is captured or its answer stored. A task message lost
+outright (kombu's window between taking a message off the queue and recording it as unacknowledged, a broker that
+lost it) leaves its note behind, and the orphan check (workers.sweeps) sends the task again: the database was never
+needed to keep it.
 
 Layout:
     relmon:capture:handoff      hash  id -> JSON of the task's keyword arguments
@@ -15,7 +14,6 @@ Layout:
 from __future__ import annotations
 
 import json
-import random
 import uuid
 from typing import Any
 
@@ -27,26 +25,26 @@ KEEP_SECONDS = 86_400  # a note nobody could act on for a day (a task failing wi
 
 
 def new_id() -> str:
-    # From the PRNG, not os.urandom: unique, not secret, and no system call on the bot's way (common.task_message).
-    return uuid.UUID(int=random.getrandbits(128), version=4).hex
+    return uuid.uuid4().hex
 
 
-def note(pipe, handoff_id: str, kwargs: dict[str, Any], now: float) -> None:
-    """Queue the note on a pipeline (the bot's log write)."""
-    pipe.hset(KEY, handoff_id, json.dumps(kwargs, separators=(",", ":")))
+def note(client: redis.Redis, handoff_id: str, task: str, kwargs: dict[str, Any], now: float) -> None:
+    """Note the task call `task(**kwargs)` before it is sent, in one transaction."""
+    pipe = client.pipeline(transaction=True)
+    pipe.hset(KEY, handoff_id, json.dumps({"task": task, **kwargs}, separators=(",", ":")))
     pipe.zadd(AT_KEY, {handoff_id: now})
+    pipe.execute()
 
 
-def task_of(note: dict[str, Any], default: str) -> tuple[str, dict[str, Any]]:
-    """A note's task name (`default`, capture_answer's, when the note names none) and its keyword arguments."""
-    return note.get("task", default), {key: value for key, value in note.items() if key != "task"}
+def task_of(note: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """A note's task name and its keyword arguments."""
+    return note["task"], {key: value for key, value in note.items() if key != "task"}
 
 
 def shown(kwargs: dict[str, Any]) -> dict[str, str]:
-    """`send_task` options for a capture_answer message: its headers' repr of the arguments names the message,
-    never its words (Celery would repr them all, the logged text included, and log them at debug level)."""
-    named = {key: kwargs.get(key) for key in ("channel", "ts", "handoff")}
-    return {"argsrepr": "()", "kwargsrepr": repr(named)}
+    """`send_task` options for a noted task's message: its headers' repr of the arguments names the note, never
+    the event's words (Celery would repr them all and log them at debug level)."""
+    return {"argsrepr": "()", "kwargsrepr": repr({"handoff": kwargs.get("handoff")})}
 
 
 def done(client: redis.Redis, handoff_id: str | None) -> None:

@@ -8,7 +8,6 @@ from celery import Celery
 from kombu import Exchange, Queue
 
 from common import task_names
-from common.broker_transport import TRANSPORT
 from common.celery_task import KeepMessageTask
 from store.settings import Settings
 
@@ -30,9 +29,6 @@ RESTORE_LOCK_SECONDS = 10
 def celery_config(settings: Settings, broker_url: str) -> dict:
     return {
         "broker_url": broker_url,
-        # kombu's Redis transport, sparing a client built per command (common.broker_transport). A redis+socket://
-        # URL names kombu's own transport in its prefix, which wins: the embedded Redis keeps it.
-        "broker_transport": TRANSPORT if broker_url.partition("://")[0] in ("redis", "rediss") else None,
         # Results live in SQL, not in the broker: no result backend, nothing to expire.
         "result_backend": None,
         "task_ignore_result": True,

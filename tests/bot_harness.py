@@ -13,7 +13,6 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from sqlalchemy import select
 
-from bot.hand_on import EventHandOn, HandedOn
 from bot.server import build_wsgi_app
 from capture import handoffs
 from capture.conversation_log import ConversationLog
@@ -74,34 +73,28 @@ class ServedBot:
 
 
 class InlineWorker:
-    """The bot hands each event to a worker (workers.tasks.events), which hands each answer on to another
-    (workers.tasks.answers), and answers Slack before either ran. Tests served in-process have no worker: while
-    installed, such a task is sent to the broker as usual (a dead broker fails the bot the same way) and then run
-    here at once, so that a test finds the pair as soon as Slack got its acknowledgement. The bot's own hand-on
-    (bot.hand_on.EventHandOn.send: its message pushed with the event's mark) is followed the same way; a person's
-    new message the hand-on logged itself sends nothing to run. The copy left in the queue is harmless: the task
-    changes nothing when run again. System tests run real worker processes. `paused()`: sent, not run (the message
-    lost on the way, say)."""
+    """The bot publishes each event's `capture_event` task (bot.publishing) and answers Slack before a worker ran
+    it. Tests served in-process have no worker: while installed, such a task is sent to the broker as usual (a dead
+    broker fails the bot the same way) and then run here at once, so that a test finds the pair as soon as Slack got
+    its acknowledgement; so is a deletion's scrub. The copy left in the queue is harmless: the task changes nothing
+    when run again. Settling and judging are left to the test (tests.bot_events). System tests run real worker
+    processes. `paused()`: sent, not run (the message lost on the way, say)."""
 
     def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
         self._active = False
         self._sent_before: Any = None
         self._wrapper: Any = None
-        self._handed_before: Any = None
-        self._hand_on_wrapper: Any = None
 
     def install(self) -> None:
         # The worker's own code: tests may import it, the bot may not.
-        from workers.tasks import answers, events, forgetting
+        from workers.tasks import events, forgetting
 
         runs = {  # the task bodies, on the process runtime (this bot's)
-            task_names.CAPTURE_EVENT: lambda kw: events.capture_event.run(**kw),  # the orphan check's resend
-            task_names.CAPTURE_ANSWER: lambda kw: answers.capture_answer.run(**kw),
+            task_names.CAPTURE_EVENT: lambda kw: events.capture_event.run(**kw),
             task_names.FORGET_MESSAGE: lambda kw: forgetting.forget_message.run(**kw),
         }
         send = celery_app.celery.send_task
-        handed_on = EventHandOn.send
         self._active = True
 
         def send_then_run(name, args=None, kwargs=None, **options):
@@ -110,17 +103,8 @@ class InlineWorker:
                 runs[name](dict(kwargs or {}))
             return result
 
-        def hand_on_then_run(hand_on: EventHandOn, entry: dict) -> tuple[HandedOn, dict]:
-            handed, kwargs = handed_on(hand_on, entry)
-            through_celery = celery_app.celery.conf.broker_url != hand_on.broker_url  # send_task ran it then
-            if handed is HandedOn.SENT and self._active and not through_celery:
-                events.capture_event.run(**kwargs)
-            return handed, kwargs
-
         self._sent_before, self._wrapper = send, send_then_run
-        self._handed_before, self._hand_on_wrapper = handed_on, hand_on_then_run
         celery_app.celery.send_task = send_then_run
-        EventHandOn.send = hand_on_then_run
 
     @contextmanager
     def paused(self) -> Iterator[None]:
@@ -135,9 +119,7 @@ class InlineWorker:
         self._active = False
         if self._wrapper is not None and celery_app.celery.__dict__.get("send_task") is self._wrapper:
             celery_app.celery.send_task = self._sent_before
-        if self._hand_on_wrapper is not None and EventHandOn.__dict__.get("send") is self._hand_on_wrapper:
-            EventHandOn.send = self._handed_before
-        self._wrapper = self._sent_before = self._hand_on_wrapper = self._handed_before = None
+        self._wrapper = self._sent_before = None
 
 
 class BotServer:

@@ -39,6 +39,10 @@ def next_ts(base: float | None = None) -> str:
 
 # Events API ---------------------------------------------------------------------------------------
 
+# relmon's identity as the bot's Bolt authorization finds it (the fake Slack's auth.test), as the capture listener
+# hands it to the worker with each event.
+RELMON_IDENTITY = {"user_id": "U_RELMON", "bot_id": "B_RELMON", "app_id": "A_RELMON"}
+
 
 def envelope(event: dict[str, Any], *, event_id: str | None = None, team_id: str = TEAM_ID) -> dict[str, Any]:
     return {

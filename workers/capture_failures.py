@@ -1,4 +1,4 @@
-"""How the capture tasks (workers.tasks.events, workers.tasks.answers) retry and fail, in one place."""
+"""How the capture task (workers.tasks.events) retries and fails."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The capture of one live Slack event, in a worker (`capture_event`, workers.tasks.events): the bot only dropped
-what nothing is captured of (capture.events), deduplicated it and handed it on (bot.hand_on), so every read of the
-conversation happens here, after Slack had its acknowledgement.
+what nothing is captured of (capture.events), deduplicated it and published it (bot.publishing), so every read and
+write of the conversation log happens here, after Slack had its acknowledgement: this task is the log's one writer.
 
 Every `message` event (all subtypes) and reaction in watched channels. People's messages go to the conversation
 log (they are the questions); a person's message after a watched answer, and a reaction on one, is handed on to
@@ -49,9 +49,8 @@ log = logging.getLogger("relmon.capture")
 class LiveCapture:
     """Captures events on one process's runtime (its Redis, Slack client, channel rules and learnt bot users)."""
 
-    def __init__(self, runtime: Runtime, *, redelivered: bool = False, handoff: str | None = None) -> None:
+    def __init__(self, runtime: Runtime, *, handoff: str | None = None) -> None:
         self.runtime = runtime
-        self.redelivered = redelivered  # the task's message came again (a worker died with it)
         # The bot's note of the event (capture.handoffs): a monitored bot's new message drops it in the round trip
         # that stores its answer, and it is None from then on; else the task drops it once the event is captured.
         self.handoff = handoff
@@ -139,7 +138,6 @@ class LiveCapture:
             ext_shared=ext_shared,
             logged=None if record else to_wire(message),
             fresh=message if record else None,
-            redelivered=self.redelivered,
             handoff=handoff,
         )
 

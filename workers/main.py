@@ -38,7 +38,6 @@ TASK_MODULES = (
     "workers.tasks.judging",
     "workers.tasks.sweeper",
     "workers.tasks.events",
-    "workers.tasks.answers",
     "workers.tasks.forgetting",
     "workers.tasks.capture",
     "workers.tasks.outcomes",

@@ -123,15 +123,14 @@ def _requeue(pair: Waiting, action: str) -> None:
 
 
 def requeue_lost_captures(runtime: Runtime, now: float, lease_seconds: float) -> int:
-    """Send again the events the bot handed on (`capture_event`) and the answers a capture handed on
-    (`capture_answer`) over a lease ago whose task message is nowhere in Redis (capture.handoffs): lost before any
-    worker captured or stored them."""
+    """Send again the events the bot handed on (`capture_event`) over a lease ago whose task message is nowhere in
+    Redis (capture.handoffs): lost before any worker captured them."""
     noted = handoffs.overdue(runtime.redis, noted_before=now - lease_seconds, now=now, limit=SWEEP_LIMIT)
     return _send_again(
         noted,
         lambda: queued_handoffs(runtime.redis, QUEUE_JUDGE),
-        lambda note: _send_noted(*handoffs.task_of(note, task_names.CAPTURE_ANSWER)),
-        "answers whose capture task",
+        lambda note: _send_noted(*handoffs.task_of(note)),
+        "events whose capture task",
     )
 
 

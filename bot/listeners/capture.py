@@ -1,8 +1,7 @@
-"""Capture listener: every `message` event (all subtypes) and reaction in watched channels is deduplicated and
-handed on to a worker (bot.hand_on) before Slack gets its acknowledgement; events nothing is captured of are
-dropped first, from the event alone (capture.events.ignored). The worker reads the conversation, pairs and records
-(workers.live_capture, workers.tasks.events). Over HTTP, once this listener has run, bot.server hands those events
-to the same code without Bolt (bot.event_path)."""
+"""Capture listener: every `message` event (all subtypes) and reaction in watched channels is published to a worker
+(bot.publishing) before Slack gets its acknowledgement; events nothing is captured of are dropped first, from the
+event alone (capture.events.ignored). relmon's own messages and reactions never get here: Bolt's self-event
+middleware drops them. The worker reads the conversation, logs and pairs (workers.live_capture)."""
 
 from __future__ import annotations
 
@@ -11,14 +10,20 @@ from typing import Any
 from slack_bolt import App, BoltContext
 
 from bot.deps import BotDeps
-from bot.event_path import CAPTURED_EVENTS
+from capture.events import REACTION_EVENTS, ignored
+
+CAPTURED_EVENTS = ("message", *REACTION_EVENTS)
 
 
 def register(app: App, deps: BotDeps) -> None:
-    events = deps.events
+    settings, rules, publish = deps.settings, deps.runtime.rules, deps.publisher
 
     def on_event(body: dict[str, Any], context: BoltContext) -> None:
-        events.from_listener(body, context.bot_user_id, context.bot_id)
+        if ignored(body.get("event") or {}, settings, rules):
+            return
+        # relmon's identity as Bolt's authorization found it: the worker tells relmon's own messages apart by it.
+        own = {"user_id": context.bot_user_id, "bot_id": context.bot_id, "app_id": body.get("api_app_id")}
+        publish({"body": body, "own": own})
 
     for event_type in CAPTURED_EVENTS:  # one spool keeps them in order through an outage
         app.event(event_type)(on_event)

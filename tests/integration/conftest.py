@@ -8,14 +8,10 @@ import pytest
 from slack_sdk import WebClient
 
 from common import celery_app, task_names
-from common.task_message import task_message
 from tests.bot_harness import BotServer, ServedBot
 from tests.builders import installed_runtime
 from tests.fakes.langfuse_server import FakeLangfuse
 from tests.fakes.slack_server import FakeSlack
-from workers.pairs import capturing
-
-KEPT = "relmon:test:settles-kept"  # the list the settle messages kept by `settles` go to: no worker reads it
 
 
 @pytest.fixture
@@ -35,9 +31,7 @@ def client(slack: FakeSlack) -> WebClient:
 
 @pytest.fixture
 def settles(monkeypatch) -> list[tuple[list, int | None]]:
-    """The settle tasks sent (args, countdown), kept instead of queued; every other task is sent as usual. Capture
-    builds its settle message and pushes it with the answer's mark (workers.pairs.capturing): that one is pushed
-    onto a list no worker reads."""
+    """The settle tasks sent (args, countdown), kept instead of queued; every other task is sent as usual."""
     sent: list[tuple[list, int | None]] = []
     original = celery_app.celery.send_task
 
@@ -47,15 +41,7 @@ def settles(monkeypatch) -> list[tuple[list, int | None]]:
             return None
         return original(name, args=args, kwargs=kwargs, countdown=countdown, **options)
 
-    def build(app, name, kwargs=None, *, args=(), countdown=None, **options):
-        _, message = task_message(app, name, kwargs, args=args, countdown=countdown, **options)
-        if name != task_names.SETTLE_PAIR:
-            raise AssertionError(f"capture built a {name} message: only its settle task is expected")
-        sent.append((list(args), countdown))
-        return KEPT, message
-
     monkeypatch.setattr(celery_app.celery, "send_task", record)
-    monkeypatch.setattr(capturing, "task_message", build)
     return sent
 
 

@@ -30,12 +30,15 @@ def test_streaming_edits_bump_the_version(bot: ServedBot) -> None:
     assert streamed(bot).version == 4
 
 
-def test_a_completed_stream_settles_at_once(bot: ServedBot) -> None:
-    assert streamed(bot).status == PairStatus.PENDING  # the completion settled it at once (no quiet time)
+def test_a_completed_stream_settles_at_once(bot: ServedBot, settles: list) -> None:
+    pair = streamed(bot)
+    assert settles[-1] == ([pair.id, 4], 0)  # the completion's settle task waits for nothing (no quiet time)
+    assert settle(bot.runtime, pair.id, 4) == PairStatus.PENDING
 
 
 def test_a_streamed_answer_settles_once(bot: ServedBot) -> None:
     pair = streamed(bot)
+    assert settle(bot.runtime, pair.id, 4) == PairStatus.PENDING
     assert settle(bot.runtime, pair.id, 2) == "stale"  # an older edit's settle does nothing
     assert settle(bot.runtime, pair.id, 4) == "requeued"  # a repeat re-enqueues judging, nothing else
     [pair] = bot.pairs()

@@ -1,6 +1,6 @@
-"""The Redis round trips of the worker's capture (workers.pairs.capture_context, capture.conversation_log): a
-message read with what is around it in two round trips, the stored mark in the first, a whole capture in six, and a
-top-level answer's question read back a batch at a time, not the whole window."""
+"""The Redis round trips of the worker's capture (workers.pairs.capture_context, capture.conversation_log): a message
+read with what is around it in two round trips, the stored mark in the first, and a top-level answer's question read
+back a batch at a time, not the whole window."""
 
 from __future__ import annotations
 
@@ -11,15 +11,11 @@ from typing import NamedTuple
 import pytest
 import redis
 
-from capture import handoffs
-from capture.conversation_log import ConversationLog, to_wire
+from capture.conversation_log import ConversationLog
 from capture.pairing import Author, LoggedMessage
-from store.models import PairStatus
 from tests.bot_harness import log_message, redis_calls, redis_calls_since
 from tests.capture_helpers import C
-from workers.pairs import capturing
 from workers.pairs.capture_context import CaptureStore, Held
-from workers.pairs.capturing import capture_answer_in
 
 
 class LoggedThread(NamedTuple):
@@ -94,65 +90,6 @@ def test_the_settle_reads_a_message_with_what_is_around_it_in_two_round_trips(lo
         made = redis_calls_since(client, before)
         assert made == {"get": 1, "zrange": 1, "mget": 1} | ({} if thread_ts else {"zrevrangebyscore": 1})
         assert found == message and [m.ts for m in around] == [m.ts for m in log.around(C, message, 60)]
-
-
-@pytest.mark.parametrize("fresh", [False, True], ids=["logged", "fresh"])
-def test_an_answer_that_settles_at_once_is_captured_in_six_redis_round_trips(
-    make_bot, monkeypatch, fresh: bool
-) -> None:
-    """The capture task's Redis round trips, each one counted (a pipeline is one): the conversation's lock; the
-    message with its index reads and the mark of what was last stored of it; the MGET of its thread; the outcome
-    window's watch with its reads of what came after the answer (no MGET: nothing came); the stored mark with the
-    bot's note of the task dropped; the lock's release. The note is gone once the answer is stored. The live capture
-    hands the message over `fresh` from its event: it is logged in the first round trip, which reads it no more."""
-    bot = make_bot(settle_seconds=0)
-    monkeypatch.setattr(capturing, "judge_settled", lambda runtime, settled: "judged")  # the LLM call, apart
-    log = ConversationLog(bot.runtime.redis, 3600)
-    now = time.time()
-    question = LoggedMessage(
-        f"{now - 2:.6f}", None, Author.HUMAN, user="U_ASKER", content={"text": "Where is billing?"}
-    )
-    answer = LoggedMessage(f"{now - 1:.6f}", question.ts, Author.MONITORED_BOT, content={"text": "Under Settings."})
-    for message in (question, answer)[: 1 if fresh else 2]:
-        log.record(C, message)
-    kwargs = {"channel": C, "ts": answer.ts, "thread_ts": question.ts, "logged": to_wire(answer)}
-    note = handoffs.new_id()
-    pipe = bot.runtime.redis.pipeline()
-    handoffs.note(pipe, note, kwargs, now)
-    pipe.execute()
-    with capturing.conversation_lock(bot.runtime.redis, C, "warm-up"):
-        pass  # loads the lock's release script, as a running worker has
-    bot.runtime.known_channels.flags(C, "channel", False)  # knows the channel's sharing, as a running worker does
-
-    trips: list[str] = []
-    direct, pipelined = redis.Redis.execute_command, redis.client.Pipeline.execute
-
-    def one(client, *args, **options):
-        if not isinstance(client, redis.client.Pipeline):
-            trips.append(str(args[0]))
-        return direct(client, *args, **options)
-
-    def many(pipe, *args, **options):
-        trips.append("pipeline")
-        return pipelined(pipe, *args, **options)
-
-    monkeypatch.setattr(redis.Redis, "execute_command", one)
-    monkeypatch.setattr(redis.client.Pipeline, "execute", many)
-    result = capture_answer_in(
-        bot.runtime,
-        C,
-        answer.ts,
-        thread_ts=question.ts,
-        handoff=note,
-        channel_type="channel",
-        ext_shared=False,
-        fresh=answer if fresh else None,
-    )
-    monkeypatch.undo()
-    assert result == "captured" and bot.pairs()[0].status == PairStatus.PENDING
-    assert len(trips) == 6, " ".join(trips)
-    assert log.get(C, answer.ts) == answer
-    assert bot.runtime.redis.hget(handoffs.KEY, note) is None
 
 
 def test_a_top_level_answer_reads_back_to_its_question_not_the_whole_window(redis_url) -> None:

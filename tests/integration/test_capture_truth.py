@@ -60,7 +60,8 @@ def test_a_stream_is_judged_on_its_completion_in_either_order(bot: ServedBot, se
         send(bot, completion)
         send(bot, opener)  # the opener, handled after its completion, changes nothing
     [pair] = bot.pairs()
-    assert pair.status == PairStatus.PENDING and settles == []  # settled at once by its capture: no quiet time
+    assert settles == [([pair.id, pair.version], 0)]  # settled at once: no quiet time
+    assert settle(bot.runtime, pair.id, pair.version) == PairStatus.PENDING
     [pair] = bot.pairs()
     assert (pair.answer_text, pair.question_text, pair.stream_errored) == (
         "v2 adds single sign-on.",
@@ -76,7 +77,9 @@ def test_an_errored_stream_is_judged_on_what_was_shown(bot: ServedBot, settles: 
     send(bot, opener)
     send(bot, ss.stream_completion(opener, "Starting the export of your", state="errored"))
     [pair] = bot.pairs()
-    assert pair.status == PairStatus.PENDING and settles == []  # settled at once: the stream has ended
+    assert settles == [([pair.id, pair.version], 0)]  # settled at once: the stream has ended
+    assert settle(bot.runtime, pair.id, pair.version) == PairStatus.PENDING
+    [pair] = bot.pairs()
     assert (pair.answer_text, pair.stream_errored) == ("Starting the export of your", True)
 
 

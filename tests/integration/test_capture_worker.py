@@ -1,10 +1,10 @@
-"""The worker's side of capture (workers.tasks.answers): tasks run again, out of order, at once, or after Redis
-lost the log still leave one pair holding the answer's latest state, and never re-open an answer judged meanwhile; a
-task message lost on the way is sent again; the capture lock is the thread's.
+"""The worker's side of capture (workers.pairs.capturing, in the `capture_event` task): tasks run again, out of order,
+at once, or after Redis lost the log still leave one pair holding the answer's latest state, and never re-open an
+answer judged meanwhile; a task message lost on the way is sent again; the capture lock is the thread's.
 
 The bot is served over HTTP as in test_bot_capture (its capture tasks run inline: tests.bot_harness.InlineWorker);
-here the same task is also run directly, as a redelivered or late message would be. Judging in the capture task:
-test_capture_judging.py; its Redis round trips: test_capture_round_trips.py."""
+here the same step is also run directly, as a redelivered or late message would be. Settling and judging after
+capture: test_capture_judging.py."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ from workers.pairs import capturing
 from workers.pairs.capturing import capture_answer_in
 from workers.pairs.settling import settle
 from workers.sweeps import requeue_lost_captures
-from workers.tasks import answers
+from workers.tasks import events
 
 
 def test_a_task_run_again_changes_nothing(bot_keeping_settles: ServedBot, settles: list) -> None:
@@ -68,7 +68,8 @@ def test_tasks_out_of_order_store_the_streams_final_state(bot_keeping_settles: S
     assert run_again(bot_keeping_settles, a_ts, q_ts) == "unchanged"
     [pair] = bot_keeping_settles.pairs()
     assert pair.answer_text == "v2 adds single sign-on."
-    assert pair.status == PairStatus.PENDING and settles == []  # settled at once: a finished stream needs no wait
+    assert settles == [([pair.id, pair.version], 0)]  # settled at once: a finished stream needs no wait
+    assert settle(bot_keeping_settles.runtime, pair.id, pair.version) == PairStatus.PENDING
 
 
 def test_the_bots_copy_is_used_when_redis_lost_the_log(bot_keeping_settles: ServedBot, settles: list) -> None:
@@ -130,13 +131,11 @@ def test_a_lost_capture_task_is_sent_again_once_its_lease_is_over(bot_keeping_se
     """The bot noted the handoff and sent the task, but the message vanished (kombu's delivery window): the
     orphan check sends it again, once, and only for handoffs with no message queued or held."""
     redis = bot_keeping_settles.runtime.redis
-    lost = {"channel": C, "ts": sr.next_ts(), "handoff": "lost-one"}
-    waiting = {"channel": C, "ts": sr.next_ts(), "handoff": "still-queued"}
-    pipe = redis.pipeline()
-    handoffs.note(pipe, "lost-one", lost, now=time.time() - 120)
-    handoffs.note(pipe, "still-queued", waiting, now=time.time() - 120)
-    pipe.execute()
-    celery_app.celery.send_task(task_names.CAPTURE_ANSWER, kwargs=waiting)  # a real message, waiting on the queue
+    lost = {"entry": {"body": {}, "own": {}}, "handoff": "lost-one"}
+    waiting = {"entry": {"body": {}, "own": {}}, "handoff": "still-queued"}
+    handoffs.note(redis, "lost-one", task_names.CAPTURE_EVENT, lost, now=time.time() - 120)
+    handoffs.note(redis, "still-queued", task_names.CAPTURE_EVENT, waiting, now=time.time() - 120)
+    celery_app.celery.send_task(task_names.CAPTURE_EVENT, kwargs=waiting)  # a real message, waiting on the queue
     assert queued_handoffs(redis, QUEUE_JUDGE) == {"still-queued"}
     sent: list[dict] = []
     monkeypatch.setattr(celery_app.celery, "send_task", lambda name, kwargs=None, **_: sent.append(kwargs))
@@ -149,16 +148,16 @@ def test_a_lost_capture_task_is_sent_again_once_its_lease_is_over(bot_keeping_se
 def test_an_event_whose_task_was_lost_is_captured_when_the_orphan_check_sends_it_again(
     bot_keeping_settles: ServedBot,
 ) -> None:
-    """The bot logged the question and marked, noted and sent the answer's event (bot.hand_on), but the message
+    """The bot marked, noted and sent the question's and the answer's events (bot.publishing), but the messages
     vanished: the orphan check sends `capture_event` again from the note, the worker captures it, and the note is
     gone."""
     q_ts, a_ts = sr.next_ts(), sr.next_ts()
     with bot_keeping_settles.worker.paused():
         send(bot_keeping_settles, sr.human_message(C, q_ts, "Is there an API?"))
         send(bot_keeping_settles, sr.bot_message(C, a_ts, "Yes: see the developer docs.", thread_ts=q_ts))
-    bot_keeping_settles.runtime.redis.delete(QUEUE_JUDGE)  # the answer's message vanishes on the way
+    bot_keeping_settles.runtime.redis.delete(QUEUE_JUDGE)  # the messages vanish on the way
     assert bot_keeping_settles.pairs() == []
-    assert requeue_lost_captures(bot_keeping_settles.runtime, time.time() + 60, lease_seconds=30) == 1
+    assert requeue_lost_captures(bot_keeping_settles.runtime, time.time() + 60, lease_seconds=30) == 2
     [pair] = bot_keeping_settles.pairs()
     assert settle(bot_keeping_settles.runtime, pair.id, pair.version) == PairStatus.PENDING
     [pair] = bot_keeping_settles.pairs()
@@ -169,22 +168,20 @@ def test_an_event_whose_task_was_lost_is_captured_when_the_orphan_check_sends_it
     )
 
 
-def resent_once_stored(bot: ServedBot) -> str:
-    """A lost capture task sent again (its note two minutes old) after the bot's own handoff stored the answer:
-    what the task did."""
+def resent_once_stored(bot: ServedBot) -> None:
+    """A lost capture task sent again (its note two minutes old) after another delivery of the same event stored the
+    answer."""
     q_ts, a_ts = sr.next_ts(), sr.next_ts()
     send(bot, sr.human_message(C, q_ts, "Is there a dark mode?"))
     answer = sr.bot_message(C, a_ts, "Yes: Settings, Appearance.", thread_ts=q_ts)
-    kwargs = {"channel": C, "ts": a_ts, "thread_ts": q_ts, "handoff": "h1"}
-    pipe = bot.runtime.redis.pipeline()
-    handoffs.note(pipe, "h1", kwargs, now=time.time() - 120)
-    pipe.execute()
-    send(bot, answer)  # logged and stored by the bot's own handoff; the lost one's note is still there
-    return answers.capture_answer.run(**kwargs)
+    kwargs = {"entry": {"body": sr.envelope(answer), "own": sr.RELMON_IDENTITY}, "handoff": "h1"}
+    handoffs.note(bot.runtime.redis, "h1", task_names.CAPTURE_EVENT, kwargs, now=time.time() - 120)
+    send(bot, answer)  # captured by this delivery's own task; the lost one's note is still there
+    events.capture_event.run(**kwargs)
 
 
 def test_the_resent_task_leaves_the_stored_answer_as_it_is(bot_keeping_settles: ServedBot) -> None:
-    assert resent_once_stored(bot_keeping_settles) == "unchanged"
+    resent_once_stored(bot_keeping_settles)
     assert [p.version for p in bot_keeping_settles.pairs()] == [1]
 
 
@@ -213,7 +210,6 @@ def test_the_capture_lock_is_the_threads_not_the_channels_top_level(make_bot, mo
     """A top-level message is the root of its own thread: its capture waits only for captures of that thread (its
     own later parts), never for another top-level answer of the channel."""
     bot = make_bot(settle_seconds=0)
-    monkeypatch.setattr(capturing, "judge_settled", lambda runtime, settled: "judged")
     monkeypatch.setattr(capturing, "LOCK_WAIT_SECONDS", 0.3)
     log = ConversationLog(bot.runtime.redis, 3600)
     now = time.time()
@@ -250,7 +246,6 @@ def test_a_later_part_under_a_top_level_answer_settles_with_the_roots_question(m
     finished stream): the part's own read was its thread's alone, so the settle reads around the root, whose
     question is on the channel's top level (it was settled as having none when Slack's history was not asked)."""
     bot = make_bot(settle_seconds=0, history_fallback=False)
-    monkeypatch.setattr(capturing, "judge_settled", lambda runtime, settled: "judged")
     log = ConversationLog(bot.runtime.redis, 3600)
     now = time.time()
     question = LoggedMessage(
@@ -261,5 +256,7 @@ def test_a_later_part_under_a_top_level_answer_settles_with_the_roots_question(m
     for message in (question, root, part):
         log.record(C, message)
     assert capture_answer_in(bot.runtime, C, part.ts, thread_ts=root.ts, channel_type="channel") == "captured"
+    [pair] = bot.pairs()
+    assert settle(bot.runtime, pair.id, pair.version) == PairStatus.PENDING
     [pair] = bot.pairs()
     assert (pair.answer_ts, pair.status, pair.question_text) == (root.ts, PairStatus.PENDING, "Where is billing?")

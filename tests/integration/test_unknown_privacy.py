@@ -12,7 +12,7 @@ from capture.pairing import Author, LoggedMessage
 from tests import slack_requests as sr
 from tests.bot_harness import ServedBot
 from tests.integration.test_capture_truth import send, settle_all
-from workers.tasks.answers import capture_answer_in
+from workers.pairs.capturing import capture_answer_in
 
 
 def capture_unannounced(bot: ServedBot, channel: str) -> tuple[bool, bool]:

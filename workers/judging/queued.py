@@ -4,7 +4,7 @@
 The orphan check (workers.sweeps, run by requeue_orphans) re-enqueues a pending or settling pair that has none, and
 re-sends a capture handoff that has none: its message was lost in kombu's window between taking it off the list and
 recording it as unacknowledged, or never published. Messages are kombu's JSON envelopes; their body (base64 JSON) is
-`[args, kwargs, embed]`; relmon's settle and judge tasks take the pair's ID first, `capture_answer` its handoff ID
+`[args, kwargs, embed]`; relmon's settle and judge tasks take the pair's ID first, `capture_event` its handoff ID
 as the keyword `handoff`. The noted follow-up tasks (workers.noted_tasks) are named by their task and arguments.
 """
 
@@ -21,7 +21,7 @@ from workers.noted_tasks import NOTED, note_of
 T = TypeVar("T")
 
 PAIR_TASKS = frozenset({task_names.SETTLE_PAIR, task_names.JUDGE_PAIR})
-HANDOFF_TASKS = frozenset({task_names.CAPTURE_EVENT, task_names.CAPTURE_ANSWER})  # noted in capture.handoffs
+HANDOFF_TASKS = frozenset({task_names.CAPTURE_EVENT})  # noted in capture.handoffs
 UNACKED_KEY = "unacked"  # kombu's Redis transport: delivery tag → [envelope, exchange, routing key]
 MAX_READ = 20_000  # a longer backlog is left to the stale sweeper: reading it would cost more than it saves
 
@@ -46,7 +46,7 @@ def pair_of(envelope: dict) -> int | None:
 
 
 def handoff_of(envelope: dict) -> str | None:
-    """The capture handoff a `capture_event` or `capture_answer` message carries; None for any other message."""
+    """The capture handoff a `capture_event` message carries; None for any other message."""
     if (envelope.get("headers") or {}).get("task") not in HANDOFF_TASKS:
         return None
     try:

@@ -1,6 +1,6 @@
-"""Judging one pair, the step `judge_pair` runs (and `capture_answer`, for an answer that settled at once): read the
-pair once, then for each judge in force: already stored? → sampled out? → durable cache → in-process cache → daily
-budget → LLM; store the rows with the pair's status in one transaction; hand each new judgment on by task name.
+"""Judging one pair, the step `judge_pair` runs: read the pair once, then for each judge in force: already stored? →
+sampled out? → durable cache → in-process cache → daily budget → LLM; store the rows with the pair's status in one
+transaction; hand each new judgment on by task name.
 
 Safe to run any number of times for the same pair (redelivery after a worker died, a duplicate enqueue, the stale
 sweeper): each judgment is inserted with ON CONFLICT DO NOTHING on (pair_id, judge, pair_version), so only the first
@@ -13,17 +13,10 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass
-from types import SimpleNamespace
 from typing import Any
 
-from celery.exceptions import Reject
-
 from common import task_names
-from common.celery_app import celery
 from common.runtime import Runtime
-from common.telemetry.logs import event_fields
 from judges import TransientLLMError, get_judge
 from store.db import autocommit, dialect_name
 from store.judgments import (
@@ -40,7 +33,6 @@ from workers.alerts.planning import follow_up_needed, policy_of
 from workers.alerts.policy import ChannelPolicy, JudgmentFacts
 from workers.judging.pair_view import PairView
 from workers.judging.rules import (
-    TASK_MAX_RETRIES,
     gave_up_values,
     judges_in_force,
     may_retry_llm,
@@ -53,37 +45,25 @@ from workers.trace_sending import queue_trace_sends
 log = logging.getLogger("relmon.judging")
 
 
-@dataclass(frozen=True)
-class ToJudge:
-    """What one judging run starts from, loaded once: the pair as judging reads it, and whether settling returned
-    it this moment in the same task (`just_settled`: its first version then has no judgment yet)."""
-
-    pair: PairView
-    just_settled: bool = False
-
-
-def load(runtime: Runtime, pair_id: int) -> ToJudge | None:
+def read_pair_view(runtime: Runtime, pair_id: int) -> PairView | None:
+    """The pair as judging reads it, in one read."""
     with runtime.db.autocommit() as connection:
         fields = pair_for_judging(connection, pair_id)
-    return ToJudge(PairView.of(fields)) if fields is not None else None
+    return PairView.of(fields) if fields is not None else None
 
 
-def judge_run(task, runtime: Runtime, start: ToJudge, *, redelivered: bool, llm_attempts: int = 0) -> str:
+def judge_run(task, runtime: Runtime, pair: PairView, *, redelivered: bool, llm_attempts: int = 0) -> str:
     """On the hot path: reads (stored judges, cache) and the budget claim each in autocommit, then one
     transaction for the insert together with the status change. No transaction is open during the LLM call."""
     settings = runtime.settings
     engine = runtime.db.engine
     model = settings.judge_model
-    pair = start.pair
     pair_id = pair.id
     # A judged pair is done, unless this message came back after a worker died between storing and handing on.
     if pair.status != PairStatus.PENDING and not (pair.status == PairStatus.JUDGED and redelivered):
         return pair.status
     with runtime.db.autocommit() as connection:
-        if start.just_settled and pair.version == 1:
-            stored, supersedes = {}, False  # just settled, for the first time: nothing judged it yet
-        else:
-            stored, supersedes = stored_for_version(connection, pair_id, pair.version)
+        stored, supersedes = stored_for_version(connection, pair_id, pair.version)
         rule = runtime.rules.for_channel(pair.channel_id, settings)
         # The alert policy's view of the same rule, for the hand-on: the channel's rule is resolved once per run.
         policy = policy_of(rule, settings) if pair.channel_id else None
@@ -156,50 +136,6 @@ def judge_run(task, runtime: Runtime, start: ToJudge, *, redelivered: bool, llm_
     # New judgments of an edited answer always go to the alert task: an alert on the older text is updated.
     hand_on(runtime, pair, {**handed_on, **created}, policy, complete=True, recheck=redelivered or supersedes)
     return PairStatus.JUDGED
-
-
-def judge_settled(runtime: Runtime, settled: Mapping[str, Any]) -> str:
-    """Judge a pair the capture task has just settled, in that task: a task (its message, its delivery, its
-    acknowledgement and its reads of the pair) fewer per answer. A transient LLM error hands the retry to a
-    `judge_pair` task, as its own retry would; anything else hands the whole pair to one (resumed: it hands on
-    whatever this run stored). If even that cannot be sent, the capture task is requeued, and its redelivery sends
-    it (workers.tasks.answers)."""
-    pair_id = settled["id"]
-    try:
-        return judge_run(
-            _InlineRun(pair_id), runtime, ToJudge(PairView.of(dict(settled)), just_settled=True), redelivered=False
-        )
-    except _HandedOver:
-        return "retrying"
-    except Exception as error:
-        log.warning(
-            "inline judging failed; handed to judge_pair",
-            extra={**event_fields(pair_id=pair_id), "error": repr(error)[:300]},
-        )
-        try:
-            celery.send_task(task_names.JUDGE_PAIR, args=[pair_id], kwargs={"resumed": True})
-        except Exception as unsent:
-            raise Reject(unsent, requeue=True) from error
-        return "handed on"
-
-
-class _HandedOver(Exception):
-    """The inline run's retry was sent as a `judge_pair` task."""
-
-
-class _InlineRun:
-    """What `_judge` asks of its task, for a run inside the capture task: no retries of its own yet; a retry is a
-    `judge_pair` task with the same countdown and arguments."""
-
-    max_retries = TASK_MAX_RETRIES
-
-    def __init__(self, pair_id: int) -> None:
-        self.pair_id = pair_id
-        self.request = SimpleNamespace(retries=0, kwargs={}, delivery_info={})  # the shape of Celery's Task.request
-
-    def retry(self, *, countdown: float, exc: Exception, kwargs: dict[str, Any]) -> Exception:
-        celery.send_task(task_names.JUDGE_PAIR, args=[self.pair_id], kwargs=kwargs, countdown=countdown)
-        return _HandedOver(repr(exc)[:300])
 
 
 def store_judgments(

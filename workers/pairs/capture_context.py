@@ -125,14 +125,9 @@ class CaptureStore:
         flags = self.runtime.known_channels.flags(self.channel, self.channel_type, self.ext_shared)
         return CaptureContext(self.channel, message, around, run, held, flags)
 
-    def keep(
-        self, answer_ts: str, mark: str, pair_id: int, handoff: str | None, then: tuple[str, str] | None = None
-    ) -> None:
-        """The answer is stored: the task message `then` (a queue and a message, common.task_message) is queued,
-        its mark kept, and the bot's note of the task dropped, in one round trip."""
+    def keep(self, answer_ts: str, mark: str, pair_id: int, handoff: str | None) -> None:
+        """The answer is stored: its mark is kept and the bot's note of the task dropped, in one round trip."""
         pipe = self.runtime.redis.pipeline(transaction=False)
-        if then is not None:
-            pipe.lpush(*then)  # as kombu's Redis transport publishes: the queue's list, taken with BRPOP
         pipe.set(_mark_key(self.channel, answer_ts), f"{mark}:{pair_id}", ex=self.ttl)
         if handoff:
             handoffs.queue_done(pipe, handoff)

@@ -1,14 +1,13 @@
-"""Capturing an answer (the step `capture_answer` runs): the SQL side of capture, done by a worker.
+"""Capturing an answer: the SQL side of capture, in the `capture_event` task (workers.live_capture).
 
-The bot logs every message in Redis (capture.conversation_log) and acknowledges Slack without touching the
-database: a busy worker holding SQLite's write lock made acknowledgements wait hundreds of milliseconds. For each
-change to a monitored bot's answer it sends `capture_answer(channel, ts, ...)`; the task reads the answer back from
-the log and upserts its pair (a new version, status settling), then enqueues `settle_pair` (or, with no quiet time
-to wait, as for a finished stream, settles it at once). Tasks can run out of
+For each change to a monitored bot's answer the live capture logs the message in Redis (capture.conversation_log)
+and calls `capture_answer_in(channel, ts, ...)`, which reads the answer back from the log and upserts its pair (a
+new version, status settling), then enqueues `settle_pair` (or, with no quiet time to wait, as for a finished
+stream, settles it at once). Tasks can run out of
 order or at once (several workers, retries): each reads the log under a lock per thread (a top-level message is
 the root of its own: an answer's parts live in one thread, capture.pairing.answer_run), so the last one to run
-stores the log's latest state, whatever order they ran in. The bot also sends the message as it logged it: when
-Redis lost the log meanwhile, that copy is logged again rather than the answer lost.
+stores the log's latest state, whatever order they ran in. A tombstone's capture passes the message as it logged
+it: when Redis lost the log meanwhile, that copy is logged again rather than the answer lost.
 
 A retried or replayed task is harmless: the pair is unique per answer, and an unchanged answer costs no version.
 """
@@ -17,11 +16,10 @@ from __future__ import annotations
 
 import logging
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import redis
-from sqlalchemy import Row
 
 from capture import handoffs
 from capture.conversation_log import from_wire
@@ -37,13 +35,10 @@ from capture.pairing import (
 from common import task_names
 from common.celery_app import celery
 from common.runtime import Runtime
-from common.task_message import task_message
 from common.telemetry.logs import event_fields
 from store import pairs
-from store.models import PairStatus
-from workers.judging.run import judge_settled
 from workers.pairs.capture_context import CaptureContext, CaptureStore, mark_of
-from workers.pairs.settling import PairSnapshot, Settling, answer_text_of, settle_loaded
+from workers.pairs.settling import answer_text_of
 
 log = logging.getLogger("relmon.capture")
 
@@ -81,38 +76,31 @@ def capture_answer_in(
     ext_shared: bool | None = None,
     logged: dict[str, Any] | None = None,
     fresh: LoggedMessage | None = None,
-    redelivered: bool = False,
     handoff: str | None = None,
 ) -> str:
-    """Store the answer the bot message `ts` belongs to as the log has it now, and judge it if it settled at once
-    (after the lock: the LLM call holds no conversation up); returns what happened. `handoff`: the bot's note of
-    the task (capture.handoffs), dropped once the answer is stored (in the round trip that marks it stored), or
-    once the run is over when there was nothing to store. `logged`: the bot's copy of the message (wire form),
-    logged again if Redis lost it; `fresh`: the message as the live capture has just taken it from its event,
-    logged in the round trip of the first read."""
+    """Store the answer the bot message `ts` belongs to as the log has it now and send its settle task; returns
+    what happened. `handoff`: the bot's note of the task (capture.handoffs), dropped once the answer is stored (in
+    the round trip that marks it stored), or once the run is over when there was nothing to store. `logged`: the
+    message as the capture logged it (wire form: a tombstone), logged again if Redis lost it; `fresh`: the message
+    as the live capture has just taken it from its event, logged in the round trip of the first read."""
     store = CaptureStore(runtime, channel, channel_type=channel_type, ext_shared=ext_shared)
-    capture = _Capture(runtime, store, team_id, redelivered, handoff)
+    capture = _Capture(runtime, store, team_id, handoff)
     with conversation_lock(runtime.redis, channel, thread_ts or ts):
         context = store.load(ts, thread_ts, from_wire(logged) if logged is not None else None, fresh=fresh)
         result = capture.run(context)
     if capture.handoff is not None:
         handoffs.done(runtime.redis, capture.handoff)
-    for settled in capture.due:
-        judge_settled(runtime, settled._mapping)
     return result
 
 
 @dataclass
 class _Capture:
-    """One capture task's run: where its reads and writes go, and the pairs it settled at once, to be judged once
-    the conversation's lock is released."""
+    """One capture task's run: where its reads and writes go."""
 
     runtime: Runtime
     io: CaptureStore
     team_id: str | None
-    redelivered: bool
     handoff: str | None = None  # the bot's note, until dropped
-    due: list[Row] = field(default_factory=list)
 
     def run(self, context: CaptureContext) -> str:
         message = context.message
@@ -132,11 +120,7 @@ class _Capture:
         answer_text = answer_text_of(run, settings.redact_pii)  # RELMON_REDACT_PII: before the store
         state, errored = message.streaming, stream_errored(run)
         mark = mark_of(answer_text, run, flags.restricted, flags.ext_shared, errored, state)
-        if context.held.mark == mark:  # a replayed task: this very answer was stored
-            if self.redelivered and context.held.pair_id is not None:
-                # Its first run may have died, or failed to queue the judgment's follow-ups (Redis down) and been
-                # requeued or retried: judge_pair finishes what it left.
-                celery.send_task(task_names.JUDGE_PAIR, args=[context.held.pair_id], kwargs={"resumed": True})
+        if context.held.mark == mark:  # a replayed task: this very answer was stored, and its settle task sent
             return "unchanged"
         merged = [p.ts for p in run[1:]]
         # Core, not the ORM session: once per answer, on the hot path. A one-message answer is one statement, run
@@ -165,33 +149,19 @@ class _Capture:
             self.keep(root.ts, mark, captured.pair_id)
             log.info("answer streaming", extra=fields)
             return "streaming"
+        # A finished stream needs no quiet time: no more text is coming. Sent before the mark is kept: a task that
+        # dies between the two is replayed and sends it again (settling a version twice changes nothing); the other
+        # way round a lost send would wait for the sweeper.
         countdown = 0 if settles_at_once(state) else settings.settle_seconds
-        settle_later = None
-        if countdown:  # queued with the mark, in its round trip: no producer of kombu's on the way
-            settle_later = task_message(
-                celery, task_names.SETTLE_PAIR, args=[captured.pair_id, captured.version], countdown=countdown
-            )
-        else:  # a finished stream (or no quiet time set): settled here, a task and its round trips fewer
-            # The pair as the upsert just left it, inside this conversation's lock: no need to read it back. What
-            # the log holds around the answer was read above, under this lock: the root's read too, unless the
-            # captured message is a later part under a top-level root (its read was the thread's alone, and the
-            # root's question is on the channel's top level).
-            as_stored = PairSnapshot(
-                captured.pair_id, channel, root.ts, root.thread_ts, answer_text, captured.version, PairStatus.SETTLING
-            )
-            around = context.around if root.in_thread or message.ts == root.ts else None
-            settled = settle_loaded(runtime, Settling(as_stored, around), captured.version)
-            if settled.row is not None:
-                self.due.append(settled.row)  # judged once the lock is released
-        self.keep(root.ts, mark, captured.pair_id, then=settle_later)
+        celery.send_task(task_names.SETTLE_PAIR, args=[captured.pair_id, captured.version], countdown=countdown)
+        self.keep(root.ts, mark, captured.pair_id)
         log.info("answer captured", extra={**fields, "version": captured.version, "parts": len(run)})
         return "captured"
 
-    def keep(self, answer_ts: str, mark: str, pair_id: int, *, then: tuple[str, str] | None = None) -> None:
-        """The answer is stored: its mark is kept, the bot's note of the task dropped and the task message `then`
-        queued (one write)."""
+    def keep(self, answer_ts: str, mark: str, pair_id: int) -> None:
+        """The answer is stored: its mark is kept and the bot's note of the task dropped (one write)."""
         handoff, self.handoff = self.handoff, None
-        self.io.keep(answer_ts, mark, pair_id, handoff, then)
+        self.io.keep(answer_ts, mark, pair_id, handoff)
 
     def deleted(self, tombstone: LoggedMessage) -> str:
         """A monitored bot's message was deleted: its answer is deleted, or the answer it was a later part of loses

@@ -1,5 +1,5 @@
-"""Settling a pair (the step `settle_pair` runs, and `capture_answer` for an answer that settles at once): once an
-answer has been quiet for RELMON_SETTLE_SECONDS, find its question and hand it on.
+"""Settling a pair (the step `settle_pair` runs): once an answer has been quiet for RELMON_SETTLE_SECONDS (at once
+for a finished stream), find its question and hand it to `judge_pair`.
 
 A settle task is enqueued after every change to an answer; only the task carrying
 the latest version acts. It re-reads the conversation log (events may have arrived out of order since
@@ -35,7 +35,6 @@ from common.telemetry.logs import event_fields
 from judges.context import Turn, format_turns
 from store import pairs
 from store.models import PairStatus
-from workers.judging.run import judge_settled
 from workers.outcome_watching import open_window
 
 log = logging.getLogger("relmon.capture")
@@ -56,29 +55,19 @@ class PairSnapshot:
 
 
 @dataclass(frozen=True)
-class Settling:
-    """What settling one pair reads, loaded once: the pair as stored, and the log around its answer when the
-    caller holds it already (capture, under the conversation's lock; None: read from the log)."""
-
-    pair: PairSnapshot
-    around: list[LoggedMessage] | None = None
-
-
-@dataclass(frozen=True)
 class Settled:
-    """What settling did: `outcome` (the pair's new status, or why nothing changed) and, when the pair is to be
-    judged now, `judge` set (with the pair's row as settling returned it, if it just settled)."""
+    """What settling did: `outcome` (the pair's new status, or why nothing changed) and whether the pair is to be
+    judged now (`judge`)."""
 
     outcome: str
     judge: bool = False
-    row: Row | None = None
 
 
-def load(runtime: Runtime, pair_id: int) -> Settling | None:
-    """One read in autocommit (no transaction to open and commit): the settle path runs once per answer."""
+def read_snapshot(runtime: Runtime, pair_id: int) -> PairSnapshot | None:
+    """The pair as settling reads it, in one read in autocommit (no transaction to open and commit)."""
     with runtime.db.autocommit() as connection:
         row = pairs.snapshot_row(connection, pair_id)
-    return Settling(PairSnapshot(*row)) if row is not None else None
+    return PairSnapshot(*row) if row is not None else None
 
 
 def _history(runtime: Runtime, log_: ConversationLog, channel: str, answer: LoggedMessage) -> None:
@@ -104,17 +93,13 @@ def _history(runtime: Runtime, log_: ConversationLog, channel: str, answer: Logg
         log_.record(channel, logged_message(message, author))
 
 
-def resolve_pair(runtime: Runtime, settling: Settling) -> tuple[Resolution, str, list[LoggedMessage]]:
+def resolve_pair(runtime: Runtime, pair: PairSnapshot) -> tuple[Resolution, str, list[LoggedMessage]]:
     """The settled resolution of a pair, its answer text (names resolved, redacted) and the logged messages around
     it."""
-    settings, pair = runtime.settings, settling.pair
+    settings = runtime.settings
     conversation = ConversationLog(runtime.redis, settings.question_ttl_seconds)
     window = settings.toplevel_window_seconds
-    answer = next((m for m in settling.around or () if m.ts == pair.answer_ts), None)
-    if answer is not None:
-        messages = settling.around
-    else:
-        answer, messages = conversation.get_around(pair.channel_id, pair.answer_ts, pair.thread_ts, window)
+    answer, messages = conversation.get_around(pair.channel_id, pair.answer_ts, pair.thread_ts, window)
     if answer is None:
         answer = LoggedMessage(
             # Not in the log (expired, or Redis lost it): settle on what capture stored.
@@ -162,41 +147,22 @@ def context_of(
 
 
 def settle(runtime: Runtime, pair_id: int, version: int) -> str:
-    """Settle one pair and hand it to a `judge_pair` task (the settle task's step); returns what happened."""
-    settling = load(runtime, pair_id)
-    if settling is None:
+    """The settle task's step: settle one pair and, when it is ready to judge, hand it to a `judge_pair` task;
+    returns what happened. A settle run again (its worker died after the send) sends `judge_pair` again, which
+    judges each version once."""
+    pair = read_snapshot(runtime, pair_id)
+    if pair is None:
         return "missing"
-    settled = settle_loaded(runtime, settling, version)
+    settled = settle_snapshot(runtime, pair, version)
     if settled.judge:
         celery.send_task(task_names.JUDGE_PAIR, args=[pair_id])
     return settled.outcome
 
 
-def settle_and_judge(runtime: Runtime, pair_id: int, version: int, *, replayed: bool = False) -> str:
-    """The settle task's step: settle one pair and judge it in the same task (`judge_settled`, as the capture task
-    does for an answer that settles at once): a `judge_pair` task (its message, its delivery and acknowledgement,
-    its read of the pair) fewer per answer. `replayed`: the task's message came again or this is its retry; an
-    earlier run may have judged the pair and stopped before its follow-ups, so `judge_pair` (resumed) finishes
-    what it left."""
-    settling = load(runtime, pair_id)
-    if settling is None:
-        return "missing"
-    pair = settling.pair
-    if replayed and pair.version == version and pair.status == PairStatus.JUDGED:
-        celery.send_task(task_names.JUDGE_PAIR, args=[pair_id], kwargs={"resumed": True})
-        return "resumed"
-    settled = settle_loaded(runtime, settling, version)
-    if settled.row is not None:
-        judge_settled(runtime, settled.row._mapping)
-    elif settled.judge:
-        celery.send_task(task_names.JUDGE_PAIR, args=[pair_id], kwargs={"resumed": True} if replayed else {})
-    return settled.outcome
-
-
-def settle_loaded(runtime: Runtime, settling: Settling, version: int) -> Settled:
-    """Settle the loaded pair: find its question, store what was found, watch its outcome. Its judging is left
-    to the caller (`Settled.judge`): a task for the settle task, in the same run for capture."""
-    pair, pair_id = settling.pair, settling.pair.id
+def settle_snapshot(runtime: Runtime, pair: PairSnapshot, version: int) -> Settled:
+    """Settle the pair as read: find its question, store what was found, watch its outcome. Its judging is left
+    to the caller (`Settled.judge`)."""
+    pair_id = pair.id
     if pair.version != version:
         return Settled("stale")  # a later edit enqueued its own settle
     if pair.status == PairStatus.PENDING:
@@ -205,7 +171,7 @@ def settle_loaded(runtime: Runtime, settling: Settling, version: int) -> Settled
     if pair.status != PairStatus.SETTLING:
         return Settled(f"skipped:{pair.status}")
 
-    resolution, answer_text, messages = resolve_pair(runtime, settling)
+    resolution, answer_text, messages = resolve_pair(runtime, pair)
     status = resolution.status
     if status == STREAMING:
         return Settled(STREAMING)  # never judged half-written: the stream's completion enqueues a newer version
@@ -247,7 +213,7 @@ def settle_loaded(runtime: Runtime, settling: Settling, version: int) -> Settled
     if status != PairStatus.PENDING:
         return Settled(status)
     _watch_outcome(runtime, pair_id, settled, resolution.parts)  # its window was stored with the settle
-    return Settled(status, judge=True, row=settled)
+    return Settled(status, judge=True)
 
 
 def _watch_outcome(

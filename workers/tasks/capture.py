@@ -1,5 +1,5 @@
-"""`settle_pair(pair_id, version)`: settle one pair once its answer has been quiet for RELMON_SETTLE_SECONDS
-(the step: workers.pairs.settling.settle_and_judge), and judge it in the same task."""
+"""`settle_pair(pair_id, version)`: settle one pair once its answer has been quiet for RELMON_SETTLE_SECONDS (the
+step: workers.pairs.settling.settle), then hand it to `judge_pair`."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ from sqlalchemy.exc import OperationalError
 from common import task_names
 from common.celery_app import celery
 from common.runtime import get_runtime
-from workers.capture_failures import replayed
-from workers.pairs.settling import settle_and_judge
+from workers.pairs.settling import settle
 
 
 @celery.task(
@@ -23,4 +22,4 @@ from workers.pairs.settling import settle_and_judge
     max_retries=8,
 )
 def settle_pair(self, pair_id: int, version: int) -> str:
-    return settle_and_judge(get_runtime(), pair_id, version, replayed=replayed(self))
+    return settle(get_runtime(), pair_id, version)

@@ -21,7 +21,7 @@ from common.runtime import get_runtime
 from common.telemetry.logs import event_fields
 from store.attempts import record_failure
 from workers.judging.rules import TASK_MAX_RETRIES, is_infrastructure
-from workers.judging.run import HandOnFailed, judge_run, load
+from workers.judging.run import HandOnFailed, judge_run, read_pair_view
 
 log = logging.getLogger("relmon.judging")
 
@@ -45,11 +45,11 @@ def judge_pair(self, pair_id: int, resumed: bool = False, llm_attempts: int = 0)
     runtime = get_runtime()
     redelivered = bool((self.request.delivery_info or {}).get("redelivered")) or resumed
     try:
-        start = load(runtime, pair_id)
-        if start is None:
+        pair = read_pair_view(runtime, pair_id)
+        if pair is None:
             log.warning("pair not found", extra={"pair_id": pair_id})
             return "missing"
-        return judge_run(self, runtime, start, redelivered=redelivered, llm_attempts=llm_attempts)
+        return judge_run(self, runtime, pair, redelivered=redelivered, llm_attempts=llm_attempts)
     except HandOnFailed as failure:
         # The judgments are stored (the pair may be judged already, so neither the sweeper nor a plain retry
         # would look at it again), but their follow-up tasks were not queued: retry as a resumed run, which

@@ -1,0 +1,137 @@
+"""What the capture listener does with an event before Slack gets its acknowledgement: deduplicate it, note it and
+publish its `capture_event` task through Celery, nothing more. Everything else (reading the conversation, logging a
+person's message, pairing) is the task's, in a worker (workers.tasks.events).
+
+Three steps, each recorded in the entry once done, so that an entry spooled part-way through an outage resumes where
+it stopped instead of being taken for its own duplicate:
+1. the event's mark (`SET NX` on its `event_id`, an hour): Slack's retry of an event already handed on stops here;
+2. the note (capture.handoffs), before the send: a task message lost on its way is sent again by the orphan check;
+3. `send_task`, Celery's own publish, whatever the broker.
+
+An outage (Redis or the broker down) spools the entry on local disk (bot.spool) and Slack still gets its 200; the
+spool hands it on the same way, in order, when they are back.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import redis
+
+from bot.spool import OUTAGE_ERRORS, EventSpool
+from capture import handoffs
+from capture.events import REACTION_EVENTS
+from capture.pairing import message_of
+from common import task_names
+from common.celery_app import celery
+from common.telemetry.logs import event_fields
+
+log = logging.getLogger("relmon.capture")
+
+EVENT_DONE_TTL_SECONDS = 3600  # Slack's last retry comes about 5 minutes after the first delivery
+
+Entry = dict[str, Any]  # {"body": the envelope, "own": relmon's identity}, and the steps done ("marked", "handoff")
+
+
+class Published(enum.Enum):
+    """What became of an event."""
+
+    DUPLICATE = "duplicate"  # Slack's retry of an event already handed on: nothing
+    SENT = "sent"  # noted, and its `capture_event` task published
+
+
+class EventPublisher:
+    """Hands events on to the workers, through this process's spool while an outage lasts."""
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        spool_directory: Path,
+        *,
+        max_bytes: int = 512 * 1024 * 1024,
+        on_full: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.redis = client
+        self.spool = EventSpool(spool_directory, self.publish, max_bytes=max_bytes, on_full=on_full)
+
+    def prepare(self) -> None:
+        """Open this process's spool (and start its drainer) before the first event: a process that died with
+        events on disk has them handed on by the next one, event or not."""
+        self.spool.holding()
+
+    def __call__(self, entry: Entry) -> None:
+        """An event as the listener received it: handed on now, or spooled behind earlier ones or through an
+        outage."""
+        if self.spool.holding():  # earlier events wait on disk: this one queues behind them
+            self.spool.add(entry)
+            return
+        try:
+            self.publish(entry)
+        except OUTAGE_ERRORS:
+            self.spool.add(entry)
+
+    def publish(self, entry: Entry) -> Published:
+        """Mark, note and send one event; the steps already done (recorded in `entry`) are not done again."""
+        event_id = entry["body"].get("event_id")
+        if event_id and not entry.get("marked"):
+            if not self.redis.set(f"relmon:event:{event_id}", "1", nx=True, ex=EVENT_DONE_TTL_SECONDS):
+                log.info("duplicate event ignored", extra={"event_id": event_id})
+                return Published.DUPLICATE
+            entry["marked"] = True
+        if "handoff" not in entry:
+            handoff = handoffs.new_id()
+            handoffs.note(self.redis, handoff, task_names.CAPTURE_EVENT, task_arguments(entry, handoff), time.time())
+            entry["handoff"] = handoff
+        named = place_of(entry)
+        celery.send_task(
+            task_names.CAPTURE_EVENT,
+            kwargs=task_arguments(entry, entry["handoff"]),
+            argsrepr="()",
+            kwargsrepr=repr(named),
+        )
+        # The bot's one line per event: what it did, never what the event says (a worker logs the capture).
+        where = event_fields(channel=named["channel"], message_ts=named["ts"])
+        log.info("event handed on", extra={**where, "event_id": event_id, "handoff": named["handoff"]})
+        return Published.SENT
+
+
+def task_arguments(entry: Entry, handoff: str) -> dict[str, Any]:
+    """`capture_event`'s keyword arguments: the event as the listener received it, and its note's ID."""
+    return {"entry": {"body": entry["body"], "own": entry["own"]}, "handoff": handoff}
+
+
+def place_of(entry: Entry) -> dict[str, Any]:
+    """What the task message's headers show of the event: where it is, never its words (Celery would repr the whole
+    envelope into them, and log it at debug level)."""
+    event = entry["body"].get("event") or {}
+    where = event.get("item") if event.get("type") in REACTION_EVENTS else message_of(event)
+    where = where if isinstance(where, dict) else {}
+    return {
+        "channel": event.get("channel") or where.get("channel"),
+        "ts": where.get("ts"),
+        "handoff": entry.get("handoff"),
+    }
+
+
+def warn_spool_full(slack, alert_channel: str | None) -> None:
+    """Once per time the spool fills (RELMON_SPOOL_MAX_MB): a line in the alert channel, which Slack takes while
+    Redis or the database is down. On a thread of its own: the listener acknowledges Slack at once."""
+
+    def post() -> None:
+        try:
+            slack.chat_postMessage(
+                channel=alert_channel,
+                text=":warning: relmon's event spool is full (RELMON_SPOOL_MAX_MB): Redis or the database has been "
+                "down long enough that new messages are no longer kept. Bring them back; raise the bound to keep more.",
+            )
+        except Exception:  # Slack unreachable too: the log line is the warning
+            log.exception("spool full warning not posted")
+
+    if alert_channel:
+        threading.Thread(target=post, name="relmon-spool-full", daemon=True).start()
