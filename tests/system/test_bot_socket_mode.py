@@ -92,10 +92,10 @@ def test_socket_mode_events_are_judged_once(redis_url: str, db_url: str, tmp_pat
             deliver(socket_mode, bot, sr.envelope(question))
             deliver(socket_mode, bot, answer_body)
 
-            # Acknowledged only once handed on (process_before_response): the question logged by the bot itself
-            # (bot.hand_on), the answer waiting as a capture task in Redis. No worker runs yet: no pair is stored.
-            assert _capture_tasks(redis_url) == 1
-            assert redis.Redis.from_url(redis_url).exists(f"relmon:msg:C_SUPPORT:{question['ts']}")
+            # Acknowledged only once handed on (process_before_response): each event waits as a capture task in
+            # Redis (bot.publishing). No worker runs yet: nothing is logged, no pair is stored.
+            assert _capture_tasks(redis_url) == 2
+            assert not redis.Redis.from_url(redis_url).exists(f"relmon:msg:C_SUPPORT:{question['ts']}")
             assert _pairs(database) == []
 
             # Slack refreshes connections: after its `disconnect` notice the bot opens a new one (a new URL from
@@ -106,7 +106,7 @@ def test_socket_mode_events_are_judged_once(redis_url: str, db_url: str, tmp_pat
 
             # Slack redelivers the same event (same event_id) after a missed ack: acknowledged, not handed on again.
             deliver(socket_mode, bot, answer_body, retry_attempt=1, retry_reason="timeout")
-            assert _capture_tasks(redis_url) == 1
+            assert _capture_tasks(redis_url) == 2
             assert len(socket_mode.acks) == 3
             assert bot.running()
 
@@ -132,7 +132,7 @@ def test_socket_mode_events_are_judged_once(redis_url: str, db_url: str, tmp_pat
 
 
 def _capture_tasks(redis_url: str) -> int:
-    """Capture messages (the bot's capture_event, a capture's capture_answer) waiting on the judging queue."""
+    """The bot's capture_event messages waiting on the judging queue."""
     client = redis.Redis.from_url(redis_url)
     try:
         return sum(1 for raw in client.lrange(QUEUE_JUDGE, 0, -1) if handoff_of(json.loads(raw)) is not None)

@@ -85,7 +85,7 @@ def test_the_processes_counters_move_with_the_work_they_do(redis_url: str, db_ur
 
         worker = wait_for(worker_counted, timeout=20, what="the worker's task counters")
         assert any(
-            # The settle task judged the pair it settled (workers.pairs.settling.settle_and_judge).
+            # The settle task ran and handed its pair to judge_pair (workers.pairs.settling.settle).
             dict(labels).get("state") == "success" and dict(labels)["task"] == task_names.SETTLE_PAIR
             for name, labels in worker
             if name == "relmon_tasks_total"

@@ -160,7 +160,7 @@ def test_database_errors_of_the_real_processes_are_reported_without_texts(
         ) as system,
     ):
         bot, worker = system.bot, system.worker
-        # 1. The worker's insert of the answer fails (capture_answer).
+        # 1. The worker's insert of the answer fails (capture_event).
         question = sr.human_message("C_SUPPORT", sr.next_ts(), QUESTION, user="U_ASKER")
         answer = sr.bot_message("C_SUPPORT", sr.next_ts(), ANSWER, thread_ts=question["ts"])
         # 2. The answer is stored, but the worker's settle fails writing the question.
