@@ -97,14 +97,6 @@ def stored_judges(session: Executor, pair_id: int, pair_version: int | None = No
     return {row.judge: row.id for row in rows if pair_version is None or row.pair_version == pair_version}
 
 
-def stored_for_version(session: Executor, pair_id: int, pair_version: int) -> tuple[dict[str, int], bool]:
-    """`stored_judges` of this version, and whether an earlier version was judged too (the new judgments
-    supersede those): one read."""
-    rows = _judged(session, pair_id)
-    stored = {row.judge: row.id for row in rows if row.pair_version == pair_version}
-    return stored, any(row.pair_version < pair_version for row in rows)
-
-
 def current_judgment(session: Session, judgment: Judgment) -> Judgment:
     """The judgment that supersedes `judgment` (the latest version's of the same pair and judge), or itself."""
     latest = session.scalars(

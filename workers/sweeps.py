@@ -29,11 +29,10 @@ from store.attempts import Failures, failures_of
 from store.judgments import pair_for_judging, stale_pairs, stored_judges, touch_pairs
 from store.models import PairStatus
 from workers import noted_tasks
-from workers.alerts.planning import channel_policy
 from workers.judging.pair_view import PairView
 from workers.judging.queued import queued_handoffs, queued_notes, queued_pairs
 from workers.judging.rules import failed_values, judges_in_force, sweep_action, sweep_interval
-from workers.judging.run import hand_on, store_judgments
+from workers.judging.run import send_follow_ups, store_judgments
 
 log = logging.getLogger("relmon.judging")
 T = TypeVar("T")
@@ -235,6 +234,4 @@ def _give_up(runtime: Runtime, pair_id: int, failures: int, last_error: str | No
     ]
     created = store_judgments(runtime.db.engine, pair, ready, mark_judged=True)
     log.error("gave up judging a pair", extra=pair.log_fields(failures=failures))
-    hand_on(
-        runtime, pair, created, channel_policy(runtime, pair.channel_id) if pair.channel_id else None, complete=True
-    )
+    send_follow_ups(runtime, pair, created, complete=True)

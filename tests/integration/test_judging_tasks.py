@@ -44,7 +44,7 @@ def test_an_outage_is_not_counted(database: Database, redis_url: str, runtime_fo
     runtime_for(make_settings(redis_url=redis_url, database_url=database.url))
     outages = [
         OperationalError("SELECT 1", {}, Exception("server closed the connection unexpectedly")),
-        BrokerError("Error 111 connecting to localhost:6379. Connection refused."),  # send_task in hand_on
+        BrokerError("Error 111 connecting to localhost:6379. Connection refused."),  # send_task in send_follow_ups
         redis.exceptions.ConnectionError("Connection refused"),
         ConnectionResetError(104, "Connection reset by peer"),
     ]

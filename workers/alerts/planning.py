@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from sqlalchemy import Connection, select
 from sqlalchemy.orm import Session
@@ -43,7 +43,6 @@ from workers.alerts.policy import (
     degradation_blocked,
     degradation_key,
     hour_start,
-    low_intent,
     low_key,
 )
 from workers.judging.pair_view import PairView
@@ -84,27 +83,6 @@ def read_degradation(
     )
     facts = DegradationFacts([ScoredAt(score, at) for score, at in scores], state, history.open_unposted)
     return facts, history
-
-
-def follow_up_needed(
-    runtime: Runtime, facts: JudgmentFacts, policy: ChannelPolicy, now: datetime | None = None
-) -> bool:
-    """A cheap, lock-free plan for a judgment just stored: could `consider` claim or post anything for it? The
-    same decisions as the locked path's, each made once: the low score's intent (a cap only turns an alert into a
-    held one), then, only when that is nothing, the degradation on the history as read without a lock. Never a
-    false "no": every judgment reads the scores after its own insert committed, so the last of concurrent
-    judgments sees them all, and the locked path stays the one that claims and dedupes."""
-    if not facts.channel_id:
-        return False
-    intent = low_intent(facts, policy)
-    if intent.action is not Action.NONE:
-        return True
-    if degradation_blocked(facts, policy) is not None:
-        return False
-    now = now or datetime.now(UTC)
-    with runtime.db.autocommit() as connection:  # plain reads, no transaction needed
-        degradation, _ = read_degradation(connection, policy, facts.channel_id, now)
-    return complete(intent, facts, policy, degradation=degradation, now=now).changes_anything
 
 
 @dataclass(frozen=True)

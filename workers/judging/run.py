@@ -1,6 +1,6 @@
 """Judging one pair, the step `judge_pair` runs: read the pair once, then for each judge in force: already stored? →
 sampled out? → durable cache → in-process cache → daily budget → LLM; store the rows with the pair's status in one
-transaction; hand each new judgment on by task name.
+transaction; send each new judgment's follow-up by task name.
 
 Safe to run any number of times for the same pair (redelivery after a worker died, a duplicate enqueue, the stale
 sweeper): each judgment is inserted with ON CONFLICT DO NOTHING on (pair_id, judge, pair_version), so only the first
@@ -25,12 +25,10 @@ from store.judgments import (
     insert_judgment_marking_judged,
     pair_for_judging,
     set_pair_status,
-    stored_for_version,
+    stored_judges,
 )
 from store.models import PairStatus
 from workers import budget, noted_tasks, sampling
-from workers.alerts.planning import follow_up_needed, policy_of
-from workers.alerts.policy import ChannelPolicy, JudgmentFacts
 from workers.judging.pair_view import PairView
 from workers.judging.rules import (
     gave_up_values,
@@ -63,10 +61,8 @@ def judge_run(task, runtime: Runtime, pair: PairView, *, redelivered: bool, llm_
     if pair.status != PairStatus.PENDING and not (pair.status == PairStatus.JUDGED and redelivered):
         return pair.status
     with runtime.db.autocommit() as connection:
-        stored, supersedes = stored_for_version(connection, pair_id, pair.version)
+        stored = stored_judges(connection, pair_id, pair.version)
         rule = runtime.rules.for_channel(pair.channel_id, settings)
-        # The alert policy's view of the same rule, for the hand-on: the channel's rule is resolved once per run.
-        policy = policy_of(rule, settings) if pair.channel_id else None
         wanted = judges_in_force(pair.judges, rule.judges, pair.reference is not None)
         todo = [name for name in wanted if name not in stored]
         if (
@@ -80,9 +76,9 @@ def judge_run(task, runtime: Runtime, pair: PairView, *, redelivered: bool, llm_
         keys = {name: get_judge(name).cache_key(model, *given.texts) for name in todo}
         cached = find_cached_many(connection, list(keys.values()))
 
-    # Rows an interrupted earlier run stored may never have been handed on: hand them on again (the alert task
+    # Rows an interrupted earlier run stored may never have been followed up: send them again (the alert task
     # claims each alert in SQL, so a repeat posts nothing twice).
-    handed_on: dict[int, dict[str, Any] | None] = dict.fromkeys(stored.values()) if redelivered else {}
+    resent: dict[int, dict[str, Any] | None] = dict.fromkeys(stored.values()) if redelivered else {}
     ready: list[dict[str, Any]] = []  # judgments to store, in judge order
     for name in todo:
         judge, key = get_judge(name), keys[name]
@@ -98,7 +94,7 @@ def judge_run(task, runtime: Runtime, pair: PairView, *, redelivered: bool, llm_
         if not paid_at_the_bot and not budget.charge(
             runtime.db, pair_id, pair.budget_unit(name), settings.daily_budget
         ):
-            return _skip_for_budget(runtime, pair, store_judgments(engine, pair, ready, mark_judged=False), policy)
+            return _skip_for_budget(runtime, pair, store_judgments(engine, pair, ready, mark_judged=False))
         try:
             verdict = judge.evaluate(runtime.llm, *given.texts)
             ready.append(verdict_values(verdict, pair_id=pair_id, cache_key=key))
@@ -106,7 +102,7 @@ def judge_run(task, runtime: Runtime, pair: PairView, *, redelivered: bool, llm_
             if may_retry_llm(llm_attempts, settings.llm_max_retries, task.request.retries, task.max_retries):
                 # What this run has is final: store it and alert on it now; the retry skips those judges.
                 created = store_judgments(engine, pair, ready, mark_judged=False)
-                hand_on(runtime, pair, created, policy, recheck=supersedes)
+                send_follow_ups(runtime, pair, created)
                 countdown = retry_countdown(
                     llm_attempts, settings.retry_base_seconds, settings.llm_max_retries, error.retry_after
                 )
@@ -134,7 +130,7 @@ def judge_run(task, runtime: Runtime, pair: PairView, *, redelivered: bool, llm_
     # Every judge in force now has a row (this run's, or a twin task's that won the insert): the pair is judged.
     created = store_judgments(engine, pair, ready, mark_judged=True)
     # New judgments of an edited answer always go to the alert task: an alert on the older text is updated.
-    hand_on(runtime, pair, {**handed_on, **created}, policy, complete=True, recheck=redelivered or supersedes)
+    send_follow_ups(runtime, pair, {**resent, **created}, complete=True)
     return PairStatus.JUDGED
 
 
@@ -174,36 +170,25 @@ def store_judgments(
     return created_rows
 
 
-def hand_on(
-    runtime: Runtime,
-    pair: PairView,
-    judgments: dict[int, dict[str, Any] | None],
-    policy: ChannelPolicy | None,
-    *,
-    complete: bool = False,
-    recheck: bool = False,
+def send_follow_ups(
+    runtime: Runtime, pair: PairView, judgments: dict[int, dict[str, Any] | None], *, complete: bool = False
 ) -> None:
-    """Captured answers: the alert policy looks at each new judgment (a task only when an alert may follow; after
-    a redelivery, always, since a claimed alert may wait to be posted). On-demand: the verdict goes to whoever
-    asked, once every judge has spoken. Messages carry IDs only."""
+    """What follows new judgments, by task name: for a captured answer, each judgment goes to the alert task, which
+    makes every alert decision (workers.alerts); on demand, the verdict goes to whoever asked, once every judge has
+    spoken. Messages carry IDs only."""
     try:
         if pair.on_demand:
             if complete:
                 noted_tasks.send(runtime.redis, task_names.DELIVER_VERDICT, [pair.id], time.time())
             return
-        for judgment_id, values in judgments.items():  # `policy`: the pair's channel's, resolved by the caller
-            if (
-                recheck
-                or values is None
-                or (policy is not None and follow_up_needed(runtime, _facts(judgment_id, values, pair), policy))
-            ):
-                noted_tasks.send(runtime.redis, task_names.CONSIDER_ALERT, [judgment_id], time.time())
+        for judgment_id in judgments:
+            noted_tasks.send(runtime.redis, task_names.CONSIDER_ALERT, [judgment_id], time.time())
     except Exception as error:  # the broker or the database, after the judgments were stored
-        raise HandOnFailed(error) from error
+        raise FollowUpsUnsent(error) from error
     queue_trace_sends(runtime, list(judgments))  # never raises: the bot's traces wait on nothing here
 
 
-class HandOnFailed(Exception):
+class FollowUpsUnsent(Exception):
     """Judgments were stored but their follow-up tasks (alert policy, verdict) could not all be queued."""
 
     def __init__(self, error: Exception) -> None:
@@ -211,20 +196,12 @@ class HandOnFailed(Exception):
         self.error = error
 
 
-def _facts(judgment_id: int, values: dict[str, Any], pair: PairView) -> JudgmentFacts:
-    return JudgmentFacts(
-        judgment_id, values["judge"], values["status"], values.get("score"), pair.source, pair.channel_id
-    )
-
-
-def _skip_for_budget(
-    runtime: Runtime, pair: PairView, created: dict[int, dict[str, Any]], policy: ChannelPolicy | None
-) -> str:
+def _skip_for_budget(runtime: Runtime, pair: PairView, created: dict[int, dict[str, Any]]) -> str:
     settings = runtime.settings
     with runtime.db.session() as session:
         set_pair_status(session, pair.id, PairStatus.SKIPPED_BUDGET, only_from=[PairStatus.PENDING])
     # Whoever asked on demand hears that nothing more will come today (the pair's status says why).
-    hand_on(runtime, pair, created, policy, complete=True)
+    send_follow_ups(runtime, pair, created, complete=True)
     budget.announce_exhausted(runtime.db, runtime.slack, settings.alert_channel, settings.daily_budget)
     log.info("daily budget spent: pair skipped", extra=pair.log_fields())
     return PairStatus.SKIPPED_BUDGET

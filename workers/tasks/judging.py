@@ -1,5 +1,5 @@
-"""judge_pair: judge one settled pair with every judge in force, exactly once per judge, and hand the results on
-(the step: workers.judging.run). Here is how the task retries.
+"""judge_pair: judge one settled pair with every judge in force, exactly once per judge, and send each judgment's
+follow-up (the step: workers.judging.run). Here is how the task retries.
 
 A task that keeps failing with a bug (not an LLM error) leaves its pair pending; each failure is counted, and the
 stale sweeper (workers.sweeps) gives up after MAX_FAILED_RUNS of them. Failures of the infrastructure (the
@@ -21,12 +21,12 @@ from common.runtime import get_runtime
 from common.telemetry.logs import event_fields
 from store.attempts import record_failure
 from workers.judging.rules import TASK_MAX_RETRIES, is_infrastructure
-from workers.judging.run import HandOnFailed, judge_run, read_pair_view
+from workers.judging.run import FollowUpsUnsent, judge_run, read_pair_view
 
 log = logging.getLogger("relmon.judging")
 
-HAND_ON_RETRY_SECONDS = 1.0  # first wait before handing stored judgments on again (doubles, at most 30 s)
-HAND_ON_RETRY_CAP_SECONDS = 30.0
+FOLLOW_UPS_RETRY_SECONDS = 1.0  # first wait before sending stored judgments' follow-ups again (doubles, at most 30 s)
+FOLLOW_UPS_RETRY_CAP_SECONDS = 30.0
 
 
 @celery.task(
@@ -50,16 +50,16 @@ def judge_pair(self, pair_id: int, resumed: bool = False, llm_attempts: int = 0)
             log.warning("pair not found", extra={"pair_id": pair_id})
             return "missing"
         return judge_run(self, runtime, pair, redelivered=redelivered, llm_attempts=llm_attempts)
-    except HandOnFailed as failure:
+    except FollowUpsUnsent as failure:
         # The judgments are stored (the pair may be judged already, so neither the sweeper nor a plain retry
         # would look at it again), but their follow-up tasks were not queued: retry as a resumed run, which
-        # hands every stored judgment on again (the alert task claims each alert in SQL: nothing posts twice).
+        # sends every stored judgment's follow-up again (the alert task claims each alert in SQL: nothing posts twice).
         log.warning(
-            "follow-up tasks not queued; retrying the hand-on",
+            "follow-up tasks not queued; retrying their send",
             extra={**event_fields(pair_id=pair_id), "error": repr(failure.error)[:300]},
         )
         countdown = backoff_seconds(
-            self.request.retries, base=HAND_ON_RETRY_SECONDS, cap=HAND_ON_RETRY_CAP_SECONDS, jitter=0.0
+            self.request.retries, base=FOLLOW_UPS_RETRY_SECONDS, cap=FOLLOW_UPS_RETRY_CAP_SECONDS, jitter=0.0
         )
         # If the broker cannot take the retry either (Redis down), the message is requeued instead, or restored
         # marked redelivered once its lease lapses (common.celery_task).
