@@ -16,11 +16,11 @@ from contextlib import redirect_stdout
 from io import StringIO
 from pathlib import Path
 
-from golden.rules import ORIGIN_TAKEOVER, Occurrence
 from relmon.cli import build_parser
 from relmon.regress.command import run_regress
 from store import golden
 from store.db import Database
+from store.golden_rules import ORIGIN_TAKEOVER, Occurrence
 from store.settings import Settings
 from tests.fakes.openai_server import FakeOpenAI
 

@@ -1,6 +1,7 @@
 """Forgetting: when a message is deleted in Slack (or an edit takes words out of it), which of the texts relmon
 keeps must change, and to what. Pure: the stored texts of the pairs of the message's thread and of their judgments
-in, the columns to write out. `store.forgetting` reads and writes them; `workers.tasks.forgetting` runs it.
+in, the columns to write out (their shapes: `store.forget_plan`). `store.forgetting` reads and writes them;
+`workers.tasks.forgetting` runs it.
 
 The rules, one per kind of copy:
 - the pair whose question (or whose answer's first message) was deleted loses that text outright, and its
@@ -17,8 +18,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Hashable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TypeVar
+
+from store.forget_plan import JUDGMENT_TEXTS, PAIR_TEXTS, ForgetPlan, StoredJudgment, StoredPair
 
 K = TypeVar("K", bound=Hashable)
 DELETED_MARK = "[deleted]"
@@ -32,8 +35,6 @@ _COMMON = """a an and are as at be but by can do does for from has have he her h
 on or our she so that the their them then there they this to up us was we what when where which who why will with you
 your yes ok hi hello please thanks thank"""
 COMMON_WORDS = frozenset(_COMMON.split())
-PAIR_TEXTS = ("question_text", "answer_text", "context_text", "reference_text")
-JUDGMENT_TEXTS = ("reasoning", "raw_output", "confirmation_reasoning")
 
 
 def words_of(text: str | None) -> set[str]:
@@ -112,41 +113,6 @@ def scrub_copies(copies: Mapping[K, Mapping[str, str | None]], removal: Removal)
         if changes:
             changed[key] = changes
     return changed
-
-
-@dataclass(frozen=True)
-class StoredPair:
-    """A pair of the message's thread as stored: the texts that may hold its words, and where its message was."""
-
-    id: int
-    question_ts: str | None
-    answer_ts: str | None
-    question_text: str | None = None
-    answer_text: str | None = None
-    context_text: str | None = None
-    reference_text: str | None = None
-
-
-@dataclass(frozen=True)
-class StoredJudgment:
-    id: int
-    pair_id: int
-    reasoning: str | None = None
-    raw_output: str | None = None
-    confirmation_reasoning: str | None = None
-
-
-@dataclass(frozen=True)
-class ForgetPlan:
-    """The columns to write: per pair and per judgment id, only those that change. `about`: for each changed pair,
-    what of it was deleted or edited ("question", "answer", "earlier turn", "edit"), for its alerts' notice."""
-
-    pairs: dict[int, dict[str, str | None]] = field(default_factory=dict)
-    judgments: dict[int, dict[str, str | None]] = field(default_factory=dict)
-    about: dict[int, str] = field(default_factory=dict)
-
-    def __bool__(self) -> bool:
-        return bool(self.pairs or self.judgments)
 
 
 def plan_forget(

@@ -137,17 +137,3 @@ def llm_client_for(
         modes=RedisModes(redis_client) if redis_client is not None else None,
         gate=gate_for(endpoint, concurrency_for(settings)),
     )
-
-
-def shared_redis(settings: Settings) -> redis.Redis | None:
-    """Redis for a command that runs without a worker (`relmon judge`, `eval`, `doctor`, `backfill`): REDIS_URL,
-    or the embedded Redis when it is running; None when neither is (what it learns stays in the process)."""
-    from common.runtime import redis_client_for
-
-    if not settings.redis_url:
-        from common.celery_app import embedded_socket_path
-        from common.embedded_redis import answering
-
-        if not answering(embedded_socket_path(settings)):
-            return None
-    return redis_client_for(settings)

@@ -182,8 +182,7 @@ class StateCollector:
         from common.celery_app import QUEUES
         from store.metrics_queries import read_state
         from store.models import as_utc
-        from store.usage import calls_on
-        from workers.budget import budget_day
+        from store.usage import budget_day, calls_on
 
         settings = self.runtime.settings
         allowed = frozenset(settings.metrics_channel_labels)

@@ -14,7 +14,8 @@ import redis
 from slack_sdk import WebClient
 from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler
 
-from common.celery_app import broker_url_for
+from common.celery_app import broker_url_for, embedded_socket_path
+from common.embedded_redis import answering
 from common.replies import UnsentRetryHandler
 from store.db import Database
 from store.rules import ChannelRules
@@ -27,6 +28,14 @@ def redis_client_for(settings: Settings) -> redis.Redis:
     if url.startswith("redis+socket://"):
         url = "unix://" + url.removeprefix("redis+socket://")
     return redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=3, health_check_interval=30)
+
+
+def shared_redis(settings: Settings) -> redis.Redis | None:
+    """Redis for a command that runs without a worker (`relmon judge`, `eval`, `doctor`, `backfill`): REDIS_URL,
+    or the embedded Redis when it is running; None when neither is (what it learns stays in the process)."""
+    if not settings.redis_url and not answering(embedded_socket_path(settings)):
+        return None
+    return redis_client_for(settings)
 
 
 SLACK_TIMEOUT_SECONDS = 15

@@ -10,8 +10,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from golden.rules import normalized_question
 from judges.jsonl import BadLine, json_objects
+from store.golden_rules import normalized_question
 
 MAX_BYTES = 100 * 1024 * 1024  # answers to 100,000 questions of 1 KB each: a larger file is not a candidates file
 MAX_PROBLEMS = 20  # listed; the rest are counted

@@ -11,7 +11,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TextIO
 
-from common.llm import llm_client_for, shared_redis
+from common.llm import llm_client_for
+from common.runtime import shared_redis
 from judges import LLMClient, TransientLLMError, Verdict, get_judge
 from judges.base import Judge
 from judges.context import format_turns, parse_turns, with_context

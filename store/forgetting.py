@@ -1,25 +1,18 @@
 """Forgetting, the SQL side: read the texts a deleted (or edited) message may have been copied into (the pairs of
-its thread and their judgments), and write what `capture.forgetting.plan_forget` decided, in one transaction."""
+its thread and their judgments), and write what `capture.forgetting.plan_forget` decided, in one transaction. What
+is read and written: `store.forget_plan`."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import delete, or_, select, update
 from sqlalchemy.orm import Session
 
-from capture.forgetting import (
-    JUDGMENT_TEXTS,
-    PAIR_TEXTS,
-    ForgetPlan,
-    Removal,
-    StoredJudgment,
-    StoredPair,
-    scrub_copies,
-)
 from store import alerts as alert_store
+from store.forget_plan import JUDGMENT_TEXTS, PAIR_TEXTS, ForgetPlan, StoredJudgment, StoredPair
 from store.golden_models import GoldenItem, GoldenSource
 from store.models import Alert, Judgment, Pair, PairStatus, utcnow
 from store.topic_models import PairTopic, QuestionEmbedding, TopicPeriod, TopicRecord
@@ -135,19 +128,23 @@ def force_summary_redraw(session: Session, dedupe_keys: Collection[str]) -> None
 
 
 COPIED_TEXTS = ("question", "context", "bot_answer", "expected", "topic", "name")  # golden rows' and topics'
+CopyKey = tuple[str, object]  # ("source", id), ("item", id), ("topic", key), ("period", id)
+# The copies' texts (row -> column -> text) in, the columns that change out: the rules' `scrub_copies` with the
+# message's removal, passed in by the caller (the rules are capture's, above the store).
+ScrubCopies = Callable[[dict[CopyKey, dict[str, str | None]]], Mapping[CopyKey, Mapping[str, str | None]]]
 
 
-def scrub_other_copies(session: Session, channel_id: str, pair_ids: Collection[int], removal: Removal) -> int:
+def scrub_other_copies(session: Session, channel_id: str, pair_ids: Collection[int], scrub: ScrubCopies) -> int:
     """The copies made from the thread's pairs outside them: the golden-set items and sources taken from them (an
     earlier turn in their context, a word in their question or answer) and the names of the topics their questions
-    fell in (named from those questions). Returns how many rows changed."""
-    if not removal or not pair_ids:
+    fell in (named from those questions), scrubbed by `scrub`. Returns how many rows changed."""
+    if not pair_ids:
         return 0
     ids = list(pair_ids)
     sources = session.execute(
         select(GoldenSource).where(GoldenSource.channel_id == channel_id, GoldenSource.pair_id.in_(ids))
     ).scalars()
-    rows: dict[tuple[str, object], Any] = {("source", s.id): s for s in sources}
+    rows: dict[CopyKey, Any] = {("source", s.id): s for s in sources}
     for item_id in {row.item_id for row in rows.values()}:
         item = session.get(GoldenItem, item_id, with_for_update=True)
         if item is not None:
@@ -162,7 +159,7 @@ def scrub_other_copies(session: Session, channel_id: str, pair_ids: Collection[i
     texts = {
         key: {name: getattr(row, name) for name in COPIED_TEXTS if hasattr(row, name)} for key, row in rows.items()
     }
-    changed = scrub_copies(texts, removal)
+    changed = scrub(texts)
     for key, values in changed.items():
         for name, value in values.items():
             setattr(rows[key], name, value)

@@ -1,5 +1,5 @@
 """The golden set in SQL: items added from pairs (once per asked question), edited and removed in Slack, forgotten
-when a message they quote is deleted, read for export and regress. Rules in golden.rules."""
+when a message they quote is deleted, read for export and regress. Rules in store.golden_rules."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ from typing import Any
 from sqlalchemy import delete, func, or_, select, update
 from sqlalchemy.orm import Session
 
-from golden.rules import (
+from store.db import insert_or_ignore, insert_or_ignore_returning
+from store.golden_models import GoldenItem, GoldenSource
+from store.golden_rules import (
     ORIGIN_IMPORT,
     Occurrence,
     after_deletion,
@@ -18,8 +20,6 @@ from golden.rules import (
     normalized_question,
     visible_to,
 )
-from store.db import insert_or_ignore, insert_or_ignore_returning
-from store.golden_models import GoldenItem, GoldenSource
 from store.models import Pair, utcnow
 from store.topic_models import PairTopic, TopicRecord
 
@@ -37,7 +37,7 @@ PAIR_FIELDS = (
 
 
 def pair_fields(session: Session, pair_id: int) -> dict[str, Any] | None:
-    """The pair's fields an occurrence is made of (golden.rules.occurrence_of_pair), with its topic if it has one."""
+    """The pair's fields an occurrence is made of (`golden_rules.occurrence_of_pair`), with its topic if it has one."""
     columns = [getattr(Pair, name) for name in PAIR_FIELDS]
     row = session.execute(select(*columns).where(Pair.id == pair_id)).first()
     if row is None:
@@ -193,7 +193,7 @@ def _occurrence(source: GoldenSource) -> Occurrence:
 
 def forget_message(session: Session, channel_id: str, ts: str) -> int:
     """A message was deleted in Slack: every source quoting it goes, and an item left without sources leaves the
-    set (golden.rules.after_deletion); one that keeps some shows the newest. Returns how many sources went."""
+    set (store.golden_rules.after_deletion); one that keeps some shows the newest. Returns how many sources went."""
     quoting = or_(GoldenSource.question_ts == ts, GoldenSource.answer_ts == ts, GoldenSource.reference_ts == ts)
     gone = session.execute(select(GoldenSource).where(GoldenSource.channel_id == channel_id, quoting)).scalars().all()
     for item_id in sorted({source.item_id for source in gone}):
@@ -222,7 +222,7 @@ def item_of_pair(session: Session, pair_id: int) -> GoldenItem | None:
 
 
 def active_items(session: Session, allowed_channels: Collection[str] | None = None) -> list[GoldenItem]:
-    """The items of the set, oldest first, that an export for someone may hold (golden.rules.visible_to)."""
+    """The items of the set, oldest first, that an export for someone may hold (store.golden_rules.visible_to)."""
     items = session.execute(select(GoldenItem).where(GoldenItem.removed_at.is_(None)).order_by(GoldenItem.id)).scalars()
     return [item for item in items if visible_to(item.channel_is_private, item.channel_id, allowed_channels)]
 

@@ -19,11 +19,11 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
-from store.models import Base, CreatedAt, IdKey, IdType, UpdatedAt
+from store.model_base import Base, CreatedAt, IdKey, IdType, UpdatedAt
 
 
 class GoldenItem(Base):
-    """A question the bot failed, with the answer that worked: one row per question (golden.rules.dedupe_key),
+    """A question the bot failed, with the answer that worked: one row per question (store.golden_rules.dedupe_key),
     however many times it was asked (`times`)."""
 
     __tablename__ = "golden_items"
@@ -42,7 +42,7 @@ class GoldenItem(Base):
     channel_id: Mapped[str | None] = mapped_column(String(32))
     channel_is_private: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     permalink: Mapped[str | None] = mapped_column(Text)
-    origin: Mapped[str] = mapped_column(String(16))  # golden.rules.ORIGIN_*: how it joined first
+    origin: Mapped[str] = mapped_column(String(16))  # store.golden_rules.ORIGIN_*: how it joined first
     times: Mapped[int] = mapped_column(Integer, default=1, server_default="1")  # times the question was asked
     # A person wrote or edited the expected answer in Slack: a later teammate reply does not overwrite it.
     expected_edited: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
@@ -58,7 +58,7 @@ class GoldenItem(Base):
 
 class GoldenSource(Base):
     """One time an item's question was asked and failed, with the Slack messages it quotes: a deleted message
-    takes its source away, and an item with no source left leaves the set (golden.rules.after_deletion)."""
+    takes its source away, and an item with no source left leaves the set (store.golden_rules.after_deletion)."""
 
     __tablename__ = "golden_sources"
     __table_args__ = (

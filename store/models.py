@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime
 from enum import StrEnum
-from typing import Annotated
 
 from sqlalchemy import (
     JSON,
-    BigInteger,
     Boolean,
     Date,
     DateTime,
@@ -21,29 +19,14 @@ from sqlalchemy import (
     UniqueConstraint,
     false,
 )
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.orm import Mapped, mapped_column
 
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
+from store.model_base import Base, CreatedAt, IdKey, IdType, UpdatedAt, utcnow
 
 
 def as_utc(moment: datetime) -> datetime:
     """A stored time, aware: SQLite hands back naive datetimes (relmon stores UTC), PostgreSQL aware ones."""
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
-
-
-class Base(DeclarativeBase):
-    pass
-
-
-# An integer primary key that is BIGINT on PostgreSQL and INTEGER (rowid alias) on SQLite.
-IdType = BigInteger().with_variant(Integer(), "sqlite")
-
-# The columns most tables share, declared once: `id: Mapped[IdKey]`, `created_at: Mapped[CreatedAt]`.
-IdKey = Annotated[int, mapped_column(IdType, primary_key=True, autoincrement=True)]
-CreatedAt = Annotated[datetime, mapped_column(DateTime(timezone=True), default=utcnow)]
-UpdatedAt = Annotated[datetime, mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow)]
 
 
 class PairStatus:
@@ -329,6 +312,7 @@ class OutcomeSignal(Base):
     created_at: Mapped[CreatedAt]
 
 
-# The golden set's, regress runs' and topics' tables live in modules of their own; imported here so that
-# Base.metadata (Alembic's target, the tests' clean-up) always holds every table.
+# The golden set's, regress runs' and topics' tables live in modules of their own (on `store.model_base`); imported
+# here, after this module's tables (their order in Base.metadata is kept), so that Base.metadata (Alembic's target,
+# the tests' clean-up) always holds every table.
 from store import golden_models, topic_models  # noqa: E402, F401

@@ -22,7 +22,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
-from store.models import Base, CreatedAt, IdKey, IdType, UpdatedAt
+from store.model_base import Base, CreatedAt, IdKey, IdType, UpdatedAt
 
 
 class QuestionEmbedding(Base):

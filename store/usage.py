@@ -6,7 +6,7 @@ The budget counts judgments, one unit per (pair, judge) however many LLM calls i
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import UTC, date, datetime
 from functools import cache
 
 from sqlalchemy import Connection, bindparam, delete, exists, func, select, update
@@ -15,6 +15,11 @@ from sqlalchemy.dialects import postgresql
 from store.db import insert_or_ignore, insert_or_ignore_returning
 from store.judgments import Executor
 from store.models import BudgetCharge, DailyUsage
+
+
+def budget_day(now: datetime | None = None) -> date:
+    """The day a judgment is counted against: budgets reset at midnight UTC."""
+    return (now or datetime.now(UTC)).astimezone(UTC).date()
 
 
 def _insert_day_if_missing(session: Executor, day: date) -> None:

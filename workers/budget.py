@@ -1,22 +1,23 @@
-"""The daily budget of judgments (one unit per pair and judge, however many LLM calls its retries take): pure
-rules (which day, what the notice says) and thin adapters over `store.usage` (the atomic counter) and Slack
-(the once-a-day notice)."""
+"""The daily budget of judgments (one unit per pair and judge, however many LLM calls its retries take): the
+notice's text, and thin adapters over `store.usage` (the atomic counter, and which day a judgment counts against)
+and Slack (the once-a-day notice)."""
 
 from __future__ import annotations
 
 import logging
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 
 from common.post_once import PostOnce, Receipts
 from store.db import Database, dialect_name
-from store.usage import charge_in_one_statement, charge_judgment, claim_budget_notice, release_budget_notice
+from store.usage import (
+    budget_day,
+    charge_in_one_statement,
+    charge_judgment,
+    claim_budget_notice,
+    release_budget_notice,
+)
 
 log = logging.getLogger("relmon.budget")
-
-
-def budget_day(now: datetime | None = None) -> date:
-    """Budgets reset at midnight UTC."""
-    return (now or datetime.now(UTC)).astimezone(UTC).date()
 
 
 def notice_text(budget: int, day: date) -> str:

@@ -1,6 +1,6 @@
 """The golden set in the workers: items collected from the conversation (a teammate's takeover, a "judge was right"
 vote on a low-score alert) and curated from Slack (the alert's "Add to test set" modal). Thin adapters over
-golden.rules and store.golden; each write is idempotent per asked question, so a retried task adds nothing twice.
+store.golden_rules and store.golden; each write is idempotent per asked question, so a retried task adds nothing twice.
 The tasks: workers.tasks.golden; the takeover's collection runs inside the outcome task (workers.tasks.outcomes)."""
 
 from __future__ import annotations
@@ -12,7 +12,10 @@ from slack_sdk.errors import SlackApiError
 from common.messages.golden import saved_text
 from common.runtime import Runtime
 from common.telemetry.logs import event_fields
-from golden.rules import (
+from store import golden as store
+from store import outcomes as outcome_store
+from store.alerts import low_alert_for_judgment
+from store.golden_rules import (
     ORIGIN_BUTTON,
     ORIGIN_TAKEOVER,
     ORIGIN_VOTE,
@@ -21,9 +24,6 @@ from golden.rules import (
     may_join,
     occurrence_of_pair,
 )
-from store import golden as store
-from store import outcomes as outcome_store
-from store.alerts import low_alert_for_judgment
 from store.models import Judgment
 from workers.alerts.delivery import permalink  # the alert's own look-up (Slack's chat.getPermalink)
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import httpx
 
 from store.settings import Settings
-from workers.trace_sending import REFUSED, TIMEOUT_SECONDS, SendAgain
+from workers.trace_answers import REFUSED, TIMEOUT_SECONDS, SendAgain
 
 if TYPE_CHECKING:
     from phoenix.client import Client

@@ -24,6 +24,8 @@ from store.models import Judgment, OutcomeSignal, Pair
 from store.settings import Settings
 from store.signals import SIGNALS
 from workers import noted_tasks
+from workers.phoenix_annotations import upsert_annotations
+from workers.trace_answers import REFUSED, TIMEOUT_SECONDS, SendAgain
 from workers.traces import (
     BadTraceId,
     Verdict,
@@ -45,12 +47,6 @@ from workers.traces import (
 log = logging.getLogger("relmon.traces")
 
 LANGFUSE, OTLP, PHOENIX = "langfuse", "otlp", "phoenix"
-TIMEOUT_SECONDS = 10.0
-REFUSED = (400, 401, 403, 404, 422)  # the tool says no: sending again would say the same
-
-
-class SendAgain(Exception):
-    """The tool was out of reach or failed (5xx, 429): worth another try later."""
 
 
 @dataclass(frozen=True)
@@ -283,8 +279,6 @@ def send_outcome_to_phoenix(runtime: Runtime, pair_id: int, signal: str) -> str:
 
 def annotate(runtime: Runtime, found: tuple[str, str | None, dict], annotations) -> str:
     """The annotations (built for a span ID) upserted on the span the bot named, checked, or the trace's root."""
-    from workers.phoenix_annotations import upsert_annotations
-
     trace_id, _, fields = found
     try:
         span_id = named_span(runtime, found)

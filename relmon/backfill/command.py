@@ -44,7 +44,8 @@ def parse_since(text: str | None, now: datetime) -> datetime:
 
 def backfill_llm(settings: Settings):
     """The judges' client for a run in this process: the SDK's own retries (Retry-After honoured), no Celery."""
-    from common.llm import llm_client_for, shared_redis
+    from common.llm import llm_client_for
+    from common.runtime import shared_redis
 
     return llm_client_for(settings, redis_client=shared_redis(settings), max_retries=min(settings.llm_max_retries, 5))
 

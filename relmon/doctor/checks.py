@@ -146,7 +146,8 @@ def check_llm(settings: Settings) -> Check:
     key_value = settings.secret("openai_api_key")
     if not key_value and not settings.openai_base_url:
         return skip("llm", "no OPENAI_API_KEY")
-    from common.llm import concurrency_for, llm_client_for, shared_redis
+    from common.llm import concurrency_for, llm_client_for
+    from common.runtime import shared_redis
     from judges import LLMRequestError, TransientLLMError
 
     endpoint = settings.openai_base_url or "OpenAI (https://api.openai.com/v1)"

@@ -18,7 +18,7 @@ from judges.client import LLMRequestError
 from judges.context import JudgeInput
 from store import regress_runs
 from store.db import Database
-from workers.budget import budget_day
+from store.usage import budget_day
 
 
 class StopRun(Exception):

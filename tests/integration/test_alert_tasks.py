@@ -15,9 +15,9 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.exc import OperationalError
 
-from capture.forgetting import ForgetPlan
 from store import alerts as alert_store
 from store import forgetting
+from store.forget_plan import ForgetPlan
 from store.models import Alert
 from tests import alert_helpers
 from tests.alert_helpers import ALERTS, SUPPORT, add_judgment, alerts

@@ -9,10 +9,9 @@ from sqlalchemy import select
 
 from judges import TransientLLMError
 from store.models import BudgetCharge, Judgment, Pair
-from store.usage import calls_on
+from store.usage import budget_day, calls_on
 from tests.alert_helpers import ALERTS, add_judgment
 from tests.builders import installed_runtime
-from workers import budget
 from workers.alerts import confirmation, delivery, planning
 from workers.tasks import slack as tasks
 
@@ -210,7 +209,7 @@ def test_each_version_of_an_edited_answer_pays_for_its_own_second_opinion_once(m
 
         assert charges(runtime) == [(pair_id, "relevancy:second@1"), (pair_id, "relevancy:second@2")]
         with runtime.db.session() as session:
-            assert calls_on(session, budget.budget_day()) == 2  # two second opinions, two units, retries free
+            assert calls_on(session, budget_day()) == 2  # two second opinions, two units, retries free
         assert judgment(runtime, second).confirmation_status == "confirmed"
         assert len([r for r in llm.requests if r["temperature"] > 0]) == 4  # two failed tries, two answers
         assert len(fake.posted(ALERTS)) == 1

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from golden.rules import ORIGIN_TAKEOVER, ORIGIN_VOTE
 from relmon.cli import build_parser
 from relmon.golden_cli import run_golden
 from store import golden
 from store.db import Database
+from store.golden_rules import ORIGIN_TAKEOVER, ORIGIN_VOTE
 from tests.builders import make_settings
 from tests.integration.test_golden_store import asked
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from golden.rules import ORIGIN_TAKEOVER, ORIGIN_VOTE, Occurrence
 from store import golden
 from store.db import Database
 from store.golden_models import GoldenItem, GoldenSource
+from store.golden_rules import ORIGIN_TAKEOVER, ORIGIN_VOTE, Occurrence
 
 
 def asked(ts: str, question: str = "How do I rotate my API key?", channel: str = "C1", **changes) -> Occurrence:

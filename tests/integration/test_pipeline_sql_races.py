@@ -15,7 +15,14 @@ from sqlalchemy import select
 from store.db import Database
 from store.judgments import find_cached_many, insert_judgment, set_pair_status, stored_judges
 from store.models import BudgetCharge, Judgment, Pair, PairStatus
-from store.usage import calls_on, charge_judgment, claim_budget_notice, claim_llm_call, release_budget_notice
+from store.usage import (
+    budget_day,
+    calls_on,
+    charge_judgment,
+    claim_budget_notice,
+    claim_llm_call,
+    release_budget_notice,
+)
 from tests.bursts import burst
 from tests.processes import wait_for
 from workers import budget
@@ -138,7 +145,7 @@ def test_budget_notice_is_claimed_once_per_day(database: Database) -> None:
 
 def test_budget_day_is_utc() -> None:
     moment = datetime(2025, 3, 1, 23, 30, tzinfo=UTC)
-    assert budget.budget_day(moment) == date(2025, 3, 1)
+    assert budget_day(moment) == date(2025, 3, 1)
     assert "RELMON_DAILY_BUDGET" in budget.notice_text(100, date(2025, 3, 1))
 
 

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from golden.rules import ORIGIN_TAKEOVER, Occurrence
 from relmon.cli import build_parser
 from relmon.regress.command import run_regress
 from store import golden
 from store.db import Database
+from store.golden_rules import ORIGIN_TAKEOVER, Occurrence
 from store.settings import Settings
 from tests.builders import make_settings
 from tests.fakes.openai_replies import prompt_text, seed_kind

@@ -11,9 +11,6 @@ from bot.spool import SpoolFile
 from capture.forgetting import (
     DELETED_MARK,
     REMOVED_MARK,
-    ForgetPlan,
-    StoredJudgment,
-    StoredPair,
     plan_forget,
     removal_of_deletion,
     removal_of_edit,
@@ -21,6 +18,7 @@ from capture.forgetting import (
     scrub,
     scrub_copies,
 )
+from store.forget_plan import ForgetPlan, StoredJudgment, StoredPair
 
 MARK = "QX7-marker-9f3e"
 

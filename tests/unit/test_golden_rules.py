@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from golden.rules import (
+from store.golden_rules import (
     ORIGIN_TAKEOVER,
     Occurrence,
     after_deletion,

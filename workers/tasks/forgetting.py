@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from functools import partial
 
 import redis
 from sqlalchemy.exc import OperationalError
 
 from capture import forget_notes
-from capture.forgetting import plan_forget, removal_of_deletion, removal_of_words
+from capture.forgetting import plan_forget, removal_of_deletion, removal_of_words, scrub_copies
 from capture.redact import redact_if
 from common import task_names
 from common.celery_app import celery
@@ -62,7 +63,9 @@ def forget_message_in(
         removal = removal_of_words(said) if edited else removal_of_deletion(before)
         plan = plan_forget(ts, removal, pairs, judgments)
         forgetting.apply_plan(session, plan)
-        forgetting.scrub_other_copies(session, channel, [p.id for p in pairs], removal)  # golden set, topic names
+        if removal:  # the copies outside the thread's pairs: the golden set's, the topics' names
+            scrub = partial(scrub_copies, removal=removal)
+            forgetting.scrub_other_copies(session, channel, [p.id for p in pairs], scrub)
         reopened = [] if edited else forgetting.reopen_waiting(session, channel, ts)
         if not edited:
             golden.forget_message(session, channel, ts)  # a question or a teammate's reply the golden set quoted

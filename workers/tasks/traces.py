@@ -15,11 +15,11 @@ from common.backoff import backoff_seconds
 from common.celery_app import celery
 from common.runtime import Runtime, get_runtime
 from workers import noted_tasks
+from workers.trace_answers import SendAgain
 from workers.trace_sending import (
     LANGFUSE,
     OTLP,
     PHOENIX,
-    SendAgain,
     send_outcome_to_langfuse,
     send_outcome_to_otlp,
     send_outcome_to_phoenix,

@@ -7,6 +7,9 @@ An item joins the set by itself when
 - people voted "the judge was right" on a low-score alert: the bot's answer failed, and the expected answer is the
   pair's teammate reply if it has one (else empty, to write in the "Add to test set" modal);
 and by hand: the alert's "Add to test set" button, or `relmon golden import`.
+
+In the store, below the golden set's tools (`golden/`) and the workers: `store.golden` applies the duplicates,
+visibility and deletion rules in its SQL, and the store imports nothing above it.
 """
 
 from __future__ import annotations
