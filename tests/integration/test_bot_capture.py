@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import time
 
+import redis
+
 from common import celery_app
+from common.celery_app import QUEUE_JUDGE
 from store.models import PairStatus
 from tests import slack_requests as sr
 from tests.bot_events import C, send, settle_all
@@ -17,8 +20,9 @@ from tests.bot_harness import ServedBot
 from tests.builders import SECRET
 from tests.fakes.slack_server import FakeSlack
 from tests.processes import wait_for
-from tests.services import free_port
+from tests.services import RedisProcess, free_port
 from workers.pairs.settling import settle
+from workers.tasks import events
 
 # Capture -----------------------------------------------------------------------------------------
 
@@ -106,6 +110,32 @@ def test_an_event_spooled_while_the_broker_is_down_is_not_lost(make_bot, redis_u
     assert bot.pairs() == []  # nothing stored before a worker has it
     wait_for(lambda: [p.version for p in bot.pairs()] == [1], timeout=20, what="the spooled event handed on")
     [pair] = bot.pairs()
+    assert settle(bot.runtime, pair.id, pair.version) == PairStatus.PENDING
+
+
+def test_events_are_published_the_same_way_when_the_broker_is_another_redis(make_bot, tmp_path) -> None:
+    """One publishing path whatever the broker: with Celery's broker on a Redis of its own, the bot's event mark and
+    note stay in relmon's Redis, the task message goes to the broker's queue, and the capture task stores the pair."""
+    bot = make_bot()
+    broker = RedisProcess(tmp_path / "broker")
+    broker.start()
+    good = celery_app.celery.conf.broker_url
+    point_broker_at(broker.url)
+    try:
+        q_ts, a_ts = sr.next_ts(), sr.next_ts()
+        send(bot, sr.human_message(C, q_ts, "Where do I change my email?"))
+        with bot.worker.paused():  # the answer's message waits on the broker: a worker takes it below
+            send(bot, sr.bot_message(C, a_ts, "Settings, then Profile.", thread_ts=q_ts))
+        queued = redis.Redis.from_url(broker.url).lrange(QUEUE_JUDGE, 0, -1)
+        assert len(queued) == 2 and bot.runtime.redis.llen(QUEUE_JUDGE) == 0
+        [note] = [n for n in bot.notes().values() if n["entry"]["body"]["event"]["ts"] == a_ts]
+        assert bot.pairs() == []
+        events.capture_event.run(**{key: value for key, value in note.items() if key != "task"})
+    finally:
+        point_broker_at(good)
+        broker.stop()
+    [pair] = bot.pairs()
+    assert pair.answer_ts == a_ts and bot.notes() == {}
     assert settle(bot.runtime, pair.id, pair.version) == PairStatus.PENDING
 
 
