@@ -2,11 +2,12 @@
 publish its `capture_event` task through Celery, nothing more. Everything else (reading the conversation, logging a
 person's message, pairing) is the task's, in a worker (workers.tasks.events).
 
-Three steps, each recorded in the entry once done, so that an entry spooled part-way through an outage resumes where
-it stopped instead of being taken for its own duplicate:
-1. the event's mark (`SET NX` on its `event_id`, an hour): Slack's retry of an event already handed on stops here;
-2. the note (capture.handoffs), before the send: a task message lost on its way is sent again by the orphan check;
-3. `send_task`, Celery's own publish, whatever the broker.
+Two steps:
+1. the event's mark (`SET NX` on its `event_id`, an hour): Slack's retry of an event already handed on stops here.
+   Recorded in the entry once done, so that an entry spooled after it (Redis up, the broker down) is not taken for
+   its own duplicate when the spool hands it on;
+2. the task sent the one way noted work is sent (common.task_notes): noted, so that a message lost on its way is
+   sent again by the orphan check, then published with Celery's `send_task`, whatever the broker.
 
 An outage (Redis or the broker down) spools the entry on local disk (bot.spool) and Slack still gets its 200; the
 spool hands it on the same way, in order, when they are back.
@@ -25,18 +26,16 @@ from typing import Any
 import redis
 
 from bot.spool import OUTAGE_ERRORS, EventSpool
-from capture import handoffs
 from capture.events import REACTION_EVENTS
 from capture.pairing import message_of
-from common import task_names
-from common.celery_app import celery
+from common import task_names, task_notes
 from common.telemetry.logs import event_fields
 
 log = logging.getLogger("relmon.capture")
 
 EVENT_DONE_TTL_SECONDS = 3600  # Slack's last retry comes about 5 minutes after the first delivery
 
-Entry = dict[str, Any]  # {"body": the envelope, "own": relmon's identity}, and the steps done ("marked", "handoff")
+Entry = dict[str, Any]  # {"body": the envelope, "own": relmon's identity}, and "marked" once its mark is set
 
 
 class Published(enum.Enum):
@@ -84,39 +83,27 @@ class EventPublisher:
                 log.info("duplicate event ignored", extra={"event_id": event_id})
                 return Published.DUPLICATE
             entry["marked"] = True
-        if "handoff" not in entry:
-            handoff = handoffs.new_id()
-            handoffs.note(self.redis, handoff, task_names.CAPTURE_EVENT, task_arguments(entry, handoff), time.time())
-            entry["handoff"] = handoff
-        named = place_of(entry)
-        celery.send_task(
-            task_names.CAPTURE_EVENT,
-            kwargs=task_arguments(entry, entry["handoff"]),
-            argsrepr="()",
-            kwargsrepr=repr(named),
-        )
+        where = place_of(entry)
+        # The headers' reprs name the event, never its words (Celery would repr the whole envelope into them, and
+        # log it at debug level).
+        task_id = task_notes.send(self.redis, event_call(entry), time.time(), argsrepr="()", kwargsrepr=repr(where))
         # The bot's one line per event: what it did, never what the event says (a worker logs the capture).
-        where = event_fields(channel=named["channel"], message_ts=named["ts"])
-        log.info("event handed on", extra={**where, "event_id": event_id, "handoff": named["handoff"]})
+        fields = event_fields(channel=where["channel"], message_ts=where["ts"])
+        log.info("event handed on", extra={**fields, "event_id": event_id, "task_id": task_id})
         return Published.SENT
 
 
-def task_arguments(entry: Entry, handoff: str) -> dict[str, Any]:
-    """`capture_event`'s keyword arguments: the event as the listener received it, and its note's ID."""
-    return {"entry": {"body": entry["body"], "own": entry["own"]}, "handoff": handoff}
+def event_call(entry: Entry) -> task_notes.Call:
+    """`capture_event`'s call: the event as the listener received it."""
+    return task_notes.Call(task_names.CAPTURE_EVENT, kwargs={"entry": {"body": entry["body"], "own": entry["own"]}})
 
 
 def place_of(entry: Entry) -> dict[str, Any]:
-    """What the task message's headers show of the event: where it is, never its words (Celery would repr the whole
-    envelope into them, and log it at debug level)."""
+    """Where the event is: its channel and message ts."""
     event = entry["body"].get("event") or {}
     where = event.get("item") if event.get("type") in REACTION_EVENTS else message_of(event)
     where = where if isinstance(where, dict) else {}
-    return {
-        "channel": event.get("channel") or where.get("channel"),
-        "ts": where.get("ts"),
-        "handoff": entry.get("handoff"),
-    }
+    return {"channel": event.get("channel") or where.get("channel"), "ts": where.get("ts")}
 
 
 def warn_spool_full(slack, alert_channel: str | None) -> None:

@@ -47,7 +47,7 @@ POSTING = frozenset(
 )
 
 # The sends of verdicts and outcome signals to the bot's trace tools (workers.tasks.traces): noted while on their
-# way (workers.noted_tasks), since nothing but their message says they are still to do.
+# way (common.task_notes), since nothing but their message says they are still to do.
 TRACE_SENDS = frozenset(
     {
         SEND_LANGFUSE_SCORES,

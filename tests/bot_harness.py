@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -14,10 +13,9 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 from sqlalchemy import select
 
 from bot.server import build_wsgi_app
-from capture import handoffs
 from capture.conversation_log import ConversationLog
 from capture.pairing import Author, LoggedMessage
-from common import celery_app, task_names
+from common import celery_app, task_names, task_notes
 from common.runtime import Runtime
 from store.models import Pair
 from store.settings import Settings
@@ -65,11 +63,13 @@ class ServedBot:
         with self.runtime.db.session() as session:
             return list(session.execute(select(Pair).order_by(Pair.id)).scalars())
 
-    def notes(self) -> dict[str, dict]:
-        """The events handed on to a worker and not yet captured, by event ID: each note's task arguments
-        (capture.handoffs)."""
-        found = [json.loads(raw) for raw in self.runtime.redis.hgetall(handoffs.KEY).values()]
-        return {note["entry"]["body"]["event_id"]: note for note in found}
+    def notes(self) -> dict[str, task_notes.Call]:
+        """The events handed on to a worker and not yet captured, by event ID: each one's noted `capture_event`
+        call (common.task_notes)."""
+        calls = [task_notes.Call.from_json(raw) for raw in self.runtime.redis.hgetall(task_notes.KEY).values()]
+        return {
+            call.kwargs["entry"]["body"]["event_id"]: call for call in calls if call.task == task_names.CAPTURE_EVENT
+        }
 
 
 class InlineWorker:
@@ -87,12 +87,14 @@ class InlineWorker:
         self._wrapper: Any = None
 
     def install(self) -> None:
-        # The worker's own code: tests may import it, the bot may not.
+        # The worker's own code: tests may import it, the bot may not. Run as a worker runs them (Celery's tracer,
+        # with the message's task ID), so that a noted task's note is dropped when it ends (workers.task_ends).
+        import workers.task_ends  # noqa: F401
         from workers.tasks import events, forgetting
 
-        runs = {  # the task bodies, on the process runtime (this bot's)
-            task_names.CAPTURE_EVENT: lambda kw: events.capture_event.run(**kw),
-            task_names.FORGET_MESSAGE: lambda kw: forgetting.forget_message.run(**kw),
+        runs = {  # the tasks, on the process runtime (this bot's)
+            task_names.CAPTURE_EVENT: events.capture_event,
+            task_names.FORGET_MESSAGE: forgetting.forget_message,
         }
         send = celery_app.celery.send_task
         self._active = True
@@ -100,7 +102,7 @@ class InlineWorker:
         def send_then_run(name, args=None, kwargs=None, **options):
             result = send(name, args=args, kwargs=kwargs, **options)
             if name in runs and self._active:  # a test's own patch may keep this wrapper after the bot stopped
-                runs[name](dict(kwargs or {}))
+                runs[name].apply(kwargs=dict(kwargs or {}), task_id=options.get("task_id"), throw=True)
             return result
 
         self._sent_before, self._wrapper = send, send_then_run

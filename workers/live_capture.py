@@ -49,11 +49,8 @@ log = logging.getLogger("relmon.capture")
 class LiveCapture:
     """Captures events on one process's runtime (its Redis, Slack client, channel rules and learnt bot users)."""
 
-    def __init__(self, runtime: Runtime, *, handoff: str | None = None) -> None:
+    def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
-        # The bot's note of the event (capture.handoffs): a monitored bot's new message drops it in the round trip
-        # that stores its answer, and it is None from then on; else the task drops it once the event is captured.
-        self.handoff = handoff
         self.settings = runtime.settings
         self.log = ConversationLog(runtime.redis, self.settings.question_ttl_seconds)
 
@@ -99,9 +96,7 @@ class LiveCapture:
         if not replaces(existing, logged) or (subtype == "message_changed" and unchanged(existing, logged)):
             return  # a stream's opener after its completion, or an edit that changed nothing
         if author == Author.MONITORED_BOT:
-            # A new message is done with once its answer is stored; an edit goes on to its scrub below.
-            handoff = self._take_handoff() if subtype is None else None
-            self._store_answer(channel, logged, team_id, event.get("channel_type"), ext_shared, handoff=handoff)
+            self._store_answer(channel, logged, team_id, event.get("channel_type"), ext_shared)
         elif author == Author.HUMAN:
             # A person's message after a watched answer tells its outcome: a worker reads it from the log.
             hand_on_message(channel, logged.ts, self._logged_watching(channel, logged))
@@ -123,11 +118,10 @@ class LiveCapture:
         ext_shared: bool | None,
         *,
         record: bool = True,
-        handoff: str | None = None,
     ) -> None:
         """Store the answer `message` belongs to, in this task (workers.pairs.capturing), logging `message` in the
         same round trip as the capture's first read (unless `record` is off: a tombstone already logged). The
-        event's own note (capture.handoffs) keeps it until it is stored. The capture logs "answer captured"."""
+        capture logs "answer captured"."""
         capture_answer_in(
             self.runtime,
             channel,
@@ -138,12 +132,7 @@ class LiveCapture:
             ext_shared=ext_shared,
             logged=None if record else to_wire(message),
             fresh=message if record else None,
-            handoff=handoff,
         )
-
-    def _take_handoff(self) -> str | None:
-        handoff, self.handoff = self.handoff, None
-        return handoff
 
     def _deleted(
         self, channel: str, event: dict[str, Any], own: Identity, team_id: str | None, ext_shared: bool | None

@@ -33,8 +33,10 @@ def quiet_per_task_logs(settings: Settings) -> None:
             logging.getLogger(name).setLevel(logging.WARNING)
 
 
-# Every task module; some are written by other parts of the project and may not exist in a given build.
+# Every task module (and the hook that drops a noted task's note when it ends); some are written by other parts of
+# the project and may not exist in a given build.
 TASK_MODULES = (
+    "workers.task_ends",
     "workers.tasks.judging",
     "workers.tasks.sweeper",
     "workers.tasks.events",

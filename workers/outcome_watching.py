@@ -35,7 +35,7 @@ from capture.pairing import LoggedMessage, answer_run, ts_key
 from capture.redact import redact_if
 from capture.teammates import Reply, StaffEvidence, helped_someone
 from capture.text import message_text
-from common import task_names
+from common import task_names, task_notes
 from common.celery_app import celery
 from common.runtime import Runtime
 from common.telemetry.logs import event_fields
@@ -45,7 +45,7 @@ from store import outcomes as store
 from store import pairs
 from store.models import as_utc
 from store.signals import HUMAN_TAKEOVER
-from workers import golden_items, noted_tasks
+from workers import golden_items
 from workers.trace_sending import Send, note_sends, outcome_sends, queue_outcome_sends, queue_sends
 
 log = logging.getLogger("relmon.outcomes")
@@ -311,13 +311,13 @@ def _follow_up(runtime: Runtime, pair_ids: list[int]) -> None:
     redrawn). Most signals need neither, and cost no task. Read after the signals were committed, so an alert
     claimed after this read shows them when it is drawn. Checked again on a retry: a retry after a lost send
     still hands it on, and the follow-up is idempotent. Noted, since only its message says it is still to do
-    (workers.noted_tasks)."""
+    (common.task_notes)."""
     with runtime.db.autocommit() as connection:
         signals = store.signals_of(connection, pair_ids)
         alerted = alert_store.pairs_with_alerts(connection, pair_ids)
     for pair_id in pair_ids:
         if pair_id in alerted or failed(signals.get(pair_id, ())):
-            noted_tasks.send(runtime.redis, task_names.FOLLOW_UP_OUTCOME, [pair_id], time.time())
+            task_notes.send(runtime.redis, task_notes.Call(task_names.FOLLOW_UP_OUTCOME, (pair_id,)), time.time())
 
 
 def _announce(runtime: Runtime, pair_id: int, new: list[str], noted: list[Send], **fields) -> None:

@@ -1,8 +1,8 @@
 """The steps of beat's two sweeps (the tasks in workers.tasks.sweeper). The orphan check, every half lease,
 re-enqueues at once a pair that has waited a lease with no task message anywhere in Redis (lost in kombu's delivery
-window, or never published), and sends again an answer the bot handed on whose capture task is lost the same way
-(capture.handoffs), so a worker's crash costs a lease, not a sweep; it does the same for the follow-up tasks only
-their message carries (an alert's decision, an on-demand verdict, a send to a trace tool: workers.noted_tasks). The
+window, or never published), and sends again a noted task (common.task_notes: an event the bot handed on, an
+alert's decision, an on-demand verdict, an outcome's follow-up, a send to a trace tool) whose message is lost the
+same way, so a worker's crash costs a lease, not a sweep. The
 stale sweep, every few minutes, re-enqueues pairs whose task was lost (the backstop when the queue is too long to
 read) and gives up on a pair whose judging task keeps failing with a bug: after MAX_FAILED_RUNS counted failures it
 stores the pair's judgments as errors with the reason. It gives up only once the last failure is a sweep interval
@@ -15,22 +15,19 @@ sends; `now` is passed in.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Collection, Mapping
 from datetime import datetime, timedelta
-from functools import partial
 from typing import NamedTuple, TypeVar
 
-from capture import handoffs
-from common import task_names
+from common import task_names, task_notes
 from common.celery_app import QUEUE_JUDGE, QUEUE_SLACK, celery
 from common.runtime import Runtime
 from judges.names import RELEVANCY
 from store.attempts import Failures, failures_of
 from store.judgments import pair_for_judging, stale_pairs, stored_judges, touch_pairs
 from store.models import PairStatus
-from workers import noted_tasks
 from workers.judging.pair_view import PairView
-from workers.judging.queued import queued_handoffs, queued_notes, queued_pairs
+from workers.judging.queued import queued_notes, queued_pairs
 from workers.judging.rules import failed_values, judges_in_force, sweep_action, sweep_interval
 from workers.judging.run import send_follow_ups, store_judgments
 
@@ -90,15 +87,14 @@ def error_judges(names: list[str], stored: Collection[str]) -> list[str]:
 
 def check_orphans(runtime: Runtime, now: datetime) -> tuple[int, int]:
     """Re-enqueue pairs pending or settling for over a lease that have no message queued or held, and send again
-    the lost handoffs and follow-up tasks; returns how many were sent again and how many pairs re-enqueued."""
+    the noted tasks whose message was lost; returns how many were sent again and how many pairs re-enqueued."""
     lease = timedelta(seconds=runtime.settings.visibility_timeout_seconds)
     with runtime.db.session() as session:
         waiting = [
             Waiting(pair.id, pair.status, pair.version)
             for pair in stale_pairs(session, pending_before=now - lease, settling_before=now - lease, limit=SWEEP_LIMIT)
         ]
-    resent = requeue_lost_captures(runtime, now.timestamp(), lease.total_seconds())
-    resent += requeue_lost_follow_ups(runtime, now.timestamp(), lease.total_seconds())
+    resent = requeue_lost_tasks(runtime, now.timestamp(), lease.total_seconds())
     if not waiting:
         return resent, 0
     queued = queued_pairs(runtime.redis, QUEUE_JUDGE)  # read after the pairs: a task done meanwhile costs one read
@@ -121,57 +117,24 @@ def _requeue(pair: Waiting, action: str) -> None:
         celery.send_task(task_names.SETTLE_PAIR, args=[pair.pair_id, pair.version])
 
 
-def requeue_lost_captures(runtime: Runtime, now: float, lease_seconds: float) -> int:
-    """Send again the events the bot handed on (`capture_event`) over a lease ago whose task message is nowhere in
-    Redis (capture.handoffs): lost before any worker captured them."""
-    noted = handoffs.overdue(runtime.redis, noted_before=now - lease_seconds, now=now, limit=SWEEP_LIMIT)
-    return _send_again(
-        noted,
-        lambda: queued_handoffs(runtime.redis, QUEUE_JUDGE),
-        lambda note: _send_noted(*handoffs.task_of(note)),
-        "events whose capture task",
-    )
-
-
-def _send_noted(task: str, kwargs: dict) -> None:
-    celery.send_task(task, kwargs=kwargs, **handoffs.shown(kwargs))
-
-
-def requeue_lost_follow_ups(runtime: Runtime, now: float, lease_seconds: float) -> int:
-    """Send again the follow-up tasks (an alert's decision, an on-demand verdict, an outcome's follow-up; a send to
-    a trace tool, on the judge queue) noted over a lease ago whose message is nowhere in Redis (workers.noted_tasks):
-    lost in kombu's delivery window, or never sent by a worker that died after the commit it followed."""
-    noted = noted_tasks.overdue(runtime.redis, noted_before=now - lease_seconds, now=now, limit=SWEEP_LIMIT)
-    return _send_again(
-        noted,
-        lambda: queued_notes(runtime.redis, QUEUE_SLACK, QUEUE_JUDGE),
-        lambda call: noted_tasks.send(runtime.redis, *call, now),
-        "follow-up tasks whose message",
-        still_noted=partial(noted_tasks.still_noted, runtime.redis),
-    )
-
-
-def _send_again(
-    noted: Mapping[str, T],
-    read_queued: Callable[[], set[str] | None],
-    send: Callable[[T], object],
-    what: str,
-    *,
-    still_noted: Callable[[list[str]], list[str]] = list,
-) -> int:
-    """Send again each noted task with no message queued or held (read after the notes, so that a message in
-    flight is seen in one place or the other); `still_noted` drops the tasks that ended meanwhile. A queue too long
-    to read is left to the next round."""
+def requeue_lost_tasks(runtime: Runtime, now: float, lease_seconds: float) -> int:
+    """Send again, with the same task ID, each task noted over a lease ago whose message is nowhere in Redis: not
+    queued, not held by a worker (read after the notes, so that a message in flight is seen in one place or the
+    other). A note dropped meanwhile (its task ended while the messages were read) is not sent; a queue too long to
+    read is left to the next round."""
+    client = runtime.redis
+    noted = task_notes.overdue(client, noted_before=now - lease_seconds, now=now, limit=SWEEP_LIMIT)
     if not noted:
         return 0
-    queued = read_queued()
+    queued = queued_notes(client, QUEUE_JUDGE, QUEUE_SLACK)
     if queued is None:
         return 0
-    lost = still_noted(lost_notes(noted, queued))
-    for key in lost:
-        send(noted[key])
+    lost = task_notes.still_noted(client, lost_notes(noted, queued))
+    for task_id in lost:
+        # The headers name the note, never the call's texts (an event's words).
+        task_notes.send(client, noted[task_id], now, argsrepr="()", kwargsrepr=repr({"note": task_id}))
     if lost:
-        log.warning(f"re-sent {what} was lost", extra={"count": len(lost)})
+        log.warning("re-sent noted tasks whose message was lost", extra={"count": len(lost)})
     return len(lost)
 
 

@@ -1,6 +1,6 @@
 """Sending verdicts and outcome signals to the support bot's traces (Langfuse scores, OpenTelemetry evaluation events,
 Phoenix span annotations): loading the judgment or signal, finding its trace ID, one send per tool, and queueing the
-sends after a judgment or a new signal, noted until they end (workers.noted_tasks). The tasks that run a send (and
+sends after a judgment or a new signal, noted until they end (common.task_notes). The tasks that run a send (and
 retry it) are `workers.tasks.traces`; the payloads' rules are `workers.traces`. The tools' SDKs load on the first
 send, not with the worker: most deployments set no tool."""
 
@@ -17,13 +17,12 @@ import redis
 from slack_sdk.errors import SlackApiError
 from sqlalchemy import select
 
-from common import metrics, task_names
+from common import metrics, task_names, task_notes
 from common.runtime import Runtime
 from common.telemetry.logs import event_fields
 from store.models import Judgment, OutcomeSignal, Pair
 from store.settings import Settings
 from store.signals import SIGNALS
-from workers import noted_tasks
 from workers.phoenix_annotations import upsert_annotations
 from workers.trace_answers import REFUSED, TIMEOUT_SECONDS, SendAgain
 from workers.traces import (
@@ -305,6 +304,10 @@ class Send(NamedTuple):
     task: str
     args: tuple
 
+    @property
+    def call(self) -> task_notes.Call:
+        return task_notes.Call(self.task, self.args)
+
 
 def _tools(runtime: Runtime, langfuse_task: str, otlp_task: str, phoenix_task: str) -> list[tuple[str, str]]:
     settings = runtime.settings
@@ -331,13 +334,13 @@ def outcome_sends(runtime: Runtime, pair_id: int, signals: list[str]) -> list[Se
 
 
 def note_sends(runtime: Runtime, sends: list[Send]) -> list[Send]:
-    """Note the sends before what they send is committed (workers.noted_tasks.note): a worker that dies after the
+    """Note the sends before what they send is committed (common.task_notes.note): a worker that dies after the
     commit, before queue_sends, leaves them to the orphan check. Returns the ones this call noted (a note already
     there is kept: a dead run's, still owed). Never raises: a note not made leaves the send unguarded, no more."""
     if not sends:
         return []
     try:
-        mine = noted_tasks.note(runtime.redis, [(send.task, send.args) for send in sends], time.time())
+        mine = task_notes.note(runtime.redis, [send.call for send in sends], time.time())
     except redis.RedisError as error:
         log.warning("trace sends not noted", extra={"sends": len(sends), "error": type(error).__name__})
         return []
@@ -345,18 +348,18 @@ def note_sends(runtime: Runtime, sends: list[Send]) -> list[Send]:
 
 
 def queue_sends(runtime: Runtime, sends: list[Send], noted: Sequence[Send] = ()) -> None:
-    """Queue the sends, each noted until it ends (workers.noted_tasks), and drop the notes of `noted` (note_sends')
+    """Queue the sends, each noted until it ends (common.task_notes), and drop the notes of `noted` (note_sends')
     that are not among them: what those would send was committed before, and sent, by another run. A broker that
     fails here is logged and counted (the note stays for the orphan check); the caller goes on regardless."""
     now = time.time()
     for send in sends:
         try:
-            noted_tasks.send(runtime.redis, send.task, send.args, now)
+            task_notes.send(runtime.redis, send.call, now)
         except Exception as error:  # the broker: this send waits for the orphan check, the pipeline does not
             log.warning("trace send not queued", extra={"task": send.task, "error": type(error).__name__})
             metrics.trace_send(send.tool, "not_queued")
     for send in set(noted) - set(sends):
-        noted_tasks.done(runtime.redis, send.task, send.args)
+        task_notes.done(runtime.redis, send.call.id)
 
 
 def queue_trace_sends(runtime: Runtime, judgment_ids: list[int]) -> None:

@@ -128,9 +128,9 @@ def test_events_are_published_the_same_way_when_the_broker_is_another_redis(make
             send(bot, sr.bot_message(C, a_ts, "Settings, then Profile.", thread_ts=q_ts))
         queued = redis.Redis.from_url(broker.url).lrange(QUEUE_JUDGE, 0, -1)
         assert len(queued) == 2 and bot.runtime.redis.llen(QUEUE_JUDGE) == 0
-        [note] = [n for n in bot.notes().values() if n["entry"]["body"]["event"]["ts"] == a_ts]
+        [call] = [c for c in bot.notes().values() if c.kwargs["entry"]["body"]["event"]["ts"] == a_ts]
         assert bot.pairs() == []
-        events.capture_event.run(**{key: value for key, value in note.items() if key != "task"})
+        events.capture_event.apply(kwargs=call.kwargs, task_id=call.id, throw=True)  # as a worker runs it
     finally:
         point_broker_at(good)
         broker.stop()

@@ -14,10 +14,9 @@ import time
 
 import pytest
 
-from capture import handoffs
 from capture.conversation_log import ConversationLog, to_wire
 from capture.pairing import Author, LoggedMessage
-from common import celery_app, task_names
+from common import celery_app, task_names, task_notes
 from common.celery_app import QUEUE_JUDGE
 from store.judgments import set_pair_status
 from store.models import PairStatus
@@ -25,11 +24,11 @@ from tests import slack_requests as sr
 from tests import slack_shapes as ss
 from tests.bot_harness import ServedBot
 from tests.capture_helpers import C, run_again, send
-from workers.judging.queued import queued_handoffs
+from workers.judging.queued import queued_notes
 from workers.pairs import capturing
 from workers.pairs.capturing import capture_answer_in
 from workers.pairs.settling import settle
-from workers.sweeps import requeue_lost_captures
+from workers.sweeps import requeue_lost_tasks
 from workers.tasks import events
 
 
@@ -117,67 +116,74 @@ def test_parts_captured_at_once_by_many_workers_make_one_answer(bot_keeping_sett
 # A task message lost on the way ------------------------------------------------------------------------------
 
 
-def test_a_stored_answer_leaves_no_handoff_behind(bot_keeping_settles: ServedBot) -> None:
+def overdue_notes(bot: ServedBot, *, within: float = 1) -> dict:
+    now = time.time()
+    return task_notes.overdue(bot.runtime.redis, noted_before=now + within, now=now, limit=10)
+
+
+def test_a_stored_answer_leaves_no_note_behind(bot_keeping_settles: ServedBot) -> None:
     q_ts, a_ts = sr.next_ts(), sr.next_ts()
     send(bot_keeping_settles, sr.human_message(C, q_ts, "Can I change my plan?"))
     send(bot_keeping_settles, sr.bot_message(C, a_ts, "Yes, under Billing.", thread_ts=q_ts))
-    assert (
-        handoffs.overdue(bot_keeping_settles.runtime.redis, noted_before=time.time() + 1, now=time.time(), limit=10)
-        == {}
-    )
+    assert overdue_notes(bot_keeping_settles) == {}
+
+
+def capture_call(event: dict, event_id: str) -> task_notes.Call:
+    entry = {"body": sr.envelope(event, event_id=event_id), "own": sr.RELMON_IDENTITY}
+    return task_notes.Call(task_names.CAPTURE_EVENT, kwargs={"entry": entry})
 
 
 def test_a_lost_capture_task_is_sent_again_once_its_lease_is_over(bot_keeping_settles: ServedBot, monkeypatch) -> None:
-    """The bot noted the handoff and sent the task, but the message vanished (kombu's delivery window): the
-    orphan check sends it again, once, and only for handoffs with no message queued or held."""
+    """The bot noted the task and sent it, but the message vanished (kombu's delivery window): the orphan check
+    sends it again with the same task ID, once, and only for notes with no message queued or held."""
     redis = bot_keeping_settles.runtime.redis
-    lost = {"entry": {"body": {}, "own": {}}, "handoff": "lost-one"}
-    waiting = {"entry": {"body": {}, "own": {}}, "handoff": "still-queued"}
-    handoffs.note(redis, "lost-one", task_names.CAPTURE_EVENT, lost, now=time.time() - 120)
-    handoffs.note(redis, "still-queued", task_names.CAPTURE_EVENT, waiting, now=time.time() - 120)
-    celery_app.celery.send_task(task_names.CAPTURE_EVENT, kwargs=waiting)  # a real message, waiting on the queue
-    assert queued_handoffs(redis, QUEUE_JUDGE) == {"still-queued"}
-    sent: list[dict] = []
-    monkeypatch.setattr(celery_app.celery, "send_task", lambda name, kwargs=None, **_: sent.append(kwargs))
-    assert requeue_lost_captures(bot_keeping_settles.runtime, time.time(), lease_seconds=30) == 1
-    assert sent == [lost]
+    lost = capture_call(sr.human_message(C, sr.next_ts(), "lost"), "EvLOST")
+    waiting = capture_call(sr.human_message(C, sr.next_ts(), "waiting"), "EvWAITING")
+    task_notes.note(redis, [lost, waiting], now=time.time() - 120)
+    with bot_keeping_settles.worker.paused():  # a real message, waiting on the queue
+        celery_app.celery.send_task(waiting.task, kwargs=waiting.kwargs, task_id=waiting.id)
+    assert queued_notes(redis, QUEUE_JUDGE) == {waiting.id}
+    sent: list[tuple] = []
+    monkeypatch.setattr(
+        celery_app.celery, "send_task", lambda name, kwargs=None, task_id=None, **_: sent.append((kwargs, task_id))
+    )
+    assert requeue_lost_tasks(bot_keeping_settles.runtime, time.time(), lease_seconds=30) == 1
+    assert sent == [(lost.kwargs, lost.id)]
     # Within its lease: waits.
-    assert requeue_lost_captures(bot_keeping_settles.runtime, time.time() - 119, lease_seconds=30) == 0
+    assert requeue_lost_tasks(bot_keeping_settles.runtime, time.time() - 119, lease_seconds=30) == 0
 
 
 def test_an_event_whose_task_was_lost_is_captured_when_the_orphan_check_sends_it_again(
     bot_keeping_settles: ServedBot,
 ) -> None:
     """The bot marked, noted and sent the question's and the answer's events (bot.publishing), but the messages
-    vanished: the orphan check sends `capture_event` again from the note, the worker captures it, and the note is
-    gone."""
+    vanished: the orphan check sends `capture_event` again from the notes, the worker captures them, and the notes
+    are gone."""
     q_ts, a_ts = sr.next_ts(), sr.next_ts()
     with bot_keeping_settles.worker.paused():
         send(bot_keeping_settles, sr.human_message(C, q_ts, "Is there an API?"))
         send(bot_keeping_settles, sr.bot_message(C, a_ts, "Yes: see the developer docs.", thread_ts=q_ts))
     bot_keeping_settles.runtime.redis.delete(QUEUE_JUDGE)  # the messages vanish on the way
     assert bot_keeping_settles.pairs() == []
-    assert requeue_lost_captures(bot_keeping_settles.runtime, time.time() + 60, lease_seconds=30) == 2
+    assert requeue_lost_tasks(bot_keeping_settles.runtime, time.time() + 60, lease_seconds=30) == 2
     [pair] = bot_keeping_settles.pairs()
     assert settle(bot_keeping_settles.runtime, pair.id, pair.version) == PairStatus.PENDING
     [pair] = bot_keeping_settles.pairs()
     assert (pair.answer_ts, pair.question_ts, pair.question_text) == (a_ts, q_ts, "Is there an API?")
-    assert (
-        handoffs.overdue(bot_keeping_settles.runtime.redis, noted_before=time.time() + 60, now=time.time(), limit=10)
-        == {}
-    )
+    assert overdue_notes(bot_keeping_settles, within=60) == {}
 
 
-def resent_once_stored(bot: ServedBot) -> None:
-    """A lost capture task sent again (its note two minutes old) after another delivery of the same event stored the
-    answer."""
+def resent_once_stored(bot: ServedBot) -> task_notes.Call:
+    """A lost capture task sent again (its note two minutes old) after another delivery of the same answer stored
+    it: the lost task's call."""
     q_ts, a_ts = sr.next_ts(), sr.next_ts()
     send(bot, sr.human_message(C, q_ts, "Is there a dark mode?"))
     answer = sr.bot_message(C, a_ts, "Yes: Settings, Appearance.", thread_ts=q_ts)
-    kwargs = {"entry": {"body": sr.envelope(answer), "own": sr.RELMON_IDENTITY}, "handoff": "h1"}
-    handoffs.note(bot.runtime.redis, "h1", task_names.CAPTURE_EVENT, kwargs, now=time.time() - 120)
+    lost = capture_call(answer, "EvLOST")
+    task_notes.note(bot.runtime.redis, [lost], now=time.time() - 120)
     send(bot, answer)  # captured by this delivery's own task; the lost one's note is still there
-    events.capture_event.run(**kwargs)
+    events.capture_event.apply(kwargs=lost.kwargs, task_id=lost.id, throw=True)  # as a worker runs it
+    return lost
 
 
 def test_the_resent_task_leaves_the_stored_answer_as_it_is(bot_keeping_settles: ServedBot) -> None:
@@ -186,10 +192,8 @@ def test_the_resent_task_leaves_the_stored_answer_as_it_is(bot_keeping_settles: 
 
 
 def test_the_resent_task_clears_its_note(bot_keeping_settles: ServedBot) -> None:
-    resent_once_stored(bot_keeping_settles)
-    assert "h1" not in handoffs.overdue(
-        bot_keeping_settles.runtime.redis, noted_before=time.time(), now=time.time(), limit=10
-    )
+    lost = resent_once_stored(bot_keeping_settles)
+    assert lost.id not in overdue_notes(bot_keeping_settles)
 
 
 def test_the_task_messages_headers_name_the_answer_never_its_words(bot_keeping_settles: ServedBot) -> None:

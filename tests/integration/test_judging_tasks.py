@@ -11,7 +11,7 @@ import pytest
 import redis
 from sqlalchemy import func, select, update
 
-from common import task_names
+from common import task_names, task_notes
 from common.celery_app import QUEUE_JUDGE
 from store.db import Database
 from store.models import DailyUsage, JudgingFailure, Judgment, Pair, PairStatus
@@ -19,7 +19,6 @@ from tests import pipeline_helpers
 from tests.builders import installed_runtime, make_settings
 from tests.fakes.openai_server import FakeOpenAI
 from tests.pipeline_helpers import add_pairs, count_judgments, statuses, sweep_as_beat_would
-from workers import noted_tasks
 
 pytestmark = pytest.mark.slow
 
@@ -189,6 +188,6 @@ def test_a_judgment_stored_while_the_broker_is_down_is_still_handed_to_the_alert
     assert judgment.score == 0
     assert queued == [(task_names.CONSIDER_ALERT, [judgment.id])]
     assert len(fake_openai.requests) == 1  # the resumed run judged nothing again
-    # Noted until it ends, so that a message lost in a dying worker's hands is sent again (workers.noted_tasks).
-    noted = redis.Redis.from_url(redis_url).zrange(noted_tasks.KEY, 0, -1)
-    assert noted == [noted_tasks.note_of(task_names.CONSIDER_ALERT, [judgment.id]).encode()]
+    # Noted until it ends, so that a message lost in a dying worker's hands is sent again (common.task_notes).
+    noted = redis.Redis.from_url(redis_url).hkeys(task_notes.KEY)
+    assert noted == [task_notes.call_id(task_names.CONSIDER_ALERT, [judgment.id]).encode()]

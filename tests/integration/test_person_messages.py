@@ -34,8 +34,8 @@ def test_the_bot_logs_nothing_itself(bot: ServedBot) -> None:
 def test_the_capture_task_logs_a_persons_message(bot: ServedBot) -> None:
     question = sr.human_message(C, sr.next_ts(), "How do I export my data?")
     post(bot, question, "EvQUESTION")
-    [note] = bot.notes().values()
-    events.capture_event.run(**{key: value for key, value in note.items() if key != "task"})
+    [call] = bot.notes().values()
+    events.capture_event.apply(kwargs=call.kwargs, task_id=call.id, throw=True)  # as a worker runs it
     logged = conversation(bot).get(C, question["ts"])
     assert (logged.author, logged.user, logged.content["text"]) == (Author.HUMAN, "U_ASKER", question["text"])
     assert bot.notes() == {}  # captured: the note is dropped

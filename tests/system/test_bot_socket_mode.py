@@ -23,7 +23,7 @@ from tests.fakes.socket_mode_server import FakeSocketMode
 from tests.processes import RelmonProcess, WaitTimeout, relmon_env, wait_for
 from tests.running_system import relmon_processes
 from tests.services import free_port
-from workers.judging.queued import handoff_of
+from workers.judging.queued import note_of
 
 pytestmark = pytest.mark.slow
 
@@ -135,7 +135,7 @@ def _capture_tasks(redis_url: str) -> int:
     """The bot's capture_event messages waiting on the judging queue."""
     client = redis.Redis.from_url(redis_url)
     try:
-        return sum(1 for raw in client.lrange(QUEUE_JUDGE, 0, -1) if handoff_of(json.loads(raw)) is not None)
+        return sum(1 for raw in client.lrange(QUEUE_JUDGE, 0, -1) if note_of(json.loads(raw)) is not None)
     finally:
         client.close()
 

@@ -11,6 +11,7 @@ import pytest
 import redis
 from sqlalchemy import select, text
 
+from common import task_notes
 from store.db import Database
 from store.models import Feedback, Judgment, OutcomeSignal, OutcomeWindow, Pair, PairStatus
 from tests import slack_requests as sr
@@ -21,7 +22,6 @@ from tests.fakes.langfuse_server import FakeLangfuse
 from tests.fakes.slack_server import FakeSlack
 from tests.processes import wait_for
 from tests.running_system import ALERTS, CHANNEL, System, add_support_channel, relmon_processes
-from workers import noted_tasks
 
 pytestmark = pytest.mark.slow
 
@@ -240,4 +240,4 @@ def test_a_worker_killed_after_recording_a_signal_before_queueing_its_sends_stil
         wait_until_idle(redis_url)  # a second send (the replay's, a second resend) would have landed by now
         assert langfuse.posts[takeover] == 1
         with redis.Redis.from_url(redis_url) as broker:
-            assert broker.zcard(noted_tasks.KEY) == 0
+            assert broker.hlen(task_notes.KEY) == 0

@@ -17,14 +17,13 @@ from types import SimpleNamespace
 import pytest
 import redis
 
-from common import task_names
+from common import task_names, task_notes
 from store import alerts as alert_store
 from store.models import JudgmentStatus
 from tests import slack_requests as sr
 from tests.alert_helpers import ALERTS, add_judgment
 from tests.broker import wait_until_idle
 from tests.processes import wait_for
-from workers import noted_tasks
 
 pytestmark = pytest.mark.slow
 
@@ -79,10 +78,11 @@ def test_an_alert_task_lost_in_a_dying_workers_hands_is_sent_again_by_beat(make_
     broker = redis.Redis.from_url(redis_url)
     runtime = SimpleNamespace(db=system.database)
     judgment_id = add_judgment(runtime, score=0, answer_ts=sr.next_ts(), answer="Our offtopic cafeteria serves pasta.")
-    broker.zadd(noted_tasks.KEY, {noted_tasks.note_of(task_names.CONSIDER_ALERT, [judgment_id]): time.time() - 60})
+    call = task_notes.Call(task_names.CONSIDER_ALERT, (judgment_id,))
+    task_notes.note(broker, [call], time.time() - 60)
     # The orphan check runs every half lease (15 s at the default 30 s): the alert lands within one round or two.
     wait_for(lambda: system.slack.posted(ALERTS), timeout=45, interval=0.25, what="the alert, sent again")
-    wait_for(lambda: broker.zcard(noted_tasks.KEY) == 0, timeout=10, what="its note dropped")
+    wait_for(lambda: broker.hlen(task_notes.KEY) == 0, timeout=10, what="its note dropped")
     wait_until_idle(redis_url)  # the task and what it sent ran: a second post would be there now
     [alert] = system.slack.posted(ALERTS)
     assert alert["text"].startswith("Low relevancy score 0")

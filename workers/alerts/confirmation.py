@@ -50,7 +50,7 @@ def confirm(runtime: Runtime, judged: Judged, threshold: float | None, *, last_a
     judgment_id = judged.facts.judgment_id
     opinion = _ask(runtime, judged, threshold, last_attempt=last_attempt)
     # Noted before it is stored: a replay reads the stored opinion and queues nothing, so a run that dies between
-    # the two leaves its sends to the orphan check (workers.noted_tasks).
+    # the two leaves its sends to the orphan check (common.task_notes).
     note_sends(runtime, judgment_sends(runtime, [judgment_id]))
     with runtime.db.autocommit() as connection:  # an atomic conditional UPDATE, then a read of what stands
         stood = confirmations.record(connection, judgment_id, opinion)

@@ -1,11 +1,11 @@
-"""Which pairs (and which capture handoffs) have a task message in Redis: waiting on the judging queue, or held
-(unacknowledged) by a worker.
+"""Which pairs and which noted tasks have a task message in Redis: waiting on a queue, or held (unacknowledged) by
+a worker.
 
 The orphan check (workers.sweeps, run by requeue_orphans) re-enqueues a pending or settling pair that has none, and
-re-sends a capture handoff that has none: its message was lost in kombu's window between taking it off the list and
-recording it as unacknowledged, or never published. Messages are kombu's JSON envelopes; their body (base64 JSON) is
-`[args, kwargs, embed]`; relmon's settle and judge tasks take the pair's ID first, `capture_event` its handoff ID
-as the keyword `handoff`. The noted follow-up tasks (workers.noted_tasks) are named by their task and arguments.
+sends again a noted task (common.task_notes) that has none: its message was lost in kombu's window between taking
+it off the list and recording it as unacknowledged, or never published. Messages are kombu's JSON envelopes; their
+body (base64 JSON) is `[args, kwargs, embed]`; relmon's settle and judge tasks take the pair's ID first. A noted
+task's message carries its note's ID as its task ID (the `id` header).
 """
 
 from __future__ import annotations
@@ -16,12 +16,11 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
 from common import task_names
-from workers.noted_tasks import NOTED, note_of
+from common.task_notes import NOTED
 
 T = TypeVar("T")
 
 PAIR_TASKS = frozenset({task_names.SETTLE_PAIR, task_names.JUDGE_PAIR})
-HANDOFF_TASKS = frozenset({task_names.CAPTURE_EVENT})  # noted in capture.handoffs
 UNACKED_KEY = "unacked"  # kombu's Redis transport: delivery tag → [envelope, exchange, routing key]
 MAX_READ = 20_000  # a longer backlog is left to the stale sweeper: reading it would cost more than it saves
 
@@ -45,26 +44,13 @@ def pair_of(envelope: dict) -> int | None:
         return None
 
 
-def handoff_of(envelope: dict) -> str | None:
-    """The capture handoff a `capture_event` message carries; None for any other message."""
-    if (envelope.get("headers") or {}).get("task") not in HANDOFF_TASKS:
+def note_of(envelope: dict) -> str | None:
+    """The note's ID (its task ID) of a noted task's message; None for any other message."""
+    headers = envelope.get("headers") or {}
+    if headers.get("task") not in NOTED:
         return None
-    try:
-        handoff = _body(envelope)[1].get("handoff")
-    except (KeyError, IndexError, TypeError, ValueError, AttributeError):
-        return None
-    return handoff if isinstance(handoff, str) else None
-
-
-def noted_of(envelope: dict) -> str | None:
-    """The note of a noted follow-up task's message (workers.noted_tasks); None for any other message."""
-    task = (envelope.get("headers") or {}).get("task")
-    if task not in NOTED:
-        return None
-    try:
-        return note_of(task, _body(envelope)[0])
-    except (KeyError, IndexError, TypeError, ValueError):
-        return None
+    task_id = headers.get("id")
+    return task_id if isinstance(task_id, str) else None
 
 
 def _found_in(raw_envelopes: Iterable[bytes | str], *, held: bool, read: Callable[[dict], T | None]) -> set[T]:
@@ -95,12 +81,7 @@ def queued_pairs(client, queue: str) -> set[int] | None:
     return _queued(client, [queue], pair_of)
 
 
-def queued_handoffs(client, queue: str) -> set[str] | None:
-    """Capture handoffs with a message on `queue` or held by a worker; None when there is too much to read."""
-    return _queued(client, [queue], handoff_of)
-
-
 def queued_notes(client, *queues: str) -> set[str] | None:
-    """Notes of noted tasks with a message on one of `queues` or held by a worker; None when there is too much to
-    read."""
-    return _queued(client, queues, noted_of)
+    """The notes (task IDs) of noted tasks with a message on one of `queues` or held by a worker; None when there is
+    too much to read."""
+    return _queued(client, queues, note_of)

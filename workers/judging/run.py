@@ -15,7 +15,7 @@ import logging
 import time
 from typing import Any
 
-from common import task_names
+from common import task_names, task_notes
 from common.runtime import Runtime
 from judges import TransientLLMError, get_judge
 from store.db import autocommit, dialect_name
@@ -28,7 +28,7 @@ from store.judgments import (
     stored_judges,
 )
 from store.models import PairStatus
-from workers import budget, noted_tasks, sampling
+from workers import budget, sampling
 from workers.judging.pair_view import PairView
 from workers.judging.rules import (
     gave_up_values,
@@ -179,10 +179,10 @@ def send_follow_ups(
     try:
         if pair.on_demand:
             if complete:
-                noted_tasks.send(runtime.redis, task_names.DELIVER_VERDICT, [pair.id], time.time())
+                task_notes.send(runtime.redis, task_notes.Call(task_names.DELIVER_VERDICT, (pair.id,)), time.time())
             return
         for judgment_id in judgments:
-            noted_tasks.send(runtime.redis, task_names.CONSIDER_ALERT, [judgment_id], time.time())
+            task_notes.send(runtime.redis, task_notes.Call(task_names.CONSIDER_ALERT, (judgment_id,)), time.time())
     except Exception as error:  # the broker or the database, after the judgments were stored
         raise FollowUpsUnsent(error) from error
     queue_trace_sends(runtime, list(judgments))  # never raises: the bot's traces wait on nothing here

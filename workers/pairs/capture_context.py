@@ -1,7 +1,7 @@
 """What one capture task reads and writes in Redis, in one place (the adapter of workers.pairs.capturing): the
 task loads a frozen `CaptureContext` (the message, the messages around it, the mark of what was last stored of its
-answer, its channel's flags) and, once the answer is stored, writes the new mark with the bot's note of the task
-dropped. The capture's steps take that context as plain data; the round trips are tuned here.
+answer, its channel's flags) and, once the answer is stored, writes the new mark. The capture's steps take that
+context as plain data.
 
 Layout:
     relmon:capture:stored:{channel}:{answer_ts}   "{mark}:{pair_id}" of the answer last stored (`mark_of`)
@@ -14,7 +14,6 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from capture import handoffs
 from capture.conversation_log import ConversationLog
 from capture.directory import ChannelFlags
 from capture.pairing import Author, LoggedMessage, answer_run
@@ -125,10 +124,6 @@ class CaptureStore:
         flags = self.runtime.known_channels.flags(self.channel, self.channel_type, self.ext_shared)
         return CaptureContext(self.channel, message, around, run, held, flags)
 
-    def keep(self, answer_ts: str, mark: str, pair_id: int, handoff: str | None) -> None:
-        """The answer is stored: its mark is kept and the bot's note of the task dropped, in one round trip."""
-        pipe = self.runtime.redis.pipeline(transaction=False)
-        pipe.set(_mark_key(self.channel, answer_ts), f"{mark}:{pair_id}", ex=self.ttl)
-        if handoff:
-            handoffs.queue_done(pipe, handoff)
-        pipe.execute()
+    def keep(self, answer_ts: str, mark: str, pair_id: int) -> None:
+        """The answer is stored: its mark is kept, for a run of the same capture to find."""
+        self.runtime.redis.set(_mark_key(self.channel, answer_ts), f"{mark}:{pair_id}", ex=self.ttl)

@@ -21,7 +21,6 @@ from typing import Any
 
 import redis
 
-from capture import handoffs
 from capture.conversation_log import from_wire
 from capture.pairing import (
     IN_PROGRESS,
@@ -76,21 +75,16 @@ def capture_answer_in(
     ext_shared: bool | None = None,
     logged: dict[str, Any] | None = None,
     fresh: LoggedMessage | None = None,
-    handoff: str | None = None,
 ) -> str:
     """Store the answer the bot message `ts` belongs to as the log has it now and send its settle task; returns
-    what happened. `handoff`: the bot's note of the task (capture.handoffs), dropped once the answer is stored (in
-    the round trip that marks it stored), or once the run is over when there was nothing to store. `logged`: the
-    message as the capture logged it (wire form: a tombstone), logged again if Redis lost it; `fresh`: the message
-    as the live capture has just taken it from its event, logged in the round trip of the first read."""
+    what happened. `logged`: the message as the capture logged it (wire form: a tombstone), logged again if Redis
+    lost it; `fresh`: the message as the live capture has just taken it from its event, logged in the round trip of
+    the first read."""
     store = CaptureStore(runtime, channel, channel_type=channel_type, ext_shared=ext_shared)
-    capture = _Capture(runtime, store, team_id, handoff)
+    capture = _Capture(runtime, store, team_id)
     with conversation_lock(runtime.redis, channel, thread_ts or ts):
         context = store.load(ts, thread_ts, from_wire(logged) if logged is not None else None, fresh=fresh)
-        result = capture.run(context)
-    if capture.handoff is not None:
-        handoffs.done(runtime.redis, capture.handoff)
-    return result
+        return capture.run(context)
 
 
 @dataclass
@@ -100,7 +94,6 @@ class _Capture:
     runtime: Runtime
     io: CaptureStore
     team_id: str | None
-    handoff: str | None = None  # the bot's note, until dropped
 
     def run(self, context: CaptureContext) -> str:
         message = context.message
@@ -159,9 +152,8 @@ class _Capture:
         return "captured"
 
     def keep(self, answer_ts: str, mark: str, pair_id: int) -> None:
-        """The answer is stored: its mark is kept and the bot's note of the task dropped (one write)."""
-        handoff, self.handoff = self.handoff, None
-        self.io.keep(answer_ts, mark, pair_id, handoff)
+        """The answer is stored: its mark is kept."""
+        self.io.keep(answer_ts, mark, pair_id)
 
     def deleted(self, tombstone: LoggedMessage) -> str:
         """A monitored bot's message was deleted: its answer is deleted, or the answer it was a later part of loses

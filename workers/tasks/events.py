@@ -1,24 +1,31 @@
 """`capture_event`: one Slack event the bot deduplicated and published before it answered Slack (bot.publishing),
-captured here (workers.live_capture). The bot noted it in Redis beside the task (capture.handoffs), so that a
-message lost in kombu's window is sent again by the orphan check; the note is dropped once the event is captured,
-or given up on with a bug. Retried while Redis or the database is down; running an event twice changes nothing more."""
+captured here (workers.live_capture). Noted until it ends (common.task_notes), so that a message lost in kombu's
+window is sent again by the orphan check. Running an event twice changes nothing more."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from capture import handoffs
+import redis
+from sqlalchemy.exc import OperationalError
+
 from common import task_names
 from common.celery_app import celery
 from common.runtime import get_runtime
-from workers.capture_failures import CAPTURE_RETRIES, capture_failures
 from workers.live_capture import LiveCapture
+from workers.pairs.capturing import ConversationBusy
 
 
-@celery.task(name=task_names.CAPTURE_EVENT, bind=True, **CAPTURE_RETRIES)
-def capture_event(self, entry: dict[str, Any], handoff: str | None = None) -> None:
-    runtime = get_runtime()
-    capture = LiveCapture(runtime, handoff=handoff)
-    with capture_failures(runtime, handoff):
-        capture.capture_entry(entry)
-    handoffs.done(runtime.redis, capture.handoff)  # unless the answer's store dropped it already
+# The database may be down for a while (a restart, a failover): the event waits in its message, retried with
+# backoff for about an hour; past that, its note stays and the orphan check sends it again.
+@celery.task(
+    name=task_names.CAPTURE_EVENT,
+    bind=True,
+    acks_late=True,
+    autoretry_for=(redis.RedisError, OperationalError, ConversationBusy),
+    retry_backoff=1,
+    retry_backoff_max=60,
+    max_retries=60,
+)
+def capture_event(self, entry: dict[str, Any]) -> None:
+    LiveCapture(get_runtime()).capture_entry(entry)

@@ -22,7 +22,6 @@ from common.task_names import (
     REFRESH_ALERT_VOTES,
 )
 from judges import TransientLLMError
-from workers import noted_tasks
 from workers.alerts.delivery import Considered, consider, is_permanent, refresh_votes, slack_error
 from workers.alerts.outcomes import FollowedUp, follow_up
 from workers.alerts.summaries import flush_summaries
@@ -68,18 +67,13 @@ def _run(task, function, *args):
         task.retry(countdown=countdown, exc=error)
 
 
-def _run_noted(task, function, *args):
-    """`_run` for a noted follow-up task (workers.noted_tasks.run_noted)."""
-    return noted_tasks.run_noted(get_runtime().redis, task, partial(_run, task, function, *args))
-
-
 @celery.task(name=CONSIDER_ALERT, bind=True, max_retries=MAX_RETRIES)
 def consider_alert(self, judgment_id: int) -> Considered:
     """Apply the alert policy to one new judgment (`workers.alerts.delivery.consider`). Idempotent. A second
     opinion the LLM cannot give is retried like any transient failure, up to RELMON_LLM_MAX_RETRIES times (at
     most MAX_RETRIES): on the last attempt it is stored as unconfirmed and nobody is alerted."""
     last_attempt = self.request.retries >= min(get_runtime().settings.llm_max_retries, MAX_RETRIES)
-    return _run_noted(self, partial(consider, last_attempt=last_attempt), judgment_id)
+    return _run(self, partial(consider, last_attempt=last_attempt), judgment_id)
 
 
 @celery.task(name=FLUSH_ALERT_SUMMARIES, bind=True, max_retries=MAX_RETRIES)
@@ -97,11 +91,11 @@ def refresh_alert_votes(self, alert_id: int, trailing: bool = False) -> str:
 @celery.task(name=DELIVER_VERDICT, bind=True, max_retries=MAX_RETRIES)
 def deliver_verdict(self, pair_id: int, reply_channel: str | None = None) -> str:
     """Send an on-demand verdict privately to whoever asked (`workers.alerts.verdicts`), once."""
-    return _run_noted(self, deliver, pair_id, reply_channel)
+    return _run(self, deliver, pair_id, reply_channel)
 
 
 @celery.task(name=FOLLOW_UP_OUTCOME, bind=True, max_retries=MAX_RETRIES)
 def follow_up_outcome(self, pair_id: int) -> FollowedUp:
     """A pair's outcome signals changed: its missed-failure alert (once) and its alerts redrawn
     (`workers.alerts.outcomes.follow_up`)."""
-    return _run_noted(self, follow_up, pair_id)
+    return _run(self, follow_up, pair_id)

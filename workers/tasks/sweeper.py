@@ -17,7 +17,7 @@ log = logging.getLogger("relmon.judging")
 @celery.task(name=task_names.REQUEUE_ORPHANS)
 def requeue_orphans() -> int:
     """Re-enqueue pairs pending or settling for over a lease that have no message queued or held, and send again
-    the lost handoffs and follow-up tasks. A pair whose judging failed with a bug is left to requeue_stale."""
+    the noted tasks whose message was lost. A pair whose judging failed with a bug is left to requeue_stale."""
     resent, requeued = check_orphans(get_runtime(), datetime.now(UTC))
     if requeued:
         log.warning("re-enqueued pairs whose task message was lost", extra={"count": requeued})

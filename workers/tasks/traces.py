@@ -2,19 +2,17 @@
 Phoenix span annotations), one task per judgment (or per pair and signal) and tool: idempotent (score ids and
 annotation identifiers derived from the judgment or the pair and signal: a resend upserts), retried with backoff
 while the tool is out of reach, never in the way of judging or alerting (queued after the judgment or signal is
-stored, failing alone), noted while on their way so that a lost message is sent again (workers.noted_tasks). A
+stored, failing alone), noted while on their way so that a lost message is sent again (common.task_notes). A
 trace ID that is not one, or a key the tool refuses, is said once in a log line and a metric, and not retried."""
 
 from __future__ import annotations
 
 import logging
-from functools import partial
 
 from common import metrics, task_names
 from common.backoff import backoff_seconds
 from common.celery_app import celery
-from common.runtime import Runtime, get_runtime
-from workers import noted_tasks
+from common.runtime import get_runtime
 from workers.trace_answers import SendAgain
 from workers.trace_sending import (
     LANGFUSE,
@@ -35,12 +33,8 @@ RETRY_BASE_SECONDS, RETRY_CAP_SECONDS = 5.0, 300.0
 
 def attempt(task, tool: str, send, **ids: object) -> str:
     """One try of a send task: its outcome counted; an outage retried with backoff until the retries allowed are
-    spent, then given up (counted as failed). Noted while on its way (workers.noted_tasks.run_noted)."""
+    spent, then given up (counted as failed). Noted while on its way (common.task_notes)."""
     runtime = get_runtime()
-    return noted_tasks.run_noted(runtime.redis, task, partial(_attempt, task, runtime, tool, send, ids))
-
-
-def _attempt(task, runtime: Runtime, tool: str, send, ids: dict[str, object]) -> str:
     try:
         outcome = send(runtime, **ids)
     except SendAgain as error:
