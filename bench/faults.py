@@ -45,7 +45,7 @@ from tests.running_system import (
     running_system,
 )
 from tests.services import RedisProcess
-from tests.system.test_reliability import _restart_postgres_command
+from tests.system.test_reliability_services import _restart_postgres_command
 
 LLM_LATENCY_MS = 800
 DEFAULT_TIMINGS = {"RELMON_SETTLE_SECONDS": 5.0, "RELMON_RETRY_BASE_SECONDS": 2.0, "RELMON_LLM_TIMEOUT": 60.0}

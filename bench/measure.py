@@ -1,5 +1,5 @@
-"""What the benchmarks read off /proc, and their percentiles: one copy for bench.events, bench.pipeline and
-bench.load; and the fresh database each bench runs on."""
+"""What the benchmarks read off /proc, and their percentiles: one copy for bench.events, bench.pipeline,
+bench.scaling and bench.load; and the fresh database each bench runs on."""
 
 from __future__ import annotations
 
@@ -50,6 +50,13 @@ def cpu_seconds(pids: list[int]) -> float:
             continue
         ticks += int(fields[11]) + int(fields[12])  # utime, stime
     return ticks / CLOCK_TICKS
+
+
+def machine_busy_seconds() -> float:
+    """CPU time the whole machine spent not idle (all cores), from /proc/stat."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle, iowait
+    return (sum(fields[:8]) - idle) / CLOCK_TICKS
 
 
 # The loop the performance notes have timed since 2026-12-01, as module-level code (its names are globals).
