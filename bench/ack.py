@@ -6,7 +6,7 @@ case for the bot); every process shares this machine's cores, as `relmon run` do
 
 Prints ack latency p50/p99/max for each burst and for all of them, the non-200 answers, and a verdict against the
 targets (p99 under 1 s, none over 3 s, every answer a 200). Then it checks that every event was handed on: the
-bot logged "event handed on" for each, and the worker captured each one (no handoff note left, every answer
+bot logged "event handed on" for each, and the worker captured each one (no task note left, every answer
 stored as a pair). No beat runs, so nothing sends a lost task again: a note left behind is an event lost.
 
     python -m bench.ack                               # a burst of 400 events from 8 sender processes
@@ -31,8 +31,7 @@ from sqlalchemy import select, tuple_
 from bench.events import SECRET, BenchRedis, _judged, make_events
 from bench.measure import SignedEventPoster, percentile
 from bench.pipeline import add_pairs, start_fake_openai
-from capture import handoffs
-from common import task_names
+from common import task_names, task_notes
 from common.celery_app import QUEUE_JUDGE, create_celery
 from store.db import Database
 from store.models import Pair
@@ -117,7 +116,7 @@ def stored_answers(database: Database, answers: list[tuple[str, str]]) -> int:
 
 def captured(client: redis.Redis, database: Database, answers: list[tuple[str, str]]) -> bool:
     """Every handed-on event captured by the worker: its note dropped, each answer stored as a pair."""
-    return client.hlen(handoffs.KEY) == 0 and stored_answers(database, answers) == len(answers)
+    return client.hlen(task_notes.KEY) == 0 and stored_answers(database, answers) == len(answers)
 
 
 # The run -------------------------------------------------------------------------------------------------------
@@ -174,7 +173,7 @@ def run(args: argparse.Namespace) -> int:
                     print(f"warning: {error}", flush=True)
                 waited = time.monotonic() - wait_started
                 sent_on = handed_on(bot, event_ids)
-                notes_left = client.hlen(handoffs.KEY)
+                notes_left = client.hlen(task_notes.KEY)
                 stored = stored_answers(database, answers)
     finally:
         fake_openai.terminate()
@@ -188,7 +187,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"all bursts: {len(latencies)} events, {failures} non-200, {summary(latencies)}; cores {os.cpu_count()}")
     print(
         f"handed on: {sent_on} of {len(event_ids)} events logged by the bot; captured by the worker "
-        f"{waited:.0f} s after the last burst: {notes_left} handoff notes left, {stored} of {len(answers)} answers "
+        f"{waited:.0f} s after the last burst: {notes_left} task notes left, {stored} of {len(answers)} answers "
         f"stored as pairs; lost {lost}"
     )
     p99, worst = percentile(latencies, 0.99), max(latencies)
