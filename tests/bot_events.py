@@ -7,7 +7,7 @@ from store.models import Pair, PairStatus
 from tests import slack_requests as sr
 from tests.bot_harness import ServedBot
 from tests.builders import SECRET
-from workers.pairs.settling import settle
+from workers.pairs.settling import settle_and_judge
 
 C = "C_SUPPORT"
 
@@ -20,7 +20,7 @@ def send(bot: ServedBot, event: dict, **kwargs):
 
 def settle_all(bot: ServedBot) -> dict[int, str]:
     """Settle every pair at its current version, as the worker would after the quiet time."""
-    return {p.id: settle(bot.runtime, p.id, p.version) for p in bot.pairs()}
+    return {p.id: settle_and_judge(bot.runtime, p.id, p.version) for p in bot.pairs()}
 
 
 def judged_exchange(bot: ServedBot, question: str, answer: str) -> tuple[dict, dict, Pair]:

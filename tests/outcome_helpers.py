@@ -14,7 +14,7 @@ from tests.bot_harness import ServedBot
 from tests.builders import SECRET
 from tests.fakes.slack_server import FakeSlack
 from workers import outcome_watching
-from workers.pairs.settling import settle
+from workers.pairs.settling import settle_and_judge
 
 C = "C_SUPPORT"
 
@@ -66,7 +66,7 @@ def answered(bot: ServedBot, sent: list, question: str = "How do I rotate my key
     send(bot, q)
     send(bot, answer)
     [pair] = bot.pairs()
-    assert settle(bot.runtime, pair.id, pair.version) == PairStatus.PENDING
+    assert settle_and_judge(bot.runtime, pair.id, pair.version) == PairStatus.PENDING
     run(bot, sent)
     return q, answer, pair
 

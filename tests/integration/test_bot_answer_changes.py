@@ -2,7 +2,7 @@
 edits, deletions, and answers of files, blocks or nothing.
 
 The WSGI app is served in-process; Redis, the database and the fake Slack are real servers. Settling is
-run directly with `settle` (the worker's task body)."""
+run directly with `settle_and_judge` (the settle task's body)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from store.models import Pair, PairStatus
 from tests import slack_requests as sr
 from tests.bot_events import C, judged_exchange, send, settle_all
 from tests.bot_harness import ServedBot
-from workers.pairs.settling import settle
+from workers.pairs.settling import settle_and_judge
 
 
 def streamed(bot: ServedBot) -> Pair:
@@ -36,8 +36,8 @@ def test_a_completed_stream_settles_at_once(bot: ServedBot) -> None:
 
 def test_a_streamed_answer_settles_once(bot: ServedBot) -> None:
     pair = streamed(bot)
-    assert settle(bot.runtime, pair.id, 2) == "stale"  # an older edit's settle does nothing
-    assert settle(bot.runtime, pair.id, 4) == "requeued"  # a repeat re-enqueues judging, nothing else
+    assert settle_and_judge(bot.runtime, pair.id, 2) == "stale"  # an older edit's settle does nothing
+    assert settle_and_judge(bot.runtime, pair.id, 4) == "requeued"  # a repeat re-enqueues judging, nothing else
     [pair] = bot.pairs()
     assert pair.answer_text == "The outage lasted 5 minutes."
 
@@ -59,7 +59,7 @@ def test_deleted_answer_is_never_judged(bot: ServedBot) -> None:
     send(bot, answer)
     [pair] = bot.pairs()
     send(bot, sr.message_deleted(answer))
-    assert settle(bot.runtime, pair.id, pair.version) == "stale"
+    assert settle_and_judge(bot.runtime, pair.id, pair.version) == "stale"
     [pair] = bot.pairs()
     assert pair.status == PairStatus.DELETED
     send(bot, sr.message_changed(answer, "edit after delete"))  # late edit: stays deleted

@@ -3,7 +3,7 @@ top-level answers, Slack's retries, events spooled while Redis or the broker is 
 in several parts or out of order.
 
 The WSGI app is served in-process; Redis, the database and the fake Slack are real servers. Settling is
-run directly with `settle` (the worker's task body); the end-to-end test uses a real worker."""
+run directly with `settle_and_judge` (the settle task's body); the end-to-end test uses a real worker."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from tests.builders import SECRET
 from tests.fakes.slack_server import FakeSlack
 from tests.processes import wait_for
 from tests.services import free_port
-from workers.pairs.settling import settle
+from workers.pairs.settling import settle_and_judge
 
 # Capture -----------------------------------------------------------------------------------------
 
@@ -106,7 +106,7 @@ def test_an_event_spooled_while_the_broker_is_down_is_not_lost(make_bot, redis_u
     assert bot.pairs() == []  # nothing stored before a worker has it
     wait_for(lambda: [p.version for p in bot.pairs()] == [1], timeout=20, what="the spooled event handed on")
     [pair] = bot.pairs()
-    assert settle(bot.runtime, pair.id, pair.version) == PairStatus.PENDING
+    assert settle_and_judge(bot.runtime, pair.id, pair.version) == PairStatus.PENDING
 
 
 def test_a_top_level_answer_within_the_window_is_paired(make_bot) -> None:

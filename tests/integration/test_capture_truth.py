@@ -15,7 +15,7 @@ from tests.bot_events import judged_exchange
 from tests.bot_harness import ServedBot
 from tests.builders import SECRET
 from tests.fakes.slack_server import FakeSlack
-from workers.pairs.settling import settle
+from workers.pairs.settling import settle_and_judge
 
 C = "C_SUPPORT"
 
@@ -38,7 +38,7 @@ def send(bot: ServedBot, event: dict, **envelope_fields) -> None:
 
 
 def settle_all(bot: ServedBot) -> dict[str, str]:
-    return {p.answer_ts: settle(bot.runtime, p.id, p.version) for p in bot.pairs()}
+    return {p.answer_ts: settle_and_judge(bot.runtime, p.id, p.version) for p in bot.pairs()}
 
 
 # Streams ----------------------------------------------------------------------------------------
@@ -54,7 +54,7 @@ def test_a_stream_is_judged_on_its_completion_in_either_order(bot: ServedBot, se
         send(bot, opener)
         [pair] = bot.pairs()
         assert pair.status == PairStatus.SETTLING and settles == []  # the empty opener waits
-        assert settle(bot.runtime, pair.id, pair.version) == "streaming"  # even if a settle came, it waits
+        assert settle_and_judge(bot.runtime, pair.id, pair.version) == "streaming"  # even if a settle came, it waits
         send(bot, completion)
     else:
         send(bot, completion)
@@ -265,7 +265,7 @@ def test_a_pending_pair_whose_question_is_deleted_finds_its_question_again(bot: 
     [pair] = bot.pairs()
     assert (pair.status, pair.question_text) == (PairStatus.SETTLING, None)
     assert settles[-1] == ([pair.id, pair.version], None)
-    assert settle(bot.runtime, pair.id, pair.version) == PairStatus.PENDING
+    assert settle_and_judge(bot.runtime, pair.id, pair.version) == PairStatus.PENDING
     [pair] = bot.pairs()
     assert (pair.question_ts, pair.question_text) == (first["ts"], "How do I add a user?")
 

@@ -28,7 +28,7 @@ from tests.capture_helpers import C, run_again, send
 from workers.judging.queued import queued_handoffs
 from workers.pairs import capturing
 from workers.pairs.capturing import capture_answer_in
-from workers.pairs.settling import settle
+from workers.pairs.settling import settle_and_judge
 from workers.sweeps import requeue_lost_captures
 from workers.tasks import answers
 
@@ -48,7 +48,7 @@ def test_a_late_task_does_not_reopen_an_answer_judged_meanwhile(bot_keeping_sett
     send(bot_keeping_settles, sr.human_message(C, q_ts, "Where is my invoice?"))
     send(bot_keeping_settles, sr.bot_message(C, a_ts, "Billing, then Invoices.", thread_ts=q_ts))
     [pair] = bot_keeping_settles.pairs()
-    assert settle(bot_keeping_settles.runtime, pair.id, pair.version) == PairStatus.PENDING
+    assert settle_and_judge(bot_keeping_settles.runtime, pair.id, pair.version) == PairStatus.PENDING
     with bot_keeping_settles.runtime.db.session() as session:
         set_pair_status(session, pair.id, PairStatus.JUDGED, only_from=[PairStatus.PENDING])
     assert run_again(bot_keeping_settles, a_ts, q_ts) == "unchanged"
@@ -110,7 +110,7 @@ def test_parts_captured_at_once_by_many_workers_make_one_answer(bot_keeping_sett
     [pair] = live
     assert pair.answer_ts == parts[0]
     assert pair.answer_text == "Step 1.\nStep 2.\nStep 3.\nStep 4."
-    assert settle(bot_keeping_settles.runtime, pair.id, pair.version) == PairStatus.PENDING
+    assert settle_and_judge(bot_keeping_settles.runtime, pair.id, pair.version) == PairStatus.PENDING
 
 
 # A task message lost on the way ------------------------------------------------------------------------------
@@ -160,7 +160,7 @@ def test_an_event_whose_task_was_lost_is_captured_when_the_orphan_check_sends_it
     assert bot_keeping_settles.pairs() == []
     assert requeue_lost_captures(bot_keeping_settles.runtime, time.time() + 60, lease_seconds=30) == 1
     [pair] = bot_keeping_settles.pairs()
-    assert settle(bot_keeping_settles.runtime, pair.id, pair.version) == PairStatus.PENDING
+    assert settle_and_judge(bot_keeping_settles.runtime, pair.id, pair.version) == PairStatus.PENDING
     [pair] = bot_keeping_settles.pairs()
     assert (pair.answer_ts, pair.question_ts, pair.question_text) == (a_ts, q_ts, "Is there an API?")
     assert (

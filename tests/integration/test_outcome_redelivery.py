@@ -14,7 +14,7 @@ from tests import slack_requests as sr
 from tests.bot_harness import ServedBot
 from tests.outcome_helpers import C, answered, run, send, sent, signals, slack
 from workers import outcome_watching
-from workers.pairs.settling import settle
+from workers.pairs.settling import settle_and_judge
 from workers.tasks import outcomes
 
 __all__ = ["sent", "slack"]  # the shared fixtures (tests.outcome_helpers), for this module's tests
@@ -128,7 +128,7 @@ def test_a_reaction_on_any_message_of_a_multi_message_answer_counts(make_bot, se
         send(bot, event)
     [pair] = bot.pairs()
     assert pair.answer_ts == first["ts"]
-    assert settle(bot.runtime, pair.id, pair.version) == PairStatus.PENDING
+    assert settle_and_judge(bot.runtime, pair.id, pair.version) == PairStatus.PENDING
     run(bot, sent)
     send(bot, sr.reaction(second, "-1"))
     assert [name for name, _ in sent] == [task_names.OBSERVE_REACTION]

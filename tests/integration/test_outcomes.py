@@ -17,7 +17,7 @@ from tests import slack_requests as sr
 from tests.bot_harness import ServedBot
 from tests.outcome_helpers import C, answered, run, send, sent, signals, slack
 from workers import outcome_watching
-from workers.pairs.settling import settle
+from workers.pairs.settling import settle_and_judge
 
 __all__ = ["sent", "slack"]  # the shared fixtures (tests.outcome_helpers), for this module's tests
 
@@ -129,7 +129,7 @@ def settled_answer(bot: ServedBot, sent: list, question: dict, text: str = "Pres
     """The support bot answers `question` in its thread, and the answer settles (its window opens)."""
     send(bot, sr.bot_message(C, sr.next_ts(), text, thread_ts=question["ts"]))
     pair = bot.pairs()[-1]
-    assert settle(bot.runtime, pair.id, pair.version) == PairStatus.PENDING
+    assert settle_and_judge(bot.runtime, pair.id, pair.version) == PairStatus.PENDING
     run(bot, sent)
     return pair
 
@@ -186,12 +186,13 @@ def test_a_message_before_the_answer_settled_is_read_by_the_same_rule(make_bot, 
     send(bot, sr.human_message(C, sr.next_ts(), "How do I delete a key?"))
     send(bot, sr.bot_message(C, sr.next_ts(), "Press Delete."))
     second = bot.pairs()[-1]
-    assert settle(bot.runtime, second.id, second.version) == PairStatus.PENDING
+    assert settle_and_judge(bot.runtime, second.id, second.version) == PairStatus.PENDING
     run(bot, sent)
     send(bot, sr.human_message(C, sr.next_ts(), "thanks!"))
     run(bot, sent)
     assert signals(bot, second.id) == {"thanked"}
-    assert settle(bot.runtime, first.id, first.version) == PairStatus.PENDING  # reads the question and the thanks
+    # It reads the question and the thanks.
+    assert settle_and_judge(bot.runtime, first.id, first.version) == PairStatus.PENDING
     run(bot, sent)
     assert signals(bot, first.id) == {"reask"}
     assert signals(bot, second.id) == {"thanked"}
@@ -207,7 +208,7 @@ def test_a_top_level_reask_before_a_threaded_answer_settled_is_read(make_bot, se
     [pair] = bot.pairs()  # not settled yet
     send(bot, sr.human_message(C, sr.next_ts(), "Rotate does nothing, how do I rotate a key?"))
     send(bot, sr.human_message(C, sr.next_ts(), "unrelated chatter", user="U_OTHER"))
-    assert settle(bot.runtime, pair.id, pair.version) == PairStatus.PENDING
+    assert settle_and_judge(bot.runtime, pair.id, pair.version) == PairStatus.PENDING
     run(bot, sent)
     assert signals(bot, pair.id) == {"reask"}
 
@@ -234,7 +235,7 @@ def test_a_reply_logged_while_the_window_opens_is_read(make_bot, sent, monkeypat
         queue_add(board, pipe, channel, watch)
 
     monkeypatch.setattr(WatchBoard, "queue_add", reply_then_add)
-    assert settle(bot.runtime, pair.id, pair.version) == PairStatus.PENDING
+    assert settle_and_judge(bot.runtime, pair.id, pair.version) == PairStatus.PENDING
     run(bot, sent)
     assert signals(bot, pair.id) == {"reask"}
 
@@ -251,7 +252,8 @@ def test_a_window_opened_while_the_bot_logs_a_reply_still_gets_it(make_bot, sent
     def window_opens_first(log, pipe, channel, message):
         if message.ts == reply["ts"]:
             monkeypatch.setattr(ConversationLog, "queue_record", queue_record)
-            assert settle(bot.runtime, pair.id, pair.version) == PairStatus.PENDING  # its log read: no reply yet
+            # Its log read: no reply yet.
+            assert settle_and_judge(bot.runtime, pair.id, pair.version) == PairStatus.PENDING
         return queue_record(log, pipe, channel, message)
 
     monkeypatch.setattr(ConversationLog, "queue_record", window_opens_first)

@@ -13,7 +13,7 @@ from tests import slack_requests as sr
 from tests import slack_shapes as ss
 from tests.bot_harness import ServedBot
 from tests.builders import SECRET
-from workers.pairs.settling import settle
+from workers.pairs.settling import settle_and_judge
 
 C = "C_SUPPORT"
 
@@ -39,7 +39,7 @@ def test_an_edit_after_judging_is_judged_again_up_to_the_limit(make_bot) -> None
     texts = ["Press Rotate.", "Press Rotate in Settings.", "Press Rotate in Settings > Keys."]
     for round_, text in enumerate(texts):
         [pair] = bot.pairs()
-        assert settle(bot.runtime, pair.id, pair.version) == PairStatus.PENDING
+        assert settle_and_judge(bot.runtime, pair.id, pair.version) == PairStatus.PENDING
         judge_now(bot, bot.pairs()[0], score=round_)
         send(bot, sr.message_changed(answer, text))
         [pair] = bot.pairs()
@@ -64,7 +64,7 @@ def test_root_bookkeeping_does_not_reopen_a_judged_answer(make_bot) -> None:
     send(bot, q)
     send(bot, answer)
     [pair] = bot.pairs()
-    assert settle(bot.runtime, pair.id, pair.version) == PairStatus.PENDING
+    assert settle_and_judge(bot.runtime, pair.id, pair.version) == PairStatus.PENDING
     judge_now(bot, pair, score=4)
     reply = sr.human_message(C, sr.next_ts(), "thanks", thread_ts=answer["ts"])
     send(bot, reply)
@@ -81,7 +81,7 @@ def _follow_up(bot: ServedBot) -> Pair:
     for event in (root, first, follow_up, second):
         send(bot, event)
     for pair in bot.pairs():
-        settle(bot.runtime, pair.id, pair.version)
+        settle_and_judge(bot.runtime, pair.id, pair.version)
     [_, pair] = bot.pairs()
     return pair
 

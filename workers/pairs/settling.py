@@ -5,7 +5,8 @@ A settle task is enqueued after every change to an answer; only the task carryin
 the latest version acts. It re-reads the conversation log (events may have arrived out of order since
 capture), resolves the question with the pure rules in `capture.pairing`, and moves the pair from
 `settling` to `pending` (or `no_question`, `empty`, `deleted`, `merged`) with one conditional UPDATE,
-then enqueues `judge_pair`. An answer still streaming is left settling: its completion enqueues the next.
+then judges it in the same task (`settle_and_judge`). An answer still streaming is left settling: its
+completion enqueues the next.
 A pair found already `pending` at the same version is enqueued again:
 the worker may have died between the two steps, and `judge_pair` is idempotent.
 """
@@ -159,17 +160,6 @@ def context_of(
             stored = pairs.thread_texts(connection, channel, question.thread_key, question.ts, settings.context_turns)
         turns = [Turn(speaker, text) for speaker, text in stored_turns(stored)]
     return format_turns(turns, settings.context_turns) or None
-
-
-def settle(runtime: Runtime, pair_id: int, version: int) -> str:
-    """Settle one pair and hand it to a `judge_pair` task (the settle task's step); returns what happened."""
-    settling = load(runtime, pair_id)
-    if settling is None:
-        return "missing"
-    settled = settle_loaded(runtime, settling, version)
-    if settled.judge:
-        celery.send_task(task_names.JUDGE_PAIR, args=[pair_id])
-    return settled.outcome
 
 
 def settle_and_judge(runtime: Runtime, pair_id: int, version: int, *, replayed: bool = False) -> str:
