@@ -22,11 +22,6 @@ from store.outcomes import is_watched, open_window_of, watched_where
 EDITABLE = (PairStatus.SETTLING, PairStatus.PENDING, PairStatus.NO_QUESTION, PairStatus.EMPTY)
 
 
-def may_reopen(status: str, rejudges: int, max_rejudge: int) -> bool:
-    """Whether an edit of the answer re-opens its pair (the rule the upsert's WHERE clause states in SQL)."""
-    return status in EDITABLE or (status == PairStatus.JUDGED and rejudges < max_rejudge)
-
-
 @dataclass(frozen=True)
 class Captured:
     pair_id: int
@@ -86,8 +81,8 @@ def upsert_captured(
     max_rejudge: int = 0,
 ) -> Captured:
     """Create the pair for an answer (status settling, version 1) or, on an edit, replace its text,
-    bump its version and put it back to settling — unless it is past editing (`may_reopen`): a judged answer
-    is re-opened at most `max_rejudge` times."""
+    bump its version and put it back to settling — unless it is past editing (not in EDITABLE): a judged
+    answer is re-opened at most `max_rejudge` times."""
     values = {
         "team_id": team_id,
         "channel_id": channel_id,
