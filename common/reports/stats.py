@@ -289,22 +289,6 @@ class ChannelTally:
         )
 
 
-def channel_stats(
-    channel_id: str | None,
-    rows: Iterable[PairRow],
-    thresholds_for: ThresholdsFor,
-    prices: Prices,
-    *,
-    judges: Sequence[str] | None = None,
-    worst: int = 3,
-) -> ChannelStats:
-    """Figures for one channel (or, with channel_id None, for all the rows given)."""
-    tally = ChannelTally(thresholds_for, prices, worst)
-    for row in rows:
-        tally.add(row)
-    return tally.stats(channel_id, judges)
-
-
 def compare(current: JudgeStats | None, previous: JudgeStats | None) -> Change:
     if current is None or previous is None:
         return Change(mean=None, share_low=None)
