@@ -373,10 +373,3 @@ def period_records(report: TopicsReport) -> list[dict]:
         }
         for rank, t in enumerate(report.topics, start=1)
     ]
-
-
-def topic_of(db: Database, pair_id: int) -> str | None:
-    """The name of the topic a pair's question fell in at the latest stored run, or None (for the golden set)."""
-    with db.reading() as session:
-        found = rows.topic_of(session, pair_id)
-    return found[1] if found else None
