@@ -59,10 +59,6 @@ class OutcomeStats:
         return getattr(self, name) / self.closed if self.closed else None
 
     @property
-    def resolution_rate(self) -> float | None:
-        return self.rate("resolved")
-
-    @property
     def teammate_correct_rate(self) -> float | None:
         """Share of correctness verdicts at the top score, on answers with a teammate's reference."""
         return self.teammate_correct / self.teammate_judged if self.teammate_judged else None
