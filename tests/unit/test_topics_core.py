@@ -129,7 +129,6 @@ def test_the_change_against_the_week_before():
     report = _build(questions, vectors, previous=questions[:half], previous_vectors=vectors[:half])
     topic = report.topics[0]
     assert topic.previous is not None and 0 < topic.previous.questions < topic.figures.questions
-    assert topic.change.questions == topic.figures.questions - topic.previous.questions
     empty = _build(questions, vectors, previous=[], previous_vectors=vectors[:0])
     assert empty.topics[0].previous.questions == 0
     assert _build(questions, vectors).topics[0].previous is None
