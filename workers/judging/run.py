@@ -62,7 +62,7 @@ class ToJudge:
     just_settled: bool = False
 
 
-def load(runtime: Runtime, pair_id: int) -> ToJudge | None:
+def load_to_judge(runtime: Runtime, pair_id: int) -> ToJudge | None:
     with runtime.db.autocommit() as connection:
         fields = pair_for_judging(connection, pair_id)
     return ToJudge(PairView.of(fields)) if fields is not None else None

@@ -75,7 +75,7 @@ class Settled:
     row: Row | None = None
 
 
-def load(runtime: Runtime, pair_id: int) -> Settling | None:
+def load_settling(runtime: Runtime, pair_id: int) -> Settling | None:
     """One read in autocommit (no transaction to open and commit): the settle path runs once per answer."""
     with runtime.db.autocommit() as connection:
         row = pairs.snapshot_row(connection, pair_id)
@@ -168,7 +168,7 @@ def settle_and_judge(runtime: Runtime, pair_id: int, version: int, *, replayed: 
     its read of the pair) fewer per answer. `replayed`: the task's message came again or this is its retry; an
     earlier run may have judged the pair and stopped before its follow-ups, so `judge_pair` (resumed) finishes
     what it left."""
-    settling = load(runtime, pair_id)
+    settling = load_settling(runtime, pair_id)
     if settling is None:
         return "missing"
     pair = settling.pair

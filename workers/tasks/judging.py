@@ -21,7 +21,7 @@ from common.runtime import get_runtime
 from common.telemetry.logs import event_fields
 from store.attempts import record_failure
 from workers.judging.rules import TASK_MAX_RETRIES, is_infrastructure
-from workers.judging.run import HandOnFailed, judge_run, load
+from workers.judging.run import HandOnFailed, judge_run, load_to_judge
 
 log = logging.getLogger("relmon.judging")
 
@@ -45,7 +45,7 @@ def judge_pair(self, pair_id: int, resumed: bool = False, llm_attempts: int = 0)
     runtime = get_runtime()
     redelivered = bool((self.request.delivery_info or {}).get("redelivered")) or resumed
     try:
-        start = load(runtime, pair_id)
+        start = load_to_judge(runtime, pair_id)
         if start is None:
             log.warning("pair not found", extra={"pair_id": pair_id})
             return "missing"
