@@ -26,7 +26,7 @@ from store.signals import SIGNALS
 from workers import noted_tasks
 from workers.traces import (
     BadTraceId,
-    Verdict,
+    TracedJudgment,
     checked_span_id,
     checked_trace_id,
     evaluation_events,
@@ -57,7 +57,7 @@ class SendAgain(Exception):
 class Subject:
     """What is sent (a judgment's verdict, or one outcome signal of a pair) and the answer whose trace gets it."""
 
-    verdict: Verdict | None  # None for an outcome signal
+    verdict: TracedJudgment | None  # None for an outcome signal
     channel: str
     answer_ts: str
     thread_ts: str | None = None
@@ -82,7 +82,7 @@ def load_subject(runtime: Runtime, judgment_id: int) -> Subject | None:
     if row is None:
         return None
     judgment, channel, answer_ts, thread_ts = row
-    verdict = Verdict(
+    verdict = TracedJudgment(
         judgment.id,
         judgment.judge,
         judgment.status,
