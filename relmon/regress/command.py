@@ -21,7 +21,7 @@ from golden.candidates import Candidate, CandidatesProblem, read_candidates
 from golden.regress import CHECKS, compare, exit_status, item_result, summarize
 from judges import get_judge
 from judges.names import JUDGE_NAMES
-from relmon.regress.judging import Check, Judging, StopRun, checks_of
+from relmon.regress.judging import ItemCheck, Judging, StopRun, checks_of
 from relmon.regress.report import junit_xml, print_report, report_json
 from store import golden as golden_store
 from store import regress_runs
@@ -113,7 +113,7 @@ def _judge_and_report(args, settings, database, path, candidates, items) -> int:
         done = sum(1 for _charged, verdict in stored.values() if verdict is not None)
         what = "resuming" if run.finished_at is None else "the same answers as"
         print(f"relmon regress: {what} run {run_id} ({done} of {4 * len(candidates)} checks kept)", file=sys.stderr)
-    every: list[Check] = []
+    every: list[ItemCheck] = []
     for candidate in candidates:
         item = items[candidate.item_id]
         every += checks_of(str(item.id), item.question, item.context, candidate.answer, item.expected)
