@@ -28,7 +28,7 @@ from common.telemetry.logs import event_fields
 from store import alerts as alert_store
 from store.models import Alert
 from workers.alerts import confirmation, planning, redraws, views
-from workers.alerts.policy import Action, as_utc, degradation_blocked, low_intent, second_opinion
+from workers.alerts.policy import Action, degradation_blocked, low_intent, second_opinion, to_utc
 
 log = logging.getLogger("relmon.alerts")
 
@@ -230,7 +230,7 @@ def post_alert(runtime: Runtime, alert_id: int, judged: planning.Judged | None) 
             row = session.get(Alert, alert_id)
             if row is None or row.status != alert_store.STATUS_CLAIMED:
                 return row.status if row else "missing"
-            channel, once, claimed_at = row.alert_channel_id, post_once(runtime, row.dedupe_key), as_utc(row.created_at)
+            channel, once, claimed_at = row.alert_channel_id, post_once(runtime, row.dedupe_key), to_utc(row.created_at)
             if judged is not None:
                 judged = planning.current(session, judged)  # words deleted since the task loaded it stay out
                 if judged is None:

@@ -38,13 +38,13 @@ from workers.alerts.policy import (
     HourCounts,
     JudgmentFacts,
     ScoredAt,
-    as_utc,
     complete,
     degradation_blocked,
     degradation_key,
     hour_start,
     low_intent,
     low_key,
+    to_utc,
 )
 from workers.judging.pair_view import PairView
 
@@ -74,7 +74,7 @@ def read_degradation(
 ) -> tuple[DegradationFacts, alert_store.DegradationHistory]:
     """The scores both windows need (one bounded read) and the channel's degradation history."""
     minutes = policy.window.minutes
-    since = as_utc(now) - timedelta(minutes=minutes) if minutes > 0 else None
+    since = to_utc(now) - timedelta(minutes=minutes) if minutes > 0 else None
     scores = alert_store.recent_scores(
         connection, channel_id, DEGRADATION_JUDGE, last=policy.window.answers, since=since
     )

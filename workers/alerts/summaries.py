@@ -17,7 +17,7 @@ from store import alerts as alert_store
 from store.models import Alert
 from workers.alerts import views
 from workers.alerts.delivery import earlier_post, lease, post_once, refused_for_good, slack_error
-from workers.alerts.policy import as_utc, hour_start, summary_key
+from workers.alerts.policy import hour_start, summary_key, to_utc
 
 log = logging.getLogger("relmon.alerts")
 
@@ -93,7 +93,7 @@ def gather(runtime: Runtime, summary_id: int, alert_channel: str, hour: datetime
             for held in alert_summaries.held_degradations(session, alert_channel, hour, until)
         ]
         shown = int((row.details or {}).get("count", 0))
-        return Gathered(row.status, row.message_ts, shown, as_utc(row.created_at), items, degradations)
+        return Gathered(row.status, row.message_ts, shown, to_utc(row.created_at), items, degradations)
 
 
 def render(runtime: Runtime, hour: datetime, gathered: Gathered) -> dict:
