@@ -62,7 +62,7 @@ def lock_alert_channel(session: Session, alert_channel_id: str) -> None:
     lock_channel(session, alert_channel_id, namespace="relmon-alert-channel")
 
 
-def claim(
+def claim_alert(
     session: Session, *, dedupe_key: str, kind: str, now: datetime | None = None, **columns: Any
 ) -> tuple[Alert, bool]:
     """The alert row for this key, inserted if absent with the other Alert `columns` given (status: claimed unless
@@ -111,7 +111,7 @@ def hour_counts(
     return row[0], row[1]
 
 
-def mark_posted(
+def mark_alert_posted(
     executor: Session | Connection, alert_id: int, message_ts: str | None, now: datetime | None = None
 ) -> None:
     executor.execute(

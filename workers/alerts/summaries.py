@@ -69,7 +69,7 @@ class Gathered:
 def claim_summary(runtime: Runtime, alert_channel: str, hour: datetime) -> int:
     """The summary's row for this alert channel and hour (claimed by the first flush, found by the others)."""
     with runtime.db.session() as session:
-        row, _ = alert_store.claim(
+        row, _ = alert_store.claim_alert(
             session,
             dedupe_key=summary_key(alert_channel, hour),
             kind=alert_store.KIND_SUMMARY,
@@ -120,7 +120,7 @@ def flush_summary(runtime: Runtime, alert_channel: str, hour: datetime) -> str:
             message_ts = earlier_post(runtime, once, alert_channel, gathered.claimed_at) or None
             if message_ts:
                 with runtime.db.session() as session:
-                    alert_store.mark_posted(session, summary_id, message_ts)
+                    alert_store.mark_alert_posted(session, summary_id, message_ts)
         if gathered.unchanged:
             return "unchanged"
         payload = render(runtime, hour, gathered)
@@ -130,7 +130,7 @@ def flush_summary(runtime: Runtime, alert_channel: str, hour: datetime) -> str:
             else:
                 message_ts = once.post(alert_channel, unfurl_links=False, unfurl_media=False, **payload).get("ts")
                 with runtime.db.session() as session:
-                    alert_store.mark_posted(session, summary_id, message_ts)
+                    alert_store.mark_alert_posted(session, summary_id, message_ts)
         except SlackApiError as error:
             return refused_for_good(runtime, summary_id, error, "alert summary not posted", alert_channel=alert_channel)
         with runtime.db.session() as session:

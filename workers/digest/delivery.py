@@ -150,7 +150,7 @@ def deliver_digest(
     if period_key:
         period = replace(period, key=period_key)
     with runtime.db.session() as session:
-        claim = digest_rows.claim(session, period.key, channel, now, CLAIM_LEASE)
+        claim = digest_rows.claim_digest(session, period.key, channel, now, CLAIM_LEASE)
         if claim is None:
             status = digest_rows.status_of(session, period.key)
     if claim is None:
@@ -179,7 +179,7 @@ def deliver_digest(
             )
             message_ts = posted["ts"]
         with runtime.db.session() as session:
-            digest_rows.mark_posted(session, claim.id, message_ts)
+            digest_rows.mark_digest_posted(session, claim.id, message_ts)
         file_id = None
         if not report.empty:  # an empty week has nothing to draw
             file_id = _chart_in_thread(
