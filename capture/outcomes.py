@@ -235,7 +235,7 @@ _PHRASES = {
 }
 
 
-def describe(name: str, after_seconds: float | None) -> str:
+def describe_signal(name: str, after_seconds: float | None) -> str:
     """One signal for people: "asked again 2 min later"."""
     phrase = _PHRASES.get(name, name)
     if after_seconds is None or name == RESOLVED:

@@ -78,7 +78,7 @@ class OutcomeChange:
     negative: int | None = None
 
 
-def compare(current: OutcomeStats, previous: OutcomeStats) -> OutcomeChange:
+def outcome_change(current: OutcomeStats, previous: OutcomeStats) -> OutcomeChange:
     if not current.closed or not previous.closed:
         return OutcomeChange()
     return OutcomeChange(
@@ -115,8 +115,8 @@ class OutcomeReport:
 
     def change(self, channel_id: str | None) -> OutcomeChange:
         if channel_id is None:
-            return compare(self.overall, self.previous_overall)
-        return compare(self.of(channel_id), self.previous_channels.get(channel_id, OutcomeStats(channel_id)))
+            return outcome_change(self.overall, self.previous_overall)
+        return outcome_change(self.of(channel_id), self.previous_channels.get(channel_id, OutcomeStats(channel_id)))
 
     @property
     def any_closed(self) -> bool:

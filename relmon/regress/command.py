@@ -18,7 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from capture.redact import redact_if
 from golden.candidates import Candidate, CandidatesProblem, read_candidates
-from golden.regress import CHECKS, compare, exit_status, item_result, summarize
+from golden.regress import CHECKS, exit_status, item_result, mark_changes, summarize
 from judges import get_judge
 from judges.names import JUDGE_NAMES
 from relmon.regress.judging import ItemCheck, Judging, StopRun, checks_of
@@ -137,7 +137,7 @@ def _judge_and_report(args, settings, database, path, candidates, items) -> int:
         verdicts = {name: stored[(key, name)][1] or {} for name in CHECKS}
         results.append(item_result(key, verdicts, relevancy_threshold=settings.threshold))
     baseline, baseline_run = _baseline(database, args.baseline, run_id)
-    compare(results, baseline)
+    mark_changes(results, baseline)
     summary = summarize(results)
     # The reports quote the questions: redacted like every export when RELMON_REDACT_PII is on (imported ones too).
     questions = {str(c.item_id): redact_if(settings.redact_pii, items[c.item_id].question) or "" for c in candidates}

@@ -9,7 +9,7 @@ from common.messages import blocks as block_kit
 from common.messages.digest import MAX_BLOCKS, digest_message, digest_text
 from common.messages.home import home_view
 from common.messages.outcomes import outcome_line, score_line, teammate_line
-from common.reports.outcomes import OutcomeStats, compare
+from common.reports.outcomes import OutcomeStats, outcome_change
 from common.reports.period import period_for
 from common.reports.stats import Prices, Report
 from store.rules import ChannelRules
@@ -116,7 +116,7 @@ def test_a_week_without_closed_windows_has_no_rates() -> None:
 
 
 def test_a_week_without_closed_windows_has_no_change() -> None:
-    assert compare(a_week_without_closed_windows(), outcome_stats(None, last_week(), "relevancy")).rates == {}
+    assert outcome_change(a_week_without_closed_windows(), outcome_stats(None, last_week(), "relevancy")).rates == {}
 
 
 def test_a_week_without_closed_windows_says_its_outcomes_are_still_watched() -> None:

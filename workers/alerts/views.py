@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy.orm import Session
 
-from capture.outcomes import describe
+from capture.outcomes import describe_signal
 from common.feedback import tally
 from common.messages.alerts import (
     DegradationAlert,
@@ -101,7 +101,7 @@ def render_low(runtime: Runtime, session: Session, row: Alert, judged: Judged) -
             votes=tally(votes_for(session, judged.facts.judgment_id)),
             context=pair.context,
             revision=judged.revision,
-            signals=tuple(describe(name, after) for name, after in signals_with_times(session, pair.id)),
+            signals=tuple(describe_signal(name, after) for name, after in signals_with_times(session, pair.id)),
             forgotten=(row.details or {}).get("forgotten"),
         )
     )
