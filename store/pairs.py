@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 from store.db import dialect_name, insert_for
 from store.judgments import PAIR_FIELDS
 from store.models import OutcomeWindow, Pair, PairSource, PairStatus, utcnow
-from store.outcomes import is_watched, open_window_of, watched_where
+from store.outcomes import insert_window_of, is_watched, watched_where
 
 # An edit re-opens an answer while it has not been judged (nor deleted or merged away); a judged one, to be judged
 # again on its final text, while it has been re-judged fewer than RELMON_MAX_REJUDGE times.
@@ -247,7 +247,7 @@ def settle(
         return session.execute(_settle_opening_window_statement(answer_text is not None), parameters).first()
     settled = session.execute(_settle_statement(answer_text is not None), parameters).first()
     if opens and settled is not None and is_watched(settled):
-        open_window_of(session, settled, window_closes_at)
+        insert_window_of(session, settled, window_closes_at)
     return settled
 
 

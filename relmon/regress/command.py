@@ -144,7 +144,7 @@ def _judge_and_report(args, settings, database, path, candidates, items) -> int:
     report = report_json(results, summary, questions, run_id=run_id, source=path.name, model=settings.judge_model,
                          baseline_run=baseline_run, min_pass=args.min_pass)  # fmt: skip
     with database.session() as session:
-        regress_runs.finish(session, run_id, passed=summary.passed, pass_rate=summary.pass_rate, report=report)
+        regress_runs.finish_run(session, run_id, passed=summary.passed, pass_rate=summary.pass_rate, report=report)
     print_report(Console(), results, summary, questions)
     if args.json:
         Path(args.json).write_text(json.dumps(report, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")

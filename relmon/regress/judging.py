@@ -71,7 +71,9 @@ class Judging:
         if charged:
             return  # paid by the run that stopped: a resumed check costs nothing more
         with self.database.session() as session:
-            paid = regress_runs.charge(session, self.run_id, check.item_key, check.name, budget_day(), self.budget)
+            paid = regress_runs.charge_check(
+                session, self.run_id, check.item_key, check.name, budget_day(), self.budget
+            )
         if not paid:
             raise StopRun(
                 f"the daily budget of {self.budget:,} judgments is spent (RELMON_DAILY_BUDGET): the checks judged so "
