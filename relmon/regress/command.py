@@ -22,7 +22,7 @@ from golden.regress import CHECKS, exit_status, item_result, mark_changes, summa
 from judges import get_judge
 from judges.names import JUDGE_NAMES
 from relmon.regress.judging import ItemCheck, Judging, StopRun, checks_of
-from relmon.regress.report import junit_xml, print_report, report_json
+from relmon.regress.report import junit_xml, print_regress_report, report_json
 from store import golden as golden_store
 from store import regress_runs
 from store.db import Database
@@ -145,7 +145,7 @@ def _judge_and_report(args, settings, database, path, candidates, items) -> int:
                          baseline_run=baseline_run, min_pass=args.min_pass)  # fmt: skip
     with database.session() as session:
         regress_runs.finish_run(session, run_id, passed=summary.passed, pass_rate=summary.pass_rate, report=report)
-    print_report(Console(), results, summary, questions)
+    print_regress_report(Console(), results, summary, questions)
     if args.json:
         Path(args.json).write_text(json.dumps(report, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
     if args.junit:

@@ -114,7 +114,7 @@ def permalink(runtime: Runtime, channel_id: str | None, message_ts: str | None) 
         return None
 
 
-def post_once(runtime: Runtime, dedupe_key: str) -> PostOnce:
+def alert_post_once(runtime: Runtime, dedupe_key: str) -> PostOnce:
     """The post-once protocol of alerts and summaries: marked with their dedupe key, receipts in Redis."""
     return PostOnce(runtime.slack, Receipts(runtime.redis), dedupe_key, ALERT_METADATA_EVENT)
 
@@ -230,12 +230,13 @@ def post_alert(runtime: Runtime, alert_id: int, judged: planning.Judged | None) 
             row = session.get(Alert, alert_id)
             if row is None or row.status != alert_store.STATUS_CLAIMED:
                 return row.status if row else "missing"
-            channel, once, claimed_at = row.alert_channel_id, post_once(runtime, row.dedupe_key), to_utc(row.created_at)
+            channel, claimed_at = row.alert_channel_id, to_utc(row.created_at)
+            once = alert_post_once(runtime, row.dedupe_key)
             if judged is not None:
                 judged = planning.current(session, judged)  # words deleted since the task loaded it stay out
                 if judged is None:
                     return "missing"
-            payload = views.render(runtime, session, row, judged)
+            payload = views.render_alert(runtime, session, row, judged)
             # Identifiers only (never text): the judgment and the source message it is about.
             fields = event_fields(
                 channel=row.source_channel_id,

@@ -16,7 +16,7 @@ from store import alert_summaries
 from store import alerts as alert_store
 from store.models import Alert
 from workers.alerts import views
-from workers.alerts.delivery import earlier_post, lease, post_once, refused_for_good, slack_error
+from workers.alerts.delivery import alert_post_once, earlier_post, lease, refused_for_good, slack_error
 from workers.alerts.policy import hour_start, summary_key, to_utc
 
 log = logging.getLogger("relmon.alerts")
@@ -96,7 +96,7 @@ def gather(runtime: Runtime, summary_id: int, alert_channel: str, hour: datetime
         return Gathered(row.status, row.message_ts, shown, to_utc(row.created_at), items, degradations)
 
 
-def render(runtime: Runtime, hour: datetime, gathered: Gathered) -> dict:
+def render_summary(runtime: Runtime, hour: datetime, gathered: Gathered) -> dict:
     sources = {item.channel_id for item in gathered.items}
     caps = {source: runtime.rules.for_channel(source, runtime.settings).alert_cap_per_hour for source in sources}
     return summary_message(
@@ -112,7 +112,7 @@ def flush_summary(runtime: Runtime, alert_channel: str, hour: datetime) -> str:
     """Post or update the hour's summary in `alert_channel`: one message for the alerts held there from every
     source channel (a burst across many channels must not become one summary per channel)."""
     summary_id = claim_summary(runtime, alert_channel, hour)
-    once = post_once(runtime, summary_key(alert_channel, hour))
+    once = alert_post_once(runtime, summary_key(alert_channel, hour))
     with lease(runtime, summary_id):
         gathered = gather(runtime, summary_id, alert_channel, hour)
         message_ts = gathered.message_ts
@@ -123,7 +123,7 @@ def flush_summary(runtime: Runtime, alert_channel: str, hour: datetime) -> str:
                     alert_store.mark_alert_posted(session, summary_id, message_ts)
         if gathered.unchanged:
             return "unchanged"
-        payload = render(runtime, hour, gathered)
+        payload = render_summary(runtime, hour, gathered)
         try:
             if message_ts:
                 runtime.slack.chat_update(channel=alert_channel, ts=message_ts, **payload)

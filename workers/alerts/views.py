@@ -39,7 +39,7 @@ def quote_allowed(
     return may_quote(channel_id, channel_is_private, runtime.rules, runtime.settings, alert_channel)
 
 
-def render(runtime: Runtime, session: Session, row: Alert, judged: Judged | None) -> dict:
+def render_alert(runtime: Runtime, session: Session, row: Alert, judged: Judged | None) -> dict:
     """The message of a claimed alert row: a degradation, or a low score (or missed failure) about `judged`."""
     if row.kind == alert_store.KIND_DEGRADATION:
         return degradation_alert(replace(degradation_of(row), judge_note=canary_note(session, to_utc(row.created_at))))
