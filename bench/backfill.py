@@ -139,19 +139,19 @@ def run_one(settings_values: dict, since: str, python_memory: bool) -> Measured:
 def run_report(settings_values: dict, period: Period, python_memory: bool) -> ReportMeasured:
     """The report's process: the period's report (printed into a buffer) on the stored history, once warmed up."""
     from common.runtime import Runtime
-    from relmon.backfill.report import print_report
+    from relmon.backfill.report import print_backfill_report
     from store.settings import Settings
 
     runtime = Runtime(Settings(_env_file=None, **settings_values))
     first_hour = replace(period, end=period.start + WARM_UP, previous_start=period.start - WARM_UP)
     with contextlib.redirect_stdout(io.StringIO()):
-        print_report(runtime, first_hour)  # every import made, every query compiled
+        print_backfill_report(runtime, first_hour)  # every import made, every query compiled
         if python_memory:
             tracemalloc.start()
         tracked = _reset_peak()
         at_start = _status_mb("VmRSS") if tracked else _rss_mb()
         started = time.perf_counter()
-        print_report(runtime, period)
+        print_backfill_report(runtime, period)
         seconds = time.perf_counter() - started
     peak = _status_mb("VmHWM") if tracked else _rss_mb()
     python = tracemalloc.get_traced_memory()[1] / 1e6

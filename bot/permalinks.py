@@ -20,10 +20,6 @@ class MessageLink:
     ts: str
     thread_ts: str | None = None  # the thread's root, when the message is a reply
 
-    @property
-    def in_thread(self) -> bool:
-        return self.thread_ts is not None and self.thread_ts != self.ts
-
 
 _LINK = re.compile(r"https://[A-Za-z0-9.-]*slack\.com/archives/[^\s|>]+")
 _PATH = re.compile(r"^/archives/([CGD][A-Z0-9_]{2,})/p(\d{10})(\d{6})$")

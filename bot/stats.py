@@ -20,7 +20,7 @@ from common.replies import Asker
 from common.reports.trust import Vote, precision
 from common.reports.view_cache import REPORT_VIEW_KEY, cached, digest_of
 from common.runtime import Runtime
-from store.alerts import channel_stats
+from store.alerts import channel_judge_stats
 from store.confirmations import disputed_counts
 from store.feedback import voted_scores
 from store.stats_queries import data_version
@@ -112,7 +112,7 @@ def channel_stats_message(runtime: Runtime, channel_id: str) -> dict:
 def _build_stats(runtime: Runtime, channel_id: str, rule) -> dict:
     since = datetime.now(UTC) - timedelta(days=STATS_DAYS)
     with runtime.db.session() as session:
-        stats = channel_stats(session, channel_id, since, dict(rule.thresholds))
+        stats = channel_judge_stats(session, channel_id, since, dict(rule.thresholds))
         voted = voted_scores(session, channel_id, since)
         disputed = disputed_counts(session, channel_id, since)
     votes = [Vote(channel_id, judge, score, right > wrong) for judge, score, right, wrong in voted if right != wrong]

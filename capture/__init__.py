@@ -2,7 +2,7 @@
 conversation log with its rate-limited history fall-back (`capture.conversation_log`) and cached Slack
 look-ups (`capture.directory`). Shared by the bot (at capture) and the workers (at settle time)."""
 
-from capture.pairing import Author, Identity, LoggedMessage, Resolution, answer_root, answer_run, find_question, resolve
+from capture.pairing import Author, Identity, LoggedMessage, Resolution, answer_run, find_question, resolve
 from capture.text import message_text, render_markup
 
 __all__ = [
@@ -10,7 +10,6 @@ __all__ = [
     "Identity",
     "LoggedMessage",
     "Resolution",
-    "answer_root",
     "answer_run",
     "find_question",
     "message_text",

@@ -161,20 +161,13 @@ class ConversationLog:
             return self.around(channel, message, window_seconds)
         return self.around_from(channel, message, replies, window_seconds)
 
-    def since_answer(
-        self, channel: str, answer: LoggedMessage, *, until: float, asker: str | None
-    ) -> list[LoggedMessage]:
-        """What was logged after `answer` (up to `until`, seconds) that can tell its outcome: the later messages of
-        its thread, then the asker's later top-level messages. One read of the indexes, then one MGET when they name
-        anything (mostly they do not: a window opens as its answer settles). Neither read grows with the channel's
-        traffic, nor with what came before the answer."""
-        pipe = self.redis.pipeline(transaction=True)
-        count = self.queue_since(pipe, channel, answer, until=until, asker=asker)
-        return self.since_from(channel, pipe.execute()[-count:])
-
     def queue_since(self, pipe, channel: str, answer: LoggedMessage, *, until: float, asker: str | None) -> int:
-        """`since_answer`'s index reads on an adapter's pipeline (a window's watch goes up in the same transaction:
-        workers.outcome_watching); returns how many replies they take, for `since_from`."""
+        """What was logged after `answer` (up to `until`, seconds) that can tell its outcome, read on an adapter's
+        pipeline (a window's watch goes up in the same transaction: workers.outcome_watching): the later messages
+        of its thread, then the asker's later top-level messages. Queues the index reads and returns how many
+        replies they take; `since_from` reads the messages they name in one MGET, when they name anything (mostly
+        they do not: a window opens as its answer settles). Neither read grows with the channel's traffic, nor with
+        what came before the answer."""
         after = f"({answer.seconds}"
         pipe.zrangebyscore(self._thread_key(channel, answer.thread_key), after, until)
         if asker:

@@ -161,11 +161,11 @@ def newest_first_threads(
             else:
                 roots[raw["ts"]] = raw
         for ts in sorted(roots, key=float, reverse=True):
-            yield roots[ts], sorted(waiting.pop(ts, []), key=_seconds)
-    orphans = [sorted(replies, key=_seconds) for replies in waiting.values()]
-    for first, *rest in sorted(orphans, key=lambda thread: _seconds(thread[0]), reverse=True):
+            yield roots[ts], sorted(waiting.pop(ts, []), key=_message_seconds)
+    orphans = [sorted(replies, key=_message_seconds) for replies in waiting.values()]
+    for first, *rest in sorted(orphans, key=lambda thread: _message_seconds(thread[0]), reverse=True):
         yield first, rest
 
 
-def _seconds(raw: dict[str, Any]) -> float:
+def _message_seconds(raw: dict[str, Any]) -> float:
     return float(raw["ts"])

@@ -56,13 +56,9 @@ class WatchBoard:
     def _message(self, channel: str, ts: str) -> str:
         return f"{PREFIX}:watch:{channel}:msg:{ts}"
 
-    def add(self, channel: str, watch: Watch) -> None:
-        pipe = self.redis.pipeline(transaction=True)
-        self.queue_add(pipe, channel, watch)
-        pipe.execute()
-
     def queue_add(self, pipe: Any, channel: str, watch: Watch) -> None:
-        """`add`'s commands, queued on `pipe` (a transaction of the caller's)."""
+        """Put up `watch`: its commands queued on `pipe` (a transaction of the caller's, which reads the log in
+        it too: workers.outcome_watching)."""
         ttl = max(1, int(watch.closes_at - time.time()) + 60)
         fields = asdict(watch)
         del fields["topic"]  # the bot's filter needs no texts: the workers read them with the window

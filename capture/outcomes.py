@@ -73,10 +73,6 @@ class Watch:
     def opens_at(self) -> float:
         return float(self.answer_ts)
 
-    def covers(self, ts: str) -> bool:
-        """Whether `ts` is one of the answer's messages."""
-        return ts == self.answer_ts or ts in self.parts
-
 
 def window_closes_at(answer_ts: str, window_seconds: float) -> float:
     return float(answer_ts) + window_seconds
@@ -239,7 +235,7 @@ _PHRASES = {
 }
 
 
-def describe(name: str, after_seconds: float | None) -> str:
+def describe_signal(name: str, after_seconds: float | None) -> str:
     """One signal for people: "asked again 2 min later"."""
     phrase = _PHRASES.get(name, name)
     if after_seconds is None or name == RESOLVED:

@@ -294,11 +294,6 @@ def answer_run(message: LoggedMessage, messages: Iterable[LoggedMessage]) -> lis
     return thread[start : end + 1]
 
 
-def answer_root(message: LoggedMessage, messages: Iterable[LoggedMessage]) -> LoggedMessage:
-    """The first message of the answer `message` belongs to: the answer's identity (pair.answer_ts)."""
-    return answer_run(message, messages)[0]
-
-
 def find_question(
     answer: LoggedMessage, messages: Iterable[LoggedMessage], window_seconds: float
 ) -> LoggedMessage | None:

@@ -13,8 +13,6 @@ without a keyword are not recognised; names and postal addresses are not redacte
 from __future__ import annotations
 
 import re
-from collections import Counter
-from dataclasses import dataclass, field
 
 EMAIL = "[EMAIL]"
 PHONE = "[PHONE]"
@@ -50,16 +48,6 @@ _PHONE_BRACKETS = re.compile(r"\((?<![\w(].)[0-9]{2,5}+\)(?:[ .-]?+[0-9]++)+")
 _PHONE_TRUNK = re.compile(r"0(?<![\w.+-].)[0-9]{1,4}+(?:[ .-][0-9]{2,5}+){1,4}(?![0-9]|\.[0-9])")
 _PHONE_NANP = re.compile(r"[0-9](?<![\w.+-].)[0-9]{2}([ .-])[0-9]{3}\1[0-9]{4}(?![0-9]|\.[0-9])")
 _DIGIT_RUN = re.compile(r"[0-9]++")
-
-
-@dataclass(frozen=True)
-class Redaction:
-    text: str
-    counts: Counter = field(default_factory=Counter)  # placeholder → how many were put in
-
-    @property
-    def changed(self) -> bool:
-        return bool(self.counts)
 
 
 _NOT_DIGITS = re.compile(r"[^0-9]++")
@@ -114,17 +102,13 @@ def bracketed_phone_length(candidate: str) -> int:
     return end
 
 
-def redact_text(text: str) -> Redaction:
-    """Replace PII in `text` with placeholders; counts say what was found. E-mail first (addresses may hold
-    digits), then IBANs and cards (long numbers a phone pattern might half-match), accounts, phones."""
-    counts: Counter = Counter()
+def redact(text: str) -> str:
+    """Replace PII in `text` with placeholders. E-mail first (addresses may hold digits), then IBANs and cards
+    (long numbers a phone pattern might half-match), accounts, phones."""
 
     def replace_if(check, placeholder: str):
         def replace(match: re.Match[str]) -> str:
-            if not check(match.group(0)):
-                return match.group(0)
-            counts[placeholder] += 1
-            return placeholder
+            return placeholder if check(match.group(0)) else match.group(0)
 
         return replace
 
@@ -133,7 +117,6 @@ def redact_text(text: str) -> Redaction:
         candidate = match.group(0)
         while True:
             if iban_valid(candidate):
-                counts[ACCOUNT] += 1
                 return ACCOUNT + match.group(0)[len(candidate) :]
             if " " not in candidate:
                 return match.group(0)
@@ -144,11 +127,9 @@ def redact_text(text: str) -> Redaction:
         length = bracketed_phone_length(candidate)
         if not length or not _is_phone(candidate[:length], 7, 13):
             return candidate
-        counts[PHONE] += 1
         return PHONE + candidate[length:]
 
     def replace_account(match: re.Match[str]) -> str:
-        counts[ACCOUNT] += 1
         return match.group("label") + ACCOUNT
 
     text = _EMAIL.sub(replace_if(lambda _: True, EMAIL), text)
@@ -159,11 +140,7 @@ def redact_text(text: str) -> Redaction:
     text = _PHONE_BRACKETS.sub(replace_bracketed_phone, text)
     text = _PHONE_TRUNK.sub(replace_if(lambda m: _is_phone(m, 9, 12), PHONE), text)
     text = _PHONE_NANP.sub(replace_if(lambda m: True, PHONE), text)
-    return Redaction(text, counts)
-
-
-def redact(text: str) -> str:
-    return redact_text(text).text
+    return text
 
 
 def redact_if(enabled: bool, text: str | None) -> str | None:

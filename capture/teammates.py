@@ -69,13 +69,13 @@ _STOP = words(
 _JOINS = re.compile(r"[;,]\s+|\s+but\s+", re.IGNORECASE)
 
 
-def _plain(text: str) -> str:
+def _without_markup(text: str) -> str:
     return " ".join(_MARKUP.sub(" ", text).replace("’", "'").split())
 
 
 def sentences(text: str) -> list[str]:
     """The sentences of a message, each with its closing punctuation."""
-    return [s.strip() for s in re.findall(r"[^.!?\n]+[.!?]*", _plain(text)) if s.strip(" .!?")]
+    return [s.strip() for s in re.findall(r"[^.!?\n]+[.!?]*", _without_markup(text)) if s.strip(" .!?")]
 
 
 def _asks(sentence: str) -> bool:
@@ -87,7 +87,7 @@ def is_question(text: str) -> bool:
     """The message is itself a question: its first sentence asks (ends in "?", or opens with a question word and
     is no answer: "Try X", "You can …"), or a later sentence asks something of its own words; or a second
     customer's "same here". An answer with a check-in ("Paste the URL. Does that work?") is no question."""
-    plain = _plain(text)
+    plain = _without_markup(text)
     if not plain:
         return False
     if _ME_TOO.search(plain):
@@ -100,13 +100,13 @@ def is_question(text: str) -> bool:
 
 def content_words(text: str) -> set[str]:
     """What a text is about: its words less the common ones, cut to a stem (five letters: rotate/rotating)."""
-    return {w[:5] for w in _WORD.findall(_plain(text).lower()) if len(w) > 2 and w not in _STOP}
+    return {w[:5] for w in _WORD.findall(_without_markup(text).lower()) if len(w) > 2 and w not in _STOP}
 
 
 def is_new_question(text: str, topic: str) -> bool:
     """The asker asks something new, not again: a question about none of the words of the earlier question and its
     answer (`topic`), with no follow-up cue ("and on Android?", "where is that?"). Unknown topic: never new."""
-    plain = _plain(text)
+    plain = _without_markup(text)
     if not topic.strip() or not is_question(plain) or _FOLLOW_UP.search(plain) or _ANAPHORA.search(plain):
         return False
     words = content_words(plain)

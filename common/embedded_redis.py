@@ -82,9 +82,6 @@ class EmbeddedRedis:
         """The URL Celery and relmon take as REDIS_URL (runtime turns it into unix:// for redis-py)."""
         return f"redis+socket://{self.socket_path}"
 
-    def client(self) -> redis.Redis:
-        return _client(self.socket_path)
-
     def stop(self, timeout: float = STOP_TIMEOUT_SECONDS) -> None:
         """Graceful shutdown (AOF flushed), SIGKILL only if it hangs; a reused server is left running, and so is
         the server in a forked child (there Popen.poll() sees no child of its own and answers "exited": stopping

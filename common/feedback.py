@@ -41,7 +41,7 @@ def tally(votes: Iterable[tuple[str, str]]) -> Tally:
     return Tally(right=right, wrong=len(latest) - right)
 
 
-def describe(votes: Tally) -> str:
+def describe_votes(votes: Tally) -> str:
     """One line for the alert: what people said so far."""
     if not (votes.right or votes.wrong):
         return "No feedback yet: was the judge right?"

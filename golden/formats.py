@@ -140,7 +140,7 @@ _LINE_FORMATS = {
 }
 
 
-def render(
+def render_file(
     items: Iterable[dict[str, Any]], fmt: str, cell: Callable[[Any], Any] = lambda value: value
 ) -> Iterator[str]:
     """The file's text in pieces, for any of FORMATS; `cell` writes a CSV cell (relmon.export.safe_cell)."""

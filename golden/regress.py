@@ -114,7 +114,7 @@ def wilson_interval(passed: int, total: int, z: float = 1.96) -> tuple[float, fl
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def compare(results: Iterable[ItemResult], baseline: Mapping[str, str] | None) -> None:
+def mark_changes(results: Iterable[ItemResult], baseline: Mapping[str, str] | None) -> None:
     """Mark each result against the baseline's outcomes (item key → outcome): improved (it failed, now passes),
     regressed (it passed, now fails), new (not in the baseline)."""
     if baseline is None:

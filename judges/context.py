@@ -28,7 +28,7 @@ class Turn:
     text: str
 
 
-def _one_line(turn: Turn) -> str:
+def _turn_line(turn: Turn) -> str:
     text = " ".join(turn.text.split())
     if len(text) > MAX_TURN_CHARS:
         text = text[: MAX_TURN_CHARS - 1].rstrip() + "…"
@@ -40,7 +40,7 @@ def format_turns(turns: Sequence[Turn], max_turns: int, max_chars: int = MAX_CON
     in `max_chars`. Empty when there is nothing to show (or `max_turns` is 0)."""
     if max_turns <= 0:
         return ""
-    lines = [_one_line(turn) for turn in turns if turn.text.strip()][-max_turns:]
+    lines = [_turn_line(turn) for turn in turns if turn.text.strip()][-max_turns:]
     while lines and sum(len(line) + 1 for line in lines) - 1 > max_chars:
         lines.pop(0)
     return "\n".join(lines)

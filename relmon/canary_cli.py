@@ -9,7 +9,7 @@ from store.models import CanaryRun
 from store.settings import Settings
 
 
-def run_canary(args: argparse.Namespace, settings: Settings) -> int:
+def run_canary_command(args: argparse.Namespace, settings: Settings) -> int:
     from workers import canary
 
     runtime = Runtime(settings)

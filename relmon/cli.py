@@ -217,9 +217,9 @@ def _dispatch(args: argparse.Namespace) -> int:
 
         return run_regress(args, settings)
     if args.command == "canary":
-        from relmon.canary_cli import run_canary
+        from relmon.canary_cli import run_canary_command
 
-        return run_canary(args, settings)
+        return run_canary_command(args, settings)
     if args.command == "digest":
         from relmon.digest_cli import run_digest
 

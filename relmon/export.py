@@ -16,7 +16,7 @@ from store.outcomes import signals_of
 from store.settings import Settings
 
 
-def parse_since(text: str | None) -> datetime | None:
+def parse_timestamp(text: str | None) -> datetime | None:
     """YYYY-MM-DD (midnight UTC) or a full ISO timestamp; None for no lower bound."""
     if not text:
         return None
@@ -44,7 +44,7 @@ def with_signals(session, rows: Iterable[dict[str, Any]], batch: int = 500) -> I
     yield from flush()
 
 
-def plain(row: dict[str, Any], *, csv_lists: bool = False) -> dict[str, Any]:
+def plain_row(row: dict[str, Any], *, csv_lists: bool = False) -> dict[str, Any]:
     """JSON/CSV-ready values: timestamps as ISO 8601 in UTC (SQLite returns them without a zone); in CSV, lists
     joined by ";"."""
     out = dict(row)
@@ -60,7 +60,7 @@ def plain(row: dict[str, Any], *, csv_lists: bool = False) -> dict[str, Any]:
 def write_jsonl(rows: Iterable[dict[str, Any]], out: IO[str]) -> int:
     count = 0
     for row in rows:
-        out.write(json.dumps(plain(row), ensure_ascii=False) + "\n")
+        out.write(json.dumps(plain_row(row), ensure_ascii=False) + "\n")
         count += 1
     return count
 
@@ -81,7 +81,7 @@ def write_csv(rows: Iterable[dict[str, Any]], out: IO[str]) -> int:
     writer.writeheader()
     count = 0
     for row in rows:
-        writer.writerow({key: safe_cell(value) for key, value in plain(row, csv_lists=True).items()})
+        writer.writerow({key: safe_cell(value) for key, value in plain_row(row, csv_lists=True).items()})
         count += 1
     return count
 
@@ -98,7 +98,7 @@ def open_output(path: str | None) -> Iterator[IO[str]]:
 
 def run_export(args, settings: Settings) -> int:
     try:
-        since = parse_since(getattr(args, "since", None))
+        since = parse_timestamp(getattr(args, "since", None))
     except ValueError:
         print(f"relmon export: --since must be a date such as 2025-01-31, not {args.since!r}", file=sys.stderr)
         return 2

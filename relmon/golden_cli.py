@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from capture.redact import redact
-from golden.formats import render
+from golden.formats import render_file
 from golden.importing import ImportProblem, read_any
 from relmon.export import open_output, safe_cell
 from store import golden as store
@@ -78,7 +78,7 @@ def channels_of_member(settings: Settings, user: str, channels: set[str]) -> set
     return member_of
 
 
-def run_export(args, settings: Settings) -> int:
+def run_golden_export(args, settings: Settings) -> int:
     allowed = None if args.include_private else set(args.channel or ())
     redacting = settings.redact_pii or args.redact
     with _database(settings) as database, database.session() as session:
@@ -88,7 +88,7 @@ def run_export(args, settings: Settings) -> int:
             allowed |= channels_of_member(settings, args.for_user, private)
         items = [as_plain(item, redacting=redacting) for item in store.active_items(session, allowed)]
     with open_output(args.output) as out:
-        for piece in render(items, args.format, cell=safe_cell):
+        for piece in render_file(items, args.format, cell=safe_cell):
             out.write(piece)
     private = sum(1 for item in items if item["private"])
     note = f", {private} from private channels" if private else ""
@@ -96,7 +96,7 @@ def run_export(args, settings: Settings) -> int:
     return 0
 
 
-def run_import(args, settings: Settings) -> int:
+def run_golden_import(args, settings: Settings) -> int:
     path = Path(args.file)
     try:
         if path.stat().st_size > MAX_IMPORT_BYTES:
@@ -148,5 +148,5 @@ def _cut(text: str, width: int = 60) -> str:
 
 
 def run_golden(args, settings: Settings) -> int:
-    action = {"export": run_export, "import": run_import, "list": run_list, "remove": run_remove}
+    action = {"export": run_golden_export, "import": run_golden_import, "list": run_list, "remove": run_remove}
     return action[args.golden_command](args, settings)

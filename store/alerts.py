@@ -62,7 +62,7 @@ def lock_alert_channel(session: Session, alert_channel_id: str) -> None:
     lock_channel(session, alert_channel_id, namespace="relmon-alert-channel")
 
 
-def claim(
+def claim_alert(
     session: Session, *, dedupe_key: str, kind: str, now: datetime | None = None, **columns: Any
 ) -> tuple[Alert, bool]:
     """The alert row for this key, inserted if absent with the other Alert `columns` given (status: claimed unless
@@ -111,7 +111,7 @@ def hour_counts(
     return row[0], row[1]
 
 
-def mark_posted(
+def mark_alert_posted(
     executor: Session | Connection, alert_id: int, message_ts: str | None, now: datetime | None = None
 ) -> None:
     executor.execute(
@@ -249,7 +249,7 @@ def _recent_statements() -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
-class JudgeStats:
+class ChannelJudgeStats:
     judge: str
     judged: int
     mean: float | None
@@ -258,7 +258,9 @@ class JudgeStats:
     errors: int
 
 
-def channel_stats(session: Session, channel_id: str, since: datetime, thresholds: dict[str, float]) -> list[JudgeStats]:
+def channel_judge_stats(
+    session: Session, channel_id: str, since: datetime, thresholds: dict[str, float]
+) -> list[ChannelJudgeStats]:
     """Per judge, over captured answers in a channel since `since`: how many were scored, the mean,
     how many at or below the threshold, and how many could not be judged."""
     stats = []
@@ -286,7 +288,7 @@ def channel_stats(session: Session, channel_id: str, since: datetime, thresholds
             )
         ).one()
         stats.append(
-            JudgeStats(
+            ChannelJudgeStats(
                 judge,
                 int(judged or 0),
                 float(mean) if mean is not None else None,

@@ -27,7 +27,7 @@ class DigestClaim:
     taken_over: bool = False
 
 
-def claim(
+def claim_digest(
     session: Session, period_key: str, channel_id: str | None, now: datetime, lease: timedelta
 ) -> DigestClaim | None:
     """Claim the period for this run, or None when it is sent or another run holds it."""
@@ -54,7 +54,7 @@ def status_of(session: Session, period_key: str) -> str | None:
     return session.execute(select(Digest.status).where(Digest.period_key == period_key)).scalar_one_or_none()
 
 
-def mark_posted(session: Session, digest_id: int, message_ts: str) -> None:
+def mark_digest_posted(session: Session, digest_id: int, message_ts: str) -> None:
     session.execute(update(Digest).where(Digest.id == digest_id).values(message_ts=message_ts))
 
 

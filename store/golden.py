@@ -191,7 +191,7 @@ def _occurrence(source: GoldenSource) -> Occurrence:
     )
 
 
-def forget_message(session: Session, channel_id: str, ts: str) -> int:
+def forget_sources_quoting(session: Session, channel_id: str, ts: str) -> int:
     """A message was deleted in Slack: every source quoting it goes, and an item left without sources leaves the
     set (store.golden_rules.after_deletion); one that keeps some shows the newest. Returns how many sources went."""
     quoting = or_(GoldenSource.question_ts == ts, GoldenSource.answer_ts == ts, GoldenSource.reference_ts == ts)

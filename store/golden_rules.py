@@ -62,9 +62,6 @@ class Occurrence:
     pair_id: int | None = None
     topic: str | None = None
 
-    def quotes(self, ts: str) -> bool:
-        return ts in (self.question_ts, self.answer_ts, self.reference_ts)
-
 
 def occurrence_of_pair(
     pair: dict, *, origin: str, permalink: str | None, reference_ts: str | None = None

@@ -28,7 +28,7 @@ class Histogram:
 
 
 @dataclass
-class Tokens:
+class TokenCounts:
     prompt: int = 0
     cached: int = 0
     completion: int = 0
@@ -47,7 +47,7 @@ class State:
     llm_calls: dict[str, int] = field(default_factory=dict)  # judge -> calls made (not reused verdicts)
     llm_latency: Histogram | None = None
     llm_errors: dict[str, int] = field(default_factory=dict)  # error text's first 60 characters -> judgments
-    tokens: Tokens = field(default_factory=Tokens)
+    tokens: TokenCounts = field(default_factory=TokenCounts)
     outcome_signals: dict[str, int] = field(default_factory=dict)  # signal name -> pairs
     oldest_unjudged: datetime | None = None
 

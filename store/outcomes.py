@@ -14,7 +14,7 @@ from store.db import insert_or_ignore_returning
 from store.models import OutcomeSignal, OutcomeWindow, Pair, PairStatus, as_utc, utcnow
 
 
-def open_window(
+def insert_window(
     session: Session | Connection,
     *,
     pair_id: int,
@@ -41,9 +41,9 @@ def watched_where(columns) -> ColumnElement[bool]:
     return and_(columns.source == "capture", columns.question_ts.is_not(None), columns.question_ts != "")
 
 
-def open_window_of(executor: Session | Connection, pair: Row, closes_at: datetime) -> bool:
-    """`open_window` for a pair's row (store.pairs.WATCH_COLUMNS): its thread, or the answer's own ts at top level."""
-    return open_window(
+def insert_window_of(executor: Session | Connection, pair: Row, closes_at: datetime) -> bool:
+    """`insert_window` for a pair's row (store.pairs.WATCH_COLUMNS): its thread, or the answer's own ts at top level."""
+    return insert_window(
         executor,
         pair_id=pair.id,
         channel_id=pair.channel_id,

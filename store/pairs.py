@@ -15,16 +15,11 @@ from sqlalchemy.orm import Session
 from store.db import dialect_name, insert_for
 from store.judgments import PAIR_FIELDS
 from store.models import OutcomeWindow, Pair, PairSource, PairStatus, utcnow
-from store.outcomes import is_watched, open_window_of, watched_where
+from store.outcomes import insert_window_of, is_watched, watched_where
 
 # An edit re-opens an answer while it has not been judged (nor deleted or merged away); a judged one, to be judged
 # again on its final text, while it has been re-judged fewer than RELMON_MAX_REJUDGE times.
 EDITABLE = (PairStatus.SETTLING, PairStatus.PENDING, PairStatus.NO_QUESTION, PairStatus.EMPTY)
-
-
-def may_reopen(status: str, rejudges: int, max_rejudge: int) -> bool:
-    """Whether an edit of the answer re-opens its pair (the rule the upsert's WHERE clause states in SQL)."""
-    return status in EDITABLE or (status == PairStatus.JUDGED and rejudges < max_rejudge)
 
 
 @dataclass(frozen=True)
@@ -86,8 +81,8 @@ def upsert_captured(
     max_rejudge: int = 0,
 ) -> Captured:
     """Create the pair for an answer (status settling, version 1) or, on an edit, replace its text,
-    bump its version and put it back to settling — unless it is past editing (`may_reopen`): a judged answer
-    is re-opened at most `max_rejudge` times."""
+    bump its version and put it back to settling — unless it is past editing (not in EDITABLE): a judged
+    answer is re-opened at most `max_rejudge` times."""
     values = {
         "team_id": team_id,
         "channel_id": channel_id,
@@ -252,7 +247,7 @@ def settle(
         return session.execute(_settle_opening_window_statement(answer_text is not None), parameters).first()
     settled = session.execute(_settle_statement(answer_text is not None), parameters).first()
     if opens and settled is not None and is_watched(settled):
-        open_window_of(session, settled, window_closes_at)
+        insert_window_of(session, settled, window_closes_at)
     return settled
 
 

@@ -41,7 +41,7 @@ def stored_checks(session: Session, run_id: int) -> dict[tuple[str, str], tuple[
     return {(key, check): (charged, verdict) for key, check, charged, verdict in rows}
 
 
-def charge(session: Session, run_id: int, item_key: str, check: str, day: date, budget: int) -> bool:
+def charge_check(session: Session, run_id: int, item_key: str, check: str, day: date, budget: int) -> bool:
     """Pay one unit of the daily budget for a check, once: False when the budget is spent."""
     if not claim_llm_call(session, day, budget):
         return False
@@ -58,7 +58,7 @@ def store_verdict(session: Session, run_id: int, item_key: str, check: str, verd
     )
 
 
-def finish(session: Session, run_id: int, *, passed: int, pass_rate: float, report: dict[str, Any]) -> None:
+def finish_run(session: Session, run_id: int, *, passed: int, pass_rate: float, report: dict[str, Any]) -> None:
     session.execute(
         update(RegressRun)
         .where(RegressRun.id == run_id)

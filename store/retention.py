@@ -42,7 +42,7 @@ def mark_retired(session: Session, alert_id: int) -> None:
     session.execute(update(Alert).where(Alert.id == alert_id).values(status=alert_store.STATUS_RETIRED))
 
 
-def forget_response_urls(session: Session, before: datetime) -> int:
+def blank_response_urls(session: Session, before: datetime) -> int:
     """A response_url is a credential to post for 30 minutes: blank it on every pair created before `before`."""
     result = session.execute(
         update(Pair).where(Pair.response_url.is_not(None), Pair.created_at < before).values(response_url=None)

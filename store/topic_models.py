@@ -98,7 +98,7 @@ class TopicPeriod(Base):
 
 
 class PairTopic(Base):
-    """The topic a pair's question fell in at the latest stored run (`topics.service.topic_of`)."""
+    """The topic a pair's question fell in at the latest stored run (read by `store.golden.topics_of_pairs`)."""
 
     __tablename__ = "pair_topics"
 

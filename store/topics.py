@@ -162,16 +162,6 @@ def example_texts(session: Session, pair_ids: Sequence[int]) -> dict[int, tuple[
     return found
 
 
-def topic_of(session: Session, pair_id: int) -> tuple[str, str] | None:
-    """(key, name) of the topic a pair's question fell in at the latest stored run; None if in none."""
-    row = session.execute(
-        select(TopicRecord.key, TopicRecord.name)
-        .join(PairTopic, PairTopic.topic_key == TopicRecord.key)
-        .where(PairTopic.pair_id == pair_id)
-    ).first()
-    return (row.key, row.name) if row else None
-
-
 def histories(session: Session, keys: Iterable[str]) -> dict[str, list[dict]]:
     """Each topic's figures in the stored runs (the weekly digests', the daily ones), oldest first."""
     keys = sorted(set(keys))

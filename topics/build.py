@@ -14,7 +14,7 @@ from datetime import datetime
 import numpy as np
 
 from topics.clustering import MAX_OUTLIER_SHARE, MIN_TOPIC_SIZE, SAMPLE, assign, cluster, unit_rows
-from topics.figures import Change, Figures, change, figures_of, rank_key
+from topics.figures import Figures, figures_of, rank_key
 from topics.gaps import Gap, gaps_of
 from topics.matching import match
 from topics.questions import Question
@@ -46,10 +46,6 @@ class Topic:
     gaps: tuple[Gap, ...] = ()
     named_by: str = "history"  # history (an earlier run's name) | llm | keywords
     centroid: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float32), repr=False, compare=False)
-
-    @property
-    def change(self) -> Change | None:
-        return change(self.figures, self.previous)
 
     @property
     def channels(self) -> frozenset[str]:

@@ -63,28 +63,6 @@ def figures_of(questions: Iterable[Question]) -> Figures:
     return Figures(count, failed, resolved, decided, total, scored, ordered)
 
 
-@dataclass(frozen=True)
-class Change:
-    """This period against the one before: in questions, failed questions, and rate points."""
-
-    questions: int
-    failed: int
-    resolution_points: float | None  # percentage points; None when either period has no decided outcome
-    relevancy: float | None
-
-
-def change(current: Figures, previous: Figures | None) -> Change | None:
-    if previous is None:
-        return None
-    points = None
-    if current.resolution_rate is not None and previous.resolution_rate is not None:
-        points = (current.resolution_rate - previous.resolution_rate) * 100
-    relevancy = None
-    if current.mean_relevancy is not None and previous.mean_relevancy is not None:
-        relevancy = current.mean_relevancy - previous.mean_relevancy
-    return Change(current.questions - previous.questions, current.failed - previous.failed, points, relevancy)
-
-
 def rank_key(figures: Figures) -> tuple:
     """What fixing a topic is worth: its failed questions first, then its failure rate, then its size."""
     return (-figures.failed, -(figures.failure_rate or 0.0), -figures.questions)

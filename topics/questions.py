@@ -27,7 +27,7 @@ _NOT_CONFIRMED = frozenset({ConfirmationStatus.DISPUTED, ConfirmationStatus.UNCO
 
 
 @dataclass(frozen=True)
-class Verdict:
+class CurrentJudgment:
     """One current judgment of the question's answer, as far as topics care."""
 
     judge: str
@@ -61,7 +61,7 @@ class Question:
 
 
 def failure_reasons(
-    verdicts: Collection[Verdict], signals: Collection[str], thresholds: Mapping[str, float]
+    verdicts: Collection[CurrentJudgment], signals: Collection[str], thresholds: Mapping[str, float]
 ) -> tuple[str, ...]:
     """Why a question counts as failed (empty: it did not). `thresholds`: each judge's alert threshold in its
     channel (a score at or below it is low)."""

@@ -32,7 +32,7 @@ from topics import local_embeddings
 from topics.build import KnownTopic, Topic, TopicsReport, build_topics, named
 from topics.embeddings import BATCH, EmbeddingClient, EmbeddingsUnavailable, from_bytes, text_sha, to_bytes
 from topics.naming import keyword_names, naming_messages, parse_name
-from topics.questions import Question, Verdict, failure_reasons, resolution
+from topics.questions import CurrentJudgment, Question, failure_reasons, resolution
 
 log = logging.getLogger("relmon.topics")
 
@@ -84,7 +84,7 @@ def question_of(row: PairRow, text: rows.QuestionText, thresholds: dict[str, flo
     """A stored pair as a topics question (None: not a question of the bot's traffic)."""
     if row.source not in QUESTION_SOURCES or row.status in _NOT_QUESTIONS or not (text.question or "").strip():
         return None
-    verdicts = [Verdict(j.judge, j.status, j.score, j.confirmation_status) for j in row.judgments]
+    verdicts = [CurrentJudgment(j.judge, j.status, j.score, j.confirmation_status) for j in row.judgments]
     failures = failure_reasons(verdicts, row.signals, thresholds)
     relevancy = next((j.score for j in row.judgments if j.judge == RELEVANCY and j.status == "ok"), None)
     teammate = text.reference if HUMAN_TAKEOVER in row.signals and failures else None
@@ -373,10 +373,3 @@ def period_records(report: TopicsReport) -> list[dict]:
         }
         for rank, t in enumerate(report.topics, start=1)
     ]
-
-
-def topic_of(db: Database, pair_id: int) -> str | None:
-    """The name of the topic a pair's question fell in at the latest stored run, or None (for the golden set)."""
-    with db.reading() as session:
-        found = rows.topic_of(session, pair_id)
-    return found[1] if found else None

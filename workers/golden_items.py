@@ -98,7 +98,7 @@ def save_from_modal_in(
     return {"outcome": "saved", "item_id": item_id}
 
 
-def confirm(runtime: Runtime, channel_id: str | None, user: str, outcome: dict) -> None:
+def acknowledge_save(runtime: Runtime, channel_id: str | None, user: str, outcome: dict) -> None:
     """Tell the person who saved the modal what became of it, privately where the alert is."""
     text = saved_text(str(outcome["outcome"]), outcome.get("item_id"))
     if not channel_id or text is None:

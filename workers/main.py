@@ -60,7 +60,7 @@ def import_task_modules() -> list[str]:
     return list(TASK_MODULES)
 
 
-def prepare(settings: Settings, component: str, *, niceness: int = 0) -> Runtime:
+def prepare_celery_process(settings: Settings, component: str, *, niceness: int = 0) -> Runtime:
     """What the worker and beat add to the shared start-up: the task modules and the process's runtime.
     `niceness` (the worker's) is added once the embedded Redis (which serves the bot too) is up, and before any
     thread starts: on Linux a thread keeps the niceness it was created with, so os.nice after the metrics
@@ -107,7 +107,7 @@ def run_worker(settings: Settings) -> int:
     if missing:
         print(missing, file=sys.stderr)
         return 2
-    prepare(settings, "worker", niceness=settings.worker_niceness)
+    prepare_celery_process(settings, "worker", niceness=settings.worker_niceness)
     quiet_per_task_logs(settings)  # before the Worker exists: Celery caches "is INFO on?" at start-up
     _json_only_celery_output()
     queues = [celery_app.QUEUE_JUDGE, celery_app.QUEUE_SLACK]
@@ -139,7 +139,7 @@ def run_worker(settings: Settings) -> int:
 def run_beat(settings: Settings) -> int:
     """The scheduler. Run exactly one; its state file lives in the data folder. It needs neither Slack nor the
     LLM: it only enqueues tasks (the digest is built and posted by a worker), so no setting is required here."""
-    prepare(settings, "beat")
+    prepare_celery_process(settings, "beat")
     app = celery_app.celery
     app.conf.beat_schedule = beat_schedule(settings)
     settings.data_dir.mkdir(parents=True, exist_ok=True)

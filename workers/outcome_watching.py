@@ -92,7 +92,7 @@ def open_window(
             if pair is None or not store.is_watched(pair):
                 return False
             closes = window_closes_at(pair.answer_ts, window_seconds)
-            store.open_window_of(connection, pair, datetime.fromtimestamp(closes, UTC))
+            store.insert_window_of(connection, pair, datetime.fromtimestamp(closes, UTC))
     elif not store.is_watched(pair):
         return False
     return _watch(runtime, pair, run, window_seconds)

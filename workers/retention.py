@@ -54,4 +54,4 @@ def retire_posts(runtime: Runtime, before: datetime, *, batch_size: int = 200) -
 
 def forget_response_urls(runtime: Runtime, now: datetime) -> int:
     with runtime.db.session() as session:
-        return retention.forget_response_urls(session, now - RESPONSE_URL_LIFE)
+        return retention.blank_response_urls(session, now - RESPONSE_URL_LIFE)

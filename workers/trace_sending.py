@@ -27,7 +27,7 @@ from workers.phoenix_annotations import upsert_annotations
 from workers.trace_answers import REFUSED, TIMEOUT_SECONDS, SendAgain
 from workers.traces import (
     BadTraceId,
-    Verdict,
+    TracedJudgment,
     checked_span_id,
     checked_trace_id,
     evaluation_events,
@@ -52,7 +52,7 @@ LANGFUSE, OTLP, PHOENIX = "langfuse", "otlp", "phoenix"
 class Subject:
     """What is sent (a judgment's verdict, or one outcome signal of a pair) and the answer whose trace gets it."""
 
-    verdict: Verdict | None  # None for an outcome signal
+    verdict: TracedJudgment | None  # None for an outcome signal
     channel: str
     answer_ts: str
     thread_ts: str | None = None
@@ -77,7 +77,7 @@ def load_subject(runtime: Runtime, judgment_id: int) -> Subject | None:
     if row is None:
         return None
     judgment, channel, answer_ts, thread_ts = row
-    verdict = Verdict(
+    verdict = TracedJudgment(
         judgment.id,
         judgment.judge,
         judgment.status,

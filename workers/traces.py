@@ -54,7 +54,7 @@ def checked_span_id(value: str) -> str:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class TracedJudgment:
     """What is sent of one judgment: IDs, the judge's name, its score and the second opinion's outcome."""
 
     judgment_id: int
@@ -76,7 +76,7 @@ def signal_key(pair_id: int, signal: str) -> str:
     return f"relmon-pair-{pair_id}-{signal}"
 
 
-def langfuse_scores(verdict: Verdict, trace_id: str) -> list[dict]:
+def langfuse_scores(verdict: TracedJudgment, trace_id: str) -> list[dict]:
     """Langfuse score bodies (POST /api/public/scores). Each `id` is derived from the judgment, so a resend
     updates the same score (Langfuse upserts by id) instead of adding one."""
     scores = []
@@ -118,7 +118,7 @@ def outcome_score(pair_id: int, signal: str, trace_id: str) -> dict:
     }
 
 
-def phoenix_annotations(verdict: Verdict, span_id: str) -> list[dict]:
+def phoenix_annotations(verdict: TracedJudgment, span_id: str) -> list[dict]:
     """Phoenix span annotation bodies (POST /v1/span_annotations). Phoenix upserts by (name, span_id, identifier),
     and each identifier is derived from the judgment, as Langfuse's score ids are: a resend updates, never adds."""
     annotations = []
@@ -151,7 +151,7 @@ def outcome_annotation(pair_id: int, signal: str, span_id: str) -> dict:
 EVALUATION_EVENT = "gen_ai.evaluation.result"  # OpenTelemetry's GenAI semantic conventions
 
 
-def evaluation_events(verdict: Verdict) -> list[dict]:
+def evaluation_events(verdict: TracedJudgment) -> list[dict]:
     """The attributes of `gen_ai.evaluation.result` events: the verdict, and the second opinion as its own."""
     events = []
     if verdict.status == "ok" and verdict.normalized_score is not None:

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from common.feedback import ACTION_RIGHT, ACTION_WRONG, Tally, describe
+from common.feedback import ACTION_RIGHT, ACTION_WRONG, Tally, describe_votes
 from common.messages.blocks import (
     MAX_BLOCKS,
     MAX_MESSAGE_TEXT,
@@ -84,7 +84,7 @@ class LowScoreAlert(ScoredJudgment):
     stream_errored: bool = False  # the bot's stream ended in an error: judged on what was shown
     context: str | None = None  # the conversation's earlier turns the judge read (judges.context.format_turns)
     revision: Revision | None = None  # the answer was edited after this judgment: the newer verdict
-    signals: tuple[str, ...] = ()  # what the conversation did next, described (capture.outcomes.describe)
+    signals: tuple[str, ...] = ()  # what the conversation did next, described (capture.outcomes.describe_signal)
     forgotten: str | None = None  # what was deleted in Slack since (question, answer, message, edit): its words gone
 
 
@@ -185,7 +185,7 @@ def alert_blocks(alert: LowScoreAlert, title: str) -> list[dict]:
     if happened is not None:
         blocks.append(happened)
     blocks.append(feedback_buttons(alert.judgment_id, alert.permalink))
-    blocks.append(context(describe(alert.votes)))
+    blocks.append(context(describe_votes(alert.votes)))
     return blocks
 
 

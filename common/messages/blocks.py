@@ -53,6 +53,11 @@ def shorten(text: str, limit: int) -> str:
     return text[: max(limit - 1, 0)].rstrip() + ELLIPSIS
 
 
+def one_line(text: str, limit: int) -> str:
+    """On one line (whitespace runs become one space), then `shorten`ed."""
+    return shorten(" ".join(text.split()), limit)
+
+
 def quote(text: str) -> str:
     """Escaped and shown as a block quote, line by line."""
     lines = escape(text.strip()).splitlines() or [""]

@@ -71,11 +71,6 @@ def channel_ref(channel_id: str | None, *, slack: bool = True) -> str:
     return f"<#{channel_id}>" if slack else f"#{channel_id}"
 
 
-def shorten(text: str, limit: int = QUOTE_CHARS) -> str:
-    """On one line (whitespace runs become one space), then cut as every Block Kit text is."""
-    return block_kit.shorten(" ".join(text.split()), limit)
-
-
 def money(usd: float) -> str:
     return f"${usd:.2f}" if usd >= 0.01 or usd == 0 else f"${usd:.4f}"
 
@@ -154,7 +149,7 @@ def _worst_line(worst: WorstAnswer, links: Links, quotes: Quotes, *, slack: bool
     lines = [head]
     for label, text in (("Q", question), ("A", answer)):
         if text:
-            body = shorten(text)
+            body = block_kit.one_line(text, QUOTE_CHARS)
             lines.append(f">_{label}:_ {escape(body)}" if slack else f"    {label}: {body}")
     return "\n".join(lines)
 

@@ -6,17 +6,13 @@ the examples that may be quoted)."""
 from __future__ import annotations
 
 from common.messages import blocks as block_kit
-from common.messages.blocks import escape, pct
+from common.messages.blocks import escape, one_line, pct
 from common.reports.topics import TOP_TOPICS, GapLine, TopicLine, TopicsView
 
 HEADING = "What to fix first"
 EXAMPLE_CHARS = 160
 ANSWER_CHARS = 200
 WITHHELD = "example from a private channel: not quoted here"
-
-
-def _one_line(text: str, limit: int) -> str:
-    return block_kit.shorten(" ".join(text.split()), limit)
 
 
 def figures_text(line: TopicLine) -> str:
@@ -53,7 +49,7 @@ def cost_text(view: TopicsView) -> str | None:
 def _topic_mrkdwn(rank: int, line: TopicLine) -> str:
     text = f"{rank}. *{escape(line.name)}*: {figures_text(line)}"
     if line.example:
-        text += f"\n>_e.g._ {escape(_one_line(line.example, EXAMPLE_CHARS))}"
+        text += f"\n>_e.g._ {escape(one_line(line.example, EXAMPLE_CHARS))}"
     elif line.example_withheld:
         text += f"\n>_({WITHHELD})_"
     return text
@@ -61,9 +57,9 @@ def _topic_mrkdwn(rank: int, line: TopicLine) -> str:
 
 def _gap_mrkdwn(gap: GapLine) -> str:
     asked = "asked once" if gap.asked == 1 else f"asked {gap.asked} times"
-    text = f"• _{escape(_one_line(gap.question, EXAMPLE_CHARS))}_ ({escape(gap.topic)}, {asked})"
+    text = f"• _{escape(one_line(gap.question, EXAMPLE_CHARS))}_ ({escape(gap.topic)}, {asked})"
     if gap.answer:
-        text += f"\n>a teammate answered: {escape(_one_line(gap.answer, ANSWER_CHARS))}"
+        text += f"\n>a teammate answered: {escape(one_line(gap.answer, ANSWER_CHARS))}"
     else:
         text += "\n>no document answers it"
     return text
@@ -108,12 +104,12 @@ def topics_text(view: TopicsView) -> str:
     for rank, line in enumerate(view.topics, start=1):
         out.append(f"{rank}. {line.name}: {figures_text(line)}")
         if line.example:
-            out.append(f"   e.g. {_one_line(line.example, EXAMPLE_CHARS)}")
+            out.append(f"   e.g. {one_line(line.example, EXAMPLE_CHARS)}")
     if view.gaps:
         out += ["", "Knowledge gaps:"]
         for gap in view.gaps:
-            answer = _one_line(gap.answer, ANSWER_CHARS) if gap.answer else "(no document answers it)"
-            out.append(f"- {_one_line(gap.question, EXAMPLE_CHARS)} [{gap.topic}, asked {gap.asked}×] → {answer}")
+            answer = one_line(gap.answer, ANSWER_CHARS) if gap.answer else "(no document answers it)"
+            out.append(f"- {one_line(gap.question, EXAMPLE_CHARS)} [{gap.topic}, asked {gap.asked}×] → {answer}")
     cost = cost_text(view)
     if cost:
         out.append(cost)

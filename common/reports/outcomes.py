@@ -59,10 +59,6 @@ class OutcomeStats:
         return getattr(self, name) / self.closed if self.closed else None
 
     @property
-    def resolution_rate(self) -> float | None:
-        return self.rate("resolved")
-
-    @property
     def teammate_correct_rate(self) -> float | None:
         """Share of correctness verdicts at the top score, on answers with a teammate's reference."""
         return self.teammate_correct / self.teammate_judged if self.teammate_judged else None
@@ -82,7 +78,7 @@ class OutcomeChange:
     negative: int | None = None
 
 
-def compare(current: OutcomeStats, previous: OutcomeStats) -> OutcomeChange:
+def outcome_change(current: OutcomeStats, previous: OutcomeStats) -> OutcomeChange:
     if not current.closed or not previous.closed:
         return OutcomeChange()
     return OutcomeChange(
@@ -119,8 +115,8 @@ class OutcomeReport:
 
     def change(self, channel_id: str | None) -> OutcomeChange:
         if channel_id is None:
-            return compare(self.overall, self.previous_overall)
-        return compare(self.of(channel_id), self.previous_channels.get(channel_id, OutcomeStats(channel_id)))
+            return outcome_change(self.overall, self.previous_overall)
+        return outcome_change(self.of(channel_id), self.previous_channels.get(channel_id, OutcomeStats(channel_id)))
 
     @property
     def any_closed(self) -> bool:

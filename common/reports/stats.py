@@ -131,7 +131,7 @@ class Report:
         if not self.trust.comparable(judge):
             return Change(mean=None, share_low=None)
         previous = self.previous_overall if stats.channel_id is None else self.previous_channels.get(stats.channel_id)
-        return compare(stats.judge(judge), previous.judge(judge) if previous else None)
+        return judge_change(stats.judge(judge), previous.judge(judge) if previous else None)
 
     @property
     def empty(self) -> bool:
@@ -289,23 +289,7 @@ class ChannelTally:
         )
 
 
-def channel_stats(
-    channel_id: str | None,
-    rows: Iterable[PairRow],
-    thresholds_for: ThresholdsFor,
-    prices: Prices,
-    *,
-    judges: Sequence[str] | None = None,
-    worst: int = 3,
-) -> ChannelStats:
-    """Figures for one channel (or, with channel_id None, for all the rows given)."""
-    tally = ChannelTally(thresholds_for, prices, worst)
-    for row in rows:
-        tally.add(row)
-    return tally.stats(channel_id, judges)
-
-
-def compare(current: JudgeStats | None, previous: JudgeStats | None) -> Change:
+def judge_change(current: JudgeStats | None, previous: JudgeStats | None) -> Change:
     if current is None or previous is None:
         return Change(mean=None, share_low=None)
     mean = current.mean - previous.mean if current.mean is not None and previous.mean is not None else None

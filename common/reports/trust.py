@@ -95,20 +95,13 @@ class Suggestion:
     votes: int
 
 
-def suggest_threshold(
-    pairs: Sequence[tuple[float, bool]], current: float, lowest: int, *, min_votes: int = MIN_VOTES_FOR_SUGGESTION
-) -> tuple[float, float, float] | None:
-    """From (score, agreed) of voted alerts: the stricter threshold whose alerts would have been more precise
-    while still catching every answer people marked bad, as (threshold, its precision, today's precision); None
-    with fewer than `min_votes` votes or when no threshold does better. Only stricter thresholds can be judged:
-    nobody voted on the answers a laxer one would have added."""
-    return suggest_from_counts(Counter(pairs), current, lowest, min_votes=min_votes)
-
-
 def suggest_from_counts(
     counts: Mapping[tuple[float, bool], int], current: float, lowest: int, *, min_votes: int = MIN_VOTES_FOR_SUGGESTION
 ) -> tuple[float, float, float] | None:
-    """`suggest_threshold` from how many votes each (score, agreed) had."""
+    """From how many voted alerts each (score, agreed) had: the stricter threshold whose alerts would have been
+    more precise while still catching every answer people marked bad, as (threshold, its precision, today's
+    precision); None with fewer than `min_votes` votes or when no threshold does better. Only stricter thresholds
+    can be judged: nobody voted on the answers a laxer one would have added."""
     if sum(counts.values()) < min_votes:
         return None
 

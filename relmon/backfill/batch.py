@@ -17,7 +17,7 @@ import openai
 from common.runtime import Runtime
 from judges import LLMClient, get_judge
 from judges.client import LLMRequestError
-from relmon.backfill.judging import Plan, finish, judge_online, plan
+from relmon.backfill.judging import Plan, finish_plan, judge_online, plan
 from workers.judging.rules import verdict_values
 
 log = logging.getLogger("relmon.backfill")
@@ -93,7 +93,7 @@ class BatchRun:
                     break
                 rows.append(verdict_values(verdict, pair_id=pair_id, cache_key=key) | {"batch": True})
             if len(rows) == len(planned.calls):
-                self.on_judged(finish(runtime, planned, rows))
+                self.on_judged(finish_plan(runtime, planned, rows))
             else:
                 left[pair_id] = planned
         return left
@@ -105,7 +105,7 @@ class BatchRun:
             if planned.outcome:
                 self.on_judged(planned.outcome)
             elif not planned.calls:
-                self.on_judged(finish(runtime, planned, []))
+                self.on_judged(finish_plan(runtime, planned, []))
             else:
                 plans[pair_id] = planned
         for attempt in range(BATCH_ATTEMPTS):

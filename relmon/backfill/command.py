@@ -26,7 +26,7 @@ from capture.pairing import Identity, channel_ignore_reason
 from capture.redact import redact_if
 from common.runtime import Runtime, set_runtime
 from relmon.backfill.progress import Counters, Progress
-from relmon.backfill.report import backfill_period, estimate, estimate_text, post_report, print_report
+from relmon.backfill.report import backfill_period, estimate, estimate_text, post_report, print_backfill_report
 from store import backfill as rows
 from store.models import Judgment, Pair
 from store.settings import Settings
@@ -166,10 +166,10 @@ def watched(runtime: Runtime, wanted: list[str] | None) -> list[str]:
 def _flags(runtime: Runtime, channel: str) -> dict[str, bool]:
     """A channel's privacy as the live capture stores it: a channel Slack cannot describe is private, and one
     shared with another workspace or organisation is kept in as a private one is."""
-    return stored_flags(look_up_flags(runtime.slack, channel)[0])
+    return flag_columns(look_up_flags(runtime.slack, channel)[0])
 
 
-def stored_flags(flags: ChannelFlags) -> dict[str, bool]:
+def flag_columns(flags: ChannelFlags) -> dict[str, bool]:
     return {"channel_is_private": flags.restricted, "channel_is_ext_shared": flags.ext_shared}
 
 
@@ -277,7 +277,7 @@ def run_import(args, settings: Settings, *, now: datetime | None = None) -> int:
         def read(channel_id: str) -> None:
             channel = mapped[channel_id]
             pairer = HistoryPairer(settings.toplevel_window_seconds, names.get)
-            flags = stored_flags(channel.flags)
+            flags = flag_columns(channel.flags)
             for root, replies in newest_first_threads(counted(export.days(channel), run.counters)):
                 thread = [read_message(m, settings.monitored_bots, Identity()) for m in (root, *replies)]
                 if logged := [m for m in thread if m]:
@@ -345,7 +345,7 @@ def _report(run: Run, since: datetime) -> int:
         sys.stdout.write(estimate_text(run.counters, runtime, batch=run.args.batch))
         return 0
     period = backfill_period(since, run.now, runtime.settings.digest_timezone, run.source)
-    print_report(runtime, period)
+    print_backfill_report(runtime, period)
     if getattr(run.args, "post", False):
         print(post_report(runtime, period, run.now), file=sys.stderr)
     return 0

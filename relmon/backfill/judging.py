@@ -61,7 +61,7 @@ def plan(runtime: Runtime, pair_id: int) -> Plan:
     return result
 
 
-def finish(runtime: Runtime, plan_: Plan, rows: list[dict[str, Any]]) -> str:
+def finish_plan(runtime: Runtime, plan_: Plan, rows: list[dict[str, Any]]) -> str:
     """Store the rows; the pair is judged once every judge in force has one."""
     store_judgments(runtime.db.engine, plan_.pair, [*plan_.ready, *rows], mark_judged=True)
     return JUDGED
@@ -81,4 +81,4 @@ def judge_online(runtime: Runtime, pair_id: int, llm) -> str:
             store_judgments(runtime.db.engine, pair, [*planned.ready, *rows], mark_judged=False)
             return LEFT
         rows.append(verdict_values(verdict, pair_id=pair_id, cache_key=key))
-    return finish(runtime, planned, rows)
+    return finish_plan(runtime, planned, rows)

@@ -29,7 +29,7 @@ def backfill_period(since: datetime, now: datetime, timezone: str, source: str) 
     )
 
 
-def print_report(runtime: Runtime, period: Period) -> None:
+def print_backfill_report(runtime: Runtime, period: Period) -> None:
     from common.messages.digest import digest_text
     from common.reports.figures import load_report, prices_for
     from workers.digest.delivery import quotes_for

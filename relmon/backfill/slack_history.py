@@ -30,7 +30,6 @@ class TokenBucket:
         self.tokens = float(burst)
         self.clock, self.sleep = clock, sleep
         self.stamp = clock()
-        self.calls = 0
         self._lock = threading.Lock()
 
     def take(self) -> float:
@@ -43,7 +42,6 @@ class TokenBucket:
                 self.stamp = now
                 if self.tokens >= 1.0:
                     self.tokens -= 1.0
-                    self.calls += 1
                     return waited
                 pause = (1.0 - self.tokens) / self.per_second
                 self.sleep(pause)
@@ -56,10 +54,6 @@ class HistoryReader:
     def __init__(self, slack: WebClient, calls_per_minute: float) -> None:
         self.slack = slack
         self.buckets = {method: TokenBucket(calls_per_minute) for method in METHODS}
-
-    @property
-    def calls(self) -> int:
-        return sum(bucket.calls for bucket in self.buckets.values())
 
     def history(self, channel: str, oldest: str, latest: str) -> Iterator[list[dict[str, Any]]]:
         """The channel's top-level messages in [oldest, latest], newest first, one page at a time."""

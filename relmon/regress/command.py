@@ -18,11 +18,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from capture.redact import redact_if
 from golden.candidates import Candidate, CandidatesProblem, read_candidates
-from golden.regress import CHECKS, compare, exit_status, item_result, summarize
+from golden.regress import CHECKS, exit_status, item_result, mark_changes, summarize
 from judges import get_judge
 from judges.names import JUDGE_NAMES
-from relmon.regress.judging import Check, Judging, StopRun, checks_of
-from relmon.regress.report import junit_xml, print_report, report_json
+from relmon.regress.judging import ItemCheck, Judging, StopRun, checks_of
+from relmon.regress.report import junit_xml, print_regress_report, report_json
 from store import golden as golden_store
 from store import regress_runs
 from store.db import Database
@@ -113,7 +113,7 @@ def _judge_and_report(args, settings, database, path, candidates, items) -> int:
         done = sum(1 for _charged, verdict in stored.values() if verdict is not None)
         what = "resuming" if run.finished_at is None else "the same answers as"
         print(f"relmon regress: {what} run {run_id} ({done} of {4 * len(candidates)} checks kept)", file=sys.stderr)
-    every: list[Check] = []
+    every: list[ItemCheck] = []
     for candidate in candidates:
         item = items[candidate.item_id]
         every += checks_of(str(item.id), item.question, item.context, candidate.answer, item.expected)
@@ -137,15 +137,15 @@ def _judge_and_report(args, settings, database, path, candidates, items) -> int:
         verdicts = {name: stored[(key, name)][1] or {} for name in CHECKS}
         results.append(item_result(key, verdicts, relevancy_threshold=settings.threshold))
     baseline, baseline_run = _baseline(database, args.baseline, run_id)
-    compare(results, baseline)
+    mark_changes(results, baseline)
     summary = summarize(results)
     # The reports quote the questions: redacted like every export when RELMON_REDACT_PII is on (imported ones too).
     questions = {str(c.item_id): redact_if(settings.redact_pii, items[c.item_id].question) or "" for c in candidates}
     report = report_json(results, summary, questions, run_id=run_id, source=path.name, model=settings.judge_model,
                          baseline_run=baseline_run, min_pass=args.min_pass)  # fmt: skip
     with database.session() as session:
-        regress_runs.finish(session, run_id, passed=summary.passed, pass_rate=summary.pass_rate, report=report)
-    print_report(Console(), results, summary, questions)
+        regress_runs.finish_run(session, run_id, passed=summary.passed, pass_rate=summary.pass_rate, report=report)
+    print_regress_report(Console(), results, summary, questions)
     if args.json:
         Path(args.json).write_text(json.dumps(report, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
     if args.junit:

@@ -30,7 +30,7 @@ class StopRun(Exception):
 
 
 @dataclass(frozen=True)
-class Check:
+class ItemCheck:
     item_key: str
     name: str  # golden.regress.CHECKS
     texts: tuple[str, str, str | None]  # (question with earlier turns, answer, reference) as the judge reads them
@@ -40,13 +40,13 @@ class Check:
         return f"{self.item_key}:{self.name}"
 
 
-def checks_of(item_key: str, question: str, context: str | None, answer: str, expected: str | None) -> list[Check]:
+def checks_of(item_key: str, question: str, context: str | None, answer: str, expected: str | None) -> list[ItemCheck]:
     from golden.regress import CHECKS
 
     checks = []
     for name in CHECKS:
         q, a, reference = check_texts(name, question, answer, expected)
-        checks.append(Check(item_key, name, JudgeInput.of(q, a, reference, context).texts))
+        checks.append(ItemCheck(item_key, name, JudgeInput.of(q, a, reference, context).texts))
     return checks
 
 
@@ -67,11 +67,13 @@ class Judging:
     on_done: Callable[[int], None] = lambda _count: None
     say: Callable[[str], None] = lambda text: print(text, file=sys.stderr)
 
-    def _charge(self, check: Check, charged: bool) -> None:
+    def _charge(self, check: ItemCheck, charged: bool) -> None:
         if charged:
             return  # paid by the run that stopped: a resumed check costs nothing more
         with self.database.session() as session:
-            paid = regress_runs.charge(session, self.run_id, check.item_key, check.name, budget_day(), self.budget)
+            paid = regress_runs.charge_check(
+                session, self.run_id, check.item_key, check.name, budget_day(), self.budget
+            )
         if not paid:
             raise StopRun(
                 f"the daily budget of {self.budget:,} judgments is spent (RELMON_DAILY_BUDGET): the checks judged so "
@@ -79,19 +81,19 @@ class Judging:
                 3,
             )
 
-    def _store(self, check: Check, verdict: dict[str, Any]) -> None:
+    def _store(self, check: ItemCheck, verdict: dict[str, Any]) -> None:
         with self.database.session() as session:
             regress_runs.store_verdict(session, self.run_id, check.item_key, check.name, verdict)
         self.on_done(1)
 
-    def _evaluate(self, check: Check) -> dict[str, Any]:
+    def _evaluate(self, check: ItemCheck) -> dict[str, Any]:
         judge = get_judge(JUDGE_OF_CHECK[check.name])
         return verdict_dict(judge.evaluate(self.llm, *check.texts))
 
-    def online(self, todo: list[tuple[Check, bool]]) -> None:
+    def online(self, todo: list[tuple[ItemCheck, bool]]) -> None:
         """Judge these checks (and whether each is paid already), `threads` at a time."""
         pending = iter(todo)
-        running: dict[Future, Check] = {}
+        running: dict[Future, ItemCheck] = {}
         outage: TransientLLMError | None = None
         spent: StopRun | None = None
         with ThreadPoolExecutor(max_workers=max(1, self.threads), thread_name_prefix="regress") as pool:
@@ -125,7 +127,7 @@ class Judging:
                 1,
             )
 
-    def batch(self, todo: list[tuple[Check, bool]], poll_seconds: float) -> None:
+    def batch(self, todo: list[tuple[ItemCheck, bool]], poll_seconds: float) -> None:
         """Judge through the Batch API at half price; what it does not answer (or an endpoint without one) online."""
         from relmon.backfill.batch import BatchRun, NoBatchApi
 

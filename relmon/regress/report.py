@@ -74,7 +74,9 @@ def report_json(
     }
 
 
-def print_report(console: Console, results: Sequence[ItemResult], summary: Summary, questions: dict[str, str]) -> None:
+def print_regress_report(
+    console: Console, results: Sequence[ItemResult], summary: Summary, questions: dict[str, str]
+) -> None:
     caption = "relevancy 0–4 · correctness 0–2 · grounded 1–5, the candidate first as answer 2, then as answer 1"
     table = Table(title="relmon regress", caption=caption, show_lines=False)
     for column in ("item", "question", RELEVANCY, "correct", GROUNDED, "result", "change"):

@@ -128,7 +128,7 @@ def test_the_migration_gives_old_per_source_summaries_the_per_alert_channel_key(
                 (f"summary:{SUPPORT}:2020010100", SUPPORT, "C_ELSEWHERE", "1.000002"),
                 ("summary:C_ELSEWHERE:2020010100", None, "C_ELSEWHERE", "1.000003"),  # the new key exists already
             ]:
-                row, _ = alert_store.claim(
+                row, _ = alert_store.claim_alert(
                     session,
                     dedupe_key=dedupe_key,
                     kind="summary",
@@ -136,7 +136,7 @@ def test_the_migration_gives_old_per_source_summaries_the_per_alert_channel_key(
                     alert_channel_id=alert_channel,
                     details={"hour": hour.isoformat(), "count": 2},
                 )
-                alert_store.mark_posted(session, row.id, ts)
+                alert_store.mark_alert_posted(session, row.id, ts)
     finally:
         database.dispose()
     command.upgrade(config, "head")

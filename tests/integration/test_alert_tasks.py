@@ -77,7 +77,7 @@ def test_an_alert_shows_no_words_deleted_after_its_task_loaded_them(make_runtime
                     about={judged.pair.id: "question"},
                 ),
             )
-            row, _ = alert_store.claim(
+            row, _ = alert_store.claim_alert(
                 session,
                 dedupe_key=f"low:{judgment_id}",
                 kind=alert_store.KIND_LOW,
@@ -106,7 +106,7 @@ def test_claimed_but_unposted_alert_is_posted_by_the_retry(make_runtime, fake):
     with make_runtime() as runtime:
         judgment_id = add_judgment(runtime, score=0)
         with runtime.db.session() as session:
-            alert_store.claim(
+            alert_store.claim_alert(
                 session,
                 dedupe_key=f"low:{judgment_id}",
                 kind="low_score",
@@ -156,16 +156,16 @@ def test_database_down_after_slack_took_the_post_does_not_post_twice(make_runtim
     """Slack accepted the alert, then the database failed before recording it (PostgreSQL restarting): the task
     fails and Celery retries it at once, long before the claim looks stale. The Redis receipt stops a second
     post; the same holds for the hour's summary and for a private verdict."""
-    real_mark_posted = alert_store.mark_posted
+    real_mark_alert_posted = alert_store.mark_alert_posted
     failures = []
 
     def database_gone_once(session, alert_id, message_ts):
         if not failures:
             failures.append(alert_id)
             raise OperationalError("UPDATE alerts", {}, Exception("server closed the connection unexpectedly"))
-        return real_mark_posted(session, alert_id, message_ts)
+        return real_mark_alert_posted(session, alert_id, message_ts)
 
-    monkeypatch.setattr(alert_store, "mark_posted", database_gone_once)
+    monkeypatch.setattr(alert_store, "mark_alert_posted", database_gone_once)
     with make_runtime() as runtime:
         judgment_id = add_judgment(runtime, score=0)
         with pytest.raises(OperationalError):

@@ -2,7 +2,7 @@
 edits, deletions, and answers of files, blocks or nothing.
 
 The WSGI app is served in-process; Redis, the database and the fake Slack are real servers. Settling is
-run directly with `settle` (the worker's task body)."""
+run directly with `settle` (the settle task's body)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ top-level answers, Slack's retries, events spooled while Redis or the broker is 
 in several parts or out of order.
 
 The WSGI app is served in-process; Redis, the database and the fake Slack are real servers. Settling is
-run directly with `settle` (the worker's task body); the end-to-end test uses a real worker."""
+run directly with `settle` (the settle task's body); the end-to-end test uses a real worker."""
 
 from __future__ import annotations
 

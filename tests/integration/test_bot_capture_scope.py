@@ -3,7 +3,7 @@ alert channel and unwatched or muted channels ignored; classic monitored bots ca
 Slack's history when they were not logged.
 
 The WSGI app is served in-process; Redis, the database and the fake Slack are real servers. Settling is
-run directly with `settle` (the worker's task body)."""
+run directly with `settle` (the settle task's body)."""
 
 from __future__ import annotations
 

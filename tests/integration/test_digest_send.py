@@ -234,7 +234,7 @@ def test_a_run_killed_after_its_post_before_its_record_is_not_posted_again_when_
         raise WorkerKilled
 
     with monkeypatch.context() as patch:
-        patch.setattr(delivery.digest_rows, "mark_posted", killed)
+        patch.setattr(delivery.digest_rows, "mark_digest_posted", killed)
         with pytest.raises(WorkerKilled):
             deliver_digest(runtime, now)
     [first_ts] = slack.messages[DIGEST_CHANNEL]

@@ -22,7 +22,7 @@ def add_pair(database: Database, n: int, answer: str, signals: list[str] | None)
         pair.question_text, pair.answer_text = f"Question {n}?", answer
         session.add(pair)
         session.flush()
-        outcome_store.open_window(
+        outcome_store.insert_window(
             session,
             pair_id=pair.id,
             channel_id="C1",

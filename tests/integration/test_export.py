@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from relmon.export import parse_since, run_export
+from relmon.export import parse_timestamp, run_export
 from store.db import Database
 from store.judgments import EXPORT_COLUMNS
 from store.models import Judgment, Pair, PairStatus
@@ -163,11 +163,11 @@ def test_since_keeps_judgments_from_that_day_on(database: Database, db_url: str,
 
 
 def test_since_parsing() -> None:
-    assert parse_since("2025-02-01") == datetime(2025, 2, 1, tzinfo=UTC)
-    assert parse_since("2025-02-01T10:00:00+02:00") == datetime(2025, 2, 1, 8, tzinfo=UTC)
-    assert parse_since(None) is None
+    assert parse_timestamp("2025-02-01") == datetime(2025, 2, 1, tzinfo=UTC)
+    assert parse_timestamp("2025-02-01T10:00:00+02:00") == datetime(2025, 2, 1, 8, tzinfo=UTC)
+    assert parse_timestamp(None) is None
     with pytest.raises(ValueError):
-        parse_since("last tuesday")
+        parse_timestamp("last tuesday")
 
 
 def test_the_command_writes_to_stdout(database: Database, db_url: str, tmp_path: Path, redis_url: str) -> None:

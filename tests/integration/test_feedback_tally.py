@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from common.feedback import VOTE_FOR_ACTION, Tally, describe, tally
+from common.feedback import VOTE_FOR_ACTION, Tally, describe_votes, tally
 from store.feedback import record_vote, votes_for
 from store.models import Judgment, Pair
 
@@ -25,8 +25,8 @@ def test_tally_counts_each_persons_latest_vote(votes, expected):
 
 
 def test_describe():
-    assert describe(Tally()) == "No feedback yet: was the judge right?"
-    assert describe(Tally(1, 2)) == "Feedback: 1 says the judge was right · 2 say it was wrong"
+    assert describe_votes(Tally()) == "No feedback yet: was the judge right?"
+    assert describe_votes(Tally(1, 2)) == "Feedback: 1 says the judge was right · 2 say it was wrong"
 
 
 def test_agreement():

@@ -80,12 +80,12 @@ def test_a_deleted_message_takes_away_what_it_was_the_source_of(database: Databa
     add(database, asked("100.0", bot_answer="first"))
     add(database, asked("200.0", question="How do I rotate my API key", bot_answer="second", expected="Newer."))
     with database.session() as session:
-        assert golden.forget_message(session, "C1", "100.0") == 1  # the first question deleted
+        assert golden.forget_sources_quoting(session, "C1", "100.0") == 1  # the first question deleted
     [item] = items(database)
     assert item.times == 1 and item.bot_answer == "second" and item.expected == "Newer."
     with database.session() as session:
-        assert golden.forget_message(session, "C2", "200.02") == 0  # another channel's message of that ts
-        assert golden.forget_message(session, "C1", "200.02") == 1  # the teammate's reply deleted
+        assert golden.forget_sources_quoting(session, "C2", "200.02") == 0  # another channel's message of that ts
+        assert golden.forget_sources_quoting(session, "C1", "200.02") == 1  # the teammate's reply deleted
         assert session.query(GoldenSource).count() == 0
     assert items(database) == []
 
@@ -160,7 +160,7 @@ def test_the_digests_figures_read_the_last_finished_run(database: Database) -> N
     with database.session() as session:
         run_id = regress_runs.start(session, "sha", "v2.jsonl", 2)
         regress_runs.start(session, "other", "v3.jsonl", 2)  # unfinished: not reported
-        regress_runs.finish(session, run_id, passed=1, pass_rate=0.5, report={"items": []})
+        regress_runs.finish_run(session, run_id, passed=1, pass_rate=0.5, report={"items": []})
     with database.session() as session:
         when, rate, items_judged = golden_figures(session, week_ago).last_run
     assert rate == 0.5 and items_judged == 2 and when.tzinfo is not None

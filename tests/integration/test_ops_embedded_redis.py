@@ -12,6 +12,7 @@ from celery import Celery
 
 from common.celery_app import embedded_socket_path
 from common.embedded_redis import EmbeddedRedis, EmbeddedRedisError, ensure_embedded_redis
+from common.runtime import redis_client_for
 from store.settings import Settings
 from tests.builders import make_settings
 
@@ -41,7 +42,7 @@ def test_listens_on_a_unix_socket_only(data_dir: Path) -> None:
         assert embedded.socket_path == embedded_socket_path(settings)
         assert stat.S_ISSOCK(os.stat(embedded.socket_path).st_mode)
         assert embedded.broker_url == f"redis+socket://{embedded.socket_path}"
-        assert embedded.client().config_get("port")["port"] == "0"  # no TCP listener
+        assert redis_client_for(settings).config_get("port")["port"] == "0"  # no TCP listener
     finally:
         embedded.stop()
 
@@ -50,7 +51,7 @@ def test_persists_writes_in_its_append_only_file(data_dir: Path) -> None:
     settings = make_settings(redis_url=None, data_dir=data_dir)
     embedded = start_owned(settings)
     try:
-        client = embedded.client()
+        client = redis_client_for(settings)  # the runtime's client on the server's socket
         assert client.config_get("appendonly")["appendonly"] == "yes"
         client.set("relmon:test", "kept")
     finally:
@@ -60,7 +61,7 @@ def test_persists_writes_in_its_append_only_file(data_dir: Path) -> None:
 
     again = ensure_embedded_redis(settings)
     try:
-        assert again.client().get("relmon:test") == b"kept"  # replayed from the AOF
+        assert redis_client_for(settings).get("relmon:test") == b"kept"  # replayed from the AOF
     finally:
         again.stop()
 
@@ -78,10 +79,10 @@ def test_a_running_server_is_reused_not_doubled(data_dir: Path) -> None:
     try:
         second = ensure_embedded_redis(settings)
         assert second is not None and not second.owned
-        second.client().set("shared", "1")
+        redis_client_for(settings).set("shared", "1")
         second.stop()  # not ours: must leave the server running
         assert first.process.poll() is None
-        assert first.client().get("shared") == b"1"
+        assert redis_client_for(settings).get("shared") == b"1"
     finally:
         first.stop()
 
@@ -123,11 +124,11 @@ def test_a_forked_child_exiting_leaves_the_server_untouched(data_dir: Path) -> N
     settings = make_settings(redis_url=None, data_dir=data_dir)
     embedded = ensure_embedded_redis(settings)  # registers embedded.stop with atexit, inherited by the child
     try:
-        embedded.client().set("before", "1")
+        redis_client_for(settings).set("before", "1")
         assert _in_forked_child(embedded.stop) == 0  # an explicit stop() in the child, then its atexit handlers
         assert embedded.process.poll() is None  # still running
         assert stat.S_ISSOCK(os.stat(embedded.socket_path).st_mode)  # the socket was not unlinked
-        assert embedded.client().get("before") == b"1"  # new connections still work
+        assert redis_client_for(settings).get("before") == b"1"  # new connections still work
         again = ensure_embedded_redis(settings)
         assert not again.owned  # reused, not a second redis-server on the same AOF
     finally:

@@ -25,7 +25,7 @@ def watched(runtime, judgment_id: int) -> int:
     """Open the judged pair's outcome window; returns the pair's id."""
     with runtime.db.session() as session:
         pair = session.get(Pair, session.get(Judgment, judgment_id).pair_id)
-        outcome_store.open_window(
+        outcome_store.insert_window(
             session,
             pair_id=pair.id,
             channel_id=pair.channel_id,

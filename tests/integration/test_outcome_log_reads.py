@@ -32,14 +32,16 @@ class AnsweredInAThread:
     def logged(self, at: float, **kwargs) -> LoggedMessage:
         return log_message(self.log, C, at, **kwargs)
 
-    def since_led_by_the_watch(self) -> tuple[list, dict[str, int]]:
-        """As a window opens (workers.outcome_watching): the watch's command first, then the index reads. What
-        was read, and the Redis commands it took."""
+    def since_led_by_the_watch(
+        self, answer: LoggedMessage | None = None, asker: str | None = "U_ASKER"
+    ) -> tuple[list[LoggedMessage], dict[str, int]]:
+        """As a window opens on `answer` (the thread's, by default) (workers.outcome_watching): the watch's
+        command first, then the index reads. What was read, and the Redis commands it took."""
         calls_before = redis_calls(self.client)
         pipe = self.client.pipeline(transaction=True)
         pipe.set("relmon:test:watch", "up")
         self.watched.append(pipe)
-        count = self.log.queue_since(pipe, C, self.answer, until=self.now + 1, asker="U_ASKER")
+        count = self.log.queue_since(pipe, C, answer or self.answer, until=self.now + 1, asker=asker)
         since = self.log.since_from(C, pipe.execute()[-count:])
         return since, redis_calls_since(self.client, calls_before)
 
@@ -67,8 +69,8 @@ def answered_in_a_thread(redis_url) -> AnsweredInAThread:
 
 
 def test_the_windows_read_of_the_log_is_one_transaction_led_by_the_watch(answered_in_a_thread) -> None:
-    """`since_answer`, as a window opens on an answer in a thread, reads in one transaction led by the commands
-    queued first (the watch); none of the messages when nothing came after the answer."""
+    """As a window opens on an answer in a thread, the log is read in one transaction led by the commands queued
+    first (the watch); none of the messages when nothing came after the answer."""
     thread = answered_in_a_thread
     since, made = thread.since_led_by_the_watch()
     assert since == []
@@ -94,8 +96,6 @@ def test_the_windows_read_of_the_log_reads_only_what_came_after_in_the_thread_or
     reply, later = thread.later()
     since, _ = thread.since_led_by_the_watch()
     assert [m.ts for m in since] == [reply.ts] + [m.ts for m in later]
-    read = thread.log.since_answer(C, thread.answer, until=thread.now + 1, asker="U_ASKER")
-    assert [m.ts for m in read] == [m.ts for m in since]
 
 
 def test_the_window_of_a_top_level_answer_reads_no_top_level_message_but_the_askers(answered_in_a_thread) -> None:
@@ -103,16 +103,16 @@ def test_the_window_of_a_top_level_answer_reads_no_top_level_message_but_the_ask
     _, later = thread.later()
     # An answer at top level: its own thread, and nothing of the channel's top level but the asker's.
     top_answer = thread.logged(thread.now - 6, author=Author.MONITORED_BOT)
-    read = thread.log.since_answer(C, top_answer, until=thread.now + 1, asker="U_ASKER")
+    read, _ = thread.since_led_by_the_watch(top_answer)
     assert [m.ts for m in read] == [later[1].ts]
 
 
 def test_the_window_of_an_answer_without_an_asker_reads_only_its_thread(answered_in_a_thread) -> None:
     thread = answered_in_a_thread
     reply, _ = thread.later()
-    calls_before = redis_calls(thread.client)
-    assert [m.ts for m in thread.log.since_answer(C, thread.answer, until=thread.now + 1, asker=None)] == [reply.ts]
-    assert redis_calls_since(thread.client, calls_before)["zrangebyscore"] == 1
+    read, made = thread.since_led_by_the_watch(asker=None)
+    assert [m.ts for m in read] == [reply.ts]
+    assert made["zrangebyscore"] == 1
 
 
 def test_the_bot_reads_only_the_watches_a_message_could_concern(redis_url) -> None:
@@ -130,8 +130,10 @@ def test_the_bot_reads_only_the_watches_a_message_could_concern(redis_url) -> No
         Watch(n, f"{now - 300 + n:.6f}", f"{now - 400 + n // 3:.6f}", f"U{n % 50:03d}", now + 600, parts=(f"p{n}",))
         for n in range(300)
     ]
+    pipe = board.redis.pipeline(transaction=True)  # as windows open (workers.outcome_watching)
     for watch in watches:
-        board.add(C, watch)
+        board.queue_add(pipe, C, watch)
+    pipe.execute()
     reply = LoggedMessage(ts=f"{now:.6f}", thread_ts=watches[7].thread_key, author=Author.HUMAN, user="U999")
     top = LoggedMessage(ts=f"{now:.6f}", thread_ts=None, author=Author.HUMAN, user="U007")
     for message, expected_reads in ((reply, 3), (top, 6)):

@@ -191,7 +191,8 @@ def test_a_message_before_the_answer_settled_is_read_by_the_same_rule(make_bot, 
     send(bot, sr.human_message(C, sr.next_ts(), "thanks!"))
     run(bot, sent)
     assert signals(bot, second.id) == {"thanked"}
-    assert settle(bot.runtime, first.id, first.version) == PairStatus.PENDING  # reads the question and the thanks
+    # It reads the question and the thanks.
+    assert settle(bot.runtime, first.id, first.version) == PairStatus.PENDING
     run(bot, sent)
     assert signals(bot, first.id) == {"reask"}
     assert signals(bot, second.id) == {"thanked"}
@@ -251,7 +252,8 @@ def test_a_window_opened_while_the_bot_logs_a_reply_still_gets_it(make_bot, sent
     def window_opens_first(log, pipe, channel, message):
         if message.ts == reply["ts"]:
             monkeypatch.setattr(ConversationLog, "queue_record", queue_record)
-            assert settle(bot.runtime, pair.id, pair.version) == PairStatus.PENDING  # its log read: no reply yet
+            # Its log read: no reply yet.
+            assert settle(bot.runtime, pair.id, pair.version) == PairStatus.PENDING
         return queue_record(log, pipe, channel, message)
 
     monkeypatch.setattr(ConversationLog, "queue_record", window_opens_first)

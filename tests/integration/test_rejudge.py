@@ -5,10 +5,12 @@ store reads only the current judgment of each answer while keeping the older one
 from __future__ import annotations
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 
+from store.db import Database
 from store.judgments import export_rows, is_current, stored_judges
 from store.models import Judgment, Pair, PairStatus
+from store.pairs import upsert_captured
 from tests import slack_requests as sr
 from tests import slack_shapes as ss
 from tests.bot_harness import ServedBot
@@ -55,6 +57,38 @@ def test_an_edit_after_judging_is_judged_again_up_to_the_limit(make_bot) -> None
         assert stored_judges(session, pair.id, 2) and list(stored_judges(session, pair.id, 4)) == []
         rows = list(export_rows(session))
         assert [(row["pair_version"], row["current"]) for row in rows] == [(1, False), (2, False), (3, True)]
+
+
+def reopened_by_an_edit(database: Database, answer_ts: str, status: str, rejudges: int, max_rejudge: int) -> bool:
+    """Whether an edit of an answer whose pair is in `status`, re-judged `rejudges` times, re-opens it: the
+    capture's upsert (store.pairs.upsert_captured) as an edit runs it. The pair is checked to agree."""
+    with database.session() as session:
+        pair_id = upsert_captured(session, channel_id=C, answer_ts=answer_ts, answer_text="first").pair_id
+        session.execute(update(Pair).where(Pair.id == pair_id).values(status=status, rejudges=rejudges))
+    with database.session() as session:
+        edit = upsert_captured(
+            session, channel_id=C, answer_ts=answer_ts, answer_text="edited", max_rejudge=max_rejudge
+        )
+        pair = session.get(Pair, pair_id)
+        expected = (PairStatus.SETTLING, "edited") if edit.accepted else (status, "first")
+        assert (pair.status, pair.answer_text) == expected
+    return edit.accepted
+
+
+@pytest.mark.parametrize("status", [PairStatus.SETTLING, PairStatus.PENDING, PairStatus.NO_QUESTION, PairStatus.EMPTY])
+def test_an_answer_not_yet_judged_is_always_reopened(database, status: str) -> None:
+    assert reopened_by_an_edit(database, "1.0", status, rejudges=99, max_rejudge=0)
+
+
+def test_a_judged_answer_is_reopened_until_it_was_rejudged_enough(database) -> None:
+    reopened = [reopened_by_an_edit(database, f"{n}.0", PairStatus.JUDGED, n, 3) for n in range(5)]
+    assert reopened == [True, True, True, False, False]
+    assert not reopened_by_an_edit(database, "9.0", PairStatus.JUDGED, 0, 0)  # RELMON_MAX_REJUDGE=0: judged for good
+
+
+@pytest.mark.parametrize("status", [PairStatus.DELETED, PairStatus.MERGED, PairStatus.SKIPPED_SAMPLING])
+def test_deleted_merged_or_sampled_out_answers_stay_as_they_are(database, status: str) -> None:
+    assert not reopened_by_an_edit(database, "1.0", status, rejudges=0, max_rejudge=3)
 
 
 def test_root_bookkeeping_does_not_reopen_a_judged_answer(make_bot) -> None:

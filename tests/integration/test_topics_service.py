@@ -10,6 +10,7 @@ import pytest
 from sqlalchemy import delete, func, select
 
 from judges import LLMClient
+from store.golden import topics_of_pairs
 from store.models import DailyUsage, Pair
 from store.rules import ChannelRules
 from store.topic_models import PairTopic, QuestionEmbedding, TopicSpend
@@ -17,7 +18,7 @@ from store.topics import histories
 from tests.builders import make_settings
 from tests.fakes.openai_server import FakeOpenAI
 from tests.topics_corpus import FAILING_TOPIC, START, corpus, corpus_questions, store_questions
-from topics.service import TopicsDeps, TopicsQuery, TopicsReport, compute_topics, topic_of
+from topics.service import TopicsDeps, TopicsQuery, TopicsReport, compute_topics
 
 END = START + timedelta(days=7)
 QUERY = TopicsQuery(start=START, end=END, now=END, previous_start=START - timedelta(days=7), run_key="test:week")
@@ -78,12 +79,12 @@ def test_topics_from_the_endpoint_are_paid_for_once_while_their_pairs_last(db_ur
     assert [(h["run"], h["failed"]) for h in history] == [("test:week", first.topics[0].figures.failed)]
 
     pair_id = first.topics[0].questions[0].pair_id
-    assert topic_of(database, pair_id) == first.topics[0].name
-    with database.session() as session:
+    with database.session() as session:  # the topic the golden set gives an item of this question
+        assert topics_of_pairs(session, [pair_id]) == {pair_id: first.topics[0].name}
         session.execute(delete(Pair).where(Pair.id == pair_id))
     with database.session() as session:
         assert session.get(QuestionEmbedding, pair_id) is None and session.get(PairTopic, pair_id) is None
-    assert topic_of(database, pair_id) is None
+        assert topics_of_pairs(session, [pair_id]) == {}
 
 
 def without_embeddings(db_url: str, database, fake_llm: FakeOpenAI) -> TopicsReport:

@@ -8,7 +8,7 @@ import pytest
 
 from common.messages.digest import digest_message, digest_text
 from common.reports.period import latest_slot, period_for, scheduled_key
-from common.reports.stats import ChannelStats, Report, channel_stats
+from common.reports.stats import ChannelStats, Report
 from tests.report_tallies import build_report, daily_series
 from tests.stats_rows import NOW, PERIOD, PRICES, pair, thresholds_for, verdict
 
@@ -64,9 +64,14 @@ def test_an_empty_week_renders_a_short_message():
     assert "No answers were captured" in digest_text(report, {}, {})
 
 
+def overall(rows) -> ChannelStats:
+    """Every channel's figures of this week's rows, as the digest builds them (common.reports.builder)."""
+    return build_report(PERIOD, rows, [], thresholds_for, PRICES).overall
+
+
 def test_a_week_of_only_errors_has_no_score():
     rows = [pair(judgments=[verdict(None, status="error", tokens=(50, 0))]) for _ in range(4)]
-    stats = channel_stats(None, rows, thresholds_for, PRICES)
+    stats = overall(rows)
     assert stats.seen == 4 and stats.judged == 0 and stats.errored == 4 and stats.errors == 4
     relevancy = stats.judge("relevancy")
     assert relevancy.scored == 0 and relevancy.mean is None and relevancy.share_low is None
@@ -93,7 +98,7 @@ def a_mixed_week_in_two_channels() -> ChannelStats:
         pair("C1", status="merged"),  # absorbed into another answer: not an answer of its own
         pair("C1", source="command", judgments=[verdict(0, tokens=(300, 30))]),  # a /judge request
     ]
-    return channel_stats(None, rows, thresholds_for, PRICES)
+    return overall(rows)
 
 
 def test_answers_are_counted_by_what_became_of_them():
@@ -141,7 +146,7 @@ def a_week_with_a_rejudged_answer() -> ChannelStats:
         pair("C1", judgments=[verdict(4, tokens=(2000, 200))], superseded=[verdict(1, tokens=(1000, 100))]),
         pair("C1", judgments=[verdict(2)]),
     ]
-    return channel_stats(None, rows, thresholds_for, PRICES)
+    return overall(rows)
 
 
 def test_a_rejudged_answer_scores_only_the_current_judgment():

@@ -7,7 +7,7 @@ from __future__ import annotations
 from workers.traces import (
     SPAN_ID,
     EvaluationSpan,
-    Verdict,
+    TracedJudgment,
     evaluation_events,
     evaluation_span_id,
     evaluation_spans,
@@ -15,7 +15,7 @@ from workers.traces import (
 )
 
 TRACE, OTHER_TRACE, PARENT = "0af7651916cd43dd8448eb211c80319c", "4bf92f3577b34da6a3ce929d0e0e4736", "b7ad6b7169203331"
-VERDICT = Verdict(7, "relevancy", "ok", 0.25, "It is about passwords.", "disputed", pair_id=3)
+VERDICT = TracedJudgment(7, "relevancy", "ok", 0.25, "It is about passwords.", "disputed", pair_id=3)
 
 
 def test_each_evaluation_is_a_span_named_after_it_carrying_its_attributes_under_the_span_the_bot_named() -> None:

@@ -18,10 +18,10 @@ from golden.regress import (
     UNCERTAIN,
     ItemResult,
     check_texts,
-    compare,
     exit_status,
     grounded_order,
     item_result,
+    mark_changes,
     summarize,
     wilson_interval,
 )
@@ -87,7 +87,7 @@ def test_wilsons_interval() -> None:
 def against_the_baseline() -> list[ItemResult]:
     """Four results compared with a baseline: improved, regressed, unchanged, new."""
     results = [ItemResult("1", PASS), ItemResult("2", FAIL), ItemResult("3", FAIL), ItemResult("4", PASS)]
-    compare(results, {"1": FAIL, "2": PASS, "3": FAIL})
+    mark_changes(results, {"1": FAIL, "2": PASS, "3": FAIL})
     return results
 
 

@@ -58,7 +58,7 @@ def _occurrence(ts: str) -> Occurrence:
 
 def test_a_deletion_leaves_the_newest_source_or_takes_the_item_away() -> None:
     first, second = _occurrence("1.0"), _occurrence("2.0")
-    assert first.question == "Q?" and first.expected == "R" and not first.private and first.quotes("1.0")
+    assert first.question == "Q?" and first.expected == "R" and not first.private and first.question_ts == "1.0"
     assert after_deletion([], imported=False).delete_item
     assert not after_deletion([], imported=True).delete_item
     refill = after_deletion([first, second], imported=False)

@@ -163,9 +163,9 @@ def test_labels_for_evaluation() -> None:
 
 
 def test_descriptions() -> None:
-    assert o.describe(o.REASK, 130) == "asked again 2 min later"
-    assert o.describe(o.HUMAN_TAKEOVER, 20) == "a teammate replied within a minute"
-    assert o.describe(o.RESOLVED, None) == "resolved"
+    assert o.describe_signal(o.REASK, 130) == "asked again 2 min later"
+    assert o.describe_signal(o.HUMAN_TAKEOVER, 20) == "a teammate replied within a minute"
+    assert o.describe_signal(o.RESOLVED, None) == "resolved"
 
 
 SSO = o.Watch(7, ANSWER, "999.000100", "U_ASKER", 1000.0001 + 1800, topic="How do I set up SSO with Okta?\nUse SAML.")

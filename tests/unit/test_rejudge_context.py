@@ -1,6 +1,6 @@
-"""The pure rules of judging what the customer finally read: when an edit re-opens a judged answer, how earlier
-turns are picked and formatted for the judge (the cached prefix untouched), and how an alert shows a newer
-verdict and the earlier turns."""
+"""The pure rules of judging what the customer finally read: how earlier turns are picked and formatted for the
+judge (the cached prefix untouched), and how an alert shows a newer verdict and the earlier turns. Which edits
+re-open an answer is tested through the capture's upsert: tests/integration/test_rejudge.py."""
 
 from __future__ import annotations
 
@@ -14,26 +14,6 @@ from capture.pairing import Author, LoggedMessage
 from common.messages.alerts import LowScoreAlert, Revision, low_score_alert
 from judges import get_judge
 from judges.context import MAX_TURN_CHARS, Turn, format_turns, parse_turns, with_context
-from store.models import PairStatus
-from store.pairs import may_reopen
-
-# When an edit re-opens an answer ---------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("status", [PairStatus.SETTLING, PairStatus.PENDING, PairStatus.NO_QUESTION])
-def test_an_answer_not_yet_judged_is_always_reopened(status: str) -> None:
-    assert may_reopen(status, rejudges=99, max_rejudge=0)
-
-
-def test_a_judged_answer_is_reopened_until_it_was_rejudged_enough() -> None:
-    assert [may_reopen(PairStatus.JUDGED, n, 3) for n in range(5)] == [True, True, True, False, False]
-    assert not may_reopen(PairStatus.JUDGED, 0, 0)  # RELMON_MAX_REJUDGE=0: judged once, for good
-
-
-@pytest.mark.parametrize("status", [PairStatus.DELETED, PairStatus.MERGED, PairStatus.SKIPPED_SAMPLING])
-def test_deleted_merged_or_sampled_out_answers_stay_as_they_are(status: str) -> None:
-    assert not may_reopen(status, 0, 3)
-
 
 # Formatting the earlier turns ------------------------------------------------------------------------------
 

@@ -7,7 +7,7 @@ from langfuse import Langfuse
 
 from workers.traces import (
     BadTraceId,
-    Verdict,
+    TracedJudgment,
     checked_span_id,
     checked_trace_id,
     langfuse_scores,
@@ -42,12 +42,12 @@ def test_a_uuid_or_upper_case_hex_is_taken_in_canonical_form() -> None:
 
 
 def test_an_error_verdict_sends_no_score() -> None:
-    error = Verdict(7, "relevancy", "error", None, None, None)
+    error = TracedJudgment(7, "relevancy", "error", None, None, None)
     assert langfuse_scores(error, "a" * 32) == []
 
 
 def test_score_ids_are_stable() -> None:
-    ok = Verdict(7, "relevancy", "ok", 0.75, "fine", "disputed")
+    ok = TracedJudgment(7, "relevancy", "ok", 0.75, "fine", "disputed")
     first, again = langfuse_scores(ok, "a" * 32), langfuse_scores(ok, "a" * 32)
     assert first == again and [score["id"] for score in first] == ["relmon-7-score", "relmon-7-second-opinion"]
 
@@ -59,7 +59,7 @@ def test_what_is_not_a_span_id_is_refused(value: str) -> None:
 
 
 SPAN = "00f067aa0ba902b7"
-JUDGED = Verdict(7, "relevancy", "ok", 0.75, "x" * 900, "disputed", pair_id=3)
+JUDGED = TracedJudgment(7, "relevancy", "ok", 0.75, "x" * 900, "disputed", pair_id=3)
 
 
 def test_a_span_id_is_taken_in_canonical_form() -> None:
@@ -67,7 +67,7 @@ def test_a_span_id_is_taken_in_canonical_form() -> None:
 
 
 def test_an_error_verdict_sends_no_phoenix_annotation() -> None:
-    assert phoenix_annotations(Verdict(7, "relevancy", "error", None, None, None), SPAN) == []
+    assert phoenix_annotations(TracedJudgment(7, "relevancy", "error", None, None, None), SPAN) == []
 
 
 def test_phoenix_annotations_are_stable() -> None:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import UTC, datetime
 
 import pytest
 
 from common.messages.trust import precision_text
-from common.reports.trust import Vote, precision, suggest_threshold, wilson
+from common.reports.trust import Vote, precision, suggest_from_counts, wilson
 from store.stats_queries import JudgmentRow, PairRow
 from tests.report_tallies import like_with_like, second_opinions, voted_alerts
 
@@ -51,17 +52,22 @@ def test_a_tie_says_nothing():
     assert voted_alerts([row(2, JudgmentRow(2, "relevancy", "ok", 1, votes_right=1, votes_wrong=1))]) == []
 
 
+def suggested(votes: list[tuple[int, bool]], current: float, lowest: int) -> tuple[float, float, float] | None:
+    """The threshold suggested from these (score, agreed) votes, counted as the digest's tally counts them."""
+    return suggest_from_counts(Counter(votes), current, lowest)
+
+
 def test_a_stricter_threshold_is_suggested_when_it_misses_no_bad_answer():
     # Every alert at 2 was wrong; people agreed with those at 0 and 1.
     pairs = [(2, False)] * 10 + [(1, True)] * 6 + [(0, True)] * 4
-    assert suggest_threshold(pairs, 2, 0) == (1.0, 1.0, 0.5)
+    assert suggested(pairs, 2, 0) == (1.0, 1.0, 0.5)
 
 
 def test_no_suggestion_under_twenty_votes_or_when_it_would_miss_bad_answers():
-    assert suggest_threshold([(2, False)] * 10 + [(1, True)] * 9, 2, 0) is None  # 19 votes
+    assert suggested([(2, False)] * 10 + [(1, True)] * 9, 2, 0) is None  # 19 votes
     # Stricter would drop answers people marked bad (agreed at 2): nothing to suggest.
-    assert suggest_threshold([(2, True)] * 5 + [(2, False)] * 5 + [(1, True)] * 10, 2, 0) is None
-    assert suggest_threshold([(1, True)] * 20, 2, 0) is None  # already as precise as it gets
+    assert suggested([(2, True)] * 5 + [(2, False)] * 5 + [(1, True)] * 10, 2, 0) is None
+    assert suggested([(1, True)] * 20, 2, 0) is None  # already as precise as it gets
 
 
 def week(*versions):

@@ -28,7 +28,7 @@ from common.telemetry.logs import event_fields
 from store import alerts as alert_store
 from store.models import Alert
 from workers.alerts import confirmation, planning, redraws, views
-from workers.alerts.policy import Action, as_utc, degradation_blocked, low_intent, second_opinion
+from workers.alerts.policy import Action, degradation_blocked, low_intent, second_opinion, to_utc
 
 log = logging.getLogger("relmon.alerts")
 
@@ -114,7 +114,7 @@ def permalink(runtime: Runtime, channel_id: str | None, message_ts: str | None) 
         return None
 
 
-def post_once(runtime: Runtime, dedupe_key: str) -> PostOnce:
+def alert_post_once(runtime: Runtime, dedupe_key: str) -> PostOnce:
     """The post-once protocol of alerts and summaries: marked with their dedupe key, receipts in Redis."""
     return PostOnce(runtime.slack, Receipts(runtime.redis), dedupe_key, ALERT_METADATA_EVENT)
 
@@ -165,8 +165,8 @@ def consider(
         return Considered("superseded")  # the answer was edited since: the newer judgment is the one alerted on
     policy = judged.policy  # resolved once, in load: the intent, the second opinion and the claim read this one
     assert policy is not None  # a judgment with a channel has its policy
-    # The low score is decided once, lock-free; planning.claim completes that decision under the locks (the hour's
-    # caps, the degradation history: only there are they read consistently with the claim).
+    # The low score is decided once, lock-free; planning.plan_and_claim completes that decision under the locks (the
+    # hour's caps, the degradation history: only there are they read consistently with the claim).
     intent = low_intent(judged.facts, policy)
     if judged.low_row is None and intent.action is not Action.NONE:
         # Low: confirm it before any claim (an LLM call, so outside every lock); the policy decides on both.
@@ -178,7 +178,7 @@ def consider(
     link = None
     if judged.low_row is None and intent.action is not Action.NONE:  # before the locks: no Slack call under one
         link = permalink(runtime, judged.facts.channel_id, judged.answer_ts)
-    claimed = planning.claim(runtime, judged, policy, intent, link, now)
+    claimed = planning.plan_and_claim(runtime, judged, policy, intent, link, now)
     low = claimed.plan.low.reason
     if claimed.low_row is not None:
         low = _act_on(runtime, *claimed.low_row, judged)
@@ -230,12 +230,13 @@ def post_alert(runtime: Runtime, alert_id: int, judged: planning.Judged | None) 
             row = session.get(Alert, alert_id)
             if row is None or row.status != alert_store.STATUS_CLAIMED:
                 return row.status if row else "missing"
-            channel, once, claimed_at = row.alert_channel_id, post_once(runtime, row.dedupe_key), as_utc(row.created_at)
+            channel, claimed_at = row.alert_channel_id, to_utc(row.created_at)
+            once = alert_post_once(runtime, row.dedupe_key)
             if judged is not None:
                 judged = planning.current(session, judged)  # words deleted since the task loaded it stay out
                 if judged is None:
                     return "missing"
-            payload = views.render(runtime, session, row, judged)
+            payload = views.render_alert(runtime, session, row, judged)
             # Identifiers only (never text): the judgment and the source message it is about.
             fields = event_fields(
                 channel=row.source_channel_id,
@@ -248,7 +249,7 @@ def post_alert(runtime: Runtime, alert_id: int, judged: planning.Judged | None) 
         earlier_ts = earlier_post(runtime, once, channel, claimed_at)
         if earlier_ts is not None:
             with runtime.db.autocommit() as connection:
-                alert_store.mark_posted(connection, alert_id, earlier_ts or None)
+                alert_store.mark_alert_posted(connection, alert_id, earlier_ts or None)
             log.info("alert found posted already", extra={"alert_id": alert_id})
             return alert_store.STATUS_POSTED
         try:
@@ -256,7 +257,7 @@ def post_alert(runtime: Runtime, alert_id: int, judged: planning.Judged | None) 
         except SlackApiError as error:
             return refused_for_good(runtime, alert_id, error, "alert not posted", alert_id=alert_id)
         with runtime.db.autocommit() as connection:  # one atomic UPDATE
-            alert_store.mark_posted(connection, alert_id, response.get("ts"))
+            alert_store.mark_alert_posted(connection, alert_id, response.get("ts"))
     log.info("alert posted", extra={**fields, "alert_ts": response.get("ts")})
     return alert_store.STATUS_POSTED
 

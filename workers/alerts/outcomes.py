@@ -142,7 +142,7 @@ def _claim_missed(
             record_vote(session, judgment_id, OUTCOME_VOTER, VOTE_WRONG, now)
         if decided.action is Action.NONE:
             return decided.reason, None, None
-        row, created = alert_store.claim(
+        row, created = alert_store.claim_alert(
             session,
             dedupe_key=missed_key(pair.id),
             kind=alert_store.KIND_MISSED,

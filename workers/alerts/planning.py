@@ -38,12 +38,12 @@ from workers.alerts.policy import (
     HourCounts,
     JudgmentFacts,
     ScoredAt,
-    as_utc,
     complete,
     degradation_blocked,
     degradation_key,
     hour_start,
     low_key,
+    to_utc,
 )
 from workers.judging.pair_view import PairView
 
@@ -73,7 +73,7 @@ def read_degradation(
 ) -> tuple[DegradationFacts, alert_store.DegradationHistory]:
     """The scores both windows need (one bounded read) and the channel's degradation history."""
     minutes = policy.window.minutes
-    since = as_utc(now) - timedelta(minutes=minutes) if minutes > 0 else None
+    since = to_utc(now) - timedelta(minutes=minutes) if minutes > 0 else None
     scores = alert_store.recent_scores(
         connection, channel_id, DEGRADATION_JUDGE, last=policy.window.answers, since=since
     )
@@ -213,7 +213,7 @@ def needs_locks(judged: Judged, policy: ChannelPolicy, intent: Decision) -> bool
     )
 
 
-def claim(
+def plan_and_claim(
     runtime: Runtime, judged: Judged, policy: ChannelPolicy, intent: Decision, permalink: str | None, now: datetime
 ) -> Claimed:
     """Under the source channel's lock (then the alert channel's, never the other way round: no lock cycle),
@@ -235,7 +235,7 @@ def claim(
             intent, facts, policy, counts=counts, low_claimed=row is not None, degradation=degradation, now=now
         )
         if row is None and decided.low.action is not Action.NONE:
-            row, _ = alert_store.claim(
+            row, _ = alert_store.claim_alert(
                 session,
                 dedupe_key=low_key(facts.judgment_id),
                 kind=alert_store.KIND_LOW,
@@ -265,7 +265,7 @@ def _claim_degradation(
     session: Session, facts: JudgmentFacts, policy: ChannelPolicy, decided: AlertPlan, now: datetime
 ) -> tuple[int, str]:
     decision, delivery = decided.degradation, decided.degradation_delivery
-    row, _ = alert_store.claim(
+    row, _ = alert_store.claim_alert(
         session,
         dedupe_key=degradation_key(facts.channel_id, decision.episode),
         kind=alert_store.KIND_DEGRADATION,

@@ -53,13 +53,14 @@ class Decision:
     reason: str
 
 
-def as_utc(moment: datetime) -> datetime:
-    """SQLite hands back naive datetimes; everything relmon stores is UTC."""
+def to_utc(moment: datetime) -> datetime:
+    """The same moment in UTC (SQLite hands back naive datetimes; everything relmon stores is UTC). Unlike
+    store.models.as_utc, an aware moment in another zone is converted: hours are bucketed in UTC."""
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
 def hour_start(moment: datetime) -> datetime:
-    return as_utc(moment).replace(minute=0, second=0, microsecond=0)
+    return to_utc(moment).replace(minute=0, second=0, microsecond=0)
 
 
 def hour_label(moment: datetime) -> str:
@@ -164,7 +165,7 @@ def rolling_sample(recent: Sequence[ScoredAt], window: int) -> list[float]:
     """The count window: the channel's last `window` scores, newest first, however old. A quiet channel is
     judged on as many answers as a busy one; the time window (`time_sample`) catches a sharp drop in a channel
     whose last N answers reach back days."""
-    newest_first = sorted(recent, key=lambda item: as_utc(item.at), reverse=True)
+    newest_first = sorted(recent, key=lambda item: to_utc(item.at), reverse=True)
     return [item.score for item in newest_first[:window]]
 
 
@@ -172,8 +173,8 @@ def time_sample(recent: Sequence[ScoredAt], minutes: int, now: datetime) -> list
     """The time window: every score of the last `minutes` minutes (as many as the caller read)."""
     if minutes <= 0:
         return []
-    since = as_utc(now) - timedelta(minutes=minutes)
-    return [item.score for item in recent if as_utc(item.at) >= since]
+    since = to_utc(now) - timedelta(minutes=minutes)
+    return [item.score for item in recent if to_utc(item.at) >= since]
 
 
 def window_means(recent: Sequence[ScoredAt], window: DegradationWindow, now: datetime) -> list[WindowMean]:
@@ -216,7 +217,7 @@ def decide_degradation(
         return decision(Action.REARM, "recovered") if state.active else decision(Action.NONE, "healthy")
     if state.active:
         return decision(Action.NONE, "already_alerted")
-    if state.last_alert_at is not None and as_utc(now) - as_utc(state.last_alert_at) < DEGRADATION_PERIOD:
+    if state.last_alert_at is not None and to_utc(now) - to_utc(state.last_alert_at) < DEGRADATION_PERIOD:
         return decision(Action.NONE, "once_per_period")
     return decision(Action.ALERT, "below_floor", episode=state.episodes + 1)
 

@@ -21,7 +21,7 @@ return -2
 
 
 @dataclass(frozen=True)
-class Decision:
+class RedrawDecision:
     now: bool  # redraw now
     trailing_in: float | None = None  # schedule the trailing redraw in this many seconds (None: nothing to send)
 
@@ -34,16 +34,16 @@ def pending_key(alert_id: int) -> str:
     return f"relmon:alert-redraw:pending:{alert_id}"
 
 
-def decide(client: redis.Redis, alert_id: int, window_seconds: float, *, trailing: bool = False) -> Decision:
+def decide(client: redis.Redis, alert_id: int, window_seconds: float, *, trailing: bool = False) -> RedrawDecision:
     """Whether this ask redraws now, schedules the trailing redraw, or is already covered by it. The trailing
     redraw itself (`trailing`) first frees its slot, then goes through the gate like any ask."""
     if window_seconds <= 0:
-        return Decision(now=True)
+        return RedrawDecision(now=True)
     if trailing:
         client.delete(pending_key(alert_id))
     result = int(client.eval(_GATE, 2, gate_key(alert_id), pending_key(alert_id), int(window_seconds * 1000)))
     if result == -1:
-        return Decision(now=True)
+        return RedrawDecision(now=True)
     if result == -2:
-        return Decision(now=False)
-    return Decision(now=False, trailing_in=result / 1000 + 0.05)
+        return RedrawDecision(now=False)
+    return RedrawDecision(now=False, trailing_in=result / 1000 + 0.05)

@@ -16,8 +16,8 @@ from store import alert_summaries
 from store import alerts as alert_store
 from store.models import Alert
 from workers.alerts import views
-from workers.alerts.delivery import earlier_post, lease, post_once, refused_for_good, slack_error
-from workers.alerts.policy import as_utc, hour_start, summary_key
+from workers.alerts.delivery import alert_post_once, earlier_post, lease, refused_for_good, slack_error
+from workers.alerts.policy import hour_start, summary_key, to_utc
 
 log = logging.getLogger("relmon.alerts")
 
@@ -69,7 +69,7 @@ class Gathered:
 def claim_summary(runtime: Runtime, alert_channel: str, hour: datetime) -> int:
     """The summary's row for this alert channel and hour (claimed by the first flush, found by the others)."""
     with runtime.db.session() as session:
-        row, _ = alert_store.claim(
+        row, _ = alert_store.claim_alert(
             session,
             dedupe_key=summary_key(alert_channel, hour),
             kind=alert_store.KIND_SUMMARY,
@@ -93,10 +93,10 @@ def gather(runtime: Runtime, summary_id: int, alert_channel: str, hour: datetime
             for held in alert_summaries.held_degradations(session, alert_channel, hour, until)
         ]
         shown = int((row.details or {}).get("count", 0))
-        return Gathered(row.status, row.message_ts, shown, as_utc(row.created_at), items, degradations)
+        return Gathered(row.status, row.message_ts, shown, to_utc(row.created_at), items, degradations)
 
 
-def render(runtime: Runtime, hour: datetime, gathered: Gathered) -> dict:
+def render_summary(runtime: Runtime, hour: datetime, gathered: Gathered) -> dict:
     sources = {item.channel_id for item in gathered.items}
     caps = {source: runtime.rules.for_channel(source, runtime.settings).alert_cap_per_hour for source in sources}
     return summary_message(
@@ -112,7 +112,7 @@ def flush_summary(runtime: Runtime, alert_channel: str, hour: datetime) -> str:
     """Post or update the hour's summary in `alert_channel`: one message for the alerts held there from every
     source channel (a burst across many channels must not become one summary per channel)."""
     summary_id = claim_summary(runtime, alert_channel, hour)
-    once = post_once(runtime, summary_key(alert_channel, hour))
+    once = alert_post_once(runtime, summary_key(alert_channel, hour))
     with lease(runtime, summary_id):
         gathered = gather(runtime, summary_id, alert_channel, hour)
         message_ts = gathered.message_ts
@@ -120,17 +120,17 @@ def flush_summary(runtime: Runtime, alert_channel: str, hour: datetime) -> str:
             message_ts = earlier_post(runtime, once, alert_channel, gathered.claimed_at) or None
             if message_ts:
                 with runtime.db.session() as session:
-                    alert_store.mark_posted(session, summary_id, message_ts)
+                    alert_store.mark_alert_posted(session, summary_id, message_ts)
         if gathered.unchanged:
             return "unchanged"
-        payload = render(runtime, hour, gathered)
+        payload = render_summary(runtime, hour, gathered)
         try:
             if message_ts:
                 runtime.slack.chat_update(channel=alert_channel, ts=message_ts, **payload)
             else:
                 message_ts = once.post(alert_channel, unfurl_links=False, unfurl_media=False, **payload).get("ts")
                 with runtime.db.session() as session:
-                    alert_store.mark_posted(session, summary_id, message_ts)
+                    alert_store.mark_alert_posted(session, summary_id, message_ts)
         except SlackApiError as error:
             return refused_for_good(runtime, summary_id, error, "alert summary not posted", alert_channel=alert_channel)
         with runtime.db.session() as session:

@@ -34,7 +34,7 @@ def deliver(runtime: Runtime, pair_id: int, reply_channel: str | None = None) ->
         pair = session.get(Pair, pair_id)
         if pair is None:
             return "missing"
-        row, _ = alert_store.claim(
+        row, _ = alert_store.claim_alert(
             session,
             dedupe_key=once.key,
             kind=alert_store.KIND_VERDICT,
@@ -51,7 +51,7 @@ def deliver(runtime: Runtime, pair_id: int, reply_channel: str | None = None) ->
         dm: dict[str, str | None] = {}  # a direct message's channel and ts: retention redraws or deletes it
         where = once.deliver(lambda: _send_privately(runtime, job, dm))  # its receipt: sent, the database missed it
         with runtime.db.session() as session:
-            alert_store.mark_posted(session, alert_id, dm.get("ts"))
+            alert_store.mark_alert_posted(session, alert_id, dm.get("ts"))
             alert_store.merge_details(
                 session, alert_id, delivered_via=where, **({"dm_channel": dm["channel"]} if dm else {})
             )

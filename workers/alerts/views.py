@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy.orm import Session
 
-from capture.outcomes import describe
+from capture.outcomes import describe_signal
 from common.feedback import tally
 from common.messages.alerts import (
     DegradationAlert,
@@ -26,7 +26,7 @@ from store.feedback import votes_for
 from store.models import Alert, Judgment
 from store.outcomes import signals_with_times
 from workers.alerts.planning import Judged
-from workers.alerts.policy import DEGRADATION_JUDGE, WINDOW_ANSWERS, as_utc
+from workers.alerts.policy import DEGRADATION_JUDGE, WINDOW_ANSWERS, to_utc
 from workers.canary import RECENT_CANARY
 
 
@@ -39,10 +39,10 @@ def quote_allowed(
     return may_quote(channel_id, channel_is_private, runtime.rules, runtime.settings, alert_channel)
 
 
-def render(runtime: Runtime, session: Session, row: Alert, judged: Judged | None) -> dict:
+def render_alert(runtime: Runtime, session: Session, row: Alert, judged: Judged | None) -> dict:
     """The message of a claimed alert row: a degradation, or a low score (or missed failure) about `judged`."""
     if row.kind == alert_store.KIND_DEGRADATION:
-        return degradation_alert(replace(degradation_of(row), judge_note=canary_note(session, as_utc(row.created_at))))
+        return degradation_alert(replace(degradation_of(row), judge_note=canary_note(session, to_utc(row.created_at))))
     assert judged is not None and judged.facts.judgment_id == row.judgment_id, "a low alert is drawn from its judgment"
     return render_low(runtime, session, row, judged)
 
@@ -50,7 +50,7 @@ def render(runtime: Runtime, session: Session, row: Alert, judged: Judged | None
 def canary_note(session: Session, at: datetime) -> str | None:
     """Whether the judge or the bot moved, by the canary's last run in the week before `at` (None: no run)."""
     found = recent_runs(session, before=at + timedelta(seconds=1), limit=1)
-    if not found or as_utc(found[0].created_at) < at - RECENT_CANARY:
+    if not found or to_utc(found[0].created_at) < at - RECENT_CANARY:
         return None
     run = found[0]
     if run.moved:
@@ -68,7 +68,7 @@ def degradation_of(row: Alert) -> DegradationAlert:
         mean=float(details["mean"]),
         floor=float(details["floor"]),
         count=int(details["count"]),
-        at=as_utc(row.created_at),
+        at=to_utc(row.created_at),
         # rows claimed before the time window existed name no window: theirs was the count window
         window=details.get("window", WINDOW_ANSWERS),
         window_answers=int(details.get("window_answers", details["count"])),
@@ -101,7 +101,7 @@ def render_low(runtime: Runtime, session: Session, row: Alert, judged: Judged) -
             votes=tally(votes_for(session, judged.facts.judgment_id)),
             context=pair.context,
             revision=judged.revision,
-            signals=tuple(describe(name, after) for name, after in signals_with_times(session, pair.id)),
+            signals=tuple(describe_signal(name, after) for name, after in signals_with_times(session, pair.id)),
             forgotten=(row.details or {}).get("forgotten"),
         )
     )
@@ -116,7 +116,7 @@ def summary_item(runtime: Runtime, alert: Alert, judgment: Judgment, channel_is_
         judgment.judge,
         judgment.score,
         judgment.max_score,
-        as_utc(alert.created_at),
+        to_utc(alert.created_at),
         details.get("permalink"),
         judgment.reasoning,
         channel_id=source,

@@ -106,7 +106,7 @@ def channel_audience(runtime: Runtime, channel: str, period: Period) -> ChannelA
     return ChannelAudience(runtime.slack, membership, runtime.rules, runtime.settings, channel, private)
 
 
-def post_once(runtime: Runtime, period: Period) -> PostOnce:
+def digest_post_once(runtime: Runtime, period: Period) -> PostOnce:
     """The post-once protocol of the digest: marked with its period key, no attempt notes (its claim, taken
     over from a run that crashed or gave up, says when to look), and Redis may be down (the claim and the
     mark still find the post). Its receipt outlasts the visibility timeout: a worker killed after the post comes
@@ -124,7 +124,7 @@ def earlier_digest(runtime: Runtime, channel: str, period: Period, claim: digest
     fresh claim had no earlier run: nothing is read."""
     if claim.message_ts:
         return claim.message_ts
-    once = post_once(runtime, period)
+    once = digest_post_once(runtime, period)
     return once.earlier(channel, first_post_bound(period), look=claim.taken_over) or None
 
 
@@ -150,7 +150,7 @@ def deliver_digest(
     if period_key:
         period = replace(period, key=period_key)
     with runtime.db.session() as session:
-        claim = digest_rows.claim(session, period.key, channel, now, CLAIM_LEASE)
+        claim = digest_rows.claim_digest(session, period.key, channel, now, CLAIM_LEASE)
         if claim is None:
             status = digest_rows.status_of(session, period.key)
     if claim is None:
@@ -174,12 +174,12 @@ def deliver_digest(
                 chart_in_thread=not report.empty,
                 topics=topics,
             )
-            posted = post_once(runtime, period).post(
+            posted = digest_post_once(runtime, period).post(
                 channel, text=message["text"], blocks=message["blocks"], unfurl_links=False
             )
             message_ts = posted["ts"]
         with runtime.db.session() as session:
-            digest_rows.mark_posted(session, claim.id, message_ts)
+            digest_rows.mark_digest_posted(session, claim.id, message_ts)
         file_id = None
         if not report.empty:  # an empty week has nothing to draw
             file_id = _chart_in_thread(

@@ -68,7 +68,8 @@ def forget_message_in(
             forgetting.scrub_other_copies(session, channel, [p.id for p in pairs], scrub)
         reopened = [] if edited else forgetting.reopen_waiting(session, channel, ts)
         if not edited:
-            golden.forget_message(session, channel, ts)  # a question or a teammate's reply the golden set quoted
+            # A question or a teammate's reply the golden set quoted.
+            golden.forget_sources_quoting(session, channel, ts)
         redraw = forgetting.note_on_alerts(session, plan.about)
         forgetting.force_summary_redraw(session, {summary_key(alert_channel, at) for alert_channel, at in redraw.held})
     for pair_id, version in reopened:

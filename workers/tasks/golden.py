@@ -8,7 +8,7 @@ from sqlalchemy.exc import OperationalError
 from common import task_names
 from common.celery_app import celery
 from common.runtime import get_runtime
-from workers.golden_items import collect_vote_in, confirm, save_from_modal_in
+from workers.golden_items import acknowledge_save, collect_vote_in, save_from_modal_in
 
 _RETRIED = {"autoretry_for": (OperationalError,), "retry_backoff": 2, "retry_backoff_max": 60, "max_retries": 8}
 
@@ -24,5 +24,5 @@ def save_from_modal(
 ) -> dict:
     runtime = get_runtime()
     outcome = save_from_modal_in(runtime, judgment_id, user, expected, remove)
-    confirm(runtime, channel_id, user, outcome)
+    acknowledge_save(runtime, channel_id, user, outcome)
     return outcome
