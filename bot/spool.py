@@ -74,7 +74,7 @@ class SpoolFile:
         with self._lock:
             return self._bytes
 
-    def drain(self, hand_on: Callable[[Entry], None]) -> int:
+    def drain(self, publish: Callable[[Entry], None]) -> int:
         """Hand entries on, oldest first, each removed once handed on; stop at the first outage (order kept)."""
         done = 0
         while True:
@@ -85,7 +85,7 @@ class SpoolFile:
                     self._forget_drained()
                 return done
             try:
-                hand_on(json.loads(row[1]))
+                publish(json.loads(row[1]))
             except OUTAGE_ERRORS:
                 return done
             except Exception:  # a bug in this one entry: logged and dropped, so it cannot block the rest
@@ -121,13 +121,13 @@ class EventSpool:
     def __init__(
         self,
         directory: Path,
-        hand_on: Callable[[Entry], None],
+        publish: Callable[[Entry], None],
         *,
         max_bytes: int = 512 * 1024 * 1024,
         on_full: Callable[[], None] = lambda: None,
     ) -> None:
         self.directory = directory
-        self.hand_on = hand_on
+        self.publish = publish
         self.max_bytes, self.on_full = max_bytes, on_full
         self._full = False  # the spool filled and has not drained since: warned once
         self._own: SpoolFile | None = None
@@ -181,7 +181,7 @@ class EventSpool:
 
     def drain_once(self) -> int:
         own = self._file()
-        done = own.drain(self.hand_on)
+        done = own.drain(self.publish)
         if done and not own.count():
             self._full = False  # drained: a later filling warns again
         for lock in self.directory.glob("bot-*.lock"):
@@ -192,7 +192,7 @@ class EventSpool:
                 continue  # a live process drains its own
             try:
                 orphan = SpoolFile(lock.with_suffix(".sqlite3"))
-                done += orphan.drain(self.hand_on)
+                done += orphan.drain(self.publish)
                 left = orphan.count()
                 orphan.close()
                 if not left:
