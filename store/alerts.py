@@ -20,6 +20,7 @@ from typing import Any
 from sqlalchemy import Connection, bindparam, case, func, select, update
 from sqlalchemy.orm import Session
 
+from store.alert_reads import AlertRow
 from store.db import insert_or_ignore
 from store.judgments import is_current
 from store.models import Alert, Judgment, JudgmentStatus, Pair, PairSource, PairStatus, as_utc
@@ -58,8 +59,9 @@ def lock_channel(session: Session, channel_id: str, *, namespace: str = "relmon-
 def lock_alert_channel(session: Session, alert_channel_id: str) -> None:
     """Serialise decisions that count an alert channel's hourly cap. Taken after `lock_channel` of the source,
     never before, and in a namespace of its own (a channel may be both): no two transactions wait on each other
-    in a cycle."""
-    lock_channel(session, alert_channel_id, namespace="relmon-alert-channel")
+    in a cycle. SQLite: the source channel's lock took the database's one write lock already, nothing to add."""
+    if session.get_bind().dialect.name == "postgresql":
+        lock_channel(session, alert_channel_id, namespace="relmon-alert-channel")
 
 
 def claim_alert(
@@ -69,11 +71,13 @@ def claim_alert(
     given; judgment_id, source_channel_id, alert_channel_id, details). Returns (row, whether this call created it)."""
     values = {"status": STATUS_CLAIMED, **columns, "dedupe_key": dedupe_key, "kind": kind}
     values |= {"details": columns.get("details") or {}, "created_at": now or datetime.now(UTC)}
-    statement = insert_or_ignore(session, Alert, ["dedupe_key"], values).returning(Alert.id)
-    inserted = session.execute(statement).scalar_one_or_none()
-    row = by_key(session, dedupe_key)
-    assert row is not None  # inserted now, or by whoever won the race
-    return row, inserted is not None
+    # The INSERT returns the row it wrote: nothing is read back.
+    inserted = session.scalars(insert_or_ignore(session, Alert, ["dedupe_key"], values).returning(Alert)).first()
+    if inserted is not None:
+        return inserted, True
+    row = by_key(session, dedupe_key)  # a twin (or an earlier attempt) claimed it first: its row is the one
+    assert row is not None
+    return row, False
 
 
 def by_key(session: Session, dedupe_key: str) -> Alert | None:
@@ -98,17 +102,65 @@ def hour_counts(
     """What counts against the hourly caps, in one round trip: the source channel's low-score (and missed-failure)
     alerts, and every alert to the alert channel from any source channel (0 without one). Each count is a
     subquery of its own, so each uses its channel's index."""
-    counted = (Alert.status.in_(CAP_STATUSES), Alert.created_at >= since, Alert.created_at < until)
+    row = session.execute(_counts_statement(), _counts_parameters(channel_id, alert_channel_id, since, until)).one()
+    return row.source_channel, row.alert_channel
+
+
+@dataclass(frozen=True)
+class ClaimCheck:
+    """What a claim reads under its channel locks: the hour's counts, and the row its key already has (id,
+    status), if any."""
+
+    source_channel: int
+    alert_channel: int
+    found: tuple[int, str] | None
+
+
+def claim_check(
+    session: Session, dedupe_key: str, channel_id: str, alert_channel_id: str | None, since: datetime, until: datetime
+) -> ClaimCheck:
+    """`hour_counts`, and whether `dedupe_key` is claimed already, in the same round trip."""
+    parameters = {**_counts_parameters(channel_id, alert_channel_id, since, until), "key": dedupe_key}
+    row = session.execute(_claim_check_statement(), parameters).one()
+    found = (row.found_id, row.found_status) if row.found_id is not None else None
+    return ClaimCheck(row.source_channel, row.alert_channel, found)
+
+
+def _counts_parameters(channel_id: str, alert_channel_id: str | None, since: datetime, until: datetime) -> dict:
+    # No alert channel: its count is of alert_channel_id = NULL, which matches nothing (0).
+    return {"channel": channel_id, "alert_channel": alert_channel_id, "since": since, "until": until}
+
+
+@functools.cache
+def _count_columns() -> tuple[Any, Any]:
+    """The two counts as scalar subqueries: each uses its channel's index."""
+    counted = (
+        Alert.status.in_(CAP_STATUSES),
+        Alert.created_at >= bindparam("since"),
+        Alert.created_at < bindparam("until"),
+    )
     low = select(func.count(Alert.id)).where(
-        Alert.kind.in_((KIND_LOW, KIND_MISSED)), Alert.source_channel_id == channel_id, *counted
+        Alert.kind.in_((KIND_LOW, KIND_MISSED)), Alert.source_channel_id == bindparam("channel"), *counted
     )
-    if alert_channel_id is None:
-        return session.execute(low).scalar_one(), 0
     to_alert_channel = select(func.count(Alert.id)).where(
-        Alert.kind.in_((KIND_LOW, KIND_MISSED, KIND_DEGRADATION)), Alert.alert_channel_id == alert_channel_id, *counted
+        Alert.kind.in_((KIND_LOW, KIND_MISSED, KIND_DEGRADATION)),
+        Alert.alert_channel_id == bindparam("alert_channel"),
+        *counted,
     )
-    row = session.execute(select(low.scalar_subquery(), to_alert_channel.scalar_subquery())).one()
-    return row[0], row[1]
+    return low.scalar_subquery().label("source_channel"), to_alert_channel.scalar_subquery().label("alert_channel")
+
+
+@functools.cache
+def _counts_statement():
+    return select(*_count_columns())
+
+
+@functools.cache
+def _claim_check_statement():
+    def found(column):  # a look-up on the unique dedupe_key
+        return select(column).where(Alert.dedupe_key == bindparam("key")).scalar_subquery()
+
+    return select(*_count_columns(), found(Alert.id).label("found_id"), found(Alert.status).label("found_status"))
 
 
 def mark_alert_posted(
@@ -140,6 +192,7 @@ class DegradationHistory:
     open_unposted: bool  # that episode's alert was claimed but never posted (its worker died)
     last_alert_at: datetime | None
     episodes: int
+    open_row: AlertRow | None = None  # the open episode's row, as read: posted from it when unposted
 
 
 def degradation_history(session: Session | Connection, channel_id: str) -> DegradationHistory:
@@ -151,7 +204,11 @@ def degradation_history(session: Session | Connection, channel_id: str) -> Degra
     episodes = session.execute(count_statement, {"channel": channel_id}).scalar_one()
     is_open = not (latest.details or {}).get("recovered_at")
     return DegradationHistory(
-        latest.id if is_open else None, is_open and latest.status == STATUS_CLAIMED, latest.created_at, episodes
+        latest.id if is_open else None,
+        is_open and latest.status == STATUS_CLAIMED,
+        latest.created_at,
+        episodes,
+        AlertRow.of(latest) if is_open else None,
     )
 
 
@@ -159,7 +216,7 @@ def degradation_history(session: Session | Connection, channel_id: str) -> Degra
 def _history_statements():
     """degradation_history's two reads, built once: the first runs after every judgment."""
     scope = (Alert.kind == KIND_DEGRADATION, Alert.source_channel_id == bindparam("channel"))
-    latest = select(Alert.id, Alert.status, Alert.created_at, Alert.details).where(*scope).order_by(Alert.id.desc())
+    latest = select(*Alert.__table__.c).where(*scope).order_by(Alert.id.desc())
     return latest.limit(1), select(func.count(Alert.id)).where(*scope)
 
 

@@ -40,7 +40,8 @@ def stored(judgment: Judgment) -> SecondOpinion | None:
 
 def record(executor: Executor, judgment_id: int, opinion: SecondOpinion) -> SecondOpinion:
     """Store the second opinion unless one is stored already; return the one that stands."""
-    executor.execute(
+    error = opinion.error[:2000] if opinion.error else None
+    written = executor.execute(
         update(Judgment)
         .where(Judgment.id == judgment_id, Judgment.confirmation_status.is_(None))
         .values(
@@ -48,9 +49,13 @@ def record(executor: Executor, judgment_id: int, opinion: SecondOpinion) -> Seco
             confirmation_score=opinion.score,
             confirmation_reasoning=opinion.reasoning,
             confirmation_model=opinion.model,
-            confirmation_error=opinion.error[:2000] if opinion.error else None,
+            confirmation_error=error,
         )
-    )
+        .returning(Judgment.id)
+    ).first()
+    if written is not None:  # this one stands: nothing to read back
+        return SecondOpinion(opinion.status, opinion.score, opinion.reasoning, opinion.model, error)
+    # A twin task stored its own first (or the judgment is gone): read the one that stands.
     row = executor.execute(
         select(
             Judgment.confirmation_status,

@@ -15,8 +15,10 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.exc import OperationalError
 
+from common.messages.forgotten import forgotten_note
 from store import alerts as alert_store
 from store import forgetting
+from store.alert_reads import AlertRow
 from store.forget_plan import ForgetPlan
 from store.models import Alert
 from tests import alert_helpers
@@ -64,19 +66,12 @@ def test_the_alert_task_reads_its_pair_once_and_counts_the_hour_once(make_runtim
 
 def test_an_alert_shows_no_words_deleted_after_its_task_loaded_them(make_runtime, fake):
     """A deletion while the task waits (for the second opinion, say) scrubs the pair and the reasoning: the alert
-    posted after it is drawn from what the database holds then, not from what the task loaded."""
+    posted after it is drawn from what the database holds then, not from what the task loaded or claimed, and says
+    that words were deleted."""
     with make_runtime() as runtime:
         judgment_id = add_judgment(runtime, score=1, question="My card 4111 1111 is refused", reasoning="Card 4111.")
         judged = planning.load(runtime, judgment_id)
-        with runtime.db.session() as session:  # what the forget task writes (workers.tasks.forgetting)
-            forgetting.apply_plan(
-                session,
-                ForgetPlan(
-                    pairs={judged.pair.id: {"question_text": None}},
-                    judgments={judgment_id: {"reasoning": "[deleted]"}},
-                    about={judged.pair.id: "question"},
-                ),
-            )
+        with runtime.db.session() as session:
             row, _ = alert_store.claim_alert(
                 session,
                 dedupe_key=f"low:{judgment_id}",
@@ -85,9 +80,19 @@ def test_an_alert_shows_no_words_deleted_after_its_task_loaded_them(make_runtime
                 source_channel_id=SUPPORT,
                 alert_channel_id=ALERTS,
             )
-        assert delivery.post_alert(runtime, row.id, judged) == "posted"
+            claimed = AlertRow.of(row)
+        with runtime.db.session() as session:  # what the forget task writes (workers.tasks.forgetting)
+            plan = ForgetPlan(
+                pairs={judged.pair.id: {"question_text": None}},
+                judgments={judgment_id: {"reasoning": "[deleted]"}},
+                about={judged.pair.id: "question"},
+            )
+            forgetting.apply_plan(session, plan)
+            forgetting.note_on_alerts(session, plan.about)
+        assert delivery.post_alert(runtime, claimed, judged) == "posted"
         [posted] = fake.posted(ALERTS)
         assert "4111" not in json.dumps(posted) and "Our office is open 9 to 5." in json.dumps(posted["blocks"])
+        assert forgotten_note("question") in json.dumps(posted["blocks"])
 
 
 @pytest.mark.parametrize(

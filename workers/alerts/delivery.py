@@ -25,7 +25,9 @@ from common.post_once import PostOnce, Receipts
 from common.runtime import Runtime
 from common.task_names import FLUSH_ALERT_SUMMARIES, REFRESH_ALERT_VOTES
 from common.telemetry.logs import event_fields
+from store import alert_reads
 from store import alerts as alert_store
+from store.alert_reads import AlertRow
 from store.models import Alert
 from workers.alerts import confirmation, planning, redraws, views
 from workers.alerts.policy import Action, degradation_blocked, low_intent, second_opinion, to_utc
@@ -180,10 +182,10 @@ def consider(
         link = permalink(runtime, judged.facts.channel_id, judged.answer_ts)
     claimed = planning.plan_and_claim(runtime, judged, policy, intent, link, now)
     low = claimed.plan.low.reason
-    if claimed.low_row is not None:
-        low = _act_on(runtime, *claimed.low_row, judged)
+    if claimed.low is not None:
+        low = _act_on(runtime, claimed.low, judged)
     degradation = claimed.plan.degradation.reason
-    if claimed.degradation_row is not None and _act_on(runtime, *claimed.degradation_row, None) == "held":
+    if claimed.degradation is not None and _act_on(runtime, claimed.degradation, None) == "held":
         degradation = "degradation_held"
     return Considered(low, degradation)
 
@@ -202,13 +204,13 @@ def update_superseded(runtime: Runtime, alert_ids: tuple[int, ...]) -> None:
             log.info("superseded alert updated", extra={"alert_id": alert_id})
 
 
-def _act_on(runtime: Runtime, alert_id: int, status: str, judged: planning.Judged | None) -> str:
-    if status == alert_store.STATUS_CLAIMED:
-        return post_alert(runtime, alert_id, judged)
-    if status == alert_store.STATUS_HELD:
+def _act_on(runtime: Runtime, claim: planning.Claim, judged: planning.Judged | None) -> str:
+    if claim.status == alert_store.STATUS_CLAIMED:
+        return post_alert(runtime, claim.row, judged) if claim.row is not None else "missing"
+    if claim.status == alert_store.STATUS_HELD:
         schedule_summary_flush(runtime)
         return "held"
-    return status
+    return claim.status
 
 
 def refused_for_good(runtime: Runtime, row_id: int, error: SlackApiError, event: str, **fields: object) -> str:
@@ -222,21 +224,27 @@ def refused_for_good(runtime: Runtime, row_id: int, error: SlackApiError, event:
     return alert_store.STATUS_FAILED
 
 
-def post_alert(runtime: Runtime, alert_id: int, judged: planning.Judged | None) -> str:
+def post_alert(runtime: Runtime, row: AlertRow, judged: planning.Judged | None) -> str:
     """Post a claimed alert unless it was posted already: a degradation (`judged` None), or a low score or missed
-    failure about `judged`, the judgment as its task loaded it (`planning.load`)."""
+    failure about `judged`, the judgment as its task loaded it (`planning.load`). `row`: as its claim wrote it."""
+    alert_id = row.id
     with lease(runtime, alert_id):
         with runtime.db.reading() as session:  # reads alone: the lease and the row's status guard the post
-            row = session.get(Alert, alert_id)
-            if row is None or row.status != alert_store.STATUS_CLAIMED:
-                return row.status if row else "missing"
+            # One read under the lease, and the only one of the row since its claim: its status, since a twin task
+            # may have posted it (or had it refused for good) between that claim and this lease; and what the
+            # alert shows may have changed since the load (planning.current).
+            stamp = alert_reads.before_post(session, alert_id)
+            if stamp is None or stamp.status != alert_store.STATUS_CLAIMED:
+                return stamp.status if stamp else "missing"
+            if judged is not None:
+                fresh = planning.current(session, judged, stamp)  # words deleted since the task loaded it stay out
+                if fresh is None:
+                    return "missing"
+                if fresh is not judged:  # the deletion noted on the row too, in the same transaction: say so
+                    judged, row = fresh, alert_reads.row_by_id(session, alert_id) or row
+            payload = views.render_alert(runtime, session, row, judged)
             channel, claimed_at = row.alert_channel_id, to_utc(row.created_at)
             once = alert_post_once(runtime, row.dedupe_key)
-            if judged is not None:
-                judged = planning.current(session, judged)  # words deleted since the task loaded it stay out
-                if judged is None:
-                    return "missing"
-            payload = views.render_alert(runtime, session, row, judged)
             # Identifiers only (never text): the judgment and the source message it is about.
             fields = event_fields(
                 channel=row.source_channel_id,

@@ -21,6 +21,7 @@ from capture.outcomes import failed
 from common.feedback import VOTE_WRONG
 from common.runtime import Runtime
 from store import alerts as alert_store
+from store.alert_reads import AlertRow
 from store.feedback import record_vote
 from store.judgments import is_current
 from store.models import Judgment, PairSource
@@ -103,11 +104,11 @@ def follow_up(runtime: Runtime, pair_id: int, now: datetime | None = None) -> Fo
     if pair is None or pair.source != PairSource.CAPTURE or not pair.channel_id:
         return FollowedUp("missing")
     policy = planning.channel_policy(runtime, pair.channel_id)
-    outcome, row_id, judgment_id = _claim_missed(runtime, pair, policy, now)
-    if outcome == alert_store.STATUS_CLAIMED:
+    outcome, row = _claim_missed(runtime, pair, policy, now)
+    if outcome == alert_store.STATUS_CLAIMED and row is not None:
         with runtime.db.reading() as session:
-            judged = planning.judged_of(session, session.get(Judgment, judgment_id), pair, policy)
-        outcome = delivery.post_alert(runtime, row_id, judged)
+            judged = planning.judged_of(session, session.get(Judgment, row.judgment_id), pair, policy)
+        outcome = delivery.post_alert(runtime, row, judged)
     elif outcome == alert_store.STATUS_HELD:
         delivery.schedule_summary_flush(runtime)
     with runtime.db.session() as session:
@@ -119,17 +120,17 @@ def follow_up(runtime: Runtime, pair_id: int, now: datetime | None = None) -> Fo
 
 def _claim_missed(
     runtime: Runtime, pair: PairView, policy: ChannelPolicy, now: datetime
-) -> tuple[str, int | None, int | None]:
-    """The missed-failure alert's claim: (its status or why there is none, its row id, its judgment id)."""
+) -> tuple[str, AlertRow | None]:
+    """The missed-failure alert's claim: (its status or why there is none, its row)."""
     hour = hour_start(now)
     until = hour + timedelta(hours=1)
     channel = pair.channel_id
     with runtime.db.reading() as session:
         found = alert_store.by_key(session, missed_key(pair.id))
         if found is not None:
-            return found.status, found.id, found.judgment_id
+            return found.status, AlertRow.of(found)
         if not failed(signal_names(session, pair.id)):
-            return "not_failed", None, None
+            return "not_failed", None
     link = delivery.permalink(runtime, channel, pair.answer_ts)  # a Slack call: before the locks
     with runtime.db.session() as session:
         signals = signal_names(session, pair.id)
@@ -141,7 +142,7 @@ def _claim_missed(
         for judgment_id in decided.disagreed:
             record_vote(session, judgment_id, OUTCOME_VOTER, VOTE_WRONG, now)
         if decided.action is Action.NONE:
-            return decided.reason, None, None
+            return decided.reason, None
         row, created = alert_store.claim_alert(
             session,
             dedupe_key=missed_key(pair.id),
@@ -155,4 +156,4 @@ def _claim_missed(
         )
     if created:
         log.info("missed failure claimed", extra={"pair_id": pair.id, "alert_id": row.id, "status": row.status})
-    return row.status, row.id, row.judgment_id
+    return row.status, AlertRow.of(row)

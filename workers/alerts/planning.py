@@ -14,16 +14,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection
 from sqlalchemy.orm import Session
 
 from common.messages.alerts import Revision
 from common.runtime import Runtime
+from store import alert_reads, confirmations
 from store import alerts as alert_store
-from store import confirmations
+from store.alert_reads import AlertRow, BeforePost
 from store.confirmations import SecondOpinion
 from store.judgments import current_judgment, pair_for_judging
-from store.models import Judgment, Pair
+from store.models import Judgment
 from store.rules import EffectiveRule
 from store.settings import Settings
 from workers.alerts.policy import (
@@ -128,30 +129,21 @@ def load_in(session: Session, runtime: Runtime, judgment_id: int) -> Judged | No
 def _read_judged(
     session: Session, judgment_id: int, policy_for: Callable[[PairView], ChannelPolicy | None]
 ) -> Judged | None:
-    """The judgment and its pair read, the rest drawn from them; None when either is gone (a forgotten pair's
-    judgments go with it)."""
-    judgment = session.get(Judgment, judgment_id)
-    if judgment is None:
+    """The judgment, its pair, its alert row and the newest version judged, in one read (`alert_reads`); the rest
+    drawn from them. None when the judgment or its pair is gone (a forgotten pair's judgments go with it)."""
+    found = alert_reads.judgment_in_context(session, judgment_id, low_key(judgment_id))
+    if found is None:
         return None
-    pair = read_pair(session, judgment.pair_id)
-    if pair is None:
-        return None
-    return judged_of(session, judgment, pair, policy_for(pair))
+    pair = PairView.of(found.pair)
+    return _judged(session, found.judgment, pair, policy_for(pair), found.alert, found.newest_version)
 
 
-def current(session: Session, judged: Judged) -> Judged | None:
+def current(session: Session, judged: Judged, stamp: BeforePost) -> Judged | None:
     """`judged` as it stands now, for a message about to go out: a deletion or an edit since the task loaded it
-    (during the second opinion, say) scrubbed words it must not show. One read of the pair's change stamp and the
-    verdict's reasoning (which a deletion scrubs with it); the context is read again only when either moved. None:
-    the judgment is gone."""
-    stamp = session.execute(
-        select(Pair.updated_at, Judgment.reasoning)
-        .join(Judgment, Judgment.pair_id == Pair.id)
-        .where(Judgment.id == judged.facts.judgment_id)
-    ).first()
-    if stamp is None:
-        return None
-    if stamp.updated_at == judged.pair.updated_at and stamp.reasoning == judged.reasoning:
+    (during the second opinion, say) scrubbed words it must not show. `stamp`, read under the alert's lease
+    (`alert_reads.before_post`), holds the pair's change stamp and the verdict's reasoning (which a deletion
+    scrubs with it); only when either moved is the judgment read again. None: the judgment is gone."""
+    if stamp.pair_updated_at == judged.pair.updated_at and stamp.reasoning == judged.reasoning:
         return judged
     return _read_judged(session, judged.facts.judgment_id, lambda _pair: judged.policy)
 
@@ -168,21 +160,33 @@ def facts_of(judgment: Judgment, pair: PairView) -> JudgmentFacts:
 
 
 def judged_of(session: Session, judgment: Judgment, pair: PairView, policy: ChannelPolicy | None) -> Judged:
-    """The rest of a `Judged` once its judgment, pair and channel policy are at hand: its alert row, the newer
-    verdict and the alerts about earlier versions."""
-    facts = facts_of(judgment, pair)
+    """A `Judged` for a judgment read by itself (a missed failure's): its alert row and the newer verdict read."""
     row = alert_store.by_key(session, low_key(judgment.id))
-    latest = current_judgment(session, judgment)
+    newest = current_judgment(session, judgment)
+    low_row = (row.id, row.status) if row else None
+    return _judged(session, judgment, pair, policy, low_row, newest.pair_version, newest)
+
+
+def _judged(
+    session: Session,
+    judgment: Judgment,
+    pair: PairView,
+    policy: ChannelPolicy | None,
+    low_row: tuple[int, str] | None,
+    newest_version: int,
+    newest: Judgment | None = None,
+) -> Judged:
+    """A `Judged` once its judgment, pair, alert row and newest version are at hand. Read only when an edited
+    answer was judged again: the newer verdict (superseded), or the posted alerts about earlier versions."""
     revision = None
-    if latest.id != judgment.id:
+    if newest_version > judgment.pair_version:
+        latest = newest if newest is not None else current_judgment(session, judgment)
         revision = Revision(latest.status, latest.score, latest.max_score, latest.reasoning)
     earlier: list[int] = []
     if judgment.pair_version > 1 and revision is None:
         earlier = alert_store.posted_about_earlier(session, pair.id, judgment.judge, judgment.pair_version)
-    low_row = (row.id, row.status) if row else None
-    opinion = confirmations.stored(judgment)
     return Judged(
-        facts,
+        facts_of(judgment, pair),
         pair,
         policy,
         judgment.pair_version,
@@ -191,8 +195,16 @@ def judged_of(session: Session, judgment: Judgment, pair: PairView, policy: Chan
         reasoning=judgment.reasoning,
         revision=revision,
         earlier_alerts=tuple(earlier),
-        second_opinion=opinion,
+        second_opinion=confirmations.stored(judgment),
     )
+
+
+@dataclass(frozen=True)
+class Claim:
+    """An alert row the locked plan claimed or found: its status and, when it is to be posted (claimed), the row."""
+
+    status: str
+    row: AlertRow | None = None
 
 
 @dataclass(frozen=True)
@@ -200,8 +212,8 @@ class Claimed:
     """What the locked plan claimed: the rows to post or hold once the locks are released."""
 
     plan: AlertPlan
-    low_row: tuple[int, str] | None  # the judgment's low-score alert (id, status), new or found
-    degradation_row: tuple[int, str] | None  # a degradation alert to post (claimed) or held, new or unposted
+    low: Claim | None  # the judgment's low-score alert, new or found
+    degradation: Claim | None  # a degradation alert to post (claimed) or held, new or unposted
 
 
 def needs_locks(judged: Judged, policy: ChannelPolicy, intent: Decision) -> bool:
@@ -221,23 +233,31 @@ def plan_and_claim(
     the locks make consistent with the claim is decided here: the hour's caps, and the degradation history."""
     facts, channel = judged.facts, judged.facts.channel_id
     hour = hour_start(now)
-    until = hour + timedelta(hours=1)
+    key = low_key(facts.judgment_id)
     with runtime.db.session() as session:
         alert_store.lock_channel(session, channel)
         if policy.alert_channel:
             alert_store.lock_alert_channel(session, policy.alert_channel)  # its cap counts every source channel
-        row = alert_store.by_key(session, low_key(facts.judgment_id))  # still unclaimed now that we hold the locks?
-        counts = HourCounts(*alert_store.hour_counts(session, channel, policy.alert_channel, hour, until))
+        # With the counts, the low row's key looked up again: a twin task may have claimed it since the load, and
+        # only under the locks is that read consistent with the counts and the claim.
+        check = alert_store.claim_check(session, key, channel, policy.alert_channel, hour, hour + timedelta(hours=1))
         degradation = history = None
         if degradation_blocked(facts, policy) is None:
             degradation, history = read_degradation(session, policy, channel, now)
         decided = complete(
-            intent, facts, policy, counts=counts, low_claimed=row is not None, degradation=degradation, now=now
+            intent,
+            facts,
+            policy,
+            counts=HourCounts(check.source_channel, check.alert_channel),
+            low_claimed=check.found is not None,
+            degradation=degradation,
+            now=now,
         )
-        if row is None and decided.low.action is not Action.NONE:
+        low = _found(session, check.found)
+        if low is None and decided.low.action is not Action.NONE:
             row, _ = alert_store.claim_alert(
                 session,
-                dedupe_key=low_key(facts.judgment_id),
+                dedupe_key=key,
                 kind=alert_store.KIND_LOW,
                 status=_status(decided.low.action),
                 judgment_id=facts.judgment_id,
@@ -246,15 +266,26 @@ def plan_and_claim(
                 details={"permalink": permalink, "reason": decided.low.reason},
                 now=now,
             )
-        low_row = (row.id, row.status) if row else None
-        degradation_row = None
+            low = Claim(row.status, AlertRow.of(row))
+        degradation_claim = None
         if decided.degradation_delivery is not None:
-            degradation_row = _claim_degradation(session, facts, policy, decided, now)
+            degradation_claim = _claim_degradation(session, facts, policy, decided, now)
         elif decided.degradation.action is Action.REARM:
             alert_store.mark_recovered(session, history.open_alert_id, now)
         if decided.post_unposted:
-            degradation_row = (history.open_alert_id, alert_store.STATUS_CLAIMED)
-    return Claimed(decided, low_row, degradation_row)
+            degradation_claim = Claim(alert_store.STATUS_CLAIMED, history.open_row)
+    return Claimed(decided, low, degradation_claim)
+
+
+def _found(session: Session, found: tuple[int, str] | None) -> Claim | None:
+    """The low row claimed before this task's locks (by an earlier attempt, or a twin task): its whole row read
+    only when it is still to be posted. Not this task's own claim, which it has as written."""
+    if found is None:
+        return None
+    alert_id, status = found
+    if status != alert_store.STATUS_CLAIMED:
+        return Claim(status)
+    return Claim(status, alert_reads.row_by_id(session, alert_id))
 
 
 def _status(action: Action) -> str:
@@ -263,7 +294,7 @@ def _status(action: Action) -> str:
 
 def _claim_degradation(
     session: Session, facts: JudgmentFacts, policy: ChannelPolicy, decided: AlertPlan, now: datetime
-) -> tuple[int, str]:
+) -> Claim:
     decision, delivery = decided.degradation, decided.degradation_delivery
     row, _ = alert_store.claim_alert(
         session,
@@ -285,4 +316,4 @@ def _claim_degradation(
         status=_status(delivery.action),
         now=now,
     )
-    return row.id, row.status
+    return Claim(row.status, AlertRow.of(row))

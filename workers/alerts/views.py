@@ -21,6 +21,7 @@ from common.messages.missed_failure import missed_failure_alert
 from common.privacy import may_quote
 from common.runtime import Runtime
 from store import alerts as alert_store
+from store.alert_reads import AlertRow
 from store.canary import recent_runs
 from store.feedback import votes_for
 from store.models import Alert, Judgment
@@ -39,7 +40,7 @@ def quote_allowed(
     return may_quote(channel_id, channel_is_private, runtime.rules, runtime.settings, alert_channel)
 
 
-def render_alert(runtime: Runtime, session: Session, row: Alert, judged: Judged | None) -> dict:
+def render_alert(runtime: Runtime, session: Session, row: AlertRow, judged: Judged | None) -> dict:
     """The message of a claimed alert row: a degradation, or a low score (or missed failure) about `judged`."""
     if row.kind == alert_store.KIND_DEGRADATION:
         return degradation_alert(replace(degradation_of(row), judge_note=canary_note(session, to_utc(row.created_at))))
@@ -59,7 +60,7 @@ def canary_note(session: Session, at: datetime) -> str | None:
     return f"The judge held steady on this week's canary{kappa}: the bot moved."
 
 
-def degradation_of(row: Alert) -> DegradationAlert:
+def degradation_of(row: Alert | AlertRow) -> DegradationAlert:
     """What a degradation alert's row says, for its own message or its line in the hour's summary."""
     details = row.details or {}
     return DegradationAlert(
@@ -77,7 +78,7 @@ def degradation_of(row: Alert) -> DegradationAlert:
     )
 
 
-def render_low(runtime: Runtime, session: Session, row: Alert, judged: Judged) -> dict:
+def render_low(runtime: Runtime, session: Session, row: Alert | AlertRow, judged: Judged) -> dict:
     """A low-score (or missed-failure) alert with the current feedback tally, the outcome signals so far, and the
     newer verdict when the answer was edited after it was judged (the pair holds the final text). Everything but
     the votes and the signals, which change after the post, comes read with the judgment (`planning.load`)."""
