@@ -6,6 +6,7 @@ or drop the event): an event it cannot scrub is sent reduced, a breadcrumb dropp
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from common.telemetry.scrub import (
@@ -118,12 +119,19 @@ def scrub_breadcrumb(crumb: dict[str, Any], masker: SecretMasker) -> dict[str, A
         return None
 
 
+def _flushing_at_exit(pending: int, timeout: float) -> None:
+    logging.getLogger("relmon.sentry").warning(
+        "sending pending error reports before exit", extra={"pending": pending, "timeout_s": timeout}
+    )
+
+
 def setup_sentry(settings: Settings, component: str) -> bool:
     """Report errors to SENTRY_DSN (bot and worker) without ever sending texts or tokens. False when unset."""
     dsn = settings.secret("sentry_dsn")
     if not dsn:
         return False
     import sentry_sdk
+    from sentry_sdk.integrations.atexit import AtexitIntegration
     from sentry_sdk.integrations.celery import CeleryIntegration
 
     masker = SecretMasker.from_settings(settings)
@@ -131,7 +139,9 @@ def setup_sentry(settings: Settings, component: str) -> bool:
         dsn=dsn,
         # Only what we use: Celery, plus the defaults (logging, excepthook, threading, ...). Auto-enabled
         # integrations (OpenAI, HTTP clients, SQLAlchemy, Redis) would record prompts, URLs and queries.
-        integrations=[CeleryIntegration()],
+        # At exit, the SDK's own notice of events still being sent is a log line like every other (its default
+        # prints three lines of plain text to stderr, among the process's JSON lines).
+        integrations=[CeleryIntegration(), AtexitIntegration(callback=_flushing_at_exit)],
         auto_enabling_integrations=False,
         send_default_pii=False,  # no user data, and no LLM prompts from the OpenAI integration
         include_local_variables=False,  # frame locals hold questions and answers

@@ -73,7 +73,7 @@ def test_the_capture_finds_nothing_around_a_message_never_logged(logged_thread: 
 def test_the_capture_reads_the_stored_mark_in_its_first_round_trip(logged_thread: LoggedThread) -> None:
     """The mark of what was last stored of the answer comes with the first round trip."""
     client, _, store, _, question, reply, _ = logged_thread
-    store.keep(reply.ts, "abc", 7, None)
+    store.keep(reply.ts, "abc", 7)
     before = redis_calls(client)
     context = store.load(reply.ts, question.ts)
     assert context.message == reply and context.held == Held("abc", 7)
