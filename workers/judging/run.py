@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from common import task_names, task_notes
@@ -31,6 +32,7 @@ from store.models import PairStatus
 from workers import budget, sampling
 from workers.judging.pair_view import PairView
 from workers.judging.rules import (
+    TASK_MAX_RETRIES,
     gave_up_values,
     judges_in_force,
     may_retry_llm,
@@ -50,9 +52,28 @@ def read_pair_view(runtime: Runtime, pair_id: int) -> PairView | None:
     return PairView.of(fields) if fields is not None else None
 
 
-def judge_run(task, runtime: Runtime, pair: PairView, *, redelivered: bool, llm_attempts: int = 0) -> str:
-    """On the hot path: reads (stored judges, cache) and the budget claim each in autocommit, then one
-    transaction for the insert together with the status change. No transaction is open during the LLM call."""
+@dataclass(frozen=True)
+class RetryLater:
+    """What a judging run returns when a transient LLM error is to be tried again: the task retries in `countdown`
+    seconds (what the run had is stored and followed up already)."""
+
+    countdown: float
+    error: TransientLLMError
+
+
+def judge_run(
+    runtime: Runtime,
+    pair: PairView,
+    *,
+    redelivered: bool,
+    llm_attempts: int = 0,
+    task_retries: int = 0,
+    task_max_retries: int = TASK_MAX_RETRIES,
+) -> str | RetryLater:
+    """Judge the pair; returns its status, or `RetryLater` for the task to act on. `task_retries` and
+    `task_max_retries`: the task's own count and bound (a retry past the bound would fail the task instead of
+    storing the error). On the hot path: reads (stored judges, cache) and the budget claim each in autocommit, then
+    one transaction for the insert together with the status change. No transaction is open during the LLM call."""
     settings = runtime.settings
     engine = runtime.db.engine
     model = settings.judge_model
@@ -99,7 +120,7 @@ def judge_run(task, runtime: Runtime, pair: PairView, *, redelivered: bool, llm_
             verdict = judge.evaluate(runtime.llm, *given.texts)
             ready.append(verdict_values(verdict, pair_id=pair_id, cache_key=key))
         except TransientLLMError as error:
-            if may_retry_llm(llm_attempts, settings.llm_max_retries, task.request.retries, task.max_retries):
+            if may_retry_llm(llm_attempts, settings.llm_max_retries, task_retries, task_max_retries):
                 # What this run has is final: store it and alert on it now; the retry skips those judges.
                 created = store_judgments(engine, pair, ready, mark_judged=False)
                 send_follow_ups(runtime, pair, created)
@@ -115,8 +136,7 @@ def judge_run(task, runtime: Runtime, pair: PairView, *, redelivered: bool, llm_
                         retry_after_s=error.retry_after,
                     ),
                 )
-                kwargs = {**(task.request.kwargs or {}), "llm_attempts": llm_attempts + 1}
-                raise task.retry(countdown=countdown, exc=error, kwargs=kwargs) from error
+                return RetryLater(countdown, error)
             ready.append(
                 gave_up_values(
                     judge,

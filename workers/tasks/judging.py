@@ -21,7 +21,7 @@ from common.runtime import get_runtime
 from common.telemetry.logs import event_fields
 from store.attempts import record_failure
 from workers.judging.rules import TASK_MAX_RETRIES, is_infrastructure
-from workers.judging.run import FollowUpsUnsent, judge_run, read_pair_view
+from workers.judging.run import FollowUpsUnsent, RetryLater, judge_run, read_pair_view
 
 log = logging.getLogger("relmon.judging")
 
@@ -49,7 +49,14 @@ def judge_pair(self, pair_id: int, resumed: bool = False, llm_attempts: int = 0)
         if pair is None:
             log.warning("pair not found", extra={"pair_id": pair_id})
             return "missing"
-        return judge_run(self, runtime, pair, redelivered=redelivered, llm_attempts=llm_attempts)
+        outcome = judge_run(
+            runtime,
+            pair,
+            redelivered=redelivered,
+            llm_attempts=llm_attempts,
+            task_retries=self.request.retries,
+            task_max_retries=self.max_retries,
+        )
     except FollowUpsUnsent as failure:
         # The judgments are stored (the pair may be judged already, so neither the sweeper nor a plain retry
         # would look at it again), but their follow-up tasks were not queued: retry as a resumed run, which
@@ -66,6 +73,10 @@ def judge_pair(self, pair_id: int, resumed: bool = False, llm_attempts: int = 0)
         raise self.retry(
             kwargs={"resumed": True, "llm_attempts": llm_attempts}, countdown=countdown, exc=failure.error
         ) from failure
+    if isinstance(outcome, RetryLater):  # a transient LLM error: this task tries that judge again later
+        kwargs = {**(self.request.kwargs or {}), "llm_attempts": llm_attempts + 1}
+        raise self.retry(countdown=outcome.countdown, exc=outcome.error, kwargs=kwargs)
+    return outcome
 
 
 @task_failure.connect(sender=judge_pair)
