@@ -30,7 +30,7 @@ from store import alerts as alert_store
 from store.alert_reads import AlertRow
 from store.models import Alert
 from workers.alerts import confirmation, planning, redraws, views
-from workers.alerts.policy import Action, degradation_blocked, low_intent, second_opinion, to_utc
+from workers.alerts.policy import Action, low_intent, second_opinion, to_utc
 
 log = logging.getLogger("relmon.alerts")
 
@@ -175,8 +175,9 @@ def consider(
         threshold = policy.thresholds.get(judged.facts.judge)
         status = confirmation.confirm(runtime, judged, threshold, last_attempt=last_attempt)
         intent = second_opinion(intent, status)
-    if not planning.needs_locks(judged, policy, intent):
-        return Considered(intent.reason, degradation_blocked(judged.facts, policy))
+    settled = planning.plan_without_locks(runtime, judged, policy, intent, now)
+    if settled is not None:
+        return Considered(intent.reason, settled.degradation.reason)
     link = None
     if judged.low_row is None and intent.action is not Action.NONE:  # before the locks: no Slack call under one
         link = permalink(runtime, judged.facts.channel_id, judged.answer_ts)

@@ -216,13 +216,22 @@ class Claimed:
     degradation: Claim | None  # a degradation alert to post (claimed) or held, new or unposted
 
 
-def needs_locks(judged: Judged, policy: ChannelPolicy, intent: Decision) -> bool:
-    """Whether the lock-free intent leaves anything for the locked path to decide."""
-    return (
-        judged.low_row is not None
-        or intent.action is not Action.NONE
-        or degradation_blocked(judged.facts, policy) is None
-    )
+def plan_without_locks(
+    runtime: Runtime, judged: Judged, policy: ChannelPolicy, intent: Decision, now: datetime
+) -> AlertPlan | None:
+    """The plan, when the lock-free decision changes nothing (most judgments: a good score in a healthy channel,
+    decided without taking a lock); None when the locked path has something to decide: a low-score row to act on, a
+    low score, or a degradation alert that the channel's history, read without a lock, says may open or close. The
+    locked path reads that history again, consistently with its claim. Never a false "nothing": this task runs
+    after its judgment committed, so the last of concurrent judgments reads all their scores."""
+    if judged.low_row is not None or intent.action is not Action.NONE:
+        return None
+    degradation = None
+    if degradation_blocked(judged.facts, policy) is None:
+        with runtime.db.autocommit() as connection:  # plain reads, no transaction needed
+            degradation, _ = read_degradation(connection, policy, judged.facts.channel_id, now)
+    plan = complete(intent, judged.facts, policy, degradation=degradation, now=now)
+    return None if plan.changes_anything else plan
 
 
 def plan_and_claim(
