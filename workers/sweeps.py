@@ -26,10 +26,10 @@ from judges.names import RELEVANCY
 from store.attempts import Failures, failures_of
 from store.judgments import pair_for_judging, stale_pairs, stored_judges, touch_pairs
 from store.models import PairStatus
-from workers.judging.pair_view import PairView
 from workers.judging.queued import queued_notes, queued_pairs
 from workers.judging.rules import failed_values, judges_in_force, sweep_action, sweep_interval
 from workers.judging.run import send_follow_ups, store_judgments
+from workers.pair_view import PairView
 
 log = logging.getLogger("relmon.judging")
 T = TypeVar("T")

@@ -14,9 +14,9 @@ from judges import TransientLLMError, get_judge
 from store.judgments import find_cached_many, pair_for_judging, set_pair_status, stored_judges
 from store.models import PairStatus
 from workers import budget, sampling
-from workers.judging.pair_view import PairView
 from workers.judging.rules import judges_in_force, reused_values, verdict_values
 from workers.judging.run import store_judgments
+from workers.pair_view import PairView
 
 JUDGED, SAMPLED_OUT, BUDGET_SPENT, LEFT, GONE = "judged", "sampled_out", "budget_spent", "left_pending", "gone"
 

@@ -266,3 +266,19 @@ def test_the_checker_reports_a_cycle_and_an_upward_import(tmp_path: Path) -> Non
 def test_a_cycle_is_named_with_every_module_of_its_loop() -> None:
     imports = [Import("m.a", "m.b", 1), Import("m.b", "m.c", 1), Import("m.c", "m.a", 1), Import("m.b", "m.a", 2)]
     assert [str(cycle) for cycle in cycles(imports)] == ["m.a -> m.b -> m.a (in a loop with m.c too)"]
+
+
+# Steps of the worker that hand each other work only by task name: none imports another's package.
+APART = ("workers.judging", "workers.alerts", "workers.pairs")
+
+
+def test_judging_and_the_alert_path_do_not_reach_into_each_other() -> None:
+    def step(module: str) -> str | None:
+        return next((part for part in APART if module == part or module.startswith(part + ".")), None)
+
+    crossing = [
+        f"{found.importer}:{found.line} imports {found.imported}"
+        for found in _product_imports()
+        if step(found.importer) and step(found.imported) and step(found.importer) != step(found.imported)
+    ]
+    assert crossing == []

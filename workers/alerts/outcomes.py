@@ -28,7 +28,7 @@ from store.models import Judgment, PairSource
 from store.outcomes import signal_names
 from workers.alerts import delivery, planning
 from workers.alerts.policy import Action, ChannelPolicy, HourCounts, JudgmentFacts, hour_start, is_low
-from workers.judging.pair_view import PairView
+from workers.pair_view import PairView
 
 log = logging.getLogger("relmon.alerts")
 

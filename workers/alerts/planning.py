@@ -46,7 +46,7 @@ from workers.alerts.policy import (
     low_key,
     to_utc,
 )
-from workers.judging.pair_view import PairView
+from workers.pair_view import PairView
 
 
 def channel_policy(runtime: Runtime, channel_id: str) -> ChannelPolicy:

@@ -30,7 +30,6 @@ from store.judgments import (
 )
 from store.models import PairStatus
 from workers import budget, sampling
-from workers.judging.pair_view import PairView
 from workers.judging.rules import (
     TASK_MAX_RETRIES,
     gave_up_values,
@@ -40,6 +39,7 @@ from workers.judging.rules import (
     reused_values,
     verdict_values,
 )
+from workers.pair_view import PairView
 from workers.trace_sending import queue_trace_sends
 
 log = logging.getLogger("relmon.judging")

@@ -1,4 +1,6 @@
-"""PairView: what judging needs from a pair, as plain data."""
+"""PairView: a stored pair as the judges read it (its judge input) and as the steps after judging show it, as plain
+data: shared by judging, the alert path (its second opinion judges the same input) and the sweeps, so none of them
+reaches into another's package for it."""
 
 from __future__ import annotations
 
