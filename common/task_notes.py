@@ -5,10 +5,11 @@ send that should follow it) leaves its note behind, and beat's orphan check (wor
 Everything else is the broker's own guarantee: late acknowledgement and the visibility timeout bring back a message
 a dead worker held (workers.lease keeps that timeout short).
 
-A note is named by its task call, `call_id(task, args, kwargs)`, and the message is sent with that as its Celery task
-ID: the orphan check finds a note's message, queued or held, by its ID, and a worker drops the note of the task it
-ran by its own request's ID (`drop_when_ended`, on Celery's `task_postrun`). The same call noted twice is one note:
-a run that notes before it commits and dies finds its note again when the call is made once more. Every noted task
+A note is named by its task call, `call_id(task, args, kwargs)`: the orphan check finds a note's message, queued or
+held, by the call its body carries, and a worker drops the note of the call it ran (workers.task_ends, on Celery's
+`task_postrun`). The same call noted twice is one note: a run that notes before it commits and dies finds its note
+again when the call is made once more. Each message keeps a task ID of its own (Celery's): the alert lease takes a
+task ID for one task's attempts, so two sends of one call must not share one. Every noted task
 is idempotent, so a message sent again is at worst run once more.
 
 Noted: the bot's `capture_event`, an alert's decision, an on-demand verdict, an outcome's follow-up and the sends
@@ -94,10 +95,10 @@ def note(client: redis.Redis, calls: Sequence[Call], now: float, *, sending: boo
 
 
 def send(client: redis.Redis, call: Call, now: float, **options: Any) -> str:
-    """Note the call, then send it with its note's ID as the task's ID: a note without a message is what the orphan
-    check looks for. `options`: Celery's, e.g. the headers' reprs that keep an event's words out of them."""
+    """Note the call, then send it: a note without a message is what the orphan check looks for. `options`:
+    Celery's, e.g. the headers' reprs that keep an event's words out of them. Returns the note's ID."""
     note(client, [call], now, sending=True)
-    celery.send_task(call.task, args=list(call.args), kwargs=call.kwargs, task_id=call.id, **options)
+    celery.send_task(call.task, args=list(call.args), kwargs=call.kwargs, **options)
     return call.id
 
 

@@ -54,7 +54,7 @@ def test_the_orphan_check_sends_again_only_a_noted_send_whose_message_is_gone(
     sent = kept_sends(monkeypatch)
     assert requeue_lost_tasks(runtime, time.time() - 100, lease_seconds=30) == 0  # within its lease: waits
     assert requeue_lost_tasks(runtime, time.time(), lease_seconds=30) == 1
-    assert sent == [(lost.task, list(lost.args), lost.id)]
+    assert sent == [(lost.task, list(lost.args), None)]
 
 
 def test_a_send_the_orphan_check_sent_again_lands_once(

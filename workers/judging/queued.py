@@ -5,7 +5,7 @@ The orphan check (workers.sweeps, run by requeue_orphans) re-enqueues a pending 
 sends again a noted task (common.task_notes) that has none: its message was lost in kombu's window between taking
 it off the list and recording it as unacknowledged, or never published. Messages are kombu's JSON envelopes; their
 body (base64 JSON) is `[args, kwargs, embed]`; relmon's settle and judge tasks take the pair's ID first. A noted
-task's message carries its note's ID as its task ID (the `id` header).
+task's message is matched to its note by the call its body carries.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
 from common import task_names
-from common.task_notes import NOTED
+from common.task_notes import NOTED, call_id
 
 T = TypeVar("T")
 
@@ -45,12 +45,15 @@ def pair_of(envelope: dict) -> int | None:
 
 
 def note_of(envelope: dict) -> str | None:
-    """The note's ID (its task ID) of a noted task's message; None for any other message."""
-    headers = envelope.get("headers") or {}
-    if headers.get("task") not in NOTED:
+    """The note's ID of a noted task's message (the call its body carries); None for any other message."""
+    task = (envelope.get("headers") or {}).get("task")
+    if task not in NOTED:
         return None
-    task_id = headers.get("id")
-    return task_id if isinstance(task_id, str) else None
+    try:
+        args, kwargs = _body(envelope)[:2]
+        return call_id(task, args, kwargs)
+    except (KeyError, IndexError, TypeError, ValueError):
+        return None
 
 
 def _found_in(raw_envelopes: Iterable[bytes | str], *, held: bool, read: Callable[[dict], T | None]) -> set[T]:
