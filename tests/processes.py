@@ -229,16 +229,26 @@ def start_worker(env: Mapping[str, str], *, log_dir: str | Path | None = None, t
 def start_bot(
     env: Mapping[str, str], *, port: int | None = None, log_dir: str | Path | None = None, timeout: float = 60.0
 ) -> tuple[RelmonProcess, str]:
-    """A running `relmon bot` on 127.0.0.1; returns (process, base URL such as http://127.0.0.1:PORT)."""
-    port = port or free_port()
-    bot = RelmonProcess("bot", "--host", "127.0.0.1", "--port", str(port), env=env, log_dir=log_dir).start()
-    base_url = f"http://127.0.0.1:{port}"
-    try:
-        bot.wait_http(f"{base_url}/healthz", timeout=timeout)
-    except BaseException:
-        bot.stop()
-        raise
-    return bot, base_url
+    """A running `relmon bot` on 127.0.0.1; returns (process, base URL such as http://127.0.0.1:PORT).
+
+    A port of our choosing can still be taken by another test's server between the check and the bind;
+    then the bot exits saying so and is started again on another port (a port the caller chose is kept)."""
+    for attempt in range(3):
+        chosen = port or free_port()
+        bot = RelmonProcess("bot", "--host", "127.0.0.1", "--port", str(chosen), env=env, log_dir=log_dir).start()
+        base_url = f"http://127.0.0.1:{chosen}"
+        try:
+            bot.wait_http(f"{base_url}/healthz", timeout=timeout)
+        except WaitTimeout:
+            bot.stop()
+            if port is None and attempt < 2 and "Address already in use" in bot.log():
+                continue
+            raise
+        except BaseException:
+            bot.stop()
+            raise
+        return bot, base_url
+    raise AssertionError("unreachable")
 
 
 def json_lines(output: str) -> list[dict]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -14,11 +15,23 @@ from pathlib import Path
 
 import redis
 
+# Below Linux's ephemeral range (32768-60999): a port the kernel hands out for port 0 is also the
+# kind it gives outgoing connections, so on a busy machine a client (httpx, redis-py) could take it
+# between our check and the server's bind. A random port here is only ever taken by a listener.
+_LISTEN_PORTS = range(20000, 32768)
+
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    """A port on 127.0.0.1 nothing listens on now, outside the range outgoing connections use."""
+    for _ in range(200):
+        port = random.choice(_LISTEN_PORTS)
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free port on 127.0.0.1 between 20000 and 32767")
 
 
 def redis_server_binary() -> str:
