@@ -20,7 +20,7 @@ from common.replies import Asker
 from common.reports.trust import Vote, precision
 from common.reports.view_cache import REPORT_VIEW_KEY, cached, digest_of
 from common.runtime import Runtime
-from store.alerts import channel_judge_stats
+from store.channel_scores import channel_judge_stats
 from store.confirmations import disputed_counts
 from store.feedback import voted_scores
 from store.stats_queries import data_version

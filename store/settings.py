@@ -96,7 +96,7 @@ DEFAULT_ESCALATION_PHRASES = (
 DEFAULT_NEGATIVE_REACTIONS = ("-1", "x", "no_entry")
 DEFAULT_POSITIVE_REACTIONS = ("+1", "white_check_mark", "heart")
 
-# The degradation time window reads at most this many of its newest answers (store.alerts.recent_scores): a
+# The degradation time window reads at most this many of its newest answers (store.channel_scores.recent_scores): a
 # minimum sample above it could never be reached, so the settings refuse one. The read runs after every judgment:
 # 60 answers keep it to one batch at the default count window (3 × 20 pairs), and pin a 0–4 mean to about ±0.3.
 TIME_WINDOW_MOST_ANSWERS = 60

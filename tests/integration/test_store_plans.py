@@ -1,6 +1,6 @@
-"""The query that runs after every judgment (the degradation window, `store.alerts.recent_scores`) must not grow with
-the tables faster than one read of each, even on a young database: PostgreSQL without statistics (a new database,
-or autovacuum off) once planned it to fetch the whole judgments table for every pair, which took a core at
+"""The query that runs after every judgment (the degradation window, `store.channel_scores.recent_scores`) must
+not grow with the tables faster than one read of each, even on a young database: PostgreSQL without statistics (a
+new database, or autovacuum off) once planned it to fetch the whole judgments table for every pair, which took a core at
 50 answers/s (bench.load). Checked on the plans the databases actually run: rows touched on PostgreSQL (EXPLAIN
 ANALYZE), index use on SQLite."""
 
@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import delete, event, insert, select
 
-from store.alerts import TIME_WINDOW_MOST, recent_scores
+from store.channel_scores import TIME_WINDOW_MOST, recent_scores
 from store.models import Judgment, JudgmentStatus, Pair, PairStatus
 
 WINDOW = 20

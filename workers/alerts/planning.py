@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 
 from common.messages.alerts import Revision
 from common.runtime import Runtime
-from store import alert_reads, confirmations
+from store import alert_reads, channel_scores, confirmations
 from store import alerts as alert_store
 from store.alert_reads import AlertRow, BeforePost
 from store.confirmations import SecondOpinion
@@ -75,7 +75,7 @@ def read_degradation(
     """The scores both windows need (one bounded read) and the channel's degradation history."""
     minutes = policy.window.minutes
     since = to_utc(now) - timedelta(minutes=minutes) if minutes > 0 else None
-    scores = alert_store.recent_scores(
+    scores = channel_scores.recent_scores(
         connection, channel_id, DEGRADATION_JUDGE, last=policy.window.answers, since=since
     )
     history = alert_store.degradation_history(connection, channel_id)

@@ -1,0 +1,148 @@
+"""A channel's scores read back: the newest judged answers the degradation window weighs, after every judgment, and
+the 7-day figures of `/judge stats`."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, bindparam, case, func, select
+from sqlalchemy.orm import Session
+
+from store.judgments import is_current
+from store.models import Judgment, JudgmentStatus, Pair, PairSource, PairStatus, as_utc
+from store.settings import TIME_WINDOW_MOST_ANSWERS
+
+# The time window's sample is the newest answers of the window, at most this many: on a busy channel the last hour
+# holds thousands, and this read runs after every judgment.
+TIME_WINDOW_MOST = TIME_WINDOW_MOST_ANSWERS
+
+
+def recent_scores(
+    session: Session | Connection,
+    channel_id: str,
+    judge: str,
+    *,
+    last: int,
+    since: datetime | None = None,
+    most: int = TIME_WINDOW_MOST,
+) -> list[tuple[float, datetime]]:
+    """(score, answer capture time) of one judge's `ok` judgments of the channel's captured answers, newest first:
+    the latest `last` so judged, and, with `since`, also every later one captured at or after `since` (the time
+    window), up to `most` in all.
+
+    Runs after every judgment, so it must cost about that many rows whatever the tables hold and whatever the
+    planner believes: no join, whose plan on a young database (no statistics yet) fetched the whole judgments
+    table for every pair, and no anti-join for "current" either (`is_current`), which under statistics taken
+    while another judge filled the table was planned as a scan of judgments per pair. One statement: the
+    channel's newest judged pairs (a burst leaves many pending) on ix_pairs_channel_created, a few times `last`
+    of them since some judgments are errors, each with its current score looked up by (pair_id, judge). When that
+    batch holds too few, or does not reach back to `since`, the next, four times larger, continues from the
+    oldest pair read (within the time window once the count window is full), up to all."""
+    most = max(most, last)
+    batch = max(3 * last, most)  # one batch usually serves both windows
+    rows: list[tuple[float, datetime]] = []
+    seen: set[int] = set()
+    oldest: datetime | None = None  # the oldest pair read so far: the next batch continues from there
+    statements = _recent_statements()
+    while True:
+        parameters: dict[str, Any] = {"channel": channel_id, "batch": batch, "judge": judge, "ok": JudgmentStatus.OK}
+        variant = "newest"
+        if oldest is not None:
+            variant, parameters["oldest"] = "older", oldest  # `<=`: a tie on the boundary is read again, skipped
+            if since is not None and len(rows) >= last:
+                variant, parameters["since"] = "in_window", since  # only the time window still wants rows
+        read = session.execute(statements[variant], parameters).all()
+        for pair_id, created, score in read:
+            if pair_id not in seen:
+                seen.add(pair_id)
+                if score is not None:
+                    rows.append((score, as_utc(created)))
+        if read:
+            oldest = as_utc(read[-1].created_at)
+        reaches_since = since is None or (oldest is not None and oldest < since)
+        if len(read) < batch or len(rows) >= most or (len(rows) >= last and reaches_since):
+            # enough, or that was every pair of the channel (or of the time window)
+            return rows[:last] + [row for row in rows[last:most] if since is not None and row[1] >= since]
+        batch *= 4
+
+
+@functools.cache
+def _recent_statements() -> dict[str, Any]:
+    """recent_scores' statements, built once: it runs after every judgment, and building a statement (and its
+    cache key) cost more than running it. The pairs in the index's order, so the scan stops after `batch` rows,
+    each with its current judgment's score (the judgment of the highest pair version, if `ok`) read by a
+    correlated subquery: a look-up on uq_judgments_pair_judge_version per pair, which no planner turns into a
+    scan of the judgments table, in the same round trip."""
+    current = Judgment.__table__.alias("current")
+    score = (
+        select(case((current.c.status == bindparam("ok"), current.c.score), else_=None))
+        .where(current.c.pair_id == Pair.id, current.c.judge == bindparam("judge"))
+        .order_by(current.c.pair_version.desc())
+        .limit(1)
+        .scalar_subquery()
+    )
+    pairs = select(Pair.id, Pair.created_at, score).where(
+        Pair.channel_id == bindparam("channel"), Pair.source == PairSource.CAPTURE, Pair.status == PairStatus.JUDGED
+    )
+    order = (Pair.created_at.desc(),)
+    older = pairs.where(Pair.created_at <= bindparam("oldest"))
+    return {
+        "newest": pairs.order_by(*order).limit(bindparam("batch")),
+        "older": older.order_by(*order).limit(bindparam("batch")),
+        "in_window": older.where(Pair.created_at >= bindparam("since")).order_by(*order).limit(bindparam("batch")),
+    }
+
+
+@dataclass(frozen=True)
+class ChannelJudgeStats:
+    judge: str
+    judged: int
+    mean: float | None
+    low: int
+    max_score: float | None
+    errors: int
+
+
+def channel_judge_stats(
+    session: Session, channel_id: str, since: datetime, thresholds: dict[str, float]
+) -> list[ChannelJudgeStats]:
+    """Per judge, over captured answers in a channel since `since`: how many were scored, the mean,
+    how many at or below the threshold, and how many could not be judged."""
+    stats = []
+    for judge, threshold in thresholds.items():
+        scope = (
+            select(Judgment)
+            .join(Pair, Pair.id == Judgment.pair_id)
+            .where(
+                Pair.channel_id == channel_id,
+                Pair.source == PairSource.CAPTURE,
+                Judgment.judge == judge,
+                Judgment.created_at >= since,
+                is_current(),
+            )
+            .subquery()
+        )
+        ok = scope.c.status == JudgmentStatus.OK
+        judged, mean, low, max_score, errors = session.execute(
+            select(
+                func.count().filter(ok),
+                func.avg(scope.c.score).filter(ok),
+                func.count().filter(ok, scope.c.score <= threshold),
+                func.max(scope.c.max_score),
+                func.count().filter(scope.c.status == JudgmentStatus.ERROR),
+            )
+        ).one()
+        stats.append(
+            ChannelJudgeStats(
+                judge,
+                int(judged or 0),
+                float(mean) if mean is not None else None,
+                int(low or 0),
+                max_score,
+                int(errors or 0),
+            )
+        )
+    return stats
