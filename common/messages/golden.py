@@ -46,7 +46,9 @@ def golden_modal(
     or the teammate's reply), and, for a question already in the set, a box to remove it. `withheld` (a
     common.golden_access.WITHHELD_* reason): the clicker may not read that text here, so none of it is in the view
     and a note says why."""
-    field = text_input(EXPECTED_BLOCK, "Expected answer", optional=in_set, max_length=MAX_EXPECTED,
+    # Optional when the set (or the teammate's reply) may hold an answer the person cannot see: empty keeps it.
+    optional = in_set or withheld is not None
+    field = text_input(EXPECTED_BLOCK, "Expected answer", optional=optional, max_length=MAX_EXPECTED,
                        placeholder="The answer that worked: what the bot should have said")  # fmt: skip
     if expected and withheld is None:
         field["element"]["initial_value"] = expected[:MAX_EXPECTED]
@@ -57,7 +59,7 @@ def golden_modal(
         intro = "The question of this alert joins the test set that `relmon regress` checks new bot versions on."
     blocks = [section(intro)]
     if withheld is not None:
-        keep = " Leave the field empty to keep its expected answer, or write a new one." if in_set else ""
+        keep = " Leave the field empty to keep the expected answer it has, or write a new one."
         blocks.append(context(withheld_note(withheld, source_channel) + keep))
     elif question and question.strip():
         # plain_text: the asker's words shown as written, no mrkdwn, mentions or links
