@@ -4,6 +4,7 @@ Rendering only: the listeners (bot/listeners/golden.py) and the worker (workers.
 from __future__ import annotations
 
 import json
+import unicodedata
 
 from common.golden_access import WITHHELD_NOT_MEMBER
 from common.messages.blocks import button, channel_mention, context, one_line, plain, section, text_input
@@ -16,6 +17,17 @@ REMOVE_BLOCK = "remove"
 REMOVE_VALUE = "remove"
 MAX_EXPECTED = 3000
 MAX_QUESTION = 500  # of the question shown above the field (the alert has the whole of it)
+
+
+def _printable(text: str) -> str:
+    """Text a modal may hold: control characters (a terminal escape's ESC, NUL), surrogates and noncharacters
+    (U+FFFF) left out; line breaks and tabs kept."""
+    return "".join(
+        ch
+        for ch in text
+        if ch in "\n\t"
+        or not (unicodedata.category(ch) in ("Cc", "Cs") or 0xFDD0 <= ord(ch) <= 0xFDEF or ord(ch) & 0xFFFE == 0xFFFE)
+    )
 
 
 def golden_button(judgment_id: int) -> dict:
@@ -51,7 +63,7 @@ def golden_modal(
     field = text_input(EXPECTED_BLOCK, "Expected answer", optional=optional, max_length=MAX_EXPECTED,
                        placeholder="The answer that worked: what the bot should have said")  # fmt: skip
     if expected and withheld is None:
-        field["element"]["initial_value"] = expected[:MAX_EXPECTED]
+        field["element"]["initial_value"] = _printable(expected)[:MAX_EXPECTED]
     if in_set:
         asked = f", asked {times} times" if times > 1 else ""
         intro = f"This question is in the test set{asked}. Edit its expected answer, or remove it."
@@ -63,7 +75,9 @@ def golden_modal(
         blocks.append(context(withheld_note(withheld, source_channel) + keep))
     elif question and question.strip():
         # plain_text: the asker's words shown as written, no mrkdwn, mentions or links
-        blocks.append({"type": "section", "text": plain("Question: " + one_line(question, MAX_QUESTION), 3000)})
+        blocks.append(
+            {"type": "section", "text": plain("Question: " + one_line(_printable(question), MAX_QUESTION), 3000)}
+        )
     blocks.append(field)
     if in_set:
         option = {"text": plain("Remove this question from the test set", 75), "value": REMOVE_VALUE}

@@ -75,6 +75,11 @@ def test_the_modal_quotes_nothing_it_may_not_and_says_why() -> None:
         text = str(hidden)
         assert "vault" not in text and "ops/acme" not in text and "initial_value" not in text
         assert says in text and "Leave the field empty to keep" in text
+    hostile = golden_modal(7, question="Q\x00\x1b[31m red\uffff ]]> [/]", expected="A\x07\nB", in_set=False,
+                           withheld=None)  # fmt: skip
+    [asked] = [b for b in hostile["blocks"] if b["type"] == "section" and b["text"]["type"] == "plain_text"]
+    assert asked["text"]["text"] == "Question: Q[31m red ]]> [/]"  # shown as written, control characters left out
+    assert hostile["blocks"][-1]["element"]["initial_value"] == "A\nB"
 
 
 def _occurrence(ts: str) -> Occurrence:
