@@ -40,8 +40,10 @@ def record_click(
             return
         if alert_id is not None:
             celery.send_task(task_names.REFRESH_ALERT_VOTES, args=[alert_id])
-        if vote == VOTE_RIGHT:  # a low score people confirm: its question may join the golden set (the worker checks)
-            celery.send_task(task_names.GOLDEN_FROM_VOTE, args=[judgment_id, vote])
+        if vote == VOTE_RIGHT:  # a low score people confirm: its question may join the golden set (the worker checks
+            # that this voter may add it: common.golden_access)
+            where = {"user": asker.user_id, "channel_id": asker.channel_id}
+            celery.send_task(task_names.GOLDEN_FROM_VOTE, args=[judgment_id, vote], kwargs=where)
     except Exception:
         log.exception("feedback not recorded")
         tell(client, asker, error_message("unavailable"))

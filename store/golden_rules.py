@@ -1,5 +1,5 @@
 """The golden set's rules, plain functions over plain data: which conversations make an item, when two questions
-are the same item, who may see an item, and what is left of an item when one of its messages is deleted.
+are the same item, who may see or change an item, and what is left of an item when one of its messages is deleted.
 
 An item joins the set by itself when
 - a teammate answered in the thread after the bot (`store.signals.HUMAN_TAKEOVER`, one of the failure
@@ -106,6 +106,14 @@ def visible_to(private: bool, channel_id: str | None, allowed_channels: Collecti
     if not private or allowed_channels is None:
         return True
     return channel_id is not None and channel_id in allowed_channels
+
+
+def may_change_item(private: bool, *, member_of_channel: bool, member_of_alert_channel: bool) -> bool:
+    """Who may add, edit or remove an item (the alert's button and modal, a "judge was right" vote): anyone for a
+    public channel's question; for a private (or Slack Connect) channel's, its members, or the members of the
+    alert channel its OWN rule names (chosen to read its text). A person in neither cannot put its words in the
+    set, nor change or take out what its members wrote."""
+    return not private or member_of_channel or member_of_alert_channel
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
 """The golden set in the workers: items collected from the conversation (a teammate's takeover, a "judge was right"
-vote on a low-score alert) and curated from Slack (the alert's "Add to test set" modal). Thin adapters over
+vote on a low-score alert) and curated from Slack (the alert's "Add to test set" modal), each by a person who may
+change the item (common.golden_access; the typed text comes in a Redis note, common.golden_notes). Thin adapters over
 store.golden_rules and store.golden; each write is idempotent per asked question, so a retried task adds nothing twice.
 The tasks: workers.tasks.golden; the takeover's collection runs inside the outcome task (workers.tasks.outcomes)."""
 
@@ -9,6 +10,8 @@ import logging
 
 from slack_sdk.errors import SlackApiError
 
+from common import golden_notes
+from common.golden_access import Source, worker_clicker
 from common.messages.golden import saved_text
 from common.runtime import Runtime
 from common.telemetry.logs import event_fields
@@ -59,49 +62,89 @@ def collect_takeover(runtime: Runtime, pair_id: int, reference_ts: str | None) -
     return collect(runtime, pair_id, ORIGIN_TAKEOVER, reference_ts=reference_ts)
 
 
-def collect_vote_in(runtime: Runtime, judgment_id: int, vote: str) -> int | None:
-    """A "judge was right" vote on a low-score alert: the answer failed, its question joins the set."""
+def collect_vote_in(
+    runtime: Runtime, judgment_id: int, vote: str, user: str | None = None, channel_id: str | None = None
+) -> int | None:
+    """A "judge was right" vote on a low-score alert: the answer failed, its question joins the set, when the voter
+    may add it (common.golden_access: a private channel's question, by its members or its alert channel's). A
+    vote from before votes named their voter (`user` None) adds only a public channel's question."""
     with runtime.db.reading() as session:
         judgment = session.get(Judgment, judgment_id)
         alert = low_alert_for_judgment(session, judgment_id)
         pair_id = judgment.pair_id if judgment is not None else None
-    if pair_id is None or not joins_from_vote(vote, alert.kind if alert is not None else None):
+        pair = store.pair_fields(session, pair_id) if pair_id is not None else None
+    if pair is None or not joins_from_vote(vote, alert.kind if alert is not None else None):
+        return None
+    source = Source(pair.get("channel_id"), bool(pair.get("channel_is_private")))
+    if not worker_clicker(runtime, user, channel_id).may_change([source]):
+        log.info("golden item not added: the voter may not add it", extra=event_fields(judgment_id=judgment_id))
+        acknowledge_save(runtime, channel_id, user, {"outcome": "vote_refused", "item_id": None}, source.channel_id)
         return None
     return collect(runtime, pair_id, ORIGIN_VOTE)
 
 
 def save_from_modal_in(
-    runtime: Runtime, judgment_id: int, user: str, expected: str | None, remove: bool = False
+    runtime: Runtime,
+    judgment_id: int,
+    user: str,
+    note: str | None,
+    remove: bool = False,
+    channel_id: str | None = None,
 ) -> dict[str, int | str | None]:
     """The "Add to test set" modal was submitted: the question joins (or stays in) the set with the expected answer
-    written there, or leaves it when the person ticked "remove"."""
+    typed there (read from its Redis note, common.golden_notes), or leaves it when the person ticked "remove".
+    Nothing is written for a person who may not change the item, nor when the note expired unread."""
     with runtime.db.reading() as session:
         judgment = session.get(Judgment, judgment_id)
         pair_id = judgment.pair_id if judgment is not None else None
+        pair = store.pair_fields(session, pair_id) if pair_id is not None else None
         existing = store.item_of_pair(session, pair_id) if pair_id is not None else None
-    if pair_id is None:
+        sources = [Source(pair.get("channel_id"), bool(pair.get("channel_is_private")))] if pair is not None else []
+        if existing is not None and existing.channel_id != (pair or {}).get("channel_id"):
+            sources.append(Source(existing.channel_id, existing.channel_is_private))
+        existing_id = existing.id if existing is not None else None
+    if pair_id is None or pair is None:
+        golden_notes.drop(runtime.redis, note)
         return {"outcome": "gone", "item_id": None}
+    if not worker_clicker(runtime, user, channel_id).may_change(sources):
+        golden_notes.drop(runtime.redis, note)
+        log.info("test set change refused", extra=event_fields(judgment_id=judgment_id, user=user))
+        return {"outcome": "refused", "item_id": None, "channel_id": pair.get("channel_id")}
     if remove:
-        if existing is None:
+        golden_notes.drop(runtime.redis, note)
+        if existing_id is None:
             return {"outcome": "not_in_set", "item_id": None}
         with runtime.db.session() as session:
-            store.remove_item(session, existing.id, user)
-        log.info("golden item removed", extra=event_fields(item_id=existing.id, user=user))
-        return {"outcome": "removed", "item_id": existing.id}
+            store.remove_item(session, existing_id, user)
+        log.info("golden item removed", extra=event_fields(item_id=existing_id, user=user))
+        return {"outcome": "removed", "item_id": existing_id}
+    expected = golden_notes.read(runtime.redis, note) if note is not None else None
+    if note is not None and expected is None:
+        saved_before = golden_notes.saved_item(runtime.redis, note)
+        if saved_before is not None:  # this task ran to the end before (a redelivery): nothing more to write
+            return {"outcome": "saved", "item_id": saved_before}
+        log.info("test set note expired before it was saved", extra=event_fields(judgment_id=judgment_id))
+        return {"outcome": "expired", "item_id": None}
     item_id = collect(runtime, pair_id, ORIGIN_BUTTON)
     if item_id is None:
+        golden_notes.drop(runtime.redis, note)
         return {"outcome": "no_question", "item_id": None}
     if expected:
         with runtime.db.session() as session:
             if not store.set_expected(session, item_id, expected, user):
+                golden_notes.drop(runtime.redis, note)
                 return {"outcome": "removed_before", "item_id": item_id}
+    if note is not None:
+        golden_notes.mark_saved(runtime.redis, note, item_id)
     return {"outcome": "saved", "item_id": item_id}
 
 
-def acknowledge_save(runtime: Runtime, channel_id: str | None, user: str, outcome: dict) -> None:
-    """Tell the person who saved the modal what became of it, privately where the alert is."""
-    text = saved_text(str(outcome["outcome"]), outcome.get("item_id"))
-    if not channel_id or text is None:
+def acknowledge_save(
+    runtime: Runtime, channel_id: str | None, user: str | None, outcome: dict, source_channel: str | None = None
+) -> None:
+    """Tell the person who saved the modal (or voted) what became of it, privately where the alert is."""
+    text = saved_text(str(outcome["outcome"]), outcome.get("item_id"), source_channel or outcome.get("channel_id"))
+    if not channel_id or not user or text is None:
         return
     try:
         runtime.slack.chat_postEphemeral(channel=channel_id, user=user, text=text)

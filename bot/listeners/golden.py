@@ -1,6 +1,9 @@
 """The alert's "Add to test set" button and its modal (common/messages/golden.py). The click is acknowledged at
-once; the lazy half reads what the set holds for the alert's question and opens the modal (its trigger_id is valid
-3 seconds). The submission is acknowledged at once too, and the worker saves it (workers.tasks.golden)."""
+once; the lazy half checks who clicked (common.golden_access: a private channel's item is changed by its members or
+its alert channel's only; the modal quotes only what that person may read where they clicked), reads what the set
+holds for the alert's question and opens the modal (its trigger_id is valid 3 seconds). The submission is
+acknowledged at once too; the typed text goes in a Redis note and the worker, checking the person again, saves it
+(workers.tasks.golden)."""
 
 from __future__ import annotations
 
@@ -14,8 +17,11 @@ from slack_sdk.errors import SlackApiError
 
 from bot.deps import BotDeps
 from bot.replies import tell
-from common import task_names
+from common import golden_notes, task_names
 from common.celery_app import celery
+from common.golden_access import Clicker, Source
+from common.membership import MembershipCache
+from common.messages.blocks import message, section
 from common.messages.golden import (
     EXPECTED_BLOCK,
     GOLDEN_ACTION_ID,
@@ -24,9 +30,9 @@ from common.messages.golden import (
     REMOVE_BLOCK,
     REMOVE_VALUE,
     golden_modal,
+    refusal_text,
 )
 from common.messages.verdicts import error_message
-from common.privacy import may_quote_channel
 from common.replies import Asker
 from common.runtime import Runtime
 from store import golden as golden_store
@@ -43,8 +49,10 @@ def ack_now(ack: Ack) -> None:
     ack()
 
 
-def open_modal(runtime: Runtime, body: dict, client: WebClient) -> None:
-    """The lazy half of a click: the modal, pre-filled with the item's expected answer (or the teammate's reply)."""
+def open_modal(runtime: Runtime, membership: MembershipCache, body: dict, client: WebClient) -> None:
+    """The lazy half of a click: the modal, pre-filled with the question and the item's expected answer (or the
+    teammate's reply) as far as this person may read them here (common.golden_access); a person who may not change
+    the item is told so instead."""
     action = (body.get("actions") or [{}])[0]
     container = body.get("container") or {}
     asker = Asker(body["user"]["id"], container.get("channel_id"), body.get("response_url"))
@@ -59,9 +67,18 @@ def open_modal(runtime: Runtime, body: dict, client: WebClient) -> None:
                 tell(client, asker, error_message("vote_gone"))
                 return
             item = golden_store.item_of_pair(session, pair.id)
+            sources = [Source(pair.channel_id, pair.channel_is_private)]
+            if item is not None and item.channel_id != pair.channel_id:
+                sources.append(Source(item.channel_id, item.channel_is_private))
+            clicker = Clicker(runtime, client, membership, asker.user_id, asker.channel_id)
+            if not clicker.may_change(sources):
+                log.info("test set change refused", extra={"judgment_id": judgment_id})
+                text = refusal_text(pair.channel_id)
+                tell(client, asker, message(text, [section(text)]))
+                return
             expected = item.expected if item is not None else pair.reference_text
-            hidden = not may_quote_channel(pair.channel_id, pair.channel_is_private, runtime.rules, runtime.settings)
-            view = golden_modal(judgment_id, expected=expected, in_set=item is not None, hidden=hidden,
+            view = golden_modal(judgment_id, question=pair.question_text, expected=expected, in_set=item is not None,
+                                withheld=clicker.withheld(sources), source_channel=pair.channel_id,
                                 times=item.times if item is not None else 0, channel_id=asker.channel_id)  # fmt: skip
         client.views_open(trigger_id=body["trigger_id"], view=view)
     except SlackApiError as error:
@@ -90,8 +107,9 @@ def ack_modal(ack: Ack, view: dict) -> None:
         ack()
 
 
-def save_modal(body: dict, view: dict) -> None:
-    """The lazy half of a submission: the worker adds, edits or removes the item."""
+def save_modal(runtime: Runtime, body: dict, view: dict, client: WebClient) -> None:
+    """The lazy half of a submission: the typed text goes in a Redis note (common.golden_notes), and the worker gets
+    its key and IDs, checks who submitted, and adds, edits or removes the item."""
     try:
         metadata = json.loads(view.get("private_metadata") or "{}")
         judgment_id = _judgment_id(str(metadata.get("judgment_id")))
@@ -102,7 +120,14 @@ def save_modal(body: dict, view: dict) -> None:
     expected, remove = modal_values(view)
     channel = metadata.get("channel_id") if isinstance(metadata.get("channel_id"), str) else None
     user = body["user"]["id"]
-    celery.send_task(task_names.GOLDEN_SAVE, args=[judgment_id, user, expected, remove], kwargs={"channel_id": channel})
+    try:
+        note = golden_notes.put(runtime.redis, expected) if expected is not None and not remove else None
+        args = [judgment_id, user, note, remove]  # IDs only: the typed text stays in the note
+        celery.send_task(task_names.GOLDEN_SAVE, args=args, kwargs={"channel_id": channel})
+    except Exception:  # Redis or the broker down: nothing was handed on, and the person is told so
+        log.exception("the test set change could not be handed on")
+        tell(client, Asker(user, channel, None), error_message("unavailable"))
+        return
     log.info("test set change handed on", extra={"judgment_id": judgment_id, "remove": remove})
 
 
@@ -110,7 +135,10 @@ def register(app: App, deps: BotDeps) -> None:
     runtime = deps.runtime
 
     def open_modal_for_click(body: dict, client: WebClient) -> None:
-        open_modal(runtime, body, client)
+        open_modal(runtime, deps.membership, body, client)
+
+    def save_submission(body: dict, view: dict, client: WebClient) -> None:
+        save_modal(runtime, body, view, client)
 
     app.action(GOLDEN_ACTION_ID)(ack=ack_now, lazy=[open_modal_for_click])
-    app.view(GOLDEN_MODAL_ID)(ack=ack_modal, lazy=[save_modal])
+    app.view(GOLDEN_MODAL_ID)(ack=ack_modal, lazy=[save_submission])

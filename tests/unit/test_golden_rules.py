@@ -1,7 +1,10 @@
-"""The golden set's rules: duplicates, who joins, who may see, what a deletion leaves."""
+"""The golden set's rules: duplicates, who joins, who may see or change, what a deletion leaves; the modal shows a
+private channel's text only when allowed."""
 
 from __future__ import annotations
 
+from common.golden_access import WITHHELD_HERE, WITHHELD_NOT_MEMBER
+from common.messages.golden import EXPECTED_BLOCK, golden_modal
 from store.golden_rules import (
     ORIGIN_TAKEOVER,
     Occurrence,
@@ -9,6 +12,7 @@ from store.golden_rules import (
     dedupe_key,
     joins_from_takeover,
     joins_from_vote,
+    may_change_item,
     may_join,
     normalized_question,
     occurrence_of_pair,
@@ -48,6 +52,34 @@ def test_private_items_are_exported_only_for_their_members() -> None:
     assert visible_to(True, "G1", {"G1"})
     assert not visible_to(True, "G1", {"G2"})
     assert not visible_to(True, None, {"G2"})
+
+
+def test_a_private_channels_item_is_changed_by_its_members_or_its_alert_channels() -> None:
+    assert may_change_item(False, member_of_channel=False, member_of_alert_channel=False)  # public: anyone
+    assert may_change_item(True, member_of_channel=True, member_of_alert_channel=False)
+    assert may_change_item(True, member_of_channel=False, member_of_alert_channel=True)
+    assert not may_change_item(True, member_of_channel=False, member_of_alert_channel=False)
+
+
+def test_the_modal_quotes_nothing_it_may_not_and_says_why() -> None:
+    question, expected = "Where is the <@U1> vault key?", "In ops/acme."
+    shown = golden_modal(7, question=question, expected=expected, in_set=True, withheld=None, times=2)
+    field = next(block for block in shown["blocks"] if block.get("block_id") == EXPECTED_BLOCK)
+    assert field["element"]["initial_value"] == expected
+    [asked] = [b for b in shown["blocks"] if b["type"] == "section" and b["text"]["type"] == "plain_text"]
+    assert asked["text"]["text"] == f"Question: {question}"  # plain text: no mention, link or markup resolved
+    for reason, says in ((WITHHELD_NOT_MEMBER, "You are not a member of <#G1>"), (WITHHELD_HERE, "not quoted here")):
+        hidden = golden_modal(
+            7, question=question, expected=expected, in_set=True, withheld=reason, source_channel="G1"
+        )
+        text = str(hidden)
+        assert "vault" not in text and "ops/acme" not in text and "initial_value" not in text
+        assert says in text and "Leave the field empty to keep" in text
+    hostile = golden_modal(7, question="Q\x00\x1b[31m red\uffff ]]> [/]", expected="A\x07\nB", in_set=False,
+                           withheld=None)  # fmt: skip
+    [asked] = [b for b in hostile["blocks"] if b["type"] == "section" and b["text"]["type"] == "plain_text"]
+    assert asked["text"]["text"] == "Question: Q[31m red ]]> [/]"  # shown as written, control characters left out
+    assert hostile["blocks"][-1]["element"]["initial_value"] == "A\nB"
 
 
 def _occurrence(ts: str) -> Occurrence:

@@ -1,0 +1,81 @@
+"""Who clicked "Add to test set" (or voted "Judge was right"), and what that person may see and change.
+
+Two rules, both for one person at one place:
+- what the modal quotes (the question, the expected answer): `common.privacy.may_quote` for the channel the click
+  happened in (the alert channel, a DM) and the clicker's membership of the source channel
+  (`common.membership.Viewer.may_read`): the same promise as the alert, narrowed to the one reader;
+- who may add, edit or remove an item: `store.golden_rules.may_change_item`, with the members of the source
+  channel and of the alert channel its own rule names as Slack's conversations.members says
+  (`common.membership.MembershipCache`). The bot asks before it opens the modal, the worker again before it
+  writes: a forged or stale submission changes nothing.
+A membership Slack cannot answer counts as "not a member" (the safe side).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from slack_sdk import WebClient
+
+from common.membership import MembershipCache, Viewer
+from common.privacy import Destination, may_quote
+from common.runtime import Runtime
+from store.golden_rules import may_change_item
+
+WITHHELD_NOT_MEMBER = "not_member"  # the clicker cannot read the source channel
+WITHHELD_HERE = "not_here"  # the place of the click does not quote that channel (a private channel elsewhere)
+
+
+@dataclass(frozen=True)
+class Source:
+    """A channel whose text an item holds: the alert's pair's, or the item's own (another public channel's)."""
+
+    channel_id: str | None
+    private: bool
+
+
+def own_alert_channel(runtime: Runtime, channel_id: str | None) -> str | None:
+    """The alert channel the channel's OWN rule names (not the defaults': its people did not choose that one)."""
+    rule = runtime.rules.channels.get(channel_id) if channel_id else None
+    return rule.alert_channel if rule is not None else None
+
+
+class Clicker:
+    """One person, clicking in one place (`where`: the channel the button was in)."""
+
+    def __init__(
+        self, runtime: Runtime, client: WebClient, membership: MembershipCache, user_id: str | None, where: str | None
+    ) -> None:
+        self.runtime, self.user_id, self.where = runtime, user_id, where
+        self.viewer = Viewer(client, membership, user_id) if user_id else None
+
+    def _member(self, channel_id: str | None) -> bool:
+        return self.viewer is not None and channel_id is not None and self.viewer.is_member(channel_id)
+
+    def may_change(self, sources: list[Source]) -> bool:
+        """Whether this person may add, edit or remove an item holding these channels' text."""
+        for source in sources:
+            if not source.private:
+                continue
+            member = self._member(source.channel_id)
+            alert_channel = None if member else own_alert_channel(self.runtime, source.channel_id)
+            via_alerts = alert_channel is not None and self._member(alert_channel)
+            if not may_change_item(True, member_of_channel=member, member_of_alert_channel=via_alerts):
+                return False
+        return True
+
+    def withheld(self, sources: list[Source]) -> str | None:
+        """Why the modal may not quote these channels' text here (WITHHELD_*), or None: it may."""
+        for source in sources:
+            if self.viewer is None or not self.viewer.may_read(source.channel_id):
+                return WITHHELD_NOT_MEMBER
+            destination = Destination(self.where, self.viewer.may_read)
+            if not may_quote(source.channel_id, source.private, self.runtime.rules, self.runtime.settings, destination):
+                return WITHHELD_HERE
+        return None
+
+
+def worker_clicker(runtime: Runtime, user_id: str | None, where: str | None) -> Clicker:
+    """The clicker as a worker sees them: Slack's members fetched afresh (a worker keeps no membership cache of
+    its own between tasks: a test-set change is rare, and a fresh answer is the right one to write on)."""
+    return Clicker(runtime, runtime.slack, MembershipCache(runtime.redis), user_id, where)
