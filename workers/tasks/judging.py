@@ -10,6 +10,7 @@ pair.
 from __future__ import annotations
 
 import logging
+import time
 
 from celery.signals import task_failure
 from sqlalchemy.exc import OperationalError
@@ -38,10 +39,19 @@ FOLLOW_UPS_RETRY_CAP_SECONDS = 30.0
     retry_backoff=1,
     retry_backoff_max=30,
 )
-def judge_pair(self, pair_id: int, resumed: bool = False, llm_attempts: int = 0) -> str:
+def judge_pair(
+    self,
+    pair_id: int,
+    resumed: bool = False,
+    llm_attempts: int = 0,
+    probe: bool = False,
+    failing_since: float | None = None,
+) -> str:
     """Judge one pair. `resumed` (set by the stale sweeper) means an earlier run may have stopped half-way;
     `llm_attempts` is how many times this task was retried for a transient LLM error (a small counter, set by
-    the task's own retry; the database autoretries keep it as it is)."""
+    the task's own retry; the database autoretries keep it as it is); `failing_since`, when its first LLM call
+    failed. `probe` (set by the outage tick): this run probes an LLM endpoint known to be down
+    (workers.judging.outage)."""
     runtime = get_runtime()
     redelivered = bool((self.request.delivery_info or {}).get("redelivered")) or resumed
     try:
@@ -56,6 +66,8 @@ def judge_pair(self, pair_id: int, resumed: bool = False, llm_attempts: int = 0)
             llm_attempts=llm_attempts,
             task_retries=self.request.retries,
             task_max_retries=self.max_retries,
+            probe=probe,
+            failing_since=failing_since,
         )
     except FollowUpsUnsent as failure:
         # The judgments are stored (the pair may be judged already, so neither the sweeper nor a plain retry
@@ -71,10 +83,16 @@ def judge_pair(self, pair_id: int, resumed: bool = False, llm_attempts: int = 0)
         # If the broker cannot take the retry either (Redis down), the message is requeued instead, or restored
         # marked redelivered once its lease lapses (common.celery_task).
         raise self.retry(
-            kwargs={"resumed": True, "llm_attempts": llm_attempts}, countdown=countdown, exc=failure.error
+            kwargs={"resumed": True, "llm_attempts": llm_attempts, "failing_since": failing_since},
+            countdown=countdown,
+            exc=failure.error,
         ) from failure
     if isinstance(outcome, RetryLater):  # a transient LLM error: this task tries that judge again later
-        kwargs = {**(self.request.kwargs or {}), "llm_attempts": llm_attempts + 1}
+        kwargs = {
+            **(self.request.kwargs or {}),
+            "llm_attempts": llm_attempts + 1,
+            "failing_since": failing_since if failing_since is not None else time.time(),
+        }
         raise self.retry(countdown=outcome.countdown, exc=outcome.error, kwargs=kwargs)
     return outcome
 
