@@ -1,0 +1,134 @@
+"""The LLM outage in this process (judge_pair and the outage tick `.apply()`-ed on a worker's runtime, a real
+Redis, SQLite and PostgreSQL, the fake OpenAI server): a task whose retries ran out declares the endpoint down and
+its answer waits; the next answer makes no call; the tick probes with the oldest; a probe that gets an answer ends
+the outage (once) and the tick releases the rest at the pace. And `relmon rejudge --errors`: a garbled reply's
+error verdict is judged again. The same with real worker processes: tests/system/test_llm_outage_processes.py."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+from sqlalchemy import select
+
+from common import task_names
+from common.celery_app import QUEUE_JUDGE, QUEUE_SLACK
+from relmon.cli import main
+from store.db import Database
+from store.models import Judgment, JudgmentStatus, PairStatus
+from tests import pipeline_helpers
+from tests.builders import installed_runtime
+from tests.fakes.openai_server import FakeOpenAI
+from tests.pipeline_helpers import add_pairs, count_judgments, statuses
+from workers.judging import outage
+from workers.judging.outage_tick import tick
+
+pytestmark = pytest.mark.slow
+
+fake_openai = pipeline_helpers.fake_openai
+
+
+def _messages(client, queue: str) -> list[tuple[str, list, dict]]:
+    """The task messages waiting on `queue`: (task, args, kwargs)."""
+    found = []
+    for raw in client.lrange(queue, 0, -1):
+        envelope = json.loads(raw)
+        from workers.judging.queued import _body
+
+        args, kwargs = _body(envelope)[:2]
+        found.append((envelope["headers"]["task"], args, kwargs))
+    return found
+
+
+def test_an_outage_holds_answers_then_probes_and_releases_them_oldest_first(
+    settings_for, database: Database, fake_openai: FakeOpenAI
+) -> None:
+    from workers.tasks.judging import judge_pair
+
+    settings = settings_for(
+        openai_base_url=fake_openai.base_url,
+        openai_api_key="sk-test-key",
+        llm_max_retries=1,
+        retry_base_seconds=0.01,
+        llm_probe_seconds=1,
+        llm_resume_per_minute=60,
+        alert_channel="C_ALERTS",
+    )
+    with installed_runtime(settings) as runtime:
+        client = runtime.redis
+        fake_openai.set_behavior(always_status=503, retry_after_seconds=0)
+        first, second, third = add_pairs(database, 3)
+        assert judge_pair.apply(args=[first]).get() == "waiting"  # the retry ran out: down
+        calls = len(fake_openai.requests)
+        assert calls == 2
+        assert judge_pair.apply(args=[third]).get() == "waiting"
+        assert judge_pair.apply(args=[second]).get() == "waiting"
+        assert len(fake_openai.requests) == calls  # known down: no call
+        assert count_judgments(database) == 0
+        assert statuses(database, [first, second, third]) == Counter({PairStatus.PENDING: 3})
+        notices = [m for m in _messages(client, QUEUE_SLACK) if m[0] == task_names.POST_OUTAGE_NOTICE]
+        assert [(m[1][0], m[1][2]) for m in notices] == [("paused", "503")]  # one notice
+
+        down = outage.current(client)
+        assert tick(runtime, down.next_probe_at - 0.5) == "down"
+        client.delete(QUEUE_JUDGE)
+        assert tick(runtime, down.next_probe_at) == "probe"
+        assert _messages(client, QUEUE_JUDGE) == [(task_names.JUDGE_PAIR, [first], {"probe": True})]
+        assert tick(runtime, down.next_probe_at + 1) == "down"  # no second probe while one is in flight
+
+        assert judge_pair.apply(args=[first], kwargs={"probe": True}).get() == "waiting"  # still down
+        assert outage.current(client).probes == 1
+
+        fake_openai.set_behavior()  # back
+        assert judge_pair.apply(args=[first], kwargs={"probe": True}).get() == PairStatus.JUDGED
+        assert outage.current(client) is None
+        notices = [m for m in _messages(client, QUEUE_SLACK) if m[0] == task_names.POST_OUTAGE_NOTICE]
+        assert [(m[1][0], m[2]["waited"]) for m in notices] == [("paused", 0), ("resumed", 3)]
+
+        client.delete(QUEUE_JUDGE)
+        now = 2_000_000_000.0
+        assert tick(runtime, now) == "released 1"
+        assert tick(runtime, now + 0.5) == "released 0"  # paced: one a second
+        assert tick(runtime, now + 1.0) == "released 1"
+        assert tick(runtime, now + 2.0) == "idle"
+        released = [m[1][0] for m in _messages(client, QUEUE_JUDGE) if m[0] == task_names.JUDGE_PAIR]
+        assert released == [second, third]  # oldest first
+        for pair_id in released:
+            assert judge_pair.apply(args=[pair_id], kwargs={"resumed": True}).get() == PairStatus.JUDGED
+    with database.session() as session:
+        assert Counter(session.scalars(select(Judgment.status))) == Counter({JudgmentStatus.OK: 3})
+
+
+def test_rejudge_errors_reopens_error_verdicts_for_the_workers(
+    settings_for, database: Database, fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    from workers.tasks.judging import judge_pair
+
+    settings = settings_for(openai_base_url=fake_openai.base_url, openai_api_key="sk-test-key", llm_max_retries=0)
+    for name, value in {"REDIS_URL": settings.redis_url, "DATABASE_URL": settings.database_url}.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_openai.base_url)
+    with installed_runtime(settings) as runtime:
+        fake_openai.set_behavior(fault_first=1, faults=["garbage"])  # an answer relmon cannot read
+        (pair_id,) = add_pairs(database, 1)
+        assert judge_pair.apply(args=[pair_id]).get() == PairStatus.JUDGED
+        with database.session() as session:
+            assert session.scalars(select(Judgment.status)).all() == [JudgmentStatus.ERROR]
+
+        assert main(["rejudge", "--errors", "--since", "yesterday"]) == 2
+        assert "--since 'yesterday'" in capsys.readouterr().err
+        assert main(["rejudge"]) == 2
+        assert main(["rejudge", "--errors", "--since", "7d"]) == 0
+        out = capsys.readouterr().out
+        assert out.startswith("1 error verdict since ") and "(1 answer) will be judged again, oldest first" in out
+        assert statuses(database, [pair_id]) == Counter({PairStatus.PENDING: 1})
+        assert count_judgments(database) == 0
+        assert outage.waiting_ids(runtime.redis) == {pair_id}
+        assert main(["rejudge", "--errors"]) == 0
+        assert capsys.readouterr().out == "No error verdicts to judge again.\n"
+
+        assert tick(runtime, 2_000_000_000.0) == "released 1"
+        assert judge_pair.apply(args=[pair_id], kwargs={"resumed": True}).get() == PairStatus.JUDGED
+    with database.session() as session:
+        assert session.scalars(select(Judgment.status)).all() == [JudgmentStatus.OK]
