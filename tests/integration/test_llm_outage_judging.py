@@ -30,9 +30,10 @@ fake_openai = pipeline_helpers.fake_openai
 
 
 def _messages(client, queue: str) -> list[tuple[str, list, dict]]:
-    """The task messages waiting on `queue`: (task, args, kwargs)."""
+    """The task messages waiting on `queue`, in the order they were sent (kombu pushes on the left): (task, args,
+    kwargs)."""
     found = []
-    for raw in client.lrange(queue, 0, -1):
+    for raw in reversed(client.lrange(queue, 0, -1)):
         envelope = json.loads(raw)
         from workers.judging.queued import _body
 
