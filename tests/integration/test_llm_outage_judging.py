@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from datetime import UTC, datetime
 
 import pytest
 from sqlalchemy import select
@@ -133,3 +134,29 @@ def test_rejudge_errors_reopens_error_verdicts_for_the_workers(
         assert judge_pair.apply(args=[pair_id], kwargs={"resumed": True}).get() == PairStatus.JUDGED
     with database.session() as session:
         assert session.scalars(select(Judgment.status)).all() == [JudgmentStatus.OK]
+
+
+def test_each_outage_notice_is_posted_once_in_every_alert_channel(settings_for, fake, tmp_path) -> None:
+    """The notice task run twice (a redelivery), and a second alert channel named by a channel's rule: one post
+    of each notice per channel, marked so that a post made without hearing back is found, not made again."""
+    from tests.alert_helpers import ALERTS
+    from workers.outage_notices import post_notice
+
+    fake.add_channel("C_OTHER_ALERTS", "other-alerts", members=["U_RELMON"])
+    rules = tmp_path / "rules.yml"
+    rules.write_text("channels:\n  C_BILLING:\n    alert_channel: C_OTHER_ALERTS\n", encoding="utf-8")
+    since = datetime(2026, 12, 6, 14, 2, tzinfo=UTC).timestamp()
+    settings = settings_for(slack_api_url=fake.api_url, alert_channel=ALERTS, channel_rules_file=rules)
+    with installed_runtime(settings) as runtime:
+        assert post_notice(runtime, "paused", since, "503") == 2
+        assert post_notice(runtime, "paused", since, "503") == 0
+        assert post_notice(runtime, "resumed", since, "503", waited=12, at=since + 29 * 60) == 2
+        assert post_notice(runtime, "resumed", since, "503", waited=12, at=since + 29 * 60) == 0
+    for channel in (ALERTS, "C_OTHER_ALERTS"):
+        texts = [post["text"] for post in fake.posted(channel)]
+        assert texts == [
+            ":double_vertical_bar: Judging paused since 14:02 UTC: the LLM endpoint answers 503. "
+            "Answers wait and are judged when it is back.",
+            ":arrow_forward: Judging resumed at 14:31 UTC: the LLM endpoint answers again after 29 min. "
+            "12 answers waited; they are judged now, oldest first (up to 60 a minute).",
+        ]
