@@ -160,3 +160,28 @@ def test_each_outage_notice_is_posted_once_in_every_alert_channel(settings_for, 
             ":arrow_forward: Judging resumed at 14:31 UTC: the LLM endpoint answers again after 29 min. "
             "12 answers waited; they are judged now, oldest first (up to 60 a minute).",
         ]
+
+
+def test_a_probe_with_nothing_to_call_about_hands_the_probe_to_the_next_answer(
+    settings_for, database: Database, fake_openai: FakeOpenAI
+) -> None:
+    """The oldest waiting pair was deleted meanwhile (forgotten, purged): its probe calls nothing, leaves the
+    waiting set, and the next tick probes with the next answer at once."""
+    from workers.tasks.judging import judge_pair
+
+    settings = settings_for(openai_base_url=fake_openai.base_url, openai_api_key="sk-test-key", llm_probe_seconds=60)
+    with installed_runtime(settings) as runtime:
+        client = runtime.redis
+        (pair_id,) = add_pairs(database, 1)
+        now = 2_000_000_000.0
+        outage.declare(client, outage.Outage(since=now - 600, failure="503", next_probe_at=now))
+        outage.hold(client, 999_999, 1.0)  # no such pair, and the oldest
+        outage.hold(client, pair_id, 2.0)
+        assert tick(runtime, now) == "probe"
+        assert judge_pair.apply(args=[999_999], kwargs={"probe": True}).get() == "missing"
+        assert outage.waiting_ids(client) == {pair_id}
+        client.delete(QUEUE_JUDGE)
+        assert tick(runtime, now + 1) == "probe"  # at once, not after the probe wait
+        assert _messages(client, QUEUE_JUDGE) == [(task_names.JUDGE_PAIR, [pair_id], {"probe": True})]
+        assert judge_pair.apply(args=[pair_id], kwargs={"probe": True}).get() == PairStatus.JUDGED
+        assert outage.current(client) is None and outage.waiting_count(client) == 0

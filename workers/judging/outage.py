@@ -213,6 +213,15 @@ def drop_waiting(client, pair_id: int) -> None:
     client.zrem(WAITING_KEY, str(pair_id))
 
 
+def probe_made_no_call(client, pair_id: int, now: float) -> None:
+    """A probe found nothing to call the endpoint about (its pair gone, judged meanwhile, or every verdict
+    cached): the pair waits no more, and, if the endpoint is still down, the next tick probes at once."""
+    drop_waiting(client, pair_id)
+    known = current(client)
+    if known is not None:
+        update(client, replace(known, next_probe_at=now))
+
+
 def take_oldest(client, count: int) -> list[int]:
     """Take up to `count` waiting pairs off the set, oldest first."""
     if count <= 0:

@@ -21,8 +21,9 @@ from common.celery_app import celery
 from common.runtime import get_runtime
 from common.telemetry.logs import event_fields
 from store.attempts import record_failure
+from workers.judging import outage
 from workers.judging.rules import TASK_MAX_RETRIES, is_infrastructure
-from workers.judging.run import FollowUpsUnsent, RetryLater, judge_run, read_pair_view
+from workers.judging.run import WAITING, FollowUpsUnsent, RetryLater, judge_run, read_pair_view
 
 log = logging.getLogger("relmon.judging")
 
@@ -58,17 +59,22 @@ def judge_pair(
         pair = read_pair_view(runtime, pair_id)
         if pair is None:
             log.warning("pair not found", extra={"pair_id": pair_id})
-            return "missing"
-        outcome = judge_run(
-            runtime,
-            pair,
-            redelivered=redelivered,
-            llm_attempts=llm_attempts,
-            task_retries=self.request.retries,
-            task_max_retries=self.max_retries,
-            probe=probe,
-            failing_since=failing_since,
-        )
+            outcome = "missing"
+        else:
+            outcome = judge_run(
+                runtime,
+                pair,
+                redelivered=redelivered,
+                llm_attempts=llm_attempts,
+                task_retries=self.request.retries,
+                task_max_retries=self.max_retries,
+                probe=probe,
+                failing_since=failing_since,
+            )
+        if probe and outcome != WAITING:
+            # The probe's pair waits no more. One that called nothing (the pair gone, judged meanwhile, all cached)
+            # must not stay the oldest waiting answer, or every later probe would call nothing too.
+            outage.probe_made_no_call(runtime.redis, pair_id, time.time())
     except FollowUpsUnsent as failure:
         # The judgments are stored (the pair may be judged already, so neither the sweeper nor a plain retry
         # would look at it again), but their follow-up tasks were not queued: retry as a resumed run, which
