@@ -36,6 +36,9 @@ log = logging.getLogger("relmon.judging")
 T = TypeVar("T")
 
 SWEEP_LIMIT = 500
+# A sweep reads past up to this many pairs waiting for the LLM (workers.judging.outage) to find lost ones; a longer
+# backlog may hide a lost pair until the release has worked through it.
+HELD_READ_MOST = 5_000
 NO_FAILURES = Failures(0, None, None)
 
 
@@ -96,12 +99,15 @@ def check_orphans(runtime: Runtime, now: datetime) -> tuple[int, int]:
     """Re-enqueue pairs pending or settling for over a lease that have no message queued or held, and send again
     the noted tasks whose message was lost; returns how many were sent again and how many pairs re-enqueued."""
     lease = timedelta(seconds=runtime.settings.visibility_timeout_seconds)
+    held = outage.waiting_ids(runtime.redis)
     with runtime.db.session() as session:
+        # Read past the pairs waiting for the LLM (the oldest, in a long outage), so that they hide no lost one.
+        limit = SWEEP_LIMIT + min(len(held), HELD_READ_MOST)
         waiting = [
             Waiting(pair.id, pair.status, pair.version)
-            for pair in stale_pairs(session, pending_before=now - lease, settling_before=now - lease, limit=SWEEP_LIMIT)
+            for pair in stale_pairs(session, pending_before=now - lease, settling_before=now - lease, limit=limit)
         ]
-    waiting = not_waiting_for_llm(waiting, outage.waiting_ids(runtime.redis) if waiting else set())
+    waiting = not_waiting_for_llm(waiting, held)
     resent = requeue_lost_tasks(runtime, now.timestamp(), lease.total_seconds())
     if not waiting:
         return resent, 0
@@ -162,7 +168,10 @@ def sweep_stale(runtime: Runtime, now: datetime) -> Swept:
         stale = [
             Waiting(pair.id, pair.status, pair.version)
             for pair in stale_pairs(
-                session, pending_before=now - stale_after, settling_before=now - settle_grace, limit=SWEEP_LIMIT
+                session,
+                pending_before=now - stale_after,
+                settling_before=now - settle_grace,
+                limit=SWEEP_LIMIT + min(len(held), HELD_READ_MOST),
             )
         ]
         stale = not_waiting_for_llm(stale, held)

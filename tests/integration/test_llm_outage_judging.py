@@ -185,3 +185,23 @@ def test_a_probe_with_nothing_to_call_about_hands_the_probe_to_the_next_answer(
         assert _messages(client, QUEUE_JUDGE) == [(task_names.JUDGE_PAIR, [pair_id], {"probe": True})]
         assert judge_pair.apply(args=[pair_id], kwargs={"probe": True}).get() == PairStatus.JUDGED
         assert outage.current(client) is None and outage.waiting_count(client) == 0
+
+
+def test_the_sweeps_leave_the_answers_waiting_for_the_llm_to_the_outage_tick(settings_for, database: Database) -> None:
+    """A waiting pair has no task message on purpose: neither the orphan check nor the stale sweep re-enqueues
+    it (each would only meet the endpoint down again, or break the release's pace); a lost pair beside it is."""
+    from datetime import timedelta
+
+    from workers.sweeps import check_orphans, sweep_stale
+
+    with installed_runtime(settings_for()) as runtime:
+        client = runtime.redis
+        waiting, lost = add_pairs(database, 2)
+        outage.hold(client, waiting, 1.0)
+        later = datetime.now(UTC) + timedelta(hours=1)
+        assert check_orphans(runtime, later) == (0, 1)
+        assert [m[1] for m in _messages(client, QUEUE_JUDGE)] == [[lost]]
+        client.delete(QUEUE_JUDGE)
+        assert sweep_stale(runtime, later + timedelta(hours=1)).stale == 1
+        assert [m[1] for m in _messages(client, QUEUE_JUDGE)] == [[lost]]
+        assert outage.waiting_ids(client) == {waiting}
