@@ -205,3 +205,22 @@ def test_the_sweeps_leave_the_answers_waiting_for_the_llm_to_the_outage_tick(set
         assert sweep_stale(runtime, later + timedelta(hours=1)).stale == 1
         assert [m[1] for m in _messages(client, QUEUE_JUDGE)] == [[lost]]
         assert outage.waiting_ids(client) == {waiting}
+
+
+def test_an_endpoint_that_refuses_connections_is_down_and_the_notice_says_so(settings_for, database: Database) -> None:
+    import socket
+
+    from workers.judging.outage import paused_text
+    from workers.tasks.judging import judge_pair
+
+    with socket.socket() as sock:  # a port nothing listens on: connection refused
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    settings = settings_for(openai_base_url=f"http://127.0.0.1:{port}/v1", llm_max_retries=0)
+    with installed_runtime(settings) as runtime:
+        (pair_id,) = add_pairs(database, 1)
+        assert judge_pair.apply(args=[pair_id]).get() == "waiting"
+        down = outage.current(runtime.redis)
+    assert down.failure == "connection"
+    assert "the LLM endpoint cannot be reached. Answers wait" in paused_text(down)
+    assert count_judgments(database) == 0
