@@ -10,6 +10,8 @@ SETTLE_PAIR = "workers.tasks.capture.settle_pair"
 JUDGE_PAIR = "workers.tasks.judging.judge_pair"
 REQUEUE_STALE = "workers.tasks.judging.requeue_stale"
 REQUEUE_ORPHANS = "workers.tasks.judging.requeue_orphans"
+LLM_OUTAGE_TICK = "workers.tasks.outage.outage_tick"
+POST_OUTAGE_NOTICE = "workers.tasks.slack.post_outage_notice"
 CONSIDER_ALERT = "workers.tasks.slack.consider_alert"
 FLUSH_ALERT_SUMMARIES = "workers.tasks.slack.flush_alert_summaries"
 REFRESH_ALERT_VOTES = "workers.tasks.slack.refresh_alert_votes"
@@ -43,6 +45,7 @@ POSTING = frozenset(
         FOLLOW_UP_OUTCOME,
         SEND_DIGEST,
         SEND_DIGEST_PREVIEW,
+        POST_OUTAGE_NOTICE,
     }
 )
 

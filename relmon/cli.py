@@ -86,6 +86,11 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--since", help="only judgments on or after this date (YYYY-MM-DD)")
     export.add_argument("--output", "-o", help="write to this file instead of stdout")
 
+    rejudge = commands.add_parser("rejudge", help="judge error verdicts again (the workers judge them, oldest first)")
+    rejudge.add_argument("--errors", action="store_true", help="the error verdicts (required)")
+    rejudge.add_argument("--since", help="only those stored since: 7d or a date YYYY-MM-DD (default: all)")
+    rejudge.add_argument("--json", action="store_true", help="print what was reopened as JSON")
+
     backfill = commands.add_parser("backfill", help="judge the watched channels' past from Slack's history")
     backfill.add_argument("--since", default="30d", help="how far back: 30d (default) or a date YYYY-MM-DD")
     backfill.add_argument("--channel", action="append", help="only this channel ID (repeatable)")
@@ -204,6 +209,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         from relmon.backfill.command import run_backfill, run_import
 
         return run_backfill(args, settings) if args.command == "backfill" else run_import(args, settings)
+    if args.command == "rejudge":
+        from relmon.rejudge_cli import run_rejudge
+
+        return run_rejudge(args, settings)
     if args.command == "golden":
         from relmon.golden_cli import run_golden
 

@@ -39,6 +39,7 @@ TASK_MODULES = (
     "workers.task_ends",
     "workers.tasks.judging",
     "workers.tasks.sweeper",
+    "workers.tasks.outage",
     "workers.tasks.events",
     "workers.tasks.forgetting",
     "workers.tasks.capture",

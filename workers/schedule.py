@@ -15,6 +15,7 @@ from celery.schedules import crontab
 
 from common import task_names
 from store.settings import Settings
+from workers.judging.outage import tick_interval
 from workers.judging.rules import sweep_interval
 
 PURGE_HOUR, PURGE_MINUTE = 4, 30
@@ -136,4 +137,6 @@ def beat_schedule(settings: Settings) -> dict:
     schedule.update(orphan_schedule(settings.visibility_timeout_seconds))
     schedule.update(sweep_schedule(settings.sweep_after_seconds))
     schedule.update(close_schedule(settings.outcome_window_seconds))
+    # The LLM endpoint down: probe it, then release the answers that waited (workers.judging.outage_tick).
+    schedule.update(every("relmon-llm-outage", task_names.LLM_OUTAGE_TICK, tick_interval(settings.llm_probe_seconds)))
     return schedule

@@ -26,6 +26,7 @@ from judges.names import RELEVANCY
 from store.attempts import Failures, failures_of
 from store.judgments import pair_for_judging, stale_pairs, stored_judges, touch_pairs
 from store.models import PairStatus
+from workers.judging import outage
 from workers.judging.queued import queued_notes, queued_pairs
 from workers.judging.rules import failed_values, judges_in_force, sweep_action, sweep_interval
 from workers.judging.run import send_follow_ups, store_judgments
@@ -35,6 +36,9 @@ log = logging.getLogger("relmon.judging")
 T = TypeVar("T")
 
 SWEEP_LIMIT = 500
+# A sweep reads past up to this many pairs waiting for the LLM (workers.judging.outage) to find lost ones; a longer
+# backlog may hide a lost pair until the release has worked through it.
+HELD_READ_MOST = 5_000
 NO_FAILURES = Failures(0, None, None)
 
 
@@ -72,6 +76,12 @@ def lost_notes(noted: Mapping[str, object], queued: Collection[str]) -> list[str
     return [key for key in noted if key not in queued]
 
 
+def not_waiting_for_llm(pairs: list[Waiting], held: Collection[int]) -> list[Waiting]:
+    """The pairs a sweep acts on: not those waiting for the LLM endpoint (workers.judging.outage), which the
+    outage tick releases at its pace once the endpoint is back."""
+    return [pair for pair in pairs if pair.pair_id not in held]
+
+
 def give_up_reason(failures: int, last_error: str | None) -> str:
     return f"gave up after {failures} failed attempts (an error in relmon, not the LLM): {last_error or 'unknown'}"
 
@@ -89,11 +99,15 @@ def check_orphans(runtime: Runtime, now: datetime) -> tuple[int, int]:
     """Re-enqueue pairs pending or settling for over a lease that have no message queued or held, and send again
     the noted tasks whose message was lost; returns how many were sent again and how many pairs re-enqueued."""
     lease = timedelta(seconds=runtime.settings.visibility_timeout_seconds)
+    held = outage.waiting_ids(runtime.redis)
     with runtime.db.session() as session:
+        # Read past the pairs waiting for the LLM (the oldest, in a long outage), so that they hide no lost one.
+        limit = SWEEP_LIMIT + min(len(held), HELD_READ_MOST)
         waiting = [
             Waiting(pair.id, pair.status, pair.version)
-            for pair in stale_pairs(session, pending_before=now - lease, settling_before=now - lease, limit=SWEEP_LIMIT)
+            for pair in stale_pairs(session, pending_before=now - lease, settling_before=now - lease, limit=limit)
         ]
+    waiting = not_waiting_for_llm(waiting, held)
     resent = requeue_lost_tasks(runtime, now.timestamp(), lease.total_seconds())
     if not waiting:
         return resent, 0
@@ -149,13 +163,18 @@ def sweep_stale(runtime: Runtime, now: datetime) -> Swept:
     stale_after = timedelta(seconds=settings.sweep_after_seconds)
     settle_grace = timedelta(seconds=settings.settle_seconds) + stale_after
     quiet = quiet_since(settings.sweep_after_seconds, now)
+    held = outage.waiting_ids(runtime.redis)
     with runtime.db.session() as session:
         stale = [
             Waiting(pair.id, pair.status, pair.version)
             for pair in stale_pairs(
-                session, pending_before=now - stale_after, settling_before=now - settle_grace, limit=SWEEP_LIMIT
+                session,
+                pending_before=now - stale_after,
+                settling_before=now - settle_grace,
+                limit=SWEEP_LIMIT + min(len(held), HELD_READ_MOST),
             )
         ]
+        stale = not_waiting_for_llm(stale, held)
         touch_pairs(session, [pair.pair_id for pair in stale], now)
         failures = failures_of(session, [pair.pair_id for pair in stale if pair.status == PairStatus.PENDING])
     given_up = 0

@@ -165,7 +165,10 @@ class _Handler(QuietHandler):  # keep-alive: the SDK pools connections
         if behavior.api_key is not None and self.headers.get("Authorization") != f"Bearer {behavior.api_key}":
             return self._error(401, "Incorrect API key provided.", "invalid_request_error", "invalid_api_key")
         if behavior.always_status:
-            return self._error(behavior.always_status, f"fake error {behavior.always_status}", "fake_error", None)
+            status = behavior.always_status
+            # As OpenAI does: a rate limit (429) and an overloaded server (503) say when to come back.
+            headers = {"Retry-After": str(behavior.retry_after_seconds)} if status in (429, 503) else None
+            return self._error(status, f"fake error {status}", "fake_error", None, headers=headers)
         if behavior.sampled_status and is_sampled(body):
             status = behavior.sampled_status
             return self._error(status, f"fake error {status} (sampled call)", "fake_error", None)

@@ -135,7 +135,9 @@ def test_database_retries_before_llm_failures_do_not_shorten_the_llm_retries(
     settings_for, database: Database, fake_openai: FakeOpenAI
 ) -> None:
     """judge_pair run as Celery would after eight database autoretries (request.retries = 8): the LLM still gets
-    its RELMON_LLM_MAX_RETRIES retries, and the stored error counts the LLM attempts actually made."""
+    its RELMON_LLM_MAX_RETRIES retries; when they run out, the endpoint is down and the pair waits (pending, no
+    error verdict)."""
+    from workers.judging import outage
     from workers.tasks.judging import judge_pair
 
     with installed_runtime(
@@ -145,14 +147,16 @@ def test_database_retries_before_llm_failures_do_not_shorten_the_llm_retries(
             llm_max_retries=3,
             retry_base_seconds=0.01,
         )
-    ):
+    ) as runtime:
         fake_openai.set_behavior(always_status=503, retry_after_seconds=0)
         (pair_id,) = add_pairs(database, 1)
-        assert judge_pair.apply(args=[pair_id], retries=8).get() == PairStatus.JUDGED
+        assert judge_pair.apply(args=[pair_id], retries=8).get() == "waiting"
+        down = outage.current(runtime.redis)
+        assert down is not None and down.failure == "503"
+        assert outage.waiting_ids(runtime.redis) == {pair_id}
     assert len(fake_openai.requests) == 4  # the first call and three retries
-    with database.session() as session:
-        error = session.scalars(select(Judgment.error).where(Judgment.pair_id == pair_id)).one()
-    assert error.startswith("LLM unavailable after 4 attempts")
+    assert count_judgments(database) == 0
+    assert statuses(database, [pair_id]) == Counter({PairStatus.PENDING: 1})
 
 
 def test_a_judgment_stored_while_the_broker_is_down_is_still_handed_to_the_alert_policy(

@@ -277,18 +277,24 @@ def test_a_pair_whose_judging_keeps_failing_is_given_up_on_as_an_error(
     assert statuses(database, healthy) == Counter({PairStatus.JUDGED: 1})
 
 
-def test_llm_down_for_good_is_stored_as_an_error_after_the_retries(
-    database: Database, env_for, producer, fake_openai: FakeOpenAI, worker_logs: Path
+def test_llm_down_past_the_retries_leaves_the_answers_waiting_not_errors(
+    database: Database, env_for, producer, fake_openai: FakeOpenAI, worker_logs: Path, redis_url: str
 ) -> None:
-    fake_openai.set_behavior(always_status=503)
+    """The LLM answers 503 to everything: each task retries (one layer: Celery's 6 retries, no SDK retries
+    inside); the first whose retries run out marks the endpoint down, and every pair waits, pending, with no
+    error verdict (the endpoint coming back: tests/system/test_llm_outage_processes.py)."""
+    from workers.judging import outage
+
+    client = redis.Redis.from_url(redis_url)
+    fake_openai.set_behavior(always_status=503, retry_after_seconds=0)
     pair_ids = add_pairs(database, 3)
-    with start_worker(env_for(), log_dir=worker_logs):
+    with start_worker(env_for(RELMON_LLM_PROBE_SECONDS=3600), log_dir=worker_logs):
         enqueue(producer, pair_ids)
-        wait_for(lambda: settled(database, pair_ids), timeout=60, what="pairs given up on")
-    with database.session() as session:
-        errors = session.scalars(select(Judgment.error)).all()
-    assert len(errors) == 3 and all("after 7 attempts" in error for error in errors)
-    assert len(fake_openai.requests) == 3 * 7  # one retry layer: Celery's 6 retries, no SDK retries inside
+        wait_for(lambda: outage.waiting_count(client) == 3, timeout=60, what="every pair waiting")
+    assert outage.current(client).failure == "503"
+    assert count_judgments(database) == 0
+    assert statuses(database, pair_ids) == Counter({PairStatus.PENDING: 3})
+    assert 7 <= len(fake_openai.requests) <= 3 * 7  # once down, the other tasks' next retries make no call
 
 
 # (c) durable cache and (d) sampling --------------------------------------------------------------------------

@@ -124,6 +124,8 @@ def reused_values(stored: dict[str, Any], *, pair_id: int, judge: str) -> dict[s
 
 
 def gave_up_values(judge, *, pair_id: int, cache_key: str, model: str, attempts: int, error: Exception) -> dict:
+    """The error verdict of an on-demand request whose LLM calls kept failing: whoever asked hears it now. A
+    captured answer never gets one: it waits for the endpoint instead (workers.judging.outage)."""
     return {
         "pair_id": pair_id,
         "judge": judge.name,

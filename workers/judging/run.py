@@ -30,6 +30,7 @@ from store.judgments import (
 )
 from store.models import PairStatus
 from workers import budget, sampling
+from workers.judging import outage
 from workers.judging.rules import (
     TASK_MAX_RETRIES,
     gave_up_values,
@@ -43,6 +44,8 @@ from workers.pair_view import PairView
 from workers.trace_sending import queue_trace_sends
 
 log = logging.getLogger("relmon.judging")
+
+WAITING = "waiting"  # the run's outcome when the pair waits for the LLM endpoint (workers.judging.outage)
 
 
 def read_pair_view(runtime: Runtime, pair_id: int) -> PairView | None:
@@ -69,11 +72,17 @@ def judge_run(
     llm_attempts: int = 0,
     task_retries: int = 0,
     task_max_retries: int = TASK_MAX_RETRIES,
+    probe: bool = False,
+    failing_since: float | None = None,
 ) -> str | RetryLater:
-    """Judge the pair; returns its status, or `RetryLater` for the task to act on. `task_retries` and
+    """Judge the pair; returns its status, WAITING, or `RetryLater` for the task to act on. `task_retries` and
     `task_max_retries`: the task's own count and bound (a retry past the bound would fail the task instead of
-    storing the error). On the hot path: reads (stored judges, cache) and the budget claim each in autocommit, then
-    one transaction for the insert together with the status change. No transaction is open during the LLM call."""
+    storing the error). `probe`: this run is the outage tick's probe of a down endpoint; `failing_since`: when
+    this task's first LLM call failed (an outage it declares started then). A captured answer whose LLM call keeps
+    failing past its retries, or meets an endpoint known to be down, waits (workers.judging.outage): never an
+    error verdict for an endpoint that did not answer. On the hot path: reads (stored judges, cache) and the
+    budget claim each in autocommit, then one transaction for the insert together with the status change. No
+    transaction is open during the LLM call."""
     settings = runtime.settings
     engine = runtime.db.engine
     model = settings.judge_model
@@ -101,6 +110,9 @@ def judge_run(
     # claims each alert in SQL, so a repeat posts nothing twice).
     resent: dict[int, dict[str, Any] | None] = dict.fromkeys(stored.values()) if redelivered else {}
     ready: list[dict[str, Any]] = []  # judgments to store, in judge order
+    # Whether the endpoint is known to be down: read once, before the first call (on demand, whoever asked is
+    # answered now, so those pairs never wait).
+    down: bool | None = None if not (pair.on_demand or probe) else False
     for name in todo:
         judge, key = get_judge(name), keys[name]
         if key in cached:
@@ -112,6 +124,10 @@ def judge_run(
             continue
         # /judge and the shortcut spent their own budget at the bot (bot.on_demand_limits): never the monitoring one.
         paid_at_the_bot = pair.on_demand
+        if down is None:
+            down = outage.current(runtime.redis) is not None
+        if down:
+            return wait_for_endpoint(runtime, pair, ready)
         if not paid_at_the_bot and not budget.charge(
             runtime.db, pair_id, pair.budget_unit(name), settings.daily_budget
         ):
@@ -119,7 +135,16 @@ def judge_run(
         try:
             verdict = judge.evaluate(runtime.llm, *given.texts)
             ready.append(verdict_values(verdict, pair_id=pair_id, cache_key=key))
+            if probe:  # the endpoint answered: the outage is over
+                probe = False
+                end_outage(runtime, pair)
         except TransientLLMError as error:
+            if probe:
+                return failed_probe(runtime, pair, ready, error)
+            if not pair.on_demand and not may_retry_llm(
+                llm_attempts, settings.llm_max_retries, task_retries, task_max_retries
+            ):
+                return declare_outage(runtime, pair, ready, error, failing_since)
             if may_retry_llm(llm_attempts, settings.llm_max_retries, task_retries, task_max_retries):
                 # What this run has is final: store it and alert on it now; the retry skips those judges.
                 created = store_judgments(engine, pair, ready, mark_judged=False)
@@ -225,3 +250,71 @@ def _skip_for_budget(runtime: Runtime, pair: PairView, created: dict[int, dict[s
     budget.announce_exhausted(runtime.db, runtime.slack, settings.alert_channel, settings.daily_budget)
     log.info("daily budget spent: pair skipped", extra=pair.log_fields())
     return PairStatus.SKIPPED_BUDGET
+
+
+# The LLM endpoint down (workers.judging.outage) ------------------------------------------------------------
+
+
+def wait_for_endpoint(runtime: Runtime, pair: PairView, ready: list[dict[str, Any]]) -> str:
+    """The pair waits for the endpoint: what this run has (cache hits) is stored and followed up; the pair stays
+    pending, in the waiting set, which the sweeps leave to the outage tick."""
+    created = store_judgments(runtime.db.engine, pair, ready, mark_judged=False)
+    send_follow_ups(runtime, pair, created)
+    outage.hold(runtime.redis, pair.id, outage.answered_at_score(pair.answer_ts, time.time()))
+    log.info("LLM endpoint down: the answer waits", extra=pair.log_fields())
+    return WAITING
+
+
+def declare_outage(
+    runtime: Runtime, pair: PairView, ready: list[dict[str, Any]], error: TransientLLMError, failing_since: float | None
+) -> str:
+    """This task's retries ran out on a transient failure: the endpoint is down. The first task to say so posts
+    the notice (once); the pair waits."""
+    down = outage.declared(failing_since, error, time.time(), runtime.settings.llm_probe_seconds)
+    if outage.declare(runtime.redis, down):
+        log.error(
+            "LLM endpoint down: judging paused; answers wait",
+            extra=pair.log_fields(failure=down.failure, error=str(error)[:300]),
+        )
+        send_outage_notice(runtime, "paused", down)
+    return wait_for_endpoint(runtime, pair, ready)
+
+
+def failed_probe(runtime: Runtime, pair: PairView, ready: list[dict[str, Any]], error: TransientLLMError) -> str:
+    """The probe got no answer either: the next one waits longer."""
+    now = time.time()
+    known = outage.current(runtime.redis)
+    if known is not None:
+        after = outage.after_failed_probe(known, error, now, runtime.settings.llm_probe_seconds)
+        outage.update(runtime.redis, after)
+        log.warning(
+            "LLM endpoint still down",
+            extra=pair.log_fields(failure=after.failure, next_probe_in_s=round(after.next_probe_at - now, 1)),
+        )
+    else:  # resumed meanwhile by another probe: this answer waits for the release like the others
+        log.info("LLM probe failed after the endpoint came back", extra=pair.log_fields(error=str(error)[:300]))
+    return wait_for_endpoint(runtime, pair, ready)
+
+
+def end_outage(runtime: Runtime, pair: PairView) -> None:
+    """The probe got an answer: the endpoint is up. The one run that ends the outage says so (once); the waiting
+    answers are released by the outage tick, oldest first, at a bounded rate."""
+    outage.drop_waiting(runtime.redis, pair.id)
+    ended = outage.resume(runtime.redis)
+    if ended is None:
+        return
+    was, waited = ended
+    log.warning("LLM endpoint back: judging resumed", extra=pair.log_fields(failure=was.failure, waited=waited))
+    send_outage_notice(runtime, "resumed", was, waited=waited, at=time.time())
+
+
+def send_outage_notice(
+    runtime: Runtime, kind: str, down: outage.Outage, *, waited: int = 0, at: float | None = None
+) -> None:
+    """The notice goes to the Slack queue (workers.outage_notices), noted so that a lost message is sent again."""
+    call = task_notes.Call(
+        task_names.POST_OUTAGE_NOTICE,
+        (kind, down.since, down.failure),
+        {"waited": waited, "at": at or down.since},
+    )
+    task_notes.send(runtime.redis, call, time.time())

@@ -10,6 +10,7 @@ pair.
 from __future__ import annotations
 
 import logging
+import time
 
 from celery.signals import task_failure
 from sqlalchemy.exc import OperationalError
@@ -20,8 +21,9 @@ from common.celery_app import celery
 from common.runtime import get_runtime
 from common.telemetry.logs import event_fields
 from store.attempts import record_failure
+from workers.judging import outage
 from workers.judging.rules import TASK_MAX_RETRIES, is_infrastructure
-from workers.judging.run import FollowUpsUnsent, RetryLater, judge_run, read_pair_view
+from workers.judging.run import WAITING, FollowUpsUnsent, RetryLater, judge_run, read_pair_view
 
 log = logging.getLogger("relmon.judging")
 
@@ -38,25 +40,41 @@ FOLLOW_UPS_RETRY_CAP_SECONDS = 30.0
     retry_backoff=1,
     retry_backoff_max=30,
 )
-def judge_pair(self, pair_id: int, resumed: bool = False, llm_attempts: int = 0) -> str:
+def judge_pair(
+    self,
+    pair_id: int,
+    resumed: bool = False,
+    llm_attempts: int = 0,
+    probe: bool = False,
+    failing_since: float | None = None,
+) -> str:
     """Judge one pair. `resumed` (set by the stale sweeper) means an earlier run may have stopped half-way;
     `llm_attempts` is how many times this task was retried for a transient LLM error (a small counter, set by
-    the task's own retry; the database autoretries keep it as it is)."""
+    the task's own retry; the database autoretries keep it as it is); `failing_since`, when its first LLM call
+    failed. `probe` (set by the outage tick): this run probes an LLM endpoint known to be down
+    (workers.judging.outage)."""
     runtime = get_runtime()
     redelivered = bool((self.request.delivery_info or {}).get("redelivered")) or resumed
     try:
         pair = read_pair_view(runtime, pair_id)
         if pair is None:
             log.warning("pair not found", extra={"pair_id": pair_id})
-            return "missing"
-        outcome = judge_run(
-            runtime,
-            pair,
-            redelivered=redelivered,
-            llm_attempts=llm_attempts,
-            task_retries=self.request.retries,
-            task_max_retries=self.max_retries,
-        )
+            outcome = "missing"
+        else:
+            outcome = judge_run(
+                runtime,
+                pair,
+                redelivered=redelivered,
+                llm_attempts=llm_attempts,
+                task_retries=self.request.retries,
+                task_max_retries=self.max_retries,
+                probe=probe,
+                failing_since=failing_since,
+            )
+        if probe and outcome != WAITING:
+            # The probe's pair waits no more. One that called nothing (the pair gone, judged meanwhile, all cached)
+            # must not stay the oldest waiting answer, or every later probe would call nothing too.
+            outage.probe_made_no_call(runtime.redis, pair_id, time.time())
     except FollowUpsUnsent as failure:
         # The judgments are stored (the pair may be judged already, so neither the sweeper nor a plain retry
         # would look at it again), but their follow-up tasks were not queued: retry as a resumed run, which
@@ -71,10 +89,16 @@ def judge_pair(self, pair_id: int, resumed: bool = False, llm_attempts: int = 0)
         # If the broker cannot take the retry either (Redis down), the message is requeued instead, or restored
         # marked redelivered once its lease lapses (common.celery_task).
         raise self.retry(
-            kwargs={"resumed": True, "llm_attempts": llm_attempts}, countdown=countdown, exc=failure.error
+            kwargs={"resumed": True, "llm_attempts": llm_attempts, "failing_since": failing_since},
+            countdown=countdown,
+            exc=failure.error,
         ) from failure
     if isinstance(outcome, RetryLater):  # a transient LLM error: this task tries that judge again later
-        kwargs = {**(self.request.kwargs or {}), "llm_attempts": llm_attempts + 1}
+        kwargs = {
+            **(self.request.kwargs or {}),
+            "llm_attempts": llm_attempts + 1,
+            "failing_since": failing_since if failing_since is not None else time.time(),
+        }
         raise self.retry(countdown=outcome.countdown, exc=outcome.error, kwargs=kwargs)
     return outcome
 

@@ -1,6 +1,6 @@
 """The Celery tasks that post to Slack: alerts on low scores and degradation, the hour's summary of held alerts,
-vote tallies on alerts, and on-demand verdicts. Thin: the work is in `workers.alerts` (planning, delivery,
-summaries, verdicts); here is how a task retries.
+vote tallies on alerts, on-demand verdicts, and the LLM outage notices. Thin: the work is in `workers.alerts`
+(planning, delivery, summaries, verdicts) and `workers.outage_notices`; here is how a task retries.
 
 At most once: every post is first claimed as a row in `alerts` (unique `dedupe_key`) and then made by the one
 post-once protocol (`common.post_once`)."""
@@ -19,6 +19,7 @@ from common.task_names import (
     DELIVER_VERDICT,
     FLUSH_ALERT_SUMMARIES,
     FOLLOW_UP_OUTCOME,
+    POST_OUTAGE_NOTICE,
     REFRESH_ALERT_VOTES,
 )
 from judges import TransientLLMError
@@ -27,6 +28,7 @@ from workers.alerts.outcomes import FollowedUp, follow_up
 from workers.alerts.summaries import flush_summaries
 from workers.alerts.verdicts import deliver
 from workers.judging.rules import retry_countdown
+from workers.outage_notices import post_notice
 
 log = logging.getLogger("relmon.alerts")
 
@@ -99,3 +101,10 @@ def follow_up_outcome(self, pair_id: int) -> FollowedUp:
     """A pair's outcome signals changed: its missed-failure alert (once) and its alerts redrawn
     (`workers.alerts.outcomes.follow_up`)."""
     return _run(self, follow_up, pair_id)
+
+
+@celery.task(name=POST_OUTAGE_NOTICE, bind=True, max_retries=MAX_RETRIES)
+def post_outage_notice(self, kind: str, since: float, failure: str, waited: int = 0, at: float = 0.0) -> int:
+    """Post 'judging paused' or 'judging resumed' (an LLM outage) in every alert channel, once each
+    (`workers.outage_notices`)."""
+    return _run(self, partial(post_notice, waited=waited, at=at), kind, since, failure)
