@@ -10,6 +10,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from store.db import insert_or_ignore
+from store.forget_plan import FORGOTTEN
 from store.golden_models import RegressCheck, RegressRun
 from store.models import utcnow
 from store.usage import claim_llm_call
@@ -32,13 +33,19 @@ def start(session: Session, input_sha: str, source_name: str, items: int) -> int
 
 
 def stored_checks(session: Session, run_id: int) -> dict[tuple[str, str], tuple[bool, dict | None]]:
-    """(item key, check) → (charged, verdict or None) of every check the run started."""
+    """(item key, check) → (charged, verdict or None) of every check the run started. A verdict whose texts went
+    with a deleted message (store.forget_plan.FORGOTTEN) counts as none: a run that reuses it judges it again (the
+    grounded judge's grades are read from its raw output), paid already."""
     rows = session.execute(
         select(RegressCheck.item_key, RegressCheck.check_name, RegressCheck.charged, RegressCheck.verdict).where(
             RegressCheck.run_id == run_id
         )
     )
-    return {(key, check): (charged, verdict) for key, check, charged, verdict in rows}
+    return {(key, check): (charged, _kept(verdict)) for key, check, charged, verdict in rows}
+
+
+def _kept(verdict: dict | None) -> dict | None:
+    return None if not isinstance(verdict, dict) or verdict.get(FORGOTTEN) else verdict
 
 
 def charge_check(session: Session, run_id: int, item_key: str, check: str, day: date, budget: int) -> bool:
