@@ -27,7 +27,7 @@ from typing import TypeVar
 
 from store.forget_plan import (
     CHECK_TEXTS,
-    FORGOTTEN,
+    DELETED_MARK,
     JUDGMENT_TEXTS,
     PAIR_TEXTS,
     ForgetPlan,
@@ -36,10 +36,10 @@ from store.forget_plan import (
     StoredJudgment,
     StoredPair,
     StoredReport,
+    blanked_verdict,
 )
 
 K = TypeVar("K", bound=Hashable)
-DELETED_MARK = "[deleted]"
 REMOVED_MARK = "[removed]"
 _WORD = re.compile(r"\w+", re.UNICODE)
 # Of a deleted message's words, those that name or number something (a digit or a capital letter in them: a card
@@ -200,7 +200,7 @@ def plan_regress_forget(
         if not isinstance(check.verdict, dict):
             continue  # charged, not yet answered: nothing quoted
         if check.item_key in whole:
-            verdict = {**check.verdict, **dict.fromkeys(CHECK_TEXTS), FORGOTTEN: True}
+            verdict = blanked_verdict(check.verdict)
         else:
             verdict = {**check.verdict, **_scrubbed(check.verdict, CHECK_TEXTS, removal)}
         if verdict != check.verdict:

@@ -15,6 +15,12 @@ CHECK_TEXTS = ("reasoning", "raw_output", "error")
 # The key a check's verdict gets when its texts went with a deleted message (`CHECK_TEXTS` blanked): not a verdict
 # any more, so the run that reuses it judges it again (store.regress_runs.stored_checks).
 FORGOTTEN = "forgotten"
+DELETED_MARK = "[deleted]"  # what stands where a deleted message's text was
+
+
+def blanked_verdict(verdict: dict) -> dict:
+    """A check's verdict without what its judge read or said (its scores and status stay), marked FORGOTTEN."""
+    return {**verdict, **dict.fromkeys(CHECK_TEXTS), FORGOTTEN: True}
 
 
 @dataclass(frozen=True)

@@ -219,3 +219,27 @@ def test_a_deleted_question_or_reply_leaves_the_regress_runs(regressed, deleted)
         # A run that reuses these verdicts judges the blanked ones again (store.regress_runs.stored_checks).
         stored = regress_runs.stored_checks(session, run_id)
         assert sum(verdict is None for _charged, verdict in stored.values()) == 4
+
+
+def test_a_regress_run_that_judged_a_deleted_item_meanwhile_keeps_none_of_its_words(regressed) -> None:
+    """A run still judging when the question is deleted: the verdict that comes after the scrub, and the report the
+    run keeps at its end, quote the item as it was when the run read it; the run keeps neither."""
+    bot, q, _reply, _run = regressed
+    with bot.runtime.db.session() as session:
+        item_id = session.scalar(select(GoldenSource.item_id).where(GoldenSource.question_ts == q["ts"]))
+        question = session.get(GoldenItem, item_id).question
+        running = regress_runs.start(session, "r" * 64, "v3.jsonl", 1)
+        for check in ("relevancy", "correctness"):
+            session.add(RegressCheck(run_id=running, item_key=str(item_id), check_name=check, charged=True))
+    send(bot, sr.message_deleted(q))  # the item leaves the set (its one source quoted the question)
+    with bot.runtime.db.session() as session:
+        late = {"status": "ok", "score": 0, "reasoning": f"It asks '{question}'", "raw_output": question}
+        regress_runs.store_verdict(session, running, str(item_id), "relevancy", late)
+        line = {"id": str(item_id), "question": question, "outcome": "fail"}
+        regress_runs.finish_run(session, running, passed=0, pass_rate=0.0, report={"items": [line]})
+    with bot.runtime.db.session() as session:
+        run = session.get(RegressRun, running)
+        verdicts = session.scalars(select(RegressCheck.verdict).where(RegressCheck.run_id == running)).all()
+        assert "4111" not in json.dumps([run.report, *verdicts])
+        assert run.report["items"][0] == {"id": str(item_id), "question": "[deleted]", "outcome": "fail"}
+        assert [v["score"] for v in verdicts if v] == [0]  # the score stays
