@@ -11,20 +11,35 @@ The rules, one per kind of copy:
   judgments of those pairs) has the message's text and its words replaced by a mark;
 - an edit takes out only the words it removed (`removal_of_edit`), everywhere the same way;
 - the copies made from the thread's pairs elsewhere (golden-set items and their sources, topic names) have the
-  message's text and words replaced by the mark the same way (`scrub_copies`).
+  message's text and words replaced by the mark the same way (`scrub_copies`);
+- `relmon regress`'s rows about the golden items taken from the message or its thread (`plan_regress_forget`): an
+  item whose own question, answer or expected answer was deleted has its checks lose their texts whole (as a pair's
+  judgments do; marked, so a resumed run judges them again) and its line of each report shows the mark for its
+  question; the other items' checks and lines lose the message's text and words.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from store.forget_plan import JUDGMENT_TEXTS, PAIR_TEXTS, ForgetPlan, StoredJudgment, StoredPair
+from store.forget_plan import (
+    CHECK_TEXTS,
+    DELETED_MARK,
+    JUDGMENT_TEXTS,
+    PAIR_TEXTS,
+    ForgetPlan,
+    RegressPlan,
+    StoredCheck,
+    StoredJudgment,
+    StoredPair,
+    StoredReport,
+    blanked_verdict,
+)
 
 K = TypeVar("K", bound=Hashable)
-DELETED_MARK = "[deleted]"
 REMOVED_MARK = "[removed]"
 _WORD = re.compile(r"\w+", re.UNICODE)
 # Of a deleted message's words, those that name or number something (a digit or a capital letter in them: a card
@@ -168,3 +183,45 @@ def _about(own: str | None, removal: Removal) -> str:
     if not removal.deleted:
         return "edit"
     return {"question_text": "question", "answer_text": "answer"}.get(own or "", "message")
+
+
+def plan_regress_forget(
+    removal: Removal, blanked: Collection[str], checks: Sequence[StoredCheck], reports: Sequence[StoredReport]
+) -> RegressPlan:
+    """What changes in `relmon regress`'s rows when `removal` is taken out: `checks` and `reports` are those about
+    the golden items the message's copies reached; `blanked`, the keys of the items whose own question, answer or
+    expected answer was the deleted message. Their checks lose their texts (scores and statuses stay) and their
+    report lines show the mark for the question; the others' lose the message's text and words."""
+    plan = RegressPlan()
+    if not removal:
+        return plan
+    whole = set(blanked) if removal.deleted else set()
+    for check in checks:
+        if not isinstance(check.verdict, dict):
+            continue  # charged, not yet answered: nothing quoted
+        if check.item_key in whole:
+            verdict = blanked_verdict(check.verdict)
+        else:
+            verdict = {**check.verdict, **_scrubbed(check.verdict, CHECK_TEXTS, removal)}
+        if verdict != check.verdict:
+            plan.checks[check.id] = verdict
+    for stored in reports:
+        items = (stored.report or {}).get("items")
+        if not isinstance(items, list):
+            continue
+        lines = [_report_line(line, whole, removal) for line in items]
+        if lines != items:
+            plan.reports[stored.run_id] = {**(stored.report or {}), "items": lines}
+    return plan
+
+
+def _scrubbed(texts: Mapping[str, object], names: Iterable[str], removal: Removal) -> dict[str, str | None]:
+    return {name: scrub(texts[name], removal) for name in names if isinstance(texts.get(name), str)}
+
+
+def _report_line(line: object, blanked: Collection[str], removal: Removal) -> object:
+    if not isinstance(line, dict):
+        return line
+    if str(line.get("id")) in blanked:
+        return {**line, "question": removal.mark}
+    return {**line, **_scrubbed(line, ("question",), removal)}

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
+from typing import Any
 
 from celery import Celery
 from kombu import Exchange, Queue
 
+from capture.pairing import is_tombstone
 from common import task_names
 from common.celery_task import KeepMessageTask
 from store.settings import Settings
@@ -15,7 +18,33 @@ log = logging.getLogger("relmon.celery")
 
 QUEUE_JUDGE = "relmon.judge"  # capture, settle and judge answers; watch outcomes; beat's sweeps
 QUEUE_SLACK = "relmon.slack"  # post alerts, on-demand verdicts, digests (task_names.POSTING)
-QUEUES = (QUEUE_JUDGE, QUEUE_SLACK)
+QUEUE_FORGET = "relmon.forget"  # a deletion's capture, its scrub and the AOF rewrite after it (task_names.FORGETTING)
+QUEUES = (QUEUE_JUDGE, QUEUE_SLACK, QUEUE_FORGET)  # every worker serves all three
+
+
+def route_task(
+    name: str, args: Any, kwargs: Mapping[str, Any] | None, options: Mapping[str, Any], task: Any = None, **_: Any
+) -> dict[str, str] | None:
+    """The queue of a task (Celery's router; None: the judge queue). Posting has its own queue, and so has a
+    deletion, from its event to the scrub of its copies: a backlog of judging (thousands of pairs after an outage)
+    holds neither up, since each worker takes from its queues in turn. A deletion's `capture_event` goes there too
+    (the scrub starts from it); a message captured after its tombstone is dropped (workers.live_capture), so it may
+    overtake the events before it. Edits stay in order with the rest (their scrub, `forget_message`, is quick)."""
+    if name in task_names.POSTING:
+        return {"queue": QUEUE_SLACK}
+    if name in task_names.FORGETTING or (name == task_names.CAPTURE_EVENT and _is_deletion(kwargs)):
+        return {"queue": QUEUE_FORGET}
+    return None
+
+
+def _is_deletion(kwargs: Mapping[str, Any] | None) -> bool:
+    """Whether a `capture_event` call carries a message's deletion (message_deleted, or a thread root's tombstone)."""
+    entry = (kwargs or {}).get("entry")
+    body = entry.get("body") if isinstance(entry, dict) else None
+    event = body.get("event") if isinstance(body, dict) else None
+    if not isinstance(event, dict):
+        return False
+    return event.get("subtype") == "message_deleted" or is_tombstone(event)
 
 
 def restore_interval(visibility_timeout: float) -> int:
@@ -78,8 +107,9 @@ def celery_config(settings: Settings, broker_url: str) -> dict:
         # Each queue bound to its own exchange and key: with bare Queue(name), kombu binds relmon.slack to the
         # default exchange under relmon.judge's key, so a message published through that exchange lands in both.
         "task_queues": tuple(Queue(name, Exchange(name, type="direct"), routing_key=name) for name in QUEUES),
-        # Keyed by the task names themselves, not by a prefix of them: the digest's tasks post too.
-        "task_routes": {name: {"queue": QUEUE_SLACK} for name in task_names.POSTING},
+        # By the task names themselves, not by a prefix of them (the digest's tasks post too), and for
+        # `capture_event` by what its event is (route_task).
+        "task_routes": (route_task,),
         "worker_hijack_root_logger": False,
         "worker_send_task_events": False,
         "timezone": "UTC",

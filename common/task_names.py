@@ -49,6 +49,10 @@ POSTING = frozenset(
     }
 )
 
+# A deletion's work (with the `capture_event` of its event, common.celery_app.route_task): its own queue, so that
+# a backlog of judging never holds a deletion past its minute.
+FORGETTING = frozenset({FORGET_MESSAGE, REWRITE_REDIS_AOF})
+
 # The sends of verdicts and outcome signals to the bot's trace tools (workers.tasks.traces): noted while on their
 # way (common.task_notes), since nothing but their message says they are still to do.
 TRACE_SENDS = frozenset(

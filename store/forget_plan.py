@@ -9,6 +9,18 @@ from dataclasses import dataclass, field
 
 PAIR_TEXTS = ("question_text", "answer_text", "context_text", "reference_text")
 JUDGMENT_TEXTS = ("reasoning", "raw_output", "confirmation_reasoning")
+# A `relmon regress` check's verdict (JSON) keeps what its judge read and said: these keys can quote a golden
+# item's question, earlier turns and expected answer (an LLM's error can quote its reply).
+CHECK_TEXTS = ("reasoning", "raw_output", "error")
+# The key a check's verdict gets when its texts went with a deleted message (`CHECK_TEXTS` blanked): not a verdict
+# any more, so the run that reuses it judges it again (store.regress_runs.stored_checks).
+FORGOTTEN = "forgotten"
+DELETED_MARK = "[deleted]"  # what stands where a deleted message's text was
+
+
+def blanked_verdict(verdict: dict) -> dict:
+    """A check's verdict without what its judge read or said (its scores and status stay), marked FORGOTTEN."""
+    return {**verdict, **dict.fromkeys(CHECK_TEXTS), FORGOTTEN: True}
 
 
 @dataclass(frozen=True)
@@ -44,3 +56,33 @@ class ForgetPlan:
 
     def __bool__(self) -> bool:
         return bool(self.pairs or self.judgments)
+
+
+@dataclass(frozen=True)
+class StoredCheck:
+    """A `relmon regress` check (store.golden_models.RegressCheck) on a golden item the message's copies reached:
+    its verdict as stored (JSON), whose texts may quote the item."""
+
+    id: int
+    item_key: str  # the golden item's id, as text
+    verdict: dict | None = None
+
+
+@dataclass(frozen=True)
+class StoredReport:
+    """A finished `relmon regress` run's report (golden.regress's JSON), which quotes each item's question."""
+
+    run_id: int
+    report: dict | None = None
+
+
+@dataclass(frozen=True)
+class RegressPlan:
+    """The regress rows to write: per check id its new verdict, per run id its new report (only those that
+    change)."""
+
+    checks: dict[int, dict] = field(default_factory=dict)
+    reports: dict[int, dict] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.checks or self.reports)

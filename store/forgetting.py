@@ -1,6 +1,6 @@
 """Forgetting, the SQL side: read the texts a deleted (or edited) message may have been copied into (the pairs of
-its thread and their judgments), and write what `capture.forgetting.plan_forget` decided, in one transaction. What
-is read and written: `store.forget_plan`."""
+its thread and their judgments, the golden set, topics and `relmon regress` runs taken from them), and write what
+`capture.forgetting` decided, in one transaction. What is read and written: `store.forget_plan`."""
 
 from __future__ import annotations
 
@@ -12,8 +12,17 @@ from sqlalchemy import delete, or_, select, update
 from sqlalchemy.orm import Session
 
 from store import alerts as alert_store
-from store.forget_plan import JUDGMENT_TEXTS, PAIR_TEXTS, ForgetPlan, StoredJudgment, StoredPair
-from store.golden_models import GoldenItem, GoldenSource
+from store.forget_plan import (
+    JUDGMENT_TEXTS,
+    PAIR_TEXTS,
+    ForgetPlan,
+    RegressPlan,
+    StoredCheck,
+    StoredJudgment,
+    StoredPair,
+    StoredReport,
+)
+from store.golden_models import GoldenItem, GoldenSource, RegressCheck, RegressRun
 from store.models import Alert, Judgment, Pair, PairStatus, utcnow
 from store.topic_models import PairTopic, QuestionEmbedding, TopicPeriod, TopicRecord
 
@@ -165,3 +174,60 @@ def scrub_other_copies(session: Session, channel_id: str, pair_ids: Collection[i
             setattr(rows[key], name, value)
     session.flush()
     return len(changed)
+
+
+def _quoting(ts: str):
+    return or_(GoldenSource.question_ts == ts, GoldenSource.answer_ts == ts, GoldenSource.reference_ts == ts)
+
+
+def regress_rows(
+    session: Session, channel_id: str, ts: str, pair_ids: Collection[int], *, deleted: bool
+) -> tuple[set[str], list[StoredCheck], list[StoredReport]]:
+    """The `relmon regress` rows that may quote the message `ts`: those about the golden items taken from it (a
+    source whose question, answer or reference it is) or from its thread's pairs (`pair_ids`: an earlier turn in
+    their context), found through the items' sources, so read before a deletion takes the sources away
+    (store.golden.forget_sources_quoting). Returns (the keys of the items whose own message it is, when `deleted`;
+    their checks; the reports of the runs that judged them), locked for update."""
+    own = set(session.scalars(select(GoldenSource.item_id).where(GoldenSource.channel_id == channel_id, _quoting(ts))))
+    linked = set(own)
+    if pair_ids:
+        linked |= set(
+            session.scalars(
+                select(GoldenSource.item_id).where(
+                    GoldenSource.channel_id == channel_id, GoldenSource.pair_id.in_(list(pair_ids))
+                )
+            )
+        )
+    if not linked:
+        return set(), [], []
+    # regress_checks.item_key is the item's id as text (relmon.regress.command); a scan of the table's few rows
+    # per run and item, no index (regress runs are a person's, a few a day).
+    checks = session.execute(
+        select(RegressCheck.id, RegressCheck.item_key, RegressCheck.verdict, RegressCheck.run_id)
+        .where(RegressCheck.item_key.in_(sorted(str(item_id) for item_id in linked)))
+        .order_by(RegressCheck.id)
+        .with_for_update()
+    ).all()
+    runs = sorted({row.run_id for row in checks})
+    reports = (
+        session.execute(
+            select(RegressRun.id, RegressRun.report)
+            .where(RegressRun.id.in_(runs), RegressRun.report.is_not(None))
+            .order_by(RegressRun.id)
+            .with_for_update()
+        ).all()
+        if runs
+        else []
+    )
+    return (
+        {str(item_id) for item_id in own} if deleted else set(),
+        [StoredCheck(row.id, row.item_key, row.verdict) for row in checks],
+        [StoredReport(row.id, row.report) for row in reports],
+    )
+
+
+def apply_regress_plan(session: Session, plan: RegressPlan) -> None:
+    for check_id, verdict in plan.checks.items():
+        session.execute(update(RegressCheck).where(RegressCheck.id == check_id).values(verdict=verdict))
+    for run_id, report in plan.reports.items():
+        session.execute(update(RegressRun).where(RegressRun.id == run_id).values(report=report))

@@ -11,6 +11,7 @@ from sqlalchemy import Row, and_, delete, exists, or_, select, update
 from sqlalchemy.orm import Session
 
 from store import alerts as alert_store
+from store.golden_models import RegressRun
 from store.models import Alert, Judgment, Pair
 
 # The posts whose words retention takes out of Slack (a degradation alert shows figures only).
@@ -67,7 +68,16 @@ def delete_alerts_batch(session: Session, before: datetime, batch_size: int) -> 
     return _delete_batch(session, Alert, before, batch_size, ~_showing_words())
 
 
-def _delete_batch(session: Session, model: type[Pair] | type[Alert], before: datetime, batch_size: int, *where) -> int:
+def delete_regress_runs_batch(session: Session, before: datetime, batch_size: int) -> int:
+    """`relmon regress` runs started and finished before `before`: their reports and their checks (ON DELETE
+    CASCADE) quote the golden questions, expected answers and judges' reasoning, like the pairs they came from."""
+    done_before = or_(RegressRun.finished_at.is_(None), RegressRun.finished_at < before)
+    return _delete_batch(session, RegressRun, before, batch_size, done_before)
+
+
+def _delete_batch(
+    session: Session, model: type[Pair] | type[Alert] | type[RegressRun], before: datetime, batch_size: int, *where
+) -> int:
     """Delete the oldest rows of `model` (at most `batch_size`) created before `before`; returns how many."""
     query = select(model.id).where(model.created_at < before, *where).order_by(model.id).limit(batch_size)
     ids = session.execute(query).scalars().all()

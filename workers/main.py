@@ -100,10 +100,10 @@ def _json_only_celery_output() -> None:
 
 
 def run_worker(settings: Settings) -> int:
-    """A Celery worker on both queues: a threads pool (many LLM calls in flight), concurrency from settings.
-    Refuses to start (exit 2, before anything starts) without the LLM (OPENAI_API_KEY, or OPENAI_BASE_URL for a
-    keyless endpoint) or SLACK_BOT_TOKEN (it posts alerts and summaries): a worker without them would take every
-    task and fail each one."""
+    """A Celery worker on every queue (judging, posting, forgetting: common.celery_app.QUEUES), taken in turn: a
+    threads pool (many LLM calls in flight), concurrency from settings. Refuses to start (exit 2, before anything
+    starts) without the LLM (OPENAI_API_KEY, or OPENAI_BASE_URL for a keyless endpoint) or SLACK_BOT_TOKEN (it posts
+    alerts and summaries): a worker without them would take every task and fail each one."""
     missing = settings.missing_message(events=False)
     if missing:
         print(missing, file=sys.stderr)
@@ -111,7 +111,7 @@ def run_worker(settings: Settings) -> int:
     prepare_celery_process(settings, "worker", niceness=settings.worker_niceness)
     quiet_per_task_logs(settings)  # before the Worker exists: Celery caches "is INFO on?" at start-up
     _json_only_celery_output()
-    queues = [celery_app.QUEUE_JUDGE, celery_app.QUEUE_SLACK]
+    queues = list(celery_app.QUEUES)
     celery_app.celery.steps["consumer"].add(LeaseRenewal)  # the visibility timeout is a lease it renews
     worker = celery_app.celery.Worker(
         pool_cls="threads",

@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from typing import NamedTuple, TypeVar
 
 from common import task_names, task_notes
-from common.celery_app import QUEUE_JUDGE, QUEUE_SLACK, celery
+from common.celery_app import QUEUE_JUDGE, QUEUES, celery
 from common.runtime import Runtime
 from judges.names import RELEVANCY
 from store.attempts import Failures, failures_of
@@ -140,7 +140,7 @@ def requeue_lost_tasks(runtime: Runtime, now: float, lease_seconds: float) -> in
     noted = task_notes.overdue(client, noted_before=now - lease_seconds, now=now, limit=SWEEP_LIMIT)
     if not noted:
         return 0
-    queued = queued_notes(client, QUEUE_JUDGE, QUEUE_SLACK)
+    queued = queued_notes(client, *QUEUES)  # a deletion's capture_event waits on the forget queue
     if queued is None:
         return 0
     lost = task_notes.still_noted(client, lost_notes(noted, queued))

@@ -17,7 +17,7 @@ import pytest
 from capture.conversation_log import ConversationLog, to_wire
 from capture.pairing import Author, LoggedMessage
 from common import celery_app, task_names, task_notes
-from common.celery_app import QUEUE_JUDGE
+from common.celery_app import QUEUE_FORGET, QUEUE_JUDGE, QUEUES
 from store.judgments import set_pair_status
 from store.models import PairStatus
 from tests import slack_requests as sr
@@ -264,3 +264,20 @@ def test_a_later_part_under_a_top_level_answer_settles_with_the_roots_question(m
     assert settle(bot.runtime, pair.id, pair.version) == PairStatus.PENDING
     [pair] = bot.pairs()
     assert (pair.answer_ts, pair.status, pair.question_text) == (root.ts, PairStatus.PENDING, "Where is billing?")
+
+
+def test_a_deletions_capture_task_waits_on_the_forget_queue_and_is_not_sent_again(
+    bot_keeping_settles: ServedBot,
+) -> None:
+    """The bot hands a deletion on to the forget queue (common.celery_app.route_task), ahead of any judging backlog;
+    the orphan check finds its message there and sends nothing again."""
+    redis = bot_keeping_settles.runtime.redis
+    question = sr.human_message(C, sr.next_ts(), "Is there an API?")
+    send(bot_keeping_settles, question)
+    redis.delete(QUEUE_JUDGE, QUEUE_FORGET)  # the copies the in-process worker left (it ran them already)
+    with bot_keeping_settles.worker.paused():  # sent, not run: waiting for a worker
+        send(bot_keeping_settles, sr.message_deleted(question))
+    [raw] = redis.lrange(QUEUE_FORGET, 0, -1)
+    assert json.loads(raw)["headers"]["task"] == task_names.CAPTURE_EVENT and redis.llen(QUEUE_JUDGE) == 0
+    assert len(queued_notes(redis, *QUEUES) or ()) == 1
+    assert requeue_lost_tasks(bot_keeping_settles.runtime, time.time() + 60, lease_seconds=30) == 0

@@ -1,7 +1,8 @@
 """The one deletion path in process, on SQLite and PostgreSQL: signed events to the bot, whose forget task runs at
 once (tests.bot_harness.InlineWorker). A judged answer's deletion and an edit of its question after judging reach
 the stored pair, its judgments, the topics' embedding and the alerts' rows; the notes that carried the words are
-gone. Through real processes, with every copy searched: tests/system/test_forgetting_processes.py."""
+gone. A deleted question or teammate reply leaves the `relmon regress` runs that judged its golden item. Through
+real processes, with every copy searched: tests/system/test_forgetting_processes.py."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import pytest
 from sqlalchemy import select
 
 from store import alerts as alert_store
-from store.golden_models import GoldenItem, GoldenSource
+from store import regress_runs
+from store.golden_models import GoldenItem, GoldenSource, RegressCheck, RegressRun
 from store.models import Alert, Judgment, Pair, PairStatus
 from store.topic_models import PairTopic, QuestionEmbedding, TopicRecord
 from tests import slack_requests as sr
@@ -154,3 +156,90 @@ def test_a_deleted_earlier_turn_leaves_the_topic_names(copied_earlier_turn) -> N
         topic = session.get(TopicRecord, "t1")
         assert "QX4471" not in topic.name and "[deleted]" in topic.name
         assert topic.name == "Order [deleted] missing"
+
+
+def regress_run_of(session, items: dict[int, str]) -> int:
+    """A finished `relmon regress` run of golden items (id -> question), stored as the command stores it: four
+    checks per item whose judges quote the question (as judges do), and the report quoting it."""
+    run = RegressRun(input_sha="s" * 64, source_name="v2.jsonl", items=len(items), report=None)
+    session.add(run)
+    session.flush()
+    for item_id, question in items.items():
+        for check in ("relevancy", "correctness", "grounded", "grounded_swapped"):
+            verdict = {"judge": check, "status": "ok", "score": 1, "reasoning": f"The customer asked '{question}'",
+                       "raw_output": json.dumps({"reasoning": question}), "error": None}  # fmt: skip
+            session.add(RegressCheck(run_id=run.id, item_key=str(item_id), check_name=check, charged=True,
+                                     verdict=verdict))  # fmt: skip
+    lines = [{"id": str(i), "question": q, "outcome": "fail", "notes": []} for i, q in items.items()]
+    run.report, run.finished_at = {"run_id": run.id, "items": lines}, datetime.now(UTC)
+    return run.id
+
+
+@pytest.fixture
+def regressed(judged, slack) -> tuple[ServedBot, dict, dict, int]:
+    """The judged pair's question in the golden set with a teammate's reply as its expected answer, beside an
+    unrelated item, both judged by a `relmon regress` run: (bot, question event, reply event, run id)."""
+    bot, q, _a, pair_id = judged
+    reply = sr.human_message(C, sr.next_ts(), "Use the card ending KESTREL55 instead.", user="U_TEAM",
+                             thread_ts=q["ts"])  # fmt: skip
+    send(bot, reply)
+    with bot.runtime.db.session() as session:
+        question = session.get(Pair, pair_id).question_text
+        item = GoldenItem(dedupe_key="k1", question=question, expected=reply["text"], origin="takeover", channel_id=C)
+        other = GoldenItem(dedupe_key="k2", question="How do I export CSV?", expected="Settings.", origin="import")
+        session.add_all([item, other])
+        session.flush()
+        session.add(GoldenSource(item_id=item.id, message_key=f"{C}:{q['ts']}", channel_id=C, question_ts=q["ts"],
+                                 reference_ts=reply["ts"], pair_id=pair_id, question=question,
+                                 expected=reply["text"], origin="takeover"))  # fmt: skip
+        run_id = regress_run_of(session, {item.id: f"{question} / {reply['text']}", other.id: other.question})
+    return bot, q, reply, run_id
+
+
+def regress_texts(session) -> str:
+    rows = session.execute(select(RegressCheck.verdict)).scalars().all()
+    return json.dumps([*rows, *session.execute(select(RegressRun.report)).scalars()])
+
+
+@pytest.mark.parametrize("deleted", ["question", "teammate reply"])
+def test_a_deleted_question_or_reply_leaves_the_regress_runs(regressed, deleted) -> None:
+    bot, q, reply, run_id = regressed
+    with bot.runtime.db.session() as session:
+        assert "4111" in regress_texts(session) and "KESTREL55" in regress_texts(session)  # planted
+    send(bot, sr.message_deleted(q if deleted == "question" else reply))
+    with bot.runtime.db.session() as session:
+        texts = regress_texts(session)
+        assert "4111" not in texts and "KESTREL55" not in texts
+        assert "How do I export CSV?" in texts  # the unrelated item's rows are untouched
+        checks = session.execute(select(RegressCheck).order_by(RegressCheck.id)).scalars().all()
+        blanked = [c.verdict for c in checks if c.verdict.get("forgotten")]
+        assert len(blanked) == 4 and all(v["reasoning"] is None and v["score"] == 1 for v in blanked)  # scores stay
+        report = session.get(RegressRun, run_id).report
+        assert report["items"][0]["question"] == "[deleted]" and report["items"][0]["outcome"] == "fail"
+        # A run that reuses these verdicts judges the blanked ones again (store.regress_runs.stored_checks).
+        stored = regress_runs.stored_checks(session, run_id)
+        assert sum(verdict is None for _charged, verdict in stored.values()) == 4
+
+
+def test_a_regress_run_that_judged_a_deleted_item_meanwhile_keeps_none_of_its_words(regressed) -> None:
+    """A run still judging when the question is deleted: the verdict that comes after the scrub, and the report the
+    run keeps at its end, quote the item as it was when the run read it; the run keeps neither."""
+    bot, q, _reply, _run = regressed
+    with bot.runtime.db.session() as session:
+        item_id = session.scalar(select(GoldenSource.item_id).where(GoldenSource.question_ts == q["ts"]))
+        question = session.get(GoldenItem, item_id).question
+        running = regress_runs.start(session, "r" * 64, "v3.jsonl", 1)
+        for check in ("relevancy", "correctness"):
+            session.add(RegressCheck(run_id=running, item_key=str(item_id), check_name=check, charged=True))
+    send(bot, sr.message_deleted(q))  # the item leaves the set (its one source quoted the question)
+    with bot.runtime.db.session() as session:
+        late = {"status": "ok", "score": 0, "reasoning": f"It asks '{question}'", "raw_output": question}
+        regress_runs.store_verdict(session, running, str(item_id), "relevancy", late)
+        line = {"id": str(item_id), "question": question, "outcome": "fail"}
+        regress_runs.finish_run(session, running, passed=0, pass_rate=0.0, report={"items": [line]})
+    with bot.runtime.db.session() as session:
+        run = session.get(RegressRun, running)
+        verdicts = session.scalars(select(RegressCheck.verdict).where(RegressCheck.run_id == running)).all()
+        assert "4111" not in json.dumps([run.report, *verdicts])
+        assert run.report["items"][0] == {"id": str(item_id), "question": "[deleted]", "outcome": "fail"}
+        assert [v["score"] for v in verdicts if v] == [0]  # the score stays

@@ -12,13 +12,14 @@ from capture.forgetting import (
     DELETED_MARK,
     REMOVED_MARK,
     plan_forget,
+    plan_regress_forget,
     removal_of_deletion,
     removal_of_edit,
     removal_of_words,
     scrub,
     scrub_copies,
 )
-from store.forget_plan import ForgetPlan, StoredJudgment, StoredPair
+from store.forget_plan import FORGOTTEN, ForgetPlan, RegressPlan, StoredCheck, StoredJudgment, StoredPair, StoredReport
 
 MARK = "QX7-marker-9f3e"
 
@@ -147,3 +148,57 @@ def test_only_the_copies_fields_that_change_are_written(scrubbed_copies: dict) -
         ("item", 1): {"context"},
         ("topic", "t1"): {"name"},
     }
+
+
+@pytest.fixture
+def regress_plan() -> RegressPlan:
+    """A deleted question that golden item 1 was taken from (its own question) and item 2's context quotes (an
+    earlier turn), judged in two `relmon regress` runs; item 3 holds nothing of it."""
+    question = f"Why was card 4111 {MARK} declined?"
+    verdict = {
+        "status": "ok",
+        "score": 0,
+        "reasoning": f"The user asks: {question}",
+        "raw_output": f'{{"q": "{MARK}"}}',
+    }
+    checks = [
+        StoredCheck(1, "1", verdict),
+        StoredCheck(2, "1", {"status": "error", "error": f"unparseable reply: {MARK}", "raw_output": MARK}),
+        StoredCheck(3, "2", {**verdict, "reasoning": f"Earlier: {question} Then: and the fee?"}),
+        StoredCheck(4, "3", {"status": "ok", "score": 4, "reasoning": "fine", "raw_output": "{}"}),
+        StoredCheck(5, "2", None),  # charged, not yet answered
+    ]
+    lines = [{"id": "1", "question": question, "outcome": "fail"}, {"id": "2", "question": "And the fee?"},
+             {"id": "3", "question": f"Unrelated, but names {MARK}"}]  # fmt: skip
+    reports = [StoredReport(10, {"run_id": 10, "items": lines}), StoredReport(11, {"items": lines[1:2]})]
+    return plan_regress_forget(removal_of_deletion([question]), {"1"}, checks, reports)
+
+
+def test_the_regress_checks_of_a_deleted_questions_item_lose_their_words_not_their_scores(
+    regress_plan: RegressPlan,
+) -> None:
+    assert regress_plan.checks[1] == {"status": "ok", "score": 0, "reasoning": None, "raw_output": None,
+                                      "error": None, FORGOTTEN: True}  # fmt: skip
+    assert regress_plan.checks[2]["error"] is None and regress_plan.checks[2]["status"] == "error"
+
+
+def test_the_regress_checks_of_an_item_quoting_the_deleted_question_lose_its_text(regress_plan: RegressPlan) -> None:
+    assert regress_plan.checks[3]["reasoning"] == f"Earlier: {DELETED_MARK} Then: and the fee?"
+    assert MARK not in regress_plan.checks[3]["raw_output"] and FORGOTTEN not in regress_plan.checks[3]
+
+
+def test_a_regress_report_shows_the_mark_for_a_deleted_question(regress_plan: RegressPlan) -> None:
+    lines = regress_plan.reports[10]["items"]
+    assert lines[0] == {"id": "1", "question": DELETED_MARK, "outcome": "fail"}
+    assert lines[2]["question"] == f"Unrelated, but names {DELETED_MARK}-marker-{DELETED_MARK}"  # its words go too
+    assert regress_plan.reports[10]["run_id"] == 10
+
+
+def test_regress_rows_holding_nothing_of_the_message_are_left_unchanged(regress_plan: RegressPlan) -> None:
+    assert set(regress_plan.checks) == {1, 2, 3} and set(regress_plan.reports) == {10}
+
+
+def test_an_edit_scrubs_the_regress_rows_of_even_its_own_item() -> None:
+    checks = [StoredCheck(1, "1", {"status": "ok", "reasoning": "card 4111 declined", "raw_output": "4111"})]
+    plan = plan_regress_forget(removal_of_words(["4111"]), {"1"}, checks, [])
+    assert plan.checks[1] == {"status": "ok", "reasoning": f"card {REMOVED_MARK} declined", "raw_output": REMOVED_MARK}

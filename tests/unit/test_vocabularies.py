@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from common import task_names
-from common.celery_app import QUEUE_JUDGE, QUEUE_SLACK, celery, celery_config
+from common.celery_app import QUEUE_FORGET, QUEUE_JUDGE, QUEUE_SLACK, celery, celery_config
 from judges import JUDGES
 from judges.names import JUDGE_NAMES
 from store.models import ANSWER_SOURCES, HISTORY_SOURCES, ON_DEMAND_SOURCES, PairSource
@@ -38,11 +38,31 @@ def test_the_tasks_that_post_to_slack_are_posting_tasks() -> None:
     assert {task_names.SEND_DIGEST, task_names.SEND_DIGEST_PREVIEW, task_names.CONSIDER_ALERT} <= task_names.POSTING
 
 
-def test_a_task_goes_to_the_slack_queue_if_it_posts_else_to_the_judge_queue() -> None:
-    routes = celery_config(Settings(_env_file=None), "redis://127.0.0.1:1/0")["task_routes"]
+def _queue(name: str, kwargs: dict | None = None) -> str:
+    [router] = celery_config(Settings(_env_file=None), "redis://127.0.0.1:1/0")["task_routes"]
+    return (router(name, [], kwargs or {}, {}) or {"queue": QUEUE_JUDGE})["queue"]
+
+
+def test_a_task_goes_to_the_slack_queue_if_it_posts_the_forget_queue_if_it_forgets_else_to_the_judge_queue() -> None:
     for name in NAMES:
-        expected = QUEUE_SLACK if name in task_names.POSTING else QUEUE_JUDGE
-        assert routes.get(name, {"queue": QUEUE_JUDGE})["queue"] == expected, name
+        expected = QUEUE_JUDGE
+        if name in task_names.POSTING:
+            expected = QUEUE_SLACK
+        elif name in task_names.FORGETTING:
+            expected = QUEUE_FORGET
+        assert _queue(name) == expected, name
+
+
+def test_a_deletions_event_goes_to_the_forget_queue_and_other_events_to_the_judge_queue() -> None:
+    def capture(event: dict) -> str:
+        return _queue(task_names.CAPTURE_EVENT, {"entry": {"body": {"event": event}, "own": {}}})
+
+    deleted = {"type": "message", "subtype": "message_deleted", "channel": "C1", "deleted_ts": "1.0"}
+    tombstone = {"type": "message", "subtype": "message_changed", "message": {"subtype": "tombstone", "ts": "1.0"}}
+    edited = {"type": "message", "subtype": "message_changed", "message": {"text": "new", "ts": "1.0"}}
+    assert capture(deleted) == capture(tombstone) == QUEUE_FORGET
+    assert capture(edited) == capture({"type": "message", "text": "hi"}) == capture({}) == QUEUE_JUDGE
+    assert _queue(task_names.CAPTURE_EVENT, {"entry": "not an entry"}) == QUEUE_JUDGE
 
 
 def _imports(path: Path) -> list[tuple[str, bool]]:

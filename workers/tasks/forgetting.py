@@ -1,7 +1,8 @@
 """`forget_message`: the one path by which a deletion (or an edit that takes words out) reaches every copy relmon
 keeps of a message. The bot logs the deletion or edit in the conversation log and leaves what the message said in
 a note (capture.forget_notes); this task reads the note and the thread's stored pairs and judgments, lets the pure
-`capture.forgetting.plan_forget` decide what changes, and writes it in one transaction. Then: pairs that waited for
+`capture.forgetting.plan_forget` decide what changes, and writes it in one transaction, with the copies made from
+them elsewhere (`relmon regress` runs' checks and reports, the golden set, topic names). Then: pairs that waited for
 their judge look for their question again, the alerts about the changed pairs are redrawn in place (the vote
 tally's redraw path, saying the message was deleted) and the summaries that list them are redrawn, the note is
 dropped, and Redis is asked to rewrite its append-only file (common.redis_persistence).
@@ -19,7 +20,13 @@ import redis
 from sqlalchemy.exc import OperationalError
 
 from capture import forget_notes
-from capture.forgetting import plan_forget, removal_of_deletion, removal_of_words, scrub_copies
+from capture.forgetting import (
+    plan_forget,
+    plan_regress_forget,
+    removal_of_deletion,
+    removal_of_words,
+    scrub_copies,
+)
 from capture.redact import redact_if
 from common import task_names
 from common.celery_app import celery
@@ -63,9 +70,15 @@ def forget_message_in(
         removal = removal_of_words(said) if edited else removal_of_deletion(before)
         plan = plan_forget(ts, removal, pairs, judgments)
         forgetting.apply_plan(session, plan)
-        if removal:  # the copies outside the thread's pairs: the golden set's, the topics' names
+        regress = None
+        if removal:  # the copies outside the thread's pairs: regress runs', the golden set's, the topics' names
+            pair_ids = [p.id for p in pairs]
+            # Read through the golden sources, before the deletion below takes them away.
+            blanked, checks, reports = forgetting.regress_rows(session, channel, ts, pair_ids, deleted=not edited)
+            regress = plan_regress_forget(removal, blanked, checks, reports)
+            forgetting.apply_regress_plan(session, regress)
             scrub = partial(scrub_copies, removal=removal)
-            forgetting.scrub_other_copies(session, channel, [p.id for p in pairs], scrub)
+            forgetting.scrub_other_copies(session, channel, pair_ids, scrub)
         reopened = [] if edited else forgetting.reopen_waiting(session, channel, ts)
         if not edited:
             # A question or a teammate's reply the golden set quoted.
@@ -85,6 +98,8 @@ def forget_message_in(
             message_ts=ts,
             pairs=len(plan.pairs),
             judgments=len(plan.judgments),
+            regress_checks=len(regress.checks) if regress else 0,
+            regress_reports=len(regress.reports) if regress else 0,
             alerts=len(redraw.posted),
         ),
     )
