@@ -5,6 +5,7 @@ again; a failing endpoint whose error echoes a question leaves only a fixed mess
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -180,3 +181,51 @@ def test_a_failing_endpoint_whose_error_echoes_a_question_shows_only_a_fixed_mes
         home = _published_home(bot, slack, OUTSIDER)
     assert "embeddings endpoint error (HTTP 400 request refused)" in home
     assert "invalid input" not in home.lower() and WORD not in home.lower()
+
+
+def test_the_migration_rewrites_notes_that_quoted_a_providers_error(tmp_path):
+    """0015: a run stored before kept the provider's words in its notes; they become the fixed text. Names made
+    before it have unknown sources (NULL): shown nowhere in Slack until a run names them again."""
+    from alembic import command
+    from sqlalchemy import inspect, text
+
+    from store.db import Database, alembic_config, pending_migrations
+
+    url = f"sqlite:///{tmp_path / 'old.sqlite3'}"
+    config = alembic_config(url)
+    command.upgrade(config, "0014")
+    older = Database(url, pool_size=1)
+    leaked = (
+        "Grouped with the local embedding (local TF-IDF + SVD): the embeddings endpoint failed (text-embedding-3-small:"
+        f" HTTP 400: Invalid input: refund my {WORD} plan)."
+    )
+    named = f"Some topics are named by their keywords: the LLM failed (the LLM endpoint failed (500): {WORD})."
+    try:
+        with older.autocommit() as connection:
+            connection.execute(
+                text(
+                    'INSERT INTO topic_runs (run_key, start, "end", questions, left_out, embedding, notes, created_at)'
+                    " VALUES ('daily:x', '2026-01-01', '2026-01-08', 40, 2, 'local', :notes, '2026-01-08')"
+                ),
+                {"notes": json.dumps([leaked, "Only 3 questions in this period.", named])},
+            )
+            connection.execute(
+                text(
+                    "INSERT INTO topics (key, name, named_by, anchors, created_at, updated_at)"
+                    " VALUES ('k1', 'Old name', 'llm', '[1]', '2026-01-08', '2026-01-08')"
+                )
+            )
+        command.upgrade(config, "head")
+        assert pending_migrations(older.engine) == []
+        with older.session() as session:
+            (notes,) = session.scalars(select(TopicRun.notes)).all()
+            assert session.get(TopicRecord, "k1").name_sources is None
+        assert notes == [
+            "Grouped with the local embedding (local TF-IDF + SVD): embeddings endpoint error (unknown).",
+            "Only 3 questions in this period.",
+            "Some topics are named by their keywords: LLM error (unknown).",
+        ]
+        command.downgrade(config, "0014")
+        assert "name_sources" not in {c["name"] for c in inspect(older.engine).get_columns("topics")}
+    finally:
+        older.dispose()

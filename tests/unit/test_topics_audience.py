@@ -225,3 +225,73 @@ def test_the_notes_never_carry_the_providers_words():
         "Topics could not be built this time (RuntimeError).",
     ]
     assert not any("Zorblax" in note or "Invalid input" in note for note in notes)
+
+
+# What a place shows ----------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def private_named_report():
+    """The corpus, every topic named from the private channel G1 (as a digest to G1's own alert channel names
+    them), its questions asked in G1 and in public C0SUPPORT alike."""
+    from dataclasses import replace
+    from datetime import timedelta
+
+    from tests.topics_corpus import START, corpus_questions
+    from topics.build import build_topics, named
+    from topics.local_embeddings import local_vectors
+
+    questions = [replace(x, channel_id="G1", private=True) if x.pair_id % 2 else x for x in corpus_questions()]
+    end = START + timedelta(days=7)
+    vectors = local_vectors([x.text for x in questions])
+    report = build_topics(questions, vectors, start=START, end=end, now=end, embedding="local")
+    topics = tuple(named(t, f"k{i}", f"Zorblax topic {i}", "llm", ("G1",)) for i, t in enumerate(report.topics))
+    return replace(report, topics=topics)
+
+
+def test_a_place_that_may_not_read_a_names_sources_shows_it_neutral_in_the_list_the_gaps_and_the_chart(
+    private_named_report,
+):
+    from common.messages.topics import fix_first_blocks
+    from common.reports.topics import chart_bars, view_of
+
+    view = view_of(private_named_report, audience_sees=lambda _c: True, may_quote=lambda x: not x.private)
+    assert view.topics and all(line.name == NEUTRAL_NAME for line in view.topics)
+    assert view.gaps and all(gap.topic == NEUTRAL_NAME for gap in view.gaps)
+    assert all(bar.name == NEUTRAL_NAME for bar in chart_bars(view))
+    assert "Zorblax" not in str(fix_first_blocks(view))
+
+
+def test_a_place_that_may_read_a_names_sources_shows_it(private_named_report):
+    from common.reports.topics import view_of
+
+    view = view_of(private_named_report, audience_sees=lambda _c: True, may_quote=lambda _x: True, place=G1_ALERTS)
+    assert view.topics[0].name.startswith("Zorblax topic")
+
+
+def test_a_stored_run_shows_a_name_of_unknown_sources_neutral():
+    from types import SimpleNamespace
+
+    from common.reports.topics import stored_view
+
+    run = SimpleNamespace(questions=40, left_out=2, embedding="local", notes=[])
+    period = SimpleNamespace(
+        name="Old Zorblax name",
+        name_sources=None,
+        channels=["C1"],
+        private_channels=[],
+        only_private=False,
+        examples=[],
+        questions=40,
+        failed=3,
+        resolved=1,
+        decided=2,
+        mean_relevancy=None,
+        previous_questions=None,
+        previous_failed=None,
+    )
+    view = stored_view(run, [period], {}, audience_sees=lambda _c: True, may_quote=lambda _c, _p: True)
+    assert view.topics[0].name == NEUTRAL_NAME
+    public = SimpleNamespace(**{**vars(period), "name": "Refunds", "name_sources": []})
+    shown = stored_view(run, [public], {}, audience_sees=lambda _c: True, may_quote=lambda _c, _p: True)
+    assert shown.topics[0].name == "Refunds"
