@@ -229,3 +229,28 @@ def test_the_migration_rewrites_notes_that_quoted_a_providers_error(tmp_path):
         assert "name_sources" not in {c["name"] for c in inspect(older.engine).get_columns("topics")}
     finally:
         older.dispose()
+
+
+def test_a_test_set_item_takes_a_topics_name_only_if_whoever_reads_its_question_may_read_the_name(database):
+    """The golden set copies its questions' topic names (`store.golden.topics_of_pairs`): a name made from one
+    private channel's questions goes to that channel's items only; a name of unknown sources to none yet."""
+    from store.golden import topics_of_pairs
+    from store.models import Pair
+    from store.topic_models import PairTopic
+
+    channels = {"C1": False, "G1": True, "G2": True, "G3": True}
+    with database.session() as session:
+        ids = {}
+        for n, (channel, private) in enumerate(channels.items()):
+            pair = Pair(channel_id=channel, answer_ts=f"{n}.1", question_text="q", answer_text="a", status="judged",
+                        channel_is_private=private)  # fmt: skip
+            session.add(pair)
+            session.flush()
+            ids[channel] = pair.id
+        session.add(TopicRecord(key="public", name="Refunds", named_by="llm", name_sources=[], anchors=[]))
+        session.add(TopicRecord(key="of-g1", name=f"{WORD} refunds", named_by="llm", name_sources=["G1"], anchors=[]))
+        session.add(TopicRecord(key="unknown", name="Old name", named_by="llm", name_sources=None, anchors=[]))
+        for channel, key in (("C1", "public"), ("G1", "of-g1"), ("G2", "of-g1"), ("G3", "unknown")):
+            session.add(PairTopic(pair_id=ids[channel], topic_key=key))
+    with database.session() as session:
+        assert topics_of_pairs(session, list(ids.values())) == {ids["C1"]: "Refunds", ids["G1"]: f"{WORD} refunds"}
