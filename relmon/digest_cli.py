@@ -45,7 +45,7 @@ def schema_at_head(runtime: Runtime) -> bool:
 def _dry_run(runtime: Runtime, now: datetime) -> int:
     from common.messages.digest import digest_text
     from common.reports.figures import load_report, prices_for
-    from common.reports.topic_runs import latest_view, quoting_in
+    from common.reports.topic_runs import latest_view, place_of, quoting_in
     from workers.digest.delivery import quotes_for
 
     period = period_for(now, runtime.settings.digest_timezone)
@@ -55,7 +55,8 @@ def _dry_run(runtime: Runtime, now: datetime) -> int:
     # The newest stored topics (a dry run makes none: that would write and spend); without Slack to ask who reads
     # the digest channel, a private channel's topics are left out.
     quoting = quoting_in(runtime, runtime.settings.digest_channel)
-    topics = latest_view(runtime, now, audience_sees=lambda _channel: False, may_quote_text=quoting)
+    place = place_of(runtime, runtime.settings.digest_channel)  # names as the digest channel may read them
+    topics = latest_view(runtime, now, audience_sees=lambda _channel: False, may_quote_text=quoting, place=place)
     sys.stdout.write(digest_text(report, {}, quotes, prices_for(runtime), topics=topics))
     sys.stdout.write("\n(dry run: nothing was posted or recorded)\n")
     return 0

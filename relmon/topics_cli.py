@@ -75,6 +75,7 @@ def topic_json(report, history: dict[str, list[dict]] | None = None) -> dict:
 def run_topics(args: argparse.Namespace, settings: Settings) -> int:
     from common.messages.topics import topics_text
     from common.reports.topics import view_of
+    from topics.audience import Place
 
     found, problem = compute(args, settings)
     if found is None:
@@ -84,7 +85,9 @@ def run_topics(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         sys.stdout.write(json.dumps(topic_json(report, history), indent=2) + "\n")
     else:
-        view = view_of(report, audience_sees=lambda _channel: True, may_quote=lambda _question: True)
+        view = view_of(
+            report, audience_sees=lambda _channel: True, may_quote=lambda _question: True, place=Place.terminal()
+        )
         sys.stdout.write(topics_text(view))
     return 0
 

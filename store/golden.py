@@ -46,15 +46,22 @@ def pair_fields(session: Session, pair_id: int) -> dict[str, Any] | None:
 
 
 def topics_of_pairs(session: Session, pair_ids: Collection[int]) -> dict[int, str]:
-    """The name of the topic each pair's question fell in at the latest topics run (topics/), where it has one."""
+    """The name of the topic each pair's question fell in at the latest topics run (topics/), where it has one and
+    whoever reads the pair may read it too: made from public questions only, or from the pair's own channel alone
+    (`topics.audience`; a name of unknown sources waits for the run that names it again)."""
     if not pair_ids:
         return {}
     query = (
-        select(PairTopic.pair_id, TopicRecord.name)
+        select(PairTopic.pair_id, TopicRecord.name, TopicRecord.name_sources, Pair.channel_id)
         .join(TopicRecord, TopicRecord.key == PairTopic.topic_key)
+        .join(Pair, Pair.id == PairTopic.pair_id)
         .where(PairTopic.pair_id.in_(list(pair_ids)))
     )
-    return dict(session.execute(query).tuples().all())
+    return {
+        pair_id: name
+        for pair_id, name, sources, channel in session.execute(query).tuples().all()
+        if sources is not None and set(sources) <= {channel}
+    }
 
 
 def fill_topics(session: Session) -> int:

@@ -47,7 +47,10 @@ class TopicRecord(Base):
 
     key: Mapped[str] = mapped_column(String(40), primary_key=True)
     name: Mapped[str] = mapped_column(Text)
-    named_by: Mapped[str] = mapped_column(String(16))  # llm | keywords
+    named_by: Mapped[str] = mapped_column(String(16))  # llm | keywords | neutral
+    # The private channels the name was made from ([]: public questions only; NULL: unknown, named before the
+    # audience rule): where they may not all be read, the name is not shown (topics.audience).
+    name_sources: Mapped[list | None] = mapped_column(JSON, nullable=True)
     anchors: Mapped[list] = mapped_column(JSON)
     created_at: Mapped[CreatedAt]
     updated_at: Mapped[UpdatedAt]
@@ -84,6 +87,7 @@ class TopicPeriod(Base):
     topic_key: Mapped[str] = mapped_column(String(40))
     rank: Mapped[int] = mapped_column(Integer)
     name: Mapped[str] = mapped_column(Text)
+    name_sources: Mapped[list | None] = mapped_column(JSON, nullable=True)  # as TopicRecord's, at this run
     questions: Mapped[int] = mapped_column(Integer)
     failed: Mapped[int] = mapped_column(Integer)
     resolved: Mapped[int] = mapped_column(Integer)

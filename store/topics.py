@@ -100,14 +100,14 @@ def known_topics(session: Session, limit: int = 200) -> list[TopicRecord]:
 
 
 def save_topics(session: Session, rows: Sequence[dict]) -> None:
-    """Insert or update (key, name, named_by, anchors) rows."""
+    """Insert or update (key, name, named_by, name_sources, anchors) rows."""
     if not rows:
         return
     now = utcnow()
     insert = dialect_insert(session)(TopicRecord)
     statement = insert.on_conflict_do_update(
         index_elements=["key"],
-        set_={name: insert.excluded[name] for name in ("name", "named_by", "anchors", "updated_at")},
+        set_={name: insert.excluded[name] for name in ("name", "named_by", "name_sources", "anchors", "updated_at")},
     )
     session.execute(statement, [row | {"created_at": now, "updated_at": now} for row in rows])
 

@@ -27,11 +27,13 @@ ANCHORS = 20
 
 @dataclass(frozen=True)
 class KnownTopic:
-    """An earlier topic: its key and name, and the vectors of its anchor questions in this run's space."""
+    """An earlier topic: its key and name (made from the private channels `name_sources`, `topics.audience`), and
+    the vectors of its anchor questions in this run's space."""
 
     key: str
     name: str
     vectors: np.ndarray
+    name_sources: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -44,7 +46,8 @@ class Topic:
     examples: tuple[Question, ...]  # closest to the topic's centre, failed ones first
     anchors: tuple[int, ...]  # pair ids of the questions closest to its centre: how a later run knows it
     gaps: tuple[Gap, ...] = ()
-    named_by: str = "history"  # history (an earlier run's name) | llm | keywords
+    named_by: str = "history"  # history (an earlier run's name) | llm | keywords | neutral
+    name_sources: tuple[str, ...] | None = None  # private channels its name was made from (None: unknown)
     centroid: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float32), repr=False, compare=False)
 
     @property
@@ -143,6 +146,7 @@ def build_topics(
         topic = Topic(
             key=earlier.key if earlier else None,
             name=name,
+            name_sources=earlier.name_sources if earlier else None,
             questions=questions,
             figures=figures,
             previous=before,
@@ -158,7 +162,7 @@ def build_topics(
     return replace(report, left_out=clustering.outliers, topics=tuple(topics))
 
 
-def named(topic: Topic, key: str, name: str, named_by: str = "history") -> Topic:
-    """The topic with its key and name (its gaps carry the name too)."""
+def named(topic: Topic, key: str, name: str, named_by: str = "history", sources: tuple[str, ...] | None = ()) -> Topic:
+    """The topic with its key and name, made from the private channels `sources` (its gaps carry the name too)."""
     gaps = tuple(replace(gap, topic=name) for gap in topic.gaps)
-    return replace(topic, key=key, name=name, gaps=gaps, named_by=named_by)
+    return replace(topic, key=key, name=name, gaps=gaps, named_by=named_by, name_sources=sources)

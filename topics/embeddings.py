@@ -11,12 +11,20 @@ from collections.abc import Sequence
 import numpy as np
 import openai
 
+from topics.failures import error_kind, status_kind
+
 BATCH = 256  # inputs per call (OpenAI takes 2,048; smaller batches keep one failure cheap)
 MAX_CHARS = 8_000  # about 2,000 tokens: well under the models' 8,191-token input limit
 
 
 class EmbeddingsUnavailable(Exception):
-    """The endpoint gave no embeddings; the message says why, in a line."""
+    """The endpoint gave no embeddings; the message says why, in a line, for the operator's log (it may carry the
+    provider's own words, which may echo the input); `kind` says what failed in a bounded label, for what readers
+    are shown (`topics.failures`)."""
+
+    def __init__(self, message: str, kind: str = "unexpected reply") -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 def text_sha(text: str) -> str:
@@ -41,7 +49,9 @@ class EmbeddingClient:
             self._openai = openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries)
         except openai.OpenAIError:
             if base_url is None:
-                raise EmbeddingsUnavailable("no API key (OPENAI_API_KEY) and no OPENAI_BASE_URL") from None
+                raise EmbeddingsUnavailable(
+                    "no API key (OPENAI_API_KEY) and no OPENAI_BASE_URL", "no API key"
+                ) from None
             self._openai = openai.OpenAI(base_url=base_url, api_key="unused", timeout=timeout, max_retries=max_retries)
 
     def embed(self, texts: Sequence[str]) -> tuple[np.ndarray, int]:
@@ -50,9 +60,11 @@ class EmbeddingClient:
         try:
             reply = self._openai.embeddings.create(model=self.model, input=inputs)
         except openai.APIStatusError as error:
-            raise EmbeddingsUnavailable(f"{self.model}: HTTP {error.status_code}: {_message(error)}") from error
+            raise EmbeddingsUnavailable(
+                f"{self.model}: HTTP {error.status_code}: {_message(error)}", status_kind(error.status_code)
+            ) from error
         except openai.APIError as error:  # connection refused, timeout
-            raise EmbeddingsUnavailable(f"{self.model}: {type(error).__name__}: {error}") from error
+            raise EmbeddingsUnavailable(f"{self.model}: {type(error).__name__}: {error}", error_kind(error)) from error
         rows = sorted(reply.data, key=lambda item: item.index)
         if len(rows) != len(inputs):
             raise EmbeddingsUnavailable(f"{self.model}: {len(rows)} embeddings for {len(inputs)} inputs")

@@ -2,16 +2,19 @@
 
 Loads the period's questions (and the week before's) once, gets their vectors (stored embeddings, the missing ones
 asked of the endpoint a batch at a time and stored; or the local fallback, and the report says which and why),
-builds the topics, names the new ones (one judge-LLM call each, else keywords), and writes once: the topics' names
-and anchors (the cache), each pair's topic, the run's figures when it is a stored run, and the LLM spend. Every
-embedding or naming call is paid from the daily budget first (`store.usage.claim_llm_call`). Nothing here alerts.
+builds the topics, names the new ones (one judge-LLM call each, else keywords) only from questions every viewer of
+where the run is shown may read (`topics.audience`), and writes once: the topics' names with the private channels
+they were made from, and anchors (the cache), each pair's topic, the run's figures when it is a stored run, and the
+LLM spend. Every embedding or naming call is paid from the daily budget first (`store.usage.claim_llm_call`). A
+failed endpoint is noted by its kind only (`topics.failures`): its own words may echo the questions. Nothing here
+alerts.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
@@ -29,8 +32,17 @@ from store.signals import HUMAN_TAKEOVER
 from store.stats_queries import PairRow
 from store.usage import claim_llm_call
 from topics import local_embeddings
+from topics.audience import NEUTRAL_NAME, NamingChoice, Place, keeps_name, naming_choice
 from topics.build import KnownTopic, Topic, TopicsReport, build_topics, named
 from topics.embeddings import BATCH, EmbeddingClient, EmbeddingsUnavailable, from_bytes, text_sha, to_bytes
+from topics.failures import (
+    BUDGET_SPENT,
+    embedding_fallback_note,
+    embeddings_error,
+    error_kind,
+    llm_error,
+    naming_fallback_note,
+)
 from topics.naming import keyword_names, naming_messages, parse_name
 from topics.questions import CurrentJudgment, Question, failure_reasons, resolution
 
@@ -57,6 +69,7 @@ class TopicsDeps:
     rules: ChannelRules
     llm: Callable[[], LLMClient] | None = None  # the judge model's client, for names (None: keyword names)
     embedder: Callable[[], EmbeddingClient] | None = None  # None: from the settings
+    place: Place | None = None  # where this run is shown (the digest's channel, App Home): whom names are made for
 
 
 @dataclass
@@ -137,7 +150,12 @@ def compute_topics(deps: TopicsDeps, query: TopicsQuery) -> TopicsReport:
     index = {q.pair_id: i for i, q in enumerate(everyone)}
     n, m = len(current), len(previous or [])
     known_topics = [
-        KnownTopic(t.key, t.name, vectors[[index[p] for p in t.anchors if p in index]])
+        KnownTopic(
+            t.key,
+            t.name,
+            vectors[[index[p] for p in t.anchors if p in index]],
+            tuple(t.name_sources) if t.name_sources is not None else None,
+        )
         for t in known
         if any(p in index for p in t.anchors)
     ]
@@ -154,8 +172,7 @@ def compute_topics(deps: TopicsDeps, query: TopicsQuery) -> TopicsReport:
         min_questions=deps.settings.topics_min_questions,
         smallest=deps.settings.topics_min_size,
     )
-    by_keywords = {t.key for t in known if t.named_by == "keywords"}  # named while the LLM could not be asked
-    topics = _named(deps, report.topics, query.now, run, by_keywords)
+    topics = _named(deps, report.topics, query.now, run, {t.key: t.named_by for t in known})
     report = replace(report, topics=topics, notes=(*run.notes, *report.notes))
     _store(deps, report, query, run)
     return report
@@ -186,11 +203,11 @@ def _vectors(deps: TopicsDeps, questions: Sequence[Question], now: datetime, run
     try:
         return _endpoint_vectors(deps, questions, now, run), settings.embedding_model
     except EmbeddingsUnavailable as error:
-        why = f"the embeddings endpoint failed ({error})"
+        why = embeddings_error(error)  # its kind only: the provider's words may echo the questions
     except BudgetSpent:
-        why = "the daily budget is spent"
-    run.notes.append(f"Grouped with the local embedding ({local_embeddings.NAME}): {why}.")
-    log.warning("topics fell back to the local embedding", extra={"reason": why[:300]})
+        why = BUDGET_SPENT
+    run.notes.append(embedding_fallback_note(local_embeddings.NAME, why))
+    log.warning("topics fell back to the local embedding", extra={"reason": why})
     return local_embeddings.local_vectors(texts), local_embeddings.NAME
 
 
@@ -259,48 +276,78 @@ def topic_key(topic: Topic) -> str:
     return hashlib.sha1(",".join(map(str, topic.anchors)).encode()).hexdigest()[:16]
 
 
-def naming_examples(topic: Topic) -> list[str]:
-    """The questions a name is made from: public ones when the topic has any, so a name says nothing of a private
-    channel where that channel's people are not."""
-    public = [q.text for q in topic.examples if not q.private]
-    return public or [q.text for q in topic.examples]
+def closest_first(topic: Topic) -> list[Question]:
+    """The topic's questions, its examples (closest to its centre, failed first) before the others."""
+    first = {q.pair_id for q in topic.examples}
+    return [*topic.examples, *(q for q in topic.questions if q.pair_id not in first)]
+
+
+def _keyword_pool(topic: Topic, choice: NamingChoice | None) -> list[str]:
+    """The texts a keyword name is taken from: of the same audience as `choice` (the questions an LLM would read)."""
+    if choice is None:
+        return []
+    if choice.sources == ():
+        pool = [q.text for q in topic.questions if not q.private]
+    else:
+        pool = [q.text for q in topic.questions if q.private and q.channel_id in choice.sources]
+    return pool[:50]
 
 
 def _named(
-    deps: TopicsDeps, topics: Sequence[Topic], now: datetime, run: _Run, by_keywords: set[str] = frozenset()
+    deps: TopicsDeps, topics: Sequence[Topic], now: datetime, run: _Run, named_by: Mapping[str, str] | None = None
 ) -> tuple[Topic, ...]:
-    """Names for the topics: a continuing topic keeps its own (one named by keywords is asked again), a new one is
-    named by the judge LLM (one call each), else by its keywords."""
-    fallback = keyword_names(
-        [[q.text for q in t.questions[:50] if not q.private] or [t.questions[0].text] for t in topics]
-    )
+    """Names for the topics, each made only from questions every viewer of where it is shown may read
+    (`topics.audience`): a continuing topic keeps its own unless its audience widened (one named by keywords is
+    asked again), a new or widened one is named by the judge LLM (one call each), else by its keywords; a topic none
+    of whose questions may be read where this run is shown gets the neutral name, and no LLM reads them.
+    `named_by`: how each earlier topic (by key) was named."""
+    place = deps.place
+    earlier = named_by or {}
+    choices = [naming_choice(closest_first(topic), place) for topic in topics]
+    fallback = keyword_names([_keyword_pool(topic, choice) for topic, choice in zip(topics, choices, strict=True)])
     client = None
     failed_why = None
     out = []
-    for topic, keywords in zip(topics, fallback, strict=True):
-        if topic.key is not None and (topic.key not in by_keywords or failed_why or deps.llm is None):
-            named_by = "keywords" if topic.key in by_keywords else "history"
-            out.append(named(topic, topic.key, topic.name or keywords, named_by))
+    for topic, choice, keywords in zip(topics, choices, fallback, strict=True):
+        stored_by = earlier.get(topic.key or "")
+        key = topic.key or topic_key(topic)
+        keep = (
+            topic.key is not None
+            and topic.name is not None
+            and stored_by != "neutral"
+            and keeps_name(topic.name_sources, choice, place)
+        )
+        kept_by = "keywords" if stored_by == "keywords" else "history"
+        if keep and (stored_by != "keywords" or failed_why or deps.llm is None or choice is None):
+            out.append(named(topic, key, topic.name or NEUTRAL_NAME, kept_by, topic.name_sources))
+            continue
+        if choice is None:
+            out.append(named(topic, key, NEUTRAL_NAME, "neutral", ()))
             continue
         name = None
         if failed_why is None and deps.llm is not None:
             try:
                 client = client or deps.llm()
                 _charge(deps, now)
-                reply = client.complete(naming_messages(naming_examples(topic)))
+                reply = client.complete(naming_messages([q.text for q in choice.questions]))
                 run.naming.calls += 1
                 run.naming.prompt += reply.prompt_tokens or 0
                 run.naming.completion += reply.completion_tokens or 0
                 run.naming.cached += reply.cached_tokens or 0
                 name = parse_name(reply.text)
             except BudgetSpent:
-                failed_why = "the daily budget is spent"
+                failed_why = BUDGET_SPENT
             except (TransientLLMError, LLMRequestError, ValueError) as error:
-                failed_why = f"the LLM failed ({str(error)[:200]})"
-        key = topic.key or topic_key(topic)
-        out.append(named(topic, key, name or topic.name or keywords, "llm" if name else "keywords"))
+                failed_why = llm_error(error)
+                log.warning("a topic could not be named by the LLM", extra={"kind": error_kind(error)})
+        if name:
+            out.append(named(topic, key, name, "llm", choice.sources))
+        elif keep:
+            out.append(named(topic, key, topic.name or NEUTRAL_NAME, kept_by, topic.name_sources))
+        else:
+            out.append(named(topic, key, keywords, "keywords", choice.sources))
     if failed_why:
-        run.notes.append(f"Some topics are named by their keywords: {failed_why}.")
+        run.notes.append(naming_fallback_note(failed_why))
     return tuple(out)
 
 
@@ -314,6 +361,7 @@ def _store(deps: TopicsDeps, report: TopicsReport, query: TopicsQuery, run: _Run
                     "key": t.key,
                     "name": t.name,
                     "named_by": t.named_by,
+                    "name_sources": list(t.name_sources) if t.name_sources is not None else None,
                     "anchors": list(t.anchors),
                 }
                 for t in report.topics
@@ -359,6 +407,7 @@ def period_records(report: TopicsReport) -> list[dict]:
             "topic_key": t.key,
             "rank": rank,
             "name": t.name,
+            "name_sources": list(t.name_sources) if t.name_sources is not None else None,
             "questions": t.figures.questions,
             "failed": t.figures.failed,
             "resolved": t.figures.resolved,

@@ -64,13 +64,17 @@ def with_topics(figures: dict, topics: list[dict]) -> dict:
 
 def topics_blocks(runtime: Runtime, viewer: Viewer, now: datetime) -> list[dict]:
     """The latest topics as this person may see them: a channel's text only if they are its member and the rule
-    quotes it to a person."""
+    quotes it to a person; a topic's name only if they may read every channel it was made from."""
     from common.messages.topics import home_blocks
     from common.privacy import Destination
-    from common.reports.topic_runs import latest_view, quoting_in
+    from common.reports.topic_runs import latest_view, place_of, quoting_in
 
-    quoting = quoting_in(runtime, Destination(None, viewer.may_read))
-    return home_blocks(latest_view(runtime, now, audience_sees=viewer.may_see, may_quote_text=quoting))
+    here = Destination(None, viewer.may_read)
+    quoting = quoting_in(runtime, here)
+    view = latest_view(
+        runtime, now, audience_sees=viewer.may_see, may_quote_text=quoting, place=place_of(runtime, here)
+    )
+    return home_blocks(view)
 
 
 def figures_view(runtime: Runtime, viewer: Viewer, period, now: datetime) -> dict:

@@ -13,6 +13,7 @@ from common.reports.period import Period
 from common.reports.topics import TopicsView, spend_summary, stored_view, view_of
 from common.runtime import Runtime
 from store import topics as topic_rows
+from topics.audience import Place
 
 log = logging.getLogger("relmon.topics")
 WEEK = timedelta(days=7)
@@ -23,11 +24,24 @@ def quoting_in(runtime: Runtime, destination: Destination | str | None) -> Calla
     return lambda channel, private: may_quote(channel, private, runtime.rules, runtime.settings, destination)
 
 
-def make_topics(runtime: Runtime, start: datetime, end: datetime, now: datetime, run_key: str | None):
-    """The topics of [start, end), compared with the week before, stored as run `run_key`."""
+def place_of(runtime: Runtime, destination: Destination | str | None) -> Place:
+    """Who reads a topic's name in `destination` (a channel, or one person: App Home, a preview), for the audience
+    rule (`topics.audience`): a private channel's text may be read there where the quoting rule allows it."""
+    where = destination if isinstance(destination, Destination) else Destination(destination)
+    return Place(
+        channel_id=where.channel_id,
+        reader_may_read=where.reader_may_read,
+        quotes_private=lambda channel: may_quote(channel, True, runtime.rules, runtime.settings, where),
+    )
+
+
+def make_topics(
+    runtime: Runtime, start: datetime, end: datetime, now: datetime, run_key: str | None, place: Place | None = None
+):
+    """The topics of [start, end), compared with the week before, stored as run `run_key`, named for `place`."""
     from topics.service import TopicsDeps, TopicsQuery, compute_topics
 
-    deps = TopicsDeps(runtime.db, runtime.settings, runtime.rules, llm=lambda: runtime.llm)
+    deps = TopicsDeps(runtime.db, runtime.settings, runtime.rules, llm=lambda: runtime.llm, place=place)
     return compute_topics(deps, TopicsQuery(start, end, now, previous_start=start - (end - start), run_key=run_key))
 
 
@@ -42,13 +56,16 @@ def fresh_view(
     """The topics of the period made now for a message to `destination` (`audience_sees`: whether its people may
     see a private channel's figures, `common.membership.ChannelAudience`), with the topics' LLM spend of the
     period. Topics never stop the digest: if they fail, the view says so."""
+    from topics.failures import not_built_note
+
     settings = runtime.settings
     start, end = period.start, period.end
+    place = place_of(runtime, destination)
     try:
-        report = make_topics(runtime, start, end, now, run_key)
+        report = make_topics(runtime, start, end, now, run_key, place)
     except Exception as error:  # a bug or the database: the digest still goes out, without its topics
         log.exception("topics failed")
-        return TopicsView(0, 0, "none", (), notes=(f"Topics could not be made this time ({type(error).__name__}).",))
+        return TopicsView(0, 0, "none", (), notes=(not_built_note(error),))
     with runtime.db.reading() as session:
         spend = topic_rows.spend_between(session, start, end + timedelta(minutes=1))
     cost = spend_summary(
@@ -62,6 +79,7 @@ def fresh_view(
         report,
         audience_sees=audience_sees,
         may_quote=lambda question: quoting(question.channel_id, question.private),
+        place=place,
         cost=cost,
     )
 
@@ -72,8 +90,10 @@ def latest_view(
     *,
     audience_sees: Callable[[str], bool],
     may_quote_text: Callable[[str | None, bool], bool],
+    place: Place,
 ) -> TopicsView | None:
-    """The topics of the newest stored run of the last seven days, as one audience may see them (None: no run)."""
+    """The topics of the newest stored run of the last seven days, as one audience may see them (None: no run):
+    names as `place` may read them (`place_of`)."""
     with runtime.db.reading() as session:
         found = topic_rows.latest_run(session, now - WEEK)
         if found is None:
@@ -81,11 +101,12 @@ def latest_view(
         run, periods = found
         examples = [pair_id for period in periods for pair_id in period.examples]
         texts = topic_rows.example_texts(session, examples)
-    return stored_view(run, periods, texts, audience_sees=audience_sees, may_quote=may_quote_text)
+    return stored_view(run, periods, texts, audience_sees=audience_sees, may_quote=may_quote_text, place=place)
 
 
 def refresh(runtime: Runtime, now: datetime) -> str:
-    """The daily run App Home shows: the last seven days' topics, stored under the day's key."""
+    """The daily run App Home shows: the last seven days' topics, stored under the day's key, named for App Home
+    (one person, no channel: the quoting rule quotes no private channel there, so neither does a name)."""
     key = f"daily:{now.date().isoformat()}"
-    make_topics(runtime, now - WEEK, now, now, key)
+    make_topics(runtime, now - WEEK, now, now, key, place_of(runtime, Destination(None, lambda _channel: True)))
     return key

@@ -4,7 +4,9 @@ or a stored run (App Home), with the audience's rules passed in.
 `audience_sees(channel)` says whether the place's people may see a private channel's topics (they are its
 members, or the place is where that channel's own rule sends its alerts): a topic made only of private-channel
 questions nobody there may see is neither named nor counted. `may_quote(question)` says whether a question's text
-may be shown there (common.privacy): an example that may not is replaced by a note."""
+may be shown there (common.privacy): an example that may not is replaced by a note. `place` says who reads the
+names (`topics.audience`): a name made from private channels not every reader there may read shows as the neutral
+name, in the list, the gaps and the chart alike."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from topics.audience import Place, shown_name
 from topics.figures import Figures
 
 if TYPE_CHECKING:  # numpy and scikit-learn stay out of the processes that only show a stored run (App Home)
@@ -93,20 +96,23 @@ def view_of(
     *,
     audience_sees: Callable[[str], bool],
     may_quote: Callable[[Question], bool],
+    place: Place | None = None,
     cost: SpendSummary | None = None,
 ) -> TopicsView:
+    place = place or Place()
     lines, hidden, hidden_questions = [], 0, 0
-    shown_gaps: list[Gap] = []
+    shown_gaps: list[tuple[str, Gap]] = []
     for topic in report.topics:
         if not _shown(sorted(topic.channels), sorted(topic.private_channels), topic.only_private, audience_sees):
             hidden += 1
             hidden_questions += topic.figures.questions  # not counted here either
             continue
         example, withheld = _example(topic.examples, may_quote)
-        lines.append(TopicLine(topic.name or "", topic.figures, topic.previous, example, withheld))
-        shown_gaps += [gap for gap in topic.gaps if may_quote(gap.question)]
-    shown_gaps.sort(key=lambda gap: (-gap.asked, gap.kind != "teammate_answer"))
-    gaps = tuple(GapLine(g.topic, g.question.text, g.answer, g.asked) for g in shown_gaps[:TOP_GAPS])
+        name = shown_name(topic.name, topic.name_sources, place)
+        lines.append(TopicLine(name, topic.figures, topic.previous, example, withheld))
+        shown_gaps += [(name, gap) for gap in topic.gaps if may_quote(gap.question)]
+    shown_gaps.sort(key=lambda item: (-item[1].asked, item[1].kind != "teammate_answer"))
+    gaps = tuple(GapLine(name, g.question.text, g.answer, g.asked) for name, g in shown_gaps[:TOP_GAPS])
     questions = report.questions - hidden_questions
     return TopicsView(questions, report.left_out, report.embedding, tuple(lines), gaps, report.notes, hidden, cost)
 
@@ -118,8 +124,10 @@ def stored_view(
     *,
     audience_sees: Callable[[str], bool],
     may_quote: Callable[[str | None, bool], bool],
+    place: Place | None = None,
 ) -> TopicsView:
     """The view of a stored run (`store.topics.latest_run`); `texts`: pair id → (question, private, channel)."""
+    place = place or Place()
     lines, hidden, hidden_questions = [], 0, 0
     for period in periods:
         if not _shown(period.channels, period.private_channels, period.only_private, audience_sees):
@@ -143,7 +151,8 @@ def stored_view(
         previous = None
         if period.previous_questions is not None:
             previous = Figures(period.previous_questions, period.previous_failed or 0)
-        lines.append(TopicLine(period.name, figures, previous, example, withheld))
+        sources = tuple(period.name_sources) if period.name_sources is not None else None
+        lines.append(TopicLine(shown_name(period.name, sources, place), figures, previous, example, withheld))
     shown = run.questions - hidden_questions
     return TopicsView(shown, run.left_out, run.embedding, tuple(lines), (), tuple(run.notes or ()), hidden)
 

@@ -23,7 +23,8 @@ over HTTP (point `base_url` / OPENAI_BASE_URL at `.base_url`).
   the rate), rejection of `response_format` (400), a fixed error
   status for every call (`always_status`, e.g. 401), the same for sampled calls only (`sampled_status`: the
   second opinion's LLM is down), `sampled_fault_first` (the first N sampled calls answer 500, then it is back),
-  `sampled_disputes` (every sampled call grades highest), `served_model` (the
+  `sampled_disputes` (every sampled call grades highest), `echo_input` (an error's message repeats the input it was
+  sent: the prompt, or the texts to embed), `served_model` (the
   `model` the response names, as OpenAI answers "gpt-4o-mini-2024-07-18" for "gpt-4o-mini"), `quote_answer` (the
   reply quotes the answer it judged before its verdict, as real judges often do: in the reasoning, or as prose
   before the JSON or the rating when the reply is free text), and a required API key; `server_kind` answers as
@@ -168,7 +169,8 @@ class _Handler(QuietHandler):  # keep-alive: the SDK pools connections
             status = behavior.always_status
             # As OpenAI does: a rate limit (429) and an overloaded server (503) say when to come back.
             headers = {"Retry-After": str(behavior.retry_after_seconds)} if status in (429, 503) else None
-            return self._error(status, f"fake error {status}", "fake_error", None, headers=headers)
+            message = f"fake error {status}" + _echo(behavior, prompt_text(body))
+            return self._error(status, message, "fake_error", None, headers=headers)
         if behavior.sampled_status and is_sampled(body):
             status = behavior.sampled_status
             return self._error(status, f"fake error {status} (sampled call)", "fake_error", None)
@@ -196,12 +198,15 @@ class _Handler(QuietHandler):  # keep-alive: the SDK pools connections
         with state.lock:
             state.embedding_requests.append(body)
             behavior = state.behavior
+        echoed = _echo(behavior, _inputs(body))
         if not behavior.embeddings:
-            return self._error(404, f"Invalid URL (POST {self.path})", "invalid_request_error", None)
+            return self._error(404, f"Invalid URL (POST {self.path}){echoed}", "invalid_request_error", None)
         if behavior.api_key is not None and self.headers.get("Authorization") != f"Bearer {behavior.api_key}":
             return self._error(401, "Incorrect API key provided.", "invalid_request_error", "invalid_api_key")
         if behavior.always_status:
-            return self._error(behavior.always_status, f"fake error {behavior.always_status}", "fake_error", None)
+            return self._error(
+                behavior.always_status, f"fake error {behavior.always_status}{echoed}", "fake_error", None
+            )
         status, payload = embeddings_answer(body)
         self._send(status, payload)
         return status
@@ -218,6 +223,17 @@ class _Handler(QuietHandler):  # keep-alive: the SDK pools connections
     ) -> int:
         self._send(status, {"error": {"message": message, "type": kind, "param": param, "code": code}}, headers)
         return status
+
+
+def _inputs(body: dict) -> str:
+    texts = body.get("input")
+    return " | ".join(str(text) for text in texts) if isinstance(texts, list) else str(texts or "")
+
+
+def _echo(behavior: Behavior, sent: str) -> str:
+    """What an error message adds when `echo_input` is on: the input it was sent, as a provider's validation error
+    may quote it ("Invalid input: ...")."""
+    return f": invalid input: {sent[:2000]}" if behavior.echo_input else ""
 
 
 def completion_for(state: State, body: dict, content: str | None = None) -> dict:

@@ -58,6 +58,7 @@ class Behavior:
     quote_answer: bool = False  # the reply quotes the judged answer before its verdict
     server_kind: str = "openai"  # which OpenAI-compatible server to answer as (tests/fakes/openai_compat.py)
     embeddings: bool = True  # False: `/v1/embeddings` answers 404, as a chat-only server (llama.cpp's) does
+    echo_input: bool = False  # an error's message repeats the input it was sent, as some providers' validation does
 
 
 class State:

@@ -125,7 +125,7 @@ def test_an_item_gets_its_questions_topic_once_the_topics_run_named_it(database:
         assert golden.pair_fields(session, pair_id)["topic"] is None
     add(database, asked("100.0", pair_id=pair_id, question="How do I rotate my key?"))
     with database.session() as session:
-        session.add(TopicRecord(key="t-keys", name="API keys", named_by="llm", anchors=[]))
+        session.add(TopicRecord(key="t-keys", name="API keys", named_by="llm", name_sources=[], anchors=[]))
         session.add(PairTopic(pair_id=pair_id, topic_key="t-keys"))
     with database.session() as session:
         assert golden.pair_fields(session, pair_id)["topic"] == "API keys"
