@@ -1,9 +1,10 @@
 """`relmon regress CANDIDATES`: the answers a new version of the bot gave to the golden questions, judged against the
 expected answers (golden.regress), compared with a baseline run, reported for people and for CI.
 
-Exit status: 0 good enough; 1 the pass rate is below --min-pass, an item that passed in the baseline now fails, or
-the LLM stayed unreachable (the next run resumes); 2 a usage or input problem (nothing judged); 3 the daily budget
-is spent (the next run resumes) or the database is unreachable."""
+Exit status: 0 good enough; 1 a regression, and only that: the pass rate is below --min-pass, or an item that passed
+in the baseline now fails; 2 a usage or input problem (nothing judged), or a report file that cannot be written;
+3 the LLM stayed unreachable or the daily budget is spent (the next run resumes), or the database is unreachable.
+The report files are written before anything else can fail: the database's copy, the terminal, the exit status."""
 
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ from golden.candidates import Candidate, CandidatesProblem, read_candidates
 from golden.regress import CHECKS, exit_status, item_result, mark_changes, summarize
 from judges import get_judge
 from judges.names import JUDGE_NAMES
+from judges.safe_text import json_text
+from relmon.private_items import text_shown
 from relmon.regress.judging import ItemCheck, Judging, StopRun, checks_of
 from relmon.regress.report import junit_xml, print_regress_report, report_json
 from store import golden as golden_store
@@ -53,12 +56,16 @@ def _baseline(database: Database, wanted: str | None, run_id: int) -> tuple[dict
     the last finished run before this one."""
     if wanted == "none":
         return None, None
-    if wanted and not wanted.isdigit():
+    if wanted and any(c.isdigit() and not c.isascii() for c in wanted):
+        raise StopRun(f"--baseline {wanted!r}: write a run id in the digits 0-9", 2)
+    if wanted and not (wanted.isascii() and wanted.isdigit() and len(wanted) <= 18):
         try:
             report = json.loads(Path(wanted).read_text(encoding="utf-8"))
             return {str(item["id"]): item["outcome"] for item in report["items"]}, wanted
         except (OSError, ValueError, KeyError, TypeError) as error:
             raise StopRun(f"--baseline {wanted}: not a report of relmon regress ({error})", 2) from None
+        except RecursionError:
+            raise StopRun(f"--baseline {wanted}: JSON nested too deeply: not a report of relmon regress", 2) from None
     with database.reading() as session:
         run = regress_runs.finished_run(session, int(wanted) if wanted else None, before=None if wanted else run_id)
         if run is None:
@@ -139,15 +146,40 @@ def _judge_and_report(args, settings, database, path, candidates, items) -> int:
     baseline, baseline_run = _baseline(database, args.baseline, run_id)
     mark_changes(results, baseline)
     summary = summarize(results)
-    # The reports quote the questions: redacted like every export when RELMON_REDACT_PII is on (imported ones too).
-    questions = {str(c.item_id): redact_if(settings.redact_pii, items[c.item_id].question) or "" for c in candidates}
-    report = report_json(results, summary, questions, run_id=run_id, source=path.name, model=settings.judge_model,
-                         baseline_run=baseline_run, min_pass=args.min_pass)  # fmt: skip
+    # The reports quote the questions: redacted like every export when RELMON_REDACT_PII is on (imported ones too);
+    # a private channel's withheld (None) unless --include-private.
+    questions = {str(c.item_id): _question(items[c.item_id], settings, args.include_private) for c in candidates}
+    details = {"run_id": run_id, "source": path.name, "model": settings.judge_model, "baseline_run": baseline_run,
+               "min_pass": args.min_pass}  # fmt: skip
+    report = report_json(results, summary, questions, **details)
+    # The files first: CI reads them whatever happens next (the database, the terminal, the exit status).
+    problem = _write_reports(args, report, junit_xml(results, summary, questions))
+    # The stored copy is the next run's baseline: outcomes by id; never a private channel's text.
+    stored_questions = {key: _question(items[int(key)], settings, False) for key in questions}
+    stored_report = report_json(results, summary, stored_questions, **details)
     with database.session() as session:
-        regress_runs.finish_run(session, run_id, passed=summary.passed, pass_rate=summary.pass_rate, report=report)
+        regress_runs.finish_run(session, run_id, passed=summary.passed, pass_rate=summary.pass_rate,
+                                report=stored_report)  # fmt: skip
     print_regress_report(Console(), results, summary, questions)
-    if args.json:
-        Path(args.json).write_text(json.dumps(report, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-    if args.junit:
-        Path(args.junit).write_bytes(junit_xml(results, summary, questions))
+    if problem is not None:
+        return _fail(problem, 2)
     return exit_status(summary, args.min_pass)
+
+
+def _question(item: GoldenItem, settings: Settings, include_private: bool) -> str | None:
+    if not text_shown(item.channel_is_private, include_private=include_private):
+        return None
+    return redact_if(settings.redact_pii, item.question) or ""
+
+
+def _write_reports(args, report: dict[str, Any], junit: bytes) -> str | None:
+    """Write --json and --junit; what stopped one (a folder that is not there, a full disk), or None."""
+    for option, path, content in (("--json", args.json, (json_text(report, indent=2) + "\n").encode("utf-8")),
+                                  ("--junit", args.junit, junit)):  # fmt: skip
+        if not path:
+            continue
+        try:
+            Path(path).write_bytes(content)
+        except OSError as error:
+            return f"{option} {path}: cannot write it: {error.strerror} (the run is kept: run the command again)"
+    return None
