@@ -8,8 +8,10 @@ The report files are written before anything else can fail: the database's copy,
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -25,7 +27,7 @@ from judges.names import JUDGE_NAMES
 from judges.safe_text import json_text
 from relmon.private_items import text_shown
 from relmon.regress.judging import ItemCheck, Judging, StopRun, checks_of
-from relmon.regress.report import junit_xml, print_regress_report, report_json
+from relmon.regress.report import Terminal, junit_xml, print_regress_report, report_json
 from store import golden as golden_store
 from store import regress_runs
 from store.db import Database
@@ -160,10 +162,21 @@ def _judge_and_report(args, settings, database, path, candidates, items) -> int:
     with database.session() as session:
         regress_runs.finish_run(session, run_id, passed=summary.passed, pass_rate=summary.pass_rate,
                                 report=stored_report)  # fmt: skip
-    print_regress_report(Console(), results, summary, questions)
+    try:
+        print_regress_report(Terminal(), results, summary, questions)
+    except OSError as error:  # a closed pipe, a full disk: the report files hold it all; the exit status stands
+        print(f"relmon regress: the report could not be printed ({error.strerror or error})", file=sys.stderr)
+        _stdout_gone()
     if problem is not None:
         return _fail(problem, 2)
     return exit_status(summary, args.min_pass)
+
+
+def _stdout_gone() -> None:
+    """Point a standard output that failed at /dev/null, so that Python's own flush at exit does not fail again
+    (and exit 120)."""
+    with contextlib.suppress(OSError, ValueError):  # not a file descriptor (a test's capture): nothing to flush
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def _question(item: GoldenItem, settings: Settings, include_private: bool) -> str | None:

@@ -9,6 +9,7 @@ in every format."""
 
 from __future__ import annotations
 
+import errno
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from typing import Any
@@ -31,6 +32,15 @@ def _score(value: Any) -> str:
     if value is None:
         return "—"
     return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+class Terminal(Console):
+    """rich's Console, but a standard output that went away (a closed pipe) is an OSError for the caller: rich's own
+    answer is SystemExit(1), and 1 says the new version regressed."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError(errno.EPIPE, "the standard output was closed")
 
 
 def _withheld(questions: dict[str, str | None]) -> int:
