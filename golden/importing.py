@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Iterator
 from typing import Any
 
 from judges.jsonl import TOO_DEEP, BadLine, csv_problem, deep_line, json_objects
@@ -134,13 +135,19 @@ def read_any(text: str) -> list[dict[str, Any]]:
                 raise ImportProblem(f"line {number}: {record.problem}")
             rows.append(row_of(record, f"line {number}"))
         return rows
-    reader = csv.DictReader(io.StringIO(stripped))
+    read = [0]  # the number of the last line the reader took (its own line_num lags on some errors)
+
+    def lines() -> Iterator[str]:
+        for number, line in enumerate(io.StringIO(stripped), start=1):
+            read[0] = number
+            yield line
+
     rows = []
     try:
-        for record in reader:
-            rows.append(row_of(dict(record), f"line {reader.line_num}"))  # its last line: a field may hold newlines
+        for record in csv.DictReader(lines()):
+            rows.append(row_of(dict(record), f"line {read[0]}"))  # its last line: a field may hold newlines
     except csv.Error as error:
-        raise ImportProblem(f"line {reader.line_num}: {csv_problem(error)}") from None
+        raise ImportProblem(f"line {read[0]}: {csv_problem(error)}") from None
     return rows
 
 

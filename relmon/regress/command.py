@@ -118,6 +118,8 @@ def _judge_and_report(args, settings, database, path, candidates, items) -> int:
         run = regress_runs.latest_of(session, sha, finished_too=not args.fresh)
         run_id = run.id if run is not None else regress_runs.start(session, sha, path.name, len(candidates))
         stored = regress_runs.stored_checks(session, run_id)
+    # The baseline is read before anything is judged: a --baseline that is wrong is an input error that costs nothing.
+    baseline, baseline_run = _baseline(database, args.baseline, run_id)
     if run is not None:
         done = sum(1 for _charged, verdict in stored.values() if verdict is not None)
         what = "resuming" if run.finished_at is None else "the same answers as"
@@ -145,7 +147,6 @@ def _judge_and_report(args, settings, database, path, candidates, items) -> int:
         key = str(candidate.item_id)
         verdicts = {name: stored[(key, name)][1] or {} for name in CHECKS}
         results.append(item_result(key, verdicts, relevancy_threshold=settings.threshold))
-    baseline, baseline_run = _baseline(database, args.baseline, run_id)
     mark_changes(results, baseline)
     summary = summarize(results)
     # The reports quote the questions: redacted like every export when RELMON_REDACT_PII is on (imported ones too);
