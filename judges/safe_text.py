@@ -51,11 +51,15 @@ def one_line(text: str | None, width: int | None = None) -> str:
 
 
 def markup_safe(text: str | None, width: int | None = None) -> str:
-    """A text for a rich table or `Console.print`: on one line, unsafe characters shown, and rich's markup
-    (`[/]`, `[link=…]`) escaped so it is printed as typed, not obeyed."""
+    """A whole rich table cell or `Console.print` argument: on one line, unsafe characters shown, and rich's markup
+    (`[/]`, `[link=…]`) escaped so it is printed as typed, not obeyed. (rich's escape also doubles a trailing
+    backslash, for markup written after it; none is, here, and a doubled one would be printed.)"""
     from rich.markup import escape
 
-    return escape(one_line(text, width))
+    flat = one_line(text, width)
+    escaped = escape(flat)
+    lone_trailing_backslash = flat.endswith("\\") and not flat.endswith("\\\\")
+    return escaped[:-1] if lone_trailing_backslash else escaped
 
 
 def json_text(value: Any, *, indent: int | None = None) -> str:
