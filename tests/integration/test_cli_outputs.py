@@ -219,3 +219,13 @@ def test_gaps_show_hostile_answers_plainly(gaps_week, db_url, cli) -> None:
     answers = [gap["answer"] for gap in json.loads(as_json)["gaps"]]
     assert any(answer and answer.startswith(CONTROL) for answer in answers)  # intact
     assert not any(char in as_json for char in RAW)
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "deepeval"])
+def test_golden_export_reads_back_hostile_text_intact(golden_set, db_url, cli, tmp_path, fmt) -> None:
+    path = tmp_path / f"set.{fmt}"
+    assert cli("golden", "export", "--format", fmt, "-o", str(path), base_url=None, DATABASE_URL=db_url).returncode == 0
+    text = path.read_text(encoding="utf-8")
+    records = json.loads(text) if fmt == "deepeval" else [json.loads(line) for line in text.splitlines()]
+    assert {record.get("question", record.get("input")) for record in records} == {MARKUP, CONTROL}
+    assert not any(char in text for char in RAW) and "PRIVMARK" not in text
