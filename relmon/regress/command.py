@@ -187,7 +187,8 @@ def _question(item: GoldenItem, settings: Settings, include_private: bool) -> st
 
 
 def _write_reports(args, report: dict[str, Any], junit: bytes) -> str | None:
-    """Write --json and --junit; what stopped one (a folder that is not there, a full disk), or None."""
+    """Write --json and --junit (each tried, whatever became of the other); what stopped them, or None."""
+    problems = []
     for option, path, content in (("--json", args.json, (json_text(report, indent=2) + "\n").encode("utf-8")),
                                   ("--junit", args.junit, junit)):  # fmt: skip
         if not path:
@@ -195,5 +196,7 @@ def _write_reports(args, report: dict[str, Any], junit: bytes) -> str | None:
         try:
             Path(path).write_bytes(content)
         except OSError as error:
-            return f"{option} {path}: cannot write it: {error.strerror} (the run is kept: run the command again)"
-    return None
+            problems.append(f"{option} {path}: cannot write it ({error.strerror})")
+    if not problems:
+        return None
+    return "; ".join(problems) + ": the run is kept, run the same command again to write the report"

@@ -229,3 +229,13 @@ def test_golden_export_reads_back_hostile_text_intact(golden_set, db_url, cli, t
     records = json.loads(text) if fmt == "deepeval" else [json.loads(line) for line in text.splitlines()]
     assert {record.get("question", record.get("input")) for record in records} == {MARKUP, CONTROL}
     assert not any(char in text for char in RAW) and "PRIVMARK" not in text
+
+
+def test_regress_says_which_report_file_it_could_not_write_and_writes_the_other(golden_set, db_url, cli,
+                                                                                 tmp_path) -> None:  # fmt: skip
+    junit, nowhere = tmp_path / "written.xml", tmp_path / "no such folder" / "r.json"
+    with FakeOpenAI() as fake:
+        outcome = cli("regress", str(candidates_file(tmp_path, golden_set)), "--json", str(nowhere), "--junit",
+                      str(junit), "--min-pass", "0", base_url=fake.base_url, DATABASE_URL=db_url)  # fmt: skip
+    assert outcome.returncode == 2 and "--json" in outcome.stderr and "cannot write it" in outcome.stderr
+    assert len(ET.parse(junit).getroot().findall("testcase")) == 5 and "pass rate" in outcome.stdout
