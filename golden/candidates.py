@@ -10,7 +10,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from judges.jsonl import BadLine, json_objects
+from judges.jsonl import BadLine, csv_problem, json_objects
+from judges.safe_text import not_text
 from store.golden_rules import normalized_question
 
 MAX_BYTES = 100 * 1024 * 1024  # answers to 100,000 questions of 1 KB each: a larger file is not a candidates file
@@ -69,7 +70,15 @@ def _records(handle: BinaryIO, max_bytes: int) -> Iterator[tuple[int, Mapping[st
             numbers.append(number)
             yield text
 
-    for row in csv.DictReader(texts()):
+    reader = csv.DictReader(texts())
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as error:  # the reader cannot go on past a broken line: the file stops there
+            yield numbers[-1], f"line {numbers[-1]}: {csv_problem(error)}"
+            return
         yield numbers[-1], row
 
 
@@ -78,10 +87,17 @@ def _chain(first: tuple[int, str], rest: Iterator[tuple[int, str]]) -> Iterator[
     yield from rest
 
 
+MAX_ID_DIGITS = 18  # a 64-bit id; int() of thousands of digits is slow, then refused
+
+
 def _item_id(value: object) -> int | None:
-    """An item's id as exported: 12, "12" or "relmon-golden-12"."""
+    """An item's id as exported: 12, "12" or "relmon-golden-12", in the digits 0–9 only (int() also reads "١٢" or
+    "１２" as 12: an id typed in another script is refused, not guessed)."""
+    if isinstance(value, bool):
+        return None
     text = str(value).strip().removeprefix("relmon-golden-")
-    return int(text) if text.isdigit() else None
+    ascii_digits = text.isascii() and text.isdigit() and len(text) <= MAX_ID_DIGITS
+    return int(text) if ascii_digits else None
 
 
 def read_candidates(handle: BinaryIO, items: Mapping[int, str], *, max_bytes: int | None = None) -> list[Candidate]:
@@ -101,6 +117,8 @@ def read_candidates(handle: BinaryIO, items: Mapping[int, str], *, max_bytes: in
         answer = record.get("answer")
         if problem is None and (not isinstance(answer, str) or not answer.strip()):
             problem = f"line {number}: no answer for item {item_id} (fill in `answer`)"
+        if problem is None and (why := not_text(answer)) is not None:
+            problem = f"line {number}: the answer holds {why}: not text"
         if problem is None and item_id in seen:
             problem = f"line {number}: item {item_id} again (first on line {seen[item_id]}): one answer per item"
         if problem is not None:
@@ -121,8 +139,11 @@ def _which_item(
     ident = record.get("id")
     if ident not in (None, ""):
         item_id = _item_id(ident)
+        named = ident[:40] if isinstance(ident, str) else ident  # as written, within reason
+        if item_id is None and any(c.isdigit() and not c.isascii() for c in str(ident)):
+            return -1, f"line {number}: the id {named!r} is not written in the digits 0–9"
         if item_id is None or item_id not in items:
-            return -1, f"line {number}: no golden item {ident!r} (see `relmon golden list`)"
+            return -1, f"line {number}: no golden item {named!r} (see `relmon golden list`)"
         return item_id, None
     question = record.get("question")
     if not isinstance(question, str) or not question.strip():

@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
+
+from judges.safe_text import json_text
 
 FORMATS = ("deepeval", "langfuse", "langsmith", "braintrust", "phoenix", "jsonl", "csv")
 DATASET_NAME = "relmon-golden"
@@ -143,11 +144,12 @@ _LINE_FORMATS = {
 def render_file(
     items: Iterable[dict[str, Any]], fmt: str, cell: Callable[[Any], Any] = lambda value: value
 ) -> Iterator[str]:
-    """The file's text in pieces, for any of FORMATS; `cell` writes a CSV cell (relmon.export.safe_cell)."""
+    """The file's text in pieces, for any of FORMATS; `cell` writes a CSV cell (relmon.export.safe_cell). JSON is
+    written by judges.safe_text.json_text: the same strings read back, no control character raw in the file."""
     if fmt == "deepeval":
-        yield json.dumps([deepeval_golden(item) for item in items], ensure_ascii=False, indent=2) + "\n"
+        yield json_text([deepeval_golden(item) for item in items], indent=2) + "\n"
     elif fmt == "phoenix":
-        yield json.dumps(phoenix_upload(items), ensure_ascii=False, indent=2) + "\n"
+        yield json_text(phoenix_upload(items), indent=2) + "\n"
     elif fmt == "csv":
         out = io.StringIO()
         writer = csv.DictWriter(out, fieldnames=list(PLAIN_COLUMNS))
@@ -157,6 +159,6 @@ def render_file(
         yield out.getvalue()
     elif fmt in _LINE_FORMATS:
         for item in items:
-            yield json.dumps(_LINE_FORMATS[fmt](item), ensure_ascii=False) + "\n"
+            yield json_text(_LINE_FORMATS[fmt](item)) + "\n"
     else:
         raise ValueError(f"unknown format {fmt!r}: one of {', '.join(FORMATS)}")

@@ -7,10 +7,13 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Iterator
 from typing import Any
 
-from judges.jsonl import BadLine, json_objects
+from judges.jsonl import TOO_DEEP, BadLine, csv_problem, deep_line, json_objects
+from judges.safe_text import not_text
 
+MAX_TOPIC = 200  # store.golden_models.GoldenItem.topic: a longer one is not a topic's name
 _QUESTION_KEYS = ("question", "input", "query", "prompt", "text")
 _ANSWER_KEYS = ("answer", "output", "expected", "expected_output", "response", "text")
 
@@ -70,14 +73,24 @@ def row_of(record: dict[str, Any], where: str) -> dict[str, Any]:
     context = _context_of(record.get("context")) or (_context_of(inputs) if isinstance(inputs, dict) else None)
     bot_answer = record.get("actual_output") or meta.get("bot_answer")
     ident = record.get("id") or meta.get("relmon_id")
-    return {
+    topic = meta.get("topic") if isinstance(meta.get("topic"), str) else None
+    if topic is not None and len(topic) > MAX_TOPIC:
+        raise ImportProblem(
+            f"{where}: the topic is {len(topic):,} characters long: a topic's name has at most {MAX_TOPIC}"
+        )
+    row = {
         "question": question,
         "expected": _text_of(outputs, _ANSWER_KEYS),
         "context": context,
         "bot_answer": bot_answer if isinstance(bot_answer, str) and bot_answer.strip() else None,
-        "topic": meta.get("topic") if isinstance(meta.get("topic"), str) else None,
+        "topic": topic,
         "external_id": str(ident)[:200] if ident not in (None, "") else None,
     }
+    for name, value in row.items():
+        problem = not_text(value) if isinstance(value, str) else None
+        if problem is not None:
+            raise ImportProblem(f"{where}: the {name} holds {problem}: not text relmon can store")
+    return row
 
 
 def _phoenix_rows(body: dict[str, Any]) -> list[dict[str, Any]]:
@@ -106,6 +119,8 @@ def read_any(text: str) -> list[dict[str, Any]]:
             whole = json.loads(stripped)
         except json.JSONDecodeError:
             whole = None  # JSON lines: read one line at a time below
+        except RecursionError:
+            raise ImportProblem(f"line {deep_line(stripped)}: {TOO_DEEP}") from None
         if isinstance(whole, list):
             return [row_of(_record(r, f"record {i + 1}"), f"record {i + 1}") for i, r in enumerate(whole)]
         if isinstance(whole, dict):
@@ -120,8 +135,20 @@ def read_any(text: str) -> list[dict[str, Any]]:
                 raise ImportProblem(f"line {number}: {record.problem}")
             rows.append(row_of(record, f"line {number}"))
         return rows
-    reader = csv.DictReader(io.StringIO(stripped))
-    return [row_of(dict(record), f"line {number}") for number, record in enumerate(reader, start=2)]
+    read = [0]  # the number of the last line the reader took (its own line_num lags on some errors)
+
+    def lines() -> Iterator[str]:
+        for number, line in enumerate(io.StringIO(stripped), start=1):
+            read[0] = number
+            yield line
+
+    rows = []
+    try:
+        for record in csv.DictReader(lines()):
+            rows.append(row_of(dict(record), f"line {read[0]}"))  # its last line: a field may hold newlines
+    except csv.Error as error:
+        raise ImportProblem(f"line {read[0]}: {csv_problem(error)}") from None
+    return rows
 
 
 def _record(value: Any, where: str) -> dict[str, Any]:

@@ -96,6 +96,10 @@ def _parse_line(line: str, number: int) -> Turn:
             item = json.loads(line)
         except json.JSONDecodeError as error:
             raise ValueError(f"line {number}: not valid JSON ({error.msg})") from error
+        except RecursionError:
+            raise ValueError(f"line {number}: JSON nested too deeply: not a turn") from None
+        if not isinstance(item, dict):
+            raise ValueError(f'line {number}: needs "speaker" (customer or bot) and "text"')
         speaker = _ALIASES.get(str(item.get("speaker") or item.get("role") or "").lower())
         text = item.get("text", item.get("content"))
         if speaker is None or not isinstance(text, str):

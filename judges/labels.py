@@ -32,6 +32,8 @@ def read_labels(path: Path, judge: Judge) -> list[Label]:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
         raise LabelError(f"cannot read {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise LabelError(f"{path} is not UTF-8 (byte {exc.start}): save it as UTF-8") from None
     labels = []
     for number, item in json_objects(enumerate(lines, start=1)):
         if isinstance(item, BadLine):

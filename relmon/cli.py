@@ -12,6 +12,19 @@ from pydantic import ValidationError
 from judges.names import JUDGE_NAMES, RELEVANCY
 from store.settings import Settings, invalid_settings_message
 
+# The operator's outputs leave out the text of private channels', DMs' and Slack Connect channels' items (counted,
+# not quoted) unless asked: the file or terminal may be shared beyond those channels' members.
+_INCLUDE_PRIVATE = "show the questions and answers of private channels, DMs and Slack Connect channels too"
+
+
+def whole_number(text: str) -> int:
+    """A number argument in the digits 0–9 (an optional minus first): int() alone also reads "١٢" or "１２" as 12, so
+    an id or a count typed in another script would be guessed instead of refused."""
+    digits = text.strip().removeprefix("-")
+    if not (digits.isascii() and digits.isdigit()) or len(digits) > 18:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number in the digits 0-9")
+    return int(text)
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -20,10 +33,10 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = commands.add_parser("run", help="all in one: bot, worker and beat (embedded Redis and SQLite)")
-    run.add_argument("--port", type=int, default=3000, help="HTTP port for Slack events (default 3000)")
+    run.add_argument("--port", type=whole_number, default=3000, help="HTTP port for Slack events (default 3000)")
 
     bot = commands.add_parser("bot", help="the Slack app: HTTP on --port, or Socket Mode with SLACK_APP_TOKEN")
-    bot.add_argument("--port", type=int, default=3000, help="HTTP port for Slack events (default 3000)")
+    bot.add_argument("--port", type=whole_number, default=3000, help="HTTP port for Slack events (default 3000)")
     bot.add_argument("--host", default="0.0.0.0", help="address to listen on (default 0.0.0.0)")
 
     commands.add_parser("worker", help="a Celery worker that judges captured answers")
@@ -61,8 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="outcomes: what the conversations did next (resolved or failed) as the labels, from stored pairs",
     )
     evaluate.add_argument("--judge", "-j", default=RELEVANCY, choices=JUDGE_NAMES)
-    evaluate.add_argument("--threads", type=int, default=8, help="judgments in flight at once (default 8)")
-    evaluate.add_argument("--worst", type=int, default=5, help="how many disagreements to list (default 5)")
+    evaluate.add_argument("--threads", type=whole_number, default=8, help="judgments in flight at once (default 8)")
+    evaluate.add_argument("--worst", type=whole_number, default=5, help="how many disagreements to list (default 5)")
     evaluate.add_argument("--json", action="store_true", help="print the report as JSON")
 
     digest = commands.add_parser("digest", help="send this week's digest now")
@@ -77,6 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     gaps.add_argument("--since", default="7d", help="how far back: 7d (default) or a date YYYY-MM-DD")
     gaps.add_argument("--channel", help="only this channel ID")
     gaps.add_argument("--format", choices=["json", "markdown"], default="markdown", help="markdown: draft KB entries")
+    gaps.add_argument("--include-private", action="store_true", help=_INCLUDE_PRIVATE)
 
     canary = commands.add_parser("canary", help="re-judge the labelled canary set now and store the run")
     canary.add_argument("--no-post", action="store_true", help="do not post 'the judge moved' in the alert channel")
@@ -128,9 +142,9 @@ def _golden_arguments(commands) -> None:
     imported = actions.add_parser("import", help="add a set from DeepEval, Langfuse, LangSmith, Braintrust, ...")
     imported.add_argument("file")
     listed = actions.add_parser("list", help="print the set")
-    listed.add_argument("--include-private", action="store_true")
+    listed.add_argument("--include-private", action="store_true", help=_INCLUDE_PRIVATE)
     remove = actions.add_parser("remove", help="take an item out of the set")
-    remove.add_argument("item_id", type=int)
+    remove.add_argument("item_id", type=whole_number)
 
 
 def _regress_arguments(commands) -> None:
@@ -143,12 +157,13 @@ def _regress_arguments(commands) -> None:
     regress.add_argument("--json", help="write the report as JSON to this file")
     regress.add_argument("--junit", help="write JUnit XML to this file (one testcase per golden item)")
     regress.add_argument("--batch", action="store_true", help="judge through the OpenAI Batch API (half price)")
-    regress.add_argument("--threads", type=int, default=8, help="judgments in flight at once (default 8)")
+    regress.add_argument("--threads", type=whole_number, default=8, help="judgments in flight at once (default 8)")
     regress.add_argument("--fresh", action="store_true", help="judge again answers an earlier run judged already")
+    regress.add_argument("--include-private", action="store_true", help=_INCLUDE_PRIVATE)
 
 
 def _history_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--limit", type=int, help="judge at most this many pairs in this run")
+    parser.add_argument("--limit", type=whole_number, help="judge at most this many pairs in this run")
     parser.add_argument("--batch", action="store_true", help="judge through the OpenAI Batch API (half price)")
     parser.add_argument("--dry-run", action="store_true", help="read and pair, judge nothing, print the cost")
     parser.add_argument("--post", action="store_true", help="post the report to the digest channel")

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import csv
-import json
 import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, date, datetime
 from typing import IO, Any
 
+from judges.safe_text import json_text
 from store.db import Database
 from store.judgments import EXPORT_COLUMNS, export_rows
 from store.outcomes import signals_of
@@ -60,7 +60,7 @@ def plain_row(row: dict[str, Any], *, csv_lists: bool = False) -> dict[str, Any]
 def write_jsonl(rows: Iterable[dict[str, Any]], out: IO[str]) -> int:
     count = 0
     for row in rows:
-        out.write(json.dumps(plain_row(row), ensure_ascii=False) + "\n")
+        out.write(json_text(plain_row(row)) + "\n")  # the same strings back, no control character raw
         count += 1
     return count
 

@@ -18,7 +18,9 @@ from typing import Any
 from capture.redact import redact
 from golden.formats import render_file
 from golden.importing import ImportProblem, read_any
+from judges.safe_text import markup_safe
 from relmon.export import open_output, safe_cell
+from relmon.private_items import WITHHELD, text_shown, withheld_note
 from store import golden as store
 from store.db import Database
 from store.golden_models import GoldenItem
@@ -122,29 +124,31 @@ def run_list(args, settings: Settings) -> int:
     from rich.console import Console
     from rich.table import Table
 
+    withheld = 0
     with _database(settings) as database, database.reading() as session:
-        items = store.active_items(session, None if args.include_private else set())
         table = Table("id", "question", "expected", "times", "origin", "channel", title="The golden set")
-        for item in items:
-            table.add_row(str(item.id), _cut(item.question), _cut(item.expected or "—"), str(item.times), item.origin,
-                          item.channel_id or "")  # fmt: skip
-    Console().print(table)
+        for item in store.active_items(session, None):
+            if text_shown(item.channel_is_private, include_private=args.include_private):
+                question, expected = markup_safe(item.question, 60), markup_safe(item.expected or "—", 60)
+            else:  # listed (its id is what `relmon golden remove` takes), its words left out
+                question, expected, withheld = WITHHELD, WITHHELD, withheld + 1
+            table.add_row(str(item.id), question, expected, str(item.times), markup_safe(item.origin),
+                          markup_safe(item.channel_id or ""))  # fmt: skip
+    console = Console()
+    console.print(table)
+    if note := withheld_note(withheld):
+        console.print(note)
     return 0
 
 
 def run_remove(args, settings: Settings) -> int:
     with _database(settings) as database, database.session() as session:
         removed = store.remove_item(session, args.item_id, "cli", datetime.now(UTC))
-    if not removed:
+    if not removed:  # an id that is not in the set: an input error (2), as for every command
         print(f"relmon golden remove: no item {args.item_id} in the set", file=sys.stderr)
-        return 1
+        return 2
     print(f"relmon golden remove: item {args.item_id} removed", file=sys.stderr)
     return 0
-
-
-def _cut(text: str, width: int = 60) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
 def run_golden(args, settings: Settings) -> int:

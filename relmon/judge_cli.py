@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -18,6 +17,7 @@ from judges.base import Judge
 from judges.context import format_turns, parse_turns, with_context
 from judges.labels import Label, LabelError, read_labels
 from judges.metrics import agreement
+from judges.safe_text import json_text, one_line, visible
 from store.settings import WHERE_TO_GET, Settings
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -76,6 +76,8 @@ def _read_input(label: str, value: str | None, filename: str | None, stdin: _Std
             return Path(filename).read_text(encoding="utf-8")
         except OSError as exc:
             raise UsageError(f"cannot read --{label}-file {filename}: {exc.strerror}") from None
+        except UnicodeDecodeError as exc:
+            raise UsageError(f"--{label}-file {filename} is not UTF-8 (byte {exc.start}): save it as UTF-8") from None
     return value
 
 
@@ -121,7 +123,7 @@ def format_verdict(verdict: Verdict, judge: Judge) -> str:
             details.append("cached")
         details.append(f"prompt {verdict.prompt_version}")
         lines.append(" · ".join(details))
-    return "\n".join(lines)
+    return visible("\n".join(lines))  # the reasoning and a raw reply are the LLM's words: shown, never obeyed
 
 
 def run_judge(args: argparse.Namespace, settings: Settings) -> int:
@@ -143,7 +145,7 @@ def run_judge(args: argparse.Namespace, settings: Settings) -> int:
         verdict = judge.evaluate(client, question=question, answer=answer, reference=reference)
     except TransientLLMError as exc:
         return _fail(f"{exc} (after {CLI_MAX_RETRIES} retries; try again later)", EXIT_FAILED)
-    print(verdict.model_dump_json(indent=2) if args.json else format_verdict(verdict, judge))
+    print(json_text(verdict.model_dump(mode="json"), indent=2) if args.json else format_verdict(verdict, judge))
     return EXIT_OK if verdict.status in ("ok", "null") else EXIT_FAILED
 
 
@@ -237,8 +239,7 @@ def _judge_all(judge: Judge, client: LLMClient, labels: list[Label], threads: in
 
 
 def _snippet(text: str, limit: int = 160) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    return one_line(text, limit)
 
 
 def eval_report(judge: Judge, labels: list[Label], verdicts: list[Verdict], worst: int) -> dict[str, Any]:
@@ -342,7 +343,7 @@ def run_eval(args: argparse.Namespace, settings: Settings) -> int:
         return _fail(str(exc), EXIT_USAGE)
     verdicts = _judge_all(judge, client, labels, args.threads)
     report = eval_report(judge, labels, verdicts, args.worst)
-    print(json.dumps(report, indent=2, ensure_ascii=False) if args.json else format_report(report))
+    print(json_text(report, indent=2) if args.json else visible(format_report(report)))
     if report["n"] == 0:
         return _fail("no answer could be compared with its label (see the errors above)", EXIT_FAILED)
     return EXIT_OK

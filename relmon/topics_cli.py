@@ -93,6 +93,11 @@ def run_topics(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def run_gaps(args: argparse.Namespace, settings: Settings) -> int:
+    """The gaps as JSON or draft entries; a private channel's question and teammate answer only with
+    --include-private (relmon.private_items): without it a JSON gap keeps its figures and ids, a draft is left out,
+    and both say how many were withheld."""
+    from judges.safe_text import visible
+    from relmon.private_items import text_shown, withheld_note
     from topics.gaps import drafts
 
     found, problem = compute(args, settings)
@@ -100,11 +105,21 @@ def run_gaps(args: argparse.Namespace, settings: Settings) -> int:
         sys.stderr.write(problem)
         return 2
     report = found[0]
+    include = getattr(args, "include_private", False)
+    shows = [text_shown(gap.question.private, include_private=include) for gap in report.gaps]
+    withheld = shows.count(False)
+    note = withheld_note(withheld)
     if args.format == "json":
-        payload = {"gaps": [gap.as_dict() for gap in report.gaps], "notes": list(report.notes)}
-        sys.stdout.write(json.dumps(payload, indent=2) + "\n")
+        gaps = [
+            gap.as_dict() | {"withheld": False}
+            if show
+            else gap.as_dict() | {"question": None, "answer": None, "topic": None, "withheld": True}
+            for gap, show in zip(report.gaps, shows, strict=True)
+        ]
+        payload = {"gaps": gaps, "private_withheld": withheld, "note": note, "notes": list(report.notes)}
+        sys.stdout.write(json.dumps(payload, indent=2) + "\n")  # ASCII: every control character escaped
     else:
-        sys.stdout.write(drafts(report.gaps))
-        for note in report.notes:
-            sys.stdout.write(f"\n_{note}_\n")
+        sys.stdout.write(drafts([gap for gap, show in zip(report.gaps, shows, strict=True) if show]))
+        for line in (*report.notes, *([note] if note else [])):
+            sys.stdout.write(f"\n_{visible(line)}_\n")
     return 0

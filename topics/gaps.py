@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from judges.safe_text import one_line, visible
 from topics.questions import Question
 
 SAME_QUESTION = 0.9
@@ -65,21 +66,24 @@ def gaps_of(topic: str, questions: Sequence[Question], vectors: np.ndarray) -> l
 
 
 def draft(gap: Gap) -> str:
-    """The gap as a draft knowledge-base entry: the question as its title, the teammate's answer as its body."""
-    title = " ".join(gap.question.text.split())
+    """The gap as a draft knowledge-base entry: the question as its title, the teammate's answer as its body. The
+    texts are Slack's, so anything may be in them: a control character is shown (judges.safe_text), never sent
+    as it is to the terminal or file the Markdown goes to."""
+    title = one_line(gap.question.text)
+    topic = one_line(gap.topic)
     times = "once" if gap.asked == 1 else f"{gap.asked} times"
     lines = [f"## {title}", ""]
     if gap.answer:
         lines += [
-            gap.answer.strip(),
+            visible(gap.answer.strip()),
             "",
-            f"_Topic: {gap.topic}. Asked {times}; a teammate answered after the bot failed._",
+            f"_Topic: {topic}. Asked {times}; a teammate answered after the bot failed._",
         ]
     else:
         lines += [
             "_No document answers this yet: write the answer here._",
             "",
-            f"_Topic: {gap.topic}. Asked {times}; the grounded judge found no document for it._",
+            f"_Topic: {topic}. Asked {times}; the grounded judge found no document for it._",
         ]
     return "\n".join(lines) + "\n"
 

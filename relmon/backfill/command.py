@@ -37,7 +37,7 @@ INTERRUPTED = 130
 def parse_since(text: str | None, now: datetime) -> datetime:
     """`30d` (days back from now) or a date `YYYY-MM-DD` (UTC midnight); default 30 days."""
     text = (text or "30d").strip()
-    if match := re.fullmatch(r"(\d+)d", text):
+    if match := re.fullmatch(r"([0-9]{1,5})d", text):  # 0–9 only (\d takes "١٢"); 99999 days fit a datetime
         return now - timedelta(days=int(match.group(1)))
     return datetime.combine(date.fromisoformat(text), datetime.min.time(), tzinfo=UTC)
 
@@ -229,7 +229,11 @@ def read_channel(run: Run, reader, channel: str, since: datetime, identity: Iden
 
 def run_backfill(args, settings: Settings, *, now: datetime | None = None) -> int:
     now = now or datetime.now(UTC)
-    since = parse_since(args.since, now)
+    try:
+        since = parse_since(args.since, now)
+    except ValueError:
+        print("relmon backfill: --since takes a number of days (30d) or a date (YYYY-MM-DD)", file=sys.stderr)
+        return 2
     runtime = Runtime(settings)
     set_runtime(runtime)
     try:
@@ -291,6 +295,9 @@ def run_import(args, settings: Settings, *, now: datetime | None = None) -> int:
         if skipped:
             print(f"skipped {len(skipped)} channel(s) no rule watches: {', '.join(skipped)}", file=sys.stderr)
         return code
+    except ExportError as error:  # a file of the export that is not Slack's JSON: an input error, said so
+        print(f"relmon import: {error}", file=sys.stderr)
+        return 2
     finally:
         runtime.db.dispose()
         set_runtime(None)

@@ -53,6 +53,8 @@ class SlackExport:
             return []
         except ValueError as error:
             raise ExportError(f"{name} in the export is not JSON: {error}") from error
+        except RecursionError:
+            raise ExportError(f"{name} in the export is JSON nested too deeply: not Slack's") from None
 
     def channels(self) -> list[ExportChannel]:
         """Public channels from channels.json; private channels from groups.json, group DMs from mpims.json and
@@ -86,4 +88,6 @@ class SlackExport:
                     content = json.load(handle)
                 except ValueError as error:
                     raise ExportError(f"{day} in the export is not JSON: {error}") from error
+                except RecursionError:
+                    raise ExportError(f"{day} in the export is JSON nested too deeply: not Slack's") from None
             yield [m for m in content if isinstance(m, dict)]

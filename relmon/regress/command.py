@@ -1,14 +1,17 @@
 """`relmon regress CANDIDATES`: the answers a new version of the bot gave to the golden questions, judged against the
 expected answers (golden.regress), compared with a baseline run, reported for people and for CI.
 
-Exit status: 0 good enough; 1 the pass rate is below --min-pass, an item that passed in the baseline now fails, or
-the LLM stayed unreachable (the next run resumes); 2 a usage or input problem (nothing judged); 3 the daily budget
-is spent (the next run resumes) or the database is unreachable."""
+Exit status: 0 good enough; 1 a regression, and only that: the pass rate is below --min-pass, or an item that passed
+in the baseline now fails; 2 a usage or input problem (nothing judged), or a report file that cannot be written;
+3 the LLM stayed unreachable or the daily budget is spent (the next run resumes), or the database is unreachable.
+The report files are written before anything else can fail: the database's copy, the terminal, the exit status."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,8 +24,10 @@ from golden.candidates import Candidate, CandidatesProblem, read_candidates
 from golden.regress import CHECKS, exit_status, item_result, mark_changes, summarize
 from judges import get_judge
 from judges.names import JUDGE_NAMES
+from judges.safe_text import json_text
+from relmon.private_items import text_shown
 from relmon.regress.judging import ItemCheck, Judging, StopRun, checks_of
-from relmon.regress.report import junit_xml, print_regress_report, report_json
+from relmon.regress.report import Terminal, junit_xml, print_regress_report, report_json
 from store import golden as golden_store
 from store import regress_runs
 from store.db import Database
@@ -53,12 +58,16 @@ def _baseline(database: Database, wanted: str | None, run_id: int) -> tuple[dict
     the last finished run before this one."""
     if wanted == "none":
         return None, None
-    if wanted and not wanted.isdigit():
+    if wanted and any(c.isdigit() and not c.isascii() for c in wanted):
+        raise StopRun(f"--baseline {wanted!r}: write a run id in the digits 0-9", 2)
+    if wanted and not (wanted.isascii() and wanted.isdigit() and len(wanted) <= 18):
         try:
             report = json.loads(Path(wanted).read_text(encoding="utf-8"))
             return {str(item["id"]): item["outcome"] for item in report["items"]}, wanted
         except (OSError, ValueError, KeyError, TypeError) as error:
             raise StopRun(f"--baseline {wanted}: not a report of relmon regress ({error})", 2) from None
+        except RecursionError:
+            raise StopRun(f"--baseline {wanted}: JSON nested too deeply: not a report of relmon regress", 2) from None
     with database.reading() as session:
         run = regress_runs.finished_run(session, int(wanted) if wanted else None, before=None if wanted else run_id)
         if run is None:
@@ -109,6 +118,8 @@ def _judge_and_report(args, settings, database, path, candidates, items) -> int:
         run = regress_runs.latest_of(session, sha, finished_too=not args.fresh)
         run_id = run.id if run is not None else regress_runs.start(session, sha, path.name, len(candidates))
         stored = regress_runs.stored_checks(session, run_id)
+    # The baseline is read before anything is judged: a --baseline that is wrong is an input error that costs nothing.
+    baseline, baseline_run = _baseline(database, args.baseline, run_id)
     if run is not None:
         done = sum(1 for _charged, verdict in stored.values() if verdict is not None)
         what = "resuming" if run.finished_at is None else "the same answers as"
@@ -136,18 +147,56 @@ def _judge_and_report(args, settings, database, path, candidates, items) -> int:
         key = str(candidate.item_id)
         verdicts = {name: stored[(key, name)][1] or {} for name in CHECKS}
         results.append(item_result(key, verdicts, relevancy_threshold=settings.threshold))
-    baseline, baseline_run = _baseline(database, args.baseline, run_id)
     mark_changes(results, baseline)
     summary = summarize(results)
-    # The reports quote the questions: redacted like every export when RELMON_REDACT_PII is on (imported ones too).
-    questions = {str(c.item_id): redact_if(settings.redact_pii, items[c.item_id].question) or "" for c in candidates}
-    report = report_json(results, summary, questions, run_id=run_id, source=path.name, model=settings.judge_model,
-                         baseline_run=baseline_run, min_pass=args.min_pass)  # fmt: skip
+    # The reports quote the questions: redacted like every export when RELMON_REDACT_PII is on (imported ones too);
+    # a private channel's withheld (None) unless --include-private.
+    questions = {str(c.item_id): _question(items[c.item_id], settings, args.include_private) for c in candidates}
+    details = {"run_id": run_id, "source": path.name, "model": settings.judge_model, "baseline_run": baseline_run,
+               "min_pass": args.min_pass}  # fmt: skip
+    report = report_json(results, summary, questions, **details)
+    # The files first: CI reads them whatever happens next (the database, the terminal, the exit status).
+    problem = _write_reports(args, report, junit_xml(results, summary, questions))
+    # The stored copy is the next run's baseline: outcomes by id; never a private channel's text.
+    stored_questions = {key: _question(items[int(key)], settings, False) for key in questions}
+    stored_report = report_json(results, summary, stored_questions, **details)
     with database.session() as session:
-        regress_runs.finish_run(session, run_id, passed=summary.passed, pass_rate=summary.pass_rate, report=report)
-    print_regress_report(Console(), results, summary, questions)
-    if args.json:
-        Path(args.json).write_text(json.dumps(report, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-    if args.junit:
-        Path(args.junit).write_bytes(junit_xml(results, summary, questions))
+        regress_runs.finish_run(session, run_id, passed=summary.passed, pass_rate=summary.pass_rate,
+                                report=stored_report)  # fmt: skip
+    try:
+        print_regress_report(Terminal(), results, summary, questions)
+    except OSError as error:  # a closed pipe, a full disk: the report files hold it all; the exit status stands
+        print(f"relmon regress: the report could not be printed ({error.strerror or error})", file=sys.stderr)
+        _stdout_gone()
+    if problem is not None:
+        return _fail(problem, 2)
     return exit_status(summary, args.min_pass)
+
+
+def _stdout_gone() -> None:
+    """Point a standard output that failed at /dev/null, so that Python's own flush at exit does not fail again
+    (and exit 120)."""
+    with contextlib.suppress(OSError, ValueError):  # not a file descriptor (a test's capture): nothing to flush
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def _question(item: GoldenItem, settings: Settings, include_private: bool) -> str | None:
+    if not text_shown(item.channel_is_private, include_private=include_private):
+        return None
+    return redact_if(settings.redact_pii, item.question) or ""
+
+
+def _write_reports(args, report: dict[str, Any], junit: bytes) -> str | None:
+    """Write --json and --junit (each tried, whatever became of the other); what stopped them, or None."""
+    problems = []
+    for option, path, content in (("--json", args.json, (json_text(report, indent=2) + "\n").encode("utf-8")),
+                                  ("--junit", args.junit, junit)):  # fmt: skip
+        if not path:
+            continue
+        try:
+            Path(path).write_bytes(content)
+        except OSError as error:
+            problems.append(f"{option} {path}: cannot write it ({error.strerror})")
+    if not problems:
+        return None
+    return "; ".join(problems) + ": the run is kept, run the same command again to write the report"

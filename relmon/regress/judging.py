@@ -124,7 +124,7 @@ class Judging:
             raise StopRun(
                 f"the LLM is unreachable ({outage}): the checks judged so far are kept; run the same command "
                 "again to resume where it stopped",
-                1,
+                3,  # not 1: 1 says the new version regressed, and an outage says nothing of it
             )
 
     def batch(self, todo: list[tuple[ItemCheck, bool]], poll_seconds: float) -> None:
