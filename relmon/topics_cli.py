@@ -75,6 +75,7 @@ def topic_json(report, history: dict[str, list[dict]] | None = None) -> dict:
 def run_topics(args: argparse.Namespace, settings: Settings) -> int:
     from common.messages.topics import topics_text
     from common.reports.topics import view_of
+    from judges.safe_text import visible
     from topics.audience import Place
 
     found, problem = compute(args, settings)
@@ -88,7 +89,7 @@ def run_topics(args: argparse.Namespace, settings: Settings) -> int:
         view = view_of(
             report, audience_sees=lambda _channel: True, may_quote=lambda _question: True, place=Place.terminal()
         )
-        sys.stdout.write(topics_text(view))
+        sys.stdout.write(visible(topics_text(view)))  # a question's control characters shown, never sent
     return 0
 
 

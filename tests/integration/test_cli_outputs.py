@@ -239,3 +239,24 @@ def test_regress_says_which_report_file_it_could_not_write_and_writes_the_other(
                       str(junit), "--min-pass", "0", base_url=fake.base_url, DATABASE_URL=db_url)  # fmt: skip
     assert outcome.returncode == 2 and "--json" in outcome.stderr and "cannot write it" in outcome.stderr
     assert len(ET.parse(junit).getroot().findall("testcase")) == 5 and "pass rate" in outcome.stdout
+
+
+@pytest.fixture
+def hostile_topic_week(db_url: str) -> None:
+    """The corpus's week with every question of the failing topic carrying control characters and markup."""
+    questions = [
+        dataclasses.replace(question, text=f"{CONTROL} {MARKUP} {question.text}")
+        if corpus()[question.pair_id - 1]["topic"] == FAILING_TOPIC
+        else question
+        for question in corpus_questions()
+    ]
+    database = Database(db_url)
+    store_questions(database, questions)
+    database.dispose()
+
+
+def test_topics_text_shows_hostile_questions_plainly(hostile_topic_week, db_url, cli) -> None:
+    with FakeOpenAI() as fake:
+        shown = cli("topics", "--since", "2026-11-23", base_url=fake.base_url, DATABASE_URL=db_url, COLUMNS="300")
+    assert shown.returncode == 0, shown.stderr
+    assert "Bill␛[2J␛[31m red␇" in shown.stdout and not any(char in shown.stdout for char in RAW)
