@@ -31,6 +31,9 @@ SEND_LANGFUSE_OUTCOME = "workers.tasks.traces.send_langfuse_outcome"
 SEND_OTLP_OUTCOME = "workers.tasks.traces.send_otlp_outcome"
 SEND_PHOENIX_ANNOTATIONS = "workers.tasks.traces.send_phoenix_annotations"
 SEND_PHOENIX_OUTCOME = "workers.tasks.traces.send_phoenix_outcome"
+BLANK_LANGFUSE_COMMENTS = "workers.tasks.traces.blank_langfuse_comments"
+BLANK_PHOENIX_EXPLANATIONS = "workers.tasks.traces.blank_phoenix_explanations"
+REDRAW_DIGEST = "workers.tasks.digest.redraw_digest"
 
 # The tasks that post to Slack (alerts, summaries, votes, verdicts, digests): their own queue, so a backlog of
 # judging never holds a post up. Every other task runs on the judge queue (common.celery_app routes them).
@@ -43,6 +46,7 @@ POSTING = frozenset(
         FOLLOW_UP_OUTCOME,
         SEND_DIGEST,
         SEND_DIGEST_PREVIEW,
+        REDRAW_DIGEST,
     }
 )
 
@@ -56,5 +60,7 @@ TRACE_SENDS = frozenset(
         SEND_OTLP_OUTCOME,
         SEND_PHOENIX_ANNOTATIONS,
         SEND_PHOENIX_OUTCOME,
+        BLANK_LANGFUSE_COMMENTS,
+        BLANK_PHOENIX_EXPLANATIONS,
     }
 )

@@ -47,6 +47,7 @@ NOTED = frozenset(
         task_names.CONSIDER_ALERT,
         task_names.DELIVER_VERDICT,
         task_names.FOLLOW_UP_OUTCOME,
+        task_names.REDRAW_DIGEST,
         *task_names.TRACE_SENDS,
     }
 )

@@ -1,0 +1,89 @@
+"""A posted digest redrawn after a message it may quote was forgotten (deleted in Slack, or edited to take words
+out): the worst answers' quotes, the topics' examples and names are read again from the scrubbed rows and the
+posted message is replaced in place (chat.update), for the same channel and under the same quoting rule as when it
+was posted. The topics come from the run stored with the digest (no LLM call); the gap drafts are not stored with
+it, so a redrawn digest leaves them out and says it was redrawn. The chart in its thread carries no message text
+(`workers.digest.chart`: figures, days, judge and topic names), so it is not redrawn."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+from common.messages.digest import digest_message
+from common.reports.figures import load_report, prices_for
+from common.reports.period import WINDOW, Period
+from common.reports.topic_runs import quoting_in
+from common.reports.topics import TopicsView, spend_summary, stored_view
+from common.runtime import Runtime
+from store import digests as digest_rows
+from store import topics as topic_rows
+from workers.digest.delivery import channel_audience, links_for, quotes_for
+
+log = logging.getLogger("relmon.digest")
+REDRAWN_NOTE = "Redrawn: a message it drew on was deleted or edited in Slack (its knowledge gaps are left out)."
+
+
+def _aware(moment: datetime) -> datetime:
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _stored(runtime: Runtime, digest: digest_rows.PostedDigest):
+    """The digest's period (its stored run's, else the seven days before it was made) and what its topics view is
+    drawn from: the run, its topics, their examples' texts as they are now, and the topics' spend; or None."""
+    with runtime.db.reading() as session:
+        found = digest_rows.topics_run(session, digest.period_key)
+        if found is None:
+            start, end = digest.made_at - WINDOW, digest.made_at
+        else:
+            start, end = _aware(found[0].start), _aware(found[0].end)
+        period = Period(digest.period_key, start, end, start - (end - start), runtime.settings.digest_timezone)
+        if found is None:
+            return period, None
+        run, periods = found
+        texts = topic_rows.example_texts(session, [pair_id for row in periods for pair_id in row.examples])
+        spend = topic_rows.spend_between(session, start, end + timedelta(minutes=1))
+    return period, (run, periods, texts, spend)
+
+
+def _topics_view(runtime: Runtime, channel: str, stored, audience_sees) -> TopicsView:
+    run, periods, texts, spend = stored
+    settings = runtime.settings
+    view = stored_view(run, periods, texts, audience_sees=audience_sees, may_quote=quoting_in(runtime, channel))
+    cost = spend_summary(
+        spend,
+        embedding_price=settings.embedding_price,
+        input_price=settings.input_price,
+        output_price=settings.output_price,
+    )
+    return replace(view, notes=(*view.notes, REDRAWN_NOTE), cost=cost)
+
+
+def redraw_digest(runtime: Runtime, digest_id: int) -> str:
+    """Replace the posted digest with one drawn from the rows as they are now: redrawn, or gone (nothing posted,
+    or the digest no longer stored). Slack's errors are the caller's (the task retries)."""
+    with runtime.db.reading() as session:
+        digest = digest_rows.posted(session, digest_id)
+    if digest is None:
+        return "gone"
+    period, stored = _stored(runtime, digest)
+    # A private channel's figures, lines and topics only where the digest channel's audience may see them.
+    audience = channel_audience(runtime, digest.channel_id, period)
+    report = load_report(runtime, period, may_see=audience.may_see)
+    topics = None
+    if stored is not None and not report.empty:
+        topics = _topics_view(runtime, digest.channel_id, stored, audience.may_see)
+    message = digest_message(
+        report,
+        links_for(runtime, report),
+        quotes_for(runtime, report, digest.channel_id),
+        prices_for(runtime),
+        chart_in_thread=not report.empty,
+        topics=topics,
+    )
+    runtime.slack.chat_update(
+        channel=digest.channel_id, ts=digest.message_ts, text=message["text"], blocks=message["blocks"]
+    )
+    log.info("digest redrawn", extra={"period_key": digest.period_key, "message_ts": digest.message_ts})
+    return "redrawn"
