@@ -84,34 +84,39 @@ class PostedDigest:
     made_at: datetime  # the claim's moment: the end of the period it covers (common.reports.period)
 
 
-def posted_covering(session: Session, pair_ids: Collection[int]) -> list[int]:
-    """The posted digests that may show the pairs' texts: those whose period may hold one of them (created in the
-    days before the digest was made: worst answers, topic examples, gap drafts), and those whose topics include
-    the topic a pair's question fell in (its name, made from those questions)."""
-    if not pair_ids:
+def posted_covering(
+    session: Session, pair_ids: Collection[int], topic_pairs: Collection[int] = (), marks: Collection[str] = ()
+) -> list[int]:
+    """The posted digests that may show what a forgetting changed: those whose period may hold one of `pair_ids`
+    (created in the days before the digest was made: worst answers, topic examples, gap drafts), and those whose
+    topics include a topic of `topic_pairs` whose name now carries one of `marks` (a name scrubbed)."""
+    conditions = []
+    if pair_ids:
+        first, last = session.execute(
+            select(func.min(Pair.created_at), func.max(Pair.created_at)).where(Pair.id.in_(list(pair_ids)))
+        ).one()
+        if first is not None:
+            conditions.append((Digest.created_at > first) & (Digest.created_at <= last + COVERS))
+    if topic_pairs and marks:
+        keys = select(PairTopic.topic_key).where(PairTopic.pair_id.in_(list(topic_pairs)))
+        runs = session.scalars(
+            select(TopicRun.run_key)
+            .join(TopicPeriod, TopicPeriod.run_id == TopicRun.id)
+            .where(
+                TopicPeriod.topic_key.in_(keys),
+                TopicRun.run_key.like(f"{DIGEST_RUN}%"),
+                or_(*(TopicPeriod.name.contains(mark, autoescape=True) for mark in marks)),
+            )
+        )
+        named = {run_key.removeprefix(DIGEST_RUN) for run_key in runs}
+        if named:
+            conditions.append(Digest.period_key.in_(named))
+    if not conditions:
         return []
-    ids = list(pair_ids)
-    first, last = session.execute(
-        select(func.min(Pair.created_at), func.max(Pair.created_at)).where(Pair.id.in_(ids))
-    ).one()
-    covering = Digest.created_at.is_(None)  # false: no pair stored, no period holds one
-    if first is not None:
-        covering = (Digest.created_at > first) & (Digest.created_at <= last + COVERS)
-    keys = select(PairTopic.topic_key).where(PairTopic.pair_id.in_(ids))
-    runs = session.scalars(
-        select(TopicRun.run_key)
-        .join(TopicPeriod, TopicPeriod.run_id == TopicRun.id)
-        .where(TopicPeriod.topic_key.in_(keys), TopicRun.run_key.like(f"{DIGEST_RUN}%"))
-    )
-    named = {run_key.removeprefix(DIGEST_RUN) for run_key in runs}
     return list(
         session.scalars(
             select(Digest.id)
-            .where(
-                Digest.message_ts.is_not(None),
-                Digest.channel_id.is_not(None),
-                or_(covering, Digest.period_key.in_(named)) if named else covering,
-            )
+            .where(Digest.message_ts.is_not(None), Digest.channel_id.is_not(None), or_(*conditions))
             .order_by(Digest.id)
         )
     )

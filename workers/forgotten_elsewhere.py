@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 import redis
 from sqlalchemy.orm import Session
 
+from capture.forgetting import DELETED_MARK, REMOVED_MARK
 from common import task_names, task_notes
 from common.runtime import Runtime
 from store import digests as digest_rows
@@ -29,17 +31,16 @@ class Elsewhere:
     redraws: list[task_notes.Call] = field(default_factory=list)  # posted digests to redraw
 
 
-def found_elsewhere(runtime: Runtime, session: Session, plan: ForgetPlan) -> Elsewhere:
-    """In the forgetting's transaction, after its plan is applied: the copies outside relmon's rows, noted."""
-    if not plan.about:
-        return Elsewhere()
-    digests = digest_rows.posted_covering(session, plan.about)
+def found_elsewhere(runtime: Runtime, session: Session, plan: ForgetPlan, thread_pairs: Collection[int]) -> Elsewhere:
+    """In the forgetting's transaction, after its plan is applied and the other copies scrubbed: the copies outside
+    relmon's rows, noted. `thread_pairs`: the pairs of the message's thread, whose topics' names may have changed."""
+    digests = digest_rows.posted_covering(session, plan.about, thread_pairs, (DELETED_MARK, REMOVED_MARK))
     redraws = [task_notes.Call(task_names.REDRAW_DIGEST, (digest_id,)) for digest_id in digests]
     try:
         task_notes.note(runtime.redis, redraws, time.time())
     except redis.RedisError as error:  # the forgetting goes on; only a lost message would go unredrawn
         log.warning("digest redraws not noted", extra={"digests": len(redraws), "error": type(error).__name__})
-    return Elsewhere(note_blanking(runtime, list(plan.judgments)), redraws)
+    return Elsewhere(note_blanking(runtime, list(plan.judgments)) if plan.judgments else [], redraws)
 
 
 def reach_elsewhere(runtime: Runtime, elsewhere: Elsewhere) -> None:

@@ -14,8 +14,11 @@ import pytest
 from langfuse import Langfuse
 from sqlalchemy import select
 
+from capture import forget_notes
 from common import task_names
+from store.digests import topics_run
 from store.models import Digest, Judgment
+from store.topic_models import PairTopic
 from tests import slack_requests as sr
 from tests.fakes.langfuse_server import FakeLangfuse
 from tests.fakes.openai_server import FakeOpenAI
@@ -165,3 +168,35 @@ def test_forgotten_topic_examples_and_gap_questions_leave_the_posted_digest(topi
     assert [q.text for q in quoted if q.text[:40] in redrawn] == []
     assert "What to fix first" in redrawn and "Redrawn: a message it drew on was deleted" in redrawn
     assert len(slack.uploads) == 1  # the chart carries no message text: not redrawn
+
+
+def test_a_topic_name_scrubbed_by_an_edit_redraws_the_digest_and_replaces_its_chart(topics_digest, reached) -> None:  # noqa: F811
+    """The chart shows the topics' names, made from their questions: an edit that takes a word out of one of them
+    (the word is scrubbed from the name, capture.forgetting) redraws the digest and replaces the chart."""
+    runtime, slack, questions, ts = topics_digest
+    [old_chart] = slack.files
+    with runtime.db.session() as session:
+        digest = session.execute(select(Digest)).scalar_one()
+        found = topics_run(session, digest.period_key)
+        shown = found[1][0]  # the top topic: in the chart and the opening
+        pair_id = (
+            session.execute(select(PairTopic.pair_id).where(PairTopic.topic_key == shown.topic_key)).scalars().first()
+        )
+    word = shown.name.split()[0]  # "Refund and annual questions": capitalised, so a deletion's scrub takes it too
+    question = next(q for q in questions if q.pair_id == pair_id)
+    pipe = runtime.redis.pipeline()
+    forget_notes.keep(pipe, question.channel_id, question.ts, [word], edited=True)  # as the bot notes an edit
+    pipe.execute()
+
+    forget_message_in(runtime, question.channel_id, question.ts, thread_ts=question.ts, edited=True)
+
+    assert reached == [(task_names.REDRAW_DIGEST, "redrawn")]
+    opening = slack.messages[DIGEST][ts]["blocks"][2]["text"]["text"]
+    assert shown.name not in opening and shown.name.replace(word, "[removed]", 1) in opening
+    assert old_chart not in slack.files and len(slack.files) == 1  # the old chart deleted, a new one drawn
+    [new_chart] = slack.files.values()
+    assert new_chart["thread_ts"] == ts and new_chart["title"].startswith("relmon digest")
+    tombstones = [
+        f for m in slack.messages[DIGEST].values() for f in m.get("files", []) if f.get("mode") == "tombstone"
+    ]
+    assert [f["id"] for f in tombstones] == [old_chart]

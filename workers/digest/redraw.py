@@ -3,7 +3,9 @@ out): the worst answers' quotes, the topics' examples and names are read again f
 posted message is replaced in place (chat.update), for the same channel and under the same quoting rule as when it
 was posted. The topics come from the run stored with the digest (no LLM call); the gap drafts are not stored with
 it, so a redrawn digest leaves them out and says it was redrawn. The chart in its thread carries no message text
-(`workers.digest.chart`: figures, days, judge and topic names), so it is not redrawn."""
+(`workers.digest.chart`: figures, days, the judge's name) but the topics' names, which are made from questions: when
+the forgetting took words out of a name shown, the chart is drawn again and replaces the one in the thread (a file
+cannot be edited: the old one is deleted)."""
 
 from __future__ import annotations
 
@@ -11,15 +13,16 @@ import logging
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
+from capture.forgetting import DELETED_MARK, REMOVED_MARK
 from common.messages.digest import digest_message
 from common.reports.figures import load_report, prices_for
 from common.reports.period import WINDOW, Period
 from common.reports.topic_runs import quoting_in
-from common.reports.topics import TopicsView, spend_summary, stored_view
+from common.reports.topics import TopicsView, chart_bars, spend_summary, stored_view
 from common.runtime import Runtime
 from store import digests as digest_rows
 from store import topics as topic_rows
-from workers.digest.delivery import channel_audience, links_for, quotes_for
+from workers.digest.delivery import channel_audience, chart_in_thread, chart_title, links_for, quotes_for
 
 log = logging.getLogger("relmon.digest")
 REDRAWN_NOTE = "Redrawn: a message it drew on was deleted or edited in Slack (its knowledge gaps are left out)."
@@ -85,5 +88,25 @@ def redraw_digest(runtime: Runtime, digest_id: int) -> str:
     runtime.slack.chat_update(
         channel=digest.channel_id, ts=digest.message_ts, text=message["text"], blocks=message["blocks"]
     )
+    if topics is not None and names_scrubbed(topics):
+        replace_chart(runtime, digest, period, report, topics)
     log.info("digest redrawn", extra={"period_key": digest.period_key, "message_ts": digest.message_ts})
     return "redrawn"
+
+
+def names_scrubbed(topics: TopicsView) -> bool:
+    """Whether a topic name the chart shows had words taken out by a forgetting (capture.forgetting's marks)."""
+    return any(mark in bar.name for bar in chart_bars(topics) for mark in (DELETED_MARK, REMOVED_MARK))
+
+
+def replace_chart(
+    runtime: Runtime, digest: digest_rows.PostedDigest, period: Period, report, topics: TopicsView
+) -> None:
+    """Delete the digest's chart from its thread and upload it drawn again (with the names as they are now)."""
+    title = chart_title(period, report)
+    replies = runtime.slack.conversations_replies(channel=digest.channel_id, ts=digest.message_ts, limit=200)
+    for reply in replies.get("messages") or []:
+        for shared in reply.get("files") or []:
+            if shared.get("title") == title:
+                runtime.slack.files_delete(file=shared["id"])
+    chart_in_thread(runtime, digest.channel_id, digest.message_ts, period, report, chart_bars(topics))

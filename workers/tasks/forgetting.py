@@ -73,7 +73,7 @@ def forget_message_in(
             golden.forget_sources_quoting(session, channel, ts)
         redraw = forgetting.note_on_alerts(session, plan.about)
         forgetting.force_summary_redraw(session, {summary_key(alert_channel, at) for alert_channel, at in redraw.held})
-        elsewhere = found_elsewhere(runtime, session, plan)  # trace tools' comments, posted digests
+        elsewhere = found_elsewhere(runtime, session, plan, [p.id for p in pairs])  # trace tools, posted digests
     for pair_id, version in reopened:
         celery.send_task(task_names.SETTLE_PAIR, args=[pair_id, version])
     forget_notes.drop(runtime.redis, channel, ts, len(said), edited=edited)
