@@ -200,3 +200,8 @@ def test_a_topic_name_scrubbed_by_an_edit_redraws_the_digest_and_replaces_its_ch
         f for m in slack.messages[DIGEST].values() for f in m.get("files", []) if f.get("mode") == "tombstone"
     ]
     assert [f["id"] for f in tombstones] == [old_chart]
+
+    # The question deleted later: the digest is redrawn again, its chart (already drawn with these names) is not.
+    forget_message_in(runtime, question.channel_id, question.ts, thread_ts=question.ts)
+    assert reached.count((task_names.REDRAW_DIGEST, "redrawn")) == 2
+    assert list(slack.files) == [new_chart["id"]]

@@ -9,9 +9,13 @@ cannot be edited: the old one is deleted)."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+
+import redis
 
 from capture.forgetting import DELETED_MARK, REMOVED_MARK
 from common.messages.digest import digest_message
@@ -88,7 +92,7 @@ def redraw_digest(runtime: Runtime, digest_id: int) -> str:
     runtime.slack.chat_update(
         channel=digest.channel_id, ts=digest.message_ts, text=message["text"], blocks=message["blocks"]
     )
-    if topics is not None and names_scrubbed(topics):
+    if topics is not None and names_scrubbed(topics) and not chart_drawn_with(runtime, digest, topics):
         replace_chart(runtime, digest, period, report, topics)
     log.info("digest redrawn", extra={"period_key": digest.period_key, "message_ts": digest.message_ts})
     return "redrawn"
@@ -97,6 +101,24 @@ def redraw_digest(runtime: Runtime, digest_id: int) -> str:
 def names_scrubbed(topics: TopicsView) -> bool:
     """Whether a topic name the chart shows had words taken out by a forgetting (capture.forgetting's marks)."""
     return any(mark in bar.name for bar in chart_bars(topics) for mark in (DELETED_MARK, REMOVED_MARK))
+
+
+def _chart_key(digest: digest_rows.PostedDigest) -> str:
+    return f"relmon:digest-chart:{digest.id}"
+
+
+def _names_hash(topics: TopicsView) -> str:
+    return hashlib.sha256(json.dumps([bar.name for bar in chart_bars(topics)]).encode()).hexdigest()
+
+
+def chart_drawn_with(runtime: Runtime, digest: digest_rows.PostedDigest, topics: TopicsView) -> bool:
+    """Whether the chart in the thread was drawn again with these names already (a hash of them, kept when it was):
+    a later forgetting in the same topic then redraws the message, not the chart."""
+    try:
+        kept = runtime.redis.get(_chart_key(digest))
+    except redis.RedisError:
+        return False  # drawn again: the safe side
+    return (kept.decode() if isinstance(kept, bytes) else kept) == _names_hash(topics)
 
 
 def replace_chart(
@@ -110,3 +132,8 @@ def replace_chart(
             if shared.get("title") == title:
                 runtime.slack.files_delete(file=shared["id"])
     chart_in_thread(runtime, digest.channel_id, digest.message_ts, period, report, chart_bars(topics))
+    ttl = runtime.settings.retention_days * 86_400  # the digest's rows go with retention; the hash with them
+    try:
+        runtime.redis.set(_chart_key(digest), _names_hash(topics), ex=ttl)
+    except redis.RedisError as error:  # the next redraw draws the chart again, no more
+        log.warning("digest chart not noted", extra={"digest_id": digest.id, "error": type(error).__name__})
