@@ -194,7 +194,7 @@ def test_a_deleted_question_blanks_the_verdicts_comment_in_langfuse_through_real
         for event in (question, answer):
             assert system.post_event(event).status_code == 200
         scores = wait_for(lambda: langfuse.stored() or None, timeout=60, what="a score in Langfuse")
-        (score_id,) = scores
+        (score_id,) = [key for key in scores if key.endswith("-score")]  # (a second opinion's has no comment)
         assert QUESTION_MARK in scores[score_id]["comment"]
 
         assert system.post_event(sr.message_deleted(question)).status_code == 200
@@ -202,4 +202,4 @@ def test_a_deleted_question_blanks_the_verdicts_comment_in_langfuse_through_real
         wait_until_idle(redis_url, what="every send run")
     score = langfuse.stored()[score_id]
     assert score["value"] == 0.0 and score["traceId"] == Langfuse.create_trace_id(seed=f"{CHANNEL}:{answer['ts']}")
-    assert QUESTION_MARK not in str(langfuse.stored()) and langfuse.posts[score_id] == 2
+    assert QUESTION_MARK not in str(langfuse.stored()) and langfuse.posts[score_id] >= 2  # upserted, not added
