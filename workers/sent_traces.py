@@ -31,8 +31,13 @@ def remember(client: redis.Redis, subject_key: str, trace_id: str, span_id: str 
 
 
 def recall(client: redis.Redis, subject_key: str) -> tuple[str, str | None] | None:
-    """The trace and span the verdict was sent on, or None (never sent, expired, or unreadable)."""
-    raw = client.get(_key(subject_key))
+    """The trace and span the verdict was sent on, or None (never sent, expired, unreadable, or Redis failing: the
+    caller resolves the trace again)."""
+    try:
+        raw = client.get(_key(subject_key))
+    except redis.RedisError as error:
+        log.warning("trace record not read", extra={"subject": subject_key, "error": type(error).__name__})
+        return None
     if raw is None:
         return None
     try:
