@@ -18,7 +18,7 @@ log = logging.getLogger("relmon.celery")
 
 QUEUE_JUDGE = "relmon.judge"  # capture, settle and judge answers; watch outcomes; beat's sweeps
 QUEUE_SLACK = "relmon.slack"  # post alerts, on-demand verdicts, digests (task_names.POSTING)
-QUEUE_FORGET = "relmon.forget"  # a deletion's capture, its scrub and the AOF rewrite after it (task_names.FORGETTING)
+QUEUE_FORGET = "relmon.forget"  # a deletion's capture, its scrubs and the AOF rewrite after it (task_names.FORGETTING)
 QUEUES = (QUEUE_JUDGE, QUEUE_SLACK, QUEUE_FORGET)  # every worker serves all three
 
 

@@ -33,6 +33,9 @@ SEND_LANGFUSE_OUTCOME = "workers.tasks.traces.send_langfuse_outcome"
 SEND_OTLP_OUTCOME = "workers.tasks.traces.send_otlp_outcome"
 SEND_PHOENIX_ANNOTATIONS = "workers.tasks.traces.send_phoenix_annotations"
 SEND_PHOENIX_OUTCOME = "workers.tasks.traces.send_phoenix_outcome"
+BLANK_LANGFUSE_COMMENTS = "workers.tasks.traces.blank_langfuse_comments"
+BLANK_PHOENIX_EXPLANATIONS = "workers.tasks.traces.blank_phoenix_explanations"
+REDRAW_DIGEST = "workers.tasks.digest.redraw_digest"
 
 # The tasks that post to Slack (alerts, summaries, votes, verdicts, digests): their own queue, so a backlog of
 # judging never holds a post up. Every other task runs on the judge queue (common.celery_app routes them).
@@ -46,12 +49,14 @@ POSTING = frozenset(
         SEND_DIGEST,
         SEND_DIGEST_PREVIEW,
         POST_OUTAGE_NOTICE,
+        REDRAW_DIGEST,
     }
 )
 
 # A deletion's work (with the `capture_event` of its event, common.celery_app.route_task): its own queue, so that
-# a backlog of judging never holds a deletion past its minute.
-FORGETTING = frozenset({FORGET_MESSAGE, REWRITE_REDIS_AOF})
+# a backlog of judging never holds a deletion past its minute. The blanking of a verdict's comment in the trace
+# tools goes there too: it is the deletion reaching a copy.
+FORGETTING = frozenset({FORGET_MESSAGE, REWRITE_REDIS_AOF, BLANK_LANGFUSE_COMMENTS, BLANK_PHOENIX_EXPLANATIONS})
 
 # The sends of verdicts and outcome signals to the bot's trace tools (workers.tasks.traces): noted while on their
 # way (common.task_notes), since nothing but their message says they are still to do.
@@ -63,5 +68,7 @@ TRACE_SENDS = frozenset(
         SEND_OTLP_OUTCOME,
         SEND_PHOENIX_ANNOTATIONS,
         SEND_PHOENIX_OUTCOME,
+        BLANK_LANGFUSE_COMMENTS,
+        BLANK_PHOENIX_EXPLANATIONS,
     }
 )

@@ -48,6 +48,7 @@ NOTED = frozenset(
         task_names.DELIVER_VERDICT,
         task_names.FOLLOW_UP_OUTCOME,
         task_names.POST_OUTAGE_NOTICE,
+        task_names.REDRAW_DIGEST,
         *task_names.TRACE_SENDS,
     }
 )

@@ -35,6 +35,10 @@ class TraceSettings(BaseModel):
     phoenix_project: str = Field("default", min_length=1, **_env("RELMON_PHOENIX_PROJECT"))
     span_id_key: str = Field("event_payload.span_id", min_length=1, **_env("RELMON_SPAN_ID_KEY"))
     trace_send_retries: int = Field(5, ge=0, **_env("RELMON_TRACE_SEND_RETRIES"))
+    # The judge's reasoning beside a score (Langfuse's comment, Phoenix's explanation, the OTLP event's) quotes the
+    # conversation: by default only for public channels not shared with another organisation (`public`); `all`
+    # sends it for private channels, DMs and Slack Connect channels too (the trace tool's readers may read them).
+    traces_reasoning: Literal["public", "all"] = Field("public", **_env("RELMON_TRACES_REASONING"))
 
     @property
     def langfuse_enabled(self) -> bool:

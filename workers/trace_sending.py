@@ -23,6 +23,7 @@ from common.telemetry.logs import event_fields
 from store.models import Judgment, OutcomeSignal, Pair
 from store.settings import Settings
 from store.signals import SIGNALS
+from workers import sent_traces
 from workers.phoenix_annotations import upsert_annotations
 from workers.trace_answers import REFUSED, TIMEOUT_SECONDS, SendAgain
 from workers.traces import (
@@ -39,6 +40,7 @@ from workers.traces import (
     outcome_event,
     outcome_score,
     phoenix_annotations,
+    reasoning_for_traces,
     signal_key,
     slack_trace_id,
 )
@@ -68,21 +70,30 @@ class Subject:
 
 
 def load_subject(runtime: Runtime, judgment_id: int) -> Subject | None:
+    """The judgment and its answer; its reasoning only where RELMON_TRACES_REASONING lets it go (workers.traces)."""
     with runtime.db.reading() as session:
         row = session.execute(
             select(Judgment, Pair.channel_id, Pair.answer_ts, Pair.thread_ts)
+            .add_columns(Pair.channel_is_private, Pair.channel_is_ext_shared)
             .join(Pair, Pair.id == Judgment.pair_id)
             .where(Judgment.id == judgment_id)
         ).first()
     if row is None:
         return None
-    judgment, channel, answer_ts, thread_ts = row
+    judgment, channel, answer_ts, thread_ts, private, ext_shared = row
+    reasoning = reasoning_for_traces(
+        judgment.reasoning,
+        channel_id=channel,
+        private=bool(private),
+        ext_shared=bool(ext_shared),
+        setting=runtime.settings.traces_reasoning,
+    )
     verdict = TracedJudgment(
         judgment.id,
         judgment.judge,
         judgment.status,
         judgment.normalized_score,
-        judgment.reasoning,
+        reasoning,
         judgment.confirmation_status,
         pair_id=judgment.pair_id,
     )
@@ -153,7 +164,11 @@ def traced(runtime: Runtime, subject: Subject | None, tool: str, **ids: object) 
     except BadTraceId as error:
         log.warning("trace id refused", extra={**fields, "reason": str(error), "key": runtime.settings.trace_id_key})
         return "bad_trace_id"
-    return (trace_id, span_id, fields) if trace_id else "skipped"
+    if not trace_id:
+        return "skipped"
+    if subject.verdict is not None:  # a verdict's comment may have to be blanked there later (workers.trace_forgetting)
+        sent_traces.remember(runtime.redis, subject.key, trace_id, span_id, days=runtime.settings.retention_days)
+    return trace_id, span_id, fields
 
 
 def send_to_langfuse(runtime: Runtime, judgment_id: int) -> str:

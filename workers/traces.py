@@ -66,6 +66,20 @@ class TracedJudgment:
     pair_id: int = 0
 
 
+def reasoning_for_traces(
+    reasoning: str | None, *, channel_id: str, private: bool, ext_shared: bool, setting: str
+) -> str | None:
+    """The judge's reasoning as it may go to a trace tool (RELMON_TRACES_REASONING): it quotes the conversation,
+    so by default (`public`) only a public channel's, not shared with another organisation; `all` sends every
+    channel's. Fails closed: a conversation whose ID is not a channel's (a DM's `D…`, a group's `G…`) is private
+    whatever its pair says."""
+    if setting == "all":
+        return reasoning
+    if private or ext_shared or not channel_id.startswith("C"):
+        return None
+    return reasoning
+
+
 def judgment_key(judgment_id: int) -> str:
     """What a judgment's score IDs, annotation identifiers and evaluation span IDs derive from (a resend, the same)."""
     return f"relmon-{judgment_id}"

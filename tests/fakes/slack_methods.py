@@ -229,6 +229,21 @@ class SlackMethods:
             )  # fmt: skip
         return {"ok": True, "files": completed}
 
+    def _api_files_delete(self, params: dict) -> dict:
+        """As Slack does: the file is gone, and a message that shared it shows a tombstone in its place."""
+        file_id = params.get("file", "")
+        if self.files.pop(file_id, None) is None:
+            return {"ok": False, "error": "file_not_found"}
+        self.uploads.pop(file_id, None)
+        for messages in self.messages.values():
+            for message in messages.values():
+                if any(shared.get("id") == file_id for shared in message.get("files") or []):
+                    message["files"] = [
+                        {"id": file_id, "mode": "tombstone"} if shared.get("id") == file_id else shared
+                        for shared in message["files"]
+                    ]
+        return {"ok": True}
+
     def _view(self, params: dict, kind: str) -> dict:
         view = maybe_json(params.get("view", "{}"))
         view_id = params.get("view_id") or f"V{next(self._id_counter):08d}"

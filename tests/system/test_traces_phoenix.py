@@ -17,15 +17,20 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.id_generator import IdGenerator
 
+from common import task_names
 from common.runtime import Runtime
 from relmon.doctor.trace_checks import check_traces
+from store.models import Pair
 from tests import slack_requests as sr
+from tests.alert_helpers import add_judgment
 from tests.builders import make_settings
 from tests.fakes.slack_server import FakeSlack
+from tests.forget_reach import reached  # noqa: F401  (fixture)
 from tests.integration.test_traces_langfuse import CHANNEL, TS, judged, sends, signalled
 from tests.phoenix_server import ADMIN_SECRET, PhoenixProcess
 from tests.processes import wait_for
 from tests.running_system import relmon_processes
+from workers.tasks.forgetting import forget_message_in
 from workers.tasks.traces import (
     send_otlp_evaluations,
     send_otlp_outcome,
@@ -286,3 +291,50 @@ def test_a_judged_answer_becomes_an_annotation_through_a_real_worker(
         (annotation,) = wait_for(lambda: phoenix.span_annotations(root) or None, timeout=90, what="an annotation")
     assert annotation["name"] == "relmon.relevancy" and annotation["annotator_kind"] == "LLM"
     assert 0 <= annotation["result"]["score"] <= 1 and annotation["identifier"].startswith("relmon-")
+
+
+QUESTION = "Card 4111 1111 1111 1111 for ZEBRA Holdings was declined, why?"
+
+
+def verdict_on(phoenix: PhoenixProcess, root: str) -> dict:
+    [verdict] = [a for a in phoenix.span_annotations(root) if a["name"] == "relmon.relevancy"]
+    return verdict
+
+
+def test_a_deleted_question_blanks_the_annotations_explanation_in_phoenix(
+    phoenix: PhoenixProcess,
+    on_phoenix: Callable[..., Runtime],
+    reached,  # noqa: F811
+) -> None:
+    """The forget path (workers.tasks.forgetting) upserts the verdict's annotation again by its identifier, without
+    its explanation; Phoenix keeps the score."""
+    question_ts, ts = sr.next_ts(), sr.next_ts()
+    root, _ = bot_trace(phoenix, slack_trace_id(CHANNEL, ts))
+    runtime = on_phoenix()
+    judgment_id = add_judgment(runtime, score=1, channel_id=CHANNEL, answer_ts=ts, thread_ts=question_ts,
+                               question=QUESTION, reasoning=f"The asker wrote '{QUESTION}'.")  # fmt: skip
+    with runtime.db.session() as session:
+        session.query(Pair).filter_by(answer_ts=ts).one().question_ts = question_ts
+    assert send_phoenix_annotations.apply(args=[judgment_id]).get() == "sent"
+    assert "4111" in verdict_on(phoenix, root)["result"]["explanation"]
+
+    forget_message_in(runtime, CHANNEL, question_ts, thread_ts=question_ts)  # the question deleted in Slack
+
+    assert reached == [(task_names.BLANK_PHOENIX_EXPLANATIONS, "sent")]
+    verdict = verdict_on(phoenix, root)
+    assert not verdict["result"]["explanation"] and verdict["result"]["score"] == 0.25  # the score stays
+    assert verdict["identifier"] == f"relmon-{judgment_id}-score" and len(phoenix.span_annotations(root)) == 1
+    assert "4111" not in str(phoenix.span_annotations(root))
+
+
+def test_phoenix_gets_no_reasoning_for_a_private_channel_unless_the_admin_opts_in(
+    phoenix: PhoenixProcess, on_phoenix: Callable[..., Runtime]
+) -> None:
+    for setting, explained in (("public", False), ("all", True)):
+        ts = sr.next_ts()
+        root, _ = bot_trace(phoenix, slack_trace_id("C_PRIVATE", ts))
+        runtime = on_phoenix(traces_reasoning=setting)
+        judgment_id = add_judgment(runtime, score=1, channel_id="C_PRIVATE", private=True, answer_ts=ts)
+        assert send_phoenix_annotations.apply(args=[judgment_id]).get() == "sent"
+        result = verdict_on(phoenix, root)["result"]
+        assert result["score"] == 0.25 and bool(result["explanation"]) is explained

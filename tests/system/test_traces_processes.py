@@ -174,3 +174,32 @@ def test_tools_that_are_down_are_given_up_after_one_retry_holding_nothing_up(red
         for tool in ("langfuse", "otlp"):
             assert sent_count(worker_port, tool, "failed") == 2 and sent_count(worker_port, tool) == 0
             assert log.count(f"{tool}: retrying") == 2 and log.count(f"{tool}: gave up") == 2
+
+
+def test_a_deleted_question_blanks_the_verdicts_comment_in_langfuse_through_real_processes(
+    redis_url: str, db_url: str, tmp_path: Path
+) -> None:
+    """A judge that quotes the question; its verdict sent to Langfuse with the quote as the comment. Slack says
+    the question was deleted: the worker's forgetting sends the score again by its ID, without the comment."""
+    from tests.system.test_forgetting_processes import QUESTION_MARK, quoting_judge
+
+    worker_port = free_port()
+    with (
+        FakeLangfuse() as langfuse,
+        traced_processes(langfuse.url, worker_port, redis_url, db_url, tmp_path) as system,
+    ):
+        system.llm.set_reply(quoting_judge)
+        question = sr.human_message(CHANNEL, sr.next_ts(), f"Why was order {QUESTION_MARK} refused?")
+        answer = sr.bot_message(CHANNEL, sr.next_ts(), "Orders ship in two days.", thread_ts=question["ts"])
+        for event in (question, answer):
+            assert system.post_event(event).status_code == 200
+        scores = wait_for(lambda: langfuse.stored() or None, timeout=60, what="a score in Langfuse")
+        (score_id,) = [key for key in scores if key.endswith("-score")]  # (a second opinion's has no comment)
+        assert QUESTION_MARK in scores[score_id]["comment"]
+
+        assert system.post_event(sr.message_deleted(question)).status_code == 200
+        wait_for(lambda: not langfuse.stored()[score_id].get("comment"), timeout=60, what="the comment blanked")
+        wait_until_idle(redis_url, what="every send run")
+    score = langfuse.stored()[score_id]
+    assert score["value"] == 0.0 and score["traceId"] == Langfuse.create_trace_id(seed=f"{CHANNEL}:{answer['ts']}")
+    assert QUESTION_MARK not in str(langfuse.stored()) and langfuse.posts[score_id] >= 2  # upserted, not added

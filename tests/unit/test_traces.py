@@ -14,6 +14,7 @@ from workers.traces import (
     metadata_trace_id,
     outcome_annotation,
     phoenix_annotations,
+    reasoning_for_traces,
     slack_trace_id,
 )
 
@@ -94,3 +95,22 @@ def test_phoenix_annotations_carry_the_verdict_on_the_span() -> None:
     first = phoenix_annotations(JUDGED, SPAN)
     assert first[0]["result"]["score"] == 0.75 and len(first[0]["result"]["explanation"]) == 500
     assert first[1]["result"] == {"label": "disputed"} and {a["span_id"] for a in first} == {SPAN}
+
+
+@pytest.mark.parametrize(
+    ("channel", "private", "ext_shared", "sent"),
+    [
+        ("C1", False, False, True),  # a public channel
+        ("C1", True, False, False),  # a private channel
+        ("C1", False, True, False),  # Slack Connect
+        ("D1", False, False, False),  # a DM, whatever its row says
+        ("G1", False, False, False),  # a group DM or an old private channel
+    ],
+)
+def test_the_judges_reasoning_goes_to_trace_tools_only_for_public_unshared_channels(
+    channel: str, private: bool, ext_shared: bool, sent: bool
+) -> None:
+    shown = reasoning_for_traces("why", channel_id=channel, private=private, ext_shared=ext_shared, setting="public")
+    assert shown == ("why" if sent else None)
+    every = reasoning_for_traces("why", channel_id=channel, private=private, ext_shared=ext_shared, setting="all")
+    assert every == "why"  # the admin opted in (RELMON_TRACES_REASONING=all)

@@ -182,7 +182,7 @@ def deliver_digest(
             digest_rows.mark_digest_posted(session, claim.id, message_ts)
         file_id = None
         if not report.empty:  # an empty week has nothing to draw
-            file_id = _chart_in_thread(
+            file_id = chart_in_thread(
                 runtime, channel, message_ts, period, report, chart_bars(topics) if topics else []
             )
         with runtime.db.session() as session:
@@ -199,7 +199,7 @@ def chart_title(period: Period, report: Report) -> str:
     return f"relmon digest {period.week_key}: daily {report.primary_judge} and score distribution"
 
 
-def _chart_in_thread(
+def chart_in_thread(
     runtime: Runtime, channel: str, message_ts: str, period: Period, report: Report, topics: list[TopicBar]
 ) -> str | None:
     """Upload the chart as a reply to the digest, unless an earlier attempt already did: the upload may have

@@ -1,4 +1,5 @@
-"""Digest tasks: the weekly digest (exactly once per ISO week) and the private `/judge digest` preview.
+"""Digest tasks: the weekly digest (exactly once per ISO week), the private `/judge digest` preview, and a posted
+digest redrawn after a message it may quote was forgotten.
 
 Thin adapters: arguments and retries here, the delivery in `workers.digest.delivery`.
 """
@@ -17,8 +18,9 @@ from common.celery_app import celery
 from common.replies import response_url_of
 from common.reports.period import period_for, scheduled_key
 from common.runtime import get_runtime
-from workers.alerts.delivery import slack_error
+from workers.alerts.delivery import is_permanent, slack_error
 from workers.digest.delivery import deliver_digest, deliver_preview
+from workers.digest.redraw import redraw_digest as redraw
 
 log = logging.getLogger("relmon.digest")
 
@@ -67,3 +69,24 @@ def send_digest_preview(
         deliver_preview(runtime, datetime.now(UTC), user_id=user_id, channel_id=channel_id, response_url=response_url)
     except SlackApiError as error:
         raise self.retry(exc=error, countdown=backoff_seconds(self.request.retries, base=5.0, cap=5.0)) from error
+
+
+GONE = frozenset({"message_not_found", "cant_update_message"})
+
+
+@celery.task(name=task_names.REDRAW_DIGEST, bind=True, acks_late=True, max_retries=MAX_RETRIES)
+def redraw_digest(self, digest_id: int) -> str:
+    """Idempotent: a redraw again draws the same rows."""
+    try:
+        return redraw(get_runtime(), digest_id)
+    except SlackApiError as error:
+        if slack_error(error) in GONE or is_permanent(error):  # deleted in Slack, or never to be taken
+            log.warning("digest not redrawn", extra={"digest_id": digest_id, "slack_error": slack_error(error)})
+            return "gone"
+        raise self.retry(exc=error, countdown=_countdown(self.request.retries)) from error
+    except RETRYABLE as error:
+        raise self.retry(exc=error, countdown=_countdown(self.request.retries)) from error
+
+
+def _countdown(tries: int) -> float:
+    return backoff_seconds(tries, base=RETRY_BASE_SECONDS, cap=RETRY_CAP_SECONDS)

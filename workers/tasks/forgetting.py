@@ -37,6 +37,7 @@ from common.telemetry.logs import event_fields
 from store import forgetting, golden
 from workers.alerts.forgotten import redraw_forgotten
 from workers.alerts.policy import summary_key
+from workers.forgotten_elsewhere import found_elsewhere, reach_elsewhere
 
 log = logging.getLogger("relmon.forget")
 
@@ -85,11 +86,13 @@ def forget_message_in(
             golden.forget_sources_quoting(session, channel, ts)
         redraw = forgetting.note_on_alerts(session, plan.about)
         forgetting.force_summary_redraw(session, {summary_key(alert_channel, at) for alert_channel, at in redraw.held})
+        elsewhere = found_elsewhere(runtime, session, plan, [p.id for p in pairs])  # trace tools, posted digests
     for pair_id, version in reopened:
         celery.send_task(task_names.SETTLE_PAIR, args=[pair_id, version])
     forget_notes.drop(runtime.redis, channel, ts, len(said), edited=edited)
     forget_views(runtime.redis)  # a cached digest preview may quote the message
     redraw_forgotten(runtime, redraw, plan.about)
+    reach_elsewhere(runtime, elsewhere)
     rewrite_soon(runtime.redis)
     log.info(
         "message forgotten" if not edited else "edit's removed words forgotten",

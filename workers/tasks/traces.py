@@ -14,6 +14,7 @@ from common.backoff import backoff_seconds
 from common.celery_app import celery
 from common.runtime import get_runtime
 from workers.trace_answers import SendAgain
+from workers.trace_forgetting import blank_on_langfuse, blank_on_phoenix
 from workers.trace_sending import (
     LANGFUSE,
     OTLP,
@@ -78,3 +79,14 @@ def send_phoenix_annotations(self, judgment_id: int) -> str:
 @celery.task(name=task_names.SEND_PHOENIX_OUTCOME, bind=True, acks_late=True, max_retries=None)
 def send_phoenix_outcome(self, pair_id: int, signal: str) -> str:
     return attempt(self, PHOENIX, send_outcome_to_phoenix, pair_id=pair_id, signal=signal)
+
+
+# Forgetting (workers.trace_forgetting): a verdict sent again without its comment, where the tool upserts.
+@celery.task(name=task_names.BLANK_LANGFUSE_COMMENTS, bind=True, acks_late=True, max_retries=None)
+def blank_langfuse_comments(self, judgment_id: int) -> str:
+    return attempt(self, LANGFUSE, blank_on_langfuse, judgment_id=judgment_id)
+
+
+@celery.task(name=task_names.BLANK_PHOENIX_EXPLANATIONS, bind=True, acks_late=True, max_retries=None)
+def blank_phoenix_explanations(self, judgment_id: int) -> str:
+    return attempt(self, PHOENIX, blank_on_phoenix, judgment_id=judgment_id)
