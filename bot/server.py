@@ -69,7 +69,7 @@ class EventsWSGI:
         self.verifier = SignatureVerifier(settings.secret("slack_signing_secret") or "")
         self.metrics_token = settings.secret("metrics_token")
         self.metrics_port = str(settings.bot_metrics_port) if settings.bot_metrics_port else None
-        self.state = metrics.state_cache(runtime)  # read once per 15 s for this process and its siblings
+        self.scrape = metrics.scraper(runtime)  # the state read once per 15 s for this process and its siblings
         self.scrapes = scrape_slots()
 
     def __call__(self, environ: dict, start_response: StartResponse) -> Iterable[bytes]:
@@ -112,7 +112,7 @@ class EventsWSGI:
             environ.get("HTTP_AUTHORIZATION"),
             token=self.metrics_token,
             own_port=own_port,
-            scrape=lambda: metrics.exposition(self.runtime, self.state),
+            scrape=self.scrape,
             slots=self.scrapes,
         )
         headers = [("Content-Type", answer.content_type), ("Content-Length", str(len(answer.body))), *answer.headers]

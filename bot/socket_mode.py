@@ -46,11 +46,7 @@ def serve_socket_mode(settings: Settings, host: str, port: int) -> int:
         raise slack_out_of_reach("check SLACK_BOT_TOKEN", error) from None
     handler = GuardedSocketModeHandler(app, settings.secret("slack_app_token"))
     try:
-        state = metrics.state_cache(runtime)  # read once per 15 s, however many scrape
-
-        def scrape() -> tuple[bytes, str]:
-            return metrics.exposition(runtime, state)
-
+        scrape = metrics.scraper(runtime)  # the state read once per 15 s, however many scrape
         health = start_health_server(
             host,
             port,

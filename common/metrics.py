@@ -343,6 +343,21 @@ def state_cache(runtime: Any) -> SingleFlightState:
     return SingleFlightState(lambda: state_text(runtime), directory=_shared_directory)
 
 
+# A whole answer is reused this long: a burst of scrapes costs one exposition, not one each (Prometheus scrapes
+# every 15 s; a flood of scrapes must not take the CPU that Slack's acks need).
+BODY_REUSE_SECONDS = 1.0
+
+
+def scraper(runtime: Any) -> Any:
+    """GET /metrics for the bot: `() -> (body, content type)`, the state read at most once per 15 s for every
+    process of the component, and the whole answer reused for a second within this process."""
+    from prometheus_client import CONTENT_TYPE_LATEST
+
+    state = state_cache(runtime)
+    body = SingleFlightState(lambda: exposition(runtime, state)[0], max_age=BODY_REUSE_SECONDS)
+    return lambda: (body.get(), CONTENT_TYPE_LATEST)
+
+
 def exposition(runtime: Any | None = None, state: SingleFlightState | None = None) -> tuple[bytes, str]:
     """The body and Content-Type of GET /metrics: the process counters, and with `runtime` the state (through
     `state`'s cache when given, else read now) and how old that reading is."""

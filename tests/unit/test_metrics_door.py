@@ -1,17 +1,16 @@
-"""Who may read GET /metrics (`common.metrics_door`): the rule as plain functions, and the small server the
-worker, beat and Socket Mode serve it from, over real HTTP. Through the real bot: tests/system/test_metrics_door.py."""
+"""Who may read GET /metrics (`common.metrics_door`): the rule as plain functions. The small server the
+worker, beat and Socket Mode serve it from: tests/integration/test_metrics.py; through the real bot:
+tests/system/test_metrics_door.py."""
 
 from __future__ import annotations
 
 import json
 import threading
 
-import httpx
 import pytest
 
 from common import metrics_door as door
 from common.metrics_cache import StateBusy
-from tests.services import free_port
 
 TOKEN = "a-long-random-token-0123456789"
 
@@ -127,30 +126,3 @@ def test_at_most_two_scrapes_at_once_in_a_process() -> None:
     assert third.status == 503 and dict(third.headers)["Retry-After"] == "1"
     assert results == [200, 200]
     assert answer(f"Bearer {TOKEN}", slots=slots).status == 200  # the slots came back
-
-
-def test_the_small_server_over_http() -> None:
-    """The worker's and beat's port (own_port) and Socket Mode's --port (not own_port, with /healthz)."""
-    own = free_port()
-    shared = free_port()
-    servers = [
-        door.start_server("127.0.0.1", own, token=None, scrape=scrape_ok, own_port=True),
-        door.start_server(
-            "127.0.0.1", shared, token=TOKEN, scrape=scrape_ok, own_port=False, health=lambda: (200, {"status": "ok"})
-        ),
-    ]
-    try:
-        assert httpx.get(f"http://127.0.0.1:{own}/metrics").text == "relmon_up 1\n"
-        assert httpx.get(f"http://127.0.0.1:{own}/healthz").status_code == 404
-        assert httpx.get(f"http://127.0.0.1:{own}/slack/events").status_code == 404
-        assert httpx.get(f"http://127.0.0.1:{shared}/healthz").json() == {"status": "ok"}
-        refused = httpx.get(f"http://127.0.0.1:{shared}/metrics")
-        assert refused.status_code == 401 and refused.headers["www-authenticate"].startswith("Bearer")
-        wrong = httpx.get(f"http://127.0.0.1:{shared}/metrics", headers={"Authorization": "Bearer nope"})
-        assert wrong.status_code == 401
-        served = httpx.get(f"http://127.0.0.1:{shared}/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
-        assert served.status_code == 200 and served.headers["content-type"].startswith("text/plain")
-    finally:
-        for server in servers:
-            server.shutdown()
-            server.server_close()
