@@ -27,8 +27,12 @@ from store.db import Database
 from store.models import Judgment, Pair
 from tests import slack_requests as sr
 from tests.builders import SECRET
+from tests.fakes.slack_server import FakeSlack
+from tests.fakes.socket_mode_server import FakeSocketMode
+from tests.processes import relmon_env
 from tests.running_system import CHANNEL, fresh_database, relmon_processes
 from tests.services import free_port
+from tests.system.test_bot_socket_mode import start_socket_mode_bot
 
 pytestmark = pytest.mark.slow
 
@@ -139,6 +143,37 @@ def test_without_a_token_metrics_is_served_on_loopback_alone(redis_url: str, tmp
         assert httpx.get(f"{own}/healthz", timeout=10).status_code == 404
         assert signed_event_to(own).status_code == 404
         assert signed_event_to(system.base_url).status_code == 200
+
+
+@pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="no /proc/net/tcp (Linux only)")
+def test_socket_mode_keeps_the_same_door(redis_url: str, tmp_path: Path) -> None:
+    """In Socket Mode the bot's --port serves /healthz (and /metrics only with the token), and its metrics port
+    obeys the same rule."""
+    socket_mode = FakeSocketMode().start()
+    with fresh_database(tmp_path) as database_url, FakeSlack(socket_mode_url=socket_mode.url) as slack:
+        env = relmon_env(
+            redis_url=redis_url,
+            database_url=database_url,
+            slack_api_url=slack.api_url,
+            data_dir=tmp_path / "data",
+            SLACK_APP_TOKEN="xapp-test-token",
+            RELMON_METRICS_TOKEN=TOKEN,
+            RELMON_BOT_METRICS_PORT=str(metrics_port := free_port()),
+        )
+        del env["SLACK_SIGNING_SECRET"]
+        port = free_port()
+        bot = start_socket_mode_bot(env, socket_mode, tmp_path, port=port)
+        try:
+            bot.wait_http(f"http://127.0.0.1:{port}/healthz", timeout=30)
+            for base in (f"http://127.0.0.1:{port}", f"http://127.0.0.1:{metrics_port}"):
+                refused = httpx.get(f"{base}/metrics", headers={"Authorization": "Bearer wrong"}, timeout=10)
+                assert refused.status_code == 401 and "relmon_" not in refused.text
+                served = httpx.get(f"{base}/metrics", headers=BEARER, timeout=10)
+                assert served.status_code == 200 and samples(served.text)["relmon_state_up"] == 1
+            assert listening_address(metrics_port) == "0.0.0.0"
+        finally:
+            bot.stop()
+            socket_mode.stop()
 
 
 def seed(database_url: str, count: int) -> None:
