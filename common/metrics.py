@@ -32,12 +32,12 @@ from pathlib import Path
 from typing import Any
 
 from common.metrics_cache import SingleFlightState
-from common.metrics_door import METRICS_PATH, bind_host, start_server
+from common.metrics_door import METRICS_PATH as METRICS_PATH  # named here too: callers import it from here
+from common.metrics_door import Scrape, bind_host, start_server
 from store.settings import Settings
 
 log = logging.getLogger("relmon.metrics")
 
-__all__ = ["METRICS_PATH"]
 # The variable prometheus-client reads, at import, to choose its multiprocess value store.
 MULTIPROC_VARIABLE = "PROMETHEUS_MULTIPROC_DIR"
 OTHER_CHANNEL = "other"
@@ -348,7 +348,7 @@ def state_cache(runtime: Any) -> SingleFlightState:
 BODY_REUSE_SECONDS = 1.0
 
 
-def scraper(runtime: Any) -> Any:
+def scraper(runtime: Any) -> Scrape:
     """GET /metrics for the bot: `() -> (body, content type)`, the state read at most once per 15 s for every
     process of the component, and the whole answer reused for a second within this process."""
     from prometheus_client import CONTENT_TYPE_LATEST
@@ -367,7 +367,8 @@ def exposition(runtime: Any | None = None, state: SingleFlightState | None = Non
     if runtime is None:
         return generate_latest(registry()), CONTENT_TYPE_LATEST
     if state is None:
-        body, started = state_text(runtime), time.time()
+        started = time.time()
+        body = state_text(runtime)
     else:
         reading = state.latest_reading()
         body, started = reading.body, reading.started_at
@@ -398,7 +399,7 @@ def serve_process_metrics(settings: Settings, component: str) -> int | None:
     return serve_metrics_port(settings, port, lambda: exposition())
 
 
-def serve_metrics_port(settings: Settings, port: int, scrape: Any) -> int | None:
+def serve_metrics_port(settings: Settings, port: int, scrape: Scrape) -> int | None:
     """GET /metrics alone on a port of its own (bound by the door's rule), in a daemon thread; None when the port
     cannot be had (logged: the process works on without it)."""
     token = settings.secret("metrics_token")
