@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import json
-import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from http.server import ThreadingHTTPServer
 
+from common.metrics_door import HEALTH_PATH, start_server
 from common.runtime import Runtime
 
-HEALTH_PATH = "/healthz"
-METRICS_PATH = "/metrics"  # common.metrics.METRICS_PATH
+__all__ = ["HEALTH_PATH", "health_report", "start_health_server"]
 
 
 def health_report(runtime: Runtime, socket_mode_connected: Callable[[], bool] | None = None) -> tuple[int, dict]:
@@ -37,35 +34,11 @@ def start_health_server(
     port: int,
     report: Callable[[], tuple[int, dict]],
     scrape: Callable[[], tuple[bytes, str]] | None = None,
+    *,
+    token: str | None = None,
 ) -> ThreadingHTTPServer:
     """Socket Mode serves no Slack endpoint over HTTP, but container health checks still ask GET /healthz on
     --port: a tiny stdlib server in a daemon thread answers that, GET /metrics with `scrape` (body, content
-    type), and 404 to everything else."""
-
-    class HealthHandler(BaseHTTPRequestHandler):
-        server_version = "relmon"
-        sys_version = ""
-
-        def do_GET(self) -> None:
-            path = self.path.split("?", 1)[0]
-            content_type = "application/json"
-            if path == HEALTH_PATH:
-                status, body = report()
-                data = json.dumps(body).encode()
-            elif path == METRICS_PATH and scrape is not None:
-                status, (data, content_type) = 200, scrape()
-            else:
-                status, data = 404, json.dumps({"error": "not found"}).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, format: str, *args: Any) -> None:  # no access log, as over HTTP
-            pass
-
-    server = ThreadingHTTPServer((host, port), HealthHandler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, name="relmon-healthz", daemon=True).start()
-    return server
+    type) through the same door as the HTTP bot's --port (`common.metrics_door`: only with the token), and 404 to
+    everything else."""
+    return start_server(host, port, token=token, scrape=scrape, own_port=False, health=report, name="relmon-healthz")

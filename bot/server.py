@@ -3,7 +3,8 @@ SLACK_APP_TOKEN is set (then only `GET /healthz` is served over HTTP, on the sam
 server in a thread: container health checks work in both modes).
 
 HTTP routes: `POST /slack/events` (events, slash commands, interactivity), `GET /healthz` and `GET /metrics`
-(Prometheus, `common.metrics`).
+(Prometheus, `common.metrics`; only with RELMON_METRICS_TOKEN's bearer token, `common.metrics_door`). With
+RELMON_BOT_METRICS_PORT, gunicorn also listens there (127.0.0.1 unless the token guards it), for GET /metrics alone.
 Requests are checked before Bolt sees them (`bot.request_guard`); answers to input Slack should not resend
 carry `X-Slack-No-Retry: 1`. Socket Mode is `bot.socket_mode`.
 """
@@ -26,6 +27,7 @@ from slack_sdk.signature import SignatureVerifier
 from bot.health import HEALTH_PATH, health_report
 from bot.request_guard import BadRequest, checked_body
 from common import metrics
+from common.metrics_door import bind_host, metrics_answer, scrape_slots
 from common.runtime import Runtime
 from store.settings import Settings
 
@@ -65,14 +67,22 @@ class EventsWSGI:
         self.runtime = runtime
         self.bolt = SlackRequestHandler(app)
         self.verifier = SignatureVerifier(settings.secret("slack_signing_secret") or "")
+        self.metrics_token = settings.secret("metrics_token")
+        self.metrics_port = str(settings.bot_metrics_port) if settings.bot_metrics_port else None
+        self.scrape = metrics.scraper(runtime)  # the state read once per 15 s for this process and its siblings
+        self.scrapes = scrape_slots()
 
     def __call__(self, environ: dict, start_response: StartResponse) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "")
         method = environ.get("REQUEST_METHOD", "GET")
+        # Which of gunicorn's listeners took the request (its socket's port, not the Host header).
+        own_port = self.metrics_port is not None and environ.get("SERVER_PORT") == self.metrics_port
+        if own_port and path != metrics.METRICS_PATH:
+            return _respond(start_response, 404, {"error": "not found"})  # the metrics port serves nothing else
         if path == HEALTH_PATH:
             return self.health(start_response)
         if path == metrics.METRICS_PATH:
-            return self.metrics(start_response)
+            return self.metrics(environ, start_response, own_port=own_port)
         if path != EVENT_PATH:
             return _respond(start_response, 404, {"error": "not found"})
         if method != "POST":
@@ -96,10 +106,18 @@ class EventsWSGI:
         metrics.event_acked("http", int(answered[0]) if answered else 0, time.monotonic() - started)
         return body_parts
 
-    def metrics(self, start_response: StartResponse) -> list:
-        data, content_type = metrics.exposition(self.runtime)
-        start_response("200 OK", [("Content-Type", content_type), ("Content-Length", str(len(data)))])
-        return [data]
+    def metrics(self, environ: dict, start_response: StartResponse, *, own_port: bool) -> list:
+        answer = metrics_answer(
+            environ.get("REQUEST_METHOD", "GET"),
+            environ.get("HTTP_AUTHORIZATION"),
+            token=self.metrics_token,
+            own_port=own_port,
+            scrape=self.scrape,
+            slots=self.scrapes,
+        )
+        headers = [("Content-Type", answer.content_type), ("Content-Length", str(len(answer.body))), *answer.headers]
+        start_response(_STATUS_TEXT.get(answer.status, f"{answer.status} Error"), headers)
+        return [answer.body]
 
     def health(self, start_response: StartResponse) -> list:
         status, body = health_report(self.runtime)
@@ -146,8 +164,11 @@ def _relmon_gunicorn_logger() -> type:
 
 
 def gunicorn_options(host: str, port: int, settings: Settings) -> dict[str, Any]:
+    binds = [f"{host}:{port}"]
+    if settings.bot_metrics_port:  # GET /metrics alone (EventsWSGI tells the listeners apart by their port)
+        binds.append(f"{bind_host(settings.secret('metrics_token'))}:{settings.bot_metrics_port}")
     return {
-        "bind": f"{host}:{port}",
+        "bind": binds,
         "worker_class": "gthread",
         # Two processes: an event's capture is CPU-bound Python (Bolt, Redis, SQL, the Celery publish), and one
         # process holds one core at most (the GIL). Two keep p99 low at 200 events/s on two cores.
@@ -208,12 +229,21 @@ def serve(settings: Settings, host: str = "0.0.0.0", port: int = 3000) -> int:
     if missing:
         print(missing, file=sys.stderr)
         return 2
+    if settings.bot_metrics_port == port:
+        print(
+            f"RELMON_BOT_METRICS_PORT ({port}) is the bot's --port: give /metrics a port of its own, or set 0",
+            file=sys.stderr,
+        )
+        return 2
     prepare(settings)
     if settings.slack_app_token:
         from bot.socket_mode import serve_socket_mode
 
         return serve_socket_mode(settings, host, port)
     log.info("serving HTTP", extra={"host": host, "port": port, "path": EVENT_PATH})
+    if settings.bot_metrics_port:
+        metrics_host = bind_host(settings.secret("metrics_token"))
+        log.info("serving metrics", extra={"host": metrics_host, "port": settings.bot_metrics_port})
     load_before_fork(settings)
     _gunicorn(lambda: build_wsgi_app(settings), gunicorn_options(host, port, settings)).run()
     return 0

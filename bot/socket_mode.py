@@ -46,9 +46,16 @@ def serve_socket_mode(settings: Settings, host: str, port: int) -> int:
         raise slack_out_of_reach("check SLACK_BOT_TOKEN", error) from None
     handler = GuardedSocketModeHandler(app, settings.secret("slack_app_token"))
     try:
+        scrape = metrics.scraper(runtime)  # the state read once per 15 s, however many scrape
         health = start_health_server(
-            host, port, lambda: health_report(runtime, handler.client.is_connected), lambda: metrics.exposition(runtime)
+            host,
+            port,
+            lambda: health_report(runtime, handler.client.is_connected),
+            scrape,
+            token=settings.secret("metrics_token"),
         )
+        if settings.bot_metrics_port:
+            metrics.serve_metrics_port(settings, settings.bot_metrics_port, scrape)
     except OSError as error:
         print(f"relmon bot: cannot serve {HEALTH_PATH} on {host}:{port}: {error.strerror or error}", file=sys.stderr)
         return 1

@@ -7,7 +7,10 @@ Two kinds, so that no hot path grows more than a line:
 - the state, read from the database and Redis when the bot's endpoint is scraped (`StateCollector`): judgments by
   judge and status, scores, second opinions, alerts, LLM calls, tokens, cost, latency and errors, queue depth,
   the oldest unjudged pair's age, budget left today, outcome signals. One copy of these, on the bot's endpoint
-  (the worker's and beat's ports serve their process counters), so that no dashboard counts them twice.
+  (the worker's and beat's ports serve their process counters), so that no dashboard counts them twice. Read at
+  most once per 15 s by one scrape for all (`common.metrics_cache`), so scrapes cannot starve Slack's acks.
+
+Who may scrape, in every process: `common.metrics_door` (a bearer token, or a port of its own on 127.0.0.1).
 
 No message text and no user ID is ever a label; a channel ID is one only when RELMON_METRICS_CHANNEL_LABELS names
 it (the others count as "other"): the number of series stays bounded.
@@ -28,11 +31,13 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from common.metrics_cache import SingleFlightState
+from common.metrics_door import METRICS_PATH as METRICS_PATH  # named here too: callers import it from here
+from common.metrics_door import Scrape, bind_host, start_server
 from store.settings import Settings
 
 log = logging.getLogger("relmon.metrics")
 
-METRICS_PATH = "/metrics"
 # The variable prometheus-client reads, at import, to choose its multiprocess value store.
 MULTIPROC_VARIABLE = "PROMETHEUS_MULTIPROC_DIR"
 OTHER_CHANNEL = "other"
@@ -52,7 +57,13 @@ def prepare_process(settings: Settings, component: str) -> Path:
         atexit.register(lambda: os.getpid() == owner and shutil.rmtree(directory, ignore_errors=True))
     # prometheus-client takes its configuration from this variable only; the forked processes inherit it.
     os.environ[MULTIPROC_VARIABLE] = str(directory)
+    global _shared_directory
+    _shared_directory = directory  # and the bot's state reading (metrics_cache), shared the same way
     return directory
+
+
+# This component's shared directory (prepare_process); None in a process that did not go through it (tests, tools).
+_shared_directory: Path | None = None
 
 
 _creating = threading.Lock()
@@ -86,6 +97,7 @@ def _created_metrics() -> Any:
             "Verdicts and outcome signals sent to a tracing tool, by tool and outcome",
             ["tool", "outcome"],
         ),
+        state_reads=Counter("relmon_state_reads", "Times the state was read from the database and Redis"),
     )
 
 
@@ -305,9 +317,8 @@ class _Sources:
             yield from source.collect()
 
 
-def registry(runtime: Any | None = None) -> Any:
-    """This component's process counters (every process of it, in multiprocess mode) and, with `runtime`, the
-    state."""
+def registry() -> Any:
+    """This component's process counters (every process of it, in multiprocess mode)."""
     from prometheus_client import REGISTRY, CollectorRegistry
     from prometheus_client.multiprocess import MultiProcessCollector
 
@@ -315,32 +326,88 @@ def registry(runtime: Any | None = None) -> Any:
     if os.environ.get(MULTIPROC_VARIABLE):
         counters = CollectorRegistry()
         MultiProcessCollector(counters)
-    else:  # a process that did not go through prepare_process (tests, tools): its own counters
-        counters = REGISTRY
-    return _Sources(counters, StateCollector(runtime)) if runtime is not None else counters
+        return counters
+    return REGISTRY  # a process that did not go through prepare_process (tests, tools): its own counters
 
 
-def exposition(runtime: Any | None = None) -> tuple[bytes, str]:
-    """The body and Content-Type of GET /metrics."""
+def state_text(runtime: Any) -> bytes:
+    """The state's exposition text, read now from the database and Redis (`StateCollector`)."""
+    from prometheus_client import generate_latest
+
+    _process_metrics().state_reads.inc()
+    return generate_latest(_Sources(StateCollector(runtime)))
+
+
+def state_cache(runtime: Any) -> SingleFlightState:
+    """The state of `runtime`, read at most once per 15 s for this process and every process of its component."""
+    return SingleFlightState(lambda: state_text(runtime), directory=_shared_directory)
+
+
+# A whole answer is reused this long: a burst of scrapes costs one exposition, not one each (Prometheus scrapes
+# every 15 s; a flood of scrapes must not take the CPU that Slack's acks need).
+BODY_REUSE_SECONDS = 1.0
+
+
+def scraper(runtime: Any) -> Scrape:
+    """GET /metrics for the bot: `() -> (body, content type)`, the state read at most once per 15 s for every
+    process of the component, and the whole answer reused for a second within this process."""
+    from prometheus_client import CONTENT_TYPE_LATEST
+
+    state = state_cache(runtime)
+    body = SingleFlightState(lambda: exposition(runtime, state)[0], max_age=BODY_REUSE_SECONDS)
+    return lambda: (body.get(), CONTENT_TYPE_LATEST)
+
+
+def exposition(runtime: Any | None = None, state: SingleFlightState | None = None) -> tuple[bytes, str]:
+    """The body and Content-Type of GET /metrics: the process counters, and with `runtime` the state (through
+    `state`'s cache when given, else read now) and how old that reading is."""
     from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+    from prometheus_client.core import GaugeMetricFamily
 
-    return generate_latest(registry(runtime)), CONTENT_TYPE_LATEST
+    if runtime is None:
+        return generate_latest(registry()), CONTENT_TYPE_LATEST
+    if state is None:
+        started = time.time()
+        body = state_text(runtime)
+    else:
+        reading = state.latest_reading()
+        body, started = reading.body, reading.started_at
+    age = GaugeMetricFamily(
+        "relmon_state_age_seconds", "Age of the state served (read at most once per 15 s)", value=time.time() - started
+    )
+    counters = generate_latest(registry()) + generate_latest(_Sources(_Fixed(age)))
+    return counters + body, CONTENT_TYPE_LATEST
+
+
+class _Fixed:
+    def __init__(self, *families: Any) -> None:
+        self.families = families
+
+    def collect(self) -> Iterator[Any]:
+        yield from self.families
 
 
 def serve_process_metrics(settings: Settings, component: str) -> int | None:
-    """`relmon worker` / `relmon beat`: GET /metrics on the component's port, in a daemon thread. Returns the port
-    (None when set to 0, or already taken: a clear line, and the process works on without it)."""
-    from prometheus_client import start_http_server
-
+    """`relmon worker` / `relmon beat`: GET /metrics on the component's port, in a daemon thread, through the door
+    (`common.metrics_door`: 127.0.0.1 only, or every interface with the token asked). Returns the port (None when
+    set to 0, or already taken: a clear line, and the process works on without it)."""
     port = settings.metrics_port if component == "worker" else settings.beat_metrics_port
     if not port:
         return None
     if component == "worker":
         watch_celery_tasks()
+    return serve_metrics_port(settings, port, lambda: exposition())
+
+
+def serve_metrics_port(settings: Settings, port: int, scrape: Scrape) -> int | None:
+    """GET /metrics alone on a port of its own (bound by the door's rule), in a daemon thread; None when the port
+    cannot be had (logged: the process works on without it)."""
+    token = settings.secret("metrics_token")
+    host = bind_host(token)
     try:
-        start_http_server(port, registry=registry())
+        start_server(host, port, token=token, scrape=scrape, own_port=True)
     except OSError as error:
         log.warning("metrics: port not served", extra={"port": port, "error": error.strerror or str(error)})
         return None
-    log.info("serving metrics", extra={"port": port, "path": METRICS_PATH})
+    log.info("serving metrics", extra={"host": host, "port": port, "path": METRICS_PATH, "token": bool(token)})
     return port

@@ -42,6 +42,7 @@ SECRET_SETTINGS = (
     "sentry_dsn",
     "langfuse_secret_key",
     "phoenix_api_key",
+    "metrics_token",
 )
 
 # Tokens recognisable by shape: Slack (xoxb-, xoxp-, xoxa-, xoxe-, xapp-), OpenAI-style keys (sk-, sk-proj-),

@@ -1,18 +1,24 @@
 """The metrics' state on a real database and Redis (`common.metrics.StateCollector`), read back with
-prometheus-client's parser; `relmon doctor`'s check of a real /metrics endpoint; the shipped Grafana dashboard
-asks only for series relmon serves. Through real processes: tests/system/test_metrics_processes.py."""
+prometheus-client's parser, and read once for many scrapes (`common.metrics_cache`); the door's small server
+(`common.metrics_door`) and where the worker's port listens; `relmon doctor`'s check of a real /metrics endpoint
+(with the token); the shipped Grafana dashboard asks only for series relmon serves. Through real processes:
+tests/system/test_metrics_processes.py, tests/system/test_metrics_door.py."""
 
 from __future__ import annotations
 
 import json
 import re
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
+import httpx
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from bot.health import start_health_server
-from common import metrics
+from common import metrics, metrics_door
+from common.celery_app import QUEUES
 from common.runtime import Runtime
 from relmon.doctor.metrics_check import check_metrics
 from store.models import Alert, Judgment, OutcomeSignal, Pair, PairStatus
@@ -115,11 +121,14 @@ def test_a_database_that_does_not_answer_gives_state_up_0_not_a_failed_scrape(
     assert not [key for key in samples if key[0].startswith("relmon_judgments")]
 
 
+TOKEN = "doctor-and-bot-share-this-token"
+
+
 def test_doctor_checks_a_real_metrics_endpoint(settings_for, runtime_for: Callable[..., Runtime]) -> None:
-    settings = settings_for()
+    settings = settings_for(metrics_token=TOKEN)
     runtime = runtime_for(settings)
     port = free_port()
-    server = start_health_server("127.0.0.1", port, lambda: (200, {}), lambda: metrics.exposition(runtime))
+    server = start_health_server("127.0.0.1", port, lambda: (200, {}), lambda: metrics.exposition(runtime), token=TOKEN)
     try:
         served = check_metrics(settings.model_copy(update={"metrics_url": f"http://127.0.0.1:{port}/metrics"}))
         assert served.status == "ok" and "metric families" in served.detail
@@ -127,10 +136,117 @@ def test_doctor_checks_a_real_metrics_endpoint(settings_for, runtime_for: Callab
         assert wrong.status == "FAIL" and "404" in wrong.detail
         health = check_metrics(settings.model_copy(update={"metrics_url": f"http://127.0.0.1:{port}/healthz"}))
         assert health.status == "FAIL"  # JSON, not relmon's metrics
+        other_token = settings_for(metrics_token="not-the-bots-token")
+        refused = check_metrics(other_token.model_copy(update={"metrics_url": f"http://127.0.0.1:{port}/metrics"}))
+        assert refused.status == "FAIL" and "401" in refused.detail and "RELMON_METRICS_TOKEN" in refused.fix
+        no_token = settings_for(metrics_url=f"http://127.0.0.1:{port}/metrics")
+        assert check_metrics(no_token).status == "FAIL"  # the bot asks for one
     finally:
         server.shutdown()
+        server.server_close()
     down = check_metrics(settings.model_copy(update={"metrics_url": f"http://127.0.0.1:{free_port()}/metrics"}))
     assert down.status == "skip" and "no answer" in down.detail
+
+
+def test_doctor_skips_a_bot_port_that_serves_no_metrics_without_a_token(
+    settings_for, runtime_for: Callable[..., Runtime]
+) -> None:
+    settings = settings_for(metrics_url="")
+    runtime = runtime_for(settings)
+    port = free_port()
+    server = start_health_server("127.0.0.1", port, lambda: (200, {}), lambda: metrics.exposition(runtime))
+    try:
+        closed = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5)
+        assert closed.status_code == 404 and "RELMON_METRICS_TOKEN" in closed.json()["hint"]
+        check = check_metrics(settings.model_copy(update={"metrics_url": f"http://127.0.0.1:{port}/metrics"}))
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert check.status == "skip" and "RELMON_BOT_METRICS_PORT" in check.detail
+
+
+def listening_address(port: int) -> str:
+    """The local address a socket LISTENs on at `port`, from the kernel's own table (/proc/net/tcp)."""
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        local, state = line.split()[1], line.split()[3]
+        address, hex_port = local.split(":")
+        if int(hex_port, 16) == port and state == "0A":
+            return ".".join(str(int(address[i : i + 2], 16)) for i in (6, 4, 2, 0))
+    raise AssertionError(f"nothing listens on {port}")
+
+
+@pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="no /proc/net/tcp (Linux only)")
+def test_the_workers_port_listens_on_loopback_alone_unless_the_token_guards_it(settings_for) -> None:
+    open_port, guarded_port = free_port(), free_port()
+    assert metrics.serve_metrics_port(settings_for(), open_port, lambda: metrics.exposition()) == open_port
+    guarded = settings_for(metrics_token=TOKEN)
+    assert metrics.serve_metrics_port(guarded, guarded_port, lambda: metrics.exposition()) == guarded_port
+    assert listening_address(open_port) == "127.0.0.1"
+    assert httpx.get(f"http://127.0.0.1:{open_port}/metrics", timeout=5).status_code == 200
+    assert listening_address(guarded_port) == "0.0.0.0"
+    assert httpx.get(f"http://127.0.0.1:{guarded_port}/metrics", timeout=5).status_code == 401
+    with_token = httpx.get(
+        f"http://127.0.0.1:{guarded_port}/metrics", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=5
+    )
+    assert with_token.status_code == 200 and "relmon_events_acked" in with_token.text
+    assert metrics.serve_metrics_port(settings_for(), open_port, lambda: metrics.exposition()) is None  # taken
+
+
+def test_the_small_server_over_http() -> None:
+    """The worker's and beat's port (own_port) and Socket Mode's --port (not own_port, with /healthz)."""
+
+    def scrape_ok() -> tuple[bytes, str]:
+        return b"relmon_up 1\n", "text/plain; version=0.0.4"
+
+    own, shared = free_port(), free_port()
+    servers = [
+        metrics_door.start_server("127.0.0.1", own, token=None, scrape=scrape_ok, own_port=True),
+        metrics_door.start_server(
+            "127.0.0.1", shared, token=TOKEN, scrape=scrape_ok, own_port=False, health=lambda: (200, {"status": "ok"})
+        ),
+    ]
+    try:
+        assert httpx.get(f"http://127.0.0.1:{own}/metrics").text == "relmon_up 1\n"
+        assert httpx.get(f"http://127.0.0.1:{own}/healthz").status_code == 404
+        assert httpx.get(f"http://127.0.0.1:{own}/slack/events").status_code == 404
+        assert httpx.get(f"http://127.0.0.1:{shared}/healthz").json() == {"status": "ok"}
+        refused = httpx.get(f"http://127.0.0.1:{shared}/metrics")
+        assert refused.status_code == 401 and refused.headers["www-authenticate"].startswith("Bearer")
+        wrong = httpx.get(f"http://127.0.0.1:{shared}/metrics", headers={"Authorization": "Bearer nope"})
+        assert wrong.status_code == 401
+        served = httpx.get(f"http://127.0.0.1:{shared}/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
+        assert served.status_code == 200 and served.headers["content-type"].startswith("text/plain")
+    finally:
+        for server in servers:
+            server.shutdown()
+            server.server_close()
+
+
+def test_many_scrapes_read_the_state_once(settings_for, runtime_for: Callable[..., Runtime]) -> None:
+    """Twenty scrapes at once through the cache: one reading of the database and Redis (Redis's own count of
+    LLEN, one per queue per reading, says so too), then the same answer while it is younger than 15 s."""
+    runtime = runtime_for(settings_for())
+    add_pair(runtime, "C1", "1.1", score=3)
+    state = metrics.state_cache(runtime)
+    reads_before = samples_of(metrics.exposition()[0]).get(("relmon_state_reads_total", ()), 0.0)
+    runtime.redis.config_resetstat()
+    bodies: list[bytes] = []
+    threads = [threading.Thread(target=lambda: bodies.append(metrics.exposition(runtime, state)[0])) for _ in range(20)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert len(bodies) == 20
+    llen = runtime.redis.info("commandstats").get("cmdstat_llen", {}).get("calls", 0)
+    assert llen == len(QUEUES)
+    samples = samples_of(bodies[-1])
+    assert samples[("relmon_state_reads_total", ())] - reads_before == 1
+    assert samples[("relmon_state_up", ())] == 1
+    assert samples[("relmon_judgments_total", (("judge", "relevancy"), ("status", "ok")))] == 1
+    assert 0 <= samples[("relmon_state_age_seconds", ())] < 15
+    add_pair(runtime, "C1", "1.2", score=4)  # not seen until the reading is 15 s old
+    again = samples_of(metrics.exposition(runtime, state)[0])
+    assert again[("relmon_judgments_total", (("judge", "relevancy"), ("status", "ok")))] == 1
 
 
 def test_the_shipped_dashboard_asks_only_for_series_relmon_serves(

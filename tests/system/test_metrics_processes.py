@@ -19,9 +19,12 @@ from tests.services import free_port
 pytestmark = pytest.mark.slow
 
 
+TOKEN = "processes-metrics-token-0123456789"
+
+
 def scrape(url: str) -> tuple[dict[tuple[str, tuple], float], str]:
-    """(sample name, sorted labels) -> value, and the body as served."""
-    response = httpx.get(url, timeout=10)
+    """(sample name, sorted labels) -> value, and the body as served (asked with the token)."""
+    response = httpx.get(url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=10)
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/plain; version=")
     samples = {}
@@ -43,6 +46,7 @@ def test_the_processes_counters_move_with_the_work_they_do(redis_url: str, db_ur
         directory=tmp_path,
         RELMON_SETTLE_SECONDS="0.3",
         RELMON_METRICS_PORT=worker_port,
+        RELMON_METRICS_TOKEN=TOKEN,
         RELMON_METRICS_CHANNEL_LABELS=CHANNEL,
         RELMON_DAILY_BUDGET=50,
     ) as system:

@@ -2,8 +2,9 @@
 port), both targets of a `prometheus` binary (the Debian package: scripts/test.sh installs it where apt-get can),
 which scrapes them every second; its HTTP API (`/api/v1/query`) then answers with relmon's series. Prometheus
 rejects a target whose exposition it cannot parse (`up` 0), so this checks the format as its main reader reads
-it. Without the binary the test is skipped locally and fails in CI; the same endpoints are parsed with
-prometheus-client's own parser in tests/system/test_metrics_processes.py."""
+it. Both ask for RELMON_METRICS_TOKEN: Prometheus sends it as the shipped ops/prometheus/prometheus.yml says
+(`authorization`, a credentials file). Without the binary the test is skipped locally and fails in CI; the same
+endpoints are parsed with prometheus-client's own parser in tests/system/test_metrics_processes.py."""
 
 from __future__ import annotations
 
@@ -26,6 +27,9 @@ from tests.services import free_port
 
 pytestmark = pytest.mark.slow
 
+ROOT = Path(__file__).resolve().parents[2]
+TOKEN = "prometheus-scrapes-with-this-token"
+
 
 def prometheus_binary() -> str:
     found = shutil.which("prometheus")
@@ -39,13 +43,28 @@ def prometheus_binary() -> str:
     return found
 
 
+def shipped_authorization(job: str, token_file: Path) -> dict:
+    """The job's `authorization` block as ops/prometheus/prometheus.yml ships it, its credentials file here."""
+    shipped = yaml.safe_load((ROOT / "ops" / "prometheus" / "prometheus.yml").read_text())
+    authorization = next(item for item in shipped["scrape_configs"] if item["job_name"] == job)["authorization"]
+    return {**authorization, "credentials_file": str(token_file)}
+
+
 @contextmanager
 def prometheus(binary: str, targets: dict[str, str], directory: Path) -> Iterator[str]:
-    """A Prometheus server on 127.0.0.1 scraping each job's target (host:port) every second; yields its URL."""
+    """A Prometheus server on 127.0.0.1 scraping each job's target (host:port) every second, with relmon's token
+    as the shipped configuration sends it; yields its URL."""
+    token_file = directory / "relmon-metrics-token"
+    token_file.write_text(TOKEN)
     config = {
         "global": {"scrape_interval": "1s", "scrape_timeout": "1s"},
         "scrape_configs": [
-            {"job_name": job, "static_configs": [{"targets": [target]}]} for job, target in targets.items()
+            {
+                "job_name": job,
+                "authorization": shipped_authorization(job, token_file),
+                "static_configs": [{"targets": [target]}],
+            }
+            for job, target in targets.items()
         ],
     }
     config_file = directory / "prometheus.yml"
@@ -103,6 +122,7 @@ def test_a_real_prometheus_scrapes_relmons_processes_for_relmon_series(redis_url
             directory=tmp_path,
             RELMON_SETTLE_SECONDS="0.3",
             RELMON_METRICS_PORT=worker_port,
+            RELMON_METRICS_TOKEN=TOKEN,
         ) as system,
     ):
         bot = urlsplit(system.base_url).netloc
@@ -120,7 +140,12 @@ def test_a_real_prometheus_scrapes_relmons_processes_for_relmon_series(redis_url
             wait_for(lambda: sum(query(url, tasks).values()) >= 2, timeout=30, what="the worker's tasks in Prometheus")
             up = query(url, "up")
             acked = query(url, 'sum(relmon_events_acked_total{job="relmon-bot",transport="http",status="200"})')
+        # Prometheus had the token; anyone else is refused.
+        without_token = tuple(
+            httpx.get(f"http://{target}/metrics", timeout=5).status_code for target in targets.values()
+        )
     assert list(found.values()) == [1.0]
     # Both targets parsed whole at every scrape: Prometheus sets `up` to 0 for an exposition it cannot read.
     assert {dict(labels)["job"]: value for labels, value in up.items()} == {"relmon-bot": 1.0, "relmon-worker": 1.0}
     assert list(acked.values()) == [2.0]
+    assert without_token == (401, 401)

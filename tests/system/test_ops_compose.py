@@ -19,7 +19,15 @@ from tests.processes import RelmonProcess, relmon_command, relmon_env, start_wor
 ROOT = Path(__file__).resolve().parents[2]
 RELMON_SERVICES = ("migrate", "bot", "worker", "beat")
 METRICS_SERVICES = ("prometheus", "grafana")  # the optional `metrics` profile
-SECRET_VARIABLES = ("SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_APP_TOKEN", "OPENAI_API_KEY", "SENTRY_DSN")
+SECRET_VARIABLES = (
+    "SLACK_BOT_TOKEN",
+    "SLACK_SIGNING_SECRET",
+    "SLACK_APP_TOKEN",
+    "OPENAI_API_KEY",
+    "SENTRY_DSN",
+    "RELMON_METRICS_TOKEN",
+    "GRAFANA_ADMIN_PASSWORD",
+)
 
 
 @pytest.fixture(scope="module")
@@ -57,6 +65,79 @@ def test_the_metrics_profile_alone_brings_a_dashboard_scraping_relmons_ports(com
     assert targets["relmon-beat"]["static_configs"][0]["targets"] == [f"beat:{beat_port}"]
     mounts = " ".join(compose["services"]["grafana"]["volumes"])
     assert "./ops/grafana/dashboards:" in mounts and "./ops/grafana/provisioning:" in mounts
+
+
+def test_prometheus_and_grafana_listen_on_this_hosts_loopback_only(compose: dict) -> None:
+    """What the metrics profile publishes is bound to 127.0.0.1 (never 0.0.0.0: a port on every interface)."""
+    for name in METRICS_SERVICES:
+        ports = compose["services"][name]["ports"]
+        assert ports, name
+        for mapping in ports:
+            assert isinstance(mapping, str) and mapping.startswith("127.0.0.1:"), f"{name} publishes {mapping!r}"
+    assert compose["services"]["prometheus"]["ports"] == ["127.0.0.1:9090:9090"]
+    assert compose["services"]["grafana"]["ports"] == ["127.0.0.1:3001:3000"]
+
+
+def test_prometheus_scrapes_every_relmon_port_with_the_token(compose: dict) -> None:
+    """relmon's /metrics asks for RELMON_METRICS_TOKEN (common.metrics_door): each job sends it from the file
+    the prometheus service writes from .env at start, and the service refuses to start without one."""
+    config = yaml.safe_load((ROOT / "ops" / "prometheus" / "prometheus.yml").read_text())
+    prometheus = compose["services"]["prometheus"]
+    start = command_of(prometheus)
+    for job in config["scrape_configs"]:
+        authorization = job["authorization"]
+        assert authorization["type"] == "Bearer", job["job_name"]
+        assert f"> {authorization['credentials_file']}" in start, job["job_name"]
+    assert '[ -n "$$RELMON_METRICS_TOKEN" ] ||' in start and "exit 1" in start
+    assert "exec /bin/prometheus --config.file=/etc/prometheus/prometheus.yml" in start
+    # Only the token from .env reaches Prometheus, not the Slack and LLM secrets.
+    assert "env_file" not in prometheus
+    assert prometheus["environment"] == {"RELMON_METRICS_TOKEN": "${RELMON_METRICS_TOKEN:-}"}
+
+
+def test_grafana_asks_for_an_admin_password_the_user_chose(compose: dict) -> None:
+    """No fixed admin password in the file (nor Grafana's admin/admin): GRAFANA_ADMIN_PASSWORD from .env, and
+    Grafana does not start without it."""
+    grafana = compose["services"]["grafana"]
+    assert "env_file" not in grafana
+    assert grafana["environment"] == {"GF_SECURITY_ADMIN_PASSWORD": "${GRAFANA_ADMIN_PASSWORD:-}"}
+    start = command_of(grafana)
+    assert '[ -n "$$GF_SECURITY_ADMIN_PASSWORD" ] ||' in start and "exit 1" in start and start.endswith("exec /run.sh")
+    assert "admin/admin" not in (ROOT / "docker-compose.yml").read_text()
+
+
+def test_the_metrics_start_commands_run_under_a_shell(tmp_path: Path) -> None:
+    """The prometheus and grafana start lines, run by a real /bin/sh with stand-ins for the two binaries: without
+    the variable each exits 1 saying what to set; with it, Prometheus's token file holds exactly the token."""
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    for name, variable, binary in (
+        ("prometheus", "RELMON_METRICS_TOKEN", "/bin/prometheus"),
+        ("grafana", "GF_SECURITY_ADMIN_PASSWORD", "/run.sh"),
+    ):
+        service = compose["services"][name]
+        assert service["entrypoint"] == ["/bin/sh", "-c"]
+        (tmp_path / "started").unlink(missing_ok=True)
+        stand_in = tmp_path / "stand-in"
+        stand_in.write_text(f'#!/bin/sh\necho "$@" > {tmp_path / "started"}\n')
+        stand_in.chmod(0o755)
+        line = (
+            command_of(service)
+            .replace("$$", "$")  # compose's escape for a literal $
+            .replace("/prometheus/relmon-metrics-token", str(tmp_path / "token"))
+            .replace(binary, str(stand_in))
+        )
+        refused = subprocess.run(["/bin/sh", "-c", line], env={"PATH": "/usr/bin:/bin"}, capture_output=True, text=True)
+        assert refused.returncode == 1 and f"set {variable.replace('GF_SECURITY_ADMIN', 'GRAFANA_ADMIN')}" in (
+            refused.stderr
+        )
+        assert not (tmp_path / "started").exists()
+        started = subprocess.run(
+            ["/bin/sh", "-c", line], env={"PATH": "/usr/bin:/bin", variable: "s3cret token"}, capture_output=True
+        )
+        assert started.returncode == 0, started.stderr
+        assert (tmp_path / "started").exists()
+    assert (tmp_path / "token").read_text() == "s3cret token"
+    assert (tmp_path / "token").stat().st_mode & 0o077 == 0  # readable by Prometheus's user alone
 
 
 def test_redis_keeps_an_append_only_file_on_a_volume(compose: dict) -> None:
