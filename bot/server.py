@@ -4,7 +4,7 @@ server in a thread: container health checks work in both modes).
 
 HTTP routes: `POST /slack/events` (events, slash commands, interactivity), `GET /healthz` and `GET /metrics`
 (Prometheus, `common.metrics`; only with RELMON_METRICS_TOKEN's bearer token, `common.metrics_door`). With
-RELMON_BOT_METRICS_PORT, gunicorn also listens there (127.0.0.1 unless the token guards it), for GET /metrics alone.
+RELMON_METRICS_PORT, gunicorn also listens there (127.0.0.1 unless the token guards it), for GET /metrics alone.
 Requests are checked before Bolt sees them (`bot.request_guard`); answers to input Slack should not resend
 carry `X-Slack-No-Retry: 1`. Socket Mode is `bot.socket_mode`.
 """
@@ -68,7 +68,7 @@ class EventsWSGI:
         self.bolt = SlackRequestHandler(app)
         self.verifier = SignatureVerifier(settings.secret("slack_signing_secret") or "")
         self.metrics_token = settings.secret("metrics_token")
-        self.metrics_port = str(settings.bot_metrics_port) if settings.bot_metrics_port else None
+        self.metrics_port = str(settings.metrics_port) if settings.metrics_port else None
         self.scrape = metrics.scraper(runtime)  # the state read once per 15 s for this process and its siblings
         self.scrapes = scrape_slots()
 
@@ -165,8 +165,8 @@ def _relmon_gunicorn_logger() -> type:
 
 def gunicorn_options(host: str, port: int, settings: Settings) -> dict[str, Any]:
     binds = [f"{host}:{port}"]
-    if settings.bot_metrics_port:  # GET /metrics alone (EventsWSGI tells the listeners apart by their port)
-        binds.append(f"{bind_host(settings.secret('metrics_token'))}:{settings.bot_metrics_port}")
+    if settings.metrics_port:  # GET /metrics alone (EventsWSGI tells the listeners apart by their port)
+        binds.append(f"{bind_host(settings.secret('metrics_token'))}:{settings.metrics_port}")
     return {
         "bind": binds,
         "worker_class": "gthread",
@@ -229,9 +229,9 @@ def serve(settings: Settings, host: str = "0.0.0.0", port: int = 3000) -> int:
     if missing:
         print(missing, file=sys.stderr)
         return 2
-    if settings.bot_metrics_port == port:
+    if settings.metrics_port == port:
         print(
-            f"RELMON_BOT_METRICS_PORT ({port}) is the bot's --port: give /metrics a port of its own, or set 0",
+            f"RELMON_METRICS_PORT ({port}) is the bot's --port: give /metrics a port of its own, or set 0",
             file=sys.stderr,
         )
         return 2
@@ -241,9 +241,9 @@ def serve(settings: Settings, host: str = "0.0.0.0", port: int = 3000) -> int:
 
         return serve_socket_mode(settings, host, port)
     log.info("serving HTTP", extra={"host": host, "port": port, "path": EVENT_PATH})
-    if settings.bot_metrics_port:
+    if settings.metrics_port:
         metrics_host = bind_host(settings.secret("metrics_token"))
-        log.info("serving metrics", extra={"host": metrics_host, "port": settings.bot_metrics_port})
+        log.info("serving metrics", extra={"host": metrics_host, "port": settings.metrics_port})
     load_before_fork(settings)
     _gunicorn(lambda: build_wsgi_app(settings), gunicorn_options(host, port, settings)).run()
     return 0

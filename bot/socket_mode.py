@@ -54,8 +54,8 @@ def serve_socket_mode(settings: Settings, host: str, port: int) -> int:
             scrape,
             token=settings.secret("metrics_token"),
         )
-        if settings.bot_metrics_port:
-            metrics.serve_metrics_port(settings, settings.bot_metrics_port, scrape)
+        if settings.metrics_port:
+            metrics.serve_metrics_port(settings, settings.metrics_port, scrape)
     except OSError as error:
         print(f"relmon bot: cannot serve {HEALTH_PATH} on {host}:{port}: {error.strerror or error}", file=sys.stderr)
         return 1

@@ -391,7 +391,7 @@ def serve_process_metrics(settings: Settings, component: str) -> int | None:
     """`relmon worker` / `relmon beat`: GET /metrics on the component's port, in a daemon thread, through the door
     (`common.metrics_door`: 127.0.0.1 only, or every interface with the token asked). Returns the port (None when
     set to 0, or already taken: a clear line, and the process works on without it)."""
-    port = settings.metrics_port if component == "worker" else settings.beat_metrics_port
+    port = settings.worker_metrics_port if component == "worker" else settings.beat_metrics_port
     if not port:
         return None
     if component == "worker":

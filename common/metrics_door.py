@@ -4,7 +4,7 @@
 - `RELMON_METRICS_TOKEN` set: every /metrics asks `Authorization: Bearer <token>` (compared in constant time;
   wrong or missing: 401 and a short body), and a metrics port of its own listens on all interfaces (Prometheus in
   another container reaches it, with the token).
-- No token: a metrics port of its own (`RELMON_BOT_METRICS_PORT`, `RELMON_METRICS_PORT` of the worker,
+- No token: a metrics port of its own (`RELMON_METRICS_PORT`, `RELMON_WORKER_METRICS_PORT` of the worker,
   `RELMON_BEAT_METRICS_PORT`) listens on 127.0.0.1 only, unguarded; the bot's --port, which Slack reaches, serves
   no /metrics at all: 404 with a hint (not 401: no token would open it).
 
@@ -37,7 +37,7 @@ ALL_INTERFACES = "0.0.0.0"
 MAX_CONCURRENT_SCRAPES = 2
 NO_TOKEN_HINT = (
     "/metrics is not served on this port without RELMON_METRICS_TOKEN (then ask with Authorization: Bearer "
-    "<token>); or set RELMON_BOT_METRICS_PORT to serve it on 127.0.0.1"
+    "<token>); or set RELMON_METRICS_PORT to serve it on 127.0.0.1"
 )
 JSON = "application/json"
 

@@ -27,9 +27,9 @@ class MetricsSettings(BaseModel):
         None, **_env("RELMON_METRICS_TOKEN")
     )
     # The bot's own metrics port (0: none): GET /metrics only, on 127.0.0.1 unless the token guards it.
-    bot_metrics_port: int = Field(0, ge=0, le=65535, **_env("RELMON_BOT_METRICS_PORT"))
+    metrics_port: int = Field(0, ge=0, le=65535, **_env("RELMON_METRICS_PORT"))
     # `relmon worker` and `relmon beat` serve GET /metrics on these ports (0: not served), bound as above.
-    metrics_port: int = Field(9464, ge=0, le=65535, **_env("RELMON_METRICS_PORT"))
+    worker_metrics_port: int = Field(9464, ge=0, le=65535, **_env("RELMON_WORKER_METRICS_PORT"))
     beat_metrics_port: int = Field(9465, ge=0, le=65535, **_env("RELMON_BEAT_METRICS_PORT"))
     # Where `relmon doctor` reads the bot's /metrics from (with the token, when one is set).
     metrics_url: str = Field("http://127.0.0.1:3000/metrics", **_env("RELMON_METRICS_URL"))

@@ -12,7 +12,7 @@ from store.settings import Settings
 METRICS_TIMEOUT_SECONDS = 10.0
 NOT_RUNNING_FIX = "start `relmon bot`, or set RELMON_METRICS_URL to where its /metrics is reached from here"
 NO_DOOR_FIX = (
-    "set RELMON_METRICS_TOKEN (bot and doctor alike), or RELMON_BOT_METRICS_PORT and point RELMON_METRICS_URL at it"
+    "set RELMON_METRICS_TOKEN (bot and doctor alike), or RELMON_METRICS_PORT and point RELMON_METRICS_URL at it"
 )
 
 

@@ -162,7 +162,7 @@ def test_doctor_skips_a_bot_port_that_serves_no_metrics_without_a_token(
     finally:
         server.shutdown()
         server.server_close()
-    assert check.status == "skip" and "RELMON_BOT_METRICS_PORT" in check.detail
+    assert check.status == "skip" and "RELMON_METRICS_PORT" in check.detail
 
 
 def listening_address(port: int) -> str:

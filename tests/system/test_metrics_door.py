@@ -1,5 +1,5 @@
 """`GET /metrics` is no open door, through a real `relmon bot` (gunicorn, two processes): with RELMON_METRICS_TOKEN
-only the bearer token opens it (a short 401 otherwise, never a 500), on --port and on RELMON_BOT_METRICS_PORT;
+only the bearer token opens it (a short 401 otherwise, never a 500), on --port and on RELMON_METRICS_PORT;
 without a token --port serves none (404 and a hint) and the metrics port listens on 127.0.0.1 alone (the kernel's
 own table says so), and never serves /slack/events. A flood of scrapes while signed Slack events arrive: every
 ack under 1 s, and the state read at most once per 15 s (the bot's own count, and the readings' times as the
@@ -106,7 +106,7 @@ def test_with_a_token_only_the_token_opens_metrics_on_either_port(redis_url: str
             directory=tmp_path,
             start=("bot",),
             RELMON_METRICS_TOKEN=TOKEN,
-            RELMON_BOT_METRICS_PORT=metrics_port,
+            RELMON_METRICS_PORT=metrics_port,
         ) as system,
     ):
         own = f"http://127.0.0.1:{metrics_port}"
@@ -135,7 +135,7 @@ def test_without_a_token_metrics_is_served_on_loopback_alone(redis_url: str, tmp
             database_url=database_url,
             directory=tmp_path,
             start=("bot",),
-            RELMON_BOT_METRICS_PORT=metrics_port,
+            RELMON_METRICS_PORT=metrics_port,
         ) as system,
     ):
         closed = httpx.get(f"{system.base_url}/metrics", headers=BEARER, timeout=10)
@@ -163,7 +163,7 @@ def test_socket_mode_keeps_the_same_door(redis_url: str, tmp_path: Path) -> None
             data_dir=tmp_path / "data",
             SLACK_APP_TOKEN="xapp-test-token",
             RELMON_METRICS_TOKEN=TOKEN,
-            RELMON_BOT_METRICS_PORT=str(metrics_port := free_port()),
+            RELMON_METRICS_PORT=str(metrics_port := free_port()),
         )
         del env["SLACK_SIGNING_SECRET"]
         port = free_port()

@@ -45,7 +45,7 @@ def test_the_processes_counters_move_with_the_work_they_do(redis_url: str, db_ur
         database_url=db_url,
         directory=tmp_path,
         RELMON_SETTLE_SECONDS="0.3",
-        RELMON_METRICS_PORT=worker_port,
+        RELMON_WORKER_METRICS_PORT=worker_port,
         RELMON_METRICS_TOKEN=TOKEN,
         RELMON_METRICS_CHANNEL_LABELS=CHANNEL,
         RELMON_DAILY_BUDGET=50,

@@ -121,7 +121,7 @@ def test_a_real_prometheus_scrapes_relmons_processes_for_relmon_series(redis_url
             database_url=database_url,
             directory=tmp_path,
             RELMON_SETTLE_SECONDS="0.3",
-            RELMON_METRICS_PORT=worker_port,
+            RELMON_WORKER_METRICS_PORT=worker_port,
             RELMON_METRICS_TOKEN=TOKEN,
         ) as system,
     ):

@@ -60,7 +60,7 @@ def test_the_metrics_profile_alone_brings_a_dashboard_scraping_relmons_ports(com
     targets = {job["job_name"]: job for job in config["scrape_configs"]}
     assert targets["relmon-bot"]["static_configs"][0]["targets"] == ["bot:3000"]
     worker = targets["relmon-worker"]["dns_sd_configs"][0]
-    assert worker["names"] == ["worker"] and worker["port"] == Settings.model_fields["metrics_port"].default
+    assert worker["names"] == ["worker"] and worker["port"] == Settings.model_fields["worker_metrics_port"].default
     beat_port = Settings.model_fields["beat_metrics_port"].default
     assert targets["relmon-beat"]["static_configs"][0]["targets"] == [f"beat:{beat_port}"]
     mounts = " ".join(compose["services"]["grafana"]["volumes"])

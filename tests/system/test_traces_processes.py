@@ -44,7 +44,7 @@ def traced_processes(langfuse_url: str, worker_port: int, redis_url: str, db_url
         database_url=db_url,
         directory=directory,
         RELMON_SETTLE_SECONDS="0.3",
-        RELMON_METRICS_PORT=worker_port,
+        RELMON_WORKER_METRICS_PORT=worker_port,
         RELMON_TRACE_ID_FROM="slack_ts",
         RELMON_LANGFUSE_HOST=langfuse_url,
         RELMON_LANGFUSE_PUBLIC_KEY="pk-lf-test",  # the keys a FakeLangfuse() takes

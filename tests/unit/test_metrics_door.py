@@ -70,7 +70,7 @@ def test_without_a_token_only_a_port_of_its_own_serves_metrics() -> None:
     closed = answer(None, token=None, own_port=False)
     assert closed.status == 404
     hint = json.loads(closed.body)["hint"]
-    assert "RELMON_METRICS_TOKEN" in hint and "RELMON_BOT_METRICS_PORT" in hint
+    assert "RELMON_METRICS_TOKEN" in hint and "RELMON_METRICS_PORT" in hint
     assert answer(f"Bearer {TOKEN}", token=None, own_port=False).status == 404  # no token configured: none opens
     assert answer(None, token=None, own_port=True).status == 200
     # With a token, a port of its own asks for it too.
