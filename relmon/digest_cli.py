@@ -46,6 +46,7 @@ def _dry_run(runtime: Runtime, now: datetime) -> int:
     from common.messages.digest import digest_text
     from common.reports.figures import load_report, prices_for
     from common.reports.topic_runs import latest_view, place_of, quoting_in
+    from judges.safe_text import visible
     from workers.digest.delivery import quotes_for
 
     period = period_for(now, runtime.settings.digest_timezone)
@@ -57,7 +58,8 @@ def _dry_run(runtime: Runtime, now: datetime) -> int:
     quoting = quoting_in(runtime, runtime.settings.digest_channel)
     place = place_of(runtime, runtime.settings.digest_channel)  # names as the digest channel may read them
     topics = latest_view(runtime, now, audience_sees=lambda _channel: False, may_quote_text=quoting, place=place)
-    sys.stdout.write(digest_text(report, {}, quotes, prices_for(runtime), topics=topics))
+    # What the digest channel would be shown, its quotes' control characters shown instead of sent to the terminal.
+    sys.stdout.write(visible(digest_text(report, {}, quotes, prices_for(runtime), topics=topics)))
     sys.stdout.write("\n(dry run: nothing was posted or recorded)\n")
     return 0
 

@@ -304,6 +304,36 @@ def test_relmon_digest_dry_run_only_prints_the_digest(runtime: Runtime, slack: F
         assert session.execute(select(func.count()).select_from(Digest)).scalar_one() == 0
 
 
+def test_relmon_digest_dry_run_shows_control_characters_instead_of_sending_them(
+    runtime: Runtime, slack: FakeSlack, db_url: str
+) -> None:
+    from store.models import Pair
+
+    seed(runtime, now_utc())
+    hostile = "Bill\x1b[2J\x1b[31m red\x07 \x9b6n"
+    with runtime.db.session() as session:  # every question of C1, so the worst answers quote one
+        session.execute(update(Pair).where(Pair.channel_id == "C1").values(question_text=hostile + " refund?"))
+    env = {
+        **os.environ,
+        "DATABASE_URL": db_url,
+        "SLACK_BOT_TOKEN": "xoxb-test",
+        "SLACK_API_URL": slack.api_url,
+        "RELMON_DIGEST_CHANNEL": DIGEST_CHANNEL,
+        "RELMON_DATA_DIR": str(runtime.settings.data_dir),
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "relmon.cli", "digest", "--dry-run"],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Bill␛[2J␛[31m red␇" in done.stdout
+    assert not any(char in done.stdout for char in ("\x1b", "\x07", "\x9b"))
+
+
 def test_relmon_digest_sends_then_says_already_sent(runtime: Runtime, slack: FakeSlack, capsys) -> None:
     from argparse import Namespace
 
