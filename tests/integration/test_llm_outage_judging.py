@@ -224,3 +224,18 @@ def test_an_endpoint_that_refuses_connections_is_down_and_the_notice_says_so(set
     assert down.failure == "connection"
     assert "the LLM endpoint cannot be reached. Answers wait" in paused_text(down)
     assert count_judgments(database) == 0
+
+
+def test_an_answer_held_while_another_worker_declares_the_outage_counts_as_waiting(settings_for) -> None:
+    """Two workers' retries run out together: one holds its answer just before the other records the outage.
+    The 'resumed' notice counts both (a reset at the declaration had lost the first: '7 answers waited' of 8)."""
+    with installed_runtime(settings_for()) as runtime:
+        client = runtime.redis
+        now = 2_000_000_000.0
+        outage.hold(client, 1, 1.0)  # worker B, whose failure is as old as A's
+        assert outage.declare(client, outage.Outage(since=now, failure="503", next_probe_at=now))  # worker A
+        outage.hold(client, 2, 2.0)
+        assert not outage.declare(client, outage.Outage(since=now, failure="503", next_probe_at=now))
+        ended = outage.resume(client)
+        assert ended is not None and ended[1] == 2
+        assert outage.resume(client) is None  # ended once

@@ -164,11 +164,10 @@ def current(client) -> Outage | None:
 
 def declare(client, outage: Outage) -> bool:
     """Record the outage unless one is recorded already; True for the one caller that recorded it (that caller
-    sends the 'paused' notice). The count of answers that waited starts again."""
-    if not client.set(STATE_KEY, outage.to_json(), nx=True):
-        return False
-    client.set(WAITED_KEY, 0)
-    return True
+    sends the 'paused' notice). The count of answers that waited is not reset here: the resume that ended the last
+    outage took it away, and an answer another worker held while this one declared (its failure as old as ours)
+    waited in this outage too."""
+    return bool(client.set(STATE_KEY, outage.to_json(), nx=True))
 
 
 def update(client, outage: Outage) -> None:
