@@ -40,3 +40,10 @@ def drop(client: redis.Redis, channel: str, ts: str, count: int, *, edited: bool
     """Drop the `count` texts read (a note added since stays for its own task; an emptied list is gone)."""
     if count:
         client.ltrim(_key(channel, ts, edited), count, -1)
+
+
+def pending(client: redis.Redis, channel: str, timestamps: list[str]) -> bool:
+    """Whether a deletion or an edit of one of these messages is still to be scrubbed: its note is kept from its
+    event's capture until the scrub has committed."""
+    keys = [_key(channel, ts, edited) for ts in timestamps if ts for edited in (False, True)]
+    return bool(keys) and bool(client.exists(*keys))

@@ -29,22 +29,34 @@ def route_task(
     deletion, from its event to the scrub of its copies: a backlog of judging (thousands of pairs after an outage)
     holds neither up, since each worker takes from its queues in turn. A deletion's `capture_event` goes there too
     (the scrub starts from it); a message captured after its tombstone is dropped (workers.live_capture), so it may
-    overtake the events before it. Edits stay in order with the rest (their scrub, `forget_message`, is quick)."""
+    overtake the events before it. A person's edit goes there too: it may take words out, and it sets off the
+    outcome follow-ups of the answers before it, whose redraws must not run ahead of a deletion sent before the
+    edit (on another queue, a redraw set off by the edit showed a deleted answer's words once more). A bot's edits
+    (its streams, in their thousands) stay in order with the rest of its answer's capture."""
     if name in task_names.POSTING:
         return {"queue": QUEUE_SLACK}
-    if name in task_names.FORGETTING or (name == task_names.CAPTURE_EVENT and _is_deletion(kwargs)):
+    if name in task_names.FORGETTING or (name == task_names.CAPTURE_EVENT and _forgets(kwargs)):
         return {"queue": QUEUE_FORGET}
     return None
 
 
-def _is_deletion(kwargs: Mapping[str, Any] | None) -> bool:
-    """Whether a `capture_event` call carries a message's deletion (message_deleted, or a thread root's tombstone)."""
+def _forgets(kwargs: Mapping[str, Any] | None) -> bool:
+    """Whether a `capture_event` call carries a message's deletion (message_deleted, or a thread root's tombstone)
+    or a person's edit (a message_changed whose message no bot sent)."""
     entry = (kwargs or {}).get("entry")
     body = entry.get("body") if isinstance(entry, dict) else None
     event = body.get("event") if isinstance(body, dict) else None
     if not isinstance(event, dict):
         return False
-    return event.get("subtype") == "message_deleted" or is_tombstone(event)
+    if event.get("subtype") == "message_deleted" or is_tombstone(event):
+        return True
+    message = event.get("message")
+    return (
+        event.get("subtype") == "message_changed"
+        and isinstance(message, dict)
+        and not message.get("bot_id")
+        and message.get("subtype") != "bot_message"
+    )
 
 
 def restore_interval(visibility_timeout: float) -> int:

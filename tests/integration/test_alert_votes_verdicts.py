@@ -9,7 +9,7 @@ import time
 
 from store import alerts as alert_store
 from store.feedback import record_vote
-from store.models import Pair
+from store.models import Judgment, Pair
 from tests import alert_helpers
 from tests.alert_helpers import ALERTS, SUPPORT, add_judgment, alerts, on_demand_pair, write_rules
 from workers.alerts import delivery, redraws, verdicts
@@ -136,3 +136,27 @@ def test_redraws_of_one_alert_are_coalesced(make_runtime, fake):
         assert delivery.refresh_votes(runtime, row.id, trailing=True) == "updated"  # the one scheduled
         assert len(fake.calls_to("chat.update")) == 2
         assert "20 say it was wrong" in json.dumps(fake.calls_to("chat.update")[-1]["blocks"], ensure_ascii=False)
+
+
+def test_a_redraw_waits_for_the_scrub_of_its_pairs_deleted_answer(make_runtime, fake):
+    """A redraw another message's deletion set off runs while this pair's own deletion is still to be scrubbed
+    (its note kept, the rows not yet changed): it sends nothing, since the scrub redraws the alert once it has
+    committed. Once the note is dropped, a redraw goes out again."""
+    from capture import forget_notes
+
+    with make_runtime() as runtime:
+        judgment_id = add_judgment(runtime, score=0, answer="Call us at AMARK123.")
+        delivery.consider(runtime, judgment_id)
+        [row] = alerts(runtime)
+        with runtime.db.session() as session:
+            pair = session.get(Pair, session.get(Judgment, judgment_id).pair_id)
+            channel, answer_ts = pair.channel_id, pair.answer_ts
+        pipe = runtime.redis.pipeline()
+        forget_notes.keep(pipe, channel, answer_ts, ["Call us at AMARK123."])
+        pipe.execute()
+        assert delivery.refresh_votes(runtime, row.id) == "scrub_pending"
+        assert fake.calls_to("chat.update") == []
+        forget_notes.drop(runtime.redis, channel, answer_ts, 1)
+        runtime.redis.delete(redraws.gate_key(row.id))  # past the redraw window
+        assert delivery.refresh_votes(runtime, row.id) == "updated"
+        assert len(fake.calls_to("chat.update")) == 1

@@ -53,15 +53,18 @@ def test_a_task_goes_to_the_slack_queue_if_it_posts_the_forget_queue_if_it_forge
         assert _queue(name) == expected, name
 
 
-def test_a_deletions_event_goes_to_the_forget_queue_and_other_events_to_the_judge_queue() -> None:
+def test_a_deletions_or_a_persons_edits_event_goes_to_the_forget_queue_and_other_events_to_the_judge_queue() -> None:
     def capture(event: dict) -> str:
         return _queue(task_names.CAPTURE_EVENT, {"entry": {"body": {"event": event}, "own": {}}})
 
     deleted = {"type": "message", "subtype": "message_deleted", "channel": "C1", "deleted_ts": "1.0"}
     tombstone = {"type": "message", "subtype": "message_changed", "message": {"subtype": "tombstone", "ts": "1.0"}}
-    edited = {"type": "message", "subtype": "message_changed", "message": {"text": "new", "ts": "1.0"}}
-    assert capture(deleted) == capture(tombstone) == QUEUE_FORGET
-    assert capture(edited) == capture({"type": "message", "text": "hi"}) == capture({}) == QUEUE_JUDGE
+    edited = {"type": "message", "subtype": "message_changed", "message": {"text": "new", "ts": "1.0", "user": "U1"}}
+    streamed = {"type": "message", "subtype": "message_changed", "message": {"text": "more", "bot_id": "B1"}}
+    legacy_bot = {"type": "message", "subtype": "message_changed", "message": {"subtype": "bot_message", "text": "x"}}
+    assert capture(deleted) == capture(tombstone) == capture(edited) == QUEUE_FORGET
+    assert capture(streamed) == capture(legacy_bot) == QUEUE_JUDGE
+    assert capture({"type": "message", "text": "hi"}) == capture({}) == QUEUE_JUDGE
     assert _queue(task_names.CAPTURE_EVENT, {"entry": "not an entry"}) == QUEUE_JUDGE
 
 

@@ -19,7 +19,9 @@ from datetime import UTC, datetime, timedelta
 import redis
 from celery import current_task
 from slack_sdk.errors import SlackApiError
+from sqlalchemy import select
 
+from capture import forget_notes
 from common.celery_app import celery
 from common.post_once import PostOnce, Receipts
 from common.runtime import Runtime
@@ -28,7 +30,7 @@ from common.telemetry.logs import event_fields
 from store import alert_reads
 from store import alerts as alert_store
 from store.alert_reads import AlertRow
-from store.models import Alert
+from store.models import Alert, Pair
 from workers.alerts import confirmation, planning, redraws, views
 from workers.alerts.policy import Action, low_intent, second_opinion, to_utc
 
@@ -301,5 +303,18 @@ def _votes_update(runtime: Runtime, alert_id: int) -> dict | str:
         judged = planning.load_in(session, runtime, row.judgment_id)
         if judged is None:
             return "missing"
+        if _scrub_pending(runtime, session, judged):
+            # Its words would go out once more: the scrub, when it has committed, redraws this alert itself
+            # (workers.alerts.forgotten), from the rows it scrubbed.
+            return "scrub_pending"
         message = views.render_low(runtime, session, row, judged)
         return {"channel": row.alert_channel_id, "ts": row.message_ts, **message}
+
+
+def _scrub_pending(runtime: Runtime, session, judged: planning.Judged) -> bool:
+    """Whether the question or the answer of the alert's pair was deleted or edited and is not scrubbed yet (a
+    redraw another message's deletion set off can run while this one's scrub is still on its way)."""
+    found = session.execute(select(Pair.question_ts, Pair.answer_ts).where(Pair.id == judged.pair.id)).one_or_none()
+    if found is None or judged.pair.channel_id is None:
+        return False
+    return forget_notes.pending(runtime.redis, judged.pair.channel_id, [ts for ts in found if ts])
