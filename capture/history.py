@@ -11,7 +11,7 @@ absent, and tombstones and notices are ignored as live capture ignores them.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from capture.notices import is_notice
@@ -34,6 +34,10 @@ class FoundPair:
     question_user: str | None
     question_text: str
     stream_errored: bool = False
+    # The answer's thread as history holds it, and the answer's messages: its outcome signals are read from them
+    # (capture.history_outcomes).
+    thread: tuple[LoggedMessage, ...] = field(default=(), compare=False, repr=False)
+    parts: tuple[LoggedMessage, ...] = field(default=(), compare=False, repr=False)
 
 
 def read_message(raw: dict[str, Any], monitored: Collection[str], own: Identity) -> LoggedMessage | None:
@@ -44,7 +48,10 @@ def read_message(raw: dict[str, Any], monitored: Collection[str], own: Identity)
     author = author_of(raw, monitored, own)
     if author == Author.OWN:
         return None
-    return logged_message(raw, author)
+    message = logged_message(raw, author)
+    if isinstance(raw.get("reactions"), list):  # history shows an answer's reactions on it: outcome signals
+        message = replace(message, content={**message.content, "reactions": raw["reactions"]})
+    return message
 
 
 def is_reply(raw: dict[str, Any]) -> bool:
@@ -57,7 +64,11 @@ def has_replies(raw: dict[str, Any]) -> bool:
 
 
 def found_pair(
-    answer_ts: str, pool: Iterable[LoggedMessage], window_seconds: float, resolve_user: UserResolver | None = None
+    answer_ts: str,
+    pool: Iterable[LoggedMessage],
+    window_seconds: float,
+    resolve_user: UserResolver | None = None,
+    thread: Iterable[LoggedMessage] = (),
 ) -> FoundPair | None:
     """The pair an answer makes with its question, as settling decides it; None when it makes none (merged into
     an earlier part, still streaming, no question, nothing to judge)."""
@@ -79,6 +90,8 @@ def found_pair(
         question_user=resolution.question.user,
         question_text=question,
         stream_errored=stream_errored(parts),
+        thread=tuple(thread),
+        parts=tuple(parts),
     )
 
 
@@ -103,7 +116,7 @@ class HistoryPairer:
             if message.author != Author.MONITORED_BOT:
                 continue
             if message.in_thread:
-                pair = found_pair(message.ts, thread, self.window, self.resolve_user)
+                pair = found_pair(message.ts, thread, self.window, self.resolve_user, thread)
                 if pair is not None:
                     found.append(pair)
             else:
@@ -126,7 +139,7 @@ class HistoryPairer:
             if float(answer_ts) - self.window <= reached:
                 continue
             thread = self._waiting.pop(answer_ts)
-            pair = found_pair(answer_ts, [*self._toplevel.values(), *thread], self.window, self.resolve_user)
+            pair = found_pair(answer_ts, [*self._toplevel.values(), *thread], self.window, self.resolve_user, thread)
             if pair is not None:
                 found.append(pair)
         self._prune()

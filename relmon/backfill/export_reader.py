@@ -41,6 +41,8 @@ class SlackExport:
         if not roots:
             raise ExportError(f"{path} has no channels.json: not a Slack workspace export")
         self.base = str(PurePosixPath(roots[0]).parent).removeprefix(".")
+        # Day files that could not be read (path -> why), each skipped and named at the end of the import.
+        self.bad_days: dict[str, str] = {}
 
     def _path(self, *parts: str) -> str:
         return "/".join(p for p in (self.base, *parts) if p)
@@ -77,13 +79,27 @@ class SlackExport:
         return {k: v for k, v in names.items() if v}
 
     def days(self, channel: ExportChannel) -> Iterator[list[dict[str, Any]]]:
-        """The channel's day files, newest day first, each read only when asked for."""
+        """The channel's day files, newest day first, each read only when asked for. A day file that is not a
+        JSON array (cut short, not UTF-8, damaged in the zip) is skipped and noted in `bad_days`: one bad day
+        does not cost the others."""
         folder = self._path(channel.name) + "/"
         days = sorted((n for n in self.names if n.startswith(folder) and n.endswith(".json")), reverse=True)
         for day in days:
+            content = self._day(day)
+            if content is not None:
+                yield [m for m in content if isinstance(m, dict)]
+
+    def _day(self, day: str) -> list[Any] | None:
+        try:
             with self.zip.open(day) as handle:
-                try:
-                    content = json.load(handle)
-                except ValueError as error:
-                    raise ExportError(f"{day} in the export is not JSON: {error}") from error
-            yield [m for m in content if isinstance(m, dict)]
+                content = json.load(handle)
+        except ValueError as error:  # JSON and UTF-8 errors both
+            self.bad_days[day] = f"not JSON ({error})"
+            return None
+        except (zipfile.BadZipFile, OSError, EOFError) as error:
+            self.bad_days[day] = f"cannot be read from the zip ({error})"
+            return None
+        if not isinstance(content, list):
+            self.bad_days[day] = "not a list of messages"
+            return None
+        return content

@@ -20,7 +20,13 @@ class Counters:
     judged: int = 0
     skipped: int = 0
     left: int = 0  # left pending (budget spent, LLM unavailable): the next run judges them
+    outcomes: dict[str, int] = field(default_factory=dict)  # each judging outcome (relmon.backfill.judging): why
     spend_usd: float = 0.0
+    # What the conversations after the answers said (relmon.backfill.outcomes)
+    with_signals: int = 0  # pairs whose thread gave any signal but `resolved`
+    failed: int = 0  # of them, the conversation says the answer failed (capture.outcomes.failed)
+    references: int = 0  # a teammate answered after the bot: the pair's reference
+    golden_items: int = 0  # questions the golden set got from those
     done_fraction: float = 0.0  # of the period's time span, over all channels
     # --dry-run: the pairs sampling lets in, their LLM calls and tokens (from the prompts' lengths), a few examples
     sampled: int = 0
@@ -35,12 +41,24 @@ class Counters:
         from relmon.backfill.judging import BUDGET_SPENT, JUDGED, LEFT
 
         with self.lock:
+            self.outcomes[outcome] = self.outcomes.get(outcome, 0) + 1
             if outcome == JUDGED:
                 self.judged += 1
             elif outcome in (BUDGET_SPENT, LEFT):
                 self.left += 1
             else:
                 self.skipped += 1
+
+    def outcome(self, recorded) -> None:
+        """Count one pair's recorded outcome (relmon.backfill.outcomes.Recorded)."""
+        from capture.outcomes import failed
+        from store.signals import RESOLVED
+
+        with self.lock:
+            self.with_signals += bool(set(recorded.signals) - {RESOLVED})
+            self.failed += failed(recorded.signals)
+            self.references += recorded.reference
+            self.golden_items += recorded.golden_item is not None
 
     def seconds_left(self) -> float | None:
         elapsed = time.monotonic() - self.started
