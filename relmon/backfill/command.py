@@ -58,6 +58,7 @@ class Run:
         self.counters = Counters()
         self.limit = args.limit
         self.batched: list[int] = []
+        self.submitted: set[int] = set()  # the pairs handed to judging in this run
         self.llm = backfill_llm(runtime.settings) if not args.dry_run else None
         workers = runtime.settings.backfill_concurrency
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="backfill-judge")
@@ -107,6 +108,9 @@ class Run:
                 self.judge(stored.pair_id)
 
     def judge(self, pair_id: int) -> None:
+        if pair_id in self.submitted:  # a leftover of an earlier run, found again in the history: judged once
+            return
+        self.submitted.add(pair_id)
         if self.args.batch:
             self.batched.append(pair_id)
             return
@@ -330,7 +334,7 @@ def counted(days: Iterable[list[dict]], counters: Counters) -> Iterator[list[dic
 
 def _execute(run: Run, channels: list[str], since: datetime | None, read, since_of=None, bad_days=None) -> int:
     run.leftovers(channels)
-    with Progress(run.counters) as _progress:
+    with Progress(run.counters, label=f"relmon {run.source}") as _progress:
         spender = threading.Event()
 
         def spend_loop() -> None:
@@ -386,8 +390,8 @@ def run_lines(counters: Counters, *, dry_run: bool) -> list[str]:
         )
     if counters.pairs:
         lines.append(
-            f"conversations after the answers: {counters.with_signals} with outcome signals, {counters.failed} "
-            f"failed, {counters.references} answered by a teammate, {counters.golden_items} question(s) added to "
+            f"conversations after the answers: {counters.with_signals} with outcome signals, {counters.unresolved} "
+            f"not resolved, {counters.references} answered by a teammate, {counters.golden_items} question(s) added to "
             "the golden set"
         )
     return lines

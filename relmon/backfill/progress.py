@@ -24,7 +24,7 @@ class Counters:
     spend_usd: float = 0.0
     # What the conversations after the answers said (relmon.backfill.outcomes)
     with_signals: int = 0  # pairs whose thread gave any signal but `resolved`
-    failed: int = 0  # of them, the conversation says the answer failed (capture.outcomes.failed)
+    unresolved: int = 0  # of them, a failure signal: re-asked, taken over, escalated, a negative reaction
     references: int = 0  # a teammate answered after the bot: the pair's reference
     golden_items: int = 0  # questions the golden set got from those
     done_fraction: float = 0.0  # of the period's time span, over all channels
@@ -51,12 +51,12 @@ class Counters:
 
     def outcome(self, recorded) -> None:
         """Count one pair's recorded outcome (relmon.backfill.outcomes.Recorded)."""
-        from capture.outcomes import failed
+        from capture.outcomes import FAILURE_SIGNALS
         from store.signals import RESOLVED
 
         with self.lock:
             self.with_signals += bool(set(recorded.signals) - {RESOLVED})
-            self.failed += failed(recorded.signals)
+            self.unresolved += bool(FAILURE_SIGNALS & set(recorded.signals))
             self.references += recorded.reference
             self.golden_items += recorded.golden_item is not None
 
@@ -78,8 +78,8 @@ class Counters:
 class Progress:
     """Redraw from a background thread; `stop` draws the last state."""
 
-    def __init__(self, counters: Counters, *, tty: bool | None = None) -> None:
-        self.counters = counters
+    def __init__(self, counters: Counters, *, tty: bool | None = None, label: str = "relmon backfill") -> None:
+        self.counters, self.label = counters, label
         self.tty = sys.stderr.isatty() if tty is None else tty
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="backfill-progress", daemon=True)
@@ -90,8 +90,8 @@ class Progress:
             from rich.progress import BarColumn, TextColumn, TimeRemainingColumn
             from rich.progress import Progress as Bar
 
-            self._bar = Bar(TextColumn("backfill"), BarColumn(), TextColumn("{task.description}"),
-                            TimeRemainingColumn(), transient=False)  # fmt: skip
+            name = TextColumn(self.label.removeprefix("relmon "))
+            self._bar = Bar(name, BarColumn(), TextColumn("{task.description}"), TimeRemainingColumn(), transient=False)
             self._bar.start()
             self._task = self._bar.add_task(self.counters.line(), total=1.0)
         self._thread.start()
@@ -112,4 +112,4 @@ class Progress:
         if self._bar is not None:
             self._bar.update(self._task, completed=self.counters.done_fraction, description=self.counters.line())
         else:
-            print(f"relmon backfill: {self.counters.line()}", file=sys.stderr, flush=True)
+            print(f"{self.label}: {self.counters.line()}", file=sys.stderr, flush=True)

@@ -1,0 +1,123 @@
+"""A new support lead's first value, through the real `relmon` CLI (in process) and a real database: an export of
+five threads where a teammate answered after the bot, imported without Slack (no token, no RELMON_SUPPORT_TEAM:
+the teammate is known by the threads they answered), then `relmon gaps`, `golden export`, `export`, `topics` and
+`digest --dry-run` read what that history holds. And what the import says of itself: its own spend, what it left
+pending and why, and a corrupt day file named and skipped (exit code 3), the rest imported."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from tests import relmon_cli
+from tests.backfill_helpers import BOT, export_zip
+
+server, fake, cli = relmon_cli.server, relmon_cli.fake, relmon_cli.cli
+
+C = "C_SUPPORT"
+ASKED = [
+    ("How do I downgrade my plan?", "Go to Billing, Plans, and press Downgrade: it applies next cycle."),
+    ("Why is my invoice in dollars?", "The currency follows the billing country; change it under Billing details."),
+    ("Can I restore a deleted project?", "Within 30 days: Trash, select the project, Restore."),
+    ("How do I turn on SSO for my team?", "SSO is on the Enterprise plan: Admin, Security, SAML, then upload the XML."),
+    ("Where do I find my API usage?", "Developer settings, Usage: it shows calls per key per day."),
+]
+
+
+def five_threads(start: float) -> list[dict]:
+    """Five threads: a question, the bot's unhelpful answer, and a teammate's answer (U_TEAM) after it."""
+    messages = []
+    for i, (question, teammate) in enumerate(ASKED):
+        t = start + i * 3600
+        root = {"type": "message", "ts": f"{t:.6f}", "user": "U_ASKER", "text": question,
+                "thread_ts": f"{t:.6f}", "reply_count": 2}  # fmt: skip
+        answer = {"type": "message", "ts": f"{t + 20:.6f}", "user": "U_SUPPORT", "bot_id": BOT,
+                  "thread_ts": root["ts"], "text": "I am not sure. Please check the documentation."}  # fmt: skip
+        reply = {"type": "message", "ts": f"{t + 200:.6f}", "user": "U_TEAM", "thread_ts": root["ts"],
+                 "text": teammate}  # fmt: skip
+        messages += [root, answer, reply]
+    return messages
+
+
+def environment(tmp_path: Path, base_url: str) -> dict[str, str]:
+    return {
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'relmon.sqlite3'}",
+        "RELMON_MONITORED_BOTS": BOT,
+        "RELMON_WATCHED_CHANNELS": C,
+        "RELMON_DATA_DIR": str(tmp_path),
+        "base_url": base_url,
+    }
+
+
+def write_export(tmp_path: Path, messages: list[dict], corrupt: str | None = None) -> Path:
+    path = tmp_path / "export.zip"
+    path.write_bytes(export_zip({C: ("support", messages)}))
+    if corrupt:  # one more day file, cut short
+        with zipfile.ZipFile(path, "a") as archive:
+            archive.writestr(f"support/{corrupt}.json", '[{"type": "message", "ts": "17')
+    return path
+
+
+def test_an_imported_history_teaches_gaps_golden_items_and_signals(cli, fake, tmp_path) -> None:
+    start = (datetime.now(UTC) - timedelta(days=3)).timestamp()
+    env = environment(tmp_path, fake.base_url)
+    path = write_export(tmp_path, five_threads(start))
+    done = cli("import", str(path), **env)
+    assert done.returncode == 0, done.stderr
+    assert (
+        "5 with outcome signals, 5 not resolved, 5 answered by a teammate, 5 question(s) added to the golden set"
+        in (done.stderr)
+    )
+    assert "relmon gaps --since" in done.stderr  # where to read what it holds
+
+    gaps = cli("gaps", **env)
+    assert gaps.returncode == 0, gaps.stderr
+    assert "No knowledge gaps found" not in gaps.stdout
+    for question, teammate in ASKED:
+        assert f"## {question}" in gaps.stdout and teammate in gaps.stdout
+
+    golden = cli("golden", "export", "--format", "jsonl", **env)
+    assert golden.returncode == 0, golden.stderr
+    items = [json.loads(line) for line in golden.stdout.splitlines() if line.strip()]
+    assert len(items) == 5 and "5 item(s)" in golden.stderr
+
+    exported = cli("export", **env)
+    rows = [json.loads(line) for line in exported.stdout.splitlines() if line.strip()]
+    assert rows and all("human_takeover" in row["signals"] for row in rows)
+
+    topics = cli("topics", **env)
+    assert topics.returncode == 0 and "too few to group" in topics.stdout
+
+
+def test_the_import_reports_its_own_spend_and_what_it_left_pending(cli, fake, tmp_path) -> None:
+    start = (datetime.now(UTC) - timedelta(days=3)).timestamp()
+    env = environment(tmp_path, fake.base_url)
+    first = cli("import", str(write_export(tmp_path, five_threads(start))), **env)
+    assert first.returncode == 0, first.stderr
+    spent = float(first.stderr.split(" spent by this run")[0].rsplit("$", 1)[1])
+    assert spent > 0
+    # A second export, with one more thread, while the endpoint is down: nothing is judged, nothing is spent by it.
+    fake.set_behavior(always_status=503)
+    later = [{**m, "text": f"{m['text']} (again)"} for m in five_threads(start + 10 * 3600)[:3]]  # not cached
+    second = cli("import", str(write_export(tmp_path, five_threads(start) + later)), **env, RELMON_LLM_MAX_RETRIES="0")
+    assert second.returncode == 0, second.stderr
+    assert "0 judged" in second.stderr and "$0.0000 spent by this run" in second.stderr
+    assert "the LLM endpoint did not answer: 1 left pending; run again or leave it to the worker" in second.stderr
+    # It answers again: the next run judges what was left, and only that is its spend.
+    fake.set_behavior()
+    third = cli("import", str(write_export(tmp_path, five_threads(start) + later)), **env)
+    assert "1 judged" in third.stderr and "0 left pending" in third.stderr, third.stderr
+
+
+def test_a_corrupt_day_file_is_named_and_skipped_and_the_rest_imported(cli, fake, tmp_path) -> None:
+    start = (datetime.now(UTC) - timedelta(days=3)).timestamp()
+    env = environment(tmp_path, fake.base_url)
+    path = write_export(tmp_path, five_threads(start), corrupt="2020-01-01")
+    done = cli("import", str(path), **env)
+    assert done.returncode == 3, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "skipped support/2020-01-01.json: not JSON" in done.stderr
+    assert "1 day file(s) of the export skipped, the rest imported (exit code 3)" in done.stderr
+    assert "5 pairs found, 5 judged" in done.stderr
