@@ -13,7 +13,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from capture.outcomes import Watch, closing_signals, message_outcome, moved_on, reaction_signal
-from capture.pairing import LoggedMessage, ts_key
+from capture.pairing import Author, LoggedMessage, ts_key
 from capture.teammates import Reply, StaffEvidence, helped_someone
 from capture.text import message_text
 
@@ -54,7 +54,11 @@ def helpers(thread: Sequence[LoggedMessage], asker: str | None) -> list[LoggedMe
     """The replies that are evidence someone helps others (capture.teammates.helped_someone), as the live path
     notes them (capture.outcome_watches.note_helped)."""
     return [
-        m for m in thread if m.in_thread and helped_someone(Reply(m.user, message_text(m.content), m.external), asker)
+        m
+        for m in thread
+        if m.in_thread
+        and m.author == Author.HUMAN  # the live path hands on people's messages only
+        and helped_someone(Reply(m.user, message_text(m.content), m.external), asker)
     ]
 
 

@@ -1,7 +1,7 @@
 """History teaches like live traffic: the same threads, once through the live path (signed events to the bot, the
-outcome tasks run in process, the window closed by the sweep's step) and once through `relmon import` of an export
-holding them, give the same outcome signals, the same teammate reference, the same golden items and the same
-resolution. The live path's fixtures: tests/outcome_helpers.py."""
+outcome tasks run in process, the window closed by the sweep's step), then through `relmon import` of an export
+holding them and `relmon backfill` of Slack's history holding them, give the same outcome signals, the same teammate
+reference, the same golden items and the same resolution. The live path's fixtures: tests/outcome_helpers.py."""
 
 from __future__ import annotations
 
@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from relmon.backfill.command import run_import
+from relmon.backfill.command import run_backfill, run_import
 from store.db import Database
 from store.golden_models import GoldenItem
 from store.models import OutcomeWindow, Pair
 from store.outcomes import signal_names
 from tests import slack_requests as sr
-from tests.backfill_helpers import args, export_zip
+from tests.backfill_helpers import args, export_zip, load_fake
 from tests.bot_harness import ServedBot
 from tests.fakes.openai_server import FakeOpenAI
 from tests.outcome_helpers import C, run, send, sent, slack
@@ -142,14 +142,31 @@ def imported(bot: ServedBot, threads: dict[str, list[dict]], tmp_path: Path, cap
     return url, code, capsys.readouterr().err
 
 
-def test_history_and_live_traffic_hold_the_same_outcomes(lived, tmp_path, capsys) -> None:
+def backfilled(bot: ServedBot, slack, threads: dict[str, list[dict]], tmp_path: Path, capsys) -> tuple[str, int, str]:
+    """The same threads read back from Slack's history (`relmon backfill`) into a database of their own."""
+    for thread in threads.values():
+        root, *replies = thread
+        load_fake(slack, C, [{**root, "thread_ts": root["ts"], "reply_count": len(replies)}, *replies])
+    url = f"sqlite:///{tmp_path / 'backfilled.sqlite3'}"
+    since = (datetime.now(UTC) - timedelta(days=1)).date().isoformat()
+    with FakeOpenAI() as llm:
+        settings = bot.runtime.settings.model_copy(update={"database_url": url, "openai_base_url": llm.base_url})
+        capsys.readouterr()
+        code = run_backfill(args(since=since, channel=[C]), settings, now=datetime.now(UTC) + timedelta(hours=1))
+    return url, code, capsys.readouterr().err
+
+
+def test_history_and_live_traffic_hold_the_same_outcomes(lived, slack, tmp_path, capsys) -> None:
     bot, threads = lived
     url, code, err = imported(bot, threads, tmp_path, capsys)
     assert code == 0, err
+    from_slack, code, err = backfilled(bot, slack, threads, tmp_path, capsys)
+    assert code == 0, err
     for name, thread in threads.items():
         answer_ts = thread[1]["ts"]
-        live, history = held(bot.settings.resolved_database_url, answer_ts), held(url, answer_ts)
-        assert history == live, name
+        live = held(bot.settings.resolved_database_url, answer_ts)
+        assert held(url, answer_ts) == live, f"import: {name}"
+        assert held(from_slack, answer_ts) == live, f"backfill: {name}"
     # What the scenarios are: not an empty agreement.
     assert held(url, threads["reask_then_teammate"][1]["ts"]) == Held(
         frozenset({"reask", "human_takeover"}), "Top right, under your avatar.", False, True
