@@ -102,9 +102,13 @@ class Run:
                     stream_errored=pair.stream_errored,
                     **flags,
                 )
+            recorded = None
             if stored.source == self.source:  # not a pair captured live: its window is the live path's
-                self.counters.outcome(self.outcomes().record(channel, stored.pair_id, pair))
-            if stored.to_judge:  # after the outcome: a teammate's reply is the correctness judge's reference
+                recorded = self.outcomes().record(channel, stored.pair_id, pair)
+                self.counters.outcome(recorded)
+            # After the outcome: a teammate's reply is the correctness judge's reference, and it sends a pair an
+            # earlier run judged back to pending for that judge.
+            if stored.to_judge or (recorded is not None and recorded.reference):
                 self.judge(stored.pair_id)
 
     def judge(self, pair_id: int) -> None:
@@ -287,11 +291,16 @@ def run_import(args, settings: Settings, *, now: datetime | None = None) -> int:
     except ExportError as error:
         print(f"relmon import: {error}", file=sys.stderr)
         return 2
+    try:
+        listed = export.channels()
+    except ExportError as error:
+        print(f"relmon import: {error}", file=sys.stderr)
+        return 2
     runtime = Runtime(settings)
     set_runtime(runtime)
     try:
         runtime.db.migrate()
-        mapped = {c.id: c for c in export.channels()}
+        mapped = {c.id: c for c in listed}
         wanted = set(watched(runtime, list(mapped)))
         skipped = sorted(f"#{c.name} ({c.id})" for c in mapped.values() if c.id not in wanted)
         names = export.user_names()
@@ -406,7 +415,7 @@ def _report(run: Run, since: datetime, bad_days: dict[str, str] | None = None) -
     code = SKIPPED_INPUT if bad_days else 0
     if bad_days:
         print(
-            f"{len(bad_days)} day file(s) of the export skipped, the rest imported (exit code {SKIPPED_INPUT})",
+            f"{len(bad_days)} file(s) of the export skipped, the rest imported (exit code {SKIPPED_INPUT})",
             file=sys.stderr,
         )
     if run.args.dry_run:

@@ -55,6 +55,8 @@ class SlackExport:
             return []
         except ValueError as error:
             raise ExportError(f"{name} in the export is not JSON: {error}") from error
+        except (zipfile.BadZipFile, OSError, EOFError) as error:
+            raise ExportError(f"{name} cannot be read from the export: {error}") from error
 
     def channels(self) -> list[ExportChannel]:
         """Public channels from channels.json; private channels from groups.json, group DMs from mpims.json and
@@ -71,8 +73,14 @@ class SlackExport:
         return channels
 
     def user_names(self) -> dict[str, str]:
+        """Display names by user ID. A bad users.json costs only the names (noted in `bad_days`), not the import."""
         names = {}
-        for user in self._json("users.json"):
+        try:
+            users = self._json("users.json")
+        except ExportError as error:
+            self.bad_days[self._path("users.json")] = f"{error}: people are named by their IDs"
+            users = []
+        for user in users if isinstance(users, list) else []:
             if isinstance(user, dict) and user.get("id"):
                 profile = user.get("profile") or {}
                 names[user["id"]] = profile.get("display_name") or user.get("real_name") or user.get("name") or ""

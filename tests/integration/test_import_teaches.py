@@ -6,6 +6,7 @@ pending and why, and a corrupt day file named and skipped (exit code 3), the res
 
 from __future__ import annotations
 
+import io
 import json
 import zipfile
 from datetime import UTC, datetime, timedelta
@@ -52,11 +53,15 @@ def environment(tmp_path: Path, base_url: str) -> dict[str, str]:
 
 
 def write_export(tmp_path: Path, messages: list[dict], corrupt: str | None = None) -> Path:
+    """The export; `corrupt`: a file of it (a day file, users.json, channels.json) cut short."""
     path = tmp_path / "export.zip"
-    path.write_bytes(export_zip({C: ("support", messages)}))
-    if corrupt:  # one more day file, cut short
-        with zipfile.ZipFile(path, "a") as archive:
-            archive.writestr(f"support/{corrupt}.json", '[{"type": "message", "ts": "17')
+    cut_short = '[{"type": "message", "ts": "17'
+    with zipfile.ZipFile(path, "w") as archive:
+        with zipfile.ZipFile(io.BytesIO(export_zip({C: ("support", messages)}))) as made:
+            for name in made.namelist():
+                archive.writestr(name, cut_short if name == corrupt else made.read(name))
+        if corrupt and corrupt not in archive.namelist():
+            archive.writestr(corrupt, cut_short)
     return path
 
 
@@ -114,10 +119,27 @@ def test_the_import_reports_its_own_spend_and_what_it_left_pending(cli, fake, tm
 def test_a_corrupt_day_file_is_named_and_skipped_and_the_rest_imported(cli, fake, tmp_path) -> None:
     start = (datetime.now(UTC) - timedelta(days=3)).timestamp()
     env = environment(tmp_path, fake.base_url)
-    path = write_export(tmp_path, five_threads(start), corrupt="2020-01-01")
+    path = write_export(tmp_path, five_threads(start), corrupt="support/2020-01-01.json")
     done = cli("import", str(path), **env)
     assert done.returncode == 3, done.stderr
     assert "Traceback" not in done.stderr
     assert "skipped support/2020-01-01.json: not JSON" in done.stderr
-    assert "1 day file(s) of the export skipped, the rest imported (exit code 3)" in done.stderr
+    assert "1 file(s) of the export skipped, the rest imported (exit code 3)" in done.stderr
     assert "5 pairs found, 5 judged" in done.stderr
+
+
+def test_a_corrupt_users_file_costs_only_the_names(cli, fake, tmp_path) -> None:
+    start = (datetime.now(UTC) - timedelta(days=3)).timestamp()
+    env = environment(tmp_path, fake.base_url)
+    done = cli("import", str(write_export(tmp_path, five_threads(start), corrupt="users.json")), **env)
+    assert done.returncode == 3 and "Traceback" not in done.stderr
+    assert "skipped users.json: users.json in the export is not JSON" in done.stderr
+    assert "people are named by their IDs" in done.stderr and "5 pairs found, 5 judged" in done.stderr
+
+
+def test_an_export_without_a_readable_channel_list_imports_nothing_and_says_why(cli, fake, tmp_path) -> None:
+    start = (datetime.now(UTC) - timedelta(days=3)).timestamp()
+    env = environment(tmp_path, fake.base_url)
+    done = cli("import", str(write_export(tmp_path, five_threads(start), corrupt="channels.json")), **env)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.startswith("relmon import: channels.json in the export is not JSON")
