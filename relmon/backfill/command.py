@@ -65,6 +65,7 @@ class Run:
         self.slots = threading.BoundedSemaphore(2 * workers)  # pairs in flight: memory stays constant
         self.started_at = datetime.now(UTC)  # this run's judgments are those made since: its own spend
         self.names: Callable[[str], str | None] | None = None  # how the history's users are named (references)
+        self.members: dict[str, tuple[str, ...]] = {}  # channels' members an export lists (staff, without Slack)
         self._outcomes = None
 
     def outcomes(self):
@@ -72,7 +73,7 @@ class Run:
         if self._outcomes is None:
             from relmon.backfill.outcomes import HistoryOutcomes
 
-            self._outcomes = HistoryOutcomes(self.runtime, self.now, self.names)
+            self._outcomes = HistoryOutcomes(self.runtime, self.now, self.names, self.members)
         return self._outcomes
 
     @property
@@ -306,6 +307,7 @@ def run_import(args, settings: Settings, *, now: datetime | None = None) -> int:
         names = export.user_names()
         run = Run(runtime, args, "import", now)
         run.names = names.get
+        run.members = {c.id: c.members for c in listed if c.members}
         oldest = [now]
 
         def read(channel_id: str) -> None:

@@ -23,6 +23,7 @@ class ExportChannel:
     id: str
     name: str
     flags: ChannelFlags
+    members: tuple[str, ...] = ()  # as the export lists them: who is staff by the alert channel, without Slack
 
 
 class ExportError(Exception):
@@ -69,7 +70,8 @@ class SlackExport:
             if not (isinstance(entry, dict) and entry.get("id")):
                 continue
             flags = flags_from_info({**entry, "is_private": private or entry.get("is_private") is True})
-            channels.append(ExportChannel(str(entry["id"]), str(entry.get("name") or entry["id"]), flags))
+            members = tuple(str(m) for m in entry.get("members") or [] if isinstance(m, str))
+            channels.append(ExportChannel(str(entry["id"]), str(entry.get("name") or entry["id"]), flags, members))
         return channels
 
     def user_names(self) -> dict[str, str]:

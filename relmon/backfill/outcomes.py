@@ -6,7 +6,7 @@ digest read an imported thread as they read a live one. Nothing alerts: history 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -53,8 +53,15 @@ class HistoryOutcomes:
     RELMON_SUPPORT_TEAM, else the alert channel's members and the people who answered other threads of the
     channel lately), with the evidence of the history itself kept in memory for the run."""
 
-    def __init__(self, runtime: Runtime, now: datetime, names: Callable[[str], str | None] | None = None) -> None:
+    def __init__(
+        self,
+        runtime: Runtime,
+        now: datetime,
+        names: Callable[[str], str | None] | None = None,
+        members: Mapping[str, Collection[str]] | None = None,
+    ) -> None:
         self.runtime, self.now, self.names = runtime, now, names
+        self.members = members or {}  # channel -> its members, as an export lists them (used without Slack)
         settings = runtime.settings
         self.slack_usable = bool(settings.slack_bot_token)
         # Without a token (an import), no Slack call: user groups cannot be resolved, members cannot be listed.
@@ -82,8 +89,13 @@ class HistoryOutcomes:
         if self.team_entries:
             return StaffEvidence(team=frozenset(self.team))
         settings = self.runtime.settings
-        alert_channel = self.runtime.rules.for_channel(channel, settings).alert_channel if self.slack_usable else None
-        members = channel_members(self.cache, self.runtime.slack, alert_channel) if alert_channel else set()
+        alert_channel = self.runtime.rules.for_channel(channel, settings).alert_channel
+        if not alert_channel:
+            members: Collection[str] = ()
+        elif self.slack_usable:
+            members = channel_members(self.cache, self.runtime.slack, alert_channel)
+        else:  # an import without Slack: the alert channel's members as the export lists them
+            members = self.members.get(alert_channel, ())
         horizon = message.seconds - HELPED_DAYS * 86_400
         threads = self.helped.get((channel, str(message.user)), {})
         count = sum(1 for key, at in threads.items() if at >= horizon and key != message.thread_key)

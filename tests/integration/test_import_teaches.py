@@ -143,3 +143,21 @@ def test_an_export_without_a_readable_channel_list_imports_nothing_and_says_why(
     done = cli("import", str(write_export(tmp_path, five_threads(start), corrupt="channels.json")), **env)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.startswith("relmon import: channels.json in the export is not JSON")
+
+
+def test_without_slack_the_alert_channels_members_in_the_export_are_staff(cli, fake, tmp_path) -> None:
+    """One thread only: the teammate has answered no other, but the export lists them in the alert channel."""
+    start = (datetime.now(UTC) - timedelta(days=3)).timestamp()
+    env = {**environment(tmp_path, fake.base_url), "RELMON_ALERT_CHANNEL": "C_ALERTS"}
+    path = tmp_path / "export.zip"
+    channels = {C: ("support", five_threads(start)[:3]), "C_ALERTS": ("alerts", [])}
+    path.write_bytes(export_zip(channels, entries={"C_ALERTS": {"members": ["U_TEAM", "U_LEAD"]}}))
+    done = cli("import", str(path), **env)
+    assert done.returncode == 0, done.stderr
+    assert "1 answered by a teammate, 1 question(s) added to the golden set" in done.stderr
+    # Without that list, one thread is no evidence: nobody is known to be staff, as live.
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    path.write_bytes(export_zip({C: ("support", five_threads(start)[:3])}))
+    done = cli("import", str(path), **{**environment(alone, fake.base_url), "RELMON_ALERT_CHANNEL": "C_ALERTS"})
+    assert "0 answered by a teammate" in done.stderr, done.stderr
