@@ -99,17 +99,57 @@ class HistoryPairer:
     """Feed each top-level message with its replies, newest top-level message first; collect the pairs from
     `feed` and, at the end, `finish`."""
 
-    def __init__(self, window_seconds: float, resolve_user: UserResolver | None = None) -> None:
+    def __init__(
+        self, window_seconds: float, resolve_user: UserResolver | None = None, outcome_window: float = 0.0
+    ) -> None:
         self.window = window_seconds
         self.resolve_user = resolve_user
+        self.outcome_window = outcome_window
         self._toplevel: dict[str, LoggedMessage] = {}  # top-level messages the waiting answers may need
         self._waiting: dict[str, list[LoggedMessage]] = {}  # top-level answer ts -> its thread
+        # People's top-level messages of the last outcome window, and the answers found in it (seconds, asker,
+        # thread key): an asker's top-level message is news for their latest answer (capture.outcomes.watching).
+        self._later: list[LoggedMessage] = []
+        self._answered: list[tuple[float, str | None, str]] = []
 
     def feed(self, thread: list[LoggedMessage]) -> list[FoundPair]:
         """One top-level message (first) and its replies. Returns the pairs now decided."""
         if not thread:
             return []
         root = thread[0]
+        found = self._feed(root, thread)
+        if self.outcome_window > 0:
+            found = self._with_followups(found)
+            if root.author == Author.HUMAN and not root.in_thread:
+                self._later.append(root)
+            horizon = root.seconds + self.outcome_window + self.window  # nothing older can be news for them
+            self._later = [m for m in self._later if m.seconds <= horizon]
+            self._answered = [a for a in self._answered if a[0] <= horizon]
+        return found
+
+    def _with_followups(self, found: list[FoundPair]) -> list[FoundPair]:
+        """Each pair's thread with the asker's top-level messages after the answer that are news for it: within
+        the outcome window, and the asker's latest answer before them is in this pair's thread (as live)."""
+        out = []
+        for pair in sorted(found, key=lambda p: float(p.answer_ts), reverse=True):
+            key, answered = pair.thread_ts or pair.answer_ts, float(pair.answer_ts)
+            self._answered.append((answered, pair.question_user, key))
+            extra = tuple(
+                m
+                for m in self._later
+                if m.user == pair.question_user
+                and answered < m.seconds <= answered + self.outcome_window
+                and self._latest_thread(m) == key
+            )
+            out.append(replace(pair, thread=(*pair.thread, *extra)) if extra else pair)
+        return out
+
+    def _latest_thread(self, message: LoggedMessage) -> str | None:
+        open_ = [a for a in self._answered if a[1] == message.user and a[0] < message.seconds]
+        open_ = [a for a in open_ if message.seconds <= a[0] + self.outcome_window]
+        return max(open_)[2] if open_ else None
+
+    def _feed(self, root: LoggedMessage, thread: list[LoggedMessage]) -> list[FoundPair]:
         found = self._complete(root.seconds)
         self._toplevel[root.ts] = root
         for message in sorted(thread, key=ts_key):
@@ -126,7 +166,8 @@ class HistoryPairer:
 
     def finish(self) -> list[FoundPair]:
         """The history has ended: every waiting answer has seen all it can."""
-        return self._complete(float("-inf"))
+        found = self._complete(float("-inf"))
+        return self._with_followups(found) if self.outcome_window > 0 else found
 
     def floor(self) -> str | None:
         """The oldest answer still waiting: a checkpoint must resume at or before it."""

@@ -3,9 +3,9 @@ once, so the messages after the answer are walked in order through the live path
 `concerns`, `moved_on`, `message_outcome`, `reaction_signal`, `closing_signals`), as the workers would have met
 them one by one. Plain data in, plain data out; the store side is relmon.backfill.outcomes.
 
-What history cannot give as live capture does: when a reaction was added (it counts at the answer's time), and a
-reaction taken back (absent from history, as it is from the outcome). The asker's top-level messages after a
-top-level answer are not read: only the answer's thread."""
+The thread holds the answer's thread and the asker's top-level messages that are news for it (capture.history:
+`HistoryPairer` keeps the last outcome window's). What history cannot give as live capture does: when a reaction
+was added (it counts at the answer's time), and a reaction taken back (absent from history, as from the outcome)."""
 
 from __future__ import annotations
 

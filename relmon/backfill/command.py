@@ -228,7 +228,7 @@ def read_channel(run: Run, reader, channel: str, since: datetime, identity: Iden
             if not run.args.dry_run:
                 rows.start_checkpoint(session, channel, oldest, latest)
     flags = _flags(run.runtime, channel)
-    pairer = HistoryPairer(window, names)
+    pairer = HistoryPairer(window, names, settings.outcome_window_seconds)
     span = max(float(latest) - float(oldest), 1.0)
     for page in reader.history(channel, oldest, resume):
         for raw in page:
@@ -312,7 +312,7 @@ def run_import(args, settings: Settings, *, now: datetime | None = None) -> int:
 
         def read(channel_id: str) -> None:
             channel = mapped[channel_id]
-            pairer = HistoryPairer(settings.toplevel_window_seconds, names.get)
+            pairer = HistoryPairer(settings.toplevel_window_seconds, names.get, settings.outcome_window_seconds)
             flags = flag_columns(channel.flags)
             if not args.dry_run:  # the whole channel's evidence of who helps others, before any thread is judged
                 for root, replies in newest_first_threads(export.days(channel)):

@@ -90,12 +90,34 @@ def a_thumbs_down(bot: ServedBot, sent: list) -> list[dict]:
     return [q, {**answer, "reactions": [{"name": "-1", "users": ["U_ASK5"], "count": 1}]}]
 
 
+def a_top_level_reask(bot: ServedBot, sent: list) -> list[dict]:
+    """The asker asks again at top level, not in the answer's thread: news for their latest answer."""
+    q, answer = answered(bot, sent, "How do I enable two-factor login?", "U_ASK6")
+    again = sr.human_message(C, sr.next_ts(), "How do I enable two-factor login? It still fails", user="U_ASK6")
+    return [q, answer, again]
+
+
+def a_top_level_answer_then_a_new_question(bot: ServedBot, sent: list) -> list[dict]:
+    """A top-level question and answer, then the asker asks about something else at top level."""
+    q = sr.human_message(C, sr.next_ts(), "Which regions host my data?", user="U_ASK7")
+    answer = sr.bot_message(C, sr.next_ts(), "Data is hosted in the EU and the US.")
+    send(bot, q)
+    send(bot, answer)
+    [pair] = [p for p in bot.pairs() if p.answer_ts == answer["ts"]]
+    settle(bot.runtime, pair.id, pair.version)
+    run(bot, sent)
+    other = sr.human_message(C, sr.next_ts(), "Separately, can invoices show a VAT number?", user="U_ASK7")
+    return [q, answer, other]
+
+
 SCENARIOS: dict[str, Callable[[ServedBot, list], list[dict]]] = {
     "reask_then_teammate": reask_then_teammate,
     "thanks_and_thumbs_up": thanks_and_thumbs_up,
     "escalation_then_teammate": escalation_then_teammate,
     "silence": silence,
     "a_thumbs_down": a_thumbs_down,
+    "a_top_level_reask": a_top_level_reask,
+    "a_top_level_answer_then_a_new_question": a_top_level_answer_then_a_new_question,
 }
 
 
@@ -144,9 +166,11 @@ def imported(bot: ServedBot, threads: dict[str, list[dict]], tmp_path: Path, cap
 
 def backfilled(bot: ServedBot, slack, threads: dict[str, list[dict]], tmp_path: Path, capsys) -> tuple[str, int, str]:
     """The same threads read back from Slack's history (`relmon backfill`) into a database of their own."""
-    for thread in threads.values():
-        root, *replies = thread
-        load_fake(slack, C, [{**root, "thread_ts": root["ts"], "reply_count": len(replies)}, *replies])
+    messages = [m for thread in threads.values() for m in thread]
+    replies = {m["thread_ts"] for m in messages if m.get("thread_ts") not in (None, m["ts"])}
+    for message in messages:  # a thread's root shows it has replies, as Slack's history does
+        has = message["ts"] in replies
+        load_fake(slack, C, [{**message, "thread_ts": message["ts"], "reply_count": 1} if has else message])
     url = f"sqlite:///{tmp_path / 'backfilled.sqlite3'}"
     since = (datetime.now(UTC) - timedelta(days=1)).date().isoformat()
     with FakeOpenAI() as llm:
@@ -174,4 +198,6 @@ def test_history_and_live_traffic_hold_the_same_outcomes(lived, slack, tmp_path,
     assert held(url, threads["thanks_and_thumbs_up"][1]["ts"]).signals == {"thanked", "positive_reaction", "resolved"}
     assert held(url, threads["silence"][1]["ts"]) == Held(frozenset({"resolved"}), None, True, False)
     assert held(url, threads["a_thumbs_down"][1]["ts"]).resolved is False
+    assert held(url, threads["a_top_level_reask"][1]["ts"]).signals == {"reask"}
+    assert held(url, threads["a_top_level_answer_then_a_new_question"][1]["ts"]).signals == {"new_question", "resolved"}
     assert "2 answered by a teammate, 2 question(s) added to the golden set" in err
