@@ -275,9 +275,8 @@ def run_backfill(args, settings: Settings, *, now: datetime | None = None) -> in
         identity = Identity(auth.get("user_id"), auth.get("bot_id"))
         reader = HistoryReader(runtime.slack, settings.backfill_calls_per_minute)
         run = Run(runtime, args, "backfill", now)
-        run.names = _name_resolver(runtime.slack)
-        return _execute(run, channels, since, lambda c: read_channel(run, reader, c, since, identity,
-                                                                     _name_resolver(runtime.slack)))  # fmt: skip
+        run.names = _name_resolver(runtime.slack)  # one cache of users.info for the pairs and the references
+        return _execute(run, channels, since, lambda c: read_channel(run, reader, c, since, identity, run.names))
     finally:
         runtime.db.dispose()
         set_runtime(None)
