@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from capture.history import FoundPair
 from capture.history_outcomes import helpers, thread_outcome
 from capture.outcome_watches import channel_members, support_team
-from capture.outcomes import Watch, window_closes_at
+from capture.outcomes import Watch, closing_signals, window_closes_at
 from capture.pairing import LoggedMessage
 from capture.redact import redact_if
 from capture.teammates import HELPED_DAYS, StaffEvidence
@@ -102,25 +102,14 @@ class HistoryOutcomes:
         return StaffEvidence(alert_members=frozenset(members), helped={str(message.user): count})
 
     def record(self, channel: str, pair_id: int, found: FoundPair) -> Recorded:
-        """Store what the pair's thread says (once: a second run finds the window and records nothing)."""
+        """Store what the pair's thread says (once: a second run finds the window and records nothing). The window,
+        its signals and its close are one transaction: an import's quiet answer costs one round trip."""
         runtime, settings = self.runtime, self.runtime.settings
         window_seconds = settings.outcome_window_seconds
         if window_seconds <= 0 or not found.question_ts:
             return Recorded()
         closes = window_closes_at(found.answer_ts, window_seconds)
         thread_key = found.thread_ts or found.answer_ts
-        with runtime.db.engine.begin() as connection:
-            new = store.insert_window(
-                connection,
-                pair_id=pair_id,
-                channel_id=channel,
-                answer_ts=found.answer_ts,
-                thread_key=thread_key,
-                asker=found.question_user,
-                closes_at=datetime.fromtimestamp(closes, UTC),
-            )
-        if not new:
-            return Recorded()
         topic = "\n".join(redact_if(settings.redact_pii, t) for t in (found.question_text, found.answer_text))
         watch = Watch(pair_id, found.answer_ts, thread_key, found.question_user, closes,
                       parts=tuple(p.ts for p in found.parts if p.ts != found.answer_ts), topic=topic)  # fmt: skip
@@ -134,12 +123,20 @@ class HistoryOutcomes:
             negative=settings.negative_reactions,
             positive=settings.positive_reactions,
         )
-        for event in outcome.events:
-            with runtime.db.engine.begin() as connection:
+        with runtime.db.engine.begin() as connection:
+            window = {"pair_id": pair_id, "channel_id": channel, "answer_ts": found.answer_ts}
+            window |= {"thread_key": thread_key, "asker": found.question_user}
+            if not store.insert_window(connection, **window, closes_at=datetime.fromtimestamp(closes, UTC)):
+                return Recorded()
+            for event in outcome.events:
                 store.record_signals(connection, pair_id, event.names, at=datetime.fromtimestamp(event.at, UTC))
+            if closes <= self.now.timestamp():  # the window is over: closed as the live sweep closes it
+                closing = closing_signals(store.signal_names(connection, pair_id))
+                store.close_window(connection, pair_id, now=datetime.fromtimestamp(closes, UTC), closing=closing)
+            signals = tuple(sorted(store.signal_names(connection, pair_id)))
         referenced, item = False, None
         reference = outcome.reference
-        if reference is not None and HUMAN_TAKEOVER in outcome.signals:
+        if reference is not None and HUMAN_TAKEOVER in signals:
             text = redact_if(settings.redact_pii, message_text(reference.content, self.names)).strip()
             if text:
                 with runtime.db.session() as session:
@@ -147,9 +144,4 @@ class HistoryOutcomes:
                         session, pair_id, text, judges_with_reference(runtime, session, pair_id)
                     )
                 item = golden_items.collect_takeover(runtime, pair_id, reference.ts, link=self.slack_usable)
-        if closes <= self.now.timestamp():  # the window is over: closed as the live sweep closes it
-            with runtime.db.session() as session:
-                store.close_window(session, pair_id, now=datetime.fromtimestamp(closes, UTC), closing=outcome.closing())
-        with runtime.db.reading() as session:
-            signals = tuple(sorted(store.signal_names(session, pair_id)))
         return Recorded(signals, referenced, item)
