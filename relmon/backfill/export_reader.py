@@ -96,8 +96,12 @@ class SlackExport:
         days = sorted((n for n in self.names if n.startswith(folder) and n.endswith(".json")), reverse=True)
         for day in days:
             content = self._day(day)
-            if content is not None:
-                yield [m for m in content if isinstance(m, dict)]
+            if content is None:
+                continue
+            messages = [m for m in content if isinstance(m, dict) and _has_ts(m)]
+            if len(messages) < len(content):
+                self.bad_days[day] = f"{len(content) - len(messages)} entry(ies) without a message's ts left out"
+            yield messages
 
     def _day(self, day: str) -> list[Any] | None:
         try:
@@ -113,3 +117,15 @@ class SlackExport:
             self.bad_days[day] = "not a list of messages"
             return None
         return content
+
+
+def _has_ts(message: dict[str, Any]) -> bool:
+    """A message has a ts Slack would give it ("1796477420.000100"): everything is ordered and keyed by it."""
+    ts = message.get("ts")
+    if not isinstance(ts, str):
+        return False
+    try:
+        float(ts)
+    except ValueError:
+        return False
+    return True

@@ -161,3 +161,22 @@ def test_without_slack_the_alert_channels_members_in_the_export_are_staff(cli, f
     path.write_bytes(export_zip({C: ("support", five_threads(start)[:3])}))
     done = cli("import", str(path), **{**environment(alone, fake.base_url), "RELMON_ALERT_CHANNEL": "C_ALERTS"})
     assert "0 answered by a teammate" in done.stderr, done.stderr
+
+
+def test_entries_without_a_ts_are_left_out_and_named(cli, fake, tmp_path) -> None:
+    start = (datetime.now(UTC) - timedelta(days=3)).timestamp()
+    env = environment(tmp_path, fake.base_url)
+    broken = [{"type": "message", "ts": "yesterday", "user": "U_ASKER", "text": "?"}, "not a message"]
+    path = tmp_path / "export.zip"
+    day = datetime.fromtimestamp(start, UTC).date().isoformat()
+    made = zipfile.ZipFile(io.BytesIO(export_zip({C: ("support", five_threads(start))})))
+    with zipfile.ZipFile(path, "w") as archive, made:
+        for name in made.namelist():
+            content = made.read(name)
+            if name == f"support/{day}.json":
+                content = json.dumps(json.loads(content) + broken).encode()
+            archive.writestr(name, content)
+    done = cli("import", str(path), **env)
+    assert done.returncode == 3 and "Traceback" not in done.stderr
+    assert f"skipped support/{day}.json: 2 entry(ies) without a message's ts left out" in done.stderr
+    assert "5 pairs found, 5 judged" in done.stderr
