@@ -5,7 +5,7 @@ reference, the same golden items and the same resolution. The live path's fixtur
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -23,6 +23,7 @@ from tests.backfill_helpers import args, export_zip, load_fake
 from tests.bot_harness import ServedBot
 from tests.fakes.openai_server import FakeOpenAI
 from tests.outcome_helpers import C, run, send, sent, slack
+from tests.services import create_postgres_database, drop_postgres_database, postgres_admin_url
 from workers import outcome_watching
 from workers.pairs.settling import settle
 
@@ -151,40 +152,57 @@ def lived(make_bot, sent) -> tuple[ServedBot, dict[str, list[dict]]]:
     return bot, threads
 
 
-def imported(bot: ServedBot, threads: dict[str, list[dict]], tmp_path: Path, capsys) -> tuple[str, int, str]:
-    """The same threads as an export, imported into a database of their own; (its URL, the exit code, stderr)."""
+@pytest.fixture
+def fresh_db(db_url: str, tmp_path: Path) -> Iterator[Callable[[str], str]]:
+    """`fresh_db(name)`: an empty database of the live one's kind (SQLite or PostgreSQL) for a history run."""
+    made: list[str] = []
+    admin = postgres_admin_url() if db_url.startswith("postgresql") else None
+
+    def make(name: str) -> str:
+        if admin is None:
+            return f"sqlite:///{tmp_path / f'{name}.sqlite3'}"
+        url, database = create_postgres_database(admin)
+        made.append(database)
+        return url
+
+    yield make
+    for database in made:
+        drop_postgres_database(str(admin), database)
+
+
+def imported(bot: ServedBot, threads: dict[str, list[dict]], url: str, tmp_path: Path, capsys) -> tuple[int, str]:
+    """The same threads as an export, imported into the database at `url`; (the exit code, stderr)."""
     path = tmp_path / "export.zip"
     messages = [{k: v for k, v in m.items() if k != "channel"} for thread in threads.values() for m in thread]
     path.write_bytes(export_zip({C: ("support", messages)}))
-    url = f"sqlite:///{tmp_path / 'imported.sqlite3'}"
     with FakeOpenAI() as llm:
         settings = bot.runtime.settings.model_copy(update={"database_url": url, "openai_base_url": llm.base_url})
         capsys.readouterr()
         code = run_import(args(export=str(path)), settings, now=datetime.now(UTC) + timedelta(hours=1))
-    return url, code, capsys.readouterr().err
+    return code, capsys.readouterr().err
 
 
-def backfilled(bot: ServedBot, slack, threads: dict[str, list[dict]], tmp_path: Path, capsys) -> tuple[str, int, str]:
-    """The same threads read back from Slack's history (`relmon backfill`) into a database of their own."""
+def backfilled(bot: ServedBot, slack, threads: dict[str, list[dict]], url: str, capsys) -> tuple[int, str]:
+    """The same threads read back from Slack's history (`relmon backfill`) into the database at `url`."""
     messages = [m for thread in threads.values() for m in thread]
     replies = {m["thread_ts"] for m in messages if m.get("thread_ts") not in (None, m["ts"])}
     for message in messages:  # a thread's root shows it has replies, as Slack's history does
         has = message["ts"] in replies
         load_fake(slack, C, [{**message, "thread_ts": message["ts"], "reply_count": 1} if has else message])
-    url = f"sqlite:///{tmp_path / 'backfilled.sqlite3'}"
     since = (datetime.now(UTC) - timedelta(days=1)).date().isoformat()
     with FakeOpenAI() as llm:
         settings = bot.runtime.settings.model_copy(update={"database_url": url, "openai_base_url": llm.base_url})
         capsys.readouterr()
         code = run_backfill(args(since=since, channel=[C]), settings, now=datetime.now(UTC) + timedelta(hours=1))
-    return url, code, capsys.readouterr().err
+    return code, capsys.readouterr().err
 
 
-def test_history_and_live_traffic_hold_the_same_outcomes(lived, slack, tmp_path, capsys) -> None:
+def test_history_and_live_traffic_hold_the_same_outcomes(lived, slack, fresh_db, tmp_path, capsys) -> None:
     bot, threads = lived
-    url, code, err = imported(bot, threads, tmp_path, capsys)
+    url, from_slack = fresh_db("imported"), fresh_db("backfilled")
+    code, err = imported(bot, threads, url, tmp_path, capsys)
     assert code == 0, err
-    from_slack, code, err = backfilled(bot, slack, threads, tmp_path, capsys)
+    code, err = backfilled(bot, slack, threads, from_slack, capsys)
     assert code == 0, err
     for name, thread in threads.items():
         answer_ts = thread[1]["ts"]
