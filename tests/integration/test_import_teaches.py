@@ -95,6 +95,11 @@ def test_an_imported_history_teaches_gaps_golden_items_and_signals(cli, fake, tm
     topics = cli("topics", **env)
     assert topics.returncode == 0 and "too few to group" in topics.stdout
 
+    digest = cli("digest", "--dry-run", **env)
+    assert digest.returncode == 0, digest.stderr
+    assert "taken over 100%" in digest.stdout and "Test set: 5 question(s)" in digest.stdout
+    assert "No topics stored in the last 7 days" in digest.stdout and "`relmon topics` groups them now" in digest.stdout
+
 
 def test_the_import_reports_its_own_spend_and_what_it_left_pending(cli, fake, tmp_path) -> None:
     start = (datetime.now(UTC) - timedelta(days=3)).timestamp()
