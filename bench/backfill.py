@@ -117,11 +117,11 @@ def run_one(settings_values: dict, since: str, python_memory: bool) -> Measured:
     reading: list = []
     report = command._report
 
-    def measured_report(run, since):
+    def measured_report(run, since, bad_days=None):
         reading.extend((_rss_mb(), tracemalloc.get_traced_memory()[1] / 1e6))
         reading.append(backfill_period(since, run.now, run.runtime.settings.digest_timezone, run.source))
         tracemalloc.reset_peak()  # 0, 0 when not tracing
-        return report(run, since)
+        return report(run, since, bad_days)
 
     command._report = measured_report
     at_start = _rss_mb()

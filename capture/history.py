@@ -11,7 +11,7 @@ absent, and tombstones and notices are ignored as live capture ignores them.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from capture.notices import is_notice
@@ -34,6 +34,10 @@ class FoundPair:
     question_user: str | None
     question_text: str
     stream_errored: bool = False
+    # The answer's thread as history holds it, and the answer's messages: its outcome signals are read from them
+    # (capture.history_outcomes).
+    thread: tuple[LoggedMessage, ...] = field(default=(), compare=False, repr=False)
+    parts: tuple[LoggedMessage, ...] = field(default=(), compare=False, repr=False)
 
 
 def read_message(raw: dict[str, Any], monitored: Collection[str], own: Identity) -> LoggedMessage | None:
@@ -44,7 +48,10 @@ def read_message(raw: dict[str, Any], monitored: Collection[str], own: Identity)
     author = author_of(raw, monitored, own)
     if author == Author.OWN:
         return None
-    return logged_message(raw, author)
+    message = logged_message(raw, author)
+    if isinstance(raw.get("reactions"), list):  # history shows an answer's reactions on it: outcome signals
+        message = replace(message, content={**message.content, "reactions": raw["reactions"]})
+    return message
 
 
 def is_reply(raw: dict[str, Any]) -> bool:
@@ -57,7 +64,11 @@ def has_replies(raw: dict[str, Any]) -> bool:
 
 
 def found_pair(
-    answer_ts: str, pool: Iterable[LoggedMessage], window_seconds: float, resolve_user: UserResolver | None = None
+    answer_ts: str,
+    pool: Iterable[LoggedMessage],
+    window_seconds: float,
+    resolve_user: UserResolver | None = None,
+    thread: Iterable[LoggedMessage] = (),
 ) -> FoundPair | None:
     """The pair an answer makes with its question, as settling decides it; None when it makes none (merged into
     an earlier part, still streaming, no question, nothing to judge)."""
@@ -79,6 +90,8 @@ def found_pair(
         question_user=resolution.question.user,
         question_text=question,
         stream_errored=stream_errored(parts),
+        thread=tuple(thread),
+        parts=tuple(parts),
     )
 
 
@@ -86,24 +99,64 @@ class HistoryPairer:
     """Feed each top-level message with its replies, newest top-level message first; collect the pairs from
     `feed` and, at the end, `finish`."""
 
-    def __init__(self, window_seconds: float, resolve_user: UserResolver | None = None) -> None:
+    def __init__(
+        self, window_seconds: float, resolve_user: UserResolver | None = None, outcome_window: float = 0.0
+    ) -> None:
         self.window = window_seconds
         self.resolve_user = resolve_user
+        self.outcome_window = outcome_window
         self._toplevel: dict[str, LoggedMessage] = {}  # top-level messages the waiting answers may need
         self._waiting: dict[str, list[LoggedMessage]] = {}  # top-level answer ts -> its thread
+        # People's top-level messages of the last outcome window, and the answers found in it (seconds, asker,
+        # thread key): an asker's top-level message is news for their latest answer (capture.outcomes.watching).
+        self._later: list[LoggedMessage] = []
+        self._answered: list[tuple[float, str | None, str]] = []
 
     def feed(self, thread: list[LoggedMessage]) -> list[FoundPair]:
         """One top-level message (first) and its replies. Returns the pairs now decided."""
         if not thread:
             return []
         root = thread[0]
+        found = self._feed(root, thread)
+        if self.outcome_window > 0:
+            found = self._with_followups(found)
+            if root.author == Author.HUMAN and not root.in_thread:
+                self._later.append(root)
+            horizon = root.seconds + self.outcome_window + self.window  # nothing older can be news for them
+            self._later = [m for m in self._later if m.seconds <= horizon]
+            self._answered = [a for a in self._answered if a[0] <= horizon]
+        return found
+
+    def _with_followups(self, found: list[FoundPair]) -> list[FoundPair]:
+        """Each pair's thread with the asker's top-level messages after the answer that are news for it: within
+        the outcome window, and the asker's latest answer before them is in this pair's thread (as live)."""
+        out = []
+        for pair in sorted(found, key=lambda p: float(p.answer_ts), reverse=True):
+            key, answered = pair.thread_ts or pair.answer_ts, float(pair.answer_ts)
+            self._answered.append((answered, pair.question_user, key))
+            extra = tuple(
+                m
+                for m in self._later
+                if m.user == pair.question_user
+                and answered < m.seconds <= answered + self.outcome_window
+                and self._latest_thread(m) == key
+            )
+            out.append(replace(pair, thread=(*pair.thread, *extra)) if extra else pair)
+        return out
+
+    def _latest_thread(self, message: LoggedMessage) -> str | None:
+        open_ = [a for a in self._answered if a[1] == message.user and a[0] < message.seconds]
+        open_ = [a for a in open_ if message.seconds <= a[0] + self.outcome_window]
+        return max(open_)[2] if open_ else None
+
+    def _feed(self, root: LoggedMessage, thread: list[LoggedMessage]) -> list[FoundPair]:
         found = self._complete(root.seconds)
         self._toplevel[root.ts] = root
         for message in sorted(thread, key=ts_key):
             if message.author != Author.MONITORED_BOT:
                 continue
             if message.in_thread:
-                pair = found_pair(message.ts, thread, self.window, self.resolve_user)
+                pair = found_pair(message.ts, thread, self.window, self.resolve_user, thread)
                 if pair is not None:
                     found.append(pair)
             else:
@@ -113,7 +166,8 @@ class HistoryPairer:
 
     def finish(self) -> list[FoundPair]:
         """The history has ended: every waiting answer has seen all it can."""
-        return self._complete(float("-inf"))
+        found = self._complete(float("-inf"))
+        return self._with_followups(found) if self.outcome_window > 0 else found
 
     def floor(self) -> str | None:
         """The oldest answer still waiting: a checkpoint must resume at or before it."""
@@ -126,7 +180,7 @@ class HistoryPairer:
             if float(answer_ts) - self.window <= reached:
                 continue
             thread = self._waiting.pop(answer_ts)
-            pair = found_pair(answer_ts, [*self._toplevel.values(), *thread], self.window, self.resolve_user)
+            pair = found_pair(answer_ts, [*self._toplevel.values(), *thread], self.window, self.resolve_user, thread)
             if pair is not None:
                 found.append(pair)
         self._prune()

@@ -42,6 +42,12 @@ def schema_at_head(runtime: Runtime) -> bool:
     return not pending_migrations(runtime.db.engine)
 
 
+NO_TOPICS = (
+    "\n== What to fix first ==\nNo topics stored in the last 7 days: the workers store them daily and with each "
+    "digest (a dry run makes none). `relmon topics` groups them now; `relmon gaps` lists the knowledge gaps.\n"
+)
+
+
 def _dry_run(runtime: Runtime, now: datetime) -> int:
     from common.messages.digest import digest_text
     from common.reports.figures import load_report, prices_for
@@ -60,6 +66,8 @@ def _dry_run(runtime: Runtime, now: datetime) -> int:
     topics = latest_view(runtime, now, audience_sees=lambda _channel: False, may_quote_text=quoting, place=place)
     # What the digest channel would be shown, its quotes' control characters shown instead of sent to the terminal.
     sys.stdout.write(visible(digest_text(report, {}, quotes, prices_for(runtime), topics=topics)))
+    if topics is None:  # say why the section is missing, and how to see it now (after an import, say)
+        sys.stdout.write(NO_TOPICS)
     sys.stdout.write("\n(dry run: nothing was posted or recorded)\n")
     return 0
 

@@ -144,7 +144,7 @@ def record_signals(executor: Session | Connection, pair_id: int, names: Iterable
     return [name for name in sorted(set(names)) if _insert_signal(executor, pair_id, name, after)]
 
 
-def close_window(session: Session, pair_id: int, *, now: datetime, closing: Iterable[str]) -> bool:
+def close_window(session: Session | Connection, pair_id: int, *, now: datetime, closing: Iterable[str]) -> bool:
     """Close the window (once) and record what its end adds. False when it was closed already."""
     if _open_window_locked(session, pair_id) is None:
         return False

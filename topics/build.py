@@ -75,12 +75,17 @@ class TopicsReport:
     embedding: str  # which embedding grouped them ("text-embedding-3-small", "local TF-IDF + SVD")
     notes: tuple[str, ...] = ()  # what a reader should know: too few questions, a fallback and why
     too_few: bool = False
+    # Too few questions to group: the gaps of every question, each on its own (a small history still teaches).
+    ungrouped_gaps: tuple[Gap, ...] = ()
 
     @property
     def gaps(self) -> list[Gap]:
         """Every failing topic's gaps, the most asked first (teammate answers before missing documents)."""
-        found = [gap for topic in self.topics for gap in topic.gaps]
+        found = [gap for topic in self.topics for gap in topic.gaps] + list(self.ungrouped_gaps)
         return sorted(found, key=lambda gap: (-gap.asked, gap.kind != "teammate_answer"))
+
+
+UNGROUPED = "not grouped (too few questions)"  # the topic a gap names when there were too few to group
 
 
 def too_few_note(questions: int, needed: int) -> str:
@@ -113,7 +118,11 @@ def build_topics(
     report = TopicsReport(start, end, now, len(current), 0, (), embedding, tuple(notes))
     if len(current) < max(min_questions, 2):
         note = too_few_note(len(current), max(min_questions, 2))
-        return replace(report, left_out=len(current), notes=(*report.notes, note), too_few=True)
+        # No vectors for so few (nothing was embedded): each question stands for itself, no paraphrase merged.
+        ungrouped = tuple(gaps_of(UNGROUPED, current, np.eye(len(current)))) if current else ()
+        return replace(
+            report, left_out=len(current), notes=(*report.notes, note), too_few=True, ungrouped_gaps=ungrouped
+        )
     clustering = cluster(vectors, smallest=smallest, sample=sample, max_outlier_share=max_outlier_share)
     if clustering.count == 0:
         note = f"No topic found among {len(current)} questions: they are too varied to group."

@@ -37,14 +37,17 @@ def _permalink(runtime: Runtime, pair: dict) -> str | None:
     return permalink(runtime, pair.get("channel_id"), pair.get("question_ts") or pair.get("answer_ts"))
 
 
-def collect(runtime: Runtime, pair_id: int, origin: str, *, reference_ts: str | None = None) -> int | None:
+def collect(
+    runtime: Runtime, pair_id: int, origin: str, *, reference_ts: str | None = None, link: bool = True
+) -> int | None:
     """Add the pair's question to the set (once per asked question). Returns the item's id, or None when the
-    pair is gone or its question has no words."""
+    pair is gone or its question has no words. `link`: look up its permalink (an import without Slack cannot)."""
     with runtime.db.reading() as session:
         pair = store.pair_fields(session, pair_id)
     if pair is None or not may_join(pair.get("question_text")):
         return None
-    occurrence = occurrence_of_pair(pair, origin=origin, permalink=_permalink(runtime, pair), reference_ts=reference_ts)
+    link_to = _permalink(runtime, pair) if link else None
+    occurrence = occurrence_of_pair(pair, origin=origin, permalink=link_to, reference_ts=reference_ts)
     with runtime.db.session() as session:
         item_id, added = store.add_occurrence(session, occurrence)
     if added:
@@ -52,14 +55,14 @@ def collect(runtime: Runtime, pair_id: int, origin: str, *, reference_ts: str | 
     return item_id
 
 
-def collect_takeover(runtime: Runtime, pair_id: int, reference_ts: str | None) -> int | None:
+def collect_takeover(runtime: Runtime, pair_id: int, reference_ts: str | None, *, link: bool = True) -> int | None:
     """A teammate answered after the bot (their reply is the pair's reference now): the question joins the set."""
     with runtime.db.reading() as session:
         signals = outcome_store.signal_names(session, pair_id)
         pair = store.pair_fields(session, pair_id)
     if pair is None or not joins_from_takeover(signals, pair.get("reference_text")):
         return None
-    return collect(runtime, pair_id, ORIGIN_TAKEOVER, reference_ts=reference_ts)
+    return collect(runtime, pair_id, ORIGIN_TAKEOVER, reference_ts=reference_ts, link=link)
 
 
 def collect_vote_in(

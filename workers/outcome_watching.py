@@ -237,13 +237,13 @@ def _take_reference(runtime: Runtime, pair_id: int, reference: str) -> None:
     with runtime.db.session() as session:
         if HUMAN_TAKEOVER not in store.signal_names(session, pair_id):
             return
-        judges = _judges_with_reference(runtime, session, pair_id)
+        judges = judges_with_reference(runtime, session, pair_id)
         judge_again = store.set_teammate_reference(session, pair_id, reference, judges)
     if judge_again:  # the pair is pending: if this send is lost, the stale sweeper enqueues it
         celery.send_task(task_names.JUDGE_PAIR, args=[pair_id])
 
 
-def _judges_with_reference(runtime: Runtime, session, pair_id: int) -> list[str]:
+def judges_with_reference(runtime: Runtime, session, pair_id: int) -> list[str]:
     pair = pairs.get_pair(session, pair_id)
     base = list(pair.judges or runtime.rules.for_channel(pair.channel_id, runtime.settings).judges)
     return base if REFERENCE_JUDGE in base else [*base, REFERENCE_JUDGE]

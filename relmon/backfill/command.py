@@ -58,10 +58,23 @@ class Run:
         self.counters = Counters()
         self.limit = args.limit
         self.batched: list[int] = []
+        self.submitted: set[int] = set()  # the pairs handed to judging in this run
         self.llm = backfill_llm(runtime.settings) if not args.dry_run else None
         workers = runtime.settings.backfill_concurrency
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="backfill-judge")
         self.slots = threading.BoundedSemaphore(2 * workers)  # pairs in flight: memory stays constant
+        self.started_at = datetime.now(UTC)  # this run's judgments are those made since: its own spend
+        self.names: Callable[[str], str | None] | None = None  # how the history's users are named (references)
+        self.members: dict[str, tuple[str, ...]] = {}  # channels' members an export lists (staff, without Slack)
+        self._outcomes = None
+
+    def outcomes(self):
+        """The outcome recorder of this run (relmon.backfill.outcomes), made on first use."""
+        if self._outcomes is None:
+            from relmon.backfill.outcomes import HistoryOutcomes
+
+            self._outcomes = HistoryOutcomes(self.runtime, self.now, self.names, self.members)
+        return self._outcomes
 
     @property
     def full(self) -> bool:
@@ -90,10 +103,19 @@ class Run:
                     stream_errored=pair.stream_errored,
                     **flags,
                 )
-            if stored.to_judge:
+            recorded = None
+            if stored.source == self.source:  # not a pair captured live: its window is the live path's
+                recorded = self.outcomes().record(channel, stored.pair_id, pair)
+                self.counters.outcome(recorded)
+            # After the outcome: a teammate's reply is the correctness judge's reference, and it sends a pair an
+            # earlier run judged back to pending for that judge.
+            if stored.to_judge or (recorded is not None and recorded.reference):
                 self.judge(stored.pair_id)
 
     def judge(self, pair_id: int) -> None:
+        if pair_id in self.submitted:  # a leftover of an earlier run, found again in the history: judged once
+            return
+        self.submitted.add(pair_id)
         if self.args.batch:
             self.batched.append(pair_id)
             return
@@ -129,7 +151,7 @@ class Run:
             ).judge(self.runtime, self.batched)
 
     def spend(self) -> None:
-        """The cost so far of this source's judgments (for the progress line)."""
+        """The cost of the judgments this run made (not the day's, nor an earlier run's)."""
         if self.args.dry_run:
             return
         from common.reports.costs import judgment_cost
@@ -146,7 +168,11 @@ class Run:
                     func.coalesce(func.sum(Judgment.completion_tokens), 0),
                 )
                 .join(Pair, Pair.id == Judgment.pair_id)
-                .where(Pair.source == self.source, Judgment.cached.is_(False))
+                .where(
+                    Pair.source == self.source,
+                    Judgment.cached.is_(False),
+                    Judgment.created_at >= self.started_at,
+                )
                 .group_by(Judgment.batch)
             ).all()
         self.counters.spend_usd = sum(
@@ -202,7 +228,7 @@ def read_channel(run: Run, reader, channel: str, since: datetime, identity: Iden
             if not run.args.dry_run:
                 rows.start_checkpoint(session, channel, oldest, latest)
     flags = _flags(run.runtime, channel)
-    pairer = HistoryPairer(window, names)
+    pairer = HistoryPairer(window, names, settings.outcome_window_seconds)
     span = max(float(latest) - float(oldest), 1.0)
     for page in reader.history(channel, oldest, resume):
         for raw in page:
@@ -211,6 +237,8 @@ def read_channel(run: Run, reader, channel: str, since: datetime, identity: Iden
             thread = reader.thread(channel, raw["ts"]) if has_replies(raw) else [raw]
             logged = [m for m in (read_message(r, settings.monitored_bots, identity) for r in thread) if m]
             if logged:
+                if not run.args.dry_run:  # who helps others: evidence of teammates, as live capture notes it
+                    run.outcomes().note_helpers(channel, logged)
                 run.store(channel, pairer.feed(logged), flags)
         run.counters.messages += len(page)
         if page:
@@ -251,8 +279,8 @@ def run_backfill(args, settings: Settings, *, now: datetime | None = None) -> in
         identity = Identity(auth.get("user_id"), auth.get("bot_id"))
         reader = HistoryReader(runtime.slack, settings.backfill_calls_per_minute)
         run = Run(runtime, args, "backfill", now)
-        return _execute(run, channels, since, lambda c: read_channel(run, reader, c, since, identity,
-                                                                     _name_resolver(runtime.slack)))  # fmt: skip
+        run.names = _name_resolver(runtime.slack)  # one cache of users.info for the pairs and the references
+        return _execute(run, channels, since, lambda c: read_channel(run, reader, c, since, identity, run.names))
     finally:
         runtime.db.dispose()
         set_runtime(None)
@@ -267,21 +295,32 @@ def run_import(args, settings: Settings, *, now: datetime | None = None) -> int:
     except ExportError as error:
         print(f"relmon import: {error}", file=sys.stderr)
         return 2
+    try:
+        listed = export.channels()
+    except ExportError as error:
+        print(f"relmon import: {error}", file=sys.stderr)
+        return 2
     runtime = Runtime(settings)
     set_runtime(runtime)
     try:
         runtime.db.migrate()
-        mapped = {c.id: c for c in export.channels()}
+        mapped = {c.id: c for c in listed}
         wanted = set(watched(runtime, list(mapped)))
         skipped = sorted(f"#{c.name} ({c.id})" for c in mapped.values() if c.id not in wanted)
         names = export.user_names()
         run = Run(runtime, args, "import", now)
+        run.names = names.get
+        run.members = {c.id: c.members for c in listed if c.members}
         oldest = [now]
 
         def read(channel_id: str) -> None:
             channel = mapped[channel_id]
-            pairer = HistoryPairer(settings.toplevel_window_seconds, names.get)
+            pairer = HistoryPairer(settings.toplevel_window_seconds, names.get, settings.outcome_window_seconds)
             flags = flag_columns(channel.flags)
+            if not args.dry_run:  # the whole channel's evidence of who helps others, before any thread is judged
+                for root, replies in newest_first_threads(export.days(channel)):
+                    thread = [read_message(m, settings.monitored_bots, Identity()) for m in (root, *replies)]
+                    run.outcomes().note_helpers(channel_id, [m for m in thread if m])
             for root, replies in newest_first_threads(counted(export.days(channel), run.counters)):
                 thread = [read_message(m, settings.monitored_bots, Identity()) for m in (root, *replies)]
                 if logged := [m for m in thread if m]:
@@ -291,7 +330,7 @@ def run_import(args, settings: Settings, *, now: datetime | None = None) -> int:
                     return
             run.store(channel_id, pairer.finish(), flags)
 
-        code = _execute(run, sorted(wanted), None, read, since_of=lambda: oldest[0])
+        code = _execute(run, sorted(wanted), None, read, since_of=lambda: oldest[0], bad_days=export.bad_days)
         if skipped:
             print(f"skipped {len(skipped)} channel(s) no rule watches: {', '.join(skipped)}", file=sys.stderr)
         return code
@@ -310,9 +349,9 @@ def counted(days: Iterable[list[dict]], counters: Counters) -> Iterator[list[dic
         yield day
 
 
-def _execute(run: Run, channels: list[str], since: datetime | None, read, since_of=None) -> int:
+def _execute(run: Run, channels: list[str], since: datetime | None, read, since_of=None, bad_days=None) -> int:
     run.leftovers(channels)
-    with Progress(run.counters) as _progress:
+    with Progress(run.counters, label=f"relmon {run.source}") as _progress:
         spender = threading.Event()
 
         def spend_loop() -> None:
@@ -338,21 +377,66 @@ def _execute(run: Run, channels: list[str], since: datetime | None, read, since_
         finally:
             spender.set()
         run.spend()
-    return _report(run, since if since is not None else since_of())
+    return _report(run, since if since is not None else since_of(), bad_days)
 
 
-def _report(run: Run, since: datetime) -> int:
-    runtime, counters = run.runtime, run.counters
-    print(
+SKIPPED_INPUT = 3  # the run finished, but some of its input (a day file of the export) could not be read
+
+
+def run_lines(counters: Counters, *, dry_run: bool) -> list[str]:
+    """What the run did, for people: its own counts and spend, and why anything was left."""
+    from relmon.backfill.judging import BUDGET_SPENT, GONE, LEFT, SAMPLED_OUT
+
+    why = counters.outcomes
+    lines = [
         f"{counters.messages} messages read, {counters.pairs} pairs found, {counters.judged} judged, "
-        f"{counters.skipped} skipped, {counters.left} left pending, ${counters.spend_usd:.4f} spent",
-        file=sys.stderr,
-    )
+        f"{counters.skipped} skipped, {counters.left} left pending, ${counters.spend_usd:.4f} spent by this run"
+    ]
+    if dry_run:
+        return lines
+    if why.get(SAMPLED_OUT):
+        lines.append(f"{why[SAMPLED_OUT]} skipped by sampling (the channel's sample rate)")
+    if why.get(GONE):
+        lines.append(f"{why[GONE]} skipped: judged already (by an earlier run or the live pipeline)")
+    if why.get(LEFT):
+        lines.append(f"the LLM endpoint did not answer: {why[LEFT]} left pending; run again or leave it to the worker")
+    if why.get(BUDGET_SPENT):
+        lines.append(
+            f"the daily budget (RELMON_DAILY_BUDGET) is spent: {why[BUDGET_SPENT]} left pending; "
+            "run again tomorrow or leave it to the worker"
+        )
+    if counters.pairs:
+        lines.append(
+            f"conversations after the answers: {counters.with_signals} with outcome signals, {counters.unresolved} "
+            f"not resolved, {counters.references} answered by a teammate, {counters.golden_items} question(s) added to "
+            "the golden set"
+        )
+    return lines
+
+
+def _report(run: Run, since: datetime, bad_days: dict[str, str] | None = None) -> int:
+    runtime, counters = run.runtime, run.counters
+    for line in run_lines(counters, dry_run=run.args.dry_run):
+        print(line, file=sys.stderr)
+    for day, why in sorted((bad_days or {}).items()):
+        print(f"skipped {day}: {why}", file=sys.stderr)
+    code = SKIPPED_INPUT if bad_days else 0
+    if bad_days:
+        print(
+            f"{len(bad_days)} file(s) of the export skipped, the rest imported (exit code {SKIPPED_INPUT})",
+            file=sys.stderr,
+        )
     if run.args.dry_run:
         sys.stdout.write(estimate_text(run.counters, runtime, batch=run.args.batch))
-        return 0
+        return code
     period = backfill_period(since, run.now, runtime.settings.digest_timezone, run.source)
     print_backfill_report(runtime, period)
+    if counters.pairs:
+        day = f"{since:%Y-%m-%d}"
+        print(
+            f"what this history holds: relmon topics --since {day}; relmon gaps --since {day}; relmon golden export",
+            file=sys.stderr,
+        )
     if getattr(run.args, "post", False):
         print(post_report(runtime, period, run.now), file=sys.stderr)
-    return 0
+    return code

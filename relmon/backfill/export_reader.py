@@ -23,6 +23,7 @@ class ExportChannel:
     id: str
     name: str
     flags: ChannelFlags
+    members: tuple[str, ...] = ()  # as the export lists them: who is staff by the alert channel, without Slack
 
 
 class ExportError(Exception):
@@ -41,6 +42,8 @@ class SlackExport:
         if not roots:
             raise ExportError(f"{path} has no channels.json: not a Slack workspace export")
         self.base = str(PurePosixPath(roots[0]).parent).removeprefix(".")
+        # Day files that could not be read (path -> why), each skipped and named at the end of the import.
+        self.bad_days: dict[str, str] = {}
 
     def _path(self, *parts: str) -> str:
         return "/".join(p for p in (self.base, *parts) if p)
@@ -55,6 +58,8 @@ class SlackExport:
             raise ExportError(f"{name} in the export is not JSON: {error}") from error
         except RecursionError:
             raise ExportError(f"{name} in the export is JSON nested too deeply: not Slack's") from None
+        except (zipfile.BadZipFile, OSError, EOFError) as error:
+            raise ExportError(f"{name} cannot be read from the export: {error}") from error
 
     def channels(self) -> list[ExportChannel]:
         """Public channels from channels.json; private channels from groups.json, group DMs from mpims.json and
@@ -67,27 +72,65 @@ class SlackExport:
             if not (isinstance(entry, dict) and entry.get("id")):
                 continue
             flags = flags_from_info({**entry, "is_private": private or entry.get("is_private") is True})
-            channels.append(ExportChannel(str(entry["id"]), str(entry.get("name") or entry["id"]), flags))
+            members = tuple(str(m) for m in entry.get("members") or [] if isinstance(m, str))
+            channels.append(ExportChannel(str(entry["id"]), str(entry.get("name") or entry["id"]), flags, members))
         return channels
 
     def user_names(self) -> dict[str, str]:
+        """Display names by user ID. A bad users.json costs only the names (noted in `bad_days`), not the import."""
         names = {}
-        for user in self._json("users.json"):
+        try:
+            users = self._json("users.json")
+        except ExportError as error:
+            self.bad_days[self._path("users.json")] = f"{error}: people are named by their IDs"
+            users = []
+        for user in users if isinstance(users, list) else []:
             if isinstance(user, dict) and user.get("id"):
                 profile = user.get("profile") or {}
                 names[user["id"]] = profile.get("display_name") or user.get("real_name") or user.get("name") or ""
         return {k: v for k, v in names.items() if v}
 
     def days(self, channel: ExportChannel) -> Iterator[list[dict[str, Any]]]:
-        """The channel's day files, newest day first, each read only when asked for."""
+        """The channel's day files, newest day first, each read only when asked for. A day file that is not a
+        JSON array (cut short, not UTF-8, damaged in the zip) is skipped and noted in `bad_days`: one bad day
+        does not cost the others."""
         folder = self._path(channel.name) + "/"
         days = sorted((n for n in self.names if n.startswith(folder) and n.endswith(".json")), reverse=True)
         for day in days:
+            content = self._day(day)
+            if content is None:
+                continue
+            messages = [m for m in content if isinstance(m, dict) and _has_ts(m)]
+            if len(messages) < len(content):
+                self.bad_days[day] = f"{len(content) - len(messages)} entry(ies) without a message's ts left out"
+            yield messages
+
+    def _day(self, day: str) -> list[Any] | None:
+        try:
             with self.zip.open(day) as handle:
-                try:
-                    content = json.load(handle)
-                except ValueError as error:
-                    raise ExportError(f"{day} in the export is not JSON: {error}") from error
-                except RecursionError:
-                    raise ExportError(f"{day} in the export is JSON nested too deeply: not Slack's") from None
-            yield [m for m in content if isinstance(m, dict)]
+                content = json.load(handle)
+        except ValueError as error:  # JSON and UTF-8 errors both
+            self.bad_days[day] = f"not JSON ({error})"
+            return None
+        except RecursionError:
+            self.bad_days[day] = "JSON nested too deeply: not Slack's"
+            return None
+        except (zipfile.BadZipFile, OSError, EOFError) as error:
+            self.bad_days[day] = f"cannot be read from the zip ({error})"
+            return None
+        if not isinstance(content, list):
+            self.bad_days[day] = "not a list of messages"
+            return None
+        return content
+
+
+def _has_ts(message: dict[str, Any]) -> bool:
+    """A message has a ts Slack would give it ("1796477420.000100"): everything is ordered and keyed by it."""
+    ts = message.get("ts")
+    if not isinstance(ts, str):
+        return False
+    try:
+        float(ts)
+    except ValueError:
+        return False
+    return True

@@ -20,7 +20,13 @@ class Counters:
     judged: int = 0
     skipped: int = 0
     left: int = 0  # left pending (budget spent, LLM unavailable): the next run judges them
+    outcomes: dict[str, int] = field(default_factory=dict)  # each judging outcome (relmon.backfill.judging): why
     spend_usd: float = 0.0
+    # What the conversations after the answers said (relmon.backfill.outcomes)
+    with_signals: int = 0  # pairs whose thread gave any signal but `resolved`
+    unresolved: int = 0  # of them, a failure signal: re-asked, taken over, escalated, a negative reaction
+    references: int = 0  # a teammate answered after the bot: the pair's reference
+    golden_items: int = 0  # questions the golden set got from those
     done_fraction: float = 0.0  # of the period's time span, over all channels
     # --dry-run: the pairs sampling lets in, their LLM calls and tokens (from the prompts' lengths), a few examples
     sampled: int = 0
@@ -35,12 +41,24 @@ class Counters:
         from relmon.backfill.judging import BUDGET_SPENT, JUDGED, LEFT
 
         with self.lock:
+            self.outcomes[outcome] = self.outcomes.get(outcome, 0) + 1
             if outcome == JUDGED:
                 self.judged += 1
             elif outcome in (BUDGET_SPENT, LEFT):
                 self.left += 1
             else:
                 self.skipped += 1
+
+    def outcome(self, recorded) -> None:
+        """Count one pair's recorded outcome (relmon.backfill.outcomes.Recorded)."""
+        from capture.outcomes import FAILURE_SIGNALS
+        from store.signals import RESOLVED
+
+        with self.lock:
+            self.with_signals += bool(set(recorded.signals) - {RESOLVED})
+            self.unresolved += bool(FAILURE_SIGNALS & set(recorded.signals))
+            self.references += recorded.reference
+            self.golden_items += recorded.golden_item is not None
 
     def seconds_left(self) -> float | None:
         elapsed = time.monotonic() - self.started
@@ -60,8 +78,8 @@ class Counters:
 class Progress:
     """Redraw from a background thread; `stop` draws the last state."""
 
-    def __init__(self, counters: Counters, *, tty: bool | None = None) -> None:
-        self.counters = counters
+    def __init__(self, counters: Counters, *, tty: bool | None = None, label: str = "relmon backfill") -> None:
+        self.counters, self.label = counters, label
         self.tty = sys.stderr.isatty() if tty is None else tty
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="backfill-progress", daemon=True)
@@ -72,8 +90,8 @@ class Progress:
             from rich.progress import BarColumn, TextColumn, TimeRemainingColumn
             from rich.progress import Progress as Bar
 
-            self._bar = Bar(TextColumn("backfill"), BarColumn(), TextColumn("{task.description}"),
-                            TimeRemainingColumn(), transient=False)  # fmt: skip
+            name = TextColumn(self.label.removeprefix("relmon "))
+            self._bar = Bar(name, BarColumn(), TextColumn("{task.description}"), TimeRemainingColumn(), transient=False)
             self._bar.start()
             self._task = self._bar.add_task(self.counters.line(), total=1.0)
         self._thread.start()
@@ -94,4 +112,4 @@ class Progress:
         if self._bar is not None:
             self._bar.update(self._task, completed=self.counters.done_fraction, description=self.counters.line())
         else:
-            print(f"relmon backfill: {self.counters.line()}", file=sys.stderr, flush=True)
+            print(f"{self.label}: {self.counters.line()}", file=sys.stderr, flush=True)

@@ -137,3 +137,30 @@ def test_token_bucket_keeps_the_rate():
     bucket = TokenBucket(60, clock=lambda: clock[0], sleep=lambda s: clock.__setitem__(0, clock[0] + s))
     waits = [bucket.take() for _ in range(5)]
     assert waits == [0.0, 1.0, 1.0, 1.0, 1.0] and clock[0] == 4.0  # the first call at once, then one a second
+
+
+def test_an_askers_top_level_message_is_news_for_their_latest_answer_only():
+    """As live (capture.outcomes.watching): U1's top-level message after two answered questions joins the thread
+    of the later answer only, within the outcome window; another person's, or one past the window, joins none."""
+
+    def threaded(ts: float, user: str, text: str) -> list[dict]:
+        root = {"ts": f"{ts:.6f}", "user": user, "text": text, "thread_ts": f"{ts:.6f}", "reply_count": 1}
+        answer = {"ts": f"{ts + 10:.6f}", "bot_id": BOT, "text": "Try this.", "thread_ts": f"{ts:.6f}"}
+        return [root, answer]
+
+    messages = [
+        *threaded(1000, "U1", "How do I rotate my key?"),
+        *threaded(1100, "U1", "How do I delete a project?"),
+        {"ts": "1200.000000", "user": "U1", "text": "How do I delete a project? still stuck"},
+        {"ts": "1250.000000", "user": "U2", "text": "How do I delete a project too?"},
+        {"ts": "3500.000000", "user": "U1", "text": "And one more thing"},
+    ]
+    pairer = HistoryPairer(600.0, outcome_window=1800.0)
+    found = []
+    for root, replies in newest_first_threads([messages]):
+        logged = [m for m in (read_message(r, [BOT], Identity("U_RELMON")) for r in (root, *replies)) if m]
+        found += pairer.feed(logged)
+    found += pairer.finish()
+    later = {p.answer_ts: [m.ts for m in p.thread if m.seconds > float(p.answer_ts)] for p in found}
+    # U1's second question is itself news for the first answer (live: a new question, or a re-ask).
+    assert later == {"1010.000000": ["1100.000000"], "1110.000000": ["1200.000000"]}
