@@ -277,8 +277,8 @@ def test_a_slack_error_releases_the_claim_for_the_retry(runtime: Runtime, slack:
     assert deliver_digest(runtime, now_utc()).status == "sent"
 
 
-def test_relmon_digest_dry_run_only_prints_the_digest(runtime: Runtime, slack: FakeSlack, db_url: str) -> None:
-    seed(runtime, now_utc())
+def dry_run(runtime: Runtime, slack: FakeSlack, db_url: str) -> subprocess.CompletedProcess[str]:
+    """`relmon digest --dry-run`, a real process on the test's database and fake Slack."""
     env = {
         **os.environ,
         "DATABASE_URL": db_url,
@@ -287,14 +287,13 @@ def test_relmon_digest_dry_run_only_prints_the_digest(runtime: Runtime, slack: F
         "RELMON_DIGEST_CHANNEL": DIGEST_CHANNEL,
         "RELMON_DATA_DIR": str(runtime.settings.data_dir),
     }
-    done = subprocess.run(
-        [sys.executable, "-m", "relmon.cli", "digest", "--dry-run"],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    command = [sys.executable, "-m", "relmon.cli", "digest", "--dry-run"]
+    return subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)
+
+
+def test_relmon_digest_dry_run_only_prints_the_digest(runtime: Runtime, slack: FakeSlack, db_url: str) -> None:
+    seed(runtime, now_utc())
+    done = dry_run(runtime, slack, db_url)
     assert done.returncode == 0, done.stderr
     assert "Weekly digest" in done.stdout and "#C1" in done.stdout and "scores 0:" in done.stdout
     assert "LLM usage:" in done.stdout.split("== #C1 ==")[1]  # per channel, not only overall
@@ -313,22 +312,7 @@ def test_relmon_digest_dry_run_shows_control_characters_instead_of_sending_them(
     hostile = "Bill\x1b[2J\x1b[31m red\x07 \x9b6n"
     with runtime.db.session() as session:  # every question of C1, so the worst answers quote one
         session.execute(update(Pair).where(Pair.channel_id == "C1").values(question_text=hostile + " refund?"))
-    env = {
-        **os.environ,
-        "DATABASE_URL": db_url,
-        "SLACK_BOT_TOKEN": "xoxb-test",
-        "SLACK_API_URL": slack.api_url,
-        "RELMON_DIGEST_CHANNEL": DIGEST_CHANNEL,
-        "RELMON_DATA_DIR": str(runtime.settings.data_dir),
-    }
-    done = subprocess.run(
-        [sys.executable, "-m", "relmon.cli", "digest", "--dry-run"],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = dry_run(runtime, slack, db_url)
     assert done.returncode == 0, done.stderr
     assert "Bill␛[2J␛[31m red␇" in done.stdout
     assert not any(char in done.stdout for char in ("\x1b", "\x07", "\x9b"))
