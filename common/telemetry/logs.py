@@ -173,11 +173,27 @@ class JsonLineFormatter(logging.Formatter):
         }
 
 
+class ScheduleTicksAtDebug(logging.Filter):
+    """Celery beat says "Scheduler: Sending due task ..." at INFO for every tick of every schedule entry (the
+    sweeps tick every few seconds): routine, so logged at DEBUG, and left out unless the level is DEBUG."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if (
+            record.name == "celery.beat"
+            and record.levelno == logging.INFO
+            and str(record.msg).startswith("Scheduler: Sending due task")
+        ):
+            record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+            return logging.getLogger().isEnabledFor(logging.DEBUG)
+        return True
+
+
 def setup_logging(settings: Settings, component: str, stream: Any = None) -> logging.Handler:
     """JSON lines on stderr (or `stream`), secrets masked, texts only at DEBUG; and Sentry when SENTRY_DSN is
     set. Returns the handler."""
     handler = logging.StreamHandler(stream or sys.stderr)
     handler.setFormatter(JsonLineFormatter())
+    handler.addFilter(ScheduleTicksAtDebug())
     handler.addFilter(SecretMaskingFilter(SecretMasker.from_settings(settings)))
     root = logging.getLogger()
     root.handlers[:] = [handler]

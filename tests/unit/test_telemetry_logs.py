@@ -57,6 +57,20 @@ def test_message_texts_appear_only_at_debug(capture_logs) -> None:
     assert "question" not in info  # still dropped at INFO when the process logs at DEBUG
 
 
+def test_beats_schedule_ticks_log_at_debug(capture_logs) -> None:
+    beat = logging.getLogger("celery.beat")
+    stream = capture_logs("INFO")
+    beat.info("Scheduler: Sending due task %s (%s)", "relmon-requeue-orphans", "workers.tasks.judging.requeue_orphans")
+    beat.info("beat: Starting...")
+    events = [record["event"] for record in lines(stream)[1:]]
+    assert events == ["beat: Starting..."]  # the tick left out at INFO, the rest kept
+
+    debug_stream = capture_logs("DEBUG")
+    beat.info("Scheduler: Sending due task %s (%s)", "relmon-llm-outage", "workers.tasks.outage.outage_tick")
+    (tick,) = [record for record in lines(debug_stream)[1:] if record["logger"] == "celery.beat"]
+    assert tick["level"] == "debug" and tick["event"].startswith("Scheduler: Sending due task relmon-llm-outage")
+
+
 @pytest.fixture
 def failed_capture(capture_logs) -> list[dict]:
     """The lines of a failed store (its error quoting texts, with a cause), a warning quoting an answer, and the
