@@ -26,7 +26,7 @@ from capture.pairing import Identity, channel_ignore_reason
 from capture.redact import redact_if
 from common.runtime import Runtime, set_runtime
 from relmon.backfill.progress import Counters, Progress
-from relmon.backfill.report import backfill_period, estimate, estimate_text, post_report, print_backfill_report
+from relmon.backfill.report import end_of_run, estimate
 from store import backfill as rows
 from store.models import Judgment, Pair
 from store.settings import Settings
@@ -377,66 +377,5 @@ def _execute(run: Run, channels: list[str], since: datetime | None, read, since_
         finally:
             spender.set()
         run.spend()
-    return _report(run, since if since is not None else since_of(), bad_days)
-
-
-SKIPPED_INPUT = 3  # the run finished, but some of its input (a day file of the export) could not be read
-
-
-def run_lines(counters: Counters, *, dry_run: bool) -> list[str]:
-    """What the run did, for people: its own counts and spend, and why anything was left."""
-    from relmon.backfill.judging import BUDGET_SPENT, GONE, LEFT, SAMPLED_OUT
-
-    why = counters.outcomes
-    lines = [
-        f"{counters.messages} messages read, {counters.pairs} pairs found, {counters.judged} judged, "
-        f"{counters.skipped} skipped, {counters.left} left pending, ${counters.spend_usd:.4f} spent by this run"
-    ]
-    if dry_run:
-        return lines
-    if why.get(SAMPLED_OUT):
-        lines.append(f"{why[SAMPLED_OUT]} skipped by sampling (the channel's sample rate)")
-    if why.get(GONE):
-        lines.append(f"{why[GONE]} skipped: judged already (by an earlier run or the live pipeline)")
-    if why.get(LEFT):
-        lines.append(f"the LLM endpoint did not answer: {why[LEFT]} left pending; run again or leave it to the worker")
-    if why.get(BUDGET_SPENT):
-        lines.append(
-            f"the daily budget (RELMON_DAILY_BUDGET) is spent: {why[BUDGET_SPENT]} left pending; "
-            "run again tomorrow or leave it to the worker"
-        )
-    if counters.pairs:
-        lines.append(
-            f"conversations after the answers: {counters.with_signals} with outcome signals, {counters.unresolved} "
-            f"not resolved, {counters.references} answered by a teammate, {counters.golden_items} question(s) added to "
-            "the golden set"
-        )
-    return lines
-
-
-def _report(run: Run, since: datetime, bad_days: dict[str, str] | None = None) -> int:
-    runtime, counters = run.runtime, run.counters
-    for line in run_lines(counters, dry_run=run.args.dry_run):
-        print(line, file=sys.stderr)
-    for day, why in sorted((bad_days or {}).items()):
-        print(f"skipped {day}: {why}", file=sys.stderr)
-    code = SKIPPED_INPUT if bad_days else 0
-    if bad_days:
-        print(
-            f"{len(bad_days)} file(s) of the export skipped, the rest imported (exit code {SKIPPED_INPUT})",
-            file=sys.stderr,
-        )
-    if run.args.dry_run:
-        sys.stdout.write(estimate_text(run.counters, runtime, batch=run.args.batch))
-        return code
-    period = backfill_period(since, run.now, runtime.settings.digest_timezone, run.source)
-    print_backfill_report(runtime, period)
-    if counters.pairs:
-        day = f"{since:%Y-%m-%d}"
-        print(
-            f"what this history holds: relmon topics --since {day}; relmon gaps --since {day}; relmon golden export",
-            file=sys.stderr,
-        )
-    if getattr(run.args, "post", False):
-        print(post_report(runtime, period, run.now), file=sys.stderr)
-    return code
+    since = since if since is not None else since_of()
+    return end_of_run(run.runtime, run.counters, run.args, since, run.now, run.source, bad_days)

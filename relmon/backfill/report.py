@@ -1,10 +1,12 @@
-"""The end of a backfill: the digest's figures for the period read (printed, and posted with `--post` through the
-digest's own delivery), and, for `--dry-run`, what judging it would cost."""
+"""The end of a backfill or an import: what the run did (its own counts and spend, why anything was left), the
+digest's figures for the period read (printed, and posted with `--post` through the digest's own delivery), and,
+for `--dry-run`, what judging it would cost."""
 
 from __future__ import annotations
 
 import sys
 from datetime import datetime
+from typing import Any
 
 from common.reports.period import Period
 from common.runtime import Runtime
@@ -83,3 +85,74 @@ def estimate_text(counters: Counters, runtime: Runtime, *, batch: bool) -> str:
         )
     lines.append("(dry run: nothing was judged, stored or posted)")
     return "\n".join(lines) + "\n"
+
+
+SKIPPED_INPUT = 3  # the run finished, but some of its input (a day file of the export) could not be read
+
+
+def run_lines(counters: Counters, *, dry_run: bool) -> list[str]:
+    """What the run did, for people: its own counts and spend, and why anything was left."""
+    from relmon.backfill.judging import BUDGET_SPENT, GONE, LEFT, SAMPLED_OUT
+
+    why = counters.outcomes
+    lines = [
+        f"{counters.messages} messages read, {counters.pairs} pairs found, {counters.judged} judged, "
+        f"{counters.skipped} skipped, {counters.left} left pending, ${counters.spend_usd:.4f} spent by this run"
+    ]
+    if dry_run:
+        return lines
+    if why.get(SAMPLED_OUT):
+        lines.append(f"{why[SAMPLED_OUT]} skipped by sampling (the channel's sample rate)")
+    if why.get(GONE):
+        lines.append(f"{why[GONE]} skipped: judged already (by an earlier run or the live pipeline)")
+    if why.get(LEFT):
+        lines.append(f"the LLM endpoint did not answer: {why[LEFT]} left pending; run again or leave it to the worker")
+    if why.get(BUDGET_SPENT):
+        lines.append(
+            f"the daily budget (RELMON_DAILY_BUDGET) is spent: {why[BUDGET_SPENT]} left pending; "
+            "run again tomorrow or leave it to the worker"
+        )
+    if counters.pairs:
+        lines.append(
+            f"conversations after the answers: {counters.with_signals} with outcome signals, {counters.unresolved} "
+            f"not resolved, {counters.references} answered by a teammate, {counters.golden_items} question(s) added to "
+            "the golden set"
+        )
+    return lines
+
+
+def end_of_run(
+    runtime: Runtime,
+    counters: Counters,
+    args: Any,
+    since: datetime,
+    now: datetime,
+    source: str,
+    bad_days: dict[str, str] | None = None,
+) -> int:
+    """What the run did and why anything was left (stderr), then the period's report, or the estimate of a dry
+    run; returns the exit code."""
+    for line in run_lines(counters, dry_run=args.dry_run):
+        print(line, file=sys.stderr)
+    for day, why in sorted((bad_days or {}).items()):
+        print(f"skipped {day}: {why}", file=sys.stderr)
+    code = SKIPPED_INPUT if bad_days else 0
+    if bad_days:
+        print(
+            f"{len(bad_days)} file(s) of the export skipped, the rest imported (exit code {SKIPPED_INPUT})",
+            file=sys.stderr,
+        )
+    if args.dry_run:
+        sys.stdout.write(estimate_text(counters, runtime, batch=args.batch))
+        return code
+    period = backfill_period(since, now, runtime.settings.digest_timezone, source)
+    print_backfill_report(runtime, period)
+    if counters.pairs:
+        day = f"{since:%Y-%m-%d}"
+        print(
+            f"what this history holds: relmon topics --since {day}; relmon gaps --since {day}; relmon golden export",
+            file=sys.stderr,
+        )
+    if getattr(args, "post", False):
+        print(post_report(runtime, period, now), file=sys.stderr)
+    return code
