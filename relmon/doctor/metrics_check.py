@@ -24,8 +24,10 @@ def check_metrics(settings: Settings) -> Check:
     from prometheus_client.parser import text_string_to_metric_families
 
     url = settings.metrics_url
+    token = settings.secret("metrics_token")
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
     try:
-        response = _scrape(url, settings.secret("metrics_token"))
+        response = httpx.get(url, headers=headers, timeout=METRICS_TIMEOUT_SECONDS)
     except httpx.HTTPError as error:
         # The doctor often runs where the bot is not (a one-off container, before the first start): not checked.
         return skip("metrics", f"no answer from {url} ({type(error).__name__}); {NOT_RUNNING_FIX}")
@@ -94,16 +96,11 @@ def _held_by_other(port: int, token: str | None) -> str | None:
             pass  # taken: by relmon's worker or beat, or by another program
         else:
             return None
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
     try:
-        response = _scrape(f"http://127.0.0.1:{port}/metrics", token)
+        response = httpx.get(f"http://127.0.0.1:{port}/metrics", headers=headers, timeout=METRICS_TIMEOUT_SECONDS)
     except httpx.HTTPError as error:
         return f"it does not answer HTTP ({type(error).__name__})"
     if response.status_code == 200 and "relmon_" in response.text:
         return None
     return f"GET /metrics answered {response.status_code}, not relmon's metrics"
-
-
-def _scrape(url: str, token: str | None) -> httpx.Response:
-    """GET a /metrics as Prometheus does: with the bearer token when one is set."""
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    return httpx.get(url, headers=headers, timeout=METRICS_TIMEOUT_SECONDS)
