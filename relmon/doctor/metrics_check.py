@@ -1,15 +1,11 @@
 """The doctor's check of the bot's `GET /metrics` (RELMON_METRICS_URL, asked with RELMON_METRICS_TOKEN when one
 is set): it answers, parses as Prometheus text (prometheus-client's own parser), and the bot could read the
-database and Redis for it (relmon_state_up); and the worker's and beat's metrics ports on this host: served by
-relmon, free for it, or held by another program (which the worker only logs: it works on without its port)."""
+database and Redis for it (relmon_state_up)."""
 
 from __future__ import annotations
 
-import socket
-
 import httpx
 
-from common.metrics_door import bind_host
 from relmon.doctor.checks import Check, fail, ok, skip
 from store.settings import Settings
 
@@ -59,48 +55,3 @@ def _closed_door(response: httpx.Response) -> bool:
     except ValueError:
         return False
     return isinstance(body, dict) and "RELMON_METRICS_TOKEN" in str(body.get("hint", ""))
-
-
-def check_metrics_ports(settings: Settings) -> Check:
-    """Each metrics port of the worker and beat on this host: relmon's /metrics answers there, or the port is free
-    for it; a port another program holds is a problem the worker would only log."""
-    token = settings.secret("metrics_token")
-    ports = {
-        "RELMON_WORKER_METRICS_PORT": settings.worker_metrics_port,
-        "RELMON_BEAT_METRICS_PORT": settings.beat_metrics_port,
-    }
-    found = []
-    for name, port in ports.items():
-        if not port:
-            continue
-        held = _held_by_other(port, token)
-        if held:
-            return fail(
-                "metrics ports",
-                f"port {port} ({name}) is held by another program: {held}",
-                f"set {name} to a free port (0: no metrics) or stop what holds {port}",
-            )
-        found.append(f"{port}")
-    if not found:
-        return skip("metrics ports", "the worker's and beat's metrics ports are off (0)")
-    return ok("metrics ports", f"{', '.join(found)}: relmon's /metrics, or free for it")
-
-
-def _held_by_other(port: int, token: str | None) -> str | None:
-    """None when the port is free (it can be bound where the worker binds it) or relmon's /metrics answers there;
-    else what answered."""
-    with socket.socket() as probe:
-        try:
-            probe.bind((bind_host(token), port))
-        except OSError:
-            pass  # taken: by relmon's worker or beat, or by another program
-        else:
-            return None
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    try:
-        response = httpx.get(f"http://127.0.0.1:{port}/metrics", headers=headers, timeout=METRICS_TIMEOUT_SECONDS)
-    except httpx.HTTPError as error:
-        return f"it does not answer HTTP ({type(error).__name__})"
-    if response.status_code == 200 and "relmon_" in response.text:
-        return None
-    return f"GET /metrics answered {response.status_code}, not relmon's metrics"

@@ -8,7 +8,7 @@ from typing import TextIO
 
 from common.telemetry.scrub import SecretMasker
 from relmon.doctor.checks import Check, check_database, check_llm, check_redis, check_settings
-from relmon.doctor.metrics_check import check_metrics, check_metrics_ports
+from relmon.doctor.metrics_check import check_metrics
 from relmon.doctor.slack_checks import check_slack
 from relmon.doctor.trace_checks import check_traces
 from store.settings import Settings
@@ -21,7 +21,6 @@ def all_checks(settings: Settings) -> Iterator[Check]:
     yield check_database(settings)
     yield check_llm(settings)
     yield check_metrics(settings)
-    yield check_metrics_ports(settings)
     yield from check_traces(settings)
 
 

@@ -277,24 +277,3 @@ def test_error_kinds_are_a_bounded_vocabulary() -> None:
     assert metrics.error_kind("something odd") == "other"
     assert metrics.channel_label("C1", frozenset({"C1"})) == "C1"
     assert metrics.channel_label("C2", frozenset({"C1"})) == metrics.OTHER_CHANNEL
-
-
-def test_doctor_reports_a_metrics_port_another_program_holds(settings_for, runtime_for: Callable[..., Runtime]) -> None:
-    """The worker only logs a port it cannot have; the doctor says so: free or relmon's is fine, another
-    program's is a problem with its fix."""
-    from relmon.doctor.metrics_check import check_metrics_ports
-
-    relmon_port, other_port, free = free_port(), free_port(), free_port()
-    runtime = runtime_for(settings_for())
-    assert metrics.serve_metrics_port(runtime.settings, relmon_port, lambda: metrics.exposition(runtime)) == relmon_port
-    other = start_health_server("127.0.0.1", other_port, lambda: (200, {}), lambda: (b"other 1\\n", "text/plain"))
-    try:
-        mine = check_metrics_ports(settings_for(worker_metrics_port=relmon_port, beat_metrics_port=free))
-        assert mine.status == "ok", mine
-        held = check_metrics_ports(settings_for(worker_metrics_port=relmon_port, beat_metrics_port=other_port))
-        assert held.status == "FAIL" and str(other_port) in held.detail and "RELMON_BEAT_METRICS_PORT" in held.fix
-        off = check_metrics_ports(settings_for(worker_metrics_port=0, beat_metrics_port=0))
-        assert off.status == "skip"
-    finally:
-        other.shutdown()
-        other.server_close()
