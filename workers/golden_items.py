@@ -22,6 +22,7 @@ from store.golden_rules import (
     ORIGIN_BUTTON,
     ORIGIN_TAKEOVER,
     ORIGIN_VOTE,
+    Occurrence,
     joins_from_takeover,
     joins_from_vote,
     may_join,
@@ -42,17 +43,25 @@ def collect(
 ) -> int | None:
     """Add the pair's question to the set (once per asked question). Returns the item's id, or None when the
     pair is gone or its question has no words. `link`: look up its permalink (an import without Slack cannot)."""
-    with runtime.db.reading() as session:
-        pair = store.pair_fields(session, pair_id)
-    if pair is None or not may_join(pair.get("question_text")):
+    occurrence = _occurrence(runtime, pair_id, origin, reference_ts=reference_ts, link=link)
+    if occurrence is None:
         return None
-    link_to = _permalink(runtime, pair) if link else None
-    occurrence = occurrence_of_pair(pair, origin=origin, permalink=link_to, reference_ts=reference_ts)
     with runtime.db.session() as session:
         item_id, added = store.add_occurrence(session, occurrence)
     if added:
         log.info("golden item added", extra=event_fields(pair_id=pair_id, item_id=item_id, origin=origin))
     return item_id
+
+
+def _occurrence(
+    runtime: Runtime, pair_id: int, origin: str, *, reference_ts: str | None = None, link: bool = True
+) -> Occurrence | None:
+    with runtime.db.reading() as session:
+        pair = store.pair_fields(session, pair_id)
+    if pair is None or not may_join(pair.get("question_text")):
+        return None
+    link_to = _permalink(runtime, pair) if link else None
+    return occurrence_of_pair(pair, origin=origin, permalink=link_to, reference_ts=reference_ts)
 
 
 def collect_takeover(runtime: Runtime, pair_id: int, reference_ts: str | None, *, link: bool = True) -> int | None:
@@ -128,15 +137,19 @@ def save_from_modal_in(
             return {"outcome": "saved", "item_id": saved_before}
         log.info("test set note expired before it was saved", extra=event_fields(judgment_id=judgment_id))
         return {"outcome": "expired", "item_id": None}
-    item_id = collect(runtime, pair_id, ORIGIN_BUTTON)
-    if item_id is None:
+    occurrence = _occurrence(runtime, pair_id, ORIGIN_BUTTON)
+    if occurrence is None:
         golden_notes.drop(runtime.redis, note)
         return {"outcome": "no_question", "item_id": None}
-    if expected:
-        with runtime.db.session() as session:
-            if not store.set_expected(session, item_id, expected, user):
-                golden_notes.drop(runtime.redis, note)
-                return {"outcome": "removed_before", "item_id": item_id}
+    # One transaction: nobody (a regress run, `golden list`) sees the new item without the answer typed for it.
+    with runtime.db.session() as session:
+        item_id, added = store.add_occurrence(session, occurrence)
+        kept = store.set_expected(session, item_id, expected, user) if expected else True
+    if added:
+        log.info("golden item added", extra=event_fields(pair_id=pair_id, item_id=item_id, origin=ORIGIN_BUTTON))
+    if not kept:
+        golden_notes.drop(runtime.redis, note)
+        return {"outcome": "removed_before", "item_id": item_id}
     if note is not None:
         golden_notes.mark_saved(runtime.redis, note, item_id)
     return {"outcome": "saved", "item_id": item_id}
