@@ -119,7 +119,7 @@ def run_one(settings_values: dict, since: str, python_memory: bool) -> Measured:
 
     def measured_report(run, since, bad_days=None):
         reading.extend((_rss_mb(), tracemalloc.get_traced_memory()[1] / 1e6))
-        reading.append(backfill_period(since, run.now, run.runtime.settings.digest_timezone, run.source))
+        reading.append(backfill_period(since, run.now, run.runtime.settings.timezone, run.source))
         tracemalloc.reset_peak()  # 0, 0 when not tracing
         return report(run, since, bad_days)
 

@@ -55,7 +55,7 @@ def _dry_run(runtime: Runtime, now: datetime) -> int:
     from judges.safe_text import visible
     from workers.digest.delivery import quotes_for
 
-    period = period_for(now, runtime.settings.digest_timezone)
+    period = period_for(now, runtime.settings.timezone)
     report = load_report(runtime, period)
     # No Slack here: answers are located by channel and ts instead of permalinks.
     quotes = quotes_for(runtime, report, runtime.settings.digest_channel)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Annotated, Literal, NamedTuple
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import AliasChoices, BeforeValidator, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -258,13 +259,29 @@ class Settings(
     # Digest
     digest_day: str = Field("mon", **_env("RELMON_DIGEST_DAY"))
     digest_hour: int = Field(9, ge=0, le=23, **_env("RELMON_DIGEST_HOUR"))
-    digest_timezone: str = Field("UTC", **_env("RELMON_DIGEST_TIMEZONE"))
+    # The team's time zone: the digest's day and hour, the days of charts and reports, times shown in the CLI.
+    # RELMON_DIGEST_TIMEZONE is its older name, still read.
+    timezone: str = Field(
+        "UTC",
+        validation_alias=AliasChoices(
+            "RELMON_TIMEZONE", "relmon_timezone", "RELMON_DIGEST_TIMEZONE", "relmon_digest_timezone"
+        ),
+    )
 
     # Privacy and operations
     redact_pii: bool = Field(False, **_env("RELMON_REDACT_PII"))
     retention_days: int = Field(90, ge=1, **_env("RELMON_RETENTION_DAYS"))
     sentry_dsn: MaybeSecret = Field(None, **_env("SENTRY_DSN"))
     log_level: str = Field("INFO", **_env("RELMON_LOG_LEVEL"))
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"unknown time zone {value!r}: use an IANA name such as Europe/Paris or UTC") from None
+        return value
 
     @field_validator("digest_day")
     @classmethod

@@ -1,6 +1,6 @@
 """Celery beat's schedule: the weekly digest, the daily retention purge, and the pipeline's sweeper.
 
-Crontabs run in the digest's time zone (RELMON_DIGEST_TIMEZONE), daylight-saving changes included, while the
+Crontabs run in the team's time zone (RELMON_TIMEZONE), daylight-saving changes included, while the
 Celery app itself stays on UTC. The purge runs at 04:30 local time: never in the 01:00–03:00 hours that
 daylight-saving changes skip or repeat.
 """
@@ -102,7 +102,7 @@ def canary_slot(digest_day: str, digest_hour: int) -> dict:
 
 
 def beat_schedule(settings: Settings) -> dict:
-    zone = settings.digest_timezone
+    zone = settings.timezone
     schedule = {
         "relmon-weekly-digest": {
             "task": task_names.SEND_DIGEST,

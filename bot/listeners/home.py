@@ -42,7 +42,7 @@ def publish_home(
     from common.reports.period import period_for
 
     now = now or datetime.now(UTC)
-    period = period_for(now, runtime.settings.digest_timezone)
+    period = period_for(now, runtime.settings.timezone)
     viewer = Viewer(client, membership, user_id)
     key = HOME_VIEW_KEY + viewer_class(runtime, viewer, period)
     figures = cached(runtime.redis, key, lambda: figures_view(runtime, viewer, period, now))

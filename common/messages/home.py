@@ -64,7 +64,7 @@ def settings_fields(settings: Settings, default: EffectiveRule) -> list[dict]:
         {"type": "mrkdwn", "text": f"*Alerts*\n{alerts_to}, at most {default.alert_cap_per_hour} an hour"},
         {
             "type": "mrkdwn",
-            "text": f"*Weekly digest*\n{day}s {settings.digest_hour:02d}:00 {settings.digest_timezone}{digest_to}",
+            "text": f"*Weekly digest*\n{day}s {settings.digest_hour:02d}:00 {settings.timezone}{digest_to}",
         },
         {"type": "mrkdwn", "text": f"*Retention*\n{settings.retention_days} days"},
         {"type": "mrkdwn", "text": f"*Low scores confirmed*\n{confirm_text(settings)}"},

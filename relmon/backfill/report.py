@@ -145,7 +145,7 @@ def end_of_run(
     if args.dry_run:
         sys.stdout.write(estimate_text(counters, runtime, batch=args.batch))
         return code
-    period = backfill_period(since, now, runtime.settings.digest_timezone, source)
+    period = backfill_period(since, now, runtime.settings.timezone, source)
     print_backfill_report(runtime, period)
     if counters.pairs:
         day = f"{since:%Y-%m-%d}"

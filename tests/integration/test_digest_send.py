@@ -225,7 +225,7 @@ def test_a_run_killed_after_its_post_before_its_record_is_not_posted_again_when_
     in the channel, looked for as far back as the period's key allows."""
     runtime = make_runtime(redis_url=redis_url)
     now = now_utc()
-    tz = runtime.settings.digest_timezone
+    tz = runtime.settings.timezone
     if period_for(now, tz).key != period_for(now + timedelta(hours=2), tz).key:
         now -= timedelta(hours=3)  # the redelivery must fall in the same ISO week
     seed(runtime, now)

@@ -48,7 +48,7 @@ def runtime(home_runtime) -> Runtime:
     return home_runtime(
         "channels:\n  C2:\n    threshold: 3\n    sample_rate: 0.25\n",
         judge_model="judge-model-x",
-        digest_timezone="Europe/Paris",
+        timezone="Europe/Paris",
     )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pickle
 from datetime import UTC, datetime
 
+import pytest
 from celery import Celery
 
 from store.settings import Settings
@@ -22,7 +23,7 @@ def next_run(schedule: zoned_crontab, last_run: datetime, now: datetime) -> date
 
 
 def test_weekly_digest_runs_at_local_time_in_a_non_utc_zone() -> None:
-    settings = Settings(_env_file=None, digest_day="wednesday", digest_hour=8, digest_timezone="America/New_York")
+    settings = Settings(_env_file=None, digest_day="wednesday", digest_hour=8, timezone="America/New_York")
     entry = beat_schedule(settings)["relmon-weekly-digest"]
     assert entry["task"] == "workers.tasks.digest.send_digest"
     assert entry["kwargs"] == {"scheduled": True}  # the run is keyed by its slot (see scheduled_key)
@@ -57,7 +58,19 @@ def test_the_stale_sweeper_is_scheduled() -> None:
 
 
 def test_schedule_survives_beats_pickled_state() -> None:
-    digest = beat_schedule(Settings(_env_file=None, digest_timezone="Asia/Tokyo"))["relmon-weekly-digest"]["schedule"]
+    digest = beat_schedule(Settings(_env_file=None, timezone="Asia/Tokyo"))["relmon-weekly-digest"]["schedule"]
     restored = pickle.loads(pickle.dumps(digest))
     assert restored == digest and restored.timezone_name == "Asia/Tokyo"
     assert restored != zoned_crontab(minute=0, hour=9, day_of_week="mon", timezone="UTC")
+
+
+def test_the_team_time_zone_is_read_under_its_name_and_its_older_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RELMON_DIGEST_TIMEZONE", "Europe/Paris")
+    assert Settings(_env_file=None).timezone == "Europe/Paris"
+    monkeypatch.setenv("RELMON_TIMEZONE", "Asia/Tokyo")
+    assert Settings(_env_file=None).timezone == "Asia/Tokyo"
+
+
+def test_an_unknown_time_zone_is_refused_with_what_to_write() -> None:
+    with pytest.raises(ValueError, match="unknown time zone 'Mars/Base': use an IANA name"):
+        Settings(_env_file=None, timezone="Mars/Base")

@@ -146,7 +146,7 @@ def deliver_digest(
     if not channel:
         log.warning("no digest channel: set RELMON_DIGEST_CHANNEL or RELMON_ALERT_CHANNEL")
         return Outcome("no_channel")
-    period = period or period_for(now, settings.digest_timezone, force=force)
+    period = period or period_for(now, settings.timezone, force=force)
     if period_key:
         period = replace(period, key=period_key)
     with runtime.db.session() as session:
@@ -236,7 +236,7 @@ def deliver_preview(
     App Home shows them (a private channel's figures and links to its members only), and a channel's text only
     when they are a member and the quoting rule allows it in the conversation the preview appears in."""
     settings = runtime.settings
-    period = period_for(now, settings.digest_timezone)
+    period = period_for(now, settings.timezone)
     viewer = Viewer(runtime.slack, MembershipCache(runtime.redis), user_id)
 
     def build() -> dict:

@@ -45,7 +45,7 @@ def _stored(runtime: Runtime, digest: digest_rows.PostedDigest):
             start, end = digest.made_at - WINDOW, digest.made_at
         else:
             start, end = _aware(found[0].start), _aware(found[0].end)
-        period = Period(digest.period_key, start, end, start - (end - start), runtime.settings.digest_timezone)
+        period = Period(digest.period_key, start, end, start - (end - start), runtime.settings.timezone)
         if found is None:
             return period, None
         run, periods = found

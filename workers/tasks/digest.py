@@ -37,10 +37,10 @@ RETRY_CAP_SECONDS = 600.0
 def send_digest(self, force: bool = False, period_key: str | None = None, scheduled: bool = False) -> str:
     runtime, now = get_runtime(), datetime.now(UTC)
     if force and period_key is None:
-        period_key = period_for(now, runtime.settings.digest_timezone, force=True).key
+        period_key = period_for(now, runtime.settings.timezone, force=True).key
     elif scheduled and period_key is None:  # beat's run: the week of the slot it was sent for
         settings = runtime.settings
-        period_key = scheduled_key(now, settings.digest_day, settings.digest_hour, settings.digest_timezone)
+        period_key = scheduled_key(now, settings.digest_day, settings.digest_hour, settings.timezone)
     try:
         return deliver_digest(runtime, now, force=force, period_key=period_key).status
     except RETRYABLE as error:
