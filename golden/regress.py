@@ -24,6 +24,7 @@ GROUNDED_SWAPPED = f"{GROUNDED}_swapped"
 CHECKS = (RELEVANCY, CORRECTNESS, GROUNDED, GROUNDED_SWAPPED)
 JUDGE_OF_CHECK = {RELEVANCY: RELEVANCY, CORRECTNESS: CORRECTNESS, GROUNDED: GROUNDED, GROUNDED_SWAPPED: GROUNDED}
 PASS, FAIL, UNCERTAIN, ERROR = "pass", "fail", "uncertain", "error"
+MISSING = "missing"  # a golden item the candidates file has no answer for: not run
 IMPROVED, REGRESSED, NEW = "improved", "regressed", "new"
 GROUNDED_GOOD = 4  # "good relevancy" on the grounded judge's 1–5 scale
 
@@ -38,19 +39,27 @@ def check_texts(check: str, question: str, answer: str, expected: str | None) ->
     return question, answer, expected
 
 
-def grounded_grades(raw_output: str | None) -> tuple[int | None, int | None] | None:
-    """(answer 1's grade, answer 2's grade) from the grounded judge's reply (None for "no document"), or None
-    when the reply cannot be read."""
+def grounded_answers(raw_output: str | None) -> tuple[GroundedAnswer, GroundedAnswer] | None:
+    """(answer 1, answer 2) as the grounded judge graded them, or None when its reply cannot be read."""
     try:
         data = extract_json_object(raw_output or "")
-        first, second = validate(GroundedAnswer, data["answer_1"]), validate(GroundedAnswer, data["answer_2"])
+        return validate(GroundedAnswer, data["answer_1"]), validate(GroundedAnswer, data["answer_2"])
     except (UnparseableReply, KeyError, TypeError):
         return None
 
-    def grade(graded: GroundedAnswer) -> int | None:
-        return None if graded.answer_affirms_no_document_answers else graded.answer_relevancy
 
-    return grade(first), grade(second)
+def grounded_grade(graded: GroundedAnswer) -> int | None:
+    """An answer's grade, None when it says no document answers the question (whatever grade came with it)."""
+    return None if graded.answer_affirms_no_document_answers else graded.answer_relevancy
+
+
+def grounded_grades(raw_output: str | None) -> tuple[int | None, int | None] | None:
+    """(answer 1's grade, answer 2's grade) from the grounded judge's reply (None for "no document"), or None
+    when the reply cannot be read."""
+    answers = grounded_answers(raw_output)
+    if answers is None:
+        return None
+    return grounded_grade(answers[0]), grounded_grade(answers[1])
 
 
 def grounded_order(candidate: int | None, expected: int | None) -> str:

@@ -160,6 +160,8 @@ def _regress_arguments(commands) -> None:
     regress.add_argument("--threads", type=whole_number, default=8, help="judgments in flight at once (default 8)")
     regress.add_argument("--fresh", action="store_true", help="judge again answers an earlier run judged already")
     regress.add_argument("--include-private", action="store_true", help=_INCLUDE_PRIVATE)
+    regress.add_argument("--allow-missing", action="store_true", help="pass without the golden items the file has "
+                         "no answer for (they are listed, not run; without it they fail the run)")  # fmt: skip
 
 
 def _history_options(parser: argparse.ArgumentParser) -> None:

@@ -2,9 +2,11 @@
 expected answers (golden.regress), compared with a baseline run, reported for people and for CI.
 
 Exit status: 0 good enough; 1 a regression, and only that: the pass rate is below --min-pass, or an item that passed
-in the baseline now fails; 2 a usage or input problem (nothing judged), or a report file that cannot be written;
-3 the LLM stayed unreachable or the daily budget is spent (the next run resumes), or the database is unreachable.
-The report files are written before anything else can fail: the database's copy, the terminal, the exit status."""
+in the baseline now fails; 2 a usage or input problem: nothing judged, golden items missing from the candidates file
+(judged and reported without them; not with --allow-missing, and 1 wins when the judged items regressed), or a report
+file that cannot be written; 3 the LLM stayed unreachable or the daily budget is spent (the next run resumes), or the
+database is unreachable. The last line printed says why (relmon.regress.verdict). The report files are written
+before anything else can fail: the database's copy, the terminal, the exit status."""
 
 from __future__ import annotations
 
@@ -21,13 +23,16 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from capture.redact import redact_if
 from golden.candidates import Candidate, CandidatesProblem, read_candidates
-from golden.regress import CHECKS, exit_status, item_result, mark_changes, summarize
+from golden.regress import CHECKS, MISSING, item_result, mark_changes, summarize
 from judges import get_judge
 from judges.names import JUDGE_NAMES
 from judges.safe_text import json_text
 from relmon.private_items import text_shown
 from relmon.regress.judging import ItemCheck, Judging, StopRun, checks_of
-from relmon.regress.report import Terminal, junit_xml, print_regress_report, report_json
+from relmon.regress.junit import junit_xml
+from relmon.regress.report import Terminal, print_regress_report, report_json
+from relmon.regress.verdict import decide
+from relmon.regress.views import ItemView, item_view
 from store import golden as golden_store
 from store import regress_runs
 from store.db import Database
@@ -63,7 +68,7 @@ def _baseline(database: Database, wanted: str | None, run_id: int) -> tuple[dict
     if wanted and not (wanted.isascii() and wanted.isdigit() and len(wanted) <= 18):
         try:
             report = json.loads(Path(wanted).read_text(encoding="utf-8"))
-            return {str(item["id"]): item["outcome"] for item in report["items"]}, wanted
+            return _outcomes(report["items"]), wanted
         except (OSError, ValueError, KeyError, TypeError) as error:
             raise StopRun(f"--baseline {wanted}: not a report of relmon regress ({error})", 2) from None
         except RecursionError:
@@ -75,7 +80,12 @@ def _baseline(database: Database, wanted: str | None, run_id: int) -> tuple[dict
                 raise StopRun(f"--baseline {wanted}: no finished run with that id", 2)
             return None, None
         report = run.report or {}
-    return {str(item["id"]): item["outcome"] for item in report.get("items", [])}, run.id
+    return _outcomes(report.get("items", [])), run.id
+
+
+def _outcomes(lines: list[dict[str, Any]]) -> dict[str, str]:
+    """Item id → outcome of a report's items; one missing from that run was not run: not in its baseline."""
+    return {str(line["id"]): line["outcome"] for line in lines if line["outcome"] != MISSING}
 
 
 def run_regress(args, settings: Settings) -> int:
@@ -104,6 +114,22 @@ def run_regress(args, settings: Settings) -> int:
         return _fail(str(stop), stop.code)
     finally:
         database.dispose()
+
+
+def _not_run(candidates: list[Candidate], items: dict[int, GoldenItem]) -> tuple[list[GoldenItem], int]:
+    """The golden items the file has no answer for, by id: those with an expected answer (missing: the run is
+    incomplete without them), and how many have none yet (they cannot be judged, whatever the file holds)."""
+    answered = {candidate.item_id for candidate in candidates}
+    left = [item for item_id, item in sorted(items.items()) if item_id not in answered]
+    return [item for item in left if item.expected], sum(1 for item in left if not item.expected)
+
+
+def _view(item: GoldenItem, answer: str | None, verdicts, settings: Settings, include_private: bool) -> ItemView:
+    # The reports quote the texts: redacted like every export when RELMON_REDACT_PII is on (imported ones too);
+    # a private channel's withheld unless --include-private.
+    return item_view(str(item.id), (item.question, item.expected, answer), verdicts,
+                     shown=text_shown(item.channel_is_private, include_private=include_private),
+                     redact=lambda text: redact_if(settings.redact_pii, text) or "")  # fmt: skip
 
 
 def _judge_and_report(args, settings, database, path, candidates, items) -> int:
@@ -142,35 +168,41 @@ def _judge_and_report(args, settings, database, path, candidates, items) -> int:
             judging.online(todo)
     with database.reading() as session:
         stored = regress_runs.stored_checks(session, run_id)
-    results = []
+    results, views, stored_views = [], {}, {}
     for candidate in candidates:
-        key = str(candidate.item_id)
+        key, item = str(candidate.item_id), items[candidate.item_id]
         verdicts = {name: stored[(key, name)][1] or {} for name in CHECKS}
         results.append(item_result(key, verdicts, relevancy_threshold=settings.threshold))
+        views[key] = _view(item, candidate.answer, verdicts, settings, args.include_private)
+        stored_views[key] = _view(item, candidate.answer, verdicts, settings, False)
     mark_changes(results, baseline)
     summary = summarize(results)
-    # The reports quote the questions: redacted like every export when RELMON_REDACT_PII is on (imported ones too);
-    # a private channel's withheld (None) unless --include-private.
-    questions = {str(c.item_id): _question(items[c.item_id], settings, args.include_private) for c in candidates}
+    missing_items, unready = _not_run(candidates, items)
+    missing = [_view(item, None, None, settings, args.include_private) for item in missing_items]
+    verdict = decide(summary, args.min_pass, missing=len(missing), allow_missing=args.allow_missing,
+                     baseline=baseline_run)  # fmt: skip
     details = {"run_id": run_id, "source": path.name, "model": settings.judge_model, "baseline_run": baseline_run,
-               "min_pass": args.min_pass}  # fmt: skip
-    report = report_json(results, summary, questions, **details)
+               "min_pass": args.min_pass, "allow_missing": args.allow_missing}  # fmt: skip
+    report = report_json(results, summary, views, missing, verdict, texts=True, **details)
+    junit = junit_xml(results, summary, views, missing, verdict, source=path.name, allow_missing=args.allow_missing)
     # The files first: CI reads them whatever happens next (the database, the terminal, the exit status).
-    problem = _write_reports(args, report, junit_xml(results, summary, questions))
-    # The stored copy is the next run's baseline: outcomes by id; never a private channel's text.
-    stored_questions = {key: _question(items[int(key)], settings, False) for key in questions}
-    stored_report = report_json(results, summary, stored_questions, **details)
+    problem = _write_reports(args, report, junit)
+    # The stored copy is the next run's baseline: outcomes by id; never a private channel's text, and none of the
+    # answers or the judges' words (the run's checks hold those, and forgetting scrubs them there).
+    stored_missing = [_view(item, None, None, settings, False) for item in missing_items]
+    stored_report = report_json(results, summary, stored_views, stored_missing, verdict, texts=False, **details)
     with database.session() as session:
         regress_runs.finish_run(session, run_id, passed=summary.passed, pass_rate=summary.pass_rate,
                                 report=stored_report)  # fmt: skip
     try:
-        print_regress_report(Terminal(), results, summary, questions)
+        print_regress_report(Terminal(), results, summary, views, missing, verdict, source=path.name, unready=unready)
     except OSError as error:  # a closed pipe, a full disk: the report files hold it all; the exit status stands
         print(f"relmon regress: the report could not be printed ({error.strerror or error})", file=sys.stderr)
+        print(f"relmon regress: {verdict.line}", file=sys.stderr)
         _stdout_gone()
     if problem is not None:
         return _fail(problem, 2)
-    return exit_status(summary, args.min_pass)
+    return verdict.code
 
 
 def _stdout_gone() -> None:
@@ -178,12 +210,6 @@ def _stdout_gone() -> None:
     (and exit 120)."""
     with contextlib.suppress(OSError, ValueError):  # not a file descriptor (a test's capture): nothing to flush
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-
-
-def _question(item: GoldenItem, settings: Settings, include_private: bool) -> str | None:
-    if not text_shown(item.channel_is_private, include_private=include_private):
-        return None
-    return redact_if(settings.redact_pii, item.question) or ""
 
 
 def _write_reports(args, report: dict[str, Any], junit: bytes) -> str | None:

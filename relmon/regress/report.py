@@ -1,37 +1,51 @@
-"""What `relmon regress` writes: the table and summary in the terminal (rich), the JSON report (kept in the database
-as the next run's baseline, and `--json FILE`) and JUnit XML for CI (`--junit FILE`: one testcase per golden item).
+"""What `relmon regress` writes for people and tools: the table, summary and verdict line in the terminal (rich),
+and the JSON report (`--json FILE`, and kept in the database as the next run's baseline). The JUnit XML is
+relmon.regress.junit's.
 
-The questions come from Slack or from an imported set, so any text may be in them: each format writes it through
-judges.safe_text (the terminal sees no raw control character and no rich markup it would obey, the XML holds only
-characters XML 1.0 allows, the JSON reads back as the same strings). A question `questions` maps to None is a
-private channel's, withheld (relmon.private_items): its item is reported, its text is not, and `withheld` counts them
-in every format."""
+The questions and answers come from Slack or from an imported set, so any text may be in them: each format writes
+it through judges.safe_text (the terminal sees no raw control character and no rich markup it would obey, the JSON
+reads back as the same strings). An item whose view is `withheld` is a private channel's (relmon.private_items):
+its item is reported, its texts are not, and `withheld` counts them in every format."""
 
 from __future__ import annotations
 
 import errno
-import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
-from golden.regress import ERROR, FAIL, IMPROVED, PASS, REGRESSED, UNCERTAIN, ItemResult, Summary
+from golden.regress import ERROR, FAIL, MISSING, PASS, UNCERTAIN, ItemResult, Summary
 from judges.names import CORRECTNESS, GROUNDED, RELEVANCY
 from judges.safe_text import markup_safe, one_line
 from relmon.private_items import WITHHELD, withheld_note
+from relmon.regress.verdict import RunVerdict
+from relmon.regress.views import ItemView
 
-_STYLE = {PASS: "green", FAIL: "red", UNCERTAIN: "yellow", ERROR: "magenta"}
-_CHANGE = {IMPROVED: "[green]improved[/]", REGRESSED: "[red]regressed[/]", "new": "new", None: ""}
+_STYLE = {PASS: "green", FAIL: "red", UNCERTAIN: "yellow", ERROR: "magenta", MISSING: "red"}
+_CHANGE = {"improved": "[green]improved[/]", "regressed": "[red]regressed[/]", "new": "new", None: ""}
+MISSING_LISTED = 20  # in the terminal; the report files list them all
 
 
-def _score(value: Any) -> str:
+def score_text(value: Any) -> str:
     if isinstance(value, list):
-        return " / ".join(_score(v) for v in value)
+        return " / ".join(score_text(v) for v in value)
     if value is None:
         return "—"
     return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def shown_question(view: ItemView | None, width: int, *, markup: bool) -> str:
+    """An item's question on one line, cut to `width`: the withheld mark for a private channel's."""
+    if view is not None and view.withheld:
+        return WITHHELD
+    text = view.question if view is not None else ""
+    return markup_safe(text, width) if markup else one_line(text, width)
+
+
+def withheld_count(views: Sequence[ItemView]) -> int:
+    return sum(1 for view in views if view.withheld)
 
 
 class Terminal(Console):
@@ -43,30 +57,56 @@ class Terminal(Console):
         raise BrokenPipeError(errno.EPIPE, "the standard output was closed")
 
 
-def _withheld(questions: dict[str, str | None]) -> int:
-    return sum(1 for text in questions.values() if text is None)
-
-
 def report_json(
     results: Sequence[ItemResult],
     summary: Summary,
-    questions: dict[str, str | None],
+    views: dict[str, ItemView],
+    missing: Sequence[ItemView],
+    verdict: RunVerdict,
     *,
+    texts: bool,
     run_id: int,
     source: str,
     model: str,
     baseline_run: int | str | None,
     min_pass: float,
+    allow_missing: bool,
 ) -> dict[str, Any]:
-    withheld = _withheld(questions)
+    """The report. `texts`: with each item's expected and candidate answers and the judges' scores and reasoning
+    (the --json file); without them for the copy kept in the database, which needs only the outcomes."""
+    withheld = withheld_count([*views.values(), *missing])
+
+    def line(view: ItemView, fields: dict[str, Any]) -> dict[str, Any]:
+        head = {"id": view.key, "question": view.question, "withheld": view.withheld}  # question None: withheld
+        return head | fields | (view.texts_json() if texts else {})
+
+    judged = [
+        line(
+            views[r.key],
+            {"outcome": r.outcome, "change": r.change, "scores": r.scores, "failed_by": r.failed_by, "notes": r.notes},
+        )
+        for r in results
+    ]
+    not_run = {
+        "outcome": MISSING,
+        "change": None,
+        "scores": {},
+        "failed_by": [],
+        "notes": [f"not in {source}: not run"],
+    }
+    missing_lines = [line(view, not_run) for view in missing]
     return {
         "run_id": run_id,
         "candidates": source,
         "model": model,
         "baseline": baseline_run,
         "min_pass": min_pass,
+        "allow_missing": allow_missing,
+        "result": {"passed": verdict.passed, "reasons": list(verdict.failing), "line": verdict.line},
         "summary": {
-            "items": summary.items,
+            "golden_items": summary.items + len(missing),
+            "items": summary.items,  # judged: the pass rate's denominator
+            "missing": len(missing),
             "passed": summary.passed,
             "failed": summary.failed,
             "uncertain": summary.uncertain,
@@ -79,82 +119,58 @@ def report_json(
         },
         "private_withheld": withheld,
         "note": withheld_note(withheld),
-        "items": [
-            {
-                "id": result.key,
-                "question": questions.get(result.key, ""),  # None: a private channel's, withheld
-                "withheld": questions.get(result.key, "") is None,
-                "outcome": result.outcome,
-                "change": result.change,
-                "scores": result.scores,
-                "failed_by": result.failed_by,
-                "notes": result.notes,
-            }
-            for result in results
-        ],
+        "items": judged + missing_lines,
     }
 
 
-def _shown(questions: dict[str, str | None], key: str, width: int, *, markup: bool) -> str:
-    text = questions.get(key, "")
-    if text is None:
-        return WITHHELD
-    return markup_safe(text, width) if markup else one_line(text, width)
+def _first_words(view: ItemView, width: int = 60) -> str:
+    return shown_question(view, width, markup=True)
 
 
 def print_regress_report(
-    console: Console, results: Sequence[ItemResult], summary: Summary, questions: dict[str, str | None]
+    console: Console,
+    results: Sequence[ItemResult],
+    summary: Summary,
+    views: dict[str, ItemView],
+    missing: Sequence[ItemView],
+    verdict: RunVerdict,
+    *,
+    source: str,
+    unready: int = 0,
 ) -> None:
+    """The table (one row per golden item, missing ones too), the summary, the missing items named, how many
+    private items were withheld, and last the verdict line. `unready`: items without an expected answer yet."""
     caption = "relevancy 0–4 · correctness 0–2 · grounded 1–5, the candidate first as answer 2, then as answer 1"
     table = Table(title="relmon regress", caption=caption, show_lines=False)
     for column in ("item", "question", RELEVANCY, "correct", GROUNDED, "result", "change"):
         table.add_column(column, overflow="fold")
     for result in results:
         outcome = f"[{_STYLE[result.outcome]}]{result.outcome}[/]"
-        table.add_row(result.key, _shown(questions, result.key, 48, markup=True), _score(result.scores.get(RELEVANCY)),
-                      _score(result.scores.get(CORRECTNESS)), _score(result.scores.get(GROUNDED)), outcome,
+        table.add_row(result.key, shown_question(views.get(result.key), 48, markup=True),
+                      score_text(result.scores.get(RELEVANCY)), score_text(result.scores.get(CORRECTNESS)),
+                      score_text(result.scores.get(GROUNDED)), outcome,
                       _CHANGE.get(result.change, result.change or ""))  # fmt: skip
+    for view in missing:
+        table.add_row(view.key, shown_question(view, 48, markup=True), "—", "—", "—", f"[red]{MISSING}[/]", "")
     console.print(table)
     low, high = summary.interval
-    means = ", ".join(f"{name} {_score(round(value, 2)) if value is not None else '—'}"
+    means = ", ".join(f"{name} {score_text(round(value, 2)) if value is not None else '—'}"
                       for name, value in summary.means.items())  # fmt: skip
     console.print(
-        f"pass rate {summary.pass_rate:.0%} ({summary.passed} of {summary.items}; 95% interval {low:.0%}–{high:.0%})"
-        f" · failed {summary.failed} · uncertain {summary.uncertain} · no verdict {summary.errors}"
+        f"pass rate {summary.pass_rate:.0%} ({summary.passed} of {summary.items} judged; 95% interval "
+        f"{low:.0%}–{high:.0%}) · failed {summary.failed} · uncertain {summary.uncertain} · no verdict {summary.errors}"
     )
     console.print(f"mean scores: {means} · improved {summary.improved} · regressed {summary.regressed}")
-    if note := withheld_note(_withheld(questions)):
+    if missing:
+        count = len(missing)
+        console.print(f"{count} golden item{'' if count == 1 else 's'} not in {markup_safe(source)}, not run:")
+        for view in missing[:MISSING_LISTED]:
+            console.print(f"  item {view.key}: {_first_words(view)}")
+        if count > MISSING_LISTED:
+            console.print(f"  … and {count - MISSING_LISTED} more (the --json and --junit reports list them all)")
+    if unready:
+        console.print(f"{unready} golden item{'' if unready == 1 else 's'} without an expected answer yet, not run "
+                      "(write it in Slack or import one)")  # fmt: skip
+    if note := withheld_note(withheld_count([*views.values(), *missing])):
         console.print(note)
-
-
-def junit_xml(results: Sequence[ItemResult], summary: Summary, questions: dict[str, str | None]) -> bytes:
-    """One testcase per golden item: a failure when any judge fails it, skipped when it is uncertain, an error when
-    a judge gave no verdict."""
-    suite = ET.Element(
-        "testsuite",
-        name="relmon regress",
-        tests=str(summary.items),
-        failures=str(summary.failed),
-        errors=str(summary.errors),
-        skipped=str(summary.uncertain),
-    )
-    withheld = _withheld(questions)
-    properties = ET.SubElement(suite, "properties")
-    ET.SubElement(properties, "property", name="private_withheld", value=str(withheld))
-    for result in results:
-        # ElementTree escapes <, & and > (so `]]>` is `]]&gt;`); one_line leaves no character XML 1.0 forbids.
-        case = ET.SubElement(suite, "testcase", classname="golden", name=f"item {result.key}: "
-                             f"{_shown(questions, result.key, 80, markup=False)}")  # fmt: skip
-        scores = ", ".join(f"{name} {_score(value)}" for name, value in result.scores.items())
-        if result.outcome == FAIL:
-            failure = ET.SubElement(case, "failure", message="failed by " + ", ".join(result.failed_by))
-            failure.text = scores + ("; " + "; ".join(result.notes) if result.notes else "")
-        elif result.outcome == UNCERTAIN:
-            ET.SubElement(case, "skipped", message="uncertain: " + "; ".join(result.notes))
-        elif result.outcome == ERROR:
-            ET.SubElement(case, "error", message="; ".join(result.notes))
-        if result.change:
-            ET.SubElement(case, "system-out").text = f"{result.change} against the baseline; {scores}"
-    if note := withheld_note(withheld):
-        ET.SubElement(suite, "system-out").text = note
-    return ET.tostring(ET.ElementTree(suite).getroot(), encoding="utf-8", xml_declaration=True)
+    console.print(f"[{'green' if verdict.passed else 'red'}]{markup_safe(verdict.line)}[/]")
