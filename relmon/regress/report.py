@@ -165,7 +165,7 @@ def print_regress_report(
         count = len(missing)
         console.print(f"{count} golden item{'' if count == 1 else 's'} not in {markup_safe(source)}, not run:")
         for view in missing[:MISSING_LISTED]:
-            console.print(f"  item {view.key}: {_first_words(view)}")
+            console.print(f"  item {view.key}: {_first_words(view)}", soft_wrap=True)
         if count > MISSING_LISTED:
             console.print(f"  … and {count - MISSING_LISTED} more (the --json and --junit reports list them all)")
     if unready:
@@ -173,4 +173,5 @@ def print_regress_report(
                       "(write it in Slack or import one)")  # fmt: skip
     if note := withheld_note(withheld_count([*views.values(), *missing])):
         console.print(note)
-    console.print(f"[{'green' if verdict.passed else 'red'}]{markup_safe(verdict.line)}[/]")
+    # One line whatever the terminal's width (a CI log is 80 columns to rich): what a person or a grep looks for.
+    console.print(f"[{'green' if verdict.passed else 'red'}]{markup_safe(verdict.line)}[/]", soft_wrap=True)

@@ -17,6 +17,7 @@ from store import golden
 from store.db import Database
 from store.golden_rules import ORIGIN_TAKEOVER, Occurrence
 from tests import relmon_cli
+from tests.fakes.openai_replies import prompt_text, seed_kind
 from tests.fakes.openai_server import FakeOpenAI
 
 cli = relmon_cli.cli
@@ -77,14 +78,14 @@ class Run:
 
 
 def regress(cli, db_url: str, tmp_path: Path, ids: dict[str, int], answers: dict[str, str], *extra: str,
-            fake: FakeOpenAI | None = None) -> Run:  # fmt: skip
+            fake: FakeOpenAI | None = None, columns: int = 200, **env: str) -> Run:  # fmt: skip
     """`relmon regress` on the answers (name → answer) with --json and --junit, compared with no baseline."""
     path = tmp_path / "candidates.jsonl"
     path.write_text("".join(json.dumps({"id": ids[name], "answer": text}) + "\n" for name, text in answers.items()))
     report, junit = tmp_path / "report.json", tmp_path / "report.xml"
     with FakeOpenAI() if fake is None else fake as server:
         outcome = cli("regress", str(path), "--json", str(report), "--junit", str(junit), "--baseline", "none",
-                      *extra, base_url=server.base_url, DATABASE_URL=db_url, COLUMNS="200")  # fmt: skip
+                      *extra, base_url=server.base_url, DATABASE_URL=db_url, COLUMNS=str(columns), **env)  # fmt: skip
     return Run(outcome.returncode, outcome.stdout, outcome.stderr, report.read_text("utf-8"),
                junit.read_text("utf-8"), ids)  # fmt: skip
 
@@ -129,7 +130,7 @@ def test_allow_missing_passes_without_the_missing_item_and_still_lists_it(items,
 
 def test_the_last_line_says_every_reason_the_run_failed(items, db_url, cli, tmp_path) -> None:
     answers = without("refund") | {"rotate": "offtopic: turn it off", "export": "offtopic: we sell hats"}
-    run = regress(cli, db_url, tmp_path, items, answers)
+    run = regress(cli, db_url, tmp_path, items, answers, columns=60)  # a narrow CI log: the line stays whole
     assert run.code == 1, run.stderr  # a regression among the items judged says 1, items missing or not
     assert run.last_line == "FAIL: pass rate 60% < 80% required; 1 item missing (use --allow-missing to run without it)"
 
@@ -256,3 +257,33 @@ def test_a_junit_reader_takes_the_file(items, db_url, cli, tmp_path) -> None:
     run = regress(cli, db_url, tmp_path, items, without("refund") | {"sso": HOSTILE}, "--min-pass", "0")
     suite = junitparser.JUnitXml.fromstring(run.junit_text.encode("utf-8"))
     assert (suite.tests, suite.failures) == (6, 1)
+
+
+def unreadable_relevancy(body: dict) -> str | None:
+    """The relevancy judge answers prose without its JSON for an answer saying "garbled"."""
+    prompt = prompt_text(body)
+    return "I would rather not say." if seed_kind(prompt) == "relevancy" and "garbled" in prompt else None
+
+
+def test_a_check_without_a_verdict_is_a_junit_error_saying_why(items, db_url, cli, tmp_path) -> None:
+    fake = FakeOpenAI()
+    fake.set_reply(unreadable_relevancy)
+    run = regress(cli, db_url, tmp_path, items, GOOD | {"sso": "garbled: Business"}, "--min-pass", "0", fake=fake)
+    assert run.code == 0, run.stderr
+    relevancy = run.item("sso")["judges"]["relevancy"]
+    assert run.item("sso")["outcome"] == "error" and relevancy["status"] == "error" and relevancy["error"]
+    error = run.case("sso").find("error")
+    assert error.get("message") == "no verdict from relevancy"
+    assert error.text.startswith("relevancy: no verdict (error)") and relevancy["error"].split()[0] in error.text
+    assert run.suite.get("errors") == "1"
+
+
+def test_the_reports_redact_the_answers_and_the_judges_words(items, db_url, cli, tmp_path) -> None:
+    answer = "Write to ana@example.com for the SSO plans."
+    run = regress(cli, db_url, tmp_path, items, GOOD | {"sso": answer}, fake=FakeOpenAI(quote_answer=True),
+                  RELMON_REDACT_PII="true")  # fmt: skip
+    assert run.code == 0, run.stderr
+    assert "ana@example.com" not in run.report_text + run.junit_text
+    sso = run.item("sso")
+    assert sso["answer"] == "Write to [EMAIL] for the SSO plans."
+    assert "[EMAIL]" in sso["judges"]["relevancy"]["reasoning"]  # the judge quoted it: redacted as well
