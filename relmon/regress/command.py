@@ -145,7 +145,7 @@ def _judge_and_report(args, settings, database, path, candidates, items) -> int:
         run_id = run.id if run is not None else regress_runs.start(session, sha, path.name, len(candidates))
         stored = regress_runs.stored_checks(session, run_id)
     # The baseline is read before anything is judged: a --baseline that is wrong is an input error that costs nothing.
-    baseline, baseline_run = _baseline(database, args.baseline, run_id)
+    baseline = _baseline(database, args.baseline, run_id)
     if run is not None:
         done = sum(1 for _charged, verdict in stored.values() if verdict is not None)
         what = "resuming" if run.finished_at is None else "the same answers as"
@@ -168,6 +168,13 @@ def _judge_and_report(args, settings, database, path, candidates, items) -> int:
             judging.online(todo)
     with database.reading() as session:
         stored = regress_runs.stored_checks(session, run_id)
+    return _report(args, settings, database, path, run_id, candidates, items, stored, baseline)
+
+
+def _report(args, settings, database, path, run_id, candidates, items, stored, baseline) -> int:
+    """The judged run's outcomes and verdict, written to the report files, the database and the terminal; its exit
+    status. `baseline`: (item id → outcome, what it was) as _baseline read it."""
+    baseline, baseline_run = baseline
     results, views, stored_views = [], {}, {}
     for candidate in candidates:
         key, item = str(candidate.item_id), items[candidate.item_id]

@@ -94,4 +94,4 @@ def item_view(
 
     question, expected, answer = texts
     checks = () if verdicts is None else tuple(_check_view(name, verdicts.get(name) or {}, quote) for name in CHECKS)
-    return ItemView(key, quote(question) if shown else None, quote(expected), quote(answer), not shown, checks)
+    return ItemView(key, quote(question), quote(expected), quote(answer), not shown, checks)
