@@ -16,11 +16,13 @@ import logging
 import os
 import socket
 import threading
+import time
 from dataclasses import asdict, dataclass
 
 log = logging.getLogger("relmon.metrics")
 
 KEY_PREFIX = "relmon:metrics-port:"
+INDEX_KEY = "relmon:metrics-ports"  # the records' names, scored by when each expires
 REFRESH_SECONDS = 30.0
 RECORD_TTL_SECONDS = 90  # three refreshes: a record outlives one missed write, not a stopped process
 MAX_RECORDS = 500  # read at most this many (a fleet of workers); more is not a deployment the doctor lists
@@ -61,18 +63,32 @@ def report_for(component: str, port: int, error: OSError | None) -> PortReport:
 
 
 def write(redis_client, report: PortReport, ttl: int = RECORD_TTL_SECONDS) -> None:
-    redis_client.set(report.key(), json.dumps(asdict(report)), ex=ttl)
+    """The record, and its name in the index the doctor reads (no SCAN of a keyspace Celery shares). The index
+    forgets names whose record expired long ago; a name whose record is gone is skipped by the reader."""
+    now = time.time()
+    with redis_client.pipeline() as pipe:
+        pipe.set(report.key(), json.dumps(asdict(report)), ex=ttl)
+        pipe.zadd(INDEX_KEY, {report.key(): now + ttl})
+        pipe.zremrangebyscore(INDEX_KEY, "-inf", now - ttl)
+        pipe.expire(INDEX_KEY, ttl * 2)
+        pipe.execute()
+
+
+def forget(redis_client, report: PortReport) -> None:
+    with redis_client.pipeline() as pipe:
+        pipe.delete(report.key())
+        pipe.zrem(INDEX_KEY, report.key())
+        pipe.execute()
 
 
 def read_all(redis_client) -> list[PortReport]:
-    """Every live record, by component, host and pid; a record that does not parse is skipped."""
-    keys = sorted(redis_client.scan_iter(match=f"{KEY_PREFIX}*", count=100))[:MAX_RECORDS]
+    """Every live record, by component, host and pid; a record gone or that does not parse is skipped."""
+    keys = redis_client.zrange(INDEX_KEY, 0, MAX_RECORDS - 1)
     reports = []
     for raw in redis_client.mget(keys) if keys else []:
         try:
-            values = json.loads(raw)
-            reports.append(PortReport(**values))
-        except (TypeError, ValueError):  # gone between the scan and the read (None), or not ours
+            reports.append(PortReport(**json.loads(raw)))
+        except (TypeError, ValueError):  # expired since it was indexed (None), or not ours
             continue
     return sorted(reports, key=lambda report: (report.component, report.host, report.pid))
 
@@ -109,4 +125,4 @@ class PortReporter:
         """The process is stopping: its record goes now rather than at its TTL."""
         self._stopped.set()
         with contextlib.suppress(Exception):  # gone with its TTL anyway
-            self.redis.delete(self.report.key())
+            forget(self.redis, self.report)

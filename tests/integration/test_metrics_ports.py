@@ -16,7 +16,7 @@ import pytest
 import redis
 
 from common import metrics
-from common.metrics_ports import KEY_PREFIX, PortReporter, read_all
+from common.metrics_ports import INDEX_KEY, KEY_PREFIX, PortReporter, read_all
 from relmon.doctor.port_checks import FREE, HELD, RELMON, check_metrics_ports, probe_port
 from relmon.doctor.report import report
 from tests.builders import make_settings
@@ -81,7 +81,9 @@ def test_a_served_port_is_fine_and_the_record_lives_while_the_process_does(redis
         time.sleep(0.05)
     assert client.exists(beat.key()) and 0 < client.ttl(beat.key()) <= 90
     reporter.stop()
+    assert read_all(client) == [] and not client.exists(beat.key())
     client.set(f"{KEY_PREFIX}worker:elsewhere:1", '{"not": "a report"}')  # not one of ours: passed over
+    client.zadd(INDEX_KEY, {f"{KEY_PREFIX}worker:elsewhere:1": time.time() + 90, f"{KEY_PREFIX}worker:gone:2": 1})
     assert read_all(client) == []
 
 
