@@ -110,7 +110,7 @@ def link_pairs(
         public, private = split_links(occurrences)
         item = item_by_key(session, dedupe_key(row["question"], channel_id=None, private=False))
         if item is not None and item.removed_at is None and public:
-            _show_newest(item, public[-1])
+            _show_newest(item, public)
             linked += sum(_link(session, item, occurrence, now) for occurrence in public)
         for occurrence in private:
             linked += _added_private(session, occurrence, row, now)
@@ -132,18 +132,20 @@ def _linked_occurrence(
     return replace(occurrence, permalink=link, expected=expected)
 
 
-def _show_newest(item: GoldenItem, newest: Occurrence) -> None:
-    """The imported item shows where its question was last asked (a public channel: `split_links`); the texts
-    the file gave (its question, expected answer, context, bot answer) stay the file's."""
-    item.channel_id, item.channel_is_private = newest.channel_id, False
-    item.permalink = newest.permalink or item.permalink
+def _show_newest(item: GoldenItem, public: list[Occurrence]) -> None:
+    """The imported item shows where its question was last asked (a public channel: `split_links`): the newest
+    asking with a permalink, else the newest; a link the item has is not traded for none. The texts the file gave
+    (its question, expected answer, context, bot answer) stay the file's."""
+    shown = next((occurrence for occurrence in reversed(public) if occurrence.permalink), public[-1])
+    if shown.permalink is not None or item.permalink is None:
+        item.channel_id, item.channel_is_private, item.permalink = shown.channel_id, False, shown.permalink
     if item.bot_answer is None:
-        item.bot_answer = newest.bot_answer
+        item.bot_answer = shown.bot_answer
 
 
 def _link(session: Session, item: GoldenItem, occurrence: Occurrence, now: datetime) -> bool:
-    """The pair as one more source of the imported item (add_occurrence's, with the item found by the file's key:
-    the pair's own wording may differ in case or punctuation, not in its key)."""
+    """The pair as one more source of the imported item (add_occurrence's: the pair's question has the item's key,
+    the same words whatever their case or punctuation)."""
     item_id, added = add_occurrence(session, occurrence, now)
     return added and item_id == item.id
 
