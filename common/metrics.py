@@ -34,6 +34,7 @@ from typing import Any
 from common.metrics_cache import SingleFlightState
 from common.metrics_door import METRICS_PATH as METRICS_PATH  # named here too: callers import it from here
 from common.metrics_door import Scrape, bind_host, start_server
+from common.metrics_ports import PortReport, report_for, unserved_reason
 from store.settings import Settings
 
 log = logging.getLogger("relmon.metrics")
@@ -387,27 +388,34 @@ class _Fixed:
         yield from self.families
 
 
-def serve_process_metrics(settings: Settings, component: str) -> int | None:
+def serve_process_metrics(settings: Settings, component: str) -> PortReport:
     """`relmon worker` / `relmon beat`: GET /metrics on the component's port, in a daemon thread, through the door
-    (`common.metrics_door`: 127.0.0.1 only, or every interface with the token asked). Returns the port (None when
-    set to 0, or already taken: a clear line, and the process works on without it)."""
+    (`common.metrics_door`: 127.0.0.1 only, or every interface with the token asked). Returns what the process
+    says of its port (`common.metrics_ports`, kept in Redis for the doctor): served, off (0), or taken (a clear
+    line, and the process works on without it)."""
     port = settings.worker_metrics_port if component == "worker" else settings.beat_metrics_port
     if not port:
-        return None
+        return report_for(component, 0, None)
     if component == "worker":
         watch_celery_tasks()
-    return serve_metrics_port(settings, port, lambda: exposition())
+    _served, error = _serve(settings, port, lambda: exposition())
+    return report_for(component, port, error)
 
 
 def serve_metrics_port(settings: Settings, port: int, scrape: Scrape) -> int | None:
     """GET /metrics alone on a port of its own (bound by the door's rule), in a daemon thread; None when the port
     cannot be had (logged: the process works on without it)."""
+    return _serve(settings, port, scrape)[0]
+
+
+def _serve(settings: Settings, port: int, scrape: Scrape) -> tuple[int | None, OSError | None]:
     token = settings.secret("metrics_token")
     host = bind_host(token)
     try:
         start_server(host, port, token=token, scrape=scrape, own_port=True)
     except OSError as error:
-        log.warning("metrics: port not served", extra={"port": port, "error": error.strerror or str(error)})
-        return None
+        reason = unserved_reason(port, error.errno, error.strerror)
+        log.warning("metrics: port not served", extra={"port": port, "error": reason})
+        return None, error
     log.info("serving metrics", extra={"host": host, "port": port, "path": METRICS_PATH, "token": bool(token)})
-    return port
+    return port, None

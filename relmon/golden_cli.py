@@ -12,6 +12,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from http.client import HTTPException
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from relmon.export import open_output, safe_cell
 from relmon.private_items import WITHHELD, text_shown, withheld_note
 from store import golden as store
 from store.db import Database
+from store.golden_import import import_items
 from store.golden_models import GoldenItem
 from store.settings import Settings
 
@@ -114,10 +116,42 @@ def run_golden_import(args, settings: Settings) -> int:
     except ImportProblem as problem:
         print(f"relmon golden import: {path}: {problem}", file=sys.stderr)
         return 2
+    lookup = SlackPermalinks(settings)
     with _database(settings) as database, database.session() as session:
-        added, updated = store.import_items(session, rows)
-    print(f"relmon golden import: {added} new item(s), {updated} updated, from {len(rows)} record(s)", file=sys.stderr)
+        done = import_items(session, rows, permalink_for=lookup)
+    linked = f", {done.linked} asked question(s) linked" if done.linked else ""
+    print(
+        f"relmon golden import: {done.added} new item(s), {done.updated} updated{linked}, from {len(rows)} record(s)",
+        file=sys.stderr,
+    )
+    if lookup.unreachable:
+        print(f"relmon golden import: no permalinks: Slack did not answer ({lookup.unreachable})", file=sys.stderr)
     return 0
+
+
+class SlackPermalinks:
+    """A linked question's permalink, as the workers look it up (chat.getPermalink), when a bot token is set. A
+    Slack that does not answer is asked once, not once per question: the links stay empty (a later import, or
+    the item's next asking, fills them)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings, self.client, self.unreachable = settings, None, ""
+
+    def __call__(self, channel_id: str | None, ts: str | None) -> str | None:
+        from slack_sdk.errors import SlackApiError
+
+        from common.runtime import slack_client_for
+
+        if not channel_id or not ts or self.unreachable or not self.settings.secret("slack_bot_token"):
+            return None
+        self.client = self.client or slack_client_for(self.settings)
+        try:
+            return self.client.chat_getPermalink(channel=channel_id, message_ts=ts).get("permalink")
+        except SlackApiError:  # that message (deleted, a channel relmon left): no link, the others may have one
+            return None
+        except (OSError, HTTPException) as error:  # the network, a timeout: Slack is not reachable from here
+            self.unreachable = type(error).__name__
+            return None
 
 
 def run_list(args, settings: Settings) -> int:

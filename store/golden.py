@@ -3,7 +3,7 @@ when a message they quote is deleted, read for export and regress. Rules in stor
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection
 from datetime import datetime
 from typing import Any
 
@@ -13,11 +13,10 @@ from sqlalchemy.orm import Session
 from store.db import insert_or_ignore, insert_or_ignore_returning
 from store.golden_models import GoldenItem, GoldenSource
 from store.golden_rules import (
-    ORIGIN_IMPORT,
     Occurrence,
     after_deletion,
     dedupe_key,
-    normalized_question,
+    keeps_without_sources,
     visible_to,
 )
 from store.models import Pair, utcnow
@@ -84,11 +83,11 @@ def _message_key(occurrence: Occurrence) -> str | None:
     return f"{occurrence.channel_id}:{ts}" if occurrence.channel_id and ts else None
 
 
-def _item_by_key(session: Session, key: str) -> GoldenItem | None:
+def item_by_key(session: Session, key: str) -> GoldenItem | None:
     return session.execute(select(GoldenItem).where(GoldenItem.dedupe_key == key).with_for_update()).scalar()
 
 
-def _new_item(session: Session, key: str, occurrence: Occurrence, now: datetime) -> GoldenItem:
+def new_item(session: Session, key: str, occurrence: Occurrence, now: datetime) -> GoldenItem:
     """The item of this question, inserted if missing (a twin worker's insert wins harmlessly), locked."""
     values = {
         "dedupe_key": key,
@@ -106,7 +105,7 @@ def _new_item(session: Session, key: str, occurrence: Occurrence, now: datetime)
         "updated_at": now,
     }
     session.execute(insert_or_ignore(session, GoldenItem, ["dedupe_key"], values))
-    item = _item_by_key(session, key)
+    item = item_by_key(session, key)
     assert item is not None
     return item
 
@@ -117,7 +116,7 @@ def add_occurrence(session: Session, occurrence: Occurrence, now: datetime | Non
     once). Returns (item id, whether this call added something); an item a person removed stays removed."""
     now = now or utcnow()
     key = dedupe_key(occurrence.question, channel_id=occurrence.channel_id, private=occurrence.private)
-    item = _item_by_key(session, key) or _new_item(session, key, occurrence, now)
+    item = item_by_key(session, key) or new_item(session, key, occurrence, now)
     if item.removed_at is not None:
         return item.id, False
     added = False
@@ -203,7 +202,10 @@ def forget_sources_quoting(session: Session, channel_id: str, ts: str) -> int:
     set (store.golden_rules.after_deletion); one that keeps some shows the newest. Returns how many sources went."""
     quoting = or_(GoldenSource.question_ts == ts, GoldenSource.answer_ts == ts, GoldenSource.reference_ts == ts)
     gone = session.execute(select(GoldenSource).where(GoldenSource.channel_id == channel_id, quoting)).scalars().all()
-    for item_id in sorted({source.item_id for source in gone}):
+    gone_of: dict[int, list[Occurrence]] = {}
+    for source in gone:
+        gone_of.setdefault(source.item_id, []).append(_occurrence(source))
+    for item_id in sorted(gone_of):
         item = session.get(GoldenItem, item_id, with_for_update=True)
         if item is None:
             continue
@@ -211,15 +213,29 @@ def forget_sources_quoting(session: Session, channel_id: str, ts: str) -> int:
         rest = session.execute(
             select(GoldenSource).where(GoldenSource.item_id == item_id).order_by(GoldenSource.id)
         ).scalars()
-        refill = after_deletion([_occurrence(source) for source in rest], imported=item.origin == ORIGIN_IMPORT)
+        imported = keeps_without_sources(item.origin, item.channel_is_private)
+        refill = after_deletion([_occurrence(source) for source in rest], imported=imported)
         if refill.delete_item:
             session.delete(item)
+        elif imported:  # the file's question and expected answer stay; what its linked pairs showed is redrawn
+            _show_linked(item, refill.source, gone_of[item_id])
+            item.times = max(1, _count_sources(session, item_id))
         elif refill.source is not None:
             kept = item.expected if item.expected_edited else refill.source.expected
             item.question, item.context, item.expected = refill.source.question, refill.source.context, kept
             item.bot_answer, item.permalink = refill.source.bot_answer, refill.source.permalink
             item.times = _count_sources(session, item_id)
     return len(gone)
+
+
+def _show_linked(item: GoldenItem, newest: Occurrence | None, gone: list[Occurrence]) -> None:
+    """An imported item after one of its linked pairs' messages was deleted: it shows the newest pair left, or,
+    with none left, none of the deleted messages' texts (those the file gave, it keeps)."""
+    for name in ("bot_answer", "context"):
+        if getattr(item, name) is not None and getattr(item, name) in {getattr(source, name) for source in gone}:
+            setattr(item, name, getattr(newest, name) if newest is not None else None)
+    item.channel_id = newest.channel_id if newest is not None else None
+    item.permalink = newest.permalink if newest is not None else None
 
 
 def item_of_pair(session: Session, pair_id: int) -> GoldenItem | None:
@@ -232,36 +248,6 @@ def active_items(session: Session, allowed_channels: Collection[str] | None = No
     """The items of the set, oldest first, that an export for someone may hold (store.golden_rules.visible_to)."""
     items = session.execute(select(GoldenItem).where(GoldenItem.removed_at.is_(None)).order_by(GoldenItem.id)).scalars()
     return [item for item in items if visible_to(item.channel_is_private, item.channel_id, allowed_channels)]
-
-
-def import_items(session: Session, rows: Iterable[dict[str, Any]], now: datetime | None = None) -> tuple[int, int]:
-    """A team's existing set (golden.formats.read_any): new questions become items, known ones get the imported
-    expected answer unless a person edited theirs. Returns (added, updated)."""
-    now = now or utcnow()
-    added = updated = 0
-    for row in rows:
-        question = row["question"]
-        if not normalized_question(question):
-            continue
-        key = dedupe_key(question, channel_id=None, private=False)
-        item = _item_by_key(session, key)
-        if item is None:
-            occurrence = imported_occurrence(row)
-            item = _new_item(session, key, occurrence, now)
-            item.external_id = row.get("external_id")
-            added += 1
-        elif item.removed_at is None and not item.expected_edited and row.get("expected"):
-            item.expected, item.updated_at = row["expected"], now
-            updated += 1
-    return added, updated
-
-
-def imported_occurrence(row: dict[str, Any]) -> Occurrence:
-    """An imported item's texts, as an occurrence with no Slack message."""
-    texts = {name: row.get(name) for name in ("context", "bot_answer", "expected", "topic")}
-    return Occurrence(
-        None, None, None, None, row["question"], permalink=None, private=False, origin=ORIGIN_IMPORT, **texts
-    )
 
 
 def grown_since(session: Session, since: datetime) -> int:

@@ -130,3 +130,18 @@ def after_deletion(remaining: Sequence[Occurrence], *, imported: bool) -> Refill
     if not remaining:
         return Refill(delete_item=not imported)
     return Refill(delete_item=False, source=remaining[-1])
+
+
+def keeps_without_sources(origin: str, private: bool) -> bool:
+    """An item that stays when its last source goes: one imported from a team's file (the file is its source).
+    Never a private channel's: an import makes only public items of its own, so a private one it made holds the
+    channel's words, and leaves with its last message."""
+    return origin == ORIGIN_IMPORT and not private
+
+
+def split_links(occurrences: Sequence[Occurrence]) -> tuple[list[Occurrence], list[Occurrence]]:
+    """The pairs that asked an imported question, as (public, private) occurrences, each in the given order. Only
+    the public ones may join the imported item: every export holds it, so a private channel's channel, bot answer
+    and permalink go to that channel's own item (a private channel's question is never merged with another's)."""
+    public = [occurrence for occurrence in occurrences if not occurrence.private]
+    return public, [occurrence for occurrence in occurrences if occurrence.private]

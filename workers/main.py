@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import importlib
 import json
@@ -13,6 +14,7 @@ from datetime import UTC, datetime
 from types import FrameType
 
 from common import celery_app, metrics
+from common.metrics_ports import PortReporter
 from common.runtime import Runtime, set_runtime
 from common.startup import start_process
 from store.settings import Settings
@@ -70,9 +72,12 @@ def prepare_celery_process(settings: Settings, component: str, *, niceness: int 
     modules = import_task_modules()
     if niceness:
         os.nice(niceness)  # the threads and any process started from here on inherit it
-    metrics.serve_process_metrics(settings, component)
+    port_report = metrics.serve_process_metrics(settings, component)
     runtime = Runtime(settings)
     set_runtime(runtime)
+    # Whether its metrics port is served, for `relmon doctor` (a port another program holds is only logged here).
+    reporter = PortReporter(runtime.redis, port_report).start()
+    atexit.register(reporter.stop)
     log.info("task modules loaded", extra={"modules": modules})
     return runtime
 

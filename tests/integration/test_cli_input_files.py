@@ -15,6 +15,7 @@ import pytest
 
 from store import golden
 from store.db import Database
+from store.golden_import import import_items
 from tests import relmon_cli
 from tests.fakes.openai_server import FakeOpenAI
 
@@ -89,7 +90,7 @@ def test_import_of_a_text_no_database_can_store_names_its_line(database, db_url,
 @pytest.fixture
 def one_item(database: Database) -> int:
     with database.session() as session:
-        golden.import_items(session, [{"question": "How do I reset my password?", "expected": "Settings > Reset."}])
+        import_items(session, [{"question": "How do I reset my password?", "expected": "Settings > Reset."}])
         [item] = golden.active_items(session)
         return item.id
 

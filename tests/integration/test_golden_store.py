@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from store import golden
+from store import golden, golden_import
 from store.db import Database
 from store.golden_models import GoldenItem, GoldenSource
 from store.golden_rules import ORIGIN_TAKEOVER, ORIGIN_VOTE, Occurrence
@@ -106,7 +106,7 @@ def test_imports_merge_into_the_set(database: Database) -> None:
         {"question": "  ", "expected": "nothing"},
     ]
     with database.session() as session:
-        assert golden.import_items(session, rows) == (1, 1)
+        assert golden_import.import_items(session, rows) == (1, 1, 0)
     found = {i.question: i for i in items(database)}
     assert found["How do I rotate my API key?"].expected == "Imported."
     assert found["What plans have SSO?"].external_id == "x2" and found["What plans have SSO?"].times == 1

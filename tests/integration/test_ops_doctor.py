@@ -55,6 +55,9 @@ def healthy(slack: FakeSlack, llm: FakeOpenAI, redis_url: str, db_url: str, tmp_
         "monitored_bots": ["B_SUPPORT"],
         "alert_channel": "C_ALERTS",
         "watched_channels": ["C_WATCH"],
+        # Ports of their own: the defaults (9464, 9465) may be anyone's on a shared machine.
+        "worker_metrics_port": free_port(),
+        "beat_metrics_port": free_port(),
     }
 
 
@@ -390,3 +393,22 @@ def test_a_keyless_local_llm_endpoint_is_checked_without_a_key(healthy: dict, ll
     # Without a base URL there is nothing to call: the check is skipped, and the settings check says what to set.
     code, text = doctor(**{**healthy, "openai_api_key": "", "openai_base_url": ""})
     assert "skip  llm: no OPENAI_API_KEY" in text and code == 1
+
+
+def test_a_worker_that_cannot_serve_its_metrics_port_fails_the_doctor(healthy: dict, redis_url: str) -> None:
+    """The worker only logs a port another program holds; what it records in Redis makes the doctor say it."""
+    import redis
+
+    from common.metrics_ports import PortReport, write
+
+    code, text = doctor(**healthy)
+    assert code == 0 and f"on this host, port {healthy['worker_metrics_port']} is free for it" in text, text
+    taken = PortReport("worker", "worker-7", 42, 9464, serving=False, problem="port 9464 in use by another program")
+    write(redis.Redis.from_url(redis_url), taken)
+    code, text = doctor(**healthy)
+    assert code == 1, text
+    assert failures(text) == [
+        "FAIL  worker metrics port: worker-7 (pid 42): port 9464 in use by another program: the worker works on, "
+        "but its metrics are not served"
+    ]
+    assert "fix: set RELMON_WORKER_METRICS_PORT to a free port (or 0 to turn the worker's metrics off)" in text

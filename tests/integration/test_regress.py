@@ -17,7 +17,7 @@ import pytest
 
 from relmon.cli import build_parser
 from relmon.regress.command import run_regress
-from store import golden
+from store import golden, golden_import
 from store.db import Database
 from store.golden_rules import ORIGIN_TAKEOVER, Occurrence
 from store.settings import Settings
@@ -157,7 +157,7 @@ def test_the_printed_report_says_what_regressed_with_the_pass_rate(two_versions)
 def test_the_reports_quote_questions_redacted(database, db_url, tmp_path) -> None:
     with database.session() as session:
         imported = {"question": "Why was ana@example.com charged twice?", "expected": "A duplicate: refunded."}
-        golden.import_items(session, [imported])
+        golden_import.import_items(session, [imported])
         [item] = golden.active_items(session)
         item_id = item.id
     path = tmp_path / "answers.csv"

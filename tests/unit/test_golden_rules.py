@@ -3,19 +3,24 @@ private channel's text only when allowed."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from common.golden_access import WITHHELD_HERE, WITHHELD_NOT_MEMBER
 from common.messages.golden import EXPECTED_BLOCK, golden_modal
 from store.golden_rules import (
+    ORIGIN_IMPORT,
     ORIGIN_TAKEOVER,
     Occurrence,
     after_deletion,
     dedupe_key,
     joins_from_takeover,
     joins_from_vote,
+    keeps_without_sources,
     may_change_item,
     may_join,
     normalized_question,
     occurrence_of_pair,
+    split_links,
     visible_to,
 )
 
@@ -95,3 +100,16 @@ def test_a_deletion_leaves_the_newest_source_or_takes_the_item_away() -> None:
     assert not after_deletion([], imported=True).delete_item
     refill = after_deletion([first, second], imported=False)
     assert not refill.delete_item and refill.source == second
+
+
+def test_an_imported_item_outlives_its_linked_messages_but_a_private_channels_does_not() -> None:
+    assert keeps_without_sources(ORIGIN_IMPORT, False)
+    assert not keeps_without_sources(ORIGIN_IMPORT, True)  # made by an import from a private channel's pair
+    assert not keeps_without_sources(ORIGIN_TAKEOVER, False)
+
+
+def test_only_public_channels_askings_join_an_imported_item() -> None:
+    public, private = _occurrence("1.0"), replace(_occurrence("2.0"), channel_id="G1", private=True)
+    later = _occurrence("3.0")
+    assert split_links([public, private, later]) == ([public, later], [private])
+    assert split_links([]) == ([], [])
