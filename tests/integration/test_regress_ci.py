@@ -254,6 +254,7 @@ def test_hostile_answers_and_reasoning_leave_the_junit_xml_valid(items, db_url, 
 
 def test_a_junit_reader_takes_the_file(items, db_url, cli, tmp_path) -> None:
     import junitparser  # a dev dependency: the XML read as CI tools read it
+
     run = regress(cli, db_url, tmp_path, items, without("refund") | {"sso": HOSTILE}, "--min-pass", "0")
     suite = junitparser.JUnitXml.fromstring(run.junit_text.encode("utf-8"))
     assert (suite.tests, suite.failures) == (6, 1)
