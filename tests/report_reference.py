@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from datetime import datetime
+from datetime import datetime, time, timedelta
+from zoneinfo import ZoneInfo
 
 from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session
@@ -15,7 +16,6 @@ from sqlalchemy.orm import Session
 from capture.outcomes import ESCALATION, HUMAN_TAKEOVER, NEGATIVE_REACTION, POSITIVE_REACTION, REASK, RESOLVED, failed
 from common.reports.costs import Tokens, judgment_cost
 from common.reports.outcomes import DailyOutcome, OutcomeReport, OutcomeStats, ScoreMean
-from common.reports.period import day_slices
 from common.reports.stats import (
     ANSWER_SOURCES,
     PRIMARY_JUDGE,
@@ -192,14 +192,25 @@ def channel_stats(channel_id, rows, thresholds_for, prices, judges, worst):
     )
 
 
+def local_days(period):
+    """The calendar days of the period in its time zone, worked out afresh (midnight to midnight, local)."""
+    tz = ZoneInfo(period.timezone)
+    day = period.start.astimezone(tz).date()
+    while datetime.combine(day, time.min, tzinfo=tz) < period.end:
+        midnight = datetime.combine(day, time.min, tzinfo=tz)
+        following = datetime.combine(day + timedelta(days=1), time.min, tzinfo=tz)
+        yield day, max(midnight, period.start), min(following, period.end)
+        day += timedelta(days=1)
+
+
 def daily_series(rows, period, judge):
     points = []
-    for start, end in day_slices(period):
+    for date_, start, end in local_days(period):
         day = [row for row in captured(rows) if start <= row.created_at < end]
         scores = [
             j.score for r in day for j in r.judgments if j.judge == judge and j.status == OK and j.score is not None
         ]
-        points.append(DailyPoint(start, len(day), len(scores), sum(scores) / len(scores) if scores else None))
+        points.append(DailyPoint(date_, len(day), len(scores), sum(scores) / len(scores) if scores else None))
     return points
 
 
@@ -344,9 +355,9 @@ def build_report(period, current, previous, thresholds_for, prices, *, channels,
 
     closed = [row for row in now_answers if row.window_closed]
     daily_outcomes = []
-    for start, end in day_slices(period):
+    for date_, start, end in local_days(period):
         day = [row for row in closed if start <= row.created_at < end]
-        daily_outcomes.append(DailyOutcome(start, len(day), sum(1 for row in day if RESOLVED in row.signals)))
+        daily_outcomes.append(DailyOutcome(date_, len(day), sum(1 for row in day if RESOLVED in row.signals)))
     return Report(
         period=period,
         overall=stats(None, current),
