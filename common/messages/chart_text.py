@@ -103,7 +103,8 @@ def _daily_sentences(report: Report, scored: bool) -> list[str]:
         lowest = min(means, key=lambda point: point.mean)
         low = f"lowest daily mean {judge} {lowest.mean:.1f} / {stats.scale[1]} on {_day(lowest.day)}"
         threshold = chart_threshold(report, judge)
-        said[-1] += f"; {low}" + (f", alert line at ≤ {threshold[0]:g}" if threshold is not None else "")
+        line = f", the alert threshold dashed at {threshold[1].removeprefix('alert ')}" if threshold is not None else ""
+        said[-1] += f"; {low}{line}"
     return said
 
 

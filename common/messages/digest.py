@@ -292,7 +292,8 @@ def digest_message(
             chart += f", failed questions by topic {f'against {WEEK_BEFORE}' if compared else f'({no_data()})'}"
         chart += ") is in this message's thread."
         blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": chart}]})
-    footer = f"Changes are against the {report.period.compared_days:g} days before. Shares count scores at or below each channel's alert threshold."
+    footer = f"Changes are against the {report.period.compared_days:g} days before. "
+    footer += "Shares count scores at or below each channel's alert threshold."
     if report.outcomes.any_closed:
         footer += " " + OUTCOME_NOTE
     if prices is not None:
@@ -337,7 +338,8 @@ def digest_text(
         lines.append(f"Judge errors: {stats.errors}")
         lines.append(f"Agreement: {_agreement_line(stats)}")
         lines.append(f"LLM usage: {_usage_line(stats)}")
-        lines += [f"Outcomes: {line}" for line in outcome_lines(report.outcomes, stats.channel_id, report.period.before)]
+        outcomes = outcome_lines(report.outcomes, stats.channel_id, report.period.before)
+        lines += [f"Outcomes: {line}" for line in outcomes]
         if stats.worst:
             lines.append("Worst answers:")
             lines += [_worst_line(w, links, quotes, slack=False) for w in stats.worst]
