@@ -166,7 +166,8 @@ def test_the_streamed_report_equals_the_per_row_computation(runtime, kind: str) 
     assert [c.channel_id for c in report.channels] == ["C1", "C2", "CPRIV", "CQUIET"]
     assert report.overall.seen > 40 and len(report.overall.worst) == 3 and report.overall.errored
     assert report.overall.not_judged and report.overall.waiting and report.overall.tokens.cached
-    assert report.previous_overall.seen and len(report.daily) == (7 if kind == "week" else 30)
+    # Calendar days from 09:00 to 09:00: the first and last in part (8 for the week, 31 for the 30 days).
+    assert report.previous_overall.seen and len(report.daily) == (8 if kind == "week" else 31)
     assert report.trust.more_disputed > 0 and report.trust.confirmed and report.trust.unconfirmed
     assert report.trust.suggestions and report.trust.precision and len(report.trust.notes) == 2
     assert report.outcomes.overall.closed and report.outcomes.overall.open and report.outcomes.overall.failed
