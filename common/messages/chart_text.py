@@ -18,15 +18,17 @@ from common.reports.period import Period
 from common.reports.stats import Report
 from common.reports.topics import TopicBar
 
+MAX_DAY_LABELS = 10  # a backfill's month labels every few days: 31 labels would run into each other
 DAYS_NOTE_CHARS = 50  # a longer note (a long zone name) goes on two lines
 DAYS_NOTE_SIZE = 12  # points: still 8 px tall in Slack's 360 px preview
 ALT_TEXT_CHARS = 1000  # Slack refuses a longer alt_txt (alt_txt_too_large)
 
 
-def day_label(report: Report, index: int) -> str:
-    """`Mon 23`: the weekday and day of the month of a calendar day of the report (its time zone)."""
-    day = report.daily[index].day
-    return f"{day:%a} {day.day}"
+def day_labels(report: Report) -> list[str]:
+    """The day axis's labels, `Mon` over `30` (eight one-line labels run into each other at Slack's preview size);
+    a long period labels every few days, from the first."""
+    step = -(-len(report.daily) // MAX_DAY_LABELS)
+    return [f"{point.day:%a}\n{point.day.day}" if index % step == 0 else "" for index, point in enumerate(report.daily)]
 
 
 def _partial_days(period: Period) -> list[str]:

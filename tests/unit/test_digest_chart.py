@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from itertools import pairwise
 
 from common.reports.period import period_for
 from common.reports.topics import TopicBar
@@ -35,10 +36,16 @@ def week_of_scores() -> list[PairRow]:
     ]
 
 
+def assert_labels_apart(axes) -> None:
+    """The day labels, as drawn, do not run into each other."""
+    boxes = [t.get_window_extent() for t in axes.get_xticklabels() if t.get_text()]
+    assert boxes and all(left.x1 < right.x0 for left, right in pairwise(boxes))
+
+
 def test_chart_reads_at_slacks_360_px_preview():
     from matplotlib.axes import Axes
 
-    from workers.digest.chart import day_label
+    from common.messages.chart_text import day_labels
 
     report = build_report(PERIOD, week_of_scores(), [], thresholds_for, PRICES)
     figure, texts = drawn_texts(report)
@@ -53,9 +60,11 @@ def test_chart_reads_at_slacks_360_px_preview():
     assert daily.get_position().y0 > distribution.get_position().y1  # stacked: daily on top
     assert daily.get_ylabel() and distribution.get_xlabel() == "relevancy score" and distribution.get_ylabel()
     # Monday 16 November 09:00 UTC to Monday 23 09:00: eight calendar days, both Mondays in part, as the axis says.
-    assert [t.get_text() for t in daily.get_xticklabels()] == [day_label(report, i) for i in range(8)]
-    assert day_label(report, 0) == "Mon 16" and day_label(report, 7) == "Mon 23"
+    assert [t.get_text() for t in daily.get_xticklabels()] == day_labels(report)
+    weekdays = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun", "Mon"]
+    assert day_labels(report) == [f"{name}\n{16 + i}" for i, name in enumerate(weekdays)]
     assert daily.get_xlabel() == "UTC days · Mon 16 from 09:00 · Mon 23 until 09:00"
+    assert_labels_apart(daily)
     assert len(daily.texts) == 1  # the latest mean only, no per-point labels
     # Two channels, two thresholds: the line is still drawn, at the default, and the legend says so.
     assert "alert ≤ 2 (1 of 2 channels)" in strings
@@ -141,7 +150,9 @@ def test_days_are_calendar_days_in_the_team_time_zone():
     daily = next(a for a in figure.axes if isinstance(a, Axes) and a.get_ylabel().startswith("mean"))
     volume = next(a for a in figure.axes if a.get_ylabel() == "answers per day")
     labels = [t.get_text() for t in daily.get_xticklabels()]
-    assert labels == ["Mon 30", "Tue 1", "Wed 2", "Thu 3", "Fri 4", "Sat 5", "Sun 6", "Mon 7"]
+    assert [label.replace("\n", " ") for label in labels] == [
+        "Mon 30", "Tue 1", "Wed 2", "Thu 3", "Fri 4", "Sat 5", "Sun 6", "Mon 7"
+    ]  # fmt: skip
     heights = [bar.get_height() for bar in volume.patches]
     assert heights == [0, 0, 0, 0, 2, 0, 1, 0]
     assert daily.get_xlabel() == "America/Los_Angeles days\nMon 30 from 09:00 · Mon 7 until 09:00"
@@ -153,7 +164,7 @@ def test_a_week_before_without_questions_is_said_on_the_topics_panel():
     report = build_report(PERIOD, week_of_scores(), [], thresholds_for, PRICES)
     figure, _texts = drawn_texts(report, [TopicBar("Refunds", 3, None), TopicBar("Single sign-on", 1, None)])
     topics = next(a for a in figure.axes if a.get_xlabel() == "failed questions")
-    assert topics.get_title() == "Failed questions by topic (no data the week before)"
+    assert topics.get_title() == "Failed questions by topic\n(no data the week before)"
     assert [bar.get_width() for bar in topics.patches] == [1, 3]  # this week's bars only, no bars of 0
     figure, _texts = drawn_texts(report, [TopicBar("Refunds", 3, 1), TopicBar("Single sign-on", 1, 0)])
     topics = next(a for a in figure.axes if a.get_xlabel() == "failed questions")
@@ -193,3 +204,20 @@ def test_the_alt_text_says_what_the_chart_shows():
         "Chart: answers per day, Mon 30 Nov – Mon 7 Dec (Europe/Paris; Mon 30 from 09:00, Mon 7 until 09:00); "
         "no scores: 1 judgment failed. Most answers on Thu 3 Dec (1 of 1)."
     )
+
+
+def test_a_backfills_month_labels_every_few_days():
+    from matplotlib.axes import Axes
+
+    from common.messages.chart_text import day_labels
+    from relmon.backfill.report import backfill_period
+
+    now = datetime(2026, 11, 23, 9, tzinfo=UTC)
+    period = backfill_period(now - timedelta(days=30), now, "UTC", "backfill")
+    rows = [pair(at=period.start + timedelta(days=day, hours=3), judgments=[verdict(day % 5)]) for day in range(30)]
+    report = build_report(period, rows, [], thresholds_for, PRICES)
+    labels = day_labels(report)
+    assert len(labels) == 31 and labels[0] == "Sat\n24" and labels[4] == "Wed\n28" and labels[1] == ""
+    figure, _texts = drawn_texts(report)
+    daily = next(a for a in figure.axes if isinstance(a, Axes) and a.get_ylabel().startswith("mean"))
+    assert_labels_apart(daily)

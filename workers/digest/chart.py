@@ -26,7 +26,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from common.messages.chart_text import DAYS_NOTE_SIZE, chart_threshold, day_label, days_note, no_scores_note
+from common.messages.chart_text import DAYS_NOTE_SIZE, chart_threshold, day_labels, days_note, no_scores_note
 from common.reports.stats import Report
 from common.reports.topics import TopicBar
 from workers.digest.topics_panel import panel_height, topics_panel
@@ -125,7 +125,7 @@ def _daily_panel(axes: Axes, report: Report, threshold: tuple[float, str] | None
     axes.set_ylim(low_end - 0.3, high_end + 0.4)
     axes.yaxis.set_major_locator(whole_numbers())
     axes.set_ylabel(f"mean {judge} ({low_end}–{high_end})")
-    axes.set_xticks(positions, [day_label(report, i) for i in positions])
+    axes.set_xticks(positions, day_labels(report))
     axes.set_xlabel(days_note(report.period), fontsize=DAYS_NOTE_SIZE, color=MUTED)
     axes.set_xlim(-0.6, len(positions) - 0.4)
     axes.grid(axis="y", alpha=0.3)
@@ -157,7 +157,7 @@ def _resolution_panel(axes: Axes, report: Report) -> None:
     axes.set_ylim(-5, 115)  # room above 100% for the label
     axes.set_yticks([0, 50, 100], ["0%", "50%", "100%"])
     axes.set_ylabel("resolved")
-    axes.set_xticks(positions, [day_label(report, i) for i in positions])
+    axes.set_xticks(positions, day_labels(report))
     axes.set_xlim(-0.6, len(positions) - 0.4)
     axes.spines["right"].set_visible(False)
     axes.grid(axis="y", alpha=0.3)
@@ -172,7 +172,7 @@ def _volume_panel(axes: Axes, report: Report, note: str) -> None:
     axes.set_ylabel("answers per day")
     axes.yaxis.set_major_locator(whole_numbers(4))
     axes.set_ylim(0, max([*answers, 1]) * 1.6)  # headroom: the note sits above the bars
-    axes.set_xticks(positions, [day_label(report, i) for i in positions])
+    axes.set_xticks(positions, day_labels(report))
     axes.set_xlabel(days_note(report.period), fontsize=DAYS_NOTE_SIZE, color=MUTED)
     axes.set_xlim(-0.6, len(positions) - 0.4)
     axes.spines["right"].set_visible(False)

@@ -36,7 +36,7 @@ def topics_panel(axes: Axes, bars: Sequence[TopicBar]) -> None:
         before = [b.previous_failed or 0 for b in rows]
         axes.barh([p - height / 2 for p in positions], before, height, color=WEEK_BEFORE, label="week before")
     axes.set_yticks(list(positions), [_label(b.name) for b in rows])
-    axes.set_title("Failed questions by topic" + ("" if compared else " (no data the week before)"))
+    axes.set_title("Failed questions by topic" + ("" if compared else "\n(no data the week before)"))
     axes.set_xlabel("failed questions")
     axes.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))  # whole questions: no 2.5 on the axis
     axes.tick_params(axis="y", colors=MUTED)
