@@ -197,8 +197,8 @@ class OutcomeTally:
 
 
 class DailyOutcomeTally:
-    """Closed windows and resolved answers on each calendar day of the period, in its time zone (by the answer's
-    time)."""
+    """Closed windows and resolved answers on each calendar day of the period, in its time zone, by the day the
+    question was asked (`DayIndex.of_answer`)."""
 
     def __init__(self, period: Period) -> None:
         self.period = period
@@ -207,7 +207,7 @@ class DailyOutcomeTally:
         self.resolved = [0] * len(self.days.days)
 
     def add(self, row: PairRow) -> None:
-        index = self.days.of(row.created_at) if row.window_closed else None
+        index = self.days.of_answer(row.asked_at, row.created_at) if row.window_closed else None
         if index is not None:
             self.closed[index] += 1
             self.resolved[index] += RESOLVED in row.signals

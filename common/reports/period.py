@@ -114,7 +114,13 @@ class DayIndex:
         self._start, self._end = period.start, period.end
 
     def of(self, moment: datetime) -> int | None:
-        """The index in `days` of the day `moment` falls on; None outside the period."""
-        if not self._start <= moment < self._end:
-            return None
+        """The index in `days` of the calendar day `moment` falls on; None when that day is not one of them."""
         return self._index.get(moment.astimezone(self.tz).date())
+
+    def of_answer(self, asked_at: datetime, created_at: datetime) -> int | None:
+        """An answer's day: the day its question was asked, or, for a question asked on a day before the period
+        (answered in it), the answer's own day; None for an answer outside the period."""
+        if not self._start <= created_at < self._end:
+            return None
+        index = self.of(asked_at)
+        return index if index is not None else self.of(created_at)

@@ -306,7 +306,8 @@ def judge_change(current: JudgeStats | None, previous: JudgeStats | None) -> Cha
 
 
 class DailyTally:
-    """Answers and each judge's scores on each calendar day of the period, in its time zone (by the answer's time)."""
+    """Answers and each judge's scores on each calendar day of the period, in its time zone, by the day the question
+    was asked (`DayIndex.of_answer`)."""
 
     def __init__(self, period: Period) -> None:
         self.period = period
@@ -315,7 +316,7 @@ class DailyTally:
         self.scores: dict[str, list[list]] = {}  # judge -> per day [scored, total]
 
     def add(self, row: PairRow) -> None:
-        index = self.days.of(row.created_at) if is_answer(row) else None
+        index = self.days.of_answer(row.asked_at, row.created_at) if is_answer(row) else None
         if index is None:
             return
         self.answers[index] += 1

@@ -48,7 +48,11 @@ def seed(session, rng: random.Random, pairs: int = PAIRS) -> None:
         source = rng.choice(["capture"] * 6 + ["backfill", "import", "command"])
         channel = rng.choice(["C1", "C1", "C2", "CPRIV", "COFF"]) if source != "command" or rng.random() < 0.5 else None
         this_week = created_at >= NOW - timedelta(days=7)
+        # The question up to two hours before its answer (some across midnight, or before the period began);
+        # one in seven has none stored.
+        asked = created_at - timedelta(minutes=n * 7 % 120)
         pair = Pair(
+            question_ts=f"{asked.timestamp():.6f}" if n % 7 else None,
             channel_id=channel, answer_ts=f"1763000000.{n:06d}", thread_ts=f"1763000000.{n:06d}", source=source,
             status=rng.choice(statuses), channel_is_private=channel == "CPRIV", created_at=created_at,
             question_text=f"question {n}", answer_text=f"answer {n}", version=rng.choice([1, 1, 1, 2]),

@@ -3,6 +3,7 @@ labelled by that day, across daylight-saving changes (`common.reports.period`, p
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -76,7 +77,7 @@ def test_the_day_index_places_a_moment_as_count_per_day_does():
     for moment in moments:
         placed[index.of(moment)] += 1
     assert placed == list(counts.values())
-    assert index.of(period.start - timedelta(seconds=1)) is None and index.of(period.end) is None
+    assert index.of(period.start - timedelta(days=1)) is None and index.of(period.end + timedelta(days=1)) is None
 
 
 def test_the_report_counts_each_answer_on_its_local_day():
@@ -95,3 +96,23 @@ def test_the_report_counts_each_answer_on_its_local_day():
     report = build_report(period, rows, [], thresholds_for, PRICES)
     assert [p.day for p in report.daily] == list(points) and [p.day for p in report.outcomes.daily] == list(points)
     assert report.period.before == "the week before"
+
+
+def test_an_answer_counts_on_the_day_its_question_was_asked():
+    """A question asked at 23:58 and answered at 00:03 is the evening's; one asked before the period's first day
+    (answered in it) counts on the answer's day, the first; a pair without a question ts on its own time."""
+    period = period_for(utc(2026, 12, 7, 9), "UTC")  # Monday 30 November 09:00 to Monday 7 December 09:00
+    late = pair(at=utc(2026, 12, 3, 0, 3), judgments=[verdict(2)])
+    late = replace(late, question_ts=f"{utc(2026, 12, 2, 23, 58).timestamp():.6f}")
+    early = pair(at=utc(2026, 11, 30, 9, 1), judgments=[verdict(4)])
+    early = replace(early, question_ts=f"{utc(2026, 11, 29, 23, 0).timestamp():.6f}")
+    plain = pair(at=utc(2026, 12, 3, 0, 3), judgments=[verdict(0)])
+    odd = replace(pair(at=utc(2026, 12, 4, 12), judgments=[verdict(1)]), question_ts="not a ts")
+    assert late.asked_at == utc(2026, 12, 2, 23, 58) and odd.asked_at == odd.created_at
+    points = {point.day: point for point in daily_series([late, early, plain, odd], period, "relevancy")}
+    assert (points[date(2026, 12, 2)].answers, points[date(2026, 12, 2)].mean) == (1, 2.0)
+    assert (points[date(2026, 12, 3)].answers, points[date(2026, 12, 3)].mean) == (1, 0.0)
+    assert points[date(2026, 11, 30)].answers == 1 and points[date(2026, 12, 4)].answers == 1
+    closed = [replace(row, window_closed=True, signals=("resolved",)) for row in (late, plain)]
+    outcomes = {p.day: p for p in build_report(period, closed, [], thresholds_for, PRICES).outcomes.daily}
+    assert outcomes[date(2026, 12, 2)].closed == 1 and outcomes[date(2026, 12, 3)].closed == 1
