@@ -58,6 +58,15 @@ class PairRow:
     has_reference: bool = False  # a reference answer (a teammate's reply, or one given to /judge)
     window_closed: bool | None = None  # its outcome window: closed, still open, or None when never watched
     signals: tuple[str, ...] = ()  # its outcome signals (capture.outcomes), in the order they came
+    question_ts: str | None = None  # the question's Slack ts
+
+    @property
+    def asked_at(self) -> datetime:
+        """When the question was asked (its Slack ts), else when the pair was made (the answer's time)."""
+        try:
+            return datetime.fromtimestamp(float(self.question_ts), UTC) if self.question_ts else self.created_at
+        except (ValueError, OverflowError, OSError):  # not a Slack ts: the pair's own time
+            return self.created_at
 
 
 def _aware(moment: datetime) -> datetime:
@@ -109,6 +118,7 @@ def period_pairs(start: datetime, end: datetime) -> Select:
             Pair.channel_is_private,
             Pair.answer_ts,
             Pair.thread_ts,
+            Pair.question_ts,
             Pair.reference_text.is_not(None).label("has_reference"),
             OutcomeWindow.pair_id.is_not(None).label("watched"),
             OutcomeWindow.closed_at.is_not(None).label("window_closed"),

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from datetime import datetime
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
 
 from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session
@@ -15,7 +16,6 @@ from sqlalchemy.orm import Session
 from capture.outcomes import ESCALATION, HUMAN_TAKEOVER, NEGATIVE_REACTION, POSITIVE_REACTION, REASK, RESOLVED, failed
 from common.reports.costs import Tokens, judgment_cost
 from common.reports.outcomes import DailyOutcome, OutcomeReport, OutcomeStats, ScoreMean
-from common.reports.period import day_slices
 from common.reports.stats import (
     ANSWER_SOURCES,
     PRIMARY_JUDGE,
@@ -192,14 +192,31 @@ def channel_stats(channel_id, rows, thresholds_for, prices, judges, worst):
     )
 
 
+def local_days(period):
+    """The calendar days of the period in its time zone, worked out afresh (from the local dates of its ends)."""
+    tz = ZoneInfo(period.timezone)
+    day, last = period.start.astimezone(tz).date(), (period.end - timedelta(microseconds=1)).astimezone(tz).date()
+    while day <= last:
+        yield day
+        day += timedelta(days=1)
+
+
+def local_day(row, period, days):
+    """The day the question was asked, there; the answer's day when the question's was before the period's."""
+    tz = ZoneInfo(period.timezone)
+    asked = row.asked_at.astimezone(tz).date()
+    return asked if asked in days else row.created_at.astimezone(tz).date()
+
+
 def daily_series(rows, period, judge):
+    days = list(local_days(period))
     points = []
-    for start, end in day_slices(period):
-        day = [row for row in captured(rows) if start <= row.created_at < end]
+    for date_ in days:
+        day = [row for row in captured(rows) if local_day(row, period, days) == date_]
         scores = [
             j.score for r in day for j in r.judgments if j.judge == judge and j.status == OK and j.score is not None
         ]
-        points.append(DailyPoint(start, len(day), len(scores), sum(scores) / len(scores) if scores else None))
+        points.append(DailyPoint(date_, len(day), len(scores), sum(scores) / len(scores) if scores else None))
     return points
 
 
@@ -344,9 +361,10 @@ def build_report(period, current, previous, thresholds_for, prices, *, channels,
 
     closed = [row for row in now_answers if row.window_closed]
     daily_outcomes = []
-    for start, end in day_slices(period):
-        day = [row for row in closed if start <= row.created_at < end]
-        daily_outcomes.append(DailyOutcome(start, len(day), sum(1 for row in day if RESOLVED in row.signals)))
+    days = list(local_days(period))
+    for date_ in days:
+        day = [row for row in closed if local_day(row, period, days) == date_]
+        daily_outcomes.append(DailyOutcome(date_, len(day), sum(1 for row in day if RESOLVED in row.signals)))
     return Report(
         period=period,
         overall=stats(None, current),

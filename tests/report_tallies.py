@@ -42,7 +42,7 @@ def build_report(
 
 
 def daily_series(rows: Iterable[PairRow], period: Period, judge: str) -> list[DailyPoint]:
-    """Answers and the judge's mean score in each of the period's 24-hour slices."""
+    """Answers and the judge's mean score on each of the period's calendar days (its time zone)."""
     tally = DailyTally(period)
     for row in rows:
         tally.add(row)

@@ -42,7 +42,7 @@ class Topic:
     name: str | None  # None: not named yet
     questions: tuple[Question, ...]
     figures: Figures
-    previous: Figures | None  # the same topic's questions of the week before (None: no week before to compare)
+    previous: Figures | None  # the same topic's questions of the week before (None: no question that week)
     examples: tuple[Question, ...]  # closest to the topic's centre, failed ones first
     anchors: tuple[int, ...]  # pair ids of the questions closest to its centre: how a later run knows it
     gaps: tuple[Gap, ...] = ()
@@ -113,7 +113,8 @@ def build_topics(
     max_outlier_share: float = MAX_OUTLIER_SHARE,
 ) -> TopicsReport:
     """The topics of `current` (rows of `vectors`, same order). `previous` (the week before, rows of
-    `previous_vectors` in the same space) gives each topic's change; None when there is no week before to compare.
+    `previous_vectors` in the same space) gives each topic's change; None (or empty) when there is no week before to
+    compare (each topic's `previous` is then None).
     `known`: earlier topics whose key and name a continuing topic keeps."""
     report = TopicsReport(start, end, now, len(current), 0, (), embedding, tuple(notes))
     if len(current) < max(min_questions, 2):
@@ -142,13 +143,10 @@ def build_topics(
         order = members[np.argsort(-closeness, kind="stable")]
         questions = tuple(current[i] for i in order)
         figures = figures_of(questions)
+        # A week before without a question has nothing to compare with: None, said as such, not a change from 0.
         before = None
-        if previous is not None:
-            before = (
-                figures_of(previous[i] for i in np.flatnonzero(earlier_labels == index))
-                if earlier_labels is not None
-                else Figures()
-            )
+        if earlier_labels is not None:
+            before = figures_of(previous[i] for i in np.flatnonzero(earlier_labels == index))
         examples = tuple(sorted(questions, key=lambda q: not q.failed)[:EXAMPLES])
         earlier = known[continues[index]] if index in continues else None
         name = earlier.name if earlier else None

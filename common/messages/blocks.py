@@ -192,6 +192,14 @@ def pct(share: float | None) -> str:
     return "–" if share is None else f"{share * 100:.0f}%"
 
 
+WEEK_BEFORE = "the week before"
+
+
+def no_data(before: str = WEEK_BEFORE) -> str:
+    """What a comparison says when the period it compares with had nothing to compare: `no data the week before`."""
+    return f"no data {before}"
+
+
 def signed(value: float | None, *, points: bool = False, digits: int = 1) -> str:
     """A change: `+0.2`, or in percentage points `−3 pts`; empty when there is nothing to compare."""
     if value is None:

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from zoneinfo import ZoneInfo
 
 from common.messages import blocks as block_kit
-from common.messages.blocks import escape, pct, signed
+from common.messages.blocks import WEEK_BEFORE, escape, no_data, pct, signed
 from common.messages.golden import digest_line
 from common.messages.outcomes import NOTE as OUTCOME_NOTE
 from common.messages.outcomes import outcome_lines
@@ -43,8 +43,9 @@ def threshold_text(stats: JudgeStats) -> str:
     return "≤ " + "/".join(f"{t:g}" for t in stats.thresholds)
 
 
-def judge_line(stats: JudgeStats, change: Change | None = None) -> str:
-    """`mean 3.10 / 4 (+0.2) · 12% ≤ 2 (−3 pts)`."""
+def judge_line(stats: JudgeStats, change: Change | None = None, before: str = WEEK_BEFORE) -> str:
+    """`mean 3.10 / 4 (+0.2) · 12% ≤ 2 (−3 pts)`, or `mean 3.10 / 4 · 12% ≤ 2 · no data the week before` when the
+    week (`before`: the period) compared with had no scores."""
     if stats.scored == 0:
         extra = f" · {stats.nulls} unscorable" if stats.nulls else ""
         return f"no scores{extra}"
@@ -55,6 +56,8 @@ def judge_line(stats: JudgeStats, change: Change | None = None) -> str:
     if change is not None and change.share_low is not None:
         low += f" ({signed(change.share_low, points=True)})"
     parts = [mean, low]
+    if change is not None and change.no_previous:
+        parts.append(no_data(before))
     if stats.nulls:
         parts.append(f"{stats.nulls} unscorable")
     return " · ".join(parts)
@@ -79,7 +82,8 @@ def period_text(report: Report) -> str:
     tz = ZoneInfo(report.period.timezone)
     start = report.period.start.astimezone(tz)
     end = report.period.end.astimezone(tz)
-    return f"{start:%a %d %b %H:%M} – {end:%a %d %b %Y %H:%M} {report.period.timezone}, compared with the 7 days before"
+    before = f"the {report.period.compared_days:g} days before"
+    return f"{start:%a %d %b %H:%M} – {end:%a %d %b %Y %H:%M} {report.period.timezone}, compared with {before}"
 
 
 # Pieces ---------------------------------------------------------------------------------------------
@@ -160,7 +164,7 @@ def _overall_fields(report: Report, topics: TopicsView | None = None) -> list[di
         {"type": "mrkdwn", "text": f"*Answers*\n{_volume_line(overall)}"},
     ]
     for name, stats in list(overall.judges.items())[:3]:
-        text = f"*{name.capitalize()}*\n{judge_line(stats, report.change(overall, name))}"
+        text = f"*{name.capitalize()}*\n{judge_line(stats, report.change(overall, name), report.period.before)}"
         if stats.scored:
             text += f"\n{distribution_line(stats)}"
         fields.append({"type": "mrkdwn", "text": block_kit.shorten(text, block_kit.MAX_FIELD_TEXT)})
@@ -171,7 +175,7 @@ def _overall_fields(report: Report, topics: TopicsView | None = None) -> list[di
     topics_cost = cost_text(topics) if topics is not None else None
     usage = _usage_line(overall) + (f"\n{topics_cost}" if topics_cost else "")
     fields.append({"type": "mrkdwn", "text": f"*LLM usage*\n{usage}"})
-    outcomes = outcome_lines(report.outcomes, None)
+    outcomes = outcome_lines(report.outcomes, None, report.period.before)
     if outcomes:
         text = block_kit.shorten("*Outcomes*\n" + "\n".join(outcomes), block_kit.MAX_FIELD_TEXT)
         fields.append({"type": "mrkdwn", "text": text})
@@ -181,7 +185,7 @@ def _overall_fields(report: Report, topics: TopicsView | None = None) -> list[di
 def _channel_section(report: Report, stats: ChannelStats, links: Links, quotes: Quotes) -> dict:
     lines = [f"*{channel_ref(stats.channel_id)}* — {_volume_line(stats)}"]
     for name, judge in stats.judges.items():
-        line = f"{name}: {judge_line(judge, report.change(stats, name))}"
+        line = f"{name}: {judge_line(judge, report.change(stats, name), report.period.before)}"
         # The distribution on the judge's own line keeps a channel's section short when there are many.
         lines.append(line + (f" · {distribution_line(judge)}" if judge.scored else ""))
     extras = []
@@ -197,7 +201,7 @@ def _channel_section(report: Report, stats: ChannelStats, links: Links, quotes: 
         extras.append(_short_usage(stats))
     if extras:
         lines.append(" · ".join(extras))
-    lines += [f"outcomes: {line}" for line in outcome_lines(report.outcomes, stats.channel_id)]
+    lines += [f"outcomes: {line}" for line in outcome_lines(report.outcomes, stats.channel_id, report.period.before)]
     if stats.worst:
         lines.append("Worst:")
         lines += [_worst_line(w, links, quotes) for w in stats.worst]
@@ -283,10 +287,13 @@ def digest_message(
         resolution = ", the daily resolution rate" if report.outcomes.any_closed else ""
         chart = f":chart_with_upwards_trend: The chart (daily mean {report.primary_judge}, answers per day{resolution} "
         chart += "and the week's score distribution"
-        chart += ", failed questions by topic against the week before" if topics is not None and topics.topics else ""
+        if topics is not None and topics.topics:
+            compared = any(line.previous is not None for line in topics.topics)
+            chart += f", failed questions by topic {f'against {WEEK_BEFORE}' if compared else f'({no_data()})'}"
         chart += ") is in this message's thread."
         blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": chart}]})
-    footer = "Changes are against the 7 days before. Shares count scores at or below each channel's alert threshold."
+    footer = f"Changes are against the {report.period.compared_days:g} days before. "
+    footer += "Shares count scores at or below each channel's alert threshold."
     if report.outcomes.any_closed:
         footer += " " + OUTCOME_NOTE
     if prices is not None:
@@ -325,13 +332,14 @@ def digest_text(
     def block(stats: ChannelStats) -> list[str]:
         lines = [f"Answers: {_volume_line(stats)}"]
         for name, judge in stats.judges.items():
-            lines.append(f"{name}: {judge_line(judge, report.change(stats, name))}")
+            lines.append(f"{name}: {judge_line(judge, report.change(stats, name), report.period.before)}")
             if judge.scored:
                 lines.append(f"  {distribution_line(judge)}")
         lines.append(f"Judge errors: {stats.errors}")
         lines.append(f"Agreement: {_agreement_line(stats)}")
         lines.append(f"LLM usage: {_usage_line(stats)}")
-        lines += [f"Outcomes: {line}" for line in outcome_lines(report.outcomes, stats.channel_id)]
+        outcomes = outcome_lines(report.outcomes, stats.channel_id, report.period.before)
+        lines += [f"Outcomes: {line}" for line in outcomes]
         if stats.worst:
             lines.append("Worst answers:")
             lines += [_worst_line(w, links, quotes, slack=False) for w in stats.worst]

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from common.messages.blocks import pct, signed
+from common.messages.blocks import WEEK_BEFORE, no_data, pct, signed
 from common.reports.outcomes import RATED, OutcomeChange, OutcomeReport, OutcomeStats, ScoreMean
 
 NOTE = "Outcome figures count answers whose outcome window has closed."
@@ -19,9 +19,10 @@ def _count(count: int, label: str, change: int | None) -> str:
     return f"{count} {label}" + (f" ({'+' if change >= 0 else '−'}{abs(change)})" if change is not None else "")
 
 
-def outcome_line(stats: OutcomeStats, change: OutcomeChange | None = None) -> str:
+def outcome_line(stats: OutcomeStats, change: OutcomeChange | None = None, before: str = WEEK_BEFORE) -> str:
     """`resolved 62% (+4 pts) · re-asked 18% (−2 pts) · taken over 9% · escalated 5% · reactions 12 positive (+3),
-    4 negative (−1) · of 80 answers`; empty when no window closed."""
+    4 negative (−1) · of 80 answers`, ending `· no data the week before` instead of the changes when the week
+    (`before`: the period) compared with had no closed window; empty when no window closed."""
     if not stats.closed:
         return f"no outcomes yet ({stats.open} still watched)" if stats.open else ""
     change = change or OutcomeChange()
@@ -31,6 +32,8 @@ def outcome_line(stats: OutcomeStats, change: OutcomeChange | None = None) -> st
         + _count(stats.negative, "negative", change.negative),
         f"of {stats.closed} answer{'s' if stats.closed != 1 else ''}",
     ]
+    if change.no_previous:
+        parts.append(no_data(before))
     return " · ".join(parts)
 
 
@@ -54,11 +57,11 @@ def teammate_line(stats: OutcomeStats) -> str:
     return f"correctness top score {top} where a teammate stepped in"
 
 
-def outcome_lines(report: OutcomeReport, channel_id: str | None) -> list[str]:
+def outcome_lines(report: OutcomeReport, channel_id: str | None, before: str = WEEK_BEFORE) -> list[str]:
     """Every outcome line of a channel (or, with None, of all channels) that has something to say."""
     stats = report.of(channel_id)
     lines = [
-        outcome_line(stats, report.change(channel_id)),
+        outcome_line(stats, report.change(channel_id), before),
         score_line(stats, report.judge),
         teammate_line(stats),
     ]

@@ -6,7 +6,7 @@ the examples that may be quoted)."""
 from __future__ import annotations
 
 from common.messages import blocks as block_kit
-from common.messages.blocks import escape, one_line, pct
+from common.messages.blocks import WEEK_BEFORE, escape, no_data, one_line, pct
 from common.reports.topics import TOP_TOPICS, GapLine, TopicLine, TopicsView
 
 HEADING = "What to fix first"
@@ -16,11 +16,14 @@ WITHHELD = "example from a private channel: not quoted here"
 
 
 def figures_text(line: TopicLine) -> str:
-    """`12 failed of 31 questions (+4 vs the week before) · resolved 23% · relevancy 1.4 / 4`."""
+    """`12 failed of 31 questions (+4 vs the week before) · resolved 23% · relevancy 1.4 / 4`; `(no data the week
+    before)` instead of the change when the week before had no questions to compare with."""
     figures = line.figures
     failed = f"{figures.failed} failed of {figures.questions} question{'s' if figures.questions != 1 else ''}"
     if line.previous is not None:
-        failed += f" ({figures.failed - line.previous.failed:+d} vs the week before)"
+        failed += f" ({figures.failed - line.previous.failed:+d} vs {WEEK_BEFORE})"
+    else:
+        failed += f" ({no_data()})"
     parts = [failed]
     if figures.resolution_rate is not None:
         parts.append(f"resolved {pct(figures.resolution_rate)}")

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date
 
 from capture.outcomes import failed
-from common.reports.period import Period, day_slices, slice_of
+from common.reports.period import DayIndex, Period
 from judges.names import CORRECTNESS, RELEVANCY
 from store.models import JudgmentStatus
 from store.signals import ESCALATION, HUMAN_TAKEOVER, NEGATIVE_REACTION, POSITIVE_REACTION, REASK, RESOLVED
@@ -70,17 +70,20 @@ RATED = ("resolved", "reasked", "taken_over", "escalated")
 
 @dataclass(frozen=True)
 class OutcomeChange:
-    """Against the week before (nothing when either week has no closed window): each `RATED` rate's change in
-    shares, the reactions' in answers."""
+    """Against the week before: each `RATED` rate's change in shares, the reactions' in answers. Nothing when this
+    week has no closed window; `no_previous` when only the week before had none."""
 
     rates: Mapping[str, float] = field(default_factory=dict)
     positive: int | None = None
     negative: int | None = None
+    no_previous: bool = False  # closed windows this week, none the week before: said instead of a change
 
 
 def outcome_change(current: OutcomeStats, previous: OutcomeStats) -> OutcomeChange:
-    if not current.closed or not previous.closed:
+    if not current.closed:
         return OutcomeChange()
+    if not previous.closed:
+        return OutcomeChange(no_previous=True)
     return OutcomeChange(
         rates={name: current.rate(name) - previous.rate(name) for name in RATED},
         positive=current.positive - previous.positive,
@@ -90,9 +93,10 @@ def outcome_change(current: OutcomeStats, previous: OutcomeStats) -> OutcomeChan
 
 @dataclass(frozen=True)
 class DailyOutcome:
-    """One 24-hour slice: the answers made then whose window has closed, and how many of them resolved."""
+    """One calendar day (the report's time zone): the answers made then whose window has closed, and how many of
+    them resolved."""
 
-    start: datetime
+    day: date
     closed: int
     resolved: int
 
@@ -193,22 +197,23 @@ class OutcomeTally:
 
 
 class DailyOutcomeTally:
-    """Closed windows and resolved answers in each of the period's 24-hour slices (by the answer's time)."""
+    """Closed windows and resolved answers on each calendar day of the period, in its time zone, by the day the
+    question was asked (`DayIndex.of_answer`)."""
 
     def __init__(self, period: Period) -> None:
         self.period = period
-        self.slices = day_slices(period)
-        self.closed = [0] * len(self.slices)
-        self.resolved = [0] * len(self.slices)
+        self.days = DayIndex(period)
+        self.closed = [0] * len(self.days.days)
+        self.resolved = [0] * len(self.days.days)
 
     def add(self, row: PairRow) -> None:
-        index = slice_of(self.period, row.created_at) if row.window_closed else None
+        index = self.days.of_answer(row.asked_at, row.created_at) if row.window_closed else None
         if index is not None:
             self.closed[index] += 1
             self.resolved[index] += RESOLVED in row.signals
 
     def points(self) -> list[DailyOutcome]:
         return [
-            DailyOutcome(start, closed, resolved)
-            for (start, _end), closed, resolved in zip(self.slices, self.closed, self.resolved, strict=True)
+            DailyOutcome(day, closed, resolved)
+            for day, closed, resolved in zip(self.days.days, self.closed, self.resolved, strict=True)
         ]

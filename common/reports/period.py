@@ -3,8 +3,9 @@ compared with the seven days before; its key is the ISO week in which it is sent
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, time, timedelta, tzinfo
+from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from zoneinfo import ZoneInfo
 
 WINDOW = timedelta(days=7)
@@ -21,6 +22,18 @@ class Period:
     @property
     def tz(self) -> tzinfo:
         return ZoneInfo(self.timezone)
+
+    @property
+    def compared_days(self) -> float:
+        """How many days the comparison period lasts: 7 for a digest, as long as the period read for a backfill."""
+        return (self.start - self.previous_start) / DAY
+
+    @property
+    def before(self) -> str:
+        """What the comparison period is called: `the week before` for a digest's seven days, else (a backfill's
+        month) `the 30 days before`."""
+        days = self.compared_days
+        return "the week before" if days == 7 else f"the {days:g} days before"
 
     @property
     def week_key(self) -> str:
@@ -44,6 +57,7 @@ def period_for(now: datetime, timezone: str = "UTC", *, force: bool = False) -> 
     return Period(key=key, start=end - WINDOW, end=end, previous_start=end - 2 * WINDOW, timezone=timezone)
 
 
+DAY = timedelta(days=1)
 WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 
 
@@ -70,19 +84,43 @@ def scheduled_key(now: datetime, weekday: str, hour: int, timezone: str = "UTC")
     return iso_week_key(latest_slot(now + CLOCK_GRACE, weekday, hour, timezone), ZoneInfo(timezone))
 
 
-DAY = timedelta(days=1)
+def calendar_days(start: datetime, end: datetime, tz: tzinfo) -> list[date]:
+    """The calendar days, in `tz`, that [start, end) touches, oldest first: a week from Monday 09:00 to Monday
+    09:00 touches eight (both Mondays partly), a day across a daylight-saving change lasts 23 or 25 hours."""
+    first = start.astimezone(tz).date()
+    last = max(first, (end - timedelta(microseconds=1)).astimezone(tz).date())
+    return [first + timedelta(days=i) for i in range((last - first).days + 1)]
 
 
-def _days(period: Period) -> int:
-    return max(1, -(-(period.end - period.start) // DAY))
+def count_per_day(moments: Iterable[datetime], tz: tzinfo, days: Sequence[date]) -> dict[date, int]:
+    """How many of `moments` fall on each of `days`, each counted on the calendar day it is in `tz` (a question
+    asked at 02:00 UTC on a Saturday is Friday evening's in Los Angeles); moments on other days are left out."""
+    counts = dict.fromkeys(days, 0)
+    for moment in moments:
+        day = moment.astimezone(tz).date()
+        if day in counts:
+            counts[day] += 1
+    return counts
 
 
-def day_slices(period: Period) -> list[tuple[datetime, datetime]]:
-    """The 24-hour slices of the period (seven for a week, more for a backfill's month), oldest first."""
-    return [(period.start + i * DAY, period.start + (i + 1) * DAY) for i in range(_days(period))]
+class DayIndex:
+    """The period's calendar days in its time zone, and which of them a moment falls on: how the daily tallies,
+    fed one row at a time, place each answer (the same rule as `count_per_day`)."""
 
+    def __init__(self, period: Period) -> None:
+        self.tz = period.tz
+        self.days = calendar_days(period.start, period.end, self.tz)
+        self._index = {day: i for i, day in enumerate(self.days)}
+        self._start, self._end = period.start, period.end
 
-def slice_of(period: Period, moment: datetime) -> int | None:
-    """The index of the slice of `day_slices` that `moment` falls in; None outside them all."""
-    index = (moment - period.start) // DAY
-    return index if 0 <= index < _days(period) else None
+    def of(self, moment: datetime) -> int | None:
+        """The index in `days` of the calendar day `moment` falls on; None when that day is not one of them."""
+        return self._index.get(moment.astimezone(self.tz).date())
+
+    def of_answer(self, asked_at: datetime, created_at: datetime) -> int | None:
+        """An answer's day: the day its question was asked, or, for a question asked on a day before the period
+        (answered in it), the answer's own day; None for an answer outside the period."""
+        if not self._start <= created_at < self._end:
+            return None
+        index = self.of(asked_at)
+        return index if index is not None else self.of(created_at)

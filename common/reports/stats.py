@@ -11,12 +11,12 @@ from bisect import insort
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date
 
 from common.reports.costs import Prices, Tokens, TokenTally
 from common.reports.golden import GoldenFigures
 from common.reports.outcomes import OutcomeReport
-from common.reports.period import Period, day_slices, slice_of
+from common.reports.period import DayIndex, Period
 from common.reports.trust import Trust
 from judges.names import CORRECTNESS, GROUNDED, RELEVANCY
 from store.models import ANSWER_SOURCES, JudgmentStatus, PairStatus
@@ -98,15 +98,17 @@ class ChannelStats:
 
 @dataclass(frozen=True)
 class Change:
-    """This week against the week before, for one judge (None when either week has no scores)."""
+    """This week against the week before, for one judge (None when either week has no scores). `no_previous`:
+    this week has scores and the week before none, which the reader is told instead of a change."""
 
     mean: float | None
     share_low: float | None
+    no_previous: bool = False
 
 
 @dataclass(frozen=True)
 class DailyPoint:
-    start: datetime
+    day: date  # a calendar day in the report's time zone
     answers: int  # captured answers that day
     scored: int
     mean: float | None  # mean score of the primary judge that day
@@ -290,8 +292,10 @@ class ChannelTally:
 
 
 def judge_change(current: JudgeStats | None, previous: JudgeStats | None) -> Change:
-    if current is None or previous is None:
+    if current is None or not current.scored:
         return Change(mean=None, share_low=None)
+    if previous is None or not previous.scored:
+        return Change(mean=None, share_low=None, no_previous=True)
     mean = current.mean - previous.mean if current.mean is not None and previous.mean is not None else None
     share = (
         current.share_low - previous.share_low
@@ -302,28 +306,29 @@ def judge_change(current: JudgeStats | None, previous: JudgeStats | None) -> Cha
 
 
 class DailyTally:
-    """Answers and each judge's scores in each of the period's 24-hour slices (by the answer's time)."""
+    """Answers and each judge's scores on each calendar day of the period, in its time zone, by the day the question
+    was asked (`DayIndex.of_answer`)."""
 
     def __init__(self, period: Period) -> None:
         self.period = period
-        self.slices = day_slices(period)
-        self.answers = [0] * len(self.slices)
-        self.scores: dict[str, list[list]] = {}  # judge -> per slice [scored, total]
+        self.days = DayIndex(period)
+        self.answers = [0] * len(self.days.days)
+        self.scores: dict[str, list[list]] = {}  # judge -> per day [scored, total]
 
     def add(self, row: PairRow) -> None:
-        index = slice_of(self.period, row.created_at) if is_answer(row) else None
+        index = self.days.of_answer(row.asked_at, row.created_at) if is_answer(row) else None
         if index is None:
             return
         self.answers[index] += 1
         for j in row.judgments:
             if j.status == JudgmentStatus.OK and j.score is not None:
-                day = self.scores.setdefault(j.judge, [[0, 0] for _ in self.slices])[index]
+                day = self.scores.setdefault(j.judge, [[0, 0] for _ in self.answers])[index]
                 day[0] += 1
                 day[1] += j.score
 
     def points(self, judge: str) -> list[DailyPoint]:
-        scores = self.scores.get(judge) or [[0, 0] for _ in self.slices]
+        scores = self.scores.get(judge) or [[0, 0] for _ in self.answers]
         return [
-            DailyPoint(start=start, answers=answers, scored=scored, mean=total / scored if scored else None)
-            for (start, _end), answers, (scored, total) in zip(self.slices, self.answers, scores, strict=True)
+            DailyPoint(day=day, answers=answers, scored=scored, mean=total / scored if scored else None)
+            for day, answers, (scored, total) in zip(self.days.days, self.answers, scores, strict=True)
         ]

@@ -13,6 +13,8 @@ from typing import Any
 
 from tests.fakes.slack_workspace import RELMON_BOT_ID, RELMON_USER_ID, TEAM_ID, Channel
 
+ALT_TXT_CHARS = 1000  # files.getUploadURLExternal refuses a longer alt_txt (alt_txt_too_large)
+
 
 class SlackMethods:
     """The Web API methods of FakeSlack, called under its lock; the attributes below are set by FakeSlack.__init__."""
@@ -28,6 +30,7 @@ class SlackMethods:
     views: list[dict[str, Any]]  # every opened, updated or published view, in order
     published: dict[str, dict[str, Any]]  # user_id -> last published home view
     uploads: dict[str, bytes]  # file_id -> bytes posted to its upload URL
+    alt_texts: dict[str, str]  # file_id -> its alt_txt
     files: dict[str, dict[str, Any]]  # file_id -> metadata, once completed
     archived: set[str]  # channels that refuse posts with is_archived
     _ts_counter: itertools.count[int]
@@ -202,7 +205,14 @@ class SlackMethods:
         }
 
     def _api_files_getUploadURLExternal(self, params: dict) -> dict:
+        """As Slack does: the image's description for screen readers comes here (`alt_txt`, at most 1,000
+        characters), is kept with the file and shows on it once the upload completes."""
+        alt_text = params.get("alt_txt")
+        if alt_text is not None and len(alt_text) > ALT_TXT_CHARS:
+            return {"ok": False, "error": "alt_txt_too_large"}
         file_id = f"F{next(self._id_counter):08d}"
+        if alt_text is not None:
+            self.alt_texts[file_id] = alt_text
         return {"ok": True, "upload_url": f"{self.base_url}/upload/{file_id}", "file_id": file_id}
 
     def _api_files_completeUploadExternal(self, params: dict) -> dict:
@@ -220,6 +230,8 @@ class SlackMethods:
                 "initial_comment": params.get("initial_comment"),
                 "thread_ts": params.get("thread_ts"),
             }
+            if file_id in self.alt_texts:
+                record["alt_txt"] = self.alt_texts[file_id]
             self.files[file_id] = record
             completed.append(record)
         if params.get("channel_id"):  # as Slack does: the shared files show as a message (in the thread, if given)

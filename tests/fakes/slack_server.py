@@ -67,6 +67,7 @@ class FakeSlack(SlackFaults, SlackMethods, BackgroundServer):
         self.published: dict[str, dict[str, Any]] = {}  # user_id -> last published home view
         self.uploads: dict[str, bytes] = {}  # file_id -> bytes posted to its upload URL
         self.files: dict[str, dict[str, Any]] = {}  # file_id -> metadata, once completed
+        self.alt_texts: dict[str, str] = {}  # file_id -> its alt_txt, given when its upload URL was asked for
         self.responses: dict[str, list[Any]] = defaultdict(list)  # response_url key -> posted bodies
         self._rate_limits: dict[str, list[int]] = {}  # method -> [remaining, retry_after]
         self._refusals: dict[str, list] = {}  # method -> [remaining, error]

@@ -51,6 +51,11 @@ VOCABULARY = set(
         "rate",
         "no",
         "yet",
+        "data",  # "no data the week before"
+        "days",  # the day axis: "UTC days · Mon 16 from 09:00 · Mon 23 until 09:00"
+        "from",
+        "until",
+        "utc",
     ]
 )
 

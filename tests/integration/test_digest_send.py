@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -17,7 +17,7 @@ from sqlalchemy import func, select, update
 
 from common.reports.period import period_for
 from common.runtime import Runtime
-from store.models import Digest
+from store.models import Digest, Judgment, Pair
 from tests import digest_helpers
 from tests.digest_helpers import DIGEST_CHANNEL, assert_png_chart, digest_ts, now_utc, seed
 from tests.fakes.slack_server import FakeSlack
@@ -61,6 +61,49 @@ def test_digest_is_posted_once_per_week_with_its_chart(runtime: Runtime, slack: 
     assert len(slack.posted(DIGEST_CHANNEL)) == 2
     with runtime.db.session() as session:
         assert session.execute(select(func.count()).select_from(Digest)).scalar_one() == 2
+
+
+def test_the_chart_goes_up_with_alt_text_and_local_days(make_runtime, redis_url: str, slack: FakeSlack) -> None:
+    """The digest of a team in Los Angeles, sent Monday 09:00 PST: the chart's upload carries alt text (Slack's
+    `alt_txt`, kept on the file) naming the team's calendar days, with a question asked at 02:00 UTC on Saturday
+    counted on Friday; the week before had no data, and the digest says so instead of a change."""
+    runtime = make_runtime(redis_url=redis_url, timezone="America/Los_Angeles")
+    now = datetime(2026, 12, 7, 17, 0, tzinfo=UTC)
+    answers = [  # (when, score)
+        (datetime(2026, 12, 5, 2, 0, tzinfo=UTC), 1),  # Friday 18:00 PST
+        (datetime(2026, 12, 5, 3, 0, tzinfo=UTC), 3),  # Friday 19:00 PST
+        (datetime(2026, 12, 5, 6, 30, tzinfo=UTC), 0),  # Friday 22:30 PST
+        (datetime(2026, 12, 2, 20, 0, tzinfo=UTC), 4),  # Wednesday noon
+    ]
+    with runtime.db.session() as session:
+        for n, (at, score) in enumerate(answers):
+            pair = Pair(channel_id="C1", answer_ts=f"1764900000.{n:06d}", status="judged", created_at=at)
+            session.add(pair)
+            session.flush()
+            session.add(
+                Judgment(
+                    pair_id=pair.id, judge="relevancy", status="ok", score=score, max_score=4,
+                    normalized_score=score / 4, prompt_tokens=400, completion_tokens=40,
+                )
+            )  # fmt: skip
+    assert deliver_digest(runtime, now).status == "sent"
+
+    (asked,) = slack.calls_to("files.getUploadURLExternal")
+    (shared,) = slack.files.values()
+    assert (
+        shared["alt_txt"]
+        == asked["alt_txt"]
+        == (
+            "Chart: answers per day (bars) and the daily mean relevancy (line), Mon 30 Nov – Mon 7 Dec "
+            "(America/Los_Angeles; Mon 30 from 09:00, Mon 7 until 09:00). "
+            "Most answers on Fri 4 Dec (3 of 4); lowest daily mean relevancy 1.3 / 4 on Fri 4 Dec, "
+            "the alert threshold dashed at ≤ 2. "
+            "Relevancy scores this week (4 scored): 0: 1, 1: 1, 2: 0, 3: 1, 4: 1; 2 at or below the alert threshold."
+        )
+    )
+    assert_png_chart(slack, digest_ts(runtime))
+    (posted,) = slack.posted(DIGEST_CHANNEL)
+    assert "no data the week before" in str(posted["blocks"]) and "(+" not in str(posted["blocks"])
 
 
 def claimed_by_another_run(runtime: Runtime) -> datetime:

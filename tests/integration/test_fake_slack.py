@@ -76,6 +76,18 @@ def test_files_upload_v2(slack: FakeSlack, client: WebClient) -> None:
     file_id = answer["files"][0]["id"]
     assert slack.uploads[file_id] == b"\x89PNG-bytes"
     assert slack.files[file_id]["channels"] == ["C1"]
+    assert "alt_txt" not in slack.files[file_id]
+
+
+def test_files_upload_v2_alt_text(slack: FakeSlack, client: WebClient) -> None:
+    """As Slack: the alt text goes with files.getUploadURLExternal, is kept on the file, and over 1,000
+    characters is refused (alt_txt_too_large)."""
+    answer = client.files_upload_v2(channel="C1", filename="c.png", content=b"\x89PNG", title="C", alt_txt="A chart")
+    assert slack.files[answer["files"][0]["id"]]["alt_txt"] == "A chart"
+    assert slack.calls_to("files.getUploadURLExternal")[0]["alt_txt"] == "A chart"
+    with pytest.raises(SlackApiError) as error:
+        client.files_upload_v2(channel="C1", filename="c.png", content=b"\x89PNG", title="C", alt_txt="x" * 1001)
+    assert error.value.response["error"] == "alt_txt_too_large"
 
 
 def test_views(slack: FakeSlack, client: WebClient) -> None:

@@ -48,7 +48,11 @@ def seed(session, rng: random.Random, pairs: int = PAIRS) -> None:
         source = rng.choice(["capture"] * 6 + ["backfill", "import", "command"])
         channel = rng.choice(["C1", "C1", "C2", "CPRIV", "COFF"]) if source != "command" or rng.random() < 0.5 else None
         this_week = created_at >= NOW - timedelta(days=7)
+        # The question up to two hours before its answer (some across midnight, or before the period began);
+        # one in seven has none stored.
+        asked = created_at - timedelta(minutes=n * 7 % 120)
         pair = Pair(
+            question_ts=f"{asked.timestamp():.6f}" if n % 7 else None,
             channel_id=channel, answer_ts=f"1763000000.{n:06d}", thread_ts=f"1763000000.{n:06d}", source=source,
             status=rng.choice(statuses), channel_is_private=channel == "CPRIV", created_at=created_at,
             question_text=f"question {n}", answer_text=f"answer {n}", version=rng.choice([1, 1, 1, 2]),
@@ -166,7 +170,8 @@ def test_the_streamed_report_equals_the_per_row_computation(runtime, kind: str) 
     assert [c.channel_id for c in report.channels] == ["C1", "C2", "CPRIV", "CQUIET"]
     assert report.overall.seen > 40 and len(report.overall.worst) == 3 and report.overall.errored
     assert report.overall.not_judged and report.overall.waiting and report.overall.tokens.cached
-    assert report.previous_overall.seen and len(report.daily) == (7 if kind == "week" else 30)
+    # Calendar days from 09:00 to 09:00: the first and last in part (8 for the week, 31 for the 30 days).
+    assert report.previous_overall.seen and len(report.daily) == (8 if kind == "week" else 31)
     assert report.trust.more_disputed > 0 and report.trust.confirmed and report.trust.unconfirmed
     assert report.trust.suggestions and report.trust.precision and len(report.trust.notes) == 2
     assert report.outcomes.overall.closed and report.outcomes.overall.open and report.outcomes.overall.failed

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
@@ -53,7 +53,7 @@ def test_an_empty_week_has_no_figures():
     assert report.empty
     assert report.overall.seen == 0 and report.overall.judged == 0 and report.overall.errors == 0
     assert report.overall.judges == {} and report.overall.worst == [] and report.overall.agreement is None
-    assert [point.answers for point in report.daily] == [0] * 7
+    assert [point.answers for point in report.daily] == [0] * 8  # Mon 16 09:00 to Mon 23 09:00: eight days
     assert all(point.mean is None for point in report.daily)
 
 
@@ -186,18 +186,20 @@ def test_the_dry_run_shows_the_change_against_the_previous_week():
     assert "(+1.0)" in digest_text(report, {}, {}) and "(−50 pts)" in digest_text(report, {}, {})
 
 
-def test_daily_series_puts_answers_in_their_24_hour_slice():
+def test_daily_series_puts_answers_on_their_calendar_day():
     rows = [
-        pair(at=PERIOD.start + timedelta(hours=1), judgments=[verdict(4)]),
-        pair(at=PERIOD.start + timedelta(hours=2), judgments=[verdict(2)]),
-        pair(at=PERIOD.start + timedelta(days=6, hours=23), judgments=[verdict(None, status="error")]),
+        pair(at=PERIOD.start + timedelta(hours=1), judgments=[verdict(4)]),  # Mon 16 10:00
+        pair(at=PERIOD.start + timedelta(hours=14, minutes=59), judgments=[verdict(2)]),  # Mon 16 23:59
+        pair(at=PERIOD.start + timedelta(hours=15), judgments=[verdict(1)]),  # Tue 17 00:00, not Monday's slice
+        pair(at=PERIOD.start + timedelta(days=6, hours=23), judgments=[verdict(None, status="error")]),  # Mon 23 08:00
         pair(at=PERIOD.start - timedelta(minutes=1), judgments=[verdict(0)]),  # the week before
     ]
     points = daily_series(rows, PERIOD, "relevancy")
-    assert len(points) == 7 and points[0].start == PERIOD.start
+    assert [p.day for p in points] == [date(2026, 11, 16) + timedelta(days=i) for i in range(8)]
     assert (points[0].answers, points[0].scored, points[0].mean) == (2, 2, 3.0)
-    assert (points[6].answers, points[6].scored, points[6].mean) == (1, 0, None)
-    assert sum(p.answers for p in points) == 3
+    assert (points[1].answers, points[1].mean) == (1, 1.0)
+    assert (points[7].answers, points[7].scored, points[7].mean) == (1, 0, None)
+    assert sum(p.answers for p in points) == 4
 
 
 def three_channels_one_quiet_one_unwatched() -> Report:

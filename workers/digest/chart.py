@@ -1,6 +1,13 @@
 """The digest's chart: daily mean score with answer volume on top, the daily resolution rate (when outcome
 windows closed this week) below it, and the week's score distribution at the bottom.
 
+Days are calendar days in the team's time zone (`common.reports.period.calendar_days`): a digest sent Monday at 09:00
+covers eight of them, the first from 09:00 and the last until 09:00, and the axis says so. Its words (labels, notes,
+the alt text the upload carries) are `common.messages.chart_text`'s. Counts (answers,
+scores, failed questions) are drawn on whole-number axes.
+
+`chart_figure` builds the figure (what tests read), `render_chart` makes the PNG the digest uploads.
+
 Drawn with matplotlib's Agg backend (no display needed). Slack previews an image about 360 px wide, so the
 figure is nearly square (its thumbnail keeps the panels' height), the two panels are stacked and the text is
 set large for the figure's size (14–16 pt at 7.5 in wide stays about 9–11 px tall at 360 px).
@@ -9,9 +16,7 @@ set large for the figure's size (14–16 pt at 7.5 in wide stays about 9–11 px
 from __future__ import annotations
 
 import io
-from collections import Counter
 from collections.abc import Sequence
-from zoneinfo import ZoneInfo
 
 import matplotlib
 
@@ -21,6 +26,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from common.messages.chart_text import DAYS_NOTE_SIZE, chart_threshold, day_labels, days_note, no_scores_note
 from common.reports.stats import Report
 from common.reports.topics import TopicBar
 from workers.digest.topics_panel import panel_height, topics_panel
@@ -80,39 +86,9 @@ def chart_figure(report: Report, topics: Sequence[TopicBar] = ()) -> Figure:
     return figure
 
 
-def day_label(report: Report, index: int) -> str:
-    """`Mon 23`: the weekday and day of the month each 24-hour slice starts on, in the digest's time zone."""
-    start = report.daily[index].start.astimezone(ZoneInfo(report.period.timezone))
-    return f"{start:%a} {start.day}"
-
-
-def no_scores_note(report: Report) -> str:
-    """What the chart says instead of empty panels, e.g. `no scores: 10 judgments failed`."""
-    overall = report.overall
-    if overall.seen == 0:
-        return "no answers this week"
-    if overall.errors:
-        return f"no scores: {overall.errors} judgment{'s' if overall.errors != 1 else ''} failed"
-    stats = overall.judge(report.primary_judge)
-    if stats is not None and stats.nulls:
-        return f"no scores: {stats.nulls} answer{'s' if stats.nulls != 1 else ''} could not be scored"
-    return "no scores yet"
-
-
-def chart_threshold(report: Report, judge: str) -> tuple[float, str] | None:
-    """The alert threshold to draw and its legend label. When channels differ, the one most channels use
-    (ties: the default), and the label says how many channels that is."""
-    default = report.thresholds.get(None, {}).get(judge)
-    per_channel = [t[judge] for channel, t in report.thresholds.items() if channel is not None and judge in t]
-    if not per_channel:
-        return (default, f"alert ≤ {default:g}") if default is not None else None
-    counts = Counter(per_channel)
-    if len(counts) == 1:
-        value = per_channel[0]
-        return value, f"alert ≤ {value:g}"
-    top = max(counts.values())
-    value = default if default is not None and counts.get(default) == top else max(counts, key=counts.__getitem__)
-    return value, f"alert ≤ {value:g} ({counts[value]} of {len(per_channel)} channels)"
+def whole_numbers(nbins: int | str = "auto") -> MaxNLocator:
+    """Ticks for a count: integers only (no half question), even when the axis spans a single one."""
+    return MaxNLocator(integer=True, nbins=nbins, min_n_ticks=1)
 
 
 def _daily_panel(axes: Axes, report: Report, threshold: tuple[float, str] | None) -> None:
@@ -127,7 +103,7 @@ def _daily_panel(axes: Axes, report: Report, threshold: tuple[float, str] | None
     volume.bar(positions, answers, color=BAR_COLOUR, width=0.6, label="answers")
     volume.set_ylabel("answers per day", color=MUTED)
     volume.tick_params(axis="y", colors=MUTED)
-    volume.yaxis.set_major_locator(MaxNLocator(integer=True, nbins=4))
+    volume.yaxis.set_major_locator(whole_numbers(4))
     volume.set_ylim(0, max([*answers, 1]) * 1.15)
     volume.spines["top"].set_visible(False)
     # The score axes in front of the bars, with a transparent background, so the line is drawn over them.
@@ -147,9 +123,10 @@ def _daily_panel(axes: Axes, report: Report, threshold: tuple[float, str] | None
     if threshold is not None:
         axes.axhline(threshold[0], color=LOW_COLOUR, linestyle="--", linewidth=1.5, label=threshold[1])
     axes.set_ylim(low_end - 0.3, high_end + 0.4)
-    axes.yaxis.set_major_locator(MaxNLocator(integer=True))
+    axes.yaxis.set_major_locator(whole_numbers())
     axes.set_ylabel(f"mean {judge} ({low_end}–{high_end})")
-    axes.set_xticks(positions, [day_label(report, i) for i in positions])
+    axes.set_xticks(positions, day_labels(report))
+    axes.set_xlabel(days_note(report.period), fontsize=DAYS_NOTE_SIZE, color=MUTED)
     axes.set_xlim(-0.6, len(positions) - 0.4)
     axes.grid(axis="y", alpha=0.3)
     # Room under the title for the legend row.
@@ -180,7 +157,7 @@ def _resolution_panel(axes: Axes, report: Report) -> None:
     axes.set_ylim(-5, 115)  # room above 100% for the label
     axes.set_yticks([0, 50, 100], ["0%", "50%", "100%"])
     axes.set_ylabel("resolved")
-    axes.set_xticks(positions, [day_label(report, i) for i in positions])
+    axes.set_xticks(positions, day_labels(report))
     axes.set_xlim(-0.6, len(positions) - 0.4)
     axes.spines["right"].set_visible(False)
     axes.grid(axis="y", alpha=0.3)
@@ -193,9 +170,10 @@ def _volume_panel(axes: Axes, report: Report, note: str) -> None:
     answers = [point.answers for point in report.daily]
     axes.bar(positions, answers, color=BAR_COLOUR, width=0.6)
     axes.set_ylabel("answers per day")
-    axes.yaxis.set_major_locator(MaxNLocator(integer=True, nbins=4))
+    axes.yaxis.set_major_locator(whole_numbers(4))
     axes.set_ylim(0, max([*answers, 1]) * 1.6)  # headroom: the note sits above the bars
-    axes.set_xticks(positions, [day_label(report, i) for i in positions])
+    axes.set_xticks(positions, day_labels(report))
+    axes.set_xlabel(days_note(report.period), fontsize=DAYS_NOTE_SIZE, color=MUTED)
     axes.set_xlim(-0.6, len(positions) - 0.4)
     axes.spines["right"].set_visible(False)
     axes.grid(axis="y", alpha=0.3)
@@ -220,7 +198,7 @@ def _distribution_panel(axes: Axes, report: Report, threshold: tuple[float, str]
     axes.set_xticks(scores)
     axes.set_xlabel(f"{judge} score")
     axes.set_ylabel("answers")
-    axes.yaxis.set_major_locator(MaxNLocator(integer=True, nbins=4))
+    axes.yaxis.set_major_locator(whole_numbers(4))
     axes.set_ylim(0, max([*counts, 1]) * 1.22)  # room for the count above the tallest bar
     axes.spines["right"].set_visible(False)
     axes.grid(axis="y", alpha=0.3)

@@ -15,6 +15,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from slack_sdk.errors import SlackApiError
 
 from common.membership import ChannelAudience, MembershipCache, Viewer
+from common.messages.chart_text import chart_alt_text
 from common.messages.digest import Links, Quotes, digest_message
 from common.post_once import RECEIPT_TTL_SECONDS, PostOnce, Receipts
 from common.privacy import Destination, may_quote
@@ -225,6 +226,7 @@ def chart_in_thread(
         content=render_chart(report, topics),
         filename=f"relmon-digest-{period.week_key}.png",
         title=title,
+        alt_txt=chart_alt_text(report, topics),  # what screen readers say of the image
     )
     return (upload.get("file") or {}).get("id")
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from matplotlib.axes import Axes
+from matplotlib.ticker import MaxNLocator
 
 from common.reports.topics import TopicBar
 
@@ -29,11 +30,15 @@ def topics_panel(axes: Axes, bars: Sequence[TopicBar]) -> None:
     positions = range(len(rows))
     height = 0.38
     axes.barh([p + height / 2 for p in positions], [b.failed for b in rows], height, color=THIS_WEEK, label="this week")
-    before = [b.previous_failed or 0 for b in rows]
-    axes.barh([p - height / 2 for p in positions], before, height, color=WEEK_BEFORE, label="week before")
+    # A week before without questions is said in the title, not drawn as bars of 0.
+    compared = any(b.previous_failed is not None for b in rows)
+    if compared:
+        before = [b.previous_failed or 0 for b in rows]
+        axes.barh([p - height / 2 for p in positions], before, height, color=WEEK_BEFORE, label="week before")
     axes.set_yticks(list(positions), [_label(b.name) for b in rows])
-    axes.set_title("Failed questions by topic")
+    axes.set_title("Failed questions by topic" + ("" if compared else "\n(no data the week before)"))
     axes.set_xlabel("failed questions")
+    axes.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))  # whole questions: no 2.5 on the axis
     axes.tick_params(axis="y", colors=MUTED)
     axes.legend(loc="lower right", frameon=False)
     axes.spines["right"].set_visible(False)

@@ -1,0 +1,103 @@
+"""A comparison with a week (or a backfill's period) that had no data says so, "no data the week before", never a
+change against nothing ("+3 vs the week before" when that week was empty): the judges' lines, the outcome lines,
+the topics' figures and the digest's line about its chart, rendered directly from reports."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import timedelta
+
+from common.messages.digest import digest_message, digest_text, judge_line, period_text
+from common.messages.outcomes import outcome_line
+from common.messages.topics import figures_text, topics_text
+from common.reports.topics import TopicLine, TopicsView
+from relmon.backfill.report import backfill_period
+from tests.report_tallies import build_report, outcome_stats
+from tests.stats_rows import NOW, PERIOD, PRICES, pair, thresholds_for, verdict
+from topics.figures import Figures
+
+NO_DATA = "no data the week before"
+
+
+def this_week(scores=(3, 4, 1)):
+    return [pair("C1", judgments=[verdict(s)]) for s in scores]
+
+
+def last_week(scores=(1, 2)):
+    return [pair("C1", at=NOW - timedelta(days=10), judgments=[verdict(s)]) for s in scores]
+
+
+def test_a_judge_line_against_an_empty_week_says_so():
+    report = build_report(PERIOD, this_week(), [], thresholds_for, PRICES)
+    change = report.change(report.overall, "relevancy")
+    assert change.no_previous and change.mean is None and change.share_low is None
+    line = judge_line(report.overall.judge("relevancy"), change)
+    assert line == f"mean 2.67 / 4 · 33% ≤ 2 · {NO_DATA}"
+    # A week before whose judgments all failed has no scores to compare either.
+    errored = [pair("C1", at=NOW - timedelta(days=10), judgments=[verdict(None, status="error")])]
+    report = build_report(PERIOD, this_week(), errored, thresholds_for, PRICES)
+    assert judge_line(report.overall.judge("relevancy"), report.change(report.overall, "relevancy")).endswith(NO_DATA)
+    # With a week before, the change and nothing about missing data.
+    report = build_report(PERIOD, this_week(), last_week(), thresholds_for, PRICES)
+    line = judge_line(report.overall.judge("relevancy"), report.change(report.overall, "relevancy"))
+    assert line == "mean 2.67 / 4 (+1.2) · 33% ≤ 2 (−67 pts)" and "no data" not in line
+    # No scores this week: nothing to compare, nothing said about the week before.
+    empty = build_report(PERIOD, [], last_week(), thresholds_for, PRICES)
+    assert not empty.change(empty.overall, "relevancy").no_previous
+
+
+def test_the_digest_says_it_in_every_place_a_change_would_be():
+    report = build_report(PERIOD, this_week(), [], thresholds_for, PRICES)
+    text = digest_text(report, {}, {})
+    assert text.count(NO_DATA) == 2  # all channels, and C1
+    assert "(+" not in text and "(−" not in text
+    blocks = str(digest_message(report, {}, {})["blocks"])
+    assert blocks.count(NO_DATA) == 2 and "(+" not in blocks
+
+
+def test_an_outcome_line_against_a_week_without_closed_windows_says_so():
+    closed = [replace(row, window_closed=True, signals=("resolved",)) for row in this_week()]
+    before = [replace(row, window_closed=True) for row in last_week()]
+    stats = outcome_stats(None, closed, "relevancy")
+    report = build_report(PERIOD, closed, [], thresholds_for, PRICES).outcomes
+    assert report.change(None).no_previous
+    assert outcome_line(stats, report.change(None)) == (
+        f"resolved 100% · re-asked 0% · taken over 0% · escalated 0% · reactions 0 positive, 0 negative · "
+        f"of 3 answers · {NO_DATA}"
+    )
+    compared = build_report(PERIOD, closed, before, thresholds_for, PRICES).outcomes
+    line = outcome_line(stats, compared.change(None))
+    assert line.startswith("resolved 100% (+100 pts)") and "no data" not in line
+    # No window closed this week: no line at all, whatever the week before.
+    assert outcome_line(outcome_stats(None, this_week(), "relevancy"), report.change(None)) == ""
+
+
+def test_a_topic_against_a_week_without_questions_says_so():
+    none_before = TopicLine("Refunds", Figures(questions=5, failed=3), None, None)
+    assert figures_text(none_before) == f"3 failed of 5 questions ({NO_DATA})"
+    some_before = TopicLine("Refunds", Figures(questions=5, failed=3), Figures(questions=4, failed=1), None)
+    assert figures_text(some_before) == "3 failed of 5 questions (+2 vs the week before)"
+    # A topic new this week, in a week before that had questions: a real change from 0.
+    new_topic = TopicLine("Refunds", Figures(questions=5, failed=3), Figures(), None)
+    assert figures_text(new_topic) == "3 failed of 5 questions (+3 vs the week before)"
+    view = TopicsView(5, 0, "local", (none_before,))
+    assert f"1. Refunds: 3 failed of 5 questions ({NO_DATA})" in topics_text(view)
+    report = build_report(PERIOD, this_week(), [], thresholds_for, PRICES)
+    chart_line = str(digest_message(report, {}, {}, chart_in_thread=True, topics=view)["blocks"])
+    assert f"failed questions by topic ({NO_DATA})" in chart_line
+    compared = TopicsView(5, 0, "local", (some_before,))
+    chart_line = str(digest_message(report, {}, {}, chart_in_thread=True, topics=compared)["blocks"])
+    assert "failed questions by topic against the week before" in chart_line
+
+
+def test_a_backfills_period_names_its_own_comparison():
+    """A month read by `relmon backfill` is compared with the 30 days before it, and says so."""
+    since = NOW - timedelta(days=30)
+    period = backfill_period(since, NOW, "UTC", "backfill")
+    rows = [pair("C1", at=since + timedelta(days=3), judgments=[verdict(2)])]
+    report = build_report(period, rows, [], thresholds_for, PRICES)
+    assert period.before == "the 30 days before" and PERIOD.before == "the week before"
+    text = digest_text(report, {}, {})
+    assert "no data the 30 days before" in text and NO_DATA not in text
+    assert period_text(report).endswith("compared with the 30 days before")
+    assert "Changes are against the 30 days before." in str(digest_message(report, {}, {})["blocks"])
