@@ -34,7 +34,17 @@ from store.usage import claim_llm_call
 from topics import local_embeddings
 from topics.audience import NEUTRAL_NAME, NamingChoice, Place, keeps_name, naming_choice
 from topics.build import KnownTopic, Topic, TopicsReport, build_topics, named
-from topics.embeddings import BATCH, EmbeddingClient, EmbeddingsUnavailable, from_bytes, text_sha, to_bytes
+from topics.embeddings import (
+    EmbeddingClient,
+    EmbeddingsUnavailable,
+    batches,
+    client_for,
+    endpoint_label,
+    endpoint_of,
+    from_bytes,
+    text_sha,
+    to_bytes,
+)
 from topics.failures import (
     BUDGET_SPENT,
     embedding_fallback_note,
@@ -206,8 +216,13 @@ def _vectors(deps: TopicsDeps, questions: Sequence[Question], now: datetime, run
         why = embeddings_error(error)  # its kind only: the provider's words may echo the questions
     except BudgetSpent:
         why = BUDGET_SPENT
+    # Once a run: its vectors must share one space, so the texts already embedded are left aside too.
     run.notes.append(embedding_fallback_note(local_embeddings.NAME, why))
-    log.warning("topics fell back to the local embedding", extra={"reason": why})
+    where = endpoint_label(endpoint_of(settings).base_url)
+    log.warning(
+        f"topics fell back to the local embedding: {why} from {where} ({settings.embedding_model})",
+        extra={"reason": why, "endpoint": where, "model": settings.embedding_model},
+    )
     return local_embeddings.local_vectors(texts), local_embeddings.NAME
 
 
@@ -244,9 +259,13 @@ def _endpoint_vectors(deps: TopicsDeps, questions: Sequence[Question], now: date
                     matrix.put(i, from_bytes(data))
     missing = [int(i) for i in np.flatnonzero(~matrix.filled)]
     if missing:
-        client = deps.embedder() if deps.embedder else _embedder(deps.settings)
-        for start in range(0, len(missing), BATCH):
-            batch = missing[start : start + BATCH]
+        settings = deps.settings
+        client = deps.embedder() if deps.embedder else client_for(settings)
+        calls = batches(
+            [len(questions[i].text) for i in missing], settings.embedding_batch_size, settings.embedding_max_chars
+        )
+        for call in calls:
+            batch = missing[call.start : call.stop]
             _charge(deps, now)
             embedded, tokens = client.embed([questions[i].text for i in batch])
             run.embedding.calls += 1
@@ -260,15 +279,6 @@ def _endpoint_vectors(deps: TopicsDeps, questions: Sequence[Question], now: date
             with deps.db.session() as session:
                 rows.store_embeddings(session, new_rows)
     return matrix.data if matrix.data is not None else np.zeros((0, 1), dtype=np.float32)
-
-
-def _embedder(settings: Settings) -> EmbeddingClient:
-    return EmbeddingClient(
-        settings.embedding_model,
-        settings.openai_base_url,
-        settings.secret("openai_api_key"),
-        timeout=settings.llm_timeout_seconds,
-    )
 
 
 def topic_key(topic: Topic) -> str:

@@ -8,6 +8,7 @@ from typing import TextIO
 
 from common.telemetry.scrub import SecretMasker
 from relmon.doctor.checks import Check, check_database, check_llm, check_redis, check_settings
+from relmon.doctor.embeddings_check import check_embeddings
 from relmon.doctor.metrics_check import check_metrics
 from relmon.doctor.slack_checks import check_slack
 from relmon.doctor.trace_checks import check_traces
@@ -20,6 +21,7 @@ def all_checks(settings: Settings) -> Iterator[Check]:
     yield check_redis(settings)
     yield check_database(settings)
     yield check_llm(settings)
+    yield check_embeddings(settings)
     yield check_metrics(settings)
     yield from check_traces(settings)
 
