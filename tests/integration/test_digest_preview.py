@@ -79,3 +79,36 @@ def test_preview_quotes_to_a_person_only_the_text_of_their_channels(preview: Cal
     member = preview("U_IN")
     assert "in C2" in member
     assert "secret" not in member  # a member, but its rule does not let relmon quote the private channel
+
+
+def test_the_first_preview_after_an_import_groups_the_weeks_topics(make_runtime, redis_url, slack) -> None:
+    """No topics stored (no daily run yet): the worker's preview task makes them, at the embeddings endpoint of
+    their own (the judge's gets no embeddings call, only naming), and stores them for the next preview."""
+    from dataclasses import replace
+    from datetime import timedelta
+
+    from tests.fakes.openai_server import FakeOpenAI
+    from tests.topics_corpus import corpus_questions, store_questions
+
+    with FakeOpenAI(api_key="sk-judge-key") as judge, FakeOpenAI(api_key="sk-embed-key") as embedder:
+        runtime = make_runtime(
+            redis_url=redis_url,
+            openai_base_url=judge.base_url,
+            openai_api_key="sk-judge-key",
+            embedding_base_url=embedder.base_url,
+            embedding_api_key="sk-embed-key",
+        )
+        start = now_utc() - timedelta(days=3)
+        asked = [replace(q, created_at=start + timedelta(minutes=q.pair_id)) for q in corpus_questions()]
+        store_questions(runtime.db, asked)
+        slack.add_channel("C0SUPPORT", "support", members=["U1", "U2"])
+        send_digest_preview.apply(args=("U1", "C1", keep_response_url(runtime.redis, slack.response_url("a")))).get()
+        (body,) = slack.responses["a"]
+        opening = next(b["text"]["text"] for b in body["blocks"] if "What to fix first" in str(b.get("text")))
+        assert opening.startswith("*What to fix first*") and "1. *" in opening
+        assert len(embedder.embedding_requests) == 2 and judge.embedding_requests == [] and judge.requests
+        assert embedder.embedding_authorizations == ["Bearer sk-embed-key"] * 2
+        named = len(judge.requests)
+        send_digest_preview.apply(args=("U2", "C1", keep_response_url(runtime.redis, slack.response_url("b")))).get()
+        assert "*What to fix first*" in json.dumps(slack.responses["b"])
+        assert len(embedder.embedding_requests) == 2 and len(judge.requests) == named  # read back, not made again
