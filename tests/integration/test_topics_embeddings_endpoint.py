@@ -125,9 +125,7 @@ def test_without_a_key_of_its_own_the_other_endpoint_is_not_sent_the_judges(cli,
 def this_week(database: Database, now: datetime) -> None:
     """The labelled corpus, asked in the last few days (the dry run's digest covers the seven days to now)."""
     start = now - timedelta(days=3)
-    store_questions(
-        database, [replace(q, created_at=start + timedelta(minutes=q.pair_id)) for q in corpus_questions()]
-    )
+    store_questions(database, [replace(q, created_at=start + timedelta(minutes=q.pair_id)) for q in corpus_questions()])
 
 
 def test_the_first_dry_run_groups_the_weeks_topics(cli, db_url, database, judge, embedder, tmp_path) -> None:
