@@ -47,6 +47,7 @@ def _dry_run(runtime: Runtime, now: datetime) -> int:
     from common.messages.digest import digest_text
     from common.reports.figures import load_report, prices_for
     from common.reports.topic_runs import place_of, quoting_in, stored_or_made_view
+    from common.runtime import shared_redis
     from judges.safe_text import visible
     from relmon.backfill.command import backfill_llm
     from workers.digest.delivery import quotes_for
@@ -68,6 +69,7 @@ def _dry_run(runtime: Runtime, now: datetime) -> int:
         may_quote_text=quoting,
         place=place,
         llm=lambda: backfill_llm(settings),
+        redis_client=shared_redis(settings),  # one maker at a time with the workers, when Redis is there
     )
     # What the digest channel would be shown, its quotes' control characters shown instead of sent to the terminal.
     sys.stdout.write(visible(digest_text(report, {}, quotes, prices_for(runtime), topics=topics)))

@@ -6,8 +6,11 @@ or read back from the latest stored run (App Home), made first when none is stor
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from datetime import datetime, timedelta
+
+import redis
 
 from common.privacy import Destination, may_quote
 from common.reports.period import Period
@@ -131,20 +134,50 @@ def stored_or_made_view(
     may_quote_text: Callable[[str | None, bool], bool],
     place: Place,
     llm: NamingLLM = None,
+    redis_client: redis.Redis | None = None,
 ) -> tuple[TopicsView, bool]:
     """The newest stored topics of the last seven days (`latest_view`); none stored (the first digest after an
     import, before the daily run), they are made now as the daily run makes them (`refresh`, within the daily
-    budget) and stored, so the next view reads them. Whether they were made now comes second. Topics never stop
-    what shows them: if making them fails, the view says so."""
+    budget) and stored, so the next view reads them. With `redis_client`, one process at a time makes them (two
+    previews asked at once pay once: the second reads what the first stored). Whether they were made now comes
+    second. Topics never stop what shows them: if making them fails, the view says so."""
     from topics.failures import not_built_note
 
-    view = latest_view(runtime, now, audience_sees=audience_sees, may_quote_text=may_quote_text, place=place)
+    def stored() -> TopicsView | None:
+        return latest_view(runtime, now, audience_sees=audience_sees, may_quote_text=may_quote_text, place=place)
+
+    view = stored()
     if view is not None:
         return view, False
-    try:
-        refresh(runtime, now, llm)
-    except Exception as error:  # a bug or the database: the digest still shows, without its topics
-        log.exception("topics failed")
-        return TopicsView(0, 0, "none", (), notes=(not_built_note(error),)), True
-    view = latest_view(runtime, now, audience_sees=audience_sees, may_quote_text=may_quote_text, place=place)
+    with _one_maker(redis_client):
+        view = stored()  # made by another while this one waited
+        if view is not None:
+            return view, False
+        try:
+            refresh(runtime, now, llm)
+        except Exception as error:  # a bug or the database: the digest still shows, without its topics
+            log.exception("topics failed")
+            return TopicsView(0, 0, "none", (), notes=(not_built_note(error),)), True
+    view = stored()
     return view if view is not None else TopicsView(0, 0, "none", ()), True
+
+
+MAKING_KEY = "relmon:topics:on-demand"
+MAKING_SECONDS = 900  # longer than any run (a week of 20,000 questions embedded afresh takes a few minutes)
+
+
+@contextmanager
+def _one_maker(redis_client: redis.Redis | None) -> Iterator[None]:
+    """Hold the on-demand topics lock while making them; without Redis, or when the holder outlasts the wait (a
+    dead process's lock expires), make them anyway: a second run is only a second cost, never wrong."""
+    lock = redis_client.lock(MAKING_KEY, timeout=MAKING_SECONDS) if redis_client is not None else None
+    try:
+        held = lock is not None and lock.acquire(blocking_timeout=MAKING_SECONDS)
+    except redis.RedisError:
+        held = False
+    try:
+        yield
+    finally:
+        if held and lock is not None:
+            with suppress(redis.RedisError):  # expired meanwhile: nothing to release
+                lock.release()

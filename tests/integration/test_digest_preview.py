@@ -112,3 +112,39 @@ def test_the_first_preview_after_an_import_groups_the_weeks_topics(make_runtime,
         send_digest_preview.apply(args=("U2", "C1", keep_response_url(runtime.redis, slack.response_url("b")))).get()
         assert "*What to fix first*" in json.dumps(slack.responses["b"])
         assert len(embedder.embedding_requests) == 2 and len(judge.requests) == named  # read back, not made again
+
+
+def test_two_previews_at_once_make_the_topics_once(make_runtime, redis_url) -> None:
+    """Two workers asked at once, none stored: one makes the topics (held up by a slow naming LLM), the other waits
+    for it and reads what it stored; each embedding and each name is paid once."""
+    from concurrent.futures import ThreadPoolExecutor
+    from dataclasses import replace
+    from datetime import timedelta
+
+    from common.reports.topic_runs import place_of, stored_or_made_view
+    from tests.fakes.openai_server import FakeOpenAI
+    from tests.topics_corpus import corpus_questions, store_questions
+
+    with FakeOpenAI(latency_ms=150) as judge:
+        runtime = make_runtime(redis_url=redis_url, openai_base_url=judge.base_url)
+        now = now_utc()
+        asked = [replace(q, created_at=now - timedelta(days=2, minutes=q.pair_id)) for q in corpus_questions()]
+        store_questions(runtime.db, asked)
+        runtime.redis.delete("relmon:topics:on-demand")
+
+        def preview(_: int):
+            view, made = stored_or_made_view(
+                runtime,
+                now,
+                audience_sees=lambda _channel: True,
+                may_quote_text=lambda _channel, _private: True,
+                place=place_of(runtime, "C1"),
+                redis_client=runtime.redis,
+            )
+            return len(view.topics), made
+
+        with ThreadPoolExecutor(2) as pool:
+            results = list(pool.map(preview, range(2)))
+        assert sorted(made for _, made in results) == [False, True]
+        assert results[0][0] == results[1][0] > 0
+        assert len(judge.embedding_requests) == 2 and len(judge.requests) == results[0][0]

@@ -248,7 +248,12 @@ def deliver_preview(
         quoting = quoting_in(runtime, here)
         place = place_of(runtime, here)
         topics, _made = stored_or_made_view(
-            runtime, now, audience_sees=viewer.may_see, may_quote_text=quoting, place=place
+            runtime,
+            now,
+            audience_sees=viewer.may_see,
+            may_quote_text=quoting,
+            place=place,
+            redis_client=runtime.redis,
         )
         return digest_message(report, links_for(runtime, report), quotes, prices_for(runtime), topics=topics)
 
