@@ -1,9 +1,10 @@
 """The topics of a period, read from the store and written back: the adapter around `topics.build`.
 
 Loads the period's questions (and the week before's) once, gets their vectors (stored embeddings, the missing ones
-asked of the endpoint a batch at a time and stored; or the local fallback, and the report says which and why),
-builds the topics, names the new ones (one judge-LLM call each, else keywords) only from questions every viewer of
-where the run is shown may read (`topics.audience`), and writes once: the topics' names with the private channels
+asked of the embeddings endpoint through the topics' own client, `topics.embeddings.client_for`, a batch at a time
+and stored; or the local fallback, and the report says which and why), builds the topics, names the new ones (one
+judge-LLM call each, else keywords) only from questions every viewer of where the run is shown may read
+(`topics.audience`), and writes once: the topics' names with the private channels
 they were made from, and anchors (the cache), each pair's topic, the run's figures when it is a stored run, and the
 LLM spend. Every embedding or naming call is paid from the daily budget first (`store.usage.claim_llm_call`). A
 failed endpoint is noted by its kind only (`topics.failures`): its own words may echo the questions. Nothing here
