@@ -4,11 +4,10 @@ Loads the period's questions (and the week before's) once, gets their vectors (s
 asked of the embeddings endpoint through the topics' own client, `topics.embeddings.client_for`, a batch at a time
 and stored; or the local fallback, and the report says which and why), builds the topics, names the new ones (one
 judge-LLM call each, else keywords) only from questions every viewer of where the run is shown may read
-(`topics.audience`), and writes once: the topics' names with the private channels
-they were made from, and anchors (the cache), each pair's topic, the run's figures when it is a stored run, and the
-LLM spend. Every embedding or naming call is paid from the daily budget first (`store.usage.claim_llm_call`). A
-failed endpoint is noted by its kind only (`topics.failures`): its own words may echo the questions. Nothing here
-alerts.
+(`topics.audience`), and writes once: the topics' names with the private channels they were made from, and anchors
+(the cache), each pair's topic, the run's figures when it is a stored run, and the LLM spend. Every embedding or
+naming call is paid from the daily budget first (`store.usage.claim_llm_call`). A failed endpoint is noted by its
+kind only (`topics.failures`): its own words may echo the questions. Nothing here alerts.
 """
 
 from __future__ import annotations
@@ -211,17 +210,18 @@ def _vectors(deps: TopicsDeps, questions: Sequence[Question], now: datetime, run
     texts = [q.text for q in questions]
     if settings.local_embedding_only:
         return local_embeddings.local_vectors(texts), local_embeddings.NAME
+    where = endpoint_label(endpoint_of(settings).base_url)
     try:
         return _endpoint_vectors(deps, questions, now, run), settings.embedding_model
     except EmbeddingsUnavailable as error:
         why = embeddings_error(error)  # its kind only: the provider's words may echo the questions
+        said = f"{why} from {where} ({settings.embedding_model})"
     except BudgetSpent:
-        why = BUDGET_SPENT
+        why = said = BUDGET_SPENT
     # Once a run: its vectors must share one space, so the texts already embedded are left aside too.
     run.notes.append(embedding_fallback_note(local_embeddings.NAME, why))
-    where = endpoint_label(endpoint_of(settings).base_url)
     log.warning(
-        f"topics fell back to the local embedding: {why} from {where} ({settings.embedding_model})",
+        f"topics fell back to the local embedding: {said}",
         extra={"reason": why, "endpoint": where, "model": settings.embedding_model},
     )
     return local_embeddings.local_vectors(texts), local_embeddings.NAME
