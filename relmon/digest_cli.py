@@ -17,7 +17,8 @@ def run_digest(args: argparse.Namespace, settings: Settings, *, now: datetime | 
     set_runtime(runtime)
     try:
         if args.dry_run:
-            # A dry run touches neither Slack nor the database: it does not migrate, it refuses an old schema.
+            # A dry run touches no Slack and does not migrate: it refuses an old schema. It writes only the
+            # topics, when none are stored (made as the daily run makes them).
             if not schema_at_head(runtime):
                 sys.stderr.write(
                     "relmon digest --dry-run: the database schema is not up to date; run relmon migrate first\n"
@@ -42,33 +43,40 @@ def schema_at_head(runtime: Runtime) -> bool:
     return not pending_migrations(runtime.db.engine)
 
 
-NO_TOPICS = (
-    "\n== What to fix first ==\nNo topics stored in the last 7 days: the workers store them daily and with each "
-    "digest (a dry run makes none). `relmon topics` groups them now; `relmon gaps` lists the knowledge gaps.\n"
-)
-
-
 def _dry_run(runtime: Runtime, now: datetime) -> int:
     from common.messages.digest import digest_text
     from common.reports.figures import load_report, prices_for
-    from common.reports.topic_runs import latest_view, place_of, quoting_in
+    from common.reports.topic_runs import place_of, quoting_in, stored_or_made_view
+    from common.runtime import shared_redis
     from judges.safe_text import visible
+    from relmon.backfill.command import backfill_llm
     from workers.digest.delivery import quotes_for
 
-    period = period_for(now, runtime.settings.timezone)
+    settings = runtime.settings
+    period = period_for(now, settings.timezone)
     report = load_report(runtime, period)
     # No Slack here: answers are located by channel and ts instead of permalinks.
-    quotes = quotes_for(runtime, report, runtime.settings.digest_channel)
-    # The newest stored topics (a dry run makes none: that would write and spend); without Slack to ask who reads
-    # the digest channel, a private channel's topics are left out.
-    quoting = quoting_in(runtime, runtime.settings.digest_channel)
-    place = place_of(runtime, runtime.settings.digest_channel)  # names as the digest channel may read them
-    topics = latest_view(runtime, now, audience_sees=lambda _channel: False, may_quote_text=quoting, place=place)
+    quotes = quotes_for(runtime, report, settings.digest_channel)
+    # The newest stored topics, made now when none are (the first digest after an import): then they are stored
+    # as the daily run's, paid from the daily budget and named by the judge model with the SDK's retries. Without
+    # Slack to ask who reads the digest channel, a private channel's topics are left out.
+    quoting = quoting_in(runtime, settings.digest_channel)
+    place = place_of(runtime, settings.digest_channel)  # names as the digest channel may read them
+    topics, made = stored_or_made_view(
+        runtime,
+        now,
+        audience_sees=lambda _channel: False,
+        may_quote_text=quoting,
+        place=place,
+        llm=lambda: backfill_llm(settings),
+        redis_client=shared_redis(settings),  # one maker at a time with the workers, when Redis is there
+    )
     # What the digest channel would be shown, its quotes' control characters shown instead of sent to the terminal.
     sys.stdout.write(visible(digest_text(report, {}, quotes, prices_for(runtime), topics=topics)))
-    if topics is None:  # say why the section is missing, and how to see it now (after an import, say)
-        sys.stdout.write(NO_TOPICS)
-    sys.stdout.write("\n(dry run: nothing was posted or recorded)\n")
+    if made:
+        sys.stdout.write("\n(dry run: nothing was posted; the topics were grouped now and stored as today's run)\n")
+    else:
+        sys.stdout.write("\n(dry run: nothing was posted or recorded)\n")
     return 0
 
 

@@ -1,13 +1,13 @@
 """The topics of a period, read from the store and written back: the adapter around `topics.build`.
 
 Loads the period's questions (and the week before's) once, gets their vectors (stored embeddings, the missing ones
-asked of the endpoint a batch at a time and stored; or the local fallback, and the report says which and why),
-builds the topics, names the new ones (one judge-LLM call each, else keywords) only from questions every viewer of
-where the run is shown may read (`topics.audience`), and writes once: the topics' names with the private channels
-they were made from, and anchors (the cache), each pair's topic, the run's figures when it is a stored run, and the
-LLM spend. Every embedding or naming call is paid from the daily budget first (`store.usage.claim_llm_call`). A
-failed endpoint is noted by its kind only (`topics.failures`): its own words may echo the questions. Nothing here
-alerts.
+asked of the embeddings endpoint through the topics' own client, `topics.embeddings.client_for`, a batch at a time
+and stored; or the local fallback, and the report says which and why), builds the topics, names the new ones (one
+judge-LLM call each, else keywords) only from questions every viewer of where the run is shown may read
+(`topics.audience`), and writes once: the topics' names with the private channels they were made from, and anchors
+(the cache), each pair's topic, the run's figures when it is a stored run, and the LLM spend. Every embedding or
+naming call is paid from the daily budget first (`store.usage.claim_llm_call`). A failed endpoint is noted by its
+kind only (`topics.failures`): its own words may echo the questions. Nothing here alerts.
 """
 
 from __future__ import annotations
@@ -34,7 +34,17 @@ from store.usage import claim_llm_call
 from topics import local_embeddings
 from topics.audience import NEUTRAL_NAME, NamingChoice, Place, keeps_name, naming_choice
 from topics.build import KnownTopic, Topic, TopicsReport, build_topics, named
-from topics.embeddings import BATCH, EmbeddingClient, EmbeddingsUnavailable, from_bytes, text_sha, to_bytes
+from topics.embeddings import (
+    EmbeddingClient,
+    EmbeddingsUnavailable,
+    batches,
+    client_for,
+    endpoint_label,
+    endpoint_of,
+    from_bytes,
+    text_sha,
+    to_bytes,
+)
 from topics.failures import (
     BUDGET_SPENT,
     embedding_fallback_note,
@@ -200,14 +210,20 @@ def _vectors(deps: TopicsDeps, questions: Sequence[Question], now: datetime, run
     texts = [q.text for q in questions]
     if settings.local_embedding_only:
         return local_embeddings.local_vectors(texts), local_embeddings.NAME
+    where = endpoint_label(endpoint_of(settings).base_url)
     try:
         return _endpoint_vectors(deps, questions, now, run), settings.embedding_model
     except EmbeddingsUnavailable as error:
         why = embeddings_error(error)  # its kind only: the provider's words may echo the questions
+        said = f"{why} from {where} ({settings.embedding_model})"
     except BudgetSpent:
-        why = BUDGET_SPENT
+        why = said = BUDGET_SPENT
+    # Once a run: its vectors must share one space, so the texts already embedded are left aside too.
     run.notes.append(embedding_fallback_note(local_embeddings.NAME, why))
-    log.warning("topics fell back to the local embedding", extra={"reason": why})
+    log.warning(
+        f"topics fell back to the local embedding: {said}",
+        extra={"reason": why, "endpoint": where, "model": settings.embedding_model},
+    )
     return local_embeddings.local_vectors(texts), local_embeddings.NAME
 
 
@@ -244,9 +260,13 @@ def _endpoint_vectors(deps: TopicsDeps, questions: Sequence[Question], now: date
                     matrix.put(i, from_bytes(data))
     missing = [int(i) for i in np.flatnonzero(~matrix.filled)]
     if missing:
-        client = deps.embedder() if deps.embedder else _embedder(deps.settings)
-        for start in range(0, len(missing), BATCH):
-            batch = missing[start : start + BATCH]
+        settings = deps.settings
+        client = deps.embedder() if deps.embedder else client_for(settings)
+        calls = batches(
+            [len(questions[i].text) for i in missing], settings.embedding_batch_size, settings.embedding_max_chars
+        )
+        for call in calls:
+            batch = missing[call.start : call.stop]
             _charge(deps, now)
             embedded, tokens = client.embed([questions[i].text for i in batch])
             run.embedding.calls += 1
@@ -260,15 +280,6 @@ def _endpoint_vectors(deps: TopicsDeps, questions: Sequence[Question], now: date
             with deps.db.session() as session:
                 rows.store_embeddings(session, new_rows)
     return matrix.data if matrix.data is not None else np.zeros((0, 1), dtype=np.float32)
-
-
-def _embedder(settings: Settings) -> EmbeddingClient:
-    return EmbeddingClient(
-        settings.embedding_model,
-        settings.openai_base_url,
-        settings.secret("openai_api_key"),
-        timeout=settings.llm_timeout_seconds,
-    )
 
 
 def topic_key(topic: Topic) -> str:

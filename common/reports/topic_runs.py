@@ -1,22 +1,28 @@
 """The topics of a place, from the runtime: made fresh and stored as a run (the weekly digest, the daily refresh),
-or read back from the latest stored run (App Home, the `/judge digest` preview). Thin adapters around
+or read back from the latest stored run (App Home), made first when none is stored (the `/judge digest` preview,
+`relmon digest --dry-run`). Thin adapters around
 `topics.service` and `common.reports.topics`; numpy and scikit-learn are imported only to make topics."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from datetime import datetime, timedelta
+
+import redis
 
 from common.privacy import Destination, may_quote
 from common.reports.period import Period
 from common.reports.topics import TopicsView, spend_summary, stored_view, view_of
 from common.runtime import Runtime
+from judges import LLMClient
 from store import topics as topic_rows
 from topics.audience import Place
 
 log = logging.getLogger("relmon.topics")
 WEEK = timedelta(days=7)
+NamingLLM = Callable[[], LLMClient] | None  # the client that names topics, made when first needed
 
 
 def quoting_in(runtime: Runtime, destination: Destination | str | None) -> Callable[[str | None, bool], bool]:
@@ -36,12 +42,19 @@ def place_of(runtime: Runtime, destination: Destination | str | None) -> Place:
 
 
 def make_topics(
-    runtime: Runtime, start: datetime, end: datetime, now: datetime, run_key: str | None, place: Place | None = None
+    runtime: Runtime,
+    start: datetime,
+    end: datetime,
+    now: datetime,
+    run_key: str | None,
+    place: Place | None = None,
+    llm: NamingLLM = None,
 ):
-    """The topics of [start, end), compared with the week before, stored as run `run_key`, named for `place`."""
+    """The topics of [start, end), compared with the week before, stored as run `run_key`, named for `place` by
+    `llm` (None: the runtime's judge client, Celery's retries and all)."""
     from topics.service import TopicsDeps, TopicsQuery, compute_topics
 
-    deps = TopicsDeps(runtime.db, runtime.settings, runtime.rules, llm=lambda: runtime.llm, place=place)
+    deps = TopicsDeps(runtime.db, runtime.settings, runtime.rules, llm=llm or (lambda: runtime.llm), place=place)
     return compute_topics(deps, TopicsQuery(start, end, now, previous_start=start - (end - start), run_key=run_key))
 
 
@@ -104,9 +117,67 @@ def latest_view(
     return stored_view(run, periods, texts, audience_sees=audience_sees, may_quote=may_quote_text, place=place)
 
 
-def refresh(runtime: Runtime, now: datetime) -> str:
+def refresh(runtime: Runtime, now: datetime, llm: NamingLLM = None) -> str:
     """The daily run App Home shows: the last seven days' topics, stored under the day's key, named for App Home
     (one person, no channel: the quoting rule quotes no private channel there, so neither does a name)."""
     key = f"daily:{now.date().isoformat()}"
-    make_topics(runtime, now - WEEK, now, now, key, place_of(runtime, Destination(None, lambda _channel: True)))
+    place = place_of(runtime, Destination(None, lambda _channel: True))
+    make_topics(runtime, now - WEEK, now, now, key, place, llm)
     return key
+
+
+def stored_or_made_view(
+    runtime: Runtime,
+    now: datetime,
+    *,
+    audience_sees: Callable[[str], bool],
+    may_quote_text: Callable[[str | None, bool], bool],
+    place: Place,
+    llm: NamingLLM = None,
+    redis_client: redis.Redis | None = None,
+) -> tuple[TopicsView, bool]:
+    """The newest stored topics of the last seven days (`latest_view`); none stored (the first digest after an
+    import, before the daily run), they are made now as the daily run makes them (`refresh`, within the daily
+    budget) and stored, so the next view reads them. With `redis_client`, one process at a time makes them (two
+    previews asked at once pay once: the second reads what the first stored). Whether they were made now comes
+    second. Topics never stop what shows them: if making them fails, the view says so."""
+    from topics.failures import not_built_note
+
+    def stored() -> TopicsView | None:
+        return latest_view(runtime, now, audience_sees=audience_sees, may_quote_text=may_quote_text, place=place)
+
+    view = stored()
+    if view is not None:
+        return view, False
+    with _one_maker(redis_client):
+        view = stored()  # made by another while this one waited
+        if view is not None:
+            return view, False
+        try:
+            refresh(runtime, now, llm)
+        except Exception as error:  # a bug or the database: the digest still shows, without its topics
+            log.exception("topics failed")
+            return TopicsView(0, 0, "none", (), notes=(not_built_note(error),)), True
+    view = stored()
+    return view if view is not None else TopicsView(0, 0, "none", ()), True
+
+
+MAKING_KEY = "relmon:topics:on-demand"
+MAKING_SECONDS = 900  # longer than any run (a week of 20,000 questions embedded afresh takes a few minutes)
+
+
+@contextmanager
+def _one_maker(redis_client: redis.Redis | None) -> Iterator[None]:
+    """Hold the on-demand topics lock while making them; without Redis, or when the holder outlasts the wait (a
+    dead process's lock expires), make them anyway: a second run is only a second cost, never wrong."""
+    lock = redis_client.lock(MAKING_KEY, timeout=MAKING_SECONDS) if redis_client is not None else None
+    try:
+        held = lock is not None and lock.acquire(blocking_timeout=MAKING_SECONDS)
+    except redis.RedisError:
+        held = False
+    try:
+        yield
+    finally:
+        if held and lock is not None:
+            with suppress(redis.RedisError):  # expired meanwhile: nothing to release
+                lock.release()

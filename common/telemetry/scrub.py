@@ -39,6 +39,7 @@ SECRET_SETTINGS = (
     "slack_signing_secret",
     "slack_app_token",
     "openai_api_key",
+    "embedding_api_key",
     "sentry_dsn",
     "langfuse_secret_key",
     "phoenix_api_key",

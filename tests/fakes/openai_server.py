@@ -34,7 +34,8 @@ over HTTP (point `base_url` / OPENAI_BASE_URL at `.base_url`).
 - Every reply is cut at the bound the server kind reads (`max_tokens`, `max_completion_tokens`), with
   `finish_reason` "length", as a server cuts a reply that reaches it.
 - `POST /v1/embeddings` (tests/fakes/openai_embeddings.py): hashed bag-of-words vectors, base64 or float, usage,
-  404 for an unknown model; `embeddings=False` answers 404 as a chat-only server. The topic naming prompt
+  404 for an unknown model; `embeddings=False` answers 404 as a chat-only server. `.embedding_requests` and
+  `.embedding_authorizations` keep each request's body and Authorization header. The topic naming prompt
   (topics.naming) is answered with a name made of its questions' commonest words.
 - `GET /_admin/stats`: request count, counts per answered status, counts per fault served (a timeout fault's
   late 200 is counted both ways), and the total time spent answering completions (injected latency included;
@@ -197,6 +198,7 @@ class _Handler(QuietHandler):  # keep-alive: the SDK pools connections
         state = self.server.state
         with state.lock:
             state.embedding_requests.append(body)
+            state.embedding_authorizations.append(self.headers.get("Authorization"))
             behavior = state.behavior
         echoed = _echo(behavior, _inputs(body))
         if not behavior.embeddings:
@@ -322,6 +324,12 @@ class FakeOpenAI(BackgroundServer):
         """The JSON bodies of the `/v1/embeddings` requests received so far (a copy)."""
         with self._server.state.lock:
             return list(self._server.state.embedding_requests)
+
+    @property
+    def embedding_authorizations(self) -> list[str | None]:
+        """The Authorization header of each `/v1/embeddings` request received so far ("Bearer <key>")."""
+        with self._server.state.lock:
+            return list(self._server.state.embedding_authorizations)
 
     @property
     def statuses(self) -> dict[int, int]:

@@ -69,6 +69,7 @@ class State:
         self.reply: Reply | None = None
         self.requests: list[dict] = []
         self.embedding_requests: list[dict] = []  # the bodies of `/v1/embeddings` requests
+        self.embedding_authorizations: list[str | None] = []  # their Authorization headers, in the same order
         self.statuses: Counter[int] = Counter()
         self.faults_served: Counter[str] = Counter()  # which faults were drawn, by kind
         self.request_times: list[float] = []  # time.monotonic() at each completion's arrival
@@ -144,4 +145,5 @@ class State:
         self.request_times.clear()
         self.handler_seconds.clear()
         self.embedding_requests.clear()
+        self.embedding_authorizations.clear()
         self.most_in_flight = self.in_flight

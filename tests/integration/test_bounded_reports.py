@@ -14,6 +14,7 @@ from bot.listeners.home import publish_home
 from bot.stats import channel_stats_message
 from common.membership import MembershipCache
 from common.messages.verdicts import ERRORS
+from common.reports.topic_runs import refresh
 from common.reports.view_cache import forget_views
 from common.runtime import slack_client_for
 from tests import slack_interactions as si
@@ -104,6 +105,7 @@ def test_twenty_asks_build_one_report(make_bot, slack) -> None:
     bot = make_bot(reports_per_person_minute=100)
     runtime = bot.runtime
     add_judgment(runtime, score=2, channel_id=C)
+    refresh(runtime, datetime.now(UTC))  # the daily topics run: every preview reads it (none would make it first)
     stats, previews = [], []
 
     def preview(n: int) -> dict:

@@ -79,3 +79,72 @@ def test_preview_quotes_to_a_person_only_the_text_of_their_channels(preview: Cal
     member = preview("U_IN")
     assert "in C2" in member
     assert "secret" not in member  # a member, but its rule does not let relmon quote the private channel
+
+
+def test_the_first_preview_after_an_import_groups_the_weeks_topics(make_runtime, redis_url, slack) -> None:
+    """No topics stored (no daily run yet): the worker's preview task makes them, at the embeddings endpoint of
+    their own (the judge's gets no embeddings call, only naming), and stores them for the next preview."""
+    from dataclasses import replace
+    from datetime import timedelta
+
+    from tests.fakes.openai_server import FakeOpenAI
+    from tests.topics_corpus import corpus_questions, store_questions
+
+    with FakeOpenAI(api_key="sk-judge-key") as judge, FakeOpenAI(api_key="sk-embed-key") as embedder:
+        runtime = make_runtime(
+            redis_url=redis_url,
+            openai_base_url=judge.base_url,
+            openai_api_key="sk-judge-key",
+            embedding_base_url=embedder.base_url,
+            embedding_api_key="sk-embed-key",
+        )
+        start = now_utc() - timedelta(days=3)
+        asked = [replace(q, created_at=start + timedelta(minutes=q.pair_id)) for q in corpus_questions()]
+        store_questions(runtime.db, asked)
+        slack.add_channel("C0SUPPORT", "support", members=["U1", "U2"])
+        send_digest_preview.apply(args=("U1", "C1", keep_response_url(runtime.redis, slack.response_url("a")))).get()
+        (body,) = slack.responses["a"]
+        opening = next(b["text"]["text"] for b in body["blocks"] if "What to fix first" in str(b.get("text")))
+        assert opening.startswith("*What to fix first*") and "1. *" in opening
+        assert len(embedder.embedding_requests) == 2 and judge.embedding_requests == [] and judge.requests
+        assert embedder.embedding_authorizations == ["Bearer sk-embed-key"] * 2
+        named = len(judge.requests)
+        send_digest_preview.apply(args=("U2", "C1", keep_response_url(runtime.redis, slack.response_url("b")))).get()
+        assert "*What to fix first*" in json.dumps(slack.responses["b"])
+        assert len(embedder.embedding_requests) == 2 and len(judge.requests) == named  # read back, not made again
+
+
+def test_two_previews_at_once_make_the_topics_once(make_runtime, redis_url) -> None:
+    """Two workers asked at once, none stored: one makes the topics (held up by a slow naming LLM), the other waits
+    for it and reads what it stored; each embedding and each name is paid once."""
+    from concurrent.futures import ThreadPoolExecutor
+    from dataclasses import replace
+    from datetime import timedelta
+
+    from common.reports.topic_runs import place_of, stored_or_made_view
+    from tests.fakes.openai_server import FakeOpenAI
+    from tests.topics_corpus import corpus_questions, store_questions
+
+    with FakeOpenAI(latency_ms=150) as judge:
+        runtime = make_runtime(redis_url=redis_url, openai_base_url=judge.base_url)
+        now = now_utc()
+        asked = [replace(q, created_at=now - timedelta(days=2, minutes=q.pair_id)) for q in corpus_questions()]
+        store_questions(runtime.db, asked)
+        runtime.redis.delete("relmon:topics:on-demand")
+
+        def preview(_: int):
+            view, made = stored_or_made_view(
+                runtime,
+                now,
+                audience_sees=lambda _channel: True,
+                may_quote_text=lambda _channel, _private: True,
+                place=place_of(runtime, "C1"),
+                redis_client=runtime.redis,
+            )
+            return len(view.topics), made
+
+        with ThreadPoolExecutor(2) as pool:
+            results = list(pool.map(preview, range(2)))
+        assert sorted(made for _, made in results) == [False, True]
+        assert results[0][0] == results[1][0] > 0
+        assert len(judge.embedding_requests) == 2 and len(judge.requests) == results[0][0]

@@ -412,3 +412,55 @@ def test_a_worker_that_cannot_serve_its_metrics_port_fails_the_doctor(healthy: d
         "but its metrics are not served"
     ]
     assert "fix: set RELMON_WORKER_METRICS_PORT to a free port (or 0 to turn the worker's metrics off)" in text
+
+
+EMBED_KEY = "sk-embed-EmbeddingsKeyValue42"
+
+
+def test_the_embeddings_the_topics_will_use(healthy: dict, llm: FakeOpenAI) -> None:
+    """The judge's endpoint by default; one of their own, called with its key; local when the one set is down, and
+    local always with RELMON_EMBEDDING_MODEL=local."""
+    code, text = doctor(**healthy)
+    assert code == 0, text
+    line = next(line for line in text.splitlines() if line.startswith("ok    embeddings:"))
+    assert line == (
+        f"ok    embeddings: topics embed with text-embedding-3-small at {healthy['openai_base_url']} "
+        "(the judge's endpoint, key sk-****9876 from OPENAI_API_KEY): 1536 values a question"
+    )
+    assert len(llm.embedding_requests) == 1 and llm.embedding_requests[0]["input"] == [
+        "relmon doctor: can this endpoint embed a question?"
+    ]
+
+    with FakeOpenAI(api_key=EMBED_KEY) as embedder:
+        llm.reset()
+        code, text = doctor(**healthy, embedding_base_url=embedder.base_url, embedding_api_key=EMBED_KEY)
+        assert code == 0, text
+        assert (
+            f"ok    embeddings: topics embed with text-embedding-3-small at {embedder.base_url} "
+            "(RELMON_EMBEDDING_BASE_URL, key sk-****ue42 from RELMON_EMBEDDING_API_KEY)"
+        ) in text
+        assert llm.embedding_requests == [] and embedder.embedding_authorizations == [f"Bearer {EMBED_KEY}"]
+        assert EMBED_KEY not in text
+
+    dead = f"http://127.0.0.1:{free_port()}/v1"
+    code, text = doctor(**healthy, embedding_base_url=dead, embedding_api_key=EMBED_KEY)
+    assert code == 1 and failures(text) == [
+        f"FAIL  embeddings: {dead} (RELMON_EMBEDDING_BASE_URL) gave no embeddings with text-embedding-3-small "
+        "(connection error): topics will be grouped by local keyword vectors (local TF-IDF + SVD)"
+    ]
+    assert "fix: check the network and RELMON_EMBEDDING_BASE_URL" in text
+
+    code, text = doctor(**healthy, embedding_model="local")
+    assert "ok    embeddings: RELMON_EMBEDDING_MODEL=local: topics will be grouped by local keyword vectors" in text
+
+
+def test_a_chat_only_judge_endpoint_warns_that_topics_group_locally(healthy: dict, llm: FakeOpenAI) -> None:
+    llm.set_behavior(api_key=OPENAI_KEY, embeddings=False)  # llama.cpp-like: chat completions only
+    code, text = doctor(**healthy)
+    assert code == 0 and failures(text) == []
+    assert [line for line in warnings(text) if "embeddings" in line] == [
+        f"warn  embeddings: {healthy['openai_base_url']} (the judge's endpoint) gave no embeddings with "
+        "text-embedding-3-small (HTTP 404 not found): topics will be grouped by local keyword vectors "
+        "(local TF-IDF + SVD)"
+    ]
+    assert "RELMON_EMBEDDING_BASE_URL to an embeddings endpoint" in text and "RELMON_EMBEDDING_MODEL=local" in text

@@ -23,7 +23,7 @@ from common.replies import Asker, reply_privately
 from common.reports.figures import load_report, prices_for
 from common.reports.period import Period, period_for
 from common.reports.stats import Report, WorstAnswer
-from common.reports.topic_runs import fresh_view, latest_view, place_of, quoting_in
+from common.reports.topic_runs import fresh_view, place_of, quoting_in, stored_or_made_view
 from common.reports.topics import TopicBar, chart_bars
 from common.reports.view_cache import REPORT_VIEW_KEY, cached, viewer_class
 from common.runtime import Runtime
@@ -244,11 +244,19 @@ def deliver_preview(
     def build() -> dict:
         report = load_report(runtime, period, may_see=viewer.may_see)
         quotes = quotes_for(runtime, report, channel_id, may_read=viewer.may_read)
-        # The newest stored topics (the daily run's): a preview spends no LLM call.
+        # The newest stored topics (the daily run's); none stored (the first preview after an import), they are
+        # made here, in the worker, as the daily run makes them, and stored for the next.
         here = Destination(channel_id, viewer.may_read)
         quoting = quoting_in(runtime, here)
         place = place_of(runtime, here)
-        topics = latest_view(runtime, now, audience_sees=viewer.may_see, may_quote_text=quoting, place=place)
+        topics, _made = stored_or_made_view(
+            runtime,
+            now,
+            audience_sees=viewer.may_see,
+            may_quote_text=quoting,
+            place=place,
+            redis_client=runtime.redis,
+        )
         return digest_message(report, links_for(runtime, report), quotes, prices_for(runtime), topics=topics)
 
     # Served from one built per viewer class and place (what they may see and read, where it appears) a minute.
