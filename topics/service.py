@@ -42,8 +42,9 @@ from topics.failures import (
     error_kind,
     llm_error,
     naming_fallback_note,
+    unusable_names_note,
 )
-from topics.naming import keyword_names, naming_messages, parse_name
+from topics.naming import keyword_names, name_problem, naming_messages, parse_name
 from topics.questions import CurrentJudgment, Question, failure_reasons, resolution
 
 log = logging.getLogger("relmon.topics")
@@ -87,6 +88,7 @@ class _Run:
     notes: list[str] = field(default_factory=list)
     embedding: _Spend = field(default_factory=_Spend)
     naming: _Spend = field(default_factory=_Spend)
+    unusable_names: int = 0  # topics whose LLM name failed the check twice (named by their keywords)
 
 
 class BudgetSpent(Exception):
@@ -328,13 +330,7 @@ def _named(
         if failed_why is None and deps.llm is not None:
             try:
                 client = client or deps.llm()
-                _charge(deps, now)
-                reply = client.complete(naming_messages([q.text for q in choice.questions]))
-                run.naming.calls += 1
-                run.naming.prompt += reply.prompt_tokens or 0
-                run.naming.completion += reply.completion_tokens or 0
-                run.naming.cached += reply.cached_tokens or 0
-                name = parse_name(reply.text)
+                name = _ask_name(deps, client, [q.text for q in choice.questions], now, run)
             except BudgetSpent:
                 failed_why = BUDGET_SPENT
             except (TransientLLMError, LLMRequestError, ValueError) as error:
@@ -348,7 +344,32 @@ def _named(
             out.append(named(topic, key, keywords, "keywords", choice.sources))
     if failed_why:
         run.notes.append(naming_fallback_note(failed_why))
+    if run.unusable_names:
+        run.notes.append(unusable_names_note(run.unusable_names))
     return tuple(out)
+
+
+def _ask_name(deps: TopicsDeps, client: LLMClient, examples: list[str], now: datetime, run: _Run) -> str | None:
+    """The LLM's name for a topic, checked (`topics.naming.name_problem`): asked once more, saying what was wrong,
+    when it fails the check; None when the second reply fails too (the caller names the topic by its keywords).
+    Each call is paid from the budget first."""
+    rejected = None
+    for attempt in (1, 2):
+        _charge(deps, now)
+        reply = client.complete(naming_messages(examples, rejected))
+        run.naming.calls += 1
+        run.naming.prompt += reply.prompt_tokens or 0
+        run.naming.completion += reply.completion_tokens or 0
+        run.naming.cached += reply.cached_tokens or 0
+        name = parse_name(reply.text)
+        problem = name_problem(name)
+        if problem is None:
+            return name
+        # The problem only: the name is made of the questions' words.
+        log.warning("a topic name from the LLM failed the check", extra={"problem": problem, "attempt": attempt})
+        rejected = (reply.text, problem)
+    run.unusable_names += 1
+    return None
 
 
 def _store(deps: TopicsDeps, report: TopicsReport, query: TopicsQuery, run: _Run) -> None:
