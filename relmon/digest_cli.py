@@ -44,14 +44,15 @@ def schema_at_head(runtime: Runtime) -> bool:
 
 NO_TOPICS = (
     "\n== What to fix first ==\nNo topics stored in the last 7 days: the workers store them daily and with each "
-    "digest (a dry run makes none). `relmon topics` groups them now; `relmon gaps` lists the knowledge gaps.\n"
+    "digest, and a dry run makes none (it would ask the embedding endpoint and the LLM). Run `relmon topics "
+    "--refresh` to group and store them now, then this dry run shows them; `relmon gaps` lists the knowledge gaps.\n"
 )
 
 
 def _dry_run(runtime: Runtime, now: datetime) -> int:
     from common.messages.digest import digest_text
     from common.reports.figures import load_report, prices_for
-    from common.reports.topic_runs import latest_view, place_of, quoting_in
+    from common.reports.topic_runs import latest_view, place_of, quoting_in, too_few_view
     from judges.safe_text import visible
     from workers.digest.delivery import quotes_for
 
@@ -64,6 +65,9 @@ def _dry_run(runtime: Runtime, now: datetime) -> int:
     quoting = quoting_in(runtime, runtime.settings.digest_channel)
     place = place_of(runtime, runtime.settings.digest_channel)  # names as the digest channel may read them
     topics = latest_view(runtime, now, audience_sees=lambda _channel: False, may_quote_text=quoting, place=place)
+    if topics is None or not topics.topics:  # too few to group (after a small import, say): the failed ones, read here
+        channel = runtime.settings.digest_channel
+        topics = too_few_view(runtime, period, now, channel, lambda _channel: False) or topics
     # What the digest channel would be shown, its quotes' control characters shown instead of sent to the terminal.
     sys.stdout.write(visible(digest_text(report, {}, quotes, prices_for(runtime), topics=topics)))
     if topics is None:  # say why the section is missing, and how to see it now (after an import, say)

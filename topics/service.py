@@ -33,7 +33,7 @@ from store.stats_queries import PairRow
 from store.usage import claim_llm_call
 from topics import local_embeddings
 from topics.audience import NEUTRAL_NAME, NamingChoice, Place, keeps_name, naming_choice
-from topics.build import KnownTopic, Topic, TopicsReport, build_topics, named
+from topics.build import KnownTopic, Topic, TopicsReport, build_topics, named, too_few_report
 from topics.embeddings import BATCH, EmbeddingClient, EmbeddingsUnavailable, from_bytes, text_sha, to_bytes
 from topics.failures import (
     BUDGET_SPENT,
@@ -178,6 +178,16 @@ def compute_topics(deps: TopicsDeps, query: TopicsQuery) -> TopicsReport:
     report = replace(report, topics=topics, notes=(*run.notes, *report.notes))
     _store(deps, report, query, run)
     return report
+
+
+def too_few_to_group(deps: TopicsDeps, query: TopicsQuery) -> TopicsReport | None:
+    """The period's report when it has too few questions to group (None: enough), read only: nothing is embedded,
+    named or written (the digest's dry run)."""
+    current = load_questions(deps, query.start, query.end, query.channel)
+    needed = max(2, deps.settings.topics_min_questions)
+    if len(current) >= needed:
+        return None
+    return too_few_report(TopicsReport(query.start, query.end, query.now, len(current), 0, (), "none"), current, needed)
 
 
 def _anchor_texts(deps: TopicsDeps, known, have: set[int]) -> dict[int, str]:
