@@ -98,7 +98,10 @@ def test_an_imported_history_teaches_gaps_golden_items_and_signals(cli, fake, tm
     digest = cli("digest", "--dry-run", **env)
     assert digest.returncode == 0, digest.stderr
     assert "taken over 100%" in digest.stdout and "Test set: 5 question(s)" in digest.stdout
-    assert "No topics stored in the last 7 days" in digest.stdout and "`relmon topics` groups them now" in digest.stdout
+    # Too few to group into topics: "What to fix first" says so and lists the failed questions, never empty.
+    fix_first = digest.stdout.split("== What to fix first ==\n", 1)[1]
+    assert fix_first.startswith("5 questions in this period: too few to group into topics (needs 30); the 5 failed")
+    assert all(question in fix_first for question, _teammate in ASKED)
 
 
 def test_the_import_reports_its_own_spend_and_what_it_left_pending(cli, fake, tmp_path) -> None:
