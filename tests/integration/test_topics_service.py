@@ -19,7 +19,8 @@ from tests.builders import make_settings
 from tests.fakes.openai_server import FakeOpenAI
 from tests.topics_corpus import FAILING_TOPIC, START, corpus, corpus_questions, store_questions
 from topics.naming import keyword_names, name_problem
-from topics.service import TopicsDeps, TopicsQuery, TopicsReport, closest_first, compute_topics
+from topics.naming_run import closest_first
+from topics.service import TopicsDeps, TopicsQuery, TopicsReport, compute_topics
 
 END = START + timedelta(days=7)
 QUERY = TopicsQuery(start=START, end=END, now=END, previous_start=START - timedelta(days=7), run_key="test:week")
