@@ -100,10 +100,11 @@ def name_topics(
     named_by: Mapping[str, str] | None = None,
 ) -> tuple[Topic, ...]:
     """Names for the topics, each made only from questions every viewer of where it is shown may read
-    (`topics.audience`): a continuing topic keeps its own unless its audience widened (one named by keywords is
-    asked again), a new or widened one is named by the judge LLM (`ask_name`), else by its keywords; a topic none
-    of whose questions may be read where this run is shown gets the neutral name, and no LLM reads them.
-    `named_by`: how each earlier topic (by key) was named. The LLM's use goes to `spend`, what to say to `notes`."""
+    (`topics.audience`): a continuing topic keeps its own unless its audience widened or it fails the check (one
+    named by keywords is asked again), a new or widened one is named by the judge LLM (`ask_name`), else by its
+    keywords; a topic none of whose questions may be read where this run is shown gets the neutral name, and no
+    LLM reads them. `named_by`: how each earlier topic (by key) was named. The LLM's use goes to `spend`, what to
+    say to `notes`."""
     place = deps.place
     earlier = named_by or {}
     choices = [naming_choice(closest_first(topic), place) for topic in topics]
@@ -121,6 +122,8 @@ def name_topics(
             and stored_by != "neutral"
             and keeps_name(topic.name_sources, choice, place)
         )
+        if keep and stored_by != "keywords" and name_problem(topic.name) is not None:
+            keep = False  # a name stored before names were checked ("A" reached a digest): made again
         kept_by = "keywords" if stored_by == "keywords" else "history"
         if keep and (stored_by != "keywords" or failed_why or deps.llm is None or choice is None):
             out.append(named(topic, key, topic.name or NEUTRAL_NAME, kept_by, topic.name_sources))

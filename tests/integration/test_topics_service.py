@@ -7,13 +7,13 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, func, select, update
 
 from judges import LLMClient
 from store.golden import topics_of_pairs
 from store.models import DailyUsage, Pair
 from store.rules import ChannelRules
-from store.topic_models import PairTopic, QuestionEmbedding, TopicSpend
+from store.topic_models import PairTopic, QuestionEmbedding, TopicRecord, TopicSpend
 from store.topics import histories
 from tests.builders import make_settings
 from tests.fakes.openai_server import FakeOpenAI
@@ -189,3 +189,18 @@ def test_a_name_failing_the_check_twice_gives_the_keyword_name(db_url, database,
     # A later run asks the LLM again for the topic it named by keywords, and keeps its key.
     later = compute_topics(_deps(db_url, database, fake_llm), QUERY)
     assert later.topics[0].key == first.key and later.topics[0].named_by == "llm"
+
+
+def test_a_stored_name_failing_the_check_is_made_again(db_url, database, fake_llm):
+    """A name stored before names were checked (a one-letter name had reached a digest) is not kept."""
+    store_questions(database, corpus_questions())
+    first = compute_topics(_deps(db_url, database, fake_llm), QUERY)
+    with database.session() as session:
+        session.execute(update(TopicRecord).where(TopicRecord.key == first.topics[0].key).values(name="A"))
+    asked = len(fake_llm.requests)
+    again = compute_topics(_deps(db_url, database, fake_llm), QUERY)
+    assert again.topics[0].key == first.topics[0].key and again.topics[0].named_by == "llm"
+    assert again.topics[0].name == first.topics[0].name and len(fake_llm.requests) == asked + 1
+    assert all(t.named_by == "history" for t in again.topics[1:])
+    with database.session() as session:
+        assert session.get(TopicRecord, first.topics[0].key).name == first.topics[0].name
