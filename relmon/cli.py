@@ -86,6 +86,11 @@ def build_parser() -> argparse.ArgumentParser:
     topics.add_argument("--since", default="7d", help="how far back: 7d (default) or a date YYYY-MM-DD")
     topics.add_argument("--channel", help="only this channel ID")
     topics.add_argument("--json", action="store_true", help="every topic with its figures and its questions' ids")
+    topics.add_argument(
+        "--refresh",
+        action="store_true",
+        help="store the last 7 days' topics as the daily run (App Home, dry run)",
+    )
     gaps = commands.add_parser("gaps", help="knowledge gaps: questions a teammate answered after the bot failed")
     gaps.add_argument("--since", default="7d", help="how far back: 7d (default) or a date YYYY-MM-DD")
     gaps.add_argument("--channel", help="only this channel ID")

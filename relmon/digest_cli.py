@@ -46,7 +46,7 @@ def schema_at_head(runtime: Runtime) -> bool:
 def _dry_run(runtime: Runtime, now: datetime) -> int:
     from common.messages.digest import digest_text
     from common.reports.figures import load_report, prices_for
-    from common.reports.topic_runs import place_of, quoting_in, stored_or_made_view
+    from common.reports.topic_runs import place_of, quoting_in, stored_or_made_view, too_few_view
     from common.runtime import shared_redis
     from judges.safe_text import visible
     from relmon.backfill.command import backfill_llm
@@ -71,10 +71,15 @@ def _dry_run(runtime: Runtime, now: datetime) -> int:
         llm=lambda: backfill_llm(settings),
         redis_client=shared_redis(settings),  # one maker at a time with the workers, when Redis is there
     )
+    grouped = bool(topics.topics)
+    if not grouped:  # too few to group (after a small import, say): the failed ones, read here
+        topics = too_few_view(runtime, period, now, settings.digest_channel, lambda _channel: False) or topics
     # What the digest channel would be shown, its quotes' control characters shown instead of sent to the terminal.
     sys.stdout.write(visible(digest_text(report, {}, quotes, prices_for(runtime), topics=topics)))
-    if made:
+    if made and grouped:
         sys.stdout.write("\n(dry run: nothing was posted; the topics were grouped now and stored as today's run)\n")
+    elif made:
+        sys.stdout.write("\n(dry run: nothing was posted; today's topics run was stored: too few questions to group)\n")
     else:
         sys.stdout.write("\n(dry run: nothing was posted or recorded)\n")
     return 0

@@ -1,7 +1,7 @@
-"""`relmon topics [--since 7d] [--channel C] [--json]` and `relmon gaps [--since 7d] [--channel C] [--format
-json|markdown]`: what to fix first, in the terminal. The operator's tools: every watched channel, private ones
-included (as `relmon export`). They store the topics' names and anchors (the cache) but no run: the digest's and
-App Home's runs are the history."""
+"""`relmon topics [--since 7d] [--channel C] [--json] [--refresh]` and `relmon gaps [--since 7d] [--channel C]
+[--format json|markdown]`: what to fix first, in the terminal. The operator's tools: every watched channel, private
+ones included (as `relmon export`). They store the topics' names and anchors (the cache) but no run: the digest's
+and App Home's runs are the history; `--refresh` makes and stores App Home's daily run now (named for App Home)."""
 
 from __future__ import annotations
 
@@ -36,12 +36,23 @@ def compute(args: argparse.Namespace, settings: Settings, now: datetime | None =
         return None, f"relmon {args.command}: --since takes a number of days (7d) or a date (YYYY-MM-DD)\n"
     if start >= now:
         return None, f"relmon {args.command}: --since must be in the past\n"
+    refresh = getattr(args, "refresh", False)
+    if refresh and (args.since not in (None, "7d") or args.channel):
+        return (
+            None,
+            "relmon topics: --refresh groups the last 7 days of every channel; leave out --since and --channel\n",
+        )
     runtime = Runtime(settings)
     try:
         runtime.db.migrate()  # the schema only: the topics' names are cached in the database
-        deps = TopicsDeps(runtime.db, settings, runtime.rules, llm=lambda: backfill_llm(settings))
-        query = TopicsQuery(start, now, now, previous_start=previous_start, channel=args.channel)
-        report = compute_topics(deps, query)
+        if refresh:  # the daily run, as beat makes it: App Home and the digest's dry run show it
+            from common.reports.topic_runs import daily_run
+
+            report = daily_run(runtime, now)
+        else:
+            deps = TopicsDeps(runtime.db, settings, runtime.rules, llm=lambda: backfill_llm(settings))
+            query = TopicsQuery(start, now, now, previous_start=previous_start, channel=args.channel)
+            report = compute_topics(deps, query)
         with runtime.db.reading() as session:
             report_history = topic_rows.histories(session, [t.key for t in report.topics if t.key])
         return (report, report_history), None
@@ -57,6 +68,11 @@ def topic_json(report, history: dict[str, list[dict]] | None = None) -> dict:
         "left_out": report.left_out,
         "embedding": report.embedding,
         "notes": list(report.notes),
+        "too_few": report.too_few,  # too few questions to group: no topics, the failed ones listed on their own
+        "needed": report.needed or None,
+        "failed_questions": [
+            {"channel": q.channel_id, "ts": q.ts, "failures": list(q.failures)} for q in report.failed_questions
+        ],
         "topics": [
             {
                 "rank": rank,

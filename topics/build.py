@@ -14,7 +14,7 @@ from datetime import datetime
 import numpy as np
 
 from topics.clustering import MAX_OUTLIER_SHARE, MIN_TOPIC_SIZE, SAMPLE, assign, cluster, unit_rows
-from topics.figures import Figures, figures_of, rank_key
+from topics.figures import Figures, figures_of, rank_key, too_few_note
 from topics.gaps import Gap, gaps_of
 from topics.matching import match
 from topics.questions import Question
@@ -77,6 +77,8 @@ class TopicsReport:
     too_few: bool = False
     # Too few questions to group: the gaps of every question, each on its own (a small history still teaches).
     ungrouped_gaps: tuple[Gap, ...] = ()
+    needed: int = 0  # too few: how many questions grouping needs
+    failed_questions: tuple[Question, ...] = ()  # too few: the period's failed questions, each shown on its own
 
     @property
     def gaps(self) -> list[Gap]:
@@ -88,10 +90,19 @@ class TopicsReport:
 UNGROUPED = "not grouped (too few questions)"  # the topic a gap names when there were too few to group
 
 
-def too_few_note(questions: int, needed: int) -> str:
-    return (
-        f"Only {questions} question{'s' if questions != 1 else ''} in this period: too few to group into topics "
-        f"(at least {needed} are needed)."
+def too_few_report(report: TopicsReport, current: Sequence[Question], needed: int) -> TopicsReport:
+    """`report` for a period of too few questions to group: no topics, a note saying so, and its failed questions
+    (and their gaps) each on its own, so a quiet week or a small import still says what to fix."""
+    # No vectors for so few (nothing was embedded): each question stands for itself, no paraphrase merged.
+    ungrouped = tuple(gaps_of(UNGROUPED, current, np.eye(len(current)))) if current else ()
+    return replace(
+        report,
+        left_out=len(current),
+        notes=(*report.notes, too_few_note(len(current), needed)),
+        too_few=True,
+        ungrouped_gaps=ungrouped,
+        needed=needed,
+        failed_questions=tuple(q for q in current if q.failed),
     )
 
 
@@ -118,12 +129,7 @@ def build_topics(
     `known`: earlier topics whose key and name a continuing topic keeps."""
     report = TopicsReport(start, end, now, len(current), 0, (), embedding, tuple(notes))
     if len(current) < max(min_questions, 2):
-        note = too_few_note(len(current), max(min_questions, 2))
-        # No vectors for so few (nothing was embedded): each question stands for itself, no paraphrase merged.
-        ungrouped = tuple(gaps_of(UNGROUPED, current, np.eye(len(current)))) if current else ()
-        return replace(
-            report, left_out=len(current), notes=(*report.notes, note), too_few=True, ungrouped_gaps=ungrouped
-        )
+        return too_few_report(report, current, max(min_questions, 2))
     clustering = cluster(vectors, smallest=smallest, sample=sample, max_outlier_share=max_outlier_share)
     if clustering.count == 0:
         note = f"No topic found among {len(current)} questions: they are too varied to group."

@@ -62,6 +62,15 @@ def naming_fallback_note(why: str) -> str:
     return f"Some topics are named by their keywords: {why}."
 
 
+def unusable_names_note(topics: int) -> str:
+    """The LLM's name for `topics` topics failed the check twice (`topics.naming.name_problem`)."""
+    if topics == 1:
+        return "1 topic is named by its keywords: the LLM's name for it failed the check twice (2 to 6 words, no IDs)."
+    return (
+        f"{topics} topics are named by their keywords: the LLM's names failed the check twice (2 to 6 words, no IDs)."
+    )
+
+
 def llm_error(error: BaseException) -> str:
     return f"LLM error ({error_kind(error)})"
 

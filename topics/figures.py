@@ -1,5 +1,5 @@
 """A topic's figures, pure: questions, failed (and why), resolution rate, mean relevancy, and the change against
-the week before."""
+the week before; and what a period with too few questions to group says."""
 
 from __future__ import annotations
 
@@ -66,3 +66,11 @@ def figures_of(questions: Iterable[Question]) -> Figures:
 def rank_key(figures: Figures) -> tuple:
     """What fixing a topic is worth: its failed questions first, then its failure rate, then its size."""
     return (-figures.failed, -(figures.failure_rate or 0.0), -figures.questions)
+
+
+def too_few_note(questions: int, needed: int) -> str:
+    """What a period with too few questions to group says (its failed questions are listed apart)."""
+    return (
+        f"{questions} question{'s' if questions != 1 else ''} in this period: too few to group into topics "
+        f"(needs {needed})."
+    )

@@ -2,26 +2,24 @@
 
 Loads the period's questions (and the week before's) once, gets their vectors (stored embeddings, the missing ones
 asked of the embeddings endpoint through the topics' own client, `topics.embeddings.client_for`, a batch at a time
-and stored; or the local fallback, and the report says which and why), builds the topics, names the new ones (one
-judge-LLM call each, else keywords) only from questions every viewer of where the run is shown may read
-(`topics.audience`), and writes once: the topics' names with the private channels they were made from, and anchors
-(the cache), each pair's topic, the run's figures when it is a stored run, and the LLM spend. Every embedding or
-naming call is paid from the daily budget first (`store.usage.claim_llm_call`). A failed endpoint is noted by its
-kind only (`topics.failures`): its own words may echo the questions. Nothing here alerts.
+and stored; or the local fallback, and the report says which and why), builds the topics, names the new ones
+(`topics.naming_run`: the judge LLM, its name checked, else keywords) only from questions every viewer of where the
+run is shown may read (`topics.audience`), and writes once: the topics' names with the private channels they were
+made from, and anchors (the cache), each pair's topic, the run's figures when it is a stored run, and the LLM
+spend. Every embedding or naming call is paid from the daily budget first (`store.usage.claim_llm_call`). A failed
+endpoint is noted by its kind only (`topics.failures`): its own words may echo the questions. Nothing here alerts.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 import numpy as np
 
-from judges import LLMClient, TransientLLMError
-from judges.client import LLMRequestError
+from judges import LLMClient
 from judges.names import RELEVANCY
 from store import topics as rows
 from store.db import Database
@@ -32,8 +30,8 @@ from store.signals import HUMAN_TAKEOVER
 from store.stats_queries import PairRow
 from store.usage import claim_llm_call
 from topics import local_embeddings
-from topics.audience import NEUTRAL_NAME, NamingChoice, Place, keeps_name, naming_choice
-from topics.build import KnownTopic, Topic, TopicsReport, build_topics, named
+from topics.audience import Place
+from topics.build import KnownTopic, TopicsReport, build_topics, too_few_report
 from topics.embeddings import (
     EmbeddingClient,
     EmbeddingsUnavailable,
@@ -45,15 +43,8 @@ from topics.embeddings import (
     text_sha,
     to_bytes,
 )
-from topics.failures import (
-    BUDGET_SPENT,
-    embedding_fallback_note,
-    embeddings_error,
-    error_kind,
-    llm_error,
-    naming_fallback_note,
-)
-from topics.naming import keyword_names, naming_messages, parse_name
+from topics.failures import BUDGET_SPENT, embedding_fallback_note, embeddings_error
+from topics.naming_run import BudgetSpent, NamingDeps, Spend, name_topics
 from topics.questions import CurrentJudgment, Question, failure_reasons, resolution
 
 log = logging.getLogger("relmon.topics")
@@ -83,24 +74,12 @@ class TopicsDeps:
 
 
 @dataclass
-class _Spend:
-    calls: int = 0
-    prompt: int = 0
-    completion: int = 0
-    cached: int = 0
-
-
-@dataclass
 class _Run:
     """What one run spent and must say."""
 
     notes: list[str] = field(default_factory=list)
-    embedding: _Spend = field(default_factory=_Spend)
-    naming: _Spend = field(default_factory=_Spend)
-
-
-class BudgetSpent(Exception):
-    pass
+    embedding: Spend = field(default_factory=Spend)
+    naming: Spend = field(default_factory=Spend)
 
 
 def question_of(row: PairRow, text: rows.QuestionText, thresholds: dict[str, float]) -> Question | None:
@@ -182,10 +161,26 @@ def compute_topics(deps: TopicsDeps, query: TopicsQuery) -> TopicsReport:
         min_questions=deps.settings.topics_min_questions,
         smallest=deps.settings.topics_min_size,
     )
-    topics = _named(deps, report.topics, query.now, run, {t.key: t.named_by for t in known})
+    topics = name_topics(
+        report.topics,
+        NamingDeps(deps.llm, lambda: _charge(deps, query.now), deps.place),
+        run.naming,
+        run.notes,
+        {t.key: t.named_by for t in known},
+    )
     report = replace(report, topics=topics, notes=(*run.notes, *report.notes))
     _store(deps, report, query, run)
     return report
+
+
+def too_few_to_group(deps: TopicsDeps, query: TopicsQuery) -> TopicsReport | None:
+    """The period's report when it has too few questions to group (None: enough), read only: nothing is embedded,
+    named or written (the digest's dry run)."""
+    current = load_questions(deps, query.start, query.end, query.channel)
+    needed = max(2, deps.settings.topics_min_questions)
+    if len(current) >= needed:
+        return None
+    return too_few_report(TopicsReport(query.start, query.end, query.now, len(current), 0, (), "none"), current, needed)
 
 
 def _anchor_texts(deps: TopicsDeps, known, have: set[int]) -> dict[int, str]:
@@ -280,86 +275,6 @@ def _endpoint_vectors(deps: TopicsDeps, questions: Sequence[Question], now: date
             with deps.db.session() as session:
                 rows.store_embeddings(session, new_rows)
     return matrix.data if matrix.data is not None else np.zeros((0, 1), dtype=np.float32)
-
-
-def topic_key(topic: Topic) -> str:
-    """A new topic's key, from the questions closest to its centre: the same run repeated gives the same key."""
-    return hashlib.sha1(",".join(map(str, topic.anchors)).encode()).hexdigest()[:16]
-
-
-def closest_first(topic: Topic) -> list[Question]:
-    """The topic's questions, its examples (closest to its centre, failed first) before the others."""
-    first = {q.pair_id for q in topic.examples}
-    return [*topic.examples, *(q for q in topic.questions if q.pair_id not in first)]
-
-
-def _keyword_pool(topic: Topic, choice: NamingChoice | None) -> list[str]:
-    """The texts a keyword name is taken from: of the same audience as `choice` (the questions an LLM would read)."""
-    if choice is None:
-        return []
-    if choice.sources == ():
-        pool = [q.text for q in topic.questions if not q.private]
-    else:
-        pool = [q.text for q in topic.questions if q.private and q.channel_id in choice.sources]
-    return pool[:50]
-
-
-def _named(
-    deps: TopicsDeps, topics: Sequence[Topic], now: datetime, run: _Run, named_by: Mapping[str, str] | None = None
-) -> tuple[Topic, ...]:
-    """Names for the topics, each made only from questions every viewer of where it is shown may read
-    (`topics.audience`): a continuing topic keeps its own unless its audience widened (one named by keywords is
-    asked again), a new or widened one is named by the judge LLM (one call each), else by its keywords; a topic none
-    of whose questions may be read where this run is shown gets the neutral name, and no LLM reads them.
-    `named_by`: how each earlier topic (by key) was named."""
-    place = deps.place
-    earlier = named_by or {}
-    choices = [naming_choice(closest_first(topic), place) for topic in topics]
-    fallback = keyword_names([_keyword_pool(topic, choice) for topic, choice in zip(topics, choices, strict=True)])
-    client = None
-    failed_why = None
-    out = []
-    for topic, choice, keywords in zip(topics, choices, fallback, strict=True):
-        stored_by = earlier.get(topic.key or "")
-        key = topic.key or topic_key(topic)
-        keep = (
-            topic.key is not None
-            and topic.name is not None
-            and stored_by != "neutral"
-            and keeps_name(topic.name_sources, choice, place)
-        )
-        kept_by = "keywords" if stored_by == "keywords" else "history"
-        if keep and (stored_by != "keywords" or failed_why or deps.llm is None or choice is None):
-            out.append(named(topic, key, topic.name or NEUTRAL_NAME, kept_by, topic.name_sources))
-            continue
-        if choice is None:
-            out.append(named(topic, key, NEUTRAL_NAME, "neutral", ()))
-            continue
-        name = None
-        if failed_why is None and deps.llm is not None:
-            try:
-                client = client or deps.llm()
-                _charge(deps, now)
-                reply = client.complete(naming_messages([q.text for q in choice.questions]))
-                run.naming.calls += 1
-                run.naming.prompt += reply.prompt_tokens or 0
-                run.naming.completion += reply.completion_tokens or 0
-                run.naming.cached += reply.cached_tokens or 0
-                name = parse_name(reply.text)
-            except BudgetSpent:
-                failed_why = BUDGET_SPENT
-            except (TransientLLMError, LLMRequestError, ValueError) as error:
-                failed_why = llm_error(error)
-                log.warning("a topic could not be named by the LLM", extra={"kind": error_kind(error)})
-        if name:
-            out.append(named(topic, key, name, "llm", choice.sources))
-        elif keep:
-            out.append(named(topic, key, topic.name or NEUTRAL_NAME, kept_by, topic.name_sources))
-        else:
-            out.append(named(topic, key, keywords, "keywords", choice.sources))
-    if failed_why:
-        run.notes.append(naming_fallback_note(failed_why))
-    return tuple(out)
 
 
 def _store(deps: TopicsDeps, report: TopicsReport, query: TopicsQuery, run: _Run) -> None:

@@ -7,12 +7,24 @@ from __future__ import annotations
 
 from common.messages import blocks as block_kit
 from common.messages.blocks import WEEK_BEFORE, escape, no_data, one_line, pct
-from common.reports.topics import TOP_TOPICS, GapLine, TopicLine, TopicsView
+from common.reports.topics import TOP_TOPICS, FailedLine, GapLine, TooFew, TopicLine, TopicsView
 
 HEADING = "What to fix first"
 EXAMPLE_CHARS = 160
 ANSWER_CHARS = 200
 WITHHELD = "example from a private channel: not quoted here"
+NOT_QUOTED = "a question from a private channel: not quoted here"
+TOP_FAILED = 10  # failed questions a message lists when there were too few to group (the terminal lists them all)
+# Why a question failed (`topics.questions.REASONS`), as a reader says it.
+REASON_WORDS = {
+    "low_score": "low score",
+    "missed_failure": "missed failure",
+    "reask": "re-asked",
+    "escalation": "escalated",
+    "human_takeover": "taken over",
+    "negative_reaction": "👎",
+    "no_document": "no document answers it",
+}
 
 
 def figures_text(line: TopicLine) -> str:
@@ -49,6 +61,42 @@ def cost_text(view: TopicsView) -> str | None:
     return f"topics: {view.cost.calls} ≈ {money}"
 
 
+def too_few_text(too_few: TooFew) -> str:
+    """`12 questions in this period: too few to group into topics (needs 30); the 3 failed ones are listed below.`"""
+    questions = too_few.questions
+    text = (
+        f"{questions} question{'s' if questions != 1 else ''} in this period: too few to group into topics "
+        f"(needs {too_few.needed})"
+    )
+    failed = len(too_few.failed)
+    if failed == 1:
+        text += "; the 1 failed one is listed below"
+    elif failed:
+        text += f"; the {failed} failed ones are listed below"
+    elif not too_few.hidden:
+        text += "; none of them failed"
+    if too_few.hidden:
+        text += f" ({too_few.hidden} failed one{'s' if too_few.hidden != 1 else ''} of private channels not shown here)"
+    return text + "."
+
+
+def reasons_text(line: FailedLine) -> str:
+    return ", ".join(REASON_WORDS.get(reason, reason) for reason in line.reasons)
+
+
+def _failed_mrkdwn(line: FailedLine) -> str:
+    question = f"_{escape(one_line(line.text, EXAMPLE_CHARS))}_" if line.text else f"_({NOT_QUOTED})_"
+    return f"• {question} ({escape(reasons_text(line))})"
+
+
+def _too_few_mrkdwn(too_few: TooFew, *, top: int = TOP_FAILED) -> str:
+    lines = [escape(too_few_text(too_few))] + [_failed_mrkdwn(line) for line in too_few.failed[:top]]
+    more = len(too_few.failed) - top
+    if more > 0:
+        lines.append(f"…and {more} more: `relmon topics` lists them all")
+    return "\n".join(lines)
+
+
 def _topic_mrkdwn(rank: int, line: TopicLine) -> str:
     text = f"{rank}. *{escape(line.name)}*: {figures_text(line)}"
     if line.example:
@@ -70,6 +118,11 @@ def _gap_mrkdwn(gap: GapLine) -> str:
 
 def fix_first_blocks(view: TopicsView, *, top: int = TOP_TOPICS) -> list[dict]:
     """The digest's opening: the top topics with their figures and one example each, then the top gaps."""
+    if view.too_few is not None:
+        out = [block_kit.section(f"*{HEADING}*\n{_too_few_mrkdwn(view.too_few)}")]
+        if view.notes:
+            out.append(block_kit.context(escape(" · ".join(view.notes))))
+        return [*out, block_kit.divider()]
     if not view.topics:
         why = " ".join(view.notes) or "No topics to show here this week."
         if view.hidden:
@@ -91,6 +144,8 @@ def home_blocks(view: TopicsView | None, *, top: int = 10) -> list[dict]:
     title = block_kit.header("Topics of the last 7 days")
     if view is None:
         return [title, block_kit.section("No topics yet: they are grouped daily and with each weekly digest.")]
+    if view.too_few is not None:
+        return [title, block_kit.section(_too_few_mrkdwn(view.too_few, top=top))]
     if not view.topics:
         return [title, block_kit.section(escape(" ".join(view.notes) or "No topics in the last 7 days."))]
     lines = [_topic_mrkdwn(rank, line) for rank, line in enumerate(view.topics[:top], start=1)]
@@ -102,7 +157,14 @@ def home_blocks(view: TopicsView | None, *, top: int = 10) -> list[dict]:
 
 
 def topics_text(view: TopicsView) -> str:
-    """Every topic, for a terminal."""
+    """Every topic, for a terminal; when there were too few to group, every failed question."""
+    if view.too_few is not None:
+        out = [f"== {HEADING} ==", too_few_text(view.too_few), *view.notes, ""]
+        for line in view.too_few.failed:
+            out.append(f"- {one_line(line.text, EXAMPLE_CHARS) if line.text else f'({NOT_QUOTED})'}")
+            out.append(f"  failed: {reasons_text(line)}")
+        cost = cost_text(view)
+        return "\n".join([*out, *([cost] if cost else [])]) + "\n"
     out = [f"== {HEADING} ==", summary_text(view), *view.notes, ""]
     for rank, line in enumerate(view.topics, start=1):
         out.append(f"{rank}. {line.name}: {figures_text(line)}")

@@ -97,6 +97,26 @@ def fresh_view(
     )
 
 
+def too_few_view(
+    runtime: Runtime, period: Period, now: datetime, destination: str | None, audience_sees: Callable[[str], bool]
+) -> TopicsView | None:
+    """What a message to `destination` would show of a period with too few questions to group (its failed
+    questions), made read only: nothing embedded, named or stored (the digest's dry run). None: enough to group."""
+    from topics.service import TopicsDeps, TopicsQuery, too_few_to_group
+
+    deps = TopicsDeps(runtime.db, runtime.settings, runtime.rules)
+    report = too_few_to_group(deps, TopicsQuery(period.start, period.end, now))
+    if report is None:
+        return None
+    quoting = quoting_in(runtime, destination)
+    return view_of(
+        report,
+        audience_sees=audience_sees,
+        may_quote=lambda question: quoting(question.channel_id, question.private),
+        place=place_of(runtime, destination),
+    )
+
+
 def latest_view(
     runtime: Runtime,
     now: datetime,
@@ -117,13 +137,20 @@ def latest_view(
     return stored_view(run, periods, texts, audience_sees=audience_sees, may_quote=may_quote_text, place=place)
 
 
-def refresh(runtime: Runtime, now: datetime, llm: NamingLLM = None) -> str:
-    """The daily run App Home shows: the last seven days' topics, stored under the day's key, named for App Home
-    (one person, no channel: the quoting rule quotes no private channel there, so neither does a name)."""
+def daily_run(runtime: Runtime, now: datetime, llm: NamingLLM = None):
+    """The daily run App Home (and the digest's dry run) shows: the last seven days' topics, stored under the
+    day's key, named for App Home (one person, no channel: the quoting rule quotes no private channel there, so
+    neither does a name). Beat makes it (`refresh`), `relmon topics --refresh` and a view with none stored on
+    demand."""
     key = f"daily:{now.date().isoformat()}"
     place = place_of(runtime, Destination(None, lambda _channel: True))
-    make_topics(runtime, now - WEEK, now, now, key, place, llm)
-    return key
+    return make_topics(runtime, now - WEEK, now, now, key, place, llm)
+
+
+def refresh(runtime: Runtime, now: datetime, llm: NamingLLM = None) -> str:
+    """The daily run (`daily_run`), made and stored; its key."""
+    daily_run(runtime, now, llm)
+    return f"daily:{now.date().isoformat()}"
 
 
 def stored_or_made_view(

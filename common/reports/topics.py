@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from topics.audience import Place, shown_name
-from topics.figures import Figures
+from topics.figures import Figures, too_few_note
 
 if TYPE_CHECKING:  # numpy and scikit-learn stay out of the processes that only show a stored run (App Home)
     from store.topics import Spend
@@ -61,6 +61,25 @@ class GapLine:
 
 
 @dataclass(frozen=True)
+class FailedLine:
+    """A failed question of a period with too few to group, shown on its own."""
+
+    text: str | None  # None: from a channel whose text is not quoted here
+    reasons: tuple[str, ...]  # `topics.questions.REASONS`
+
+
+@dataclass(frozen=True)
+class TooFew:
+    """The period had too few questions to group into topics: how many, how many grouping needs, and its failed
+    questions shown here (`hidden`: failed ones of private channels whose people are not here)."""
+
+    questions: int
+    needed: int
+    failed: tuple[FailedLine, ...]
+    hidden: int = 0
+
+
+@dataclass(frozen=True)
 class SpendSummary:
     calls: str  # "2 embedding calls (4,321 tokens), 9 naming calls (1,234 tokens)"
     usd: float
@@ -76,6 +95,7 @@ class TopicsView:
     notes: tuple[str, ...] = ()
     hidden: int = 0  # topics of private channels not shown here
     cost: SpendSummary | None = None  # the topics' LLM spend, for the cost line
+    too_few: TooFew | None = None  # too few questions to group: said first, with the failed ones
 
 
 def _shown(
@@ -114,7 +134,25 @@ def view_of(
     shown_gaps.sort(key=lambda item: (-item[1].asked, item[1].kind != "teammate_answer"))
     gaps = tuple(GapLine(name, g.question.text, g.answer, g.asked) for name, g in shown_gaps[:TOP_GAPS])
     questions = report.questions - hidden_questions
-    return TopicsView(questions, report.left_out, report.embedding, tuple(lines), gaps, report.notes, hidden, cost)
+    notes, too_few = report.notes, None
+    if report.too_few:
+        too_few = _too_few(report, audience_sees, may_quote)
+        notes = tuple(note for note in notes if note != too_few_note(report.questions, report.needed))
+    return TopicsView(questions, report.left_out, report.embedding, tuple(lines), gaps, notes, hidden, cost, too_few)
+
+
+def _too_few(
+    report: TopicsReport, audience_sees: Callable[[str], bool], may_quote: Callable[[Question], bool]
+) -> TooFew:
+    """The failed questions of a period too small to group, as this place may see them: a private channel's whose
+    people are not here only counted, a text quoted only where the quoting rule allows."""
+    shown, hidden = [], 0
+    for question in report.failed_questions:
+        if question.private and not (question.channel_id and audience_sees(question.channel_id)):
+            hidden += 1
+            continue
+        shown.append(FailedLine(question.text if may_quote(question) else None, question.failures))
+    return TooFew(report.questions, report.needed, tuple(shown), hidden)
 
 
 def stored_view(

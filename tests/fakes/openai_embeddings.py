@@ -165,9 +165,10 @@ def topic_name(prompt: str) -> str | None:
     common words of substance, as a person might put them."""
     if NAMING_OPENING not in prompt:
         return None
-    listed = prompt.split("Questions:", 1)[-1]
+    # The listed questions only: a prompt asking again also holds the rejected name and what was wrong with it.
+    listed = prompt.split("Questions:", 1)[-1].split("\n\nName of the topic", 1)[0]
     counts: dict[str, int] = {}
-    for word in words(listed.replace("Name of the topic", "")):
+    for word in words(listed):
         counts[word] = counts.get(word, 0) + 1
     top = sorted(counts, key=lambda w: (-counts[w], w))[:2]
     return " and ".join(top).capitalize() + " questions" if top else "General questions"

@@ -36,7 +36,8 @@ over HTTP (point `base_url` / OPENAI_BASE_URL at `.base_url`).
 - `POST /v1/embeddings` (tests/fakes/openai_embeddings.py): hashed bag-of-words vectors, base64 or float, usage,
   404 for an unknown model; `embeddings=False` answers 404 as a chat-only server. `.embedding_requests` and
   `.embedding_authorizations` keep each request's body and Authorization header. The topic naming prompt
-  (topics.naming) is answered with a name made of its questions' commonest words.
+  (topics.naming) is answered with a name made of its questions' commonest words; `bad_names_first` answers the
+  first N naming prompts (the one asked again included) with `bad_name` instead ("A": a name that fails the check).
 - `GET /_admin/stats`: request count, counts per answered status, counts per fault served (a timeout fault's
   late 200 is counted both ways), and the total time spent answering completions (injected latency included;
   benches subtract it), and the most completions it was answering at once. `POST /_admin/reset` clears them.
@@ -58,7 +59,7 @@ from typing import Any
 from tests.fakes.background import BackgroundServer, QuietHandler
 from tests.fakes.openai_batches import FakeBatches
 from tests.fakes.openai_compat import ServerKind, bound_of, kind_named, refusal, shaped_usage
-from tests.fakes.openai_embeddings import embeddings_answer
+from tests.fakes.openai_embeddings import embeddings_answer, topic_name
 from tests.fakes.openai_replies import NO_DOCUMENT, default_reply, is_sampled, prompt_text
 from tests.fakes.openai_state import CHARS_PER_TOKEN, FAULTS, GARBAGE, Behavior, Reply, State, tokens
 
@@ -245,6 +246,8 @@ def completion_for(state: State, body: dict, content: str | None = None) -> dict
         behavior = state.behavior
     if content is None and custom is not None:
         content = custom(body)
+    if content is None and topic_name(prompt_text(body)) is not None:
+        content = state.draw_bad_name()
     if content is None:
         content = default_reply(body, disputes=behavior.sampled_disputes, quote_answer=behavior.quote_answer)
     server = server_kind(behavior)

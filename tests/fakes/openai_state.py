@@ -59,6 +59,10 @@ class Behavior:
     server_kind: str = "openai"  # which OpenAI-compatible server to answer as (tests/fakes/openai_compat.py)
     embeddings: bool = True  # False: `/v1/embeddings` answers 404, as a chat-only server (llama.cpp's) does
     echo_input: bool = False  # an error's message repeats the input it was sent, as some providers' validation does
+    # The first N topic naming prompts are answered with `bad_name` (a name that fails topics.naming's check), as a
+    # model sometimes answers a letter, an ID it saw or nothing; the others with the usual name.
+    bad_names_first: int = 0
+    bad_name: str = "A"
 
 
 class State:
@@ -75,6 +79,7 @@ class State:
         self.request_times: list[float] = []  # time.monotonic() at each completion's arrival
         self.forced_faults = 0  # how many of behavior.fault_first have been served
         self.sampled_faults = 0  # how many of behavior.sampled_fault_first have been served
+        self.bad_names = 0  # how many of behavior.bad_names_first have been served
         self.handler_seconds: list[float] = []  # time spent answering each completion, injected latency included
         self.prompt_cache: set[bytes] = set()  # digests of the prompt beginnings seen (see prefix_digests)
         self.in_flight = self.most_in_flight = 0  # completions being answered now, and the most ever at once
@@ -116,6 +121,7 @@ class State:
             self.random = random.Random(self.behavior.seed)
             self.forced_faults = 0
             self.sampled_faults = 0
+            self.bad_names = 0
 
     def draw_sampled_fault(self) -> bool:
         with self.lock:
@@ -123,6 +129,14 @@ class State:
                 return False
             self.sampled_faults += 1
             return True
+
+    def draw_bad_name(self) -> str | None:
+        """The bad name to answer a naming prompt with, while `bad_names_first` are not all served."""
+        with self.lock:
+            if self.bad_names >= self.behavior.bad_names_first:
+                return None
+            self.bad_names += 1
+            return self.behavior.bad_name
 
     def draw_fault(self) -> str | None:
         with self.lock:

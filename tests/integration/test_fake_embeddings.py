@@ -32,3 +32,20 @@ def test_errors_as_openai_answers_them(llm):
         assert http.post("/embeddings", json={"model": "text-embedding-3-small", "input": "x"}).status_code == 404
         llm.set_behavior(api_key="sk-right")
         assert http.post("/embeddings", json={"model": "text-embedding-3-small", "input": "x"}).status_code == 401
+
+
+def test_the_naming_prompt_gets_a_bad_name_first_when_told(llm):
+    """`bad_names_first`: the first naming replies are a bad name, as a chat completion; then the usual name, from
+    the listed questions only (not the rejected name or what was wrong with it)."""
+    from topics.naming import naming_messages
+
+    client = openai.OpenAI(base_url=llm.base_url, api_key="sk-test", max_retries=0)
+    examples = ["Refund my annual plan", "annual plan refunds", "refund for the annual plan"]
+    llm.set_behavior(bad_names_first=1, bad_name="C0SUPPORT1")
+    first = client.chat.completions.create(model="gpt-4o-mini", messages=naming_messages(examples))
+    assert first.choices[0].message.content == "C0SUPPORT1" and first.choices[0].finish_reason == "stop"
+    again = naming_messages(examples, ("C0SUPPORT1", "it holds an ID"))
+    second = client.chat.completions.create(model="gpt-4o-mini", messages=again)
+    assert second.choices[0].message.content == "Annual and plan questions"
+    judge = client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "Hello"}])
+    assert judge.choices[0].message.content != "C0SUPPORT1"  # only naming prompts get it

@@ -99,10 +99,14 @@ def test_an_imported_history_teaches_gaps_golden_items_and_signals(cli, fake, tm
     digest = cli("digest", "--dry-run", **env)
     assert digest.returncode == 0, digest.stderr
     assert "taken over 100%" in digest.stdout and "Test set: 5 question(s)" in digest.stdout
-    # No topics stored yet (no daily run since the import): the dry run groups them now and stores them.
-    assert "\n== What to fix first ==\n" in digest.stdout and "the topics were grouped now" in digest.stdout
+    # Too few to group into topics: "What to fix first" says so and lists the failed questions, never empty; the
+    # dry run stored today's topics run (none was stored since the import), so the next one reads it.
+    fix_first = digest.stdout.split("== What to fix first ==\n", 1)[1]
+    assert fix_first.startswith("5 questions in this period: too few to group into topics (needs 30); the 5 failed")
+    assert all(question in fix_first for question, _teammate in ASKED)
+    assert "today's topics run was stored: too few questions to group" in digest.stdout
     again = cli("digest", "--dry-run", **env)
-    assert "== What to fix first ==" in again.stdout and "nothing was posted or recorded" in again.stdout
+    assert "too few to group into topics" in again.stdout and "nothing was posted or recorded" in again.stdout
 
 
 def test_the_import_reports_its_own_spend_and_what_it_left_pending(cli, fake, tmp_path) -> None:

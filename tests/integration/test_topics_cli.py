@@ -1,8 +1,12 @@
-"""`relmon topics` and `relmon gaps` in process, on a stored week of the labelled corpus and the fake LLM."""
+"""`relmon topics` and `relmon gaps` in process, on a stored week of the labelled corpus and the fake LLM; a week
+of too few questions to group, in `relmon topics` and the digest's dry run; `relmon topics --refresh`, whose run
+the dry run shows."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -10,6 +14,7 @@ from relmon.cli import main
 from store.db import Database
 from tests.fakes.openai_server import FakeOpenAI
 from tests.topics_corpus import corpus_questions, store_questions
+from topics.questions import HUMAN_TAKEOVER, LOW_SCORE, REASK
 
 SINCE = ["--since", "2026-11-23"]  # the corpus's week starts then
 
@@ -68,3 +73,85 @@ def test_bad_input_is_a_short_message(stored_week, capsys):
     assert "--since takes" in capsys.readouterr().err
     assert main(["topics", *SINCE, "--channel", "C0QUIET"]) == 0
     assert "too few to group" in capsys.readouterr().out
+
+
+def _recent(questions):
+    """The questions as asked in the last few days (the digest's dry run reads the last 7)."""
+    start = datetime.now(UTC) - timedelta(days=5)
+    return [replace(q, created_at=start + timedelta(minutes=i)) for i, q in enumerate(questions)]
+
+
+@pytest.fixture
+def environment(db_url, monkeypatch, tmp_path):
+    with FakeOpenAI() as fake:
+        values = {"DATABASE_URL": db_url, "OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": fake.base_url}
+        for name, value in values.items():
+            monkeypatch.setenv(name, value)
+        monkeypatch.chdir(tmp_path)
+        yield fake
+
+
+@pytest.fixture
+def quiet_week(db_url, environment):
+    """12 questions in the last 7 days, 4 of them failed."""
+    questions = [
+        replace(q, failures=(LOW_SCORE, REASK, HUMAN_TAKEOVER) if i % 3 == 0 else (), teammate_answer=None)
+        for i, q in enumerate(_recent(corpus_questions()[:12]))
+    ]
+    database = Database(db_url)
+    store_questions(database, questions)
+    database.dispose()
+    return questions
+
+
+def _out(capsys, args: list[str], code: int = 0) -> str:
+    capsys.readouterr()
+    assert main(args) == code
+    return capsys.readouterr().out
+
+
+def test_too_few_to_group_lists_the_failed_questions(quiet_week, capsys):
+    text = _out(capsys, ["topics"])
+    assert text.startswith(
+        "== What to fix first ==\n12 questions in this period: too few to group into topics (needs 30); "
+        "the 4 failed ones are listed below.\n"
+    )
+    for question in quiet_week:
+        assert (question.text in text) == question.failed
+    assert text.count("  failed: low score, re-asked, taken over") == 4
+    assert "Only" not in text and text.count("too few") == 1  # said once, not again among the notes
+    report = json.loads(_out(capsys, ["topics", "--json"]))
+    assert report["too_few"] is True and report["needed"] == 30
+    assert [item["ts"] for item in report["failed_questions"]] == [q.ts for q in quiet_week if q.failed]
+
+
+def test_the_dry_run_says_too_few_to_group_and_lists_the_failed_questions(quiet_week, environment, capsys):
+    _out(capsys, ["migrate"])
+    text = _out(capsys, ["digest", "--dry-run"])
+    section = text.split("== What to fix first ==\n", 1)[1]
+    assert section.startswith(
+        "12 questions in this period: too few to group into topics (needs 30); the 4 failed ones are listed below."
+    )
+    assert all(question.text in section for question in quiet_week if question.failed)
+    assert "No topics stored" not in text
+    assert environment.requests == [] and environment.embedding_requests == []  # read only: nothing asked
+
+
+def test_the_dry_run_says_how_to_get_topics_and_refresh_makes_them(db_url, environment, capsys):
+    database = Database(db_url)
+    store_questions(database, _recent(corpus_questions()))
+    database.dispose()
+    _out(capsys, ["migrate"])
+    before = _out(capsys, ["digest", "--dry-run"])
+    assert "No topics stored in the last 7 days" in before and "Run `relmon topics --refresh`" in before
+    assert environment.requests == [] and environment.embedding_requests == []
+    made = _out(capsys, ["topics", "--refresh"])
+    assert made.startswith("== What to fix first ==") and "1. " in made
+    after = _out(capsys, ["digest", "--dry-run"])
+    assert "No topics stored" not in after and "\n1. " in after and "left out (outliers)" in after
+
+
+def test_refresh_takes_neither_a_period_nor_a_channel(quiet_week, capsys):
+    capsys.readouterr()
+    assert main(["topics", "--refresh", "--since", "30d"]) == 2
+    assert "leave out --since and --channel" in capsys.readouterr().err

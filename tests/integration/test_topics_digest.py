@@ -13,6 +13,7 @@ from PIL import Image
 
 from bot.listeners.home import publish_home
 from common.membership import MembershipCache
+from common.messages.blocks import escape, one_line
 from common.reports.topic_runs import refresh
 from relmon.digest_cli import _dry_run
 from tests.fakes.openai_server import FakeOpenAI
@@ -88,3 +89,21 @@ def test_app_home_shows_the_latest_stored_topics(services):
     view = publish_home(runtime, runtime.slack, membership, "U1", now=NOW)
     text = _text(view["blocks"])
     assert "Topics of the last 7 days" in text and "1. *" in text and "failed of" in text
+
+
+def test_a_week_of_too_few_questions_opens_with_its_failed_ones(services):
+    """Never an empty "What to fix first": too few to group says so, and lists the failed questions."""
+    runtime, slack, llm = services
+    questions = corpus_questions()[:12]
+    store_questions(runtime.db, questions)
+    assert deliver_digest(runtime, NOW).status == "sent"
+    opening = slack.posted(DIGEST)[0]["blocks"][2]["text"]["text"]
+    failed = [q for q in questions if q.failed]
+    assert failed and opening.startswith(
+        "*What to fix first*\n12 questions in this period: too few to group into topics (needs 30); "
+        f"the {len(failed)} failed one{'s are' if len(failed) != 1 else ' is'} listed below."
+    )
+    for question in failed:
+        assert f"• _{escape(one_line(question.text, 160))}_ (low score, re-asked, taken over)" in opening
+    assert all(escape(one_line(q.text, 160)) not in opening for q in questions if not q.failed)
+    assert llm.requests == [] and llm.embedding_requests == []  # too few: nothing embedded or named

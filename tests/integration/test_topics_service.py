@@ -7,17 +7,19 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, func, select, update
 
 from judges import LLMClient
 from store.golden import topics_of_pairs
 from store.models import DailyUsage, Pair
 from store.rules import ChannelRules
-from store.topic_models import PairTopic, QuestionEmbedding, TopicSpend
+from store.topic_models import PairTopic, QuestionEmbedding, TopicRecord, TopicSpend
 from store.topics import histories
 from tests.builders import make_settings
 from tests.fakes.openai_server import FakeOpenAI
 from tests.topics_corpus import FAILING_TOPIC, START, corpus, corpus_questions, store_questions
+from topics.naming import keyword_names, name_problem
+from topics.naming_run import closest_first
 from topics.service import TopicsDeps, TopicsQuery, TopicsReport, compute_topics
 
 END = START + timedelta(days=7)
@@ -152,3 +154,53 @@ def test_names_made_of_keywords_are_asked_of_the_llm_once_it_can_be(db_url, data
     assert [t.name for t in later.topics] != [t.name for t in spent.topics]
     again = compute_topics(_deps(db_url, database, fake_llm, embedding_model="local"), QUERY)
     assert all(t.named_by == "history" for t in again.topics) and len(fake_llm.requests) == len(later.topics)
+
+
+def test_a_name_failing_the_check_is_asked_again_saying_what_was_wrong(db_url, database, fake_llm):
+    store_questions(database, corpus_questions())
+    fake_llm.set_behavior(bad_names_first=1, bad_name="A")  # the first topic's first reply: one letter
+    report = compute_topics(_deps(db_url, database, fake_llm), QUERY)
+    assert report.topics and all(t.named_by == "llm" for t in report.topics) and report.notes == ()
+    assert all(name_problem(t.name) is None for t in report.topics)
+    naming = fake_llm.requests
+    assert len(naming) == len(report.topics) + 1  # one topic asked twice
+    again = naming[1]["messages"]
+    assert again[:2] == naming[0]["messages"]  # the same beginning: the provider's prompt cache serves it
+    assert again[2] == {"role": "assistant", "content": "A"}
+    assert again[3]["role"] == "user" and "cannot be used: it is a stop word" in again[3]["content"]
+    with database.session() as session:  # the second ask is paid and counted as well
+        assert session.scalar(select(DailyUsage.llm_calls)) == len(fake_llm.embedding_requests) + len(naming)
+        assert session.scalar(select(TopicSpend.calls).where(TopicSpend.kind == "naming")) == len(naming)
+
+
+def test_a_name_failing_the_check_twice_gives_the_keyword_name(db_url, database, fake_llm):
+    store_questions(database, corpus_questions())
+    fake_llm.set_behavior(bad_names_first=2, bad_name="C0SUPPORT1")  # the first topic's both replies: an ID
+    report = compute_topics(_deps(db_url, database, fake_llm), QUERY)
+    first, *others = report.topics
+    keywords = keyword_names([[q.text for q in closest_first(first) if not q.private][:50]])[0]
+    assert first.named_by == "keywords" and first.name == keywords and "C0SUPPORT1" not in first.name
+    assert others and all(t.named_by == "llm" and name_problem(t.name) is None for t in others)
+    assert len(fake_llm.requests) == len(report.topics) + 1
+    assert "an ID" in fake_llm.requests[1]["messages"][3]["content"]
+    assert report.notes == (
+        "1 topic is named by its keywords: the LLM's name for it failed the check twice (2 to 6 words, no IDs).",
+    )
+    # A later run asks the LLM again for the topic it named by keywords, and keeps its key.
+    later = compute_topics(_deps(db_url, database, fake_llm), QUERY)
+    assert later.topics[0].key == first.key and later.topics[0].named_by == "llm"
+
+
+def test_a_stored_name_failing_the_check_is_made_again(db_url, database, fake_llm):
+    """A name stored before names were checked (a one-letter name had reached a digest) is not kept."""
+    store_questions(database, corpus_questions())
+    first = compute_topics(_deps(db_url, database, fake_llm), QUERY)
+    with database.session() as session:
+        session.execute(update(TopicRecord).where(TopicRecord.key == first.topics[0].key).values(name="A"))
+    asked = len(fake_llm.requests)
+    again = compute_topics(_deps(db_url, database, fake_llm), QUERY)
+    assert again.topics[0].key == first.topics[0].key and again.topics[0].named_by == "llm"
+    assert again.topics[0].name == first.topics[0].name and len(fake_llm.requests) == asked + 1
+    assert all(t.named_by == "history" for t in again.topics[1:])
+    with database.session() as session:
+        assert session.get(TopicRecord, first.topics[0].key).name == first.topics[0].name

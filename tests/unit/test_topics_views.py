@@ -136,3 +136,67 @@ def test_the_cost_line_gives_the_calls_with_the_price(public_report):
 
 def test_no_spend_has_no_cost():
     assert _priced([]) is None
+
+
+def _quiet_report():
+    """12 questions, too few to group: 4 failed, one of those in the private channel G1."""
+    from topics.questions import LOW_SCORE, REASK
+
+    questions = [
+        replace(q, failures=(LOW_SCORE, REASK) if i % 3 == 0 else ()) for i, q in enumerate(corpus_questions()[:12])
+    ]
+    questions[9] = replace(questions[9], channel_id="G1", private=True)
+    return build_topics(questions, local_vectors([q.text for q in questions]), start=START, end=END, now=END,
+                        embedding="local"), questions  # fmt: skip
+
+
+def test_too_few_to_group_lists_the_failed_questions_instead_of_topics():
+    report, questions = _quiet_report()
+    view = view_of(report, audience_sees=lambda _c: True, may_quote=lambda _q: True)
+    assert view.topics == () and view.too_few is not None
+    assert (view.too_few.questions, view.too_few.needed) == (12, 30)
+    assert [line.text for line in view.too_few.failed] == [q.text for q in questions if q.failed]
+    assert view.notes == ()  # the too-few note is said once, by the list's own opening
+    text = str(fix_first_blocks(view))
+    assert "12 questions in this period: too few to group into topics (needs 30); the 4 failed ones are listed" in text
+    assert f"• _{questions[0].text}_ (low score, re-asked)" in text
+    terminal = topics_text(view)
+    assert terminal.count("  failed: low score, re-asked") == 4 and questions[3].text in terminal
+
+
+def test_too_few_to_group_hides_a_private_channels_failed_question_outside_its_audience():
+    report, questions = _quiet_report()
+    view = view_of(report, audience_sees=lambda _c: False, may_quote=lambda q: not q.private)
+    assert len(view.too_few.failed) == 3 and view.too_few.hidden == 1
+    text = str(fix_first_blocks(view))
+    assert questions[9].text not in text
+    assert "the 3 failed ones are listed below (1 failed one of private channels not shown here)" in text
+
+
+def test_too_few_to_group_withholds_a_private_question_where_it_may_not_be_quoted():
+    report, questions = _quiet_report()
+    view = view_of(report, audience_sees=lambda c: c == "G1", may_quote=lambda q: not q.private)
+    assert [line.text for line in view.too_few.failed].count(None) == 1
+    text = str(fix_first_blocks(view))
+    assert questions[9].text not in text and "a question from a private channel: not quoted here" in text
+
+
+def test_too_few_to_group_without_a_failure_says_so():
+    questions = [replace(q, failures=()) for q in corpus_questions()[:5]]
+    report = build_topics(questions, local_vectors([q.text for q in questions]), start=START, end=END, now=END,
+                          embedding="local")  # fmt: skip
+    view = view_of(report, audience_sees=bool, may_quote=bool)
+    expected = "5 questions in this period: too few to group into topics (needs 30); none of them failed."
+    assert expected in str(fix_first_blocks(view)) and expected in str(home_blocks(view))
+
+
+def test_a_long_list_of_failed_questions_is_cut_in_a_message_not_in_the_terminal():
+    from topics.questions import LOW_SCORE
+
+    questions = [replace(q, failures=(LOW_SCORE,)) for q in corpus_questions()[:25]]
+    report = build_topics(questions, local_vectors([q.text for q in questions]), start=START, end=END, now=END,
+                          embedding="local")  # fmt: skip
+    view = view_of(report, audience_sees=bool, may_quote=bool)
+    text = str(fix_first_blocks(view))
+    assert text.count("• _") == 10 and "…and 15 more: `relmon topics` lists them all" in text
+    assert topics_text(view).count("  failed: low score") == 25
