@@ -137,18 +137,22 @@ def test_the_dry_run_says_too_few_to_group_and_lists_the_failed_questions(quiet_
     assert environment.requests == [] and environment.embedding_requests == []  # read only: nothing asked
 
 
-def test_the_dry_run_says_how_to_get_topics_and_refresh_makes_them(db_url, environment, capsys):
+def test_the_dry_run_groups_the_topics_when_none_are_stored_and_refresh_makes_them(db_url, environment, capsys):
     database = Database(db_url)
     store_questions(database, _recent(corpus_questions()))
     database.dispose()
     _out(capsys, ["migrate"])
-    before = _out(capsys, ["digest", "--dry-run"])
-    assert "No topics stored in the last 7 days" in before and "Run `relmon topics --refresh`" in before
+    first = _out(capsys, ["digest", "--dry-run"])  # none stored: grouped now and stored as today's run
+    assert "\n1. " in first and "the topics were grouped now and stored as today's run" in first
+    assert environment.embedding_requests != []
+    environment.reset()
+    again = _out(capsys, ["digest", "--dry-run"])  # read back: nothing embedded or named again
+    assert "\n1. " in again and "nothing was posted or recorded" in again
     assert environment.requests == [] and environment.embedding_requests == []
     made = _out(capsys, ["topics", "--refresh"])
     assert made.startswith("== What to fix first ==") and "1. " in made
     after = _out(capsys, ["digest", "--dry-run"])
-    assert "No topics stored" not in after and "\n1. " in after and "left out (outliers)" in after
+    assert "\n1. " in after and "left out (outliers)" in after
 
 
 def test_refresh_takes_neither_a_period_nor_a_channel(quiet_week, capsys):
