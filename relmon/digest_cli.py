@@ -49,6 +49,7 @@ NO_TOPICS = (
 
 
 def _dry_run(runtime: Runtime, now: datetime) -> int:
+    from common.channel_names import readable_for
     from common.messages.digest import digest_text
     from common.reports.figures import load_report, prices_for
     from common.reports.topic_runs import latest_view, place_of, quoting_in
@@ -65,7 +66,11 @@ def _dry_run(runtime: Runtime, now: datetime) -> int:
     place = place_of(runtime, runtime.settings.digest_channel)  # names as the digest channel may read them
     topics = latest_view(runtime, now, audience_sees=lambda _channel: False, may_quote_text=quoting, place=place)
     # What the digest channel would be shown, its quotes' control characters shown instead of sent to the terminal.
-    sys.stdout.write(visible(digest_text(report, {}, quotes, prices_for(runtime), topics=topics)))
+    # Channels by the names stored (an import's, earlier look-ups'), answers by the team's local time.
+    channels = [s.channel_id for s in report.channels] + [w.channel_id for w in report.overall.worst]
+    readable = readable_for(runtime, channels, ask_slack=False)
+    text = digest_text(report, {}, quotes, prices_for(runtime), topics=topics, readable=readable)
+    sys.stdout.write(visible(text))
     if topics is None:  # say why the section is missing, and how to see it now (after an import, say)
         sys.stdout.write(NO_TOPICS)
     sys.stdout.write("\n(dry run: nothing was posted or recorded)\n")
@@ -81,7 +86,11 @@ def _send(runtime: Runtime, now: datetime, *, force: bool) -> int:
         return 2
     outcome = deliver_digest(runtime, now, force=force)
     if outcome.status == "sent":
-        print(f"digest {outcome.period_key} sent to {runtime.settings.digest_channel} (ts {outcome.message_ts})")
+        from common.channel_names import readable_for
+
+        channel = runtime.settings.digest_channel
+        readable = readable_for(runtime, [channel])
+        print(f"digest {outcome.period_key} sent to {readable.channel(channel)} ({readable.time(outcome.message_ts)})")
         return 0
     if outcome.status == "already_sent":
         print(f"digest {outcome.period_key} was already sent; use --force to send another")

@@ -17,10 +17,16 @@ class Period:
     end: datetime  # exclusive, UTC: the moment the digest is made
     previous_start: datetime  # the comparison week is [previous_start, start)
     timezone: str
+    title: str | None = None  # what the report is, when not the weekly digest (a history read by backfill or import)
 
     @property
     def tz(self) -> tzinfo:
         return ZoneInfo(self.timezone)
+
+    @property
+    def compared_days(self) -> int:
+        """How many days the comparison period spans (7 for a digest; as long as the period read for a history)."""
+        return max(1, round((self.start - self.previous_start) / timedelta(days=1)))
 
     @property
     def week_key(self) -> str:
