@@ -93,6 +93,11 @@ def title_of(report: Report) -> str:
     return report.period.title or f"Weekly digest · {report.period.week_key}"
 
 
+def _golden_line(report: Report) -> str:
+    span = "this week" if report.period.title is None else "in this period"
+    return digest_line(report.golden, report.period.timezone, span=span)
+
+
 def _nothing_captured(report: Report) -> str:
     if report.period.title is None:
         return "No answers were captured in the last 7 days."
@@ -292,7 +297,7 @@ def digest_message(
     if report.empty:
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": _nothing_captured(report)}})
         if report.golden is not None:
-            blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": digest_line(report.golden)}})
+            blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": _golden_line(report)}})
         return {"text": f"{title}: no answers captured", "blocks": blocks}
     if topics is not None:
         blocks += fix_first_blocks(topics)
@@ -312,7 +317,7 @@ def digest_message(
     if prices is not None:
         footer += " " + price_line(prices)
     if report.golden is not None:
-        tail.append({"type": "section", "text": {"type": "mrkdwn", "text": digest_line(report.golden)}})
+        tail.append({"type": "section", "text": {"type": "mrkdwn", "text": _golden_line(report)}})
     tail.append({"type": "context", "elements": [{"type": "mrkdwn", "text": footer}]})
     blocks += _within_budget(
         report,
@@ -392,7 +397,7 @@ def digest_text(
         out += ["", f"== {labels[stats.channel_id]} =="]
         out += block(stats)
     if report.golden is not None:
-        out += ["", digest_line(report.golden).replace("*", "")]
+        out += ["", _golden_line(report).replace("*", "")]
     notes = [price_line(prices)] if prices is not None else []
     notes += [OUTCOME_NOTE] if report.outcomes.any_closed else []
     if notes:
