@@ -39,7 +39,9 @@ def test_a_history_report_says_what_it_is_and_how_long_it_is_compared_with() -> 
     # In Paris the import ended on 1 December: the team's days, not UTC's.
     period = backfill_period(since, now, "Europe/Paris", "import", "imported from export.zip")
     assert period.title == "History report: 2026-11-02 – 2026-12-01, imported from export.zip"
-    assert history_title(since, now, "UTC", "read from Slack's history").endswith("2026-11-30, read from Slack's history")
+    assert history_title(since, now, "UTC", "read from Slack's history").endswith(
+        "2026-11-30, read from Slack's history"
+    )
     report = build_report(period, [pair("C1", at=since + timedelta(days=1), judgments=[verdict(3)])], [],
                           thresholds_for, PRICES)  # fmt: skip
     text = digest_text(report, {}, {})
@@ -73,3 +75,13 @@ def test_the_last_regress_run_is_dated_in_the_teams_zone() -> None:
         "*Test set:* 12 question(s), 3 new in this period. "
         "Last `relmon regress` on 2026-11-30 15:05 Europe/Paris: 75% of 8 passed."
     )
+
+
+def test_rejudge_says_since_when_in_the_teams_zone() -> None:
+    from relmon.rejudge_cli import summary
+    from store.rejudging import ErrorVerdict
+
+    verdict = ErrorVerdict(1, 1, "relevancy", "1796477420.000000", "timeout")
+    since = datetime(2026, 11, 30, 23, 30, tzinfo=UTC)
+    text = summary([verdict], 1, 30, since, "Europe/Paris")
+    assert text.startswith("1 error verdict since 2026-12-01 00:30 Europe/Paris (1 answer)")
