@@ -21,9 +21,12 @@ log = logging.getLogger("relmon.channel_names")
 MAX_LOOKUPS = 100  # conversations.info calls one output may make (Tier 3: about 50 a minute)
 
 
-def channel_names(database: Database, channel_ids: Iterable[str | None], slack: WebClient | None) -> dict[str, str]:
+def channel_names(
+    database: Database, channel_ids: Iterable[str | None], slack: WebClient | None, *, keep: bool = True
+) -> dict[str, str]:
     """ID → name of these channels: stored, else asked of Slack (`slack` None: not asked; a refusal or an
-    unreachable Slack leaves the channel unnamed, and stops the asking)."""
+    unreachable Slack leaves the channel unnamed, and stops the asking). `keep` False: what Slack says is not
+    stored (a dry run writes nothing)."""
     ids = sorted({c for c in channel_ids if c})
     with database.reading() as session:
         names = stored.known(session, ids)
@@ -42,15 +45,17 @@ def channel_names(database: Database, channel_ids: Iterable[str | None], slack: 
         name = info.get("name") if isinstance(info, dict) else None
         if isinstance(name, str) and name:
             learnt[channel_id] = name
-    if learnt:
+    if learnt and keep:
         with database.session() as session:
             stored.remember(session, learnt, stored.SLACK)
     return names | learnt
 
 
-def readable_for(runtime: Runtime, channel_ids: Iterable[str | None], *, ask_slack: bool = True) -> Readable:
+def readable_for(
+    runtime: Runtime, channel_ids: Iterable[str | None], *, ask_slack: bool = True, keep: bool = True
+) -> Readable:
     """How `runtime`'s outputs name these channels and show times (the team's zone). `ask_slack` False: only the
-    names stored (a dry run touches no Slack)."""
+    names stored (the digest's dry run touches no Slack); `keep` False: names Slack gives are not stored."""
     settings = runtime.settings
     slack = runtime.slack if ask_slack and settings.slack_bot_token else None
-    return Readable(settings.timezone, channel_names(runtime.db, channel_ids, slack))
+    return Readable(settings.timezone, channel_names(runtime.db, channel_ids, slack, keep=keep))

@@ -75,10 +75,10 @@ def post_report(runtime: Runtime, period: Period, now: datetime) -> str:
     return f"report not posted again ({outcome.status})"
 
 
-def _readable(runtime: Runtime, channels: list[str | None]) -> Readable:
+def _readable(runtime: Runtime, channels: list[str | None], *, keep: bool = True) -> Readable:
     from common.channel_names import readable_for
 
-    return readable_for(runtime, channels)
+    return readable_for(runtime, channels, keep=keep)
 
 
 def estimate(counters: Counters, runtime: Runtime, channel: str, answer_ts: str, question: str, answer: str) -> None:
@@ -178,7 +178,7 @@ def end_of_run(
             file=sys.stderr,
         )
     if args.dry_run:
-        readable = _readable(runtime, [channel for channel, *_ in counters.examples])
+        readable = _readable(runtime, [channel for channel, *_ in counters.examples], keep=False)  # stores nothing
         readable = replace(readable, names={**readable.names, **(channel_names or {})})
         sys.stdout.write(estimate_text(counters, runtime, batch=args.batch, readable=readable))
         return code

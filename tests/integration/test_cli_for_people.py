@@ -11,6 +11,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+from store import channel_names
+from store.db import Database
 from tests import relmon_cli
 from tests.backfill_helpers import BOT, export_zip, history_messages, load_fake
 from tests.integration.test_import_teaches import ASKED, five_threads
@@ -178,3 +180,24 @@ def test_backfill_learns_names_from_slack_and_commands_without_a_token_keep_them
     again = cli("backfill", "--since", "7d", "--dry-run", **env_gone)
     assert again.returncode == 0, again.stderr
     assert f"  #{unknown} " in again.stdout
+
+
+def test_the_backfill_dry_run_names_its_examples_and_stores_no_name(cli, fake, slack, tmp_path) -> None:
+    start = (datetime.now(UTC) - timedelta(days=3)).timestamp()
+    slack.add_channel(C, "support", members=["U_RELMON"])
+    load_fake(slack, C, five_threads(start))
+    env = environment(tmp_path, fake.base_url, SLACK_BOT_TOKEN="xoxb-test", SLACK_API_URL=slack.api_url)
+    done = cli("backfill", "--since", "7d", "--dry-run", **env)
+    assert done.returncode == 0, done.stderr
+    examples = [line for line in done.stdout.splitlines() if line.startswith("  ")]
+    assert len(examples) == len(ASKED) and all(line.startswith("  #support ") for line in examples)
+    assert {line.split(": ")[0].removeprefix("  #support ") for line in examples} == {
+        paris(t) for t in answer_times(start)
+    }
+    assert "(dry run: nothing was judged, stored or posted)" in done.stdout
+    database = Database(env["DATABASE_URL"])
+    try:
+        with database.reading() as session:
+            assert channel_names.known(session) == {}
+    finally:
+        database.dispose()
