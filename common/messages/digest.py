@@ -257,6 +257,8 @@ def _within_budget(report: Report, links: Links, quotes: Quotes, *, budget: int,
     if block_kit.text_length([*head, more]) > budget:  # not with Slack's sizes, but the digest must go out
         head = [_worst_section(report, links, {})]
     head.append({"type": "divider"})
+    if _sole_channel(report) is not None:  # its section would repeat the figures and worst answers above
+        return head
     most = min(MAX_CHANNEL_SECTIONS, room - len(head) - 1)  # with a block left for `more`
     for channel_quotes in (quotes, {}):
         sections = [_channel_section(report, stats, links, channel_quotes) for stats in channels]
@@ -290,9 +292,11 @@ def digest_message(
     """`{"text", "blocks"}` for chat.postMessage (at most 50 blocks). `chart_in_thread`: the chart follows
     as a reply, and the message says where to find it. `topics`: "What to fix first" opens it."""
     title = title_of(report)
+    sole = _sole_channel(report)
+    period = period_text(report) + (f" · {channel_ref(sole.channel_id)} only" if sole is not None else "")
     blocks: list[dict] = [
         {"type": "header", "text": {"type": "plain_text", "text": title}},
-        {"type": "context", "elements": [{"type": "mrkdwn", "text": period_text(report)}]},
+        {"type": "context", "elements": [{"type": "mrkdwn", "text": period}]},
     ]
     if report.empty:
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": _nothing_captured(report)}})

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from common.messages.digest import digest_text, period_text
+from common.messages.digest import digest_message, digest_text, period_text
 from common.messages.golden import digest_line
 from common.messages.readable import Readable
 from common.reports.golden import GoldenFigures
@@ -85,3 +85,18 @@ def test_rejudge_says_since_when_in_the_teams_zone() -> None:
     since = datetime(2026, 11, 30, 23, 30, tzinfo=UTC)
     text = summary([verdict], 1, 30, since, "Europe/Paris")
     assert text.startswith("1 error verdict since 2026-12-01 00:30 Europe/Paris (1 answer)")
+
+
+def test_the_slack_message_of_a_single_channel_shows_its_figures_and_worst_answers_once() -> None:
+    rows = [pair("C1", judgments=[verdict(1)]), pair("C1", judgments=[verdict(4)])]
+    report = build_report(PERIOD, rows, [], thresholds_for, PRICES)
+    message = digest_message(report, {}, {})
+    texts = [block["text"]["text"] for block in message["blocks"] if block.get("type") == "section" and "text" in block]
+    context = message["blocks"][1]["elements"][0]["text"]
+    assert context.endswith(" · <#C1> only")
+    assert sum(text.count("1/4* relevancy in <#C1>") for text in texts) == 1  # before: the week's and the channel's
+    # Two channels: each keeps its own section.
+    two = build_report(PERIOD, [*rows, pair("C2", judgments=[verdict(3)])], [], thresholds_for, PRICES)
+    sections = [b["text"]["text"] for b in digest_message(two, {}, {})["blocks"] if b.get("type") == "section"
+                and "text" in b]  # fmt: skip
+    assert any(text.startswith("*<#C1>*") for text in sections) and any(text.startswith("*<#C2>*") for text in sections)
