@@ -252,13 +252,13 @@ def _within_budget(report: Report, links: Links, quotes: Quotes, *, budget: int,
     answers (they keep the score and the link), then the last channels, counted in a line that says where to
     see them."""
     channels = report.channels
+    if _sole_channel(report) is not None:  # its worst answers are the week's, shown just above: not twice
+        channels = [replace(stats, worst=[]) for stats in channels]
     more = _more_channels(len(channels))
     head = [_worst_section(report, links, quotes)] if report.overall.worst else []
     if block_kit.text_length([*head, more]) > budget:  # not with Slack's sizes, but the digest must go out
         head = [_worst_section(report, links, {})]
     head.append({"type": "divider"})
-    if _sole_channel(report) is not None:  # its section would repeat the figures and worst answers above
-        return head
     most = min(MAX_CHANNEL_SECTIONS, room - len(head) - 1)  # with a block left for `more`
     for channel_quotes in (quotes, {}):
         sections = [_channel_section(report, stats, links, channel_quotes) for stats in channels]

@@ -87,7 +87,7 @@ def test_rejudge_says_since_when_in_the_teams_zone() -> None:
     assert text.startswith("1 error verdict since 2026-12-01 00:30 Europe/Paris (1 answer)")
 
 
-def test_the_slack_message_of_a_single_channel_shows_its_figures_and_worst_answers_once() -> None:
+def test_the_slack_message_of_a_single_channel_shows_its_worst_answers_once() -> None:
     rows = [pair("C1", judgments=[verdict(1)]), pair("C1", judgments=[verdict(4)])]
     report = build_report(PERIOD, rows, [], thresholds_for, PRICES)
     message = digest_message(report, {}, {})
