@@ -44,6 +44,7 @@ def schema_at_head(runtime: Runtime) -> bool:
 
 
 def _dry_run(runtime: Runtime, now: datetime) -> int:
+    from common.channel_names import readable_for
     from common.messages.digest import digest_text
     from common.reports.figures import load_report, prices_for
     from common.reports.topic_runs import place_of, quoting_in, stored_or_made_view, too_few_view
@@ -75,7 +76,11 @@ def _dry_run(runtime: Runtime, now: datetime) -> int:
     if not grouped:  # too few to group (after a small import, say): the failed ones, read here
         topics = too_few_view(runtime, period, now, settings.digest_channel, lambda _channel: False) or topics
     # What the digest channel would be shown, its quotes' control characters shown instead of sent to the terminal.
-    sys.stdout.write(visible(digest_text(report, {}, quotes, prices_for(runtime), topics=topics)))
+    # Channels by the names stored (an import's, earlier look-ups'), answers by the team's local time.
+    channels = [s.channel_id for s in report.channels] + [w.channel_id for w in report.overall.worst]
+    readable = readable_for(runtime, channels, ask_slack=False)
+    text = digest_text(report, {}, quotes, prices_for(runtime), topics=topics, readable=readable)
+    sys.stdout.write(visible(text))
     if made and grouped:
         sys.stdout.write("\n(dry run: nothing was posted; the topics were grouped now and stored as today's run)\n")
     elif made:
@@ -94,7 +99,11 @@ def _send(runtime: Runtime, now: datetime, *, force: bool) -> int:
         return 2
     outcome = deliver_digest(runtime, now, force=force)
     if outcome.status == "sent":
-        print(f"digest {outcome.period_key} sent to {runtime.settings.digest_channel} (ts {outcome.message_ts})")
+        from common.channel_names import readable_for
+
+        channel = runtime.settings.digest_channel
+        readable = readable_for(runtime, [channel])
+        print(f"digest {outcome.period_key} sent to {readable.channel(channel)} ({readable.time(outcome.message_ts)})")
         return 0
     if outcome.status == "already_sent":
         print(f"digest {outcome.period_key} was already sent; use --force to send another")

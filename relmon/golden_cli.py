@@ -158,16 +158,24 @@ def run_list(args, settings: Settings) -> int:
     from rich.console import Console
     from rich.table import Table
 
+    from common.channel_names import channel_names
+    from common.messages.readable import Readable
+    from common.runtime import slack_client_for
+
     withheld = 0
-    with _database(settings) as database, database.reading() as session:
+    with _database(settings) as database:
+        with database.reading() as session:
+            items = store.active_items(session, None)
+        slack = slack_client_for(settings) if settings.slack_bot_token else None
+        readable = Readable(settings.timezone, channel_names(database, [i.channel_id for i in items], slack))
         table = Table("id", "question", "expected", "times", "origin", "channel", title="The golden set")
-        for item in store.active_items(session, None):
+        for item in items:
             if text_shown(item.channel_is_private, include_private=args.include_private):
                 question, expected = markup_safe(item.question, 60), markup_safe(item.expected or "—", 60)
             else:  # listed (its id is what `relmon golden remove` takes), its words left out
                 question, expected, withheld = WITHHELD, WITHHELD, withheld + 1
             table.add_row(str(item.id), question, expected, str(item.times), markup_safe(item.origin),
-                          markup_safe(item.channel_id or ""))  # fmt: skip
+                          markup_safe(readable.channel(item.channel_id) if item.channel_id else ""))  # fmt: skip
     console = Console()
     console.print(table)
     if note := withheld_note(withheld):

@@ -9,6 +9,7 @@ import json
 import sys
 import time
 from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
 
 from common.runtime import Runtime
 from store.rejudging import ErrorVerdict, error_verdicts, reopen
@@ -26,9 +27,11 @@ def parse_since(text: str | None, now: datetime) -> datetime | None:
     return parse_period(text, now)
 
 
-def summary(verdicts: list[ErrorVerdict], pairs: int, per_minute: float, since: datetime | None) -> str:
-    """What the command did, for a person."""
-    when = f" since {since:%Y-%m-%d %H:%M} UTC" if since is not None else ""
+def summary(
+    verdicts: list[ErrorVerdict], pairs: int, per_minute: float, since: datetime | None, timezone: str = "UTC"
+) -> str:
+    """What the command did, for a person (`since` in the team's `timezone`, the zone named)."""
+    when = f" since {since.astimezone(ZoneInfo(timezone)):%Y-%m-%d %H:%M} {timezone}" if since is not None else ""
     if not verdicts:
         return f"No error verdicts to judge again{when}."
     count = "1 error verdict" if len(verdicts) == 1 else f"{len(verdicts)} error verdicts"
@@ -71,5 +74,5 @@ def run_rejudge(args: argparse.Namespace, settings: Settings, *, now: datetime |
         }
         print(json.dumps(report))
     else:
-        print(summary(verdicts, len(pair_ids), settings.llm_resume_per_minute, since))
+        print(summary(verdicts, len(pair_ids), settings.llm_resume_per_minute, since, settings.timezone))
     return EXIT_OK

@@ -10,6 +10,7 @@ import json
 import sys
 from datetime import datetime
 
+from common.messages.readable import Readable
 from common.runtime import Runtime
 from store.settings import Settings
 
@@ -22,9 +23,11 @@ def _period(args: argparse.Namespace, now: datetime) -> tuple[datetime, datetime
 
 
 def compute(args: argparse.Namespace, settings: Settings, now: datetime | None = None):
-    """The topics of the period the arguments name (a `topics.build.TopicsReport`), or a message to print."""
+    """The topics of the period the arguments name (a `topics.build.TopicsReport`), their stored histories and
+    how their channels and times read (`Readable`); or a message to print."""
     from datetime import UTC
 
+    from common.channel_names import readable_for
     from relmon.backfill.command import backfill_llm
     from store import topics as topic_rows
     from topics.service import TopicsDeps, TopicsQuery, compute_topics
@@ -55,12 +58,20 @@ def compute(args: argparse.Namespace, settings: Settings, now: datetime | None =
             report = compute_topics(deps, query)
         with runtime.db.reading() as session:
             report_history = topic_rows.histories(session, [t.key for t in report.topics if t.key])
-        return (report, report_history), None
+        channels = [g.question.channel_id for g in report.gaps]
+        channels += [q.channel_id for t in report.topics for q in t.questions]
+        return (report, report_history, readable_for(runtime, channels)), None
     finally:
         runtime.db.dispose()
 
 
-def topic_json(report, history: dict[str, list[dict]] | None = None) -> dict:
+def _where(readable: Readable | None, channel_id: str | None, ts: str | None) -> dict:
+    """The extra fields of a question's IDs for people: its channel's name (None when unknown), its local time."""
+    readable = readable or Readable()
+    return {"channel_name": readable.name(channel_id), "time": readable.iso(ts)}
+
+
+def topic_json(report, history: dict[str, list[dict]] | None = None, readable: Readable | None = None) -> dict:
     return {
         "start": report.start.isoformat(),
         "end": report.end.isoformat(),
@@ -81,7 +92,10 @@ def topic_json(report, history: dict[str, list[dict]] | None = None) -> dict:
                 **topic.figures.as_dict(),
                 "previous": topic.previous.as_dict() if topic.previous is not None else None,
                 "history": (history or {}).get(topic.key or "", []),  # its stored runs: digests, daily runs
-                "questions_ids": [{"channel": q.channel_id, "ts": q.ts} for q in topic.questions],
+                "questions_ids": [
+                    {"channel": q.channel_id, "ts": q.ts, **_where(readable, q.channel_id, q.ts)}
+                    for q in topic.questions
+                ],
             }
             for rank, topic in enumerate(report.topics, start=1)
         ],
@@ -98,9 +112,9 @@ def run_topics(args: argparse.Namespace, settings: Settings) -> int:
     if found is None:
         sys.stderr.write(problem)
         return 2
-    report, history = found
+    report, history, readable = found
     if args.json:
-        sys.stdout.write(json.dumps(topic_json(report, history), indent=2) + "\n")
+        sys.stdout.write(json.dumps(topic_json(report, history, readable), indent=2) + "\n")
     else:
         view = view_of(
             report, audience_sees=lambda _channel: True, may_quote=lambda _question: True, place=Place.terminal()
@@ -121,16 +135,17 @@ def run_gaps(args: argparse.Namespace, settings: Settings) -> int:
     if found is None:
         sys.stderr.write(problem)
         return 2
-    report = found[0]
+    report, _history, readable = found
     include = getattr(args, "include_private", False)
     shows = [text_shown(gap.question.private, include_private=include) for gap in report.gaps]
     withheld = shows.count(False)
     note = withheld_note(withheld)
     if args.format == "json":
+        # The IDs and the raw ts stay (scripts read them); the channel's name and the local time are extra fields.
         gaps = [
-            gap.as_dict() | {"withheld": False}
-            if show
-            else gap.as_dict() | {"question": None, "answer": None, "topic": None, "withheld": True}
+            gap.as_dict()
+            | _where(readable, gap.question.channel_id, gap.question.ts)
+            | ({"withheld": False} if show else {"question": None, "answer": None, "topic": None, "withheld": True})
             for gap, show in zip(report.gaps, shows, strict=True)
         ]
         payload = {"gaps": gaps, "private_withheld": withheld, "note": note, "notes": list(report.notes)}

@@ -312,6 +312,18 @@ class OutcomeSignal(Base):
     created_at: Mapped[CreatedAt]
 
 
+class ChannelName(Base):
+    """A channel's name as relmon last learnt it (an export's channels.json, Slack's conversations.info): what
+    the reports for people show instead of its ID (`store.channel_names`)."""
+
+    __tablename__ = "channel_names"
+
+    channel_id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    name: Mapped[str] = mapped_column(String(255))
+    source: Mapped[str] = mapped_column(String(16))  # export | slack: where the name was read
+    updated_at: Mapped[UpdatedAt]
+
+
 # The golden set's, regress runs' and topics' tables live in modules of their own (on `store.model_base`); imported
 # here, after this module's tables (their order in Base.metadata is kept), so that Base.metadata (Alembic's target,
 # the tests' clean-up) always holds every table.

@@ -6,7 +6,9 @@ caller has already applied the privacy rule, so every quote passed in may be pri
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
+from dataclasses import replace
 from zoneinfo import ZoneInfo
 
 from common.messages import blocks as block_kit
@@ -14,6 +16,7 @@ from common.messages.blocks import WEEK_BEFORE, escape, no_data, pct, signed
 from common.messages.golden import digest_line
 from common.messages.outcomes import NOTE as OUTCOME_NOTE
 from common.messages.outcomes import outcome_lines
+from common.messages.readable import Readable
 from common.messages.topics import cost_text, fix_first_blocks, topics_text
 from common.messages.trust import TRUST_HEADING, precision_text, trust_lines, trust_section
 from common.reports.stats import Change, ChannelStats, JudgeStats, Prices, Report, WorstAnswer
@@ -86,6 +89,22 @@ def period_text(report: Report) -> str:
     return f"{start:%a %d %b %H:%M} – {end:%a %d %b %Y %H:%M} {report.period.timezone}, compared with {before}"
 
 
+def title_of(report: Report) -> str:
+    """What the report is: the week's digest, or the history a backfill or an import read (its own title)."""
+    return report.period.title or f"Weekly digest · {report.period.week_key}"
+
+
+def _golden_line(report: Report) -> str:
+    span = "this week" if report.period.title is None else "in this period"
+    return digest_line(report.golden, report.period.timezone, span=span)
+
+
+def _nothing_captured(report: Report) -> str:
+    if report.period.title is None:
+        return "No answers were captured in the last 7 days."
+    return "No answers were found in this period."
+
+
 # Pieces ---------------------------------------------------------------------------------------------
 
 
@@ -137,15 +156,20 @@ def _short_usage(stats: ChannelStats) -> str:
     return f"LLM {stats.tokens.total:,} tokens ≈ {money(stats.tokens.cost_usd)}"
 
 
-def _worst_line(worst: WorstAnswer, links: Links, quotes: Quotes, *, slack: bool = True) -> str:
+def _worst_line(
+    worst: WorstAnswer, links: Links, quotes: Quotes, *, slack: bool = True, readable: Readable | None = None
+) -> str:
+    """One of the worst answers: in Slack its channel mention and link; in a terminal (`slack` False) its channel's
+    name and the answer's local time (`readable`), or the link when there is one."""
     scale = f"{worst.score:g}/{worst.max_score:g}" if worst.max_score is not None else f"{worst.score:g}"
-    where = channel_ref(worst.channel_id, slack=slack)
     link = links.get(worst.pair_id)
     if slack:
+        where = channel_ref(worst.channel_id)
         head = f"• *{scale}* {worst.judge} in {where}" + (f" · <{link}|view answer>" if link else "")
     else:
-        ref = link or f"ts {worst.answer_ts}"
-        head = f"- {scale} {worst.judge} in {where} ({ref})"
+        readable = readable or Readable()
+        ref = link or readable.time(worst.answer_ts)
+        head = f"- {scale} {worst.judge} in {readable.channel(worst.channel_id)} ({ref})"
     quote = quotes.get(worst.pair_id)
     if not quote:
         return head
@@ -229,6 +253,8 @@ def _within_budget(report: Report, links: Links, quotes: Quotes, *, budget: int,
     answers (they keep the score and the link), then the last channels, counted in a line that says where to
     see them."""
     channels = report.channels
+    if _sole_channel(report) is not None:  # its worst answers are the week's, shown just above: not twice
+        channels = [replace(stats, worst=[]) for stats in channels]
     more = _more_channels(len(channels))
     head = [_worst_section(report, links, quotes)] if report.overall.worst else []
     if block_kit.text_length([*head, more]) > budget:  # not with Slack's sizes, but the digest must go out
@@ -266,17 +292,17 @@ def digest_message(
 ) -> dict:
     """`{"text", "blocks"}` for chat.postMessage (at most 50 blocks). `chart_in_thread`: the chart follows
     as a reply, and the message says where to find it. `topics`: "What to fix first" opens it."""
-    title = f"Weekly digest · {report.period.week_key}"
+    title = title_of(report)
+    sole = _sole_channel(report)
+    period = period_text(report) + (f" · {channel_ref(sole.channel_id)} only" if sole is not None else "")
     blocks: list[dict] = [
         {"type": "header", "text": {"type": "plain_text", "text": title}},
-        {"type": "context", "elements": [{"type": "mrkdwn", "text": period_text(report)}]},
+        {"type": "context", "elements": [{"type": "mrkdwn", "text": period}]},
     ]
     if report.empty:
-        blocks.append(
-            {"type": "section", "text": {"type": "mrkdwn", "text": "No answers were captured in the last 7 days."}}
-        )
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": _nothing_captured(report)}})
         if report.golden is not None:
-            blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": digest_line(report.golden)}})
+            blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": _golden_line(report)}})
         return {"text": f"{title}: no answers captured", "blocks": blocks}
     if topics is not None:
         blocks += fix_first_blocks(topics)
@@ -299,7 +325,7 @@ def digest_message(
     if prices is not None:
         footer += " " + price_line(prices)
     if report.golden is not None:
-        tail.append({"type": "section", "text": {"type": "mrkdwn", "text": digest_line(report.golden)}})
+        tail.append({"type": "section", "text": {"type": "mrkdwn", "text": _golden_line(report)}})
     tail.append({"type": "context", "elements": [{"type": "mrkdwn", "text": footer}]})
     blocks += _within_budget(
         report,
@@ -318,13 +344,37 @@ def digest_message(
     return {"text": summary, "blocks": blocks}
 
 
+def _labels(channels: list[ChannelStats], readable: Readable) -> dict[str | None, str]:
+    """Each channel's heading: its name, with its ID too when two channels of the report share a name."""
+    shown = {stats.channel_id: readable.channel(stats.channel_id) for stats in channels}
+    counts = Counter(shown.values())
+    return {c: f"{label} ({c})" if counts[label] > 1 else label for c, label in shown.items()}
+
+
+def _sole_channel(report: Report) -> ChannelStats | None:
+    """The report's one channel when every figure of "all channels" is that channel's: its block is printed
+    once, not under both headings."""
+    if len(report.channels) != 1:
+        return None
+    only = report.channels[0]
+    return only if replace(report.overall, channel_id=only.channel_id) == only else None
+
+
 def digest_text(
-    report: Report, links: Links, quotes: Quotes, prices: Prices | None = None, topics: TopicsView | None = None
+    report: Report,
+    links: Links,
+    quotes: Quotes,
+    prices: Prices | None = None,
+    topics: TopicsView | None = None,
+    *,
+    readable: Readable | None = None,
 ) -> str:
-    """The same digest for a terminal."""
-    out = [f"Weekly digest · {report.period.key}", period_text(report), ""]
+    """The same digest for a terminal: channels by name and answers by local time (`readable`: the names known;
+    the report's own zone), each channel's block once."""
+    readable = readable or Readable(report.period.timezone)
+    out = [title_of(report), period_text(report), ""]
     if report.empty:
-        out.append("No answers were captured in the last 7 days.")
+        out.append(_nothing_captured(report))
         return "\n".join(out) + "\n"
     if topics is not None:
         out += [topics_text(topics)]
@@ -342,19 +392,21 @@ def digest_text(
         lines += [f"Outcomes: {line}" for line in outcomes]
         if stats.worst:
             lines.append("Worst answers:")
-            lines += [_worst_line(w, links, quotes, slack=False) for w in stats.worst]
+            lines += [_worst_line(w, links, quotes, slack=False, readable=readable) for w in stats.worst]
         return lines
 
-    out.append("== All channels ==")
+    labels = _labels(report.channels, readable)
+    sole = _sole_channel(report)
+    out.append("== All channels ==" if sole is None else f"== All channels: {labels[sole.channel_id]} only ==")
     out += block(report.overall)
     trust = trust_lines(report.trust, list(report.overall.judges), slack=False)
     if trust:
         out += ["", f"== {TRUST_HEADING} ==", *trust]
-    for stats in report.channels:
-        out += ["", f"== {channel_ref(stats.channel_id, slack=False)} =="]
+    for stats in report.channels if sole is None else []:
+        out += ["", f"== {labels[stats.channel_id]} =="]
         out += block(stats)
     if report.golden is not None:
-        out += ["", digest_line(report.golden).replace("*", "")]
+        out += ["", _golden_line(report).replace("*", "")]
     notes = [price_line(prices)] if prices is not None else []
     notes += [OUTCOME_NOTE] if report.outcomes.any_closed else []
     if notes:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import unicodedata
+from zoneinfo import ZoneInfo
 
 from common.golden_access import WITHHELD_NOT_MEMBER
 from common.messages.blocks import button, channel_mention, context, one_line, plain, section, text_input
@@ -100,14 +101,16 @@ def refusal_text(channel_id: str | None) -> str:
             "remove its questions in the test set: ask one of them, or to be added to the channel.")  # fmt: skip
 
 
-def digest_line(figures: GoldenFigures) -> str:
-    """The digest's line: how the set grew this week, and the last regression run with its pass rate."""
-    line = f"*Test set:* {figures.size} question(s), {figures.grown} new this week."
+def digest_line(figures: GoldenFigures, timezone: str = "UTC", *, span: str = "this week") -> str:
+    """The digest's line: how the set grew in the report's `span`, and the last regression run with its pass rate
+    (its time in the team's `timezone`, the zone named)."""
+    line = f"*Test set:* {figures.size} question(s), {figures.grown} new {span}."
     if figures.last_run is None:
         return line + " No `relmon regress` run yet."
     when, rate, items = figures.last_run
     rate_text = f"{rate:.0%} of {items} passed" if rate is not None else f"{items} items"
-    return line + f" Last `relmon regress` on {when:%Y-%m-%d %H:%M} UTC: {rate_text}."
+    local = when.astimezone(ZoneInfo(timezone))
+    return line + f" Last `relmon regress` on {local:%Y-%m-%d %H:%M} {timezone}: {rate_text}."
 
 
 def saved_text(outcome: str, item_id: int | None, channel_id: str | None = None) -> str | None:

@@ -18,6 +18,7 @@ class Period:
     end: datetime  # exclusive, UTC: the moment the digest is made
     previous_start: datetime  # the comparison week is [previous_start, start)
     timezone: str
+    title: str | None = None  # what the report is, when not the weekly digest (a history read by backfill or import)
 
     @property
     def tz(self) -> tzinfo:

@@ -28,6 +28,7 @@ from common.runtime import Runtime, set_runtime
 from relmon.backfill.progress import Counters, Progress
 from relmon.backfill.report import end_of_run, estimate
 from store import backfill as rows
+from store import channel_names as stored_names
 from store.models import Judgment, Pair
 from store.settings import Settings
 
@@ -66,6 +67,7 @@ class Run:
         self.started_at = datetime.now(UTC)  # this run's judgments are those made since: its own spend
         self.names: Callable[[str], str | None] | None = None  # how the history's users are named (references)
         self.members: dict[str, tuple[str, ...]] = {}  # channels' members an export lists (staff, without Slack)
+        self.channel_names: dict[str, str] = {}  # channels' names an export lists (its report names them)
         self._outcomes = None
 
     def outcomes(self):
@@ -309,6 +311,10 @@ def run_import(args, settings: Settings, *, now: datetime | None = None) -> int:
         skipped = sorted(f"#{c.name} ({c.id})" for c in mapped.values() if c.id not in wanted)
         names = export.user_names()
         run = Run(runtime, args, "import", now)
+        run.channel_names = {c.id: c.name for c in listed if c.name and c.name != c.id}  # a DM has no name
+        if not args.dry_run:  # every later output (gaps, topics, the digest) names these channels too
+            with runtime.db.session() as session:
+                stored_names.remember(session, run.channel_names, stored_names.EXPORT)
         run.names = names.get
         run.members = {c.id: c.members for c in listed if c.members}
         oldest = [now]
@@ -368,14 +374,15 @@ def _execute(run: Run, channels: list[str], since: datetime | None, read, since_
             run.finish_judging()
         except KeyboardInterrupt:
             run.pool.shutdown(wait=False, cancel_futures=True)
-            print("\nrelmon: interrupted; run the same command again to continue", file=sys.stderr)
+            print(f"\nrelmon {run.source}: interrupted; run the same command again to continue", file=sys.stderr)
             return INTERRUPTED
         except SlackApiError as error:
             run.pool.shutdown(wait=True)
-            print(f"relmon: Slack refused ({error.response.get('error')}); run again to continue", file=sys.stderr)
+            refused = error.response.get("error")
+            print(f"relmon {run.source}: Slack refused ({refused}); run again to continue", file=sys.stderr)
             return 4
         finally:
             spender.set()
         run.spend()
     since = since if since is not None else since_of()
-    return end_of_run(run.runtime, run.counters, run.args, since, run.now, run.source, bad_days)
+    return end_of_run(run.runtime, run.counters, run.args, since, run.now, run.source, bad_days, run.channel_names)

@@ -33,7 +33,7 @@ class Counters:
     calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
-    examples: list[str] = field(default_factory=list)
+    examples: list[tuple[str, str, str, str]] = field(default_factory=list)  # channel, answer ts, question, answer
     started: float = field(default_factory=time.monotonic)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 

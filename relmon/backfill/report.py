@@ -5,9 +5,13 @@ for `--dry-run`, what judging it would cost."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
+from dataclasses import replace
 from datetime import datetime
+from pathlib import PurePath
 from typing import Any
 
+from common.messages.readable import Readable, short_date
 from common.reports.period import Period
 from common.runtime import Runtime
 from judges import get_judge
@@ -20,25 +24,42 @@ OUTPUT_TOKENS_PER_CALL = 120  # a judge's reply: a score and a sentence or two
 CHARS_PER_TOKEN = 4
 
 
-def backfill_period(since: datetime, now: datetime, timezone: str, source: str) -> Period:
-    """The period read, compared with as long a period before it; its own digest key."""
+def history_title(since: datetime, now: datetime, timezone: str, origin: str) -> str:
+    """`History report: 2026-11-02 – 2026-11-30, imported from export.zip`: what the report is and where its
+    history came from (`origin`), with the team's days."""
+    return f"History report: {short_date(since, timezone)} – {short_date(now, timezone)}, {origin}"
+
+
+def origin_of(source: str, args: Any) -> str:
+    """Where the run read its history: the export's file name, or Slack."""
+    if source == "import" and getattr(args, "export", None):
+        return f"imported from {PurePath(args.export).name}"
+    return "read from Slack's history"
+
+
+def backfill_period(since: datetime, now: datetime, timezone: str, source: str, origin: str | None = None) -> Period:
+    """The period read, compared with as long a period before it; its own digest key and title."""
     return Period(
         key=f"{source}-{since:%Y%m%d}-{now:%Y%m%d}",
         start=since,
         end=now,
         previous_start=since - (now - since),
         timezone=timezone,
+        title=history_title(since, now, timezone, origin or origin_of(source, None)),
     )
 
 
 def print_backfill_report(runtime: Runtime, period: Period) -> None:
+    from common.channel_names import readable_for
     from common.messages.digest import digest_text
     from common.reports.figures import load_report, prices_for
     from workers.digest.delivery import quotes_for
 
     report = load_report(runtime, period)
     quotes = quotes_for(runtime, report, runtime.settings.digest_channel)
-    sys.stdout.write(digest_text(report, {}, quotes, prices_for(runtime)))
+    channels = [s.channel_id for s in report.channels] + [w.channel_id for w in report.overall.worst]
+    readable = readable_for(runtime, channels)
+    sys.stdout.write(digest_text(report, {}, quotes, prices_for(runtime), readable=readable))
 
 
 def post_report(runtime: Runtime, period: Period, now: datetime) -> str:
@@ -48,8 +69,16 @@ def post_report(runtime: Runtime, period: Period, now: datetime) -> str:
         return "not posted: set RELMON_DIGEST_CHANNEL (or RELMON_ALERT_CHANNEL)"
     outcome = deliver_digest(runtime, now, period=period)
     if outcome.status == "sent":
-        return f"report posted to {runtime.settings.digest_channel} (ts {outcome.message_ts})"
+        readable = _readable(runtime, [runtime.settings.digest_channel])
+        where, when = readable.channel(runtime.settings.digest_channel), readable.time(outcome.message_ts)
+        return f"report posted to {where} ({when})"
     return f"report not posted again ({outcome.status})"
+
+
+def _readable(runtime: Runtime, channels: list[str | None], *, keep: bool = True) -> Readable:
+    from common.channel_names import readable_for
+
+    return readable_for(runtime, channels, keep=keep)
 
 
 def estimate(counters: Counters, runtime: Runtime, channel: str, answer_ts: str, question: str, answer: str) -> None:
@@ -65,18 +94,23 @@ def estimate(counters: Counters, runtime: Runtime, channel: str, answer_ts: str,
         counters.input_tokens += sum(len(m["content"]) for m in messages) // CHARS_PER_TOKEN
         counters.output_tokens += OUTPUT_TOKENS_PER_CALL
     if len(counters.examples) < 5:
-        counters.examples.append(f"  {channel} {answer_ts}: {question[:60]!r} → {answer[:60]!r}")
+        counters.examples.append((channel, answer_ts, question[:60], answer[:60]))
 
 
-def estimate_text(counters: Counters, runtime: Runtime, *, batch: bool) -> str:
-    """What `--dry-run` prints: the pairs it would judge, the calls, tokens and cost."""
+def estimate_text(counters: Counters, runtime: Runtime, *, batch: bool, readable: Readable | None = None) -> str:
+    """What `--dry-run` prints: the pairs it would judge, the calls, tokens and cost; its examples by channel name
+    and local time."""
     settings = runtime.settings
+    readable = readable or Readable(settings.timezone)
     cost = counters.input_tokens / 1e6 * settings.input_price + counters.output_tokens / 1e6 * settings.output_price
     lines = [
         f"would judge {counters.sampled} pair(s): {counters.calls} LLM call(s), about {counters.input_tokens:,} "
         f"input and {counters.output_tokens:,} output tokens, about ${cost:.4f} online, ${cost / 2:.4f} with --batch"
         + (" (asked)" if batch else ""),
-        *counters.examples,
+        *(
+            f"  {readable.channel(channel)} {readable.time(ts)}: {question!r} → {answer!r}"
+            for channel, ts, question, answer in counters.examples
+        ),
     ]
     if counters.calls > settings.daily_budget:
         lines.append(
@@ -129,9 +163,10 @@ def end_of_run(
     now: datetime,
     source: str,
     bad_days: dict[str, str] | None = None,
+    channel_names: Mapping[str, str] | None = None,
 ) -> int:
     """What the run did and why anything was left (stderr), then the period's report, or the estimate of a dry
-    run; returns the exit code."""
+    run; returns the exit code. `channel_names`: the export's (a dry run stores none)."""
     for line in run_lines(counters, dry_run=args.dry_run):
         print(line, file=sys.stderr)
     for day, why in sorted((bad_days or {}).items()):
@@ -143,9 +178,11 @@ def end_of_run(
             file=sys.stderr,
         )
     if args.dry_run:
-        sys.stdout.write(estimate_text(counters, runtime, batch=args.batch))
+        readable = _readable(runtime, [channel for channel, *_ in counters.examples], keep=False)  # stores nothing
+        readable = replace(readable, names={**readable.names, **(channel_names or {})})
+        sys.stdout.write(estimate_text(counters, runtime, batch=args.batch, readable=readable))
         return code
-    period = backfill_period(since, now, runtime.settings.timezone, source)
+    period = backfill_period(since, now, runtime.settings.timezone, source, origin_of(source, args))
     print_backfill_report(runtime, period)
     if counters.pairs:
         day = f"{since:%Y-%m-%d}"

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 import pytest
 from sqlalchemy import func, select
 
+from common.messages.readable import Readable
 from relmon.backfill.command import run_backfill, run_import
 from store.db import Database
 from store.models import Alert, BackfillCheckpoint, Judgment, Pair
@@ -74,7 +75,8 @@ def test_backfill_never_alerts(fakes, tmp_path):
 
 def test_backfill_prints_the_digest_of_its_period(fakes, tmp_path, capsys):
     backfilled(fakes, tmp_path)
-    assert "Weekly digest" in capsys.readouterr().out  # the digest's figures for the period
+    out = capsys.readouterr().out  # the digest's figures for the period, titled as what they are
+    assert out.startswith("History report: 2026-05-01 – 2026-06-10, read from Slack's history") and "Weekly" not in out
 
 
 def test_interrupted_mid_channel_resumes_from_its_checkpoint(fakes, tmp_path):
@@ -190,11 +192,11 @@ def test_post_sends_the_report_with_its_chart_to_the_digest_channel_once_per_per
     settings = backfill_settings(slack, llm, tmp_path, digest_channel_setting="C_DIGEST", redis_url=redis_url)
     assert run_backfill(args(post=True), settings, now=NOW) == 0
     said = capsys.readouterr().err
-    assert "report posted to C_DIGEST" in said
+    assert "report posted to #digest (" in said  # by name, at the team's local time of the post
     (posted,) = slack.posted("C_DIGEST")
-    assert "backfill-20260501-20260610" in posted["text"]
+    assert posted["text"].startswith("History report: 2026-05-01 – 2026-06-10, read from Slack's history")
     (chart,) = slack.files.values()
-    assert chart["channels"] == ["C_DIGEST"] and f"(ts {chart['thread_ts']})" in said
+    assert chart["channels"] == ["C_DIGEST"] and f"({Readable('UTC').time(chart['thread_ts'])})" in said
     assert slack.uploads[chart["id"]][:8] == b"\x89PNG\r\n\x1a\n"
     assert len(slack.calls_to("files.completeUploadExternal")) == 1
     assert not slack.posted("C_ALERTS")

@@ -7,10 +7,12 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
 
 import pytest
 
 from relmon.cli import main
+from store import channel_names
 from store.db import Database
 from tests.fakes.openai_server import FakeOpenAI
 from tests.topics_corpus import corpus_questions, store_questions
@@ -32,7 +34,12 @@ def stored_week(db_url, monkeypatch, tmp_path):
         yield fake
 
 
-def test_topics_as_json(stored_week, capsys):
+def test_topics_as_json(stored_week, capsys, db_url, monkeypatch):
+    database = Database(db_url)
+    with database.session() as session:  # as an import of the channel's export would have stored it
+        channel_names.remember(session, {"C0SUPPORT": "support"}, channel_names.EXPORT)
+    database.dispose()
+    monkeypatch.setenv("RELMON_TIMEZONE", "Europe/Paris")
     capsys.readouterr()
     assert main(["topics", *SINCE, "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
@@ -40,7 +47,12 @@ def test_topics_as_json(stored_week, capsys):
     assert report["questions"] == 342 and 0 < report["left_out"] <= 171
     listed = [item for topic in report["topics"] for item in topic["questions_ids"]]
     assert len(listed) + report["left_out"] == report["questions"]
-    assert all(item["channel"] == "C0SUPPORT" and item["ts"] for item in listed)
+    assert all(item["channel"] == "C0SUPPORT" and item["ts"] for item in listed)  # the IDs scripts read
+    # The name and the local time are extra fields beside them.
+    assert all(item["channel_name"] == "support" for item in listed)
+    paris = ZoneInfo("Europe/Paris")
+    assert all(item["time"] == datetime.fromtimestamp(float(item["ts"]), paris).isoformat(timespec="seconds")
+               for item in listed)  # fmt: skip
     first = report["topics"][0]
     assert first["name"] and first["failed"] >= max(t["failed"] for t in report["topics"])
     assert {"questions", "failed", "failure_reasons", "resolution_rate", "mean_relevancy", "previous"} <= set(first)

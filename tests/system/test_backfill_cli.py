@@ -25,7 +25,8 @@ def test_relmon_backfill_subprocess(tmp_path):
         command = [sys.executable, "-m", "relmon.cli", "backfill", "--since", "2026-05-01"]
         first = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
         assert first.returncode == 0, first.stderr
-        assert "12 pairs found, 12 judged" in first.stderr and "Weekly digest" in first.stdout
+        assert "12 pairs found, 12 judged" in first.stderr and "History report: " in first.stdout
+        assert "#support" in first.stdout and "C_SUPPORT" not in first.stdout  # the name conversations.info gave
         second = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
         assert second.returncode == 0, second.stderr
         assert len(llm.requests) == 12
