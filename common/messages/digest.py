@@ -85,7 +85,8 @@ def period_text(report: Report) -> str:
     tz = ZoneInfo(report.period.timezone)
     start = report.period.start.astimezone(tz)
     end = report.period.end.astimezone(tz)
-    before = f"the {report.period.compared_days:g} days before"
+    days = report.period.compared_days
+    before = f"the {days} day{'s' if days != 1 else ''} before"
     return f"{start:%a %d %b %H:%M} – {end:%a %d %b %Y %H:%M} {report.period.timezone}, compared with {before}"
 
 
@@ -318,7 +319,7 @@ def digest_message(
             chart += f", failed questions by topic {f'against {WEEK_BEFORE}' if compared else f'({no_data()})'}"
         chart += ") is in this message's thread."
         blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": chart}]})
-    footer = f"Changes are against the {report.period.compared_days:g} days before. "
+    footer = f"Changes are against {report.period.before}. "
     footer += "Shares count scores at or below each channel's alert threshold."
     if report.outcomes.any_closed:
         footer += " " + OUTCOME_NOTE

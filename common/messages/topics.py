@@ -8,6 +8,7 @@ from __future__ import annotations
 from common.messages import blocks as block_kit
 from common.messages.blocks import WEEK_BEFORE, escape, no_data, one_line, pct
 from common.reports.topics import TOP_TOPICS, FailedLine, GapLine, TooFew, TopicLine, TopicsView
+from store.signals import ESCALATION, HUMAN_TAKEOVER, NEGATIVE_REACTION, REASK
 
 HEADING = "What to fix first"
 EXAMPLE_CHARS = 160
@@ -19,10 +20,10 @@ TOP_FAILED = 10  # failed questions a message lists when there were too few to g
 REASON_WORDS = {
     "low_score": "low score",
     "missed_failure": "missed failure",
-    "reask": "re-asked",
-    "escalation": "escalated",
-    "human_takeover": "taken over",
-    "negative_reaction": "👎",
+    REASK: "re-asked",
+    ESCALATION: "escalated",
+    HUMAN_TAKEOVER: "taken over",
+    NEGATIVE_REACTION: "👎",
     "no_document": "no document answers it",
 }
 

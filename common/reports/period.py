@@ -25,16 +25,17 @@ class Period:
         return ZoneInfo(self.timezone)
 
     @property
-    def compared_days(self) -> float:
-        """How many days the comparison period lasts: 7 for a digest, as long as the period read for a backfill."""
-        return (self.start - self.previous_start) / DAY
+    def compared_days(self) -> int:
+        """How many days the comparison period spans, whole (7 for a digest; as long as the period read for a
+        history, which starts and ends at the team's local hours)."""
+        return max(1, round((self.start - self.previous_start) / DAY))
 
     @property
     def before(self) -> str:
         """What the comparison period is called: `the week before` for a digest's seven days, else (a backfill's
         month) `the 30 days before`."""
         days = self.compared_days
-        return "the week before" if days == 7 else f"the {days:g} days before"
+        return "the week before" if days == 7 else f"the {days} day{'s' if days != 1 else ''} before"
 
     @property
     def week_key(self) -> str:
