@@ -31,7 +31,8 @@ MAX_DOCUMENT_CHARS = 20_000
 
 
 def _text(max_length: int, *, min_length: int = 1) -> Any:
-    return Annotated[str, StringConstraints(strict=True, strip_whitespace=True, min_length=min_length, max_length=max_length)]
+    constraints = StringConstraints(strict=True, strip_whitespace=True, min_length=min_length, max_length=max_length)
+    return Annotated[str, constraints]
 
 
 def _iso_text_only(value: object) -> object:
@@ -146,7 +147,7 @@ def problems(error: ValidationError, limit: int = 20) -> list[str]:
 def parse_body(value: object) -> list[Exchange]:
     """A decoded JSON body: one exchange, or {"exchanges": [...]}; all or nothing (Refused names what is wrong)."""
     if not isinstance(value, dict):
-        raise Refused(["body: send a JSON object: one exchange, or {\"exchanges\": [...]}"])
+        raise Refused(['body: send a JSON object: one exchange, or {"exchanges": [...]}'])
     try:
         if "exchanges" in value:
             return list(Batch.model_validate(value).exchanges)

@@ -73,3 +73,11 @@ def record(session: Session, exchange: dict[str, Any], pair: dict[str, Any]) -> 
             raise  # not the exchange's key (capture stored the message's pair meanwhile): the task retries
         return found
     return Stored(pair_id, True, joined is not None, status)
+
+
+def origin(session: Session, pair_id: int) -> str | None:
+    """Where an ingested pair's exchange came from, as an alert names it: "bot helpdesk (dm)"; None: no exchange."""
+    row = session.execute(
+        select(Exchange.bot, Exchange.visibility).where(Exchange.pair_id == pair_id).order_by(Exchange.id).limit(1)
+    ).first()
+    return f"bot {row.bot} ({row.visibility})" if row is not None else None

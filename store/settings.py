@@ -15,9 +15,9 @@ from pydantic import AliasChoices, BeforeValidator, Field, SecretStr, Validation
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from judges.names import RELEVANCY
+from store.settings_ingest import IngestSettings
 from store.settings_limits import LimitSettings
 from store.settings_llm import LLMCallFields
-from store.settings_ingest import IngestSettings
 from store.settings_metrics import MetricsSettings
 from store.settings_retention import RetentionSettings
 from store.settings_topics import TopicSettings

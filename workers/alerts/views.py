@@ -21,10 +21,11 @@ from common.messages.missed_failure import missed_failure_alert
 from common.privacy import may_quote
 from common.runtime import Runtime
 from store import alerts as alert_store
+from store import exchanges
 from store.alert_reads import AlertRow
 from store.canary import recent_runs
 from store.feedback import votes_for
-from store.models import Alert, Judgment
+from store.models import Alert, Judgment, PairSource
 from store.outcomes import signals_with_times
 from workers.alerts.planning import Judged
 from workers.alerts.policy import DEGRADATION_JUDGE, WINDOW_ANSWERS, to_utc
@@ -104,6 +105,7 @@ def render_low(runtime: Runtime, session: Session, row: Alert | AlertRow, judged
             revision=judged.revision,
             signals=tuple(describe_signal(name, after) for name, after in signals_with_times(session, pair.id)),
             forgotten=(row.details or {}).get("forgotten"),
+            origin=exchanges.origin(session, pair.id) if pair.source == PairSource.INGEST else None,
         )
     )
 

@@ -1,6 +1,6 @@
-"""`ingest_exchange`: one exchange the bot accepted on its ingest API (bot.ingest) and handed on noted (common.task_notes)
-or through its spool; stored and sent to judging here (the step: workers.ingesting). Idempotent: the same exchange
-run twice is one."""
+"""`ingest_exchange`: one exchange the bot accepted on its ingest API (bot.ingest) and handed on noted
+(common.task_notes) or through its spool; stored and sent to judging here (the step: workers.ingesting).
+Idempotent: the same exchange run twice is one."""
 
 from __future__ import annotations
 
