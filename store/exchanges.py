@@ -75,9 +75,21 @@ def record(session: Session, exchange: dict[str, Any], pair: dict[str, Any]) -> 
     return Stored(pair_id, True, joined is not None, status)
 
 
-def origin(session: Session, pair_id: int) -> str | None:
-    """Where an ingested pair's exchange came from, as an alert names it: "bot helpdesk (dm)"; None: no exchange."""
+@dataclass(frozen=True)
+class Origin:
+    """Where an ingested pair's exchange came from: what its alert names, and who could read it."""
+
+    bot: str
+    visibility: str
+
+    @property
+    def label(self) -> str:
+        return f"bot {self.bot} ({self.visibility})"
+
+
+def origin(session: Session, pair_id: int) -> Origin | None:
+    """The (first) exchange of a pair, or None when none was ingested for it."""
     row = session.execute(
         select(Exchange.bot, Exchange.visibility).where(Exchange.pair_id == pair_id).order_by(Exchange.id).limit(1)
     ).first()
-    return f"bot {row.bot} ({row.visibility})" if row is not None else None
+    return Origin(row.bot, row.visibility) if row is not None else None

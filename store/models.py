@@ -56,7 +56,8 @@ class PairSource(StrEnum):
 # Asked for by a person: always judged (no sampling), its budget counted at the bot (bot.on_demand_limits).
 ON_DEMAND_SOURCES = frozenset({PairSource.COMMAND, PairSource.SHORTCUT})
 HISTORY_SOURCES = frozenset({PairSource.BACKFILL, PairSource.IMPORT})  # read from history: never alerted on
-ANSWER_SOURCES = HISTORY_SOURCES | {PairSource.CAPTURE, PairSource.INGEST}  # the bot's answers, as reports count them
+# The bot's answers, as the reports count them (ingested exchanges not yet: the reports group by Slack channel).
+ANSWER_SOURCES = HISTORY_SOURCES | {PairSource.CAPTURE}
 # Live answers: their low scores alert (workers.alerts.policy).
 ALERTING_SOURCES = frozenset({PairSource.CAPTURE, PairSource.INGEST})
 
