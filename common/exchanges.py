@@ -6,11 +6,13 @@ bounded, unknown fields refused; `problems` turns pydantic's errors into lines n
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     AwareDatetime,
     BaseModel,
     BeforeValidator,
@@ -43,6 +45,21 @@ def _iso_text_only(value: object) -> object:
 
 
 # Lax here (strict mode takes no string for a time): the BeforeValidator keeps it to strings.
+def _matching(pattern: str, what: str) -> Any:
+    """A string of `pattern`, refused as "give <what>" (the pattern itself would tell a person nothing)."""
+    compiled = re.compile(pattern)
+
+    def check(value: str) -> str:
+        if not compiled.fullmatch(value):
+            raise ValueError(f"give {what}")
+        return value
+
+    return Annotated[str, StringConstraints(strict=True, max_length=40), AfterValidator(check)]
+
+
+SlackChannel = _matching(r"[CGD][A-Z0-9]{2,30}", "a Slack channel id, such as C012AB3CD")
+SlackTs = _matching(r"\d{1,12}\.\d{1,9}", "a Slack message ts, such as 1765094400.000100")
+SlackUser = _matching(r"[UW][A-Z0-9]{2,30}", "a Slack user id, such as U012AB3CD")
 IsoTime = Annotated[AwareDatetime, Field(strict=False), BeforeValidator(_iso_text_only)]
 Name = _text(200)
 
@@ -76,8 +93,8 @@ class Document(_Strict):
 class SlackPlace(_Strict):
     """Where the exchange happened when it was in a Slack channel relmon may also read: its answer's message."""
 
-    channel: Annotated[str, StringConstraints(strict=True, pattern=r"^[CGD][A-Z0-9]{2,30}$")]
-    ts: Annotated[str, StringConstraints(strict=True, pattern=r"^\d{1,12}\.\d{1,9}$")]
+    channel: SlackChannel
+    ts: SlackTs
 
 
 class Exchange(_Strict):
@@ -93,7 +110,7 @@ class Exchange(_Strict):
     asked_at: IsoTime
     answered_at: IsoTime
     visibility: Visibility = Field(strict=False)  # its value, as JSON gives it
-    asker: Annotated[str, StringConstraints(strict=True, pattern=r"^[UW][A-Z0-9]{2,30}$")] | None = None
+    asker: SlackUser | None = None
     slack: SlackPlace | None = None
 
     @model_validator(mode="after")

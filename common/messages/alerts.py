@@ -40,6 +40,10 @@ WITHHELD = (
     "_Question, answer and reasoning withheld: this is a private channel and its rules do not let this "
     "alert channel quote it. Open the message to read it (members of the channel only)._"
 )
+WITHHELD_EXCHANGE = (
+    "_Question, answer and reasoning withheld: the bot sent this exchange as private (a DM or a private "
+    "conversation), and relmon never quotes those._"
+)
 FEEDBACK_BLOCK_ID = "relmon_feedback"
 OPEN_ACTION_ID = "open_message"
 # Room for the label line and the "cut" note inside one section's 3,000 characters.
@@ -182,7 +186,7 @@ def alert_blocks(alert: LowScoreAlert, title: str) -> list[dict]:
         blocks.append(quoted_section("Answer", alert.answer, what="Answer"))
         blocks.append(reasoning_section(f"Why the judge scored it {score}", alert.reasoning))
     else:
-        blocks.append(section(WITHHELD))
+        blocks.append(section(WITHHELD_EXCHANGE if alert.origin and not alert.channel_id else WITHHELD))
     if alert.stream_errored:
         blocks.append(context("_The answer's stream ended in an error: judged on what it showed._"))
     if not alert.permalink and not (alert.origin and not alert.channel_id):  # an ingested exchange has no link

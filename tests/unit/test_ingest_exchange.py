@@ -79,8 +79,9 @@ def test_a_batch_is_read_whole() -> None:
         (exchange(visibility="secret"), "visibility: input should be 'public', 'private' or 'dm'"),
         (exchange(earlier_turns=[{"role": "bot", "text": "x"}]), "earlier_turns[0].role: input should be"),
         (exchange(documents=[{"text": "x"}]), "documents[0].source: field required"),
-        (exchange(slack={"channel": "C0SUPPORT", "ts": "yesterday"}), "slack.ts: string should match pattern"),
-        (exchange(asker="ana"), "asker: string should match pattern"),
+        (exchange(slack={"channel": "C0SUPPORT", "ts": "yesterday"}), "slack.ts: give a Slack message ts, such as"),
+        (exchange(asker="ana"), "asker: give a Slack user id, such as U012AB3CD"),
+        (exchange(slack={"channel": "#support", "ts": "1.2"}), "slack.channel: give a Slack channel id"),
         (exchange(extra="x"), "extra: extra inputs are not permitted"),
         ([exchange()], "body: send a JSON object"),
         ({"exchanges": []}, "exchanges: list should have at least 1 item"),
@@ -195,3 +196,4 @@ def test_an_ingested_alert_names_its_bot_and_no_missing_link() -> None:
     assert payload["text"] == "Low relevancy score 1 / 4 in bot helpdesk (dm)"
     assert "bot helpdesk (dm)" in text and "link to the message is unavailable" not in text
     assert "How do I reset my password?" not in text
+    assert "relmon never quotes those" in text and "members of the channel" not in text
