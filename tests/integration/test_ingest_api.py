@@ -6,7 +6,7 @@ the spool. With relmon's own processes (judged, alerted): tests/system/test_inge
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
@@ -20,6 +20,7 @@ from store import exchanges as exchange_store
 from store.db import Database
 from store.exchange_models import Exchange
 from store.models import Pair, PairSource, PairStatus
+from store.retention import delete_pairs_batch
 from tests.bot_harness import BotServer
 from tests.fakes.slack_server import FakeSlack
 from tests.processes import wait_for
@@ -197,6 +198,10 @@ def test_an_exchange_naming_a_captured_answer_joins_its_pair(db_url: str) -> Non
             assert session.scalar(select(func.count()).select_from(Pair)) == 1
             joined = session.get(Pair, captured_id)
             assert (joined.source, joined.reference_text) == (PairSource.CAPTURE, "[1] kb\nText")
+        # Retention deletes the exchange with its pair.
+        with database.session() as session:
+            assert delete_pairs_batch(session, datetime.now(UTC) + timedelta(days=1), 10) == 1
+        assert counts(database) == (0, 0)
     finally:
         database.dispose()
 
