@@ -19,6 +19,7 @@ from tests.builders import make_settings
 from tests.message_checks import alert, all_text
 from workers.alerts.policy import Action, ChannelPolicy, DegradationWindow, JudgmentFacts, low_intent
 from workers.ingesting import SOURCE_HEADING, rows_of
+from workers.sampling import is_sampled_in, sampled_message
 
 
 def exchange(**fields: object) -> dict:
@@ -197,3 +198,10 @@ def test_an_ingested_alert_names_its_bot_and_no_missing_link() -> None:
     assert "bot helpdesk (dm)" in text and "link to the message is unavailable" not in text
     assert "How do I reset my password?" not in text
     assert "relmon never quotes those" in text and "members of the channel" not in text
+
+
+def test_exchanges_outside_slack_are_sampled_one_by_one() -> None:
+    """With no Slack ts, each pair is its own point: a quarter of them judged, not all or none."""
+    sampled = [is_sampled_in(None, sampled_message(None, pair_id), 0.25, source="ingest") for pair_id in range(2000)]
+    assert 400 < sum(sampled) < 600
+    assert sampled_message("1765094400.000100", 7) == "1765094400.000100"  # a Slack message keeps its own point
