@@ -114,8 +114,11 @@ def render_low(runtime: Runtime, session: Session, row: Alert | AlertRow, judged
     )
 
 
-def summary_item(runtime: Runtime, alert: Alert, judgment: Judgment, channel_is_private: bool) -> SummaryItem:
-    """A held low score as a line of the hour's summary (its reasoning only where the channel may be quoted)."""
+def summary_item(
+    runtime: Runtime, alert: Alert, judgment: Judgment, channel_is_private: bool, visibility: str | None = None
+) -> SummaryItem:
+    """A held low score as a line of the hour's summary (its reasoning only where the channel may be quoted, and
+    never an ingested `dm` or `private` exchange's: `visibility`)."""
     details = alert.details or {}
     source = alert.source_channel_id or ""
     return SummaryItem(
@@ -127,6 +130,7 @@ def summary_item(runtime: Runtime, alert: Alert, judgment: Judgment, channel_is_
         details.get("permalink"),
         judgment.reasoning,
         channel_id=source,
-        quote=quote_allowed(runtime, source, channel_is_private, alert.alert_channel_id),
+        quote=quote_allowed(runtime, source, channel_is_private, alert.alert_channel_id)
+        and may_quote_exchange(visibility),
         held_by=details.get("reason", "hourly_cap"),
     )
