@@ -32,9 +32,17 @@ MAX_DOCUMENTS = 20
 MAX_DOCUMENT_CHARS = 20_000
 
 
+def _storable(value: str) -> str:
+    """No NUL character: a valid JSON escape that no PostgreSQL text column takes, which would fail the worker's
+    store after the 202. (A lone surrogate, the other such escape, pydantic refuses as no valid string.)"""
+    if "\x00" in value:
+        raise ValueError("holds a NUL character (\\u0000), which cannot be stored")
+    return value
+
+
 def _text(max_length: int, *, min_length: int = 1) -> Any:
     constraints = StringConstraints(strict=True, strip_whitespace=True, min_length=min_length, max_length=max_length)
-    return Annotated[str, constraints]
+    return Annotated[str, constraints, AfterValidator(_storable)]
 
 
 def _iso_text_only(value: object) -> object:

@@ -123,6 +123,8 @@ def test_each_bad_request_gets_its_4xx_and_leaves_nothing(settings_for, slack: F
             "giant body": (post(url, {"exchanges": [exchange(f"g{n}") for n in range(60)]}), 413),
             "too many": (post(url, {"exchanges": [{"id": str(n)} for n in range(MAX_BATCH + 1)]}), 400),
             "a list": (post(url, [exchange()]), 400),
+            "NUL": (post(url, exchange(question="a\x00b")), 400),
+            "lone surrogate": (post(url, b'{"id": "\\ud800"}', Authorization=f"Bearer {TOKEN}"), 400),
             "deep nesting": (post(url, b"[" * 100_00 + b"]" * 100_00), 400),
             "GET": (httpx.get(url + "/v1/exchanges", headers={"Authorization": f"Bearer {TOKEN}"}), 405),
         }

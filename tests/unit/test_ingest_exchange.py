@@ -84,6 +84,11 @@ def test_a_batch_is_read_whole() -> None:
         (exchange(asker="ana"), "asker: give a Slack user id, such as U012AB3CD"),
         (exchange(slack={"channel": "#support", "ts": "1.2"}), "slack.channel: give a Slack channel id"),
         (exchange(extra="x"), "extra: extra inputs are not permitted"),
+        (exchange(answer="a\x00b"), "answer: holds a NUL character"),
+        (
+            exchange(documents=[{"text": "\ud800", "source": "s"}]),
+            "documents[0].text: input should be a valid string, unable to parse raw data as a unicode string",
+        ),
         ([exchange()], "body: send a JSON object"),
         ({"exchanges": []}, "exchanges: list should have at least 1 item"),
         ({"exchanges": [exchange()] * (MAX_BATCH + 1)}, "exchanges: list should have at most 100 items"),
