@@ -144,11 +144,13 @@ class IngestRoute:
         if len(body) != int(length):
             return refused(400, "body shorter than its Content-Length")
         try:
-            exchanges = parse_body(json.loads(body))
-        except (UnicodeDecodeError, ValueError, RecursionError) as error:
-            if isinstance(error, Refused):
-                return refused(400, error.problems[0], problems=error.problems)
+            decoded = json.loads(body)
+        except (ValueError, RecursionError):  # UnicodeDecodeError and JSONDecodeError are ValueErrors
             return refused(400, "body is not valid JSON")
+        try:
+            exchanges = parse_body(decoded)
+        except Refused as error:
+            return refused(400, error.problems[0], problems=error.problems)
         for exchange in exchanges:
             if not self.publish(exchange_entry(exchange.to_task())):
                 return refused(
