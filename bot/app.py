@@ -12,7 +12,7 @@ from common.runtime import Runtime, set_runtime
 from store.settings import Settings
 
 
-def create_app(settings: Settings, runtime: Runtime | None = None) -> App:
+def create_app(settings: Settings, runtime: Runtime | None = None, deps: BotDeps | None = None) -> App:
     """A Bolt app on the runtime's Slack client (SLACK_API_URL, Retry-After handling).
 
     `process_before_response=True`: the answer to an event waits for its publish (bot.publishing: the event's mark,
@@ -29,7 +29,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> App:
         # requests carry none.
         request_verification_enabled=False,
     )
-    deps = BotDeps.build(runtime)
+    deps = deps or BotDeps.build(runtime)
     deps.publisher.prepare()
     register_listeners(app, deps)
     return app

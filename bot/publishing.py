@@ -11,6 +11,10 @@ Two steps:
 
 An outage (Redis or the broker down) spools the entry on local disk (bot.spool) and Slack still gets its 200; the
 spool hands it on the same way, in order, when they are back.
+
+The ingest API's exchanges (bot.ingest) take the same way through the same spool, as entries of their own kind
+(`exchange_entry`): noted and sent as `ingest_exchange`, with no mark (the worker's store is idempotent per bot and
+exchange id).
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ log = logging.getLogger("relmon.capture")
 EVENT_DONE_TTL_SECONDS = 3600  # Slack's last retry comes about 5 minutes after the first delivery
 
 Entry = dict[str, Any]  # {"body": the envelope, "own": relmon's identity}, and "marked" once its mark is set
+EXCHANGE = "exchange"  # an entry's "kind": an exchange from the ingest API ({"kind": "exchange", "exchange": ...})
 
 
 class Published(enum.Enum):
@@ -64,19 +69,22 @@ class EventPublisher:
         events on disk has them handed on by the next one, event or not."""
         self.spool.holding()
 
-    def __call__(self, entry: Entry) -> None:
-        """An event as the listener received it: handed on now, or spooled behind earlier ones or through an
-        outage."""
+    def __call__(self, entry: Entry) -> bool:
+        """An event as the listener received it (or an exchange): handed on now, or spooled behind earlier ones or
+        through an outage. False: neither (the spool is full), so nothing keeps it."""
         if self.spool.holding():  # earlier events wait on disk: this one queues behind them
-            self.spool.add(entry)
-            return
+            return self.spool.add(entry)
         try:
             self.publish(entry)
         except OUTAGE_ERRORS:
-            self.spool.add(entry)
+            return self.spool.add(entry)
+        return True
 
     def publish(self, entry: Entry) -> Published:
-        """Mark, note and send one event; the steps already done (recorded in `entry`) are not done again."""
+        """Mark, note and send one event; the steps already done (recorded in `entry`) are not done again. An
+        exchange is noted and sent."""
+        if entry.get("kind") == EXCHANGE:
+            return publish_exchange(self.redis, entry)
         event_id = entry["body"].get("event_id")
         if event_id and not entry.get("marked"):
             if not self.redis.set(f"relmon:event:{event_id}", "1", nx=True, ex=EVENT_DONE_TTL_SECONDS):
@@ -96,6 +104,21 @@ class EventPublisher:
 def event_call(entry: Entry) -> task_notes.Call:
     """`capture_event`'s call: the event as the listener received it."""
     return task_notes.Call(task_names.CAPTURE_EVENT, kwargs={"entry": {"body": entry["body"], "own": entry["own"]}})
+
+
+def exchange_entry(exchange: dict[str, Any]) -> Entry:
+    """An exchange from the ingest API (common.exchanges.Exchange.to_task) as a spool entry."""
+    return {"kind": EXCHANGE, "exchange": exchange}
+
+
+def publish_exchange(client: redis.Redis, entry: Entry) -> Published:
+    """Note and send one exchange's `ingest_exchange`; the headers' reprs name it, never its words."""
+    exchange = entry["exchange"]
+    call = task_notes.Call(task_names.INGEST_EXCHANGE, kwargs={"exchange": exchange})
+    named = {"bot": exchange.get("bot"), "exchange_id": exchange.get("id")}
+    task_id = task_notes.send(client, call, time.time(), argsrepr="()", kwargsrepr=repr(named))
+    log.info("exchange handed on", extra={**named, "task_id": task_id})
+    return Published.SENT
 
 
 def place_of(entry: Entry) -> dict[str, Any]:

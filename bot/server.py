@@ -2,7 +2,8 @@
 SLACK_APP_TOKEN is set (then only `GET /healthz` is served over HTTP, on the same --port, from a small stdlib
 server in a thread: container health checks work in both modes).
 
-HTTP routes: `POST /slack/events` (events, slash commands, interactivity), `GET /healthz` and `GET /metrics`
+HTTP routes: `POST /slack/events` (events, slash commands, interactivity), `POST /v1/exchanges` (the ingest API,
+`bot.ingest`: HTTP mode only), `GET /healthz` and `GET /metrics`
 (Prometheus, `common.metrics`; only with RELMON_METRICS_TOKEN's bearer token, `common.metrics_door`). With
 RELMON_METRICS_PORT, gunicorn also listens there (127.0.0.1 unless the token guards it), for GET /metrics alone.
 Requests are checked before Bolt sees them (`bot.request_guard`); answers to input Slack should not resend
@@ -25,6 +26,7 @@ from slack_bolt.adapter.wsgi import SlackRequestHandler
 from slack_sdk.signature import SignatureVerifier
 
 from bot.health import HEALTH_PATH, health_report
+from bot.ingest import INGEST_PATH, IngestRoute
 from bot.request_guard import BadRequest, checked_body
 from common import metrics
 from common.metrics_door import bind_host, metrics_answer, scrape_slots
@@ -40,6 +42,7 @@ StartResponse = Callable[..., Any]
 
 _STATUS_TEXT = {
     200: "200 OK",
+    202: "202 Accepted",
     400: "400 Bad Request",
     401: "401 Unauthorized",
     404: "404 Not Found",
@@ -47,6 +50,7 @@ _STATUS_TEXT = {
     411: "411 Length Required",
     413: "413 Payload Too Large",
     415: "415 Unsupported Media Type",
+    429: "429 Too Many Requests",
     500: "500 Internal Server Error",
     503: "503 Service Unavailable",
 }
@@ -60,10 +64,12 @@ def _respond(start_response: StartResponse, status: int, body: dict, extra: Iter
 
 
 class EventsWSGI:
-    """The WSGI app: /healthz, /metrics, and /slack/events checked (bot.request_guard), then dispatched by Bolt."""
+    """The WSGI app: /healthz, /metrics, /v1/exchanges (bot.ingest; 404 without its route), and /slack/events
+    checked (bot.request_guard), then dispatched by Bolt."""
 
-    def __init__(self, settings: Settings, app: App, runtime: Runtime) -> None:
+    def __init__(self, settings: Settings, app: App, runtime: Runtime, ingest: IngestRoute | None = None) -> None:
         self.settings = settings
+        self.ingest = ingest
         self.runtime = runtime
         self.bolt = SlackRequestHandler(app)
         self.verifier = SignatureVerifier(settings.secret("slack_signing_secret") or "")
@@ -83,6 +89,9 @@ class EventsWSGI:
             return self.health(start_response)
         if path == metrics.METRICS_PATH:
             return self.metrics(environ, start_response, own_port=own_port)
+        if path == INGEST_PATH and self.ingest is not None:
+            answer = self.ingest(environ)
+            return _respond(start_response, answer.status, answer.body, answer.headers)
         if path != EVENT_PATH:
             return _respond(start_response, 404, {"error": "not found"})
         if method != "POST":
@@ -126,9 +135,12 @@ class EventsWSGI:
 
 def build_wsgi_app(settings: Settings, runtime: Runtime | None = None) -> EventsWSGI:
     from bot.app import create_app
+    from bot.deps import BotDeps
 
     runtime = runtime or Runtime(settings)
-    wsgi = EventsWSGI(settings, create_app(settings, runtime), runtime)
+    deps = BotDeps.build(runtime)  # one publisher (and spool) for Slack's events and the ingest API's exchanges
+    app = create_app(settings, runtime, deps)
+    wsgi = EventsWSGI(settings, app, runtime, IngestRoute(settings, runtime.redis, deps.publisher))
     metrics.create_counters()
     return wsgi
 

@@ -40,7 +40,16 @@ OUTAGE_ERRORS: tuple[type[BaseException], ...] = (
 )
 DRAIN_EVERY_SECONDS = 1.0
 
-Entry = dict[str, Any]  # {"body": the Slack event envelope, "own": relmon's identity, as the listener saw them}
+# {"body": the Slack event envelope, "own": relmon's identity, as the listener saw them}, or {"kind": "exchange",
+# "exchange": ...} from the ingest API (bot.publishing hands each kind on its way).
+Entry = dict[str, Any]
+
+
+def entry_id(entry: Entry) -> str | None:
+    """What names an entry in a log line (never its words): a Slack event's id, or an exchange's."""
+    if "exchange" in entry:
+        return entry["exchange"].get("id")
+    return (entry.get("body") or {}).get("event_id")
 
 
 class SpoolFile:
@@ -146,25 +155,26 @@ class EventSpool:
                 threading.Thread(target=self._drain_forever, name="relmon-spool", daemon=True).start()
             return self._own
 
-    def add(self, entry: Entry) -> None:
-        """Keep an event on disk; the first of an outage is logged as a warning, the others at debug level. Past
-        RELMON_SPOOL_MAX_MB the event is dropped (Slack still gets its 200): an error line, and once per filling
-        `on_full` (a warning in the alert channel)."""
+    def add(self, entry: Entry) -> bool:
+        """Keep an entry on disk (True); the first of an outage is logged as a warning, the others at debug level.
+        Past RELMON_SPOOL_MAX_MB it is dropped (False; a Slack event still gets its 200, an exchange a 503): an
+        error line, and once per filling `on_full` (a warning in the alert channel)."""
         spool = self._file()
         if spool.size() + len(json.dumps(entry)) > self.max_bytes:
             log.error(
                 "event dropped: the spool is full (RELMON_SPOOL_MAX_MB)",
-                extra={"event_id": entry["body"].get("event_id"), "spool_bytes": spool.size()},
+                extra={"event_id": entry_id(entry), "spool_bytes": spool.size()},
             )
             if not self._full:
                 self._full = True
                 self.on_full()
-            return
+            return False
         first = spool.count() == 0
         spool.add(entry)
         metrics.event_spooled()
         say = log.warning if first else log.debug
-        say("event spooled: Redis or the database is unavailable", extra={"event_id": entry["body"].get("event_id")})
+        say("event spooled: Redis or the database is unavailable", extra={"event_id": entry_id(entry)})
+        return True
 
     def holding(self) -> bool:
         """True while this process's spool is not empty: later events join the queue, so order holds. Asked for

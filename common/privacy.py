@@ -9,6 +9,10 @@ itself: its alert channel is not one the channel's people chose.
 
 A channel shared with another organisation (Slack Connect) is treated as private: capture stores its pairs
 with `channel_is_private` set (and `channel_is_ext_shared` saying why), so every rule here applies to it.
+
+An exchange sent to the ingest API (bot.ingest) says who could read it: a `dm` or `private` one is stored with
+`channel_is_private` set, and is never quoted anywhere, whatever a channel's rule says (`may_quote_exchange`): the
+people of an alert channel never chose to read someone's conversation with an agent.
 """
 
 from __future__ import annotations
@@ -97,3 +101,12 @@ def may_show_figures(
     if own_rule is not None and own_rule.alert_channel is not None and own_rule.alert_channel == destination_channel:
         return True
     return channel_id is not None and audience_are_members(channel_id)
+
+
+QUOTABLE_VISIBILITY = "public"
+
+
+def may_quote_exchange(visibility: str | None) -> bool:
+    """Whether an ingested exchange's words may be quoted at all (None: not an ingested exchange): only a public
+    one's, and then where `may_quote` allows."""
+    return visibility is None or visibility == QUOTABLE_VISIBILITY

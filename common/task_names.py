@@ -4,6 +4,7 @@ nothing from `workers/`; a task module imports no other task module. Renaming on
 queued under the old name."""
 
 CAPTURE_EVENT = "workers.tasks.events.capture_event"
+INGEST_EXCHANGE = "workers.tasks.ingest.ingest_exchange"
 FORGET_MESSAGE = "workers.tasks.forgetting.forget_message"
 REWRITE_REDIS_AOF = "workers.tasks.forgetting.rewrite_redis_aof"
 SETTLE_PAIR = "workers.tasks.capture.settle_pair"

@@ -45,17 +45,21 @@ class PairSource(StrEnum):
     """Where a pair came from: the one list of sources; the groups below are what sampling, the budget, the alerts
     and the reports read."""
 
-    CAPTURE = "capture"  # captured live in a watched channel: the only source that alerts
+    CAPTURE = "capture"  # captured live in a watched channel
     COMMAND = "command"  # /judge
     SHORTCUT = "shortcut"  # the message shortcut
     BACKFILL = "backfill"  # `relmon backfill`: read from Slack's history
     IMPORT = "import"  # `relmon import`: read from a workspace export
+    INGEST = "ingest"  # sent by the bot's side to the ingest API (POST /v1/exchanges): alerts like a capture
 
 
 # Asked for by a person: always judged (no sampling), its budget counted at the bot (bot.on_demand_limits).
 ON_DEMAND_SOURCES = frozenset({PairSource.COMMAND, PairSource.SHORTCUT})
 HISTORY_SOURCES = frozenset({PairSource.BACKFILL, PairSource.IMPORT})  # read from history: never alerted on
-ANSWER_SOURCES = HISTORY_SOURCES | {PairSource.CAPTURE}  # the bot's answers, as the reports count them
+# The bot's answers, as the reports count them (ingested exchanges not yet: the reports group by Slack channel).
+ANSWER_SOURCES = HISTORY_SOURCES | {PairSource.CAPTURE}
+# Live answers: their low scores alert (workers.alerts.policy).
+ALERTING_SOURCES = frozenset({PairSource.CAPTURE, PairSource.INGEST})
 
 
 class Pair(Base):
@@ -327,4 +331,4 @@ class ChannelName(Base):
 # The golden set's, regress runs' and topics' tables live in modules of their own (on `store.model_base`); imported
 # here, after this module's tables (their order in Base.metadata is kept), so that Base.metadata (Alembic's target,
 # the tests' clean-up) always holds every table.
-from store import golden_models, topic_models  # noqa: E402, F401
+from store import exchange_models, golden_models, topic_models  # noqa: E402, F401

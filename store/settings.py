@@ -15,6 +15,7 @@ from pydantic import AliasChoices, BeforeValidator, Field, SecretStr, Validation
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from judges.names import RELEVANCY
+from store.settings_ingest import IngestSettings
 from store.settings_limits import LimitSettings
 from store.settings_llm import LLMCallFields
 from store.settings_metrics import MetricsSettings
@@ -139,7 +140,14 @@ WHERE_TO_GET = {
 
 
 class Settings(
-    BaseSettings, TopicSettings, LLMCallFields, RetentionSettings, LimitSettings, MetricsSettings, TraceSettings
+    BaseSettings,
+    TopicSettings,
+    LLMCallFields,
+    RetentionSettings,
+    LimitSettings,
+    MetricsSettings,
+    TraceSettings,
+    IngestSettings,
 ):
     model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore", populate_by_name=True)
 

@@ -43,6 +43,7 @@ TASK_MODULES = (
     "workers.tasks.sweeper",
     "workers.tasks.outage",
     "workers.tasks.events",
+    "workers.tasks.ingest",
     "workers.tasks.forgetting",
     "workers.tasks.capture",
     "workers.tasks.outcomes",

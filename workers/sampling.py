@@ -26,3 +26,9 @@ def is_sampled_in(channel_id: str | None, answer_ts: str | None, sample_rate: fl
     if sample_rate <= 0.0:
         return False
     return sample_point(channel_id, answer_ts) < sample_rate
+
+
+def sampled_message(answer_ts: str | None, pair_id: int) -> str:
+    """What stands for the message in `sample_point`: its ts, or for an answer that has none (an ingested exchange
+    outside Slack) its pair, so that such answers are not all one point, sampled all together or not at all."""
+    return answer_ts or f"pair-{pair_id}"

@@ -40,6 +40,10 @@ WITHHELD = (
     "_Question, answer and reasoning withheld: this is a private channel and its rules do not let this "
     "alert channel quote it. Open the message to read it (members of the channel only)._"
 )
+WITHHELD_EXCHANGE = (
+    "_Question, answer and reasoning withheld: the bot sent this exchange as private (a DM or a private "
+    "conversation), and relmon never quotes those._"
+)
 FEEDBACK_BLOCK_ID = "relmon_feedback"
 OPEN_ACTION_ID = "open_message"
 # Room for the label line and the "cut" note inside one section's 3,000 characters.
@@ -86,6 +90,12 @@ class LowScoreAlert(ScoredJudgment):
     revision: Revision | None = None  # the answer was edited after this judgment: the newer verdict
     signals: tuple[str, ...] = ()  # what the conversation did next, described (capture.outcomes.describe_signal)
     forgotten: str | None = None  # what was deleted in Slack since (question, answer, message, edit): its words gone
+    origin: str | None = None  # an exchange sent to the ingest API, not in Slack: its bot and visibility instead
+
+
+def where_of(alert: LowScoreAlert) -> str:
+    """Where the answer was: its channel, or the ingested exchange's bot."""
+    return alert.origin if alert.origin and not alert.channel_id else channel_mention(alert.channel_id)
 
 
 CONTEXT_TURN_CHARS = 150  # each earlier turn's excerpt in an alert (the judge read up to judges.context's bound)
@@ -154,7 +164,7 @@ def low_score_alert(alert: LowScoreAlert) -> dict:
     score = format_score(alert.score, alert.max_score)
     label = judge_label(alert.judge)
     # The fallback shows in notifications: never any of the conversation's text.
-    text = f"Low {label.lower()} score {score} in {channel_mention(alert.channel_id)}"
+    text = f"Low {label.lower()} score {score} in {where_of(alert)}"
     return message(text, alert_blocks(alert, f"Low {label.lower()} score: {score}"))
 
 
@@ -162,7 +172,7 @@ def alert_blocks(alert: LowScoreAlert, title: str) -> list[dict]:
     """The blocks of an alert about one judgment: where, what was said, why, what happened next, feedback."""
     score = format_score(alert.score, alert.max_score)
     label = judge_label(alert.judge)
-    where = f"{channel_mention(alert.channel_id)} · {slack_date(alert.answered_at)}"
+    where = f"{where_of(alert)} · {slack_date(alert.answered_at)}"
     threshold = f" · alerts at {format_score(alert.threshold, None)} or lower" if alert.threshold is not None else ""
     blocks = [header(title), context(f"*{label} {score}*{threshold} · {where}")]
     if alert.forgotten:
@@ -176,10 +186,10 @@ def alert_blocks(alert: LowScoreAlert, title: str) -> list[dict]:
         blocks.append(quoted_section("Answer", alert.answer, what="Answer"))
         blocks.append(reasoning_section(f"Why the judge scored it {score}", alert.reasoning))
     else:
-        blocks.append(section(WITHHELD))
+        blocks.append(section(WITHHELD_EXCHANGE if alert.origin and not alert.channel_id else WITHHELD))
     if alert.stream_errored:
         blocks.append(context("_The answer's stream ended in an error: judged on what it showed._"))
-    if not alert.permalink:
+    if not alert.permalink and not (alert.origin and not alert.channel_id):  # an ingested exchange has no link
         blocks.append(context("_The link to the message is unavailable (it may have been deleted)._"))
     happened = signals_block(alert.signals)
     if happened is not None:

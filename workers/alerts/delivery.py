@@ -162,7 +162,7 @@ def consider(
     judged = planning.load(runtime, judgment_id)
     if judged is None:
         return Considered("missing")
-    if not judged.facts.channel_id:
+    if judged.policy is None:
         return Considered("no_channel")
     update_superseded(runtime, judged.earlier_alerts)
     if judged.superseded and judged.low_row is None:

@@ -24,7 +24,7 @@ from store import alerts as alert_store
 from store.alert_reads import AlertRow, BeforePost
 from store.confirmations import SecondOpinion
 from store.judgments import current_judgment, pair_for_judging
-from store.models import Judgment
+from store.models import Judgment, PairSource
 from store.rules import EffectiveRule
 from store.settings import Settings
 from workers.alerts.policy import (
@@ -49,7 +49,7 @@ from workers.alerts.policy import (
 from workers.pair_view import PairView
 
 
-def channel_policy(runtime: Runtime, channel_id: str) -> ChannelPolicy:
+def channel_policy(runtime: Runtime, channel_id: str | None) -> ChannelPolicy:
     """What the policy reads of the channel's rule (the rules file, else the settings): resolved once per task, in
     `load` (or once per judging run's hand-on), and passed on."""
     return policy_of(runtime.rules.for_channel(channel_id, runtime.settings), runtime.settings)
@@ -121,9 +121,15 @@ def load(runtime: Runtime, judgment_id: int) -> Judged | None:
 
 def load_in(session: Session, runtime: Runtime, judgment_id: int) -> Judged | None:
     """`load` in a session the task has open already (a redraw reads its alert row in the same one)."""
-    return _read_judged(
-        session, judgment_id, lambda pair: channel_policy(runtime, pair.channel_id) if pair.channel_id else None
-    )
+    return _read_judged(session, judgment_id, lambda pair: policy_for_pair(runtime, pair))
+
+
+def policy_for_pair(runtime: Runtime, pair: PairView) -> ChannelPolicy | None:
+    """Its channel's policy; an ingested exchange without a Slack channel has the rules' defaults (its alerts go
+    to the default alert channel); any other pair without a channel has none (it never alerts)."""
+    if pair.channel_id or pair.source == PairSource.INGEST:
+        return channel_policy(runtime, pair.channel_id)
+    return None
 
 
 def _read_judged(

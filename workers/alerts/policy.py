@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
 from judges.names import RELEVANCY
-from store.models import ConfirmationStatus, PairSource
+from store.models import ALERTING_SOURCES, ConfirmationStatus, PairSource
 
 # The judge whose scale the degradation floor is written on (0–4).
 DEGRADATION_JUDGE = RELEVANCY
@@ -273,7 +273,8 @@ class AlertPlan:
 
 
 def degradation_blocked(facts: JudgmentFacts, policy: ChannelPolicy) -> str | None:
-    """Why this judgment cannot move the degradation policy at all, or None when it can."""
+    """Why this judgment cannot move the degradation policy at all, or None when it can. Only captured answers
+    make a channel's rolling mean (an ingested exchange has no channel of its own to average)."""
     if facts.judge != DEGRADATION_JUDGE or facts.status != "ok" or facts.source != PairSource.CAPTURE:
         return "not_applicable"
     if not policy.alert_channel:
@@ -284,7 +285,7 @@ def degradation_blocked(facts: JudgmentFacts, policy: ChannelPolicy) -> str | No
 def low_intent(facts: JudgmentFacts, policy: ChannelPolicy) -> Decision:
     """The low-score decision before the hour's caps (only they can still turn its ALERT into a HOLD): made once
     per task, lock-free, and handed to `second_opinion` and `complete`."""
-    if facts.source != PairSource.CAPTURE:
+    if facts.source not in ALERTING_SOURCES:  # captured and ingested answers alert; on-demand and history never
         return Decision(Action.NONE, "on_demand")
     if facts.status != "ok":
         return Decision(Action.NONE, f"status_{facts.status}")

@@ -18,13 +18,14 @@ from common.messages.alerts import (
     low_score_alert,
 )
 from common.messages.missed_failure import missed_failure_alert
-from common.privacy import may_quote
+from common.privacy import may_quote, may_quote_exchange
 from common.runtime import Runtime
 from store import alerts as alert_store
+from store import exchanges
 from store.alert_reads import AlertRow
 from store.canary import recent_runs
 from store.feedback import votes_for
-from store.models import Alert, Judgment
+from store.models import Alert, Judgment, PairSource
 from store.outcomes import signals_with_times
 from workers.alerts.planning import Judged
 from workers.alerts.policy import DEGRADATION_JUDGE, WINDOW_ANSWERS, to_utc
@@ -83,6 +84,9 @@ def render_low(runtime: Runtime, session: Session, row: Alert | AlertRow, judged
     newer verdict when the answer was edited after it was judged (the pair holds the final text). Everything but
     the votes and the signals, which change after the post, comes read with the judgment (`planning.load`)."""
     pair, policy = judged.pair, judged.policy
+    # An ingested exchange's bot and visibility (a dm or private one is never quoted, common.privacy). A captured
+    # pair an exchange joined keeps its channel's rules (capture read it in that channel).
+    sent = exchanges.origin(session, pair.id) if pair.source == PairSource.INGEST else None
     draw = missed_failure_alert if row.kind == alert_store.KIND_MISSED else low_score_alert
     return draw(
         LowScoreAlert(
@@ -93,7 +97,8 @@ def render_low(runtime: Runtime, session: Session, row: Alert | AlertRow, judged
             threshold=policy.thresholds.get(judged.facts.judge) if policy else None,
             channel_id=pair.channel_id,
             answered_at=pair.answered_at,
-            quote=quote_allowed(runtime, pair.channel_id, pair.channel_is_private, row.alert_channel_id),
+            quote=quote_allowed(runtime, pair.channel_id, pair.channel_is_private, row.alert_channel_id)
+            and may_quote_exchange(sent.visibility if sent else None),
             question=pair.question,
             answer=pair.answer,
             reasoning=judged.reasoning,
@@ -104,12 +109,16 @@ def render_low(runtime: Runtime, session: Session, row: Alert | AlertRow, judged
             revision=judged.revision,
             signals=tuple(describe_signal(name, after) for name, after in signals_with_times(session, pair.id)),
             forgotten=(row.details or {}).get("forgotten"),
+            origin=sent.label if sent else None,
         )
     )
 
 
-def summary_item(runtime: Runtime, alert: Alert, judgment: Judgment, channel_is_private: bool) -> SummaryItem:
-    """A held low score as a line of the hour's summary (its reasoning only where the channel may be quoted)."""
+def summary_item(
+    runtime: Runtime, alert: Alert, judgment: Judgment, channel_is_private: bool, visibility: str | None = None
+) -> SummaryItem:
+    """A held low score as a line of the hour's summary (its reasoning only where the channel may be quoted, and
+    never an ingested `dm` or `private` exchange's: `visibility`)."""
     details = alert.details or {}
     source = alert.source_channel_id or ""
     return SummaryItem(
@@ -121,6 +130,7 @@ def summary_item(runtime: Runtime, alert: Alert, judgment: Judgment, channel_is_
         details.get("permalink"),
         judgment.reasoning,
         channel_id=source,
-        quote=quote_allowed(runtime, source, channel_is_private, alert.alert_channel_id),
+        quote=quote_allowed(runtime, source, channel_is_private, alert.alert_channel_id)
+        and may_quote_exchange(visibility),
         held_by=details.get("reason", "hourly_cap"),
     )

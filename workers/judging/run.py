@@ -98,7 +98,12 @@ def judge_run(
         if (
             todo
             and not stored
-            and not sampling.is_sampled_in(pair.channel_id, pair.answer_ts, rule.sample_rate, source=pair.source)
+            and not sampling.is_sampled_in(
+                pair.channel_id,
+                sampling.sampled_message(pair.answer_ts, pair_id),
+                rule.sample_rate,
+                source=pair.source,
+            )
         ):
             set_pair_status(connection, pair_id, PairStatus.SKIPPED_SAMPLING, only_from=[PairStatus.PENDING])
             return PairStatus.SKIPPED_SAMPLING

@@ -1,0 +1,84 @@
+"""An exchange from the ingest API (the step `ingest_exchange` runs): validated again (what a spool or a note kept
+is trusted no further than common.exchanges says), turned into a pair as capture would store it (question, answer,
+the earlier turns formatted as judges.context does, PII redacted where set, the documents as the grounded judge's
+source text), stored once with its `exchanges` row (store.exchanges), then judged by the normal path (`judge_pair`,
+whose alerts follow: an ingested pair alerts like a captured one, a `dm` or `private` one without its words)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from capture.redact import redact_if
+from common import task_names
+from common.celery_app import celery
+from common.exchanges import Document, EarlierTurn, Exchange
+from common.runtime import Runtime
+from judges.context import BOT, CUSTOMER, Turn, format_turns
+from store import exchanges as exchange_store
+from store.models import PairStatus
+from store.settings import Settings
+
+log = logging.getLogger("relmon.ingest")
+
+_SPEAKERS = {"user": CUSTOMER, "assistant": BOT}
+SOURCE_HEADING = "Documents the bot retrieved:"
+
+
+def context_text(turns: list[EarlierTurn], max_turns: int) -> str | None:
+    """The earlier turns as the judge reads them (judges.context), or None."""
+    return format_turns([Turn(_SPEAKERS[turn.role], turn.text) for turn in turns], max_turns) or None
+
+
+def documents_text(documents: list[Document]) -> str | None:
+    """The retrieved passages as the grounded judge's source text (its reference), each headed by its source."""
+    if not documents:
+        return None
+    parts = [f"[{number}] {document.source}\n{document.text}" for number, document in enumerate(documents, 1)]
+    return SOURCE_HEADING + "\n\n" + "\n\n".join(parts)
+
+
+def rows_of(exchange: Exchange, settings: Settings) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the `exchanges` row, the `pairs` row) of one exchange: plain data."""
+    redact = settings.redact_pii
+    slack = exchange.slack
+    pair = {
+        "channel_id": slack.channel if slack else None,
+        "answer_ts": slack.ts if slack else None,
+        "channel_is_private": exchange.private,  # never quoted in a shared channel (common.privacy)
+        "question_user": exchange.asker,
+        "question_text": redact_if(redact, exchange.question),
+        "answer_text": redact_if(redact, exchange.answer),
+        "context_text": redact_if(redact, context_text(exchange.earlier_turns, settings.context_turns)),
+        "reference_text": redact_if(redact, documents_text(exchange.documents)),
+    }
+    row = {
+        "client_id": exchange.id,
+        "bot": exchange.bot,
+        "conversation_id": exchange.conversation_id,
+        "turn": exchange.turn,
+        "visibility": exchange.visibility.value,
+        "asker": exchange.asker,
+        "documents": [document.model_dump(exclude_none=True) for document in exchange.documents] or None,
+        "bot_version": exchange.bot_version,
+        "asked_at": exchange.asked_at,
+        "answered_at": exchange.answered_at,
+    }
+    return row, pair
+
+
+def ingest(runtime: Runtime, raw: dict[str, Any]) -> str:
+    """Store one exchange once and hand its pair to judging; returns what happened. Run again, it stores nothing
+    more and sends judging again while the pair is still pending (judge_pair judges each version once)."""
+    exchange = Exchange.model_validate(raw)
+    row, pair = rows_of(exchange, runtime.settings)
+    with runtime.db.session() as session:
+        stored = exchange_store.record(session, row, pair)
+    fields = {"pair_id": stored.pair_id, "bot": exchange.bot, "exchange_id": exchange.id}
+    if stored.joined:
+        log.info("exchange joined a captured pair", extra=fields)
+        return "joined"  # capture's flow settles and judges that pair
+    if stored.status == PairStatus.PENDING:
+        celery.send_task(task_names.JUDGE_PAIR, args=[stored.pair_id])
+    log.info("exchange stored" if stored.created else "exchange already stored", extra=fields)
+    return "stored" if stored.created else "duplicate"

@@ -1,0 +1,30 @@
+"""`ingest_exchange`: one exchange the bot accepted on its ingest API (bot.ingest) and handed on noted
+(common.task_notes) or through its spool; stored and sent to judging here (the step: workers.ingesting).
+Idempotent: the same exchange run twice is one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import redis
+from sqlalchemy.exc import IntegrityError, OperationalError
+
+from common import task_names
+from common.celery_app import celery
+from common.runtime import get_runtime
+from workers.ingesting import ingest
+
+
+# The database down for a while: retried with backoff for about an hour; past that, the note stays and the orphan
+# check sends it again. IntegrityError: capture stored the same Slack message's pair meanwhile; the retry joins it.
+@celery.task(
+    name=task_names.INGEST_EXCHANGE,
+    bind=True,
+    acks_late=True,
+    autoretry_for=(redis.RedisError, OperationalError, IntegrityError),
+    retry_backoff=1,
+    retry_backoff_max=60,
+    max_retries=60,
+)
+def ingest_exchange(self, exchange: dict[str, Any]) -> str:
+    return ingest(get_runtime(), exchange)
