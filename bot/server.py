@@ -3,7 +3,7 @@ SLACK_APP_TOKEN is set (then only `GET /healthz` is served over HTTP, on the sam
 server in a thread: container health checks work in both modes).
 
 HTTP routes: `POST /slack/events` (events, slash commands, interactivity), `POST /v1/exchanges` (the ingest API,
-`bot.ingest`: HTTP mode only), `GET /healthz` and `GET /metrics`
+`bot.ingest`: HTTP mode only), `POST /v1/traces` (OTLP traces in, `bot.otlp_ingest`), `GET /healthz` and `GET /metrics`
 (Prometheus, `common.metrics`; only with RELMON_METRICS_TOKEN's bearer token, `common.metrics_door`). With
 RELMON_METRICS_PORT, gunicorn also listens there (127.0.0.1 unless the token guards it), for GET /metrics alone.
 Requests are checked before Bolt sees them (`bot.request_guard`); answers to input Slack should not resend
@@ -27,6 +27,7 @@ from slack_sdk.signature import SignatureVerifier
 
 from bot.health import HEALTH_PATH, health_report
 from bot.ingest import INGEST_PATH, IngestRoute
+from bot.otlp_ingest import TRACES_PATH, TracesRoute
 from bot.request_guard import BadRequest, checked_body
 from common import metrics
 from common.metrics_door import bind_host, metrics_answer, scrape_slots
@@ -67,9 +68,17 @@ class EventsWSGI:
     """The WSGI app: /healthz, /metrics, /v1/exchanges (bot.ingest; 404 without its route), and /slack/events
     checked (bot.request_guard), then dispatched by Bolt."""
 
-    def __init__(self, settings: Settings, app: App, runtime: Runtime, ingest: IngestRoute | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        app: App,
+        runtime: Runtime,
+        ingest: IngestRoute | None = None,
+        traces: TracesRoute | None = None,
+    ) -> None:
         self.settings = settings
         self.ingest = ingest
+        self.traces = traces  # POST /v1/traces (bot.otlp_ingest)
         self.runtime = runtime
         self.bolt = SlackRequestHandler(app)
         self.verifier = SignatureVerifier(settings.secret("slack_signing_secret") or "")
@@ -92,6 +101,8 @@ class EventsWSGI:
         if path == INGEST_PATH and self.ingest is not None:
             answer = self.ingest(environ)
             return _respond(start_response, answer.status, answer.body, answer.headers)
+        if path == TRACES_PATH and self.traces is not None:
+            return self.traces.wsgi(environ, start_response)
         if path != EVENT_PATH:
             return _respond(start_response, 404, {"error": "not found"})
         if method != "POST":
@@ -140,7 +151,8 @@ def build_wsgi_app(settings: Settings, runtime: Runtime | None = None) -> Events
     runtime = runtime or Runtime(settings)
     deps = BotDeps.build(runtime)  # one publisher (and spool) for Slack's events and the ingest API's exchanges
     app = create_app(settings, runtime, deps)
-    wsgi = EventsWSGI(settings, app, runtime, IngestRoute(settings, runtime.redis, deps.publisher))
+    ingest = IngestRoute(settings, runtime.redis, deps.publisher)
+    wsgi = EventsWSGI(settings, app, runtime, ingest, TracesRoute(settings, runtime.redis, deps.publisher))
     metrics.create_counters()
     return wsgi
 
