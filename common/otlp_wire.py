@@ -55,14 +55,21 @@ def _hex_to_base64(value: object, name: str) -> object:
         raise Undecodable(f"{name} {value[:40]!r} is not hex: OTLP JSON gives ids as hex strings") from None
 
 
+def _items(value: object, *names: str) -> list:
+    """The list under the first of `names` in a JSON object (nothing when it is not one): json_format refuses
+    the wrong types afterwards, with its own message."""
+    if not isinstance(value, dict):
+        return []
+    found = next((value[name] for name in names if name in value), None)
+    return found if isinstance(found, list) else []
+
+
 def _ids_as_base64(spans_json: object) -> None:
     """Rewrite, in place, each span's and link's hex ids as the base64 protobuf's JSON mapping reads."""
-    if not isinstance(spans_json, dict):
-        return
-    for resource_spans in spans_json.get("resourceSpans", spans_json.get("resource_spans")) or []:
-        for scope_spans in (resource_spans or {}).get("scopeSpans", (resource_spans or {}).get("scope_spans")) or []:
-            for span in (scope_spans or {}).get("spans") or []:
-                for item in [span, *((span or {}).get("links") or [])]:
+    for resource_spans in _items(spans_json, "resourceSpans", "resource_spans"):
+        for scope_spans in _items(resource_spans, "scopeSpans", "scope_spans"):
+            for span in _items(scope_spans, "spans"):
+                for item in [span, *_items(span, "links")]:
                     if isinstance(item, dict):
                         for name in _ID_FIELDS:
                             if name in item:
