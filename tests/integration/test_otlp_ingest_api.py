@@ -6,6 +6,8 @@ same exchange POSTed to /v1/exchanges becomes. The conversion's many shapes: tes
 
 from __future__ import annotations
 
+import base64
+import gzip
 import json
 import os
 import subprocess
@@ -14,18 +16,23 @@ from pathlib import Path
 
 import httpx
 import pytest
+from google.protobuf import json_format
+from google.rpc.status_pb2 import Status
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
 from sqlalchemy import func, select
 
+from common.otlp_exchanges import convert
 from store.exchange_models import Exchange
 from store.models import Pair, PairSource, PairStatus
 from tests.bot_harness import BotServer
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.slack_server import FakeSlack
-from tests.otlp_spans import chat_request
+from tests.otlp_spans import TRACE, chat_request, http_span, request, semconv_chat, span
+from tests.processes import wait_for
+from tests.services import RedisProcess
 
 pytestmark = pytest.mark.slow
 
@@ -121,3 +128,84 @@ def test_a_resent_batch_is_stored_once_and_bad_bodies_get_400(settings_for, slac
         plain = {**headers, "Content-Type": "text/plain"}
         assert httpx.post(url, content=protobuf, headers=plain).status_code == 415
         assert ExportTraceServiceRequest.FromString(protobuf) == request
+
+
+def otlp_json(request: ExportTraceServiceRequest) -> bytes:
+    """The request as an OTLP exporter writes JSON (hex ids, int64s as strings)."""
+    data = json_format.MessageToDict(request)
+    for resource_spans in data["resourceSpans"]:
+        for scope_spans in resource_spans["scopeSpans"]:
+            for item in scope_spans["spans"]:
+                item["traceId"] = base64.b64decode(item["traceId"]).hex()
+                item["spanId"] = base64.b64decode(item["spanId"]).hex()
+    return json.dumps(data).encode()
+
+
+def row_of(bot, client_id: str) -> tuple[dict, dict]:
+    """An exchange's stored fields and its pair's, ids left out."""
+    with bot.runtime.db.session() as session:
+        exchange = session.execute(select(Exchange).where(Exchange.client_id == client_id)).scalar_one()
+        pair = session.get(Pair, exchange.pair_id)
+        skip = {"id", "pair_id", "client_id", "created_at", "updated_at"}
+        return tuple(
+            {c.key: getattr(row, c.key) for c in row.__table__.columns if c.key not in skip} for row in (exchange, pair)
+        )
+
+
+def test_json_gzip_and_partial_success_and_a_span_stored_as_its_posted_exchange(settings_for, slack) -> None:
+    settings = settings_for(slack_api_url=slack.api_url, ingest_tokens=TOKEN)
+    no_content = span("chat", {"gen_ai.operation.name": "chat"}, span_id=5)
+    batch = request(span("chat", semconv_chat(), span_id=1), http_span(), no_content)
+    headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json", "Content-Encoding": "gzip"}
+    with BotServer(settings) as bot:
+        answer = httpx.post(bot.base_url + "/v1/traces", content=gzip.compress(otlp_json(batch)), headers=headers)
+        assert answer.status_code == 200, answer.text
+        assert answer.headers["content-type"] == "application/json"
+        partial = answer.json()["partialSuccess"]
+        assert partial["rejectedSpans"] == "1"
+        assert "no question text" in partial["errorMessage"] and "CAPTURE_MESSAGE_CONTENT" in partial["errorMessage"]
+        # The same exchange POSTed to /v1/exchanges (another id) is stored exactly as the span was.
+        posted = {**convert(batch).exchanges[0].to_task(), "id": "posted-1"}
+        sent = httpx.post(bot.base_url + "/v1/exchanges", json=posted, headers={"Authorization": f"Bearer {TOKEN}"})
+        assert sent.status_code == 202, sent.text
+        assert row_of(bot, "posted-1") == row_of(bot, f"otlp-{TRACE.hex()}-0000000000000001")
+
+
+def test_refusals_share_the_ingest_apis_limits(settings_for, slack, tmp_path: Path) -> None:
+    body = chat_request().SerializeToString()
+    headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/x-protobuf"}
+    with BotServer(settings_for(slack_api_url=slack.api_url)) as bot:  # no tokens: off
+        off = httpx.post(bot.base_url + "/v1/traces", content=body, headers=headers)
+        assert off.status_code == 404
+        assert "RELMON_INGEST_TOKENS" in Status.FromString(off.content).message
+    settings = settings_for(
+        slack_api_url=slack.api_url, ingest_tokens=TOKEN, ingest_max_bytes=10_000, ingest_per_minute=3
+    )
+    with BotServer(settings) as bot:
+        url = bot.base_url + "/v1/traces"
+        big = request(*[span("GET", {"http.route": "/x" * 100}, span_id=n + 1) for n in range(60)]).SerializeToString()
+        assert len(big) > 10_000
+        too_big = httpx.post(url, content=big, headers=headers)
+        assert too_big.status_code == 413
+        assert "RELMON_INGEST_MAX_BYTES" in Status.FromString(too_big.content).message
+        assert httpx.get(url, headers=headers).status_code == 405
+        statuses = [httpx.post(url, content=body, headers=headers).status_code for _ in range(6)]
+        assert 429 in statuses and statuses[:3] == [200, 200, 200]  # 3 a minute for the token
+
+
+def test_with_redis_down_spans_are_spooled_then_stored(
+    redis_server: RedisProcess, settings_for, slack: FakeSlack, tmp_path: Path
+) -> None:
+    settings = settings_for(slack_api_url=slack.api_url, ingest_tokens=TOKEN, data_dir=tmp_path / "data")
+    headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/x-protobuf"}
+    with BotServer(settings) as bot:
+        redis_server.stop()
+        try:
+            answer = httpx.post(
+                bot.base_url + "/v1/traces", content=chat_request().SerializeToString(), headers=headers
+            )
+            assert answer.status_code == 200, answer.content
+            assert list((tmp_path / "data" / "spool").glob("bot-*.sqlite3"))
+        finally:
+            redis_server.start()
+        wait_for(lambda: len(stored(bot)) == 1, timeout=30, what="the spooled span stored")
