@@ -16,7 +16,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
 import sys
+from pathlib import Path
 
 import openai
 from opentelemetry import trace
@@ -24,6 +27,38 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_app(
+    bot_url: str,
+    openai_url: str,
+    token: str,
+    instrumentation: str,
+    *questions: str,
+    documents: list | None = None,
+    resource: str = "service.version=2.3.1",
+) -> list[str]:
+    """This app in a process of its own, exporting to the relmon bot at `bot_url` as the OTEL_* variables of
+    docs/ingest.md say: the trace ids of its answers."""
+    env = {
+        **{key: value for key, value in os.environ.items() if not key.startswith("OTEL_")},
+        "PYTHONPATH": str(ROOT),
+        "OTEL_SERVICE_NAME": "helpdesk",
+        "OTEL_RESOURCE_ATTRIBUTES": resource,
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": f"{bot_url}/v1/traces",
+        "OTEL_EXPORTER_OTLP_TRACES_HEADERS": f"Authorization=Bearer%20{token}",
+        "OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental",
+        "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_ONLY",
+    }
+    command = [sys.executable, "-m", "tests.otel_app", "--instrumentation", instrumentation, "--openai-url", openai_url]
+    if documents:
+        command += ["--documents", json.dumps(documents)]
+    done = subprocess.run([*command, *questions], env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
+    if done.returncode != 0:
+        raise RuntimeError(f"tests.otel_app failed: {done.stderr[-2000:]}")
+    return done.stdout.split()
 
 
 def instrument(name: str, provider: TracerProvider) -> None:

@@ -9,9 +9,6 @@ from __future__ import annotations
 import base64
 import gzip
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx
@@ -30,6 +27,7 @@ from store.models import Pair, PairSource, PairStatus
 from tests.bot_harness import BotServer
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.slack_server import FakeSlack
+from tests.otel_app import run_app
 from tests.otlp_spans import TRACE, chat_request, http_span, request, semconv_chat, span
 from tests.processes import wait_for
 from tests.services import RedisProcess
@@ -37,28 +35,7 @@ from tests.services import RedisProcess
 pytestmark = pytest.mark.slow
 
 TOKEN = "otlp-token"
-ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = [{"text": "Passwords are reset under Settings > Security.", "id": "kb-7", "source": "kb/security.md"}]
-
-
-def run_app(bot_url: str, openai_url: str, instrumentation: str, *questions: str, documents: list | None = None):
-    """tests/otel_app.py exporting to the bot: the trace ids of its answers."""
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("OTEL_")},
-        "PYTHONPATH": str(ROOT),
-        "OTEL_SERVICE_NAME": "helpdesk",
-        "OTEL_RESOURCE_ATTRIBUTES": "service.version=2.3.1",
-        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": f"{bot_url}/v1/traces",
-        "OTEL_EXPORTER_OTLP_TRACES_HEADERS": f"Authorization=Bearer%20{TOKEN}",
-        "OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental",
-        "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_ONLY",
-    }
-    command = [sys.executable, "-m", "tests.otel_app", "--instrumentation", instrumentation, "--openai-url", openai_url]
-    if documents:
-        command += ["--documents", json.dumps(documents)]
-    done = subprocess.run([*command, *questions], env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done.stdout.split()
 
 
 def stored(bot) -> list[tuple[Exchange, Pair]]:
@@ -87,7 +64,7 @@ def test_an_instrumented_bots_chat_spans_are_stored_as_exchanges(
     questions = ("Hello", "How do I reset my password?")
     with BotServer(settings) as bot:
         documents = DOCUMENTS if instrumentation == "openinference" else None
-        traces = run_app(bot.base_url, llm.base_url, instrumentation, *questions, documents=documents)
+        traces = run_app(bot.base_url, llm.base_url, TOKEN, instrumentation, *questions, documents=documents)
         rows = stored(bot)
     assert len(rows) == 2, [row[0].client_id for row in rows]
     (first, first_pair), (second, pair) = rows
