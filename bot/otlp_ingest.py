@@ -16,6 +16,7 @@ import logging
 import re
 import time
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
@@ -32,6 +33,7 @@ from store.settings import Settings
 log = logging.getLogger("relmon.ingest")
 
 TRACES_PATH = "/v1/traces"
+PUBLISH_THREADS = 8  # under Celery's producer pool (broker_pool_limit, 10), beside gunicorn's 4 threads
 _ASCII_NUMBER = re.compile(r"[0-9]{1,18}")
 # google.rpc.Code numbers of a refusal's Status body (OTLP/HTTP answers errors with a Status).
 _CODES = {400: 3, 401: 16, 404: 5, 405: 12, 411: 3, 413: 8, 415: 3, 429: 8, 503: 14}
@@ -62,6 +64,10 @@ class TracesRoute:
         self.per_minute = settings.ingest_per_minute
         self.redis = client
         self.publish = publish
+        self.pool = ThreadPoolExecutor(max_workers=PUBLISH_THREADS, thread_name_prefix="relmon-otlp")
+
+    def hand_on(self, task: dict[str, Any]) -> bool:
+        return self.publish(exchange_entry(task))
 
     def wsgi(self, environ: dict, start_response: Callable[..., Any]) -> list[bytes]:
         answer = self(environ)
@@ -111,15 +117,18 @@ class TracesRoute:
         except otlp_wire.Undecodable as error:
             return refusal(400, str(error), content_type)
         converted = convert(request)
-        for exchange in converted.exchanges:
-            if not self.publish(exchange_entry(exchange.to_task())):
-                return refusal(
-                    503,
-                    "relmon's spool is full (Redis or the broker is down): export again later; spans already taken "
-                    "are stored once",
-                    content_type,
-                    [("Retry-After", str(SPOOL_FULL_RETRY_SECONDS))],
-                )
+        # Each exchange's hand-off is two Redis round trips (its note, its message): a batch of hundreds is handed
+        # on by a few threads at once, as gunicorn's threads already publish at once (bot.publishing).
+        tasks = [exchange.to_task() for exchange in converted.exchanges]
+        handed = list(self.pool.map(self.hand_on, tasks)) if len(tasks) > 1 else [self.hand_on(t) for t in tasks]
+        if not all(handed):
+            return refusal(
+                503,
+                "relmon's spool is full (Redis or the broker is down): export again later; spans already taken "
+                "are stored once",
+                content_type,
+                [("Retry-After", str(SPOOL_FULL_RETRY_SECONDS))],
+            )
         if converted.rejected:
             log.info(
                 "trace spans rejected",
