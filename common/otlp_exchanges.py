@@ -78,7 +78,10 @@ def attributes(items: Iterable[KeyValue]) -> dict[str, Any]:
 
 def is_chat(attrs: dict[str, Any]) -> bool:
     """Whether a span's attributes say it is a chat generation (read before anything else of the span)."""
-    return attrs.get("gen_ai.operation.name") in CHAT_OPERATIONS or attrs.get("openinference.span.kind") == "LLM"
+    operation = attrs.get("gen_ai.operation.name")
+    return (isinstance(operation, str) and operation in CHAT_OPERATIONS) or attrs.get(
+        "openinference.span.kind"
+    ) == "LLM"
 
 
 def _loads(value: Any) -> Any:
@@ -177,7 +180,7 @@ def _value_messages(value: Any, default_role: str) -> list[Message]:
     loaded = _loads(value)
     if isinstance(loaded, dict) and "messages" in loaded:
         return messages_of(loaded["messages"], default_role)
-    if isinstance(loaded, dict) and "choices" in loaded:
+    if isinstance(loaded, dict) and isinstance(loaded.get("choices"), list):
         return messages_of(loaded["choices"][:1], default_role)
     if value is None:
         return []
@@ -251,7 +254,7 @@ def exchange_fields(
         "documents": docs,
         "asked_at": iso(span.start_time_unix_nano),
         "answered_at": iso(max(span.end_time_unix_nano, span.start_time_unix_nano)),
-        "visibility": visibility if visibility in VISIBILITIES else "private",
+        "visibility": visibility if isinstance(visibility, str) and visibility in VISIBILITIES else "private",
     }
     if resource.get("service.version"):
         fields["bot_version"] = str(resource["service.version"])[:100]

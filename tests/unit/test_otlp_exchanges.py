@@ -7,6 +7,9 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from common.otlp_exchanges import convert
 from tests.otlp_spans import TRACE, http_span, parts, request, semconv_chat, span
 
@@ -234,3 +237,33 @@ def test_earlier_turns_are_capped_to_the_last_fifty() -> None:
     exchange = only(convert(request(span("chat", attrs))))
     assert len(exchange.earlier_turns) == 50 and exchange.earlier_turns[-1].text == "turn 79"
     assert exchange.turn == 40  # the user's earlier messages counted, not the kept ones
+
+
+KEYS = [
+    "gen_ai.operation.name", "gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.conversation.id",
+    "openinference.span.kind", "input.value", "output.value", "llm.input_messages.0.message.role",
+    "llm.input_messages.0.message.content", "llm.output_messages.0.message.content", "session.id",
+    "llm.input_messages.1.message.contents.0.message_content.text", "relmon.visibility",
+    "retrieval.documents.0.document.content", "retrieval.documents.0.document.metadata", "role", "content", "message",
+]  # fmt: skip
+FIELDS = st.sampled_from(["role", "parts", "content", "type", "text", "message", "choices", "messages"])
+SCALARS = (
+    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats(allow_nan=False) | st.text(max_size=20)
+)
+WORDS = st.sampled_from(["chat", "LLM", "RETRIEVER", "user", "text", "public", "[]", "{}", '[{"role": "user"}]'])
+JSONISH = st.recursive(
+    SCALARS | WORDS,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(FIELDS, inner, max_size=3),
+    max_leaves=8,
+)
+VALUES = JSONISH | JSONISH.map(json.dumps)
+ATTRIBUTES = st.dictionaries(st.sampled_from(KEYS), VALUES.filter(lambda v: v is not None), max_size=8)
+EVENTS = st.lists(st.tuples(st.sampled_from(["gen_ai.user.message", "gen_ai.choice", "other"]), ATTRIBUTES), max_size=3)
+
+
+@settings(max_examples=150, deadline=None)
+@given(spans=st.lists(st.tuples(ATTRIBUTES, EVENTS), max_size=4), resource=ATTRIBUTES)
+def test_any_attributes_convert_without_raising(spans, resource) -> None:
+    built = [span("s", attrs, span_id=n + 1, events=events) for n, (attrs, events) in enumerate(spans)]
+    converted = convert(request(*built, **resource))
+    assert len(converted.exchanges) + len(converted.rejected) <= len(spans)

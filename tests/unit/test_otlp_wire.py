@@ -10,9 +10,12 @@ import json
 
 import pytest
 from google.protobuf import json_format
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from common import otlp_wire
+from common.otlp_exchanges import convert
 from tests.otlp_spans import TRACE, chat_request
 
 
@@ -87,3 +90,17 @@ def test_answers_in_each_encoding() -> None:
     assert partial == {"partialSuccess": {"rejectedSpans": "2", "errorMessage": "span 01: no answer"}}
     refusal = json.loads(otlp_wire.status(3, "body is not valid JSON", otlp_wire.JSON))
     assert refusal == {"code": 3, "message": "body is not valid JSON"}
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    body=st.binary(max_size=300)
+    | st.builds(lambda r: r.SerializeToString(), st.just(chat_request())).map(lambda b: b[: len(b) // 2])
+)
+def test_any_bytes_decode_or_are_undecodable(body: bytes) -> None:
+    for content_type in otlp_wire.ENCODINGS:
+        try:
+            decoded = otlp_wire.decode(body, content_type)
+        except otlp_wire.Undecodable:
+            continue
+        convert(decoded)  # whatever decoded converts without raising
