@@ -39,6 +39,7 @@ MESSAGE_EVENTS = {
     "gen_ai.assistant.message": "assistant",
     "gen_ai.tool.message": "tool",
 }
+_KIND_KEYS = frozenset({"gen_ai.operation.name", "openinference.span.kind"})
 VISIBILITIES = frozenset({"public", "private", "dm"})
 NO_CONTENT_HINT = (
     "turn on message content capture (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT; OpenInference records "
@@ -270,11 +271,15 @@ def _reason(span: Span, fields: dict[str, Any], error: ValidationError | None) -
 
 
 def _spans(request: ExportTraceServiceRequest) -> Iterator[tuple[dict[str, Any], Span, dict[str, Any]]]:
+    """The chat and RETRIEVER spans, each with its resource's attributes and its own."""
     for resource_spans in request.resource_spans:
         resource = attributes(resource_spans.resource.attributes)
         for scope_spans in resource_spans.scope_spans:
             for span in scope_spans.spans:
-                yield resource, span, attributes(span.attributes)
+                # Only the two attributes that name a span's kind are read first: most spans stop there.
+                kinds = attributes(item for item in span.attributes if item.key in _KIND_KEYS)
+                if is_chat(kinds) or kinds.get("openinference.span.kind") == "RETRIEVER":
+                    yield resource, span, attributes(span.attributes)
 
 
 def convert(request: ExportTraceServiceRequest) -> Converted:
