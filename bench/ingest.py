@@ -1,6 +1,7 @@
 """How many exchanges a second the ingest API (`POST /v1/exchanges`) takes while a worker judges beside it: sender
 *processes* post exchanges (one per request by default, as a bot forwarding each turn does), each request sent as
-soon as the sender's last one was answered, at `relmon bot` (gunicorn, as users run it). A `relmon worker` judges
+soon as the sender's last one was answered (16 senders by default: with 8, each waiting for its answer, the rate
+measured is the senders', not the server's), at `relmon bot` (gunicorn, as users run it). A `relmon worker` judges
 a backlog of pairs all the while (the fake LLM answering at once: the worker CPU-bound, the worst case for the
 bot); every process shares this machine's cores. Settings are relmon's defaults but the per-token request limit
 (RELMON_INGEST_PER_MINUTE, 600 by default), raised so that the bench measures the server, not the limit.
@@ -10,7 +11,7 @@ accepted (202s a second over the burst), the ack latency p50/p99/max, the non-20
 has drained its queue, what was stored: lost (accepted, never stored), duplicated (pairs beyond one per exchange).
 Targets: 200 exchanges/s accepted, p99 under 1 s, 0 lost, 0 duplicated.
 
-    python -m bench.ingest                          # 4,000 exchanges from 8 sender processes
+    python -m bench.ingest                          # 4,000 exchanges from 16 sender processes
     python -m bench.ingest --exchanges 1000 --batch 10
 """
 
@@ -232,7 +233,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--exchanges", type=int, default=4000, help="distinct exchanges to send (default 4000)")
     parser.add_argument("--batch", type=int, default=1, help="exchanges a request, 1 to 100 (default 1)")
-    parser.add_argument("--senders", type=int, default=8, help="sender processes (default 8)")
+    parser.add_argument("--senders", type=int, default=16, help="sender processes (default 16)")
     parser.add_argument("--resend", type=float, default=0.05, help="share of requests sent twice (default 0.05)")
     parser.add_argument("--backlog", type=int, default=3000, help="pairs for the worker to judge (default 3000)")
     raise SystemExit(run(parser.parse_args()))
