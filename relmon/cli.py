@@ -114,8 +114,10 @@ def build_parser() -> argparse.ArgumentParser:
     backfill.add_argument("--since", default="30d", help="how far back: 30d (default) or a date YYYY-MM-DD")
     backfill.add_argument("--channel", action="append", help="only this channel ID (repeatable)")
     _history_options(backfill)
-    imported = commands.add_parser("import", help="judge the watched channels' past from a workspace export zip")
-    imported.add_argument("export", help="the Slack workspace export (zip)")
+    imported = commands.add_parser(
+        "import", help="judge a history: a workspace export zip, or a JSONL file of exchanges (docs/ingest.md)"
+    )
+    imported.add_argument("export", help="the Slack workspace export (zip) or exchanges (.jsonl)")
     _history_options(imported)
 
     _golden_arguments(commands)
@@ -230,7 +232,13 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command in ("backfill", "import"):
         from relmon.backfill.command import run_backfill, run_import
 
-        return run_backfill(args, settings) if args.command == "backfill" else run_import(args, settings)
+        if args.command == "backfill":
+            return run_backfill(args, settings)
+        from relmon.backfill.exchanges_import import is_exchanges_file, run_import_exchanges
+
+        if is_exchanges_file(args.export):  # a bot's past exchanges (JSONL), not a workspace export
+            return run_import_exchanges(args, settings)
+        return run_import(args, settings)
     if args.command == "rejudge":
         from relmon.rejudge_cli import run_rejudge
 

@@ -68,6 +68,7 @@ class Run:
         self.names: Callable[[str], str | None] | None = None  # how the history's users are named (references)
         self.members: dict[str, tuple[str, ...]] = {}  # channels' members an export lists (staff, without Slack)
         self.channel_names: dict[str, str] = {}  # channels' names an export lists (its report names them)
+        self.skipped_unit = "file(s) of the export"  # what a skipped piece of input is, as the end of the run says
         self._outcomes = None
 
     def outcomes(self):
@@ -282,7 +283,7 @@ def run_backfill(args, settings: Settings, *, now: datetime | None = None) -> in
         reader = HistoryReader(runtime.slack, settings.backfill_calls_per_minute)
         run = Run(runtime, args, "backfill", now)
         run.names = _name_resolver(runtime.slack)  # one cache of users.info for the pairs and the references
-        return _execute(run, channels, since, lambda c: read_channel(run, reader, c, since, identity, run.names))
+        return execute(run, channels, since, lambda c: read_channel(run, reader, c, since, identity, run.names))
     finally:
         runtime.db.dispose()
         set_runtime(None)
@@ -336,7 +337,7 @@ def run_import(args, settings: Settings, *, now: datetime | None = None) -> int:
                     return
             run.store(channel_id, pairer.finish(), flags)
 
-        code = _execute(run, sorted(wanted), None, read, since_of=lambda: oldest[0], bad_days=export.bad_days)
+        code = execute(run, sorted(wanted), None, read, since_of=lambda: oldest[0], bad_days=export.bad_days)
         if skipped:
             print(f"skipped {len(skipped)} channel(s) no rule watches: {', '.join(skipped)}", file=sys.stderr)
         return code
@@ -355,7 +356,7 @@ def counted(days: Iterable[list[dict]], counters: Counters) -> Iterator[list[dic
         yield day
 
 
-def _execute(run: Run, channels: list[str], since: datetime | None, read, since_of=None, bad_days=None) -> int:
+def execute(run: Run, channels: list[str], since: datetime | None, read, since_of=None, bad_days=None) -> int:
     run.leftovers(channels)
     with Progress(run.counters, label=f"relmon {run.source}") as _progress:
         spender = threading.Event()
@@ -385,4 +386,6 @@ def _execute(run: Run, channels: list[str], since: datetime | None, read, since_
             spender.set()
         run.spend()
     since = since if since is not None else since_of()
-    return end_of_run(run.runtime, run.counters, run.args, since, run.now, run.source, bad_days, run.channel_names)
+    return end_of_run(
+        run.runtime, run.counters, run.args, since, run.now, run.source, bad_days, run.channel_names, run.skipped_unit
+    )

@@ -164,9 +164,11 @@ def end_of_run(
     source: str,
     bad_days: dict[str, str] | None = None,
     channel_names: Mapping[str, str] | None = None,
+    skipped_unit: str = "file(s) of the export",
 ) -> int:
     """What the run did and why anything was left (stderr), then the period's report, or the estimate of a dry
-    run; returns the exit code. `channel_names`: the export's (a dry run stores none)."""
+    run; returns the exit code. `channel_names`: the export's (a dry run stores none); `bad_days`: the input skipped
+    (an export's files, a JSONL file's lines: `skipped_unit`)."""
     for line in run_lines(counters, dry_run=args.dry_run):
         print(line, file=sys.stderr)
     for day, why in sorted((bad_days or {}).items()):
@@ -174,7 +176,7 @@ def end_of_run(
     code = SKIPPED_INPUT if bad_days else 0
     if bad_days:
         print(
-            f"{len(bad_days)} file(s) of the export skipped, the rest imported (exit code {SKIPPED_INPUT})",
+            f"{len(bad_days)} {skipped_unit} skipped, the rest imported (exit code {SKIPPED_INPUT})",
             file=sys.stderr,
         )
     if args.dry_run:
