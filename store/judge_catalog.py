@@ -1,0 +1,49 @@
+"""The judges in force for these settings: the seed judges and the team's own (RELMON_JUDGES_DIR, read by
+judges.judge_files). Read once per process and read again when a file changes (its name, size or modification
+time), so an edited prompt is judged with from the next pair on; a broken file is left out and logged once."""
+
+from __future__ import annotations
+
+import functools
+import logging
+from pathlib import Path
+
+from judges.judge_files import JudgeCatalog, judge_files, load_catalog
+from store.settings import Settings
+
+log = logging.getLogger("relmon.judges")
+
+
+def _stamp(directory: Path | None) -> tuple:
+    """What changes when a judge file is added, removed or edited."""
+    if directory is None or not directory.is_dir():
+        return ()
+    stamp = []
+    for path in judge_files(directory):
+        try:
+            info = path.stat()
+        except OSError:
+            continue
+        stamp.append((path.name, info.st_size, info.st_mtime_ns))
+    return tuple(stamp)
+
+
+@functools.lru_cache(maxsize=8)
+def _load(directory: Path | None, max_prompt_chars: int, stamp: tuple) -> JudgeCatalog:
+    catalog = load_catalog(directory, max_prompt_chars=max_prompt_chars)
+    for problem in catalog.problems:
+        log.warning("custom judge left out: %s", problem, extra={"judge_file": problem.path})
+    if catalog.custom:
+        log.info("custom judges loaded: %s", ", ".join(catalog.custom), extra={"judges_dir": str(directory)})
+    return catalog
+
+
+def judge_catalog(settings: Settings) -> JudgeCatalog:
+    directory = settings.judges_dir
+    return _load(directory, settings.max_prompt_chars, _stamp(directory))
+
+
+def unknown_judges(settings: Settings, names: list[str]) -> list[str]:
+    """The names of RELMON_JUDGES (or a channel's `judges:`) that are no judge here: left out of judging."""
+    known = set(judge_catalog(settings).names)
+    return [name for name in names if name not in known]
