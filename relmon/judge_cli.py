@@ -14,8 +14,8 @@ from common.llm import llm_client_for
 from common.runtime import shared_redis
 from judges import LLMClient, TransientLLMError, Verdict
 from judges.base import Judge
-from judges.custom import CustomJudge
 from judges.context import format_turns, parse_turns, with_context
+from judges.custom import CustomJudge
 from judges.labels import Label, LabelError, read_labels
 from judges.metrics import agreement
 from judges.safe_text import json_text, one_line, visible

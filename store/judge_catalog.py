@@ -47,3 +47,10 @@ def unknown_judges(settings: Settings, names: list[str]) -> list[str]:
     """The names of RELMON_JUDGES (or a channel's `judges:`) that are no judge here: left out of judging."""
     known = set(judge_catalog(settings).names)
     return [name for name in names if name not in known]
+
+
+def announce_judges(settings: Settings) -> None:
+    """At start-up: the team's judges are read (a broken file is logged and left out, by `_load`), and a name in
+    RELMON_JUDGES that is no judge is logged: judging leaves it out."""
+    for name in unknown_judges(settings, list(settings.default_judges)):
+        log.warning("RELMON_JUDGES names no judge %r: left out (run `relmon judges check`)", name)
