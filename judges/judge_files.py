@@ -17,19 +17,25 @@ reason for relmon not to start. Plain functions over text and paths; nothing is 
 
 from __future__ import annotations
 
+import functools
 import re
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from judges.custom import PLACEHOLDERS, CustomJudge, JudgeSpec, Scale
+from judges.judge_spec import PLACEHOLDERS, JudgeSpec, Scale
 from judges.names import JUDGE_NAMES
 from judges.prompts import SYSTEM_MESSAGE, PromptTemplate
 
 FIELDS = ("name", "description", "scale", "fails_at", "needs", "prompt")
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,31}$")  # a judgment's judge column holds 32 characters
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([^{}]*)\}")
+if TYPE_CHECKING:
+    from judges.base import Judge
+    from judges.custom import CustomJudge
+
 MIN_FIELD_CHARS = 200  # as PromptTemplate.render_within: each text keeps at least this much room
 
 
@@ -185,19 +191,27 @@ def _check_placeholders(prompt: str, text: str, path: str, problems: list[FilePr
 
 @dataclass(frozen=True)
 class JudgeCatalog:
-    """The team's judges that loaded, and the problems of those that did not (left out)."""
+    """The team's judges that loaded, and the problems of those that did not (left out). Names and thresholds are
+    read from the files' specs; a judge itself (with the LLM client's library) is built when first asked for, so
+    the bot and the channel rules never load it."""
 
-    custom: Mapping[str, CustomJudge] = field(default_factory=dict)
+    specs: Mapping[str, JudgeSpec] = field(default_factory=dict)
     problems: tuple[FileProblem, ...] = ()
     directory: str | None = None
 
     @property
     def names(self) -> tuple[str, ...]:
-        return JUDGE_NAMES + tuple(self.custom)
+        return JUDGE_NAMES + tuple(self.specs)
 
-    def get(self, name: str):
+    @functools.cached_property
+    def custom(self) -> dict[str, CustomJudge]:
+        from judges.custom import CustomJudge
+
+        return {name: CustomJudge(spec) for name, spec in self.specs.items()}
+
+    def get(self, name: str) -> Judge:
         """A seed judge or a team's, by name; ValueError naming the choices otherwise."""
-        if name in self.custom:
+        if name in self.specs:
             return self.custom[name]
         if name in JUDGE_NAMES:
             from judges import get_judge
@@ -206,7 +220,7 @@ class JudgeCatalog:
         raise ValueError(f"unknown judge {name!r}: choose one of {', '.join(self.names)}")
 
     def thresholds(self) -> dict[str, float]:
-        return {name: float(judge.threshold) for name, judge in self.custom.items()}
+        return {name: float(spec.fails_at) for name, spec in self.specs.items()}
 
 
 def judge_files(directory: Path) -> list[Path]:
@@ -234,7 +248,7 @@ def _read(path: Path) -> str | FileProblem:
 def catalog_of(
     files: Iterable[tuple[str, str | FileProblem]], max_prompt_chars: int, directory: str | None
 ) -> JudgeCatalog:
-    custom: dict[str, CustomJudge] = {}
+    specs: dict[str, JudgeSpec] = {}
     problems: list[FileProblem] = []
     for path, text in files:
         if isinstance(text, FileProblem):
@@ -245,11 +259,11 @@ def catalog_of(
         except JudgeFileError as error:
             problems.extend(error.problems)
             continue
-        if spec.name in custom:
-            first = custom[spec.name].spec.source
+        if spec.name in specs:
+            first = specs[spec.name].source
             problems.append(
                 FileProblem(path, _key_line(text, "name"), f"judge {spec.name!r} is also in {first}: rename one")
             )
             continue
-        custom[spec.name] = CustomJudge(spec)
-    return JudgeCatalog(custom, tuple(problems), directory)
+        specs[spec.name] = spec
+    return JudgeCatalog(specs, tuple(problems), directory)

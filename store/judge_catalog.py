@@ -33,8 +33,8 @@ def _load(directory: Path | None, max_prompt_chars: int, stamp: tuple) -> JudgeC
     catalog = load_catalog(directory, max_prompt_chars=max_prompt_chars)
     for problem in catalog.problems:
         log.warning("custom judge left out: %s", problem, extra={"judge_file": problem.path})
-    if catalog.custom:
-        log.info("custom judges loaded: %s", ", ".join(catalog.custom), extra={"judges_dir": str(directory)})
+    if catalog.specs:
+        log.info("custom judges loaded: %s", ", ".join(catalog.specs), extra={"judges_dir": str(directory)})
     return catalog
 
 

@@ -22,7 +22,7 @@ def check_judges(settings: Settings) -> Iterator[Check]:
         yield warn(NAME, f"left out: {problem}", "correct the file (`relmon judges check` shows every problem)")
     for name in unknown:
         yield warn(NAME, f"RELMON_JUDGES names {name!r}, which is no judge: left out", "correct RELMON_JUDGES")
-    if catalog.custom:
-        yield ok(NAME, f"{len(catalog.custom)} loaded: {', '.join(catalog.custom)}")
+    if catalog.specs:
+        yield ok(NAME, f"{len(catalog.specs)} loaded: {', '.join(catalog.specs)}")
     elif not catalog.problems and settings.judges_dir is not None:
         yield warn(NAME, f"no judge files (*.toml) in {settings.judges_dir}", "add one or unset RELMON_JUDGES_DIR")

@@ -185,3 +185,20 @@ def test_the_examples_load() -> None:
     catalog = load_catalog(EXAMPLES, max_prompt_chars=LIMIT)
     assert catalog.problems == ()
     assert sorted(catalog.custom) == ["customer_language", "refund_policy", "status_page"]
+
+
+def test_names_and_thresholds_load_without_the_llm_client() -> None:
+    """The bot and the channel rules read a team's judges' names and thresholds without loading the OpenAI SDK."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys; from pathlib import Path; from judges.judge_files import load_catalog; "
+        f"c = load_catalog(Path({str(EXAMPLES)!r}), max_prompt_chars=100000); "
+        "print(sorted(c.thresholds().items()), 'openai' in sys.modules)"
+    )
+    root = str(EXAMPLES.parents[1])
+    shown = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=root, env={"PYTHONPATH": root}
+    ).stdout.strip()
+    assert shown == "[('customer_language', 1.0), ('refund_policy', 0.0), ('status_page', 0.0)] False"
