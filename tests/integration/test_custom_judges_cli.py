@@ -103,3 +103,34 @@ def test_judge_in_a_real_process(fake, tmp_path: Path) -> None:
     )
     assert outcome.returncode == 0, outcome.stderr
     assert outcome.stdout.startswith("customer_language: 1 on 1..3 (FAILS: fails at 1 or lower)")
+
+
+def test_a_broken_judge_is_said_at_start_up_and_by_the_doctor_and_left_out(tmp_path: Path, caplog) -> None:
+    import logging
+
+    from relmon.doctor.judges_check import check_judges
+    from store.judge_catalog import announce_judges
+    from store.rules import ChannelRules
+    from tests.builders import make_settings
+
+    (tmp_path / "good.toml").write_text((EXAMPLES / "status_page.toml").read_text())
+    (tmp_path / "tone.toml").write_text('name = "tone"\nscale = "1..5"\nfails_at = 2\nprompt = "{answer} {tone}"\n')
+    settings = make_settings(judges_dir=tmp_path, default_judges=["relevancy", "tone", "status_page"])
+    with caplog.at_level(logging.INFO, logger="relmon.judges"):
+        announce_judges(settings)
+    logged = [record.getMessage() for record in caplog.records]
+    assert f"custom judge left out: {tmp_path / 'tone.toml'}:4: unknown placeholder {{tone}}" in logged[0]
+    assert "custom judges loaded: status_page" in logged
+    assert "RELMON_JUDGES names no judge 'tone': left out (run `relmon judges check`)" in logged
+
+    lines = [check.line() for check in check_judges(settings)]
+    assert lines[0].startswith(f"warn  custom judges: left out: {tmp_path / 'tone.toml'}:4: unknown placeholder")
+    assert "RELMON_JUDGES names 'tone', which is no judge: left out" in lines[1]
+    assert lines[2] == "ok    custom judges: 1 loaded: status_page"
+
+    rule = ChannelRules().for_channel("C_SUPPORT", settings)
+    assert rule.thresholds["status_page"] == 0 and "tone" not in rule.thresholds
+    from store.judge_catalog import judge_catalog
+    from workers.judging.rules import judges_in_force
+
+    assert judges_in_force(None, rule.judges, False, judge_catalog(settings)) == ["relevancy", "status_page"]
