@@ -32,7 +32,12 @@ def _stamp(directory: Path | None) -> tuple:
 def _load(directory: Path | None, max_prompt_chars: int, stamp: tuple) -> JudgeCatalog:
     catalog = load_catalog(directory, max_prompt_chars=max_prompt_chars)
     for problem in catalog.problems:
-        log.warning("custom judge left out: %s", problem, extra={"judge_file": problem.path})
+        # The log's scrubber withholds long messages (they may quote people's texts): the message names the file
+        # and line, the problem itself is a field of its own.
+        where = f"{Path(problem.path).name}:{problem.line}" if problem.line is not None else Path(problem.path).name
+        log.warning(
+            "custom judge left out: %s", where, extra={"judge_file": problem.path, "problem": problem.message[:300]}
+        )
     if catalog.specs:
         log.info("custom judges loaded: %s", ", ".join(catalog.specs), extra={"judges_dir": str(directory)})
     return catalog

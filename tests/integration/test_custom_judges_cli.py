@@ -119,7 +119,8 @@ def test_a_broken_judge_is_said_at_start_up_and_by_the_doctor_and_left_out(tmp_p
     with caplog.at_level(logging.INFO, logger="relmon.judges"):
         announce_judges(settings)
     logged = [record.getMessage() for record in caplog.records]
-    assert f"custom judge left out: {tmp_path / 'tone.toml'}:4: unknown placeholder {{tone}}" in logged[0]
+    assert logged[0] == "custom judge left out: tone.toml:4"
+    assert caplog.records[0].problem.startswith("unknown placeholder {tone}")
     assert "custom judges loaded: status_page" in logged
     assert "RELMON_JUDGES names no judge 'tone': left out (run `relmon judges check`)" in logged
 
