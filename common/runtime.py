@@ -17,7 +17,9 @@ from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler
 from common.celery_app import broker_url_for, embedded_socket_path
 from common.embedded_redis import answering
 from common.replies import UnsentRetryHandler
+from judges.judge_files import JudgeCatalog
 from store.db import Database
+from store.judge_catalog import judge_catalog
 from store.rules import ChannelRules
 from store.settings import Settings
 
@@ -82,6 +84,11 @@ class Runtime:
     @cached_property
     def rules(self) -> ChannelRules:
         return ChannelRules.load(self.settings.channel_rules_file)
+
+    @property
+    def judges(self) -> JudgeCatalog:
+        """The seed judges and the team's (RELMON_JUDGES_DIR), read again when a judge file changes."""
+        return judge_catalog(self.settings)
 
     @cached_property
     def known_channels(self):  # -> capture.directory.KnownChannels

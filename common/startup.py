@@ -10,6 +10,7 @@ from common.embedded_redis import EmbeddedRedis, ensure_embedded_redis
 from common.telemetry.logs import setup_logging
 from common.telemetry.scrub import mask_url, problem_text
 from store.db import MigrationError, migrate_in_child, migrate_url
+from store.judge_catalog import announce_judges
 from store.settings import Settings
 
 # Objects that must live as long as the process (the embedded Redis handle stops the server when collected).
@@ -24,6 +25,7 @@ def start_process(settings: Settings, component: str, *, migrate_in_child_proces
     """Run once at the start of a process, before it serves or consumes anything. `migrate_in_child_process`:
     the bot's, so that the processes serving Slack never load Alembic (less memory in each)."""
     setup_logging(settings, component)
+    announce_judges(settings)  # a broken judge file is said here, and left out: never a reason not to start
     metrics.prepare_process(settings, component)  # before anything imports prometheus-client
     _held["embedded_redis"] = ensure_embedded_redis(settings)  # None with REDIS_URL set
     migrate_schema(settings.resolved_database_url, in_child=migrate_in_child_process)

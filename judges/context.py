@@ -110,3 +110,29 @@ def _parse_line(line: str, number: int) -> Turn:
     if not colon or name is None:
         raise ValueError(f"line {number}: start it with 'customer:' or 'bot:'")
     return Turn(name, rest.strip())
+
+
+def split_context(question: str) -> tuple[str | None, str]:
+    """`with_context` undone: (the earlier turns or None, the bare question). A custom judge's prompt may place
+    them apart ({context}, {question})."""
+    prefix = HEADING + "\n"
+    if not question.startswith(prefix):
+        return None, question
+    turns, separator, rest = question[len(prefix) :].partition(f"\n\n{QUESTION_LABEL} ")
+    if not separator:
+        return None, question
+    return turns, rest
+
+
+# How an ingested exchange's retrieved passages head the reference text the grounded judge reads
+# (workers.ingesting); a custom judge reads them as {documents}, apart from a reference answer.
+DOCUMENTS_HEADING = "Documents the bot retrieved:"
+
+
+def split_documents(reference: str | None) -> tuple[str | None, str | None]:
+    """(the retrieved passages or None, a reference answer or None) of a pair's reference text."""
+    if reference is None or not reference.strip():
+        return None, None
+    if reference.startswith(DOCUMENTS_HEADING):
+        return reference[len(DOCUMENTS_HEADING) :].strip() or None, None
+    return None, reference

@@ -58,8 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--judge",
         "-j",
         default=RELEVANCY,
-        choices=JUDGE_NAMES,
-        help="which judge (default relevancy)",
+        metavar="NAME",
+        help=f"which judge: {', '.join(JUDGE_NAMES)} or one of RELMON_JUDGES_DIR's (default relevancy)",
     )
     judge.add_argument("--json", action="store_true", help="print the verdict as JSON")
 
@@ -73,7 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["outcomes"],
         help="outcomes: what the conversations did next (resolved or failed) as the labels, from stored pairs",
     )
-    evaluate.add_argument("--judge", "-j", default=RELEVANCY, choices=JUDGE_NAMES)
+    evaluate.add_argument(
+        "--judge", "-j", default=RELEVANCY, metavar="NAME", help="a seed judge or one of RELMON_JUDGES_DIR's"
+    )
     evaluate.add_argument("--threads", type=whole_number, default=8, help="judgments in flight at once (default 8)")
     evaluate.add_argument("--worst", type=whole_number, default=5, help="how many disagreements to list (default 5)")
     evaluate.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -128,6 +130,10 @@ def build_parser() -> argparse.ArgumentParser:
     ping.add_argument("--hostname", help="the node's host name (default: this host's, as in a container)")
 
     commands.add_parser("migrate", help="bring the database schema up to date, then exit")
+    judges = commands.add_parser("judges", help="a team's own judges (RELMON_JUDGES_DIR): check the files")
+    judges_actions = judges.add_subparsers(dest="judges_command", required=True, metavar="ACTION")
+    check = judges_actions.add_parser("check", help="check every judge file and show one filled-in prompt")
+    check.add_argument("--dir", help="the judges' directory (default RELMON_JUDGES_DIR)")
     commands.add_parser("doctor", help="check settings, Slack, Redis, the database and the LLM endpoint")
     commands.add_parser("manifest", help="print the Slack app manifest (YAML)")
     return parser
@@ -213,6 +219,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         from relmon import judge_cli
 
         return judge_cli.run_judge(args, settings) if args.command == "judge" else judge_cli.run_eval(args, settings)
+    if args.command == "judges":
+        from relmon.judges_cli import run_judges_check
+
+        return run_judges_check(args, settings)
     if args.command == "worker":
         from workers.main import run_worker
 

@@ -12,12 +12,14 @@ from typing import Any, TextIO
 
 from common.llm import llm_client_for
 from common.runtime import shared_redis
-from judges import LLMClient, TransientLLMError, Verdict, get_judge
+from judges import LLMClient, TransientLLMError, Verdict
 from judges.base import Judge
 from judges.context import format_turns, parse_turns, with_context
+from judges.custom import CustomJudge
 from judges.labels import Label, LabelError, read_labels
 from judges.metrics import agreement
 from judges.safe_text import json_text, one_line, visible
+from store.judge_catalog import judge_catalog
 from store.settings import WHERE_TO_GET, Settings
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -95,7 +97,13 @@ class _Stdin:
 
 
 def format_verdict(verdict: Verdict, judge: Judge) -> str:
-    if verdict.status == "ok":
+    if verdict.status == "ok" and isinstance(judge, CustomJudge):
+        shown = (
+            ("pass" if verdict.score else "fail") if judge.is_pass_fail else f"{verdict.score:g} on {judge.spec.scale}"
+        )
+        kept = "FAILS" if judge.fails(verdict.score) else "passes"
+        head = f"{verdict.judge}: {shown} ({kept}: fails at {judge.threshold} or lower)"
+    elif verdict.status == "ok":
         head = (
             f"{verdict.judge}: {verdict.score:g} on {judge.min_score}–{judge.max_score} "
             f"(normalized {verdict.normalized_score:.2f})"
@@ -126,9 +134,22 @@ def format_verdict(verdict: Verdict, judge: Judge) -> str:
     return visible("\n".join(lines))  # the reasoning and a raw reply are the LLM's words: shown, never obeyed
 
 
-def run_judge(args: argparse.Namespace, settings: Settings) -> int:
-    judge = get_judge(args.judge)
+def judge_named(name: str, settings: Settings) -> Judge:
+    """A seed judge or one of the team's (RELMON_JUDGES_DIR); a UsageError naming the choices otherwise, and
+    saying why when the team's file for it is broken."""
+    catalog = judge_catalog(settings)
     try:
+        return catalog.get(name)
+    except ValueError as error:
+        broken = [str(problem) for problem in catalog.problems if Path(problem.path).stem == name]
+        if broken:
+            raise UsageError(f"judge {name!r} is left out: {broken[0]} (run `relmon judges check`)") from None
+        raise UsageError(str(error)) from None
+
+
+def run_judge(args: argparse.Namespace, settings: Settings) -> int:
+    try:
+        judge = judge_named(args.judge, settings)
         stdin = _Stdin()
         question = _read_input("question", args.question, args.question_file, stdin)
         answer = _read_input("answer", args.answer, args.answer_file, stdin)
@@ -138,6 +159,9 @@ def run_judge(args: argparse.Namespace, settings: Settings) -> int:
         question = with_context(question, read_context(getattr(args, "context_file", None), settings))
         if judge.needs_reference and not (reference and reference.strip()):
             raise UsageError(f"the {judge.name} judge compares with a reference answer: give --reference")
+        if isinstance(judge, CustomJudge) and (missing := judge.missing(question, answer, reference)):
+            wanted = ", ".join("{" + name + "}" for name in missing)
+            raise UsageError(f"the {judge.name} judge needs {wanted}: give it (--context-file, --reference)")
         client = build_client(settings)
     except UsageError as exc:
         return _fail(str(exc), EXIT_USAGE)
@@ -326,8 +350,8 @@ def format_report(report: dict[str, Any]) -> str:
 
 
 def run_eval(args: argparse.Namespace, settings: Settings) -> int:
-    judge = get_judge(args.judge)
     try:
+        judge = judge_named(args.judge, settings)
         if args.threads < 1:
             raise UsageError("--threads must be at least 1")
         if getattr(args, "labels_from", None) == "outcomes":

@@ -26,6 +26,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from judges.names import CORRECTNESS, GROUNDED, RELEVANCY
+from store.judge_catalog import judge_catalog
 from store.settings import TIME_WINDOW_MOST_ANSWERS, Settings
 
 
@@ -96,6 +97,7 @@ class ChannelRules(BaseModel):
         return EffectiveRule(
             judges=pick("judges", list(settings.default_judges)),
             thresholds={
+                **judge_catalog(settings).thresholds(),  # a team's judge fails at its file's fails_at
                 RELEVANCY: pick("threshold", settings.threshold),
                 CORRECTNESS: pick("correctness_threshold", settings.correctness_threshold),
                 GROUNDED: pick("grounded_threshold", settings.grounded_threshold),

@@ -192,6 +192,8 @@ class Settings(
     alert_channel: MaybeStr = Field(None, **_env("RELMON_ALERT_CHANNEL"))
     digest_channel_setting: MaybeStr = Field(None, **_env("RELMON_DIGEST_CHANNEL"))
     channel_rules_file: MaybePath = Field(None, **_env("RELMON_CHANNEL_RULES"))
+    # A team's own judges: one TOML file each (judges.judge_files); unset: the seed judges only.
+    judges_dir: MaybePath = Field(None, **_env("RELMON_JUDGES_DIR"))
 
     # Capture
     settle_seconds: float = Field(5.0, ge=0, le=600, **_env("RELMON_SETTLE_SECONDS"))

@@ -14,7 +14,7 @@ from common import task_names
 from common.celery_app import celery
 from common.exchanges import Document, EarlierTurn, Exchange
 from common.runtime import Runtime
-from judges.context import BOT, CUSTOMER, Turn, format_turns
+from judges.context import BOT, CUSTOMER, DOCUMENTS_HEADING, Turn, format_turns
 from store import exchanges as exchange_store
 from store.models import PairStatus
 from store.settings import Settings
@@ -22,7 +22,7 @@ from store.settings import Settings
 log = logging.getLogger("relmon.ingest")
 
 _SPEAKERS = {"user": CUSTOMER, "assistant": BOT}
-SOURCE_HEADING = "Documents the bot retrieved:"
+SOURCE_HEADING = DOCUMENTS_HEADING  # a custom judge reads them as {documents} (judges.context)
 
 
 def context_text(turns: list[EarlierTurn], max_turns: int) -> str | None:

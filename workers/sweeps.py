@@ -206,12 +206,12 @@ def _give_up(runtime: Runtime, pair_id: int, failures: int, last_error: str | No
         stored = stored_judges(connection, pair_id, pair.version)
     try:
         rule = runtime.rules.for_channel(pair.channel_id, settings)
-        names = judges_in_force(pair.judges, rule.judges, pair.reference is not None)
+        names = judges_in_force(pair.judges, rule.judges, pair.reference is not None, runtime.judges)
     except Exception:  # the bug may be right here (an unknown judge's name): name the judges that were asked for
         names = list(pair.judges or settings.default_judges)
     reason = give_up_reason(failures, last_error)
     ready = [
-        failed_values(name, pair_id=pair_id, model=settings.judge_model, reason=reason)
+        failed_values(name, pair_id=pair_id, model=settings.judge_model, reason=reason, catalog=runtime.judges)
         for name in error_judges(names, stored)
     ]
     created = store_judgments(runtime.db.engine, pair, ready, mark_judged=True)

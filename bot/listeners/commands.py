@@ -81,10 +81,11 @@ def route(text: str | None) -> Route:
     return Route("unknown")
 
 
-def named_judge(text: str) -> str | None:
-    """A judge named after the link (`/judge <link> relevancy`), as the manifest's usage hint shows."""
+def named_judge(text: str, names: tuple[str, ...] = JUDGE_NAMES) -> str | None:
+    """A judge named after the link (`/judge <link> relevancy`, `/judge <link> --judge refund_policy`), as the
+    manifest's usage hint shows; `names`: the seed judges and the team's (store.judge_catalog)."""
     for word in re.split(r"[\s<>|]+", text.lower()):
-        if word in JUDGE_NAMES:
+        if word in names:
             return word
     return None
 
@@ -133,7 +134,7 @@ class SlowWork:
         if wanted.kind == "link":
             link = parse_message_link(wanted.argument)
             assert link is not None  # route() checked
-            judge = named_judge(wanted.argument)
+            judge = named_judge(wanted.argument, self.runtime.judges.names)
             if judge in JUDGES_NEEDING_REFERENCE:
                 return  # refused in the ack
             judge_message(

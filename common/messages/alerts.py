@@ -51,7 +51,8 @@ _QUOTE_BUDGET = MAX_SECTION_TEXT - 200
 
 
 def judge_label(judge: str) -> str:
-    return JUDGE_LABELS.get(judge, judge.capitalize())
+    """A seed judge's label, or a team's judge's name as words ("refund_policy" → "Refund policy")."""
+    return JUDGE_LABELS.get(judge, judge.replace("_", " ").capitalize())
 
 
 @dataclass(frozen=True)
@@ -164,6 +165,9 @@ def low_score_alert(alert: LowScoreAlert) -> dict:
     score = format_score(alert.score, alert.max_score)
     label = judge_label(alert.judge)
     # The fallback shows in notifications: never any of the conversation's text.
+    if alert.judge not in JUDGE_LABELS and alert.max_score == 1:  # a team's pass/fail judge: it failed
+        text = f"{label} failed in {where_of(alert)}"
+        return message(text, alert_blocks(alert, f"{label}: failed"))
     text = f"Low {label.lower()} score {score} in {where_of(alert)}"
     return message(text, alert_blocks(alert, f"Low {label.lower()} score: {score}"))
 

@@ -10,13 +10,14 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import openai
 
 from common.runtime import Runtime
-from judges import LLMClient, get_judge
+from judges import LLMClient
 from judges.client import LLMRequestError
+from judges.judge_files import JudgeCatalog
 from relmon.backfill.judging import Plan, finish_plan, judge_online, plan
 from workers.judging.rules import verdict_values
 
@@ -37,13 +38,14 @@ class BatchRun:
     sleep: Callable[[float], None] = time.sleep
     say: Callable[[str], None] = print
     on_judged: Callable[[str], None] = lambda _outcome: None
+    judges: JudgeCatalog = field(default_factory=JudgeCatalog)  # the team's judges too (store.judge_catalog)
 
     def requests(self, plans: dict[int, Plan]) -> bytes:
         lines = []
         for pair_id, planned in plans.items():
             pair = planned.pair
             for name in planned.calls:
-                judge = get_judge(name)
+                judge = self.judges.get(name)
                 messages = judge.messages(*pair.judge_input.texts, self.llm.max_prompt_chars)
                 body = self.llm.request_body(messages, judge.output_model, judge.max_reply_tokens)
                 line = {"custom_id": f"{pair_id}:{name}", "method": "POST", "url": "/v1/chat/completions", "body": body}
@@ -88,7 +90,7 @@ class BatchRun:
                 if body is None:
                     break
                 try:
-                    verdict = get_judge(name).verdict_of(self.llm.reply_of(body, 0.0))
+                    verdict = self.judges.get(name).verdict_of(self.llm.reply_of(body, 0.0))
                 except LLMRequestError:
                     break
                 rows.append(verdict_values(verdict, pair_id=pair_id, cache_key=key) | {"batch": True})

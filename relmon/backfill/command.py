@@ -150,7 +150,11 @@ class Run:
 
             poll = self.runtime.settings.batch_poll_seconds
             BatchRun(
-                self.llm, poll, say=lambda text: print(text, file=sys.stderr), on_judged=self.counters.count
+                self.llm,
+                poll,
+                say=lambda text: print(text, file=sys.stderr),
+                on_judged=self.counters.count,
+                judges=self.runtime.judges,
             ).judge(self.runtime, self.batched)
 
     def spend(self) -> None:

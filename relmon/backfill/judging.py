@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from common.runtime import Runtime
-from judges import TransientLLMError, get_judge
+from judges import TransientLLMError
 from store.judgments import find_cached_many, pair_for_judging, set_pair_status, stored_judges
 from store.models import PairStatus
 from workers import budget, sampling
@@ -41,13 +41,17 @@ def plan(runtime: Runtime, pair_id: int) -> Plan:
         pair = PairView.of(fields)
         stored = stored_judges(connection, pair_id)
         rule = runtime.rules.for_channel(pair.channel_id, settings)
-        todo = [n for n in judges_in_force(pair.judges, rule.judges, pair.reference is not None) if n not in stored]
+        todo = [
+            n
+            for n in judges_in_force(pair.judges, rule.judges, pair.reference is not None, runtime.judges)
+            if n not in stored
+        ]
         if todo and not stored and not sampling.is_sampled_in(pair.channel_id, pair.answer_ts, rule.sample_rate,
                                                               source=pair.source):  # fmt: skip
             set_pair_status(connection, pair_id, PairStatus.SKIPPED_SAMPLING, only_from=[PairStatus.PENDING])
             return Plan(pair, SAMPLED_OUT)
         given = pair.judge_input
-        keys = {n: get_judge(n).cache_key(settings.judge_model, *given.texts) for n in todo}
+        keys = {n: runtime.judges.get(n).cache_key(settings.judge_model, *given.texts) for n in todo}
         cached = find_cached_many(connection, list(keys.values()))
     result = Plan(pair)
     for name, key in keys.items():
@@ -76,7 +80,7 @@ def judge_online(runtime: Runtime, pair_id: int, llm) -> str:
     given = pair.judge_input
     for name, key in planned.calls.items():
         try:
-            verdict = get_judge(name).evaluate(llm, *given.texts)
+            verdict = runtime.judges.get(name).evaluate(llm, *given.texts)
         except TransientLLMError:
             store_judgments(runtime.db.engine, pair, [*planned.ready, *rows], mark_judged=False)
             return LEFT

@@ -14,7 +14,6 @@ from typing import Any
 from common.messages.readable import Readable, short_date
 from common.reports.period import Period
 from common.runtime import Runtime
-from judges import get_judge
 from relmon.backfill.progress import Counters
 from store.models import PairSource
 from workers import sampling
@@ -88,8 +87,8 @@ def estimate(counters: Counters, runtime: Runtime, channel: str, answer_ts: str,
     if not sampling.is_sampled_in(channel, answer_ts, rule.sample_rate, source=PairSource.BACKFILL):
         return
     counters.sampled += 1
-    for name in judges_in_force(None, rule.judges, False):
-        messages = get_judge(name).messages(question, answer, None, settings.max_prompt_chars)
+    for name in judges_in_force(None, rule.judges, False, runtime.judges):
+        messages = runtime.judges.get(name).messages(question, answer, None, settings.max_prompt_chars)
         counters.calls += 1
         counters.input_tokens += sum(len(m["content"]) for m in messages) // CHARS_PER_TOKEN
         counters.output_tokens += OUTPUT_TOKENS_PER_CALL

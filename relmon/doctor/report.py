@@ -9,6 +9,7 @@ from typing import TextIO
 from common.telemetry.scrub import SecretMasker
 from relmon.doctor.checks import Check, check_database, check_llm, check_redis, check_settings
 from relmon.doctor.embeddings_check import check_embeddings
+from relmon.doctor.judges_check import check_judges
 from relmon.doctor.metrics_check import check_metrics
 from relmon.doctor.port_checks import check_metrics_ports
 from relmon.doctor.slack_checks import check_slack
@@ -22,6 +23,7 @@ def all_checks(settings: Settings) -> Iterator[Check]:
     yield check_redis(settings)
     yield check_database(settings)
     yield check_llm(settings)
+    yield from check_judges(settings)
     yield check_embeddings(settings)
     yield check_metrics(settings)
     yield from check_metrics_ports(settings)

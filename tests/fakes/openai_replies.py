@@ -137,6 +137,8 @@ def default_reply(body: dict, *, disputes: bool = False, quote_answer: bool = Fa
             return payload
         quoted = f"Answer 2 reads:\n{answer[:QUOTE_CHARS]}\n\n" if quote_answer else ""
         return f"{quoted}Here is my evaluation:\n{payload}\nI hope this helps."
+    if CUSTOM_REPLY_FORMAT in prompt:
+        return custom_reply(body, _grade)
     name = topic_name(prompt)
     if name is not None:
         return name
@@ -184,3 +186,53 @@ def _instance(schema: dict, root: dict) -> Any:
     if kind == "null":
         return None
     return ""
+
+
+# A team's own judge (judges/custom.py): relmon ends its prompt with this reply format, which names the scale.
+CUSTOM_REPLY_FORMAT = "Reply with only a JSON object, nothing before or after it:"
+_CUSTOM_RANGE = re.compile(r"score is an integer from (-?\d+) \(worst\) to (-?\d+) \(best\)")
+_PROMISED_REFUND = re.compile(
+    r"\b(i'll|i will|we'll|we will|we're going to)\s+(refund|issue a refund)|\brefund (has been|was) (issued|processed)"
+)
+_INCIDENT = re.compile(r"\b(down|outage|incident|503|500|failing|unreachable|not loading|slow)\b")
+_STOPWORDS = {
+    "es": {"el", "la", "los", "las", "de", "y", "mi", "cómo", "que", "en", "luego", "pulsa", "ve", "tu", "su"},
+    "fr": {"le", "la", "les", "de", "et", "mes", "comment", "puis", "ouvrez", "vos", "des", "choisissez"},
+    "de": {"der", "die", "das", "und", "ich", "mein", "wie", "kann", "ist", "nicht", "sie", "öffnen"},
+    "en": {"the", "and", "how", "do", "i", "my", "is", "to", "then", "click", "open", "go", "you", "your"},
+}
+
+
+def _language(text: str) -> str | None:
+    words = re.findall(r"[^\W\d_]+", text.lower())
+    counts = {language: sum(word in stop for word in words) for language, stop in _STOPWORDS.items()}
+    best = max(counts, key=counts.__getitem__)
+    return best if counts[best] else None
+
+
+def custom_reply(body: dict, grade) -> str:
+    """A custom judge's reply, as an honest judge of its rule would give it: the rule is told by what the team's
+    prompt checks (a promised refund, the status page during an incident, the customer's language), read with
+    keyword rules; any other prompt is graded from the answer as the seed judges are (offtopic, partial). The
+    score is on the scale the reply format names."""
+    prompt = str((body.get("messages") or [{}])[-1].get("content") or "")
+    instructions = prompt.split("<<<BEGIN", 1)[0].lower()
+    scale = _CUSTOM_RANGE.search(prompt)
+    low, high = (int(scale.group(1)), int(scale.group(2))) if scale else (0, 1)
+    question = delimited_field(prompt, "question") or ""
+    answer = delimited_field(prompt, "answer") or ""
+    if "refund" in instructions:
+        failed = _PROMISED_REFUND.search(answer.lower()) is not None
+        score, why = (low, "The answer promises a refund.") if failed else (high, "No refund is promised.")
+    elif "status page" in instructions:
+        incident = _INCIDENT.search(question.lower()) is not None
+        failed = incident and "status.example.com" not in answer
+        score, why = (low, "An incident without the status page link.") if failed else (high, "The rule is kept.")
+    elif "language" in instructions:
+        asked, answered = _language(question), _language(answer)
+        same = asked is None or answered is None or asked == answered
+        score, why = (high, "Same language.") if same else (low, f"Asked in {asked}, answered in {answered}.")
+    else:
+        score = grade(answer, low, (low + high) // 2, high)
+        why = f"Graded {score} from the answer."
+    return json.dumps({"score": score, "reasoning": why})

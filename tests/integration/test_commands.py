@@ -77,6 +77,15 @@ def test_link_with_a_judge_name(bot, slack):
     assert pair.judges == ["relevancy"]
 
 
+def test_link_with_a_team_judge_s_name(make_bot, slack):
+    """A team's judge (RELMON_JUDGES_DIR) is named as a seed judge is, or after --judge."""
+    examples = Path(__file__).resolve().parents[2] / "examples" / "judges.d"
+    bot = make_bot(judges_dir=examples)
+    assert "Judging that answer" in command(bot, f"{LINK} --judge refund_policy", slack).json()["text"]
+    [pair] = wait_for(lambda: pairs(bot), timeout=10, what="an on-demand pair")
+    assert pair.judges == ["refund_policy"]
+
+
 def test_a_stored_pair_supplies_the_question(bot, slack):
     """The captured pair is used as stored (no history call) when relmon already paired the answer."""
     with bot.runtime.db.session() as session:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 
 from common.runtime import Runtime
-from judges import Sampling, TransientLLMError, get_judge
+from judges import Sampling, TransientLLMError
 from store import confirmations
 from store.confirmations import SecondOpinion
 from store.models import ConfirmationStatus
@@ -67,7 +67,7 @@ def _ask(runtime: Runtime, judged: Judged, threshold: float | None, *, last_atte
     unit = budget_key(judged.facts.judge, judged.pair_version)
     if not budget.charge(runtime.db, pair.id, unit, settings.daily_budget):
         return SecondOpinion(ConfirmationStatus.UNCONFIRMED, error="daily budget spent")
-    judge = get_judge(judged.facts.judge)
+    judge = runtime.judges.get(judged.facts.judge)
     try:
         # The input the first verdict read (the earlier turns too): the second opinion judges the same texts.
         verdict = judge.evaluate(runtime.llm, *pair.judge_input.texts, sampling=sampling(settings.confirm_model))

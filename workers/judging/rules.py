@@ -16,7 +16,7 @@ from sqlalchemy.exc import DBAPIError, DisconnectionError, InterfaceError, Opera
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 
 from common.backoff import backoff_seconds
-from judges import get_judge
+from judges.judge_files import JudgeCatalog
 from store.models import JudgmentStatus, PairStatus
 from store.settings import RETRY_CAP_SECONDS, RETRY_JITTER, largest_retry_delay
 
@@ -65,15 +65,20 @@ def may_retry_llm(
     return llm_attempts < llm_max_retries and task_retries < task_max_retries
 
 
-def judges_in_force(pair_judges: list[str] | None, rule_judges: list[str], has_reference: bool) -> list[str]:
+def judges_in_force(
+    pair_judges: list[str] | None, rule_judges: list[str], has_reference: bool, catalog: JudgeCatalog | None = None
+) -> list[str]:
     """The pair's own list (on-demand requests name their judge) or the channel's; judges that compare with a
-    reference answer only when the pair has one. Order kept, duplicates dropped."""
-    names = pair_judges if pair_judges else rule_judges
+    reference answer only when the pair has one. Order kept, duplicates dropped. `catalog`: the team's judges too
+    (store.judge_catalog); a name in the channel's list that is no judge (a broken judge file, left out and
+    reported at start-up) is left out, while one the pair itself names fails as before."""
+    catalog = catalog if catalog is not None else JudgeCatalog()
+    names = pair_judges if pair_judges else [name for name in rule_judges if name in catalog.names]
     chosen: list[str] = []
     for name in names:
         if name in chosen:
             continue
-        if get_judge(name).needs_reference and not has_reference:
+        if catalog.get(name).needs_reference and not has_reference:
             continue
         chosen.append(name)
     return chosen
@@ -208,11 +213,13 @@ def is_infrastructure(error: BaseException | None) -> bool:
     return False
 
 
-def failed_values(name: str, *, pair_id: int, model: str, reason: str) -> dict[str, Any]:
+def failed_values(
+    name: str, *, pair_id: int, model: str, reason: str, catalog: JudgeCatalog | None = None
+) -> dict[str, Any]:
     """An error judgment for a judge the pipeline gave up on. The judge's name may be what broke judging (an
     unknown name in the pair's list): then its scale and prompt version are unknown and left empty."""
     try:
-        judge = get_judge(name)
+        judge = (catalog or JudgeCatalog()).get(name)
         max_score, prompt_version = judge.max_score, judge.prompt_version
     except ValueError:
         max_score, prompt_version = None, None

@@ -18,7 +18,7 @@ from typing import Any
 
 from common import task_names, task_notes
 from common.runtime import Runtime
-from judges import TransientLLMError, get_judge
+from judges import TransientLLMError
 from store.db import autocommit, dialect_name
 from store.judgments import (
     find_cached_many,
@@ -93,7 +93,7 @@ def judge_run(
     with runtime.db.autocommit() as connection:
         stored = stored_judges(connection, pair_id, pair.version)
         rule = runtime.rules.for_channel(pair.channel_id, settings)
-        wanted = judges_in_force(pair.judges, rule.judges, pair.reference is not None)
+        wanted = judges_in_force(pair.judges, rule.judges, pair.reference is not None, runtime.judges)
         todo = [name for name in wanted if name not in stored]
         if (
             todo
@@ -108,7 +108,8 @@ def judge_run(
             set_pair_status(connection, pair_id, PairStatus.SKIPPED_SAMPLING, only_from=[PairStatus.PENDING])
             return PairStatus.SKIPPED_SAMPLING
         given = pair.judge_input
-        keys = {name: get_judge(name).cache_key(model, *given.texts) for name in todo}
+        catalog = runtime.judges
+        keys = {name: catalog.get(name).cache_key(model, *given.texts) for name in todo}
         cached = find_cached_many(connection, list(keys.values()))
 
     # Rows an interrupted earlier run stored may never have been followed up: send them again (the alert task
@@ -119,7 +120,7 @@ def judge_run(
     # answered now, so those pairs never wait).
     down: bool | None = None if not (pair.on_demand or probe) else False
     for name in todo:
-        judge, key = get_judge(name), keys[name]
+        judge, key = catalog.get(name), keys[name]
         if key in cached:
             ready.append(reused_values(cached[key], pair_id=pair_id, judge=name))
             continue
