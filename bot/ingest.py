@@ -1,16 +1,18 @@
 """The ingest API, on the bot's HTTP server (bot.server routes every path under /v1/exchanges here):
 `POST /v1/exchanges`, `POST /v1/exchanges/{id}/signals` (what the bot's side saw after an exchange:
-common.exchange_signals) and `DELETE /v1/exchanges/{id}?bot=NAME` (a deletion: every copy is scrubbed). The bot's side sends
-the exchanges relmon cannot read in Slack itself (its own agent DMs, a web widget): one exchange, or
-{"exchanges": [...]} (at most 100), validated whole by common.exchanges (a batch with one bad exchange is refused
-whole, naming it). 202 only once every exchange is durably noted: handed on as `ingest_exchange` the one way the bot
+common.exchange_signals) and `DELETE /v1/exchanges/{id}?bot=NAME` (a deletion: every copy is scrubbed).
+
+The bot's side sends the exchanges relmon cannot read in Slack itself (its own agent DMs, a web widget): one
+exchange, or {"exchanges": [...]} (at most 100), validated whole by common.exchanges (a batch with one bad exchange
+is refused whole, naming it). 202 only once every exchange is durably noted: handed on as `ingest_exchange` the one way the bot
 hands events on (bot.publishing: noted in Redis and published, or kept in the disk spool through an outage).
 
-Checks, in this order: ingest on (RELMON_INGEST_TOKENS set, else 404), the method (405), the bearer token (401; compared in
-constant time against each token), the token's rate (429 with Retry-After; RELMON_INGEST_PER_MINUTE requests a
-minute per token, counted in Redis: with Redis down nothing is counted and the spool takes the exchanges), JSON
-(415), size (411, 413 past RELMON_INGEST_MAX_BYTES), the body (400 with each field at fault). A signal and a
-deletion take the same way as an exchange (their own tasks, `ingest_signal` and `forget_exchange`). docs/ingest.md.
+Checks, in this order: ingest on (RELMON_INGEST_TOKENS set, else 404), the path (404) and method (405), the
+bearer token (401; compared in constant time against each token), the token's rate (429 with Retry-After;
+RELMON_INGEST_PER_MINUTE requests a minute per token, counted in Redis: with Redis down nothing is counted and the
+spool takes the exchanges), JSON (415), size (411, 413 past RELMON_INGEST_MAX_BYTES), the body (400 with each field
+at fault). A signal and a deletion take the same way as an exchange (their own tasks, `ingest_signal` and
+`forget_exchange`). docs/ingest.md.
 """
 
 from __future__ import annotations

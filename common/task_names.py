@@ -59,7 +59,9 @@ POSTING = frozenset(
 # A deletion's work (with the `capture_event` of its event, common.celery_app.route_task): its own queue, so that
 # a backlog of judging never holds a deletion past its minute. The blanking of a verdict's comment in the trace
 # tools goes there too: it is the deletion reaching a copy.
-FORGETTING = frozenset({FORGET_MESSAGE, FORGET_EXCHANGE, REWRITE_REDIS_AOF, BLANK_LANGFUSE_COMMENTS, BLANK_PHOENIX_EXPLANATIONS})
+FORGETTING = frozenset(
+    {FORGET_MESSAGE, FORGET_EXCHANGE, REWRITE_REDIS_AOF, BLANK_LANGFUSE_COMMENTS, BLANK_PHOENIX_EXPLANATIONS}
+)
 
 # The sends of verdicts and outcome signals to the bot's trace tools (workers.tasks.traces): noted while on their
 # way (common.task_notes), since nothing but their message says they are still to do.

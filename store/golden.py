@@ -7,7 +7,7 @@ from collections.abc import Collection
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, func, or_, select, update
+from sqlalchemy import and_, delete, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from store.db import insert_or_ignore, insert_or_ignore_returning
@@ -201,7 +201,16 @@ def forget_sources_quoting(session: Session, channel_id: str, ts: str) -> int:
     """A message was deleted in Slack: every source quoting it goes, and an item left without sources leaves the
     set (store.golden_rules.after_deletion); one that keeps some shows the newest. Returns how many sources went."""
     quoting = or_(GoldenSource.question_ts == ts, GoldenSource.answer_ts == ts, GoldenSource.reference_ts == ts)
-    gone = session.execute(select(GoldenSource).where(GoldenSource.channel_id == channel_id, quoting)).scalars().all()
+    return _forget_sources(session, and_(GoldenSource.channel_id == channel_id, quoting))
+
+
+def forget_sources_of_pair(session: Session, pair_id: int) -> int:
+    """An exchange was deleted by the bot's side: the sources taken from its pair go, as a deleted message's do."""
+    return _forget_sources(session, GoldenSource.pair_id == pair_id)
+
+
+def _forget_sources(session: Session, quoting) -> int:
+    gone = session.execute(select(GoldenSource).where(quoting)).scalars().all()
     gone_of: dict[int, list[Occurrence]] = {}
     for source in gone:
         gone_of.setdefault(source.item_id, []).append(_occurrence(source))
