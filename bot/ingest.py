@@ -4,8 +4,9 @@ common.exchange_signals) and `DELETE /v1/exchanges/{id}?bot=NAME` (a deletion: e
 
 The bot's side sends the exchanges relmon cannot read in Slack itself (its own agent DMs, a web widget): one
 exchange, or {"exchanges": [...]} (at most 100), validated whole by common.exchanges (a batch with one bad exchange
-is refused whole, naming it). 202 only once every exchange is durably noted: handed on as `ingest_exchange` the one way the bot
-hands events on (bot.publishing: noted in Redis and published, or kept in the disk spool through an outage).
+is refused whole, naming it). 202 only once every exchange is durably noted: handed on as `ingest_exchange` the one
+way the bot hands events on (bot.publishing: noted in Redis and published, or kept in the disk spool through an
+outage).
 
 Checks, in this order: ingest on (RELMON_INGEST_TOKENS set, else 404), the path (404) and method (405), the
 bearer token (401; compared in constant time against each token), the token's rate (429 with Retry-After;

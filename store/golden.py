@@ -79,8 +79,12 @@ def fill_topics(session: Session) -> int:
 
 
 def _message_key(occurrence: Occurrence) -> str | None:
+    """The source's key: its Slack message, or, for a pair with none (an ingested exchange), the pair itself (so
+    the exchange's deletion finds what it gave the set: store.golden.forget_sources_of_pair)."""
     ts = occurrence.question_ts or occurrence.answer_ts
-    return f"{occurrence.channel_id}:{ts}" if occurrence.channel_id and ts else None
+    if occurrence.channel_id and ts:
+        return f"{occurrence.channel_id}:{ts}"
+    return f"pair:{occurrence.pair_id}" if occurrence.pair_id is not None else None
 
 
 def item_by_key(session: Session, key: str) -> GoldenItem | None:
