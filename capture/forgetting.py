@@ -228,6 +228,7 @@ def _report_line(line: object, blanked: Collection[str], removal: Removal) -> ob
 
 
 EXCHANGE_ABOUT = "exchange"  # what an alert redrawn after an exchange's deletion says went (common.messages.forgotten)
+_SPEAKER = re.compile(r"^\[\w+\]\s*")  # an earlier turn's line, as judges.context formats it: "[customer] ..."
 _NO_MESSAGE = "\x00"  # no Slack message's ts: an exchange's deletion deletes no message of a thread
 
 
@@ -236,7 +237,7 @@ def removal_of_exchange(
 ) -> Removal:
     """An exchange deleted by the bot's side (DELETE /v1/exchanges/{id}): its question, answer, earlier turns (the
     lines of its pair's context, without their speaker) and documents, as a deleted message's text."""
-    turns = [line.partition(": ")[2] or line for line in (context or "").splitlines()]
+    turns = [_SPEAKER.sub("", line) for line in (context or "").splitlines()]
     return removal_of_deletion([question, answer, *turns, *documents])
 
 
