@@ -223,12 +223,15 @@ def test_the_bots_handoff_alerts_and_collects_and_its_deletion_leaves_no_copy(
                     assert session.scalar(select(GoldenItem.expected)) == reply
                 assert MARK in table_values(database)
 
+                before = len(slack.calls_to("chat.update"))  # the alert's redraws with its signals so far
                 gone = httpx.delete(f"{url}/v1/exchanges/handed?bot=helpdesk", headers=headers, timeout=15)
                 assert gone.status_code == 202, gone.text
                 wait_for(lambda: MARK not in table_values(database), timeout=60, what="the exchange scrubbed")
                 wait_for(lambda: MARK.encode() not in redis_blob(client), timeout=60, what="Redis without it")
-                redrawn = wait_for(lambda: slack.calls_to("chat.update") or None, timeout=60, what="alert redrawn")
-                assert MARK not in json.dumps(redrawn)
+                redrawn = wait_for(
+                    lambda: slack.calls_to("chat.update")[before:] or None, timeout=60, what="the alert redrawn"
+                )
+                assert MARK not in json.dumps(redrawn) and "deleted by the bot's side" in json.dumps(redrawn)
                 with database.session() as session:
                     assert session.scalar(select(func.count()).select_from(GoldenItem)) == 0
             finally:
