@@ -132,3 +132,12 @@ def test_an_exchanges_deletion_blanks_its_pair_and_scrubs_its_conversation() -> 
     assert plan.about == {1: EXCHANGE_ABOUT, 2: "message"}
     assert scrub("ZX-4471 again", removal) == f"{DELETED_MARK}-{DELETED_MARK} again"
     assert "deleted by the bot's side" in forgotten_note(EXCHANGE_ABOUT)
+
+
+def test_a_deletion_runs_on_the_forget_queue_and_its_calls_are_noted() -> None:
+    from common import task_names, task_notes
+    from common.celery_app import QUEUE_FORGET, route_task
+
+    assert route_task(task_names.FORGET_EXCHANGE, (), {"bot": "b", "exchange_id": "x"}, {}) == {"queue": QUEUE_FORGET}
+    assert route_task(task_names.INGEST_SIGNAL, (), {}, {}) is None  # the judge queue, with the exchanges
+    assert {task_names.FORGET_EXCHANGE, task_names.INGEST_SIGNAL} <= task_notes.NOTED
