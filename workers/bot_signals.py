@@ -11,6 +11,7 @@ exchange not stored yet waits in Redis (workers.exchange_notes) and is applied o
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -80,8 +81,8 @@ def apply_parked(runtime: Runtime, bot: str, exchange_id: str, pair_id: int) -> 
         exchange_notes.drop_signals(runtime.redis, bot, exchange_id)
         return "forgotten"
     parked = exchange_notes.parked_signals(runtime.redis, bot, exchange_id)
-    results = [apply_signal(runtime, bot, exchange_id, pair_id, signal) for signal in parked]
-    exchange_notes.drop_signals(runtime.redis, bot, exchange_id, len(parked))
+    results = [apply_signal(runtime, bot, exchange_id, pair_id, json.loads(raw)) for raw in parked]
+    exchange_notes.drop_signals(runtime.redis, bot, exchange_id, parked)
     return ",".join(results) or "none"
 
 

@@ -35,17 +35,22 @@ def park_signal(client: redis.Redis, bot: str, exchange_id: str, signal: dict[st
     pipe.execute()
 
 
-def parked_signals(client: redis.Redis, bot: str, exchange_id: str) -> list[dict[str, Any]]:
-    return [json.loads(raw) for raw in client.lrange(_key("signals", bot, exchange_id), 0, -1)]
+def parked_signals(client: redis.Redis, bot: str, exchange_id: str) -> list[str]:
+    """The signals waiting, in the order they came, as parked (JSON)."""
+    raws = client.lrange(_key("signals", bot, exchange_id), 0, -1)
+    return [raw.decode() if isinstance(raw, bytes) else raw for raw in raws]
 
 
-def drop_signals(client: redis.Redis, bot: str, exchange_id: str, count: int | None = None) -> None:
-    """Drop the first `count` signals (those applied; one parked since stays), or all."""
+def drop_signals(client: redis.Redis, bot: str, exchange_id: str, applied: list[str] | None = None) -> None:
+    """Drop the signals applied (each once, by value: one parked since, or by a twin task, stays), or all."""
     key = _key("signals", bot, exchange_id)
-    if count is None:
+    if applied is None:
         client.delete(key)
-    elif count:
-        client.ltrim(key, count, -1)
+        return
+    pipe = client.pipeline(transaction=True)
+    for raw in applied:
+        pipe.lrem(key, 1, raw)
+    pipe.execute()
 
 
 def note_forgotten(client: redis.Redis, bot: str, exchange_id: str) -> None:

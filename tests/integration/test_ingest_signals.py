@@ -180,8 +180,10 @@ def test_a_signal_before_its_exchange_waits_for_it(settings_for, slack: FakeSlac
         assert signal(url, "late", {"type": "feedback", "value": "negative"}).status_code == 202
         with runtime.db.reading() as session:
             assert session.scalar(select(func.count()).select_from(OutcomeSignal)) == 0
+        assert list(runtime.redis.scan_iter("relmon:exchange-signals:*"))  # waiting for it in Redis
         assert ingesting.ingest(runtime, late) == "stored"  # the exchange's task comes: its signal with it
         assert signals(runtime, pair_of(runtime, "late")) == {NEGATIVE_REACTION}
+        assert not list(runtime.redis.scan_iter("relmon:exchange-signals:*"))  # applied: no longer kept
         assert ingesting.ingest(runtime, late) == "duplicate"  # and once only
         assert signals(runtime, pair_of(runtime, "late")) == {NEGATIVE_REACTION}
 
