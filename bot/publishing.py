@@ -14,7 +14,7 @@ spool hands it on the same way, in order, when they are back.
 
 The ingest API's exchanges (bot.ingest) take the same way through the same spool, as entries of their own kind
 (`exchange_entry`): noted and sent as `ingest_exchange`, with no mark (the worker's store is idempotent per bot and
-exchange id).
+exchange id). Its signals and deletions are `task` entries: the task's call, noted and sent as it is.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ EVENT_DONE_TTL_SECONDS = 3600  # Slack's last retry comes about 5 minutes after 
 
 Entry = dict[str, Any]  # {"body": the envelope, "own": relmon's identity}, and "marked" once its mark is set
 EXCHANGE = "exchange"  # an entry's "kind": an exchange from the ingest API ({"kind": "exchange", "exchange": ...})
+TASK = "task"  # an entry's "kind": a task call of the ingest API (a signal, a deletion): {"task", "kwargs", "named"}
 
 
 class Published(enum.Enum):
@@ -85,6 +86,8 @@ class EventPublisher:
         exchange is noted and sent."""
         if entry.get("kind") == EXCHANGE:
             return publish_exchange(self.redis, entry)
+        if entry.get("kind") == TASK:
+            return publish_task(self.redis, entry)
         event_id = entry["body"].get("event_id")
         if event_id and not entry.get("marked"):
             if not self.redis.set(f"relmon:event:{event_id}", "1", nx=True, ex=EVENT_DONE_TTL_SECONDS):
@@ -118,6 +121,21 @@ def publish_exchange(client: redis.Redis, entry: Entry) -> Published:
     named = {"bot": exchange.get("bot"), "exchange_id": exchange.get("id")}
     task_id = task_notes.send(client, call, time.time(), argsrepr="()", kwargsrepr=repr(named))
     log.info("exchange handed on", extra={**named, "task_id": task_id})
+    return Published.SENT
+
+
+def task_entry(task: str, kwargs: dict[str, Any], named: dict[str, Any]) -> Entry:
+    """A task call of the ingest API (a signal, a deletion) as a spool entry; `named`: what its headers and log line
+    say of it (ids, never words)."""
+    return {"kind": TASK, "task": task, "kwargs": kwargs, "named": named}
+
+
+def publish_task(client: redis.Redis, entry: Entry) -> Published:
+    """Note and send one such call; the headers' reprs name it, never its words (a handoff's reply)."""
+    named = entry.get("named") or {}
+    call = task_notes.Call(entry["task"], kwargs=entry["kwargs"])
+    task_id = task_notes.send(client, call, time.time(), argsrepr="()", kwargsrepr=repr(named))
+    log.info("ingest call handed on", extra={**named, "task": entry["task"], "task_id": task_id})
     return Published.SENT
 
 

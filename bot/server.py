@@ -2,8 +2,9 @@
 SLACK_APP_TOKEN is set (then only `GET /healthz` is served over HTTP, on the same --port, from a small stdlib
 server in a thread: container health checks work in both modes).
 
-HTTP routes: `POST /slack/events` (events, slash commands, interactivity), `POST /v1/exchanges` (the ingest API,
-`bot.ingest`: HTTP mode only), `POST /v1/traces` (OTLP traces in, `bot.otlp_ingest`), `GET /healthz` and `GET /metrics`
+HTTP routes: `POST /slack/events` (events, slash commands, interactivity), `/v1/exchanges` and the paths under it
+(the ingest API, `bot.ingest`: HTTP mode only), `POST /v1/traces` (OTLP traces in, `bot.otlp_ingest`), `GET /healthz`
+and `GET /metrics`
 (Prometheus, `common.metrics`; only with RELMON_METRICS_TOKEN's bearer token, `common.metrics_door`). With
 RELMON_METRICS_PORT, gunicorn also listens there (127.0.0.1 unless the token guards it), for GET /metrics alone.
 Requests are checked before Bolt sees them (`bot.request_guard`); answers to input Slack should not resend
@@ -98,7 +99,7 @@ class EventsWSGI:
             return self.health(start_response)
         if path == metrics.METRICS_PATH:
             return self.metrics(environ, start_response, own_port=own_port)
-        if path == INGEST_PATH and self.ingest is not None:
+        if (path == INGEST_PATH or path.startswith(INGEST_PATH + "/")) and self.ingest is not None:
             answer = self.ingest(environ)
             return _respond(start_response, answer.status, answer.body, answer.headers)
         if path == TRACES_PATH and self.traces is not None:

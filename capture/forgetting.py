@@ -225,3 +225,40 @@ def _report_line(line: object, blanked: Collection[str], removal: Removal) -> ob
     if str(line.get("id")) in blanked:
         return {**line, "question": removal.mark}
     return {**line, **_scrubbed(line, ("question",), removal)}
+
+
+EXCHANGE_ABOUT = "exchange"  # what an alert redrawn after an exchange's deletion says went (common.messages.forgotten)
+_SPEAKER = re.compile(r"^\[\w+\]\s*")  # an earlier turn's line, as judges.context formats it: "[customer] ..."
+_NO_MESSAGE = "\x00"  # no Slack message's ts: an exchange's deletion deletes no message of a thread
+
+
+def removal_of_exchange(
+    question: str | None, answer: str | None, context: str | None, documents: Iterable[str]
+) -> Removal:
+    """An exchange deleted by the bot's side (DELETE /v1/exchanges/{id}): its question, answer, earlier turns (the
+    lines of its pair's context, without their speaker) and documents, as a deleted message's text."""
+    turns = [_SPEAKER.sub("", line) for line in (context or "").splitlines()]
+    return removal_of_deletion([question, answer, *turns, *documents])
+
+
+def plan_exchange_forget(
+    own: int, removal: Removal, pairs: Sequence[StoredPair], judgments: Sequence[StoredJudgment]
+) -> ForgetPlan:
+    """What changes when an exchange is deleted: its pair (`own`) loses every text and its judgments their words,
+    as a deleted question's do; the other pairs of its conversation (`pairs`) and their judgments lose its text and
+    words, as the rest of a thread does."""
+    plan = plan_forget(
+        _NO_MESSAGE, removal, [p for p in pairs if p.id != own], [j for j in judgments if j.pair_id != own]
+    )
+    for pair in pairs:
+        if pair.id == own:
+            changes = {name: None for name in PAIR_TEXTS if getattr(pair, name) is not None}
+            if changes:
+                plan.pairs[own] = changes
+    for judgment in judgments:
+        if judgment.pair_id == own:
+            changes = {name: None for name in JUDGMENT_TEXTS if getattr(judgment, name) is not None}
+            if changes:
+                plan.judgments[judgment.id] = changes
+    plan.about[own] = EXCHANGE_ABOUT
+    return plan

@@ -5,6 +5,8 @@ queued under the old name."""
 
 CAPTURE_EVENT = "workers.tasks.events.capture_event"
 INGEST_EXCHANGE = "workers.tasks.ingest.ingest_exchange"
+INGEST_SIGNAL = "workers.tasks.ingest.ingest_signal"
+FORGET_EXCHANGE = "workers.tasks.forgetting.forget_exchange"
 FORGET_MESSAGE = "workers.tasks.forgetting.forget_message"
 REWRITE_REDIS_AOF = "workers.tasks.forgetting.rewrite_redis_aof"
 SETTLE_PAIR = "workers.tasks.capture.settle_pair"
@@ -57,7 +59,9 @@ POSTING = frozenset(
 # A deletion's work (with the `capture_event` of its event, common.celery_app.route_task): its own queue, so that
 # a backlog of judging never holds a deletion past its minute. The blanking of a verdict's comment in the trace
 # tools goes there too: it is the deletion reaching a copy.
-FORGETTING = frozenset({FORGET_MESSAGE, REWRITE_REDIS_AOF, BLANK_LANGFUSE_COMMENTS, BLANK_PHOENIX_EXPLANATIONS})
+FORGETTING = frozenset(
+    {FORGET_MESSAGE, FORGET_EXCHANGE, REWRITE_REDIS_AOF, BLANK_LANGFUSE_COMMENTS, BLANK_PHOENIX_EXPLANATIONS}
+)
 
 # The sends of verdicts and outcome signals to the bot's trace tools (workers.tasks.traces): noted while on their
 # way (common.task_notes), since nothing but their message says they are still to do.

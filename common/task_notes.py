@@ -12,8 +12,8 @@ again when the call is made once more. Each message keeps a task ID of its own (
 task ID for one task's attempts, so two sends of one call must not share one. Every noted task
 is idempotent, so a message sent again is at worst run once more.
 
-Noted: the bot's `capture_event` and `ingest_exchange`, an alert's decision, an on-demand verdict, an outcome's
-follow-up and the sends to the bot's trace tools.
+Noted: the bot's `capture_event`, `ingest_exchange`, `ingest_signal` and `forget_exchange`, an alert's decision,
+an on-demand verdict, an outcome's follow-up and the sends to the bot's trace tools.
 
 Layout:
     relmon:task-notes      hash  task ID -> JSON {"task", "args", "kwargs"}
@@ -45,6 +45,8 @@ NOTED = frozenset(
     {
         task_names.CAPTURE_EVENT,
         task_names.INGEST_EXCHANGE,
+        task_names.INGEST_SIGNAL,
+        task_names.FORGET_EXCHANGE,
         task_names.CONSIDER_ALERT,
         task_names.DELIVER_VERDICT,
         task_names.FOLLOW_UP_OUTCOME,

@@ -93,3 +93,10 @@ def origin(session: Session, pair_id: int) -> Origin | None:
         select(Exchange.bot, Exchange.visibility).where(Exchange.pair_id == pair_id).order_by(Exchange.id).limit(1)
     ).first()
     return Origin(row.bot, row.visibility) if row is not None else None
+
+
+def exchange_row(session: Session, bot: str, client_id: str) -> Exchange | None:
+    """The exchange stored for (bot, id), or None."""
+    return session.execute(
+        select(Exchange).where(Exchange.bot == bot, Exchange.client_id == client_id)
+    ).scalar_one_or_none()

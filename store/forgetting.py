@@ -198,6 +198,24 @@ def regress_rows(
                 )
             )
         )
+    return _regress_rows(session, own if deleted else set(), linked)
+
+
+def regress_rows_of_pair(
+    session: Session, pair_id: int, pair_ids: Collection[int]
+) -> tuple[set[str], list[StoredCheck], list[StoredReport]]:
+    """`regress_rows` for a deleted exchange (no Slack message): the items taken from its pair are its own, those
+    taken from the other pairs (`pair_ids`: its conversation's) are linked."""
+    own = set(session.scalars(select(GoldenSource.item_id).where(GoldenSource.pair_id == pair_id)))
+    linked = set(own)
+    if pair_ids:
+        linked |= set(session.scalars(select(GoldenSource.item_id).where(GoldenSource.pair_id.in_(list(pair_ids)))))
+    return _regress_rows(session, own, linked)
+
+
+def _regress_rows(
+    session: Session, own: set[int], linked: set[int]
+) -> tuple[set[str], list[StoredCheck], list[StoredReport]]:
     if not linked:
         return set(), [], []
     # regress_checks.item_key is the item's id as text (relmon.regress.command); a scan of the table's few rows
@@ -220,7 +238,7 @@ def regress_rows(
         else []
     )
     return (
-        {str(item_id) for item_id in own} if deleted else set(),
+        {str(item_id) for item_id in own},
         [StoredCheck(row.id, row.item_key, row.verdict) for row in checks],
         [StoredReport(row.id, row.report) for row in reports],
     )

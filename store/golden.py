@@ -7,7 +7,7 @@ from collections.abc import Collection
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, func, or_, select, update
+from sqlalchemy import and_, delete, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from store.db import insert_or_ignore, insert_or_ignore_returning
@@ -79,8 +79,12 @@ def fill_topics(session: Session) -> int:
 
 
 def _message_key(occurrence: Occurrence) -> str | None:
+    """The source's key: its Slack message, or, for a pair with none (an ingested exchange), the pair itself (so
+    the exchange's deletion finds what it gave the set: store.golden.forget_sources_of_pair)."""
     ts = occurrence.question_ts or occurrence.answer_ts
-    return f"{occurrence.channel_id}:{ts}" if occurrence.channel_id and ts else None
+    if occurrence.channel_id and ts:
+        return f"{occurrence.channel_id}:{ts}"
+    return f"pair:{occurrence.pair_id}" if occurrence.pair_id is not None else None
 
 
 def item_by_key(session: Session, key: str) -> GoldenItem | None:
@@ -201,7 +205,16 @@ def forget_sources_quoting(session: Session, channel_id: str, ts: str) -> int:
     """A message was deleted in Slack: every source quoting it goes, and an item left without sources leaves the
     set (store.golden_rules.after_deletion); one that keeps some shows the newest. Returns how many sources went."""
     quoting = or_(GoldenSource.question_ts == ts, GoldenSource.answer_ts == ts, GoldenSource.reference_ts == ts)
-    gone = session.execute(select(GoldenSource).where(GoldenSource.channel_id == channel_id, quoting)).scalars().all()
+    return _forget_sources(session, and_(GoldenSource.channel_id == channel_id, quoting))
+
+
+def forget_sources_of_pair(session: Session, pair_id: int) -> int:
+    """An exchange was deleted by the bot's side: the sources taken from its pair go, as a deleted message's do."""
+    return _forget_sources(session, GoldenSource.pair_id == pair_id)
+
+
+def _forget_sources(session: Session, quoting) -> int:
+    gone = session.execute(select(GoldenSource).where(quoting)).scalars().all()
     gone_of: dict[int, list[Occurrence]] = {}
     for source in gone:
         gone_of.setdefault(source.item_id, []).append(_occurrence(source))

@@ -76,9 +76,10 @@ class InlineWorker:
     """The bot publishes each event's `capture_event` task (bot.publishing) and answers Slack before a worker ran
     it. Tests served in-process have no worker: while installed, such a task is sent to the broker as usual (a dead
     broker fails the bot the same way) and then run here at once, so that a test finds the pair as soon as Slack got
-    its acknowledgement; so are a deletion's scrub and an ingested exchange. The copy left in the queue is harmless:
-    the task changes nothing when run again. Settling and judging are left to the test (tests.bot_events). System
-    tests run real worker processes. `paused()`: sent, not run (the message lost on the way, say)."""
+    its acknowledgement; so are a deletion's scrub and an ingested exchange, its signals and its deletion. The copy
+    left in the queue is harmless: the task changes nothing when run again. Settling and judging are left to the
+    test (tests.bot_events). System tests run real worker processes. `paused()`: sent, not run (the message lost on
+    the way, say)."""
 
     def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
@@ -96,6 +97,8 @@ class InlineWorker:
             task_names.CAPTURE_EVENT: events.capture_event,
             task_names.FORGET_MESSAGE: forgetting.forget_message,
             task_names.INGEST_EXCHANGE: ingest.ingest_exchange,
+            task_names.INGEST_SIGNAL: ingest.ingest_signal,
+            task_names.FORGET_EXCHANGE: forgetting.forget_exchange,
         }
         send = celery_app.celery.send_task
         self._active = True

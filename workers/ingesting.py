@@ -2,15 +2,18 @@
 is trusted no further than common.exchanges says), turned into a pair as capture would store it (question, answer,
 the earlier turns formatted as judges.context does, PII redacted where set, the documents as the grounded judge's
 source text), stored once with its `exchanges` row (store.exchanges), then judged by the normal path (`judge_pair`,
-whose alerts follow: an ingested pair alerts like a captured one, a `dm` or `private` one without its words)."""
+whose alerts follow: an ingested pair alerts like a captured one, a `dm` or `private` one without its words). An
+exchange deleted first is not stored (workers.exchange_notes); the signals that came first are applied once it is
+(workers.bot_signals)."""
 
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from capture.redact import redact_if
-from common import task_names
+from common import task_names, task_notes
 from common.celery_app import celery
 from common.exchanges import Document, EarlierTurn, Exchange
 from common.runtime import Runtime
@@ -18,6 +21,8 @@ from judges.context import BOT, CUSTOMER, DOCUMENTS_HEADING, Turn, format_turns
 from store import exchanges as exchange_store
 from store.models import PairStatus
 from store.settings import Settings
+from workers import exchange_notes
+from workers.bot_signals import apply_parked
 
 log = logging.getLogger("relmon.ingest")
 
@@ -67,14 +72,29 @@ def rows_of(exchange: Exchange, settings: Settings) -> tuple[dict[str, Any], dic
     return row, pair
 
 
+def forget_call(bot: str, exchange_id: str) -> task_notes.Call:
+    """`forget_exchange`'s call, as the bot's DELETE sends it."""
+    return task_notes.Call(task_names.FORGET_EXCHANGE, kwargs={"bot": bot, "exchange_id": exchange_id})
+
+
 def ingest(runtime: Runtime, raw: dict[str, Any]) -> str:
     """Store one exchange once and hand its pair to judging; returns what happened. Run again, it stores nothing
     more and sends judging again while the pair is still pending (judge_pair judges each version once)."""
     exchange = Exchange.model_validate(raw)
+    fields = {"bot": exchange.bot, "exchange_id": exchange.id}
+    if exchange_notes.is_forgotten(runtime.redis, exchange.bot, exchange.id):
+        log.info("exchange deleted before it was stored: not stored", extra=fields)
+        return "forgotten"
     row, pair = rows_of(exchange, runtime.settings)
     with runtime.db.session() as session:
         stored = exchange_store.record(session, row, pair)
-    fields = {"pair_id": stored.pair_id, "bot": exchange.bot, "exchange_id": exchange.id}
+    fields["pair_id"] = stored.pair_id
+    if exchange_notes.is_forgotten(runtime.redis, exchange.bot, exchange.id):
+        # Deleted while it was being stored (the deletion's scrub found nothing yet): scrubbed again, now.
+        task_notes.send(runtime.redis, forget_call(exchange.bot, exchange.id), time.time())
+        log.info("exchange deleted while stored: scrubbed again", extra=fields)
+        return "forgotten"
+    apply_parked(runtime, exchange.bot, exchange.id, stored.pair_id)  # its signals that came first
     if stored.joined:
         log.info("exchange joined a captured pair", extra=fields)
         return "joined"  # capture's flow settles and judges that pair

@@ -258,15 +258,29 @@ def observe_reaction_in(runtime: Runtime, pair_id: int, user: str, emoji: str, a
     board = WatchBoard(runtime.redis)
     if not board.react(pair_id, name, user, added):
         return []  # taken back or given again: a person's reaction changes the outcome once (docs/capture.md)
-    noted = note_sends(runtime, outcome_sends(runtime, pair_id, [name]))
     try:
-        with runtime.db.session() as session:
-            new = store.record_signals(session, pair_id, [name], at=datetime.fromtimestamp(at, UTC))
+        return record_signals_in(runtime, pair_id, [name], at=datetime.fromtimestamp(at, UTC))
     except Exception:
-        board.unreact(pair_id, name, user)  # not recorded: the task's retry counts it
+        board.unreact(pair_id, name, user)  # perhaps not recorded: the task's retry counts it (once)
         raise
+
+
+def record_signals_in(
+    runtime: Runtime, pair_id: int, names: Iterable[str], *, at: datetime, reference: str | None = None, **fields
+) -> list[str]:
+    """Record signals that came at `at` about one pair, as a reaction's are, and what follows them: the trace
+    sends, a teammate's `reference` (taken once a takeover is recorded; the question joins the golden set), the
+    alerts' follow-up. Reactions and the bot's own signals (workers.bot_signals) are recorded here. Returns the
+    new ones."""
+    names = sorted(set(names))
+    noted = note_sends(runtime, outcome_sends(runtime, pair_id, names))
+    with runtime.db.session() as session:
+        new = store.record_signals(session, pair_id, names, at=at)
+    if reference:
+        _take_reference(runtime, pair_id, reference)
+        golden_items.collect_takeover(runtime, pair_id, None)
     _follow_up(runtime, [pair_id])
-    _announce(runtime, pair_id, new, noted)
+    _announce(runtime, pair_id, new, noted, **fields)
     return new
 
 
@@ -293,6 +307,22 @@ def close_window_in(runtime: Runtime, pair_id: int, now: datetime | None = None)
     _follow_up(runtime, [pair_id])
     _announce(runtime, pair_id, sorted(closing), noted, channel=channel)
     return "resolved" if closing else "unresolved"
+
+
+def end_window_in(runtime: Runtime, pair_id: int, now: datetime) -> bool:
+    """The bot's side said how the conversation ended (workers.bot_signals): the window closes now and its end adds
+    nothing (a `resolved` it said was recorded before). False when there is no open window."""
+    with runtime.db.session() as session:
+        window = store.get_window(session, pair_id)
+        if window is None or window.closed_at is not None:
+            return False
+        channel = window.channel_id
+        watched = {"thread_key": window.thread_key, "asker": window.asker, "answer_ts": window.answer_ts}
+        if not store.close_window(session, pair_id, now=now, closing=()):
+            return False
+    WatchBoard(runtime.redis).remove(channel, pair_id, **watched)
+    _follow_up(runtime, [pair_id])
+    return True
 
 
 def close_due_windows_in(runtime: Runtime, now: datetime, limit: int = DUE_BATCH) -> int:

@@ -1,21 +1,26 @@
 """The ingest API end to end with relmon's own processes: `relmon bot` (gunicorn) takes exchanges over real HTTP,
 a `relmon worker` stores them and judges them with the fake LLM, and an off-topic answer alerts in the alert
 channel: a `dm` exchange's alert names its bot and scores, never its words. With Redis down the bot still answers
-202 (its spool), and the exchange is stored once Redis is back. Refusals in detail:
-tests/integration/test_ingest_api.py."""
+202 (its spool), and the exchange is stored once Redis is back. The bot's handoff with a person's reply makes a
+missed-failure alert and a golden item, and its deletion leaves no copy in the database or Redis. Refusals in
+detail: tests/integration/test_ingest_api.py and tests/integration/test_ingest_signals.py."""
 
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
 import pytest
-from sqlalchemy import func, select
+import redis
+from sqlalchemy import MetaData, func, select
 
 from store.db import Database
 from store.exchange_models import Exchange
-from store.models import Judgment, JudgmentStatus, Pair, PairSource, PairStatus
+from store.golden_models import GoldenItem
+from store.models import Judgment, JudgmentStatus, OutcomeSignal, Pair, PairSource, PairStatus
+from store.signals import ESCALATION, HUMAN_TAKEOVER
 from tests.fakes.slack_server import FakeSlack
 from tests.processes import wait_for
 from tests.running_system import ALERTS, add_support_channel, relmon_processes
@@ -144,3 +149,91 @@ def test_with_redis_down_the_bot_still_accepts_and_the_worker_stores_it_later(
             assert len(judged_pairs(database)) == 1
         finally:
             database.dispose()
+
+
+MARK = "SMARK4418Z"  # planted in an exchange then deleted: in no table and no Redis key after
+
+
+def redis_blob(client: redis.Redis) -> bytes:
+    """Every key of Redis and every value under it, as one blob."""
+    blob = []
+    for key in client.scan_iter(count=1000):
+        blob.append(key)
+        kind = client.type(key)
+        if kind == b"string":
+            blob.append(client.get(key) or b"")
+        elif kind == b"list":
+            blob.extend(client.lrange(key, 0, -1))
+        elif kind == b"hash":
+            for field, value in client.hgetall(key).items():
+                blob.extend((field, value))
+        elif kind in (b"set", b"zset"):
+            blob.extend(client.smembers(key) if kind == b"set" else client.zrange(key, 0, -1))
+    return b"\n".join(blob)
+
+
+def table_values(database: Database) -> str:
+    metadata = MetaData()
+    metadata.reflect(database.engine)
+    with database.engine.connect() as connection:
+        return "\n".join(repr(row) for table in metadata.sorted_tables for row in connection.execute(select(table)))
+
+
+def test_the_bots_handoff_alerts_and_collects_and_its_deletion_leaves_no_copy(
+    redis_url: str, fresh_db_url: str, tmp_path: Path
+) -> None:
+    answered = datetime.now(UTC) - timedelta(seconds=30)
+    times = {"asked_at": (answered - timedelta(seconds=2)).isoformat(), "answered_at": answered.isoformat()}
+    reply = f"A teammate: order {MARK} is refunded today."
+    with FakeSlack() as slack:
+        add_support_channel(slack)
+        slack.add_channel(ALERTS, "alerts", members=["U_RELMON"])
+        with relmon_processes(
+            redis_url=redis_url,
+            database_url=fresh_db_url,
+            directory=tmp_path,
+            slack=slack,
+            RELMON_INGEST_TOKENS=TOKEN,
+            RELMON_JUDGES="relevancy",
+            RELMON_CONFIRM="off",
+            RELMON_DEGRADATION_WINDOW_MINUTES=0,
+        ) as system:
+            url, headers = system.base_url, {"Authorization": f"Bearer {TOKEN}"}
+            planted = exchange("handed", question=f"Refund for order {MARK}?", documents=[], **times)
+            assert post(url, planted).status_code == 202
+            database = Database(fresh_db_url)
+            client = redis.Redis.from_url(redis_url)
+            try:
+                found = wait_for(
+                    lambda: (judged_pairs(database).get("handed") or ("", {}))[0] == PairStatus.JUDGED or None,
+                    timeout=90,
+                    what="the exchange judged",
+                )
+                assert found and judged_pairs(database)["handed"][1]["relevancy"] == 4  # well scored: no alert
+                body = {"bot": "helpdesk", "type": "handoff", "reply": reply}
+                answer = httpx.post(f"{url}/v1/exchanges/handed/signals", json=body, headers=headers, timeout=15)
+                assert answer.status_code == 202, answer.text
+                # The worker records it as a channel's signals: a missed-failure alert, a golden item.
+                missed = wait_for(lambda: slack.posted(ALERTS) or None, timeout=60, what="a missed-failure alert")
+                assert "bot helpdesk (public)" in json.dumps(missed)
+                with database.session() as session:
+                    pair_id = session.scalar(select(Exchange.pair_id).where(Exchange.client_id == "handed"))
+                    names = set(session.scalars(select(OutcomeSignal.name).where(OutcomeSignal.pair_id == pair_id)))
+                    assert names == {ESCALATION, HUMAN_TAKEOVER}
+                    assert session.scalar(select(GoldenItem.expected)) == reply
+                assert MARK in table_values(database)
+
+                before = len(slack.calls_to("chat.update"))  # the alert's redraws with its signals so far
+                gone = httpx.delete(f"{url}/v1/exchanges/handed?bot=helpdesk", headers=headers, timeout=15)
+                assert gone.status_code == 202, gone.text
+                wait_for(lambda: MARK not in table_values(database), timeout=60, what="the exchange scrubbed")
+                wait_for(lambda: MARK.encode() not in redis_blob(client), timeout=60, what="Redis without it")
+                redrawn = wait_for(
+                    lambda: slack.calls_to("chat.update")[before:] or None, timeout=60, what="the alert redrawn"
+                )
+                assert MARK not in json.dumps(redrawn) and "deleted by the bot's side" in json.dumps(redrawn)
+                with database.session() as session:
+                    assert session.scalar(select(func.count()).select_from(GoldenItem)) == 0
+            finally:
+                client.close()
+                database.dispose()

@@ -101,9 +101,12 @@ def follow_up(runtime: Runtime, pair_id: int, now: datetime | None = None) -> Fo
     now = now or datetime.now(UTC)
     with runtime.db.reading() as session:
         pair = planning.read_pair(session, pair_id)
-    if pair is None or pair.source != PairSource.CAPTURE or not pair.channel_id:
+    # A captured answer in its channel, or an ingested exchange (its own channel's policy, or the rules' defaults).
+    if pair is None or pair.source not in (PairSource.CAPTURE, PairSource.INGEST):
         return FollowedUp("missing")
-    policy = planning.channel_policy(runtime, pair.channel_id)
+    policy = planning.policy_for_pair(runtime, pair)
+    if policy is None:
+        return FollowedUp("missing")
     outcome, row = _claim_missed(runtime, pair, policy, now)
     if outcome == alert_store.STATUS_CLAIMED and row is not None:
         with runtime.db.reading() as session:

@@ -37,6 +37,7 @@ from common.telemetry.logs import event_fields
 from store import forgetting, golden
 from workers.alerts.forgotten import redraw_forgotten
 from workers.alerts.policy import summary_key
+from workers.exchange_forgetting import forget_exchange_in
 from workers.forgotten_elsewhere import found_elsewhere, reach_elsewhere
 
 log = logging.getLogger("relmon.forget")
@@ -121,6 +122,12 @@ _RETRIED = {
 @celery.task(name=task_names.FORGET_MESSAGE, **_RETRIED)
 def forget_message(channel: str, ts: str, thread_ts: str | None = None, edited: bool = False) -> Forgotten:
     return forget_message_in(get_runtime(), channel, ts, thread_ts=thread_ts, edited=edited)
+
+
+@celery.task(name=task_names.FORGET_EXCHANGE, **_RETRIED)
+def forget_exchange(bot: str, exchange_id: str) -> str:
+    """An exchange deleted by the bot's side (DELETE /v1/exchanges/{id}): workers.exchange_forgetting."""
+    return forget_exchange_in(get_runtime(), bot, exchange_id)
 
 
 @celery.task(name=task_names.REWRITE_REDIS_AOF, bind=True, max_retries=30)

@@ -1,6 +1,7 @@
 """`ingest_exchange`: one exchange the bot accepted on its ingest API (bot.ingest) and handed on noted
 (common.task_notes) or through its spool; stored and sent to judging here (the step: workers.ingesting).
-Idempotent: the same exchange run twice is one."""
+Idempotent: the same exchange run twice is one. `ingest_signal`: what the bot's side said of one after it (the
+step: workers.bot_signals)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 from common import task_names
 from common.celery_app import celery
 from common.runtime import get_runtime
+from workers.bot_signals import ingest_signal_in
 from workers.ingesting import ingest
 
 
@@ -28,3 +30,17 @@ from workers.ingesting import ingest
 )
 def ingest_exchange(self, exchange: dict[str, Any]) -> str:
     return ingest(get_runtime(), exchange)
+
+
+@celery.task(
+    name=task_names.INGEST_SIGNAL,
+    bind=True,
+    acks_late=True,
+    autoretry_for=(redis.RedisError, OperationalError),
+    retry_backoff=1,
+    retry_backoff_max=60,
+    max_retries=60,
+)
+def ingest_signal(self, exchange_id: str, signal: dict[str, Any]) -> str:
+    """A signal of the bot's side (POST /v1/exchanges/{id}/signals): recorded, or waiting for its exchange."""
+    return ingest_signal_in(get_runtime(), exchange_id, signal)
