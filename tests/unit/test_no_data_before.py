@@ -32,7 +32,7 @@ def test_a_judge_line_against_an_empty_week_says_so():
     change = report.change(report.overall, "relevancy")
     assert change.no_previous and change.mean is None and change.share_low is None
     line = judge_line(report.overall.judge("relevancy"), change)
-    assert line == f"mean 2.67 / 4 · 33% ≤ 2 · {NO_DATA}"
+    assert line == f"mean too few (n=3) · ≤ 2: too few (n=3) · {NO_DATA}"
     # A week before whose judgments all failed has no scores to compare either.
     errored = [pair("C1", at=NOW - timedelta(days=10), judgments=[verdict(None, status="error")])]
     report = build_report(PERIOD, this_week(), errored, thresholds_for, PRICES)
@@ -40,7 +40,12 @@ def test_a_judge_line_against_an_empty_week_says_so():
     # With a week before, the change and nothing about missing data.
     report = build_report(PERIOD, this_week(), last_week(), thresholds_for, PRICES)
     line = judge_line(report.overall.judge("relevancy"), report.change(report.overall, "relevancy"))
-    assert line == "mean 2.67 / 4 (+1.2) · 33% ≤ 2 (−67 pts)" and "no data" not in line
+    assert line == "mean too few (n=3) · ≤ 2: too few (n=3)" and "no data" not in line
+    # With enough scores both weeks: the figures' intervals and whether they changed.
+    report = build_report(PERIOD, this_week((3, 4, 1) * 10), last_week((1, 2) * 10), thresholds_for, PRICES)
+    line = judge_line(report.overall.judge("relevancy"), report.change(report.overall, "relevancy"))
+    assert line.startswith("mean 2.67 / 4 (") and ", n=30), ▲ 1.50 → 2.67 (significant)" in line
+    assert "33% ≤ 2 (19–51%, n=30), ▼ 100% → 33% (significant)" in line and "no data" not in line
     # No scores this week: nothing to compare, nothing said about the week before.
     empty = build_report(PERIOD, [], last_week(), thresholds_for, PRICES)
     assert not empty.change(empty.overall, "relevancy").no_previous
