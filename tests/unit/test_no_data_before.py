@@ -67,12 +67,17 @@ def test_an_outcome_line_against_a_week_without_closed_windows_says_so():
     report = build_report(PERIOD, closed, [], thresholds_for, PRICES).outcomes
     assert report.change(None).no_previous
     assert outcome_line(stats, report.change(None)) == (
-        f"resolved 100% · re-asked 0% · taken over 0% · escalated 0% · reactions 0 positive, 0 negative · "
-        f"of 3 answers · {NO_DATA}"
+        f"rates: too few (n=3) · reactions 0 positive, 0 negative · of 3 answers · {NO_DATA}"
     )
     compared = build_report(PERIOD, closed, before, thresholds_for, PRICES).outcomes
     line = outcome_line(stats, compared.change(None))
-    assert line.startswith("resolved 100% (+100 pts)") and "no data" not in line
+    assert line.startswith("rates: too few (n=3) · reactions 0 positive (+0)") and "no data" not in line
+    # Enough closed windows both weeks: the rates, their intervals and a significant change.
+    closed = [replace(row, window_closed=True, signals=("resolved",)) for row in this_week((3, 4, 1) * 4)]
+    before = [replace(row, window_closed=True) for row in last_week((1, 2) * 6)]
+    compared = build_report(PERIOD, closed, before, thresholds_for, PRICES).outcomes
+    line = outcome_line(outcome_stats(None, closed, "relevancy"), compared.change(None))
+    assert line.startswith("resolved 100% (76–100%, n=12), ▲ 0% → 100% (significant) · re-asked 0% (0–24%, n=12)")
     # No window closed this week: no line at all, whatever the week before.
     assert outcome_line(outcome_stats(None, this_week(), "relevancy"), report.change(None)) == ""
 
