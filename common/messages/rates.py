@@ -34,9 +34,11 @@ def mean_text(estimate: Estimate, top: float | None = None, digits: int = 2) -> 
     """`3.10 / 4 (2.95–3.24, n=48)`; `too few (n=4)` below the minimum; `no scores` without any."""
     if estimate.n == 0 or estimate.value is None:
         return "no scores"
-    if not estimate.enough or estimate.interval is None:
+    if not estimate.enough:
         return too_few(estimate.n)
     scale = f" / {top:g}" if top is not None else ""
+    if estimate.interval is None:  # the scores' counts are not known: the n alone
+        return f"{estimate.value:.{digits}f}{scale} (n={estimate.n})"
     low, high = estimate.interval.low, estimate.interval.high
     return f"{estimate.value:.{digits}f}{scale} ({low:.{digits}f}–{high:.{digits}f}, n={estimate.n})"
 
