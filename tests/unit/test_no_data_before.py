@@ -84,14 +84,19 @@ def test_an_outcome_line_against_a_week_without_closed_windows_says_so():
 
 def test_a_topic_against_a_week_without_questions_says_so():
     none_before = TopicLine("Refunds", Figures(questions=5, failed=3), None, None)
-    assert figures_text(none_before) == f"3 failed of 5 questions ({NO_DATA})"
+    assert figures_text(none_before) == f"3 failed of 5 questions (too few for a rate) ({NO_DATA})"
     some_before = TopicLine("Refunds", Figures(questions=5, failed=3), Figures(questions=4, failed=1), None)
-    assert figures_text(some_before) == "3 failed of 5 questions (+2 vs the week before)"
-    # A topic new this week, in a week before that had questions: a real change from 0.
-    new_topic = TopicLine("Refunds", Figures(questions=5, failed=3), Figures(), None)
-    assert figures_text(new_topic) == "3 failed of 5 questions (+3 vs the week before)"
+    assert figures_text(some_before) == "3 failed of 5 questions (too few for a rate)"
+    # Enough questions: the rate, its interval, and a change only when significant.
+    busy = TopicLine("Refunds", Figures(questions=48, failed=15), Figures(questions=33, failed=3), None)
+    assert figures_text(busy) == "15 failed of 48 questions: 31% (20–45%, n=48), ▲ 9% → 31% (significant)"
+    noisy = TopicLine("Refunds", Figures(questions=12, failed=6), Figures(questions=12, failed=4), None)
+    assert figures_text(noisy) == "6 failed of 12 questions: 50% (25–75%, n=12), no clear change (n=12 vs 12)"
+    # A topic new this week, in a week before that had questions: nothing to set its rate against.
+    new_topic = TopicLine("Refunds", Figures(questions=12, failed=3), Figures(), None)
+    assert figures_text(new_topic) == "3 failed of 12 questions: 25% (9–53%, n=12), too few to compare (n=12 vs 0)"
     view = TopicsView(5, 0, "local", (none_before,))
-    assert f"1. Refunds: 3 failed of 5 questions ({NO_DATA})" in topics_text(view)
+    assert f"1. Refunds: 3 failed of 5 questions (too few for a rate) ({NO_DATA})" in topics_text(view)
     report = build_report(PERIOD, this_week(), [], thresholds_for, PRICES)
     chart_line = str(digest_message(report, {}, {}, chart_in_thread=True, topics=view)["blocks"])
     assert f"failed questions by topic ({NO_DATA})" in chart_line
