@@ -20,6 +20,7 @@ from common.messages.outcomes import outcome_lines
 from common.messages.readable import Readable
 from common.messages.topics import cost_text, fix_first_blocks, topics_text
 from common.messages.trust import TRUST_HEADING, precision_text, trust_lines, trust_section
+from common.reports.intervals import MIN_N
 from common.reports.stats import Change, ChannelStats, JudgeStats, Prices, Report, WorstAnswer
 from common.reports.topics import TopicsView
 
@@ -327,6 +328,7 @@ def digest_message(
         chart += ") is in this message's thread."
         blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": chart}]})
     footer = f"Changes are against {report.period.before}. "
+    footer += f"Figures show their 95% interval and n; ▲/▼ marks only a significant change; under {MIN_N}: too few. "
     footer += "Shares count scores at or below each channel's alert threshold."
     if report.outcomes.any_closed:
         footer += " " + OUTCOME_NOTE

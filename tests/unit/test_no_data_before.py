@@ -115,4 +115,5 @@ def test_a_backfills_period_names_its_own_comparison():
     text = digest_text(report, {}, {})
     assert "no data the 30 days before" in text and NO_DATA not in text
     assert period_text(report).endswith("compared with the 30 days before")
-    assert "Changes are against the 30 days before." in str(digest_message(report, {}, {})["blocks"])
+    footer = str(digest_message(report, {}, {})["blocks"])
+    assert "Changes are against the 30 days before. Figures show their 95% interval and n; ▲/▼ marks only" in footer
