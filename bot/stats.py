@@ -128,6 +128,7 @@ def _build_stats(runtime: Runtime, channel_id: str, rule) -> dict:
             s.errors,
             precision=agreed.get(s.judge),
             disputed=disputed.get(s.judge, 0),
+            distribution=s.distribution,
         )
         for s in stats
     ]

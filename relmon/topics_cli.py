@@ -9,10 +9,14 @@ import argparse
 import json
 import sys
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from common.messages.readable import Readable
 from common.runtime import Runtime
 from store.settings import Settings
+
+if TYPE_CHECKING:
+    from topics.figures import Figures
 
 
 def _period(args: argparse.Namespace, now: datetime) -> tuple[datetime, datetime]:
@@ -71,6 +75,20 @@ def _where(readable: Readable | None, channel_id: str | None, ts: str | None) ->
     return {"channel_name": readable.name(channel_id), "time": readable.iso(ts)}
 
 
+def rates_json(figures: Figures, previous: Figures | None) -> dict:
+    """The topic's rates as `{value, n, low, high}` (95% Wilson intervals, docs/statistics.md) and what the change
+    rule says of the failure rate against the week before: up, down, none, too_few, or null without a week before."""
+    from common.reports.intervals import proportion, proportion_change
+
+    failed = (figures.failed, figures.questions)
+    change = proportion_change((previous.failed, previous.questions), failed).direction if previous else None
+    return {
+        "failure_rate": proportion(*failed).as_json(),
+        "resolution": proportion(figures.resolved, figures.decided).as_json(),
+        "failure_rate_change": change,
+    }
+
+
 def topic_json(report, history: dict[str, list[dict]] | None = None, readable: Readable | None = None) -> dict:
     return {
         "start": report.start.isoformat(),
@@ -90,6 +108,7 @@ def topic_json(report, history: dict[str, list[dict]] | None = None, readable: R
                 "key": topic.key,
                 "name": topic.name,
                 **topic.figures.as_dict(),
+                **rates_json(topic.figures, topic.previous),
                 "previous": topic.previous.as_dict() if topic.previous is not None else None,
                 "history": (history or {}).get(topic.key or "", []),  # its stored runs: digests, daily runs
                 "questions_ids": [

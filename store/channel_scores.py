@@ -4,7 +4,7 @@ the 7-day figures of `/judge stats`."""
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -104,6 +104,7 @@ class ChannelJudgeStats:
     low: int
     max_score: float | None
     errors: int
+    distribution: dict[int, int] = field(default_factory=dict)  # score -> ok judgments: the mean's interval
 
 
 def channel_judge_stats(
@@ -135,6 +136,9 @@ def channel_judge_stats(
                 func.count().filter(scope.c.status == JudgmentStatus.ERROR),
             )
         ).one()
+        scores = session.execute(
+            select(func.round(scope.c.score), func.count()).where(ok).group_by(func.round(scope.c.score))
+        ).all()
         stats.append(
             ChannelJudgeStats(
                 judge,
@@ -143,6 +147,7 @@ def channel_judge_stats(
                 int(low or 0),
                 max_score,
                 int(errors or 0),
+                {int(score): int(count) for score, count in scores if score is not None},
             )
         )
     return stats

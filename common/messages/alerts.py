@@ -33,6 +33,7 @@ from common.messages.blocks import (
 )
 from common.messages.forgotten import forgotten_note
 from common.messages.golden import golden_button
+from common.reports.intervals import bootstrap_mean
 from judges.names import CORRECTNESS, GROUNDED, RELEVANCY
 
 JUDGE_LABELS = {RELEVANCY: "Relevancy", CORRECTNESS: "Correctness", GROUNDED: "Groundedness"}
@@ -216,6 +217,18 @@ class DegradationAlert:
     window_minutes: int = 0  # M; 0: the time window is off
     min_answers: int = 0  # the time window's minimum sample
     judge_note: str | None = None  # what the week's canary says: the judge moved, or held steady (the bot moved)
+    scores: Mapping[float, int] = field(default_factory=dict)  # score -> answers of the window (older rows: none)
+
+    @property
+    def interval_text(self) -> str:
+        """` (1.40–2.20, n=20)`: the window's mean's 95% bootstrap interval; ` (n=5: too few for an interval)`
+        below the minimum; empty when the window's scores are not known (alerts claimed before they were kept)."""
+        found = bootstrap_mean(self.scores)
+        if found.n != self.count or found.interval is None:
+            return ""
+        if not found.enough:
+            return f" (n={found.n}: too few for an interval)"
+        return f" ({found.interval.low:.2f}–{found.interval.high:.2f}, n={found.n})"
 
 
 def window_description(alert: DegradationAlert) -> str:
@@ -240,7 +253,8 @@ def degradation_alert(alert: DegradationAlert) -> dict:
     blocks = [
         header(f"Answers are getting worse: mean {label} {mean}"),
         section(
-            f"In {channel_mention(alert.channel_id)}, the mean {label} score of {over} is *{mean}*, below the "
+            f"In {channel_mention(alert.channel_id)}, the mean {label} score of {over} is *{mean}*"
+            f"{alert.interval_text}, below the "
             f"floor of *{alert.floor:g}*. relmon will not repeat this alert until the mean recovers."
         ),
         context(f"{slack_date(alert.at)} · floor {alert.floor:g} · window: {window_description(alert)}"),
@@ -277,7 +291,8 @@ SUMMARY_CHANNELS_NAMED = 20  # the intro names at most this many source channels
 def degradation_line(alert: DegradationAlert) -> str:
     label = judge_label(alert.judge).lower()
     return (
-        f"• {channel_mention(alert.channel_id)}: mean {label} *{alert.mean:.2f}* over {_tripped_window(alert)}, "
+        f"• {channel_mention(alert.channel_id)}: mean {label} *{alert.mean:.2f}*{alert.interval_text} over "
+        f"{_tripped_window(alert)}, "
         f"below the floor of *{alert.floor:g}* · {slack_date(alert.at)}"
     )
 

@@ -12,13 +12,15 @@ from dataclasses import replace
 from zoneinfo import ZoneInfo
 
 from common.messages import blocks as block_kit
-from common.messages.blocks import WEEK_BEFORE, escape, no_data, pct, signed
+from common.messages import rates
+from common.messages.blocks import WEEK_BEFORE, escape, no_data
 from common.messages.golden import digest_line
 from common.messages.outcomes import NOTE as OUTCOME_NOTE
 from common.messages.outcomes import outcome_lines
 from common.messages.readable import Readable
 from common.messages.topics import cost_text, fix_first_blocks, topics_text
 from common.messages.trust import TRUST_HEADING, precision_text, trust_lines, trust_section
+from common.reports.intervals import MIN_N
 from common.reports.stats import Change, ChannelStats, JudgeStats, Prices, Report, WorstAnswer
 from common.reports.topics import TopicsView
 
@@ -47,17 +49,20 @@ def threshold_text(stats: JudgeStats) -> str:
 
 
 def judge_line(stats: JudgeStats, change: Change | None = None, before: str = WEEK_BEFORE) -> str:
-    """`mean 3.10 / 4 (+0.2) · 12% ≤ 2 (−3 pts)`, or `mean 3.10 / 4 · 12% ≤ 2 · no data the week before` when the
-    week (`before`: the period) compared with had no scores."""
+    """`mean 3.10 / 4 (2.95–3.24, n=48), no clear change (n=48 vs 40) · 12% ≤ 2 (6–24%, n=48), ▼ 31% → 12%
+    (significant)`: each figure with its 95% interval and n, "too few (n=4)" below the minimum, a change only
+    when significant (`common.messages.rates`); `· no data the week before` when the week (`before`: the period)
+    compared with had no scores."""
     if stats.scored == 0:
         extra = f" · {stats.nulls} unscorable" if stats.nulls else ""
         return f"no scores{extra}"
-    mean = f"mean {mean_text(stats)}"
-    low = f"{pct(stats.share_low)} {threshold_text(stats)}"
-    if change is not None and change.mean is not None:
-        mean += f" ({signed(change.mean)})"
-    if change is not None and change.share_low is not None:
-        low += f" ({signed(change.share_low, points=True)})"
+    mean = f"mean {rates.mean_text(stats.mean_estimate, stats.scale[1])}"
+    low = rates.rate_text(stats.low_estimate, threshold_text(stats))
+    # A figure already "too few" this period says nothing more of its change.
+    if change is not None and change.mean_shift is not None and change.mean_shift.after.enough:
+        mean += f", {rates.shift_text(change.mean_shift, share=False)}"
+    if change is not None and change.share_shift is not None and change.share_shift.after.enough:
+        low += f", {rates.shift_text(change.share_shift)}"
     parts = [mean, low]
     if change is not None and change.no_previous:
         parts.append(no_data(before))
@@ -126,7 +131,10 @@ def _agreement_line(stats: ChannelStats) -> str:
     votes = stats.votes_right + stats.votes_wrong
     if not votes:
         return "no votes yet"
-    return f"{pct(stats.agreement)} of {votes} vote{'s' if votes != 1 else ''} say the judge was right"
+    found = stats.agreement_estimate
+    if not found.enough:
+        return f"{rates.too_few(votes)} votes to say how often the judge was right"
+    return f"{rates.rate_text(found)} of votes say the judge was right"
 
 
 def _usage_line(stats: ChannelStats) -> str:
@@ -217,7 +225,7 @@ def _channel_section(report: Report, stats: ChannelStats, links: Links, quotes: 
     if stats.errors:
         extras.append(f"{stats.errors} judge error{'s' if stats.errors != 1 else ''}")
     if stats.votes_right + stats.votes_wrong:
-        extras.append(f"agreement {pct(stats.agreement)}")
+        extras.append(f"agreement {rates.rate_text(stats.agreement_estimate)}")
     for name in stats.judges:
         found = report.trust.precision_of(stats.channel_id, name)
         if found is not None and found.voted:
@@ -320,6 +328,7 @@ def digest_message(
         chart += ") is in this message's thread."
         blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": chart}]})
     footer = f"Changes are against {report.period.before}. "
+    footer += f"Figures show their 95% interval and n; ▲/▼ marks only a significant change; under {MIN_N}: too few. "
     footer += "Shares count scores at or below each channel's alert threshold."
     if report.outcomes.any_closed:
         footer += " " + OUTCOME_NOTE

@@ -6,7 +6,8 @@ from collections.abc import Mapping
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from common.messages.digest import channel_ref, judge_line, pct
+from common.messages.blocks import pct
+from common.messages.digest import channel_ref, judge_line
 from common.messages.outcomes import NOTE as OUTCOME_NOTE
 from common.messages.outcomes import outcome_lines
 from common.messages.trust import precision_text, trust_section

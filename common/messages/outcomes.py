@@ -3,16 +3,17 @@
 
 from __future__ import annotations
 
-from common.messages.blocks import WEEK_BEFORE, no_data, pct, signed
+from common.messages import rates
+from common.messages.blocks import WEEK_BEFORE, no_data
+from common.reports.intervals import MIN_N, Estimate, Shift, proportion
 from common.reports.outcomes import RATED, OutcomeChange, OutcomeReport, OutcomeStats, ScoreMean
 
 NOTE = "Outcome figures count answers whose outcome window has closed."
 _LABELS = ("resolved", "re-asked", "taken over", "escalated")  # of `RATED`
 
 
-def _rate(label: str, share: float | None, change: float | None) -> str:
-    delta = signed(change, points=True)
-    return f"{label} {pct(share)}" + (f" ({delta})" if delta else "")
+def _rate(label: str, found: Estimate, shift: Shift | None) -> str:
+    return f"{label} {rates.rate_text(found)}" + (f", {rates.shift_text(shift)}" if shift is not None else "")
 
 
 def _count(count: int, label: str, change: int | None) -> str:
@@ -20,14 +21,20 @@ def _count(count: int, label: str, change: int | None) -> str:
 
 
 def outcome_line(stats: OutcomeStats, change: OutcomeChange | None = None, before: str = WEEK_BEFORE) -> str:
-    """`resolved 62% (+4 pts) · re-asked 18% (−2 pts) · taken over 9% · escalated 5% · reactions 12 positive (+3),
-    4 negative (−1) · of 80 answers`, ending `· no data the week before` instead of the changes when the week
-    (`before`: the period) compared with had no closed window; empty when no window closed."""
+    """`resolved 62% (51–72%, n=80), no clear change (n=80 vs 75) · re-asked 18% (11–28%, n=80), ▼ 35% → 18%
+    (significant) · taken over … · escalated … · reactions 12 positive (+3), 4 negative (−1) · of 80 answers`, ending
+    `· no data the week before` instead of the changes when the week (`before`: the period) compared with had no
+    closed window; `rates: too few (n=4)` instead of the rates below the minimum; empty when no window
+    closed."""
     if not stats.closed:
         return f"no outcomes yet ({stats.open} still watched)" if stats.open else ""
     change = change or OutcomeChange()
+    shown = zip(RATED, _LABELS, strict=True)
+    rated = [_rate(label, stats.estimate(name), change.shifts.get(name)) for name, label in shown]
+    if stats.closed < MIN_N:
+        rated = [f"rates: {rates.too_few(stats.closed)}"]
     parts = [
-        *(_rate(label, stats.rate(name), change.rates.get(name)) for name, label in zip(RATED, _LABELS, strict=True)),
+        *rated,
         f"reactions {_count(stats.positive, 'positive', change.positive)}, "
         + _count(stats.negative, "negative", change.negative),
         f"of {stats.closed} answer{'s' if stats.closed != 1 else ''}",
@@ -49,12 +56,16 @@ def score_line(stats: OutcomeStats, judge: str) -> str:
 
 
 def teammate_line(stats: OutcomeStats) -> str:
-    """`correctness top score 5 of 8 (62%) where a teammate stepped in`: the correctness verdicts at the top of
-    the scale on answers a teammate's reply is the reference of."""
+    """`correctness top score on 62% (39–81%, n=16) of answers where a teammate stepped in`: the correctness
+    verdicts at the top of the scale on answers a teammate's reply is the reference of."""
     if not stats.teammate_judged:
         return ""
-    top = f"{stats.teammate_correct} of {stats.teammate_judged} ({pct(stats.teammate_correct_rate)})"
-    return f"correctness top score {top} where a teammate stepped in"
+    found = proportion(stats.teammate_correct, stats.teammate_judged)
+    if not found.enough:
+        top = f"{stats.teammate_correct} of {stats.teammate_judged} answers (too few for a rate)"
+    else:
+        top = f"{rates.rate_text(found)} of answers"
+    return f"correctness top score on {top} where a teammate stepped in"
 
 
 def outcome_lines(report: OutcomeReport, channel_id: str | None, before: str = WEEK_BEFORE) -> list[str]:

@@ -6,7 +6,9 @@ the examples that may be quoted)."""
 from __future__ import annotations
 
 from common.messages import blocks as block_kit
-from common.messages.blocks import WEEK_BEFORE, escape, no_data, one_line, pct
+from common.messages import rates
+from common.messages.blocks import escape, no_data, one_line
+from common.reports.intervals import Estimate, proportion, proportion_change
 from common.reports.topics import TOP_TOPICS, FailedLine, GapLine, TooFew, TopicLine, TopicsView
 from store.signals import ESCALATION, HUMAN_TAKEOVER, NEGATIVE_REACTION, REASK
 
@@ -29,19 +31,25 @@ REASON_WORDS = {
 
 
 def figures_text(line: TopicLine) -> str:
-    """`12 failed of 31 questions (+4 vs the week before) · resolved 23% · relevancy 1.4 / 4`; `(no data the week
-    before)` instead of the change when the week before had no questions to compare with."""
+    """`12 failed of 31 questions: 39% (24–56%, n=31), no clear change (n=31 vs 29) · resolved 23% (10–44%, n=22) ·
+    relevancy 1.4 / 4 (n=20)`: the failure rate with its interval and a change only when significant
+    (`common.messages.rates`), `(too few for a rate)` under 10 questions, `(no data the week before)` instead of the
+    change when the week before had no questions to compare with."""
     figures = line.figures
     failed = f"{figures.failed} failed of {figures.questions} question{'s' if figures.questions != 1 else ''}"
-    if line.previous is not None:
-        failed += f" ({figures.failed - line.previous.failed:+d} vs {WEEK_BEFORE})"
-    else:
+    rate = proportion(figures.failed, figures.questions)
+    failed += f": {rates.rate_text(rate)}" if rate.enough else " (too few for a rate)"
+    if line.previous is None:
         failed += f" ({no_data()})"
+    elif rate.enough:
+        before = (line.previous.failed, line.previous.questions)
+        failed += f", {rates.shift_text(proportion_change(before, (figures.failed, figures.questions)))}"
     parts = [failed]
     if figures.resolution_rate is not None:
-        parts.append(f"resolved {pct(figures.resolution_rate)}")
+        parts.append(rates.rate_text(proportion(figures.resolved, figures.decided), "resolved"))
     if figures.mean_relevancy is not None:
-        parts.append(f"relevancy {figures.mean_relevancy:.1f} / 4")
+        relevancy = Estimate(figures.mean_relevancy, figures.relevancy_scored, None)
+        parts.append(f"relevancy {rates.mean_text(relevancy, 4, digits=1)}")
     return " · ".join(parts)
 
 

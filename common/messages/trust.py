@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from common.messages import blocks as block_kit
+from common.messages import rates
 from common.reports.trust import DISPUTED_SHOWN, CanaryFigures, Precision, Suggestion, Trust
 
 TRUST_HEADING = "Can the alerts be trusted?"
@@ -14,13 +15,14 @@ def _pct(share: float) -> str:
 
 
 def precision_text(found: Precision | None) -> str:
-    """`8 of 10 voted alerts agreed with (80%, 90% interval 54%–93%)`."""
+    """`8 of 10 voted alerts agreed with: 80% (49–94%, n=10)`, the rate only from `MIN_N` votes on."""
     if found is None or found.voted == 0:
         return "no votes on alerts yet"
-    interval = found.interval
-    spread = f", 90% interval {_pct(interval.low)}–{_pct(interval.high)}" if interval else ""
     noun = "alert" if found.voted == 1 else "alerts"
-    return f"{found.agreed} of {found.voted} voted {noun} agreed with ({_pct(found.share or 0)}{spread})"
+    counts = f"{found.agreed} of {found.voted} voted {noun} agreed with"
+    if not found.estimate.enough:
+        return f"{counts} (too few for a rate)"
+    return f"{counts}: {rates.rate_text(found.estimate)}"
 
 
 def suggestion_text(found: Suggestion, *, slack: bool = True) -> str:

@@ -4,9 +4,10 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
+from common.messages import rates
 from common.messages.alerts import judge_label, quoted_section
 from common.messages.blocks import (
     MAX_SECTION_TEXT,
@@ -22,6 +23,7 @@ from common.messages.blocks import (
     text_input,
 )
 from common.messages.trust import precision_text
+from common.reports.intervals import Estimate, bootstrap_mean, proportion
 from common.reports.trust import Precision
 from judges.names import CORRECTNESS, GROUNDED, RELEVANCY
 
@@ -120,6 +122,14 @@ class StatsRow:
     errors: int = 0
     precision: Precision | None = None  # of the alerts people voted on
     disputed: int = 0  # low scores a second opinion disputed (not alerted)
+    distribution: Mapping[int, int] = field(default_factory=dict)  # score -> answers: the mean's interval
+
+    @property
+    def mean_estimate(self) -> Estimate:
+        """The mean with its n and bootstrap interval (none when the scores' counts are not known)."""
+        if self.mean is None or sum(self.distribution.values()) != self.judged:
+            return Estimate(self.mean, self.judged, None)
+        return replace(bootstrap_mean(self.distribution), value=self.mean)
 
 
 def stats_message(channel_id: str, rows: Sequence[StatsRow], *, days: int = 7) -> dict:
@@ -129,12 +139,9 @@ def stats_message(channel_id: str, rows: Sequence[StatsRow], *, days: int = 7) -
         if row.judged == 0 and row.errors == 0:
             continue
         label = judge_label(row.judge)
-        mean = format_score(row.mean, row.max_score, decimals=2) if row.mean is not None else "no score"
-        share = f"{row.low / row.judged:.0%}" if row.judged else "n/a"
-        line = (
-            f"*{label}*: {row.judged} answers judged · mean {mean} · {share} at or below "
-            f"{format_score(row.threshold, None)}"
-        )
+        mean = rates.mean_text(row.mean_estimate, row.max_score) if row.judged else "no score"
+        share = rates.rate_text(proportion(row.low, row.judged), f"at or below {format_score(row.threshold, None)}")
+        line = f"*{label}*: {row.judged} answers judged · mean {mean} · {share if row.judged else 'n/a'}"
         if row.errors:
             line += f" · {row.errors} could not be judged"
         if row.precision is not None and row.precision.voted:

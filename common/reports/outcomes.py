@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import date
 
 from capture.outcomes import failed
+from common.reports.intervals import Estimate, Shift, proportion, proportion_change
 from common.reports.period import DayIndex, Period
 from judges.names import CORRECTNESS, RELEVANCY
 from store.models import JudgmentStatus
@@ -58,6 +59,14 @@ class OutcomeStats:
         """The share of closed windows with one of the `RATED` counts."""
         return getattr(self, name) / self.closed if self.closed else None
 
+    def count(self, name: str) -> tuple[int, int]:
+        """(answers with that outcome, closed windows): a `RATED` rate's counts."""
+        return getattr(self, name), self.closed
+
+    def estimate(self, name: str) -> Estimate:
+        """A `RATED` rate with its n (closed windows) and Wilson interval."""
+        return proportion(getattr(self, name), self.closed)
+
     @property
     def teammate_correct_rate(self) -> float | None:
         """Share of correctness verdicts at the top score, on answers with a teammate's reference."""
@@ -77,6 +86,7 @@ class OutcomeChange:
     positive: int | None = None
     negative: int | None = None
     no_previous: bool = False  # closed windows this week, none the week before: said instead of a change
+    shifts: Mapping[str, Shift] = field(default_factory=dict)  # each rate's change and whether it is significant
 
 
 def outcome_change(current: OutcomeStats, previous: OutcomeStats) -> OutcomeChange:
@@ -88,6 +98,7 @@ def outcome_change(current: OutcomeStats, previous: OutcomeStats) -> OutcomeChan
         rates={name: current.rate(name) - previous.rate(name) for name in RATED},
         positive=current.positive - previous.positive,
         negative=current.negative - previous.negative,
+        shifts={name: proportion_change(previous.count(name), current.count(name)) for name in RATED},
     )
 
 

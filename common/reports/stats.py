@@ -15,6 +15,7 @@ from datetime import date
 
 from common.reports.costs import Prices, Tokens, TokenTally
 from common.reports.golden import GoldenFigures
+from common.reports.intervals import Estimate, Shift, bootstrap_mean, mean_change, proportion, proportion_change
 from common.reports.outcomes import OutcomeReport
 from common.reports.period import DayIndex, Period
 from common.reports.trust import Trust
@@ -47,6 +48,16 @@ class JudgeStats:
     @property
     def share_low(self) -> float | None:
         return self.low / self.scored if self.scored else None
+
+    @property
+    def mean_estimate(self) -> Estimate:
+        """The mean score with its n and bootstrap interval (from the distribution: scores are whole numbers)."""
+        return bootstrap_mean(self.distribution)
+
+    @property
+    def low_estimate(self) -> Estimate:
+        """The share at or below the threshold with its n and Wilson interval."""
+        return proportion(self.low, self.scored)
 
     @property
     def scale(self) -> tuple[int, int]:
@@ -92,6 +103,10 @@ class ChannelStats:
         votes = self.votes_right + self.votes_wrong
         return self.votes_right / votes if votes else None
 
+    @property
+    def agreement_estimate(self) -> Estimate:
+        return proportion(self.votes_right, self.votes_right + self.votes_wrong)
+
     def judge(self, name: str) -> JudgeStats | None:
         return self.judges.get(name)
 
@@ -99,11 +114,14 @@ class ChannelStats:
 @dataclass(frozen=True)
 class Change:
     """This week against the week before, for one judge (None when either week has no scores). `no_previous`:
-    this week has scores and the week before none, which the reader is told instead of a change."""
+    this week has scores and the week before none, which the reader is told instead of a change. The shifts say
+    whether the change is significant (`common.reports.intervals`); None when there is nothing to compare."""
 
     mean: float | None
     share_low: float | None
     no_previous: bool = False
+    mean_shift: Shift | None = None
+    share_shift: Shift | None = None
 
 
 @dataclass(frozen=True)
@@ -302,7 +320,12 @@ def judge_change(current: JudgeStats | None, previous: JudgeStats | None) -> Cha
         if current.share_low is not None and previous.share_low is not None
         else None
     )
-    return Change(mean=mean, share_low=share)
+    return Change(
+        mean=mean,
+        share_low=share,
+        mean_shift=mean_change(previous.distribution, current.distribution),
+        share_shift=proportion_change((previous.low, previous.scored), (current.low, current.scored)),
+    )
 
 
 class DailyTally:

@@ -1,8 +1,8 @@
 """How far relmon's alerts can be trusted: running tallies over plain rows (`store.stats_queries.PairRow`, fed one
-at a time: counts, never the rows) and the canary's runs. The share of alerts people agreed with (with a 90%
-Wilson interval), the low scores a second opinion disputed, the threshold the votes say would have been more
-precise, the canary's kappa, and whether this week can be compared with the last at all (the same judge model
-and prompt version)."""
+at a time: counts, never the rows) and the canary's runs. The share of alerts people agreed with (with a 95%
+Wilson interval, `common.reports.intervals`), the low scores a second opinion disputed, the threshold the votes
+say would have been more precise, the canary's kappa, and whether this week can be compared with the last at all
+(the same judge model and prompt version)."""
 
 from __future__ import annotations
 
@@ -13,29 +13,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from common.feedback import Tally
+from common.reports.intervals import Estimate, Interval, proportion, wilson
 from store.models import ConfirmationStatus, JudgmentStatus
 from store.stats_queries import PairRow
 
-Z_90 = 1.6448536269514722  # the normal quantile of a two-sided 90% interval
 MIN_VOTES_FOR_SUGGESTION = 20
 ThresholdsFor = Callable[[str | None], Mapping[str, float]]
-
-
-@dataclass(frozen=True)
-class Interval:
-    low: float
-    high: float
-
-
-def wilson(successes: int, total: int, z: float = Z_90) -> Interval | None:
-    """The Wilson score interval of a proportion (90% by default); None without observations."""
-    if total <= 0:
-        return None
-    p = successes / total
-    denominator = 1 + z * z / total
-    centre = (p + z * z / (2 * total)) / denominator
-    half = z * math.sqrt(p * (1 - p) / total + z * z / (4 * total * total)) / denominator
-    return Interval(max(0.0, centre - half), min(1.0, centre + half))
 
 
 @dataclass(frozen=True)
@@ -63,6 +46,11 @@ class Precision:
     @property
     def interval(self) -> Interval | None:
         return wilson(self.agreed, self.voted)
+
+    @property
+    def estimate(self) -> Estimate:
+        """The share agreed with, its n (voted alerts) and 95% Wilson interval."""
+        return proportion(self.agreed, self.voted)
 
 
 @dataclass(frozen=True)

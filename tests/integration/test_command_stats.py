@@ -9,6 +9,7 @@ import time
 
 from common import replies
 from common.messages.verdicts import ERRORS
+from common.reports.intervals import bootstrap_mean
 from store import confirmations
 from store.confirmations import SecondOpinion
 from store.feedback import record_vote
@@ -23,14 +24,26 @@ bot, slack = command_helpers.bot, command_helpers.slack  # the served bot's fixt
 
 
 def test_stats_for_a_channel(bot, slack):
-    for score in (0, 2, 4, 4):
+    """The mean with its bootstrap interval (from the scores' counts the store read) and the low share with its
+    Wilson interval, each with its n."""
+    for score in (0, 2, 4, 4) * 3:
         add_judgment(bot.runtime, score=score, channel_id=C)
     add_judgment(bot.runtime, score=None, status="error", channel_id=C)
     command(bot, f"stats <#{C}|support>", slack, key="stats")
     [answer] = wait_for(lambda: slack.responses["stats"], timeout=10, what="stats")
     text = answer["blocks"][-1]["text"]["text"]
-    assert "4 answers judged" in text and "mean 2.50 / 4" in text and "50% at or below 2" in text
-    assert "1 could not be judged" in text
+    found = bootstrap_mean({0: 3, 2: 3, 4: 6}).interval
+    assert f"12 answers judged · mean 2.50 / 4 ({found.low:.2f}–{found.high:.2f}, n=12)" in text
+    assert "50% at or below 2 (25–75%, n=12)" in text and "1 could not be judged" in text
+
+
+def test_stats_of_too_few_answers_say_so(bot, slack):
+    for score in (0, 2, 4, 4):
+        add_judgment(bot.runtime, score=score, channel_id=C)
+    command(bot, f"stats <#{C}|support>", slack, key="stats")
+    [answer] = wait_for(lambda: slack.responses["stats"], timeout=10, what="stats")
+    text = answer["blocks"][-1]["text"]["text"]
+    assert "4 answers judged · mean too few (n=4) · at or below 2: too few (n=4)" in text
 
 
 def stats_with_votes_and_second_opinions(bot: ServedBot, slack: FakeSlack) -> str:
@@ -57,11 +70,11 @@ def stats_with_votes_and_second_opinions(bot: ServedBot, slack: FakeSlack) -> st
 
 
 def test_stats_show_alert_precision(bot, slack):
-    """The channel's alert precision from people's votes (counts and the 90% interval); another channel's votes
-    are not counted."""
+    """The channel's alert precision from people's votes (its counts; too few votes for a rate); another channel's
+    votes are not counted."""
     text = stats_with_votes_and_second_opinions(bot, slack)
     assert "8 answers judged" in text
-    assert "4 of 5 voted alerts agreed with (80%, 90% interval" in text
+    assert "4 of 5 voted alerts agreed with (too few for a rate)" in text
 
 
 def test_stats_show_the_low_scores_a_second_opinion_disputed(bot, slack):

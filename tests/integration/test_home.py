@@ -10,6 +10,7 @@ import pytest
 
 from bot.listeners.home import publish_home
 from common.membership import MembershipCache
+from common.reports.intervals import bootstrap_mean
 from common.runtime import Runtime, slack_client_for
 from store.models import CanaryRun, Feedback, Judgment, Pair
 from tests.builders import SECRET, make_settings
@@ -87,7 +88,7 @@ def publish_a_busy_week(runtime: Runtime, slack: FakeSlack) -> str:
     """App Home published for U123 over a week of C1 and C2 (and C1's older answers): the view's blocks as text."""
     now = datetime.now(UTC)
     add(runtime, slack, "C1", [4, 2, None], now - timedelta(days=1))
-    add(runtime, slack, "C2", [3, 4], now - timedelta(days=2))
+    add(runtime, slack, "C2", [3, 4] * 5, now - timedelta(days=2))
     add(runtime, slack, "C1", [0, 0, 0], now - timedelta(days=9))  # older than 7 days: not shown
     publish_home(runtime, slack_client_for(runtime.settings), MembershipCache(runtime.redis), "U123")
     return str(slack.published["U123"]["blocks"])
@@ -99,8 +100,11 @@ def test_home_shows_last_week_per_channel(runtime: Runtime, slack: FakeSlack) ->
     assert call["user_id"] == "U123"
     view = slack.published["U123"]
     assert view["type"] == "home" and len(view["blocks"]) <= 100
-    assert "*<#C1>*\\n2 judged of 3 · relevancy mean 3.00 / 4 · 50% ≤ 2 · 1 error" in text
-    assert "*<#C2>*\\n2 judged of 2 · relevancy mean 3.50 / 4 · 50% ≤ 3 · 0 errors" in text
+    # C1's two scores are too few for a figure; C2's ten have their intervals and n.
+    assert "*<#C1>*\\n2 judged of 3 · relevancy mean too few (n=2) · ≤ 2: too few (n=2) · 1 error" in text
+    mean = bootstrap_mean({3: 5, 4: 5}).interval
+    c2 = f"mean 3.50 / 4 ({mean.low:.2f}–{mean.high:.2f}, n=10) · 50% ≤ 3 (24–76%, n=10) · 0 errors"
+    assert f"*<#C2>*\\n10 judged of 10 · relevancy {c2}" in text
 
 
 def test_home_shows_the_settings_in_effect(runtime: Runtime, slack: FakeSlack) -> None:
@@ -140,7 +144,7 @@ def test_signed_app_home_opened_event_publishes_the_view(settings_for, slack: Fa
         assert post(bot.url, envelope(event), SECRET).status_code == 200
         (call,) = slack.wait_for("views.publish", timeout=20)
     assert call["user_id"] == "U9"
-    assert "*<#C7>*\\n2 judged of 2 · relevancy mean 2.50 / 4 · 50% ≤ 2" in str(slack.published["U9"]["blocks"])
+    assert "*<#C7>*\\n2 judged of 2 · relevancy mean too few (n=2)" in str(slack.published["U9"]["blocks"])
 
 
 def test_private_channels_figures_only_for_their_members(runtime: Runtime, slack: FakeSlack) -> None:
@@ -232,7 +236,7 @@ def test_home_shows_whether_the_alerts_can_be_trusted(runtime: Runtime, slack: F
     view = publish_home(runtime, client, membership, "U_OUT")
     assert slack.published["U_OUT"]["blocks"] == view["blocks"]
     [trust] = [b["text"]["text"] for b in view["blocks"] if "Can the alerts be trusted?" in str(b)]
-    assert "Alert precision, relevancy: 6 of 8 voted alerts agreed with (75%, 90% interval" in trust
+    assert "Alert precision, relevancy: 6 of 8 voted alerts agreed with (too few for a rate)" in trust
     assert "Second opinions: 1 low score disputed (1 → 4) · 0 confirmed" in trust
     assert "Canary (relevancy, model `m1`): κ 0.55 (−0.25), exact agreement 60%" in trust
     assert ":warning: the judge moved: kappa fell from 0.80 to 0.55" in trust

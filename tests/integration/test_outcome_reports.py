@@ -80,23 +80,25 @@ def add_answer(
     session.add_all(OutcomeSignal(pair_id=pair.id, name=name) for name in signals)
 
 
-def seed(runtime: Runtime, now: datetime) -> None:
+def seed(runtime: Runtime, now: datetime, times: int = 1) -> None:
     """C1 this week: 2 of 4 closed windows resolved, a failed well-scored answer, a teammate's reference judged at
-    the top score; an open window not counted. Last week: 1 of 2 resolved. C2: 1 of 1 resolved, none last week."""
-    day = now - timedelta(days=1)
-    with runtime.db.session() as session:
-        add_answer(session, "C1", day, ["resolved", "positive_reaction"], score=4)
-        add_answer(session, "C1", day + timedelta(minutes=1), ["thanked", "resolved"], score=3)
-        add_answer(session, "C1", day + timedelta(minutes=2), ["reask", "negative_reaction"], score=4)
-        add_answer(
-            session, "C1", day + timedelta(minutes=3), ["reask", "human_takeover"], score=0, correctness=2,
-            reference="the teammate's answer",
-        )  # fmt: skip
-        add_answer(session, "C1", day + timedelta(minutes=4), ["reask", "negative_reaction"], score=0, closed=False)
-        add_answer(session, "C2", day + timedelta(minutes=5), ["resolved"], score=2)
-        week_ago = now - timedelta(days=8)
-        add_answer(session, "C1", week_ago, ["resolved"], score=3)
-        add_answer(session, "C1", week_ago + timedelta(minutes=1), ["escalation"], score=1)
+    the top score; an open window not counted. Last week: 1 of 2 resolved. C2: 1 of 1 resolved, none last week.
+    `times`: all of it that many times over, an hour apart (enough answers for rates)."""
+    for time in range(times):
+        day = now - timedelta(days=1) + timedelta(hours=time)
+        with runtime.db.session() as session:
+            add_answer(session, "C1", day, ["resolved", "positive_reaction"], score=4)
+            add_answer(session, "C1", day + timedelta(minutes=1), ["thanked", "resolved"], score=3)
+            add_answer(session, "C1", day + timedelta(minutes=2), ["reask", "negative_reaction"], score=4)
+            add_answer(
+                session, "C1", day + timedelta(minutes=3), ["reask", "human_takeover"], score=0, correctness=2,
+                reference="the teammate's answer",
+            )  # fmt: skip
+            add_answer(session, "C1", day + timedelta(minutes=4), ["reask", "negative_reaction"], score=0, closed=False)
+            add_answer(session, "C2", day + timedelta(minutes=5), ["resolved"], score=2)
+            week_ago = now - timedelta(days=8) + timedelta(hours=time)
+            add_answer(session, "C1", week_ago, ["resolved"], score=3)
+            add_answer(session, "C1", week_ago + timedelta(minutes=1), ["escalation"], score=1)
 
 
 def stream_both_weeks(runtime: Runtime) -> tuple[list, list, list[str]]:
@@ -132,31 +134,35 @@ def test_rows_carry_whether_their_window_has_closed(runtime: Runtime) -> None:
 
 
 def test_digest_shows_the_outcome_figures(runtime: Runtime, slack: FakeSlack) -> None:
-    seed(runtime, datetime.now(UTC))
+    seed(runtime, datetime.now(UTC), times=5)
     assert send_digest.apply().get() == "sent"
     (posted,) = slack.posted(DIGEST_CHANNEL)
     blocks = posted["blocks"]
     # The figures' block, wherever the digest places it (what to fix first and the golden line may come before).
     overall = next(f["text"] for b in blocks for f in b.get("fields", ()) if f["text"].startswith("*Outcomes*"))
-    assert overall.startswith("*Outcomes*\nresolved 60% (+10 pts) · re-asked 40% (+40 pts) · taken over 20% (+20 pts)")
-    assert "escalated 0% (−50 pts)" in overall
-    assert "reactions 1 positive (+1), 1 negative (+1) · of 5 answers" in overall
-    assert "relevancy mean 3.00 (3) resolved vs 2.00 (2) failed" in overall
-    assert "correctness top score 1 of 1 (100%) where a teammate stepped in" in overall
+    assert overall.startswith(
+        "*Outcomes*\nresolved 60% (41–77%, n=25), no clear change (n=25 vs 10) · re-asked 40% (23–59%, n=25), "
+        "▲ 0% → 40% (significant) · taken over 20% (9–39%, n=25), no clear change (n=25 vs 10)"
+    )
+    assert "escalated 0% (0–13%, n=25), ▼ 50% → 0% (significant)" in overall
+    assert "reactions 5 positive (+5), 5 negative (+5) · of 25 answers" in overall
+    assert "relevancy mean 3.00 (15) resolved vs 2.00 (10) failed" in overall
+    assert "correctness top score on 5 of 5 answers (too few for a rate) where a teammate stepped in" in overall
     text = str(blocks)
-    assert "outcomes: resolved 50% (+0 pts) · re-asked 50%" in text  # C1 against its last week
-    assert "outcomes: resolved 100% · re-asked 0%" in text  # C2: nothing to compare with
+    assert "outcomes: resolved 50% (30–70%, n=20), no clear change (n=20 vs 10) · re-asked 50%" in text  # C1
+    assert "outcomes: rates: too few (n=5)" in text and "no data the week before" in text  # C2
     assert "count answers whose outcome window has closed" in text
 
 
 def test_home_shows_the_outcome_figures(runtime: Runtime, slack: FakeSlack) -> None:
-    seed(runtime, datetime.now(UTC))
+    seed(runtime, datetime.now(UTC), times=5)
     view = publish_home(runtime, slack_client_for(runtime.settings), MembershipCache(runtime.redis), "U1")
     assert slack.published["U1"]["blocks"] == view["blocks"]
     home = str(view["blocks"])
-    assert "*All channels*\\n" in home and "\\noutcomes: resolved 60% (+10 pts) · re-asked 40% (+40 pts)" in home
-    assert "outcomes: resolved 50% (+0 pts)" in home and "outcomes: resolved 100% · re-asked 0%" in home
-    assert "outcomes: correctness top score 1 of 1 (100%) where a teammate stepped in" in home
+    assert "*All channels*\\n" in home
+    assert "\\noutcomes: resolved 60% (41–77%, n=25), no clear change (n=25 vs 10) · re-asked 40% (23–59%" in home
+    assert "outcomes: resolved 50% (30–70%, n=20), no clear change" in home and "outcomes: rates: too few (n=5)" in home
+    assert "outcomes: correctness top score on 5 of 5 answers (too few for a rate) where a teammate stepped in" in home
 
 
 def test_dry_run_text_shows_the_outcome_figures(runtime: Runtime, slack: FakeSlack) -> None:
@@ -164,10 +170,10 @@ def test_dry_run_text_shows_the_outcome_figures(runtime: Runtime, slack: FakeSla
     from common.reports.figures import load_report
 
     now = datetime.now(UTC)
-    seed(runtime, now)
+    seed(runtime, now, times=5)
     text = digest_text(load_report(runtime, period_for(now)), {}, {})
     overall, c1 = text.split("== #C1 ==")[0], text.split("== #C1 ==")[1].split("== #C2 ==")[0]
-    assert "Outcomes: resolved 60% (+10 pts)" in overall
-    assert "Outcomes: relevancy mean 3.00 (3) resolved vs 2.00 (2) failed" in overall
-    assert "Outcomes: resolved 50% (+0 pts)" in c1
+    assert "Outcomes: resolved 60% (41–77%, n=25), no clear change (n=25 vs 10)" in overall
+    assert "Outcomes: relevancy mean 3.00 (15) resolved vs 2.00 (10) failed" in overall
+    assert "Outcomes: resolved 50% (30–70%, n=20), no clear change (n=20 vs 10)" in c1
     assert slack.calls == []

@@ -11,6 +11,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from common.reports.intervals import wilson
 from relmon.cli import main
 from store import channel_names
 from store.db import Database
@@ -57,6 +58,14 @@ def test_topics_as_json(stored_week, capsys, db_url, monkeypatch):
     assert first["name"] and first["failed"] >= max(t["failed"] for t in report["topics"])
     assert {"questions", "failed", "failure_reasons", "resolution_rate", "mean_relevancy", "previous"} <= set(first)
     assert first["history"] == []  # the command stores no run: the digest's and the daily ones are the history
+    # Each rate with its n and 95% Wilson interval; the failure rate's change as the change rule says.
+    for topic in report["topics"]:
+        rate = topic["failure_rate"]
+        assert rate["n"] == topic["questions"] and rate["value"] == topic["failed"] / topic["questions"]
+        low, high = wilson(topic["failed"], topic["questions"]).low, wilson(topic["failed"], topic["questions"]).high
+        assert (rate["low"], rate["high"]) == (low, high) and low <= rate["value"] <= high
+        assert topic["resolution"]["n"] == topic["decided"]
+        assert topic["failure_rate_change"] in (None, "up", "down", "none", "too_few")
 
 
 def test_topics_as_text(stored_week, capsys):

@@ -182,8 +182,22 @@ def test_a_channels_change_against_the_previous_week():
 
 
 def test_the_dry_run_shows_the_change_against_the_previous_week():
-    report = a_better_week_than_the_last()
-    assert "(+1.0)" in digest_text(report, {}, {}) and "(−50 pts)" in digest_text(report, {}, {})
+    previous = [pair("C1", at=NOW - timedelta(days=10), judgments=[verdict(s)]) for s in (1, 2, 4, 4) * 3]
+    current = [pair("C1", judgments=[verdict(s)]) for s in (3, 4, 4, 4) * 3]
+    text = digest_text(build_report(PERIOD, current, previous, thresholds_for, PRICES), {}, {})
+    assert "▲ 2.75 → 3.75 (significant)" in text and "▼ 50% → 0% (significant)" in text
+
+
+def test_the_dry_run_says_noise_is_no_clear_change():
+    previous = [pair("C1", at=NOW - timedelta(days=10), judgments=[verdict(s)]) for s in (2, 3, 4, 4) * 3]
+    current = [pair("C1", judgments=[verdict(s)]) for s in (3, 3, 4, 4) * 3]
+    text = digest_text(build_report(PERIOD, current, previous, thresholds_for, PRICES), {}, {})
+    assert "no clear change (n=12 vs 12)" in text and "▲" not in text and "▼" not in text
+
+
+def test_too_few_scores_show_no_rate_and_no_change():
+    text = digest_text(a_better_week_than_the_last(), {}, {})
+    assert "mean too few (n=4) · ≤ 2: too few (n=4)" in text and "significant" not in text
 
 
 def test_daily_series_puts_answers_on_their_calendar_day():

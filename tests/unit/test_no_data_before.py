@@ -32,7 +32,7 @@ def test_a_judge_line_against_an_empty_week_says_so():
     change = report.change(report.overall, "relevancy")
     assert change.no_previous and change.mean is None and change.share_low is None
     line = judge_line(report.overall.judge("relevancy"), change)
-    assert line == f"mean 2.67 / 4 · 33% ≤ 2 · {NO_DATA}"
+    assert line == f"mean too few (n=3) · ≤ 2: too few (n=3) · {NO_DATA}"
     # A week before whose judgments all failed has no scores to compare either.
     errored = [pair("C1", at=NOW - timedelta(days=10), judgments=[verdict(None, status="error")])]
     report = build_report(PERIOD, this_week(), errored, thresholds_for, PRICES)
@@ -40,7 +40,12 @@ def test_a_judge_line_against_an_empty_week_says_so():
     # With a week before, the change and nothing about missing data.
     report = build_report(PERIOD, this_week(), last_week(), thresholds_for, PRICES)
     line = judge_line(report.overall.judge("relevancy"), report.change(report.overall, "relevancy"))
-    assert line == "mean 2.67 / 4 (+1.2) · 33% ≤ 2 (−67 pts)" and "no data" not in line
+    assert line == "mean too few (n=3) · ≤ 2: too few (n=3)" and "no data" not in line
+    # With enough scores both weeks: the figures' intervals and whether they changed.
+    report = build_report(PERIOD, this_week((3, 4, 1) * 10), last_week((1, 2) * 10), thresholds_for, PRICES)
+    line = judge_line(report.overall.judge("relevancy"), report.change(report.overall, "relevancy"))
+    assert line.startswith("mean 2.67 / 4 (") and ", n=30), ▲ 1.50 → 2.67 (significant)" in line
+    assert "33% ≤ 2 (19–51%, n=30), ▼ 100% → 33% (significant)" in line and "no data" not in line
     # No scores this week: nothing to compare, nothing said about the week before.
     empty = build_report(PERIOD, [], last_week(), thresholds_for, PRICES)
     assert not empty.change(empty.overall, "relevancy").no_previous
@@ -62,26 +67,36 @@ def test_an_outcome_line_against_a_week_without_closed_windows_says_so():
     report = build_report(PERIOD, closed, [], thresholds_for, PRICES).outcomes
     assert report.change(None).no_previous
     assert outcome_line(stats, report.change(None)) == (
-        f"resolved 100% · re-asked 0% · taken over 0% · escalated 0% · reactions 0 positive, 0 negative · "
-        f"of 3 answers · {NO_DATA}"
+        f"rates: too few (n=3) · reactions 0 positive, 0 negative · of 3 answers · {NO_DATA}"
     )
     compared = build_report(PERIOD, closed, before, thresholds_for, PRICES).outcomes
     line = outcome_line(stats, compared.change(None))
-    assert line.startswith("resolved 100% (+100 pts)") and "no data" not in line
+    assert line.startswith("rates: too few (n=3) · reactions 0 positive (+0)") and "no data" not in line
+    # Enough closed windows both weeks: the rates, their intervals and a significant change.
+    closed = [replace(row, window_closed=True, signals=("resolved",)) for row in this_week((3, 4, 1) * 4)]
+    before = [replace(row, window_closed=True) for row in last_week((1, 2) * 6)]
+    compared = build_report(PERIOD, closed, before, thresholds_for, PRICES).outcomes
+    line = outcome_line(outcome_stats(None, closed, "relevancy"), compared.change(None))
+    assert line.startswith("resolved 100% (76–100%, n=12), ▲ 0% → 100% (significant) · re-asked 0% (0–24%, n=12)")
     # No window closed this week: no line at all, whatever the week before.
     assert outcome_line(outcome_stats(None, this_week(), "relevancy"), report.change(None)) == ""
 
 
 def test_a_topic_against_a_week_without_questions_says_so():
     none_before = TopicLine("Refunds", Figures(questions=5, failed=3), None, None)
-    assert figures_text(none_before) == f"3 failed of 5 questions ({NO_DATA})"
+    assert figures_text(none_before) == f"3 failed of 5 questions (too few for a rate) ({NO_DATA})"
     some_before = TopicLine("Refunds", Figures(questions=5, failed=3), Figures(questions=4, failed=1), None)
-    assert figures_text(some_before) == "3 failed of 5 questions (+2 vs the week before)"
-    # A topic new this week, in a week before that had questions: a real change from 0.
-    new_topic = TopicLine("Refunds", Figures(questions=5, failed=3), Figures(), None)
-    assert figures_text(new_topic) == "3 failed of 5 questions (+3 vs the week before)"
+    assert figures_text(some_before) == "3 failed of 5 questions (too few for a rate)"
+    # Enough questions: the rate, its interval, and a change only when significant.
+    busy = TopicLine("Refunds", Figures(questions=48, failed=15), Figures(questions=33, failed=3), None)
+    assert figures_text(busy) == "15 failed of 48 questions: 31% (20–45%, n=48), ▲ 9% → 31% (significant)"
+    noisy = TopicLine("Refunds", Figures(questions=12, failed=6), Figures(questions=12, failed=4), None)
+    assert figures_text(noisy) == "6 failed of 12 questions: 50% (25–75%, n=12), no clear change (n=12 vs 12)"
+    # A topic new this week, in a week before that had questions: nothing to set its rate against.
+    new_topic = TopicLine("Refunds", Figures(questions=12, failed=3), Figures(), None)
+    assert figures_text(new_topic) == "3 failed of 12 questions: 25% (9–53%, n=12), too few to compare (n=12 vs 0)"
     view = TopicsView(5, 0, "local", (none_before,))
-    assert f"1. Refunds: 3 failed of 5 questions ({NO_DATA})" in topics_text(view)
+    assert f"1. Refunds: 3 failed of 5 questions (too few for a rate) ({NO_DATA})" in topics_text(view)
     report = build_report(PERIOD, this_week(), [], thresholds_for, PRICES)
     chart_line = str(digest_message(report, {}, {}, chart_in_thread=True, topics=view)["blocks"])
     assert f"failed questions by topic ({NO_DATA})" in chart_line
@@ -100,4 +115,5 @@ def test_a_backfills_period_names_its_own_comparison():
     text = digest_text(report, {}, {})
     assert "no data the 30 days before" in text and NO_DATA not in text
     assert period_text(report).endswith("compared with the 30 days before")
-    assert "Changes are against the 30 days before." in str(digest_message(report, {}, {})["blocks"])
+    footer = str(digest_message(report, {}, {})["blocks"])
+    assert "Changes are against the 30 days before. Figures show their 95% interval and n; ▲/▼ marks only" in footer

@@ -87,6 +87,12 @@ def two_weeks_report() -> Report:
     return build_report(PERIOD, this_week(), last_week(), thresholds_for, PRICES)
 
 
+def four_times_two_weeks() -> Report:
+    """Each week's answers four times over: enough closed windows overall for rates (28 and 12), not in C2 (8)."""
+    rows = [row for _ in range(4) for row in this_week()]
+    return build_report(PERIOD, rows, [row for _ in range(4) for row in last_week()], thresholds_for, PRICES)
+
+
 def test_outcomes_count_only_closed_windows() -> None:
     stats = this_weeks_outcomes()
     assert (stats.closed, stats.open) == (7, 1)
@@ -156,27 +162,31 @@ def test_pairs_from_commands_or_imports_have_no_outcomes() -> None:
 
 
 def test_the_digest_message_shows_the_outcome_figures() -> None:
-    report = two_weeks_report()
+    report = four_times_two_weeks()
     message = digest_message(report, {}, {}, PRICES, chart_in_thread=True)
     overall = next(f["text"] for f in message["blocks"][2]["fields"] if f["text"].startswith("*Outcomes*"))
     assert (
-        "resolved 43% (−24 pts) · re-asked 29% (−5 pts) · taken over 29% (+29 pts) · escalated 14% (+14 pts)" in overall
+        "resolved 43% (27–61%, n=28), no clear change (n=28 vs 12) · re-asked 29% (15–47%, n=28), no clear change "
+        "(n=28 vs 12) · taken over 29% (15–47%, n=28), ▲ 0% → 29% (significant) · escalated 14% (6–31%, n=28), "
+        "no clear change (n=28 vs 12)" in overall
     )
-    assert "reactions 1 positive (+1), 1 negative (+1) · of 7 answers" in overall
-    assert "relevancy mean 3.67 (3) resolved vs 2.50 (2) failed" in overall
-    assert "correctness top score 1 of 2 (50%) where a teammate stepped in" in overall
+    assert "reactions 4 positive (+4), 4 negative (+4) · of 28 answers" in overall
+    assert "relevancy mean 3.67 (12) resolved vs 2.50 (8) failed" in overall
+    assert "correctness top score on 4 of 8 answers (too few for a rate) where a teammate stepped in" in overall
     sections = [b["text"]["text"] for b in message["blocks"] if b.get("text", {}).get("text", "").startswith("*<#C")]
-    assert "outcomes: resolved 50% (−50 pts)" in sections[1]  # C2
-    assert "outcomes: correctness top score 1 of 1 (100%)" in sections[1]
+    assert "outcomes: rates: too few (n=8)" in sections[1]  # C2
+    assert "outcomes: correctness top score on 4 of 4 answers" in sections[1]
     text = str(message["blocks"])
     assert "the daily resolution rate" in text and "count answers whose outcome window has closed" in text
 
 
 def test_the_dry_run_shows_the_outcome_figures() -> None:
-    report = two_weeks_report()
+    report = four_times_two_weeks()
     dry = digest_text(report, {}, {}, PRICES)
-    assert "Outcomes: resolved 43% (−24 pts)" in dry.split("== #C1 ==")[0]
-    assert "Outcomes: resolved 40% (−10 pts)" in dry.split("== #C1 ==")[1].split("== #C2 ==")[0]
+    assert "Outcomes: resolved 43% (27–61%, n=28), no clear change (n=28 vs 12)" in dry.split("== #C1 ==")[0]
+    c1 = dry.split("== #C1 ==")[1].split("== #C2 ==")[0]
+    assert "Outcomes: resolved 40% (22–61%, n=20), too few to compare (n=20 vs 8)" in c1
+    assert "Outcomes: rates: too few (n=8)" in dry.split("== #C2 ==")[1]
     assert dry.rstrip().endswith("count answers whose outcome window has closed.")
 
 
@@ -206,22 +216,22 @@ def test_many_channels_with_outcomes_stay_within_slack_limits() -> None:
     view = home_view(report, SETTINGS, DEFAULT_RULE, {}, now=NOW)
     assert len(view["blocks"]) <= 100
     assert all(len(b["text"]["text"]) <= 3000 for b in view["blocks"] if b["type"] == "section" and "text" in b)
-    assert "outcomes: resolved 50% (+0 pts)" in view["blocks"][2]["text"]["text"]
+    assert "outcomes: resolved 50% (46–54%, n=480), no clear change (n=480 vs 480)" in view["blocks"][2]["text"]["text"]
 
 
 def home_text() -> str:
-    return str(home_view(two_weeks_report(), SETTINGS, DEFAULT_RULE, {}, now=NOW)["blocks"])
+    return str(home_view(four_times_two_weeks(), SETTINGS, DEFAULT_RULE, {}, now=NOW)["blocks"])
 
 
 def test_home_shows_the_outcomes_of_all_channels() -> None:
     text = home_text()
-    assert "\\noutcomes: resolved 43% (−24 pts) · re-asked 29% (−5 pts)" in text
-    assert "outcomes: relevancy mean 3.67 (3) resolved vs 2.50 (2) failed" in text
+    assert "\\noutcomes: resolved 43% (27–61%, n=28), no clear change (n=28 vs 12) · re-asked 29%" in text
+    assert "outcomes: relevancy mean 3.67 (12) resolved vs 2.50 (8) failed" in text
 
 
 def test_home_shows_each_channels_outcomes() -> None:
     text = home_text()
-    assert "*<#C2>*" in text and "outcomes: resolved 50% (−50 pts)" in text
+    assert "*<#C2>*" in text and "outcomes: rates: too few (n=8)" in text
 
 
 def test_home_says_which_answers_the_outcomes_count() -> None:

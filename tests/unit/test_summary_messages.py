@@ -9,7 +9,8 @@ from datetime import timedelta
 import pytest
 
 from common.messages import blocks as bk
-from common.messages.alerts import DegradationAlert, SummaryItem, summary_message
+from common.messages.alerts import DegradationAlert, SummaryItem, degradation_alert, summary_message
+from common.reports.intervals import bootstrap_mean
 from tests.message_checks import AT, PERMALINK, all_text, check_limits
 
 
@@ -183,3 +184,17 @@ def test_a_summary_of_many_channels_counts_the_rest():
     intro = many_channels_summary()["blocks"][1]["text"]["text"]
     assert intro.startswith("Low scores from 64 channels went over the hourly alert caps (each channel's own) ")
     assert intro.endswith(", 44 more.")
+
+
+def test_a_held_degradation_shows_its_means_interval_when_its_scores_are_known():
+    scores = {0.0: 3, 1.0: 5, 2.0: 12}  # 20 answers, mean 1.45
+    known = DegradationAlert("C_A", "relevancy", 1.45, 2.5, 20, AT, "answers", 20, 60, 5, scores=scores)
+    interval = bootstrap_mean(scores).interval
+    text = all_text(summary_message(AT, [], caps={}, alert_channel_cap=30, degradations=[known]))
+    expected = f"*1.45* ({interval.low:.2f}–{interval.high:.2f}, n=20) over the last 20 judged answers"
+    assert expected in text and interval.low < 1.45 < interval.high
+    assert expected.split(" over")[0] in all_text(degradation_alert(known))
+    few = replace(known, count=6, scores={0.0: 2, 1.0: 4}, window="minutes")
+    assert "is *1.45* (n=6: too few for an interval), below the floor" in all_text(degradation_alert(few))
+    # A row claimed before the scores were kept (or whose scores do not add up) shows the mean and its n alone.
+    assert "is *1.45*, below the floor" in all_text(degradation_alert(replace(known, scores={})))

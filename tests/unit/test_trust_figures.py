@@ -8,7 +8,8 @@ from datetime import UTC, datetime
 import pytest
 
 from common.messages.trust import precision_text
-from common.reports.trust import Vote, precision, suggest_from_counts, wilson
+from common.reports.intervals import wilson
+from common.reports.trust import Vote, precision, suggest_from_counts
 from store.stats_queries import JudgmentRow, PairRow
 from tests.report_tallies import like_with_like, second_opinions, voted_alerts
 
@@ -16,11 +17,13 @@ AT = datetime(2026, 12, 1, tzinfo=UTC)
 
 
 def test_wilson_interval_matches_the_textbook():
-    interval = wilson(8, 10)  # 90%, z = 1.645: 0.5408 – 0.9315
+    interval = wilson(8, 10, confidence=0.90)  # z = 1.645: 0.5408 – 0.9315
     assert interval.low == pytest.approx(0.5408, abs=1e-3) and interval.high == pytest.approx(0.9315, abs=1e-3)
+    interval = wilson(8, 10)  # the 95% the reports show: z = 1.96, 0.4902 – 0.9433
+    assert interval.low == pytest.approx(0.4902, abs=1e-3) and interval.high == pytest.approx(0.9433, abs=1e-3)
     assert wilson(0, 0) is None
     assert wilson(0, 5).low == 0.0 and wilson(5, 5).high == pytest.approx(1.0)
-    assert wilson(5, 5).low == pytest.approx(0.6486, abs=1e-3)
+    assert wilson(5, 5, confidence=0.90).low == pytest.approx(0.6486, abs=1e-3)
 
 
 VOTES = [Vote("C1", "relevancy", 1, True), Vote("C1", "relevancy", 2, False), Vote("C2", "relevancy", 0, True)]
@@ -33,7 +36,7 @@ def test_precision_is_counted_per_judge_overall_as_well_as_per_channel():
 
 def test_the_precision_text_gives_the_agreement_with_its_interval():
     overall = next(p for p in precision(VOTES) if p.channel_id is None)
-    assert precision_text(overall).startswith("2 of 3 voted alerts agreed with (67%, 90% interval")
+    assert precision_text(overall) == "2 of 3 voted alerts agreed with (too few for a rate)"
 
 
 def row(pair_id, *judgments, channel="C1"):

@@ -1,4 +1,4 @@
-"""How the trust figures read: precision with its counts and 90% interval, disputed low scores with both scores,
+"""How the trust figures read: precision with its counts and 95% interval, disputed low scores with both scores,
 the threshold the votes suggest (from 20 votes), the canary's kappa and its change, "the judge moved", and the
 like-with-like notice, in the digest (Block Kit and terminal), the App Home and `/judge stats`."""
 
@@ -71,13 +71,12 @@ def week_report(current, previous=(), canary=()):
 # The lines themselves ----------------------------------------------------------------------------------------
 
 
-def test_precision_says_its_counts_with_its_90_percent_interval():
+def test_precision_says_its_counts_with_its_95_percent_interval():
     assert precision_text(Precision(None, "relevancy", 8, 2)) == (
-        "8 of 10 voted alerts agreed with (80%, 90% interval 54%–93%)"
+        "8 of 10 voted alerts agreed with: 80% (49–94%, n=10)"
     )
-    assert precision_text(Precision("C1", "relevancy", 1, 0)) == (
-        "1 of 1 voted alert agreed with (100%, 90% interval 27%–100%)"
-    )
+    assert precision_text(Precision("C1", "relevancy", 1, 0)) == "1 of 1 voted alert agreed with (too few for a rate)"
+    assert precision_text(Precision("C1", "relevancy", 6, 3)) == "6 of 9 voted alerts agreed with (too few for a rate)"
 
 
 def test_precision_without_votes_says_there_are_none_yet():
@@ -147,7 +146,7 @@ def test_trust_lines_from_a_week_of_rows():
     report = week_report(rows, canary=CANARY)
     lines = trust_lines(report.trust, ["relevancy"])
     assert lines == [
-        "Alert precision, relevancy: 10 of 20 voted alerts agreed with (50%, 90% interval 33%–67%)",
+        "Alert precision, relevancy: 10 of 20 voted alerts agreed with: 50% (30–70%, n=20)",
         "Second opinions: 1 low score disputed (1 → 4) · 1 confirmed",
         "Threshold: relevancy in <#C1>: an alert threshold of ≤ 1 instead of ≤ 2 would have been 100% precise "
         "instead of 50% on 20 votes, missing none of the answers people marked bad",
@@ -211,7 +210,7 @@ def test_the_digest_shows_every_trust_line():
     assert "*Can the alerts be trusted?*" in shown
     for line in trust_lines(report.trust, ["relevancy"]):
         assert json.dumps(line, ensure_ascii=False)[1:-1] in shown
-    assert "90% interval" in shown and "(1 → 4)" in shown and "≤ 1 instead of ≤ 2" in shown
+    assert "(30–70%, n=20)" in shown and "(1 → 4)" in shown and "≤ 1 instead of ≤ 2" in shown
     assert "κ 0.62 (−0.20)" in shown and "the judge moved: kappa fell" in shown
     assert "model differs from last week's" in shown
     # per channel too: the channel's own precision
@@ -242,7 +241,7 @@ def test_the_app_home_shows_the_trust_lines():
 
 def test_the_app_home_shows_each_channels_precision():
     shown = home_blocks(busy_report())
-    assert "relevancy alerts: 10 of 20 voted alerts agreed with (50%, 90% interval 33%–67%)" in shown
+    assert "relevancy alerts: 10 of 20 voted alerts agreed with: 50% (30–70%, n=20)" in shown
 
 
 def test_the_app_home_says_low_scores_get_a_second_opinion_before_alerting():
@@ -263,7 +262,7 @@ def judge_stats_text(row: StatsRow) -> str:
 
 
 def test_judge_stats_shows_precision_only_where_there_are_votes():
-    assert "8 of 10 voted alerts agreed with (80%, 90% interval 54%–93%)" in judge_stats_text(VOTED)
+    assert "8 of 10 voted alerts agreed with: 80% (49–94%, n=10)" in judge_stats_text(VOTED)
     assert "voted" not in judge_stats_text(UNVOTED)
 
 

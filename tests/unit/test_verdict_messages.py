@@ -15,6 +15,7 @@ from common.messages.verdicts import (
     stats_message,
     verdict_message,
 )
+from common.reports.intervals import bootstrap_mean
 from tests.message_checks import all_text, check_limits
 
 
@@ -49,13 +50,20 @@ def test_errors_are_one_short_sentence():
 
 
 def test_stats_message():
-    rows = [StatsRow("relevancy", 40, 3.125, 6, 2, 4, errors=1), StatsRow("correctness", 0, None, 0, 0, 2)]
-    payload = stats_message("C1", rows)
+    scores = {0: 1, 1: 2, 2: 3, 3: 9, 4: 25}  # 40 answers, mean 3.375, 6 at or below 2
+    relevancy = StatsRow("relevancy", 40, 3.375, 6, 2, 4, errors=1, distribution=scores)
+    payload = stats_message("C1", [relevancy, StatsRow("correctness", 0, None, 0, 0, 2)])
     check_limits(payload)
     text = all_text(payload)
-    assert "40 answers judged" in text and "3.12 / 4" in text and "15% at or below 2" in text
+    assert "40 answers judged" in text and "15% at or below 2 (7–29%, n=40)" in text
+    low, high = bootstrap_mean(scores).interval.low, bootstrap_mean(scores).interval.high
+    assert f"mean 3.38 / 4 ({low:.2f}–{high:.2f}, n=40)" in text and 3.0 < low < 3.375 < high < 3.7
     assert "1 could not be judged" in text and "Correctness" not in text
     assert "No answers judged" in stats_message("C1", [StatsRow("relevancy", 0, None, 0, 2, 4)])["text"]
+    few = all_text(stats_message("C1", [StatsRow("relevancy", 4, 2.5, 1, 2, 4, distribution={2: 2, 3: 2})]))
+    assert "mean too few (n=4) · at or below 2: too few (n=4)" in few
+    unknown = all_text(stats_message("C1", [StatsRow("relevancy", 40, 3.125, 6, 2, 4)]))
+    assert "mean 3.12 / 4 (n=40)" in unknown
 
 
 def test_help_message():

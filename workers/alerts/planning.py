@@ -10,6 +10,7 @@ cannot all see "under the cap", and two workers with the same judgment meet one 
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -326,6 +327,8 @@ def _claim_degradation(
             "window_answers": policy.window.answers,
             "window_minutes": policy.window.minutes,
             "min_answers": policy.window.min_answers,
+            # score -> answers of the window: the mean's bootstrap interval in the alert and the hour's summary
+            "scores": {f"{score:g}": count for score, count in sorted(Counter(decision.scores).items())},
             "reason": delivery.reason,
         },
         status=_status(delivery.action),

@@ -13,7 +13,7 @@ Three decisions about one judgment, each made once per task:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
@@ -148,6 +148,7 @@ class WindowMean:
     kind: str  # WINDOW_ANSWERS | WINDOW_MINUTES
     mean: float
     count: int
+    scores: tuple[float, ...] = field(default=(), compare=False)  # the window's scores: the mean's interval
 
 
 @dataclass(frozen=True)
@@ -159,6 +160,7 @@ class DegradationDecision:
     episode: int | None = None  # the episode number to claim when action is ALERT
     window: str | None = None  # which window's mean is reported: the one that tripped, if any
     means: tuple[WindowMean, ...] = ()  # every window that had enough answers
+    scores: tuple[float, ...] = field(default=(), compare=False)  # the reported window's scores
 
 
 def rolling_sample(recent: Sequence[ScoredAt], window: int) -> list[float]:
@@ -183,10 +185,10 @@ def window_means(recent: Sequence[ScoredAt], window: DegradationWindow, now: dat
     means = []
     by_count = rolling_sample(recent, window.answers)
     if len(by_count) >= window.answers:
-        means.append(WindowMean(WINDOW_ANSWERS, sum(by_count) / len(by_count), len(by_count)))
+        means.append(WindowMean(WINDOW_ANSWERS, sum(by_count) / len(by_count), len(by_count), tuple(by_count)))
     by_time = time_sample(recent, window.minutes, now)
     if window.minutes > 0 and len(by_time) >= window.min_answers:
-        means.append(WindowMean(WINDOW_MINUTES, sum(by_time) / len(by_time), len(by_time)))
+        means.append(WindowMean(WINDOW_MINUTES, sum(by_time) / len(by_time), len(by_time), tuple(by_time)))
     return means
 
 
@@ -211,7 +213,7 @@ def decide_degradation(
     shown = min(below, key=lambda m: m.mean) if below else means[0]
 
     def decision(action: Action, reason: str, episode: int | None = None) -> DegradationDecision:
-        return DegradationDecision(action, reason, shown.mean, shown.count, episode, shown.kind, means)
+        return DegradationDecision(action, reason, shown.mean, shown.count, episode, shown.kind, means, shown.scores)
 
     if not below:
         return decision(Action.REARM, "recovered") if state.active else decision(Action.NONE, "healthy")

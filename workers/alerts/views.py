@@ -76,6 +76,7 @@ def degradation_of(row: Alert | AlertRow) -> DegradationAlert:
         window_answers=int(details.get("window_answers", details["count"])),
         window_minutes=int(details.get("window_minutes", 0)),
         min_answers=int(details.get("min_answers", 0)),
+        scores={float(score): int(count) for score, count in (details.get("scores") or {}).items()},
     )
 
 
