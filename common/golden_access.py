@@ -36,7 +36,7 @@ class Source:
 
 def own_alert_channel(runtime: Runtime, channel_id: str | None) -> str | None:
     """The alert channel the channel's OWN rule names (not the defaults': its people did not choose that one)."""
-    rule = runtime.rules.channels.get(channel_id) if channel_id else None
+    rule = runtime.rules.own(channel_id)
     return rule.alert_channel if rule is not None else None
 
 

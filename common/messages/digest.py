@@ -21,6 +21,7 @@ from common.messages.topics import cost_text, fix_first_blocks, topics_text
 from common.messages.trust import TRUST_HEADING, precision_text, trust_lines, trust_section
 from common.reports.stats import Change, ChannelStats, JudgeStats, Prices, Report, WorstAnswer
 from common.reports.topics import TopicsView
+from store import bot_groups
 
 MAX_BLOCKS = block_kit.MAX_BLOCKS  # Slack's limit per message
 MAX_CHANNEL_SECTIONS = 30  # leaves room for the header, overall figures and footer
@@ -74,6 +75,9 @@ def distribution_line(stats: JudgeStats) -> str:
 def channel_ref(channel_id: str | None, *, slack: bool = True) -> str:
     if channel_id is None:
         return "all channels"
+    bot = bot_groups.bot_of(channel_id)
+    if bot is not None:
+        return bot_groups.label(bot)
     return f"<#{channel_id}>" if slack else f"#{channel_id}"
 
 
