@@ -12,6 +12,7 @@ from common.reports.figures import load_report
 from common.reports.period import period_for
 from common.runtime import Runtime
 from store.exchange_models import Exchange
+from store.judgments import export_rows
 from store.models import Judgment, Pair, PairSource
 from tests import digest_helpers
 from tests.digest_helpers import DIGEST_CHANNEL, now_utc
@@ -98,3 +99,14 @@ def test_the_report_groups_exchanges_by_bot_or_by_their_channel(runtime: Runtime
     assert report.overall.seen == 4
     worst = report.overall.worst[0]
     assert (worst.channel_id, worst.score, worst.channel_is_private, worst.answer_ts) == ("bot:helpdesk", 0, True, None)
+
+
+def test_the_export_names_each_ingested_rows_bot_and_visibility(runtime: Runtime) -> None:
+    now = now_utc()
+    seed_week(runtime, now)
+    with runtime.db.session() as session:
+        rows = list(export_rows(session))
+    assert {(row["source"], row["channel_id"], row["bot"], row["visibility"]) for row in rows} == {
+        ("ingest", None, "helpdesk", "dm"),
+        ("ingest", "C_SUPPORT", "helpdesk", "public"),
+    }
