@@ -146,4 +146,4 @@ def test_stats_of_a_bots_exchanges_show_their_figures_and_count_them_in_their_ch
     assert INGESTED_QUESTION not in text and INGESTED_ANSWER not in text
     command(bot, f"stats <#{C}|support>", slack, key="channel")
     [answer] = wait_for(lambda: slack.responses["channel"], timeout=10, what="stats")
-    assert "1 answers judged · mean 2.00 / 4" in answer["blocks"][-1]["text"]["text"]
+    assert "1 answers judged · mean 2 / 4" in answer["blocks"][-1]["text"]["text"]
