@@ -129,7 +129,7 @@ def save_from_modal_in(
     if not worker_clicker(runtime, user, channel_id).may_change(sources):
         golden_notes.drop(runtime.redis, note)
         log.info("test set change refused", extra=event_fields(judgment_id=judgment_id, user=user))
-        return {"outcome": "refused", "item_id": None, "channel_id": pair.get("channel_id")}
+        return {"outcome": "refused", "item_id": None, "channel_id": sources[0].channel_id}
     if remove:
         golden_notes.drop(runtime.redis, note)
         if existing_id is None:

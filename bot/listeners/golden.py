@@ -73,7 +73,7 @@ def open_modal(runtime: Runtime, membership: MembershipCache, body: dict, client
             clicker = Clicker(runtime, client, membership, asker.user_id, asker.channel_id)
             if not clicker.may_change(sources):
                 log.info("test set change refused", extra={"judgment_id": judgment_id})
-                text = refusal_text(pair.channel_id)
+                text = refusal_text(sources[0].channel_id)
                 tell(client, asker, message(text, [section(text)]))
                 return
             expected = item.expected if item is not None else pair.reference_text

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from common.messages.exchange_view import EXCHANGE_MODAL_ID, SHOW_EXCHANGE_ACTION_ID
+from common.messages.golden import GOLDEN_ACTION_ID, GOLDEN_MODAL_ID
 from tests import slack_interactions as si
 from tests import slack_requests as sr
 from tests.alert_helpers import write_rules
@@ -110,3 +111,22 @@ def test_a_bots_rule_routes_and_quotes_its_exchanges_in_its_own_alert_channel(
     text = json.dumps(alert)
     assert QUESTION in text and ANSWER in text and SHOW_EXCHANGE_ACTION_ID not in text
     assert slack.posted(ALERTS) == []
+
+
+def test_only_the_bots_viewers_may_put_its_dm_in_the_test_set(bot: ServedBot, slack: FakeSlack) -> None:
+    """ "Add to test set" on the dm's alert: a viewer the bot's rule names gets the modal (without the words: the
+    alert channel does not quote the bot); a stranger the refusal and no view."""
+    judgment_id, _alert = posted_alert(bot, slack)
+    key = f"stranger-{len(slack.views)}"
+    body = si.block_actions(GOLDEN_ACTION_ID, str(judgment_id), user_id="U_STRANGER", channel_id=ALERTS,
+                            response_url=slack.response_url(key))  # fmt: skip
+    assert sr.post(bot.url, body, SECRET).status_code == 200
+    [refusal] = wait_for(lambda: slack.responses.get(key), timeout=10, what="the refusal")
+    assert refusal["text"].startswith("Only the people bot helpdesk's rule names") and slack.views == []
+
+    body = si.block_actions(GOLDEN_ACTION_ID, str(judgment_id), user_id="U_LEAD", channel_id=ALERTS,
+                            response_url=slack.response_url("lead"))  # fmt: skip
+    assert sr.post(bot.url, body, SECRET).status_code == 200
+    modal = wait_for(lambda: next((v for v in slack.views if v.get("callback_id") == GOLDEN_MODAL_ID), None),
+                     timeout=10, what="the test set's modal")  # fmt: skip
+    assert QUESTION not in json.dumps(modal) and "not quoted here" in json.dumps(modal)
