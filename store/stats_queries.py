@@ -141,10 +141,16 @@ def period_pairs(start: datetime, end: datetime) -> Select:
 
 
 def channel_ids_between(session: Session, start: datetime, end: datetime) -> set[str]:
-    """The channels (`report_channel`: a bot's key for its exchanges in no channel) with a pair created in
-    [start, end)."""
-    query = select(report_channel()).where(Pair.created_at >= start, Pair.created_at < end)
-    return {channel for channel in session.scalars(query.distinct()) if channel}
+    """The channels with a pair created in [start, end), and the keys (`report_channel`) of the bots whose exchanges
+    in no channel were: two plain reads (the channels' by their index), not a look-up per pair."""
+    query = select(Pair.channel_id).where(Pair.created_at >= start, Pair.created_at < end)
+    channels = {channel for channel in session.scalars(query.distinct()) if channel}
+    bots = (
+        select(Exchange.bot)
+        .join(Pair, Pair.id == Exchange.pair_id)
+        .where(Pair.channel_id.is_(None), Pair.created_at >= start, Pair.created_at < end)
+    )
+    return channels | {bot_groups.key_of(bot) for bot in session.scalars(bots.distinct())}
 
 
 def data_version(session: Session) -> str:
