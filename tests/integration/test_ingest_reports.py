@@ -73,6 +73,8 @@ def test_the_digest_has_the_bots_block_and_none_of_its_dm_text(runtime: Runtime,
     assert "helpdesk (bot conversations)" in blocks and "<#C_SUPPORT>" in blocks
     assert "*helpdesk (bot conversations)* — 3 seen · 3 judged" in blocks and "4 seen · 4 judged" in blocks
     assert "relevancy in helpdesk (bot conversations)" in blocks  # its worst answers: scores, no link, no words
+    # "What to fix first" counts the dm's failed question without its words.
+    assert "*What to fix first*" in blocks and "(a question from a private channel: not quoted here)" in blocks
     assert DM_QUESTION not in blocks and DM_ANSWER not in blocks
     assert DM_QUESTION not in str(slack.calls_to("files.getUploadURLExternal"))
 
