@@ -12,6 +12,7 @@ from common.messages.blocks import channel_mention
 from common.messages.exchange_view import exchange_modal, refusal_text
 from common.messages.readable import Readable
 from common.privacy import Destination, may_quote, may_quote_exchange, may_show_figures
+from relmon.doctor.channels import channels_to_check
 from store import bot_groups
 from store.rules import BotRule, ChannelRules
 from tests.builders import make_settings
@@ -104,3 +105,11 @@ def test_the_refusal_names_whom_to_ask_and_the_modal_holds_the_words_as_plain_te
     texts = [b["text"] for b in modal["blocks"] if b["type"] == "section"]
     assert [t["type"] for t in texts] == ["plain_text", "plain_text"]
     assert texts[0]["text"] == "Question:\nRefund *now* <!channel>?" and texts[1]["text"] == "Answer:\nNo."
+
+
+def test_doctor_checks_relmon_is_in_each_bots_alert_channel(tmp_path) -> None:
+    rules = tmp_path / "rules.yml"
+    rules.write_text("bots:\n  helpdesk:\n    alert_channel: C_BOT_ALERTS\n  widget:\n    viewers: [U_LEAD]\n")
+    wanted = dict(channels_to_check(make_settings(channel_rules_file=rules, alert_channel="C_DEFAULT")))
+    assert wanted["C_BOT_ALERTS"] == "alert channel for bot helpdesk (channel rules)"
+    assert "C_DEFAULT" in wanted and len(wanted) == 2
