@@ -20,6 +20,7 @@ from common.replies import Asker
 from common.reports.trust import Vote, precision
 from common.reports.view_cache import REPORT_VIEW_KEY, cached, digest_of
 from common.runtime import Runtime
+from store import bot_groups
 from store.channel_scores import channel_judge_stats
 from store.confirmations import disputed_counts
 from store.feedback import voted_scores
@@ -64,10 +65,17 @@ def channel_named(runtime: Runtime, client: WebClient, name: str) -> str | None:
     return found.decode() if found else None
 
 
+BOT_ARGUMENT = re.compile(r"bot:([A-Za-z0-9_.\-]{1,80})")
+
+
 def stats_channel(
     runtime: Runtime, client: WebClient, membership: MembershipCache, argument: str, current_channel: str, user_id: str
 ) -> str:
-    """The channel whose figures this person may see, or a Refusal."""
+    """The channel whose figures this person may see, or a Refusal. `bot:<name>`: the bot's exchanges sent to the
+    ingest API in no Slack channel (store.bot_groups), whose figures (never words) anyone may see, as in App Home."""
+    bot = BOT_ARGUMENT.fullmatch(argument.strip())
+    if bot is not None:
+        return bot_groups.key_of(bot.group(1))
     channel_id, name = channel_reference(argument)
     if channel_id is None and name is None:  # this conversation: a DM, or a channel relmon may not be in
         member = membership.is_member(client, current_channel, user_id)

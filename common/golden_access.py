@@ -16,10 +16,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from slack_sdk import WebClient
+from sqlalchemy.orm import Session
 
+from common.exchange_access import may_view, slack_group_members
 from common.membership import MembershipCache, Viewer
 from common.privacy import Destination, may_quote
 from common.runtime import Runtime
+from store import bot_groups, exchanges
 from store.golden_rules import may_change_item
 
 WITHHELD_NOT_MEMBER = "not_member"  # the clicker cannot read the source channel
@@ -28,15 +31,26 @@ WITHHELD_HERE = "not_here"  # the place of the click does not quote that channel
 
 @dataclass(frozen=True)
 class Source:
-    """A channel whose text an item holds: the alert's pair's, or the item's own (another public channel's)."""
+    """A channel whose text an item holds: the alert's pair's, or the item's own (another public channel's). An
+    ingested exchange in no Slack channel: its bot's report key (store.bot_groups), whose "members" are the viewers
+    its bot's rule names."""
 
     channel_id: str | None
     private: bool
 
 
+def pair_source(session: Session, pair_id: int, channel_id: str | None, private: bool) -> Source:
+    """The Source of a pair: its channel, else (an ingested exchange in no channel) its bot's key."""
+    if channel_id is None:
+        sent = exchanges.origin(session, pair_id)
+        if sent is not None:
+            return Source(bot_groups.key_of(sent.bot), private)
+    return Source(channel_id, private)
+
+
 def own_alert_channel(runtime: Runtime, channel_id: str | None) -> str | None:
     """The alert channel the channel's OWN rule names (not the defaults': its people did not choose that one)."""
-    rule = runtime.rules.channels.get(channel_id) if channel_id else None
+    rule = runtime.rules.own(channel_id)
     return rule.alert_channel if rule is not None else None
 
 
@@ -50,6 +64,11 @@ class Clicker:
         self.viewer = Viewer(client, membership, user_id) if user_id else None
 
     def _member(self, channel_id: str | None) -> bool:
+        bot = bot_groups.bot_of(channel_id)
+        if bot is not None:  # a bot's exchanges: the viewers its rule names stand for a channel's members
+            rule = self.runtime.rules.bot(bot)
+            viewers = rule.viewers if rule is not None else []
+            return self.viewer is not None and may_view(self.user_id, viewers, slack_group_members(self.viewer.client))
         return self.viewer is not None and channel_id is not None and self.viewer.is_member(channel_id)
 
     def may_change(self, sources: list[Source]) -> bool:
@@ -64,12 +83,17 @@ class Clicker:
                 return False
         return True
 
+    def _may_read(self, channel_id: str | None) -> bool:
+        if bot_groups.bot_of(channel_id) is not None:
+            return self._member(channel_id)
+        return self.viewer is not None and self.viewer.may_read(channel_id)
+
     def withheld(self, sources: list[Source]) -> str | None:
         """Why the modal may not quote these channels' text here (WITHHELD_*), or None: it may."""
         for source in sources:
-            if self.viewer is None or not self.viewer.may_read(source.channel_id):
+            if self.viewer is None or not self._may_read(source.channel_id):
                 return WITHHELD_NOT_MEMBER
-            destination = Destination(self.where, self.viewer.may_read)
+            destination = Destination(self.where, self._may_read)
             if not may_quote(source.channel_id, source.private, self.runtime.rules, self.runtime.settings, destination):
                 return WITHHELD_HERE
         return None

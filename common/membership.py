@@ -23,6 +23,7 @@ from slack_sdk.errors import SlackApiError
 
 from capture.directory import channel_is_private
 from common.privacy import may_show_figures
+from store import bot_groups
 from store.rules import ChannelRules
 from store.settings import Settings
 
@@ -128,6 +129,10 @@ class Viewer:
         self._member: dict[str, bool] = {}
 
     def is_member(self, channel_id: str) -> bool:
+        """A member of a channel (Slack asked once per view). A bot's ingested exchanges (store.bot_groups) have no
+        channel to be a member of: nobody is, so their words are quoted to no one reader."""
+        if bot_groups.bot_of(channel_id) is not None:
+            return False
         member = self._member.get(channel_id)
         if member is None:
             try:
@@ -139,7 +144,10 @@ class Viewer:
         return member
 
     def may_see(self, channel_id: str) -> bool:
-        """A channel's figures and links: a public channel's to anyone, a private channel's to its members."""
+        """A channel's figures and links: a public channel's to anyone, a private channel's to its members. A bot's
+        ingested exchanges' figures (counts and scores, never words) to anyone: the bot is no secret."""
+        if bot_groups.bot_of(channel_id) is not None:
+            return True
         try:
             private = channel_is_private(self.membership.redis, self.client, channel_id, None)
         except redis.RedisError:

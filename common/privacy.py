@@ -12,7 +12,10 @@ with `channel_is_private` set (and `channel_is_ext_shared` saying why), so every
 
 An exchange sent to the ingest API (bot.ingest) says who could read it: a `dm` or `private` one is stored with
 `channel_is_private` set, and is never quoted anywhere, whatever a channel's rule says (`may_quote_exchange`): the
-people of an alert channel never chose to read someone's conversation with an agent.
+people of an alert channel never chose to read someone's conversation with an agent. Only its bot's own rule
+(`bots:` in the rules file) can say otherwise, for the alert channel it names. In the reports such an exchange,
+when it happened in no Slack channel, is grouped under its bot's key (`store.bot_groups`), a private "channel"
+whose own rule is the bot's: `may_quote` reads it as any other, so by default its words are quoted nowhere.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from store.rules import ChannelRules
+from store.rules import ChannelRule, ChannelRules
 from store.settings import Settings
 
 
@@ -40,7 +43,7 @@ def may_quote_channel(
 ) -> bool:
     """`may_quote` for a channel under the rules file: its own entry must name the alert channel; quoting may be
     on in that entry or in the defaults. Alerts, summaries and the digest all ask this."""
-    own_rule = rules.channels.get(channel_id) if channel_id else None
+    own_rule = rules.own(channel_id)
     return may_quote_text(
         channel_is_private,
         rule_names_alert_channel=own_rule is not None and own_rule.alert_channel is not None,
@@ -97,7 +100,7 @@ def may_show_figures(
     own (`audience_are_members`)."""
     if not channel_is_private:
         return True
-    own_rule = rules.channels.get(channel_id) if channel_id else None
+    own_rule = rules.own(channel_id)
     if own_rule is not None and own_rule.alert_channel is not None and own_rule.alert_channel == destination_channel:
         return True
     return channel_id is not None and audience_are_members(channel_id)
@@ -106,7 +109,15 @@ def may_show_figures(
 QUOTABLE_VISIBILITY = "public"
 
 
-def may_quote_exchange(visibility: str | None) -> bool:
-    """Whether an ingested exchange's words may be quoted at all (None: not an ingested exchange): only a public
-    one's, and then where `may_quote` allows."""
-    return visibility is None or visibility == QUOTABLE_VISIBILITY
+def may_quote_exchange(visibility: str | None, bot_rule: ChannelRule | None = None, where: str | None = None) -> bool:
+    """Whether an ingested exchange's words may be quoted at all (None: not an ingested exchange): a public one's,
+    and then where `may_quote` allows; a dm or private one's only where its bot's OWN rule (`bots:`) names `where`
+    as its alert channel and says `quote_private: true` (the admin chose that channel's people for it)."""
+    if visibility is None or visibility == QUOTABLE_VISIBILITY:
+        return True
+    return (
+        bot_rule is not None
+        and bool(bot_rule.quote_private)
+        and bot_rule.alert_channel is not None
+        and bot_rule.alert_channel == where
+    )

@@ -11,8 +11,9 @@ from typing import Any
 from sqlalchemy import Connection, bindparam, case, func, select
 from sqlalchemy.orm import Session
 
+from store.exchanges import in_report_channel
 from store.judgments import is_current
-from store.models import Judgment, JudgmentStatus, Pair, PairSource, PairStatus, as_utc
+from store.models import ALERTING_SOURCES, Judgment, JudgmentStatus, Pair, PairSource, PairStatus, as_utc
 from store.settings import TIME_WINDOW_MOST_ANSWERS
 
 # The time window's sample is the newest answers of the window, at most this many: on a busy channel the last hour
@@ -110,7 +111,8 @@ class ChannelJudgeStats:
 def channel_judge_stats(
     session: Session, channel_id: str, since: datetime, thresholds: dict[str, float]
 ) -> list[ChannelJudgeStats]:
-    """Per judge, over captured answers in a channel since `since`: how many were scored, the mean,
+    """Per judge, over live answers (captured or ingested) in a channel (or a bot's, store.bot_groups) since
+    `since`: how many were scored, the mean,
     how many at or below the threshold, and how many could not be judged."""
     stats = []
     for judge, threshold in thresholds.items():
@@ -118,8 +120,8 @@ def channel_judge_stats(
             select(Judgment)
             .join(Pair, Pair.id == Judgment.pair_id)
             .where(
-                Pair.channel_id == channel_id,
-                Pair.source == PairSource.CAPTURE,
+                in_report_channel(channel_id),
+                Pair.source.in_(ALERTING_SOURCES),  # live answers: captured, and sent to the ingest API
                 Judgment.judge == judge,
                 Judgment.created_at >= since,
                 is_current(),

@@ -9,6 +9,7 @@ from datetime import datetime
 
 from sqlalchemy import func, select, update
 
+from store.exchanges import in_report_channel
 from store.judgments import Executor
 from store.models import ConfirmationStatus, Judgment, Pair
 
@@ -74,7 +75,7 @@ def disputed_counts(executor: Executor, channel_id: str, since: datetime) -> dic
         select(Judgment.judge, func.count())
         .join(Pair, Pair.id == Judgment.pair_id)
         .where(
-            Pair.channel_id == channel_id,
+            in_report_channel(channel_id),
             Judgment.created_at >= since,
             Judgment.confirmation_status == ConfirmationStatus.DISPUTED,
         )

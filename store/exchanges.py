@@ -13,10 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import ColumnElement, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from store import bot_groups
 from store.exchange_models import Exchange
 from store.models import Pair, PairSource, PairStatus
 
@@ -100,3 +101,12 @@ def exchange_row(session: Session, bot: str, client_id: str) -> Exchange | None:
     return session.execute(
         select(Exchange).where(Exchange.bot == bot, Exchange.client_id == client_id)
     ).scalar_one_or_none()
+
+
+def in_report_channel(key: str) -> ColumnElement[bool]:
+    """The pairs a report's channel holds (`store.stats_queries.report_channel`): a Slack channel's, or, for a bot's
+    key (`bot:helpdesk`), the exchanges of that bot that happened in no Slack channel."""
+    bot = bot_groups.bot_of(key)
+    if bot is None:
+        return Pair.channel_id == key
+    return Pair.channel_id.is_(None) & Pair.id.in_(select(Exchange.pair_id).where(Exchange.bot == bot))

@@ -10,7 +10,8 @@ from sqlalchemy import Select, case, func, select
 from sqlalchemy.orm import Session
 
 from store.db import dialect_insert
-from store.models import Feedback, Judgment, Pair, PairSource
+from store.exchanges import in_report_channel
+from store.models import ALERTING_SOURCES, Feedback, Judgment, Pair
 
 
 def record_vote(session: Session, judgment_id: int, user_id: str, vote: str, now: datetime | None = None) -> bool:
@@ -53,10 +54,11 @@ def _with_votes(*columns: Any) -> Select:
 
 
 def voted_scores(session: Session, channel_id: str, since: datetime) -> list[tuple[str, float, int, int]]:
-    """(judge, score, right votes, wrong votes) of the channel's captured judgments people voted on since `since`."""
+    """(judge, score, right votes, wrong votes) of the channel's (or bot's) live judgments people voted on since
+    `since`."""
     rows = session.execute(
         _with_votes(Judgment.judge, Judgment.score)
-        .where(Pair.channel_id == channel_id, Pair.source == PairSource.CAPTURE, Judgment.created_at >= since)
+        .where(in_report_channel(channel_id), Pair.source.in_(ALERTING_SOURCES), Judgment.created_at >= since)
         .where(Judgment.score.is_not(None))
         .group_by(Judgment.id, Judgment.judge, Judgment.score)
     )

@@ -9,12 +9,13 @@ from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, Row, bindparam, case, exists, select, update
+from sqlalchemy import ColumnElement, Connection, Row, bindparam, case, exists, func, select, update
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session, aliased
 
 from judges.names import CORRECTNESS
 from store.db import insert_or_ignore_returning
+from store.exchange_models import Exchange
 from store.models import Judgment, JudgmentStatus, Pair, PairStatus, utcnow
 
 CACHEABLE_STATUSES = (JudgmentStatus.OK, JudgmentStatus.NULL)
@@ -244,12 +245,21 @@ EXPORT_COLUMNS = (
     "created_at",
     "signals",  # outcome signals of the pair (store.outcomes); joined by ";" in CSV
     "reference",  # the reference answer the correctness judgment used (a teammate's reply), if any
+    "bot",  # an ingested exchange's bot (POST /v1/exchanges), else empty
+    "visibility",  # an ingested exchange's visibility: public | private | dm
 )
 
 
 def export_rows(session: Session, *, since: datetime | None = None, batch: int = 500) -> Iterator[dict[str, Any]]:
     """Every stored judgment with its pair (`current`: not superseded by a judgment of a later version of the
-    answer), oldest first, streamed in batches (server-side cursor on PostgreSQL)."""
+    answer), oldest first, streamed in batches (server-side cursor on PostgreSQL). An ingested pair's row names its
+    exchange's bot and visibility (the first exchange, should two name one Slack message)."""
+    first_ids = select(func.min(Exchange.id).label("id")).group_by(Exchange.pair_id).subquery()
+    first_exchange = (
+        select(Exchange.pair_id, Exchange.bot, Exchange.visibility)
+        .where(Exchange.id.in_(select(first_ids.c.id)))
+        .subquery()
+    )
     statement = (
         select(
             Judgment.id.label("judgment_id"),
@@ -280,8 +290,11 @@ def export_rows(session: Session, *, since: datetime | None = None, batch: int =
             is_current().label("current"),
             Judgment.created_at,
             case((Judgment.judge == CORRECTNESS, Pair.reference_text)).label("reference"),
+            first_exchange.c.bot,
+            first_exchange.c.visibility,
         )
         .join(Pair, Pair.id == Judgment.pair_id)
+        .outerjoin(first_exchange, first_exchange.c.pair_id == Pair.id)
         .order_by(Judgment.id)
         .execution_options(yield_per=batch)
     )

@@ -56,8 +56,9 @@ class PairSource(StrEnum):
 # Asked for by a person: always judged (no sampling), its budget counted at the bot (bot.on_demand_limits).
 ON_DEMAND_SOURCES = frozenset({PairSource.COMMAND, PairSource.SHORTCUT})
 HISTORY_SOURCES = frozenset({PairSource.BACKFILL, PairSource.IMPORT})  # read from history: never alerted on
-# The bot's answers, as the reports count them (ingested exchanges not yet: the reports group by Slack channel).
-ANSWER_SOURCES = HISTORY_SOURCES | {PairSource.CAPTURE}
+# The bot's answers, as the reports (digest, App Home, /judge stats, topics, export) count them: an ingested exchange
+# without a Slack channel is reported under its bot (store.bot_groups).
+ANSWER_SOURCES = HISTORY_SOURCES | {PairSource.CAPTURE, PairSource.INGEST}
 # Live answers: their low scores alert (workers.alerts.policy).
 ALERTING_SOURCES = frozenset({PairSource.CAPTURE, PairSource.INGEST})
 

@@ -16,6 +16,11 @@ file (RELMON_CHANNEL_RULES); the environment gives the defaults.
         degradation_window: 50          # ...over the last 50 answers
         degradation_window_minutes: 30  # ...or over the last 30 minutes' answers (0: count window only)
         degradation_min_answers: 8      # ...when there are at least 8 of them
+    bots:                     # exchanges sent to the ingest API in no Slack channel, by their `bot`
+      helpdesk:
+        alert_channel: C0ALERTS2
+        quote_private: true   # its dm/private exchanges may be quoted in C0ALERTS2 (default: never)
+        viewers: [U0LEAD123, S0SUPPORT]  # may open "Show the exchange" on its alerts (users or user groups)
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from judges.names import CORRECTNESS, GROUNDED, RELEVANCY
+from store import bot_groups
 from store.judge_catalog import judge_catalog
 from store.settings import TIME_WINDOW_MOST_ANSWERS, Settings
 
@@ -50,6 +56,15 @@ class ChannelRule(BaseModel):
     degradation_floor: float | None = Field(None, ge=0, le=4)
 
 
+class BotRule(ChannelRule):
+    """A bot's rule (`bots:`), for its ingested exchanges in no Slack channel: a channel rule (its alerts go to its
+    `alert_channel`; `quote_private: true` lets its dm and private exchanges be quoted there, never elsewhere), and
+    `viewers`: the Slack users (U…/W…) and user groups (S…) who may open a dm or private exchange's words from its
+    alert ("Show the exchange")."""
+
+    viewers: list[str] = Field(default_factory=list)
+
+
 class EffectiveRule(BaseModel):
     """The rule in force for one channel, every field decided."""
 
@@ -71,6 +86,17 @@ class ChannelRules(BaseModel):
 
     defaults: ChannelRule = ChannelRule()
     channels: dict[str, ChannelRule] = {}
+    bots: dict[str, BotRule] = {}
+
+    def own(self, channel_id: str | None) -> ChannelRule | None:
+        """The entry a channel (or a bot's report key, `store.bot_groups`) has of its own, not the defaults."""
+        if not channel_id:
+            return None
+        bot = bot_groups.bot_of(channel_id)
+        return self.bots.get(bot) if bot is not None else self.channels.get(channel_id)
+
+    def bot(self, bot: str) -> BotRule | None:
+        return self.bots.get(bot)
 
     @classmethod
     def load(cls, path: Path | None) -> ChannelRules:
@@ -81,8 +107,9 @@ class ChannelRules(BaseModel):
 
     def for_channel(self, channel_id: str | None, settings: Settings) -> EffectiveRule:
         layers = [self.defaults]
-        if channel_id and channel_id in self.channels:
-            layers.append(self.channels[channel_id])
+        own = self.own(channel_id)
+        if own is not None:
+            layers.append(own)
 
         def pick(name: str, fallback):
             value = fallback
@@ -91,9 +118,14 @@ class ChannelRules(BaseModel):
                     value = getattr(layer, name)
             return value
 
-        watched_by_setting = not settings.watched_channels or (channel_id in settings.watched_channels)
+        # A bot's exchanges are sent to relmon on purpose: watched, whatever RELMON_WATCHED_CHANNELS lists.
+        watched_by_setting = (
+            not settings.watched_channels
+            or channel_id in settings.watched_channels
+            or bot_groups.bot_of(channel_id) is not None
+        )
         # A channel named in the rules file is watched unless it says `watch: false`.
-        named = channel_id is not None and channel_id in self.channels
+        named = own is not None
         return EffectiveRule(
             judges=pick("judges", list(settings.default_judges)),
             thresholds={

@@ -10,9 +10,11 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from sqlalchemy import Select, bindparam, case, func, select
+from sqlalchemy import Select, String, bindparam, case, func, literal, select
 from sqlalchemy.orm import Session
 
+from store import bot_groups
+from store.exchange_models import Exchange
 from store.judgments import is_current
 from store.models import Feedback, Judgment, OutcomeSignal, OutcomeWindow, Pair, PairSource
 
@@ -106,12 +108,21 @@ def _judgment_columns(votes) -> list:
     ]
 
 
+def report_channel():
+    """A pair's channel as the reports group it: its Slack channel, else (an ingested exchange that happened in no
+    channel relmon reads) its bot's key, `bot:<name>` (`store.bot_groups`): the one place the reports learn where an
+    ingested exchange belongs."""
+    first_bot = select(Exchange.bot).where(Exchange.pair_id == Pair.id).order_by(Exchange.id).limit(1).scalar_subquery()
+    return func.coalesce(Pair.channel_id, literal(bot_groups.PREFIX, String) + first_bot)
+
+
 def period_pairs(start: datetime, end: datetime) -> Select:
-    """The pairs created in [start, end), in id order, with their outcome window's state (no texts)."""
+    """The pairs created in [start, end), in id order, with their outcome window's state (no texts); the channel is
+    `report_channel`'s."""
     return (
         select(
             Pair.id,
-            Pair.channel_id,
+            report_channel().label("channel_id"),
             Pair.created_at,
             Pair.status,
             Pair.source,
@@ -130,9 +141,16 @@ def period_pairs(start: datetime, end: datetime) -> Select:
 
 
 def channel_ids_between(session: Session, start: datetime, end: datetime) -> set[str]:
-    """The channels with a pair created in [start, end)."""
+    """The channels with a pair created in [start, end), and the keys (`report_channel`) of the bots whose exchanges
+    in no channel were: two plain reads (the channels' by their index), not a look-up per pair."""
     query = select(Pair.channel_id).where(Pair.created_at >= start, Pair.created_at < end)
-    return {channel for channel in session.scalars(query.distinct()) if channel}
+    channels = {channel for channel in session.scalars(query.distinct()) if channel}
+    bots = (
+        select(Exchange.bot)
+        .join(Pair, Pair.id == Exchange.pair_id)
+        .where(Pair.channel_id.is_(None), Pair.created_at >= start, Pair.created_at < end)
+    )
+    return channels | {bot_groups.key_of(bot) for bot in session.scalars(bots.distinct())}
 
 
 def data_version(session: Session) -> str:

@@ -23,7 +23,7 @@ from judges import LLMClient
 from judges.names import RELEVANCY
 from store import topics as rows
 from store.db import Database
-from store.models import PairStatus
+from store.models import ANSWER_SOURCES, PairStatus
 from store.rules import ChannelRules
 from store.settings import Settings
 from store.signals import HUMAN_TAKEOVER
@@ -49,7 +49,7 @@ from topics.questions import CurrentJudgment, Question, failure_reasons, resolut
 
 log = logging.getLogger("relmon.topics")
 
-QUESTION_SOURCES = frozenset({"capture", "backfill", "import"})  # on-demand /judge requests are not the bot's traffic
+QUESTION_SOURCES = ANSWER_SOURCES  # on-demand /judge requests are not the bot's traffic
 _NOT_QUESTIONS = frozenset({PairStatus.MERGED, PairStatus.DELETED, PairStatus.NO_QUESTION, PairStatus.EMPTY})
 
 

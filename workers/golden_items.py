@@ -11,7 +11,7 @@ import logging
 from slack_sdk.errors import SlackApiError
 
 from common import golden_notes
-from common.golden_access import Source, worker_clicker
+from common.golden_access import Source, pair_source, worker_clicker
 from common.messages.golden import saved_text
 from common.runtime import Runtime
 from common.telemetry.logs import event_fields
@@ -74,6 +74,13 @@ def collect_takeover(runtime: Runtime, pair_id: int, reference_ts: str | None, *
     return collect(runtime, pair_id, ORIGIN_TAKEOVER, reference_ts=reference_ts, link=link)
 
 
+def pair_source_of(session, pair_id: int | None, pair: dict | None) -> Source | None:
+    """The Source of a pair's text as `store.pair_fields` gives it (an ingested exchange's: its bot's key)."""
+    if pair_id is None or pair is None:
+        return None
+    return pair_source(session, pair_id, pair.get("channel_id"), bool(pair.get("channel_is_private")))
+
+
 def collect_vote_in(
     runtime: Runtime, judgment_id: int, vote: str, user: str | None = None, channel_id: str | None = None
 ) -> int | None:
@@ -85,9 +92,9 @@ def collect_vote_in(
         alert = low_alert_for_judgment(session, judgment_id)
         pair_id = judgment.pair_id if judgment is not None else None
         pair = store.pair_fields(session, pair_id) if pair_id is not None else None
-    if pair is None or not joins_from_vote(vote, alert.kind if alert is not None else None):
+        source = pair_source_of(session, pair_id, pair)
+    if pair is None or source is None or not joins_from_vote(vote, alert.kind if alert is not None else None):
         return None
-    source = Source(pair.get("channel_id"), bool(pair.get("channel_is_private")))
     if not worker_clicker(runtime, user, channel_id).may_change([source]):
         log.info("golden item not added: the voter may not add it", extra=event_fields(judgment_id=judgment_id))
         acknowledge_save(runtime, channel_id, user, {"outcome": "vote_refused", "item_id": None}, source.channel_id)
@@ -111,7 +118,8 @@ def save_from_modal_in(
         pair_id = judgment.pair_id if judgment is not None else None
         pair = store.pair_fields(session, pair_id) if pair_id is not None else None
         existing = store.item_of_pair(session, pair_id) if pair_id is not None else None
-        sources = [Source(pair.get("channel_id"), bool(pair.get("channel_is_private")))] if pair is not None else []
+        found = pair_source_of(session, pair_id, pair)
+        sources = [found] if found is not None else []
         if existing is not None and existing.channel_id != (pair or {}).get("channel_id"):
             sources.append(Source(existing.channel_id, existing.channel_is_private))
         existing_id = existing.id if existing is not None else None
@@ -121,7 +129,7 @@ def save_from_modal_in(
     if not worker_clicker(runtime, user, channel_id).may_change(sources):
         golden_notes.drop(runtime.redis, note)
         log.info("test set change refused", extra=event_fields(judgment_id=judgment_id, user=user))
-        return {"outcome": "refused", "item_id": None, "channel_id": pair.get("channel_id")}
+        return {"outcome": "refused", "item_id": None, "channel_id": sources[0].channel_id}
     if remove:
         golden_notes.drop(runtime.redis, note)
         if existing_id is None:

@@ -19,7 +19,7 @@ from bot.deps import BotDeps
 from bot.replies import tell
 from common import golden_notes, task_names
 from common.celery_app import celery
-from common.golden_access import Clicker, Source
+from common.golden_access import Clicker, Source, pair_source
 from common.membership import MembershipCache
 from common.messages.blocks import message, section
 from common.messages.golden import (
@@ -67,13 +67,13 @@ def open_modal(runtime: Runtime, membership: MembershipCache, body: dict, client
                 tell(client, asker, error_message("vote_gone"))
                 return
             item = golden_store.item_of_pair(session, pair.id)
-            sources = [Source(pair.channel_id, pair.channel_is_private)]
+            sources = [pair_source(session, pair.id, pair.channel_id, pair.channel_is_private)]
             if item is not None and item.channel_id != pair.channel_id:
                 sources.append(Source(item.channel_id, item.channel_is_private))
             clicker = Clicker(runtime, client, membership, asker.user_id, asker.channel_id)
             if not clicker.may_change(sources):
                 log.info("test set change refused", extra={"judgment_id": judgment_id})
-                text = refusal_text(pair.channel_id)
+                text = refusal_text(sources[0].channel_id)
                 tell(client, asker, message(text, [section(text)]))
                 return
             expected = item.expected if item is not None else pair.reference_text

@@ -31,6 +31,7 @@ from common.messages.blocks import (
     slack_date,
     text_length,
 )
+from common.messages.exchange_view import show_exchange_button
 from common.messages.forgotten import forgotten_note
 from common.messages.golden import golden_button
 from common.reports.intervals import bootstrap_mean
@@ -43,9 +44,10 @@ WITHHELD = (
 )
 WITHHELD_EXCHANGE = (
     "_Question, answer and reasoning withheld: the bot sent this exchange as private (a DM or a private "
-    "conversation), and relmon never quotes those._"
+    "conversation), and its rule does not let this channel quote it. The people its rule names can open it._"
 )
 FEEDBACK_BLOCK_ID = "relmon_feedback"
+SHOW_EXCHANGE_BLOCK_ID = "relmon_show_exchange"
 OPEN_ACTION_ID = "open_message"
 # Room for the label line and the "cut" note inside one section's 3,000 characters.
 _QUOTE_BUDGET = MAX_SECTION_TEXT - 200
@@ -93,6 +95,7 @@ class LowScoreAlert(ScoredJudgment):
     signals: tuple[str, ...] = ()  # what the conversation did next, described (capture.outcomes.describe_signal)
     forgotten: str | None = None  # what was deleted in Slack since (question, answer, message, edit): its words gone
     origin: str | None = None  # an exchange sent to the ingest API, not in Slack: its bot and visibility instead
+    show_exchange: bool = False  # a withheld ingested exchange: the "Show the exchange" button (its viewers only)
 
 
 def where_of(alert: LowScoreAlert) -> str:
@@ -192,6 +195,8 @@ def alert_blocks(alert: LowScoreAlert, title: str) -> list[dict]:
         blocks.append(reasoning_section(f"Why the judge scored it {score}", alert.reasoning))
     else:
         blocks.append(section(WITHHELD_EXCHANGE if alert.origin and not alert.channel_id else WITHHELD))
+        if alert.show_exchange:
+            blocks.append(actions(show_exchange_button(alert.judgment_id), block_id=SHOW_EXCHANGE_BLOCK_ID))
     if alert.stream_errored:
         blocks.append(context("_The answer's stream ended in an error: judged on what it showed._"))
     if not alert.permalink and not (alert.origin and not alert.channel_id):  # an ingested exchange has no link

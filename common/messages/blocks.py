@@ -11,6 +11,8 @@ import re
 from datetime import datetime
 from typing import Any
 
+from store import bot_groups
+
 MAX_BLOCKS = 50  # per message (modals and Home allow 100)
 MAX_SECTION_TEXT = 3_000
 MAX_FIELD_TEXT = 2_000
@@ -174,6 +176,10 @@ def slack_date(moment: datetime) -> str:
 
 
 def channel_mention(channel_id: str | None) -> str:
+    """A channel as Slack links it; a bot's ingested exchanges (their report key, store.bot_groups) by the bot."""
+    bot = bot_groups.bot_of(channel_id)
+    if bot is not None:
+        return bot_groups.label(bot)
     return f"<#{channel_id}>" if channel_id else "a direct check"
 
 

@@ -23,6 +23,7 @@ from common.messages.trust import TRUST_HEADING, precision_text, trust_lines, tr
 from common.reports.intervals import MIN_N
 from common.reports.stats import Change, ChannelStats, JudgeStats, Prices, Report, WorstAnswer
 from common.reports.topics import TopicsView
+from store import bot_groups
 
 MAX_BLOCKS = block_kit.MAX_BLOCKS  # Slack's limit per message
 MAX_CHANNEL_SECTIONS = 30  # leaves room for the header, overall figures and footer
@@ -79,6 +80,9 @@ def distribution_line(stats: JudgeStats) -> str:
 def channel_ref(channel_id: str | None, *, slack: bool = True) -> str:
     if channel_id is None:
         return "all channels"
+    bot = bot_groups.bot_of(channel_id)
+    if bot is not None:
+        return bot_groups.label(bot)
     return f"<#{channel_id}>" if slack else f"#{channel_id}"
 
 

@@ -10,6 +10,7 @@ from zoneinfo import ZoneInfo
 from common.golden_access import WITHHELD_NOT_MEMBER
 from common.messages.blocks import button, channel_mention, context, one_line, plain, section, text_input
 from common.reports.golden import GoldenFigures
+from store import bot_groups
 
 GOLDEN_ACTION_ID = "golden_add"
 GOLDEN_MODAL_ID = "golden_modal"
@@ -96,7 +97,12 @@ def golden_modal(
 
 
 def refusal_text(channel_id: str | None) -> str:
-    """To a person who may not change a private channel's item (common.golden_access.Clicker.may_change)."""
+    """To a person who may not change a private channel's item (common.golden_access.Clicker.may_change); a bot's
+    exchange in no channel (its key, store.bot_groups): the viewers its rule names."""
+    bot = bot_groups.bot_of(channel_id)
+    if bot is not None:
+        return (f"Only the people bot {bot}'s rule names (or the members of the alert channel it names) can add, "
+                "edit or remove its questions in the test set: ask a relmon admin.")  # fmt: skip
     return (f"Only members of {channel_mention(channel_id)} (or of the alert channel it names) can add, edit or "
             "remove its questions in the test set: ask one of them, or to be added to the channel.")  # fmt: skip
 

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
+from store import bot_groups
+
 
 def ts_moment(ts: str | float | None) -> datetime | None:
     """A Slack ts (`1796477420.000000`) as an aware UTC datetime; None when it is not one."""
@@ -43,6 +45,9 @@ class Readable:
         """`#support`; `#C0SUPPORT1` when no name is known; "all channels" for None (every channel together)."""
         if channel_id is None:
             return "all channels"
+        bot = bot_groups.bot_of(channel_id)
+        if bot is not None:
+            return bot_groups.label(bot)
         return f"#{self.names.get(channel_id) or channel_id}"
 
     def name(self, channel_id: str | None) -> str | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from common.messages import blocks as block_kit
 from common.messages import rates
 from common.reports.trust import DISPUTED_SHOWN, CanaryFigures, Precision, Suggestion, Trust
+from store import bot_groups
 
 TRUST_HEADING = "Can the alerts be trusted?"
 SECTION_CHARS = 2900  # under the 3,000 a section's text may hold
@@ -27,7 +28,11 @@ def precision_text(found: Precision | None) -> str:
 
 def suggestion_text(found: Suggestion, *, slack: bool = True) -> str:
     where = (
-        "all channels" if found.channel_id is None else (f"<#{found.channel_id}>" if slack else f"#{found.channel_id}")
+        "all channels"
+        if found.channel_id is None
+        else block_kit.channel_mention(found.channel_id)
+        if slack or bot_groups.bot_of(found.channel_id)
+        else f"#{found.channel_id}"
     )
     return (
         f"{found.judge} in {where}: an alert threshold of ≤ {found.threshold:g} instead of ≤ {found.current:g} "

@@ -29,6 +29,9 @@ def channels_to_check(settings: Settings) -> list[tuple[str, str]]:
         for channel_id, rule in rules.channels.items():
             if rule.alert_channel:
                 wanted.setdefault(rule.alert_channel, f"alert channel for {channel_id} (channel rules)")
+        for bot, bot_rule in rules.bots.items():
+            if bot_rule.alert_channel:
+                wanted.setdefault(bot_rule.alert_channel, f"alert channel for bot {bot} (channel rules)")
     for channel_id in watched_channel_ids(settings):
         wanted.setdefault(channel_id, f"watched channel ({_why_watched(settings, channel_id)})")
     return list(wanted.items())

@@ -18,6 +18,9 @@ from tests.alert_helpers import add_judgment
 from tests.bot_harness import ServedBot
 from tests.command_helpers import OTHER, PRIVATE, C, command
 from tests.fakes.slack_server import FakeSlack
+from tests.integration.test_ingest_alerts import ANSWER as INGESTED_ANSWER
+from tests.integration.test_ingest_alerts import QUESTION as INGESTED_QUESTION
+from tests.integration.test_ingest_alerts import ingested_judgment
 from tests.processes import wait_for
 
 bot, slack = command_helpers.bot, command_helpers.slack  # the served bot's fixtures, for pytest to find here
@@ -141,3 +144,19 @@ def test_an_expired_response_url_falls_back_to_an_ephemeral_message(bot, slack):
     [ephemeral] = wait_for(lambda: slack.ephemerals, timeout=10, what="the ephemeral stats")
     assert (ephemeral["channel"], ephemeral["user"]) == (C, "U_ASKER") and "1 answers judged" in json.dumps(ephemeral)
     assert slack.responses["gone"] == [] and slack.posted() == []
+
+
+def test_stats_of_a_bots_exchanges_show_their_figures_and_count_them_in_their_channel(bot, slack):
+    """`/judge stats bot:helpdesk`: the bot's exchanges sent to the ingest API in no channel (figures only); one
+    naming a Slack channel counts in that channel's stats."""
+    for n, score in enumerate((0, 4, 4)):
+        ingested_judgment(bot.runtime, "dm", score=score, client_id=f"dm{n}")
+    ingested_judgment(bot.runtime, "public", score=2, client_id="pub", channel_id=C)
+    command(bot, "stats bot:helpdesk", slack, key="bot")  # the asker is in no channel of the bot: figures still
+    [answer] = wait_for(lambda: slack.responses["bot"], timeout=10, what="stats")
+    text = json.dumps(answer)
+    assert "helpdesk (bot conversations)" in text and "3 answers judged" in text and "mean 2.67 / 4" in text
+    assert INGESTED_QUESTION not in text and INGESTED_ANSWER not in text
+    command(bot, f"stats <#{C}|support>", slack, key="channel")
+    [answer] = wait_for(lambda: slack.responses["channel"], timeout=10, what="stats")
+    assert "1 answers judged · mean 2 / 4" in answer["blocks"][-1]["text"]["text"]

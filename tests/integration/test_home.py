@@ -303,3 +303,21 @@ def test_whether_a_channel_is_private_comes_from_slack_not_from_its_pairs(runtim
     assert "CHOME_PUBLIC" in outsider and "CHOME_NOW_PRIV" not in outsider and "CHOME_GONE" not in outsider
     member = str(publish_home(runtime, client, MembershipCache(runtime.redis), "U_IN")["blocks"])
     assert "*<#CHOME_NOW_PRIV>*" in member and "CHOME_GONE" not in member
+
+
+def test_a_bots_exchanges_are_a_block_of_figures_in_everyones_home(runtime: Runtime, slack: FakeSlack) -> None:
+    """Exchanges sent to the ingest API in no channel: the bot's block (figures, to anyone: no channel to be a
+    member of), counted in "All channels"; none of a dm's words, nor a Slack look-up for the bot's key."""
+    from tests.integration.test_ingest_reports import DM_ANSWER, DM_QUESTION, add_exchange
+
+    now = datetime.now(UTC)
+    slack.add_channel("CHOME_PUB", "general")
+    add(runtime, slack, "CHOME_PUB", [4], now - timedelta(days=1))
+    for n, score in enumerate((0, 4)):
+        add_exchange(runtime, now, n, visibility="dm", score=score)
+    view = str(publish_home(runtime, slack_client_for(runtime.settings), MembershipCache(runtime.redis), "U_OUT"))
+    assert "*helpdesk (bot conversations)*\\n2 judged of 2 · relevancy mean 2.00 / 4" in view
+    assert "*All channels*\\n3 judged of 3" in view  # no private channel is hidden from this person
+    assert DM_QUESTION not in view and DM_ANSWER not in view
+    assert not [c for c in slack.calls_to("conversations.info") + slack.calls_to("conversations.members")
+                if "bot:" in str(c)]  # fmt: skip

@@ -202,7 +202,18 @@ def test_an_ingested_alert_names_its_bot_and_no_missing_link() -> None:
     assert payload["text"] == "Low relevancy score 1 / 4 in bot helpdesk (dm)"
     assert "bot helpdesk (dm)" in text and "link to the message is unavailable" not in text
     assert "How do I reset my password?" not in text
-    assert "relmon never quotes those" in text and "members of the channel" not in text
+    assert "its rule does not let this channel quote it" in text and "members of the channel" not in text
+    assert "Show the exchange" not in text  # only when the alert says so (below)
+
+
+def test_a_withheld_exchange_alert_offers_its_viewers_the_exchange() -> None:
+    payload = low_score_alert(
+        alert(channel_id=None, origin="bot helpdesk (dm)", permalink=None, quote=False, show_exchange=True)
+    )
+    buttons = [e for b in payload["blocks"] if b["type"] == "actions" for e in b["elements"]]
+    shown = [b for b in buttons if b.get("action_id") == "show_exchange"]
+    assert [b["text"]["text"] for b in shown] == ["Show the exchange"] and shown[0]["value"] == "42"
+    assert "How do I reset my password?" not in all_text(payload)
 
 
 def test_exchanges_outside_slack_are_sampled_one_by_one() -> None:

@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 
 from common.messages.alerts import Revision
 from common.runtime import Runtime
-from store import alert_reads, channel_scores, confirmations
+from store import alert_reads, bot_groups, channel_scores, confirmations, exchanges
 from store import alerts as alert_store
 from store.alert_reads import AlertRow, BeforePost
 from store.confirmations import SecondOpinion
@@ -122,14 +122,18 @@ def load(runtime: Runtime, judgment_id: int) -> Judged | None:
 
 def load_in(session: Session, runtime: Runtime, judgment_id: int) -> Judged | None:
     """`load` in a session the task has open already (a redraw reads its alert row in the same one)."""
-    return _read_judged(session, judgment_id, lambda pair: policy_for_pair(runtime, pair))
+    return _read_judged(session, judgment_id, lambda pair: policy_for_pair(runtime, pair, session))
 
 
-def policy_for_pair(runtime: Runtime, pair: PairView) -> ChannelPolicy | None:
-    """Its channel's policy; an ingested exchange without a Slack channel has the rules' defaults (its alerts go
-    to the default alert channel); any other pair without a channel has none (it never alerts)."""
-    if pair.channel_id or pair.source == PairSource.INGEST:
+def policy_for_pair(runtime: Runtime, pair: PairView, session: Session | None = None) -> ChannelPolicy | None:
+    """Its channel's policy; an ingested exchange without a Slack channel has its bot's rule (`bots:`, over the
+    defaults: its alerts go to the bot's alert channel, else the default one); any other pair without a channel has
+    none (it never alerts)."""
+    if pair.channel_id:
         return channel_policy(runtime, pair.channel_id)
+    if pair.source == PairSource.INGEST:
+        sent = exchanges.origin(session, pair.id) if session is not None else None
+        return channel_policy(runtime, bot_groups.key_of(sent.bot) if sent else None)
     return None
 
 

@@ -21,7 +21,7 @@ from common.messages.missed_failure import missed_failure_alert
 from common.privacy import may_quote, may_quote_exchange
 from common.runtime import Runtime
 from store import alerts as alert_store
-from store import exchanges
+from store import bot_groups, exchanges
 from store.alert_reads import AlertRow
 from store.canary import recent_runs
 from store.feedback import votes_for
@@ -88,6 +88,7 @@ def render_low(runtime: Runtime, session: Session, row: Alert | AlertRow, judged
     # An ingested exchange's bot and visibility (a dm or private one is never quoted, common.privacy). A captured
     # pair an exchange joined keeps its channel's rules (capture read it in that channel).
     sent = exchanges.origin(session, pair.id) if pair.source == PairSource.INGEST else None
+    quote = exchange_quote(runtime, pair.channel_id, pair.channel_is_private, row.alert_channel_id, sent)
     draw = missed_failure_alert if row.kind == alert_store.KIND_MISSED else low_score_alert
     return draw(
         LowScoreAlert(
@@ -98,8 +99,7 @@ def render_low(runtime: Runtime, session: Session, row: Alert | AlertRow, judged
             threshold=policy.thresholds.get(judged.facts.judge) if policy else None,
             channel_id=pair.channel_id,
             answered_at=pair.answered_at,
-            quote=quote_allowed(runtime, pair.channel_id, pair.channel_is_private, row.alert_channel_id)
-            and may_quote_exchange(sent.visibility if sent else None),
+            quote=quote,
             question=pair.question,
             answer=pair.answer,
             reasoning=judged.reasoning,
@@ -111,7 +111,22 @@ def render_low(runtime: Runtime, session: Session, row: Alert | AlertRow, judged
             signals=tuple(describe_signal(name, after) for name, after in signals_with_times(session, pair.id)),
             forgotten=(row.details or {}).get("forgotten"),
             origin=sent.label if sent else None,
+            show_exchange=sent is not None and not quote,
         )
+    )
+
+
+def exchange_quote(
+    runtime: Runtime, channel_id: str | None, private: bool, alert_channel: str | None, sent: exchanges.Origin | None
+) -> bool:
+    """Whether an alert quotes its pair: the channel's rule (an ingested exchange in no channel: its bot's, under its
+    report key, store.bot_groups) and, for a dm or private exchange, its bot's own rule naming this alert channel."""
+    if sent is None:
+        return quote_allowed(runtime, channel_id, private, alert_channel)
+    where = channel_id or bot_groups.key_of(sent.bot)
+    bot_rule = runtime.rules.bot(sent.bot)
+    return quote_allowed(runtime, where, private, alert_channel) and may_quote_exchange(
+        sent.visibility, bot_rule, alert_channel
     )
 
 

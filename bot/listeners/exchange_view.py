@@ -1,0 +1,81 @@
+"""The alert's "Show the exchange" button (common/messages/exchange_view.py), on an ingested dm or private
+exchange's alert, which never quotes it. The click is acknowledged at once; the lazy half checks the clicker
+against the bot's rule (`viewers:`, common.exchange_access) right where the text is read, then opens the modal with
+the question and answer (views.open, its trigger_id valid 3 seconds), or tells anyone else privately whom to ask.
+Nothing of the exchange is ever posted in the channel."""
+
+from __future__ import annotations
+
+import logging
+import re
+
+from slack_bolt import Ack, App
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
+
+from bot.deps import BotDeps
+from bot.replies import tell
+from common.exchange_access import may_view, slack_group_members
+from common.messages.blocks import message, section
+from common.messages.exchange_view import SHOW_EXCHANGE_ACTION_ID, exchange_modal, gone_text, refusal_text
+from common.messages.verdicts import error_message
+from common.replies import Asker
+from common.runtime import Runtime
+from store import exchanges
+from store.models import Judgment, Pair
+
+log = logging.getLogger("relmon.exchange_view")
+
+
+def _judgment_id(value: object) -> int | None:
+    return int(value) if isinstance(value, str) and re.fullmatch(r"[0-9]{1,18}", value) else None
+
+
+def ack_now(ack: Ack) -> None:
+    ack()
+
+
+def _say(client: WebClient, asker: Asker, text: str) -> None:
+    tell(client, asker, message(text, [section(text)]))
+
+
+def open_exchange(runtime: Runtime, body: dict, client: WebClient) -> None:
+    """The lazy half of a click: the modal for a viewer the bot's rule names, a private refusal for anyone else."""
+    action = (body.get("actions") or [{}])[0]
+    container = body.get("container") or {}
+    asker = Asker(body["user"]["id"], container.get("channel_id"), body.get("response_url"))
+    judgment_id = _judgment_id(action.get("value"))
+    if judgment_id is None:
+        return  # not a judgment's id: a forged click
+    try:
+        with runtime.db.reading() as session:
+            judgment = session.get(Judgment, judgment_id)
+            pair = session.get(Pair, judgment.pair_id) if judgment is not None else None
+            sent = exchanges.origin(session, pair.id) if pair is not None else None
+            if pair is None or sent is None:
+                _say(client, asker, gone_text())
+                return
+            rule = runtime.rules.bot(sent.bot)
+            viewers = list(rule.viewers) if rule is not None else []
+            if not may_view(asker.user_id, viewers, slack_group_members(client)):
+                log.info("exchange view refused", extra={"judgment_id": judgment_id, "bot": sent.bot})
+                _say(client, asker, refusal_text(sent.bot, viewers))
+                return
+            view = exchange_modal(sent.bot, sent.visibility, pair.question_text, pair.answer_text)
+        client.views_open(trigger_id=body["trigger_id"], view=view)
+        log.info("exchange shown", extra={"judgment_id": judgment_id, "bot": sent.bot, "user": asker.user_id})
+    except SlackApiError as error:
+        log.warning("views.open failed", extra={"error": error.response.get("error")})
+        tell(client, asker, error_message("unavailable"))
+    except Exception:
+        log.exception("the exchange's modal could not open")
+        tell(client, asker, error_message("unavailable"))
+
+
+def register(app: App, deps: BotDeps) -> None:
+    runtime = deps.runtime
+
+    def open_for_click(body: dict, client: WebClient) -> None:
+        open_exchange(runtime, body, client)
+
+    app.action(SHOW_EXCHANGE_ACTION_ID)(ack=ack_now, lazy=[open_for_click])
