@@ -155,8 +155,8 @@ def test_stats_of_a_bots_exchanges_show_their_figures_and_count_them_in_their_ch
     command(bot, "stats bot:helpdesk", slack, key="bot")  # the asker is in no channel of the bot: figures still
     [answer] = wait_for(lambda: slack.responses["bot"], timeout=10, what="stats")
     text = json.dumps(answer)
-    assert "helpdesk (bot conversations)" in text and "3 answers judged" in text and "mean 2.67 / 4" in text
+    assert "helpdesk (bot conversations)" in text and "3 answers judged" in text and "mean too few (n=3)" in text
     assert INGESTED_QUESTION not in text and INGESTED_ANSWER not in text
     command(bot, f"stats <#{C}|support>", slack, key="channel")
     [answer] = wait_for(lambda: slack.responses["channel"], timeout=10, what="stats")
-    assert "1 answers judged · mean 2 / 4" in answer["blocks"][-1]["text"]["text"]
+    assert "1 answers judged · mean too few (n=1)" in answer["blocks"][-1]["text"]["text"]
