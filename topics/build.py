@@ -130,7 +130,13 @@ def build_topics(
     report = TopicsReport(start, end, now, len(current), 0, (), embedding, tuple(notes))
     if len(current) < max(min_questions, 2):
         return too_few_report(report, current, max(min_questions, 2))
-    clustering = cluster(vectors, smallest=smallest, sample=sample, max_outlier_share=max_outlier_share)
+    clustering = cluster(
+        vectors,
+        smallest=smallest,
+        sample=sample,
+        max_outlier_share=max_outlier_share,
+        failed=np.array([q.failed for q in current], dtype=bool),
+    )
     if clustering.count == 0:
         note = f"No topic found among {len(current)} questions: they are too varied to group."
         return replace(report, left_out=len(current), notes=(*report.notes, note))
