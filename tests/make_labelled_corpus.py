@@ -33,7 +33,10 @@ TOPICS: dict[str, tuple[int, int, list[str], list[str], list[str]]] = {
             "How long does a refund of the annual plan take to arrive?",
             "Do you refund the remaining months when we downgrade from annual billing?",
         ],
-        ["Comment obtenir un remboursement de mon abonnement annuel ?", "Est-ce que l'abonnement annuel est remboursable ?"],
+        [
+            "Comment obtenir un remboursement de mon abonnement annuel ?",
+            "Est-ce que l'abonnement annuel est remboursable ?",
+        ],
         ["refund annual plan?", "annual refund", "money back yearly plan"],
     ),
     "sso_login": (
@@ -47,7 +50,10 @@ TOPICS: dict[str, tuple[int, int, list[str], list[str], list[str]]] = {
             "How do I fix the SSO login error 'user not provisioned'?",
             "SSO login with Google Workspace stopped working for our domain",
         ],
-        ["La connexion SSO (login Okta) échoue avec une réponse SAML invalide", "Impossible de faire le login SSO depuis ce matin"],
+        [
+            "La connexion SSO (login Okta) échoue avec une réponse SAML invalide",
+            "Impossible de faire le login SSO depuis ce matin",
+        ],
         ["sso login broken", "okta saml error", "sso sign-in loop"],
     ),
     "password_reset": (
@@ -61,7 +67,10 @@ TOPICS: dict[str, tuple[int, int, list[str], list[str], list[str]]] = {
             "Can an admin reset the password of a teammate?",
             "The reset password email lands in spam, is that expected?",
         ],
-        ["Le lien de réinitialisation du mot de passe a expiré", "Je ne reçois pas l'e-mail pour changer mon mot de passe"],
+        [
+            "Le lien de réinitialisation du mot de passe a expiré",
+            "Je ne reçois pas l'e-mail pour changer mon mot de passe",
+        ],
         ["password reset email?", "forgot password", "reset link expired"],
     ),
     "invoices": (
@@ -130,7 +139,10 @@ TOPICS: dict[str, tuple[int, int, list[str], list[str], list[str]]] = {
             "What happens to our data after account deletion?",
             "Delete account button is greyed out in settings",
         ],
-        ["Comment supprimer définitivement mon compte ?", "Que deviennent nos données après la suppression du compte ?"],
+        [
+            "Comment supprimer définitivement mon compte ?",
+            "Que deviennent nos données après la suppression du compte ?",
+        ],
         ["delete account", "close my account", "account deletion"],
     ),
     "data_export": (
@@ -271,7 +283,8 @@ def _styled(style: str, english: list[str], french: list[str], short: list[str],
     if style == "short":
         return rng.choice(short)
     if style == "long":
-        return f"{rng.choice(OPENERS)} {rng.choice(CONTEXTS)} {base} {rng.choice(CLOSERS)}"
+        # The context is the same few sentences across topics: what a long message shares with others is noise.
+        return f"{rng.choice(OPENERS)} {base} {rng.choice(CONTEXTS)} {base.split()[-1]}? {rng.choice(CLOSERS)}"
     if style == "typo":
         return _typos(base, rng)
     if style == "slack":

@@ -4,10 +4,10 @@ Topics are ranked by their failed questions, so a small failing group merged int
 embedding that sees words, not meaning, does: "SSO login" questions pulled into "refunds" by shared words) is
 ranked as the large topic and named after it, and the failing group is ranked nowhere. Whatever the embeddings'
 geometry, each topic is tried in two: its members are reduced again on their own (the directions that separate
-them, not the ones that separate topics) and cut in two by k-means and by Ward's agglomerative clustering; the cut
-is kept when both parts have at least `min_part` questions and their failure rates differ significantly (Fisher's
-exact test, p < `ALPHA`) and by at least `MIN_RATE_GAP`. The parts are tried again, a few levels deep, so a topic
-mixing three groups comes apart too. Pure and deterministic: the same vectors and flags give the same labels.
+them, not the ones that separate topics) and cut in two by k-means and by Ward's agglomerative clustering (one of
+the 2 to 4 groups they find, against the rest); the cut is kept when both parts have at least `min_part` questions
+and their failure rates differ significantly (Fisher's exact test, p < `ALPHA`) and by at least `MIN_RATE_GAP`.
+The parts are tried again, a few levels deep, so a topic mixing three groups comes apart too. Pure and deterministic: the same vectors and flags give the same labels.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ ALPHA = 0.001  # strict: every topic of a week is tested, and a needless split c
 MIN_RATE_GAP = 0.25  # "sharply": 25 points of failure rate apart, at least
 DEPTH = 3  # a topic is cut at most this many times over (three mixed groups come apart)
 LOCAL_DIMENSIONS = 10
+MOST_GROUPS = 4
 WARD_LIMIT = 2000  # Ward's memory grows with the square of the members: k-means alone above this
 
 
@@ -49,10 +50,19 @@ def _local(vectors: np.ndarray, seed: int) -> np.ndarray:
 
 
 def _cuts(points: np.ndarray, seed: int) -> list[np.ndarray]:
-    """Candidate two-way cuts of the points, as boolean masks (True: the second part)."""
-    cuts = [KMeans(2, n_init=10, random_state=seed).fit_predict(points) == 1]
-    if len(points) <= WARD_LIMIT:
-        cuts.append(AgglomerativeClustering(2, linkage="ward").fit_predict(points) == 1)
+    """Candidate two-way cuts of the points, as boolean masks (True: the part cut out): each group that k-means and
+    Ward's clustering find when asked for 2 to `MOST_GROUPS` groups, against the rest. A small group inside a
+    large topic need not be the topic's widest divide (the large one's own phrasings may be), so more than two
+    groups are looked at; the test's strict p answers for the number of cuts tried."""
+    cuts = []
+    for groups in range(2, MOST_GROUPS + 1):
+        if len(points) <= groups:
+            break
+        found = [KMeans(groups, n_init=4, random_state=seed).fit_predict(points)]
+        if len(points) <= WARD_LIMIT:
+            found.append(AgglomerativeClustering(groups, linkage="ward").fit_predict(points))
+        for labels in found:
+            cuts += [labels == group for group in range(groups if groups > 2 else 1)]
     return cuts
 
 
