@@ -7,7 +7,8 @@ geometry, each topic is tried in two: its members are reduced again on their own
 them, not the ones that separate topics) and cut in two by k-means and by Ward's agglomerative clustering (one of
 the 2 to 4 groups they find, against the rest); the cut is kept when both parts have at least `min_part` questions
 and their failure rates differ significantly (Fisher's exact test, p < `ALPHA`) and by at least `MIN_RATE_GAP`.
-The parts are tried again, a few levels deep, so a topic mixing three groups comes apart too. Pure and deterministic: the same vectors and flags give the same labels.
+The parts are tried again, a few levels deep, so a topic mixing three groups comes apart too.
+Pure and deterministic: the same vectors and flags give the same labels.
 """
 
 from __future__ import annotations
