@@ -72,7 +72,9 @@ def main() -> None:
     print(f"{'questions':>9}  {'embedding':<10}{'ARI':>7}{'worst':>7}{'left out':>10}  failing topic first")
     for size, name, ari, worst, left_out, first in results:
         print(f"{size:>9}  {name:<10}{ari:>7.3f}{worst:>7.3f}{left_out:>9.1%}  {first:.0%}")
-    print(f"reliable from: {reliable_from(results) or 'no size measured'} questions (ARI >= 0.7, left out <= 30%)")
+    reliable = reliable_from(results)
+    where = f"{reliable} questions" if reliable else "none of the sizes measured"
+    print(f"reliable (mean ARI >= 0.7, left out <= 30%, every embedding) from: {where}")
 
 
 if __name__ == "__main__":
