@@ -137,6 +137,18 @@ def cluster(
         joins = best >= bars[nearest]
         labels[unassigned[joins]] = nearest[joins]
         _cap_outliers(labels, unassigned[~joins], nearest[~joins], best[~joins], max_outlier_share)
+    if failed is not None:
+        # Again once the others have joined: a failing group HDBSCAN saw too little of can be whole only now.
+        labels, splits = split_mixed(vectors, labels, np.asarray(failed, dtype=bool), min_part=size, seed=seed)
+        if splits:
+            count = int(labels.max()) + 1
+            centroids = centroids_of(reduced, labels, count)
+            placed = labels >= 0
+            similarity = np.einsum("ij,ij->i", reduced[placed], centroids[labels[placed]])
+            bars = np.array(
+                [np.percentile(similarity[labels[placed] == topic], MEMBER_PERCENTILE) for topic in range(count)],
+                dtype=np.float32,
+            )
     return Clustering(labels, centroids_of(reduced, labels, count), reduced, bars, reduction)
 
 
