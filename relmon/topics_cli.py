@@ -100,7 +100,9 @@ def topic_json(report, history: dict[str, list[dict]] | None = None, readable: R
         "too_few": report.too_few,  # too few questions to group: no topics, the failed ones listed on their own
         "needed": report.needed or None,
         "failed_questions": [
-            {"channel": q.channel_id, "ts": q.ts, "failures": list(q.failures)} for q in report.failed_questions
+            {"channel": q.channel_id, "ts": q.ts, "failures": list(q.failures), "group": group.keyword}
+            for group in report.failed_groups
+            for q in group.questions
         ],
         "topics": [
             {

@@ -12,12 +12,37 @@ from pathlib import Path
 from topics.questions import HUMAN_TAKEOVER, LOW_SCORE, REASK, Question
 
 CORPUS = Path(__file__).parent / "data" / "topics_corpus.jsonl"
+# The quality tests' corpus (tests/make_labelled_corpus.py writes it): 508 questions, 13 topics, several styles, and
+# whether each failed; its small `sso_login` topic fails most.
+LABELLED = Path(__file__).parent / "data" / "topics_labelled.jsonl"
+LABELLED_FAILING = "sso_login"
 FAILING_TOPIC = "refunds_annual"  # planted: most of its questions failed
 START = datetime(2026, 11, 23, tzinfo=UTC)
 
 
-def corpus() -> list[dict]:
-    return [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines() if line.strip()]
+def corpus(path: Path = CORPUS) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def labelled() -> list[dict]:
+    return corpus(LABELLED)
+
+
+def labelled_questions(rows: list[dict], channel: str = "C0SUPPORT") -> list[Question]:
+    """Rows of the labelled corpus as a week's questions, failed as each row says (a re-ask and a takeover)."""
+    return [
+        Question(
+            pair_id=index + 1,
+            channel_id=channel,
+            ts=f"{1764000000 + index}.000100",
+            text=row["question"],
+            created_at=START + timedelta(minutes=index),
+            failures=(LOW_SCORE, REASK, HUMAN_TAKEOVER) if row["failed"] else (),
+            resolved=not row["failed"],
+            relevancy=1.0 if row["failed"] else 4.0,
+        )
+        for index, row in enumerate(rows)
+    ]
 
 
 def corpus_questions(failing: str = FAILING_TOPIC, channel: str = "C0SUPPORT") -> list[Question]:
@@ -111,16 +136,18 @@ class Quality:
     first_topic: str | None  # the known topic most of the first-ranked topic's questions belong to
 
 
-def quality(vectors, embedding: str = "test") -> Quality:
-    """How well the topics of the corpus (rows of `vectors`, in corpus order) match its labels."""
+def quality(vectors, embedding: str = "test", rows: list[dict] | None = None, **build) -> Quality:
+    """How well the topics of the corpus (rows of `vectors`, in corpus order) match its labels: the older corpus
+    with its planted failures, or `rows` of the labelled one (a subsample, say) with theirs."""
     import numpy as np
     from sklearn.metrics import adjusted_rand_score
 
     from topics.build import build_topics
 
-    rows, questions = corpus(), corpus_questions()
+    questions = corpus_questions() if rows is None else labelled_questions(rows)
+    rows = corpus() if rows is None else rows
     end = START + timedelta(days=7)
-    report = build_topics(questions, vectors, start=START, end=end, now=end, embedding=embedding)
+    report = build_topics(questions, vectors, start=START, end=end, now=end, embedding=embedding, **build)
     topic_of = {q.pair_id: rank for rank, topic in enumerate(report.topics) for q in topic.questions}
     truth = np.array([row["topic"] or f"outlier-{i}" for i, row in enumerate(rows)])
     found = np.array([topic_of.get(q.pair_id, -1) for q in questions])

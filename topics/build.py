@@ -18,6 +18,7 @@ from topics.figures import Figures, figures_of, rank_key, too_few_note
 from topics.gaps import Gap, gaps_of
 from topics.matching import match
 from topics.questions import Question
+from topics.small_groups import FailedGroup, failed_groups
 
 # Fewer questions than this in a period: too few to group, and the report says so instead of inventing topics.
 MIN_QUESTIONS = 30
@@ -78,7 +79,8 @@ class TopicsReport:
     # Too few questions to group: the gaps of every question, each on its own (a small history still teaches).
     ungrouped_gaps: tuple[Gap, ...] = ()
     needed: int = 0  # too few: how many questions grouping needs
-    failed_questions: tuple[Question, ...] = ()  # too few: the period's failed questions, each shown on its own
+    failed_questions: tuple[Question, ...] = ()  # too few: the period's failed questions, in `failed_groups`' order
+    failed_groups: tuple[FailedGroup, ...] = ()  # too few: the failed questions grouped by a keyword they share
 
     @property
     def gaps(self) -> list[Gap]:
@@ -95,6 +97,8 @@ def too_few_report(report: TopicsReport, current: Sequence[Question], needed: in
     (and their gaps) each on its own, so a quiet week or a small import still says what to fix."""
     # No vectors for so few (nothing was embedded): each question stands for itself, no paraphrase merged.
     ungrouped = tuple(gaps_of(UNGROUPED, current, np.eye(len(current)))) if current else ()
+    # Too few to embed and cluster reliably (bench.topics_size), but never a flat list: a keyword they share.
+    groups = failed_groups([q for q in current if q.failed])
     return replace(
         report,
         left_out=len(current),
@@ -102,7 +106,8 @@ def too_few_report(report: TopicsReport, current: Sequence[Question], needed: in
         too_few=True,
         ungrouped_gaps=ungrouped,
         needed=needed,
-        failed_questions=tuple(q for q in current if q.failed),
+        failed_questions=tuple(q for group in groups for q in group.questions),
+        failed_groups=groups,
     )
 
 
@@ -130,7 +135,13 @@ def build_topics(
     report = TopicsReport(start, end, now, len(current), 0, (), embedding, tuple(notes))
     if len(current) < max(min_questions, 2):
         return too_few_report(report, current, max(min_questions, 2))
-    clustering = cluster(vectors, smallest=smallest, sample=sample, max_outlier_share=max_outlier_share)
+    clustering = cluster(
+        vectors,
+        smallest=smallest,
+        sample=sample,
+        max_outlier_share=max_outlier_share,
+        failed=np.array([q.failed for q in current], dtype=bool),
+    )
     if clustering.count == 0:
         note = f"No topic found among {len(current)} questions: they are too varied to group."
         return replace(report, left_out=len(current), notes=(*report.notes, note))

@@ -16,6 +16,8 @@ import numpy as np
 from sklearn.cluster import HDBSCAN
 from sklearn.decomposition import TruncatedSVD
 
+from topics.splitting import split_mixed
+
 DIMENSIONS = 15
 SAMPLE = 4000
 MIN_TOPIC_SIZE = 8
@@ -96,8 +98,10 @@ def cluster(
     sample: int = SAMPLE,
     max_outlier_share: float = MAX_OUTLIER_SHARE,
     seed: int = 0,
+    failed: np.ndarray | None = None,
 ) -> Clustering:
-    """Topics of the rows of `vectors` (any embedding: the endpoint's or the local fallback's)."""
+    """Topics of the rows of `vectors` (any embedding: the endpoint's or the local fallback's). With `failed` (one
+    flag per row), a topic whose failure rate differs sharply inside is cut in two (`topics.splitting`)."""
     reduction = Reduction(vectors, seed=seed, sample=sample)
     reduced = reduction(vectors)
     n = len(reduced)
@@ -108,7 +112,12 @@ def cluster(
     seen = np.arange(n)
     if n > sample:
         seen = np.sort(np.random.default_rng(seed).choice(n, size=sample, replace=False))
-    found = HDBSCAN(min_cluster_size=min_topic_size(n, smallest, sample), copy=True).fit_predict(reduced[seen])
+    size = min_topic_size(n, smallest, sample)
+    found = HDBSCAN(min_cluster_size=size, copy=True).fit_predict(reduced[seen])
+    if failed is not None:
+        # Cut before the outliers join, so that they join the part they are nearest to.
+        sampled = vectors if len(seen) == n else vectors[seen]
+        found, _ = split_mixed(sampled, found, np.asarray(failed, dtype=bool)[seen], min_part=size, seed=seed)
     labels[seen] = found
     count = int(found.max()) + 1 if len(found) else 0
     centroids = centroids_of(reduced, labels, count)
@@ -128,6 +137,18 @@ def cluster(
         joins = best >= bars[nearest]
         labels[unassigned[joins]] = nearest[joins]
         _cap_outliers(labels, unassigned[~joins], nearest[~joins], best[~joins], max_outlier_share)
+    if failed is not None:
+        # Again once the others have joined: a failing group HDBSCAN saw too little of can be whole only now.
+        labels, splits = split_mixed(vectors, labels, np.asarray(failed, dtype=bool), min_part=size, seed=seed)
+        if splits:
+            count = int(labels.max()) + 1
+            centroids = centroids_of(reduced, labels, count)
+            placed = labels >= 0
+            similarity = np.einsum("ij,ij->i", reduced[placed], centroids[labels[placed]])
+            bars = np.array(
+                [np.percentile(similarity[labels[placed] == topic], MEMBER_PERCENTILE) for topic in range(count)],
+                dtype=np.float32,
+            )
     return Clustering(labels, centroids_of(reduced, labels, count), reduced, bars, reduction)
 
 

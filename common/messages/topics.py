@@ -98,8 +98,22 @@ def _failed_mrkdwn(line: FailedLine) -> str:
     return f"• {question} ({escape(reasons_text(line))})"
 
 
+def _group_heading(lines: tuple[FailedLine, ...], index: int) -> str | None:
+    """The heading before the `index`th failed line when a group of them sharing a keyword starts there."""
+    group = lines[index].group
+    if group is None or (index and lines[index - 1].group == group):
+        return None
+    count = sum(1 for line in lines if line.group == group)
+    return f"{group} ({count} failed)"
+
+
 def _too_few_mrkdwn(too_few: TooFew, *, top: int = TOP_FAILED) -> str:
-    lines = [escape(too_few_text(too_few))] + [_failed_mrkdwn(line) for line in too_few.failed[:top]]
+    lines = [escape(too_few_text(too_few))]
+    for index, line in enumerate(too_few.failed[:top]):
+        heading = _group_heading(too_few.failed, index)
+        if heading:
+            lines.append(f"*{escape(heading)}*")
+        lines.append(_failed_mrkdwn(line))
     more = len(too_few.failed) - top
     if more > 0:
         lines.append(f"…and {more} more: `relmon topics` lists them all")
@@ -169,7 +183,10 @@ def topics_text(view: TopicsView) -> str:
     """Every topic, for a terminal; when there were too few to group, every failed question."""
     if view.too_few is not None:
         out = [f"== {HEADING} ==", too_few_text(view.too_few), *view.notes, ""]
-        for line in view.too_few.failed:
+        for index, line in enumerate(view.too_few.failed):
+            heading = _group_heading(view.too_few.failed, index)
+            if heading:
+                out.append(f"{heading}:")
             out.append(f"- {one_line(line.text, EXAMPLE_CHARS) if line.text else f'({NOT_QUOTED})'}")
             out.append(f"  failed: {reasons_text(line)}")
         cost = cost_text(view)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from topics.audience import Place, shown_name
 from topics.figures import Figures, too_few_note
+from topics.small_groups import FailedGroup
 
 if TYPE_CHECKING:  # numpy and scikit-learn stay out of the processes that only show a stored run (App Home)
     from store.topics import Spend
@@ -66,6 +67,7 @@ class FailedLine:
 
     text: str | None  # None: from a channel whose text is not quoted here
     reasons: tuple[str, ...]  # `topics.questions.REASONS`
+    group: str | None = None  # the keyword it shares with the failed lines next to it (None: on its own)
 
 
 @dataclass(frozen=True)
@@ -147,11 +149,13 @@ def _too_few(
     """The failed questions of a period too small to group, as this place may see them: a private channel's whose
     people are not here only counted, a text quoted only where the quoting rule allows."""
     shown, hidden = [], 0
-    for question in report.failed_questions:
-        if question.private and not (question.channel_id and audience_sees(question.channel_id)):
-            hidden += 1
-            continue
-        shown.append(FailedLine(question.text if may_quote(question) else None, question.failures))
+    groups = report.failed_groups or tuple(FailedGroup(None, (q,)) for q in report.failed_questions)
+    for group in groups:
+        here = [q for q in group.questions if not q.private or (q.channel_id and audience_sees(q.channel_id))]
+        hidden += len(group.questions) - len(here)
+        # A keyword is a question's word: named only where every question of its group is quoted.
+        keyword = group.keyword if len(here) > 1 and all(may_quote(q) for q in here) else None
+        shown += [FailedLine(q.text if may_quote(q) else None, q.failures, keyword) for q in here]
     return TooFew(report.questions, report.needed, tuple(shown), hidden)
 
 
