@@ -105,6 +105,24 @@ class SlackPlace(_Strict):
     ts: SlackTs
 
 
+def _not_all_zeros(value: str) -> str:
+    """OpenTelemetry's invalid id: no tool keeps a verdict on it."""
+    if not value.strip("0"):
+        raise ValueError("give an id that is not all zeros")
+    return value
+
+
+TraceId = Annotated[_matching(r"[0-9a-f]{32}", "a trace id: 32 lowercase hex digits"), AfterValidator(_not_all_zeros)]
+SpanId = Annotated[_matching(r"[0-9a-f]{16}", "a span id: 16 lowercase hex digits"), AfterValidator(_not_all_zeros)]
+
+
+class TracePlace(_Strict):
+    """The bot's own trace of the exchange (OpenTelemetry ids): its verdict is sent onto that trace (and span)."""
+
+    trace_id: TraceId
+    span_id: SpanId | None = None
+
+
 class Exchange(_Strict):
     id: Name  # the client's own, idempotent per bot: the same (bot, id) twice is one exchange
     bot: _text(80)
@@ -120,6 +138,7 @@ class Exchange(_Strict):
     visibility: Visibility = Field(strict=False)  # its value, as JSON gives it
     asker: SlackUser | None = None
     slack: SlackPlace | None = None
+    trace: TracePlace | None = None
 
     @model_validator(mode="after")
     def _answered_after_asked(self) -> Exchange:

@@ -257,6 +257,10 @@ def exchange_fields(
         "answered_at": iso(max(span.end_time_unix_nano, span.start_time_unix_nano)),
         "visibility": visibility if isinstance(visibility, str) and visibility in VISIBILITIES else "private",
     }
+    if len(trace_id) == 32 and trace_id.strip("0"):  # its verdict goes back onto this span (none on an invalid id)
+        fields["trace"] = {"trace_id": trace_id}
+        if len(span_id) == 16 and span_id.strip("0"):
+            fields["trace"]["span_id"] = span_id
     if resource.get("service.version"):
         fields["bot_version"] = str(resource["service.version"])[:100]
     return fields

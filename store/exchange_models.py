@@ -30,6 +30,9 @@ class Exchange(Base):
     bot_version: Mapped[str | None] = mapped_column(String(100))
     asked_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     answered_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    # The bot's own trace of it (lowercase hex, checked by common.exchanges): where its verdicts are sent.
+    trace_id: Mapped[str | None] = mapped_column(String(32))
+    span_id: Mapped[str | None] = mapped_column(String(16))
     # The pair it became (a captured pair when it happened in a channel relmon reads): forgetting the pair forgets
     # this row with it.
     pair_id: Mapped[int] = mapped_column(IdType, ForeignKey("pairs.id", ondelete="CASCADE"))

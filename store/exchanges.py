@@ -96,6 +96,25 @@ def origin(session: Session, pair_id: int) -> Origin | None:
     return Origin(row.bot, row.visibility) if row is not None else None
 
 
+@dataclass(frozen=True)
+class StoredTrace:
+    """The bot's own trace an ingested exchange named: its verdicts and signals are sent there."""
+
+    trace_id: str
+    span_id: str | None
+
+
+def stored_trace(session: Session, pair_id: int) -> StoredTrace | None:
+    """The trace the pair's (first) exchange that named one named, or None."""
+    row = session.execute(
+        select(Exchange.trace_id, Exchange.span_id)
+        .where(Exchange.pair_id == pair_id, Exchange.trace_id.is_not(None))
+        .order_by(Exchange.id)
+        .limit(1)
+    ).first()
+    return StoredTrace(row.trace_id, row.span_id) if row is not None else None
+
+
 def exchange_row(session: Session, bot: str, client_id: str) -> Exchange | None:
     """The exchange stored for (bot, id), or None."""
     return session.execute(

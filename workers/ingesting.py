@@ -68,6 +68,8 @@ def rows_of(exchange: Exchange, settings: Settings) -> tuple[dict[str, Any], dic
         "bot_version": exchange.bot_version,
         "asked_at": exchange.asked_at,
         "answered_at": exchange.answered_at,
+        "trace_id": exchange.trace.trace_id if exchange.trace else None,
+        "span_id": exchange.trace.span_id if exchange.trace else None,
     }
     return row, pair
 

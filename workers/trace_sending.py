@@ -20,6 +20,7 @@ from sqlalchemy import select
 from common import metrics, task_names, task_notes
 from common.runtime import Runtime
 from common.telemetry.logs import event_fields
+from store.exchanges import StoredTrace, stored_trace
 from store.models import Judgment, OutcomeSignal, Pair
 from store.settings import Settings
 from store.signals import SIGNALS
@@ -60,6 +61,7 @@ class Subject:
     thread_ts: str | None = None
     signal: str | None = None  # a name of store.signals.SIGNALS
     pair_id: int = 0
+    trace: StoredTrace | None = None  # the trace its ingested exchange named (store.exchanges.stored_trace)
 
     @property
     def key(self) -> str:
@@ -78,6 +80,7 @@ def load_subject(runtime: Runtime, judgment_id: int) -> Subject | None:
             .join(Pair, Pair.id == Judgment.pair_id)
             .where(Judgment.id == judgment_id)
         ).first()
+        trace = stored_trace(session, row[0].pair_id) if row is not None else None
     if row is None:
         return None
     judgment, channel, answer_ts, thread_ts, private, ext_shared = row
@@ -97,7 +100,7 @@ def load_subject(runtime: Runtime, judgment_id: int) -> Subject | None:
         judgment.confirmation_status,
         pair_id=judgment.pair_id,
     )
-    return Subject(verdict, channel, answer_ts, thread_ts, pair_id=judgment.pair_id)
+    return Subject(verdict, channel, answer_ts, thread_ts, pair_id=judgment.pair_id, trace=trace)
 
 
 def load_outcome(runtime: Runtime, pair_id: int, signal: str) -> Subject | None:
@@ -111,13 +114,17 @@ def load_outcome(runtime: Runtime, pair_id: int, signal: str) -> Subject | None:
             .join(OutcomeSignal, OutcomeSignal.pair_id == Pair.id)
             .where(Pair.id == pair_id, OutcomeSignal.name == signal)
         ).first()
-    return None if row is None else Subject(None, *row, signal=signal, pair_id=pair_id)
+        trace = stored_trace(session, pair_id) if row is not None else None
+    return None if row is None else Subject(None, *row, signal=signal, pair_id=pair_id, trace=trace)
 
 
 def trace_ids_of(runtime: Runtime, subject: Subject) -> tuple[str | None, str | None]:
     """The answer's trace ID (canonical) and the span ID the bot gave, if any (unchecked: only Phoenix uses it):
-    the trace derived from the message (slack_ts, no span), or both read from the message's metadata in one read;
-    the trace ID None when it gave none; BadTraceId when what it gave is not one."""
+    the trace its ingested exchange named (checked when it came in; no Slack read), else the trace derived from the
+    message (slack_ts, no span), or both read from the message's metadata in one read; the trace ID None when it
+    gave none; BadTraceId when what it gave is not one."""
+    if subject.trace is not None:
+        return subject.trace.trace_id, subject.trace.span_id
     settings = runtime.settings
     if settings.trace_id_from == "slack_ts":
         return slack_trace_id(subject.channel, subject.answer_ts), None

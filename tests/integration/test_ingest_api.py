@@ -75,7 +75,7 @@ def slack() -> FakeSlack:
 def test_accepted_exchanges_are_stored_once_as_pending_pairs(settings_for, slack: FakeSlack) -> None:
     settings = settings_for(slack_api_url=slack.api_url, ingest_tokens=f"{TOKEN},{ROTATED}")
     with BotServer(settings) as bot:
-        single = post(bot.base_url, exchange())
+        single = post(bot.base_url, exchange(trace={"trace_id": "4bf92f3577b34da6a3ce929d0e0e4736"}))
         assert single.status_code == 202, single.text
         assert single.json() == {"accepted": 1, "ids": ["ex-1"]}
         batch = {"exchanges": [exchange(f"b{n}", turn=n, visibility="public") for n in range(3)]}
@@ -91,6 +91,7 @@ def test_accepted_exchanges_are_stored_once_as_pending_pairs(settings_for, slack
             assert (row.bot, row.conversation_id, row.turn, row.visibility, row.asker, row.bot_version) == (
                 "helpdesk", "conv-1", 1, "dm", "U0ASKER", "1.4.0",
             )  # fmt: skip
+            assert (row.trace_id, row.span_id) == ("4bf92f3577b34da6a3ce929d0e0e4736", None)  # its verdicts' trace
             assert row.documents == [
                 {"text": "Passwords are reset under Settings > Security.", "source": "kb/security.md"}
             ]

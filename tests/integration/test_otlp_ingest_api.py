@@ -69,6 +69,8 @@ def test_an_instrumented_bots_chat_spans_are_stored_as_exchanges(
     assert len(rows) == 2, [row[0].client_id for row in rows]
     (first, first_pair), (second, pair) = rows
     assert first.client_id.startswith(f"otlp-{traces[0]}-") and second.client_id.startswith(f"otlp-{traces[1]}-")
+    # Its verdict goes back onto the chat span it came from (workers.trace_sending).
+    assert (second.trace_id, f"otlp-{second.trace_id}-{second.span_id}") == (traces[1], second.client_id)
     assert (second.bot, second.bot_version, second.turn, second.visibility) == ("helpdesk", "2.3.1", 1, "private")
     assert second.conversation_id == traces[1]  # no gen_ai.conversation.id: the trace is the conversation
     assert (pair.source, pair.status, pair.channel_is_private) == (PairSource.INGEST, PairStatus.PENDING, True)

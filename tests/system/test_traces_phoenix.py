@@ -26,6 +26,7 @@ from tests.alert_helpers import add_judgment
 from tests.builders import make_settings
 from tests.fakes.slack_server import FakeSlack
 from tests.forget_reach import reached  # noqa: F401  (fixture)
+from tests.integration.test_traces_exchange_trace import exchange, stored_and_judged
 from tests.integration.test_traces_langfuse import CHANNEL, TS, judged, sends, signalled
 from tests.phoenix_server import ADMIN_SECRET, PhoenixProcess
 from tests.processes import wait_for
@@ -294,6 +295,21 @@ def test_a_judged_answer_becomes_an_annotation_through_a_real_worker(
 
 
 QUESTION = "Card 4111 1111 1111 1111 for ZEBRA Holdings was declined, why?"
+
+
+def test_an_ingested_exchanges_verdict_goes_onto_the_span_it_named_with_no_slack_read(
+    phoenix: PhoenixProcess, on_phoenix: Callable[..., Runtime]
+) -> None:
+    """`trace` on POST /v1/exchanges (or an OTLP chat span's own ids): no metadata to read, nor a message."""
+    trace_id = f"{random.getrandbits(128):032x}"
+    root, child = bot_trace(phoenix, trace_id)
+    with FakeSlack() as slack:
+        runtime = on_phoenix(slack.api_url, trace_id_from="metadata")
+        named = stored_and_judged(runtime, exchange(trace={"trace_id": trace_id, "span_id": child}))
+        assert send_phoenix_annotations.apply(args=[named]).get() == "sent"
+        assert not [call for call in slack.calls if call[0].startswith("conversations.")]
+    assert [annotation["name"] for annotation in phoenix.span_annotations(child)] == ["relmon.relevancy"]
+    assert not phoenix.span_annotations(root)
 
 
 def verdict_on(phoenix: PhoenixProcess, root: str) -> dict:

@@ -51,9 +51,13 @@ def test_a_full_exchange_is_read_with_its_types() -> None:
             bot_version="2.3.1",
             asker="U123ABC",
             slack={"channel": "C0SUPPORT", "ts": "1765094400.000100"},
+            trace={"trace_id": "4bf92f3577b34da6a3ce929d0e0e4736", "span_id": "00f067aa0ba902b7"},
         )
     )
     assert parsed.visibility is Visibility.DM and parsed.private
+    assert parsed.trace is not None and parsed.trace.span_id == "00f067aa0ba902b7"
+    row, _ = rows_of(parsed, make_settings())
+    assert (row["trace_id"], row["span_id"]) == ("4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7")
     assert parsed.asked_at == datetime(2026, 12, 7, 8, 0, tzinfo=UTC)
     assert parsed.documents[0].source == "kb/security.md"
     assert parsed.slack is not None and parsed.slack.ts == "1765094400.000100"
@@ -84,6 +88,11 @@ def test_a_batch_is_read_whole() -> None:
         (exchange(asker="ana"), "asker: give a Slack user id, such as U012AB3CD"),
         (exchange(slack={"channel": "#support", "ts": "1.2"}), "slack.channel: give a Slack channel id"),
         (exchange(extra="x"), "extra: extra inputs are not permitted"),
+        (exchange(trace={"trace_id": "4BF92F3577B34DA6A3CE929D0E0E4736"}), "trace.trace_id: give a trace id: 32"),
+        (exchange(trace={"trace_id": "0" * 32}), "trace.trace_id: give an id that is not all zeros"),
+        (exchange(trace={"trace_id": "ab" * 16, "span_id": "abc"}), "trace.span_id: give a span id: 16"),
+        (exchange(trace={"span_id": "ab" * 8}), "trace.trace_id: field required"),
+        (exchange(trace="4bf92f3577b34da6a3ce929d0e0e4736"), "trace: input should be a valid dictionary"),
         (exchange(answer="a\x00b"), "answer: holds a NUL character"),
         (
             exchange(documents=[{"text": "\ud800", "source": "s"}]),
@@ -151,6 +160,7 @@ def test_the_exchange_becomes_a_pair_as_the_judges_read_one() -> None:
     )
     row, pair = rows_of(parsed, make_settings(context_turns=3))
     assert row["client_id"] == "ex-1" and row["bot"] == "helpdesk" and row["turn"] == 2
+    assert row["trace_id"] is None and row["span_id"] is None  # none named: its verdict goes by today's rules
     assert row["documents"] == [{"text": "Passwords reset under Security.", "source": "kb/security.md"}]
     assert pair["channel_is_private"] and pair["channel_id"] is None and pair["question_user"] == "U123ABC"
     lines = pair["context_text"].split("\n")

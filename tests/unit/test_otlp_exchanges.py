@@ -34,6 +34,7 @@ def test_a_semconv_chat_span_is_one_exchange_with_its_history_times_and_identity
     assert exchange.asked_at == datetime(2026, 12, 7, 8, 15, tzinfo=UTC)
     assert exchange.answered_at == datetime(2026, 12, 7, 8, 15, 2, tzinfo=UTC)
     assert exchange.visibility == "private"  # nothing in a span says who could read it: never quoted
+    assert (exchange.trace.trace_id, exchange.trace.span_id) == (TRACE.hex(), "00000000000000ab")  # its verdict's
 
 
 def test_the_same_span_converts_to_the_same_exchange_and_the_trace_is_the_default_conversation() -> None:
