@@ -14,7 +14,7 @@ from datetime import datetime
 import numpy as np
 
 from topics.clustering import MAX_OUTLIER_SHARE, MIN_TOPIC_SIZE, SAMPLE, assign, cluster, unit_rows
-from topics.figures import Figures, figures_of, rank_key, too_few_note
+from topics.figures import RELIABLE_QUESTIONS, Figures, approximate_note, figures_of, rank_key, too_few_note
 from topics.gaps import Gap, gaps_of
 from topics.matching import match
 from topics.questions import Question
@@ -183,7 +183,8 @@ def build_topics(
             topic = replace(topic, gaps=tuple(gaps_of(name or "", questions, ordered)))
         topics.append(topic)
     topics.sort(key=lambda topic: rank_key(topic.figures))
-    return replace(report, left_out=clustering.outliers, topics=tuple(topics))
+    notes = report.notes if len(current) >= RELIABLE_QUESTIONS else (*report.notes, approximate_note(len(current)))
+    return replace(report, left_out=clustering.outliers, topics=tuple(topics), notes=notes)
 
 
 def named(topic: Topic, key: str, name: str, named_by: str = "history", sources: tuple[str, ...] | None = ()) -> Topic:

@@ -68,6 +68,19 @@ def rank_key(figures: Figures) -> tuple:
     return (-figures.failed, -(figures.failure_rate or 0.0), -figures.questions)
 
 
+# From about this many questions a week's topics match a person's grouping (adjusted Rand index 0.64-0.72 at 250,
+# 0.13-0.29 at 120, on the labelled corpus of 13 topics: `python -m bench.topics_size`, docs/topics.md).
+RELIABLE_QUESTIONS = 250
+
+
+def approximate_note(questions: int) -> str:
+    """What a period grouped into topics, but with fewer questions than grouping is reliable for, says."""
+    return (
+        f"{questions} questions in this period: topics are a first cut below about {RELIABLE_QUESTIONS} questions "
+        "(measured); the failed questions under each are what to read."
+    )
+
+
 def too_few_note(questions: int, needed: int) -> str:
     """What a period with too few questions to group says (its failed questions are listed apart)."""
     return (

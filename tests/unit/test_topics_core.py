@@ -12,7 +12,7 @@ import pytest
 from tests.topics_corpus import FAILING_TOPIC, START, corpus, corpus_questions
 from topics.build import KnownTopic, build_topics, named
 from topics.clustering import cluster
-from topics.figures import figures_of
+from topics.figures import RELIABLE_QUESTIONS, figures_of
 from topics.gaps import drafts
 from topics.local_embeddings import local_vectors
 from topics.naming import keyword_names, naming_messages, parse_name
@@ -192,3 +192,12 @@ def test_keyword_names():
 @pytest.mark.parametrize("texts", [[], ["the", "a"], ["🙂"]])
 def test_the_local_embedding_takes_texts_without_words(texts):
     assert local_vectors(texts).shape[0] == len(texts)
+
+
+def test_a_week_grouped_below_the_reliable_size_says_its_topics_are_a_first_cut(corpus_report):
+    # The corpus (342 questions) is above the measured size: no such note. Its first 120 are grouped, and say so.
+    assert not any("first cut" in note for note in corpus_report.notes)
+    questions = corpus_questions()[:120]
+    small = _build(questions, local_vectors([q.text for q in questions]))
+    assert small.topics and RELIABLE_QUESTIONS > 120
+    assert f"120 questions in this period: topics are a first cut below about {RELIABLE_QUESTIONS}" in small.notes[-1]
