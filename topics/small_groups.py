@@ -13,9 +13,16 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
-
 from topics.questions import Question
+
+
+def _stop_words() -> frozenset[str]:
+    """scikit-learn's English stop words, loaded on first use: the digest's worker imports this module, and
+    scikit-learn (with scipy's native threads) costs every process that never groups a small week."""
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    return ENGLISH_STOP_WORDS
+
 
 _WORD = re.compile(r"[^\W\d_]{3,}")
 _NOISE = frozenset({"hi", "hello", "thanks", "thank", "please", "help", "team", "question", "issue", "problem"})
@@ -30,7 +37,7 @@ class FailedGroup:
 def keywords(text: str) -> frozenset[str]:
     words = set()
     for word in _WORD.findall(text.lower()):
-        if word in ENGLISH_STOP_WORDS or word in _NOISE:
+        if word in _stop_words() or word in _NOISE:
             continue
         words.add(word[:-1] if word.endswith("s") and len(word) > 4 and not word.endswith("ss") else word)
     return frozenset(words)

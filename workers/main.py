@@ -70,9 +70,11 @@ def prepare_celery_process(settings: Settings, component: str, *, niceness: int 
     thread starts: on Linux a thread keeps the niceness it was created with, so os.nice after the metrics
     server's thread left that thread, and every request thread it spawns, at the old one."""
     start_process(settings, component)
-    modules = import_task_modules()
     if niceness:
-        os.nice(niceness)  # the threads and any process started from here on inherit it
+        # Before the task modules: importing numpy or scikit-learn starts OpenBLAS's native threads, which would
+        # keep the old niceness. The threads and any process started from here on inherit it.
+        os.nice(niceness)
+    modules = import_task_modules()
     port_report = metrics.serve_process_metrics(settings, component)
     runtime = Runtime(settings)
     set_runtime(runtime)

@@ -18,9 +18,14 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from statistics import NormalDist
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
+
+# numpy is imported where a bootstrap runs, not here: alerts and the bot import this module for Wilson intervals,
+# and numpy's import starts OpenBLAS's native threads and costs each serving process its memory.
+
 
 CONFIDENCE = 0.95
 MIN_N = 10  # below this many observations a rate is "too few", not a number
@@ -105,6 +110,8 @@ def proportion(successes: int, n: int, confidence: float = CONFIDENCE) -> Estima
 
 def _counts(values: Iterable[float] | Mapping[float, int]) -> tuple[np.ndarray, np.ndarray]:
     """(distinct values, how many of each), from scores or from a score → count mapping."""
+    import numpy as np  # on first use: see the module's note
+
     if isinstance(values, Mapping):
         pairs = [(float(v), int(c)) for v, c in values.items() if c > 0]
         return np.array([v for v, _ in pairs], dtype=float), np.array([c for _, c in pairs], dtype=np.int64)
@@ -119,6 +126,8 @@ def _resampled_means(distinct: np.ndarray, counts: np.ndarray, resamples: int, r
 
 
 def _percentile(samples: np.ndarray, confidence: float) -> Interval:
+    import numpy as np  # on first use: see the module's note
+
     tail = (1 - confidence) / 2
     low, high = np.quantile(samples, [tail, 1 - tail])
     return Interval(float(low), float(high))
@@ -133,6 +142,8 @@ def bootstrap_mean(
 ) -> Estimate:
     """The mean of `values` (scores, or a score → count mapping such as a judge's distribution) with its
     percentile bootstrap interval."""
+    import numpy as np  # on first use: see the module's note
+
     distinct, counts = _counts(values)
     n = int(counts.sum())
     if n == 0:
@@ -185,6 +196,8 @@ def mean_change(
 ) -> Shift:
     """Whether a mean moved: up or down only when the percentile bootstrap interval of the difference of means
     (each period resampled on its own) excludes 0."""
+    import numpy as np  # on first use: see the module's note
+
     first, second = _counts(before), _counts(after)
     estimates = (
         bootstrap_mean(dict(zip(*first, strict=True)), confidence, resamples=resamples, seed=seed),
