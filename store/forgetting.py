@@ -98,6 +98,19 @@ class AlertsToRedraw:
     verdicts: list[int] = field(default_factory=list)  # on-demand pairs whose verdict went as a direct message
 
 
+# What an alert's redraw says went, most telling first: several deletions in one thread (its question, then a
+# teammate's reply) each note the alert, and a redraw that runs after both must still say the question went.
+_NOTE_ORDER = ("exchange", "question", "answer", "message", "edit")
+
+
+def telling_note(kept: str | None, new: str) -> str:
+    """The note an alert keeps: the new one, unless the one it has already says more (its question or answer
+    deleted outranks an earlier turn's deletion or an edit)."""
+    if kept not in _NOTE_ORDER or new not in _NOTE_ORDER:
+        return new
+    return kept if _NOTE_ORDER.index(kept) < _NOTE_ORDER.index(new) else new
+
+
 def note_on_alerts(session: Session, about: dict[int, str]) -> AlertsToRedraw:
     """Mark the alerts about the changed pairs with what was deleted (their redraw says so), and return those
     to redraw: posted ones, and the summaries that show held ones."""
@@ -119,7 +132,8 @@ def note_on_alerts(session: Session, about: dict[int, str]) -> AlertsToRedraw:
     ).all()
     posted, held = [], []
     for alert, pair_id in rows:
-        alert.details = {**(alert.details or {}), "forgotten": about[pair_id]}
+        kept = (alert.details or {}).get("forgotten")
+        alert.details = {**(alert.details or {}), "forgotten": telling_note(kept, about[pair_id])}
         if alert.status == alert_store.STATUS_POSTED and alert.message_ts:
             posted.append(alert.id)
         elif alert.status == alert_store.STATUS_HELD and alert.alert_channel_id:
