@@ -7,6 +7,7 @@ tests/conftest.py."""
 from __future__ import annotations
 
 import io
+import logging
 import os
 import subprocess
 import sys
@@ -77,6 +78,11 @@ def cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture, tmp_path
         monkeypatch.chdir(tmp_path)
         monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
         capsys.readouterr()
+        # A handler an earlier in-process command left on a stream pytest has closed since (its capture) would turn
+        # this run's log lines into "--- Logging error ---" tracebacks on stderr.
+        for handler in list(logging.root.handlers):
+            if getattr(getattr(handler, "stream", None), "closed", False):
+                logging.root.removeHandler(handler)
         code = main(list(args))
         captured = capsys.readouterr()
         return Outcome(code, captured.out, captured.err)

@@ -288,8 +288,18 @@ def refresh_votes(runtime: Runtime, alert_id: int, *, trailing: bool = False) ->
         update = _votes_update(runtime, alert_id)
         if isinstance(update, str):
             return update
+        if _forgotten_since(runtime, alert_id, update.pop("forgotten_seen")):
+            # A scrub committed while this was drawn: these words must not go out again; the scrub's own redraw
+            # (queued behind this one) shows the scrubbed rows.
+            return "scrub_pending"
         runtime.slack.chat_update(**update)
     return "updated"
+
+
+def _forgotten_since(runtime: Runtime, alert_id: int, seen: str | None) -> bool:
+    with runtime.db.reading() as session:
+        details = session.scalar(select(Alert.details).where(Alert.id == alert_id))
+    return (details or {}).get("forgotten") != seen
 
 
 def _votes_update(runtime: Runtime, alert_id: int) -> dict | str:
@@ -308,7 +318,8 @@ def _votes_update(runtime: Runtime, alert_id: int) -> dict | str:
             # (workers.alerts.forgotten), from the rows it scrubbed.
             return "scrub_pending"
         message = views.render_low(runtime, session, row, judged)
-        return {"channel": row.alert_channel_id, "ts": row.message_ts, **message}
+        seen = (row.details or {}).get("forgotten")
+        return {"channel": row.alert_channel_id, "ts": row.message_ts, **message, "forgotten_seen": seen}
 
 
 def _scrub_pending(runtime: Runtime, session, judged: planning.Judged) -> bool:
