@@ -37,6 +37,7 @@ from topics.embeddings import (
     EmbeddingsUnavailable,
     batches,
     client_for,
+    embedding_space,
     endpoint_label,
     endpoint_of,
     from_bytes,
@@ -243,13 +244,14 @@ class _Matrix:
 
 def _endpoint_vectors(deps: TopicsDeps, questions: Sequence[Question], now: datetime, run: _Run) -> np.ndarray:
     model = deps.settings.embedding_model
+    space = embedding_space(deps.settings)
     shas = [text_sha(q.text) for q in questions]
     where: dict[int, list[int]] = {}
     for i, question in enumerate(questions):
         where.setdefault(question.pair_id, []).append(i)
     matrix = _Matrix(len(questions), model)
     with deps.db.reading() as session:
-        for pair_id, sha, data in rows.stored_embeddings(session, list(where), model):
+        for pair_id, sha, data in rows.stored_embeddings(session, list(where), space):
             for i in where[pair_id]:
                 if shas[i] == sha:
                     matrix.put(i, from_bytes(data))
@@ -270,7 +272,7 @@ def _endpoint_vectors(deps: TopicsDeps, questions: Sequence[Question], now: date
             for i, vector in zip(batch, embedded, strict=True):
                 matrix.put(i, vector)
                 new_rows.append(
-                    {"pair_id": questions[i].pair_id, "model": model, "text_sha": shas[i], "vector": to_bytes(vector)}
+                    {"pair_id": questions[i].pair_id, "model": space, "text_sha": shas[i], "vector": to_bytes(vector)}
                 )
             with deps.db.session() as session:
                 rows.store_embeddings(session, new_rows)
