@@ -35,7 +35,14 @@ def kappa_text(kappa: Kappa) -> str:
         return f"too few team labels (n={kappa.n})"
     if kappa.value is None or kappa.interval is None:
         return f"κ undefined: the judge or the team said the same of every answer (n={kappa.n})"
-    return f"κ {kappa.value:.2f} ({kappa.interval.low:.2f}–{kappa.interval.high:.2f}, n={kappa.n})"
+    low, high = kappa.interval.low, kappa.interval.high
+    span = f"{_num(low)}–{_num(high)}" if low >= 0 else f"{_num(low)} to {_num(high)}"
+    return f"κ {_num(kappa.value)} ({span}, n={kappa.n})"
+
+
+def _num(value: float) -> str:
+    """`0.62`, `−0.10` (a minus sign, not a hyphen, so a negative kappa reads as one)."""
+    return f"{value:.2f}".replace("-", "−")
 
 
 def sources_text(found: JudgeAgreement) -> str:
@@ -57,7 +64,7 @@ def fall_text(fall: KappaFall | None) -> str | None:
     """`▼ from κ 0.80 last week (significant)` when it fell; nothing otherwise (a rise or noise is not news)."""
     if fall is None or not fall.fell:
         return None
-    return f"▼ from κ {fall.before.value:.2f} last week (significant)"
+    return f"▼ from κ {_num(fall.before.value)} last week (significant)"
 
 
 def agreement_text(found: JudgeAgreement, fall: KappaFall | None = None) -> str:
@@ -146,8 +153,8 @@ def fall_alert_text(found: JudgeAgreement, fall: KappaFall, links: Links) -> str
     where = _where(found.channel_id, slack=True)
     return (
         f":warning: *The {found.judge} judge agrees less with the team* in {where}: "
-        f"κ {fall.before.value:.2f} last week (n={fall.before.n}) → {kappa_text(fall.after)} this week; "
-        f"the fall is {fall.difference:.2f} ({fall.interval.low:.2f} to {fall.interval.high:.2f}, 95%). "
+        f"κ {_num(fall.before.value)} last week (n={fall.before.n}) → {kappa_text(fall.after)} this week, "
+        f"a fall of {_num(-fall.difference)} ({_num(-fall.interval.high)}–{_num(-fall.interval.low)} at 95%). "
         f"{matrix_text(found)}. Failure rate: {corrected_text(found)}. Its low scores and alerts may not mean what "
         "they did: check its latest disagreements"
         + (": " + " · ".join(disagreement_text(d, links) for d in found.disagreements) if found.disagreements else ".")

@@ -89,13 +89,25 @@ class AgreementReport:
         return kappa_fall(before.kappa, now.kappa)
 
     def falls(self) -> list[tuple[JudgeAgreement, KappaFall]]:
-        """Every (channel, judge) whose kappa fell significantly since last week: every channel's first."""
+        """Every (channel, judge) whose kappa fell significantly since last week: every channel's first; a channel
+        whose labels are every channel's (the only one) is not said twice."""
         found = []
         for (channel, judge), now in sorted(self.current.items(), key=lambda item: (item[0][0] or "", item[0][1])):
             change = self.fall(channel, judge)
+            overall = self.current.get((None, judge))
+            if channel is not None and overall is not None and _same(now, overall):
+                continue
             if change is not None and change.fell:
                 found.append((now, change))
         return found
+
+
+def _same(one: JudgeAgreement, other: JudgeAgreement) -> bool:
+    return (one.table, one.corrected.judged, one.corrected.judge_failed) == (
+        other.table,
+        other.corrected.judged,
+        other.corrected.judge_failed,
+    )
 
 
 class _Counts:

@@ -218,6 +218,6 @@ def test_falls_name_the_judge_whose_agreement_fell():
     steady = tally([((True, 1, 0), 40), ((True, 0, 1), 3), ((False, 0, 1), 4), ((False, 1, 0), 53)])
     drifted = tally([((True, 1, 0), 20), ((True, 0, 1), 23), ((False, 0, 1), 24), ((False, 1, 0), 33)])
     falls = AgreementReport(drifted, steady).falls()
-    assert [(a.channel_id, a.judge) for a, _ in falls] == [(None, "relevancy"), ("C1", "relevancy")]
+    assert [(a.channel_id, a.judge) for a, _ in falls] == [(None, "relevancy")]  # C1 is every channel: once
     assert AgreementReport(steady, steady).falls() == []
     assert AgreementReport(steady, {}).falls() == []
