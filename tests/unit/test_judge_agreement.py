@@ -78,6 +78,24 @@ def test_kappa_fall_needs_the_difference_interval_below_zero():
     assert kappa_fall(good, cohen_kappa([[3, 1], [1, 3]])) is None  # too few this week
 
 
+def test_a_steady_judge_is_rarely_called_fallen():
+    rng = np.random.default_rng(3)
+
+    def week(n: int = 40):
+        team = rng.random(n) < 0.3
+        judge = np.where(team, rng.random(n) < 0.8, rng.random(n) < 0.1)
+        return cohen_kappa(
+            [
+                [int((judge & team).sum()), int((judge & ~team).sum())],
+                [int((~judge & team).sum()), int((~judge & ~team).sum())],
+            ]
+        )
+
+    runs = 1000
+    falls = sum(bool(found and found.fell) for found in (kappa_fall(week(), week()) for _ in range(runs)))
+    assert falls / runs < 0.05
+
+
 def test_ppi_mean_is_the_formula():
     predictions = [1, 0, 0, 1, 0, 0, 0, 1, 0, 0, 1, 0]
     labelled = predictions[:10]
