@@ -134,6 +134,9 @@ def channel_parts(agreement: AgreementReport, channel_id: str | None, judges: It
         found = agreement.of(channel_id, judge)
         if found is None or not found.labelled:
             continue
+        if found.kappa.n < MIN_LABELS:
+            parts.append(f"{judge} vs the team: {kappa_text(found.kappa)}")
+            continue
         text = f"{judge} vs the team {kappa_text(found.kappa)}"
         rate = found.corrected.rate
         if rate.value is not None and rate.interval is not None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 
-from common.messages.agreement import corrected_text, disagreement_text, judge_lines, kappa_text
+from common.messages.agreement import channel_parts, corrected_text, disagreement_text, judge_lines, kappa_text
 from common.messages.digest import digest_message, digest_text
 from common.messages.home import home_view
 from common.reports.agreement import Disagreement
@@ -84,7 +84,9 @@ def test_too_few_labels_say_so_and_a_week_without_labels_says_nothing():
     assert corrected_text(found).endswith(
         "too few team labels to correct it (n=7; 10 needed, 5 among the answers it failed and among those it passed)"
     )
+    assert channel_parts(few.agreement, "C1", ["relevancy"]) == ["relevancy vs the team: too few team labels (n=7)"]
     assert judge_lines(report_of([row(4) for _ in range(20)]).agreement, ["relevancy"], {}) == []
+    assert channel_parts(report_of([row(4) for _ in range(20)]).agreement, "C1", ["relevancy"]) == []
 
 
 def test_an_undefined_or_negative_kappa_reads_plainly():
