@@ -129,3 +129,19 @@ def test_a_steady_judge_raises_nothing(runtime: Runtime, slack: FakeSlack) -> No
     seed_week(runtime, now, STEADY, first_id=1000)
     assert check_agreement(runtime, now) == []
     assert slack.posted("CALERTS") == []
+
+
+def test_the_weekly_digest_queues_the_check(runtime: Runtime, slack: FakeSlack, monkeypatch) -> None:
+    """The scheduled digest, once sent, queues the agreement check (a forced one does not); the check's task runs."""
+    from common import celery_app, task_names
+    from workers.tasks.digest import check_agreement as check_task
+    from workers.tasks.digest import send_digest
+
+    sent: list[str] = []
+    monkeypatch.setattr(celery_app.celery, "send_task", lambda name, *args, **kwargs: sent.append(name))
+    seed_week(runtime, now_utc(), STEADY, first_id=0)
+    assert send_digest.apply().get() == "sent"
+    assert sent == [task_names.CHECK_AGREEMENT]
+    assert send_digest.apply(kwargs={"force": True}).get() == "sent"
+    assert sent == [task_names.CHECK_AGREEMENT]
+    assert check_task.apply().get() == []  # one week of labels: nothing to compare with
