@@ -2,7 +2,7 @@
 `common.reports.agreement`. Disagreements are links and scores, never words: a link shows a private channel's answer
 only to its members.
 
-    relevancy vs the team: κ 0.62 (0.41–0.83, n=40: 12 votes, 28 outcomes) · judge × team: fail·fail 10,
+    relevancy vs the team: kappa 0.62 (0.41–0.83, n=40: 12 votes, 28 outcomes) · judge × team: fail·fail 10,
     fail·pass 3, pass·fail 5, pass·pass 22
     relevancy failure rate: the judge says 12% failed (n=200); corrected by 40 team labels: 18% (11–25%)
     relevancy, latest disagreements: judge fail, team pass (vote) · …
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from common.messages.blocks import WEEK_BEFORE
 from common.reports.agreement import OUTCOME, AgreementReport, Disagreement, JudgeAgreement
 from common.reports.intervals import Interval
 from common.reports.kappa import MIN_LABELS, MIN_PER_VERDICT, Kappa, KappaFall
@@ -30,14 +31,14 @@ def _share(value: float, interval: Interval) -> str:
 
 
 def kappa_text(kappa: Kappa) -> str:
-    """`κ 0.62 (0.41–0.83, n=40)`; `too few team labels (n=4)`; undefined when one side always said the same."""
+    """`kappa 0.62 (0.41–0.83, n=40)`; `too few team labels (n=4)`; undefined when one side always said the same."""
     if kappa.n < MIN_LABELS:
         return f"too few team labels (n={kappa.n})"
     if kappa.value is None or kappa.interval is None:
-        return f"κ undefined: the judge or the team said the same of every answer (n={kappa.n})"
+        return f"kappa undefined: the judge or the team said the same of every answer (n={kappa.n})"
     low, high = kappa.interval.low, kappa.interval.high
     span = f"{_num(low)}–{_num(high)}" if low >= 0 else f"{_num(low)} to {_num(high)}"
-    return f"κ {_num(kappa.value)} ({span}, n={kappa.n})"
+    return f"kappa {_num(kappa.value)} ({span}, n={kappa.n})"
 
 
 def _num(value: float) -> str:
@@ -60,20 +61,21 @@ def matrix_text(found: JudgeAgreement) -> str:
     return f"judge × team: fail·fail {ff}, fail·pass {fp}, pass·fail {pf}, pass·pass {pp}"
 
 
-def fall_text(fall: KappaFall | None) -> str | None:
-    """`▼ from κ 0.80 last week (significant)` when it fell; nothing otherwise (a rise or noise is not news)."""
+def fall_text(fall: KappaFall | None, before: str = WEEK_BEFORE) -> str | None:
+    """`▼ from kappa 0.80 the week before (significant)` when it fell (`before`: the period compared with); nothing
+    otherwise (a rise or noise is not news)."""
     if fall is None or not fall.fell:
         return None
-    return f"▼ from κ {_num(fall.before.value)} last week (significant)"
+    return f"▼ from kappa {_num(fall.before.value)} {before} (significant)"
 
 
-def agreement_text(found: JudgeAgreement, fall: KappaFall | None = None) -> str:
-    """`κ 0.62 (0.41–0.83, n=40: 12 votes, 28 outcomes) · judge × team: …`, the matrix only with enough labels."""
+def agreement_text(found: JudgeAgreement, fall: KappaFall | None = None, before: str = WEEK_BEFORE) -> str:
+    """`kappa 0.62 (0.41–0.83, n=40: 12 votes, 28 outcomes) · judge × team: …`, the matrix only with enough labels."""
     text = kappa_text(found.kappa)
     if found.kappa.n >= MIN_LABELS:
         text = text[:-1] + f": {sources_text(found)})"
         text += f" · {matrix_text(found)}"
-    fell = fall_text(fall)
+    fell = fall_text(fall, before)
     return text + (f" · {fell}" if fell else "")
 
 
@@ -110,7 +112,9 @@ def disagreement_text(found: Disagreement, links: Links, *, slack: bool = True) 
     return f"{said} in {_where(found.channel_id, slack=slack)}"
 
 
-def judge_lines(agreement: AgreementReport, judges: Iterable[str], links: Links, *, slack: bool = True) -> list[str]:
+def judge_lines(
+    agreement: AgreementReport, judges: Iterable[str], links: Links, *, slack: bool = True, before: str = WEEK_BEFORE
+) -> list[str]:
     """The trust section's lines over every channel: for each judge the team labelled answers of, its kappa and
     matrix, the corrected failure rate, and its latest disagreements (a week without labels says nothing)."""
     lines = []
@@ -118,7 +122,7 @@ def judge_lines(agreement: AgreementReport, judges: Iterable[str], links: Links,
         found = agreement.of(None, judge)
         if found is None or not found.labelled:
             continue
-        lines.append(f"{judge} vs the team: {agreement_text(found, agreement.fall(None, judge))}")
+        lines.append(f"{judge} vs the team: {agreement_text(found, agreement.fall(None, judge), before)}")
         lines.append(f"{judge} failure rate: {corrected_text(found)}")
         if found.disagreements:
             shown = " · ".join(disagreement_text(d, links, slack=slack) for d in found.disagreements)
@@ -126,9 +130,11 @@ def judge_lines(agreement: AgreementReport, judges: Iterable[str], links: Links,
     return lines
 
 
-def channel_parts(agreement: AgreementReport, channel_id: str | None, judges: Iterable[str]) -> list[str]:
-    """A channel's short figures: `relevancy vs the team κ 0.62 (0.41–0.83, n=40), corrected failure rate 18% (11–25%)`,
-    only for judges with team labels in it."""
+def channel_parts(
+    agreement: AgreementReport, channel_id: str | None, judges: Iterable[str], before: str = WEEK_BEFORE
+) -> list[str]:
+    """A channel's short figures, only for judges with team labels in it: `relevancy vs the team kappa 0.62
+    (0.41–0.83, n=40), corrected failure rate 18% (11–25%)`."""
     parts = []
     for judge in judges:
         found = agreement.of(channel_id, judge)
@@ -141,7 +147,7 @@ def channel_parts(agreement: AgreementReport, channel_id: str | None, judges: It
         rate = found.corrected.rate
         if rate.value is not None and rate.interval is not None:
             text += f", corrected failure rate {_share(rate.value, rate.interval)}"
-        fell = fall_text(agreement.fall(channel_id, judge))
+        fell = fall_text(agreement.fall(channel_id, judge), before)
         parts.append(text + (f" {fell}" if fell else ""))
     return parts
 
@@ -156,7 +162,7 @@ def fall_alert_text(found: JudgeAgreement, fall: KappaFall, links: Links) -> str
     where = _where(found.channel_id, slack=True)
     return (
         f":warning: *The {found.judge} judge agrees less with the team* in {where}: "
-        f"κ {_num(fall.before.value)} last week (n={fall.before.n}) → {kappa_text(fall.after)} this week, "
+        f"kappa {_num(fall.before.value)} last week (n={fall.before.n}) → {kappa_text(fall.after)} this week, "
         f"a fall of {_num(-fall.difference)} ({_num(-fall.interval.high)}–{_num(-fall.interval.low)} at 95%). "
         f"{matrix_text(found)}. Failure rate: {corrected_text(found)}. Its low scores and alerts may not mean what "
         "they did: check its latest disagreements"

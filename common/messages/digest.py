@@ -235,7 +235,7 @@ def _channel_section(report: Report, stats: ChannelStats, links: Links, quotes: 
         found = report.trust.precision_of(stats.channel_id, name)
         if found is not None and found.voted:
             extras.append(f"{name} alerts: {precision_text(found)}")
-    extras += channel_parts(report.agreement, stats.channel_id, stats.judges)
+    extras += channel_parts(report.agreement, stats.channel_id, stats.judges, report.period.before)
     if stats.tokens.total:
         extras.append(_short_usage(stats))
     if extras:
@@ -323,7 +323,8 @@ def digest_message(
         blocks += fix_first_blocks(topics)
     blocks.append({"type": "section", "fields": _overall_fields(report, topics)})
     judges = list(report.overall.judges)
-    trust = trust_section(report.trust, judges, judge_lines(report.agreement, judges, links))
+    agreement = judge_lines(report.agreement, judges, links, before=report.period.before)
+    trust = trust_section(report.trust, judges, agreement)
     tail = [] if trust is None else [trust]
     if chart_in_thread:
         resolution = ", the daily resolution rate" if report.outcomes.any_closed else ""
@@ -417,7 +418,7 @@ def digest_text(
     out.append("== All channels ==" if sole is None else f"== All channels: {labels[sole.channel_id]} only ==")
     out += block(report.overall)
     judges = list(report.overall.judges)
-    agreement = judge_lines(report.agreement, judges, links, slack=False)
+    agreement = judge_lines(report.agreement, judges, links, slack=False, before=report.period.before)
     trust = trust_lines(report.trust, judges, slack=False, agreement=agreement)
     if trust:
         out += ["", f"== {TRUST_HEADING} ==", *trust]

@@ -89,7 +89,7 @@ def test_the_digest_shows_kappa_the_matrix_and_the_corrected_rate(runtime: Runti
     text = str(posted["blocks"])
     table = ((12, 3), (3, 20))
     kappa = cohen_kappa(table)
-    assert f"relevancy vs the team: κ {kappa.value:.2f} ({kappa.interval.low:.2f}–{kappa.interval.high:.2f}" in text
+    assert f"relevancy vs the team: kappa {kappa.value:.2f} ({kappa.interval.low:.2f}–{kappa.interval.high:.2f}" in text
     assert "n=38: 15 votes, 23 outcomes)" in text
     assert "judge × team: fail·fail 12, fail·pass 3, pass·fail 3, pass·pass 20" in text
     rate = ppi_failure_rate(60, 15, table).rate
@@ -100,7 +100,7 @@ def test_the_digest_shows_kappa_the_matrix_and_the_corrected_rate(runtime: Runti
     (line,) = [line for section in sections for line in section.split("\n") if "latest disagreements" in line]
     assert line.startswith("relevancy, latest disagreements: <https://") and "team fail (outcome)>" in line
     assert "answer" not in line.replace("answers", "") and "question" not in line
-    assert "relevancy vs the team κ" in text  # the channel's own line
+    assert "relevancy vs the team kappa" in text  # the channel's own line
 
 
 def test_a_fall_in_agreement_raises_one_alert(runtime: Runtime, slack: FakeSlack) -> None:
@@ -114,7 +114,7 @@ def test_a_fall_in_agreement_raises_one_alert(runtime: Runtime, slack: FakeSlack
     assert len(posts) == 1
     alert = posts[0]["text"]
     assert "The relevancy judge agrees less with the team" in alert
-    assert f"κ {cohen_kappa(((12, 3), (3, 20))).value:.2f} last week (n=38)" in alert
+    assert f"kappa {cohen_kappa(((12, 3), (3, 20))).value:.2f} last week (n=38)" in alert
     assert "judge × team: fail·fail 6, fail·pass 9, pass·fail 10, pass·pass 10" in alert
     assert "the answer" not in alert and "question" not in alert  # links and scores, no words
 

@@ -53,7 +53,7 @@ def test_the_digest_and_home_show_kappa_matrix_and_corrected_rate():
     kappa, rate = cohen_kappa(table), ppi_failure_rate(60, 11, table).rate
     lines = judge_lines(report.agreement, ["relevancy"], {})
     assert lines[0] == (
-        f"relevancy vs the team: κ {kappa.value:.2f} ({kappa.interval.low:.2f}–"
+        f"relevancy vs the team: kappa {kappa.value:.2f} ({kappa.interval.low:.2f}–"
         f"{kappa.interval.high:.2f}, n=30: 11 votes, 19 outcomes) · judge × team: fail·fail 9, fail·pass 2, "
         "pass·fail 4, pass·pass 15"
     )
@@ -66,15 +66,15 @@ def test_the_digest_and_home_show_kappa_matrix_and_corrected_rate():
     blocks = json.dumps(digest_message(report, {}, {})["blocks"], ensure_ascii=False)
     for line in lines:
         assert json.dumps(line, ensure_ascii=False)[1:-1] in blocks
-    assert "relevancy vs the team κ" in blocks  # the channel's line
+    assert "relevancy vs the team kappa" in blocks  # the channel's line
     text = digest_text(report, {}, {})
-    assert "relevancy vs the team: κ" in text and "team fail (outcome) in #C1" in text
+    assert "relevancy vs the team: kappa" in text and "team fail (outcome) in #C1" in text
 
     settings = Settings(_env_file=None, judge_model="m1")
     home = home_view(report, settings, ChannelRules().for_channel(None, settings), {}, now=NOW)
     shown = json.dumps(home["blocks"], ensure_ascii=False)
     assert json.dumps(lines[1], ensure_ascii=False)[1:-1] in shown
-    assert "relevancy vs the team κ" in shown
+    assert "relevancy vs the team kappa" in shown
 
 
 def test_too_few_labels_say_so_and_a_week_without_labels_says_nothing():
@@ -90,8 +90,8 @@ def test_too_few_labels_say_so_and_a_week_without_labels_says_nothing():
 
 
 def test_an_undefined_or_negative_kappa_reads_plainly():
-    assert kappa_text(cohen_kappa([[12, 0], [0, 0]])).startswith("κ undefined")
-    assert kappa_text(cohen_kappa([[2, 10], [10, 3]])).startswith("κ −0.")
+    assert kappa_text(cohen_kappa([[12, 0], [0, 0]])).startswith("kappa undefined")
+    assert kappa_text(cohen_kappa([[2, 10], [10, 3]])).startswith("kappa −0.")
     assert " to " in kappa_text(cohen_kappa([[2, 10], [10, 3]]))
 
 
