@@ -99,3 +99,27 @@ def test_a_disagreement_is_a_link_and_scores():
     found = Disagreement(7, "C1", "1.000007", "relevancy", 1.0, True, "vote")
     assert disagreement_text(found, {7: "https://x/p1"}) == "<https://x/p1|judge fail 1, team pass (vote)>"
     assert disagreement_text(found, {}, slack=False) == "judge fail 1, team pass (vote) in #C1"
+
+
+def test_a_significant_fall_is_marked_in_the_digest():
+    steady = [
+        *(row(1, right=1) for _ in range(12)),
+        *(row(4, signals=[RESOLVED]) for _ in range(20)),
+        *(row(1, wrong=1) for _ in range(2)),
+        *(row(4, signals=[REASK, HUMAN_TAKEOVER]) for _ in range(2)),
+    ]
+    drifted = [
+        *(row(1, right=1) for _ in range(6)),
+        *(row(1, wrong=1) for _ in range(8)),
+        *(row(4, signals=[REASK, HUMAN_TAKEOVER]) for _ in range(10)),
+        *(row(4, signals=[RESOLVED]) for _ in range(10)),
+    ]
+    before = cohen_kappa(((12, 2), (2, 20)))
+    report = build_report(PERIOD, drifted, steady, lambda _channel: {"relevancy": 2}, Prices(0.15, 0.6))
+    (first, *_) = judge_lines(report.agreement, ["relevancy"], {})
+    assert first.endswith(f" · ▼ from kappa {before.value:.2f} the week before (significant)")
+    assert f"▼ from kappa {before.value:.2f} the week before" in " ".join(
+        channel_parts(report.agreement, "C1", ["relevancy"])
+    )
+    steady_again = build_report(PERIOD, steady, steady, lambda _channel: {"relevancy": 2}, Prices(0.15, 0.6))
+    assert "▼" not in " ".join(judge_lines(steady_again.agreement, ["relevancy"], {}))
