@@ -1,5 +1,5 @@
 """The whole report of a period in one pass over its pairs: overall and per channel, this week and the one before,
-the daily series, the trust and the outcome figures.
+the daily series, the trust and the outcome figures and each judge's agreement with the team.
 
 Each pair is handed to running tallies (`common.reports.stats`, `.trust`, `.outcomes`) and dropped, so a report
 holds counts per channel, judge, score and day and the few worst answers, never a row per pair: a backfill's year
