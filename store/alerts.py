@@ -29,6 +29,7 @@ KIND_DEGRADATION = "degradation"
 KIND_MISSED = "missed_failure"  # the judge scored an answer well, the conversation says it failed
 KIND_SUMMARY = "summary"
 KIND_VERDICT = "verdict"  # an on-demand verdict delivered to whoever asked
+KIND_CHANGE = "change"  # a group's failure rate rose above its own baseline (workers.alerts.changes)
 
 STATUS_CLAIMED = "claimed"  # to be posted (a worker holds it, or died holding it)
 STATUS_POSTED = "posted"
@@ -80,6 +81,12 @@ def claim_alert(
 
 def by_key(session: Session, dedupe_key: str) -> Alert | None:
     return session.execute(select(Alert).where(Alert.dedupe_key == dedupe_key)).scalar_one_or_none()
+
+
+def claimed_of_kind(session: Session, kind: str) -> list[Alert]:
+    """The rows of a kind claimed and not posted yet (change alerts: few, and posted at once)."""
+    query = select(Alert).where(Alert.kind == kind, Alert.status == STATUS_CLAIMED).order_by(Alert.id)
+    return list(session.execute(query).scalars())
 
 
 def by_message(session: Session, channel_id: str, message_ts: str) -> Alert | None:

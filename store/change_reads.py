@@ -1,0 +1,88 @@
+"""What the change alerts read (`workers.alerts.changes`): the judgments made since the last look, in order, with
+what groups their answer (its channel, its bot when it happened in no channel, its stored topic) and the names of
+topics. One bounded read per look: the worker's tick stays cheap however many groups there are."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from store.exchange_models import Exchange
+from store.models import ALERTING_SOURCES, Judgment, Pair
+from store.topic_models import PairTopic, TopicRecord
+
+
+@dataclass(frozen=True)
+class JudgedAnswer:
+    """One judgment of an answer that alerts can be about (captured or ingested), as the change detector reads it."""
+
+    judgment_id: int
+    pair_id: int
+    score: float
+    at: datetime  # when it was judged: the detector's clock
+    channel_id: str | None
+    channel_is_private: bool
+    answer_ts: str | None
+    bot: str | None  # the ingested exchange's bot (its first exchange), None for a captured answer
+    visibility: str | None  # the exchange's visibility (public | private | dm), None for a captured answer
+    topic_key: str | None  # the pair's stored topic, when a topics run assigned one
+
+
+def judged_since(session: Session, after_id: int, judge: str, *, limit: int) -> list[JudgedAnswer]:
+    """Scored judgments by `judge` with an id above `after_id`, oldest first, at most `limit`."""
+    first_exchange = (
+        select(Exchange.pair_id, func.min(Exchange.id).label("exchange_id")).group_by(Exchange.pair_id).subquery()
+    )
+    query = (
+        select(
+            Judgment.id,
+            Judgment.pair_id,
+            Judgment.score,
+            Judgment.created_at,
+            Pair.channel_id,
+            Pair.channel_is_private,
+            Pair.answer_ts,
+            Exchange.bot,
+            Exchange.visibility,
+            PairTopic.topic_key,
+        )
+        .join(Pair, Pair.id == Judgment.pair_id)
+        .outerjoin(first_exchange, first_exchange.c.pair_id == Pair.id)
+        .outerjoin(Exchange, Exchange.id == first_exchange.c.exchange_id)
+        .outerjoin(PairTopic, PairTopic.pair_id == Pair.id)
+        .where(
+            Judgment.id > after_id,
+            Judgment.judge == judge,
+            Judgment.status == "ok",
+            Judgment.score.is_not(None),
+            Pair.source.in_(sorted(ALERTING_SOURCES)),
+        )
+        .order_by(Judgment.id)
+        .limit(limit)
+    )
+    return [JudgedAnswer(*row) for row in session.execute(query)]
+
+
+def first_judgment_since(session: Session, since: datetime) -> int:
+    """The id just before the first judgment made at or after `since` (where a first look starts), 0 for none."""
+    found = session.scalar(select(func.min(Judgment.id)).where(Judgment.created_at >= since))
+    return found - 1 if found is not None else session.scalar(select(func.max(Judgment.id))) or 0
+
+
+def topic_names(session: Session, keys: Collection[str]) -> dict[str, str]:
+    if not keys:
+        return {}
+    query = select(TopicRecord.key, TopicRecord.name).where(TopicRecord.key.in_(sorted(keys)))
+    return {row.key: row.name for row in session.execute(query)}
+
+
+def answers_of(session: Session, pair_ids: Sequence[int]) -> dict[int, tuple[str | None, str | None, bool]]:
+    """Each pair's (channel, answer ts, private): where an example links to."""
+    if not pair_ids:
+        return {}
+    query = select(Pair.id, Pair.channel_id, Pair.answer_ts, Pair.channel_is_private).where(Pair.id.in_(pair_ids))
+    return {row.id: (row.channel_id, row.answer_ts, row.channel_is_private) for row in session.execute(query)}
