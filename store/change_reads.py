@@ -33,10 +33,8 @@ class JudgedAnswer:
 
 
 def judged_since(session: Session, after_id: int, judge: str, *, limit: int) -> list[JudgedAnswer]:
-    """Scored judgments by `judge` with an id above `after_id`, oldest first, at most `limit`."""
-    first_exchange = (
-        select(Exchange.pair_id, func.min(Exchange.id).label("exchange_id")).group_by(Exchange.pair_id).subquery()
-    )
+    """Scored judgments by `judge` with an id above `after_id`, oldest first, at most `limit` rows read. A pair with
+    several exchanges comes once per exchange (by `ix_exchanges_pair`, no scan of the table): its first is kept."""
     query = (
         select(
             Judgment.id,
@@ -51,8 +49,7 @@ def judged_since(session: Session, after_id: int, judge: str, *, limit: int) -> 
             PairTopic.topic_key,
         )
         .join(Pair, Pair.id == Judgment.pair_id)
-        .outerjoin(first_exchange, first_exchange.c.pair_id == Pair.id)
-        .outerjoin(Exchange, Exchange.id == first_exchange.c.exchange_id)
+        .outerjoin(Exchange, Exchange.pair_id == Pair.id)
         .outerjoin(PairTopic, PairTopic.pair_id == Pair.id)
         .where(
             Judgment.id > after_id,
@@ -61,10 +58,13 @@ def judged_since(session: Session, after_id: int, judge: str, *, limit: int) -> 
             Judgment.score.is_not(None),
             Pair.source.in_(sorted(ALERTING_SOURCES)),
         )
-        .order_by(Judgment.id)
+        .order_by(Judgment.id, Exchange.id)
         .limit(limit)
     )
-    return [JudgedAnswer(*row) for row in session.execute(query)]
+    found: dict[int, JudgedAnswer] = {}
+    for row in session.execute(query):
+        found.setdefault(row[0], JudgedAnswer(*row))
+    return list(found.values())
 
 
 def first_judgment_since(session: Session, since: datetime) -> int:

@@ -108,3 +108,37 @@ def test_change_alerts_off_reads_nothing(make_runtime, fake):
         store_judged(runtime, every(50, 2), datetime.now(UTC) - 50 * GAP)
         assert str(changes.watch(runtime)) == "off"
         assert runtime.redis.get(changes.CURSOR_KEY) is None
+
+
+def test_a_bot_s_exchanges_in_no_channel_are_its_group(make_runtime, fake):
+    """An ingested exchange in no Slack channel counts for its bot (its first exchange's), with its visibility."""
+    from store.change_reads import judged_since
+    from store.exchange_models import Exchange
+
+    now = datetime.now(UTC)
+    with make_runtime() as runtime:
+        with runtime.db.session() as session:
+            for i, visibility in enumerate(("public", "dm")):
+                pair = Pair(source="ingest", channel_id=None, question_text="q", answer_text="a", status="judged")
+                session.add(pair)
+                session.flush()
+                for turn in range(2):  # two exchanges made one pair: read once
+                    session.add(
+                        Exchange(
+                            client_id=f"x{i}-{turn}",
+                            bot="helpdesk" if turn == 0 else "other",
+                            conversation_id="c",
+                            turn=turn,
+                            visibility=visibility,
+                            asked_at=now,
+                            answered_at=now,
+                            pair_id=pair.id,
+                        )
+                    )
+                session.add(Judgment(pair_id=pair.id, judge="relevancy", status="ok", score=1.0, max_score=4))
+        with runtime.db.reading() as session:
+            read = judged_since(session, 0, "relevancy", limit=100)
+        assert [(a.bot, a.visibility, changes.groups_of(a)) for a in read] == [
+            ("helpdesk", "public", ["bot:helpdesk"]),
+            ("helpdesk", "dm", ["bot:helpdesk"]),
+        ]
