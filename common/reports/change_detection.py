@@ -27,11 +27,14 @@ from functools import lru_cache
 
 P0_FLOOR = 0.01  # a baseline under 1% failed is charted as 1% (a doubling of nothing is no alarm to write)
 P0_CEILING = 0.45  # above this a doubling leaves the scale; charted as 45%
-LIMIT_MOST = 20_000  # the chart's limit is searched up to this (never reached at the floor: about 700)
+LIMIT_MOST = 20_000  # the chart's limit is searched up to this (at the floor and the longest run length: about 700)
 # An episode ends when the answers favour the baseline over 1.5 times it as strongly as the alarm favoured a doubling:
 # a rate still well above the baseline (1.7 times, say) never re-arms it by chance, one at the baseline does in
 # about 400 answers at 10% (about two weeks at 30 a day).
 RECOVERY_RATIO = 1.5
+# The longest run length a chart is drawn for (a group of 100,000 answers a month at the default target): beyond it a
+# busier group gets a few more false alarms per month than its target rather than an ever longer chart.
+RUN_LENGTH_MOST = 200_000.0
 EXAMPLES = 5  # failed answers an alarm keeps as its examples
 DAY_SECONDS = 86_400.0
 MONTH_DAYS = 30.0
@@ -139,14 +142,18 @@ def run_length(p: float, weight: int, limit: int) -> float:
     probability `p` (a failure moves it +weight−1, a pass −1, never under zero): Brook & Evans' Markov chain,
     (I − Q)·L = 1 over the states 0..limit−1, L[0]."""
     import numpy as np  # on first use: the worker's alert path imports this module, most of it never charts
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.linalg import spsolve
 
+    # I − Q has at most three entries a row (stay, up, down): a sparse solve keeps a limit of a thousand cheap.
     states = np.arange(limit)
-    q = np.zeros((limit, limit))
     up = states + weight - 1
     inside = up < limit
-    q[states[inside], up[inside]] += p
-    q[states, np.maximum(states - 1, 0)] += 1 - p
-    lengths = np.linalg.solve(np.eye(limit) - q, np.ones(limit))
+    rows = np.concatenate([states, states[inside], states])
+    columns = np.concatenate([states, up[inside], np.maximum(states - 1, 0)])
+    values = np.concatenate([np.ones(limit), np.full(int(inside.sum()), -p), np.full(limit, -(1 - p))])
+    matrix = coo_matrix((values, (rows, columns)), shape=(limit, limit)).tocsc()  # duplicates (0 → 0) are summed
+    lengths = spsolve(matrix, np.ones(limit))
     return float(lengths[0])
 
 
@@ -187,7 +194,7 @@ def answers_per_month(state: ChangeState) -> float:
 def target_run_length(state: ChangeState, params: ChangeParams) -> float:
     """Answers between false alarms that make `false_alarms_per_month`, rounded up to two significant figures (the
     charts are cached by it)."""
-    wanted = max(answers_per_month(state) / params.false_alarms_per_month, 100.0)
+    wanted = min(max(answers_per_month(state) / params.false_alarms_per_month, 100.0), RUN_LENGTH_MOST)
     scale = 10 ** (math.floor(math.log10(wanted)) - 1)
     return math.ceil(wanted / scale) * scale
 
