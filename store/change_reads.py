@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
@@ -23,13 +23,26 @@ class JudgedAnswer:
     judgment_id: int
     pair_id: int
     score: float
-    at: datetime  # when it was judged: the detector's clock
+    judged_at: datetime
     channel_id: str | None
     channel_is_private: bool
     answer_ts: str | None
     bot: str | None  # the ingested exchange's bot (its first exchange), None for a captured answer
     visibility: str | None  # the exchange's visibility (public | private | dm), None for a captured answer
     topic_key: str | None  # the pair's stored topic, when a topics run assigned one
+    exchange_answered_at: datetime | None = None  # when the bot answered, as its exchange says
+    pair_created_at: datetime | None = None
+
+    @property
+    def at(self) -> datetime:
+        """When the answer was given (the detector's clock: "since Tue 10:00" is the answers' time, not the judge's):
+        its Slack message's ts, else its exchange's time, else when relmon stored it, else when it was judged."""
+        if self.answer_ts:
+            try:
+                return datetime.fromtimestamp(float(self.answer_ts), UTC)
+            except (ValueError, OverflowError, OSError):
+                pass
+        return self.exchange_answered_at or self.pair_created_at or self.judged_at
 
 
 def judged_since(session: Session, after_id: int, judge: str, *, limit: int) -> list[JudgedAnswer]:
@@ -47,6 +60,8 @@ def judged_since(session: Session, after_id: int, judge: str, *, limit: int) -> 
             Exchange.bot,
             Exchange.visibility,
             PairTopic.topic_key,
+            Exchange.answered_at,
+            Pair.created_at,
         )
         .join(Pair, Pair.id == Judgment.pair_id)
         .outerjoin(Exchange, Exchange.pair_id == Pair.id)

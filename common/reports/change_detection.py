@@ -231,8 +231,9 @@ def _reset_run(state: ChangeState) -> None:
 def observe(state: ChangeState, outcome: Outcome, params: ChangeParams) -> Step:
     """Feed one answer (in order); the state is updated in place. Cheap: the chart for a baseline is cached."""
     state.seen += 1
-    state.first_at = outcome.at if state.first_at is None else state.first_at
-    state.last_at = outcome.at
+    # Answers may come a little out of order (judged late): the span is the earliest to the latest seen.
+    state.first_at = outcome.at if state.first_at is None else min(state.first_at, outcome.at)
+    state.last_at = outcome.at if state.last_at is None else max(state.last_at, outcome.at)
     if not ready(state, params):
         _fold(state, int(outcome.failed), 1, params)
         return Step()

@@ -20,8 +20,16 @@ GAP = timedelta(minutes=48)  # 30 answers a day
 QUIET = "C_QUIET"
 
 
-def store_judged(runtime, outcomes: list[bool], start: datetime, channel: str = SUPPORT, topic: str | None = None):
-    """Captured answers judged in order, one every GAP from `start`: failed → relevancy 1, else 4 (threshold 2)."""
+def store_judged(
+    runtime,
+    outcomes: list[bool],
+    start: datetime,
+    channel: str = SUPPORT,
+    topic: str | None = None,
+    judged_at: datetime | None = None,
+):
+    """Captured answers judged in order, one every GAP from `start` (judged then, or all at `judged_at`): failed →
+    relevancy 1, else 4 (threshold 2)."""
     with runtime.db.session() as session:
         for i, failed in enumerate(outcomes):
             at = start + i * GAP
@@ -37,7 +45,14 @@ def store_judged(runtime, outcomes: list[bool], start: datetime, channel: str = 
             session.flush()
             score = 1.0 if failed else 4.0
             session.add(
-                Judgment(pair_id=pair.id, judge="relevancy", status="ok", score=score, max_score=4, created_at=at)
+                Judgment(
+                    pair_id=pair.id,
+                    judge="relevancy",
+                    status="ok",
+                    score=score,
+                    max_score=4,
+                    created_at=judged_at or at,
+                )
             )
             if topic:
                 session.add(PairTopic(pair_id=pair.id, topic_key=topic))
@@ -101,6 +116,19 @@ def test_a_topic_s_rise_alerts_under_its_name_in_the_default_alert_channel(make_
         texts = [post["text"] for post in change_posts(fake)]
         assert len(texts) == 2  # the channel's and the topic's (every answer of the channel is of the topic)
         assert any(text.startswith("Topic “Refunds”: 9% → 78% of answers failed since") for text in texts), texts
+
+
+def test_a_backlog_judged_at_once_is_read_in_its_answers_time(make_runtime, fake):
+    """Two weeks of answers judged just now (an outage's backlog): the change point is the answers' time."""
+    now = datetime.now(UTC)
+    with make_runtime() as runtime:
+        start = now - 400 * GAP
+        store_judged(runtime, every(300, 10) + [i % 2 == 0 for i in range(100)], start, judged_at=now)
+        tasks.watch_changes()
+        [row] = [a for a in alerts(runtime) if a.kind == "change"]
+        since = datetime.fromisoformat(row.details["since"])
+        assert abs(since - (start + 300 * GAP)) <= 8 * GAP
+        assert len(change_posts(fake)) == 1
 
 
 def test_change_alerts_off_reads_nothing(make_runtime, fake):

@@ -75,7 +75,7 @@ def answer(**values) -> JudgedAnswer:
         "judgment_id": 1,
         "pair_id": 1,
         "score": 1.0,
-        "at": SINCE,
+        "judged_at": SINCE,
         "channel_id": "C1",
         "channel_is_private": False,
         "answer_ts": "1.0",

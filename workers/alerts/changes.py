@@ -45,7 +45,7 @@ LOCK_KEY = "relmon:change-alerts:lock"
 LOCK_SECONDS = 300
 BATCH = 5_000  # judgments one look reads at most; the next tick reads on
 FIRST_LOOK = timedelta(days=60)  # a first look (or one after Redis lost its state) replays this much history
-# An alarm about answers judged longer ago than this (a replay after a lost state) updates the detector only.
+# An alarm raised by a judgment made longer ago than this (a replay after a lost state) updates the detector only.
 STALE_ALARM = timedelta(days=3)
 TOPIC_PREFIX = "topic:"
 
@@ -80,6 +80,7 @@ def failed(runtime: Runtime, answer: JudgedAnswer) -> bool:
 class Raised:
     group: str
     alarm: Alarm
+    judged_at: datetime  # the judgment that raised it: a replay's old alarms are not posted
 
 
 @dataclass(frozen=True)
@@ -132,12 +133,13 @@ def _feed(runtime: Runtime, now: datetime) -> tuple[int, list[Raised]]:
     }
     raised: list[Raised] = []
     for key in keys:
-        for answer in by_group[key]:
+        # In the answers' order within a look (a backlog judged at once: its answers' own times).
+        for answer in sorted(by_group[key], key=lambda item: (to_utc(item.at), item.judgment_id)):
             outcome = Outcome(failed(runtime, answer), to_utc(answer.at).timestamp(), answer.pair_id)
             step = observe(states[key], outcome, params)
             if step.alarm is not None:
-                raised.append(Raised(key, step.alarm))
-    fresh = [item for item in raised if item.alarm.at >= (now - STALE_ALARM).timestamp()]
+                raised.append(Raised(key, step.alarm, to_utc(answer.judged_at)))
+    fresh = [item for item in raised if item.judged_at >= now - STALE_ALARM]
     for item in fresh:  # claimed before the states are saved: a look that dies here is replayed to the same keys
         claim(runtime, item, params, now)
     runtime.redis.hset(STATE_KEY, mapping={key: json.dumps(state.as_json()) for key, state in states.items()})
