@@ -8,7 +8,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from sqlalchemy import func, select
+from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session
 
 from store.exchange_models import Exchange
@@ -45,10 +45,10 @@ class JudgedAnswer:
         return self.exchange_answered_at or self.pair_created_at or self.judged_at
 
 
-def judged_since(session: Session, after_id: int, judge: str, *, limit: int) -> list[JudgedAnswer]:
-    """Scored judgments by `judge` with an id above `after_id`, oldest first, at most `limit` rows read. A pair with
-    several exchanges comes once per exchange (by `ix_exchanges_pair`, no scan of the table): its first is kept."""
-    query = (
+def _answers() -> Select:
+    """The columns of a `JudgedAnswer`: a judgment, its pair, the pair's exchanges (none for a captured answer, one
+    row each otherwise: joined by `ix_exchanges_pair`, no scan of the table) and its stored topic."""
+    return (
         select(
             Judgment.id,
             Judgment.pair_id,
@@ -65,14 +65,25 @@ def judged_since(session: Session, after_id: int, judge: str, *, limit: int) -> 
         )
         .join(Pair, Pair.id == Judgment.pair_id)
         .outerjoin(Exchange, Exchange.pair_id == Pair.id)
+    )
+
+
+def _scored(judge: str) -> tuple:
+    return (
+        Judgment.judge == judge,
+        Judgment.status == "ok",
+        Judgment.score.is_not(None),
+        Pair.source.in_(sorted(ALERTING_SOURCES)),
+    )
+
+
+def judged_since(session: Session, after_id: int, judge: str, *, limit: int) -> list[JudgedAnswer]:
+    """Scored judgments by `judge` with an id above `after_id`, oldest first, at most `limit` rows read (a pair with
+    several exchanges: its first one's)."""
+    query = (
+        _answers()
         .outerjoin(PairTopic, PairTopic.pair_id == Pair.id)
-        .where(
-            Judgment.id > after_id,
-            Judgment.judge == judge,
-            Judgment.status == "ok",
-            Judgment.score.is_not(None),
-            Pair.source.in_(sorted(ALERTING_SOURCES)),
-        )
+        .where(Judgment.id > after_id, *_scored(judge))
         .order_by(Judgment.id, Exchange.id)
         .limit(limit)
     )
@@ -82,10 +93,36 @@ def judged_since(session: Session, after_id: int, judge: str, *, limit: int) -> 
     return list(found.values())
 
 
+def topical_since(session: Session, after_pair_id: int, judge: str, *, limit: int) -> list[JudgedAnswer]:
+    """Pairs with a stored topic and an id above `after_pair_id`, each once with its newest scored judgment by
+    `judge`, lowest pair id first. A topics run assigns a period's pairs together, a day or so after they were
+    answered: a topic's detector is fed them then, each pair once (a later run re-assigning it is not read again)."""
+    query = (
+        _answers()
+        .join(PairTopic, PairTopic.pair_id == Pair.id)
+        .where(Pair.id > after_pair_id, *_scored(judge))
+        .order_by(Pair.id, Judgment.id, Exchange.id)
+        .limit(limit)
+    )
+    found: dict[int, JudgedAnswer] = {}
+    for row in session.execute(query):
+        answer = JudgedAnswer(*row)
+        kept = found.get(answer.pair_id)
+        if kept is None or answer.judgment_id > kept.judgment_id:  # the newest verdict, its first exchange
+            found[answer.pair_id] = answer
+    return list(found.values())
+
+
 def first_judgment_since(session: Session, since: datetime) -> int:
     """The id just before the first judgment made at or after `since` (where a first look starts), 0 for none."""
     found = session.scalar(select(func.min(Judgment.id)).where(Judgment.created_at >= since))
     return found - 1 if found is not None else session.scalar(select(func.max(Judgment.id))) or 0
+
+
+def first_pair_since(session: Session, since: datetime) -> int:
+    """The id just before the first pair stored at or after `since` (where the topics' first look starts)."""
+    found = session.scalar(select(func.min(Pair.id)).where(Pair.created_at >= since))
+    return found - 1 if found is not None else session.scalar(select(func.max(Pair.id))) or 0
 
 
 def topic_names(session: Session, keys: Collection[str]) -> dict[str, str]:

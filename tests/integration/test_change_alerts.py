@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 
+from sqlalchemy import select
+
 from store.models import Judgment, Pair
 from store.topic_models import PairTopic, TopicRecord
 from tests import alert_helpers
@@ -104,18 +106,25 @@ def test_a_rising_failure_rate_posts_one_alert_with_its_evidence(make_runtime, f
         assert len(change_posts(fake)) == 1
 
 
-def test_a_topic_s_rise_alerts_under_its_name_in_the_default_alert_channel(make_runtime, fake):
+def test_a_topic_s_rise_alerts_under_its_name_once_a_topics_run_assigns_its_answers(make_runtime, fake):
     now = datetime.now(UTC)
     with make_runtime(change_alert_min_baseline=100) as runtime:
+        start = now - 200 * GAP
+        store_judged(runtime, every(150, 10), start)
+        store_judged(runtime, [True, True, False] * 16 + [True, True], start + 150 * GAP)
+        tasks.watch_changes()
+        assert [post["text"][:14] for post in change_posts(fake)] == ["<#C_SUPPORT>: "]
+        # A day later the topics run stores every answer's topic: the next tick feeds the topic's detector.
         with runtime.db.session() as session:
             session.add(TopicRecord(key="t-refunds", name="Refunds", named_by="llm", anchors=[]))
-        start = now - 200 * GAP
-        store_judged(runtime, every(150, 10), start, topic="t-refunds")
-        store_judged(runtime, [True, True, False] * 16 + [True, True], start + 150 * GAP, topic="t-refunds")
-        tasks.watch_changes()
+            for pair_id in session.scalars(select(Pair.id)):
+                session.add(PairTopic(pair_id=pair_id, topic_key="t-refunds"))
+        assert str(tasks.watch_changes()) == "read 200, alarms 1, posted 1"
         texts = [post["text"] for post in change_posts(fake)]
-        assert len(texts) == 2  # the channel's and the topic's (every answer of the channel is of the topic)
-        assert any(text.startswith("Topic “Refunds”: 9% → 78% of answers failed since") for text in texts), texts
+        assert len(texts) == 2 and texts[1].startswith("Topic “Refunds”: 9% → 78% of answers failed since"), texts
+        [row] = [a for a in alerts(runtime) if a.kind == "change" and a.source_channel_id is None]
+        assert (row.details["group"], row.alert_channel_id) == ("t-refunds", ALERTS)
+        assert str(tasks.watch_changes()) == "read 0, alarms 0, posted 0"  # each pair fed to its topic once
 
 
 def test_a_backlog_judged_at_once_is_read_in_its_answers_time(make_runtime, fake):
@@ -166,7 +175,7 @@ def test_a_bot_s_exchanges_in_no_channel_are_its_group(make_runtime, fake):
                 session.add(Judgment(pair_id=pair.id, judge="relevancy", status="ok", score=1.0, max_score=4))
         with runtime.db.reading() as session:
             read = judged_since(session, 0, "relevancy", limit=100)
-        assert [(a.bot, a.visibility, changes.groups_of(a)) for a in read] == [
-            ("helpdesk", "public", ["bot:helpdesk"]),
-            ("helpdesk", "dm", ["bot:helpdesk"]),
+        assert [(a.bot, a.visibility, changes.report_key(a)) for a in read] == [
+            ("helpdesk", "public", "bot:helpdesk"),
+            ("helpdesk", "dm", "bot:helpdesk"),
         ]

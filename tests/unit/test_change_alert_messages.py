@@ -1,5 +1,5 @@
 """A change alert's message (common.messages.change_alerts) and what groups an answer counts in
-(workers.alerts.changes.groups_of): pure, from plain data."""
+(workers.alerts.changes.report_key, topic_group): pure, from plain data."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 from common.messages.change_alerts import ChangeAlert, Example, change_alert, headline
 from store.change_reads import JudgedAnswer
-from workers.alerts.changes import TOPIC_PREFIX, groups_of
+from workers.alerts.changes import TOPIC_PREFIX, report_key, topic_group
 
 SINCE = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)  # a Tuesday; 10:00 in Paris
 
@@ -86,8 +86,12 @@ def answer(**values) -> JudgedAnswer:
     return JudgedAnswer(**{**fields, **values})
 
 
+def groups_of(answer: JudgedAnswer) -> list[str | None]:
+    return [report_key(answer), topic_group(answer)]
+
+
 def test_an_answer_counts_for_its_channel_its_bot_and_its_public_topic():
-    assert groups_of(answer()) == ["C1"]
+    assert groups_of(answer()) == ["C1", None]
     assert groups_of(answer(topic_key="t")) == ["C1", TOPIC_PREFIX + "t"]
     assert groups_of(answer(channel_id=None, bot="helpdesk", visibility="public", topic_key="t")) == [
         "bot:helpdesk",
@@ -96,6 +100,6 @@ def test_an_answer_counts_for_its_channel_its_bot_and_its_public_topic():
 
 
 def test_a_private_answer_never_feeds_a_topic():
-    assert groups_of(answer(channel_is_private=True, topic_key="t")) == ["C1"]
-    assert groups_of(answer(channel_id=None, bot="helpdesk", visibility="dm", topic_key="t")) == ["bot:helpdesk"]
-    assert groups_of(answer(channel_id=None, bot=None)) == []
+    assert groups_of(answer(channel_is_private=True, topic_key="t")) == ["C1", None]
+    assert groups_of(answer(channel_id=None, bot="helpdesk", visibility="dm", topic_key="t")) == ["bot:helpdesk", None]
+    assert groups_of(answer(channel_id=None, bot=None)) == [None, None]

@@ -1,17 +1,17 @@
 """Change alerts: a channel's, a bot's or a topic's failure rate rising above its own baseline, one alert per change.
 
 `watch` runs on beat's tick (`workers.tasks.slack.watch_changes`): it reads the judgments made since its last look
-(`store.change_reads`, one bounded read), feeds each group's detector (`common.reports.change_detection`, a
-Bernoulli CUSUM) the answers in order, and claims an alert row for every alarm (kind `change`, keyed by the group
-and its change point: at most once), then posts the claimed rows by the alerts' one post protocol
-(`workers.alerts.delivery.post_alert`). The detectors' states and the cursor live in Redis, saved after the claims:
-a look that dies before saving is replayed whole by the next one, which meets the same keys.
+and the pairs a topics run assigned since (`store.change_reads`, two bounded reads), feeds each group's detector
+(`common.reports.change_detection`, a Bernoulli CUSUM) the answers in order, and claims an alert row for every alarm
+(kind `change`, keyed by the group and its change point: at most once), then posts the claimed rows by the alerts'
+one post protocol (`workers.alerts.delivery.post_alert`). The detectors' states and the cursors live in Redis, saved
+after the claims: a look that dies before saving is replayed whole by the next one, which meets the same keys.
 
 What fails: an answer whose relevancy verdict is at or below its channel's threshold (the low-score rule, before any
 second opinion). Groups: the answer's channel; an ingested exchange in no channel, its bot (`store.bot_groups`);
-and its topic, when a topics run stored one for it and the answer is not private (a topic's name is drawn from its
-questions: a private conversation never feeds a group whose name is shown). A topic's alert goes to the default
-alert channel; a channel's and a bot's to their rule's.
+and its topic, once a topics run stored one for it (a day or so later) and the answer is not private (a topic's
+name is drawn from its questions: a private conversation never feeds a group whose name is shown). A topic's alert
+goes to the default alert channel; a channel's and a bot's to their rule's.
 """
 
 from __future__ import annotations
@@ -19,9 +19,11 @@ from __future__ import annotations
 import json
 import logging
 from collections import defaultdict
+from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import partial
 
 import redis
 
@@ -41,12 +43,14 @@ log = logging.getLogger("relmon.alerts")
 
 STATE_KEY = "relmon:change-alerts:state"  # hash: group key -> the detector's state (JSON)
 CURSOR_KEY = "relmon:change-alerts:cursor"  # the last judgment id fed
+TOPIC_CURSOR_KEY = "relmon:change-alerts:topic-cursor"  # the last pair id fed to its topic
 LOCK_KEY = "relmon:change-alerts:lock"
 LOCK_SECONDS = 300
 BATCH = 5_000  # judgments one look reads at most; the next tick reads on
 FIRST_LOOK = timedelta(days=60)  # a first look (or one after Redis lost its state) replays this much history
 # An alarm raised by a judgment made longer ago than this (a replay after a lost state) updates the detector only.
 STALE_ALARM = timedelta(days=3)
+STALE_TOPIC_ALARM = timedelta(days=8)  # a topic's answers come when a topics run assigns them: up to a week late
 TOPIC_PREFIX = "topic:"
 
 
@@ -62,13 +66,11 @@ def report_key(answer: JudgedAnswer) -> str | None:
     return bot_groups.key_of(answer.bot) if answer.bot else None
 
 
-def groups_of(answer: JudgedAnswer) -> list[str]:
-    """Every group whose rate the answer counts in: its channel (or bot), and its stored topic when not private."""
-    groups = [key] if (key := report_key(answer)) else []
+def topic_group(answer: JudgedAnswer) -> str | None:
+    """The answer's topic's group, when it has a stored topic and is not private (a topic's name is drawn from its
+    questions: a private conversation never feeds a group whose name is shown)."""
     public = not answer.channel_is_private and answer.visibility in (None, QUOTABLE_VISIBILITY)
-    if answer.topic_key and public:
-        groups.append(TOPIC_PREFIX + answer.topic_key)
-    return groups
+    return TOPIC_PREFIX + answer.topic_key if answer.topic_key and public else None
 
 
 def failed(runtime: Runtime, answer: JudgedAnswer) -> bool:
@@ -112,39 +114,58 @@ def watch(runtime: Runtime, now: datetime | None = None) -> Watched:
             lock.release()
 
 
+def _cursor(runtime: Runtime, key: str, first: Callable[[], int]) -> int:
+    """A stored cursor, or where a first look starts."""
+    stored = runtime.redis.get(key)
+    return int(stored) if stored is not None else first()
+
+
 def _feed(runtime: Runtime, now: datetime) -> tuple[int, list[Raised]]:
+    """Feed each group's detector what was judged since the last look (channels and bots), and the pairs a topics
+    run assigned since (topics); claim the fresh alarms; then save the states and the cursors."""
     params = params_of(runtime)
-    stored = runtime.redis.get(CURSOR_KEY)
+    since = now - FIRST_LOOK
     with runtime.db.reading() as session:
-        cursor = int(stored) if stored is not None else change_reads.first_judgment_since(session, now - FIRST_LOOK)
+        cursor = _cursor(runtime, CURSOR_KEY, partial(change_reads.first_judgment_since, session, since))
         answers = change_reads.judged_since(session, cursor, RELEVANCY, limit=BATCH)
-    if not answers:
-        if stored is None:
-            runtime.redis.set(CURSOR_KEY, cursor)
-        return 0, []
+        topic_cursor = _cursor(runtime, TOPIC_CURSOR_KEY, partial(change_reads.first_pair_since, session, since))
+        topical = change_reads.topical_since(session, topic_cursor, RELEVANCY, limit=BATCH)
     by_group: dict[str, list[JudgedAnswer]] = defaultdict(list)
     for answer in answers:
-        for group in groups_of(answer):
+        if key := report_key(answer):
+            by_group[key].append(answer)
+    for answer in topical:
+        if group := topic_group(answer):
             by_group[group].append(answer)
+    raised = _observe(runtime, by_group, params)
+    stale = {False: now - STALE_ALARM, True: now - STALE_TOPIC_ALARM}
+    for item in raised:  # claimed before the states are saved: a look that dies here is replayed to the same keys
+        if item.judged_at >= stale[item.group.startswith(TOPIC_PREFIX)]:
+            claim(runtime, item, params, now)
+    runtime.redis.set(CURSOR_KEY, answers[-1].judgment_id if answers else cursor)
+    runtime.redis.set(TOPIC_CURSOR_KEY, topical[-1].pair_id if topical else topic_cursor)
+    return len(answers) + len(topical), raised
+
+
+def _observe(runtime: Runtime, by_group: dict[str, list[JudgedAnswer]], params: ChangeParams) -> list[Raised]:
+    """Each group's answers fed to its detector (its state read from Redis and saved back), in the answers' order
+    within a look (a backlog judged at once: its answers' own times)."""
     keys = sorted(by_group)
+    if not keys:
+        return []
     states = {
         key: ChangeState.of_json(json.loads(raw) if raw else None)
         for key, raw in zip(keys, runtime.redis.hmget(STATE_KEY, keys), strict=True)
     }
     raised: list[Raised] = []
     for key in keys:
-        # In the answers' order within a look (a backlog judged at once: its answers' own times).
         for answer in sorted(by_group[key], key=lambda item: (to_utc(item.at), item.judgment_id)):
             outcome = Outcome(failed(runtime, answer), to_utc(answer.at).timestamp(), answer.pair_id)
             step = observe(states[key], outcome, params)
             if step.alarm is not None:
                 raised.append(Raised(key, step.alarm, to_utc(answer.judged_at)))
-    fresh = [item for item in raised if item.judged_at >= now - STALE_ALARM]
-    for item in fresh:  # claimed before the states are saved: a look that dies here is replayed to the same keys
-        claim(runtime, item, params, now)
     runtime.redis.hset(STATE_KEY, mapping={key: json.dumps(state.as_json()) for key, state in states.items()})
-    runtime.redis.set(CURSOR_KEY, answers[-1].judgment_id)
-    return len(answers), raised
+    return raised
 
 
 def alert_channel_of(runtime: Runtime, group: str) -> str | None:
