@@ -127,6 +127,7 @@ class Step:
 
     alarm: Alarm | None = None
     rearmed: bool = False
+    ended: float | None = None  # when re-armed: the change point of the episode that ended (its alarm's `since`)
 
 
 def weight_of(p0: float) -> int:
@@ -252,9 +253,10 @@ def observe(state: ChangeState, outcome: Outcome, params: ChangeParams) -> Step:
         step = math.log(p0 / back) if outcome.failed else math.log((1 - p0) / (1 - back))
         state.recovery = max(0.0, state.recovery + step)
         if state.recovery >= chart.limit * math.log((1 - p0) / (1 - 2 * p0)):  # the alarm's own threshold h
+            ended = state.run_start
             state.alerted, state.recovery = False, 0  # back to baseline: the stretch since is not the baseline's
             _reset_run(state)
-            return Step(rearmed=True)
+            return Step(rearmed=True, ended=ended)
         return Step()
     state.chart = max(0, state.chart + (chart.weight if outcome.failed else 0) - 1)
     if state.chart == 0:

@@ -127,6 +127,23 @@ def test_a_topic_s_rise_alerts_under_its_name_once_a_topics_run_assigns_its_answ
         assert str(tasks.watch_changes()) == "read 0, alarms 0, posted 0"  # each pair fed to its topic once
 
 
+def test_the_episode_ends_when_the_rate_is_back_and_the_next_rise_alerts_again(make_runtime, fake):
+    now = datetime.now(UTC)
+    with make_runtime() as runtime:
+        start = now - 1100 * GAP
+        rise = [i % 20 in (0, 2, 4, 7, 9, 11, 13, 16, 18) for i in range(60)]  # 45%
+        stretches = [every(300, 10), rise, every(600, 10), rise + rise]
+        offset = 0
+        for stretch in stretches:
+            store_judged(runtime, stretch, start + offset * GAP, judged_at=now)
+            offset += len(stretch)
+            tasks.watch_changes()
+        first, second = [a for a in alerts(runtime) if a.kind == "change"]
+        assert first.details["recovered_at"] and "recovered_at" not in second.details
+        assert datetime.fromisoformat(second.details["since"]) > datetime.fromisoformat(first.details["recovered_at"])
+        assert len(change_posts(fake)) == 2
+
+
 def test_a_backlog_judged_at_once_is_read_in_its_answers_time(make_runtime, fake):
     """Two weeks of answers judged just now (an outage's backlog): the change point is the answers' time."""
     now = datetime.now(UTC)

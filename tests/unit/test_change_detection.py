@@ -127,8 +127,10 @@ def test_the_episode_re_arms_once_the_rate_is_back_and_alarms_again_on_the_next_
     first = feed(state, answers(rng, 0.35, 150, start), PARAMS)
     assert [step.alarm.episode for step in first if step.alarm] == [1]
     assert state.alerted
+    since = next(step.alarm.since for step in first if step.alarm)
     back = feed(state, answers(rng, 0.10, 900, start + 150), PARAMS)
-    assert [step.rearmed for step in back][:1] == [True] and not any(step.alarm for step in back[:1])
+    assert [(step.rearmed, step.ended) for step in back][:1] == [(True, since)]
+    assert not any(step.alarm for step in back[:1])
     assert not state.alerted
     again = feed(state, answers(rng, 0.35, 300, start + 1050), PARAMS)
     assert [step.alarm.episode for step in again if step.alarm][:1] == [2]

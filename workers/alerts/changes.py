@@ -158,14 +158,27 @@ def _observe(runtime: Runtime, by_group: dict[str, list[JudgedAnswer]], params: 
         for key, raw in zip(keys, runtime.redis.hmget(STATE_KEY, keys), strict=True)
     }
     raised: list[Raised] = []
+    recovered: list[tuple[str, datetime]] = []
     for key in keys:
         for answer in sorted(by_group[key], key=lambda item: (to_utc(item.at), item.judgment_id)):
             outcome = Outcome(failed(runtime, answer), to_utc(answer.at).timestamp(), answer.pair_id)
             step = observe(states[key], outcome, params)
             if step.alarm is not None:
                 raised.append(Raised(key, step.alarm, to_utc(answer.judged_at)))
+            if step.ended is not None:
+                recovered.append((dedupe_key(key, step.ended), to_utc(answer.at)))
+    if recovered:  # an episode's alert row says when its group was back at baseline (and the next may alert)
+        with runtime.db.session() as session:
+            for key, at in recovered:
+                if (row := alert_store.by_key(session, key)) is not None:
+                    alert_store.mark_recovered(session, row.id, at)
     runtime.redis.hset(STATE_KEY, mapping={key: json.dumps(state.as_json()) for key, state in states.items()})
     return raised
+
+
+def dedupe_key(group: str, since: float) -> str:
+    """One alert per group and change point: a replayed look meets the same key."""
+    return f"change:{group}:{int(since)}"[:200]
 
 
 def alert_channel_of(runtime: Runtime, group: str) -> str | None:
@@ -205,7 +218,7 @@ def claim(runtime: Runtime, raised: Raised, params: ChangeParams, now: datetime)
     with runtime.db.session() as session:
         alert_store.claim_alert(
             session,
-            dedupe_key=f"change:{group}:{int(alarm.since)}"[:200],
+            dedupe_key=dedupe_key(group, alarm.since),
             kind=alert_store.KIND_CHANGE,
             source_channel_id=None if topic else group,
             alert_channel_id=alert_channel,
