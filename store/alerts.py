@@ -83,12 +83,6 @@ def by_key(session: Session, dedupe_key: str) -> Alert | None:
     return session.execute(select(Alert).where(Alert.dedupe_key == dedupe_key)).scalar_one_or_none()
 
 
-def claimed_of_kind(session: Session, kind: str) -> list[Alert]:
-    """The rows of a kind claimed and not posted yet (change alerts: few, and posted at once)."""
-    query = select(Alert).where(Alert.kind == kind, Alert.status == STATUS_CLAIMED).order_by(Alert.id)
-    return list(session.execute(query).scalars())
-
-
 def by_message(session: Session, channel_id: str, message_ts: str) -> Alert | None:
     return session.execute(
         select(Alert).where(Alert.alert_channel_id == channel_id, Alert.message_ts == message_ts).limit(1)

@@ -100,7 +100,7 @@ def topical_since(session: Session, after_pair_id: int, judge: str, *, limit: in
     query = (
         _answers()
         .join(PairTopic, PairTopic.pair_id == Pair.id)
-        .where(Pair.id > after_pair_id, *_scored(judge))
+        .where(PairTopic.pair_id > after_pair_id, *_scored(judge))  # a range of pair_topics' key
         .order_by(Pair.id, Judgment.id, Exchange.id)
         .limit(limit)
     )

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 
+import pytest
+from slack_sdk.errors import SlackApiError
 from sqlalchemy import select
 
 from store.models import Judgment, Pair
@@ -155,6 +157,19 @@ def test_a_backlog_judged_at_once_is_read_in_its_answers_time(make_runtime, fake
         since = datetime.fromisoformat(row.details["since"])
         assert abs(since - (start + 300 * GAP)) <= 8 * GAP
         assert len(change_posts(fake)) == 1
+
+
+def test_a_post_slack_failed_is_made_by_the_next_look_once(make_runtime, fake):
+    now = datetime.now(UTC)
+    with make_runtime() as runtime:
+        store_judged(runtime, every(300, 10) + [i % 2 == 0 for i in range(60)], now - 360 * GAP, judged_at=now)
+        fake.refuse("chat.postMessage", "internal_error", times=1)
+        with pytest.raises(SlackApiError):
+            changes.watch(runtime)  # the task retries: the alarm is claimed, its detector's state saved
+        assert not fake.messages[ALERTS]  # refused (the call is recorded, no message)
+        assert str(changes.watch(runtime)) == "read 0, alarms 0, posted 1"
+        assert str(changes.watch(runtime)) == "read 0, alarms 0, posted 0"
+        assert len(fake.messages[ALERTS]) == 1
 
 
 def test_change_alerts_off_reads_nothing(make_runtime, fake):

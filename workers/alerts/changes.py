@@ -32,9 +32,8 @@ from common.privacy import QUOTABLE_VISIBILITY, may_show_figures
 from common.reports.change_detection import Alarm, ChangeParams, ChangeState, Outcome, observe
 from common.runtime import Runtime
 from judges.names import RELEVANCY
+from store import alert_reads, bot_groups, change_reads
 from store import alerts as alert_store
-from store import bot_groups, change_reads
-from store.alert_reads import AlertRow
 from store.change_reads import JudgedAnswer
 from workers.alerts import delivery
 from workers.alerts.policy import to_utc
@@ -44,6 +43,7 @@ log = logging.getLogger("relmon.alerts")
 STATE_KEY = "relmon:change-alerts:state"  # hash: group key -> the detector's state (JSON)
 CURSOR_KEY = "relmon:change-alerts:cursor"  # the last judgment id fed
 TOPIC_CURSOR_KEY = "relmon:change-alerts:topic-cursor"  # the last pair id fed to its topic
+UNPOSTED_KEY = "relmon:change-alerts:unposted"  # ids of change alerts claimed and not posted yet
 LOCK_KEY = "relmon:change-alerts:lock"
 LOCK_SECONDS = 300
 BATCH = 5_000  # judgments one look reads at most; the next tick reads on
@@ -216,7 +216,7 @@ def claim(runtime: Runtime, raised: Raised, params: ChangeParams, now: datetime)
         "false_alarms_per_month": params.false_alarms_per_month,
     }
     with runtime.db.session() as session:
-        alert_store.claim_alert(
+        row, _ = alert_store.claim_alert(
             session,
             dedupe_key=dedupe_key(group, alarm.since),
             kind=alert_store.KIND_CHANGE,
@@ -225,6 +225,8 @@ def claim(runtime: Runtime, raised: Raised, params: ChangeParams, now: datetime)
             details=details,
             now=now,
         )
+        if row.status == alert_store.STATUS_CLAIMED:  # new, or left unposted by a look that died before saving
+            runtime.redis.sadd(UNPOSTED_KEY, row.id)
     log.info("change alarm claimed", extra={"group": group, "n": alarm.n, "failed": alarm.failed})
 
 
@@ -242,8 +244,14 @@ def example_of(runtime: Runtime, answer: tuple[str | None, str | None, bool] | N
 
 
 def post_claimed(runtime: Runtime) -> int:
-    """Post every change alert claimed and not posted yet (this look's, or one a dead look left): at most once each,
-    by the alerts' post protocol. A refusal for good marks its row failed; any other error is the task's retry."""
-    with runtime.db.reading() as session:
-        rows = [AlertRow.of(row) for row in alert_store.claimed_of_kind(session, alert_store.KIND_CHANGE)]
-    return sum(delivery.post_alert(runtime, row, None) == alert_store.STATUS_POSTED for row in rows)
+    """Post the change alerts claimed and not posted yet (this look's, or ones whose post failed and is retried): at
+    most once each, by the alerts' post protocol. The claims are noted in a Redis set (no scan of `alerts` each tick):
+    a row is taken off once posted or refused for good; any other error leaves it for the task's retry."""
+    posted = 0
+    for raw in sorted(runtime.redis.smembers(UNPOSTED_KEY), key=int):
+        with runtime.db.reading() as session:
+            row = alert_reads.row_by_id(session, int(raw))
+        status = delivery.post_alert(runtime, row, None) if row is not None else "missing"
+        posted += status == alert_store.STATUS_POSTED
+        runtime.redis.srem(UNPOSTED_KEY, raw)
+    return posted
