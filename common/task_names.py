@@ -20,6 +20,7 @@ FLUSH_ALERT_SUMMARIES = "workers.tasks.slack.flush_alert_summaries"
 REFRESH_ALERT_VOTES = "workers.tasks.slack.refresh_alert_votes"
 DELIVER_VERDICT = "workers.tasks.slack.deliver_verdict"
 FOLLOW_UP_OUTCOME = "workers.tasks.slack.follow_up_outcome"
+WATCH_CHANGES = "workers.tasks.slack.watch_changes"
 SEND_DIGEST = "workers.tasks.digest.send_digest"
 SEND_DIGEST_PREVIEW = "workers.tasks.digest.send_digest_preview"
 PURGE_OLD = "workers.tasks.maintenance.purge_old"
@@ -50,6 +51,7 @@ POSTING = frozenset(
         REFRESH_ALERT_VOTES,
         DELIVER_VERDICT,
         FOLLOW_UP_OUTCOME,
+        WATCH_CHANGES,
         SEND_DIGEST,
         SEND_DIGEST_PREVIEW,
         POST_OUTAGE_NOTICE,

@@ -17,6 +17,7 @@ from common.messages.alerts import (
     degradation_alert,
     low_score_alert,
 )
+from common.messages.change_alerts import ChangeAlert, change_alert
 from common.messages.missed_failure import missed_failure_alert
 from common.privacy import may_quote, may_quote_exchange
 from common.runtime import Runtime
@@ -42,7 +43,10 @@ def quote_allowed(
 
 
 def render_alert(runtime: Runtime, session: Session, row: AlertRow, judged: Judged | None) -> dict:
-    """The message of a claimed alert row: a degradation, or a low score (or missed failure) about `judged`."""
+    """The message of a claimed alert row: a change in a failure rate, a degradation, or a low score (or missed
+    failure) about `judged`."""
+    if row.kind == alert_store.KIND_CHANGE:
+        return change_alert(ChangeAlert.of_details(row.details, runtime.settings.timezone))
     if row.kind == alert_store.KIND_DEGRADATION:
         return degradation_alert(replace(degradation_of(row), judge_note=canary_note(session, to_utc(row.created_at))))
     assert judged is not None and judged.facts.judgment_id == row.judgment_id, "a low alert is drawn from its judgment"
