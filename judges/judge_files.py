@@ -6,6 +6,8 @@
     fails_at = 0                 # a score at or below this fails (pass/fail: 0, the default)
     needs = ["question", "answer"]   # optional: a pair without these is not judged by it
                                      # (default: the placeholders the prompt uses, but {context})
+    labels = "refund_policy.jsonl"   # optional: answers labelled by people (relmon eval's format), beside the
+                                     # file: the weekly canary re-judges them and reports the judge's agreement
     prompt = '''
     Does the answer below promise the customer a refund? ...
     {question}
@@ -29,7 +31,7 @@ from judges.judge_spec import PLACEHOLDERS, JudgeSpec, Scale
 from judges.names import JUDGE_NAMES
 from judges.prompts import SYSTEM_MESSAGE, PromptTemplate
 
-FIELDS = ("name", "description", "scale", "fails_at", "needs", "prompt")
+FIELDS = ("name", "description", "scale", "fails_at", "needs", "prompt", "labels")
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,31}$")  # a judgment's judge column holds 32 characters
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([^{}]*)\}")
 if TYPE_CHECKING:
@@ -159,10 +161,14 @@ def parse_judge_file(text: str, path: str, *, max_prompt_chars: int) -> JudgeSpe
     if not isinstance(description, str):
         problem("description", "description: a string")
         description = ""
+    labels = data.get("labels")
+    if labels is not None and (not isinstance(labels, str) or not labels.strip()):
+        problem("labels", 'labels: the labelled file\'s name, such as labels = "refund_policy.jsonl"')
+        labels = None
     if problems:
         raise JudgeFileError(problems)
     assert isinstance(name, str) and isinstance(prompt, str) and scale is not None and isinstance(fails_at, int)
-    return JudgeSpec(name, prompt, scale, fails_at, tuple(needs), description.strip(), path)
+    return JudgeSpec(name, prompt, scale, fails_at, tuple(needs), description.strip(), path, labels)
 
 
 def _check_placeholders(prompt: str, text: str, path: str, problems: list[FileProblem]) -> list[str]:

@@ -26,6 +26,8 @@ def check_report(catalog: JudgeCatalog, max_prompt_chars: int) -> tuple[list[str
 
     lines = [f"{judge.spec.source}: ok: judge {name} ({judge!r})" for name, judge in catalog.custom.items()]
     lines += [f"{problem}" for problem in catalog.problems]
+    unreadable = labels_problems(catalog)
+    lines += unreadable
     if catalog.custom:
         judge = next(iter(catalog.custom.values()))
         question = with_context(SAMPLE_QUESTION, SAMPLE_CONTEXT)
@@ -33,7 +35,30 @@ def check_report(catalog: JudgeCatalog, max_prompt_chars: int) -> tuple[list[str
         reference = SAMPLE_DOCUMENTS if "documents" in judge.template.placeholders else SAMPLE_REFERENCE
         prompt = judge.example_prompt(question, SAMPLE_ANSWER, reference, max_prompt_chars)
         lines += ["", f"example: the prompt of {judge.name} filled with a sample pair", "-" * 60, prompt, "-" * 60]
-    return lines, not catalog.problems and bool(catalog.custom)
+    return lines, not catalog.problems and not unreadable and bool(catalog.custom)
+
+
+def labels_problems(catalog: JudgeCatalog) -> list[str]:
+    """A judge's labelled file that cannot be read (the canary and `relmon eval` would fail on it), by file and line;
+    the judge itself still runs."""
+    from judges.judge_files import _key_line
+    from judges.labels import LabelError, read_labels
+
+    problems = []
+    for judge in catalog.custom.values():
+        path = judge.spec.labels_path
+        if path is None:
+            continue
+        try:
+            read_labels(path, judge)
+        except LabelError as error:
+            try:
+                line = _key_line(Path(judge.spec.source).read_text(encoding="utf-8"), "labels")
+            except (OSError, UnicodeDecodeError):
+                line = None
+            where = f"{judge.spec.source}:{line}" if line else judge.spec.source
+            problems.append(f"{where}: labels: {error}")
+    return problems
 
 
 def run_judges_check(args: argparse.Namespace, settings: Settings) -> int:

@@ -81,9 +81,10 @@ def trust_lines(trust: Trust, judges: list[str], *, slack: bool = True, timezone
     if second:
         lines.append(second)
     lines += [f"Threshold: {suggestion_text(found, slack=slack)}" for found in trust.suggestions]
-    canary = canary_text(trust.canary)
-    if canary:
-        lines.append(canary)
+    for figures in (trust.canary, *trust.team_canaries.values()):  # the seed canary, then each team judge's
+        canary = canary_text(figures)
+        if canary:
+            lines.append(canary)
     lines += [f"Judge changed: {note}" for note in version_notes(trust, timezone)]
     return lines
 

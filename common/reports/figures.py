@@ -12,6 +12,7 @@ from common.reports.period import Period
 from common.reports.stats import Prices, Report
 from common.reports.trust import CanaryPoint
 from common.runtime import Runtime
+from judges.names import JUDGE_NAMES
 from store.canary import recent_runs
 from store.judge_catalog import judge_catalog
 from store.models import as_utc
@@ -41,7 +42,9 @@ def read_report(
     pairs in memory at a time, however long the period)."""
     settings, rules = runtime.settings, runtime.rules
     with runtime.db.session() as session:
-        runs = recent_runs(session, before=period.end)
+        runs = recent_runs(session, before=period.end, judges=JUDGE_NAMES)  # the seed canary's two newest
+        for name in judge_catalog(settings).specs:  # and each team judge's, when it has labels
+            runs += recent_runs(session, before=period.end, judges=[name])
         builder = ReportBuilder(
             period,
             lambda channel: rules.for_channel(channel, settings).thresholds,

@@ -14,6 +14,7 @@ from datetime import datetime
 
 from common.feedback import Tally
 from common.reports.intervals import Estimate, Interval, proportion, wilson
+from judges.names import JUDGE_NAMES
 from store.models import ConfirmationStatus, JudgmentStatus
 from store.stats_queries import PairRow
 
@@ -248,6 +249,13 @@ class VersionChange:
         return len(self.now) > 1
 
 
+def team_canaries(runs: Sequence[CanaryPoint]) -> dict[str, CanaryFigures]:
+    """Each team judge's newest run and the one before it (the seed judges' are `canary_figures`)."""
+    names = sorted({run.judge for run in runs if run.judge not in JUDGE_NAMES})
+    found = {name: canary_figures([run for run in runs if run.judge == name]) for name in names}
+    return {name: figures for name, figures in found.items() if figures is not None}
+
+
 @dataclass(frozen=True)
 class Comparability:
     """Whether one judge's figures this week may be set against last week's."""
@@ -318,8 +326,10 @@ class Trust:
     more_disputed: int = 0  # the disputed ones beyond those
     confirmed: int = 0
     unconfirmed: int = 0
-    canary: CanaryFigures | None = None
+    canary: CanaryFigures | None = None  # the seed canary's
     comparability: dict[str, Comparability] = field(default_factory=dict)
+    # Each team judge's canary (a judges.d judge with a labelled file), by name.
+    team_canaries: dict[str, CanaryFigures] = field(default_factory=dict)
     # judge -> prompt version -> its number (1 the first the store holds), read when a version changed
     # (`store.judgments.prompt_numbers`); not compared: how a version is named, not a figure.
     version_numbers: Mapping[str, Mapping[str, int]] = field(default_factory=dict, compare=False)
@@ -373,7 +383,8 @@ class TrustTally:
             more_disputed=second.more_disputed,
             confirmed=second.confirmed,
             unconfirmed=second.unconfirmed,
-            canary=canary_figures(canary_runs),
+            canary=canary_figures([run for run in canary_runs if run.judge in JUDGE_NAMES]),
+            team_canaries=team_canaries(canary_runs),
             comparability={
                 judge: comparability(
                     judge,

@@ -101,7 +101,7 @@ def test_a_prompt_over_the_size_limit_is_refused() -> None:
 def test_unknown_fields_and_needs_outside_the_prompt_are_said() -> None:
     text = 'name = "x"\nscale = "pass/fail"\nneeds = ["documents"]\ncolour = "red"\nprompt = "{answer}"\n'
     assert problems(text) == [
-        "j.toml:4: unknown field 'colour': the fields are name, description, scale, fails_at, needs, prompt",
+        "j.toml:4: unknown field 'colour': the fields are name, description, scale, fails_at, needs, prompt, labels",
         "j.toml:3: needs 'documents', but the prompt has no {documents}",
     ]
 
@@ -202,3 +202,25 @@ def test_names_and_thresholds_load_without_the_llm_client() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=root, env={"PYTHONPATH": root}
     ).stdout.strip()
     assert shown == "[('customer_language', 1.0), ('refund_policy', 0.0), ('status_page', 0.0)] False"
+
+
+def test_a_labelled_file_is_named_beside_the_judge_file() -> None:
+    spec = parse_judge_file('labels = "refund.jsonl"\n' + GOOD, "/teams/judges.d/j.toml", max_prompt_chars=LIMIT)
+    assert spec.labels_path == Path("/teams/judges.d/refund.jsonl")
+    assert parse_judge_file(GOOD, "j.toml", max_prompt_chars=LIMIT).labels_path is None
+    assert problems("labels = 3\n" + GOOD) == [
+        'j.toml:1: labels: the labelled file\'s name, such as labels = "refund_policy.jsonl"'
+    ]
+    catalog = load_catalog(EXAMPLES, max_prompt_chars=LIMIT)
+    assert all(spec.labels_path.is_file() for spec in catalog.specs.values())  # each example has its labels
+
+
+def test_judges_check_names_a_labelled_file_it_cannot_read(tmp_path: Path) -> None:
+    from relmon.judges_cli import check_report
+
+    (tmp_path / "j.toml").write_text('name = "refunds"\nlabels = "gone.jsonl"\n' + GOOD.split("\n", 1)[1])
+    lines, good = check_report(load_catalog(tmp_path, max_prompt_chars=LIMIT), LIMIT)
+    assert not good
+    assert any(
+        line.startswith(f"{tmp_path / 'j.toml'}:2: labels: cannot read {tmp_path / 'gone.jsonl'}") for line in lines
+    )
