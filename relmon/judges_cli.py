@@ -41,7 +41,7 @@ def check_report(catalog: JudgeCatalog, max_prompt_chars: int) -> tuple[list[str
 def labels_problems(catalog: JudgeCatalog) -> list[str]:
     """A judge's labelled file that cannot be read (the canary and `relmon eval` would fail on it), by file and line;
     the judge itself still runs."""
-    from judges.judge_files import _key_line
+    from judges.judge_files import key_line
     from judges.labels import LabelError, read_labels
 
     problems = []
@@ -53,7 +53,7 @@ def labels_problems(catalog: JudgeCatalog) -> list[str]:
             read_labels(path, judge)
         except LabelError as error:
             try:
-                line = _key_line(Path(judge.spec.source).read_text(encoding="utf-8"), "labels")
+                line = key_line(Path(judge.spec.source).read_text(encoding="utf-8"), judge.spec.source, "labels")
             except (OSError, UnicodeDecodeError):
                 line = None
             where = f"{judge.spec.source}:{line}" if line else judge.spec.source
@@ -69,7 +69,7 @@ def run_judges_check(args: argparse.Namespace, settings: Settings) -> int:
     catalog = load_catalog(directory, max_prompt_chars=settings.max_prompt_chars)
     lines, good = check_report(catalog, settings.max_prompt_chars)
     if not catalog.custom and not catalog.problems:
-        lines.append(f"{directory}: no judge files (*.toml)")
+        lines.append(f"{directory}: no judge files (*.toml, *.yaml, *.yml)")
     print(visible("\n".join(lines)))
     found = len(catalog.custom) + len({problem.path for problem in catalog.problems})
     summary = f"{len(catalog.custom)} of {found} judge file(s) ok" if found else "nothing checked"
