@@ -173,6 +173,8 @@ def _regress_arguments(commands) -> None:
     regress.add_argument("--threads", type=whole_number, default=8, help="judgments in flight at once (default 8)")
     regress.add_argument("--fresh", action="store_true", help="judge again answers an earlier run judged already")
     regress.add_argument("--include-private", action="store_true", help=_INCLUDE_PRIVATE)
+    regress.add_argument("--judge", action="append", metavar="NAME", help="also check each answer with this team "
+                         "judge (RELMON_JUDGES_DIR; repeat for more): it fails an item at its fails_at")  # fmt: skip
     regress.add_argument("--allow-missing", action="store_true", help="pass without the golden items the file has "
                          "no answer for (they are listed, not run; without it they fail the run)")  # fmt: skip
 

@@ -19,6 +19,7 @@ from common.messages.golden import digest_line
 from common.messages.outcomes import NOTE as OUTCOME_NOTE
 from common.messages.outcomes import outcome_lines
 from common.messages.readable import Readable
+from common.messages.team_judges import shown_judges, team_judge_line, team_section
 from common.messages.topics import cost_text, fix_first_blocks, topics_text
 from common.messages.trust import TRUST_HEADING, precision_text, trust_lines, trust_section
 from common.reports.intervals import MIN_N
@@ -54,7 +55,9 @@ def judge_line(stats: JudgeStats, change: Change | None = None, before: str = WE
     """`mean 3.10 / 4 (2.95–3.24, n=48), no clear change (n=48 vs 40) · 12% ≤ 2 (6–24%, n=48), ▼ 31% → 12%
     (significant)`: each figure with its 95% interval and n, "too few (n=4)" below the minimum, a change only
     when significant (`common.messages.rates`); `· no data the week before` when the week (`before`: the period)
-    compared with had no scores."""
+    compared with had no scores. A team's judge leads with its pass rate (`common.messages.team_judges`)."""
+    if stats.team:
+        return team_judge_line(stats, change, before)
     if stats.scored == 0:
         extra = f" · {stats.nulls} unscorable" if stats.nulls else ""
         return f"no scores{extra}"
@@ -201,7 +204,8 @@ def _overall_fields(report: Report, topics: TopicsView | None = None) -> list[di
     fields = [
         {"type": "mrkdwn", "text": f"*Answers*\n{_volume_line(overall)}"},
     ]
-    for name, stats in list(overall.judges.items())[:3]:
+    seeds = [(name, stats) for name, stats in overall.judges.items() if not stats.team]
+    for name, stats in seeds[:3]:  # the team's judges have a section of their own (`team_section`)
         text = f"*{name.capitalize()}*\n{judge_line(stats, report.change(overall, name), report.period.before)}"
         if stats.scored:
             text += f"\n{distribution_line(stats)}"
@@ -222,7 +226,8 @@ def _overall_fields(report: Report, topics: TopicsView | None = None) -> list[di
 
 def _channel_section(report: Report, stats: ChannelStats, links: Links, quotes: Quotes) -> dict:
     lines = [f"*{channel_ref(stats.channel_id)}* — {_volume_line(stats)}"]
-    for name, judge in stats.judges.items():
+    for name in shown_judges(stats):
+        judge = stats.judges[name]
         line = f"{name}: {judge_line(judge, report.change(stats, name), report.period.before)}"
         # The distribution on the judge's own line keeps a channel's section short when there are many.
         lines.append(line + (f" · {distribution_line(judge)}" if judge.scored else ""))
@@ -322,9 +327,12 @@ def digest_message(
     if topics is not None:
         blocks += fix_first_blocks(topics)
     blocks.append({"type": "section", "fields": _overall_fields(report, topics)})
+    team = team_section(report, channel_ref)
+    if team is not None:
+        blocks.append(team)
     judges = list(report.overall.judges)
     agreement = judge_lines(report.agreement, judges, links, before=report.period.before)
-    trust = trust_section(report.trust, judges, agreement)
+    trust = trust_section(report.trust, judges, agreement, report.period.timezone)
     tail = [] if trust is None else [trust]
     if chart_in_thread:
         resolution = ", the daily resolution rate" if report.outcomes.any_closed else ""
@@ -399,7 +407,8 @@ def digest_text(
 
     def block(stats: ChannelStats) -> list[str]:
         lines = [f"Answers: {_volume_line(stats)}"]
-        for name, judge in stats.judges.items():
+        for name in shown_judges(stats):
+            judge = stats.judges[name]
             lines.append(f"{name}: {judge_line(judge, report.change(stats, name), report.period.before)}")
             if judge.scored:
                 lines.append(f"  {distribution_line(judge)}")
@@ -419,7 +428,7 @@ def digest_text(
     out += block(report.overall)
     judges = list(report.overall.judges)
     agreement = judge_lines(report.agreement, judges, links, slack=False, before=report.period.before)
-    trust = trust_lines(report.trust, judges, slack=False, agreement=agreement)
+    trust = trust_lines(report.trust, judges, slack=False, agreement=agreement, timezone=report.period.timezone)
     if trust:
         out += ["", f"== {TRUST_HEADING} ==", *trust]
     for stats in report.channels if sole is None else []:

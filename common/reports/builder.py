@@ -21,6 +21,7 @@ from common.reports.stats import (
     DailyTally,
     Prices,
     Report,
+    Scales,
     ThresholdsFor,
     is_answer,
     ordered_judges,
@@ -47,8 +48,8 @@ def _memo(function: Callable[[str | None], Value]) -> Callable[[str | None], Val
 class _Week:
     """One week's (or period's) tallies: every channel together, each channel, and their outcomes."""
 
-    def __init__(self, thresholds_for: ThresholdsFor, prices: Prices, worst: int) -> None:
-        self.new_channel = lambda: ChannelTally(thresholds_for, prices, worst)
+    def __init__(self, thresholds_for: ThresholdsFor, prices: Prices, worst: int, scales: Scales) -> None:
+        self.new_channel = lambda: ChannelTally(thresholds_for, prices, worst, scales)
         self.overall = self.new_channel()
         self.channels: dict[str, ChannelTally] = {}
         self.outcomes = OutcomeTally()
@@ -96,14 +97,17 @@ class ReportBuilder:
         is_watched: Callable[[str], bool] = lambda _channel: True,
         worst: int = 3,
         canary_runs: Sequence[CanaryPoint] = (),
+        scales: Scales | None = None,
     ) -> None:
+        """`scales`: the team judges' scales from their files (the seed judges' are `SCALES`)."""
         self.period = period
         self.thresholds_for: Callable[[str | None], Mapping[str, float]] = _memo(thresholds_for)
         self.is_watched = _memo(is_watched)
         self.channels = list(channels)
         self.canary_runs = list(canary_runs)
-        self.current = _Week(self.thresholds_for, prices, worst)
-        self.previous = _Week(self.thresholds_for, prices, worst)
+        self.scales = {**(scales or {}), **SCALES}
+        self.current = _Week(self.thresholds_for, prices, worst, self.scales)
+        self.previous = _Week(self.thresholds_for, prices, worst, self.scales)
         self.daily = DailyTally(period)
         self.daily_outcomes = DailyOutcomeTally(period)
         self.trust = TrustTally()
@@ -145,7 +149,7 @@ class ReportBuilder:
             daily=self.daily.points(main),
             primary_judge=main,
             thresholds={channel: dict(self.thresholds_for(channel)) for channel in [None, *channel_ids]},
-            trust=self.trust.trust(judges, self.thresholds_for, SCALES, self.canary_runs),
+            trust=self.trust.trust(judges, self.thresholds_for, self.scales, self.canary_runs),
             outcomes=OutcomeReport(
                 judge=main,
                 overall=current.outcomes.stats(None, main),

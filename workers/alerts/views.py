@@ -21,6 +21,7 @@ from common.messages.change_alerts import ChangeAlert, change_alert
 from common.messages.missed_failure import missed_failure_alert
 from common.privacy import may_quote, may_quote_exchange
 from common.runtime import Runtime
+from judges.names import JUDGE_NAMES
 from store import alerts as alert_store
 from store import bot_groups, exchanges
 from store.alert_reads import AlertRow
@@ -55,7 +56,7 @@ def render_alert(runtime: Runtime, session: Session, row: AlertRow, judged: Judg
 
 def canary_note(session: Session, at: datetime) -> str | None:
     """Whether the judge or the bot moved, by the canary's last run in the week before `at` (None: no run)."""
-    found = recent_runs(session, before=at + timedelta(seconds=1), limit=1)
+    found = recent_runs(session, before=at + timedelta(seconds=1), limit=1, judges=JUDGE_NAMES)  # the seeds'
     if not found or to_utc(found[0].created_at) < at - RECENT_CANARY:
         return None
     run = found[0]
