@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 
 from common.messages.fixes import FixLine, mark_message, verdict_reply
 from common.post_once import PostOnce, Receipts
+from common.privacy import Destination
 from common.reports.fixes import FixVerdict, GoldenRerun, verdict
 from common.reports.topic_runs import place_of
 from common.runtime import Runtime
@@ -81,7 +82,7 @@ def verdict_of(runtime: Runtime, fix: Fix, now: datetime) -> FixVerdict:
     return verdict(before, after, marked_at=fix.marked_at, now=now, golden=golden_rerun(runtime, fix))
 
 
-def topic_name(runtime: Runtime, key: str, channel: str | None) -> str:
+def topic_name(runtime: Runtime, key: str, channel: Destination | str | None) -> str:
     """The topic's name as `channel`'s people may read it (a private channel's words only where they may)."""
     with runtime.db.reading() as session:
         record = fix_rows.topic(session, key)
@@ -128,12 +129,12 @@ def mark(
         except Exception:  # Slack down or the channel gone: the mark stands, the digest still shows it
             log.exception("the mark's message was not posted", extra={"fix_id": fix.id})
     else:
-        tell(runtime, fix, found, now)
+        tell_verdict(runtime, fix, found, now)
     with runtime.db.reading() as session:
         return fix_rows.get(session, fix.id), found
 
 
-def tell(runtime: Runtime, fix: Fix, found: FixVerdict, now: datetime) -> bool:
+def tell_verdict(runtime: Runtime, fix: Fix, found: FixVerdict, now: datetime) -> bool:
     """Post the verdict in the mark's thread if it changed since last told (once per change); whether it posted."""
     key = f"fix:{fix.id}:{found.key}:{int(now.timestamp())}"
     if fix.verdict != found.key:
@@ -160,16 +161,19 @@ def tell(runtime: Runtime, fix: Fix, found: FixVerdict, now: datetime) -> bool:
     return True
 
 
-def follow(runtime: Runtime, now: datetime, *, shown_in: str | None = None) -> list[FixLine]:
-    """Every followed fix's verdict now, each change told in its thread; the lines for `shown_in`'s people (the
-    digest's channel: each name as they may read it)."""
+def follow(
+    runtime: Runtime, now: datetime, *, shown_in: Destination | str | None = None, tell: bool = True
+) -> list[FixLine]:
+    """Every followed fix's verdict now, each change told in its thread (unless `tell` is off); the lines for
+    `shown_in`'s people (the digest's channel: each name as they may read it)."""
     with runtime.db.reading() as session:
         fixes = fix_rows.followed(session, now - timedelta(days=runtime.settings.fix_follow_days))
     lines = []
     for fix in fixes:
         found = verdict_of(runtime, fix, max(now, fix.marked_at))
         try:
-            tell(runtime, fix, found, now)
+            if tell:
+                tell_verdict(runtime, fix, found, now)
         except Exception:  # one thread that cannot be posted in stops neither the others nor the digest
             log.exception("a fix's verdict was not posted", extra={"fix_id": fix.id})
         lines.append(FixLine(topic_name(runtime, fix.topic_key, shown_in), fix.marked_at, found))

@@ -7,13 +7,14 @@ caller has already applied the privacy rule, so every quote passed in may be pri
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from zoneinfo import ZoneInfo
 
 from common.messages import blocks as block_kit
 from common.messages import rates
 from common.messages.blocks import WEEK_BEFORE, escape, no_data
+from common.messages.fixes import FixLine, fixes_blocks
 from common.messages.golden import digest_line
 from common.messages.outcomes import NOTE as OUTCOME_NOTE
 from common.messages.outcomes import outcome_lines
@@ -302,9 +303,11 @@ def digest_message(
     *,
     chart_in_thread: bool = False,
     topics: TopicsView | None = None,
+    fixes: Sequence[FixLine] = (),
 ) -> dict:
     """`{"text", "blocks"}` for chat.postMessage (at most 50 blocks). `chart_in_thread`: the chart follows
-    as a reply, and the message says where to find it. `topics`: "What to fix first" opens it."""
+    as a reply, and the message says where to find it. `topics`: "What to fix first" opens it; `fixes`: the
+    followed fixes' verdicts ("Fixes") follow it."""
     title = title_of(report)
     sole = _sole_channel(report)
     period = period_text(report) + (f" · {channel_ref(sole.channel_id)} only" if sole is not None else "")
@@ -319,6 +322,7 @@ def digest_message(
         return {"text": f"{title}: no answers captured", "blocks": blocks}
     if topics is not None:
         blocks += fix_first_blocks(topics)
+    blocks += fixes_blocks(fixes)
     blocks.append({"type": "section", "fields": _overall_fields(report, topics)})
     trust = trust_section(report.trust, list(report.overall.judges))
     tail = [] if trust is None else [trust]
