@@ -56,7 +56,7 @@ def counts(runtime: Runtime, key: str, marked_at: datetime, now: datetime) -> tu
             question = question_of(row, text, rule.thresholds) if rule.watch else None
             if question is None:
                 continue
-            side = after if row.asked_at >= marked_at else before
+            side = after if row.created_at >= marked_at else before  # the window is of pairs made
             side[0] += question.failed
             side[1] += 1
     return (before[0], before[1]), (after[0], after[1])
