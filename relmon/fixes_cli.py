@@ -6,6 +6,7 @@ verdicts go in, is posted in the alert channel (RELMON_ALERT_CHANNEL) when Slack
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from datetime import UTC, datetime
@@ -70,7 +71,8 @@ def _regress(args: argparse.Namespace, settings: Settings, runtime: Runtime, key
         fresh=False, include_private=False, allow_missing=True,
     )  # fmt: skip
     started = datetime.now(UTC)
-    code = run_regress(regress, settings, only_items=items)
+    with contextlib.redirect_stdout(sys.stderr):  # its table for people; this command's stdout is the verdict
+        code = run_regress(regress, settings, only_items=items)
     with runtime.db.reading() as session:
         runs = fix_rows.regress_runs_since(session, started)
     return (runs[0].id if runs else None), code
