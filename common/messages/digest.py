@@ -14,7 +14,7 @@ from zoneinfo import ZoneInfo
 from common.messages import blocks as block_kit
 from common.messages import rates
 from common.messages.blocks import WEEK_BEFORE, escape, no_data
-from common.messages.fixes import FixLine, fixes_blocks
+from common.messages.fixes import FixLine, fixes_blocks, fixes_text
 from common.messages.golden import digest_line
 from common.messages.outcomes import NOTE as OUTCOME_NOTE
 from common.messages.outcomes import outcome_lines
@@ -386,6 +386,7 @@ def digest_text(
     topics: TopicsView | None = None,
     *,
     readable: Readable | None = None,
+    fixes: Sequence[FixLine] = (),
 ) -> str:
     """The same digest for a terminal: channels by name and answers by local time (`readable`: the names known;
     the report's own zone), each channel's block once."""
@@ -396,6 +397,8 @@ def digest_text(
         return "\n".join(out) + "\n"
     if topics is not None:
         out += [topics_text(topics)]
+    if fixes:
+        out += ["== Fixes ==", *(fixes_text(line) for line in fixes), ""]
 
     def block(stats: ChannelStats) -> list[str]:
         lines = [f"Answers: {_volume_line(stats)}"]

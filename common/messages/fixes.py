@@ -100,6 +100,11 @@ def fixes_blocks(lines: Sequence[FixLine]) -> list[dict]:
     return [block_kit.section("\n".join(text)), block_kit.divider()]
 
 
+def fixes_text(line: FixLine) -> str:
+    """A followed fix for a terminal (the digest's dry run)."""
+    return f"- {verdict_line(line.name, line.verdict, mrkdwn=False)} (marked {line.marked_at:%Y-%m-%d %H:%M} UTC)"
+
+
 def mark_message(name: str, by: str, at: datetime, verdict: FixVerdict) -> dict:
     """The mark's own message (App Home, the CLI: in the alert channel), whose thread the verdicts go in."""
     who = f"<@{by}>" if by != "cli" else "The operator (relmon topics fixed)"

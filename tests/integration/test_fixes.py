@@ -11,6 +11,7 @@ import pytest
 from sqlalchemy import select
 
 from common.messages.fixes import MARK_BLOCK_ID
+from relmon.digest_cli import _dry_run
 from store.topic_models import TopicFix
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.slack_server import FakeSlack
@@ -67,7 +68,7 @@ def refunds_key(runtime) -> str:
     return Counter(keys).most_common(1)[0][0]
 
 
-def test_a_fix_whose_failures_drop_is_improved_in_the_digest_and_its_thread(services):
+def test_a_fix_whose_failures_drop_is_improved_in_the_digest_and_its_thread(services, capsys):
     runtime, slack, _llm = services
     store_questions(runtime.db, week(0, FAILING_TOPIC))
     first = deliver_digest(runtime, NOW)
@@ -103,3 +104,10 @@ def test_a_fix_whose_failures_drop_is_improved_in_the_digest_and_its_thread(serv
     assert [line.verdict.outcome for line in lines] == ["improved"]
     again = [p for p in slack.posted(DIGEST) if p.get("thread_ts") == first.message_ts]
     assert len(again) == 2
+
+    # The digest's dry run lists it too, and tells nothing.
+    capsys.readouterr()
+    assert _dry_run(runtime, NOW + WEEK + timedelta(hours=2)) == 0
+    printed = capsys.readouterr().out
+    assert "== Fixes ==" in printed and ": improved · failed " in printed
+    assert len([p for p in slack.posted(DIGEST) if p.get("thread_ts") == first.message_ts]) == 2
