@@ -170,7 +170,9 @@ def follow(
         fixes = fix_rows.followed(session, now - timedelta(days=runtime.settings.fix_follow_days))
     lines = []
     for fix in fixes:
-        found = verdict_of(runtime, fix, max(now, fix.marked_at))
+        if fix.marked_at > now:
+            continue  # marked after the moment asked about (a redrawn digest's)
+        found = verdict_of(runtime, fix, now)
         try:
             if tell:
                 tell_verdict(runtime, fix, found, now)
