@@ -85,6 +85,10 @@ def build_parser() -> argparse.ArgumentParser:
     digest.add_argument("--force", action="store_true", help="send another even if this week's was sent")
 
     topics = commands.add_parser("topics", help="what to fix first: the period's questions grouped into topics")
+    topics.add_argument("action", nargs="?", choices=["fixed"], help="fixed KEY: mark the topic KEY fixed, follow it")
+    topics.add_argument("key", nargs="?", help="the topic's key (`relmon topics --json`; a unique prefix will do)")
+    topics.add_argument("--at", help="when the fix shipped: YYYY-MM-DD[THH:MM] (RELMON_TIMEZONE; default: now)")
+    topics.add_argument("--candidates", help="re-run the topic's test-set items on these answers (relmon regress)")
     topics.add_argument("--since", default="7d", help="how far back: 7d (default) or a date YYYY-MM-DD")
     topics.add_argument("--channel", help="only this channel ID")
     topics.add_argument("--json", action="store_true", help="every topic with its figures and its questions' ids")
@@ -262,6 +266,10 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command in ("topics", "gaps"):
         from relmon.topics_cli import run_gaps, run_topics
 
+        if args.command == "topics" and (args.action or args.key or args.at or args.candidates):
+            from relmon.fixes_cli import run_fixed
+
+            return run_fixed(args, settings)
         return run_topics(args, settings) if args.command == "topics" else run_gaps(args, settings)
     if args.command == "regress":
         from relmon.regress.command import run_regress

@@ -7,7 +7,7 @@ caller has already applied the privacy rule, so every quote passed in may be pri
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from zoneinfo import ZoneInfo
 
@@ -15,6 +15,7 @@ from common.messages import blocks as block_kit
 from common.messages import rates
 from common.messages.agreement import channel_parts, judge_lines
 from common.messages.blocks import WEEK_BEFORE, escape, no_data
+from common.messages.fixes import FixLine, fixes_blocks, fixes_text
 from common.messages.golden import digest_line
 from common.messages.outcomes import NOTE as OUTCOME_NOTE
 from common.messages.outcomes import outcome_lines
@@ -309,9 +310,11 @@ def digest_message(
     *,
     chart_in_thread: bool = False,
     topics: TopicsView | None = None,
+    fixes: Sequence[FixLine] = (),
 ) -> dict:
     """`{"text", "blocks"}` for chat.postMessage (at most 50 blocks). `chart_in_thread`: the chart follows
-    as a reply, and the message says where to find it. `topics`: "What to fix first" opens it."""
+    as a reply, and the message says where to find it. `topics`: "What to fix first" opens it; `fixes`: the
+    followed fixes' verdicts ("Fixes") follow it."""
     title = title_of(report)
     sole = _sole_channel(report)
     period = period_text(report) + (f" · {channel_ref(sole.channel_id)} only" if sole is not None else "")
@@ -326,6 +329,7 @@ def digest_message(
         return {"text": f"{title}: no answers captured", "blocks": blocks}
     if topics is not None:
         blocks += fix_first_blocks(topics)
+    blocks += fixes_blocks(fixes)
     blocks.append({"type": "section", "fields": _overall_fields(report, topics)})
     team = team_section(report, channel_ref)
     if team is not None:
@@ -394,6 +398,7 @@ def digest_text(
     topics: TopicsView | None = None,
     *,
     readable: Readable | None = None,
+    fixes: Sequence[FixLine] = (),
 ) -> str:
     """The same digest for a terminal: channels by name and answers by local time (`readable`: the names known;
     the report's own zone), each channel's block once."""
@@ -404,6 +409,8 @@ def digest_text(
         return "\n".join(out) + "\n"
     if topics is not None:
         out += [topics_text(topics)]
+    if fixes:
+        out += ["== Fixes ==", *(fixes_text(line) for line in fixes), ""]
 
     def block(stats: ChannelStats) -> list[str]:
         lines = [f"Answers: {_volume_line(stats)}"]

@@ -15,7 +15,7 @@ import hashlib
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -108,7 +108,9 @@ def team_judges(names: Sequence[str], settings: Settings) -> list[Judge]:
     return judges
 
 
-def run_regress(args, settings: Settings) -> int:
+def run_regress(args, settings: Settings, only_items: Collection[int] | None = None) -> int:
+    """`only_items`: judge only these golden items (a topic's, `relmon topics fixed --candidates`), the file's
+    other answers left out and the set's other items not missed."""
     path = Path(args.candidates)
     if not 0.0 <= args.min_pass <= 1.0:
         return _fail(f"--min-pass is a fraction between 0 and 1, not {args.min_pass}", 2)
@@ -129,6 +131,11 @@ def run_regress(args, settings: Settings) -> int:
             return _fail(f"cannot read {path}: {error.strerror}", 2)
         except CandidatesProblem as problem:
             return _fail(f"{path}: nothing judged:\n{problem}", 2)
+        if only_items is not None:
+            items = {item_id: item for item_id, item in items.items() if item_id in only_items}
+            candidates = [candidate for candidate in candidates if candidate.item_id in items]
+            if not candidates:
+                return _fail(f"{path}: no answer to any of the topic's {len(items)} test-set items", 2)
         lacking = [f"line {c.line}: item {c.item_id} has no expected answer yet (write it in Slack or import one)"
                    for c in candidates if not items[c.item_id].expected]  # fmt: skip
         if lacking:
