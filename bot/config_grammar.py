@@ -22,11 +22,6 @@ from typing import Any
 from judges.names import RELEVANCY
 from store.rules import THRESHOLD_FIELDS
 
-USAGE = (
-    "Usage: `/judge config [#channel | bot:NAME] [alert #channel | quote on|off | viewers @person @group … | "
-    "judges NAME,NAME | threshold [JUDGE] N | reset [FIELD]]`"
-)
-
 SETTING_WORDS = ("alert", "quote", "viewers", "judges", "threshold")
 FIELD_OF_WORD = {"alert": ("alert_channel",), "quote": ("quote_private",), "viewers": ("viewers",),
                  "judges": ("judges",), "threshold": tuple(THRESHOLD_FIELDS.values())}  # fmt: skip
@@ -106,6 +101,8 @@ def parse_config(text: str) -> ConfigRequest:
     if keyword == "reset":
         fields: list[str] = []
         for word in words[1:]:
+            if word.lower() == "all":
+                continue
             if word.lower() not in FIELD_OF_WORD:
                 raise ConfigError(
                     f"Nothing called “{word[:40]}” to reset: name alert, quote, viewers, judges or threshold."

@@ -44,6 +44,7 @@ def save_override(session: Session, scope: str, values: dict[str, Any], user_id:
     if not values:
         if row is not None:
             session.delete(row)
+            session.flush()
         return
     if row is None:
         session.add(RuleOverride(scope=scope, rule_values=values, updated_by=user_id, updated_at=datetime.now(UTC)))

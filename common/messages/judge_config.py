@@ -11,7 +11,7 @@ from store import bot_groups
 from store.rules import THRESHOLD_FIELDS, EffectiveRule
 
 USAGE = (
-    "`/judge config [#channel | bot:NAME]` shows a rule; add `alert #channel`, `quote on|off`, "
+    "Usage: `/judge config [#channel | bot:NAME]` shows a rule; add `alert #channel`, `quote on|off`, "
     "`viewers @person @group` (a bot's), `judges NAME,NAME`, `threshold [JUDGE] N`, or `reset [FIELD]` to change it."
 )
 HELP_LINE = (

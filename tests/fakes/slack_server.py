@@ -105,7 +105,14 @@ class FakeSlack(SlackFaults, SlackMethods, BackgroundServer):
     # State set-up -----------------------------------------------------------------------------
 
     def add_user(
-        self, user_id: str, name: str, real_name: str | None = None, *, is_bot: bool = False, bot_id: str | None = None
+        self,
+        user_id: str,
+        name: str,
+        real_name: str | None = None,
+        *,
+        is_bot: bool = False,
+        bot_id: str | None = None,
+        is_admin: bool = False,
     ) -> None:
         with self._lock:
             profile = {"real_name": real_name or name, "display_name": name}
@@ -117,6 +124,9 @@ class FakeSlack(SlackFaults, SlackMethods, BackgroundServer):
                 "name": name,
                 "real_name": real_name or name,
                 "is_bot": is_bot,
+                "is_admin": is_admin,  # a workspace admin (users.info says is_owner, is_primary_owner beside it)
+                "is_owner": False,
+                "is_primary_owner": False,
                 "deleted": False,
                 "profile": profile,
             }

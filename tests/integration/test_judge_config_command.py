@@ -1,0 +1,163 @@
+"""`/judge config` through signed Slack requests to the served bot (real Redis, SQLite/PostgreSQL, FakeSlack over
+HTTP, the fake LLM): an admin turns quoting on for a bot and its next dm exchange's alert quotes it, then off and the
+next one does not; a person who is no admin is refused privately, naming whom to ask, and nothing changes; a judge
+set for a channel runs on its next answer; a channel's rule is shown to its members with each value's source; bad
+input gets the usage line in the acknowledgement itself."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+
+from common.runtime import Runtime
+from store.models import Judgment, PairStatus
+from store.rule_overrides import override_of
+from tests import alert_helpers, pipeline_helpers
+from tests import slack_interactions as si
+from tests import slack_requests as sr
+from tests.alert_helpers import write_rules
+from tests.bot_harness import ServedBot
+from tests.builders import SECRET
+from tests.fakes.slack_server import FakeSlack
+from tests.integration.test_ingest_alerts import ANSWER, QUESTION, REASONING, ingested_judgment
+from tests.pipeline_helpers import add_pairs
+from tests.processes import wait_for
+from workers.alerts import delivery
+
+one_hour = alert_helpers.one_hour  # autouse: the alert caps count per UTC hour
+fake_openai = pipeline_helpers.fake_openai
+
+SUPPORT, ALERTS, BOT_ALERTS = "C_SUPPORT", "C_ALERTS", "C_BOT_ALERTS"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "judges.d"
+
+
+@pytest.fixture
+def slack() -> Iterator[FakeSlack]:
+    with FakeSlack() as fake:
+        fake.add_user("U_ADMIN", "admin", "Ada Admin", is_admin=True)
+        fake.add_user("U_MEMBER", "member", "Mo Member")
+        fake.add_user("U_STRANGER", "stranger", "Sam Stranger")
+        fake.add_channel(SUPPORT, "support", members=["U_ADMIN", "U_MEMBER", "U_RELMON"])
+        fake.add_channel(ALERTS, "alerts", members=["U_ADMIN", "U_RELMON"])
+        fake.add_channel(BOT_ALERTS, "bot-alerts", is_private=True, members=["U_ADMIN", "U_RELMON"])
+        yield fake
+
+
+@pytest.fixture
+def bot(make_bot, fake_openai, tmp_path: Path) -> ServedBot:
+    rules = write_rules(tmp_path, {"bots": {"helpdesk": {"viewers": ["U_ADMIN"]}}})
+    return make_bot(
+        channel_rules_file=rules,
+        alert_channel=ALERTS,
+        degradation_window_minutes=0,
+        judges_dir=EXAMPLES,
+        openai_base_url=fake_openai.base_url,
+        openai_api_key="sk-test",
+        llm_max_retries=0,
+        confirm="off",
+        admins=["U_LISTED"],
+    )
+
+
+def config(bot: ServedBot, slack: FakeSlack, text: str, user: str, key: str, channel: str = SUPPORT) -> dict:
+    """`/judge config <text>` as `user` typed it in `channel`: the acknowledgement's body (empty when the answer
+    follows on the response_url under `key`)."""
+    body = si.slash_command(f"config {text}".strip(), user_id=user, channel_id=channel,
+                            response_url=slack.response_url(key))  # fmt: skip
+    response = sr.post(bot.url, body, SECRET)
+    assert response.status_code == 200, response.text
+    return response.json() if response.text else {}
+
+
+def reply(slack: FakeSlack, key: str) -> str:
+    [answer] = wait_for(lambda: slack.responses[key], timeout=10, what=f"the reply {key}")
+    assert answer.get("response_type", "ephemeral") == "ephemeral"
+    return json.dumps(answer, ensure_ascii=False)
+
+
+def alert_quotes(bot: ServedBot, slack: FakeSlack, client_id: str) -> bool:
+    """Whether the alert of a new low-scored dm exchange of helpdesk, posted in its alert channel, quotes it."""
+    judgment_id = ingested_judgment(bot.runtime, "dm", client_id=client_id)
+    assert delivery.consider(bot.runtime, judgment_id).low == "posted"
+    text = json.dumps(slack.posted(BOT_ALERTS)[-1])
+    quoted = [words for words in (QUESTION, ANSWER, REASONING) if words in text]
+    assert quoted in ([], [QUESTION, ANSWER, REASONING])
+    return bool(quoted)
+
+
+def test_an_admin_turns_quoting_on_for_a_bot_and_its_next_dm_alert_quotes(bot: ServedBot, slack: FakeSlack) -> None:
+    other_process = Runtime(bot.settings)  # a worker elsewhere: reads the change on its next refresh
+    other_process.rule_source.refresh_seconds = 0
+    try:
+        assert other_process.rules.bot("helpdesk").quote_private is None  # type: ignore[union-attr]
+
+        # Not an admin: refused privately, naming whom to ask; nothing stored.
+        config(bot, slack, "bot:helpdesk alert #bot-alerts quote on", "U_MEMBER", "refused")
+        refused = reply(slack, "refused")
+        assert "Only admins can change" in refused and "<@U_LISTED>" in refused
+        with bot.runtime.db.session() as session:
+            assert override_of(session, "bot:helpdesk") == {}
+
+        config(bot, slack, "bot:helpdesk alert #bot-alerts quote on", "U_ADMIN", "on")
+        changed = reply(slack, "on")
+        assert "Rule changed for bot helpdesk" in changed and "there: on _(Slack)_" in changed
+        assert "Viewers (“Show the exchange”): <@U_ADMIN> _(file)_" in changed
+        assert alert_quotes(bot, slack, "first")
+        assert other_process.rules.bot("helpdesk").quote_private is True  # type: ignore[union-attr]
+
+        config(bot, slack, "bot:helpdesk quote off", "U_ADMIN", "off")
+        assert "there: off _(Slack)_" in reply(slack, "off")
+        assert not alert_quotes(bot, slack, "second")
+
+        config(bot, slack, "bot:helpdesk reset", "U_ADMIN", "reset")
+        assert "Alert channel: none _(default)_" not in reply(slack, "reset")  # RELMON_ALERT_CHANNEL: the default
+        with bot.runtime.db.session() as session:
+            assert override_of(session, "bot:helpdesk") == {}
+        assert other_process.rules.bot("helpdesk").alert_channel is None  # type: ignore[union-attr]
+    finally:
+        other_process.db.dispose()
+
+
+def test_a_judge_set_for_a_channel_runs_on_its_next_answer(bot: ServedBot, slack: FakeSlack) -> None:
+    from workers.tasks.judging import judge_pair
+
+    ack = config(bot, slack, "#support judges relevancy,refund,tone", "U_ADMIN", "unknown")
+    assert ack == {}  # the names are checked against the judges after the ack
+    unknown = reply(slack, "unknown")
+    assert "No judge called refund, tone: the judges are relevancy, correctness, grounded" in unknown
+    assert "refund_policy" in unknown
+
+    config(bot, slack, f"<#{SUPPORT}|support> judges relevancy,refund_policy", "U_ADMIN", "judges")
+    assert "Judges: relevancy, refund_policy _(Slack)_" in reply(slack, "judges")
+
+    question, promise = "I was charged twice, can I get my money back?", "I'll refund the second charge right away."
+    [pair_id] = add_pairs(bot.runtime.db, 1, channel=SUPPORT, question=question, answer=promise)
+    assert judge_pair.apply(args=[pair_id]).get() == PairStatus.JUDGED
+    with bot.runtime.db.session() as session:
+        judged = {row.judge: row.score for row in session.scalars(select(Judgment).where(Judgment.pair_id == pair_id))}
+    assert judged == {"relevancy": 4, "refund_policy": 0}
+
+
+def test_a_member_sees_the_channel_s_rule_and_a_stranger_does_not(bot: ServedBot, slack: FakeSlack) -> None:
+    config(bot, slack, "", "U_MEMBER", "member")
+    shown = reply(slack, "member")
+    assert "Rule in force for <#C_SUPPORT>" in shown
+    assert f"Alert channel: <#{ALERTS}> _(default)_" in shown and "Judges: relevancy _(default)_" in shown
+    config(bot, slack, "#support", "U_STRANGER", "stranger", channel="D_STRANGER")
+    assert "Only admins" in reply(slack, "stranger")
+    config(bot, slack, "", "U_MEMBER", "dm", channel="D_MEMBER")
+    assert "Run `/judge config` in a channel" in reply(slack, "dm")
+
+
+@pytest.mark.parametrize(
+    "text", ["quote maybe", "#support viewers @lead", "threshold relevancy lots", "bogus", "reset everything"]
+)
+def test_bad_input_gets_the_usage_line_in_the_ack(bot: ServedBot, slack: FakeSlack, text: str) -> None:
+    answer = config(bot, slack, text, "U_ADMIN", "bad")
+    assert answer["response_type"] == "ephemeral" and "Usage: `/judge config" in answer["text"]
+    with bot.runtime.db.session() as session:
+        assert override_of(session, SUPPORT) == {}
