@@ -16,11 +16,12 @@ CAPTURED_EVENTS = ("message", *REACTION_EVENTS)
 
 
 def register(app: App, deps: BotDeps) -> None:
-    settings, runtime, publish = deps.settings, deps.runtime, deps.publisher
+    # The rules as read at start: a first filter only, kept off the database on the acknowledgement's path. The
+    # worker applies the rules in force (a `/judge config` change included) to every event again.
+    settings, rules, publish = deps.settings, deps.runtime.rules, deps.publisher
 
     def on_event(body: dict[str, Any], context: BoltContext) -> None:
-        # The rules in force now (a change made with `/judge config` included), not those at start.
-        if ignored(body.get("event") or {}, settings, runtime.rules):
+        if ignored(body.get("event") or {}, settings, rules):
             return
         # relmon's identity as Bolt's authorization found it: the worker tells relmon's own messages apart by it.
         own = {"user_id": context.bot_user_id, "bot_id": context.bot_id, "app_id": body.get("api_app_id")}
