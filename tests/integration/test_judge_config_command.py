@@ -14,6 +14,7 @@ import pytest
 from sqlalchemy import select
 
 from common.runtime import Runtime
+from store.exchange_models import Exchange
 from store.models import Judgment, PairStatus
 from store.rule_overrides import override_of
 from tests import alert_helpers, pipeline_helpers
@@ -24,6 +25,7 @@ from tests.bot_harness import ServedBot
 from tests.builders import SECRET
 from tests.fakes.slack_server import FakeSlack
 from tests.integration.test_ingest_alerts import ANSWER, QUESTION, REASONING, ingested_judgment
+from tests.integration.test_ingest_api import TOKEN, exchange, post
 from tests.pipeline_helpers import add_pairs
 from tests.processes import wait_for
 from workers.alerts import delivery
@@ -60,6 +62,7 @@ def bot(make_bot, fake_openai, tmp_path: Path) -> ServedBot:
         llm_max_retries=0,
         confirm="off",
         admins=["U_LISTED"],
+        ingest_tokens=TOKEN,
     )
 
 
@@ -123,8 +126,6 @@ def test_an_admin_turns_quoting_on_for_a_bot_and_its_next_dm_alert_quotes(bot: S
 
 
 def test_a_judge_set_for_a_channel_runs_on_its_next_answer(bot: ServedBot, slack: FakeSlack) -> None:
-    from workers.tasks.judging import judge_pair
-
     ack = config(bot, slack, "#support judges relevancy,refund,tone", "U_ADMIN", "unknown")
     assert ack == {}  # the names are checked against the judges after the ack
     unknown = reply(slack, "unknown")
@@ -136,10 +137,30 @@ def test_a_judge_set_for_a_channel_runs_on_its_next_answer(bot: ServedBot, slack
 
     question, promise = "I was charged twice, can I get my money back?", "I'll refund the second charge right away."
     [pair_id] = add_pairs(bot.runtime.db, 1, channel=SUPPORT, question=question, answer=promise)
+    assert judged(bot, pair_id) == {"relevancy": 4, "refund_policy": 0}
+
+
+def judged(bot: ServedBot, pair_id: int) -> dict[str, float | None]:
+    from workers.tasks.judging import judge_pair
+
     assert judge_pair.apply(args=[pair_id]).get() == PairStatus.JUDGED
     with bot.runtime.db.session() as session:
-        judged = {row.judge: row.score for row in session.scalars(select(Judgment).where(Judgment.pair_id == pair_id))}
-    assert judged == {"relevancy": 4, "refund_policy": 0}
+        return {row.judge: row.score for row in session.scalars(select(Judgment).where(Judgment.pair_id == pair_id))}
+
+
+def test_a_judge_set_for_a_bot_runs_on_its_next_exchange(bot: ServedBot, slack: FakeSlack) -> None:
+    """An exchange sent to the ingest API in no Slack channel is judged under its bot's rule."""
+    config(bot, slack, "bot:helpdesk judges refund_policy", "U_ADMIN", "judges")
+    assert "Judges: refund_policy _(Slack)_" in reply(slack, "judges")
+    sent = exchange("refund-1", question="I was charged twice, can I get my money back?",
+                    answer="I'll refund the second charge right away.")  # fmt: skip
+    assert post(bot.base_url, sent).status_code == 202
+
+    def pair_id() -> int | None:
+        with bot.runtime.db.session() as session:
+            return session.scalar(select(Exchange.pair_id).where(Exchange.client_id == "refund-1"))
+
+    assert judged(bot, wait_for(pair_id, timeout=10, what="the exchange's pair")) == {"refund_policy": 0}
 
 
 def test_a_member_sees_the_channel_s_rule_and_a_stranger_does_not(bot: ServedBot, slack: FakeSlack) -> None:
