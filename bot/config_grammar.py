@@ -24,7 +24,7 @@ from store.rules import THRESHOLD_FIELDS
 
 SETTING_WORDS = ("alert", "quote", "viewers", "judges", "threshold")
 FIELD_OF_WORD = {"alert": ("alert_channel",), "quote": ("quote_private",), "viewers": ("viewers",),
-                 "judges": ("judges",), "threshold": tuple(THRESHOLD_FIELDS.values())}  # fmt: skip
+                 "judges": ("judges",), "threshold": (*THRESHOLD_FIELDS.values(), "thresholds")}  # fmt: skip
 ON, OFF = ("on", "true", "yes"), ("off", "false", "no")
 
 _CHANNEL_MENTION = re.compile(r"<#([CG][A-Z0-9_]+)(?:\|[^>]*)?>")
@@ -152,12 +152,11 @@ def _set(values: dict[str, Any], keyword: str, arguments: list[str], target: Tar
     else:  # threshold
         judge = arguments[0].lower() if len(arguments) == 2 else RELEVANCY
         number = arguments[-1] if arguments else ""
-        if len(arguments) not in (1, 2) or not _NUMBER.fullmatch(number):
-            raise ConfigError("Give a score: `threshold relevancy 2`.")
-        if judge not in THRESHOLD_FIELDS:
-            raise ConfigError(
-                f"Thresholds set here are for {', '.join(THRESHOLD_FIELDS)}; a team's judge fails at its file's "
-                "`fails_at`."
-            )
+        if len(arguments) not in (1, 2) or not _NUMBER.fullmatch(number) or not _JUDGE_NAME.fullmatch(judge):
+            raise ConfigError("Give a judge and a score: `threshold relevancy 2`.")
         score = float(number)
-        values[THRESHOLD_FIELDS[judge]] = int(score) if score.is_integer() else score
+        value = int(score) if score.is_integer() else score
+        if judge in THRESHOLD_FIELDS:
+            values[THRESHOLD_FIELDS[judge]] = value
+        else:  # a team's judge: over its file's fails_at (checked against its scale once the judges are known)
+            values.setdefault("thresholds", {})[judge] = value

@@ -54,20 +54,32 @@ class NotAllowed(Exception):
 
 
 def changed_values(
-    current: Mapping[str, Any], request: ConfigRequest, known_judges: Iterable[str], *, is_bot: bool
+    current: Mapping[str, Any],
+    request: ConfigRequest,
+    known_judges: Iterable[str],
+    *,
+    is_bot: bool,
+    team_scales: Mapping[str, tuple[int, int]] | None = None,
 ) -> dict[str, Any]:
     """The values stored for a scope after `request` (a `set` or `reset`; alert channels already resolved to IDs),
-    or ConfigError: an unknown judge is refused with the known ones, a threshold out of its judge's range too."""
+    or ConfigError: an unknown judge is refused with the known ones, a threshold out of its judge's range too
+    (`team_scales`: each team judge's lowest and highest score)."""
     if request.action == "reset":
         if not request.reset_fields:
             return {}
         return {k: v for k, v in current.items() if k not in request.reset_fields}
+    known = list(known_judges)
     values = {**current, **request.values}
-    if "judges" in request.values:
-        known = list(known_judges)
-        unknown = [name for name in request.values["judges"] if name not in known]
-        if unknown:
-            raise ConfigError(f"No judge called {', '.join(unknown)[:200]}: the judges are {', '.join(known)}.")
+    named = [*request.values.get("judges", []), *request.values.get("thresholds", {})]
+    unknown = [name for name in dict.fromkeys(named) if name not in known]
+    if unknown:
+        raise ConfigError(f"No judge called {', '.join(unknown)[:200]}: the judges are {', '.join(known)}.")
+    if "thresholds" in request.values:
+        for judge, score in request.values["thresholds"].items():
+            low, high = (team_scales or {}).get(judge, (0, 1))
+            if not (isinstance(score, int) and low <= score < high):
+                raise ConfigError(f"{judge}'s threshold is a whole number from {low} to {high - 1}.")
+        values["thresholds"] = {**current.get("thresholds", {}), **request.values["thresholds"]}
     try:
         (BotRule if is_bot else ChannelRule).model_validate(values)
     except ValidationError as error:
@@ -108,7 +120,9 @@ def configure(runtime: Runtime, client: WebClient, asker: Asker, membership: Mem
             _resolve_alert_channel(runtime, client, request)
             with runtime.db.session() as session:
                 current = override_of(session, scope)
-                values = changed_values(current, request, runtime.judges.names, is_bot=is_bot)
+                catalog = runtime.judges
+                scales = {name: (spec.scale.low, spec.scale.high) for name, spec in catalog.specs.items()}
+                values = changed_values(current, request, catalog.names, is_bot=is_bot, team_scales=scales)
                 save_override(session, scope, values, asker.user_id)
             runtime.rule_source.forget()
             log.info("rule changed in Slack", extra={"scope": scope, "user": asker.user_id, "fields": sorted(values)})

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from judges.names import CORRECTNESS, GROUNDED, RELEVANCY
 from store import bot_groups
@@ -42,6 +42,9 @@ from store.judge_catalog import judge_catalog
 from store.settings import TIME_WINDOW_MOST_ANSWERS, Settings
 
 log = logging.getLogger("relmon.rules")
+
+# The judge each seed threshold field is for.
+THRESHOLD_FIELDS = {RELEVANCY: "threshold", CORRECTNESS: "correctness_threshold", GROUNDED: "grounded_threshold"}
 
 # Where a value of the rule in force comes from (`value_sources`).
 FROM_SLACK, FROM_FILE, FROM_FILE_DEFAULTS, FROM_DEFAULT = "Slack", "file", "file defaults", "default"
@@ -65,6 +68,16 @@ class ChannelRule(BaseModel):
     degradation_window_minutes: int | None = Field(None, ge=0, le=24 * 60)
     degradation_min_answers: int | None = Field(None, ge=1, le=TIME_WINDOW_MOST_ANSWERS)
     degradation_floor: float | None = Field(None, ge=0, le=4)
+    # A team's own judge's failing score here (name -> at or below this fails), over its file's `fails_at`.
+    thresholds: dict[str, int] | None = None
+
+    @field_validator("thresholds")
+    @classmethod
+    def _team_judges_only(cls, value: dict[str, int] | None) -> dict[str, int] | None:
+        seeds = sorted(set(value or {}) & set(THRESHOLD_FIELDS))
+        if seeds:
+            raise ValueError(f"{', '.join(seeds)}: use {', '.join(THRESHOLD_FIELDS[name] for name in seeds)}")
+        return value
 
 
 class BotRule(ChannelRule):
@@ -143,7 +156,8 @@ class ChannelRules(BaseModel):
         return EffectiveRule(
             judges=pick("judges", list(settings.default_judges)),
             thresholds={
-                **judge_catalog(settings).thresholds(),  # a team's judge fails at its file's fails_at
+                **judge_catalog(settings).thresholds(),  # a team's judge fails at its file's fails_at...
+                **{name: float(n) for layer in layers for name, n in (layer.thresholds or {}).items()},  # ...or here
                 RELEVANCY: pick("threshold", settings.threshold),
                 CORRECTNESS: pick("correctness_threshold", settings.correctness_threshold),
                 GROUNDED: pick("grounded_threshold", settings.grounded_threshold),
@@ -186,17 +200,25 @@ class ChannelRules(BaseModel):
         return layered
 
 
-# A rule's fields a change in Slack may set (`/judge config`), and the judge each threshold field is for.
+# A rule's fields a change in Slack may set (`/judge config`).
 SLACK_FIELDS = ("alert_channel", "quote_private", "viewers", "judges", "threshold", "correctness_threshold",
-                "grounded_threshold")  # fmt: skip
-THRESHOLD_FIELDS = {RELEVANCY: "threshold", CORRECTNESS: "correctness_threshold", GROUNDED: "grounded_threshold"}
+                "grounded_threshold", "thresholds")  # fmt: skip
 
 
 def value_sources(file_rules: ChannelRules, scope: str, overrides: Mapping[str, Any] | None) -> dict[str, str]:
     """Where each of SLACK_FIELDS of `scope`'s rule in force comes from: a change made in Slack, the file's entry
-    for it, the file's defaults, or relmon's defaults (the environment)."""
+    for it, the file's defaults, or relmon's defaults (the environment); and each team judge's threshold set in a
+    rule (`threshold:NAME`; one set nowhere comes from its judge file)."""
     own = file_rules.own(scope)
     sources = {}
+    team_layers = (
+        (file_rules.defaults.thresholds, FROM_FILE_DEFAULTS),
+        (own.thresholds if own is not None else None, FROM_FILE),
+        ((overrides or {}).get("thresholds"), FROM_SLACK),
+    )
+    for named, source in team_layers:
+        for judge in named or {}:
+            sources[f"threshold:{judge}"] = source
     for name in SLACK_FIELDS:
         if overrides and name in overrides:
             sources[name] = FROM_SLACK

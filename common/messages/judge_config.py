@@ -60,7 +60,7 @@ def rule_message(
     for judge in rule.judges:
         if judge in rule.thresholds:
             field = THRESHOLD_FIELDS.get(judge)
-            where = sources[field] if field else "its file"
+            where = sources[field] if field else sources.get(f"threshold:{judge}", "its judge file")
             thresholds.append(f"{judge} ≤ {_number(rule.thresholds[judge])} _({where})_")
     if thresholds:
         lines.append("• Alert at or below: " + " · ".join(thresholds))

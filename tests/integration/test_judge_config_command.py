@@ -133,7 +133,9 @@ def test_a_judge_set_for_a_channel_runs_on_its_next_answer(bot: ServedBot, slack
     assert "refund_policy" in unknown
 
     config(bot, slack, f"<#{SUPPORT}|support> judges relevancy,refund_policy", "U_ADMIN", "judges")
-    assert "Judges: relevancy, refund_policy _(Slack)_" in reply(slack, "judges")
+    shown = reply(slack, "judges")
+    assert "Judges: relevancy, refund_policy _(Slack)_" in shown
+    assert "relevancy ≤ 2 _(default)_ · refund_policy ≤ 0 _(its judge file)_" in shown
 
     question, promise = "I was charged twice, can I get my money back?", "I'll refund the second charge right away."
     [pair_id] = add_pairs(bot.runtime.db, 1, channel=SUPPORT, question=question, answer=promise)

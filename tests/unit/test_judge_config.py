@@ -17,7 +17,15 @@ from common.messages.judge_config import rule_message
 from common.messages.verdicts import help_message
 from store.db import Database
 from store.rule_overrides import RuleSource, override_of, save_override
-from store.rules import FROM_DEFAULT, FROM_FILE, FROM_FILE_DEFAULTS, FROM_SLACK, ChannelRules, value_sources
+from store.rules import (
+    FROM_DEFAULT,
+    FROM_FILE,
+    FROM_FILE_DEFAULTS,
+    FROM_SLACK,
+    THRESHOLD_FIELDS,
+    ChannelRules,
+    value_sources,
+)
 from tests.builders import make_settings
 
 KNOWN = ("relevancy", "correctness", "grounded", "refund_policy")
@@ -57,13 +65,14 @@ def test_config_is_routed_with_its_words() -> None:
             ),
         ),
         ("threshold grounded 2", ConfigRequest(Target(), "set", {"grounded_threshold": 2})),
+        ("threshold refund_policy 0", ConfigRequest(Target(), "set", {"thresholds": {"refund_policy": 0}})),
         ("#support reset", ConfigRequest(Target(ChannelRef(name="support")), "reset")),
         (
             "bot:helpdesk reset quote threshold",
             ConfigRequest(
                 Target(bot="helpdesk"),
                 "reset",
-                reset_fields=("quote_private", "threshold", "correctness_threshold", "grounded_threshold"),
+                reset_fields=("quote_private", *THRESHOLD_FIELDS.values(), "thresholds"),
             ),
         ),
     ],
@@ -84,9 +93,9 @@ def test_the_grammar_reads_each_form(text: str, expected: ConfigRequest) -> None
         ("bot:helpdesk viewers", "mentions"),
         ("judges", "Name the judges"),
         ("judges Bad!Name", "Name the judges"),
-        ("threshold", "Give a score"),
-        ("threshold relevancy two", "Give a score"),
-        ("threshold refund_policy 1", "fails_at"),
+        ("threshold", "Give a judge and a score"),
+        ("threshold relevancy two", "Give a judge and a score"),
+        ("threshold Bad!Name 1", "Give a judge and a score"),
         ("frobnicate 3", "doesn't know"),
         ("reset everything", "Nothing called"),
         ("bot:helpdesk " + "viewers " + " ".join(f"U{n:07d}" for n in range(60)), "at most 50"),
@@ -114,6 +123,23 @@ def test_an_unknown_judge_is_refused_with_the_known_ones() -> None:
     assert str(raised.value) == (
         "No judge called refund, tone: the judges are relevancy, correctness, grounded, refund_policy."
     )
+
+
+def test_a_team_judge_s_threshold_is_kept_beside_the_others_and_checked_against_its_scale() -> None:
+    scales = {"refund_policy": (0, 1), "tone": (1, 5)}
+    known = (*KNOWN, "tone")
+    stored = changed_values({"thresholds": {"tone": 2}}, parse_config("threshold refund_policy 0"), known,
+                            is_bot=False, team_scales=scales)  # fmt: skip
+    assert stored == {"thresholds": {"tone": 2, "refund_policy": 0}}
+    refused = {
+        "threshold tone 5": "tone's threshold is a whole number from 1 to 4",
+        "threshold tone 2.5": "from 1 to 4",
+        "threshold nope 1": "No judge called nope",
+    }
+    for text, says in refused.items():
+        with pytest.raises(ConfigError, match=says):
+            changed_values({}, parse_config(text), known, is_bot=False, team_scales=scales)
+    assert changed_values(stored, parse_config("reset threshold"), known, is_bot=False) == {}
 
 
 @pytest.mark.parametrize(
@@ -173,6 +199,13 @@ def test_a_change_made_in_slack_wins_over_the_file_which_wins_over_the_defaults(
     assert rules.own("bot:helpdesk") == helpdesk and rules.for_channel("bot:helpdesk", settings).quote_private
     # The file's own rules are untouched.
     assert file_rules().for_channel("C0SUPPORT", settings).quote_private is False
+
+    with_team = file_rules().with_overrides({"C0SUPPORT": {"thresholds": {"refund_policy": 1}}})
+    assert with_team.for_channel("C0SUPPORT", settings).thresholds["refund_policy"] == 1
+    team_sources = value_sources(file_rules(), "C0SUPPORT", {"thresholds": {"refund_policy": 1}})
+    assert team_sources["threshold:refund_policy"] == FROM_SLACK
+    with pytest.raises(ValueError, match="relevancy: use threshold"):
+        ChannelRules.model_validate({"channels": {"C0X": {"thresholds": {"relevancy": 1}}}})
 
     sources = value_sources(file_rules(), "C0SUPPORT", overrides["C0SUPPORT"])
     assert sources["quote_private"] == sources["judges"] == FROM_SLACK
