@@ -31,9 +31,10 @@ _CHANNEL_MENTION = re.compile(r"<#([CG][A-Z0-9_]+)(?:\|[^>]*)?>")
 _CHANNEL_ID = re.compile(r"[CG][A-Z0-9_]{6,}")
 _CHANNEL_NAME = re.compile(r"#([a-z0-9_\-]{1,80})")
 _BOT = re.compile(r"bot:([A-Za-z0-9_.\-]{1,80})")
-_USER_MENTION = re.compile(r"<@([UW][A-Z0-9]+)(?:\|[^>]*)?>")
-_GROUP_MENTION = re.compile(r"<!subteam\^(S[A-Z0-9]+)(?:\|[^>]*)?>")
-_PERSON_ID = re.compile(r"[UWS][A-Z0-9]{6,}")
+_USER_MENTION = re.compile(r"<@([UW][A-Z0-9_]+)(?:\|[^>]*)?>")
+_GROUP_MENTION = re.compile(r"<!subteam\^(S[A-Z0-9_]+)(?:\|[^>]*)?>")
+_PERSON_ID = re.compile(r"[UWS][A-Z0-9_]{4,}")
+_HANDLE = re.compile(r"@[A-Za-z0-9._\-]{1,80}")  # typed unescaped: looked up in Slack later (bot.judge_config)
 _JUDGE_NAME = re.compile(r"[a-z][a-z0-9_\-]{0,63}")
 _NUMBER = re.compile(r"\d{1,2}(?:\.\d+)?")
 MAX_VIEWERS = 50
@@ -74,11 +75,15 @@ def channel_ref(word: str) -> ChannelRef | None:
 
 
 def person(word: str) -> str | None:
-    """A user (U…/W…) or user group (S…) from a mention or an ID."""
+    """A user (U…/W…) or user group (S…) from a mention or an ID; a plain `@handle` as typed (`is_handle`)."""
     for pattern in (_USER_MENTION, _GROUP_MENTION):
         if m := pattern.fullmatch(word):
             return m.group(1)
-    return word if _PERSON_ID.fullmatch(word) else None
+    return word if _PERSON_ID.fullmatch(word) or _HANDLE.fullmatch(word) else None
+
+
+def is_handle(viewer: str) -> bool:
+    return viewer.startswith("@")
 
 
 def _words(text: str) -> list[str]:

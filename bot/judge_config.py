@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from bot.config_grammar import ChannelRef, ConfigError, ConfigRequest, parse_config
+from bot.config_grammar import ChannelRef, ConfigError, ConfigRequest, is_handle, parse_config
 from bot.replies import tell
 from bot.stats import channel_named
 from common.exchange_access import may_view, slack_group_members
@@ -118,6 +118,7 @@ def configure(runtime: Runtime, client: WebClient, asker: Asker, membership: Mem
             if not admin:
                 raise NotAllowed
             _resolve_alert_channel(runtime, client, request)
+            _resolve_viewers(client, request)
             with runtime.db.session() as session:
                 current = override_of(session, scope)
                 catalog = runtime.judges
@@ -166,6 +167,43 @@ def _resolve_alert_channel(runtime: Runtime, client: WebClient, request: ConfigR
         if channel is None:
             raise ConfigError(f"relmon can't find #{ref.name}: invite relmon to the alert channel first.")
         request.values["alert_channel"] = channel
+
+
+def _resolve_viewers(client: WebClient, request: ConfigRequest) -> None:
+    """Plain `@handle`s (a command sent unescaped) as the user group or person Slack knows by that handle, name or
+    display name; one it does not know is refused."""
+    viewers = request.values.get("viewers") or []
+    handles = {v[1:].lower() for v in viewers if is_handle(v)}
+    if not handles:
+        return
+    found = _handles_in_slack(client, handles)
+    missing = sorted(f"@{h}" for h in handles if h not in found)
+    if missing:
+        raise ConfigError(f"relmon can't find {', '.join(missing)[:200]}: pick them from Slack's list, or give IDs.")
+    request.values["viewers"] = list(dict.fromkeys(found[v[1:].lower()] if is_handle(v) else v for v in viewers))
+
+
+def _handles_in_slack(client: WebClient, handles: set[str]) -> dict[str, str]:
+    """handle -> ID, user groups first (usergroups.list), then people (users.list, paged)."""
+    found: dict[str, str] = {}
+    try:
+        groups = client.usergroups_list().get("usergroups") or []
+    except SlackApiError as error:  # a workspace without user groups (a free plan): people only
+        log.warning("usergroups.list failed", extra={"error": error.response.get("error")})
+        groups = []
+    for group in groups:
+        if isinstance(group, dict) and str(group.get("handle", "")).lower() in handles:
+            found.setdefault(str(group["handle"]).lower(), group["id"])
+    if handles - set(found):
+        for page in client.users_list(limit=200):
+            for user in page.get("members") or []:
+                profile = user.get("profile") or {}
+                for name in (user.get("name"), profile.get("display_name")):
+                    if isinstance(name, str) and name.lower() in handles and not user.get("deleted"):
+                        found.setdefault(name.lower(), user["id"])
+            if not handles - set(found):
+                break
+    return found
 
 
 def _is_admin(client: WebClient, user_id: str, admins: list[str]) -> bool:

@@ -60,6 +60,7 @@ class FakeSlack(SlackFaults, SlackMethods, BackgroundServer):
         self.users: dict[str, dict[str, Any]] = {}
         self.bots: dict[str, dict[str, Any]] = {}
         self.usergroups: dict[str, list[str]] = {}
+        self.usergroup_handles: dict[str, str] = {}  # group ID -> its @handle (usergroups.list)
         self.channels: dict[str, Channel] = {}
         self.messages: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)  # channel -> ts -> message
         self.ephemerals: list[dict[str, Any]] = []
@@ -131,9 +132,10 @@ class FakeSlack(SlackFaults, SlackMethods, BackgroundServer):
                 "profile": profile,
             }
 
-    def add_usergroup(self, group_id: str, members: list[str]) -> None:
+    def add_usergroup(self, group_id: str, members: list[str], handle: str | None = None) -> None:
         with self._lock:
             self.usergroups[group_id] = list(members)
+            self.usergroup_handles[group_id] = handle or group_id.lower()
 
     def add_bot(self, bot_id: str, name: str, *, app_id: str | None = None, user_id: str | None = None) -> None:
         with self._lock:

@@ -43,6 +43,8 @@ def slack() -> Iterator[FakeSlack]:
         fake.add_user("U_ADMIN", "admin", "Ada Admin", is_admin=True)
         fake.add_user("U_MEMBER", "member", "Mo Member")
         fake.add_user("U_STRANGER", "stranger", "Sam Stranger")
+        fake.add_user("U_LEAD", "lead", "Lee Lead")
+        fake.add_usergroup("S_SUPPORT_TEAM", ["U_MEMBER"], handle="support-team")
         fake.add_channel(SUPPORT, "support", members=["U_ADMIN", "U_MEMBER", "U_RELMON"])
         fake.add_channel(ALERTS, "alerts", members=["U_ADMIN", "U_RELMON"])
         fake.add_channel(BOT_ALERTS, "bot-alerts", is_private=True, members=["U_ADMIN", "U_RELMON"])
@@ -163,6 +165,21 @@ def test_a_judge_set_for_a_bot_runs_on_its_next_exchange(bot: ServedBot, slack: 
             return session.scalar(select(Exchange.pair_id).where(Exchange.client_id == "refund-1"))
 
     assert judged(bot, wait_for(pair_id, timeout=10, what="the exchange's pair")) == {"refund_policy": 0}
+
+
+def test_viewers_named_by_mention_or_by_plain_handle(bot: ServedBot, slack: FakeSlack) -> None:
+    """Slack sends mentions escaped (<@U…>, <!subteam^S…>); a handle typed plainly is looked up in Slack."""
+    config(bot, slack, "bot:helpdesk viewers <@U_LEAD|lead> <!subteam^S_SUPPORT_TEAM|@support-team>", "U_ADMIN", "ids")
+    assert "Viewers (“Show the exchange”): <@U_LEAD>, <!subteam^S_SUPPORT_TEAM> _(Slack)_" in reply(slack, "ids")
+    config(bot, slack, "bot:helpdesk viewers none", "U_ADMIN", "none")
+    assert "Viewers (“Show the exchange”): nobody _(Slack)_" in reply(slack, "none")
+    config(bot, slack, "bot:helpdesk viewers @lead @support-team", "U_ADMIN", "handles")
+    assert "<@U_LEAD>, <!subteam^S_SUPPORT_TEAM> _(Slack)_" in reply(slack, "handles")
+    assert bot.runtime.rules.bot("helpdesk").viewers == ["U_LEAD", "S_SUPPORT_TEAM"]  # type: ignore[union-attr]
+    config(bot, slack, "bot:helpdesk viewers @lead @nobody", "U_ADMIN", "unknown")
+    assert "relmon can't find @nobody" in reply(slack, "unknown")
+    with bot.runtime.db.session() as session:
+        assert override_of(session, "bot:helpdesk") == {"viewers": ["U_LEAD", "S_SUPPORT_TEAM"]}
 
 
 def test_a_member_sees_the_channel_s_rule_and_a_stranger_does_not(bot: ServedBot, slack: FakeSlack) -> None:

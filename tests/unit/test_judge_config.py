@@ -59,6 +59,10 @@ def test_config_is_routed_with_its_words() -> None:
         ),
         ("bot:helpdesk viewers none", ConfigRequest(Target(bot="helpdesk"), "set", {"viewers": []})),
         (
+            "bot:helpdesk viewers @lead @support-team",
+            ConfigRequest(Target(bot="helpdesk"), "set", {"viewers": ["@lead", "@support-team"]}),
+        ),
+        (
             "alert <#C0ALERTS> quote on threshold 3",
             ConfigRequest(
                 Target(), "set", {"alert_channel": ChannelRef("C0ALERTS"), "quote_private": True, "threshold": 3}
