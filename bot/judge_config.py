@@ -166,7 +166,16 @@ def _resolve_alert_channel(runtime: Runtime, client: WebClient, request: ConfigR
         channel = _channel_id(runtime, client, ref)
         if channel is None:
             raise ConfigError(f"relmon can't find #{ref.name}: invite relmon to the alert channel first.")
+        if not _relmon_is_in(client, channel):  # its alerts could not be posted there
+            raise ConfigError(f"relmon isn't in <#{channel}>: invite it there first (`/invite @relmon`).")
         request.values["alert_channel"] = channel
+
+
+def _relmon_is_in(client: WebClient, channel: str) -> bool:
+    try:
+        return bool((client.conversations_info(channel=channel).get("channel") or {}).get("is_member"))
+    except SlackApiError:  # channel_not_found: a private channel relmon is not in, or no such channel
+        return False
 
 
 def _resolve_viewers(client: WebClient, request: ConfigRequest) -> None:

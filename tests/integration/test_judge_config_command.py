@@ -44,6 +44,7 @@ def slack() -> Iterator[FakeSlack]:
         fake.add_user("U_MEMBER", "member", "Mo Member")
         fake.add_user("U_STRANGER", "stranger", "Sam Stranger")
         fake.add_user("U_LEAD", "lead", "Lee Lead")
+        fake.add_channel("C_NOT_IN", "elsewhere", members=["U_ADMIN"])
         fake.add_usergroup("S_SUPPORT_TEAM", ["U_MEMBER"], handle="support-team")
         fake.add_channel(SUPPORT, "support", members=["U_ADMIN", "U_MEMBER", "U_RELMON"])
         fake.add_channel(ALERTS, "alerts", members=["U_ADMIN", "U_RELMON"])
@@ -191,6 +192,14 @@ def test_a_member_sees_the_channel_s_rule_and_a_stranger_does_not(bot: ServedBot
     assert "Only admins" in reply(slack, "stranger")
     config(bot, slack, "", "U_MEMBER", "dm", channel="D_MEMBER")
     assert "Run `/judge config` in a channel" in reply(slack, "dm")
+
+
+def test_an_alert_channel_relmon_is_not_in_is_refused(bot: ServedBot, slack: FakeSlack) -> None:
+    for key, where in (("public", "<#C_NOT_IN|elsewhere>"), ("unknown", "G_NOWHERE1")):
+        config(bot, slack, f"alert {where}", "U_ADMIN", key)
+        assert "relmon isn't in <#" in reply(slack, key) and "/invite @relmon" in reply(slack, key)
+    with bot.runtime.db.session() as session:
+        assert override_of(session, SUPPORT) == {}
 
 
 @pytest.mark.parametrize(
