@@ -110,12 +110,12 @@ def configure(runtime: Runtime, client: WebClient, asker: Asker, membership: Mem
         request = parse_config(argument)
         scope = _scope(runtime, client, request, asker)
         is_bot = bot_groups.bot_of(scope) is not None
-        admin = _is_admin(client, asker.user_id, settings.admins)
         if request.action == "show":
-            if not (is_bot or admin or membership.is_member(client, scope, asker.user_id)):
+            may_look = is_bot or membership.is_member(client, scope, asker.user_id)
+            if not (may_look or _is_admin(client, asker.user_id, settings.admins)):
                 raise NotAllowed
         else:
-            if not admin:
+            if not _is_admin(client, asker.user_id, settings.admins):
                 raise NotAllowed
             _resolve_alert_channel(runtime, client, request)
             _resolve_viewers(client, request)
@@ -152,6 +152,10 @@ def _scope(runtime: Runtime, client: WebClient, request: ConfigRequest, asker: A
         return asker.channel_id
     channel = _channel_id(runtime, client, request.target.channel)
     if channel is None:
+        # Told apart from a channel one may not see only to those who may change rules: nobody else learns
+        # whether a private channel of that name exists (as `/judge stats`).
+        if not _is_admin(client, asker.user_id or "", runtime.settings.admins):
+            raise NotAllowed
         raise ConfigError(f"relmon can't find #{request.target.channel.name}: check the name, or invite relmon there.")
     return channel
 

@@ -190,6 +190,10 @@ def test_a_member_sees_the_channel_s_rule_and_a_stranger_does_not(bot: ServedBot
     assert f"Alert channel: <#{ALERTS}> _(default)_" in shown and "Judges: relevancy _(default)_" in shown
     config(bot, slack, "#support", "U_STRANGER", "stranger", channel="D_STRANGER")
     assert "Only admins" in reply(slack, "stranger")
+    config(bot, slack, "#no-such-channel", "U_STRANGER", "no-such", channel="D_STRANGER")
+    assert reply(slack, "no-such") == reply(slack, "stranger")  # nobody learns which channels exist
+    config(bot, slack, "#no-such-channel quote on", "U_ADMIN", "admin-no-such")
+    assert "relmon can't find #no-such-channel" in reply(slack, "admin-no-such")
     config(bot, slack, "", "U_MEMBER", "dm", channel="D_MEMBER")
     assert "Run `/judge config` in a channel" in reply(slack, "dm")
 
