@@ -184,6 +184,8 @@ class ChannelRules(BaseModel):
             base: ChannelRule | None = bots.get(bot) if bot is not None else channels.get(scope)
             model = BotRule if bot is not None else ChannelRule
             fields = {k: v for k, v in values.items() if bot is not None or k != "viewers"}
+            if isinstance(fields.get("thresholds"), Mapping) and base is not None and base.thresholds:
+                fields["thresholds"] = {**base.thresholds, **fields["thresholds"]}  # per judge, over the file's
             try:
                 merged = model.model_validate({**(base.model_dump(exclude_unset=True) if base else {}), **fields})
             except ValidationError as error:

@@ -204,8 +204,12 @@ def test_a_change_made_in_slack_wins_over_the_file_which_wins_over_the_defaults(
     # The file's own rules are untouched.
     assert file_rules().for_channel("C0SUPPORT", settings).quote_private is False
 
-    with_team = file_rules().with_overrides({"C0SUPPORT": {"thresholds": {"refund_policy": 1}}})
+    with_file_team = ChannelRules.model_validate(
+        {**FILE, "channels": {"C0SUPPORT": {"thresholds": {"tone": 3, "refund_policy": 0}}}}
+    )
+    with_team = with_file_team.with_overrides({"C0SUPPORT": {"thresholds": {"refund_policy": 1}}})
     assert with_team.for_channel("C0SUPPORT", settings).thresholds["refund_policy"] == 1
+    assert with_team.for_channel("C0SUPPORT", settings).thresholds["tone"] == 3  # the file's, kept
     team_sources = value_sources(file_rules(), "C0SUPPORT", {"thresholds": {"refund_policy": 1}})
     assert team_sources["threshold:refund_policy"] == FROM_SLACK
     with pytest.raises(ValueError, match="relevancy: use threshold"):
