@@ -72,6 +72,7 @@ class RuleSource:
     ) -> None:
         self.path, self._database, self.refresh_seconds, self._clock = path, database, refresh_seconds, clock
         self._lock = threading.Lock()
+        self._refreshing = threading.Lock()  # held while a `peek`'s read runs in the background
         self._file: ChannelRules | None = None
         self._file_stamp: tuple | None = None
         self._overrides: dict[str, dict[str, Any]] = {}
@@ -85,6 +86,24 @@ class RuleSource:
             assert self._rules is not None
             return self._rules
 
+    def peek(self) -> ChannelRules:
+        """The rules last read, never waiting for the database (the bot's acknowledgement path): a read that is due
+        runs on a thread of its own, and the next peek sees it."""
+        rules = self._rules
+        if rules is None:
+            return self.current()
+        if self._clock() - self._read_at >= self.refresh_seconds and self._refreshing.acquire(blocking=False):
+            threading.Thread(target=self._refresh_in_background, name="relmon-rules", daemon=True).start()
+        return rules
+
+    def _refresh_in_background(self) -> None:
+        try:
+            self.current()
+        except Exception:  # the copy in use stays; the next peek tries again
+            log.exception("rules not read again")
+        finally:
+            self._refreshing.release()
+
     def file_rules(self) -> ChannelRules:
         """The rules file alone (what `/judge config` shows values coming from)."""
         self.current()
@@ -94,7 +113,7 @@ class RuleSource:
     def forget(self) -> None:
         """Read everything again on the next use (after a change made in this process)."""
         with self._lock:
-            self._rules = None
+            self._read_at = float("-inf")  # stale: `current` reads again; `peek` keeps the copy until then
 
     def _read(self) -> None:
         self._read_file()

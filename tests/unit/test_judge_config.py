@@ -27,6 +27,7 @@ from store.rules import (
     value_sources,
 )
 from tests.builders import make_settings
+from tests.processes import wait_for
 
 KNOWN = ("relevancy", "correctness", "grounded", "refund_policy")
 
@@ -286,6 +287,14 @@ def test_the_reader_sees_a_change_after_its_refresh_or_at_once_when_told(tmp_pat
             assert override_of(session, "C0SUPPORT") == {}
         source.forget()
         assert not source.current().for_channel("C0SUPPORT", settings).quote_private
+        # peek (the bot's acknowledgement path) never waits: a due read runs in the background.
+        with database.session() as session:
+            save_override(session, "C0SUPPORT", {"quote_private": True}, "U0ADMIN")
+        now[0] = 100.0
+        assert not source.peek().for_channel("C0SUPPORT", settings).quote_private  # the copy in use, at once
+        wait_for(lambda: source.peek().for_channel("C0SUPPORT", settings).quote_private, timeout=10, what="the read")
+        with database.session() as session:
+            save_override(session, "C0SUPPORT", {}, "U0ADMIN")
         # The file edited: read again; broken after: the last good one stays.
         rules_file.write_text(
             yaml.safe_dump({"channels": {"C0SUPPORT": {"quote_private": True, "alert_channel": "C"}}})
