@@ -229,16 +229,18 @@ def _is_admin(client: WebClient, user_id: str, admins: list[str]) -> bool:
 
 
 def _shown(runtime: Runtime, scope: str, *, changed: bool) -> dict:
+    runtime.rule_source.forget()  # what is shown is what is stored now, even if another process just changed it
     rules, settings = runtime.rules, runtime.settings
     with runtime.db.reading() as session:
         overrides = override_of(session, scope)
     bot = bot_groups.bot_of(scope)
     bot_rule = rules.bot(bot) if bot is not None else None
+    own = rules.own(scope)
     return rule_message(
         scope,
         rules.for_channel(scope, settings),
         value_sources(runtime.rule_source.file_rules(), scope, overrides),
-        own_alert_channel=(rules.own(scope).alert_channel if rules.own(scope) is not None else None),  # type: ignore[union-attr]
+        own_alert_channel=own.alert_channel if own is not None else None,
         viewers=bot_rule.viewers if bot_rule is not None else None,
         changed=changed,
     )

@@ -120,7 +120,8 @@ def test_an_admin_turns_quoting_on_for_a_bot_and_its_next_dm_alert_quotes(bot: S
         assert not alert_quotes(bot, slack, "second")
 
         config(bot, slack, "bot:helpdesk reset", "U_ADMIN", "reset")
-        assert "Alert channel: none _(default)_" not in reply(slack, "reset")  # RELMON_ALERT_CHANNEL: the default
+        reset = reply(slack, "reset")  # back to the file's rule: RELMON_ALERT_CHANNEL, no quoting
+        assert f"Alert channel: <#{ALERTS}> _(default)_" in reset and "there: off _(default)_" in reset
         with bot.runtime.db.session() as session:
             assert override_of(session, "bot:helpdesk") == {}
         assert other_process.rules.bot("helpdesk").alert_channel is None  # type: ignore[union-attr]
