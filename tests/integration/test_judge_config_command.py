@@ -7,6 +7,7 @@ input gets the usage line in the acknowledgement itself."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -74,8 +75,10 @@ def config(bot: ServedBot, slack: FakeSlack, text: str, user: str, key: str, cha
     follows on the response_url under `key`)."""
     body = si.slash_command(f"config {text}".strip(), user_id=user, channel_id=channel,
                             response_url=slack.response_url(key))  # fmt: skip
+    started = time.monotonic()
     response = sr.post(bot.url, body, SECRET)
     assert response.status_code == 200, response.text
+    assert time.monotonic() - started < 3.0  # acknowledged within Slack's deadline; the rest follows
     return response.json() if response.text else {}
 
 
