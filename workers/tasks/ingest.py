@@ -1,7 +1,8 @@
-"""`ingest_exchange`: one exchange the bot accepted on its ingest API (bot.ingest) and handed on noted
-(common.task_notes) or through its spool; stored and sent to judging here (the step: workers.ingesting).
-Idempotent: the same exchange run twice is one. `ingest_signal`: what the bot's side said of one after it (the
-step: workers.bot_signals)."""
+"""`ingest_exchanges`: the exchanges of a request the bot accepted on its ingest API (bot.ingest, bot.otlp_ingest)
+and handed on noted (common.task_notes) or through its spool, up to bot.publishing.EXCHANGES_PER_TASK a call; each
+stored and sent to judging here (the step: workers.ingesting). Idempotent: the same exchange run twice is one.
+`ingest_exchange`: one exchange, as a bot before batches handed them on (its messages and notes still run).
+`ingest_signal`: what the bot's side said of one after it (the step: workers.bot_signals)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from common import task_names
 from common.celery_app import celery
 from common.runtime import get_runtime
 from workers.bot_signals import ingest_signal_in
-from workers.ingesting import ingest
+from workers.ingesting import ingest, ingest_all
 
 
 # The database down for a while: retried with backoff for about an hour; past that, the note stays and the orphan
@@ -30,6 +31,19 @@ from workers.ingesting import ingest
 )
 def ingest_exchange(self, exchange: dict[str, Any]) -> str:
     return ingest(get_runtime(), exchange)
+
+
+@celery.task(
+    name=task_names.INGEST_EXCHANGES,
+    bind=True,
+    acks_late=True,
+    autoretry_for=(redis.RedisError, OperationalError, IntegrityError),
+    retry_backoff=1,
+    retry_backoff_max=60,
+    max_retries=60,
+)
+def ingest_exchanges(self, exchanges: list[dict[str, Any]]) -> str:
+    return ingest_all(get_runtime(), exchanges)
 
 
 @celery.task(
