@@ -112,3 +112,19 @@ def test_a_dm_is_never_quoted_even_where_a_private_channel_s_rule_would_quote(ma
         summary = json.dumps(fake.posted(ALERTS)[-1])
         assert "3 more low scores this hour" in summary
         assert summary.count(REASONING) == 1  # the public one's line; the dm's and the private one's withheld
+
+
+def test_the_hours_summary_quotes_a_dm_where_its_bots_rule_lets_its_alert_quote_it(make_runtime, fake, tmp_path):
+    """The bot's own rule sends its alerts here and allows quoting: a dm's held line quotes its reasoning as its
+    alert does (common.privacy); the same exchanges sent where the rule does not reach stay unquoted."""
+    rules = write_rules(tmp_path, {"bots": {"helpdesk": {"alert_channel": ALERTS, "quote_private": True}}})
+    with make_runtime(degradation_window_minutes=0, alert_channel_cap_per_hour=1, channel_rules_file=rules) as runtime:
+        ids = [ingested_judgment(runtime, "dm", client_id=str(n)) for n in range(3)]
+        for judgment_id in ids:
+            delivery.consider(runtime, judgment_id)
+        assert [row.status for row in alerts(runtime)] == ["posted", "held", "held"]
+        assert REASONING in json.dumps(fake.posted(ALERTS)[0])  # the alert quotes it: the bot's rule allows it here
+        assert summaries.flush_summaries(runtime) == 1
+        summary = json.dumps(fake.posted(ALERTS)[-1])
+        assert "2 more low scores this hour" in summary
+        assert summary.count(REASONING) == 2  # each held dm's line, as its alert would
