@@ -92,8 +92,13 @@ def _recent_statements(of_bot: bool) -> dict[str, Any]:
         .scalar_subquery()
     )
     if of_bot:
-        made = select(Exchange.id).where(Exchange.pair_id == Pair.id, Exchange.bot == bindparam("bot"))
-        where = (Pair.channel_id.is_(None), made.exists())
+        # Its (first) exchange's bot, as store.exchanges.origin reads it: a correlated scalar subquery (a look-up
+        # on ix_exchanges_pair per pair), never planned as the semi-join that, on a young database, read all of
+        # the bot's exchanges for every pair.
+        made_by = (
+            select(Exchange.bot).where(Exchange.pair_id == Pair.id).order_by(Exchange.id).limit(1).scalar_subquery()
+        )
+        where = (Pair.channel_id.is_(None), made_by == bindparam("bot"))
     else:
         where = (Pair.channel_id == bindparam("channel"),)
     pairs = select(Pair.id, Pair.created_at, score).where(
