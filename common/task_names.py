@@ -40,6 +40,7 @@ SEND_PHOENIX_OUTCOME = "workers.tasks.traces.send_phoenix_outcome"
 BLANK_LANGFUSE_COMMENTS = "workers.tasks.traces.blank_langfuse_comments"
 BLANK_PHOENIX_EXPLANATIONS = "workers.tasks.traces.blank_phoenix_explanations"
 REDRAW_DIGEST = "workers.tasks.digest.redraw_digest"
+CHECK_AGREEMENT = "workers.tasks.digest.check_agreement"
 
 # The tasks that post to Slack (alerts, summaries, votes, verdicts, digests): their own queue, so a backlog of
 # judging never holds a post up. Every other task runs on the judge queue (common.celery_app routes them).
@@ -54,6 +55,7 @@ POSTING = frozenset(
         SEND_DIGEST_PREVIEW,
         POST_OUTAGE_NOTICE,
         REDRAW_DIGEST,
+        CHECK_AGREEMENT,
     }
 )
 

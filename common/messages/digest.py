@@ -13,6 +13,7 @@ from zoneinfo import ZoneInfo
 
 from common.messages import blocks as block_kit
 from common.messages import rates
+from common.messages.agreement import channel_parts, judge_lines
 from common.messages.blocks import WEEK_BEFORE, escape, no_data
 from common.messages.golden import digest_line
 from common.messages.outcomes import NOTE as OUTCOME_NOTE
@@ -234,6 +235,7 @@ def _channel_section(report: Report, stats: ChannelStats, links: Links, quotes: 
         found = report.trust.precision_of(stats.channel_id, name)
         if found is not None and found.voted:
             extras.append(f"{name} alerts: {precision_text(found)}")
+    extras += channel_parts(report.agreement, stats.channel_id, stats.judges, report.period.before)
     if stats.tokens.total:
         extras.append(_short_usage(stats))
     if extras:
@@ -320,7 +322,9 @@ def digest_message(
     if topics is not None:
         blocks += fix_first_blocks(topics)
     blocks.append({"type": "section", "fields": _overall_fields(report, topics)})
-    trust = trust_section(report.trust, list(report.overall.judges))
+    judges = list(report.overall.judges)
+    agreement = judge_lines(report.agreement, judges, links, before=report.period.before)
+    trust = trust_section(report.trust, judges, agreement)
     tail = [] if trust is None else [trust]
     if chart_in_thread:
         resolution = ", the daily resolution rate" if report.outcomes.any_closed else ""
@@ -413,7 +417,9 @@ def digest_text(
     sole = _sole_channel(report)
     out.append("== All channels ==" if sole is None else f"== All channels: {labels[sole.channel_id]} only ==")
     out += block(report.overall)
-    trust = trust_lines(report.trust, list(report.overall.judges), slack=False)
+    judges = list(report.overall.judges)
+    agreement = judge_lines(report.agreement, judges, links, slack=False, before=report.period.before)
+    trust = trust_lines(report.trust, judges, slack=False, agreement=agreement)
     if trust:
         out += ["", f"== {TRUST_HEADING} ==", *trust]
     for stats in report.channels if sole is None else []:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from common.messages import blocks as block_kit
 from common.messages import rates
 from common.reports.trust import DISPUTED_SHOWN, CanaryFigures, Precision, Suggestion, Trust
@@ -72,10 +74,12 @@ def second_opinion_text(trust: Trust, *, slack: bool = True, shown: int = DISPUT
     return "Second opinions: " + " · ".join(parts)
 
 
-def trust_lines(trust: Trust, judges: list[str], *, slack: bool = True) -> list[str]:
-    """The digest's lines on the alerts and the judge, overall."""
+def trust_lines(trust: Trust, judges: list[str], *, slack: bool = True, agreement: Sequence[str] = ()) -> list[str]:
+    """The digest's lines on the alerts and the judge, overall; `agreement`: each judge against the team's labels
+    (`common.messages.agreement.judge_lines`), after the alerts' precision."""
     voted = [(judge, trust.precision_of(None, judge)) for judge in judges]
     lines = [f"Alert precision, {judge}: {precision_text(found)}" for judge, found in voted if found is not None]
+    lines += agreement
     second = second_opinion_text(trust, slack=slack)
     if second:
         lines.append(second)
@@ -87,9 +91,9 @@ def trust_lines(trust: Trust, judges: list[str], *, slack: bool = True) -> list[
     return lines
 
 
-def trust_section(trust: Trust, judges: list[str]) -> dict | None:
+def trust_section(trust: Trust, judges: list[str], agreement: Sequence[str] = ()) -> dict | None:
     """The digest's and App Home's section of trust lines; None when there is nothing to say."""
-    lines = trust_lines(trust, judges)
+    lines = trust_lines(trust, judges, agreement=agreement)
     if not lines:
         return None
     return block_kit.section(block_kit.shorten(f"*{TRUST_HEADING}*\n" + "\n".join(lines), SECTION_CHARS))

@@ -1,5 +1,5 @@
 """The whole report of a period in one pass over its pairs: overall and per channel, this week and the one before,
-the daily series, the trust and the outcome figures.
+the daily series, the trust and the outcome figures and each judge's agreement with the team.
 
 Each pair is handed to running tallies (`common.reports.stats`, `.trust`, `.outcomes`) and dropped, so a report
 holds counts per channel, judge, score and day and the few worst answers, never a row per pair: a backfill's year
@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TypeVar
 
+from common.reports.agreement import AgreementReport, AgreementTally
 from common.reports.outcomes import DailyOutcomeTally, OutcomeReport, OutcomeTally
 from common.reports.period import Period
 from common.reports.stats import (
@@ -51,6 +52,7 @@ class _Week:
         self.overall = self.new_channel()
         self.channels: dict[str, ChannelTally] = {}
         self.outcomes = OutcomeTally()
+        self.agreement = AgreementTally(thresholds_for)
         self.channel_outcomes: dict[str, OutcomeTally] = {}
         self.answer_channels: set[str] = set()  # the channels of its captured answers
 
@@ -63,6 +65,7 @@ class _Week:
         if not is_answer(row):
             return
         self.outcomes.add(row)
+        self.agreement.add(row)
         if channel is not None:
             self.answer_channels.add(channel)
             outcomes = self.channel_outcomes.get(channel) or self.channel_outcomes.setdefault(channel, OutcomeTally())
@@ -153,4 +156,5 @@ class ReportBuilder:
                 },
                 daily=self.daily_outcomes.points(),
             ),
+            agreement=AgreementReport(current.agreement.result(), previous.agreement.result()),
         )

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 
+from common.reports.agreement import AgreementReport
 from common.reports.costs import Prices, Tokens, TokenTally
 from common.reports.golden import GoldenFigures
 from common.reports.intervals import Estimate, Shift, bootstrap_mean, mean_change, proportion, proportion_change
@@ -145,6 +146,7 @@ class Report:
     trust: Trust = field(default_factory=Trust)
     outcomes: OutcomeReport = field(default_factory=OutcomeReport)
     golden: GoldenFigures | None = None  # the golden set's growth and last regress run (the digest)
+    agreement: AgreementReport = field(default_factory=AgreementReport)  # each judge against the team's labels
 
     def change(self, stats: ChannelStats, judge: str) -> Change:
         """Against the week before, only when the same judge model and prompt scored both weeks."""

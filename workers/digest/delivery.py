@@ -15,6 +15,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from slack_sdk.errors import SlackApiError
 
 from common.membership import ChannelAudience, MembershipCache, Viewer
+from common.messages.agreement import linked_disagreements
 from common.messages.chart_text import chart_alt_text
 from common.messages.digest import Links, Quotes, digest_message
 from common.post_once import RECEIPT_TTL_SECONDS, PostOnce, Receipts
@@ -71,9 +72,12 @@ def quotes_for(
 
 
 def links_for(runtime: Runtime, report: Report) -> Links:
-    """Permalinks of the worst answers (a missing link only costs the link, never the digest)."""
+    """Permalinks of the worst answers and of the judges' latest disagreements with the team (a missing link only
+    costs the link, never the digest)."""
     links: dict[int, str] = {}
-    for worst in _all_worst(report):
+    for worst in [*_all_worst(report), *linked_disagreements(report.agreement)]:
+        if worst.pair_id in links:
+            continue
         link = permalink(runtime, worst.channel_id, worst.answer_ts)
         if link:
             links[worst.pair_id] = link

@@ -12,4 +12,5 @@ from common.runtime import get_runtime
 
 @celery.task(name=task_names.REFRESH_TOPICS)
 def refresh_topics() -> str:
-    return refresh(get_runtime(), datetime.now(UTC))
+    runtime = get_runtime()
+    return refresh(runtime, datetime.now(UTC), redis_client=runtime.redis)
