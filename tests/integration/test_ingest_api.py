@@ -16,6 +16,7 @@ import redis
 from sqlalchemy import func, select
 
 from common import task_names, task_notes
+from common.celery_app import QUEUE_JUDGE
 from common.exchanges import MAX_BATCH
 from store import exchanges as exchange_store
 from store.db import Database
@@ -27,6 +28,7 @@ from tests.fakes.slack_server import FakeSlack
 from tests.processes import wait_for
 from tests.services import RedisProcess
 from workers.ingesting import ingest_all
+from workers.judging.queued import queued_notes
 from workers.tasks.ingest import ingest_exchanges
 
 pytestmark = pytest.mark.slow
@@ -138,6 +140,7 @@ def test_a_batch_is_one_noted_task_and_each_id_is_stored_once(settings_for, slac
             assert call.task == task_names.INGEST_EXCHANGES
             ids = [item["id"] for item in call.kwargs["exchanges"]]
             assert ids == [f"n{n}" for n in range(MAX_BATCH - 1)]  # n0 twice in the batch: handed on once, the first
+            assert queued_notes(client, QUEUE_JUDGE) == {call.id}  # the orphan check finds its message: not resent
             # The same batch again (a client's retry): the same call, the same note.
             assert post(bot.base_url, batch).status_code == 202
             assert [c.id for c in noted_calls(client)] == [call.id]
