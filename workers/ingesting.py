@@ -17,7 +17,8 @@ import time
 from collections import Counter
 from typing import Any
 
-from sqlalchemy.exc import IntegrityError
+import redis
+from sqlalchemy.exc import IntegrityError, OperationalError
 
 from capture.redact import redact_if
 from common import task_names, task_notes
@@ -35,6 +36,9 @@ from workers.judging.rules import is_infrastructure
 log = logging.getLogger("relmon.ingest")
 
 _SPEAKERS = {"user": CUSTOMER, "assistant": BOT}
+# What the ingest tasks retry on (workers.tasks.ingest): Redis or the database down for a while; IntegrityError,
+# capture storing the same Slack message's pair meanwhile (the retry joins it).
+RETRIED: tuple[type[Exception], ...] = (redis.RedisError, OperationalError, IntegrityError)
 SOURCE_HEADING = DOCUMENTS_HEADING  # a custom judge reads them as {documents} (judges.context)
 
 
@@ -121,7 +125,7 @@ def ingest_all(runtime: Runtime, exchanges: list[dict[str, Any]]) -> str:
         try:
             outcomes[ingest(runtime, raw)] += 1
         except Exception as error:
-            if isinstance(error, IntegrityError) or is_infrastructure(error):
+            if isinstance(error, RETRIED) or is_infrastructure(error):
                 raise  # the whole call again, later: what is stored is found, not stored twice
             # A bug with this one exchange: sent again it would fail the same way, and the rest are not at fault.
             log.exception("exchange not stored", extra={"bot": raw.get("bot"), "exchange_id": raw.get("id")})

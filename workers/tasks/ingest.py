@@ -9,13 +9,13 @@ from __future__ import annotations
 from typing import Any
 
 import redis
-from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.exc import OperationalError
 
 from common import task_names
 from common.celery_app import celery
 from common.runtime import get_runtime
 from workers.bot_signals import ingest_signal_in
-from workers.ingesting import ingest, ingest_all
+from workers.ingesting import RETRIED, ingest, ingest_all
 
 
 # The database down for a while: retried with backoff for about an hour; past that, the note stays and the orphan
@@ -24,7 +24,7 @@ from workers.ingesting import ingest, ingest_all
     name=task_names.INGEST_EXCHANGE,
     bind=True,
     acks_late=True,
-    autoretry_for=(redis.RedisError, OperationalError, IntegrityError),
+    autoretry_for=RETRIED,
     retry_backoff=1,
     retry_backoff_max=60,
     max_retries=60,
@@ -37,7 +37,7 @@ def ingest_exchange(self, exchange: dict[str, Any]) -> str:
     name=task_names.INGEST_EXCHANGES,
     bind=True,
     acks_late=True,
-    autoretry_for=(redis.RedisError, OperationalError, IntegrityError),
+    autoretry_for=RETRIED,
     retry_backoff=1,
     retry_backoff_max=60,
     max_retries=60,
