@@ -1,12 +1,13 @@
 """How long `relmon bot` takes to accept an OTLP trace batch at `POST /v1/traces`: 512 spans a request (the
 SDK's BatchSpanProcessor's largest export), protobuf as the OTLP/HTTP exporter sends it, to a real `relmon bot`
 process (gunicorn, relmon's defaults) on a local Redis and SQLite. Two batches: every span a chat generation with
-its messages (the worst case: 512 exchanges noted and published, each as `POST /v1/exchanges` would), and a
-bot's usual mix (one chat span in eight, the rest HTTP and database spans, dropped unread). Each request's spans
-are new (fresh trace ids). No worker runs: the time measured is the bot's, up to its 200.
+its messages (the worst case: 512 exchanges handed on, as a `POST /v1/exchanges` batch is: `ingest_exchanges` tasks
+of up to 100 exchanges, noted in one Redis transaction, then published), and a bot's usual mix (one chat span in
+eight, the rest HTTP and database spans, dropped unread). Each request's spans are new (fresh trace ids). No worker
+runs: the time measured is the bot's, up to its 200.
 
-Prints, per batch, the body's size and the median and worst of the requests' times, and a verdict against the
-target (under 1 s).
+Prints, per batch, the body's size, the median (p50) and worst of the requests' times, and the task messages and
+notes each request left in Redis; then a verdict against the target (under 1 s).
 
     python -m bench.otlp_ingest               # 5 requests of each batch
     python -m bench.otlp_ingest --rounds 10
@@ -22,12 +23,15 @@ import time
 from pathlib import Path
 
 import httpx
+import redis
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
 
 from bench.events import BenchRedis
+from common import task_notes
+from common.celery_app import QUEUE_JUDGE
 from store.db import Database
 from tests.fakes.slack_server import FakeSlack
 from tests.otlp_spans import http_span, request, semconv_chat, span
@@ -54,11 +58,13 @@ def batch(chat_every: int) -> ExportTraceServiceRequest:
     return request(*spans, **{"service.version": "2.3.1"})
 
 
-def measure(url: str, chat_every: int, rounds: int) -> tuple[int, list[float]]:
+def measure(url: str, chat_every: int, rounds: int, broker: redis.Redis) -> tuple[int, list[float], float, float]:
+    """(the body's bytes, each request's seconds, task messages and notes a request left in Redis)."""
     headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/x-protobuf"}
     times, size = [], 0
     with httpx.Client(timeout=30) as client:
         client.post(url, content=batch(chat_every).SerializeToString(), headers=headers)  # warm the worker
+        messages, notes = broker.llen(QUEUE_JUDGE), broker.hlen(task_notes.KEY)
         for _ in range(rounds):
             body = batch(chat_every).SerializeToString()
             size = len(body)
@@ -69,7 +75,9 @@ def measure(url: str, chat_every: int, rounds: int) -> tuple[int, list[float]]:
                 raise SystemExit(f"POST /v1/traces answered {answer.status_code}: {answer.content[:300]!r}")
             if ExportTraceServiceResponse.FromString(answer.content).partial_success.rejected_spans:
                 raise SystemExit("spans were rejected: the bench's batch is wrong")
-    return size, times
+    messages = (broker.llen(QUEUE_JUDGE) - messages) / rounds
+    notes = (broker.hlen(task_notes.KEY) - notes) / rounds
+    return size, times, messages, notes
 
 
 def run(args: argparse.Namespace) -> int:
@@ -89,16 +97,18 @@ def run(args: argparse.Namespace) -> int:
                 RELMON_INGEST_TOKENS=TOKEN,
             )
             bot, base_url = start_bot(env, log_dir=work, timeout=120)
+            broker = redis.Redis.from_url(redis_server.url)
             with bot:
                 for label, chat_every in (("every span a chat", 1), ("one chat span in eight", 8)):
-                    size, times = measure(base_url + "/v1/traces", chat_every, args.rounds)
+                    size, times, messages, notes = measure(base_url + "/v1/traces", chat_every, args.rounds, broker)
                     worst = max(worst, max(times))
                     print(
                         f"{SPANS} spans, {label} ({SPANS // chat_every} exchanges, {size / 1024:.0f} KiB): "
-                        f"median {statistics.median(times) * 1000:.0f} ms, worst {max(times) * 1000:.0f} ms "
-                        f"over {len(times)} requests",
+                        f"p50 {statistics.median(times) * 1000:.0f} ms, worst {max(times) * 1000:.0f} ms "
+                        f"over {len(times)} requests; task messages {messages:g}, notes {notes:g} a request",
                         flush=True,
                     )
+            broker.close()
     finally:
         database.dispose()
         redis_server.stop()

@@ -4,9 +4,9 @@ common.exchange_signals) and `DELETE /v1/exchanges/{id}?bot=NAME` (a deletion: e
 
 The bot's side sends the exchanges relmon cannot read in Slack itself (its own agent DMs, a web widget): one
 exchange, or {"exchanges": [...]} (at most 100), validated whole by common.exchanges (a batch with one bad exchange
-is refused whole, naming it). 202 only once every exchange is durably noted: handed on as `ingest_exchange` the one
-way the bot hands events on (bot.publishing: noted in Redis and published, or kept in the disk spool through an
-outage).
+is refused whole, naming it). 202 only once every exchange is durably noted: the request's exchanges handed on
+together (one `ingest_exchanges` task) the one way the bot hands events on (bot.publishing: noted in Redis and
+published, or kept in the disk spool through an outage, as one entry).
 
 Checks, in this order: ingest on (RELMON_INGEST_TOKENS set, else 404), the path (404) and method (405), the
 bearer token (401; compared in constant time against each token), the token's rate (429 with Retry-After;
@@ -31,7 +31,7 @@ from urllib.parse import parse_qs
 
 import redis
 
-from bot.publishing import exchange_entry, task_entry
+from bot.publishing import exchanges_entry, task_entry
 from bot.spool import Entry
 from common import task_names
 from common.exchange_signals import exchange_key, parse_signal, signal_task
@@ -109,7 +109,7 @@ def refused(
 
 
 class IngestRoute:
-    """The route: checks the request, then hands each exchange to `publish` (bot.publishing.EventPublisher)."""
+    """The route: checks the request, then hands its exchanges to `publish` (bot.publishing.EventPublisher)."""
 
     def __init__(self, settings: Settings, client: redis.Redis, publish: Callable[[Entry], bool]) -> None:
         self.tokens = settings.ingest_token_values()
@@ -188,9 +188,8 @@ class IngestRoute:
             exchanges = parse_body(decoded)
         except Refused as error:
             return refused(400, error.problems[0], problems=error.problems)
-        for exchange in exchanges:
-            if not self.publish(exchange_entry(exchange.to_task())):
-                return spool_full()
+        if not self.publish(exchanges_entry([exchange.to_task() for exchange in exchanges])):
+            return spool_full()
         return Answer(202, {"accepted": len(exchanges), "ids": [exchange.id for exchange in exchanges]})
 
     def signal(self, decoded: object, exchange_id: str | None, now: float) -> Answer:

@@ -1,8 +1,8 @@
 """`POST /v1/traces`: OTLP/HTTP traces in, on the bot's HTTP server beside `POST /v1/exchanges` (bot.server routes
 it here). The bot's own OpenTelemetry exporter points at relmon; each chat generation span becomes an exchange
-(common.otlp_exchanges) handed on exactly as `POST /v1/exchanges` hands one on (bot.publishing's
-`exchange_entry`: noted in Redis and published, or kept in the disk spool through an outage). Every other span is
-dropped unread.
+(common.otlp_exchanges); a request's exchanges are handed on together exactly as a `POST /v1/exchanges` batch is
+(bot.publishing's `exchanges_entry`: a few `ingest_exchanges` tasks noted in one Redis transaction and published, or
+one entry in the disk spool through an outage). Every other span is dropped unread.
 
 The same checks as bot.ingest, with its tokens, size limit (RELMON_INGEST_MAX_BYTES, gzip bodies inflated within
 it) and per-token rate; then the body, protobuf or JSON (common.otlp_wire), answered in the request's encoding:
@@ -16,7 +16,6 @@ import logging
 import re
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
@@ -24,7 +23,7 @@ from typing import Any
 import redis
 
 from bot.ingest import SPOOL_FULL_RETRY_SECONDS, bearer, matching_token, over_rate
-from bot.publishing import exchange_entry
+from bot.publishing import exchanges_entry
 from bot.spool import Entry
 from common import otlp_wire
 from common.otlp_exchanges import convert
@@ -33,7 +32,6 @@ from store.settings import Settings
 log = logging.getLogger("relmon.ingest")
 
 TRACES_PATH = "/v1/traces"
-PUBLISH_THREADS = 8  # under Celery's producer pool (broker_pool_limit, 10), beside gunicorn's 4 threads
 _ASCII_NUMBER = re.compile(r"[0-9]{1,18}")
 # google.rpc.Code numbers of a refusal's Status body (OTLP/HTTP answers errors with a Status).
 _CODES = {400: 3, 401: 16, 404: 5, 405: 12, 411: 3, 413: 8, 415: 3, 429: 8, 503: 14}
@@ -55,7 +53,7 @@ def refusal(status: int, message: str, content_type: str, headers: Iterable[tupl
 
 
 class TracesRoute:
-    """The route: checks the request, converts its chat spans, hands each exchange to `publish`
+    """The route: checks the request, converts its chat spans, hands their exchanges to `publish`
     (bot.publishing.EventPublisher)."""
 
     def __init__(self, settings: Settings, client: redis.Redis, publish: Callable[[Entry], bool]) -> None:
@@ -64,10 +62,6 @@ class TracesRoute:
         self.per_minute = settings.ingest_per_minute
         self.redis = client
         self.publish = publish
-        self.pool = ThreadPoolExecutor(max_workers=PUBLISH_THREADS, thread_name_prefix="relmon-otlp")
-
-    def hand_on(self, task: dict[str, Any]) -> bool:
-        return self.publish(exchange_entry(task))
 
     def wsgi(self, environ: dict, start_response: Callable[..., Any]) -> list[bytes]:
         answer = self(environ)
@@ -117,11 +111,8 @@ class TracesRoute:
         except otlp_wire.Undecodable as error:
             return refusal(400, str(error), content_type)
         converted = convert(request)
-        # Each exchange's hand-off is two Redis round trips (its note, its message): a batch of hundreds is handed
-        # on by a few threads at once, as gunicorn's threads already publish at once (bot.publishing).
         tasks = [exchange.to_task() for exchange in converted.exchanges]
-        handed = list(self.pool.map(self.hand_on, tasks)) if len(tasks) > 1 else [self.hand_on(t) for t in tasks]
-        if not all(handed):
+        if tasks and not self.publish(exchanges_entry(tasks)):
             return refusal(
                 503,
                 "relmon's spool is full (Redis or the broker is down): export again later; spans already taken "

@@ -12,9 +12,12 @@ Two steps:
 An outage (Redis or the broker down) spools the entry on local disk (bot.spool) and Slack still gets its 200; the
 spool hands it on the same way, in order, when they are back.
 
-The ingest API's exchanges (bot.ingest) take the same way through the same spool, as entries of their own kind
-(`exchange_entry`): noted and sent as `ingest_exchange`, with no mark (the worker's store is idempotent per bot and
-exchange id). Its signals and deletions are `task` entries: the task's call, noted and sent as it is.
+The ingest API's exchanges (bot.ingest's batches, bot.otlp_ingest's traces) take the same way through the same
+spool, a request's exchanges as one entry of their own kind (`exchanges_entry`): one spool row, and once Redis is up
+one transaction noting a few `ingest_exchanges` calls of up to EXCHANGES_PER_TASK exchanges each, then their
+publishes. No mark: the worker's store is idempotent per bot and exchange id (an id twice in one request is handed on
+once, the first; a request sent again is the same calls, the same notes). Its signals and deletions are `task`
+entries: the task's call, noted and sent as it is.
 """
 
 from __future__ import annotations
@@ -40,8 +43,12 @@ log = logging.getLogger("relmon.capture")
 EVENT_DONE_TTL_SECONDS = 3600  # Slack's last retry comes about 5 minutes after the first delivery
 
 Entry = dict[str, Any]  # {"body": the envelope, "own": relmon's identity}, and "marked" once its mark is set
-EXCHANGE = "exchange"  # an entry's "kind": an exchange from the ingest API ({"kind": "exchange", "exchange": ...})
+EXCHANGES = "exchanges"  # an entry's "kind": a request's exchanges ({"kind": "exchanges", "exchanges": [...]})
+EXCHANGE = "exchange"  # one exchange ({"kind": "exchange", "exchange": ...}), as a spool written before batches holds
 TASK = "task"  # an entry's "kind": a task call of the ingest API (a signal, a deletion): {"task", "kwargs", "named"}
+# A worker stores a task's exchanges one after the other: a batch of 512 spans is a few tasks that several worker
+# threads share. As many as one POST /v1/exchanges batch may hold, so that such a batch is always one task.
+EXCHANGES_PER_TASK = 100
 
 
 class Published(enum.Enum):
@@ -84,8 +91,10 @@ class EventPublisher:
     def publish(self, entry: Entry) -> Published:
         """Mark, note and send one event; the steps already done (recorded in `entry`) are not done again. An
         exchange is noted and sent."""
+        if entry.get("kind") == EXCHANGES:
+            return publish_exchanges(self.redis, entry["exchanges"])
         if entry.get("kind") == EXCHANGE:
-            return publish_exchange(self.redis, entry)
+            return publish_exchanges(self.redis, [entry["exchange"]])
         if entry.get("kind") == TASK:
             return publish_task(self.redis, entry)
         event_id = entry["body"].get("event_id")
@@ -109,19 +118,53 @@ def event_call(entry: Entry) -> task_notes.Call:
     return task_notes.Call(task_names.CAPTURE_EVENT, kwargs={"entry": {"body": entry["body"], "own": entry["own"]}})
 
 
-def exchange_entry(exchange: dict[str, Any]) -> Entry:
-    """An exchange from the ingest API (common.exchanges.Exchange.to_task) as a spool entry."""
-    return {"kind": EXCHANGE, "exchange": exchange}
+def exchanges_entry(exchanges: list[dict[str, Any]]) -> Entry:
+    """A request's exchanges from the ingest API (common.exchanges.Exchange.to_task) as one spool entry."""
+    return {"kind": EXCHANGES, "exchanges": exchanges}
 
 
-def publish_exchange(client: redis.Redis, entry: Entry) -> Published:
-    """Note and send one exchange's `ingest_exchange`; the headers' reprs name it, never its words."""
-    exchange = entry["exchange"]
-    call = task_notes.Call(task_names.INGEST_EXCHANGE, kwargs={"exchange": exchange})
-    named = {"bot": exchange.get("bot"), "exchange_id": exchange.get("id")}
-    task_id = task_notes.send(client, call, time.time(), argsrepr="()", kwargsrepr=repr(named))
-    log.info("exchange handed on", extra={**named, "task_id": task_id})
+def distinct(exchanges: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The exchanges less those whose bot and id came earlier in the list: the store keeps the first one anyway."""
+    seen: set[tuple[Any, Any]] = set()
+    kept = []
+    for exchange in exchanges:
+        key = (exchange.get("bot"), exchange.get("id"))
+        if key not in seen:
+            seen.add(key)
+            kept.append(exchange)
+    return kept
+
+
+def exchange_calls(exchanges: list[dict[str, Any]], per_task: int = EXCHANGES_PER_TASK) -> list[task_notes.Call]:
+    """The `ingest_exchanges` calls that carry the exchanges, in order, up to `per_task` each. The same exchanges
+    make the same calls (the same notes), so a request sent again adds no note."""
+    kept = distinct(exchanges)
+    return [
+        task_notes.Call(task_names.INGEST_EXCHANGES, kwargs={"exchanges": kept[start : start + per_task]})
+        for start in range(0, len(kept), per_task)
+    ]
+
+
+def publish_exchanges(client: redis.Redis, exchanges: list[dict[str, Any]]) -> Published:
+    """Note every call of the exchanges in one transaction, then send each; the headers' reprs name them (bots,
+    count, first and last ids), never their words."""
+    calls = exchange_calls(exchanges)
+    named = [named_by(call.kwargs["exchanges"]) for call in calls]
+    options = [{"argsrepr": "()", "kwargsrepr": repr(names)} for names in named]
+    task_ids = task_notes.send_all(client, calls, time.time(), options)
+    for names, task_id in zip(named, task_ids, strict=True):
+        log.info("exchanges handed on", extra={**names, "task_id": task_id})
     return Published.SENT
+
+
+def named_by(exchanges: list[dict[str, Any]]) -> dict[str, Any]:
+    """What a call's headers and log line say of its exchanges: ids, never words."""
+    return {
+        "bots": sorted({str(exchange.get("bot")) for exchange in exchanges}),
+        "count": len(exchanges),
+        "first_id": exchanges[0].get("id"),
+        "last_id": exchanges[-1].get("id"),
+    }
 
 
 def task_entry(task: str, kwargs: dict[str, Any], named: dict[str, Any]) -> Entry:

@@ -40,15 +40,18 @@ OUTAGE_ERRORS: tuple[type[BaseException], ...] = (
 )
 DRAIN_EVERY_SECONDS = 1.0
 
-# {"body": the Slack event envelope, "own": relmon's identity, as the listener saw them}, or {"kind": "exchange",
-# "exchange": ...} from the ingest API (bot.publishing hands each kind on its way).
+# {"body": the Slack event envelope, "own": relmon's identity, as the listener saw them}, or {"kind": "exchanges",
+# "exchanges": [...]}: a request's exchanges from the ingest API, one row (bot.publishing hands each kind on its way).
 Entry = dict[str, Any]
 
 
 def entry_id(entry: Entry) -> str | None:
-    """What names an entry in a log line (never its words): a Slack event's id, or an exchange's."""
+    """What names an entry in a log line (never its words): a Slack event's id, or an exchange's (a request's
+    first, and how many it holds)."""
     if "exchange" in entry:
         return entry["exchange"].get("id")
+    if entry.get("exchanges"):
+        return f"{entry['exchanges'][0].get('id')} (of {len(entry['exchanges'])})"
     return (entry.get("body") or {}).get("event_id")
 
 

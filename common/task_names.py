@@ -4,7 +4,8 @@ nothing from `workers/`; a task module imports no other task module. Renaming on
 queued under the old name."""
 
 CAPTURE_EVENT = "workers.tasks.events.capture_event"
-INGEST_EXCHANGE = "workers.tasks.ingest.ingest_exchange"
+INGEST_EXCHANGE = "workers.tasks.ingest.ingest_exchange"  # one exchange: what a bot sent before batches
+INGEST_EXCHANGES = "workers.tasks.ingest.ingest_exchanges"
 INGEST_SIGNAL = "workers.tasks.ingest.ingest_signal"
 FORGET_EXCHANGE = "workers.tasks.forgetting.forget_exchange"
 FORGET_MESSAGE = "workers.tasks.forgetting.forget_message"

@@ -12,8 +12,9 @@ again when the call is made once more. Each message keeps a task ID of its own (
 task ID for one task's attempts, so two sends of one call must not share one. Every noted task
 is idempotent, so a message sent again is at worst run once more.
 
-Noted: the bot's `capture_event`, `ingest_exchange`, `ingest_signal` and `forget_exchange`, an alert's decision,
-an on-demand verdict, an outcome's follow-up and the sends to the bot's trace tools.
+Noted: the bot's `capture_event`, `ingest_exchanges` (and `ingest_exchange`), `ingest_signal` and
+`forget_exchange`, an alert's decision, an on-demand verdict, an outcome's follow-up and the sends to the bot's trace
+tools.
 
 Layout:
     relmon:task-notes      hash  task ID -> JSON {"task", "args", "kwargs"}
@@ -28,6 +29,7 @@ import logging
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import redis
@@ -45,6 +47,7 @@ NOTED = frozenset(
     {
         task_names.CAPTURE_EVENT,
         task_names.INGEST_EXCHANGE,
+        task_names.INGEST_EXCHANGES,
         task_names.INGEST_SIGNAL,
         task_names.FORGET_EXCHANGE,
         task_names.CONSIDER_ALERT,
@@ -66,8 +69,9 @@ class Call:
     args: tuple = ()
     kwargs: dict[str, Any] = field(default_factory=dict)
 
-    @property
+    @cached_property
     def id(self) -> str:
+        # Computed once: a call of a hundred exchanges is a long text to hash.
         return call_id(self.task, self.args, self.kwargs)
 
     def to_json(self) -> str:
@@ -102,9 +106,17 @@ def note(client: redis.Redis, calls: Sequence[Call], now: float, *, sending: boo
 def send(client: redis.Redis, call: Call, now: float, **options: Any) -> str:
     """Note the call, then send it: a note without a message is what the orphan check looks for. `options`:
     Celery's, e.g. the headers' reprs that keep an event's words out of them. Returns the note's ID."""
-    note(client, [call], now, sending=True)
-    celery.send_task(call.task, args=list(call.args), kwargs=call.kwargs, **options)
-    return call.id
+    return send_all(client, [call], now, [options])[0]
+
+
+def send_all(client: redis.Redis, calls: Sequence[Call], now: float, options: Sequence[dict[str, Any]]) -> list[str]:
+    """`send` for several calls at once: all noted in one transaction (one round trip), then each sent with its own
+    `options`. A send that fails leaves its note (and those after it) to the caller's retry or the orphan check.
+    Returns the notes' IDs."""
+    note(client, calls, now, sending=True)
+    for call, sent_with in zip(calls, options, strict=True):
+        celery.send_task(call.task, args=list(call.args), kwargs=call.kwargs, **sent_with)
+    return [call.id for call in calls]
 
 
 def done(client: redis.Redis, task_id: str) -> None:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import case, select
 from sqlalchemy.orm import Session
 
 from store.alerts import KIND_DEGRADATION, KIND_LOW, KIND_MISSED, STATUS_HELD
 from store.exchange_models import Exchange
+from store.exchanges import Origin
 from store.models import Alert, Judgment, Pair, PairSource
 
 
@@ -27,15 +29,19 @@ def held_channel_hours(session: Session, since: datetime) -> list[tuple[str, dat
 
 def held_in_hour(
     session: Session, alert_channel_id: str, since: datetime, until: datetime
-) -> list[tuple[Alert, Judgment, bool, str | None]]:
+) -> list[tuple[Alert, Judgment, bool, Origin | None]]:
     """The low scores held for `alert_channel_id` in [since, until), from every source channel, oldest first:
-    (alert row, its judgment, whether the answer's channel is private, an ingested pair's exchange visibility)."""
-    first_exchange = (
-        select(Exchange.visibility).where(Exchange.pair_id == Pair.id).order_by(Exchange.id).limit(1).scalar_subquery()
-    )
-    visibility = case((Pair.source == PairSource.INGEST, first_exchange), else_=None)
+    (alert row, its judgment, whether the answer's channel is private, an ingested pair's (first) exchange's bot and
+    visibility, as store.exchanges.origin reads them)."""
+
+    def first_exchange(column: Any) -> Any:
+        found = select(column).where(Exchange.pair_id == Pair.id).order_by(Exchange.id).limit(1).scalar_subquery()
+        return case((Pair.source == PairSource.INGEST, found), else_=None)
+
     rows = session.execute(
-        select(Alert, Judgment, Pair.channel_is_private, visibility)
+        select(
+            Alert, Judgment, Pair.channel_is_private, first_exchange(Exchange.bot), first_exchange(Exchange.visibility)
+        )
         .join(Judgment, Judgment.id == Alert.judgment_id)
         .join(Pair, Pair.id == Judgment.pair_id)
         .where(
@@ -47,7 +53,10 @@ def held_in_hour(
         )
         .order_by(Alert.id)
     )
-    return [(alert, judgment, bool(private), seen_by) for alert, judgment, private, seen_by in rows]
+    return [
+        (alert, judgment, bool(private), Origin(bot, seen_by) if bot is not None else None)
+        for alert, judgment, private, bot, seen_by in rows
+    ]
 
 
 def held_degradations(session: Session, alert_channel_id: str, since: datetime, until: datetime) -> list[Alert]:

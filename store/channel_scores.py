@@ -11,9 +11,11 @@ from typing import Any
 from sqlalchemy import Connection, bindparam, case, func, select
 from sqlalchemy.orm import Session
 
+from store import bot_groups
+from store.exchange_models import Exchange
 from store.exchanges import in_report_channel
 from store.judgments import is_current
-from store.models import ALERTING_SOURCES, Judgment, JudgmentStatus, Pair, PairSource, PairStatus, as_utc
+from store.models import ALERTING_SOURCES, Judgment, JudgmentStatus, Pair, PairStatus, as_utc
 from store.settings import TIME_WINDOW_MOST_ANSWERS
 
 # The time window's sample is the newest answers of the window, at most this many: on a busy channel the last hour
@@ -30,7 +32,8 @@ def recent_scores(
     since: datetime | None = None,
     most: int = TIME_WINDOW_MOST,
 ) -> list[tuple[float, datetime]]:
-    """(score, answer capture time) of one judge's `ok` judgments of the channel's captured answers, newest first:
+    """(score, answer capture time) of one judge's `ok` judgments of the channel's live answers (captured, and
+    ingested), or of a bot's exchanges in no channel (`channel_id` its key, store.bot_groups), newest first:
     the latest `last` so judged, and, with `since`, also every later one captured at or after `since` (the time
     window), up to `most` in all.
 
@@ -47,9 +50,11 @@ def recent_scores(
     rows: list[tuple[float, datetime]] = []
     seen: set[int] = set()
     oldest: datetime | None = None  # the oldest pair read so far: the next batch continues from there
-    statements = _recent_statements()
+    bot = bot_groups.bot_of(channel_id)
+    statements = _recent_statements(bot is not None)
     while True:
-        parameters: dict[str, Any] = {"channel": channel_id, "batch": batch, "judge": judge, "ok": JudgmentStatus.OK}
+        parameters: dict[str, Any] = {"batch": batch, "judge": judge, "ok": JudgmentStatus.OK}
+        parameters.update({"bot": bot} if bot is not None else {"channel": channel_id})
         variant = "newest"
         if oldest is not None:
             variant, parameters["oldest"] = "older", oldest  # `<=`: a tie on the boundary is read again, skipped
@@ -71,12 +76,13 @@ def recent_scores(
 
 
 @functools.cache
-def _recent_statements() -> dict[str, Any]:
+def _recent_statements(of_bot: bool) -> dict[str, Any]:
     """recent_scores' statements, built once: it runs after every judgment, and building a statement (and its
     cache key) cost more than running it. The pairs in the index's order, so the scan stops after `batch` rows,
     each with its current judgment's score (the judgment of the highest pair version, if `ok`) read by a
     correlated subquery: a look-up on uq_judgments_pair_judge_version per pair, which no planner turns into a
-    scan of the judgments table, in the same round trip."""
+    scan of the judgments table, in the same round trip. A bot's: the pairs in no channel (the same index, its
+    channel null), each kept when an exchange of that bot made it (a look-up on ix_exchanges_pair per pair)."""
     current = Judgment.__table__.alias("current")
     score = (
         select(case((current.c.status == bindparam("ok"), current.c.score), else_=None))
@@ -85,8 +91,18 @@ def _recent_statements() -> dict[str, Any]:
         .limit(1)
         .scalar_subquery()
     )
+    if of_bot:
+        # Its (first) exchange's bot, as store.exchanges.origin reads it: a correlated scalar subquery (a look-up
+        # on ix_exchanges_pair per pair), never planned as the semi-join that, on a young database, read all of
+        # the bot's exchanges for every pair.
+        made_by = (
+            select(Exchange.bot).where(Exchange.pair_id == Pair.id).order_by(Exchange.id).limit(1).scalar_subquery()
+        )
+        where = (Pair.channel_id.is_(None), made_by == bindparam("bot"))
+    else:
+        where = (Pair.channel_id == bindparam("channel"),)
     pairs = select(Pair.id, Pair.created_at, score).where(
-        Pair.channel_id == bindparam("channel"), Pair.source == PairSource.CAPTURE, Pair.status == PairStatus.JUDGED
+        *where, Pair.source.in_(ALERTING_SOURCES), Pair.status == PairStatus.JUDGED
     )
     order = (Pair.created_at.desc(),)
     older = pairs.where(Pair.created_at <= bindparam("oldest"))

@@ -201,7 +201,8 @@ class Alert(Base):
     dedupe_key: Mapped[str] = mapped_column(String(200))
     kind: Mapped[str] = mapped_column(String(20))  # low_score | degradation | summary | budget
     judgment_id: Mapped[int | None] = mapped_column(ForeignKey("judgments.id", ondelete="CASCADE"))
-    source_channel_id: Mapped[str | None] = mapped_column(String(32))
+    # A Slack channel, or a bot's key (store.bot_groups: "bot:" and a name of up to 80) for its degradation alerts.
+    source_channel_id: Mapped[str | None] = mapped_column(String(100))
     alert_channel_id: Mapped[str | None] = mapped_column(String(32))
     status: Mapped[str] = mapped_column(String(20), default="claimed")  # claimed | posted | held | failed
     message_ts: Mapped[str | None] = mapped_column(String(32))

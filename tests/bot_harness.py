@@ -97,6 +97,7 @@ class InlineWorker:
             task_names.CAPTURE_EVENT: events.capture_event,
             task_names.FORGET_MESSAGE: forgetting.forget_message,
             task_names.INGEST_EXCHANGE: ingest.ingest_exchange,
+            task_names.INGEST_EXCHANGES: ingest.ingest_exchanges,
             task_names.INGEST_SIGNAL: ingest.ingest_signal,
             task_names.FORGET_EXCHANGE: forgetting.forget_exchange,
         }

@@ -1,16 +1,24 @@
-"""An exchange from the ingest API (the step `ingest_exchange` runs): validated again (what a spool or a note kept
-is trusted no further than common.exchanges says), turned into a pair as capture would store it (question, answer,
-the earlier turns formatted as judges.context does, PII redacted where set, the documents as the grounded judge's
-source text), stored once with its `exchanges` row (store.exchanges), then judged by the normal path (`judge_pair`,
-whose alerts follow: an ingested pair alerts like a captured one, a `dm` or `private` one without its words). An
-exchange deleted first is not stored (workers.exchange_notes); the signals that came first are applied once it is
-(workers.bot_signals)."""
+"""An exchange from the ingest API (the step `ingest_exchanges` runs for each exchange of its call, in order):
+validated again (what a spool or a note kept is trusted no further than common.exchanges says), turned into a pair
+as capture would store it (question, answer, the earlier turns formatted as judges.context does, PII redacted where
+set, the documents as the grounded judge's source text), stored once with its `exchanges` row (store.exchanges),
+then judged by the normal path (`judge_pair`, whose alerts follow: an ingested pair alerts like a captured one, a
+`dm` or `private` one without its words). An exchange deleted first is not stored (workers.exchange_notes); the
+signals that came first are applied once it is (workers.bot_signals).
+
+A call's exchanges are stored one by one, each as if it came alone: an outage (or a race with capture) raises, and
+the task's retry runs them all again (those stored already are found, not stored twice); a bug in one exchange is
+logged and the others are stored all the same."""
 
 from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from typing import Any
+
+import redis
+from sqlalchemy.exc import IntegrityError, OperationalError
 
 from capture.redact import redact_if
 from common import task_names, task_notes
@@ -23,10 +31,14 @@ from store.models import PairStatus
 from store.settings import Settings
 from workers import exchange_notes
 from workers.bot_signals import apply_parked
+from workers.judging.rules import is_infrastructure
 
 log = logging.getLogger("relmon.ingest")
 
 _SPEAKERS = {"user": CUSTOMER, "assistant": BOT}
+# What the ingest tasks retry on (workers.tasks.ingest): Redis or the database down for a while; IntegrityError,
+# capture storing the same Slack message's pair meanwhile (the retry joins it).
+RETRIED: tuple[type[Exception], ...] = (redis.RedisError, OperationalError, IntegrityError)
 SOURCE_HEADING = DOCUMENTS_HEADING  # a custom judge reads them as {documents} (judges.context)
 
 
@@ -104,3 +116,18 @@ def ingest(runtime: Runtime, raw: dict[str, Any]) -> str:
         celery.send_task(task_names.JUDGE_PAIR, args=[stored.pair_id])
     log.info("exchange stored" if stored.created else "exchange already stored", extra=fields)
     return "stored" if stored.created else "duplicate"
+
+
+def ingest_all(runtime: Runtime, exchanges: list[dict[str, Any]]) -> str:
+    """Store each exchange of a call as `ingest` stores one; returns how many of each outcome ("stored: 3, ...")."""
+    outcomes: Counter[str] = Counter()
+    for raw in exchanges:
+        try:
+            outcomes[ingest(runtime, raw)] += 1
+        except Exception as error:
+            if isinstance(error, RETRIED) or is_infrastructure(error):
+                raise  # the whole call again, later: what is stored is found, not stored twice
+            # A bug with this one exchange: sent again it would fail the same way, and the rest are not at fault.
+            log.exception("exchange not stored", extra={"bot": raw.get("bot"), "exchange_id": raw.get("id")})
+            outcomes["failed"] += 1
+    return ", ".join(f"{outcome}: {count}" for outcome, count in sorted(outcomes.items()))

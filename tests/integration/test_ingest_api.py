@@ -6,6 +6,7 @@ the spool. With relmon's own processes (judged, alerted): tests/system/test_inge
 from __future__ import annotations
 
 import json
+import sqlite3
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -14,17 +15,21 @@ import pytest
 import redis
 from sqlalchemy import func, select
 
-from common import task_notes
+from common import task_names, task_notes
+from common.celery_app import QUEUE_JUDGE
 from common.exchanges import MAX_BATCH
 from store import exchanges as exchange_store
 from store.db import Database
 from store.exchange_models import Exchange
 from store.models import Pair, PairSource, PairStatus
 from store.retention import delete_pairs_batch
-from tests.bot_harness import BotServer
+from tests.bot_harness import BotServer, redis_calls, redis_calls_since
 from tests.fakes.slack_server import FakeSlack
 from tests.processes import wait_for
 from tests.services import RedisProcess
+from workers.ingesting import ingest_all
+from workers.judging.queued import queued_notes
+from workers.tasks.ingest import ingest_exchanges
 
 pytestmark = pytest.mark.slow
 
@@ -56,6 +61,19 @@ def post(base_url: str, body: object, token: str | None = TOKEN, **headers: str)
     if token is not None:
         sent["Authorization"] = f"Bearer {token}"
     return httpx.post(base_url + "/v1/exchanges", content=data, headers=sent, timeout=10)
+
+
+def noted_calls(client: redis.Redis) -> list[task_notes.Call]:
+    return [task_notes.Call.from_json(raw) for raw in client.hgetall(task_notes.KEY).values()]
+
+
+def spooled(data_dir: Path) -> int:
+    """The entries waiting in the bot's spool files (bot.spool)."""
+    total = 0
+    for path in (data_dir / "spool").glob("bot-*.sqlite3"):
+        with sqlite3.connect(path) as connection:
+            total += connection.execute("SELECT count(*) FROM entries").fetchone()[0]
+    return total
 
 
 def counts(database: Database) -> tuple[int, int]:
@@ -103,6 +121,52 @@ def test_accepted_exchanges_are_stored_once_as_pending_pairs(settings_for, slack
             assert "kb/security.md" in pair.reference_text  # the grounded judge's source
         # Every task that carried them ended: no note is left for the orphan check.
         assert not bot.runtime.redis.hlen(task_notes.KEY)
+
+
+def test_a_batch_is_one_noted_task_and_each_id_is_stored_once(settings_for, slack: FakeSlack) -> None:
+    settings = settings_for(slack_api_url=slack.api_url, ingest_tokens=TOKEN)
+    batch = {"exchanges": [exchange(f"n{n}", turn=n) for n in range(MAX_BATCH - 1)] + [exchange("n0", turn=99)]}
+    with BotServer(settings) as bot:
+        client = bot.runtime.redis
+        with bot.worker.paused():  # sent, not run: what the hand-off left in Redis
+            before = redis_calls(client)
+            answer = post(bot.base_url, batch)
+            made = redis_calls_since(client, before)
+            assert answer.status_code == 202, answer.text
+            assert answer.json()["accepted"] == MAX_BATCH
+            # A hundred exchanges, one note and one message (before: a note and a message each).
+            assert (made.get("hsetnx"), made.get("lpush")) == (1, 1), made
+            [call] = noted_calls(client)
+            assert call.task == task_names.INGEST_EXCHANGES
+            ids = [item["id"] for item in call.kwargs["exchanges"]]
+            assert ids == [f"n{n}" for n in range(MAX_BATCH - 1)]  # n0 twice in the batch: handed on once, the first
+            assert queued_notes(client, QUEUE_JUDGE) == {call.id}  # the orphan check finds its message: not resent
+            # The same batch again (a client's retry): the same call, the same note.
+            assert post(bot.base_url, batch).status_code == 202
+            assert [c.id for c in noted_calls(client)] == [call.id]
+            assert counts(bot.runtime.db) == (0, 0)
+            # Its message run twice (the retry's, the first one's): stored once.
+            for _ in range(2):
+                assert ingest_exchanges.apply(kwargs=call.kwargs, task_id=call.id, throw=True).get()
+        assert counts(bot.runtime.db) == (MAX_BATCH - 1, MAX_BATCH - 1)
+        assert not client.hlen(task_notes.KEY)  # the task ended: its note dropped
+        with bot.runtime.db.session() as session:
+            assert session.scalar(select(Exchange.turn).where(Exchange.client_id == "n0")) == 0  # the first n0
+        # Across batches: a new batch holding ids stored before stores only the new one.
+        again = {"exchanges": [exchange("n5"), exchange("n-new"), exchange("n7")]}
+        assert post(bot.base_url, again).status_code == 202
+        assert counts(bot.runtime.db) == (MAX_BATCH, MAX_BATCH)
+        assert not client.hlen(task_notes.KEY)
+
+
+def test_an_exchange_a_worker_cannot_store_does_not_stop_the_rest_of_its_call(settings_for, slack) -> None:
+    settings = settings_for(slack_api_url=slack.api_url, ingest_tokens=TOKEN)
+    broken = exchange("broken", answered_at="2026-12-07T07:00:00Z")  # answered before asked: refused
+    with BotServer(settings) as bot:
+        done = ingest_all(bot.runtime, [exchange("fine-1"), broken, exchange("fine-2"), exchange("fine-1")])
+        assert done == "duplicate: 1, failed: 1, stored: 2"
+        with bot.runtime.db.session() as session:
+            assert set(session.scalars(select(Exchange.client_id))) == {"fine-1", "fine-2"}
 
 
 def test_each_bad_request_gets_its_4xx_and_leaves_nothing(settings_for, slack: FakeSlack) -> None:
@@ -213,15 +277,18 @@ def test_with_redis_down_exchanges_are_spooled_then_stored(
     redis_server: RedisProcess, redis_url: str, settings_for, slack: FakeSlack, tmp_path: Path
 ) -> None:
     settings = settings_for(slack_api_url=slack.api_url, ingest_tokens=TOKEN, data_dir=tmp_path / "data")
+    batch = {"exchanges": [exchange("down-1"), exchange("down-2"), exchange("down-1")]}
     with BotServer(settings) as bot:
         redis_server.stop()
         try:
-            response = post(bot.base_url, {"exchanges": [exchange("down-1"), exchange("down-2")]})
-            assert response.status_code == 202, response.text
+            for body in (batch, batch, exchange("down-3")):  # the batch, a client's retry of it, one more
+                response = post(bot.base_url, body)
+                assert response.status_code == 202, response.text
             assert counts(bot.runtime.db) == (0, 0)
-            assert list((tmp_path / "data" / "spool").glob("bot-*.sqlite3"))
+            assert spooled(tmp_path / "data") == 3  # a request's exchanges: one entry (fsync'd before the 202)
         finally:
             redis_server.start()
-        wait_for(lambda: counts(bot.runtime.db) == (2, 2), timeout=30, what="the spooled exchanges stored")
+        wait_for(lambda: counts(bot.runtime.db) == (3, 3), timeout=30, what="the spooled exchanges stored")
         wait_for(lambda: not bot.runtime.redis.hlen(task_notes.KEY), timeout=10, what="their notes dropped")
+        assert spooled(tmp_path / "data") == 0
     assert redis.Redis.from_url(redis_url).ping()

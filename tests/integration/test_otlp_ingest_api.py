@@ -21,21 +21,40 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from sqlalchemy import func, select
 
+from bot.publishing import EXCHANGES_PER_TASK
+from common import task_names, task_notes
 from common.otlp_exchanges import convert
 from store.exchange_models import Exchange
 from store.models import Pair, PairSource, PairStatus
-from tests.bot_harness import BotServer
+from tests.bot_harness import BotServer, redis_calls, redis_calls_since
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.slack_server import FakeSlack
+from tests.integration.test_ingest_api import noted_calls, spooled
 from tests.otel_app import run_app
 from tests.otlp_spans import TRACE, chat_request, http_span, request, semconv_chat, span
 from tests.processes import wait_for
 from tests.services import RedisProcess
+from workers.tasks.ingest import ingest_exchanges
 
 pytestmark = pytest.mark.slow
 
 TOKEN = "otlp-token"
 DOCUMENTS = [{"text": "Passwords are reset under Settings > Security.", "id": "kb-7", "source": "kb/security.md"}]
+
+
+def chat_batch(count: int) -> ExportTraceServiceRequest:
+    """`count` chat spans of `count` traces (each its own conversation), an HTTP span between each two."""
+    spans = []
+    for n in range(count):
+        chat = span("chat", semconv_chat(f"Question {n}?", f"Answer {n}."), span_id=2 * n + 1, trace_id=trace(n))
+        other = http_span(2 * n + 2)
+        other.trace_id = trace(n)
+        spans += [chat, other]
+    return request(*spans)
+
+
+def trace(n: int) -> bytes:
+    return (n + 1).to_bytes(16, "big")
 
 
 def stored(bot) -> list[tuple[Exchange, Pair]]:
@@ -109,6 +128,35 @@ def test_a_resent_batch_is_stored_once_and_bad_bodies_get_400(settings_for, slac
         assert ExportTraceServiceRequest.FromString(protobuf) == request
 
 
+def test_a_batch_of_chat_spans_is_handed_on_in_a_few_noted_tasks_and_stored_once(settings_for, slack) -> None:
+    settings = settings_for(slack_api_url=slack.api_url, ingest_tokens=TOKEN)
+    count = EXCHANGES_PER_TASK + 50
+    batch = chat_batch(count)
+    batch.resource_spans[0].scope_spans[0].spans.append(batch.resource_spans[0].scope_spans[0].spans[0])  # twice
+    body = batch.SerializeToString()
+    headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/x-protobuf"}
+    with BotServer(settings) as bot:
+        url, client = bot.base_url + "/v1/traces", bot.runtime.redis
+        with bot.worker.paused():  # sent, not run: what the hand-off left in Redis
+            before = redis_calls(client)
+            answer = httpx.post(url, content=body, headers=headers, timeout=30)
+            made = redis_calls_since(client, before)
+            assert answer.status_code == 200, answer.content
+            # 150 exchanges: two tasks (100 and 50), noted together, one message each (before: 150 of each).
+            assert (made.get("hsetnx"), made.get("zadd"), made.get("lpush")) == (2, 2, 2), made
+            calls = noted_calls(client)
+            assert {call.task for call in calls} == {task_names.INGEST_EXCHANGES}
+            ids = sorted(item["id"] for call in calls for item in call.kwargs["exchanges"])
+            assert len(ids) == len(set(ids)) == count  # the span sent twice in the request: handed on once
+            # The same export again (the SDK's retry): the same calls, the same notes.
+            assert httpx.post(url, content=body, headers=headers, timeout=30).status_code == 200
+            assert sorted(call.id for call in noted_calls(client)) == sorted(call.id for call in calls)
+            for call in calls + calls:  # each message run twice
+                ingest_exchanges.apply(kwargs=call.kwargs, task_id=call.id, throw=True)
+        assert len(stored(bot)) == count
+        assert not client.hlen(task_notes.KEY)
+
+
 def otlp_json(request: ExportTraceServiceRequest) -> bytes:
     """The request as an OTLP exporter writes JSON (hex ids, int64s as strings)."""
     data = json_format.MessageToDict(request)
@@ -180,11 +228,12 @@ def test_with_redis_down_spans_are_spooled_then_stored(
     with BotServer(settings) as bot:
         redis_server.stop()
         try:
-            answer = httpx.post(
-                bot.base_url + "/v1/traces", content=chat_request().SerializeToString(), headers=headers
-            )
-            assert answer.status_code == 200, answer.content
-            assert list((tmp_path / "data" / "spool").glob("bot-*.sqlite3"))
+            for body in (chat_request(), chat_batch(30), chat_batch(30)):  # the last, the exporter's retry
+                answer = httpx.post(bot.base_url + "/v1/traces", content=body.SerializeToString(), headers=headers)
+                assert answer.status_code == 200, answer.content
+            assert spooled(tmp_path / "data") == 3  # a request's exchanges: one entry
         finally:
             redis_server.start()
-        wait_for(lambda: len(stored(bot)) == 1, timeout=30, what="the spooled span stored")
+        wait_for(lambda: len(stored(bot)) == 31, timeout=30, what="the spooled spans stored")
+        wait_for(lambda: not bot.runtime.redis.hlen(task_notes.KEY), timeout=10, what="their notes dropped")
+        assert spooled(tmp_path / "data") == 0

@@ -13,7 +13,8 @@ import pytest
 from sqlalchemy import delete, event, insert, select
 
 from store.channel_scores import TIME_WINDOW_MOST, recent_scores
-from store.models import Judgment, JudgmentStatus, Pair, PairStatus
+from store.exchange_models import Exchange
+from store.models import Judgment, JudgmentStatus, Pair, PairSource, PairStatus
 
 WINDOW = 20
 BUSY, OTHER = "C_BUSY", "C_OTHER"
@@ -257,3 +258,58 @@ def test_a_channels_latest_degradation_alert_is_one_index_row_however_many_alert
         assert rows_touched(plan) <= 10, f"{rows_touched(plan):.0f} rows touched for 2,001 alerts"
     else:
         assert any("ix_alerts_channel_kind" in d for d in plan), plan
+
+
+def fill_bots(database) -> list[float]:
+    """Two bots' exchanges in no channel, interleaved in time, among a channel's captured answers. Returns the
+    first bot's scores, newest first."""
+    base = datetime(2026, 11, 1, tzinfo=UTC)
+    owners = ["helpdesk", "widget", None]  # None: a captured answer in BUSY
+    pairs = [
+        {
+            "channel_id": None if owners[i % 3] else BUSY,
+            "answer_ts": None if owners[i % 3] else f"{1_790_000_000 + i}.000100",
+            "source": PairSource.INGEST if owners[i % 3] else PairSource.CAPTURE,
+            "status": PairStatus.JUDGED,
+            "created_at": base + timedelta(seconds=i),
+        }
+        for i in range(3 * JUDGED_PER_CHANNEL)
+    ]
+    helpdesk_scores = []
+    with database.engine.begin() as connection:
+        connection.execute(insert(Pair), pairs)
+        rows = connection.execute(select(Pair.id).order_by(Pair.created_at)).scalars().all()
+        judgments, exchanges = [], []
+        for n, pair_id in enumerate(rows):
+            score = float(n % 5)
+            judgments.append({"pair_id": pair_id, "judge": "relevancy", "status": JudgmentStatus.OK, "score": score})
+            if owners[n % 3]:
+                exchanges.append(
+                    {"client_id": f"x{n}", "bot": owners[n % 3], "conversation_id": "c", "turn": 0,
+                     "visibility": "dm", "asked_at": base, "answered_at": base, "pair_id": pair_id}
+                )  # fmt: skip
+            if owners[n % 3] == "helpdesk":
+                helpdesk_scores.append(score)
+        connection.execute(insert(Judgment), judgments)
+        connection.execute(insert(Exchange), exchanges)
+    return helpdesk_scores[::-1]
+
+
+def test_a_bots_degradation_window_reads_its_own_exchanges_in_a_bounded_number_of_rows(database) -> None:
+    newest_first = fill_bots(database)
+    scores: list[float] = []
+
+    def read(connection) -> None:
+        scores.extend(score for score, _ in recent_scores(connection, "bot:helpdesk", "relevancy", last=WINDOW))
+
+    statements = statements_of(database, read)
+    assert scores == newest_first[:WINDOW]  # the bot's own, not the other bot's nor the channel's
+    assert len(statements) == 1
+    [(statement, parameters)] = statements
+    plan = explained(database, statement, parameters)
+    if database.engine.dialect.name == "postgresql":
+        table_rows = 3 * JUDGED_PER_CHANNEL * 3  # pairs, judgments, exchanges
+        assert rows_touched(plan) <= 1.5 * table_rows, plan
+    else:
+        scans = [line for line in plan if line.startswith("SCAN")]
+        assert not scans, plan  # no full table scan

@@ -1,7 +1,8 @@
 """The ingest API end to end with relmon's own processes: `relmon bot` (gunicorn) takes exchanges over real HTTP,
 a `relmon worker` stores them and judges them with the fake LLM, and an off-topic answer alerts in the alert
 channel: a `dm` exchange's alert names its bot and scores, never its words. With Redis down the bot still answers
-202 (its spool), and the exchange is stored once Redis is back. The bot's handoff with a person's reply makes a
+202 (its spool), and the exchanges (one, and a batch sent twice with an id twice in it) are stored once each when
+Redis is back. The bot's handoff with a person's reply makes a
 missed-failure alert and a golden item, and its deletion leaves no copy in the database or Redis. Refusals in
 detail: tests/integration/test_ingest_api.py and tests/integration/test_ingest_signals.py."""
 
@@ -132,10 +133,12 @@ def test_with_redis_down_the_bot_still_accepts_and_the_worker_stores_it_later(
         RELMON_INGEST_TOKENS=TOKEN,
         RELMON_CONFIRM="off",
     ) as system:
+        batch = {"exchanges": [exchange("batch-1"), exchange("batch-2"), exchange("batch-1")]}
         redis_server.stop()
         try:
-            response = post(system.base_url, exchange("while-down"))
-            assert response.status_code == 202, response.text
+            for body in (exchange("while-down"), batch, batch):  # the batch sent again: a client's retry
+                response = post(system.base_url, body)
+                assert response.status_code == 202, response.text
         finally:
             redis_server.start()
         database = Database(fresh_db_url)
@@ -146,7 +149,10 @@ def test_with_redis_down_the_bot_still_accepts_and_the_worker_stores_it_later(
                 what="the spooled exchange stored and judged",
             )
             assert found
-            assert len(judged_pairs(database)) == 1
+            wait_for(lambda: len(judged_pairs(database)) == 3 or None, timeout=60, what="the batch stored")
+            assert set(judged_pairs(database)) == {"while-down", "batch-1", "batch-2"}
+            with database.session() as session:
+                assert session.scalar(select(func.count()).select_from(Pair)) == 3
         finally:
             database.dispose()
 

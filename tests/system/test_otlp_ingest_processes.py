@@ -1,20 +1,23 @@
 """`POST /v1/traces` end to end with relmon's own processes: a bot instrumented with
 openinference-instrumentation-openai (tests/otel_app.py, the real openai SDK calling the fake LLM, a RETRIEVER span
 before it) exports its spans over OTLP/HTTP to `relmon bot` (gunicorn); a `relmon worker` stores the exchange and
-judges it, the retrieved document read by the grounded judge as its source. In detail:
-tests/integration/test_otlp_ingest_api.py."""
+judges it, the retrieved document read by the grounded judge as its source. Then a batch of 120 chat spans, exported
+twice, is stored once (two `ingest_exchanges` tasks, run twice). In detail: tests/integration/test_otlp_ingest_api.py.
+"""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import httpx
 import pytest
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from store.db import Database
 from store.exchange_models import Exchange
 from store.models import Judgment, JudgmentStatus, Pair, PairSource, PairStatus
+from tests.integration.test_otlp_ingest_api import chat_batch
 from tests.otel_app import run_app
 from tests.processes import wait_for
 from tests.running_system import relmon_processes
@@ -28,6 +31,11 @@ DOCUMENT = "Refunds are issued within five days of a return."
 def first_id(database: Database) -> str | None:
     with database.session() as session:
         return session.scalars(select(Exchange.client_id)).first()
+
+
+def exchanges(database: Database) -> int:
+    with database.session() as session:
+        return session.scalar(select(func.count()).select_from(Exchange))
 
 
 def judged(database: Database, client_id: str) -> tuple[Exchange, Pair, dict[str, float | None]] | None:
@@ -68,5 +76,12 @@ def test_an_instrumented_bots_trace_is_stored_and_judged(redis_url: str, fresh_d
             assert set(scores) == {"relevancy", "grounded"}  # the RETRIEVER span's document: a grounded verdict
             prompts = [json.dumps(request) for request in system.llm.requests]
             assert any(DOCUMENT in prompt and "Answer 2" in prompt for prompt in prompts)
+
+            body = chat_batch(120).SerializeToString()
+            headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/x-protobuf"}
+            for _ in range(2):  # the exporter's retry
+                answer = httpx.post(system.base_url + "/v1/traces", content=body, headers=headers, timeout=30)
+                assert answer.status_code == 200, answer.content
+            wait_for(lambda: exchanges(database) == 121 or None, timeout=60, what="the batch's exchanges stored")
         finally:
             database.dispose()

@@ -3,6 +3,7 @@ degradation and how that is delivered), for the lock-free pre-check and the lock
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -113,3 +114,15 @@ def test_the_plan_counts_its_own_low_score_alert_against_the_alert_channels_cap(
 def test_the_plan_names_why_degradation_does_not_apply(facts, rule, reason):
     assert policy.degradation_blocked(facts, rule) == reason
     assert plan(facts, rule, degradation=_scores(0, 0, 0, 0), now=PLAN_NOW).degradation.reason == reason
+
+
+def test_an_ingested_exchange_moves_its_channels_mean_or_else_its_bots():
+    in_no_channel = JudgmentFacts(1, "relevancy", "ok", 0, "ingest", None)
+    bots = replace(PLAN_POLICY, key="bot:helpdesk")  # the rule resolved for its bot (store.bot_groups)
+    assert policy.mean_key(in_no_channel, bots) == "bot:helpdesk"
+    assert policy.mean_key(_relevancy(0, source="ingest"), bots) == "C_SUPPORT"  # it named a Slack channel
+    assert policy.degradation_blocked(in_no_channel, bots) is None
+    assert plan(in_no_channel, bots, degradation=_scores(0, 0, 0, 0), now=PLAN_NOW).degradation.action == "alert"
+    assert policy.degradation_blocked(in_no_channel, PLAN_POLICY) == "not_applicable"  # no key: nothing to average
+    for source in ("command", "import"):  # an on-demand check, an import: never live answers, no mean
+        assert policy.degradation_blocked(_relevancy(0, source=source), PLAN_POLICY) == "not_applicable"

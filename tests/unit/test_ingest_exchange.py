@@ -10,6 +10,8 @@ from datetime import UTC, datetime
 import pytest
 
 from bot.ingest import bearer, matching_token, token_key, window_left
+from bot.publishing import exchange_calls
+from common import task_names
 from common.exchanges import MAX_BATCH, Refused, Visibility, parse_body, where
 from common.messages.alerts import low_score_alert
 from common.privacy import may_quote_exchange
@@ -231,3 +233,17 @@ def test_exchanges_outside_slack_are_sampled_one_by_one() -> None:
     sampled = [is_sampled_in(None, sampled_message(None, pair_id), 0.25, source="ingest") for pair_id in range(2000)]
     assert 400 < sum(sampled) < 600
     assert sampled_message("1765094400.000100", 7) == "1765094400.000100"  # a Slack message keeps its own point
+
+
+def test_a_requests_exchanges_are_a_few_calls_the_same_each_time_an_id_twice_handed_on_once() -> None:
+    sent = [exchange(id=f"e{n}", turn=n) for n in range(250)] + [exchange(id="e3", turn=99)]
+    calls = exchange_calls(sent, per_task=100)
+    assert [len(call.kwargs["exchanges"]) for call in calls] == [100, 100, 50]
+    assert {call.task for call in calls} == {task_names.INGEST_EXCHANGES}
+    ids = [item["id"] for call in calls for item in call.kwargs["exchanges"]]
+    assert ids == [f"e{n}" for n in range(250)]  # in order; e3's second copy dropped, the first kept
+    assert calls[0].kwargs["exchanges"][3]["turn"] == 3
+    # Sent again (a client's retry), the same calls: the same notes, nothing noted twice.
+    assert [call.id for call in exchange_calls(list(sent), per_task=100)] == [call.id for call in calls]
+    other_bot = exchange_calls([exchange(id="e0"), exchange(id="e0", bot="widget")])
+    assert len(other_bot[0].kwargs["exchanges"]) == 2  # one id, two bots: two exchanges

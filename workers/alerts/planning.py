@@ -45,6 +45,7 @@ from workers.alerts.policy import (
     degradation_key,
     hour_start,
     low_key,
+    mean_key,
     to_utc,
 )
 from workers.pair_view import PairView
@@ -53,11 +54,11 @@ from workers.pair_view import PairView
 def channel_policy(runtime: Runtime, channel_id: str | None) -> ChannelPolicy:
     """What the policy reads of the channel's rule (the rules file, else the settings): resolved once per task, in
     `load` (or once per judging run's hand-on), and passed on."""
-    return policy_of(runtime.rules.for_channel(channel_id, runtime.settings), runtime.settings)
+    return policy_of(runtime.rules.for_channel(channel_id, runtime.settings), runtime.settings, channel_id)
 
 
-def policy_of(rule: EffectiveRule, settings: Settings) -> ChannelPolicy:
-    """The policy's view of a resolved channel rule."""
+def policy_of(rule: EffectiveRule, settings: Settings, key: str | None = None) -> ChannelPolicy:
+    """The policy's view of a resolved channel rule (`key`: what it was resolved for, a channel or a bot's key)."""
     return ChannelPolicy(
         thresholds=rule.thresholds,
         alert_channel=rule.alert_channel,
@@ -67,13 +68,15 @@ def policy_of(rule: EffectiveRule, settings: Settings) -> ChannelPolicy:
             rule.degradation_window, rule.degradation_window_minutes, rule.degradation_min_answers
         ),
         floor=rule.degradation_floor,
+        key=key,
     )
 
 
 def read_degradation(
     connection: Session | Connection, policy: ChannelPolicy, channel_id: str, now: datetime
 ) -> tuple[DegradationFacts, alert_store.DegradationHistory]:
-    """The scores both windows need (one bounded read) and the channel's degradation history."""
+    """The scores both windows need (one bounded read) and the channel's degradation history (`channel_id`: a
+    channel, or a bot's key: policy.mean_key)."""
     minutes = policy.window.minutes
     since = to_utc(now) - timedelta(minutes=minutes) if minutes > 0 else None
     scores = channel_scores.recent_scores(
@@ -240,7 +243,7 @@ def plan_without_locks(
     degradation = None
     if degradation_blocked(judged.facts, policy) is None:
         with runtime.db.autocommit() as connection:  # plain reads, no transaction needed
-            degradation, _ = read_degradation(connection, policy, judged.facts.channel_id, now)
+            degradation, _ = read_degradation(connection, policy, mean_key(judged.facts, policy), now)
     plan = complete(intent, judged.facts, policy, degradation=degradation, now=now)
     return None if plan.changes_anything else plan
 
@@ -254,8 +257,11 @@ def plan_and_claim(
     facts, channel = judged.facts, judged.facts.channel_id
     hour = hour_start(now)
     key = low_key(facts.judgment_id)
+    averaged = mean_key(facts, policy)
     with runtime.db.session() as session:
         alert_store.lock_channel(session, channel)
+        if averaged != channel:  # a bot's mean (its exchanges in no channel): its own lock, after the source's
+            alert_store.lock_channel(session, averaged)
         if policy.alert_channel:
             alert_store.lock_alert_channel(session, policy.alert_channel)  # its cap counts every source channel
         # With the counts, the low row's key looked up again: a twin task may have claimed it since the load, and
@@ -263,7 +269,7 @@ def plan_and_claim(
         check = alert_store.claim_check(session, key, channel, policy.alert_channel, hour, hour + timedelta(hours=1))
         degradation = history = None
         if degradation_blocked(facts, policy) is None:
-            degradation, history = read_degradation(session, policy, channel, now)
+            degradation, history = read_degradation(session, policy, averaged, now)
         decided = complete(
             intent,
             facts,
@@ -316,11 +322,12 @@ def _claim_degradation(
     session: Session, facts: JudgmentFacts, policy: ChannelPolicy, decided: AlertPlan, now: datetime
 ) -> Claim:
     decision, delivery = decided.degradation, decided.degradation_delivery
+    averaged = mean_key(facts, policy)  # a channel, or a bot's key: its alert names the bot (channel_mention)
     row, _ = alert_store.claim_alert(
         session,
-        dedupe_key=degradation_key(facts.channel_id, decision.episode),
+        dedupe_key=degradation_key(averaged, decision.episode),
         kind=alert_store.KIND_DEGRADATION,
-        source_channel_id=facts.channel_id,
+        source_channel_id=averaged,
         alert_channel_id=policy.alert_channel,
         details={
             "mean": round(decision.mean, 4),

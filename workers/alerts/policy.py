@@ -6,7 +6,7 @@ Three decisions about one judgment, each made once per task:
   is reached), or nothing. Decided in two halves: `low_intent` from the judgment and its channel's rule (made
   lock-free, before the second opinion), then `capped` by the hour's counts (under the channel locks);
 - degradation: the channel's rolling mean (last N answers, or last M minutes) fell below the floor (alert once,
-  re-arm when it recovers);
+  re-arm when it recovers); a bot's exchanges in no Slack channel make their bot's mean (`mean_key`);
 - the dedupe keys that make each alert happen at most once (claimed in the `alerts` table before posting).
 """
 
@@ -237,6 +237,15 @@ class ChannelPolicy:
     alert_channel_cap: int | None
     window: DegradationWindow
     floor: float
+    # What the rule was resolved for: a Slack channel, or a bot's key (store.bot_groups) for its exchanges in no
+    # channel, whose rolling mean is then the bot's.
+    key: str | None = None
+
+
+def mean_key(facts: JudgmentFacts, policy: ChannelPolicy) -> str | None:
+    """Whose rolling mean a judgment moves: its Slack channel's, or, for an ingested exchange in no channel, its
+    bot's (the key its rule was resolved for)."""
+    return facts.channel_id or policy.key
 
 
 @dataclass(frozen=True)
@@ -275,9 +284,11 @@ class AlertPlan:
 
 
 def degradation_blocked(facts: JudgmentFacts, policy: ChannelPolicy) -> str | None:
-    """Why this judgment cannot move the degradation policy at all, or None when it can. Only captured answers
-    make a channel's rolling mean (an ingested exchange has no channel of its own to average)."""
-    if facts.judge != DEGRADATION_JUDGE or facts.status != "ok" or facts.source != PairSource.CAPTURE:
+    """Why this judgment cannot move the degradation policy at all, or None when it can. Live answers make a rolling
+    mean: captured ones and ingested ones, their channel's, or their bot's when they happened in no channel."""
+    if facts.judge != DEGRADATION_JUDGE or facts.status != "ok" or facts.source not in ALERTING_SOURCES:
+        return "not_applicable"
+    if mean_key(facts, policy) is None:
         return "not_applicable"
     if not policy.alert_channel:
         return "no_alert_channel"

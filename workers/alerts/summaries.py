@@ -85,10 +85,8 @@ def gather(runtime: Runtime, summary_id: int, alert_channel: str, hour: datetime
     with runtime.db.session() as session:
         row = session.get(Alert, summary_id)
         items = [
-            views.summary_item(runtime, alert, judgment, private, visibility)
-            for alert, judgment, private, visibility in alert_summaries.held_in_hour(
-                session, alert_channel, hour, until
-            )
+            views.summary_item(runtime, alert, judgment, private, sent)
+            for alert, judgment, private, sent in alert_summaries.held_in_hour(session, alert_channel, hour, until)
         ]
         degradations = [
             views.degradation_of(held)

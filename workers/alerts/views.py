@@ -136,10 +136,10 @@ def exchange_quote(
 
 
 def summary_item(
-    runtime: Runtime, alert: Alert, judgment: Judgment, channel_is_private: bool, visibility: str | None = None
+    runtime: Runtime, alert: Alert, judgment: Judgment, channel_is_private: bool, sent: exchanges.Origin | None = None
 ) -> SummaryItem:
-    """A held low score as a line of the hour's summary (its reasoning only where the channel may be quoted, and
-    never an ingested `dm` or `private` exchange's: `visibility`)."""
+    """A held low score as a line of the hour's summary: its reasoning quoted as its own alert would quote it
+    (`exchange_quote`: an ingested `dm` or `private` exchange's only where its bot's rule allows it here)."""
     details = alert.details or {}
     source = alert.source_channel_id or ""
     return SummaryItem(
@@ -151,7 +151,6 @@ def summary_item(
         details.get("permalink"),
         judgment.reasoning,
         channel_id=source,
-        quote=quote_allowed(runtime, source, channel_is_private, alert.alert_channel_id)
-        and may_quote_exchange(visibility),
+        quote=exchange_quote(runtime, alert.source_channel_id, channel_is_private, alert.alert_channel_id, sent),
         held_by=details.get("reason", "hourly_cap"),
     )

@@ -1,20 +1,21 @@
-"""`ingest_exchange`: one exchange the bot accepted on its ingest API (bot.ingest) and handed on noted
-(common.task_notes) or through its spool; stored and sent to judging here (the step: workers.ingesting).
-Idempotent: the same exchange run twice is one. `ingest_signal`: what the bot's side said of one after it (the
-step: workers.bot_signals)."""
+"""`ingest_exchanges`: the exchanges of a request the bot accepted on its ingest API (bot.ingest, bot.otlp_ingest)
+and handed on noted (common.task_notes) or through its spool, up to bot.publishing.EXCHANGES_PER_TASK a call; each
+stored and sent to judging here (the step: workers.ingesting). Idempotent: the same exchange run twice is one.
+`ingest_exchange`: one exchange, as a bot before batches handed them on (its messages and notes still run).
+`ingest_signal`: what the bot's side said of one after it (the step: workers.bot_signals)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import redis
-from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.exc import OperationalError
 
 from common import task_names
 from common.celery_app import celery
 from common.runtime import get_runtime
 from workers.bot_signals import ingest_signal_in
-from workers.ingesting import ingest
+from workers.ingesting import RETRIED, ingest, ingest_all
 
 
 # The database down for a while: retried with backoff for about an hour; past that, the note stays and the orphan
@@ -23,13 +24,26 @@ from workers.ingesting import ingest
     name=task_names.INGEST_EXCHANGE,
     bind=True,
     acks_late=True,
-    autoretry_for=(redis.RedisError, OperationalError, IntegrityError),
+    autoretry_for=RETRIED,
     retry_backoff=1,
     retry_backoff_max=60,
     max_retries=60,
 )
 def ingest_exchange(self, exchange: dict[str, Any]) -> str:
     return ingest(get_runtime(), exchange)
+
+
+@celery.task(
+    name=task_names.INGEST_EXCHANGES,
+    bind=True,
+    acks_late=True,
+    autoretry_for=RETRIED,
+    retry_backoff=1,
+    retry_backoff_max=60,
+    max_retries=60,
+)
+def ingest_exchanges(self, exchanges: list[dict[str, Any]]) -> str:
+    return ingest_all(get_runtime(), exchanges)
 
 
 @celery.task(
