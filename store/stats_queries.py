@@ -61,6 +61,7 @@ class PairRow:
     window_closed: bool | None = None  # its outcome window: closed, still open, or None when never watched
     signals: tuple[str, ...] = ()  # its outcome signals (capture.outcomes), in the order they came
     question_ts: str | None = None  # the question's Slack ts
+    bot: str | None = None  # the bot that answered: its ingest API name (its first exchange's), else its Slack bot ID
 
     @property
     def asked_at(self) -> datetime:
@@ -112,17 +113,23 @@ def report_channel():
     """A pair's channel as the reports group it: its Slack channel, else (an ingested exchange that happened in no
     channel relmon reads) its bot's key, `bot:<name>` (`store.bot_groups`): the one place the reports learn where an
     ingested exchange belongs."""
-    first_bot = select(Exchange.bot).where(Exchange.pair_id == Pair.id).order_by(Exchange.id).limit(1).scalar_subquery()
-    return func.coalesce(Pair.channel_id, literal(bot_groups.PREFIX, String) + first_bot)
+    return func.coalesce(Pair.channel_id, literal(bot_groups.PREFIX, String) + _first_bot())
+
+
+def _first_bot():
+    return select(Exchange.bot).where(Exchange.pair_id == Pair.id).order_by(Exchange.id).limit(1).scalar_subquery()
 
 
 def period_pairs(start: datetime, end: datetime) -> Select:
-    """The pairs created in [start, end), in id order, with their outcome window's state (no texts); the channel is
-    `report_channel`'s."""
+    """The pairs created in [start, end), in id order, with their outcome window's state (no texts); the channel
+    (`report_channel`'s) and the bot are made of the pair's Slack channel, its first exchange's bot and its Slack bot
+    ID in `_pair_row`: the exchange is looked up once per pair, not once for each."""
     return (
         select(
             Pair.id,
-            report_channel().label("channel_id"),
+            Pair.channel_id,
+            _first_bot().label("exchange_bot"),
+            Pair.answer_bot_id,
             Pair.created_at,
             Pair.status,
             Pair.source,
@@ -227,9 +234,15 @@ def _detail_statements() -> tuple[Select, Select]:
 def _pair_row(row, judgments: dict[tuple[int, bool], list[JudgmentRow]], signals: dict[int, list[str]]) -> PairRow:
     fields = row._asdict()
     watched = fields.pop("watched")
+    exchange_bot, slack_bot = fields.pop("exchange_bot"), fields.pop("answer_bot_id")
+    channel = fields.pop("channel_id")
+    if channel is None and exchange_bot is not None:  # as `report_channel` in SQL
+        channel = bot_groups.key_of(exchange_bot)
     return PairRow(
         **fields
         | {
+            "channel_id": channel,
+            "bot": exchange_bot or slack_bot or None,
             "created_at": _aware(row.created_at),
             "channel_is_private": bool(row.channel_is_private),
             "has_reference": bool(row.has_reference),

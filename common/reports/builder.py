@@ -9,10 +9,12 @@ of history is reported in the memory of a week (`common.reports.figures` streams
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import timedelta
 from typing import TypeVar
 
 from common.reports.outcomes import DailyOutcomeTally, OutcomeReport, OutcomeTally
 from common.reports.period import Period
+from common.reports.resolution import KeyedTallies, ResolutionRules
 from common.reports.stats import (
     PRIMARY_JUDGE,
     SCALES,
@@ -29,6 +31,7 @@ from common.reports.trust import CanaryPoint, TrustTally
 from store.stats_queries import PairRow
 
 Value = TypeVar("Value")
+DEFAULT_WINDOW = timedelta(seconds=1800)  # RELMON_OUTCOME_WINDOW's default
 
 
 def _memo(function: Callable[[str | None], Value]) -> Callable[[str | None], Value]:
@@ -46,13 +49,15 @@ def _memo(function: Callable[[str | None], Value]) -> Callable[[str | None], Val
 class _Week:
     """One week's (or period's) tallies: every channel together, each channel, and their outcomes."""
 
-    def __init__(self, thresholds_for: ThresholdsFor, prices: Prices, worst: int) -> None:
+    def __init__(self, thresholds_for: ThresholdsFor, prices: Prices, worst: int, rules: ResolutionRules) -> None:
+        self.rules = rules
         self.new_channel = lambda: ChannelTally(thresholds_for, prices, worst)
         self.overall = self.new_channel()
         self.channels: dict[str, ChannelTally] = {}
         self.outcomes = OutcomeTally()
         self.channel_outcomes: dict[str, OutcomeTally] = {}
         self.answer_channels: set[str] = set()  # the channels of its captured answers
+        self.bots = KeyedTallies()  # each bot's resolution tiers
 
     def add(self, row: PairRow) -> None:
         self.overall.add(row)
@@ -62,11 +67,13 @@ class _Week:
             tally.add(row)
         if not is_answer(row):
             return
-        self.outcomes.add(row)
+        resolution = self.rules.of(row)
+        self.outcomes.add(row, resolution)
+        self.bots.add(row.bot, resolution)
         if channel is not None:
             self.answer_channels.add(channel)
             outcomes = self.channel_outcomes.get(channel) or self.channel_outcomes.setdefault(channel, OutcomeTally())
-            outcomes.add(row)
+            outcomes.add(row, resolution)
 
     def channel(self, channel: str) -> ChannelTally:
         return self.channels.get(channel) or self.new_channel()
@@ -93,14 +100,18 @@ class ReportBuilder:
         is_watched: Callable[[str], bool] = lambda _channel: True,
         worst: int = 3,
         canary_runs: Sequence[CanaryPoint] = (),
+        resolution: ResolutionRules | None = None,
     ) -> None:
         self.period = period
         self.thresholds_for: Callable[[str | None], Mapping[str, float]] = _memo(thresholds_for)
         self.is_watched = _memo(is_watched)
         self.channels = list(channels)
         self.canary_runs = list(canary_runs)
-        self.current = _Week(self.thresholds_for, prices, worst)
-        self.previous = _Week(self.thresholds_for, prices, worst)
+        # Without rules of its own (a test, a preview), an answer's tier is read at the period's end with the
+        # default window; the digest and App Home pass the real time and RELMON_OUTCOME_WINDOW.
+        self.resolution = resolution or ResolutionRules(period.end, DEFAULT_WINDOW, self.thresholds_for)
+        self.current = _Week(self.thresholds_for, prices, worst, self.resolution)
+        self.previous = _Week(self.thresholds_for, prices, worst, self.resolution)
         self.daily = DailyTally(period)
         self.daily_outcomes = DailyOutcomeTally(period)
         self.trust = TrustTally()
@@ -152,5 +163,8 @@ class ReportBuilder:
                     channel: previous.outcomes_of(channel).stats(channel, main) for channel in channel_ids
                 },
                 daily=self.daily_outcomes.points(),
+                bots=current.bots.stats(),
+                previous_bots=previous.bots.stats(),
+                window_seconds=int(self.resolution.window.total_seconds()),
             ),
         )
