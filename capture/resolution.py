@@ -12,8 +12,8 @@ answer is in exactly one tier, the first that applies:
 3. `unresolved`: re-asked (the asker asked the same again) or a 👎; or the bot said the conversation ended
    unresolved; or abandoned: nobody said anything after an answer the judge failed (a low score its second
    opinion did not overturn), and the asker neither thanked it nor reacted well;
-4. `resolved`: resolved without help: confirmed (thanks, a 👍, the bot's `resolution: resolved`) or assumed (the
-   window passed with nothing against the answer, as Fin's "assumed resolution").
+4. `resolved`: resolved without help: confirmed (the asker thanked it or reacted well) or assumed (the window passed
+   with nothing against the answer, as Fin's "assumed resolution"; the bot's `resolution: resolved` ends it so).
 
 Before that the answer is `open`: its signals are not final, and no tally counts it.
 """
