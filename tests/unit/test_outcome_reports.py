@@ -182,8 +182,9 @@ def test_the_digest_message_shows_the_outcome_figures() -> None:
     assert "correctness top score on 4 of 8 answers (too few for a rate) where a teammate stepped in" in overall
     sections = [b["text"]["text"] for b in message["blocks"] if b.get("text", {}).get("text", "").startswith("*<#C")]
     assert "outcomes: rates: too few (n=8)" in sections[1]  # C2
-    assert "outcomes: resolution (30-min window): too few (n=8): 4 resolved without help, 4 resolved by a teammate" in (
-        sections[1]
+    assert (
+        "outcomes: resolution (30-min window): too few (n=8): 4 resolved without help, 4 resolved by a teammate"
+        in (sections[1])
     )
     assert "outcomes: correctness top score on 4 of 4 answers" in sections[1]
     text = str(message["blocks"])
