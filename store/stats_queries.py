@@ -10,11 +10,12 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from sqlalchemy import Select, String, bindparam, case, func, literal, select
+from sqlalchemy import Select, String, bindparam, case, func, literal, select, true
 from sqlalchemy.orm import Session
 
 from store import bot_groups
 from store.exchange_models import Exchange
+from store.exchanges import in_report_channel
 from store.judgments import is_current
 from store.models import Feedback, Judgment, OutcomeSignal, OutcomeWindow, Pair, PairSource
 
@@ -120,7 +121,7 @@ def _first_bot():
     return select(Exchange.bot).where(Exchange.pair_id == Pair.id).order_by(Exchange.id).limit(1).scalar_subquery()
 
 
-def period_pairs(start: datetime, end: datetime) -> Select:
+def period_pairs(start: datetime, end: datetime, channel: str | None = None) -> Select:
     """The pairs created in [start, end), in id order, with their outcome window's state (no texts); the channel
     (`report_channel`'s) and the bot are made of the pair's Slack channel, its first exchange's bot and its Slack bot
     ID in `_pair_row`: the exchange is looked up once per pair, not once for each."""
@@ -143,6 +144,7 @@ def period_pairs(start: datetime, end: datetime) -> Select:
         )
         .outerjoin(OutcomeWindow, OutcomeWindow.pair_id == Pair.id)
         .where(Pair.created_at >= start, Pair.created_at < end)
+        .where(in_report_channel(channel) if channel is not None else true())
         .order_by(Pair.id)
     )
 
@@ -175,7 +177,7 @@ def private_channel_ids(session: Session, start: datetime, end: datetime) -> set
 
 
 def stream_pair_rows(
-    session: Session, start: datetime, end: datetime, *, batch: int | None = None
+    session: Session, start: datetime, end: datetime, *, batch: int | None = None, channel: str | None = None
 ) -> Iterator[PairRow]:
     """Every pair created in [start, end), in id order, with its judgments and their feedback counts (no texts):
     the current ones (an edited answer's latest of each judge) apart from those a later version superseded; and
@@ -183,8 +185,8 @@ def stream_pair_rows(
 
     Streamed: the pairs come through a server-side cursor (PostgreSQL; SQLite steps its own), `batch` of them
     (`_CHUNK` by default) at a time with their judgments and signals read by id, so however long the period only
-    a batch is held."""
-    pairs = session.execute(period_pairs(start, end).execution_options(yield_per=batch or _CHUNK))
+    a batch is held. `channel`: only that report channel's pairs (`store.exchanges.in_report_channel`)."""
+    pairs = session.execute(period_pairs(start, end, channel).execution_options(yield_per=batch or _CHUNK))
     signals_of, judgments_of = _detail_statements()
     for chunk in pairs.partitions():
         of_chunk = {"ids": [row.id for row in chunk], "first": chunk[0].id, "last": chunk[-1].id}

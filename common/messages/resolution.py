@@ -85,3 +85,12 @@ def bot_lines(bots: Mapping[str, ResolutionStats]) -> list[str]:
         if text:
             lines.append(f"{bot}: {text}")
     return lines
+
+
+def resolution_lines(stats: ResolutionStats, window_seconds: int | None) -> list[str]:
+    """`/judge stats`'s lines: `*Resolution* (30-min window): …` and how many resolutions were confirmed."""
+    text = tiers_text(stats)
+    if not text:
+        return []
+    confirmed = confirmed_text(stats)
+    return [f"*Resolution* ({window_text(window_seconds)}): {text}", *([confirmed] if confirmed else [])]
