@@ -94,3 +94,8 @@ def resolution_lines(stats: ResolutionStats, window_seconds: int | None) -> list
         return []
     confirmed = confirmed_text(stats)
     return [f"*Resolution* ({window_text(window_seconds)}): {text}", *([confirmed] if confirmed else [])]
+
+
+def topic_text(tiers: Mapping[str, int]) -> str:
+    """A topic's tiers (its closed questions per tier), as `tiers_text` says them."""
+    return tiers_text(ResolutionStats(None, {tier: tiers.get(tier, 0) for tier in TIERS}))
