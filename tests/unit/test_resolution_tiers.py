@@ -254,3 +254,52 @@ def test_the_window_as_read() -> None:
         "window off",
         "2-min window",
     )
+
+
+# Per topic --------------------------------------------------------------------------------------------------------
+
+
+def test_a_topics_questions_are_counted_per_tier_and_shown_with_intervals() -> None:
+    from common.messages.topics import figures_text
+    from common.reports.topics import TopicLine
+    from topics.figures import figures_of
+    from topics.questions import Question
+
+    tiers = [RESOLVED_ALONE] * 4 + [TEAMMATE] * 2 + [ESCALATED] * 1 + [UNRESOLVED] * 5 + [OPEN] * 3 + [None] * 2
+    questions = [Question(i, "C1", None, "q", ANSWERED, tier=found) for i, found in enumerate(tiers)]
+    figures = figures_of(questions)
+    assert figures.tiers == {RESOLVED_ALONE: 4, TEAMMATE: 2, ESCALATED: 1, UNRESOLVED: 5}  # open and unwatched apart
+    assert figures.as_dict()["tiers"] == figures.tiers
+    text = figures_text(TopicLine("Refunds", figures, None, None))
+    low, high = proportion_confint(5, 12, method="wilson")
+    assert f"unresolved 42% ({low * 100:.0f}–{high * 100:.0f}%, n=12)" in text
+    assert "resolved without help 33% (14–61%, n=12) · resolved by a teammate 17% (5–45%, n=12)" in text
+    # A run stored before the tiers keeps its single resolved share.
+    from topics.figures import Figures
+
+    assert "50% resolved (25–75%, n=12)" in figures_text(TopicLine("Old", Figures(12, 0, 6, 12), None, None))
+
+
+def test_a_topics_question_gets_its_tier_from_its_row() -> None:
+    from store.stats_queries import PairRow
+    from store.topics import QuestionText
+    from topics.service import question_of
+
+    def row(signals, closed, score):
+        judgment = JudgmentRow(id=1, judge="relevancy", status="ok", score=score, max_score=4)
+        return PairRow(
+            id=1, channel_id="C1", created_at=ANSWERED, status="judged", signals=signals, window_closed=closed,
+            judgments=(judgment,),
+        )  # fmt: skip
+
+    text = QuestionText("How do I get a refund?", "1.0", None)
+    thresholds = {"relevancy": 2}
+
+    def tier_of(signals, closed, score):
+        return question_of(row(signals, closed, score), text, thresholds, now=AFTER, window=WINDOW).tier
+
+    assert tier_of(("resolved",), True, 4) == RESOLVED_ALONE
+    assert tier_of(("resolved",), True, 1) == UNRESOLVED  # abandoned after a failed answer
+    assert tier_of(("human_takeover",), True, 1) == TEAMMATE
+    assert tier_of((), False, 4) == OPEN
+    assert tier_of((), None, 4) is None
