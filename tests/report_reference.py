@@ -380,12 +380,14 @@ def build_report(period, current, previous, thresholds_for, prices, *, channels,
         names = sorted({row.bot for row in rows if row.bot is not None and rules.of(row) is not None})
         return {bot: tier_stats(bot, [row for row in rows if row.bot == bot], rules) for bot in names}
 
-    closed = [row for row in now_answers if row.window_closed]
+    tiers = {row.id: rules.of(row) for row in now_answers}
+    closed = [row for row in now_answers if tiers[row.id] is not None and tiers[row.id].tier != OPEN]
     daily_outcomes = []
     days = list(local_days(period))
     for date_ in days:
         day = [row for row in closed if local_day(row, period, days) == date_]
-        daily_outcomes.append(DailyOutcome(date_, len(day), sum(1 for row in day if RESOLVED in row.signals)))
+        resolved = sum(1 for row in day if tiers[row.id].tier == "resolved")
+        daily_outcomes.append(DailyOutcome(date_, len(day), resolved))
     return Report(
         period=period,
         overall=stats(None, current),

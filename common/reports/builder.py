@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import timedelta
 from typing import TypeVar
 
+from capture.resolution import Resolution
 from common.reports.outcomes import DailyOutcomeTally, OutcomeReport, OutcomeTally
 from common.reports.period import Period
 from common.reports.resolution import KeyedTallies, ResolutionRules
@@ -59,14 +60,15 @@ class _Week:
         self.answer_channels: set[str] = set()  # the channels of its captured answers
         self.bots = KeyedTallies()  # each bot's resolution tiers
 
-    def add(self, row: PairRow) -> None:
+    def add(self, row: PairRow) -> Resolution | None:
+        """Count the row; returns its resolution tier (None: not an answer, or never watched)."""
         self.overall.add(row)
         channel = row.channel_id
         if channel is not None:
             tally = self.channels.get(channel) or self.channels.setdefault(channel, self.new_channel())
             tally.add(row)
         if not is_answer(row):
-            return
+            return None
         resolution = self.rules.of(row)
         self.outcomes.add(row, resolution)
         self.bots.add(row.bot, resolution)
@@ -74,6 +76,7 @@ class _Week:
             self.answer_channels.add(channel)
             outcomes = self.channel_outcomes.get(channel) or self.channel_outcomes.setdefault(channel, OutcomeTally())
             outcomes.add(row, resolution)
+        return resolution
 
     def channel(self, channel: str) -> ChannelTally:
         return self.channels.get(channel) or self.new_channel()
@@ -125,10 +128,10 @@ class ReportBuilder:
             self.captured_channels.add(row.channel_id)
         if not self._kept(row):
             return
-        self.current.add(row)
+        resolution = self.current.add(row)
         if is_answer(row):
             self.daily.add(row)
-            self.daily_outcomes.add(row)
+            self.daily_outcomes.add(row, resolution)
             self.trust.add_current(row)
 
     def add_previous(self, row: PairRow) -> None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import date
 
 from capture.outcomes import failed
-from capture.resolution import Resolution
+from capture.resolution import OPEN, RESOLVED_ALONE, Resolution
 from common.reports.intervals import Estimate, Shift, proportion, proportion_change
 from common.reports.period import DayIndex, Period
 from common.reports.resolution import ResolutionStats, ResolutionTally, resolution_changes
@@ -109,8 +109,8 @@ def outcome_change(current: OutcomeStats, previous: OutcomeStats) -> OutcomeChan
 
 @dataclass(frozen=True)
 class DailyOutcome:
-    """One calendar day (the report's time zone): the answers made then whose window has closed, and how many of
-    them resolved."""
+    """One calendar day (the report's time zone): the answers made then whose window is over, and how many of them
+    were resolved without help (the first resolution tier, `capture.resolution`)."""
 
     day: date
     closed: int
@@ -220,8 +220,8 @@ class OutcomeTally:
 
 
 class DailyOutcomeTally:
-    """Closed windows and resolved answers on each calendar day of the period, in its time zone, by the day the
-    question was asked (`DayIndex.of_answer`)."""
+    """Answers with a tier (their window over) and those resolved without help on each calendar day of the period,
+    in its time zone, by the day the question was asked (`DayIndex.of_answer`)."""
 
     def __init__(self, period: Period) -> None:
         self.period = period
@@ -229,11 +229,13 @@ class DailyOutcomeTally:
         self.closed = [0] * len(self.days.days)
         self.resolved = [0] * len(self.days.days)
 
-    def add(self, row: PairRow) -> None:
-        index = self.days.of_answer(row.asked_at, row.created_at) if row.window_closed else None
+    def add(self, row: PairRow, resolution: Resolution | None) -> None:
+        if resolution is None or resolution.tier == OPEN:
+            return
+        index = self.days.of_answer(row.asked_at, row.created_at)
         if index is not None:
             self.closed[index] += 1
-            self.resolved[index] += RESOLVED in row.signals
+            self.resolved[index] += resolution.tier == RESOLVED_ALONE
 
     def points(self) -> list[DailyOutcome]:
         return [
