@@ -22,6 +22,7 @@ from common.messages.blocks import (
     shorten,
     text_input,
 )
+from common.messages.judge_config import HELP_LINE
 from common.messages.resolution import resolution_lines
 from common.messages.trust import precision_text
 from common.reports.intervals import Estimate, bootstrap_mean, proportion
@@ -150,7 +151,8 @@ def stats_message(
         label = judge_label(row.judge)
         mean = rates.mean_text(row.mean_estimate, row.max_score) if row.judged else "no score"
         share = rates.rate_text(proportion(row.low, row.judged), f"at or below {format_score(row.threshold, None)}")
-        line = f"*{label}*: {row.judged} answers judged · mean {mean} · {share if row.judged else 'n/a'}"
+        answers = f"{row.judged} answer{'s' if row.judged != 1 else ''}"
+        line = f"*{label}*: {answers} judged · mean {mean} · {share if row.judged else 'n/a'}"
         if row.errors:
             line += f" · {row.errors} could not be judged"
         if row.precision is not None and row.precision.voted:
@@ -167,19 +169,25 @@ def stats_message(
     return message(f"The last {days} days in {channel_mention(channel_id)}: " + "; ".join(lines), blocks)
 
 
-HELP_TEXT = """*relmon: how to judge an answer*
+HELP_TEXT = (
+    """*relmon: how to judge an answer*
 • `/judge <message link>`: judge that answer against its question (use “Copy link” on the bot's message).
 • `/judge`: open a form to paste a question, an answer and an optional reference, and pick a judge.
 • *Judge this answer* (message shortcut, in the message's ⋯ menu): judge the answer you are looking at.
 • `/judge stats [#channel]`: the last 7 days: answers judged, mean score, share below the alert threshold, and how
   the answers were resolved (without help, by a teammate, escalated, unresolved).
+"""
+    + HELP_LINE
+    + """
 • `/judge help`: this message.
 Verdicts are shown only to you, and only for channels you are a member of."""
+)
 
 
 def help_message() -> dict:
     return message(
-        "How to use /judge: /judge <link>, /judge, /judge stats [#channel], /judge help", [section(HELP_TEXT)]
+        "How to use /judge: /judge <link>, /judge, /judge stats [#channel], /judge config, /judge help",
+        [section(HELP_TEXT)],
     )
 
 

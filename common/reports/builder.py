@@ -1,5 +1,5 @@
 """The whole report of a period in one pass over its pairs: overall and per channel, this week and the one before,
-the daily series, the trust and the outcome figures.
+the daily series, the trust and the outcome figures and each judge's agreement with the team.
 
 Each pair is handed to running tallies (`common.reports.stats`, `.trust`, `.outcomes`) and dropped, so a report
 holds counts per channel, judge, score and day and the few worst answers, never a row per pair: a backfill's year
@@ -13,6 +13,7 @@ from datetime import timedelta
 from typing import TypeVar
 
 from capture.resolution import Resolution
+from common.reports.agreement import AgreementReport, AgreementTally
 from common.reports.outcomes import DailyOutcomeTally, OutcomeReport, OutcomeTally
 from common.reports.period import Period
 from common.reports.resolution import KeyedTallies, ResolutionRules
@@ -23,6 +24,7 @@ from common.reports.stats import (
     DailyTally,
     Prices,
     Report,
+    Scales,
     ThresholdsFor,
     is_answer,
     ordered_judges,
@@ -50,12 +52,15 @@ def _memo(function: Callable[[str | None], Value]) -> Callable[[str | None], Val
 class _Week:
     """One week's (or period's) tallies: every channel together, each channel, and their outcomes."""
 
-    def __init__(self, thresholds_for: ThresholdsFor, prices: Prices, worst: int, rules: ResolutionRules) -> None:
+    def __init__(
+        self, thresholds_for: ThresholdsFor, prices: Prices, worst: int, scales: Scales, rules: ResolutionRules
+    ) -> None:
         self.rules = rules
-        self.new_channel = lambda: ChannelTally(thresholds_for, prices, worst)
+        self.new_channel = lambda: ChannelTally(thresholds_for, prices, worst, scales)
         self.overall = self.new_channel()
         self.channels: dict[str, ChannelTally] = {}
         self.outcomes = OutcomeTally()
+        self.agreement = AgreementTally(thresholds_for)
         self.channel_outcomes: dict[str, OutcomeTally] = {}
         self.answer_channels: set[str] = set()  # the channels of its captured answers
         self.bots = KeyedTallies()  # each bot's resolution tiers
@@ -71,6 +76,7 @@ class _Week:
             return None
         resolution = self.rules.of(row)
         self.outcomes.add(row, resolution)
+        self.agreement.add(row)
         self.bots.add(row.bot, resolution)
         if channel is not None:
             self.answer_channels.add(channel)
@@ -104,17 +110,20 @@ class ReportBuilder:
         worst: int = 3,
         canary_runs: Sequence[CanaryPoint] = (),
         resolution: ResolutionRules | None = None,
+        scales: Scales | None = None,
     ) -> None:
+        """`scales`: the team judges' scales from their files (the seed judges' are `SCALES`)."""
         self.period = period
         self.thresholds_for: Callable[[str | None], Mapping[str, float]] = _memo(thresholds_for)
         self.is_watched = _memo(is_watched)
         self.channels = list(channels)
         self.canary_runs = list(canary_runs)
+        self.scales = {**(scales or {}), **SCALES}
         # Without rules of its own (a test, a preview), an answer's tier is read at the period's end with the
         # default window; the digest and App Home pass the real time and RELMON_OUTCOME_WINDOW.
         self.resolution = resolution or ResolutionRules(period.end, DEFAULT_WINDOW, self.thresholds_for)
-        self.current = _Week(self.thresholds_for, prices, worst, self.resolution)
-        self.previous = _Week(self.thresholds_for, prices, worst, self.resolution)
+        self.current = _Week(self.thresholds_for, prices, worst, self.scales, self.resolution)
+        self.previous = _Week(self.thresholds_for, prices, worst, self.scales, self.resolution)
         self.daily = DailyTally(period)
         self.daily_outcomes = DailyOutcomeTally(period)
         self.trust = TrustTally()
@@ -156,7 +165,7 @@ class ReportBuilder:
             daily=self.daily.points(main),
             primary_judge=main,
             thresholds={channel: dict(self.thresholds_for(channel)) for channel in [None, *channel_ids]},
-            trust=self.trust.trust(judges, self.thresholds_for, SCALES, self.canary_runs),
+            trust=self.trust.trust(judges, self.thresholds_for, self.scales, self.canary_runs),
             outcomes=OutcomeReport(
                 judge=main,
                 overall=current.outcomes.stats(None, main),
@@ -170,4 +179,5 @@ class ReportBuilder:
                 previous_bots=previous.bots.stats(),
                 window_seconds=int(self.resolution.window.total_seconds()),
             ),
+            agreement=AgreementReport(current.agreement.result(), previous.agreement.result()),
         )

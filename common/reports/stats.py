@@ -13,13 +13,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 
+from common.reports.agreement import AgreementReport
 from common.reports.costs import Prices, Tokens, TokenTally
 from common.reports.golden import GoldenFigures
 from common.reports.intervals import Estimate, Shift, bootstrap_mean, mean_change, proportion, proportion_change
 from common.reports.outcomes import OutcomeReport
 from common.reports.period import DayIndex, Period
 from common.reports.trust import Trust
-from judges.names import CORRECTNESS, GROUNDED, RELEVANCY
+from judges.names import CORRECTNESS, GROUNDED, JUDGE_NAMES, RELEVANCY
 from store.models import ANSWER_SOURCES, JudgmentStatus, PairStatus
 from store.stats_queries import JudgmentRow, PairRow
 
@@ -32,6 +33,12 @@ _NOT_JUDGED_STATUSES = {PairStatus.NO_QUESTION, PairStatus.EMPTY, PairStatus.DEL
 _WAITING_STATUSES = {PairStatus.SETTLING, PairStatus.PENDING}
 
 ThresholdsFor = Callable[[str | None], Mapping[str, float]]
+Scales = Mapping[str, tuple[int, int]]
+
+
+def is_team_judge(name: str) -> bool:
+    """A team's own judge (judges.d), not one of the seeds: the reports show its pass rate."""
+    return name not in JUDGE_NAMES
 
 
 @dataclass(frozen=True)
@@ -44,6 +51,8 @@ class JudgeStats:
     distribution: dict[int, int]  # score -> count, every score of the scale present
     low: int  # scored at or below the channel's threshold
     thresholds: tuple[float, ...]  # the thresholds in force (several when channels differ)
+    # A team judge's scale from its file (the seed judges' are `SCALES`); not compared: a figure, not a verdict.
+    scale_of_file: tuple[int, int] | None = field(default=None, compare=False)
 
     @property
     def share_low(self) -> float | None:
@@ -60,7 +69,23 @@ class JudgeStats:
         return proportion(self.low, self.scored)
 
     @property
+    def pass_estimate(self) -> Estimate:
+        """The share above the threshold (passed) with its n and Wilson interval: a team judge's headline."""
+        return proportion(self.scored - self.low, self.scored)
+
+    @property
+    def team(self) -> bool:
+        return is_team_judge(self.judge)
+
+    @property
+    def active(self) -> bool:
+        """Whether it gave any verdict here (a team judge runs only where its rules say)."""
+        return bool(self.scored or self.nulls or self.errors)
+
+    @property
     def scale(self) -> tuple[int, int]:
+        if self.scale_of_file is not None:
+            return self.scale_of_file
         return SCALES.get(self.judge, (min(self.distribution, default=0), max(self.distribution, default=0)))
 
 
@@ -122,6 +147,7 @@ class Change:
     no_previous: bool = False
     mean_shift: Shift | None = None
     share_shift: Shift | None = None
+    pass_shift: Shift | None = field(default=None, compare=False)  # the pass rate's (a team judge's headline)
 
 
 @dataclass(frozen=True)
@@ -145,6 +171,7 @@ class Report:
     trust: Trust = field(default_factory=Trust)
     outcomes: OutcomeReport = field(default_factory=OutcomeReport)
     golden: GoldenFigures | None = None  # the golden set's growth and last regress run (the digest)
+    agreement: AgreementReport = field(default_factory=AgreementReport)  # each judge against the team's labels
 
     def change(self, stats: ChannelStats, judge: str) -> Change:
         """Against the week before, only when the same judge model and prompt scored both weeks."""
@@ -169,8 +196,8 @@ def is_answer(row: PairRow) -> bool:
 class JudgeTally:
     """One judge's figures so far; "low" uses each answer's own channel threshold."""
 
-    def __init__(self, judge: str) -> None:
-        self.judge = judge
+    def __init__(self, judge: str, scale: tuple[int, int] | None = None) -> None:
+        self.judge, self.scale = judge, scale
         self.scored = self.nulls = self.errors = self.low = 0
         self.total = 0.0
         self.counts: Counter[int] = Counter()  # scores are discrete: a count per score of the scale
@@ -192,7 +219,8 @@ class JudgeTally:
 
     def stats(self) -> JudgeStats:
         counts = self.counts
-        low_end, high_end = SCALES.get(self.judge, (min(counts, default=0), max(counts, default=0)))
+        observed = (min(counts, default=0), max(counts, default=0))
+        low_end, high_end = self.scale or SCALES.get(self.judge, observed)
         return JudgeStats(
             judge=self.judge,
             scored=self.scored,
@@ -202,6 +230,7 @@ class JudgeTally:
             distribution={score: counts.get(score, 0) for score in range(low_end, high_end + 1)},
             low=self.low,
             thresholds=tuple(sorted(self.thresholds)),
+            scale_of_file=self.scale,
         )
 
 
@@ -258,8 +287,10 @@ def primary_judge(names: Iterable[str]) -> str:
 class ChannelTally:
     """One channel's figures so far (or every channel's, fed every row)."""
 
-    def __init__(self, thresholds_for: ThresholdsFor, prices: Prices, worst: int = 3) -> None:
-        self.thresholds_for, self.prices = thresholds_for, prices
+    def __init__(
+        self, thresholds_for: ThresholdsFor, prices: Prices, worst: int = 3, scales: Scales | None = None
+    ) -> None:
+        self.thresholds_for, self.prices, self.scales = thresholds_for, prices, scales or {}
         self.seen = self.judged = self.errored = self.votes_right = self.votes_wrong = 0
         self.statuses: Counter[str] = Counter()
         self.judges: dict[str, JudgeTally] = {}  # the judges that judged these answers, as first seen
@@ -282,11 +313,14 @@ class ChannelTally:
         thresholds = self.thresholds_for(row.channel_id) if row.judgments else {}
         for judgment in row.judgments:
             if judgment.judge not in self.judges:
-                self.judges[judgment.judge] = JudgeTally(judgment.judge)
+                self.judges[judgment.judge] = self._tally(judgment.judge)
             self.judges[judgment.judge].add(judgment, thresholds.get(judgment.judge))
             self.votes_right += judgment.votes_right
             self.votes_wrong += judgment.votes_wrong
         self.worst.add(row)
+
+    def _tally(self, judge: str) -> JudgeTally:
+        return JudgeTally(judge, self.scales.get(judge) if is_team_judge(judge) else None)
 
     def stats(self, channel_id: str | None, judges: Sequence[str] | None = None) -> ChannelStats:
         """The figures, for `judges` (every channel of a report shows the same judges) or those seen."""
@@ -301,7 +335,7 @@ class ChannelTally:
             not_judged=sum(statuses[s] for s in _NOT_JUDGED_STATUSES),
             waiting=sum(statuses[s] for s in _WAITING_STATUSES),
             errored=self.errored,
-            judges={name: (self.judges.get(name) or JudgeTally(name)).stats() for name in names},
+            judges={name: (self.judges.get(name) or self._tally(name)).stats() for name in names},
             votes_right=self.votes_right,
             votes_wrong=self.votes_wrong,
             worst=self.worst.answers(),
@@ -325,6 +359,9 @@ def judge_change(current: JudgeStats | None, previous: JudgeStats | None) -> Cha
         share_low=share,
         mean_shift=mean_change(previous.distribution, current.distribution),
         share_shift=proportion_change((previous.low, previous.scored), (current.low, current.scored)),
+        pass_shift=proportion_change(
+            (previous.scored - previous.low, previous.scored), (current.scored - current.low, current.scored)
+        ),
     )
 
 

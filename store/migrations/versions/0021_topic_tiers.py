@@ -3,8 +3,8 @@
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0019"
-down_revision = "0018"
+revision = "0021"
+down_revision = "0020"
 
 
 def upgrade() -> None:
