@@ -17,6 +17,8 @@ from bot.replies import tell
 from common.membership import MembershipCache, Refusal
 from common.messages.verdicts import StatsRow, error_message, stats_message
 from common.replies import Asker
+from common.reports.resolution import ResolutionRules, ResolutionStats, ResolutionTally
+from common.reports.stats import is_answer
 from common.reports.trust import Vote, precision
 from common.reports.view_cache import REPORT_VIEW_KEY, cached, digest_of
 from common.runtime import Runtime
@@ -24,7 +26,7 @@ from store import bot_groups
 from store.channel_scores import channel_judge_stats
 from store.confirmations import disputed_counts
 from store.feedback import voted_scores
-from store.stats_queries import data_version
+from store.stats_queries import data_version, stream_pair_rows
 
 log = logging.getLogger("relmon.commands")
 
@@ -117,12 +119,30 @@ def channel_stats_message(runtime: Runtime, channel_id: str) -> dict:
     return cached(runtime.redis, key, lambda: _build_stats(runtime, channel_id, rule))
 
 
+def channel_resolution(runtime: Runtime, session, channel_id: str, since: datetime, now: datetime) -> ResolutionStats:
+    """The resolution tiers of the channel's answers made since `since`, as of `now` (those still in their window
+    are counted apart, as open)."""
+    settings = runtime.settings
+    rules = ResolutionRules(
+        now,
+        timedelta(seconds=settings.outcome_window_seconds),
+        lambda channel: runtime.rules.for_channel(channel, settings).thresholds,
+    )
+    tally = ResolutionTally()
+    for row in stream_pair_rows(session, since, now, channel=channel_id):
+        if is_answer(row):
+            tally.add(rules.of(row))
+    return tally.stats(channel_id)
+
+
 def _build_stats(runtime: Runtime, channel_id: str, rule) -> dict:
-    since = datetime.now(UTC) - timedelta(days=STATS_DAYS)
+    now = datetime.now(UTC)
+    since = now - timedelta(days=STATS_DAYS)
     with runtime.db.session() as session:
         stats = channel_judge_stats(session, channel_id, since, dict(rule.thresholds))
         voted = voted_scores(session, channel_id, since)
         disputed = disputed_counts(session, channel_id, since)
+        resolution = channel_resolution(runtime, session, channel_id, since, now)
     votes = [Vote(channel_id, judge, score, right > wrong) for judge, score, right, wrong in voted if right != wrong]
     agreed = {found.judge: found for found in precision(votes) if found.channel_id == channel_id}
     rows = [
@@ -140,4 +160,5 @@ def _build_stats(runtime: Runtime, channel_id: str, rule) -> dict:
         )
         for s in stats
     ]
-    return stats_message(channel_id, rows, days=STATS_DAYS)
+    window = runtime.settings.outcome_window_seconds
+    return stats_message(channel_id, rows, days=STATS_DAYS, resolution=resolution, window_seconds=window)

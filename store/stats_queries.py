@@ -10,11 +10,12 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from sqlalchemy import Select, String, bindparam, case, func, literal, select
+from sqlalchemy import Select, String, bindparam, case, func, literal, select, true
 from sqlalchemy.orm import Session
 
 from store import bot_groups
 from store.exchange_models import Exchange
+from store.exchanges import in_report_channel
 from store.judgments import is_current
 from store.models import Feedback, Judgment, OutcomeSignal, OutcomeWindow, Pair, PairSource
 
@@ -61,6 +62,7 @@ class PairRow:
     window_closed: bool | None = None  # its outcome window: closed, still open, or None when never watched
     signals: tuple[str, ...] = ()  # its outcome signals (capture.outcomes), in the order they came
     question_ts: str | None = None  # the question's Slack ts
+    bot: str | None = None  # the bot that answered: its ingest API name (its first exchange's), else its Slack bot ID
 
     @property
     def asked_at(self) -> datetime:
@@ -112,17 +114,23 @@ def report_channel():
     """A pair's channel as the reports group it: its Slack channel, else (an ingested exchange that happened in no
     channel relmon reads) its bot's key, `bot:<name>` (`store.bot_groups`): the one place the reports learn where an
     ingested exchange belongs."""
-    first_bot = select(Exchange.bot).where(Exchange.pair_id == Pair.id).order_by(Exchange.id).limit(1).scalar_subquery()
-    return func.coalesce(Pair.channel_id, literal(bot_groups.PREFIX, String) + first_bot)
+    return func.coalesce(Pair.channel_id, literal(bot_groups.PREFIX, String) + _first_bot())
 
 
-def period_pairs(start: datetime, end: datetime) -> Select:
-    """The pairs created in [start, end), in id order, with their outcome window's state (no texts); the channel is
-    `report_channel`'s."""
+def _first_bot():
+    return select(Exchange.bot).where(Exchange.pair_id == Pair.id).order_by(Exchange.id).limit(1).scalar_subquery()
+
+
+def period_pairs(start: datetime, end: datetime, channel: str | None = None) -> Select:
+    """The pairs created in [start, end), in id order, with their outcome window's state (no texts); the channel
+    (`report_channel`'s) and the bot are made of the pair's Slack channel, its first exchange's bot and its Slack bot
+    ID in `_pair_row`: the exchange is looked up once per pair, not once for each."""
     return (
         select(
             Pair.id,
-            report_channel().label("channel_id"),
+            Pair.channel_id,
+            _first_bot().label("exchange_bot"),
+            Pair.answer_bot_id,
             Pair.created_at,
             Pair.status,
             Pair.source,
@@ -136,6 +144,7 @@ def period_pairs(start: datetime, end: datetime) -> Select:
         )
         .outerjoin(OutcomeWindow, OutcomeWindow.pair_id == Pair.id)
         .where(Pair.created_at >= start, Pair.created_at < end)
+        .where(in_report_channel(channel) if channel is not None else true())
         .order_by(Pair.id)
     )
 
@@ -168,7 +177,7 @@ def private_channel_ids(session: Session, start: datetime, end: datetime) -> set
 
 
 def stream_pair_rows(
-    session: Session, start: datetime, end: datetime, *, batch: int | None = None
+    session: Session, start: datetime, end: datetime, *, batch: int | None = None, channel: str | None = None
 ) -> Iterator[PairRow]:
     """Every pair created in [start, end), in id order, with its judgments and their feedback counts (no texts):
     the current ones (an edited answer's latest of each judge) apart from those a later version superseded; and
@@ -176,8 +185,8 @@ def stream_pair_rows(
 
     Streamed: the pairs come through a server-side cursor (PostgreSQL; SQLite steps its own), `batch` of them
     (`_CHUNK` by default) at a time with their judgments and signals read by id, so however long the period only
-    a batch is held."""
-    pairs = session.execute(period_pairs(start, end).execution_options(yield_per=batch or _CHUNK))
+    a batch is held. `channel`: only that report channel's pairs (`store.exchanges.in_report_channel`)."""
+    pairs = session.execute(period_pairs(start, end, channel).execution_options(yield_per=batch or _CHUNK))
     signals_of, judgments_of = _detail_statements()
     for chunk in pairs.partitions():
         of_chunk = {"ids": [row.id for row in chunk], "first": chunk[0].id, "last": chunk[-1].id}
@@ -227,9 +236,15 @@ def _detail_statements() -> tuple[Select, Select]:
 def _pair_row(row, judgments: dict[tuple[int, bool], list[JudgmentRow]], signals: dict[int, list[str]]) -> PairRow:
     fields = row._asdict()
     watched = fields.pop("watched")
+    exchange_bot, slack_bot = fields.pop("exchange_bot"), fields.pop("answer_bot_id")
+    channel = fields.pop("channel_id")
+    if channel is None and exchange_bot is not None:  # as `report_channel` in SQL
+        channel = bot_groups.key_of(exchange_bot)
     return PairRow(
         **fields
         | {
+            "channel_id": channel,
+            "bot": exchange_bot or slack_bot or None,
             "created_at": _aware(row.created_at),
             "channel_is_private": bool(row.channel_is_private),
             "has_reference": bool(row.has_reference),

@@ -92,6 +92,7 @@ class TopicPeriod(Base):
     failed: Mapped[int] = mapped_column(Integer)
     resolved: Mapped[int] = mapped_column(Integer)
     decided: Mapped[int] = mapped_column(Integer)
+    tiers: Mapped[dict | None] = mapped_column(JSON, nullable=True)  # resolution tier -> questions; NULL: before them
     mean_relevancy: Mapped[float | None] = mapped_column(Float)
     previous_questions: Mapped[int | None] = mapped_column(Integer)
     previous_failed: Mapped[int | None] = mapped_column(Integer)

@@ -14,8 +14,10 @@ from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session
 
 from capture.outcomes import ESCALATION, HUMAN_TAKEOVER, NEGATIVE_REACTION, POSITIVE_REACTION, REASK, RESOLVED, failed
+from capture.resolution import OPEN, TIERS
 from common.reports.costs import Tokens, judgment_cost
 from common.reports.outcomes import DailyOutcome, OutcomeReport, OutcomeStats, ScoreMean
+from common.reports.resolution import ResolutionRules, ResolutionStats
 from common.reports.stats import (
     ANSWER_SOURCES,
     PRIMARY_JUDGE,
@@ -75,6 +77,10 @@ def all_pair_rows(session: Session, start: datetime, end: datetime) -> list[Pair
     for row in pairs:
         fields = row._asdict()
         watched = fields.pop("watched")
+        exchange_bot, slack_bot = fields.pop("exchange_bot"), fields.pop("answer_bot_id")
+        if fields["channel_id"] is None and exchange_bot is not None:  # an ingested exchange in no channel
+            fields["channel_id"] = f"bot:{exchange_bot}"
+        fields["bot"] = exchange_bot or slack_bot
         fields |= {
             "created_at": _aware(row.created_at),
             "channel_is_private": bool(row.channel_is_private),
@@ -321,7 +327,15 @@ def trust_report(current, previous, judges, thresholds_for, canary_runs):
     )
 
 
-def outcome_stats(channel_id, rows, judge):
+def tier_stats(key, rows, rules):
+    """The resolution tiers, answer by answer (the rule itself is tests/unit/test_resolution_tiers.py's)."""
+    found = [rules.of(row) for row in rows]
+    counts = Counter(f.tier for f in found if f is not None)
+    reasons = Counter(f.reason for f in found if f is not None and f.tier != OPEN and f.reason is not None)
+    return ResolutionStats(key, {tier: counts[tier] for tier in TIERS}, dict(reasons), counts[OPEN])
+
+
+def outcome_stats(channel_id, rows, judge, rules=None):
     done = [row for row in rows if row.window_closed]
 
     def score(row, name=judge):
@@ -354,6 +368,7 @@ def outcome_stats(channel_id, rows, judge):
         ScoreMean(sum(failing), len(failing)),
         len(teammate),
         sum(1 for j in teammate if j.max_score is not None and j.score >= j.max_score),
+        tier_stats(channel_id, rows, rules) if rules is not None else ResolutionStats(channel_id),
     )
 
 
@@ -372,15 +387,23 @@ def build_report(period, current, previous, thresholds_for, prices, *, channels,
     seen_now = judges_seen(now_answers)
     main = (PRIMARY_JUDGE if PRIMARY_JUDGE in seen_now or not seen_now else seen_now[0]) if judges else PRIMARY_JUDGE
 
-    def outcomes_of(channel, rows):
-        return outcome_stats(channel, [row for row in rows if row.channel_id == channel], main)
+    rules = ResolutionRules(period.end, timedelta(seconds=1800), thresholds_for)  # RELMON_OUTCOME_WINDOW's default
 
-    closed = [row for row in now_answers if row.window_closed]
+    def outcomes_of(channel, rows):
+        return outcome_stats(channel, [row for row in rows if row.channel_id == channel], main, rules)
+
+    def bots_of(rows):
+        names = sorted({row.bot for row in rows if row.bot is not None and rules.of(row) is not None})
+        return {bot: tier_stats(bot, [row for row in rows if row.bot == bot], rules) for bot in names}
+
+    tiers = {row.id: rules.of(row) for row in now_answers}
+    closed = [row for row in now_answers if tiers[row.id] is not None and tiers[row.id].tier != OPEN]
     daily_outcomes = []
     days = list(local_days(period))
     for date_ in days:
         day = [row for row in closed if local_day(row, period, days) == date_]
-        daily_outcomes.append(DailyOutcome(date_, len(day), sum(1 for row in day if RESOLVED in row.signals)))
+        resolved = sum(1 for row in day if tiers[row.id].tier == "resolved")
+        daily_outcomes.append(DailyOutcome(date_, len(day), resolved))
     return Report(
         period=period,
         overall=stats(None, current),
@@ -393,10 +416,13 @@ def build_report(period, current, previous, thresholds_for, prices, *, channels,
         trust=trust_report(now_answers, before_answers, judges, thresholds_for, canary_runs),
         outcomes=OutcomeReport(
             main,
-            outcome_stats(None, now_answers, main),
-            outcome_stats(None, before_answers, main),
+            outcome_stats(None, now_answers, main, rules),
+            outcome_stats(None, before_answers, main, rules),
             {c: outcomes_of(c, now_answers) for c in channel_ids},
             {c: outcomes_of(c, before_answers) for c in channel_ids},
             daily_outcomes,
+            bots_of(now_answers),
+            bots_of(before_answers),
+            1800,
         ),
     )

@@ -7,6 +7,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from capture.resolution import TIERS
 from topics.questions import REASONS, Question
 
 
@@ -19,6 +20,7 @@ class Figures:
     relevancy_total: float = 0.0
     relevancy_scored: int = 0
     reasons: dict[str, int] = field(default_factory=dict)  # failed questions per reason (one may have several)
+    tiers: dict[str, int] = field(default_factory=dict)  # closed questions per resolution tier (capture.resolution)
 
     @property
     def resolution_rate(self) -> float | None:
@@ -41,6 +43,7 @@ class Figures:
             "resolved": self.resolved,
             "decided": self.decided,
             "mean_relevancy": self.mean_relevancy,
+            "tiers": dict(self.tiers),
         }
 
 
@@ -48,8 +51,11 @@ def figures_of(questions: Iterable[Question]) -> Figures:
     count = failed = resolved = decided = scored = 0
     total = 0.0
     reasons: Counter[str] = Counter()
+    tiers: Counter[str] = Counter()
     for question in questions:
         count += 1
+        if question.tier in TIERS:
+            tiers[question.tier] += 1
         if question.failed:
             failed += 1
             reasons.update(question.failures)
@@ -60,7 +66,7 @@ def figures_of(questions: Iterable[Question]) -> Figures:
             scored += 1
             total += question.relevancy
     ordered = {reason: reasons[reason] for reason in REASONS if reasons[reason]}
-    return Figures(count, failed, resolved, decided, total, scored, ordered)
+    return Figures(count, failed, resolved, decided, total, scored, ordered, {tier: tiers[tier] for tier in TIERS})
 
 
 def rank_key(figures: Figures) -> tuple:

@@ -50,6 +50,7 @@ class Question:
     resolved: bool | None = None  # its outcome window closed resolved (True) or not (False); None: not decided
     relevancy: float | None = None  # the relevancy judge's score (0–4), if it scored
     teammate_answer: str | None = None  # the teammate's reply in the thread after the bot failed
+    tier: str | None = None  # its resolution tier (capture.resolution), `open` inside its window; None: not watched
 
     @property
     def failed(self) -> bool:

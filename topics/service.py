@@ -15,10 +15,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
+from capture.resolution import AnswerSignals, judged_failed, resolution_of
 from judges import LLMClient
 from judges.names import RELEVANCY
 from store import topics as rows
@@ -71,14 +72,27 @@ class _Run:
     naming: Spend = field(default_factory=Spend)
 
 
-def question_of(row: PairRow, text: rows.QuestionText, thresholds: dict[str, float]) -> Question | None:
-    """A stored pair as a topics question (None: not a question of the bot's traffic)."""
+def question_of(
+    row: PairRow,
+    text: rows.QuestionText,
+    thresholds: dict[str, float],
+    *,
+    now: datetime | None = None,
+    window: timedelta = timedelta(0),
+) -> Question | None:
+    """A stored pair as a topics question (None: not a question of the bot's traffic); its resolution tier as of
+    `now` with `window` (none without `now`)."""
     if row.source not in QUESTION_SOURCES or row.status in _NOT_QUESTIONS or not (text.question or "").strip():
         return None
     verdicts = [CurrentJudgment(j.judge, j.status, j.score, j.confirmation_status) for j in row.judgments]
     failures = failure_reasons(verdicts, row.signals, thresholds)
     relevancy = next((j.score for j in row.judgments if j.judge == RELEVANCY and j.status == "ok"), None)
     teammate = text.reference if HUMAN_TAKEOVER in row.signals and failures else None
+    tier = None
+    if now is not None and row.window_closed is not None:
+        failed_score = judged_failed(row.judgments, thresholds)
+        answer = AnswerSignals(row.created_at, row.signals, judged_failed=failed_score, ended=row.window_closed)
+        tier = resolution_of(answer, now, window).tier
     return Question(
         pair_id=row.id,
         channel_id=row.channel_id,
@@ -90,11 +104,13 @@ def question_of(row: PairRow, text: rows.QuestionText, thresholds: dict[str, flo
         resolved=resolution(row.signals, row.window_closed),
         relevancy=relevancy,
         teammate_answer=teammate,
+        tier=tier,
     )
 
 
 def load_questions(deps: TopicsDeps, start: datetime, end: datetime, channel: str | None) -> list[Question]:
     settings, rules = deps.settings, deps.rules
+    window = timedelta(seconds=settings.outcome_window_seconds)
     found = []
     with deps.db.session() as session:  # a transaction: PostgreSQL streams through a server-side cursor
         for row, text in rows.stream_questions(session, start, end):
@@ -103,7 +119,7 @@ def load_questions(deps: TopicsDeps, start: datetime, end: datetime, channel: st
             rule = rules.for_channel(row.channel_id, settings)
             if not rule.watch:
                 continue
-            question = question_of(row, text, rule.thresholds)
+            question = question_of(row, text, rule.thresholds, now=end, window=window)
             if question is not None:
                 found.append(question)
     return found
@@ -250,6 +266,7 @@ def period_records(report: TopicsReport) -> list[dict]:
             "failed": t.figures.failed,
             "resolved": t.figures.resolved,
             "decided": t.figures.decided,
+            "tiers": dict(t.figures.tiers),
             "mean_relevancy": t.figures.mean_relevancy,
             "previous_questions": t.previous.questions if t.previous else None,
             "previous_failed": t.previous.failed if t.previous else None,

@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
-from common.messages import rates
+from common.messages import rates, resolution
 from common.messages.blocks import WEEK_BEFORE, no_data
 from common.reports.intervals import MIN_N, Estimate, Shift, proportion
-from common.reports.outcomes import RATED, OutcomeChange, OutcomeReport, OutcomeStats, ScoreMean
+from common.reports.outcomes import OutcomeChange, OutcomeReport, OutcomeStats, ScoreMean
 
 NOTE = "Outcome figures count answers whose outcome window has closed."
-_LABELS = ("resolved", "re-asked", "taken over", "escalated")  # of `RATED`
+# The signals' rates shown: resolution itself is shown as its tiers (`common.messages.resolution`).
+_SHOWN = {"reasked": "re-asked", "taken_over": "taken over", "escalated": "escalated"}
 
 
 def _rate(label: str, found: Estimate, shift: Shift | None) -> str:
@@ -21,16 +22,15 @@ def _count(count: int, label: str, change: int | None) -> str:
 
 
 def outcome_line(stats: OutcomeStats, change: OutcomeChange | None = None, before: str = WEEK_BEFORE) -> str:
-    """`resolved 62% (51–72%, n=80), no clear change (n=80 vs 75) · re-asked 18% (11–28%, n=80), ▼ 35% → 18%
-    (significant) · taken over … · escalated … · reactions 12 positive (+3), 4 negative (−1) · of 80 answers`, ending
+    """`re-asked 18% (11–28%, n=80), ▼ 35% → 18% (significant) · taken over 9% (…), no clear change (n=80 vs 75) ·
+    escalated … · reactions 12 positive (+3), 4 negative (−1) · of 80 answers`: what the signals said, ending
     `· no data the week before` instead of the changes when the week (`before`: the period) compared with had no
     closed window; `rates: too few (n=4)` instead of the rates below the minimum; empty when no window
     closed."""
     if not stats.closed:
         return f"no outcomes yet ({stats.open} still watched)" if stats.open else ""
     change = change or OutcomeChange()
-    shown = zip(RATED, _LABELS, strict=True)
-    rated = [_rate(label, stats.estimate(name), change.shifts.get(name)) for name, label in shown]
+    rated = [_rate(label, stats.estimate(name), change.shifts.get(name)) for name, label in _SHOWN.items()]
     if stats.closed < MIN_N:
         rated = [f"rates: {rates.too_few(stats.closed)}"]
     parts = [
@@ -68,12 +68,24 @@ def teammate_line(stats: OutcomeStats) -> str:
     return f"correctness top score on {top} where a teammate stepped in"
 
 
+def resolution_line(report: OutcomeReport, channel_id: str | None) -> str:
+    """`resolution (30-min window): resolved without help 62% (…), no clear change (…) · …`: the tiers of a channel's
+    answers (or, with None, of all), against the week before; empty when there is nothing to say."""
+    stats = report.of(channel_id)
+    text = resolution.tiers_text(stats.tiers, report.change(channel_id).tiers)
+    return f"resolution ({resolution.window_text(report.window_seconds)}): {text}" if text else ""
+
+
 def outcome_lines(report: OutcomeReport, channel_id: str | None, before: str = WEEK_BEFORE) -> list[str]:
-    """Every outcome line of a channel (or, with None, of all channels) that has something to say."""
+    """Every outcome line of a channel (or, with None, of all channels) that has something to say: its resolution
+    tiers first."""
     stats = report.of(channel_id)
     lines = [
+        resolution_line(report, channel_id),
         outcome_line(stats, report.change(channel_id), before),
         score_line(stats, report.judge),
         teammate_line(stats),
     ]
+    if channel_id is None and len(report.bots) > 1:  # with one bot its tiers are the overall ones
+        lines += [f"bot {line}" for line in resolution.bot_lines(report.bots)]
     return [line for line in lines if line]

@@ -6,7 +6,7 @@ the examples that may be quoted)."""
 from __future__ import annotations
 
 from common.messages import blocks as block_kit
-from common.messages import rates
+from common.messages import rates, resolution
 from common.messages.blocks import escape, no_data, one_line
 from common.messages.fixes import mark_buttons
 from common.reports.intervals import Estimate, proportion, proportion_change
@@ -33,10 +33,12 @@ REASON_WORDS = {
 
 
 def figures_text(line: TopicLine) -> str:
-    """`12 failed of 31 questions: 39% (24–56%, n=31), no clear change (n=31 vs 29) · resolved 23% (10–44%, n=22) ·
-    relevancy 1.4 / 4 (n=20)`: the failure rate with its interval and a change only when significant
-    (`common.messages.rates`), `(too few for a rate)` under 10 questions, `(no data the week before)` instead of the
-    change when the week before had no questions to compare with."""
+    """`12 failed of 31 questions: 39% (24–56%, n=31), no clear change (n=31 vs 29) · resolved without help 23%
+    (10–44%, n=22) · resolved by a teammate … · escalated … · unresolved … · relevancy 1.4 / 4 (n=20)`: the failure
+    rate with its interval and a change only when significant (`common.messages.rates`), `(too few for a rate)` under
+    10 questions, `(no data the week before)` instead of the change when the week before had no questions to compare
+    with; the resolution tiers (`common.messages.resolution`), or the single resolved share of a run stored before
+    them."""
     figures = line.figures
     failed = f"{figures.failed} failed of {figures.questions} question{'s' if figures.questions != 1 else ''}"
     rate = proportion(figures.failed, figures.questions)
@@ -47,7 +49,9 @@ def figures_text(line: TopicLine) -> str:
         before = (line.previous.failed, line.previous.questions)
         failed += f", {rates.shift_text(proportion_change(before, (figures.failed, figures.questions)))}"
     parts = [failed]
-    if figures.resolution_rate is not None:
+    if figures.tiers and sum(figures.tiers.values()):
+        parts.append(resolution.topic_text(figures.tiers))
+    elif figures.resolution_rate is not None:  # a run stored before the tiers
         parts.append(rates.rate_text(proportion(figures.resolved, figures.decided), "resolved"))
     if figures.mean_relevancy is not None:
         relevancy = Estimate(figures.mean_relevancy, figures.relevancy_scored, None)

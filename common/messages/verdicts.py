@@ -23,8 +23,10 @@ from common.messages.blocks import (
     text_input,
 )
 from common.messages.judge_config import HELP_LINE
+from common.messages.resolution import resolution_lines
 from common.messages.trust import precision_text
 from common.reports.intervals import Estimate, bootstrap_mean, proportion
+from common.reports.resolution import ResolutionStats
 from common.reports.trust import Precision
 from judges.names import CORRECTNESS, GROUNDED, RELEVANCY
 
@@ -133,7 +135,14 @@ class StatsRow:
         return replace(bootstrap_mean(self.distribution), value=self.mean)
 
 
-def stats_message(channel_id: str, rows: Sequence[StatsRow], *, days: int = 7) -> dict:
+def stats_message(
+    channel_id: str,
+    rows: Sequence[StatsRow],
+    *,
+    days: int = 7,
+    resolution: ResolutionStats | None = None,
+    window_seconds: int | None = None,
+) -> dict:
     blocks = [header(f"The last {days} days"), context(f"Answers judged in {channel_mention(channel_id)}")]
     lines = []
     for row in rows:
@@ -151,9 +160,11 @@ def stats_message(channel_id: str, rows: Sequence[StatsRow], *, days: int = 7) -
         if row.disputed:
             line += f" · {row.disputed} low score{'s' if row.disputed != 1 else ''} disputed by a second opinion"
         lines.append(line)
-    if not lines:
+    tiers = resolution_lines(resolution, window_seconds) if resolution is not None else []
+    if not lines and not tiers:
         text = f"No answers judged in {channel_mention(channel_id)} in the last {days} days."
         return message(text, [section(text)])
+    lines += tiers
     blocks.append(section("\n".join(lines)))
     return message(f"The last {days} days in {channel_mention(channel_id)}: " + "; ".join(lines), blocks)
 
@@ -163,7 +174,8 @@ HELP_TEXT = (
 • `/judge <message link>`: judge that answer against its question (use “Copy link” on the bot's message).
 • `/judge`: open a form to paste a question, an answer and an optional reference, and pick a judge.
 • *Judge this answer* (message shortcut, in the message's ⋯ menu): judge the answer you are looking at.
-• `/judge stats [#channel]`: the last 7 days: answers judged, mean score, share below the alert threshold.
+• `/judge stats [#channel]`: the last 7 days: answers judged, mean score, share below the alert threshold, and how
+  the answers were resolved (without help, by a teammate, escalated, unresolved).
 """
     + HELP_LINE
     + """

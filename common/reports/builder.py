@@ -9,11 +9,14 @@ of history is reported in the memory of a week (`common.reports.figures` streams
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import timedelta
 from typing import TypeVar
 
+from capture.resolution import Resolution
 from common.reports.agreement import AgreementReport, AgreementTally
 from common.reports.outcomes import DailyOutcomeTally, OutcomeReport, OutcomeTally
 from common.reports.period import Period
+from common.reports.resolution import KeyedTallies, ResolutionRules
 from common.reports.stats import (
     PRIMARY_JUDGE,
     SCALES,
@@ -31,6 +34,7 @@ from common.reports.trust import CanaryPoint, TrustTally
 from store.stats_queries import PairRow
 
 Value = TypeVar("Value")
+DEFAULT_WINDOW = timedelta(seconds=1800)  # RELMON_OUTCOME_WINDOW's default
 
 
 def _memo(function: Callable[[str | None], Value]) -> Callable[[str | None], Value]:
@@ -48,7 +52,10 @@ def _memo(function: Callable[[str | None], Value]) -> Callable[[str | None], Val
 class _Week:
     """One week's (or period's) tallies: every channel together, each channel, and their outcomes."""
 
-    def __init__(self, thresholds_for: ThresholdsFor, prices: Prices, worst: int, scales: Scales) -> None:
+    def __init__(
+        self, thresholds_for: ThresholdsFor, prices: Prices, worst: int, scales: Scales, rules: ResolutionRules
+    ) -> None:
+        self.rules = rules
         self.new_channel = lambda: ChannelTally(thresholds_for, prices, worst, scales)
         self.overall = self.new_channel()
         self.channels: dict[str, ChannelTally] = {}
@@ -56,21 +63,26 @@ class _Week:
         self.agreement = AgreementTally(thresholds_for)
         self.channel_outcomes: dict[str, OutcomeTally] = {}
         self.answer_channels: set[str] = set()  # the channels of its captured answers
+        self.bots = KeyedTallies()  # each bot's resolution tiers
 
-    def add(self, row: PairRow) -> None:
+    def add(self, row: PairRow) -> Resolution | None:
+        """Count the row; returns its resolution tier (None: not an answer, or never watched)."""
         self.overall.add(row)
         channel = row.channel_id
         if channel is not None:
             tally = self.channels.get(channel) or self.channels.setdefault(channel, self.new_channel())
             tally.add(row)
         if not is_answer(row):
-            return
-        self.outcomes.add(row)
+            return None
+        resolution = self.rules.of(row)
+        self.outcomes.add(row, resolution)
         self.agreement.add(row)
+        self.bots.add(row.bot, resolution)
         if channel is not None:
             self.answer_channels.add(channel)
             outcomes = self.channel_outcomes.get(channel) or self.channel_outcomes.setdefault(channel, OutcomeTally())
-            outcomes.add(row)
+            outcomes.add(row, resolution)
+        return resolution
 
     def channel(self, channel: str) -> ChannelTally:
         return self.channels.get(channel) or self.new_channel()
@@ -97,6 +109,7 @@ class ReportBuilder:
         is_watched: Callable[[str], bool] = lambda _channel: True,
         worst: int = 3,
         canary_runs: Sequence[CanaryPoint] = (),
+        resolution: ResolutionRules | None = None,
         scales: Scales | None = None,
     ) -> None:
         """`scales`: the team judges' scales from their files (the seed judges' are `SCALES`)."""
@@ -106,8 +119,11 @@ class ReportBuilder:
         self.channels = list(channels)
         self.canary_runs = list(canary_runs)
         self.scales = {**(scales or {}), **SCALES}
-        self.current = _Week(self.thresholds_for, prices, worst, self.scales)
-        self.previous = _Week(self.thresholds_for, prices, worst, self.scales)
+        # Without rules of its own (a test, a preview), an answer's tier is read at the period's end with the
+        # default window; the digest and App Home pass the real time and RELMON_OUTCOME_WINDOW.
+        self.resolution = resolution or ResolutionRules(period.end, DEFAULT_WINDOW, self.thresholds_for)
+        self.current = _Week(self.thresholds_for, prices, worst, self.scales, self.resolution)
+        self.previous = _Week(self.thresholds_for, prices, worst, self.scales, self.resolution)
         self.daily = DailyTally(period)
         self.daily_outcomes = DailyOutcomeTally(period)
         self.trust = TrustTally()
@@ -121,10 +137,10 @@ class ReportBuilder:
             self.captured_channels.add(row.channel_id)
         if not self._kept(row):
             return
-        self.current.add(row)
+        resolution = self.current.add(row)
         if is_answer(row):
             self.daily.add(row)
-            self.daily_outcomes.add(row)
+            self.daily_outcomes.add(row, resolution)
             self.trust.add_current(row)
 
     def add_previous(self, row: PairRow) -> None:
@@ -159,6 +175,9 @@ class ReportBuilder:
                     channel: previous.outcomes_of(channel).stats(channel, main) for channel in channel_ids
                 },
                 daily=self.daily_outcomes.points(),
+                bots=current.bots.stats(),
+                previous_bots=previous.bots.stats(),
+                window_seconds=int(self.resolution.window.total_seconds()),
             ),
             agreement=AgreementReport(current.agreement.result(), previous.agreement.result()),
         )

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from datetime import timedelta
 
 from common.reports.builder import ReportBuilder
 from common.reports.golden import golden_figures
 from common.reports.period import Period
+from common.reports.resolution import ResolutionRules
 from common.reports.stats import Prices, Report
 from common.reports.trust import CanaryPoint
 from common.runtime import Runtime
@@ -22,6 +24,16 @@ from store.stats_queries import prompt_numbers, stream_pair_rows
 def prices_for(runtime: Runtime) -> Prices:
     settings = runtime.settings
     return Prices(settings.input_price, settings.output_price, settings.cached_input_price)
+
+
+def resolution_rules(runtime: Runtime, period: Period) -> ResolutionRules:
+    """Tiers as of the period's end (the moment the report is made), with the outcome window in force."""
+    settings, rules = runtime.settings, runtime.rules
+    return ResolutionRules(
+        period.end,
+        timedelta(seconds=settings.outcome_window_seconds),
+        lambda channel: rules.for_channel(channel, settings).thresholds,
+    )
 
 
 def load_report(runtime: Runtime, period: Period, may_see: Callable[[str], bool] = lambda _channel: True) -> Report:
@@ -52,6 +64,7 @@ def read_report(
             channels=set(settings.watched_channels) | set(rules.channels),
             is_watched=lambda channel: rules.for_channel(channel, settings).watch and may_see(channel),
             canary_runs=[canary_point(run) for run in runs],
+            resolution=resolution_rules(runtime, period),
             scales=team_scales(settings),
         )
         for row in stream_pair_rows(session, period.start, period.end):

@@ -17,8 +17,10 @@ from dataclasses import dataclass, field
 from datetime import date
 
 from capture.outcomes import failed
+from capture.resolution import OPEN, RESOLVED_ALONE, Resolution
 from common.reports.intervals import Estimate, Shift, proportion, proportion_change
 from common.reports.period import DayIndex, Period
+from common.reports.resolution import ResolutionStats, ResolutionTally, resolution_changes
 from judges.names import CORRECTNESS, RELEVANCY
 from store.models import JudgmentStatus
 from store.signals import ESCALATION, HUMAN_TAKEOVER, NEGATIVE_REACTION, POSITIVE_REACTION, REASK, RESOLVED
@@ -54,6 +56,7 @@ class OutcomeStats:
     score_failed: ScoreMean = ScoreMean()  # ... and on failed ones
     teammate_judged: int = 0  # correctness verdicts on answers a teammate's reply is the reference of
     teammate_correct: int = 0  # of those, at the top score
+    tiers: ResolutionStats = field(default_factory=ResolutionStats)  # the resolution tiers (common.reports.resolution)
 
     def rate(self, name: str) -> float | None:
         """The share of closed windows with one of the `RATED` counts."""
@@ -87,6 +90,7 @@ class OutcomeChange:
     negative: int | None = None
     no_previous: bool = False  # closed windows this week, none the week before: said instead of a change
     shifts: Mapping[str, Shift] = field(default_factory=dict)  # each rate's change and whether it is significant
+    tiers: Mapping[str, Shift] = field(default_factory=dict)  # each resolution tier's share's change
 
 
 def outcome_change(current: OutcomeStats, previous: OutcomeStats) -> OutcomeChange:
@@ -99,13 +103,14 @@ def outcome_change(current: OutcomeStats, previous: OutcomeStats) -> OutcomeChan
         positive=current.positive - previous.positive,
         negative=current.negative - previous.negative,
         shifts={name: proportion_change(previous.count(name), current.count(name)) for name in RATED},
+        tiers=resolution_changes(current.tiers, previous.tiers),
     )
 
 
 @dataclass(frozen=True)
 class DailyOutcome:
-    """One calendar day (the report's time zone): the answers made then whose window has closed, and how many of
-    them resolved."""
+    """One calendar day (the report's time zone): the answers made then whose window is over, and how many of them
+    were resolved without help (the first resolution tier, `capture.resolution`)."""
 
     day: date
     closed: int
@@ -124,6 +129,9 @@ class OutcomeReport:
     channels: dict[str, OutcomeStats] = field(default_factory=dict)
     previous_channels: dict[str, OutcomeStats] = field(default_factory=dict)
     daily: list[DailyOutcome] = field(default_factory=list)
+    bots: dict[str, ResolutionStats] = field(default_factory=dict)  # the tiers of each bot's answers
+    previous_bots: dict[str, ResolutionStats] = field(default_factory=dict)
+    window_seconds: int | None = None  # how long after an answer its tier waits (RELMON_OUTCOME_WINDOW)
 
     def of(self, channel_id: str | None) -> OutcomeStats:
         return self.overall if channel_id is None else self.channels.get(channel_id, OutcomeStats(channel_id))
@@ -164,8 +172,11 @@ class OutcomeTally:
         self.counts = dict.fromkeys(_COUNTED, 0)
         self.scores_resolved: dict[str, list] = {}  # judge -> [total, count]
         self.scores_failed: dict[str, list] = {}
+        self.tiers = ResolutionTally()
 
-    def add(self, row: PairRow) -> None:
+    def add(self, row: PairRow, resolution: Resolution | None = None) -> None:
+        """Count a captured answer; `resolution`: its tier (`ResolutionRules.of`), None when it has none."""
+        self.tiers.add(resolution)
         if row.window_closed is False:
             self.open += 1
         if not row.window_closed:
@@ -204,12 +215,13 @@ class OutcomeTally:
             score_failed=ScoreMean(*self.scores_failed.get(judge, (0, 0))),
             teammate_judged=self.teammate_judged,
             teammate_correct=self.teammate_correct,
+            tiers=self.tiers.stats(channel_id),
         )
 
 
 class DailyOutcomeTally:
-    """Closed windows and resolved answers on each calendar day of the period, in its time zone, by the day the
-    question was asked (`DayIndex.of_answer`)."""
+    """Answers with a tier (their window over) and those resolved without help on each calendar day of the period,
+    in its time zone, by the day the question was asked (`DayIndex.of_answer`)."""
 
     def __init__(self, period: Period) -> None:
         self.period = period
@@ -217,11 +229,13 @@ class DailyOutcomeTally:
         self.closed = [0] * len(self.days.days)
         self.resolved = [0] * len(self.days.days)
 
-    def add(self, row: PairRow) -> None:
-        index = self.days.of_answer(row.asked_at, row.created_at) if row.window_closed else None
+    def add(self, row: PairRow, resolution: Resolution | None) -> None:
+        if resolution is None or resolution.tier == OPEN:
+            return
+        index = self.days.of_answer(row.asked_at, row.created_at)
         if index is not None:
             self.closed[index] += 1
-            self.resolved[index] += RESOLVED in row.signals
+            self.resolved[index] += resolution.tier == RESOLVED_ALONE
 
     def points(self) -> list[DailyOutcome]:
         return [

@@ -186,11 +186,10 @@ def stored_view(
                 example, withheld = text, False
                 break
             withheld = True
-        figures = Figures(period.questions, period.failed, period.resolved, period.decided)
-        if period.mean_relevancy is not None:
-            figures = Figures(
-                period.questions, period.failed, period.resolved, period.decided, period.mean_relevancy, 1
-            )
+        relevancy = (period.mean_relevancy, 1) if period.mean_relevancy is not None else (0.0, 0)
+        figures = Figures(
+            period.questions, period.failed, period.resolved, period.decided, *relevancy, tiers=dict(period.tiers or {})
+        )
         previous = None
         if period.previous_questions is not None:
             previous = Figures(period.previous_questions, period.previous_failed or 0)

@@ -140,16 +140,23 @@ def test_digest_shows_the_outcome_figures(runtime: Runtime, slack: FakeSlack) ->
     blocks = posted["blocks"]
     # The figures' block, wherever the digest places it (what to fix first and the golden line may come before).
     overall = next(f["text"] for b in blocks for f in b.get("fields", ()) if f["text"].startswith("*Outcomes*"))
+    # The tiers: C1's 2 resolved of 4 closed (thanked or 👍), 1 re-asked, 1 a teammate's; C2's one scored at its
+    # threshold with no word after it: abandoned. Last week: 1 resolved, 1 escalated. Five times over.
     assert overall.startswith(
-        "*Outcomes*\nresolved 60% (41–77%, n=25), no clear change (n=25 vs 10) · re-asked 40% (23–59%, n=25), "
-        "▲ 0% → 40% (significant) · taken over 20% (9–39%, n=25), no clear change (n=25 vs 10)"
+        "*Outcomes*\nresolution (30-min window): resolved without help 40% (23–59%, n=25), no clear change (n=25 vs "
+        "10) · resolved by a teammate 20% (9–39%, n=25), no clear change (n=25 vs 10) · escalated 0% (0–13%, n=25), "
+        "▼ 50% → 0% (significant) · unresolved 40% (23–59%, n=25), ▲ 0% → 40% (significant): re-asked 5, "
+        "abandoned 5 · 5 still in their window\n"
+        "re-asked 40% (23–59%, n=25), ▲ 0% → 40% (significant) · taken over 20% (9–39%, n=25), no clear change "
+        "(n=25 vs 10)"
     )
     assert "escalated 0% (0–13%, n=25), ▼ 50% → 0% (significant)" in overall
     assert "reactions 5 positive (+5), 5 negative (+5) · of 25 answers" in overall
     assert "relevancy mean 3.00 (15) resolved vs 2.00 (10) failed" in overall
     assert "correctness top score on 5 of 5 answers (too few for a rate) where a teammate stepped in" in overall
     text = str(blocks)
-    assert "outcomes: resolved 50% (30–70%, n=20), no clear change (n=20 vs 10) · re-asked 50%" in text  # C1
+    assert "outcomes: resolution (30-min window): resolved without help 50% (30–70%, n=20), no clear change" in text
+    assert "outcomes: re-asked 50% (30–70%, n=20)" in text  # C1
     assert "outcomes: rates: too few (n=5)" in text and "no data the week before" in text  # C2
     assert "count answers whose outcome window has closed" in text
 
@@ -160,8 +167,10 @@ def test_home_shows_the_outcome_figures(runtime: Runtime, slack: FakeSlack) -> N
     assert slack.published["U1"]["blocks"] == view["blocks"]
     home = str(view["blocks"])
     assert "*All channels*\\n" in home
-    assert "\\noutcomes: resolved 60% (41–77%, n=25), no clear change (n=25 vs 10) · re-asked 40% (23–59%" in home
-    assert "outcomes: resolved 50% (30–70%, n=20), no clear change" in home and "outcomes: rates: too few (n=5)" in home
+    assert "\\noutcomes: resolution (30-min window): resolved without help 40% (23–59%, n=25), no clear change" in home
+    assert "outcomes: re-asked 40% (23–59%, n=25)" in home
+    assert "resolved without help 50% (30–70%, n=20), no clear change" in home
+    assert "outcomes: rates: too few (n=5)" in home and "too few (n=5): 5 unresolved · 5 still" not in home
     assert "outcomes: correctness top score on 5 of 5 answers (too few for a rate) where a teammate stepped in" in home
 
 
@@ -173,7 +182,7 @@ def test_dry_run_text_shows_the_outcome_figures(runtime: Runtime, slack: FakeSla
     seed(runtime, now, times=5)
     text = digest_text(load_report(runtime, period_for(now)), {}, {})
     overall, c1 = text.split("== #C1 ==")[0], text.split("== #C1 ==")[1].split("== #C2 ==")[0]
-    assert "Outcomes: resolved 60% (41–77%, n=25), no clear change (n=25 vs 10)" in overall
+    assert "Outcomes: resolution (30-min window): resolved without help 40% (23–59%, n=25), no clear change" in overall
     assert "Outcomes: relevancy mean 3.00 (15) resolved vs 2.00 (10) failed" in overall
-    assert "Outcomes: resolved 50% (30–70%, n=20), no clear change (n=20 vs 10)" in c1
+    assert "Outcomes: resolution (30-min window): resolved without help 50% (30–70%, n=20), no clear change" in c1
     assert slack.calls == []

@@ -65,6 +65,16 @@ def test_topics_as_json(stored_week, capsys, db_url, monkeypatch):
         low, high = wilson(topic["failed"], topic["questions"]).low, wilson(topic["failed"], topic["questions"]).high
         assert (rate["low"], rate["high"]) == (low, high) and low <= rate["value"] <= high
         assert topic["resolution"]["n"] == topic["decided"]
+        # The tiers of the same closed windows (docs/resolution.md): a teammate's reply is its own tier.
+        tiers = topic["resolution_tiers"]
+        assert tiers["n"] == topic["decided"] == sum(tier["count"] for tier in tiers["tiers"].values())
+        assert tiers["tiers"]["teammate"]["count"] == topic["failure_reasons"].get(HUMAN_TAKEOVER, 0)
+        teammate = tiers["tiers"]["teammate"]
+        if tiers["n"]:
+            assert (teammate["low"], teammate["high"]) == (
+                wilson(teammate["count"], tiers["n"]).low,
+                wilson(teammate["count"], tiers["n"]).high,
+            )
         assert topic["failure_rate_change"] in (None, "up", "down", "none", "too_few")
 
 

@@ -180,7 +180,8 @@ def test_the_alt_text_says_what_the_chart_shows():
     at = datetime(2026, 12, 3, 12, tzinfo=UTC)  # Thursday
     rows = [pair(at=at, judgments=[verdict(score)]) for score in (0, 1, 1, 4)]
     rows.append(pair("C2", at=datetime(2026, 12, 5, 23, 30, tzinfo=UTC), judgments=[verdict(3)]))  # Sunday 00:30
-    rows.append(replace(pair(at=at, judgments=[verdict(2)]), window_closed=True, signals=("resolved",)))
+    # Thanked: resolved without help though scored at the threshold (silence after it would be abandoned).
+    rows.append(replace(pair(at=at, judgments=[verdict(2)]), window_closed=True, signals=("thanked", "resolved")))
     rows.append(replace(pair(at=at + timedelta(days=1), judgments=[verdict(2)]), window_closed=True))
     report = build_report(period, rows, [], thresholds_for, PRICES)
     topics = [TopicBar("Refunds", 3, None), TopicBar("Single sign-on", 1, None)]

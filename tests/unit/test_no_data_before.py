@@ -8,7 +8,7 @@ from dataclasses import replace
 from datetime import timedelta
 
 from common.messages.digest import digest_message, digest_text, judge_line, period_text
-from common.messages.outcomes import outcome_line
+from common.messages.outcomes import outcome_line, resolution_line
 from common.messages.topics import figures_text, topics_text
 from common.reports.topics import TopicLine, TopicsView
 from relmon.backfill.report import backfill_period
@@ -77,7 +77,11 @@ def test_an_outcome_line_against_a_week_without_closed_windows_says_so():
     before = [replace(row, window_closed=True) for row in last_week((1, 2) * 6)]
     compared = build_report(PERIOD, closed, before, thresholds_for, PRICES).outcomes
     line = outcome_line(outcome_stats(None, closed, "relevancy"), compared.change(None))
-    assert line.startswith("resolved 100% (76–100%, n=12), ▲ 0% → 100% (significant) · re-asked 0% (0–24%, n=12)")
+    assert line.startswith("re-asked 0% (0–24%, n=12), no clear change (n=12 vs 12)")
+    tiers = resolution_line(compared, None)
+    # Scored 1 (at or below the threshold) with no word after it: abandoned, not resolved.
+    assert tiers.startswith("resolution (30-min window): resolved without help 67% (39–86%, n=12), ▲ 0% → 67%")
+    assert tiers.endswith("unresolved 33% (14–61%, n=12), ▼ 100% → 33% (significant): abandoned 4")
     # No window closed this week: no line at all, whatever the week before.
     assert outcome_line(outcome_stats(None, this_week(), "relevancy"), report.change(None)) == ""
 

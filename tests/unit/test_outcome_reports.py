@@ -165,16 +165,27 @@ def test_the_digest_message_shows_the_outcome_figures() -> None:
     report = four_times_two_weeks()
     message = digest_message(report, {}, {}, PRICES, chart_in_thread=True)
     overall = next(f["text"] for f in message["blocks"][2]["fields"] if f["text"].startswith("*Outcomes*"))
+    # The resolution tiers replace the single resolved rate: 12 resolved alone, 8 by a teammate, 4 escalated, 4
+    # re-asked (of 28 closed windows; the 4 open ones are not counted).
     assert (
-        "resolved 43% (27–61%, n=28), no clear change (n=28 vs 12) · re-asked 29% (15–47%, n=28), no clear change "
-        "(n=28 vs 12) · taken over 29% (15–47%, n=28), ▲ 0% → 29% (significant) · escalated 14% (6–31%, n=28), "
-        "no clear change (n=28 vs 12)" in overall
+        "resolution (30-min window): resolved without help 43% (27–61%, n=28), no clear change (n=28 vs 12) · "
+        "resolved by a teammate 29% (15–47%, n=28), ▲ 0% → 29% (significant) · escalated 14% (6–31%, n=28), no clear "
+        "change (n=28 vs 12) · unresolved 14% (6–31%, n=28), no clear change (n=28 vs 12): re-asked 4 · 4 still in "
+        "their window" in overall
+    )
+    assert (
+        "re-asked 29% (15–47%, n=28), no clear change (n=28 vs 12) · taken over 29% (15–47%, n=28), ▲ 0% → 29% "
+        "(significant) · escalated 14% (6–31%, n=28), no clear change (n=28 vs 12)" in overall
     )
     assert "reactions 4 positive (+4), 4 negative (+4) · of 28 answers" in overall
     assert "relevancy mean 3.67 (12) resolved vs 2.50 (8) failed" in overall
     assert "correctness top score on 4 of 8 answers (too few for a rate) where a teammate stepped in" in overall
     sections = [b["text"]["text"] for b in message["blocks"] if b.get("text", {}).get("text", "").startswith("*<#C")]
     assert "outcomes: rates: too few (n=8)" in sections[1]  # C2
+    assert (
+        "outcomes: resolution (30-min window): too few (n=8): 4 resolved without help, 4 resolved by a teammate"
+        in (sections[1])
+    )
     assert "outcomes: correctness top score on 4 of 4 answers" in sections[1]
     text = str(message["blocks"])
     assert "the daily resolution rate" in text and "count answers whose outcome window has closed" in text
@@ -183,9 +194,10 @@ def test_the_digest_message_shows_the_outcome_figures() -> None:
 def test_the_dry_run_shows_the_outcome_figures() -> None:
     report = four_times_two_weeks()
     dry = digest_text(report, {}, {}, PRICES)
-    assert "Outcomes: resolved 43% (27–61%, n=28), no clear change (n=28 vs 12)" in dry.split("== #C1 ==")[0]
+    overall = dry.split("== #C1 ==")[0]
+    assert "Outcomes: resolution (30-min window): resolved without help 43% (27–61%, n=28), no clear change" in overall
     c1 = dry.split("== #C1 ==")[1].split("== #C2 ==")[0]
-    assert "Outcomes: resolved 40% (22–61%, n=20), too few to compare (n=20 vs 8)" in c1
+    assert "resolved without help 40% (22–61%, n=20), too few to compare (n=20 vs 8)" in c1
     assert "Outcomes: rates: too few (n=8)" in dry.split("== #C2 ==")[1]
     assert dry.rstrip().endswith("count answers whose outcome window has closed.")
 
@@ -216,7 +228,8 @@ def test_many_channels_with_outcomes_stay_within_slack_limits() -> None:
     view = home_view(report, SETTINGS, DEFAULT_RULE, {}, now=NOW)
     assert len(view["blocks"]) <= 100
     assert all(len(b["text"]["text"]) <= 3000 for b in view["blocks"] if b["type"] == "section" and "text" in b)
-    assert "outcomes: resolved 50% (46–54%, n=480), no clear change (n=480 vs 480)" in view["blocks"][2]["text"]["text"]
+    home = view["blocks"][2]["text"]["text"]
+    assert "outcomes: resolution (30-min window): resolved without help 50% (46–54%, n=480), no clear change" in home
 
 
 def home_text() -> str:
@@ -225,7 +238,8 @@ def home_text() -> str:
 
 def test_home_shows_the_outcomes_of_all_channels() -> None:
     text = home_text()
-    assert "\\noutcomes: resolved 43% (27–61%, n=28), no clear change (n=28 vs 12) · re-asked 29%" in text
+    assert "\\noutcomes: resolution (30-min window): resolved without help 43% (27–61%, n=28), no clear change" in text
+    assert "outcomes: re-asked 29% (15–47%, n=28)" in text
     assert "outcomes: relevancy mean 3.67 (12) resolved vs 2.50 (8) failed" in text
 
 

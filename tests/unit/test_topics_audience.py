@@ -287,6 +287,7 @@ def test_a_stored_run_shows_a_name_of_unknown_sources_neutral():
         failed=3,
         resolved=1,
         decided=2,
+        tiers=None,  # stored before the tiers
         mean_relevancy=None,
         previous_questions=None,
         previous_failed=None,
