@@ -61,6 +61,7 @@ class PairRow:
     window_closed: bool | None = None  # its outcome window: closed, still open, or None when never watched
     signals: tuple[str, ...] = ()  # its outcome signals (capture.outcomes), in the order they came
     question_ts: str | None = None  # the question's Slack ts
+    inclusion_probability: float | None = None  # its chance of being judged (sampling); None: certain
 
     @property
     def asked_at(self) -> datetime:
@@ -130,6 +131,7 @@ def period_pairs(start: datetime, end: datetime) -> Select:
             Pair.answer_ts,
             Pair.thread_ts,
             Pair.question_ts,
+            Pair.inclusion_probability,
             Pair.reference_text.is_not(None).label("has_reference"),
             OutcomeWindow.pair_id.is_not(None).label("watched"),
             OutcomeWindow.closed_at.is_not(None).label("window_closed"),
