@@ -18,6 +18,7 @@ from common.messages.golden import digest_line
 from common.messages.outcomes import NOTE as OUTCOME_NOTE
 from common.messages.outcomes import outcome_lines
 from common.messages.readable import Readable
+from common.messages.sampling import sampled_text
 from common.messages.topics import cost_text, fix_first_blocks, topics_text
 from common.messages.trust import TRUST_HEADING, precision_text, trust_lines, trust_section
 from common.reports.intervals import MIN_N
@@ -128,6 +129,9 @@ def _volume_line(stats: ChannelStats) -> str:
         parts.append(f"{stats.not_judged} without a question")
     if stats.waiting:
         parts.append(f"{stats.waiting} still waiting")
+    sampled = sampled_text(stats.sampled_share)
+    if sampled:
+        parts.append(sampled)
     return " · ".join(parts)
 
 

@@ -1,0 +1,110 @@
+"""RELMON_SAMPLE=0.3 through the real judging path (the `judge_pair` task in process, the fake OpenAI, a real
+database): answers whose conversation signalled a failure are all judged, those signalled before judging and those
+signalled after it (a thumbs-down recorded by the outcome step brings a skipped answer back), the rest at 30% with
+their probability stored; the digest's failure rate is the weighted one, and says so."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import select
+
+from common.messages.digest import digest_text
+from common.reports.figures import load_report
+from common.reports.intervals import proportion
+from common.reports.period import period_for
+from store import outcomes as outcome_store
+from store.db import Database
+from store.models import Pair, PairStatus
+from store.signals import NEGATIVE_REACTION, REASK
+from tests.builders import installed_runtime
+from tests.fakes.openai_server import FakeOpenAI
+from tests.pipeline_helpers import add_pairs
+from workers.outcome_watching import record_signals_in
+
+CHANNEL = "C_SUPPORT"
+
+
+def _answers(database: Database, count: int, *, failing: int, start: int) -> list[int]:
+    """`count` answers, the first `failing` of them off topic (the fake judge scores those 0)."""
+    bad = add_pairs(database, failing, channel=CHANNEL, answer="This is offtopic, sorry.", start=start)
+    good = add_pairs(database, count - failing, channel=CHANNEL, start=start + failing)
+    return bad + good
+
+
+def _watch(database: Database, pair_ids: list[int]) -> None:
+    closes = datetime.now(UTC) + timedelta(hours=1)
+    with database.session() as session:
+        for pair_id in pair_ids:
+            pair = session.get(Pair, pair_id)
+            outcome_store.insert_window(
+                session,
+                pair_id=pair_id,
+                channel_id=CHANNEL,
+                answer_ts=pair.answer_ts,
+                thread_key=pair.answer_ts,
+                asker="U_ASKER",
+                closes_at=closes,
+            )
+
+
+def test_signalled_answers_are_all_judged_and_the_digest_rate_is_weighted(settings_for, database: Database) -> None:
+    from workers.tasks.judging import judge_pair
+
+    # The week's truth: 40 of 200 quiet answers fail (20%); 30 of 40 signalled ones do (75%).
+    quiet = _answers(database, 200, failing=40, start=0)
+    signalled_before = _answers(database, 20, failing=15, start=1_000)
+    signalled_after = _answers(database, 20, failing=15, start=2_000)
+    with (
+        FakeOpenAI(latency_ms=0) as fake,
+        installed_runtime(settings_for(openai_base_url=fake.base_url, sample="0.3")) as runtime,
+    ):
+        _watch(database, signalled_before + signalled_after)
+        now = datetime.now(UTC)
+        for pair_id in signalled_before:  # re-asked before its judgment ran
+            assert record_signals_in(runtime, pair_id, [REASK], at=now) == [REASK]
+        for pair_id in quiet + signalled_before + signalled_after:
+            judge_pair.apply(args=[pair_id]).get()
+        with database.session() as session:
+            skipped_after = {
+                pair_id
+                for pair_id in signalled_after
+                if session.get(Pair, pair_id).status == PairStatus.SKIPPED_SAMPLING
+            }
+        assert skipped_after  # some of them were sampled out before their thumbs-down came
+        for pair_id in signalled_after:  # a thumbs-down after the judging's decision
+            assert record_signals_in(runtime, pair_id, [NEGATIVE_REACTION], at=now) == [NEGATIVE_REACTION]
+        with database.session() as session:
+            assert {session.get(Pair, p).status for p in skipped_after} == {PairStatus.PENDING}
+        for pair_id in skipped_after:  # the task the signal sent, as a worker runs it
+            assert judge_pair.apply(args=[pair_id]).get() == PairStatus.JUDGED
+
+        with database.session() as session:
+            rows = {
+                row.id: row for row in session.execute(select(Pair.id, Pair.status, Pair.inclusion_probability)).all()
+            }
+        for pair_id in signalled_before + signalled_after:
+            assert rows[pair_id].status == PairStatus.JUDGED
+            assert rows[pair_id].inclusion_probability is None  # judged for certain
+        judged_quiet = [p for p in quiet if rows[p].status == PairStatus.JUDGED]
+        assert {rows[p].status for p in quiet} == {PairStatus.JUDGED, PairStatus.SKIPPED_SAMPLING}
+        assert {rows[p].inclusion_probability for p in judged_quiet} == {0.3}
+        assert 0.2 < len(judged_quiet) / len(quiet) < 0.4
+
+        report = load_report(runtime, period_for(datetime.now(UTC) + timedelta(minutes=1)))
+    relevancy = report.overall.judge("relevancy")
+    bad_quiet = set(quiet[:40])
+    # The Hájek rate by hand: each signalled answer counts 1, each judged quiet one 1/0.3.
+    weight = len(signalled_before + signalled_after) + len(judged_quiet) / 0.3
+    failed = 30 + len([p for p in judged_quiet if p in bad_quiet]) / 0.3
+    estimate = relevancy.low_estimate
+    assert abs(estimate.value - failed / weight) < 1e-9
+    assert estimate.n == 40 + len(judged_quiet)  # the judged n
+    truth = (40 + 30) / 240
+    assert estimate.low <= truth <= estimate.high
+    unweighted = proportion(relevancy.low, relevancy.scored).value
+    assert unweighted > estimate.value + 0.05  # the judged answers over-represent failures
+    text = digest_text(report, {}, {})
+    share = round(100 * len(judged_quiet) / len(quiet))
+    assert f"judged {share}% of unsignalled answers; rates are weighted" in text
+    assert f"{estimate.value * 100:.0f}% ≤ 2" in text and f"n={estimate.n})" in text
