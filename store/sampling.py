@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from datetime import datetime
 
-from sqlalchemy import Connection, exists, func, select, update
+from sqlalchemy import Connection, Float, case, exists, func, literal, select, update
 from sqlalchemy.orm import Session
 
 from store.models import ANSWER_SOURCES, OutcomeSignal, Pair, PairStatus
@@ -17,6 +17,31 @@ Executor = Session | Connection
 
 def _signalled(pair_id_column):
     return exists().where(OutcomeSignal.pair_id == pair_id_column, OutcomeSignal.name.in_(sorted(ALWAYS_JUDGED)))
+
+
+def answer_weight():
+    """An answer's weight in the reports, in SQL: 1/π, and 1 for one judged for certain (no probability stored, or
+    a failure signalled since)."""
+    return case(
+        (_signalled(Pair.id), literal(1.0, Float)),
+        (Pair.inclusion_probability.is_(None), literal(1.0, Float)),
+        else_=literal(1.0, Float) / Pair.inclusion_probability,
+    )
+
+
+def sampling_counts(executor: Executor, in_scope, since: datetime) -> tuple[int, int, bool]:
+    """Of the unsignalled answers of a scope (a channel's, `in_scope`) since `since`: how many were judged, how many
+    sampling decided on (judged or skipped), and whether any was judged with a probability below 1."""
+    quiet = ~_signalled(Pair.id)
+    decided = Pair.status.in_([PairStatus.JUDGED, PairStatus.SKIPPED_SAMPLING])
+    judged, total, below = executor.execute(
+        select(
+            func.count().filter(Pair.status == PairStatus.JUDGED),
+            func.count(),
+            func.count(Pair.inclusion_probability),
+        ).where(in_scope, Pair.created_at >= since, Pair.source.in_(sorted(ANSWER_SOURCES)), decided, quiet)
+    ).one()
+    return int(judged or 0), int(total or 0), bool(below)
 
 
 def is_signalled(executor: Executor, pair_id: int) -> bool:

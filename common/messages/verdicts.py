@@ -22,9 +22,11 @@ from common.messages.blocks import (
     shorten,
     text_input,
 )
+from common.messages.sampling import sampled_text
 from common.messages.trust import precision_text
 from common.reports.intervals import Estimate, bootstrap_mean, proportion
 from common.reports.trust import Precision
+from common.reports.weighted import Weights, weighted_mean, weighted_proportion
 from judges.names import CORRECTNESS, GROUNDED, RELEVANCY
 
 # Errors a person may see: one short sentence each, "what happened: what to do" (tests check the action).
@@ -123,24 +125,38 @@ class StatsRow:
     precision: Precision | None = None  # of the alerts people voted on
     disputed: int = 0  # low scores a second opinion disputed (not alerted)
     distribution: Mapping[int, int] = field(default_factory=dict)  # score -> answers: the mean's interval
+    weights: Weights | None = None  # sampled answers' weights 1/π when they differ (common.reports.weighted)
 
     @property
     def mean_estimate(self) -> Estimate:
-        """The mean with its n and bootstrap interval (none when the scores' counts are not known)."""
+        """The mean with its n and bootstrap interval (none when the scores' counts are not known); reweighted for
+        sampling."""
+        if self.weights is not None:
+            return weighted_mean(self.weights)
         if self.mean is None or sum(self.distribution.values()) != self.judged:
             return Estimate(self.mean, self.judged, None)
         return replace(bootstrap_mean(self.distribution), value=self.mean)
 
+    @property
+    def low_estimate(self) -> Estimate:
+        """The share at or below the threshold; reweighted for sampling (Hájek, Wilson at Kish's n_eff)."""
+        return weighted_proportion(self.weights) if self.weights is not None else proportion(self.low, self.judged)
 
-def stats_message(channel_id: str, rows: Sequence[StatsRow], *, days: int = 7) -> dict:
-    blocks = [header(f"The last {days} days"), context(f"Answers judged in {channel_mention(channel_id)}")]
+
+def stats_message(
+    channel_id: str, rows: Sequence[StatsRow], *, days: int = 7, sampled_share: float | None = None
+) -> dict:
+    """`sampled_share`: the share of the unsignalled answers judged, when sampling left some out."""
+    where = f"Answers judged in {channel_mention(channel_id)}"
+    sampled = sampled_text(sampled_share)
+    blocks = [header(f"The last {days} days"), context(f"{where} · {sampled}" if sampled else where)]
     lines = []
     for row in rows:
         if row.judged == 0 and row.errors == 0:
             continue
         label = judge_label(row.judge)
         mean = rates.mean_text(row.mean_estimate, row.max_score) if row.judged else "no score"
-        share = rates.rate_text(proportion(row.low, row.judged), f"at or below {format_score(row.threshold, None)}")
+        share = rates.rate_text(row.low_estimate, f"at or below {format_score(row.threshold, None)}")
         line = f"*{label}*: {row.judged} answers judged · mean {mean} · {share if row.judged else 'n/a'}"
         if row.errors:
             line += f" · {row.errors} could not be judged"
@@ -153,7 +169,8 @@ def stats_message(channel_id: str, rows: Sequence[StatsRow], *, days: int = 7) -
         text = f"No answers judged in {channel_mention(channel_id)} in the last {days} days."
         return message(text, [section(text)])
     blocks.append(section("\n".join(lines)))
-    return message(f"The last {days} days in {channel_mention(channel_id)}: " + "; ".join(lines), blocks)
+    note = f" ({sampled})" if sampled else ""
+    return message(f"The last {days} days in {channel_mention(channel_id)}{note}: " + "; ".join(lines), blocks)
 
 
 HELP_TEXT = """*relmon: how to judge an answer*

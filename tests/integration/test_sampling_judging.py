@@ -5,10 +5,12 @@ their probability stored; the digest's failure rate is the weighted one, and say
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import select
 
+from bot.stats import channel_stats_message
 from common.messages.digest import digest_text
 from common.reports.figures import load_report
 from common.reports.intervals import proportion
@@ -92,6 +94,9 @@ def test_signalled_answers_are_all_judged_and_the_digest_rate_is_weighted(settin
         assert 0.2 < len(judged_quiet) / len(quiet) < 0.4
 
         report = load_report(runtime, period_for(datetime.now(UTC) + timedelta(minutes=1)))
+        stats_reply = json.dumps(
+            channel_stats_message(runtime, CHANNEL), ensure_ascii=False
+        )  # `/judge stats`: the same weighted rate
     relevancy = report.overall.judge("relevancy")
     bad_quiet = set(quiet[:40])
     # The Hájek rate by hand: each signalled answer counts 1, each judged quiet one 1/0.3.
@@ -108,3 +113,5 @@ def test_signalled_answers_are_all_judged_and_the_digest_rate_is_weighted(settin
     share = round(100 * len(judged_quiet) / len(quiet))
     assert f"judged {share}% of unsignalled answers; rates are weighted" in text
     assert f"{estimate.value * 100:.0f}% ≤ 2" in text and f"n={estimate.n})" in text
+    assert f"judged {share}% of unsignalled answers; rates are weighted" in stats_reply
+    assert f"{estimate.value * 100:.0f}% at or below 2 ({estimate.low * 100:.0f}–" in stats_reply
