@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from bot.stats import channel_stats_message
 from common.messages.digest import digest_text
@@ -115,3 +115,34 @@ def test_signalled_answers_are_all_judged_and_the_digest_rate_is_weighted(settin
     assert f"{estimate.value * 100:.0f}% ≤ 2" in text and f"n={estimate.n})" in text
     assert f"judged {share}% of unsignalled answers; rates are weighted" in stats_reply
     assert f"{estimate.value * 100:.0f}% at or below 2 ({estimate.low * 100:.0f}–" in stats_reply
+
+
+def test_a_daily_cap_judges_its_share_of_yesterdays_volume(settings_for, database: Database) -> None:
+    """RELMON_SAMPLE=60/day after a day of 600 unsignalled answers: today's answers are judged with probability 0.1,
+    decided once for the day (every worker reads the same), and each judged answer stores it."""
+    from workers.judging.sampling_step import cap_probability
+    from workers.tasks.judging import judge_pair
+
+    yesterday = _answers(database, 600, failing=0, start=10_000)
+    signalled_yesterday = _answers(database, 50, failing=0, start=20_000)  # not counted: judged anyway
+    _watch(database, signalled_yesterday)
+    day_before = datetime.now(UTC) - timedelta(days=1)
+    with database.session() as session:
+        session.execute(update(Pair).where(Pair.id.in_(yesterday + signalled_yesterday)).values(created_at=day_before))
+    today = _answers(database, 400, failing=0, start=30_000)
+    with (
+        FakeOpenAI(latency_ms=0) as fake,
+        installed_runtime(settings_for(openai_base_url=fake.base_url, sample="60/day")) as runtime,
+    ):
+        for pair_id in signalled_yesterday:
+            record_signals_in(runtime, pair_id, [REASK], at=datetime.now(UTC))
+        assert cap_probability(runtime, 60, datetime.now(UTC)) == 0.1
+        for pair_id in today:
+            judge_pair.apply(args=[pair_id]).get()
+        add_pairs(database, 600, channel=CHANNEL, start=40_000)  # more traffic today: tomorrow's business
+        assert cap_probability(runtime, 60, datetime.now(UTC)) == 0.1  # fixed for the day
+        with database.session() as session:
+            rows = session.execute(select(Pair.status, Pair.inclusion_probability).where(Pair.id.in_(today))).all()
+    judged = [p for status, p in rows if status == PairStatus.JUDGED]
+    assert set(judged) == {0.1}
+    assert 20 <= len(judged) <= 65  # about 40: the cap's share of today's 400
