@@ -157,6 +157,8 @@ def _weights(stats: ChannelJudgeStats) -> Weights | None:
         total=stats.weight_total,
         squares=stats.weight_squares,
         hits=stats.weight_low,
+        hit_squares=stats.weight_low_squares,
         scores={float(score): weight for score, weight in stats.weighted_distribution.items()},
+        score_squares={float(score): weight for score, weight in stats.weight_squares_distribution.items()},
     )
     return weights if weights.unequal else None

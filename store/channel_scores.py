@@ -107,12 +107,14 @@ class ChannelJudgeStats:
     max_score: float | None
     errors: int
     distribution: dict[int, int] = field(default_factory=dict)  # score -> ok judgments: the mean's interval
-    # Sampling (RELMON_SAMPLE): Σ 1/π, Σ 1/π², Σ 1/π at or below the threshold, and Σ 1/π per score, over the ok
-    # judgments (π: each answer's inclusion probability; store.sampling.answer_weight)
+    # Sampling (RELMON_SAMPLE): Σ w and Σ w² (w = 1/π), over the ok judgments, those at or below the threshold, and
+    # per score (π: each answer's inclusion probability; store.sampling.answer_weight; common.reports.weighted)
     weight_total: float = 0.0
     weight_squares: float = 0.0
     weight_low: float = 0.0
+    weight_low_squares: float = 0.0
     weighted_distribution: dict[int, float] = field(default_factory=dict)
+    weight_squares_distribution: dict[int, float] = field(default_factory=dict)
 
 
 def channel_judge_stats(
@@ -137,7 +139,7 @@ def channel_judge_stats(
         )
         ok = scope.c.status == JudgmentStatus.OK
         weight = scope.c.weight
-        judged, mean, low, max_score, errors, total, squares, low_weight = session.execute(
+        judged, mean, low, max_score, errors, total, squares, low_weight, low_squares = session.execute(
             select(
                 func.count().filter(ok),
                 func.avg(scope.c.score).filter(ok),
@@ -147,10 +149,11 @@ def channel_judge_stats(
                 func.sum(weight).filter(ok),
                 func.sum(weight * weight).filter(ok),
                 func.sum(weight).filter(ok, scope.c.score <= threshold),
+                func.sum(weight * weight).filter(ok, scope.c.score <= threshold),
             )
         ).one()
         scores = session.execute(
-            select(func.round(scope.c.score), func.count(), func.sum(weight))
+            select(func.round(scope.c.score), func.count(), func.sum(weight), func.sum(weight * weight))
             .where(ok)
             .group_by(func.round(scope.c.score))
         ).all()
@@ -162,11 +165,13 @@ def channel_judge_stats(
                 int(low or 0),
                 max_score,
                 int(errors or 0),
-                {int(score): int(count) for score, count, _ in scores if score is not None},
+                {int(score): int(count) for score, count, _, _ in scores if score is not None},
                 float(total or 0.0),
                 float(squares or 0.0),
                 float(low_weight or 0.0),
-                {int(score): float(weights) for score, _, weights in scores if score is not None},
+                float(low_squares or 0.0),
+                {int(score): float(weights) for score, _, weights, _ in scores if score is not None},
+                {int(score): float(weights) for score, _, _, weights in scores if score is not None},
             )
         )
     return stats

@@ -5,10 +5,12 @@ answer counts 1/π, π its inclusion probability (workers.sampling; 1 for a sign
 Pure functions (docs/statistics.md, "Sampled answers"):
 
 - `hajek` / `weighted_proportion`: the Hájek ratio estimator Σ wᵢyᵢ / Σ wᵢ of a share (the Horvitz–Thompson total
-  of the failures over the Horvitz–Thompson count of the answers), with a Wilson interval at Kish's effective
-  sample size n_eff = (Σ w)² / Σ w²: unequal weights carry less information than as many equal ones, so the
-  interval widens. The n shown stays the judged n; `Estimate.effective_n` keeps n_eff.
-- `weighted_mean`: the weighted mean score, its percentile bootstrap drawn at n_eff from the weighted shares.
+  of the failures over the Horvitz–Thompson count of the answers), with a Wilson interval at the effective sample
+  size n_eff = p(1 − p) / v, v the estimator's linearised variance Σ wᵢ²(yᵢ − p)² / (Σ wᵢ)² (`Weights.share_n`;
+  Kish's (Σ w)² / Σ w² when the weights do not depend on the outcome): unequal weights carry less information
+  than as many equal ones, so the interval widens. The n shown stays the judged n; `Estimate.effective_n` keeps
+  n_eff.
+- `weighted_mean`: the weighted mean score, its percentile bootstrap drawn at its n_eff from the weighted shares.
 - `weighted_proportion_change` / `weighted_mean_change`: the change rule (common.reports.intervals) at n_eff.
 
 With every weight 1 each of these is the unweighted figure exactly.
@@ -36,14 +38,16 @@ from common.reports.intervals import (
 
 @dataclass
 class Weights:
-    """Running sums of one weighted figure: the judged n, Σw, Σw², Σw over the 'hits' (failed answers), and Σw per
-    score (for a mean)."""
+    """Running sums of one weighted figure: the judged n, Σw and Σw², Σw and Σw² over the 'hits' (failed answers),
+    and Σw and Σw² per score (for a mean)."""
 
     n: int = 0
     total: float = 0.0
     squares: float = 0.0
     hits: float = 0.0
+    hit_squares: float = 0.0
     scores: dict[float, float] = field(default_factory=dict)
+    score_squares: dict[float, float] = field(default_factory=dict)
 
     def add(self, weight: float, hit: bool = False, score: float | None = None) -> None:
         if weight <= 0 or not math.isfinite(weight):
@@ -53,19 +57,50 @@ class Weights:
         self.squares += weight * weight
         if hit:
             self.hits += weight
+            self.hit_squares += weight * weight
         if score is not None:
             self.scores[score] = self.scores.get(score, 0.0) + weight
+            self.score_squares[score] = self.score_squares.get(score, 0.0) + weight * weight
 
     @classmethod
     def of_counts(cls, hits: int, distribution: Mapping[float, int]) -> Weights:
         """The weights of an unsampled figure (every weight 1): `hits` of the distribution's answers."""
         n = sum(distribution.values())
         scores = {float(score): float(count) for score, count in distribution.items() if count}
-        return cls(n=n, total=float(n), squares=float(n), hits=float(hits), scores=scores)
+        return cls(n, float(n), float(n), float(hits), float(hits), scores, dict(scores))
 
     @property
     def effective_n(self) -> float:
+        """Kish's effective sample size (Σ w)² / Σ w²."""
         return kish_n(self.total, self.squares)
+
+    @property
+    def share_n(self) -> float:
+        """The effective n of the weighted share: p(1 − p) over the share's linearised variance
+        v = Σ wᵢ²(yᵢ − p)² / (Σ wᵢ)², so that Wilson's interval at this n has the estimator's own variance.
+        Kish's n_eff assumes the weights unrelated to the outcome; here they are not (failures are judged for
+        certain, weight 1), and this n is larger where his would overstate the variance. Kish's when p is 0 or 1."""
+        if self.n == 0 or self.total <= 0:
+            return 0.0
+        p = self.hits / self.total
+        spread = self.hit_squares * (1 - 2 * p) + p * p * self.squares  # Σ w²(y − p)²
+        if not 0 < p < 1 or spread <= 0:
+            return self.effective_n
+        return p * (1 - p) * self.total * self.total / spread
+
+    @property
+    def mean_n(self) -> float:
+        """The effective n of the weighted mean, as `share_n`: the weighted variance of the scores over the mean's
+        linearised variance Σ wᵢ²(xᵢ − m)² / (Σ wᵢ)²; Kish's when every score is the same."""
+        if not self.scores:
+            return 0.0
+        total = sum(self.scores.values())
+        mean = sum(score * weight for score, weight in self.scores.items()) / total
+        variance = sum(weight * (score - mean) ** 2 for score, weight in self.scores.items()) / total
+        spread = sum(weight * (score - mean) ** 2 for score, weight in self.score_squares.items())
+        if variance <= 0 or spread <= 0:
+            return kish_n(total, sum(self.score_squares.values()))
+        return variance * total * total / spread
 
     @property
     def unequal(self) -> bool:
@@ -118,7 +153,7 @@ def weighted_proportion(weights: Weights, confidence: float = CONFIDENCE) -> Est
     if weights.n == 0 or weights.total <= 0:
         return Estimate(None, 0, None)
     p = min(1.0, max(0.0, weights.hits / weights.total))
-    n_eff = weights.effective_n
+    n_eff = weights.share_n
     return Estimate(p, weights.n, wilson_at(p, n_eff, confidence), effective_n=n_eff)
 
 
@@ -146,12 +181,10 @@ def weighted_mean(
         return Estimate(None, 0, None)
     distinct, shares = _distribution(weights)
     mean = float(distinct @ shares)
-    size = max(1, round(weights.effective_n))
-    samples = _resampled(distinct, shares, size, resamples, np.random.default_rng(seed))
+    n_eff = weights.mean_n
+    samples = _resampled(distinct, shares, max(1, round(n_eff)), resamples, np.random.default_rng(seed))
     interval = _percentile(samples, confidence)
-    return Estimate(
-        mean, weights.n, Interval(min(interval.low, mean), max(interval.high, mean)), effective_n=weights.effective_n
-    )
+    return Estimate(mean, weights.n, Interval(min(interval.low, mean), max(interval.high, mean)), effective_n=n_eff)
 
 
 def weighted_proportion_change(before: Weights, after: Weights, confidence: float = CONFIDENCE) -> Shift:
@@ -179,8 +212,8 @@ def weighted_mean_change(
     if estimates[0].n and estimates[1].n:
         rng = np.random.default_rng(seed)
         second, first = _distribution(after), _distribution(before)
-        samples = _resampled(*second, max(1, round(after.effective_n)), resamples, rng) - _resampled(
-            *first, max(1, round(before.effective_n)), resamples, rng
+        samples = _resampled(*second, max(1, round(after.mean_n)), resamples, rng) - _resampled(
+            *first, max(1, round(before.mean_n)), resamples, rng
         )
         difference = _percentile(samples, confidence)
     return Shift(*estimates, _direction(*estimates, difference), difference)
