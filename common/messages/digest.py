@@ -39,9 +39,10 @@ Links = Mapping[int, str]  # pair id -> permalink
 
 
 def mean_text(stats: JudgeStats | None) -> str:
-    if stats is None or stats.mean is None:
+    mean = stats.weighted_mean if stats is not None else None  # reweighted when the answers were sampled
+    if stats is None or mean is None:
         return "no scores"
-    return f"{stats.mean:.2f} / {stats.scale[1]}"
+    return f"{mean:.2f} / {stats.scale[1]}"
 
 
 def threshold_text(stats: JudgeStats) -> str:
