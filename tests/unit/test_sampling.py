@@ -119,3 +119,22 @@ def test_a_capped_week_judges_about_the_cap_a_day_and_its_weighted_count_is_unbi
         assert 0.85 * cap <= judged <= 1.25 * cap
         estimated = judged / probability  # Horvitz–Thompson count of the day's answers
         assert abs(estimated - volumes[day]) < 0.2 * volumes[day]
+
+
+def test_the_reports_say_how_much_was_judged_and_that_rates_are_weighted():
+    from common.messages.sampling import plan_text, sampled_text
+
+    assert sampled_text(0.2) == "judged 20% of unsignalled answers; rates are weighted"
+    assert sampled_text(None) is None  # sampling off: nothing said
+    assert plan_text(SamplePlan(rate=0.2)) == "20% of unsignalled answers, and every signalled one"
+    assert plan_text(SamplePlan(daily_cap=500)) == "about 500 unsignalled answers a day, and every signalled one"
+    assert plan_text(SamplePlan(rate=1.0)) == "100% of answers"
+
+
+def test_app_homes_settings_show_the_daily_cap(monkeypatch):
+    from common.messages.home import settings_fields
+
+    settings = _settings(monkeypatch, RELMON_SAMPLE="500/day")
+    fields = settings_fields(settings, ChannelRules().for_channel(None, settings))
+    texts = [field["text"] for field in fields]
+    assert "*Sampling*\nabout 500 unsignalled answers a day, and every signalled one" in texts
