@@ -421,15 +421,17 @@ class DailyTally:
         if index is None:
             return
         self.answers[index] += 1
+        weight = weight_of(answer_probability(row))  # a sampled answer's day mean is reweighted as the week's
         for j in row.judgments:
             if j.status == JudgmentStatus.OK and j.score is not None:
-                day = self.scores.setdefault(j.judge, [[0, 0] for _ in self.answers])[index]
+                day = self.scores.setdefault(j.judge, [[0, 0.0, 0.0] for _ in self.answers])[index]
                 day[0] += 1
-                day[1] += j.score
+                day[1] += weight * j.score
+                day[2] += weight
 
     def points(self, judge: str) -> list[DailyPoint]:
-        scores = self.scores.get(judge) or [[0, 0] for _ in self.answers]
+        scores = self.scores.get(judge) or [[0, 0.0, 0.0] for _ in self.answers]
         return [
-            DailyPoint(day=day, answers=answers, scored=scored, mean=total / scored if scored else None)
-            for day, answers, (scored, total) in zip(self.days.days, self.answers, scores, strict=True)
+            DailyPoint(day=day, answers=answers, scored=scored, mean=total / weights if scored else None)
+            for day, answers, (scored, total, weights) in zip(self.days.days, self.answers, scores, strict=True)
         ]

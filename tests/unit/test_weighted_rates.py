@@ -180,3 +180,17 @@ def test_the_weighted_interval_covers_the_rate_95_percent_of_weeks():
     assert 0.92 <= covered_process / weeks <= 0.98
     assert covered_week >= covered_process
     assert abs(np.mean(errors)) < 0.005  # no bias
+
+
+def test_the_daily_means_are_reweighted_too():
+    from common.reports.stats import DailyTally
+    from tests.stats_rows import PERIOD
+
+    tally = DailyTally(PERIOD)
+    at = PERIOD.end - timedelta(hours=1)
+    certain = replace(pair(at=at, judgments=[verdict(0)]), signals=(REASK,))  # signalled: weight 1
+    sampled = replace(pair(at=at, judgments=[verdict(4)]), inclusion_probability=0.25)  # weight 4
+    for row in (certain, sampled):
+        tally.add(row)
+    last = tally.points("relevancy")[-1]
+    assert last.scored == 2 and last.mean == pytest.approx((0 * 1 + 4 * 4) / 5)
