@@ -6,7 +6,7 @@ from __future__ import annotations
 from slack_bolt import App
 
 from bot.deps import BotDeps
-from bot.listeners import capture, commands, exchange_view, golden, home, membership_events
+from bot.listeners import capture, commands, exchange_view, fixes, golden, home, membership_events
 from common import celery_app
 from common.runtime import Runtime, set_runtime
 from store.settings import Settings
@@ -41,4 +41,5 @@ def register_listeners(app: App, deps: BotDeps) -> None:
     home.register(app, deps)
     membership_events.register(app, deps)
     golden.register(app, deps)  # the alerts' "Add to test set"
+    fixes.register(app, deps)  # the topics' "Mark fixed"
     exchange_view.register(app, deps)  # an ingested private exchange's alert: "Show the exchange"

@@ -20,6 +20,7 @@ FLUSH_ALERT_SUMMARIES = "workers.tasks.slack.flush_alert_summaries"
 REFRESH_ALERT_VOTES = "workers.tasks.slack.refresh_alert_votes"
 DELIVER_VERDICT = "workers.tasks.slack.deliver_verdict"
 FOLLOW_UP_OUTCOME = "workers.tasks.slack.follow_up_outcome"
+WATCH_CHANGES = "workers.tasks.slack.watch_changes"
 SEND_DIGEST = "workers.tasks.digest.send_digest"
 SEND_DIGEST_PREVIEW = "workers.tasks.digest.send_digest_preview"
 PURGE_OLD = "workers.tasks.maintenance.purge_old"
@@ -39,6 +40,8 @@ SEND_PHOENIX_OUTCOME = "workers.tasks.traces.send_phoenix_outcome"
 BLANK_LANGFUSE_COMMENTS = "workers.tasks.traces.blank_langfuse_comments"
 BLANK_PHOENIX_EXPLANATIONS = "workers.tasks.traces.blank_phoenix_explanations"
 REDRAW_DIGEST = "workers.tasks.digest.redraw_digest"
+CHECK_AGREEMENT = "workers.tasks.digest.check_agreement"
+MARK_FIXED = "workers.tasks.fixes.mark_fixed"
 
 # The tasks that post to Slack (alerts, summaries, votes, verdicts, digests): their own queue, so a backlog of
 # judging never holds a post up. Every other task runs on the judge queue (common.celery_app routes them).
@@ -49,10 +52,13 @@ POSTING = frozenset(
         REFRESH_ALERT_VOTES,
         DELIVER_VERDICT,
         FOLLOW_UP_OUTCOME,
+        WATCH_CHANGES,
         SEND_DIGEST,
         SEND_DIGEST_PREVIEW,
         POST_OUTAGE_NOTICE,
         REDRAW_DIGEST,
+        CHECK_AGREEMENT,
+        MARK_FIXED,
     }
 )
 

@@ -12,6 +12,11 @@ back: pure functions from plain item dicts (relmon.golden_cli.as_plain) to recor
   `outputs`, `metadata` (lists, one entry per example);
 - jsonl / csv: relmon's own, also the template of `relmon regress`: `id`, `question`, `answer` (empty: the new
   bot's answer goes there), `expected`, `context`, ...
+
+A team's own judges (judges.d) travel with the items where the format has room for them: each item's `judges`
+(relmon_golden's plain dict: name → the criteria, its scale and fails_at, and the verdict it gave the bot's answer)
+is the metadata's `relmon_judges` (DeepEval's `additional_metadata`, the others' `metadata`) and the JSONL's
+`judges`; the CSV keeps its columns.
 """
 
 from __future__ import annotations
@@ -63,6 +68,8 @@ def _metadata(item: dict[str, Any], *, with_bot_answer: bool = True) -> dict[str
     }
     if with_bot_answer:
         meta["bot_answer"] = item.get("bot_answer")
+    if item.get("judges"):
+        meta["relmon_judges"] = item["judges"]
     return {key: value for key, value in meta.items() if value is not None}
 
 
@@ -133,11 +140,38 @@ def plain_record(item: dict[str, Any]) -> dict[str, Any]:
     return {column: item.get(column) for column in PLAIN_COLUMNS} | {"answer": None}
 
 
+def plain_line(item: dict[str, Any]) -> dict[str, Any]:
+    """The JSONL's record: the plain columns, and the team judges' criteria and verdicts when there are any."""
+    record = plain_record(item)
+    if item.get("judges"):
+        record["judges"] = item["judges"]
+    return record
+
+
+def judge_entry(spec: Any, verdict: dict[str, Any] | None) -> dict[str, Any]:
+    """One team judge on one item (`spec` a judges.judge_spec.JudgeSpec): what it checks, how it scores, and
+    its verdict on the bot's answer (None: it did not judge it)."""
+    entry: dict[str, Any] = {
+        "criteria": spec.description or None,
+        "scale": str(spec.scale),
+        "fails_at": spec.fails_at,
+        "needs": list(spec.needs),
+    }
+    if verdict is not None and verdict.get("status") == "ok" and verdict.get("score") is not None:
+        entry["verdict"] = {"score": verdict["score"], "passed": verdict["score"] > spec.fails_at,
+                            "prompt_version": verdict.get("prompt_version")}  # fmt: skip
+    elif verdict is not None:
+        entry["verdict"] = {"status": verdict.get("status"), "prompt_version": verdict.get("prompt_version")}
+    else:
+        entry["verdict"] = None
+    return entry
+
+
 _LINE_FORMATS = {
     "langfuse": langfuse_item,
     "langsmith": langsmith_example,
     "braintrust": braintrust_record,
-    "jsonl": plain_record,
+    "jsonl": plain_line,
 }
 
 

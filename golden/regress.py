@@ -6,7 +6,11 @@ Per item, four checks: relevancy (the candidate answers the question: a score ab
 correctness against the expected answer (2, "correct"), and the grounded judge twice: the expected answer as
 answer 1 and the candidate as answer 2, then swapped. In each order the candidate passes when its grade is at
 least 4 or at least the expected answer's; an item whose two orders disagree is *uncertain* (position bias, as
-LangSmith's `randomize_order` and DeepEval's Arena guard against), not averaged into a pass or a fail."""
+LangSmith's `randomize_order` and DeepEval's Arena guard against), not averaged into a pass or a fail.
+
+A team's own judges (`relmon regress --judge NAME`, judges.d) add a check each: the candidate judged against the
+expected answer (its `{reference}`), failing the item at or below the judge's `fails_at`. A pair without a text the
+judge needs (`{documents}`: a golden item has none) is not judged by it, and the item says so."""
 
 from __future__ import annotations
 
@@ -79,10 +83,27 @@ class ItemResult:
     change: str | None = None  # improved | regressed | new | None (same), against the baseline
 
 
-def item_result(key: str, verdicts: Mapping[str, Mapping[str, Any]], *, relevancy_threshold: float) -> ItemResult:
-    """An item's outcome from its four verdicts (plain dicts: status, score, raw_output, error)."""
+def item_result(
+    key: str,
+    verdicts: Mapping[str, Mapping[str, Any]],
+    *,
+    relevancy_threshold: float,
+    team: Mapping[str, float] | None = None,
+) -> ItemResult:
+    """An item's outcome from its four verdicts (plain dicts: status, score, raw_output, error) and its team judges'
+    (`team`: name → the score at or below which it fails)."""
     result = ItemResult(key, PASS)
     errors = [check for check in CHECKS if verdicts[check].get("status") in ("error", "empty")]
+    for name, fails_at in (team or {}).items():
+        verdict = verdicts.get(name) or {}
+        status = verdict.get("status")
+        result.scores[name] = verdict.get("score") if status == "ok" else None
+        if status == "ok" and verdict.get("score") is not None and verdict["score"] <= fails_at:
+            result.failed_by.append(name)
+        elif status == "empty":  # a text it needs is missing: not judged by it, and said
+            result.notes.append(verdict.get("error") or f"not judged by {name}")
+        elif status != "ok":
+            errors.append(name)
     relevancy, correctness = verdicts[RELEVANCY], verdicts[CORRECTNESS]
     result.scores[RELEVANCY] = relevancy.get("score")
     result.scores[CORRECTNESS] = correctness.get("score")
@@ -108,7 +129,7 @@ def item_result(key: str, verdicts: Mapping[str, Mapping[str, Any]], *, relevanc
         result.outcome = FAIL
     elif errors:
         result.outcome = ERROR
-    elif result.notes:
+    elif any(note == "the grounded judge's two orders disagree" for note in result.notes):
         result.outcome = UNCERTAIN
     return result
 
@@ -150,9 +171,15 @@ class Summary:
     means: dict[str, float | None]
     improved: int
     regressed: int
+    # A team judge's items: name → (passed, judged): its own pass rate beside the run's.
+    team: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    def team_interval(self, name: str) -> tuple[float, float]:
+        passed, judged = self.team[name]
+        return wilson_interval(passed, judged)
 
 
-def summarize(results: list[ItemResult]) -> Summary:
+def summarize(results: list[ItemResult], team: Iterable[str] = ()) -> Summary:
     outcomes = [r.outcome for r in results]
     passed = outcomes.count(PASS)
 
@@ -176,7 +203,13 @@ def summarize(results: list[ItemResult]) -> Summary:
         means=means,
         improved=sum(1 for r in results if r.change == IMPROVED),
         regressed=sum(1 for r in results if r.change == REGRESSED),
+        team={name: _team_counts(results, name) for name in team},
     )
+
+
+def _team_counts(results: list[ItemResult], name: str) -> tuple[int, int]:
+    judged = [r for r in results if r.scores.get(name) is not None]
+    return sum(1 for r in judged if name not in r.failed_by), len(judged)
 
 
 def exit_status(summary: Summary, min_pass: float) -> int:

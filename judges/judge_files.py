@@ -1,4 +1,5 @@
-"""Judge files: a team's judges, one TOML file each in a directory (`judges.d/NAME.toml`), read and checked.
+"""Judge files: a team's judges, one TOML or YAML file each in a directory (`judges.d/NAME.toml`, `NAME.yaml` or
+`NAME.yml`: the same fields), read and checked.
 
     name = "refund_policy"
     description = "The bot never promises a refund."
@@ -6,14 +7,19 @@
     fails_at = 0                 # a score at or below this fails (pass/fail: 0, the default)
     needs = ["question", "answer"]   # optional: a pair without these is not judged by it
                                      # (default: the placeholders the prompt uses, but {context})
+    labels = "refund_policy.jsonl"   # optional: answers labelled by people (relmon eval's format), beside the
+                                     # file: the weekly canary re-judges them and reports the judge's agreement
     prompt = '''
     Does the answer below promise the customer a refund? ...
     {question}
     {answer}
     '''
 
-Every problem is reported with the file's line (and column, for TOML syntax): a broken file is left out, never a
-reason for relmon not to start. Plain functions over text and paths; nothing is kept between calls."""
+In YAML the same judge reads `name: refund_policy`, `scale: pass/fail`, `needs: [question, answer]`, and the prompt
+as a block (`prompt: |` then the text indented).
+
+Every problem is reported with the file's line (and column, for TOML and YAML syntax): a broken file is left out,
+never a reason for relmon not to start. Plain functions over text and paths; nothing is kept between calls."""
 
 from __future__ import annotations
 
@@ -29,7 +35,7 @@ from judges.judge_spec import PLACEHOLDERS, JudgeSpec, Scale
 from judges.names import JUDGE_NAMES
 from judges.prompts import SYSTEM_MESSAGE, PromptTemplate
 
-FIELDS = ("name", "description", "scale", "fails_at", "needs", "prompt")
+FIELDS = ("name", "description", "scale", "fails_at", "needs", "prompt", "labels")
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,31}$")  # a judgment's judge column holds 32 characters
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([^{}]*)\}")
 if TYPE_CHECKING:
@@ -78,8 +84,23 @@ def _prompt_start(text: str) -> int | None:
     return line + 1 if match.group(1) and match.group(2) else line
 
 
-def parse_judge_file(text: str, path: str, *, max_prompt_chars: int) -> JudgeSpec:
-    """The judge a file's text describes; JudgeFileError with every problem found (line-numbered) otherwise."""
+YAML_SUFFIXES = (".yaml", ".yml")
+
+
+def is_yaml(path: str) -> bool:
+    return path.lower().endswith(YAML_SUFFIXES)
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """A judge file's fields, with the line each key is set on and the line its prompt's text starts on."""
+
+    data: dict
+    key_lines: dict[str, int]
+    prompt_start: int | None
+
+
+def _parse_toml(text: str, path: str) -> Parsed:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
@@ -91,12 +112,48 @@ def parse_judge_file(text: str, path: str, *, max_prompt_chars: int) -> JudgeSpe
             line, column = int(found.group(1)), int(found.group(2))
             message = message[: found.start()].strip()
         raise JudgeFileError([FileProblem(path, line, f"not valid TOML: {message}", column)]) from None
+    lines = {key: line for key in data if (line := _key_line(text, key)) is not None}
+    return Parsed(data, lines, _prompt_start(text))
+
+
+def _parse_yaml(text: str, path: str) -> Parsed:
+    """YAML's node tree gives each key's line (its marks); the values are read as safe_load reads them."""
+    import yaml
+
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None) or getattr(error, "context_mark", None)
+        problem = getattr(error, "problem", None) or str(error)
+        line, column = (mark.line + 1, mark.column + 1) if mark is not None else (None, None)
+        raise JudgeFileError([FileProblem(path, line, f"not valid YAML: {problem}", column)]) from None
+    if data is None:
+        data, node = {}, None
+    if not isinstance(data, dict) or not isinstance(node, yaml.MappingNode | None):
+        raise JudgeFileError([FileProblem(path, 1, "not a judge: write its fields as name: …, scale: …, prompt: |")])
+    lines: dict[str, int] = {}
+    prompt_start = None
+    for key_node, value_node in node.value if node is not None else ():
+        key = str(key_node.value)
+        lines.setdefault(key, key_node.start_mark.line + 1)
+        if key == "prompt" and isinstance(value_node, yaml.ScalarNode):
+            # A block (`|` or `>`) starts on the line after its indicator; a quoted or plain one on its own.
+            block = value_node.style in ("|", ">")
+            prompt_start = value_node.start_mark.line + (2 if block else 1)
+    return Parsed({str(key): value for key, value in data.items()}, lines, prompt_start)
+
+
+def parse_judge_file(text: str, path: str, *, max_prompt_chars: int) -> JudgeSpec:
+    """The judge a file's text describes (YAML by its suffix, else TOML); JudgeFileError with every problem found
+    (line-numbered) otherwise."""
+    parsed = (_parse_yaml if is_yaml(path) else _parse_toml)(text, path)
+    data = parsed.data
     problems: list[FileProblem] = []
 
     def problem(key: str | None, message: str, line: int | None = None) -> None:
-        problems.append(
-            FileProblem(path, line if line is not None else (_key_line(text, key) if key else None), message)
-        )
+        problems.append(FileProblem(path, line if line is not None else (parsed.key_lines.get(key) if key else None),
+                                    message))  # fmt: skip
 
     for key in data:
         if key not in FIELDS:
@@ -130,7 +187,7 @@ def parse_judge_file(text: str, path: str, *, max_prompt_chars: int) -> JudgeSpe
     if not isinstance(prompt, str) or not prompt.strip():
         problem(None, "missing prompt: what the judge is asked, with {question} and {answer} where they go", 1)
     else:
-        used = _check_placeholders(prompt, text, path, problems)
+        used = _check_placeholders(prompt, parsed.prompt_start, path, problems)
         if not {"answer"} <= set(used):
             problem("prompt", "the prompt never shows the answer: put {answer} where it goes")
         elif scale is not None and not any(p.message.startswith("unknown placeholder") for p in problems):
@@ -159,15 +216,19 @@ def parse_judge_file(text: str, path: str, *, max_prompt_chars: int) -> JudgeSpe
     if not isinstance(description, str):
         problem("description", "description: a string")
         description = ""
+    labels = data.get("labels")
+    if labels is not None and (not isinstance(labels, str) or not labels.strip()):
+        problem("labels", 'labels: the labelled file\'s name, such as labels = "refund_policy.jsonl"')
+        labels = None
     if problems:
         raise JudgeFileError(problems)
     assert isinstance(name, str) and isinstance(prompt, str) and scale is not None and isinstance(fails_at, int)
-    return JudgeSpec(name, prompt, scale, fails_at, tuple(needs), description.strip(), path)
+    return JudgeSpec(name, prompt, scale, fails_at, tuple(needs), description.strip(), path, labels)
 
 
-def _check_placeholders(prompt: str, text: str, path: str, problems: list[FileProblem]) -> list[str]:
-    """The placeholders the prompt uses, in order; an unknown one is a problem on its own line of the file."""
-    start = _prompt_start(text)
+def _check_placeholders(prompt: str, start: int | None, path: str, problems: list[FileProblem]) -> list[str]:
+    """The placeholders the prompt uses, in order; an unknown one is a problem on its own line of the file (`start`:
+    the line the prompt's text starts on)."""
     used: list[str] = []
     for match in _PLACEHOLDER.finditer(prompt):
         name = match.group(1)
@@ -223,8 +284,20 @@ class JudgeCatalog:
         return {name: float(spec.fails_at) for name, spec in self.specs.items()}
 
 
+JUDGE_FILE_SUFFIXES = (".toml", *YAML_SUFFIXES)
+
+
 def judge_files(directory: Path) -> list[Path]:
-    return sorted(path for path in directory.glob("*.toml") if path.is_file())
+    """The judge files of a directory (`*.toml`, `*.yaml`, `*.yml`), by name."""
+    return sorted(path for path in directory.iterdir() if path.suffix.lower() in JUDGE_FILE_SUFFIXES and path.is_file())
+
+
+def key_line(text: str, path: str, key: str) -> int | None:
+    """The line `key` is set on in a judge file's text (either format); None when not found or not readable."""
+    try:
+        return (_parse_yaml if is_yaml(path) else _parse_toml)(text, path).key_lines.get(key)
+    except JudgeFileError:
+        return None
 
 
 def load_catalog(directory: Path | None, *, max_prompt_chars: int) -> JudgeCatalog:
@@ -262,7 +335,7 @@ def catalog_of(
         if spec.name in specs:
             first = specs[spec.name].source
             problems.append(
-                FileProblem(path, _key_line(text, "name"), f"judge {spec.name!r} is also in {first}: rename one")
+                FileProblem(path, key_line(text, path, "name"), f"judge {spec.name!r} is also in {first}: rename one")
             )
             continue
         specs[spec.name] = spec

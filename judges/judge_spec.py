@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from judges.parsing import integer_score
@@ -77,3 +78,12 @@ class JudgeSpec:
     needs: tuple[str, ...]  # the placeholders a pair must have to be judged by it
     description: str = ""
     source: str = ""  # the file it came from
+    labels: str | None = None  # a labelled JSONL (relmon eval's format), beside the file: the canary re-judges it
+
+    @property
+    def labels_path(self) -> Path | None:
+        """The labelled file, relative to the judge file's folder (None: none given)."""
+        if not self.labels:
+            return None
+        path = Path(self.labels).expanduser()
+        return path if path.is_absolute() or not self.source else Path(self.source).parent / path

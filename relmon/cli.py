@@ -85,6 +85,10 @@ def build_parser() -> argparse.ArgumentParser:
     digest.add_argument("--force", action="store_true", help="send another even if this week's was sent")
 
     topics = commands.add_parser("topics", help="what to fix first: the period's questions grouped into topics")
+    topics.add_argument("action", nargs="?", choices=["fixed"], help="fixed KEY: mark the topic KEY fixed, follow it")
+    topics.add_argument("key", nargs="?", help="the topic's key (`relmon topics --json`; a unique prefix will do)")
+    topics.add_argument("--at", help="when the fix shipped: YYYY-MM-DD[THH:MM] (RELMON_TIMEZONE; default: now)")
+    topics.add_argument("--candidates", help="re-run the topic's test-set items on these answers (relmon regress)")
     topics.add_argument("--since", default="7d", help="how far back: 7d (default) or a date YYYY-MM-DD")
     topics.add_argument("--channel", help="only this channel ID")
     topics.add_argument("--json", action="store_true", help="every topic with its figures and its questions' ids")
@@ -173,6 +177,8 @@ def _regress_arguments(commands) -> None:
     regress.add_argument("--threads", type=whole_number, default=8, help="judgments in flight at once (default 8)")
     regress.add_argument("--fresh", action="store_true", help="judge again answers an earlier run judged already")
     regress.add_argument("--include-private", action="store_true", help=_INCLUDE_PRIVATE)
+    regress.add_argument("--judge", action="append", metavar="NAME", help="also check each answer with this team "
+                         "judge (RELMON_JUDGES_DIR; repeat for more): it fails an item at its fails_at")  # fmt: skip
     regress.add_argument("--allow-missing", action="store_true", help="pass without the golden items the file has "
                          "no answer for (they are listed, not run; without it they fail the run)")  # fmt: skip
 
@@ -260,6 +266,10 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command in ("topics", "gaps"):
         from relmon.topics_cli import run_gaps, run_topics
 
+        if args.command == "topics" and (args.action or args.key or args.at or args.candidates):
+            from relmon.fixes_cli import run_fixed
+
+            return run_fixed(args, settings)
         return run_topics(args, settings) if args.command == "topics" else run_gaps(args, settings)
     if args.command == "regress":
         from relmon.regress.command import run_regress

@@ -51,7 +51,7 @@ def _dry_run(runtime: Runtime, now: datetime) -> int:
     from common.runtime import shared_redis
     from judges.safe_text import visible
     from relmon.backfill.command import backfill_llm
-    from workers.digest.delivery import quotes_for
+    from workers.digest.delivery import followed_fixes, quotes_for
 
     settings = runtime.settings
     period = period_for(now, settings.timezone)
@@ -79,7 +79,9 @@ def _dry_run(runtime: Runtime, now: datetime) -> int:
     # Channels by the names stored (an import's, earlier look-ups'), answers by the team's local time.
     channels = [s.channel_id for s in report.channels] + [w.channel_id for w in report.overall.worst]
     readable = readable_for(runtime, channels, ask_slack=False)
-    text = digest_text(report, {}, quotes, prices_for(runtime), topics=topics, readable=readable)
+    # The followed fixes' verdicts, told nowhere (a dry run posts nothing).
+    fixes = followed_fixes(runtime, now, settings.digest_channel, tell=False)
+    text = digest_text(report, {}, quotes, prices_for(runtime), topics=topics, readable=readable, fixes=fixes)
     sys.stdout.write(visible(text))
     if made and grouped:
         sys.stdout.write("\n(dry run: nothing was posted; the topics were grouped now and stored as today's run)\n")

@@ -54,6 +54,22 @@ def as_plain(item: GoldenItem, *, redacting: bool) -> dict[str, Any]:
     return plain
 
 
+def _with_team_judges(session, settings: Settings, active: list[GoldenItem], items: list[dict[str, Any]]) -> None:
+    """Each item's `judges`: the team's judges (RELMON_JUDGES_DIR) with their criteria and the verdict each gave the
+    bot's answer the item came from (golden.formats carries them where the format has room)."""
+    from golden.formats import judge_entry
+    from store.judge_catalog import judge_catalog
+
+    specs = judge_catalog(settings).specs
+    if not specs:
+        return
+    pairs = store.item_pairs(session, active)
+    verdicts = store.judge_verdicts(session, pairs.values(), specs)
+    for item, plain in zip(active, items, strict=True):
+        given = verdicts.get(pairs[item.id], {}) if item.id in pairs else {}
+        plain["judges"] = {name: judge_entry(spec, given.get(name)) for name, spec in specs.items()}
+
+
 @contextmanager
 def _database(settings: Settings) -> Iterator[Database]:
     database = Database(settings.resolved_database_url, pool_size=1)
@@ -90,7 +106,9 @@ def run_golden_export(args, settings: Settings) -> int:
         if args.for_user and allowed is not None:
             private = {i.channel_id for i in store.active_items(session, None) if i.channel_is_private and i.channel_id}
             allowed |= channels_of_member(settings, args.for_user, private)
-        items = [as_plain(item, redacting=redacting) for item in store.active_items(session, allowed)]
+        active = store.active_items(session, allowed)
+        items = [as_plain(item, redacting=redacting) for item in active]
+        _with_team_judges(session, settings, active, items)
     with open_output(args.output) as out:
         for piece in render_file(items, args.format, cell=safe_cell):
             out.write(piece)

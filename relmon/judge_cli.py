@@ -296,6 +296,8 @@ def eval_report(judge: Judge, labels: list[Label], verdicts: list[Verdict], wors
         "exact_agreement": stats.exact,
         "within_one_agreement": stats.within_one,
         "kappa_quadratic": stats.kappa,
+        # Its 95% interval (Fleiss–Cohen–Everitt's standard error, docs/statistics.md), null when undefined.
+        "kappa_quadratic_interval": _kappa_interval(stats.confusion),
         "spearman": stats.spearman,
         "confusion": {"labels": stats.labels, "rows": "human", "columns": "judge", "matrix": stats.confusion},
         "worst": [
@@ -313,8 +315,20 @@ def eval_report(judge: Judge, labels: list[Label], verdicts: list[Verdict], wors
     }
 
 
+def _kappa_interval(confusion: list[list[int]]) -> list[float] | None:
+    from common.reports.kappa import cohen_kappa
+
+    interval = cohen_kappa(confusion, "quadratic").interval
+    return None if interval is None else [interval.low, interval.high]
+
+
 def _number(value: float | None, digits: int = 2) -> str:
     return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def _interval_text(report: dict[str, Any]) -> str:
+    interval = report.get("kappa_quadratic_interval")
+    return "" if not interval else f" ({_number(interval[0])} to {_number(interval[1])}, 95%)"
 
 
 def format_report(report: dict[str, Any]) -> str:
@@ -327,7 +341,7 @@ def format_report(report: dict[str, Any]) -> str:
         f"{report['null']['judge_only']}",
         f"  exact agreement:       {_number(report['exact_agreement'])}",
         f"  within one:            {_number(report['within_one_agreement'])}",
-        f"  Cohen's kappa (quadratic weights): {_number(report['kappa_quadratic'])}",
+        f"  Cohen's kappa (quadratic weights): {_number(report['kappa_quadratic'])}{_interval_text(report)}",
         f"  Spearman correlation:  {_number(report['spearman'])}",
         "",
         "confusion matrix (rows: human score, columns: judge score)",

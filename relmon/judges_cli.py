@@ -26,6 +26,8 @@ def check_report(catalog: JudgeCatalog, max_prompt_chars: int) -> tuple[list[str
 
     lines = [f"{judge.spec.source}: ok: judge {name} ({judge!r})" for name, judge in catalog.custom.items()]
     lines += [f"{problem}" for problem in catalog.problems]
+    unreadable = labels_problems(catalog)
+    lines += unreadable
     if catalog.custom:
         judge = next(iter(catalog.custom.values()))
         question = with_context(SAMPLE_QUESTION, SAMPLE_CONTEXT)
@@ -33,7 +35,30 @@ def check_report(catalog: JudgeCatalog, max_prompt_chars: int) -> tuple[list[str
         reference = SAMPLE_DOCUMENTS if "documents" in judge.template.placeholders else SAMPLE_REFERENCE
         prompt = judge.example_prompt(question, SAMPLE_ANSWER, reference, max_prompt_chars)
         lines += ["", f"example: the prompt of {judge.name} filled with a sample pair", "-" * 60, prompt, "-" * 60]
-    return lines, not catalog.problems and bool(catalog.custom)
+    return lines, not catalog.problems and not unreadable and bool(catalog.custom)
+
+
+def labels_problems(catalog: JudgeCatalog) -> list[str]:
+    """A judge's labelled file that cannot be read (the canary and `relmon eval` would fail on it), by file and line;
+    the judge itself still runs."""
+    from judges.judge_files import key_line
+    from judges.labels import LabelError, read_labels
+
+    problems = []
+    for judge in catalog.custom.values():
+        path = judge.spec.labels_path
+        if path is None:
+            continue
+        try:
+            read_labels(path, judge)
+        except LabelError as error:
+            try:
+                line = key_line(Path(judge.spec.source).read_text(encoding="utf-8"), judge.spec.source, "labels")
+            except (OSError, UnicodeDecodeError):
+                line = None
+            where = f"{judge.spec.source}:{line}" if line else judge.spec.source
+            problems.append(f"{where}: labels: {error}")
+    return problems
 
 
 def run_judges_check(args: argparse.Namespace, settings: Settings) -> int:
@@ -44,7 +69,7 @@ def run_judges_check(args: argparse.Namespace, settings: Settings) -> int:
     catalog = load_catalog(directory, max_prompt_chars=settings.max_prompt_chars)
     lines, good = check_report(catalog, settings.max_prompt_chars)
     if not catalog.custom and not catalog.problems:
-        lines.append(f"{directory}: no judge files (*.toml)")
+        lines.append(f"{directory}: no judge files (*.toml, *.yaml, *.yml)")
     print(visible("\n".join(lines)))
     found = len(catalog.custom) + len({problem.path for problem in catalog.problems})
     summary = f"{len(catalog.custom)} of {found} judge file(s) ok" if found else "nothing checked"

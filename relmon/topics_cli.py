@@ -54,8 +54,9 @@ def compute(args: argparse.Namespace, settings: Settings, now: datetime | None =
         runtime.db.migrate()  # the schema only: the topics' names are cached in the database
         if refresh:  # the daily run, as beat makes it: App Home and the digest's dry run show it
             from common.reports.topic_runs import daily_run
+            from common.runtime import shared_redis
 
-            report = daily_run(runtime, now)
+            report = daily_run(runtime, now, redis_client=shared_redis(settings))  # one maker at a time
         else:
             deps = TopicsDeps(runtime.db, settings, runtime.rules, llm=lambda: backfill_llm(settings))
             query = TopicsQuery(start, now, now, previous_start=previous_start, channel=args.channel)

@@ -29,6 +29,7 @@ KIND_DEGRADATION = "degradation"
 KIND_MISSED = "missed_failure"  # the judge scored an answer well, the conversation says it failed
 KIND_SUMMARY = "summary"
 KIND_VERDICT = "verdict"  # an on-demand verdict delivered to whoever asked
+KIND_CHANGE = "change"  # a group's failure rate rose above its own baseline (workers.alerts.changes)
 
 STATUS_CLAIMED = "claimed"  # to be posted (a worker holds it, or died holding it)
 STATUS_POSTED = "posted"

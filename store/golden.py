@@ -271,3 +271,45 @@ def grown_since(session: Session, since: datetime) -> int:
 
 def size(session: Session) -> int:
     return session.scalar(select(func.count(GoldenItem.id)).where(GoldenItem.removed_at.is_(None))) or 0
+
+
+def item_pairs(session: Session, items: Collection[GoldenItem]) -> dict[int, int]:
+    """Each item's pair: the source that gave the bot's answer the item shows (the newest such), else the newest
+    source from a pair."""
+    shown = {item.id: item.bot_answer for item in items}
+    found: dict[int, tuple[bool, int]] = {}
+    ids = sorted(shown)
+    for start in range(0, len(ids), 500):
+        query = (
+            select(GoldenSource.item_id, GoldenSource.pair_id, GoldenSource.bot_answer)
+            .where(GoldenSource.item_id.in_(ids[start : start + 500]), GoldenSource.pair_id.is_not(None))
+            .order_by(GoldenSource.id)
+        )
+        for item_id, pair_id, bot_answer in session.execute(query):
+            same = bot_answer is not None and bot_answer == shown[item_id]
+            if same or not found.get(item_id, (False, 0))[0]:
+                found[item_id] = (same, pair_id)
+    return {item_id: pair_id for item_id, (_same, pair_id) in found.items()}
+
+
+def judge_verdicts(session: Session, pair_ids: Collection[int], judges: Collection[str]) -> dict[int, dict[str, Any]]:
+    """The current verdicts of these judges (the team's, for the exports) on the pairs golden items came from: pair id
+    → judge → status, score, max_score, prompt_version (no reasoning: it may quote the texts)."""
+    from store.judgments import is_current
+    from store.models import Judgment
+
+    ids, names = sorted(set(pair_ids)), sorted(set(judges))
+    found: dict[int, dict[str, Any]] = {}
+    if not ids or not names:
+        return found
+    columns = (Judgment.pair_id, Judgment.judge, Judgment.status, Judgment.score, Judgment.max_score,
+               Judgment.prompt_version)  # fmt: skip
+    for start in range(0, len(ids), 500):
+        query = select(*columns).where(
+            Judgment.pair_id.in_(ids[start : start + 500]), Judgment.judge.in_(names), is_current()
+        )
+        for pair_id, judge, status, score, max_score, version in session.execute(query):
+            found.setdefault(pair_id, {})[judge] = {
+                "status": status, "score": score, "max_score": max_score, "prompt_version": version,
+            }  # fmt: skip
+    return found

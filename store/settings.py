@@ -260,6 +260,12 @@ class Settings(
     alert_cap_per_hour: int = Field(10, ge=1, **_env("RELMON_ALERT_CAP_PER_HOUR"))
     # Alerts (low-score and degradation) one alert channel receives per hour from all its source channels together.
     alert_channel_cap_per_hour: int = Field(30, ge=1, **_env("RELMON_ALERT_CHANNEL_CAP_PER_HOUR"))
+    # Change alerts: a channel's, bot's or topic's failure rate rising above its own baseline (a Bernoulli CUSUM,
+    # workers.alerts.changes; docs/statistics.md): on/off, false alarms per group-month on stable traffic, and the
+    # answers of its own history a group needs before it is watched.
+    change_alerts: bool = Field(True, **_env("RELMON_CHANGE_ALERTS"))
+    change_alert_false_alarms: float = Field(0.5, gt=0, le=10, **_env("RELMON_CHANGE_ALERT_FALSE_ALARMS"))
+    change_alert_min_baseline: int = Field(200, ge=50, **_env("RELMON_CHANGE_ALERT_MIN_BASELINE"))
     # A low score alerts only when a second opinion (another seed, temperature 0.7, or another model) is low too.
     confirm: Literal["second_opinion", "off"] = Field("second_opinion", **_env("RELMON_CONFIRM"))
     confirm_model: str | None = Field(None, **_env("RELMON_CONFIRM_MODEL"))

@@ -45,6 +45,10 @@ class TopicSettings(BaseModel):
     embedding_price_setting: float | None = Field(None, ge=0, **_env("RELMON_COST_EMBEDDING_PER_MTOK"))
     topics_min_questions: int = Field(30, ge=2, **_env("RELMON_TOPICS_MIN_QUESTIONS"))
     topics_min_size: int = Field(8, ge=2, **_env("RELMON_TOPICS_MIN_SIZE"))
+    # A topic marked fixed (common.reports.fixes): its failure rate after the mark is compared with these days
+    # before it, and it is followed this many days after it (then its last verdict stands).
+    fix_baseline_days: int = Field(28, ge=7, le=365, **_env("RELMON_FIX_BASELINE_DAYS"))
+    fix_follow_days: int = Field(90, ge=7, le=730, **_env("RELMON_FIX_FOLLOW_DAYS"))
 
     @property
     def embedding_price(self) -> float:

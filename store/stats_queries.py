@@ -253,3 +253,21 @@ def pair_texts(session: Session, pair_ids: Iterable[int]) -> dict[int, tuple[str
         ).all():
             texts[row.id] = (row.question_text, row.answer_text)
     return texts
+
+
+def prompt_numbers(session: Session, judges: Iterable[str]) -> dict[str, dict[str, int]]:
+    """Each of these judges' prompt versions numbered in the order they first judged (1 the oldest the store still
+    holds), so the digest says "v3" rather than a hash. Read only for judges whose version changed: a group-by
+    over their judgments."""
+    names = sorted(set(judges))
+    if not names:
+        return {}
+    query = (
+        select(Judgment.judge, Judgment.prompt_version, func.min(Judgment.created_at).label("first"))
+        .where(Judgment.judge.in_(names), Judgment.prompt_version.is_not(None))
+        .group_by(Judgment.judge, Judgment.prompt_version)
+    )
+    numbers: dict[str, dict[str, int]] = defaultdict(dict)
+    for judge, version, _first in sorted(session.execute(query), key=lambda row: (row.judge, row.first, row[1])):
+        numbers[judge][version] = len(numbers[judge]) + 1
+    return dict(numbers)

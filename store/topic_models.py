@@ -126,3 +126,24 @@ class TopicSpend(Base):
     completion_tokens: Mapped[int] = mapped_column(Integer)
     cached_tokens: Mapped[int] = mapped_column(Integer)
     created_at: Mapped[CreatedAt]
+
+
+class TopicFix(Base):
+    """A topic (or a knowledge gap of it) marked fixed: when, by whom, the message its verdicts are posted under,
+    and the verdict last told there (common.reports.fixes; workers.fixes follows it)."""
+
+    __tablename__ = "topic_fixes"
+    __table_args__ = (Index("ix_topic_fixes_topic_key", "topic_key"),)
+
+    id: Mapped[IdKey]
+    topic_key: Mapped[str] = mapped_column(String(40))
+    marked_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    marked_by: Mapped[str] = mapped_column(String(32))  # a Slack user id, or "cli"
+    channel_id: Mapped[str | None] = mapped_column(String(32), nullable=True)  # the mark's message: where the
+    message_ts: Mapped[str | None] = mapped_column(String(32), nullable=True)  # verdicts are posted, in its thread
+    verdict: Mapped[str | None] = mapped_column(String(16), nullable=True)  # the latest verdict (None: none yet)
+    verdict_key: Mapped[str | None] = mapped_column(String(100), nullable=True)  # its post-once key
+    reply_ts: Mapped[str | None] = mapped_column(String(32), nullable=True)  # its reply, once posted
+    regress_run_id: Mapped[int | None] = mapped_column(Integer, nullable=True)  # the topic's test set re-run
+    created_at: Mapped[CreatedAt]
+    updated_at: Mapped[UpdatedAt]

@@ -33,6 +33,7 @@ from common.reports.trust import (
     Precision,
     Suggestion,
     Trust,
+    VersionChange,
     canary_figures,
 )
 from store.models import ConfirmationStatus, Feedback, Judgment, JudgmentStatus, OutcomeSignal
@@ -285,26 +286,41 @@ def trust_report(current, previous, judges, thresholds_for, canary_runs):
     ]
 
     def versions(rows, judge):
-        return {
-            (j.model, j.prompt_version)
-            for r in rows
-            for j in r.judgments
-            if j.judge == judge and j.status == OK and not j.cached
-        }
+        """Each version that scored this judge's answers, with the first answer it judged (the pair's time)."""
+        seen = {}
+        for r in rows:
+            for j in r.judgments:
+                if j.judge == judge and j.status == OK and not j.cached:
+                    key = (j.model, j.prompt_version)
+                    seen[key] = min(seen.get(key, r.created_at), r.created_at)
+        return seen
+
+    def plain(version):
+        return version[0] or "", version[1] or ""
 
     comparability = {}
     for judge in judges:
-        now_v, before_v = versions(current, judge), versions(previous, judge)
+        now_seen, before_v = versions(current, judge), set(versions(previous, judge))
+        now_v = set(now_seen)
+        started = tuple((v, now_seen[v]) for v in sorted(now_v, key=lambda v: (now_seen[v], plain(v))))
         if len(now_v) > 1:
             models = sorted({model or "?" for model, _ in now_v})
             what = "model" if len(models) > 1 else "prompt"
             found = Comparability(
-                judge, False, f"the {judge} judge's {what} changed during the week ({', '.join(models)})"
+                judge,
+                False,
+                f"the {judge} judge's {what} changed during the week ({', '.join(models)})",
+                VersionChange(what, started, tuple(sorted(before_v, key=plain))),
             )
         elif now_v and before_v and now_v != before_v:
             ((model, _),) = now_v
-            what = "model" if model != sorted(before_v)[0][0] else "prompt"
-            found = Comparability(judge, False, f"the {judge} judge's {what} differs from last week's: not compared")
+            what = "model" if model != sorted(before_v, key=plain)[0][0] else "prompt"
+            found = Comparability(
+                judge,
+                False,
+                f"the {judge} judge's {what} differs from last week's: not compared",
+                VersionChange(what, started, tuple(sorted(before_v, key=plain))),
+            )
         else:
             found = Comparability(judge, True)
         comparability[judge] = found

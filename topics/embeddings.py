@@ -68,6 +68,15 @@ def endpoint_label(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, "", "")) or url
 
 
+def embedding_space(settings: Settings) -> str:
+    """What stored vectors are kept under: the model's name and its endpoint. Two endpoints serving one model name
+    (a local server's "text-embedding-3-small" look-alike, another provider's) need not share a space; vectors of
+    two spaces in one run would be grouped as if they did. The endpoint as a short digest keeps the key within its
+    column (200) and the host out of the database."""
+    where = hashlib.sha256(endpoint_label(endpoint_of(settings).base_url).encode("utf-8")).hexdigest()[:12]
+    return f"{settings.embedding_model[:180]}@{where}"
+
+
 def client_for(settings: Settings, *, timeout: float | None = None, max_retries: int = 2) -> EmbeddingClient:
     """The topics' own client, on the embeddings endpoint of the settings, with the model's limits. The SDK's
     retries are the only ones (a topics run is not a Celery retry loop)."""

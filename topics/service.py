@@ -1,19 +1,19 @@
 """The topics of a period, read from the store and written back: the adapter around `topics.build`.
 
-Loads the period's questions (and the week before's) once, gets their vectors (stored embeddings, the missing ones
-asked of the embeddings endpoint through the topics' own client, `topics.embeddings.client_for`, a batch at a time
-and stored; or the local fallback, and the report says which and why), builds the topics, names the new ones
+Loads the period's questions (and the week before's) once, gets their vectors (`topics.vectors`: stored
+embeddings, the missing ones asked of the embeddings endpoint a batch at a time and stored; or the local fallback,
+and the report says which and why), builds the topics, names the new ones
 (`topics.naming_run`: the judge LLM, its name checked, else keywords) only from questions every viewer of where the
 run is shown may read (`topics.audience`), and writes once: the topics' names with the private channels they were
 made from, and anchors (the cache), each pair's topic, the run's figures when it is a stored run, and the LLM
-spend. Every embedding or naming call is paid from the daily budget first (`store.usage.claim_llm_call`). A failed
-endpoint is noted by its kind only (`topics.failures`): its own words may echo the questions. Nothing here alerts.
+spend. Every embedding or naming call is paid from the daily budget first (`store.usage.claim_llm_call`). Nothing
+here alerts.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
@@ -29,23 +29,12 @@ from store.settings import Settings
 from store.signals import HUMAN_TAKEOVER
 from store.stats_queries import PairRow
 from store.usage import claim_llm_call
-from topics import local_embeddings
 from topics.audience import Place
 from topics.build import KnownTopic, TopicsReport, build_topics, too_few_report
-from topics.embeddings import (
-    EmbeddingClient,
-    EmbeddingsUnavailable,
-    batches,
-    client_for,
-    endpoint_label,
-    endpoint_of,
-    from_bytes,
-    text_sha,
-    to_bytes,
-)
-from topics.failures import BUDGET_SPENT, embedding_fallback_note, embeddings_error
+from topics.embeddings import EmbeddingClient
 from topics.naming_run import BudgetSpent, NamingDeps, Spend, name_topics
 from topics.questions import CurrentJudgment, Question, failure_reasons, resolution
+from topics.vectors import VectorSource
 
 log = logging.getLogger("relmon.topics")
 
@@ -133,7 +122,8 @@ def compute_topics(deps: TopicsDeps, query: TopicsQuery) -> TopicsReport:
     anchors = [Question(pid, None, None, text, query.now) for pid, text in anchor_texts.items()]
     everyone = [*current, *(previous or []), *anchors]
     enough = len(current) >= max(2, deps.settings.topics_min_questions)  # else nothing to embed: too few to group
-    vectors, embedding = _vectors(deps, everyone, query.now, run) if enough else (None, "none")
+    source = VectorSource(deps.db, deps.settings, deps.embedder, lambda: _charge(deps, query.now))
+    vectors, embedding = source.vectors(everyone, query.now, run.embedding, run.notes) if enough else (None, "none")
     if vectors is None:
         vectors = np.zeros((len(everyone), 1), dtype=np.float32)
     index = {q.pair_id: i for i, q in enumerate(everyone)}
@@ -197,84 +187,6 @@ def _charge(deps: TopicsDeps, now: datetime) -> None:
     with deps.db.session() as session:
         if not claim_llm_call(session, now.astimezone(UTC).date(), deps.settings.daily_budget):
             raise BudgetSpent
-
-
-def _vectors(deps: TopicsDeps, questions: Sequence[Question], now: datetime, run: _Run) -> tuple[np.ndarray, str]:
-    """Every question's vector in one space: the endpoint's (stored once per pair), else the local fallback's."""
-    settings = deps.settings
-    texts = [q.text for q in questions]
-    if settings.local_embedding_only:
-        return local_embeddings.local_vectors(texts), local_embeddings.NAME
-    where = endpoint_label(endpoint_of(settings).base_url)
-    try:
-        return _endpoint_vectors(deps, questions, now, run), settings.embedding_model
-    except EmbeddingsUnavailable as error:
-        why = embeddings_error(error)  # its kind only: the provider's words may echo the questions
-        said = f"{why} from {where} ({settings.embedding_model})"
-    except BudgetSpent:
-        why = said = BUDGET_SPENT
-    # Once a run: its vectors must share one space, so the texts already embedded are left aside too.
-    run.notes.append(embedding_fallback_note(local_embeddings.NAME, why))
-    log.warning(
-        f"topics fell back to the local embedding: {said}",
-        extra={"reason": why, "endpoint": where, "model": settings.embedding_model},
-    )
-    return local_embeddings.local_vectors(texts), local_embeddings.NAME
-
-
-class _Matrix:
-    """One row per question, filled as vectors come (stored or new); its width is the first vector's. float16, as
-    stored: half the memory of float32 (20,000 questions of 1,536 values: 61 MB), and the reduction reads it a
-    chunk at a time as float32."""
-
-    def __init__(self, rows: int, model: str) -> None:
-        self.rows, self.model = rows, model
-        self.data: np.ndarray | None = None
-        self.filled = np.zeros(rows, dtype=bool)
-
-    def put(self, index: int, vector: np.ndarray) -> None:
-        if self.data is None:
-            self.data = np.zeros((self.rows, len(vector)), dtype=np.float16)
-        if len(vector) != self.data.shape[1]:  # the endpoint changed sizes under one model name
-            raise EmbeddingsUnavailable(f"{self.model}: embeddings of {len(vector)} and {self.data.shape[1]} values")
-        self.data[index] = vector
-        self.filled[index] = True
-
-
-def _endpoint_vectors(deps: TopicsDeps, questions: Sequence[Question], now: datetime, run: _Run) -> np.ndarray:
-    model = deps.settings.embedding_model
-    shas = [text_sha(q.text) for q in questions]
-    where: dict[int, list[int]] = {}
-    for i, question in enumerate(questions):
-        where.setdefault(question.pair_id, []).append(i)
-    matrix = _Matrix(len(questions), model)
-    with deps.db.reading() as session:
-        for pair_id, sha, data in rows.stored_embeddings(session, list(where), model):
-            for i in where[pair_id]:
-                if shas[i] == sha:
-                    matrix.put(i, from_bytes(data))
-    missing = [int(i) for i in np.flatnonzero(~matrix.filled)]
-    if missing:
-        settings = deps.settings
-        client = deps.embedder() if deps.embedder else client_for(settings)
-        calls = batches(
-            [len(questions[i].text) for i in missing], settings.embedding_batch_size, settings.embedding_max_chars
-        )
-        for call in calls:
-            batch = missing[call.start : call.stop]
-            _charge(deps, now)
-            embedded, tokens = client.embed([questions[i].text for i in batch])
-            run.embedding.calls += 1
-            run.embedding.prompt += tokens
-            new_rows = []
-            for i, vector in zip(batch, embedded, strict=True):
-                matrix.put(i, vector)
-                new_rows.append(
-                    {"pair_id": questions[i].pair_id, "model": model, "text_sha": shas[i], "vector": to_bytes(vector)}
-                )
-            with deps.db.session() as session:
-                rows.store_embeddings(session, new_rows)
-    return matrix.data if matrix.data is not None else np.zeros((0, 1), dtype=np.float32)
 
 
 def _store(deps: TopicsDeps, report: TopicsReport, query: TopicsQuery, run: _Run) -> None:

@@ -2,13 +2,17 @@
 (`relmon canary`). Each run stores the model the API answered with, the prompt version, exact agreement and
 weighted kappa; when kappa fell by more than RELMON_CANARY_DROP since the last run, or another model answers
 under the configured name, relmon posts "the judge moved" in the alert channel, once per run (the one post-once
-protocol, keyed by the run)."""
+protocol, keyed by the run).
+
+A team's judge with a labelled file (`labels = "NAME.jsonl"` in its judges.d file) is re-judged the same way, in a
+run of its own: its agreement is stored, compared with its own last run, and reported beside the seed judge's."""
 
 from __future__ import annotations
 
 import logging
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from common.llm import llm_client_for
 from common.post_once import PostOnce, Receipts
@@ -16,10 +20,12 @@ from common.reports.figures import canary_point
 from common.reports.trust import CanaryPoint
 from common.runtime import Runtime
 from judges import TransientLLMError, get_judge
-from judges.labels import SUPPORT_CANARY, read_labels
+from judges.base import Judge
+from judges.labels import SUPPORT_CANARY, LabelError, read_labels
 from judges.metrics import agreement
 from judges.names import RELEVANCY
 from store import canary as canary_store
+from store.judge_catalog import judge_catalog
 from store.models import CanaryRun
 
 log = logging.getLogger("relmon.canary")
@@ -69,11 +75,12 @@ class Measured:
     prompt_version: str
 
 
-def measure(runtime: Runtime) -> Measured:
-    """Judge every labelled answer afresh (a client without a verdict cache; the SDK retries transient errors)."""
+def measure(runtime: Runtime, judge: Judge | None = None, labels_file: Path | None = None) -> Measured:
+    """Judge every labelled answer afresh (a client without a verdict cache; the SDK retries transient errors): the
+    seed canary by default, or a team's judge with its labelled file."""
     settings = runtime.settings
-    judge = get_judge(CANARY_JUDGE)
-    labels = read_labels(settings.canary_file or SUPPORT_CANARY, judge)
+    judge = judge or get_judge(CANARY_JUDGE)
+    labels = read_labels(labels_file or settings.canary_file or SUPPORT_CANARY, judge)
     client = llm_client_for(settings, redis_client=runtime.redis, max_retries=2, cache_size=0)
     human, judged, models = [], [], []
     for label in labels:
@@ -99,13 +106,17 @@ def measure(runtime: Runtime) -> Measured:
     )
 
 
-def run(runtime: Runtime, now: datetime | None = None) -> int:
-    """Measure and store one run; returns its id."""
+def run(
+    runtime: Runtime, now: datetime | None = None, judge: Judge | None = None, labels_file: Path | None = None
+) -> int:
+    """Measure and store one run (the seed canary's, or a team judge's with its labels); returns its id."""
     now = now or datetime.now(UTC)
     settings = runtime.settings
-    measured = measure(runtime)
+    name = judge.name if judge is not None else CANARY_JUDGE
+    measured = measure(runtime, judge, labels_file)
     with runtime.db.session() as session:
-        previous = canary_store.recent_runs(session, limit=1)
+        # Compared with its own last run: a team judge's kappa is not the seed's.
+        previous = canary_store.recent_runs(session, limit=1, judges=[name])
         before = canary_point(previous[0]) if previous else None
         moved = judge_moved(
             before,
@@ -116,7 +127,7 @@ def run(runtime: Runtime, now: datetime | None = None) -> int:
         )
         stored = canary_store.record_run(
             session,
-            judge=CANARY_JUDGE,
+            judge=name,
             configured_model=settings.judge_model,
             moved=moved[:200] if moved else None,
             created_at=now,
@@ -124,9 +135,26 @@ def run(runtime: Runtime, now: datetime | None = None) -> int:
         )
         run_id = stored.id
     log.info(
-        "canary run", extra={"canary_run": run_id, "kappa": measured.kappa, "model": measured.model, "moved": moved}
+        "canary run",
+        extra={"canary_run": run_id, "judge": name, "kappa": measured.kappa, "model": measured.model, "moved": moved},
     )
     return run_id
+
+
+def run_team(runtime: Runtime, now: datetime | None = None) -> list[int]:
+    """A run for each team judge with a labelled file; one whose file cannot be read is logged and left out (the
+    others still run). Returns the runs' ids."""
+    runs = []
+    for judge in judge_catalog(runtime.settings).custom.values():
+        path = judge.spec.labels_path
+        if path is None:
+            continue
+        try:
+            runs.append(run(runtime, now, judge, path))
+        except LabelError as error:
+            log.warning("canary: a team judge's labels cannot be read: left out", extra={"judge": judge.name,
+                        "problem": str(error)[:300]})  # fmt: skip
+    return runs
 
 
 def announce(runtime: Runtime, run_id: int) -> str:

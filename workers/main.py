@@ -53,6 +53,7 @@ TASK_MODULES = (
     "workers.tasks.canary",
     "workers.tasks.golden",
     "workers.tasks.topics",
+    "workers.tasks.fixes",
     "workers.tasks.traces",
 )
 

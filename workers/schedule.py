@@ -20,6 +20,7 @@ from workers.judging.rules import sweep_interval
 
 PURGE_HOUR, PURGE_MINUTE = 4, 30
 TOPICS_HOUR = 5
+CHANGE_TICK_SECONDS = 60.0
 
 
 class zoned_crontab(crontab):  # lower case, like the celery class it extends
@@ -138,5 +139,8 @@ def beat_schedule(settings: Settings) -> dict:
     schedule.update(sweep_schedule(settings.sweep_after_seconds))
     schedule.update(close_schedule(settings.outcome_window_seconds))
     # The LLM endpoint down: probe it, then release the answers that waited (workers.judging.outage_tick).
+    # Change alerts: each group's failure rate against its own baseline, fed what was judged since the last tick.
+    if settings.change_alerts:
+        schedule.update(every("relmon-change-alerts", task_names.WATCH_CHANGES, CHANGE_TICK_SECONDS))
     schedule.update(every("relmon-llm-outage", task_names.LLM_OUTAGE_TICK, tick_interval(settings.llm_probe_seconds)))
     return schedule

@@ -21,6 +21,7 @@ from common import metrics, task_names, task_notes
 from common.runtime import Runtime
 from common.telemetry.logs import event_fields
 from store.exchanges import StoredTrace, stored_trace
+from store.judge_catalog import judge_catalog
 from store.models import Judgment, OutcomeSignal, Pair
 from store.settings import Settings
 from store.signals import SIGNALS
@@ -91,6 +92,12 @@ def load_subject(runtime: Runtime, judgment_id: int) -> Subject | None:
         ext_shared=bool(ext_shared),
         setting=runtime.settings.traces_reasoning,
     )
+    spec = judge_catalog(runtime.settings).specs.get(judgment.judge)  # a team's judge: its pass or fail too
+    passed = None
+    if spec is not None and judgment.status == "ok" and judgment.score is not None:
+        # The threshold the channel's alerts use (its rule may move it from the file's fails_at), as the digest.
+        thresholds = runtime.rules.for_channel(channel, runtime.settings).thresholds
+        passed = judgment.score > thresholds.get(judgment.judge, spec.fails_at)
     verdict = TracedJudgment(
         judgment.id,
         judgment.judge,
@@ -99,6 +106,8 @@ def load_subject(runtime: Runtime, judgment_id: int) -> Subject | None:
         reasoning,
         judgment.confirmation_status,
         pair_id=judgment.pair_id,
+        passed=passed,
+        pass_fail=spec is not None and spec.scale.pass_fail,
     )
     return Subject(verdict, channel, answer_ts, thread_ts, pair_id=judgment.pair_id, trace=trace)
 

@@ -64,6 +64,15 @@ class TracedJudgment:
     reasoning: str | None
     confirmation_status: str | None
     pair_id: int = 0
+    # A team's judge (judges.d): whether the answer passed it (above its fails_at), and whether its scale is
+    # pass/fail. None for the seed judges, whose scores speak for themselves.
+    passed: bool | None = None
+    pass_fail: bool = False
+
+    @property
+    def label(self) -> str | None:
+        """`pass` or `fail` for a team judge's verdict, None otherwise."""
+        return None if self.passed is None else ("pass" if self.passed else "fail")
 
 
 def reasoning_for_traces(
@@ -96,13 +105,15 @@ def langfuse_scores(verdict: TracedJudgment, trace_id: str) -> list[dict]:
     scores = []
     if verdict.status == "ok" and verdict.normalized_score is not None:
         comment = (verdict.reasoning or "")[:COMMENT_CHARS] or None
+        # A pass/fail team judge's verdict is Langfuse's BOOLEAN (1 passed); every other score NUMERIC, 0–1.
+        boolean = verdict.pass_fail and verdict.passed is not None
         scores.append(
             {
                 "id": f"{judgment_key(verdict.judgment_id)}-score",
                 "traceId": trace_id,
                 "name": f"relmon.{verdict.judge}",
-                "value": verdict.normalized_score,
-                "dataType": "NUMERIC",
+                "value": (1 if verdict.passed else 0) if boolean else verdict.normalized_score,
+                "dataType": "BOOLEAN" if boolean else "NUMERIC",
                 "comment": comment,
             }
         )
@@ -138,6 +149,8 @@ def phoenix_annotations(verdict: TracedJudgment, span_id: str) -> list[dict]:
     annotations = []
     if verdict.status == "ok" and verdict.normalized_score is not None:
         result = {"score": verdict.normalized_score, "explanation": (verdict.reasoning or "")[:COMMENT_CHARS] or None}
+        if verdict.label is not None:  # a team judge's pass or fail, beside its score
+            result["label"] = verdict.label
         annotations.append((f"relmon.{verdict.judge}", result, f"{judgment_key(verdict.judgment_id)}-score"))
     if verdict.confirmation_status:
         result = {"label": verdict.confirmation_status}
@@ -173,6 +186,8 @@ def evaluation_events(verdict: TracedJudgment) -> list[dict]:
             "gen_ai.evaluation.name": f"relmon.{verdict.judge}",
             "gen_ai.evaluation.score.value": verdict.normalized_score,
         }
+        if verdict.label is not None:  # a team judge's pass or fail, beside its score
+            event["gen_ai.evaluation.score.label"] = verdict.label
         if verdict.reasoning:
             event["gen_ai.evaluation.explanation"] = verdict.reasoning[:COMMENT_CHARS]
         events.append(event)

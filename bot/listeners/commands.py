@@ -22,6 +22,7 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
 from bot.deps import BotDeps
+from bot.listeners.clicks import alert_click
 from bot.on_demand import judge_message, judge_pasted
 from bot.on_demand_limits import take_report
 from bot.permalinks import find_link, parse_message_link
@@ -201,14 +202,11 @@ class SlowWork:
 
     def feedback(self, body: dict, client: WebClient) -> None:
         """A click on an alert's feedback button: this person's vote (changeable)."""
-        action = body["actions"][0]
-        vote = VOTE_FOR_ACTION[action["action_id"]]
-        container = body.get("container") or {}
-        asker = Asker(body["user"]["id"], container.get("channel_id"), body.get("response_url"))
-        value = action.get("value")
-        if not isinstance(value, str) or not re.fullmatch(r"[0-9]{1,18}", value):
+        click = alert_click(body)
+        if click is None or click.action_id not in VOTE_FOR_ACTION:
             return  # not a judgment's id
-        record_click(self.runtime, client, asker, int(value), vote, message_ts=container.get("message_ts"))
+        vote = VOTE_FOR_ACTION[click.action_id]
+        record_click(self.runtime, client, click.asker, click.judgment_id, vote, message_ts=click.message_ts)
 
 
 def _queue_digest_preview(runtime: Runtime, client: WebClient, asker: Asker) -> None:

@@ -7,13 +7,13 @@ Nothing of the exchange is ever posted in the channel."""
 from __future__ import annotations
 
 import logging
-import re
 
-from slack_bolt import Ack, App
+from slack_bolt import App
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
 from bot.deps import BotDeps
+from bot.listeners.clicks import ack_now, alert_click
 from bot.replies import tell
 from common.exchange_access import may_view, slack_group_members
 from common.messages.blocks import message, section
@@ -27,26 +27,16 @@ from store.models import Judgment, Pair
 log = logging.getLogger("relmon.exchange_view")
 
 
-def _judgment_id(value: object) -> int | None:
-    return int(value) if isinstance(value, str) and re.fullmatch(r"[0-9]{1,18}", value) else None
-
-
-def ack_now(ack: Ack) -> None:
-    ack()
-
-
 def _say(client: WebClient, asker: Asker, text: str) -> None:
     tell(client, asker, message(text, [section(text)]))
 
 
 def open_exchange(runtime: Runtime, body: dict, client: WebClient) -> None:
     """The lazy half of a click: the modal for a viewer the bot's rule names, a private refusal for anyone else."""
-    action = (body.get("actions") or [{}])[0]
-    container = body.get("container") or {}
-    asker = Asker(body["user"]["id"], container.get("channel_id"), body.get("response_url"))
-    judgment_id = _judgment_id(action.get("value"))
-    if judgment_id is None:
+    click = alert_click(body)
+    if click is None:
         return  # not a judgment's id: a forged click
+    asker, judgment_id = click.asker, click.judgment_id
     try:
         with runtime.db.reading() as session:
             judgment = session.get(Judgment, judgment_id)

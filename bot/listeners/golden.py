@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 
 from slack_bolt import Ack, App
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
 from bot.deps import BotDeps
+from bot.listeners.clicks import ack_now, alert_click, judgment_id_of
 from bot.replies import tell
 from common import golden_notes, task_names
 from common.celery_app import celery
@@ -41,24 +41,14 @@ from store.models import Judgment, Pair
 log = logging.getLogger("relmon.golden")
 
 
-def _judgment_id(value: object) -> int | None:
-    return int(value) if isinstance(value, str) and re.fullmatch(r"[0-9]{1,18}", value) else None
-
-
-def ack_now(ack: Ack) -> None:
-    ack()
-
-
 def open_modal(runtime: Runtime, membership: MembershipCache, body: dict, client: WebClient) -> None:
     """The lazy half of a click: the modal, pre-filled with the question and the item's expected answer (or the
     teammate's reply) as far as this person may read them here (common.golden_access); a person who may not change
     the item is told so instead."""
-    action = (body.get("actions") or [{}])[0]
-    container = body.get("container") or {}
-    asker = Asker(body["user"]["id"], container.get("channel_id"), body.get("response_url"))
-    judgment_id = _judgment_id(action.get("value"))
-    if judgment_id is None:
+    click = alert_click(body)
+    if click is None:
         return  # not a judgment's id: a forged click
+    asker, judgment_id = click.asker, click.judgment_id
     try:
         with runtime.db.reading() as session:
             judgment = session.get(Judgment, judgment_id)
@@ -112,7 +102,7 @@ def save_modal(runtime: Runtime, body: dict, view: dict, client: WebClient) -> N
     its key and IDs, checks who submitted, and adds, edits or removes the item."""
     try:
         metadata = json.loads(view.get("private_metadata") or "{}")
-        judgment_id = _judgment_id(str(metadata.get("judgment_id")))
+        judgment_id = judgment_id_of(str(metadata.get("judgment_id")))
     except (ValueError, AttributeError):
         metadata, judgment_id = {}, None
     if judgment_id is None:

@@ -7,18 +7,21 @@ caller has already applied the privacy rule, so every quote passed in may be pri
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from zoneinfo import ZoneInfo
 
 from common.messages import blocks as block_kit
 from common.messages import rates
+from common.messages.agreement import channel_parts, judge_lines
 from common.messages.blocks import WEEK_BEFORE, escape, no_data
+from common.messages.fixes import FixLine, fixes_blocks, fixes_text
 from common.messages.golden import digest_line
 from common.messages.outcomes import NOTE as OUTCOME_NOTE
 from common.messages.outcomes import outcome_lines
 from common.messages.readable import Readable
 from common.messages.sampling import sampled_text
+from common.messages.team_judges import shown_judges, team_judge_line, team_section
 from common.messages.topics import cost_text, fix_first_blocks, topics_text
 from common.messages.trust import TRUST_HEADING, precision_text, trust_lines, trust_section
 from common.reports.intervals import MIN_N
@@ -55,7 +58,9 @@ def judge_line(stats: JudgeStats, change: Change | None = None, before: str = WE
     """`mean 3.10 / 4 (2.95–3.24, n=48), no clear change (n=48 vs 40) · 12% ≤ 2 (6–24%, n=48), ▼ 31% → 12%
     (significant)`: each figure with its 95% interval and n, "too few (n=4)" below the minimum, a change only
     when significant (`common.messages.rates`); `· no data the week before` when the week (`before`: the period)
-    compared with had no scores."""
+    compared with had no scores. A team's judge leads with its pass rate (`common.messages.team_judges`)."""
+    if stats.team:
+        return team_judge_line(stats, change, before)
     if stats.scored == 0:
         extra = f" · {stats.nulls} unscorable" if stats.nulls else ""
         return f"no scores{extra}"
@@ -205,7 +210,8 @@ def _overall_fields(report: Report, topics: TopicsView | None = None) -> list[di
     fields = [
         {"type": "mrkdwn", "text": f"*Answers*\n{_volume_line(overall)}"},
     ]
-    for name, stats in list(overall.judges.items())[:3]:
+    seeds = [(name, stats) for name, stats in overall.judges.items() if not stats.team]
+    for name, stats in seeds[:3]:  # the team's judges have a section of their own (`team_section`)
         text = f"*{name.capitalize()}*\n{judge_line(stats, report.change(overall, name), report.period.before)}"
         if stats.scored:
             text += f"\n{distribution_line(stats)}"
@@ -226,7 +232,8 @@ def _overall_fields(report: Report, topics: TopicsView | None = None) -> list[di
 
 def _channel_section(report: Report, stats: ChannelStats, links: Links, quotes: Quotes) -> dict:
     lines = [f"*{channel_ref(stats.channel_id)}* — {_volume_line(stats)}"]
-    for name, judge in stats.judges.items():
+    for name in shown_judges(stats):
+        judge = stats.judges[name]
         line = f"{name}: {judge_line(judge, report.change(stats, name), report.period.before)}"
         # The distribution on the judge's own line keeps a channel's section short when there are many.
         lines.append(line + (f" · {distribution_line(judge)}" if judge.scored else ""))
@@ -239,6 +246,7 @@ def _channel_section(report: Report, stats: ChannelStats, links: Links, quotes: 
         found = report.trust.precision_of(stats.channel_id, name)
         if found is not None and found.voted:
             extras.append(f"{name} alerts: {precision_text(found)}")
+    extras += channel_parts(report.agreement, stats.channel_id, stats.judges, report.period.before)
     if stats.tokens.total:
         extras.append(_short_usage(stats))
     if extras:
@@ -307,9 +315,11 @@ def digest_message(
     *,
     chart_in_thread: bool = False,
     topics: TopicsView | None = None,
+    fixes: Sequence[FixLine] = (),
 ) -> dict:
     """`{"text", "blocks"}` for chat.postMessage (at most 50 blocks). `chart_in_thread`: the chart follows
-    as a reply, and the message says where to find it. `topics`: "What to fix first" opens it."""
+    as a reply, and the message says where to find it. `topics`: "What to fix first" opens it; `fixes`: the
+    followed fixes' verdicts ("Fixes") follow it."""
     title = title_of(report)
     sole = _sole_channel(report)
     period = period_text(report) + (f" · {channel_ref(sole.channel_id)} only" if sole is not None else "")
@@ -324,8 +334,14 @@ def digest_message(
         return {"text": f"{title}: no answers captured", "blocks": blocks}
     if topics is not None:
         blocks += fix_first_blocks(topics)
+    blocks += fixes_blocks(fixes)
     blocks.append({"type": "section", "fields": _overall_fields(report, topics)})
-    trust = trust_section(report.trust, list(report.overall.judges))
+    team = team_section(report, channel_ref)
+    if team is not None:
+        blocks.append(team)
+    judges = list(report.overall.judges)
+    agreement = judge_lines(report.agreement, judges, links, before=report.period.before)
+    trust = trust_section(report.trust, judges, agreement, report.period.timezone)
     tail = [] if trust is None else [trust]
     if chart_in_thread:
         resolution = ", the daily resolution rate" if report.outcomes.any_closed else ""
@@ -387,6 +403,7 @@ def digest_text(
     topics: TopicsView | None = None,
     *,
     readable: Readable | None = None,
+    fixes: Sequence[FixLine] = (),
 ) -> str:
     """The same digest for a terminal: channels by name and answers by local time (`readable`: the names known;
     the report's own zone), each channel's block once."""
@@ -397,10 +414,13 @@ def digest_text(
         return "\n".join(out) + "\n"
     if topics is not None:
         out += [topics_text(topics)]
+    if fixes:
+        out += ["== Fixes ==", *(fixes_text(line) for line in fixes), ""]
 
     def block(stats: ChannelStats) -> list[str]:
         lines = [f"Answers: {_volume_line(stats)}"]
-        for name, judge in stats.judges.items():
+        for name in shown_judges(stats):
+            judge = stats.judges[name]
             lines.append(f"{name}: {judge_line(judge, report.change(stats, name), report.period.before)}")
             if judge.scored:
                 lines.append(f"  {distribution_line(judge)}")
@@ -418,7 +438,9 @@ def digest_text(
     sole = _sole_channel(report)
     out.append("== All channels ==" if sole is None else f"== All channels: {labels[sole.channel_id]} only ==")
     out += block(report.overall)
-    trust = trust_lines(report.trust, list(report.overall.judges), slack=False)
+    judges = list(report.overall.judges)
+    agreement = judge_lines(report.agreement, judges, links, slack=False, before=report.period.before)
+    trust = trust_lines(report.trust, judges, slack=False, agreement=agreement, timezone=report.period.timezone)
     if trust:
         out += ["", f"== {TRUST_HEADING} ==", *trust]
     for stats in report.channels if sole is None else []:

@@ -6,11 +6,13 @@ from collections.abc import Mapping
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
+from common.messages.agreement import channel_parts, judge_lines
 from common.messages.blocks import pct
 from common.messages.digest import channel_ref, judge_line
 from common.messages.outcomes import NOTE as OUTCOME_NOTE
 from common.messages.outcomes import outcome_lines
 from common.messages.sampling import plan_text, sampled_text
+from common.messages.team_judges import shown_judges
 from common.messages.trust import precision_text, trust_section
 from common.reports.stats import ChannelStats, Report
 from store.rules import EffectiveRule
@@ -28,11 +30,13 @@ def _figures(stats: ChannelStats, report: Report | None = None) -> str:
     sampled = sampled_text(stats.sampled_share)
     if sampled:
         parts.append(sampled)
-    for name, judge in stats.judges.items():
-        parts.append(f"{name} {judge_line(judge)}")
+    for name in shown_judges(stats):  # a team judge where it runs, with its pass rate
+        parts.append(f"{name} {judge_line(stats.judges[name])}")
         found = report.trust.precision_of(stats.channel_id, name) if report is not None else None
         if found is not None and found.voted:
             parts.append(f"{name} alerts: {precision_text(found)}")
+    if report is not None and stats.channel_id is not None:  # every channel's: the trust section's fuller lines
+        parts += channel_parts(report.agreement, stats.channel_id, stats.judges)
     parts.append(f"{stats.errors} error{'s' if stats.errors != 1 else ''}")
     outcomes = outcome_lines(report.outcomes, stats.channel_id) if report is not None else []
     return "\n".join([" · ".join(parts), *(f"outcomes: {line}" for line in outcomes)])
@@ -126,7 +130,8 @@ def home_view(
     ]
     if hidden_private:
         blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": hidden_note(hidden_private)}]})
-    trust = trust_section(report.trust, list(report.overall.judges))  # the digest's, over what they may see
+    judges = list(report.overall.judges)  # the digest's trust lines, over what they may see; no links (no Slack call)
+    trust = trust_section(report.trust, judges, judge_lines(report.agreement, judges, {}), report.period.timezone)
     if trust is not None:
         blocks.append(trust)
     if topics:  # what to fix first (common.messages.topics.home_blocks)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from common.messages import blocks as block_kit
 from common.messages import rates
 from common.messages.blocks import escape, no_data, one_line
+from common.messages.fixes import mark_buttons
 from common.reports.intervals import Estimate, proportion, proportion_change
 from common.reports.topics import TOP_TOPICS, FailedLine, GapLine, TooFew, TopicLine, TopicsView
 from store.signals import ESCALATION, HUMAN_TAKEOVER, NEGATIVE_REACTION, REASK
@@ -17,6 +18,7 @@ EXAMPLE_CHARS = 160
 ANSWER_CHARS = 200
 WITHHELD = "example from a private channel: not quoted here"
 NOT_QUOTED = "a question from a private channel: not quoted here"
+MARKED_ON_HOME = 5  # App Home's "Mark fixed" buttons: its first topics (one actions block)
 TOP_FAILED = 10  # failed questions a message lists when there were too few to group (the terminal lists them all)
 # Why a question failed (`topics.questions.REASONS`), as a reader says it.
 REASON_WORDS = {
@@ -152,7 +154,7 @@ def fix_first_blocks(view: TopicsView, *, top: int = TOP_TOPICS) -> list[dict]:
             why = f"{why} {summary_text(view)}."
         return [block_kit.section(f"*{HEADING}*\n{escape(why)}"), block_kit.divider()]
     lines = [f"*{HEADING}*"] + [_topic_mrkdwn(rank, line) for rank, line in enumerate(view.topics[:top], start=1)]
-    out = [block_kit.section("\n".join(lines))]
+    out = [block_kit.section("\n".join(lines)), *mark_buttons([(t.key, t.name) for t in view.topics[:top]])]
     if view.gaps:
         gaps = ["*Knowledge gaps* (draft entries: `relmon gaps --format markdown`)"]
         out.append(block_kit.section("\n".join(gaps + [_gap_mrkdwn(gap) for gap in view.gaps])))
@@ -175,6 +177,7 @@ def home_blocks(view: TopicsView | None, *, top: int = 10) -> list[dict]:
     return [
         title,
         block_kit.section("\n".join(lines)),
+        *mark_buttons([(t.key, t.name) for t in view.topics[:MARKED_ON_HOME]]),
         block_kit.context(escape(" · ".join([summary_text(view), *view.notes]))),
     ]
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from common.messages import blocks as block_kit
 from common.messages import rates
+from common.messages.versions import version_notes
 from common.reports.trust import DISPUTED_SHOWN, CanaryFigures, Precision, Suggestion, Trust
 from store import bot_groups
 
@@ -72,24 +75,37 @@ def second_opinion_text(trust: Trust, *, slack: bool = True, shown: int = DISPUT
     return "Second opinions: " + " · ".join(parts)
 
 
-def trust_lines(trust: Trust, judges: list[str], *, slack: bool = True) -> list[str]:
-    """The digest's lines on the alerts and the judge, overall."""
+def trust_lines(
+    trust: Trust,
+    judges: list[str],
+    *,
+    slack: bool = True,
+    agreement: Sequence[str] = (),
+    timezone: str | None = None,
+) -> list[str]:
+    """The digest's lines on the alerts and the judge, overall; `agreement`: each judge against the team's labels
+    (`common.messages.agreement.judge_lines`), after the alerts' precision; `timezone`: when a judge's new version
+    began."""
     voted = [(judge, trust.precision_of(None, judge)) for judge in judges]
     lines = [f"Alert precision, {judge}: {precision_text(found)}" for judge, found in voted if found is not None]
+    lines += agreement
     second = second_opinion_text(trust, slack=slack)
     if second:
         lines.append(second)
     lines += [f"Threshold: {suggestion_text(found, slack=slack)}" for found in trust.suggestions]
-    canary = canary_text(trust.canary)
-    if canary:
-        lines.append(canary)
-    lines += [f"Not compared with last week: {note}" for note in trust.notes]
+    for figures in (trust.canary, *trust.team_canaries.values()):  # the seed canary, then each team judge's
+        canary = canary_text(figures)
+        if canary:
+            lines.append(canary)
+    lines += [f"Judge changed: {note}" for note in version_notes(trust, timezone)]
     return lines
 
 
-def trust_section(trust: Trust, judges: list[str]) -> dict | None:
+def trust_section(
+    trust: Trust, judges: list[str], agreement: Sequence[str] = (), timezone: str | None = None
+) -> dict | None:
     """The digest's and App Home's section of trust lines; None when there is nothing to say."""
-    lines = trust_lines(trust, judges)
+    lines = trust_lines(trust, judges, agreement=agreement, timezone=timezone)
     if not lines:
         return None
     return block_kit.section(block_kit.shorten(f"*{TRUST_HEADING}*\n" + "\n".join(lines), SECTION_CHARS))

@@ -157,7 +157,8 @@ def stats_message(
         label = judge_label(row.judge)
         mean = rates.mean_text(row.mean_estimate, row.max_score) if row.judged else "no score"
         share = rates.rate_text(row.low_estimate, f"at or below {format_score(row.threshold, None)}")
-        line = f"*{label}*: {row.judged} answers judged · mean {mean} · {share if row.judged else 'n/a'}"
+        answers = f"{row.judged} answer{'s' if row.judged != 1 else ''}"
+        line = f"*{label}*: {answers} judged · mean {mean} · {share if row.judged else 'n/a'}"
         if row.errors:
             line += f" · {row.errors} could not be judged"
         if row.precision is not None and row.precision.voted:

@@ -1,5 +1,5 @@
 """The whole report of a period in one pass over its pairs: overall and per channel, this week and the one before,
-the daily series, the trust and the outcome figures.
+the daily series, the trust and the outcome figures and each judge's agreement with the team.
 
 Each pair is handed to running tallies (`common.reports.stats`, `.trust`, `.outcomes`) and dropped, so a report
 holds counts per channel, judge, score and day and the few worst answers, never a row per pair: a backfill's year
@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TypeVar
 
+from common.reports.agreement import AgreementReport, AgreementTally
 from common.reports.outcomes import DailyOutcomeTally, OutcomeReport, OutcomeTally
 from common.reports.period import Period
 from common.reports.stats import (
@@ -20,6 +21,7 @@ from common.reports.stats import (
     DailyTally,
     Prices,
     Report,
+    Scales,
     ThresholdsFor,
     is_answer,
     ordered_judges,
@@ -46,11 +48,12 @@ def _memo(function: Callable[[str | None], Value]) -> Callable[[str | None], Val
 class _Week:
     """One week's (or period's) tallies: every channel together, each channel, and their outcomes."""
 
-    def __init__(self, thresholds_for: ThresholdsFor, prices: Prices, worst: int) -> None:
-        self.new_channel = lambda: ChannelTally(thresholds_for, prices, worst)
+    def __init__(self, thresholds_for: ThresholdsFor, prices: Prices, worst: int, scales: Scales) -> None:
+        self.new_channel = lambda: ChannelTally(thresholds_for, prices, worst, scales)
         self.overall = self.new_channel()
         self.channels: dict[str, ChannelTally] = {}
         self.outcomes = OutcomeTally()
+        self.agreement = AgreementTally(thresholds_for)
         self.channel_outcomes: dict[str, OutcomeTally] = {}
         self.answer_channels: set[str] = set()  # the channels of its captured answers
 
@@ -63,6 +66,7 @@ class _Week:
         if not is_answer(row):
             return
         self.outcomes.add(row)
+        self.agreement.add(row)
         if channel is not None:
             self.answer_channels.add(channel)
             outcomes = self.channel_outcomes.get(channel) or self.channel_outcomes.setdefault(channel, OutcomeTally())
@@ -93,14 +97,17 @@ class ReportBuilder:
         is_watched: Callable[[str], bool] = lambda _channel: True,
         worst: int = 3,
         canary_runs: Sequence[CanaryPoint] = (),
+        scales: Scales | None = None,
     ) -> None:
+        """`scales`: the team judges' scales from their files (the seed judges' are `SCALES`)."""
         self.period = period
         self.thresholds_for: Callable[[str | None], Mapping[str, float]] = _memo(thresholds_for)
         self.is_watched = _memo(is_watched)
         self.channels = list(channels)
         self.canary_runs = list(canary_runs)
-        self.current = _Week(self.thresholds_for, prices, worst)
-        self.previous = _Week(self.thresholds_for, prices, worst)
+        self.scales = {**(scales or {}), **SCALES}
+        self.current = _Week(self.thresholds_for, prices, worst, self.scales)
+        self.previous = _Week(self.thresholds_for, prices, worst, self.scales)
         self.daily = DailyTally(period)
         self.daily_outcomes = DailyOutcomeTally(period)
         self.trust = TrustTally()
@@ -142,7 +149,7 @@ class ReportBuilder:
             daily=self.daily.points(main),
             primary_judge=main,
             thresholds={channel: dict(self.thresholds_for(channel)) for channel in [None, *channel_ids]},
-            trust=self.trust.trust(judges, self.thresholds_for, SCALES, self.canary_runs),
+            trust=self.trust.trust(judges, self.thresholds_for, self.scales, self.canary_runs),
             outcomes=OutcomeReport(
                 judge=main,
                 overall=current.outcomes.stats(None, main),
@@ -153,4 +160,5 @@ class ReportBuilder:
                 },
                 daily=self.daily_outcomes.points(),
             ),
+            agreement=AgreementReport(current.agreement.result(), previous.agreement.result()),
         )

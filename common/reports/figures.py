@@ -12,9 +12,11 @@ from common.reports.period import Period
 from common.reports.stats import Prices, Report
 from common.reports.trust import CanaryPoint
 from common.runtime import Runtime
+from judges.names import JUDGE_NAMES
 from store.canary import recent_runs
+from store.judge_catalog import judge_catalog
 from store.models import as_utc
-from store.stats_queries import stream_pair_rows
+from store.stats_queries import prompt_numbers, stream_pair_rows
 
 
 def prices_for(runtime: Runtime) -> Prices:
@@ -26,6 +28,10 @@ def load_report(runtime: Runtime, period: Period, may_see: Callable[[str], bool]
     """The report of the watched channels; `may_see` leaves out channels a viewer may not see (the App Home)."""
     report = read_report(runtime, period, may_see).report()
     with runtime.db.reading() as session:
+        changed = [c.judge for c in report.trust.comparability.values() if c.change is not None]
+        if changed:  # the versions are named as people number them ("v3"), not by their hash
+            trust = replace(report.trust, version_numbers=prompt_numbers(session, changed))
+            report = replace(report, trust=trust)
         return replace(report, golden=golden_figures(session, period.start))
 
 
@@ -36,7 +42,9 @@ def read_report(
     pairs in memory at a time, however long the period)."""
     settings, rules = runtime.settings, runtime.rules
     with runtime.db.session() as session:
-        runs = recent_runs(session, before=period.end)
+        runs = recent_runs(session, before=period.end, judges=JUDGE_NAMES)  # the seed canary's two newest
+        for name in judge_catalog(settings).specs:  # and each team judge's, when it has labels
+            runs += recent_runs(session, before=period.end, judges=[name])
         builder = ReportBuilder(
             period,
             lambda channel: rules.for_channel(channel, settings).thresholds,
@@ -44,12 +52,19 @@ def read_report(
             channels=set(settings.watched_channels) | set(rules.channels),
             is_watched=lambda channel: rules.for_channel(channel, settings).watch and may_see(channel),
             canary_runs=[canary_point(run) for run in runs],
+            scales=team_scales(settings),
         )
         for row in stream_pair_rows(session, period.start, period.end):
             builder.add_current(row)
         for row in stream_pair_rows(session, period.previous_start, period.start):
             builder.add_previous(row)
     return builder
+
+
+def team_scales(settings) -> dict[str, tuple[int, int]]:
+    """The team judges' scales, from their files (a judge whose file is gone keeps what it stored)."""
+    specs = judge_catalog(settings).specs
+    return {name: (spec.scale.low, spec.scale.high) for name, spec in specs.items()}
 
 
 def canary_point(run) -> CanaryPoint:

@@ -13,9 +13,18 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 
+from common.reports.agreement import AgreementReport
 from common.reports.costs import Prices, Tokens, TokenTally
 from common.reports.golden import GoldenFigures
-from common.reports.intervals import Estimate, Shift, bootstrap_mean, mean_change, proportion, proportion_change
+from common.reports.intervals import (
+    Estimate,
+    Interval,
+    Shift,
+    bootstrap_mean,
+    mean_change,
+    proportion,
+    proportion_change,
+)
 from common.reports.outcomes import OutcomeReport
 from common.reports.period import DayIndex, Period
 from common.reports.trust import Trust
@@ -27,7 +36,7 @@ from common.reports.weighted import (
     weighted_proportion,
     weighted_proportion_change,
 )
-from judges.names import CORRECTNESS, GROUNDED, RELEVANCY
+from judges.names import CORRECTNESS, GROUNDED, JUDGE_NAMES, RELEVANCY
 from store.models import ANSWER_SOURCES, JudgmentStatus, PairStatus
 from store.signals import ALWAYS_JUDGED
 from store.stats_queries import JudgmentRow, PairRow
@@ -41,6 +50,12 @@ _NOT_JUDGED_STATUSES = {PairStatus.NO_QUESTION, PairStatus.EMPTY, PairStatus.DEL
 _WAITING_STATUSES = {PairStatus.SETTLING, PairStatus.PENDING}
 
 ThresholdsFor = Callable[[str | None], Mapping[str, float]]
+Scales = Mapping[str, tuple[int, int]]
+
+
+def is_team_judge(name: str) -> bool:
+    """A team's own judge (judges.d), not one of the seeds: the reports show its pass rate."""
+    return name not in JUDGE_NAMES
 
 
 @dataclass(frozen=True)
@@ -55,6 +70,8 @@ class JudgeStats:
     thresholds: tuple[float, ...]  # the thresholds in force (several when channels differ)
     # Sampled answers (RELMON_SAMPLE): each scored answer's weight 1/π, when they differ; None: every weight 1.
     weights: Weights | None = None
+    # A team judge's scale from its file (the seed judges' are `SCALES`); not compared: a figure, not a verdict.
+    scale_of_file: tuple[int, int] | None = field(default=None, compare=False)
 
     @property
     def share_low(self) -> float | None:
@@ -78,7 +95,7 @@ class JudgeStats:
     @property
     def low_estimate(self) -> Estimate:
         """The share at or below the threshold with its n and Wilson interval; reweighted for sampling (the Hájek
-        share, Wilson at Kish's effective n)."""
+        share, Wilson at the estimator's effective n: common.reports.weighted)."""
         if self.weights is not None:
             return weighted_proportion(self.weights)
         return proportion(self.low, self.scored)
@@ -88,7 +105,30 @@ class JudgeStats:
         return self.weights if self.weights is not None else Weights.of_counts(self.low, self.distribution)
 
     @property
+    def pass_estimate(self) -> Estimate:
+        """The share above the threshold (passed) with its n and Wilson interval: a team judge's headline;
+        reweighted for sampling (the complement of the weighted low share)."""
+        if self.weights is not None:
+            low = self.low_estimate
+            if low.value is None or low.interval is None:
+                return low
+            interval = Interval(1 - low.interval.high, 1 - low.interval.low)
+            return Estimate(1 - low.value, low.n, interval, effective_n=low.effective_n)
+        return proportion(self.scored - self.low, self.scored)
+
+    @property
+    def team(self) -> bool:
+        return is_team_judge(self.judge)
+
+    @property
+    def active(self) -> bool:
+        """Whether it gave any verdict here (a team judge runs only where its rules say)."""
+        return bool(self.scored or self.nulls or self.errors)
+
+    @property
     def scale(self) -> tuple[int, int]:
+        if self.scale_of_file is not None:
+            return self.scale_of_file
         return SCALES.get(self.judge, (min(self.distribution, default=0), max(self.distribution, default=0)))
 
 
@@ -162,6 +202,7 @@ class Change:
     no_previous: bool = False
     mean_shift: Shift | None = None
     share_shift: Shift | None = None
+    pass_shift: Shift | None = field(default=None, compare=False)  # the pass rate's (a team judge's headline)
 
 
 @dataclass(frozen=True)
@@ -185,6 +226,7 @@ class Report:
     trust: Trust = field(default_factory=Trust)
     outcomes: OutcomeReport = field(default_factory=OutcomeReport)
     golden: GoldenFigures | None = None  # the golden set's growth and last regress run (the digest)
+    agreement: AgreementReport = field(default_factory=AgreementReport)  # each judge against the team's labels
 
     def change(self, stats: ChannelStats, judge: str) -> Change:
         """Against the week before, only when the same judge model and prompt scored both weeks."""
@@ -215,8 +257,8 @@ def is_answer(row: PairRow) -> bool:
 class JudgeTally:
     """One judge's figures so far; "low" uses each answer's own channel threshold."""
 
-    def __init__(self, judge: str) -> None:
-        self.judge = judge
+    def __init__(self, judge: str, scale: tuple[int, int] | None = None) -> None:
+        self.judge, self.scale = judge, scale
         self.scored = self.nulls = self.errors = self.low = 0
         self.total = 0.0
         self.counts: Counter[int] = Counter()  # scores are discrete: a count per score of the scale
@@ -241,7 +283,8 @@ class JudgeTally:
 
     def stats(self) -> JudgeStats:
         counts = self.counts
-        low_end, high_end = SCALES.get(self.judge, (min(counts, default=0), max(counts, default=0)))
+        observed = (min(counts, default=0), max(counts, default=0))
+        low_end, high_end = self.scale or SCALES.get(self.judge, observed)
         return JudgeStats(
             judge=self.judge,
             scored=self.scored,
@@ -252,6 +295,7 @@ class JudgeTally:
             low=self.low,
             thresholds=tuple(sorted(self.thresholds)),
             weights=self.weights if self.weights.unequal else None,
+            scale_of_file=self.scale,
         )
 
 
@@ -308,8 +352,10 @@ def primary_judge(names: Iterable[str]) -> str:
 class ChannelTally:
     """One channel's figures so far (or every channel's, fed every row)."""
 
-    def __init__(self, thresholds_for: ThresholdsFor, prices: Prices, worst: int = 3) -> None:
-        self.thresholds_for, self.prices = thresholds_for, prices
+    def __init__(
+        self, thresholds_for: ThresholdsFor, prices: Prices, worst: int = 3, scales: Scales | None = None
+    ) -> None:
+        self.thresholds_for, self.prices, self.scales = thresholds_for, prices, scales or {}
         self.seen = self.judged = self.errored = self.votes_right = self.votes_wrong = 0
         self.statuses: Counter[str] = Counter()
         self.judges: dict[str, JudgeTally] = {}  # the judges that judged these answers, as first seen
@@ -337,7 +383,7 @@ class ChannelTally:
         thresholds = self.thresholds_for(row.channel_id) if row.judgments else {}
         for judgment in row.judgments:
             if judgment.judge not in self.judges:
-                self.judges[judgment.judge] = JudgeTally(judgment.judge)
+                self.judges[judgment.judge] = self._tally(judgment.judge)
             self.judges[judgment.judge].add(judgment, thresholds.get(judgment.judge), weight)
             self.votes_right += judgment.votes_right
             self.votes_wrong += judgment.votes_wrong
@@ -354,6 +400,9 @@ class ChannelTally:
             self.unsignalled_judged += 1
             self.sampled = self.sampled or probability is not None
 
+    def _tally(self, judge: str) -> JudgeTally:
+        return JudgeTally(judge, self.scales.get(judge) if is_team_judge(judge) else None)
+
     def stats(self, channel_id: str | None, judges: Sequence[str] | None = None) -> ChannelStats:
         """The figures, for `judges` (every channel of a report shows the same judges) or those seen."""
         names = list(judges) if judges is not None else ordered_judges(self.judges)
@@ -367,7 +416,7 @@ class ChannelTally:
             not_judged=sum(statuses[s] for s in _NOT_JUDGED_STATUSES),
             waiting=sum(statuses[s] for s in _WAITING_STATUSES),
             errored=self.errored,
-            judges={name: (self.judges.get(name) or JudgeTally(name)).stats() for name in names},
+            judges={name: (self.judges.get(name) or self._tally(name)).stats() for name in names},
             votes_right=self.votes_right,
             votes_wrong=self.votes_wrong,
             worst=self.worst.answers(),
@@ -403,6 +452,9 @@ def judge_change(current: JudgeStats | None, previous: JudgeStats | None) -> Cha
         share_low=share,
         mean_shift=mean_change(previous.distribution, current.distribution),
         share_shift=proportion_change((previous.low, previous.scored), (current.low, current.scored)),
+        pass_shift=proportion_change(
+            (previous.scored - previous.low, previous.scored), (current.scored - current.low, current.scored)
+        ),
     )
 
 

@@ -137,19 +137,26 @@ def latest_view(
     return stored_view(run, periods, texts, audience_sees=audience_sees, may_quote=may_quote_text, place=place)
 
 
-def daily_run(runtime: Runtime, now: datetime, llm: NamingLLM = None):
+def daily_run(runtime: Runtime, now: datetime, llm: NamingLLM = None, redis_client: redis.Redis | None = None):
     """The daily run App Home (and the digest's dry run) shows: the last seven days' topics, stored under the
     day's key, named for App Home (one person, no channel: the quoting rule quotes no private channel there, so
     neither does a name). Beat makes it (`refresh`), `relmon topics --refresh` and a view with none stored on
-    demand."""
+    demand. With `redis_client`, under the same lock as a view making topics on demand: beat's run, the CLI's and
+    a preview's never group the same week at once (each would pay, and the later one's assignments would
+    overwrite the other's half way)."""
+    with _one_maker(redis_client):
+        return _make_daily(runtime, now, llm)
+
+
+def _make_daily(runtime: Runtime, now: datetime, llm: NamingLLM):
     key = f"daily:{now.date().isoformat()}"
     place = place_of(runtime, Destination(None, lambda _channel: True))
     return make_topics(runtime, now - WEEK, now, now, key, place, llm)
 
 
-def refresh(runtime: Runtime, now: datetime, llm: NamingLLM = None) -> str:
+def refresh(runtime: Runtime, now: datetime, llm: NamingLLM = None, redis_client: redis.Redis | None = None) -> str:
     """The daily run (`daily_run`), made and stored; its key."""
-    daily_run(runtime, now, llm)
+    daily_run(runtime, now, llm, redis_client)
     return f"daily:{now.date().isoformat()}"
 
 
@@ -181,7 +188,7 @@ def stored_or_made_view(
         if view is not None:
             return view, False
         try:
-            refresh(runtime, now, llm)
+            _make_daily(runtime, now, llm)
         except Exception as error:  # a bug or the database: the digest still shows, without its topics
             log.exception("topics failed")
             return TopicsView(0, 0, "none", (), notes=(not_built_note(error),)), True

@@ -35,6 +35,7 @@ class TopicLine:
     previous: Figures | None
     example: str | None  # a question that may be quoted here, or None
     example_withheld: bool = False  # there was an example, from a channel whose text is not quoted here
+    key: str | None = None  # the topic's stable key (its "Mark fixed" button's value)
 
 
 @dataclass(frozen=True)
@@ -131,7 +132,7 @@ def view_of(
             continue
         example, withheld = _example(topic.examples, may_quote)
         name = shown_name(topic.name, topic.name_sources, place)
-        lines.append(TopicLine(name, topic.figures, topic.previous, example, withheld))
+        lines.append(TopicLine(name, topic.figures, topic.previous, example, withheld, topic.key))
         shown_gaps += [(name, gap) for gap in topic.gaps if may_quote(gap.question)]
     shown_gaps.sort(key=lambda item: (-item[1].asked, item[1].kind != "teammate_answer"))
     gaps = tuple(GapLine(name, g.question.text, g.answer, g.asked) for name, g in shown_gaps[:TOP_GAPS])
@@ -194,7 +195,8 @@ def stored_view(
         if period.previous_questions is not None:
             previous = Figures(period.previous_questions, period.previous_failed or 0)
         sources = tuple(period.name_sources) if period.name_sources is not None else None
-        lines.append(TopicLine(shown_name(period.name, sources, place), figures, previous, example, withheld))
+        name = shown_name(period.name, sources, place)
+        lines.append(TopicLine(name, figures, previous, example, withheld, period.topic_key))
     shown = run.questions - hidden_questions
     return TopicsView(shown, run.left_out, run.embedding, tuple(lines), (), tuple(run.notes or ()), hidden)
 

@@ -14,6 +14,7 @@ from datetime import datetime
 
 from common.feedback import Tally
 from common.reports.intervals import Estimate, Interval, proportion, wilson
+from judges.names import JUDGE_NAMES
 from store.models import ConfirmationStatus, JudgmentStatus
 from store.stats_queries import PairRow
 
@@ -230,6 +231,31 @@ def canary_figures(runs: Sequence[CanaryPoint]) -> CanaryFigures | None:
     return CanaryFigures(ordered[0], ordered[1] if len(ordered) > 1 else None)
 
 
+Version = tuple[str | None, str | None]  # (model, prompt version)
+Versions = set[Version]
+
+
+@dataclass(frozen=True)
+class VersionChange:
+    """What changed between or within the compared weeks, for the reader (`common.messages.versions` words it):
+    this week's versions in the order they began (with when), and last week's."""
+
+    what: str  # "model" or "prompt"
+    now: tuple[tuple[Version, datetime | None], ...]
+    before: tuple[Version, ...]
+
+    @property
+    def during(self) -> bool:
+        return len(self.now) > 1
+
+
+def team_canaries(runs: Sequence[CanaryPoint]) -> dict[str, CanaryFigures]:
+    """Each team judge's newest run and the one before it (the seed judges' are `canary_figures`)."""
+    names = sorted({run.judge for run in runs if run.judge not in JUDGE_NAMES})
+    found = {name: canary_figures([run for run in runs if run.judge == name]) for name in names}
+    return {name: figures for name, figures in found.items() if figures is not None}
+
+
 @dataclass(frozen=True)
 class Comparability:
     """Whether one judge's figures this week may be set against last week's."""
@@ -237,39 +263,59 @@ class Comparability:
     judge: str
     comparable: bool
     note: str | None = None
-
-
-Versions = set[tuple[str | None, str | None]]
+    change: VersionChange | None = field(default=None, compare=False)
 
 
 class VersionTally:
-    """The (model, prompt version) pairs that scored answers so far, per judge."""
+    """The (model, prompt version) pairs that scored answers so far, per judge, with the first answer each judged
+    (by the pair's time)."""
 
     def __init__(self) -> None:
-        self.versions: dict[str, Versions] = defaultdict(set)
+        self.versions: dict[str, dict[Version, datetime]] = defaultdict(dict)
 
     def add(self, row: PairRow) -> None:
         for judgment in row.judgments:
             if judgment.status == JudgmentStatus.OK and not judgment.cached:
-                self.versions[judgment.judge].add((judgment.model, judgment.prompt_version))
+                seen = self.versions[judgment.judge]
+                key = (judgment.model, judgment.prompt_version)
+                if key not in seen or row.created_at < seen[key]:
+                    seen[key] = row.created_at
 
     def of(self, judge: str) -> Versions:
-        return self.versions.get(judge, set())
+        return set(self.versions.get(judge, {}))
+
+    def first_seen(self, judge: str) -> dict[Version, datetime]:
+        return dict(self.versions.get(judge, {}))
 
 
-def comparability(judge: str, now: Versions, before: Versions) -> Comparability:
+def comparability(
+    judge: str, now: Versions, before: Versions, since: Mapping[Version, datetime] | None = None
+) -> Comparability:
     """Weeks compare only across the same judge model and prompt version: a change during the week, or since
-    the week before, is said and the change figures are left out."""
+    the week before, is said and the change figures are left out. `since`: when each of this week's versions
+    judged its first answer (what the reader is told)."""
+    since = since or {}
     if len(now) > 1:
         models = sorted({model or "?" for model, _ in now})
         what = "model" if len(models) > 1 else "prompt"
-        return Comparability(judge, False, f"the {judge} judge's {what} changed during the week ({', '.join(models)})")
+        note = f"the {judge} judge's {what} changed during the week ({', '.join(models)})"
+        return Comparability(judge, False, note, _change(what, now, before, since))
     if now and before and now != before:
         ((model, _prompt),) = now
-        was = sorted(before)[0]
+        was = sorted(before, key=_version_order)[0]
         what = "model" if model != was[0] else "prompt"
-        return Comparability(judge, False, f"the {judge} judge's {what} differs from last week's: not compared")
+        note = f"the {judge} judge's {what} differs from last week's: not compared"
+        return Comparability(judge, False, note, _change(what, now, before, since))
     return Comparability(judge, True)
+
+
+def _version_order(version: Version) -> tuple[str, str]:
+    return version[0] or "", version[1] or ""
+
+
+def _change(what: str, now: Versions, before: Versions, since: Mapping[Version, datetime]) -> VersionChange:
+    started = sorted(now, key=lambda v: (since[v].timestamp() if v in since else 0.0, _version_order(v)))
+    return VersionChange(what, tuple((v, since.get(v)) for v in started), tuple(sorted(before, key=_version_order)))
 
 
 @dataclass(frozen=True)
@@ -280,8 +326,13 @@ class Trust:
     more_disputed: int = 0  # the disputed ones beyond those
     confirmed: int = 0
     unconfirmed: int = 0
-    canary: CanaryFigures | None = None
+    canary: CanaryFigures | None = None  # the seed canary's
     comparability: dict[str, Comparability] = field(default_factory=dict)
+    # Each team judge's canary (a judges.d judge with a labelled file), by name.
+    team_canaries: dict[str, CanaryFigures] = field(default_factory=dict)
+    # judge -> prompt version -> its number (1 the first the store holds), read when a version changed
+    # (`store.judgments.prompt_numbers`); not compared: how a version is named, not a figure.
+    version_numbers: Mapping[str, Mapping[str, int]] = field(default_factory=dict, compare=False)
 
     @property
     def disputed_count(self) -> int:
@@ -332,9 +383,15 @@ class TrustTally:
             more_disputed=second.more_disputed,
             confirmed=second.confirmed,
             unconfirmed=second.unconfirmed,
-            canary=canary_figures(canary_runs),
+            canary=canary_figures([run for run in canary_runs if run.judge in JUDGE_NAMES]),
+            team_canaries=team_canaries(canary_runs),
             comparability={
-                judge: comparability(judge, self.versions.of(judge), self.previous_versions.of(judge))
+                judge: comparability(
+                    judge,
+                    self.versions.of(judge),
+                    self.previous_versions.of(judge),
+                    self.versions.first_seen(judge),
+                )
                 for judge in judges
             },
         )

@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import sys
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +26,11 @@ from capture.redact import redact_if
 from golden.candidates import Candidate, CandidatesProblem, read_candidates
 from golden.regress import CHECKS, MISSING, item_result, mark_changes, summarize
 from judges import get_judge
+from judges.base import Judge
 from judges.names import JUDGE_NAMES
 from judges.safe_text import json_text
 from relmon.private_items import text_shown
-from relmon.regress.judging import ItemCheck, Judging, StopRun, checks_of
+from relmon.regress.judging import ItemCheck, Judging, StopRun, checks_of, seed_judge_of
 from relmon.regress.junit import junit_xml
 from relmon.regress.report import Terminal, print_regress_report, report_json
 from relmon.regress.verdict import decide
@@ -45,11 +47,14 @@ def _fail(message: str, code: int) -> int:
     return code
 
 
-def input_sha(candidates: list[Candidate], items: dict[int, GoldenItem], model: str) -> str:
-    """What makes two runs the same run: the answers, what they are judged against, the model and the prompts."""
+def input_sha(candidates: list[Candidate], items: dict[int, GoldenItem], model: str, team: Sequence[Judge] = ()) -> str:
+    """What makes two runs the same run: the answers, what they are judged against, the model, the prompts and the
+    team judges asked for (each by name and prompt version)."""
     digest = hashlib.sha256(model.encode())
     for name in JUDGE_NAMES:
         digest.update(get_judge(name).prompt_version.encode())
+    for judge in team:
+        digest.update(f"\0{judge.name}:{judge.prompt_version}".encode())
     for candidate in candidates:
         item = items[candidate.item_id]
         for part in (str(candidate.item_id), candidate.answer, item.question, item.context or "", item.expected or ""):
@@ -88,10 +93,31 @@ def _outcomes(lines: list[dict[str, Any]]) -> dict[str, str]:
     return {str(line["id"]): line["outcome"] for line in lines if line["outcome"] != MISSING}
 
 
-def run_regress(args, settings: Settings) -> int:
+def team_judges(names: Sequence[str], settings: Settings) -> list[Judge]:
+    """The team's judges `--judge` names (judges.d), each once; a StopRun (exit 2) naming the problem otherwise."""
+    from relmon.judge_cli import UsageError, judge_named
+
+    judges: list[Judge] = []
+    for name in dict.fromkeys(names):
+        if name in JUDGE_NAMES:
+            raise StopRun(f"--judge {name}: a seed judge, checked in every run already; name one of the team's", 2)
+        try:
+            judges.append(judge_named(name, settings))
+        except UsageError as error:
+            raise StopRun(f"--judge {name}: {error}", 2) from None
+    return judges
+
+
+def run_regress(args, settings: Settings, only_items: Collection[int] | None = None) -> int:
+    """`only_items`: judge only these golden items (a topic's, `relmon topics fixed --candidates`), the file's
+    other answers left out and the set's other items not missed."""
     path = Path(args.candidates)
     if not 0.0 <= args.min_pass <= 1.0:
         return _fail(f"--min-pass is a fraction between 0 and 1, not {args.min_pass}", 2)
+    try:
+        args.team = team_judges(getattr(args, "judge", None) or [], settings)
+    except StopRun as stop:
+        return _fail(str(stop), stop.code)
     database = Database(settings.resolved_database_url, pool_size=max(2, args.threads))
     try:
         database.migrate()
@@ -105,6 +131,11 @@ def run_regress(args, settings: Settings) -> int:
             return _fail(f"cannot read {path}: {error.strerror}", 2)
         except CandidatesProblem as problem:
             return _fail(f"{path}: nothing judged:\n{problem}", 2)
+        if only_items is not None:
+            items = {item_id: item for item_id, item in items.items() if item_id in only_items}
+            candidates = [candidate for candidate in candidates if candidate.item_id in items]
+            if not candidates:
+                return _fail(f"{path}: no answer to any of the topic's {len(items)} test-set items", 2)
         lacking = [f"line {c.line}: item {c.item_id} has no expected answer yet (write it in Slack or import one)"
                    for c in candidates if not items[c.item_id].expected]  # fmt: skip
         if lacking:
@@ -124,12 +155,14 @@ def _not_run(candidates: list[Candidate], items: dict[int, GoldenItem]) -> tuple
     return [item for item in left if item.expected], sum(1 for item in left if not item.expected)
 
 
-def _view(item: GoldenItem, answer: str | None, verdicts, settings: Settings, include_private: bool) -> ItemView:
+def _view(
+    item: GoldenItem, answer: str | None, verdicts, settings: Settings, include_private: bool, checks=CHECKS
+) -> ItemView:
     # The reports quote the texts: redacted like every export when RELMON_REDACT_PII is on (imported ones too);
     # a private channel's withheld unless --include-private.
     return item_view(str(item.id), (item.question, item.expected, answer), verdicts,
                      shown=text_shown(item.channel_is_private, include_private=include_private),
-                     redact=lambda text: redact_if(settings.redact_pii, text) or "")  # fmt: skip
+                     redact=lambda text: redact_if(settings.redact_pii, text) or "", checks=checks)  # fmt: skip
 
 
 def _judge_and_report(args, settings, database, path, candidates, items) -> int:
@@ -139,7 +172,8 @@ def _judge_and_report(args, settings, database, path, candidates, items) -> int:
         llm = backfill_llm(settings)
     except ValueError as error:  # no API key for OpenAI: a setup problem, said before anything starts
         return _fail(str(error), 2)
-    sha = input_sha(candidates, items, settings.judge_model)
+    team = {judge.name: judge for judge in args.team}
+    sha = input_sha(candidates, items, settings.judge_model, args.team)
     with database.session() as session:
         run = regress_runs.latest_of(session, sha, finished_too=not args.fresh)
         run_id = run.id if run is not None else regress_runs.start(session, sha, path.name, len(candidates))
@@ -149,11 +183,12 @@ def _judge_and_report(args, settings, database, path, candidates, items) -> int:
     if run is not None:
         done = sum(1 for _charged, verdict in stored.values() if verdict is not None)
         what = "resuming" if run.finished_at is None else "the same answers as"
-        print(f"relmon regress: {what} run {run_id} ({done} of {4 * len(candidates)} checks kept)", file=sys.stderr)
+        total = (len(CHECKS) + len(team)) * len(candidates)
+        print(f"relmon regress: {what} run {run_id} ({done} of {total} checks kept)", file=sys.stderr)
     every: list[ItemCheck] = []
     for candidate in candidates:
         item = items[candidate.item_id]
-        every += checks_of(str(item.id), item.question, item.context, candidate.answer, item.expected)
+        every += checks_of(str(item.id), item.question, item.context, candidate.answer, item.expected, list(team))
     todo = [(check, stored.get((check.item_key, check.name), (False, None))[0]) for check in every
             if stored.get((check.item_key, check.name), (False, None))[1] is None]  # fmt: skip
     console = Console(stderr=True)
@@ -161,7 +196,8 @@ def _judge_and_report(args, settings, database, path, candidates, items) -> int:
     with Progress(*columns, console=console, disable=not console.is_terminal) as progress:
         task = progress.add_task("checks", total=len(every), completed=len(every) - len(todo))
         judging = Judging(database, llm, run_id, settings.daily_budget, args.threads,
-                          on_done=lambda n: progress.advance(task, n))  # fmt: skip
+                          on_done=lambda n: progress.advance(task, n),
+                          judge_of=lambda name: team[name] if name in team else seed_judge_of(name))  # fmt: skip
         if args.batch:
             judging.batch(todo, settings.batch_poll_seconds)
         else:
@@ -175,15 +211,17 @@ def _report(args, settings, database, path, run_id, candidates, items, stored, b
     """The judged run's outcomes and verdict, written to the report files, the database and the terminal; its exit
     status. `baseline`: (item id → outcome, what it was) as _baseline read it."""
     baseline, baseline_run = baseline
+    team = {judge.name: float(judge.threshold) for judge in args.team}
+    checks = (*CHECKS, *team)
     results, views, stored_views = [], {}, {}
     for candidate in candidates:
         key, item = str(candidate.item_id), items[candidate.item_id]
-        verdicts = {name: stored[(key, name)][1] or {} for name in CHECKS}
-        results.append(item_result(key, verdicts, relevancy_threshold=settings.threshold))
-        views[key] = _view(item, candidate.answer, verdicts, settings, args.include_private)
-        stored_views[key] = _view(item, candidate.answer, verdicts, settings, False)
+        verdicts = {name: stored.get((key, name), (False, None))[1] or {} for name in checks}
+        results.append(item_result(key, verdicts, relevancy_threshold=settings.threshold, team=team))
+        views[key] = _view(item, candidate.answer, verdicts, settings, args.include_private, checks)
+        stored_views[key] = _view(item, candidate.answer, verdicts, settings, False, checks)
     mark_changes(results, baseline)
-    summary = summarize(results)
+    summary = summarize(results, team)
     missing_items, unready = _not_run(candidates, items)
     missing = [_view(item, None, None, settings, args.include_private) for item in missing_items]
     verdict = decide(summary, args.min_pass, missing=len(missing), allow_missing=args.allow_missing,

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
 
 from golden.regress import JUDGE_OF_CHECK, check_texts
 from judges import LLMClient, TransientLLMError, Verdict, get_judge
+from judges.base import Judge
 from judges.client import LLMRequestError
 from judges.context import JudgeInput
 from store import regress_runs
@@ -40,14 +41,24 @@ class ItemCheck:
         return f"{self.item_key}:{self.name}"
 
 
-def checks_of(item_key: str, question: str, context: str | None, answer: str, expected: str | None) -> list[ItemCheck]:
+def checks_of(
+    item_key: str, question: str, context: str | None, answer: str, expected: str | None, team: Sequence[str] = ()
+) -> list[ItemCheck]:
+    """The four checks of an item, and one per team judge (`team`): the candidate against the expected answer."""
     from golden.regress import CHECKS
 
     checks = []
     for name in CHECKS:
         q, a, reference = check_texts(name, question, answer, expected)
         checks.append(ItemCheck(item_key, name, JudgeInput.of(q, a, reference, context).texts))
+    for name in team:
+        checks.append(ItemCheck(item_key, name, JudgeInput.of(question, answer, expected, context).texts))
     return checks
+
+
+def seed_judge_of(check: str) -> Judge:
+    """The judge of one of the four checks (a team judge's check is named after it: `Judging.judge_of`)."""
+    return get_judge(JUDGE_OF_CHECK[check])
 
 
 def verdict_dict(verdict: Verdict) -> dict[str, Any]:
@@ -66,6 +77,7 @@ class Judging:
     threads: int = 8
     on_done: Callable[[int], None] = lambda _count: None
     say: Callable[[str], None] = lambda text: print(text, file=sys.stderr)
+    judge_of: Callable[[str], Judge] = seed_judge_of  # check name → its judge (a team judge's check: its name)
 
     def _charge(self, check: ItemCheck, charged: bool) -> None:
         if charged:
@@ -87,7 +99,7 @@ class Judging:
         self.on_done(1)
 
     def _evaluate(self, check: ItemCheck) -> dict[str, Any]:
-        judge = get_judge(JUDGE_OF_CHECK[check.name])
+        judge = self.judge_of(check.name)
         return verdict_dict(judge.evaluate(self.llm, *check.texts))
 
     def online(self, todo: list[tuple[ItemCheck, bool]]) -> None:
@@ -136,7 +148,9 @@ class Judging:
         checks = {check.custom_id: check for check, _ in todo}
         lines = []
         for check in checks.values():
-            judge = get_judge(JUDGE_OF_CHECK[check.name])
+            judge = self.judge_of(check.name)
+            if judge.name not in JUDGE_OF_CHECK and _lacks(judge, check):
+                continue  # not judged by it (a text it needs is missing): said online, never sent
             messages = judge.messages(*check.texts, self.llm.max_prompt_chars)
             body = self.llm.request_body(messages, judge.output_model, judge.max_reply_tokens)  # bounded as online
             lines.append(json.dumps({"custom_id": check.custom_id, "method": "POST", "url": "/v1/chat/completions",
@@ -155,7 +169,7 @@ class Judging:
                 check = left.get(custom_id)
                 if check is None:
                     continue
-                judge = get_judge(JUDGE_OF_CHECK[check.name])
+                judge = self.judge_of(check.name)
                 try:
                     verdict = judge.verdict_of(self.llm.reply_of(body, 0.0))
                 except LLMRequestError:
@@ -165,3 +179,9 @@ class Judging:
         if left:
             self.say(f"{len(left)} check(s) not answered by the batch: judging them online")
         self.online([(check, True) for check in left.values()])
+
+
+def _lacks(judge: Judge, check: ItemCheck) -> bool:
+    """Whether a team judge would refuse this check's texts (`CustomJudge.missing`)."""
+    missing = getattr(judge, "missing", None)
+    return bool(missing and check.texts[1].strip() and missing(*check.texts))

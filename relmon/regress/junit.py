@@ -104,7 +104,9 @@ def junit_xml(
     withheld = withheld_count([*views.values(), *missing])
     properties = ET.SubElement(suite, "properties")
     for name, value in (("result", verdict.line), ("pass_rate", f"{summary.pass_rate:g}"),
-                        ("missing", str(len(missing))), ("private_withheld", str(withheld))):  # fmt: skip
+                        ("missing", str(len(missing))), ("private_withheld", str(withheld)),
+                        *((f"judge.{judge}.passed", f"{passed} of {judged}")
+                          for judge, (passed, judged) in summary.team.items())):  # fmt: skip
         ET.SubElement(properties, "property", name=name, value=one_line(value))
     for result in results:
         view = views[result.key]

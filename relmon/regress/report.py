@@ -36,6 +36,15 @@ def score_text(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
+def team_cell(result: ItemResult, name: str) -> str:
+    """A team judge's cell: `pass 1`, `fail 0`, or — (not judged, or no verdict)."""
+    score = result.scores.get(name)
+    if score is None:
+        return "—"
+    verdict = "[red]fail[/]" if name in result.failed_by else "[green]pass[/]"
+    return f"{verdict} {score_text(score)}"
+
+
 def shown_question(view: ItemView | None, width: int, *, markup: bool) -> str:
     """An item's question on one line, cut to `width`: the withheld mark for a private channel's."""
     if view is not None and view.withheld:
@@ -116,6 +125,15 @@ def report_json(
             "mean_scores": summary.means,
             "improved": summary.improved,
             "regressed": summary.regressed,
+            "judges": {
+                name: {
+                    "passed": passed,
+                    "judged": judged,
+                    "pass_rate": passed / judged if judged else None,
+                    "pass_rate_interval_95": list(summary.team_interval(name)),
+                }
+                for name, (passed, judged) in summary.team.items()
+            },
         },
         "private_withheld": withheld,
         "note": withheld_note(withheld),
@@ -141,17 +159,21 @@ def print_regress_report(
     """The table (one row per golden item, missing ones too), the summary, the missing items named, how many
     private items were withheld, and last the verdict line. `unready`: items without an expected answer yet."""
     caption = "relevancy 0–4 · correctness 0–2 · grounded 1–5, the candidate first as answer 2, then as answer 1"
+    team = list(summary.team)
+    if team:
+        caption += " · " + ", ".join(team) + ": pass or fail (the team's judges)"
     table = Table(title="relmon regress", caption=caption, show_lines=False)
-    for column in ("item", "question", RELEVANCY, "correct", GROUNDED, "result", "change"):
+    for column in ("item", "question", RELEVANCY, "correct", GROUNDED, *team, "result", "change"):
         table.add_column(column, overflow="fold")
     for result in results:
         outcome = f"[{_STYLE[result.outcome]}]{result.outcome}[/]"
         table.add_row(result.key, shown_question(views.get(result.key), 48, markup=True),
                       score_text(result.scores.get(RELEVANCY)), score_text(result.scores.get(CORRECTNESS)),
-                      score_text(result.scores.get(GROUNDED)), outcome,
+                      score_text(result.scores.get(GROUNDED)), *(team_cell(result, name) for name in team), outcome,
                       _CHANGE.get(result.change, result.change or ""))  # fmt: skip
     for view in missing:
-        table.add_row(view.key, shown_question(view, 48, markup=True), "—", "—", "—", f"[red]{MISSING}[/]", "")
+        table.add_row(view.key, shown_question(view, 48, markup=True), "—", "—", "—", *("—" for _ in team),
+                      f"[red]{MISSING}[/]", "")  # fmt: skip
     console.print(table)
     low, high = summary.interval
     means = ", ".join(f"{name} {score_text(round(value, 2)) if value is not None else '—'}"
@@ -161,6 +183,10 @@ def print_regress_report(
         f"{low:.0%}–{high:.0%}) · failed {summary.failed} · uncertain {summary.uncertain} · no verdict {summary.errors}"
     )
     console.print(f"mean scores: {means} · improved {summary.improved} · regressed {summary.regressed}")
+    for name, (passed, judged) in summary.team.items():
+        low, high = summary.team_interval(name)
+        rate = f"{passed / judged:.0%} ({passed} of {judged}; 95% interval {low:.0%}–{high:.0%})" if judged else "—"
+        console.print(f"{markup_safe(name)}: passed {rate}")
     if missing:
         count = len(missing)
         console.print(f"{count} golden item{'' if count == 1 else 's'} not in {markup_safe(source)}, not run:")

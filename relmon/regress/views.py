@@ -6,7 +6,7 @@ reasoning and errors may quote the question and the answers."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,7 +60,7 @@ class ItemView:
 
 
 def _check_view(check: str, verdict: Mapping[str, Any], quote: Callable[[Any], str | None]) -> CheckView:
-    judge = JUDGE_OF_CHECK[check]
+    judge = JUDGE_OF_CHECK.get(check, check)  # a team judge's check is named after it
     base = {"check": check, "judge": judge, "status": verdict.get("status"), "max_score": verdict.get("max_score"),
             "error": quote(verdict.get("error"))}  # fmt: skip
     if judge != GROUNDED:
@@ -82,10 +82,12 @@ def item_view(
     *,
     shown: bool,
     redact: Redact,
+    checks: Sequence[str] = CHECKS,
 ) -> ItemView:
     """The view of an item: `texts` its (question, expected answer, candidate answer); `verdicts` check → stored
     verdict (None: missing from the candidates file); `shown` whether its texts may be quoted; `redact` applied to
-    every text quoted (the questions, the answers and the judges' words alike)."""
+    every text quoted (the questions, the answers and the judges' words alike); `checks` the run's (the four, then
+    the team judges')."""
 
     def quote(text: Any) -> str | None:
         if not shown or not isinstance(text, str):
@@ -93,5 +95,5 @@ def item_view(
         return redact(text)
 
     question, expected, answer = texts
-    checks = () if verdicts is None else tuple(_check_view(name, verdicts.get(name) or {}, quote) for name in CHECKS)
-    return ItemView(key, quote(question), quote(expected), quote(answer), not shown, checks)
+    views = () if verdicts is None else tuple(_check_view(name, verdicts.get(name) or {}, quote) for name in checks)
+    return ItemView(key, quote(question), quote(expected), quote(answer), not shown, views)

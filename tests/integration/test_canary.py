@@ -5,11 +5,14 @@ once per run; the digest's report shows the canary."""
 from __future__ import annotations
 
 import json
+import shutil
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from sqlalchemy import select
 
+from common.messages.trust import trust_lines
 from common.reports.figures import load_report
 from common.reports.period import period_for
 from judges.labels import SUPPORT_CANARY
@@ -120,3 +123,60 @@ def test_a_degradation_alert_says_whether_the_judge_or_the_bot_moved(runtime, ll
     canary.run(runtime)
     with runtime.db.session() as session:
         assert "The judge moved this week" in canary_note(session, datetime.now(UTC))
+
+
+# A team's judges with labels (judges.d) -------------------------------------------------------------------------
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "judges.d"
+TONE = """name = "tone"
+scale = "1..5"
+fails_at = 2
+labels = "tone.jsonl"
+prompt = '''Is the answer polite? {answer}'''
+"""
+
+
+@pytest.fixture
+def team_runtime(settings_for, fake, llm, runtime_for, tmp_path):
+    """The three example judges with their labelled files, and `tone`, whose labelled file is not there."""
+    judges = tmp_path / "judges.d"
+    shutil.copytree(EXAMPLES, judges)
+    (judges / "tone.toml").write_text(TONE)
+    settings = settings_for(slack_api_url=fake.api_url, openai_base_url=llm.base_url, judge_model="fake-judge",
+                            judges_dir=judges)  # fmt: skip
+    return runtime_for(settings)
+
+
+def test_a_team_judge_with_labels_is_re_judged_by_the_canary_and_reported_beside_the_seed(team_runtime, llm, caplog):
+    assert canary_task.run_canary() == "steady"
+    stored = runs(team_runtime)
+    assert [run.judge for run in stored] == ["relevancy", "customer_language", "refund_policy", "status_page"]
+    refund = stored[2]
+    labelled = (EXAMPLES / "refund_policy.jsonl").read_text(encoding="utf-8").splitlines()
+    assert refund.examples == refund.scored == len([line for line in labelled if line.strip()])
+    assert refund.exact_agreement == pytest.approx(1.0)  # the fake judges the refund rule as honestly as people did
+    assert refund.prompt_version and refund.model and refund.moved is None
+    assert any("labels cannot be read" in record.getMessage() for record in caplog.records)  # tone: left out
+
+    report = load_report(team_runtime, period_for(datetime.now(UTC) + timedelta(days=1), "UTC"))
+    assert set(report.trust.team_canaries) == {"customer_language", "refund_policy", "status_page"}
+    assert report.trust.canary is not None and report.trust.canary.latest.judge == "relevancy"
+    lines = trust_lines(report.trust, [])
+    assert lines[0].startswith("Canary (relevancy,")
+    assert any(line.startswith("Canary (refund_policy, model `") and "exact agreement 100%" in line for line in lines)
+
+
+def test_a_team_judge_s_canary_is_compared_with_its_own_last_run(team_runtime, llm, fake):
+    canary_task.run_canary()
+
+    def refunds_always_fail(body: dict) -> str | None:  # the team judge now fails every answer
+        prompt = str(body["messages"][-1]["content"])  # the team's prompt: its instructions before the texts
+        return json.dumps({"score": 0, "reasoning": "no"}) if "refund" in prompt.split("<<<BEGIN", 1)[0] else None
+
+    llm.set_reply(refunds_always_fail)
+    canary_task.run_canary()
+    latest = {run.judge: run for run in runs(team_runtime)}
+    assert latest["refund_policy"].moved and "kappa fell from 1.00" in latest["refund_policy"].moved
+    assert latest["relevancy"].moved is None and latest["status_page"].moved is None
+    [post] = fake.posted(ALERTS)
+    assert "The judge moved" in post["text"] and "refund_policy" in post["text"]

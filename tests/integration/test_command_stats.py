@@ -142,7 +142,7 @@ def test_an_expired_response_url_falls_back_to_an_ephemeral_message(bot, slack):
     slack.expire_response_url("gone")
     command(bot, "stats", slack, key="gone")
     [ephemeral] = wait_for(lambda: slack.ephemerals, timeout=10, what="the ephemeral stats")
-    assert (ephemeral["channel"], ephemeral["user"]) == (C, "U_ASKER") and "1 answers judged" in json.dumps(ephemeral)
+    assert (ephemeral["channel"], ephemeral["user"]) == (C, "U_ASKER") and "1 answer judged" in json.dumps(ephemeral)
     assert slack.responses["gone"] == [] and slack.posted() == []
 
 
@@ -159,4 +159,4 @@ def test_stats_of_a_bots_exchanges_show_their_figures_and_count_them_in_their_ch
     assert INGESTED_QUESTION not in text and INGESTED_ANSWER not in text
     command(bot, f"stats <#{C}|support>", slack, key="channel")
     [answer] = wait_for(lambda: slack.responses["channel"], timeout=10, what="stats")
-    assert "1 answers judged · mean too few (n=1)" in answer["blocks"][-1]["text"]["text"]
+    assert "1 answer judged · mean too few (n=1)" in answer["blocks"][-1]["text"]["text"]

@@ -40,6 +40,26 @@ def test_judges_check_lists_each_problem_with_its_line_and_fails(cli, tmp_path: 
     assert "1 of 3 judge file(s) ok" in outcome.stderr and "Traceback" not in outcome.stderr
 
 
+def test_yaml_judges_are_checked_and_judge_beside_toml_ones(cli, fake, tmp_path: Path) -> None:
+    (tmp_path / "refund_policy.toml").write_text((EXAMPLES / "refund_policy.toml").read_text())
+    (tmp_path / "tone.yaml").write_text(
+        "name: tone\nscale: 1..5\nfails_at: 2\nprompt: |\n  Is this polite?\n  {answer}\n"
+    )
+    (tmp_path / "typo.yml").write_text("name: typo\nscale: pass/fail\nprompt: |\n  {answer}\n  {quesiton}\n")
+    outcome = cli("judges", "check", "--dir", str(tmp_path), base_url=None)
+    assert outcome.returncode == 1
+    assert "tone.yaml: ok: judge tone" in outcome.stdout and "refund_policy.toml: ok" in outcome.stdout
+    assert f"{tmp_path / 'typo.yml'}:5: unknown placeholder {{quesiton}}" in outcome.stdout
+    assert "2 of 3 judge file(s) ok" in outcome.stderr
+    (tmp_path / "typo.yml").unlink()
+    env = {"RELMON_JUDGES_DIR": str(tmp_path)}
+    judged = cli("judge", "-q", "Hi?", "-a", "Thank you for asking!", "-j", "tone", "--json", base_url=fake.base_url,
+                 **env)  # fmt: skip
+    assert judged.returncode == 0, judged.stderr
+    verdict = json.loads(judged.stdout)
+    assert verdict["judge"] == "tone" and verdict["max_score"] == 5 and verdict["status"] == "ok"
+
+
 def test_judges_check_without_a_directory_says_what_to_set(cli) -> None:
     outcome = cli("judges", "check", base_url=None)
     assert outcome.returncode == 1 and "set RELMON_JUDGES_DIR" in outcome.stderr

@@ -148,3 +148,32 @@ def test_two_previews_at_once_make_the_topics_once(make_runtime, redis_url) -> N
         assert sorted(made for _, made in results) == [False, True]
         assert results[0][0] == results[1][0] > 0
         assert len(judge.embedding_requests) == 2 and len(judge.requests) == results[0][0]
+
+
+def test_the_daily_run_waits_for_topics_being_made_on_demand(make_runtime, redis_url) -> None:
+    """Beat's daily run takes the lock a preview making topics holds: the two never group the same week at once
+    (each would pay, and the later one's assignments would overwrite the other's half way)."""
+    import threading
+    from dataclasses import replace
+    from datetime import timedelta
+
+    from common.reports.topic_runs import MAKING_KEY, MAKING_SECONDS, refresh
+    from tests.fakes.openai_server import FakeOpenAI
+    from tests.topics_corpus import corpus_questions, store_questions
+
+    with FakeOpenAI() as judge:
+        runtime = make_runtime(redis_url=redis_url, openai_base_url=judge.base_url)
+        now = now_utc()
+        asked = [replace(q, created_at=now - timedelta(days=2, minutes=q.pair_id)) for q in corpus_questions()]
+        store_questions(runtime.db, asked)
+        runtime.redis.delete(MAKING_KEY)
+        held = runtime.redis.lock(MAKING_KEY, timeout=MAKING_SECONDS)
+        assert held.acquire(blocking=False)  # a preview is making them
+        done = threading.Event()
+        run = threading.Thread(target=lambda: (refresh(runtime, now, redis_client=runtime.redis), done.set()))
+        run.start()
+        assert not done.wait(1.0) and judge.embedding_requests == []  # waiting, nothing paid
+        held.release()
+        assert done.wait(60)
+        run.join()
+        assert len(judge.embedding_requests) == 2

@@ -240,7 +240,7 @@ def test_home_shows_whether_the_alerts_can_be_trusted(runtime: Runtime, slack: F
     assert "Second opinions: 1 low score disputed (1 → 4) · 0 confirmed" in trust
     assert "Canary (relevancy, model `m1`): κ 0.55 (−0.25), exact agreement 60%" in trust
     assert ":warning: the judge moved: kappa fell from 0.80 to 0.55" in trust
-    assert "Not compared with last week: the relevancy judge's model differs from last week's" in trust
+    assert "Judge changed: relevancy: model `m1` this week; last week's figures were `m0`: not compared" in trust
     assert "*<#CTRUST>*" in str(view["blocks"]) and "relevancy alerts: 6 of 8 voted alerts agreed with" in str(
         view["blocks"]
     )

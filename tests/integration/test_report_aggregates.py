@@ -145,7 +145,24 @@ def reference_report(runtime, period):
         is_watched=lambda channel: rules.for_channel(channel, settings).watch,
         canary_runs=[],
     )
+    numbers = reference_prompt_numbers(runtime, [c.judge for c in report.trust.comparability.values() if c.change])
+    report = replace(report, trust=replace(report.trust, version_numbers=numbers))
     return replace(report, golden=reference_golden(runtime, period))
+
+
+def reference_prompt_numbers(runtime, judges) -> dict[str, dict[str, int]]:
+    """Each judge's prompt versions numbered by their first judgment, read judgment by judgment."""
+    first: dict[str, dict[str, datetime]] = {}
+    with runtime.db.session() as session:
+        for judgment in session.scalars(select(Judgment)):
+            if judgment.judge in judges and judgment.prompt_version is not None:
+                known = first.setdefault(judgment.judge, {})
+                at = as_utc(judgment.created_at)
+                known[judgment.prompt_version] = min(known.get(judgment.prompt_version, at), at)
+    return {
+        judge: {version: n for n, version in enumerate(sorted(seen, key=lambda v: (seen[v], v)), start=1)}
+        for judge, seen in first.items()
+    }
 
 
 def reference_golden(runtime, period) -> GoldenFigures:

@@ -89,6 +89,21 @@ def test_topics_from_the_endpoint_are_paid_for_once_while_their_pairs_last(db_ur
         assert topics_of_pairs(session, [pair_id]) == {}
 
 
+def test_vectors_of_one_model_name_from_another_endpoint_are_not_reused(db_url, database, fake_llm):
+    """Stored vectors are kept per model name and endpoint: a team that moves its embeddings to another server
+    serving the same model name has its questions embedded again there, never grouped with the old server's."""
+    store_questions(database, corpus_questions()[:60])
+    compute_topics(_deps(db_url, database, fake_llm), QUERY)
+    with FakeOpenAI() as elsewhere:
+        compute_topics(_deps(db_url, database, fake_llm, embedding_base_url=elsewhere.base_url), QUERY)
+        assert len(elsewhere.embedding_requests) == 1  # 60 questions, all embedded again by the new endpoint
+        compute_topics(_deps(db_url, database, fake_llm, embedding_base_url=elsewhere.base_url), QUERY)
+        assert len(elsewhere.embedding_requests) == 1  # and kept for it
+    with database.session() as session:
+        spaces = set(session.scalars(select(QuestionEmbedding.model)))
+    assert len(spaces) == 1 and next(iter(spaces)).startswith("text-embedding-3-small@")
+
+
 def without_embeddings(db_url: str, database, fake_llm: FakeOpenAI) -> TopicsReport:
     """The topics of the corpus from an endpoint that has no embeddings."""
     store_questions(database, corpus_questions())

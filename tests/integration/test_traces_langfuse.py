@@ -7,15 +7,19 @@ PostgreSQL."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from langfuse import Langfuse
 
 from common.runtime import Runtime
+from tests.alert_helpers import add_judgment
 from tests.fakes.langfuse_server import FakeLangfuse
 from tests.services import free_port
 from tests.trace_helpers import CHANNEL, TS, Watched, judged, sends, signalled, watched
 from workers.tasks.traces import send_langfuse_outcome, send_langfuse_scores
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "judges.d"
 
 
 @pytest.fixture
@@ -32,6 +36,20 @@ def test_a_verdict_becomes_a_numeric_score_on_the_trace_langfuse_derives(
     score = langfuse.stored()[f"relmon-{confirmed}-score"]
     assert score["traceId"] == trace_id and score["name"] == "relmon.relevancy"
     assert score["value"] == 0.25 and score["dataType"] == "NUMERIC" and "passwords" in score["comment"]
+
+
+def test_a_team_judges_verdict_is_a_score_under_its_own_name(
+    langfuse: FakeLangfuse, runtime_on: Callable[..., Runtime]
+) -> None:
+    """A pass/fail judge of judges.d (examples/judges.d/refund_policy.toml): BOOLEAN, 0 for a failed answer."""
+    runtime = runtime_on(langfuse.url, judges_dir=EXAMPLES)
+    judgment_id = add_judgment(runtime, score=0, judge="refund_policy", max_score=1, channel_id=CHANNEL, answer_ts=TS,
+                               reasoning="The answer promises a refund.")  # fmt: skip
+    assert send_langfuse_scores.apply(args=[judgment_id]).get() == "sent"
+    score = langfuse.stored()[f"relmon-{judgment_id}-score"]
+    assert score["traceId"] == Langfuse.create_trace_id(seed=f"{CHANNEL}:{TS}")
+    assert score["name"] == "relmon.refund_policy" and score["dataType"] == "BOOLEAN" and score["value"] == 0
+    assert score["comment"] == "The answer promises a refund."
 
 
 def test_a_second_opinion_becomes_a_categorical_score(langfuse: FakeLangfuse, confirmed: int) -> None:

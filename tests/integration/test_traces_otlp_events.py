@@ -11,8 +11,10 @@ import pytest
 from langfuse import Langfuse
 
 from common.runtime import Runtime
+from tests.alert_helpers import add_judgment
 from tests.fakes.langfuse_server import FakeLangfuse
 from tests.fakes.otlp_receiver import FakeOtlpReceiver
+from tests.integration.test_traces_langfuse import EXAMPLES
 from tests.services import free_port
 from tests.trace_helpers import CHANNEL, TS, Watched, judged, sends, signalled, watched
 from workers.tasks.traces import send_otlp_evaluations, send_otlp_outcome
@@ -56,6 +58,22 @@ def test_verdicts_go_over_otlp_as_gen_ai_evaluation_result_events_on_the_trace(
     assert second == {
         "gen_ai.evaluation.name": "relmon.relevancy.second_opinion",
         "gen_ai.evaluation.score.label": "disputed",
+    }
+
+
+def test_a_team_judges_verdict_is_an_evaluation_event_under_its_own_name(runtime_on: Callable[..., Runtime]) -> None:
+    with FakeOtlpReceiver() as otlp:
+        runtime = runtime_on("", langfuse_host=None, otlp_endpoint=otlp.url, judges_dir=EXAMPLES)
+        judgment_id = add_judgment(runtime, score=1, judge="refund_policy", max_score=1, channel_id=CHANNEL,
+                                   answer_ts=TS, reasoning="No refund is promised.")  # fmt: skip
+        assert send_otlp_evaluations.apply(args=[judgment_id]).get() == "sent"
+        [(trace, _, name, event)] = otlp.log_records()
+    assert trace == Langfuse.create_trace_id(seed=f"{CHANNEL}:{TS}") and name == "gen_ai.evaluation.result"
+    assert event == {
+        "gen_ai.evaluation.name": "relmon.refund_policy",
+        "gen_ai.evaluation.score.value": 1.0,
+        "gen_ai.evaluation.score.label": "pass",
+        "gen_ai.evaluation.explanation": "No refund is promised.",
     }
 
 

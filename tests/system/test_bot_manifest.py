@@ -80,3 +80,13 @@ def test_relmon_manifest_prints_it() -> None:
     ).stdout
     assert printed == manifest_yaml()
     assert yaml.safe_load(printed)["display_information"]["name"] == "relmon"
+
+
+def test_every_scope_and_event_is_explained_in_the_docs() -> None:
+    """docs/slack-app.md, linked from the README's set-up, says why for each scope and lists each event."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "slack-app.md").read_text()
+    made = manifest()
+    wanted = made["oauth_config"]["scopes"]["bot"] + made["settings"]["event_subscriptions"]["bot_events"]
+    assert [name for name in wanted if f"`{name}`" not in text] == []

@@ -7,7 +7,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
+from statsmodels.stats.inter_rater import cohens_kappa
 
 from tests import relmon_cli
 from tests.fakes.openai_server import FakeOpenAI
@@ -33,12 +35,18 @@ def test_eval_reports_agreement_with_human_labels(fake: FakeOpenAI, cli, tmp_pat
     assert report["confusion"]["matrix"][1] == [1, 0, 0, 0, 1]  # human 1: once judged 0, once judged 4
     assert sum(map(sum, report["confusion"]["matrix"])) == 10
     assert -1 <= report["kappa_quadratic"] <= 1 and -1 <= report["spearman"] <= 1
+    # Its 95% interval, against statsmodels' (Fleiss–Cohen–Everitt), clipped to kappa's range.
+    reference = cohens_kappa(np.array(report["confusion"]["matrix"]), wt="quadratic")
+    assert reference.kappa == pytest.approx(report["kappa_quadratic"])
+    expected = [max(-1.0, reference.kappa_low), min(1.0, reference.kappa_upp)]
+    assert report["kappa_quadratic_interval"] == pytest.approx(expected)
     assert [(w["line"], w["human"], w["judge"]) for w in report["worst"]] == [(2, 1, 4), (4, 3, 4)]
     assert len(fake.requests) == 10
 
     readable = cli("eval", str(labels), base_url=fake.base_url)
     assert readable.returncode == 0
-    assert "Cohen's kappa (quadratic weights)" in readable.stdout and "worst disagreements" in readable.stdout
+    assert "Cohen's kappa (quadratic weights)" in readable.stdout and ", 95%)" in readable.stdout
+    assert "worst disagreements" in readable.stdout
 
 
 def grounded_eval(cli, fake: FakeOpenAI, tmp_path: Path) -> dict:

@@ -27,7 +27,7 @@ from tests.builders import make_settings
 from tests.fakes.slack_server import FakeSlack
 from tests.forget_reach import reached  # noqa: F401  (fixture)
 from tests.integration.test_traces_exchange_trace import exchange, stored_and_judged
-from tests.integration.test_traces_langfuse import CHANNEL, TS, judged, sends, signalled
+from tests.integration.test_traces_langfuse import CHANNEL, EXAMPLES, TS, judged, sends, signalled
 from tests.phoenix_server import ADMIN_SECRET, PhoenixProcess
 from tests.processes import wait_for
 from tests.running_system import relmon_processes
@@ -124,6 +124,20 @@ def test_verdicts_become_annotations_on_the_traces_root_span_upserted_on_a_resen
         "score": 1.0,
         "explanation": None,
     }
+
+
+def test_a_team_judges_verdict_is_annotated_under_its_own_name_with_pass_or_fail(
+    phoenix: PhoenixProcess, on_phoenix: Callable[..., Runtime]
+) -> None:
+    ts = sr.next_ts()
+    root, _child = bot_trace(phoenix, slack_trace_id(CHANNEL, ts))
+    runtime = on_phoenix(judges_dir=EXAMPLES)
+    judgment_id = add_judgment(runtime, score=0, judge="refund_policy", max_score=1, channel_id=CHANNEL, answer_ts=ts,
+                               reasoning="The answer promises a refund.")  # fmt: skip
+    assert send_phoenix_annotations.apply(args=[judgment_id]).get() == "sent"
+    [annotation] = phoenix.span_annotations(root)
+    assert annotation["name"] == "relmon.refund_policy" and annotation["annotator_kind"] == "LLM"
+    assert annotation["result"] == {"label": "fail", "score": 0.0, "explanation": "The answer promises a refund."}
 
 
 def test_the_span_the_bot_names_in_its_metadata_is_annotated_if_it_is_one(

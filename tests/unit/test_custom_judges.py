@@ -101,7 +101,7 @@ def test_a_prompt_over_the_size_limit_is_refused() -> None:
 def test_unknown_fields_and_needs_outside_the_prompt_are_said() -> None:
     text = 'name = "x"\nscale = "pass/fail"\nneeds = ["documents"]\ncolour = "red"\nprompt = "{answer}"\n'
     assert problems(text) == [
-        "j.toml:4: unknown field 'colour': the fields are name, description, scale, fails_at, needs, prompt",
+        "j.toml:4: unknown field 'colour': the fields are name, description, scale, fails_at, needs, prompt, labels",
         "j.toml:3: needs 'documents', but the prompt has no {documents}",
     ]
 
@@ -202,3 +202,86 @@ def test_names_and_thresholds_load_without_the_llm_client() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=root, env={"PYTHONPATH": root}
     ).stdout.strip()
     assert shown == "[('customer_language', 1.0), ('refund_policy', 0.0), ('status_page', 0.0)] False"
+
+
+def test_a_labelled_file_is_named_beside_the_judge_file() -> None:
+    spec = parse_judge_file('labels = "refund.jsonl"\n' + GOOD, "/teams/judges.d/j.toml", max_prompt_chars=LIMIT)
+    assert spec.labels_path == Path("/teams/judges.d/refund.jsonl")
+    assert parse_judge_file(GOOD, "j.toml", max_prompt_chars=LIMIT).labels_path is None
+    assert problems("labels = 3\n" + GOOD) == [
+        'j.toml:1: labels: the labelled file\'s name, such as labels = "refund_policy.jsonl"'
+    ]
+    catalog = load_catalog(EXAMPLES, max_prompt_chars=LIMIT)
+    assert all(spec.labels_path.is_file() for spec in catalog.specs.values())  # each example has its labels
+
+
+def test_judges_check_names_a_labelled_file_it_cannot_read(tmp_path: Path) -> None:
+    from relmon.judges_cli import check_report
+
+    (tmp_path / "j.toml").write_text('name = "refunds"\nlabels = "gone.jsonl"\n' + GOOD.split("\n", 1)[1])
+    lines, good = check_report(load_catalog(tmp_path, max_prompt_chars=LIMIT), LIMIT)
+    assert not good
+    assert any(
+        line.startswith(f"{tmp_path / 'j.toml'}:2: labels: cannot read {tmp_path / 'gone.jsonl'}") for line in lines
+    )
+
+
+GOOD_YAML = """# the refund rule, in YAML
+name: refund_policy
+description: The bot never promises a refund.
+scale: pass/fail
+needs: [question, answer]
+prompt: |
+  Does the answer promise a refund?
+  {question}
+  {answer}
+"""
+
+
+def yaml_problems(text: str, path: str = "j.yaml") -> list[str]:
+    with pytest.raises(JudgeFileError) as caught:
+        parse_judge_file(text, path, max_prompt_chars=LIMIT)
+    return [str(problem) for problem in caught.value.problems]
+
+
+def test_a_yaml_file_reads_as_the_same_judge_as_its_toml() -> None:
+    from_yaml = parse_judge_file(GOOD_YAML, "j.yaml", max_prompt_chars=LIMIT)
+    from_toml = parse_judge_file(GOOD, "j.toml", max_prompt_chars=LIMIT)
+    assert (from_yaml.name, from_yaml.scale, from_yaml.fails_at, from_yaml.needs) == (
+        from_toml.name, from_toml.scale, from_toml.fails_at, from_toml.needs,
+    )  # fmt: skip
+    assert CustomJudge(from_yaml).prompt_version == CustomJudge(from_toml).prompt_version  # the same prompt text
+    assert parse_judge_file(GOOD_YAML, "j.yml", max_prompt_chars=LIMIT).name == "refund_policy"
+
+
+def test_yaml_problems_name_their_lines() -> None:
+    assert yaml_problems(GOOD_YAML.replace("{question}", "{customer}")) == [
+        "j.yaml:8: unknown placeholder {customer}: use {question}, {answer}, {reference}, {context}, {documents} "
+        "(write {{ and }} for a literal brace)",
+        "j.yaml:5: needs 'question', but the prompt has no {question}",
+    ]
+    broken = GOOD_YAML.replace("scale: pass/fail", "scale: 5..1").replace("needs: [question, answer]", "colour: red")
+    assert yaml_problems(broken) == [
+        "j.yaml:5: unknown field 'colour': the fields are name, description, scale, fails_at, needs, prompt, labels",
+        "j.yaml:4: scale '5..1': the lowest score must be below the highest",
+    ]
+    assert yaml_problems(GOOD_YAML.replace("scale: pass/fail\n", "")) == [
+        'j.yaml:1: missing scale: add scale = "pass/fail" or an integer range such as scale = "1..5"'
+    ]
+    [syntax] = yaml_problems("name: x\nprompt: [unclosed\n")
+    assert syntax.startswith("j.yaml:3:1: not valid YAML:")
+    assert yaml_problems("- just\n- a list\n") == [
+        "j.yaml:1: not a judge: write its fields as name: …, scale: …, prompt: |"
+    ]
+
+
+def test_a_directory_holds_toml_and_yaml_judges_and_one_name_twice_is_said(tmp_path: Path) -> None:
+    (tmp_path / "a.toml").write_text(GOOD.replace("refund_policy", "refunds"))
+    (tmp_path / "b.yaml").write_text(GOOD_YAML.replace("refund_policy", "tone"))
+    (tmp_path / "c.yml").write_text(GOOD_YAML.replace("refund_policy", "refunds"))
+    (tmp_path / "notes.txt").write_text("not a judge")
+    catalog = load_catalog(tmp_path, max_prompt_chars=LIMIT)
+    assert sorted(catalog.specs) == ["refunds", "tone"]
+    assert [str(problem) for problem in catalog.problems] == [
+        f"{tmp_path / 'c.yml'}:2: judge 'refunds' is also in {tmp_path / 'a.toml'}: rename one"
+    ]

@@ -10,6 +10,7 @@ import pytest
 
 from golden.candidates import CandidatesProblem, read_candidates
 from golden.regress import (
+    ERROR,
     FAIL,
     IMPROVED,
     NEW,
@@ -126,3 +127,24 @@ def test_a_csv_file_by_id_or_question_with_its_line_numbers() -> None:
         read_candidates(io.BytesIO(b"question,answer\nWhich plans include SSO?,Business\n"), ITEMS)
     with pytest.raises(CandidatesProblem, match="line 1: no candidate answers"):
         read_candidates(io.BytesIO(b"\n\n"), ITEMS)
+
+
+def test_a_team_judge_fails_an_item_at_or_below_its_fails_at() -> None:
+    team = {"refund_policy": 0.0, "tone": 2.0}
+    passing = verdicts() | {"refund_policy": {"status": "ok", "score": 1}, "tone": {"status": "ok", "score": 3}}
+    assert item_result("a", passing, relevancy_threshold=2, team=team).outcome == PASS
+    failing = passing | {"refund_policy": {"status": "ok", "score": 0}, "tone": {"status": "ok", "score": 2}}
+    result = item_result("b", failing, relevancy_threshold=2, team=team)
+    assert result.outcome == FAIL and result.failed_by == ["refund_policy", "tone"]
+    assert result.scores["refund_policy"] == 0 and result.scores["tone"] == 2
+    errored = item_result("c", passing | {"tone": {"status": "error", "error": "bad reply"}}, relevancy_threshold=2,
+                          team=team)  # fmt: skip
+    assert errored.outcome == ERROR and "no verdict from tone" in errored.notes
+    not_needed = {"status": "empty", "error": "not judged by tone: the pair has no {documents}"}
+    skipped = item_result("d", passing | {"tone": not_needed}, relevancy_threshold=2, team=team)
+    assert skipped.outcome == PASS and skipped.notes == ["not judged by tone: the pair has no {documents}"]
+    assert skipped.scores["tone"] is None
+
+    summary = summarize([result, item_result("a", passing, relevancy_threshold=2, team=team), skipped], team)
+    assert summary.team == {"refund_policy": (2, 3), "tone": (1, 2)}
+    assert summary.team_interval("tone") == wilson_interval(1, 2)

@@ -276,6 +276,7 @@ def test_a_stored_run_shows_a_name_of_unknown_sources_neutral():
 
     run = SimpleNamespace(questions=40, left_out=2, embedding="local", notes=[])
     period = SimpleNamespace(
+        topic_key="t-old",
         name="Old Zorblax name",
         name_sources=None,
         channels=["C1"],

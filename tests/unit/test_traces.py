@@ -10,6 +10,7 @@ from workers.traces import (
     TracedJudgment,
     checked_span_id,
     checked_trace_id,
+    evaluation_events,
     langfuse_scores,
     metadata_trace_id,
     outcome_annotation,
@@ -114,3 +115,31 @@ def test_the_judges_reasoning_goes_to_trace_tools_only_for_public_unshared_chann
     assert shown == ("why" if sent else None)
     every = reasoning_for_traces("why", channel_id=channel, private=private, ext_shared=ext_shared, setting="all")
     assert every == "why"  # the admin opted in (RELMON_TRACES_REASONING=all)
+
+
+# A team's own judge (judges.d) ------------------------------------------------------------------------------------
+
+
+def team_verdict(passed: bool, *, pass_fail: bool = True) -> TracedJudgment:
+    return TracedJudgment(9, "refund_policy", "ok", 1.0 if passed else 0.0, "Kept the rule.", None, pass_fail=pass_fail,
+                          passed=passed)  # fmt: skip
+
+
+def test_a_team_judges_verdict_is_sent_under_its_own_name_with_pass_or_fail() -> None:
+    [failed] = langfuse_scores(team_verdict(False), "a" * 32)
+    assert failed["name"] == "relmon.refund_policy" and failed["dataType"] == "BOOLEAN" and failed["value"] == 0
+    [ranged] = langfuse_scores(team_verdict(True, pass_fail=False), "a" * 32)
+    assert ranged["dataType"] == "NUMERIC" and ranged["value"] == 1.0
+    [annotation] = phoenix_annotations(team_verdict(False), "b" * 16)
+    assert annotation["name"] == "relmon.refund_policy" and annotation["result"]["label"] == "fail"
+    assert annotation["result"]["score"] == 0.0
+    [event] = evaluation_events(team_verdict(True))
+    assert event["gen_ai.evaluation.name"] == "relmon.refund_policy"
+    assert event["gen_ai.evaluation.score.label"] == "pass" and event["gen_ai.evaluation.score.value"] == 1.0
+
+
+def test_a_seed_judges_verdict_has_no_pass_or_fail_label() -> None:
+    seed = TracedJudgment(3, "relevancy", "ok", 0.25, None, None)
+    assert "label" not in phoenix_annotations(seed, "b" * 16)[0]["result"]
+    assert "gen_ai.evaluation.score.label" not in evaluation_events(seed)[0]
+    assert langfuse_scores(seed, "a" * 32)[0]["dataType"] == "NUMERIC"

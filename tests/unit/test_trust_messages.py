@@ -172,7 +172,7 @@ def judged_by_m2_this_week() -> Report:
 
 def test_a_changed_model_is_said():
     report = judged_by_m2_this_week()
-    notice = "Not compared with last week: the relevancy judge's model differs from last week's: not compared"
+    notice = "Judge changed: relevancy: model `m2` this week; last week's figures were `m1`: not compared"
     assert notice in trust_lines(report.trust, ["relevancy"])
 
 
@@ -184,14 +184,13 @@ def test_a_changed_model_leaves_the_change_figures_out():
 def test_the_same_model_is_compared_without_a_notice():
     same = week_report([judged(1, model="m1") for _ in range(3)], judged_by_m1_last_week())
     assert same.change(same.overall, "relevancy").mean is not None
-    assert not any(line.startswith("Not compared") for line in trust_lines(same.trust, ["relevancy"]))
+    assert not any(line.startswith("Judge changed") for line in trust_lines(same.trust, ["relevancy"]))
 
 
 def test_a_prompt_changed_during_the_week_is_said():
     within = week_report([judged(1, prompt="p1"), judged(1, prompt="p2")])
-    assert "Not compared with last week: the relevancy judge's prompt changed during the week (m1)" in trust_lines(
-        within.trust, ["relevancy"]
-    )
+    said = "Judge changed: relevancy prompt p2 since Sun 10:00 (prompt p1 before: this week's figures mix them)"
+    assert said + ": not compared with last week" in trust_lines(within.trust, ["relevancy"], timezone="Europe/Paris")
 
 
 # Where they are shown ----------------------------------------------------------------------------------------
@@ -212,7 +211,7 @@ def test_the_digest_shows_every_trust_line():
         assert json.dumps(line, ensure_ascii=False)[1:-1] in shown
     assert "(30–70%, n=20)" in shown and "(1 → 4)" in shown and "≤ 1 instead of ≤ 2" in shown
     assert "κ 0.62 (−0.20)" in shown and "the judge moved: kappa fell" in shown
-    assert "model differs from last week's" in shown
+    assert "last week's figures were `m0`: not compared" in shown
     # per channel too: the channel's own precision
     assert "relevancy alerts: 10 of 20 voted alerts agreed with" in shown
 

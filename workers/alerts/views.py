@@ -17,9 +17,11 @@ from common.messages.alerts import (
     degradation_alert,
     low_score_alert,
 )
+from common.messages.change_alerts import ChangeAlert, change_alert
 from common.messages.missed_failure import missed_failure_alert
 from common.privacy import may_quote, may_quote_exchange
 from common.runtime import Runtime
+from judges.names import JUDGE_NAMES
 from store import alerts as alert_store
 from store import bot_groups, exchanges
 from store.alert_reads import AlertRow
@@ -42,7 +44,10 @@ def quote_allowed(
 
 
 def render_alert(runtime: Runtime, session: Session, row: AlertRow, judged: Judged | None) -> dict:
-    """The message of a claimed alert row: a degradation, or a low score (or missed failure) about `judged`."""
+    """The message of a claimed alert row: a change in a failure rate, a degradation, or a low score (or missed
+    failure) about `judged`."""
+    if row.kind == alert_store.KIND_CHANGE:
+        return change_alert(ChangeAlert.of_details(row.details, runtime.settings.timezone))
     if row.kind == alert_store.KIND_DEGRADATION:
         return degradation_alert(replace(degradation_of(row), judge_note=canary_note(session, to_utc(row.created_at))))
     assert judged is not None and judged.facts.judgment_id == row.judgment_id, "a low alert is drawn from its judgment"
@@ -51,7 +56,7 @@ def render_alert(runtime: Runtime, session: Session, row: AlertRow, judged: Judg
 
 def canary_note(session: Session, at: datetime) -> str | None:
     """Whether the judge or the bot moved, by the canary's last run in the week before `at` (None: no run)."""
-    found = recent_runs(session, before=at + timedelta(seconds=1), limit=1)
+    found = recent_runs(session, before=at + timedelta(seconds=1), limit=1, judges=JUDGE_NAMES)  # the seeds'
     if not found or to_utc(found[0].created_at) < at - RECENT_CANARY:
         return None
     run = found[0]

@@ -15,8 +15,10 @@ from datetime import UTC, date, datetime, time, timedelta
 from slack_sdk.errors import SlackApiError
 
 from common.membership import ChannelAudience, MembershipCache, Viewer
+from common.messages.agreement import linked_disagreements
 from common.messages.chart_text import chart_alt_text
 from common.messages.digest import Links, Quotes, digest_message
+from common.messages.fixes import FixLine
 from common.post_once import RECEIPT_TTL_SECONDS, PostOnce, Receipts
 from common.privacy import Destination, may_quote
 from common.replies import Asker, reply_privately
@@ -30,6 +32,7 @@ from common.runtime import Runtime
 from store import digests as digest_rows
 from store.stats_queries import pair_texts, private_channel_ids
 from workers.alerts.delivery import permalink
+from workers.fixes import follow
 
 log = logging.getLogger("relmon.digest")
 
@@ -71,9 +74,12 @@ def quotes_for(
 
 
 def links_for(runtime: Runtime, report: Report) -> Links:
-    """Permalinks of the worst answers (a missing link only costs the link, never the digest)."""
+    """Permalinks of the worst answers and of the judges' latest disagreements with the team (a missing link only
+    costs the link, never the digest)."""
     links: dict[int, str] = {}
-    for worst in _all_worst(report):
+    for worst in [*_all_worst(report), *linked_disagreements(report.agreement)]:
+        if worst.pair_id in links:
+            continue
         link = permalink(runtime, worst.channel_id, worst.answer_ts)
         if link:
             links[worst.pair_id] = link
@@ -174,6 +180,7 @@ def deliver_digest(
                 prices_for(runtime),
                 chart_in_thread=not report.empty,
                 topics=topics,
+                fixes=followed_fixes(runtime, now, channel),
             )
             posted = digest_post_once(runtime, period).post(
                 channel, text=message["text"], blocks=message["blocks"], unfurl_links=False
@@ -194,6 +201,18 @@ def deliver_digest(
         raise
     log.info("digest sent", extra={"period_key": period.key, "message_ts": message_ts})
     return Outcome("sent", period.key, message_ts, file_id)
+
+
+def followed_fixes(
+    runtime: Runtime, now: datetime, channel: Destination | str | None, *, tell: bool = True
+) -> list[FixLine]:
+    """The followed fixes' verdicts for the digest's "Fixes" (each change told in its mark's thread first, unless
+    `tell` is off: a preview tells nothing); a failure leaves the section out, never the digest."""
+    try:
+        return follow(runtime, now, shown_in=channel, tell=tell)
+    except Exception:
+        log.exception("fixes not followed")
+        return []
 
 
 def chart_title(period: Period, report: Report) -> str:
@@ -257,7 +276,9 @@ def deliver_preview(
             place=place,
             redis_client=runtime.redis,
         )
-        return digest_message(report, links_for(runtime, report), quotes, prices_for(runtime), topics=topics)
+        fixes = followed_fixes(runtime, now, here, tell=False)
+        return digest_message(report, links_for(runtime, report), quotes, prices_for(runtime), topics=topics,
+                              fixes=fixes)  # fmt: skip
 
     # Served from one built per viewer class and place (what they may see and read, where it appears) a minute.
     shown_in = ("digest-preview", channel_id or "")

@@ -26,7 +26,14 @@ from common.reports.topics import TopicsView, chart_bars, spend_summary, stored_
 from common.runtime import Runtime
 from store import digests as digest_rows
 from store import topics as topic_rows
-from workers.digest.delivery import channel_audience, chart_in_thread, chart_title, links_for, quotes_for
+from workers.digest.delivery import (
+    channel_audience,
+    chart_in_thread,
+    chart_title,
+    followed_fixes,
+    links_for,
+    quotes_for,
+)
 
 log = logging.getLogger("relmon.digest")
 REDRAWN_NOTE = "Redrawn: a message it drew on was deleted or edited in Slack (its knowledge gaps are left out)."
@@ -88,6 +95,8 @@ def redraw_digest(runtime: Runtime, digest_id: int) -> str:
         prices_for(runtime),
         chart_in_thread=not report.empty,
         topics=topics,
+        # The fixes as of when the digest was made (told then already): a redraw keeps its "Fixes" section.
+        fixes=followed_fixes(runtime, digest.made_at, digest.channel_id, tell=False),
     )
     runtime.slack.chat_update(
         channel=digest.channel_id, ts=digest.message_ts, text=message["text"], blocks=message["blocks"]

@@ -17,15 +17,22 @@ MAX_RETRIES = 8
 
 
 @celery.task(name=task_names.RUN_CANARY, bind=True, max_retries=MAX_RETRIES)
-def run_canary(self, run_id: int | None = None) -> str:
+def run_canary(self, run_id: int | None = None, team_runs: list[int] | None = None) -> str:
+    """The seed canary's run, then each team judge's with labels (`workers.canary.run_team`); each run's "the judge
+    moved" said once. Returns the seed run's outcome."""
     runtime = get_runtime()
     if run_id is None:
         run_id = canary.run(runtime)
+        team_runs = canary.run_team(runtime)
     try:
-        return canary.announce(runtime, run_id)
+        outcome = canary.announce(runtime, run_id)
+        for team_run in team_runs or ():
+            canary.announce(runtime, team_run)
+        return outcome
     except Exception as error:
         if self.request.retries >= MAX_RETRIES:
             raise
         countdown = backoff_seconds(self.request.retries, base=2.0, cap=60.0)
         log.info("canary alert retrying", extra={"canary_run": run_id, "in_s": countdown, "error": repr(error)[:300]})
-        raise self.retry(kwargs={"run_id": run_id}, countdown=countdown, exc=error) from error
+        kwargs = {"run_id": run_id, "team_runs": list(team_runs or ())}
+        raise self.retry(kwargs=kwargs, countdown=countdown, exc=error) from error

@@ -1,5 +1,6 @@
-"""Digest tasks: the weekly digest (exactly once per ISO week), the private `/judge digest` preview, and a posted
-digest redrawn after a message it may quote was forgotten.
+"""Digest tasks: the weekly digest (exactly once per ISO week), the private `/judge digest` preview, a posted
+digest redrawn after a message it may quote was forgotten, and the alert when a judge's agreement with the team fell
+(checked after the weekly digest).
 
 Thin adapters: arguments and retries here, the delivery in `workers.digest.delivery`.
 """
@@ -18,6 +19,7 @@ from common.celery_app import celery
 from common.replies import response_url_of
 from common.reports.period import period_for, scheduled_key
 from common.runtime import get_runtime
+from workers import agreement_alert
 from workers.alerts.delivery import is_permanent, slack_error
 from workers.digest.delivery import deliver_digest, deliver_preview
 from workers.digest.redraw import redraw_digest as redraw
@@ -42,7 +44,7 @@ def send_digest(self, force: bool = False, period_key: str | None = None, schedu
         settings = runtime.settings
         period_key = scheduled_key(now, settings.digest_day, settings.digest_hour, settings.timezone)
     try:
-        return deliver_digest(runtime, now, force=force, period_key=period_key).status
+        status = deliver_digest(runtime, now, force=force, period_key=period_key).status
     except RETRYABLE as error:
         # The claim was released: the retry finishes what this run started (the same forced key included).
         log.warning(
@@ -54,6 +56,21 @@ def send_digest(self, force: bool = False, period_key: str | None = None, schedu
             countdown=backoff_seconds(self.request.retries, base=RETRY_BASE_SECONDS, cap=RETRY_CAP_SECONDS),
             kwargs={"force": force, "period_key": period_key},
         ) from error
+    if status == "sent" and not force:  # the week's agreement with the team, once the digest showed it
+        try:
+            celery.send_task(task_names.CHECK_AGREEMENT)
+        except Exception as error:  # the digest went out: a broker hiccup costs this week's check, not a retry
+            log.warning("agreement check not queued", extra={"error": repr(error)[:300]})
+    return status
+
+
+@celery.task(name=task_names.CHECK_AGREEMENT, bind=True, max_retries=MAX_RETRIES)
+def check_agreement(self) -> list[str]:
+    """Alert when a judge's agreement with the team fell significantly since last week (posted once a week)."""
+    try:
+        return agreement_alert.check_agreement(get_runtime(), datetime.now(UTC))
+    except RETRYABLE as error:
+        raise self.retry(exc=error, countdown=_countdown(self.request.retries)) from error
 
 
 @celery.task(name=task_names.SEND_DIGEST_PREVIEW, bind=True, max_retries=2)

@@ -1,6 +1,7 @@
-"""The Celery tasks that post to Slack: alerts on low scores and degradation, the hour's summary of held alerts,
-vote tallies on alerts, on-demand verdicts, and the LLM outage notices. Thin: the work is in `workers.alerts`
-(planning, delivery, summaries, verdicts) and `workers.outage_notices`; here is how a task retries.
+"""The Celery tasks that post to Slack: alerts on low scores, degradation and a failure rate's changes, the hour's
+summary of held alerts, vote tallies on alerts, on-demand verdicts, and the LLM outage notices. Thin: the work is in
+`workers.alerts` (planning, delivery, summaries, verdicts, changes) and `workers.outage_notices`; here is how a task
+retries.
 
 At most once: every post is first claimed as a row in `alerts` (unique `dedupe_key`) and then made by the one
 post-once protocol (`common.post_once`)."""
@@ -21,8 +22,10 @@ from common.task_names import (
     FOLLOW_UP_OUTCOME,
     POST_OUTAGE_NOTICE,
     REFRESH_ALERT_VOTES,
+    WATCH_CHANGES,
 )
 from judges import TransientLLMError
+from workers.alerts.changes import watch
 from workers.alerts.delivery import Considered, consider, is_permanent, refresh_votes, slack_error
 from workers.alerts.outcomes import FollowedUp, follow_up
 from workers.alerts.summaries import flush_summaries
@@ -108,3 +111,10 @@ def post_outage_notice(self, kind: str, since: float, failure: str, waited: int 
     """Post 'judging paused' or 'judging resumed' (an LLM outage) in every alert channel, once each
     (`workers.outage_notices`)."""
     return _run(self, partial(post_notice, waited=waited, at=at), kind, since, failure)
+
+
+@celery.task(name=WATCH_CHANGES, bind=True, max_retries=MAX_RETRIES)
+def watch_changes(self) -> str:
+    """Beat's tick: feed the judgments made since the last look to each group's change detector, and post the
+    change alerts it raises (`workers.alerts.changes.watch`)."""
+    return str(_run(self, watch))

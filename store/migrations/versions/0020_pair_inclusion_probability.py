@@ -5,8 +5,8 @@ signalled a failure)"""
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0019"
-down_revision = "0018"
+revision = "0020"
+down_revision = "0019"
 
 
 def upgrade() -> None:
