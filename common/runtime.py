@@ -20,6 +20,7 @@ from common.replies import UnsentRetryHandler
 from judges.judge_files import JudgeCatalog
 from store.db import Database
 from store.judge_catalog import judge_catalog
+from store.rule_overrides import RuleSource
 from store.rules import ChannelRules
 from store.settings import Settings
 
@@ -82,8 +83,14 @@ class Runtime:
         return slack_client_for(self.settings)
 
     @cached_property
+    def rule_source(self) -> RuleSource:
+        """The one reader of the rules in force: the rules file with the changes made in Slack (`/judge config`)."""
+        return RuleSource(self.settings.channel_rules_file, lambda: self.db)
+
+    @property
     def rules(self) -> ChannelRules:
-        return ChannelRules.load(self.settings.channel_rules_file)
+        """The rules in force, read again at most RULES_REFRESH_SECONDS after a change made in another process."""
+        return self.rule_source.current()
 
     @property
     def judges(self) -> JudgeCatalog:

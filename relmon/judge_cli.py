@@ -190,13 +190,13 @@ def feedback_labels(settings: Settings, judge: Judge) -> list[Label]:
     from common.feedback import label_from_votes
     from store.db import Database
     from store.feedback import voted_examples
-    from store.rules import ChannelRules
+    from store.rule_overrides import RuleSource
 
-    rules = ChannelRules.load(settings.channel_rules_file)
     database = Database(settings.resolved_database_url)
     try:
         with database.session() as session:
             examples = voted_examples(session, judge.name)
+        rules = RuleSource(settings.channel_rules_file, lambda: database).current()  # with /judge config's changes
     finally:
         database.dispose()
     labels = []

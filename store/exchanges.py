@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import ColumnElement, select, update
+from sqlalchemy import ColumnElement, Connection, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -86,6 +86,17 @@ class Origin:
     @property
     def label(self) -> str:
         return f"bot {self.bot} ({self.visibility})"
+
+
+def rule_key(executor: Connection | Session, pair_id: int, channel_id: str | None, source: str) -> str | None:
+    """The key of the rule a pair is judged under (`store.rules.ChannelRules.for_channel`): its channel; an ingested
+    exchange in no Slack channel: its bot's (`bot:NAME`, store.bot_groups), so that the bot's `judges` run on it."""
+    if channel_id or source != PairSource.INGEST:
+        return channel_id
+    bot = executor.execute(
+        select(Exchange.bot).where(Exchange.pair_id == pair_id).order_by(Exchange.id).limit(1)
+    ).scalar_one_or_none()
+    return bot_groups.key_of(bot) if bot else None
 
 
 def origin(session: Session, pair_id: int) -> Origin | None:

@@ -334,4 +334,4 @@ class ChannelName(Base):
 # The golden set's, regress runs' and topics' tables live in modules of their own (on `store.model_base`); imported
 # here, after this module's tables (their order in Base.metadata is kept), so that Base.metadata (Alembic's target,
 # the tests' clean-up) always holds every table.
-from store import exchange_models, golden_models, topic_models  # noqa: E402, F401
+from store import exchange_models, golden_models, rule_override_models, topic_models  # noqa: E402, F401

@@ -194,6 +194,9 @@ class Settings(
     alert_channel: MaybeStr = Field(None, **_env("RELMON_ALERT_CHANNEL"))
     digest_channel_setting: MaybeStr = Field(None, **_env("RELMON_DIGEST_CHANNEL"))
     channel_rules_file: MaybePath = Field(None, **_env("RELMON_CHANNEL_RULES"))
+    # Who may change a channel's or a bot's rule with `/judge config`, beside the workspace's admins and owners: user
+    # IDs (U…/W…) or user groups (S…).
+    admins: CommaList = Field(default_factory=list, **_env("RELMON_ADMINS"))
     # A team's own judges: one TOML file each (judges.judge_files); unset: the seed judges only.
     judges_dir: MaybePath = Field(None, **_env("RELMON_JUDGES_DIR"))
 

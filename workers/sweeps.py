@@ -23,6 +23,7 @@ from common import task_names, task_notes
 from common.celery_app import QUEUE_JUDGE, QUEUES, celery
 from common.runtime import Runtime
 from judges.names import RELEVANCY
+from store import exchanges
 from store.attempts import Failures, failures_of
 from store.judgments import pair_for_judging, stale_pairs, stored_judges, touch_pairs
 from store.models import PairStatus
@@ -204,8 +205,9 @@ def _give_up(runtime: Runtime, pair_id: int, failures: int, last_error: str | No
         if pair.status != PairStatus.PENDING:
             return
         stored = stored_judges(connection, pair_id, pair.version)
+        key = exchanges.rule_key(connection, pair_id, pair.channel_id, pair.source)
     try:
-        rule = runtime.rules.for_channel(pair.channel_id, settings)
+        rule = runtime.rules.for_channel(key, settings)
         names = judges_in_force(pair.judges, rule.judges, pair.reference is not None, runtime.judges)
     except Exception:  # the bug may be right here (an unknown judge's name): name the judges that were asked for
         names = list(pair.judges or settings.default_judges)

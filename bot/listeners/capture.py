@@ -16,10 +16,13 @@ CAPTURED_EVENTS = ("message", *REACTION_EVENTS)
 
 
 def register(app: App, deps: BotDeps) -> None:
-    settings, rules, publish = deps.settings, deps.runtime.rules, deps.publisher
+    settings, source, publish = deps.settings, deps.runtime.rule_source, deps.publisher
+    source.peek()  # read once at start
 
     def on_event(body: dict[str, Any], context: BoltContext) -> None:
-        if ignored(body.get("event") or {}, settings, rules):
+        # The rules in force as last read (a `/judge config` change included), never waiting for the database on the
+        # acknowledgement's path; the worker applies them to every event again.
+        if ignored(body.get("event") or {}, settings, source.peek()):
             return
         # relmon's identity as Bolt's authorization found it: the worker tells relmon's own messages apart by it.
         own = {"user_id": context.bot_user_id, "bot_id": context.bot_id, "app_id": body.get("api_app_id")}

@@ -2,9 +2,10 @@
 
 Every handler acknowledges at once (Slack allows 3 seconds) from the request alone, then hands the rest to a
 lazy listener that parses and delegates: on-demand judgments to `bot.on_demand`, figures to `bot.stats`,
-votes to `bot.votes`. Judging itself runs in the workers; the verdict comes back privately from
-`workers.tasks.slack.deliver_verdict` (the response_url, else an ephemeral message in the channel where the
-person asked, else a direct message). Every other reply goes through `bot.replies.tell`.
+votes to `bot.votes`, channel and bot rules (`/judge config`) to `bot.judge_config`. Judging itself runs in the
+workers; the verdict comes back privately from `workers.tasks.slack.deliver_verdict` (the response_url, else an
+ephemeral message in the channel where the person asked, else a direct message).
+Every other reply goes through `bot.replies.tell`.
 
 Access: a person can only have judged, or see the figures of, a channel they are a member of
 (`common.membership`); otherwise relmon refuses in one sentence and reveals nothing.
@@ -21,7 +22,9 @@ from slack_bolt import Ack, App
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
+from bot.config_grammar import ConfigError, parse_config
 from bot.deps import BotDeps
+from bot.judge_config import configure
 from bot.listeners.clicks import alert_click
 from bot.on_demand import judge_message, judge_pasted
 from bot.on_demand_limits import take_report
@@ -34,6 +37,7 @@ from common.celery_app import celery
 from common.feedback import ACTION_RIGHT, ACTION_WRONG, VOTE_FOR_ACTION
 from common.membership import MembershipCache, Refusal
 from common.messages.alerts import OPEN_ACTION_ID
+from common.messages.judge_config import config_error_message
 from common.messages.verdicts import (
     ERRORS,
     MODAL_CALLBACK_ID,
@@ -58,7 +62,7 @@ JUDGES_NEEDING_REFERENCE = frozenset({CORRECTNESS, GROUNDED})
 
 @dataclass(frozen=True)
 class Route:
-    kind: str  # modal | help | stats | digest | link | bad_link | unknown
+    kind: str  # modal | help | stats | digest | config | link | bad_link | unknown
     argument: str = ""
 
 
@@ -75,6 +79,8 @@ def route(text: str | None) -> Route:
         return Route("stats", rest.strip())
     if keyword == "digest":
         return Route("digest", rest.strip())
+    if keyword == "config":
+        return Route("config", rest.strip())
     if find_link(words):
         return Route("link", words) if parse_message_link(words) else Route("bad_link")
     if "slack.com/" in words or "://" in words:
@@ -113,6 +119,13 @@ def ack_judge(ack: Ack, command: dict) -> None:
         ack(text="Counting the last 7 days…", response_type="ephemeral")
     elif wanted.kind == "digest":
         ack(text="Preparing a digest preview…", response_type="ephemeral")
+    elif wanted.kind == "config":
+        try:
+            parse_config(wanted.argument)  # bad input is answered now; the rest after the ack (bot.judge_config)
+        except ConfigError as error:
+            ack(**config_error_message(str(error)), response_type="ephemeral")
+        else:
+            ack()
     else:
         ack()  # the modal opens next
 
@@ -153,6 +166,8 @@ class SlowWork:
             show_stats(self.runtime, client, asker, self.membership, argument=wanted.argument)
         elif wanted.kind == "digest":
             _queue_digest_preview(self.runtime, client, asker)
+        elif wanted.kind == "config":
+            configure(self.runtime, client, asker, self.membership, wanted.argument)
         elif wanted.kind == "modal":
             _open_modal(client, asker, command["trigger_id"])
 

@@ -22,6 +22,7 @@ from common.messages.blocks import (
     shorten,
     text_input,
 )
+from common.messages.judge_config import HELP_LINE
 from common.messages.sampling import sampled_text
 from common.messages.trust import precision_text
 from common.reports.intervals import Estimate, bootstrap_mean, proportion
@@ -174,18 +175,24 @@ def stats_message(
     return message(f"The last {days} days in {channel_mention(channel_id)}{note}: " + "; ".join(lines), blocks)
 
 
-HELP_TEXT = """*relmon: how to judge an answer*
+HELP_TEXT = (
+    """*relmon: how to judge an answer*
 • `/judge <message link>`: judge that answer against its question (use “Copy link” on the bot's message).
 • `/judge`: open a form to paste a question, an answer and an optional reference, and pick a judge.
 • *Judge this answer* (message shortcut, in the message's ⋯ menu): judge the answer you are looking at.
 • `/judge stats [#channel]`: the last 7 days: answers judged, mean score, share below the alert threshold.
+"""
+    + HELP_LINE
+    + """
 • `/judge help`: this message.
 Verdicts are shown only to you, and only for channels you are a member of."""
+)
 
 
 def help_message() -> dict:
     return message(
-        "How to use /judge: /judge <link>, /judge, /judge stats [#channel], /judge help", [section(HELP_TEXT)]
+        "How to use /judge: /judge <link>, /judge, /judge stats [#channel], /judge config, /judge help",
+        [section(HELP_TEXT)],
     )
 
 

@@ -24,6 +24,7 @@ class SlackMethods:
     users: dict[str, dict[str, Any]]
     bots: dict[str, dict[str, Any]]
     usergroups: dict[str, list[str]]
+    usergroup_handles: dict[str, str]
     channels: dict[str, Channel]
     messages: dict[str, dict[str, dict[str, Any]]]  # channel -> ts -> message
     ephemerals: list[dict[str, Any]]
@@ -71,6 +72,23 @@ class SlackMethods:
         if members is None:
             return {"ok": False, "error": "no_such_subteam"}
         return {"ok": True, "users": members}
+
+    def _api_usergroups_list(self, params: dict) -> dict:
+        """Every user group (Slack does not page this one), its members only with `include_users`."""
+        with_users = str(params.get("include_users", "")).lower() in ("1", "true")
+        groups = [
+            {"id": group, "handle": self.usergroup_handles.get(group, group.lower()), "name": group,
+             **({"users": list(members)} if with_users else {})}
+            for group, members in self.usergroups.items()
+        ]  # fmt: skip
+        return {"ok": True, "usergroups": groups}
+
+    def _api_users_list(self, params: dict) -> dict:
+        """Every user, `limit` a page (Slack's default: all of them at once), paged with `cursor`."""
+        users = list(self.users.values())
+        start, limit = int(params.get("cursor") or 0), int(params.get("limit") or 0) or len(users) or 1
+        after = str(start + limit) if start + limit < len(users) else ""
+        return {"ok": True, "members": users[start : start + limit], "response_metadata": {"next_cursor": after}}
 
     def _api_users_info(self, params: dict) -> dict:
         user = self.users.get(params.get("user", ""))

@@ -60,6 +60,7 @@ class FakeSlack(SlackFaults, SlackMethods, BackgroundServer):
         self.users: dict[str, dict[str, Any]] = {}
         self.bots: dict[str, dict[str, Any]] = {}
         self.usergroups: dict[str, list[str]] = {}
+        self.usergroup_handles: dict[str, str] = {}  # group ID -> its @handle (usergroups.list)
         self.channels: dict[str, Channel] = {}
         self.messages: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)  # channel -> ts -> message
         self.ephemerals: list[dict[str, Any]] = []
@@ -105,7 +106,14 @@ class FakeSlack(SlackFaults, SlackMethods, BackgroundServer):
     # State set-up -----------------------------------------------------------------------------
 
     def add_user(
-        self, user_id: str, name: str, real_name: str | None = None, *, is_bot: bool = False, bot_id: str | None = None
+        self,
+        user_id: str,
+        name: str,
+        real_name: str | None = None,
+        *,
+        is_bot: bool = False,
+        bot_id: str | None = None,
+        is_admin: bool = False,
     ) -> None:
         with self._lock:
             profile = {"real_name": real_name or name, "display_name": name}
@@ -117,13 +125,17 @@ class FakeSlack(SlackFaults, SlackMethods, BackgroundServer):
                 "name": name,
                 "real_name": real_name or name,
                 "is_bot": is_bot,
+                "is_admin": is_admin,  # a workspace admin (users.info says is_owner, is_primary_owner beside it)
+                "is_owner": False,
+                "is_primary_owner": False,
                 "deleted": False,
                 "profile": profile,
             }
 
-    def add_usergroup(self, group_id: str, members: list[str]) -> None:
+    def add_usergroup(self, group_id: str, members: list[str], handle: str | None = None) -> None:
         with self._lock:
             self.usergroups[group_id] = list(members)
+            self.usergroup_handles[group_id] = handle or group_id.lower()
 
     def add_bot(self, bot_id: str, name: str, *, app_id: str | None = None, user_id: str | None = None) -> None:
         with self._lock:

@@ -13,8 +13,8 @@ import pytest
 
 from capture.conversation_log import ConversationLog
 from store.models import PairStatus
-from store.rules import ChannelRule, ChannelRules
 from tests import slack_requests as sr
+from tests.alert_helpers import write_rules
 from tests.bot_events import C, send, settle_all
 from tests.bot_harness import ServedBot
 from tests.fakes.slack_server import FakeSlack
@@ -37,9 +37,6 @@ def test_private_channel_is_flagged(bot: ServedBot) -> None:
     assert pair.channel_is_private is True
 
 
-MUTED_RULES = ChannelRules(channels={"C_MUTED": ChannelRule(watch=False)})
-
-
 @pytest.mark.parametrize(
     ("event", "overrides"),
     [
@@ -48,19 +45,16 @@ MUTED_RULES = ChannelRules(channels={"C_MUTED": ChannelRule(watch=False)})
         (sr.bot_message(C, "0", "relmon itself", bot_id="B_RELMON", app_id="A_RELMON", user="U_RELMON"), {}),
         (sr.bot_message("C_ALERTS", "0", "in the alert channel"), {}),
         (sr.bot_message("C_ELSEWHERE", "0", "unwatched channel"), {"watched_channels": [C]}),
-        (
-            sr.bot_message("C_MUTED", "0", "watch false"),
-            {"rules": ChannelRules(channels={"C_MUTED": ChannelRule(watch=False)})},
-        ),
+        (sr.bot_message("C_MUTED", "0", "watch false"), {"rules": {"channels": {"C_MUTED": {"watch": False}}}}),
     ],
     ids=["other bot", "classic bot", "relmon", "alert channel", "unwatched", "watch false"],
 )
-def test_ignored_messages_make_no_pair(make_bot, event: dict, overrides: dict) -> None:
+def test_ignored_messages_make_no_pair(make_bot, event: dict, overrides: dict, tmp_path) -> None:
     overrides = dict(overrides)  # the parameter is shared by the sqlite and postgres runs
     rules = overrides.pop("rules", None)
-    bot = make_bot(**overrides)
     if rules is not None:
-        bot.runtime.__dict__["rules"] = rules  # the runtime caches the rules file's content
+        overrides["channel_rules_file"] = write_rules(tmp_path, rules)
+    bot = make_bot(**overrides)
     channel = event["channel"]
     q = sr.human_message(channel, sr.next_ts(), "question")
     send(bot, q)

@@ -20,6 +20,7 @@ from typing import Any
 from common import task_names, task_notes
 from common.runtime import Runtime
 from judges import TransientLLMError
+from store import exchanges
 from store.db import autocommit, dialect_name
 from store.judgments import (
     find_cached_many,
@@ -93,7 +94,9 @@ def judge_run(
         return pair.status
     with runtime.db.autocommit() as connection:
         stored = stored_judges(connection, pair_id, pair.version)
-        rule = runtime.rules.for_channel(pair.channel_id, settings)
+        # An ingested exchange in no Slack channel is judged under its bot's rule (`bots:`, `/judge config bot:NAME`).
+        key = exchanges.rule_key(connection, pair_id, pair.channel_id, pair.source)
+        rule = runtime.rules.for_channel(key, settings)
         wanted = judges_in_force(pair.judges, rule.judges, pair.reference is not None, runtime.judges)
         todo = [name for name in wanted if name not in stored]
         # A failure the conversation signalled is judged for certain, the rest sampled (workers.sampling).

@@ -5,8 +5,8 @@ signalled a failure)"""
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0020"
-down_revision = "0019"
+revision = "0021"
+down_revision = "0020"
 
 
 def upgrade() -> None:
