@@ -146,3 +146,27 @@ def test_a_daily_cap_judges_its_share_of_yesterdays_volume(settings_for, databas
     judged = [p for status, p in rows if status == PairStatus.JUDGED]
     assert set(judged) == {0.1}
     assert 20 <= len(judged) <= 65  # about 40: the cap's share of today's 400
+
+
+def test_the_backfill_samples_as_the_live_path(settings_for, database: Database) -> None:
+    """`relmon backfill` at RELMON_SAMPLE=0.3: a history answer its thread signalled (recorded before its judging)
+    is judged for certain; the rest by the hash, each one sampled in keeping 0.3."""
+    from relmon.backfill.judging import SAMPLED_OUT, plan
+    from workers import sampling
+
+    history = add_pairs(database, 60, channel=CHANNEL, source="backfill", start=50_000)
+    signalled = history[:20]
+    _watch(database, signalled)
+    with installed_runtime(settings_for(sample="0.3")) as runtime:
+        for pair_id in signalled:
+            record_signals_in(runtime, pair_id, [REASK], at=datetime.now(UTC))
+        outcomes = {pair_id: plan(runtime, pair_id).outcome for pair_id in history}
+    with database.session() as session:
+        rows = {r.id: r for r in session.execute(select(Pair.id, Pair.answer_ts, Pair.inclusion_probability)).all()}
+    for pair_id in signalled:
+        assert outcomes[pair_id] != SAMPLED_OUT and rows[pair_id].inclusion_probability is None
+    for pair_id in history[20:]:
+        chosen = sampling.is_sampled_in(CHANNEL, rows[pair_id].answer_ts, 0.3, source="backfill")
+        assert (outcomes[pair_id] != SAMPLED_OUT) == chosen
+        assert rows[pair_id].inclusion_probability == (0.3 if chosen else None)
+    assert SAMPLED_OUT in outcomes.values()
