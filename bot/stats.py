@@ -21,11 +21,14 @@ from common.reports.resolution import ResolutionRules, ResolutionStats, Resoluti
 from common.reports.stats import is_answer
 from common.reports.trust import Vote, precision
 from common.reports.view_cache import REPORT_VIEW_KEY, cached, digest_of
+from common.reports.weighted import Weights
 from common.runtime import Runtime
 from store import bot_groups
-from store.channel_scores import channel_judge_stats
+from store.channel_scores import ChannelJudgeStats, channel_judge_stats
 from store.confirmations import disputed_counts
+from store.exchanges import in_report_channel
 from store.feedback import voted_scores
+from store.sampling import sampling_counts
 from store.stats_queries import data_version, stream_pair_rows
 
 log = logging.getLogger("relmon.commands")
@@ -140,6 +143,7 @@ def _build_stats(runtime: Runtime, channel_id: str, rule) -> dict:
     since = now - timedelta(days=STATS_DAYS)
     with runtime.db.session() as session:
         stats = channel_judge_stats(session, channel_id, since, dict(rule.thresholds))
+        judged, decided, below_one = sampling_counts(session, in_report_channel(channel_id), since)
         voted = voted_scores(session, channel_id, since)
         disputed = disputed_counts(session, channel_id, since)
         resolution = channel_resolution(runtime, session, channel_id, since, now)
@@ -157,8 +161,27 @@ def _build_stats(runtime: Runtime, channel_id: str, rule) -> dict:
             precision=agreed.get(s.judge),
             disputed=disputed.get(s.judge, 0),
             distribution=s.distribution,
+            weights=_weights(s),
         )
         for s in stats
     ]
     window = runtime.settings.outcome_window_seconds
-    return stats_message(channel_id, rows, days=STATS_DAYS, resolution=resolution, window_seconds=window)
+    sampled = below_one or judged < decided  # sampling left answers out: the share judged is said
+    share = judged / decided if sampled and decided else None
+    return stats_message(
+        channel_id, rows, days=STATS_DAYS, resolution=resolution, window_seconds=window, sampled_share=share
+    )
+
+
+def _weights(stats: ChannelJudgeStats) -> Weights | None:
+    """The judge's weights when sampled answers weigh differently (common.reports.weighted); None otherwise."""
+    weights = Weights(
+        n=stats.judged,
+        total=stats.weight_total,
+        squares=stats.weight_squares,
+        hits=stats.weight_low,
+        hit_squares=stats.weight_low_squares,
+        scores={float(score): weight for score, weight in stats.weighted_distribution.items()},
+        score_squares={float(score): weight for score, weight in stats.weight_squares_distribution.items()},
+    )
+    return weights if weights.unequal else None

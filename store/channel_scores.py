@@ -16,6 +16,7 @@ from store.exchange_models import Exchange
 from store.exchanges import in_report_channel
 from store.judgments import is_current
 from store.models import ALERTING_SOURCES, Judgment, JudgmentStatus, Pair, PairStatus, as_utc
+from store.sampling import answer_weight
 from store.settings import TIME_WINDOW_MOST_ANSWERS
 
 # The time window's sample is the newest answers of the window, at most this many: on a busy channel the last hour
@@ -122,6 +123,14 @@ class ChannelJudgeStats:
     max_score: float | None
     errors: int
     distribution: dict[int, int] = field(default_factory=dict)  # score -> ok judgments: the mean's interval
+    # Sampling (RELMON_SAMPLE): Σ w and Σ w² (w = 1/π), over the ok judgments, those at or below the threshold, and
+    # per score (π: each answer's inclusion probability; store.sampling.answer_weight; common.reports.weighted)
+    weight_total: float = 0.0
+    weight_squares: float = 0.0
+    weight_low: float = 0.0
+    weight_low_squares: float = 0.0
+    weighted_distribution: dict[int, float] = field(default_factory=dict)
+    weight_squares_distribution: dict[int, float] = field(default_factory=dict)
 
 
 def channel_judge_stats(
@@ -133,7 +142,7 @@ def channel_judge_stats(
     stats = []
     for judge, threshold in thresholds.items():
         scope = (
-            select(Judgment)
+            select(Judgment, answer_weight().label("weight"))
             .join(Pair, Pair.id == Judgment.pair_id)
             .where(
                 in_report_channel(channel_id),
@@ -145,17 +154,24 @@ def channel_judge_stats(
             .subquery()
         )
         ok = scope.c.status == JudgmentStatus.OK
-        judged, mean, low, max_score, errors = session.execute(
+        weight = scope.c.weight
+        judged, mean, low, max_score, errors, total, squares, low_weight, low_squares = session.execute(
             select(
                 func.count().filter(ok),
                 func.avg(scope.c.score).filter(ok),
                 func.count().filter(ok, scope.c.score <= threshold),
                 func.max(scope.c.max_score),
                 func.count().filter(scope.c.status == JudgmentStatus.ERROR),
+                func.sum(weight).filter(ok),
+                func.sum(weight * weight).filter(ok),
+                func.sum(weight).filter(ok, scope.c.score <= threshold),
+                func.sum(weight * weight).filter(ok, scope.c.score <= threshold),
             )
         ).one()
         scores = session.execute(
-            select(func.round(scope.c.score), func.count()).where(ok).group_by(func.round(scope.c.score))
+            select(func.round(scope.c.score), func.count(), func.sum(weight), func.sum(weight * weight))
+            .where(ok)
+            .group_by(func.round(scope.c.score))
         ).all()
         stats.append(
             ChannelJudgeStats(
@@ -165,7 +181,13 @@ def channel_judge_stats(
                 int(low or 0),
                 max_score,
                 int(errors or 0),
-                {int(score): int(count) for score, count in scores if score is not None},
+                {int(score): int(count) for score, count, _, _ in scores if score is not None},
+                float(total or 0.0),
+                float(squares or 0.0),
+                float(low_weight or 0.0),
+                float(low_squares or 0.0),
+                {int(score): float(weights) for score, _, weights, _ in scores if score is not None},
+                {int(score): float(weights) for score, _, _, weights in scores if score is not None},
             )
         )
     return stats

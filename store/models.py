@@ -101,6 +101,8 @@ class Pair(Base):
     requested_by: Mapped[str | None] = mapped_column(String(32))  # user of /judge or the shortcut
     response_url: Mapped[str | None] = mapped_column(Text)  # where an on-demand verdict goes
     judges: Mapped[list | None] = mapped_column(JSON)  # judges to run; None: the channel's rules
+    # The chance this answer had of being judged (workers.sampling): the reports weigh it by 1/this. NULL: 1.
+    inclusion_probability: Mapped[float | None] = mapped_column(Float)
     created_at: Mapped[CreatedAt]
     updated_at: Mapped[UpdatedAt]
 

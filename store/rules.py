@@ -95,6 +95,9 @@ class EffectiveRule(BaseModel):
     judges: list[str]
     thresholds: dict[str, float]  # judge name -> alert when score <= this
     sample_rate: float
+    # RELMON_SAMPLE's daily cap, when it is in force for this channel (no rate of its own in the rules file): the
+    # rate is then decided each day (workers.sampling.daily_probability) and `sample_rate` is not used.
+    daily_cap: int | None = None
     alert_channel: str | None
     quote_private: bool
     watch: bool
@@ -163,6 +166,7 @@ class ChannelRules(BaseModel):
                 GROUNDED: pick("grounded_threshold", settings.grounded_threshold),
             },
             sample_rate=pick("sample_rate", settings.sample_rate),
+            daily_cap=settings.sample_plan.daily_cap if pick("sample_rate", None) is None else None,
             alert_channel=pick("alert_channel", settings.alert_channel),
             quote_private=pick("quote_private", False),
             watch=pick("watch", watched_by_setting or named),

@@ -20,6 +20,7 @@ from store.settings_limits import LimitSettings
 from store.settings_llm import LLMCallFields
 from store.settings_metrics import MetricsSettings
 from store.settings_retention import RetentionSettings
+from store.settings_sampling import SamplingSettings
 from store.settings_topics import TopicSettings
 from store.settings_traces import TraceSettings
 
@@ -148,6 +149,7 @@ class Settings(
     MetricsSettings,
     TraceSettings,
     IngestSettings,
+    SamplingSettings,
 ):
     model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore", populate_by_name=True)
 
@@ -230,7 +232,7 @@ class Settings(
 
     # Judging
     default_judges: CommaList = Field(default_factory=lambda: [RELEVANCY], **_env("RELMON_JUDGES"))
-    sample_rate: float = Field(1.0, ge=0, le=1, **_env("RELMON_SAMPLE_RATE"))
+    # RELMON_SAMPLE (and RELMON_SAMPLE_RATE, its older name): store.settings_sampling
     daily_budget: int = Field(10_000, ge=0, **_env("RELMON_DAILY_BUDGET"))
     # /judge, the shortcut and the modal draw on a budget of their own (requests per UTC day) and a per-person
     # hourly limit, so that people asking cannot spend the captured answers' budget.

@@ -13,3 +13,6 @@ THANKED = "thanked"
 RESOLVED = "resolved"
 NEW_QUESTION = "new_question"
 SIGNALS = (REASK, HUMAN_TAKEOVER, ESCALATION, NEGATIVE_REACTION, POSITIVE_REACTION, THANKED, RESOLVED, NEW_QUESTION)
+# Any one of these says the answer may have failed: such an answer is always judged, whatever RELMON_SAMPLE says
+# (workers.sampling). The same names as capture.outcomes.FAILURE_SIGNALS, which the reports' outcome labels use.
+ALWAYS_JUDGED = frozenset({REASK, HUMAN_TAKEOVER, ESCALATION, NEGATIVE_REACTION})

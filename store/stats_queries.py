@@ -63,6 +63,7 @@ class PairRow:
     signals: tuple[str, ...] = ()  # its outcome signals (capture.outcomes), in the order they came
     question_ts: str | None = None  # the question's Slack ts
     bot: str | None = None  # the bot that answered: its ingest API name (its first exchange's), else its Slack bot ID
+    inclusion_probability: float | None = None  # its chance of being judged (sampling); None: certain
 
     @property
     def asked_at(self) -> datetime:
@@ -138,6 +139,7 @@ def period_pairs(start: datetime, end: datetime, channel: str | None = None) -> 
             Pair.answer_ts,
             Pair.thread_ts,
             Pair.question_ts,
+            Pair.inclusion_probability,
             Pair.reference_text.is_not(None).label("has_reference"),
             OutcomeWindow.pair_id.is_not(None).label("watched"),
             OutcomeWindow.closed_at.is_not(None).label("window_closed"),

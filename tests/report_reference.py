@@ -196,7 +196,23 @@ def channel_stats(channel_id, rows, thresholds_for, prices, judges, worst):
         sum(j.votes_wrong for row in answers for j in row.judgments),
         worst_answers(answers, worst),
         token_use(rows, prices),
+        **sampling_counts(answers),
     )
+
+
+def sampling_counts(answers):
+    """Sampling's figures, counted afresh: the answers no failure signal made certain, judged or skipped by
+    sampling, and whether any was left out or judged with a chance below 1."""
+    quiet = [row for row in answers if not set(row.signals) & {"reask", "human_takeover", "escalation",
+                                                                "negative_reaction"}]  # fmt: skip
+    skipped = [row for row in quiet if row.status == "skipped_sampling"]
+    judged = [row for row in quiet if row.status != "skipped_sampling" and row.judgments]
+    below_one = any(row.inclusion_probability is not None for row in judged)
+    return {
+        "unsignalled_judged": len(judged),
+        "unsignalled_decided": len(judged) + len(skipped),
+        "sampled": bool(skipped) or below_one,
+    }
 
 
 def local_days(period):

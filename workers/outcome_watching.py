@@ -43,8 +43,9 @@ from judges.names import CORRECTNESS
 from store import alerts as alert_store
 from store import outcomes as store
 from store import pairs
+from store import sampling as sampling_store
 from store.models import as_utc
-from store.signals import HUMAN_TAKEOVER
+from store.signals import ALWAYS_JUDGED, HUMAN_TAKEOVER
 from workers import golden_items
 from workers.trace_sending import Send, note_sends, outcome_sends, queue_outcome_sends, queue_sends
 
@@ -345,9 +346,22 @@ def _follow_up(runtime: Runtime, pair_ids: list[int]) -> None:
     with runtime.db.autocommit() as connection:
         signals = store.signals_of(connection, pair_ids)
         alerted = alert_store.pairs_with_alerts(connection, pair_ids)
+    _judge_signalled(runtime, [p for p in pair_ids if ALWAYS_JUDGED & set(signals.get(p, ()))])
     for pair_id in pair_ids:
         if pair_id in alerted or failed(signals.get(pair_id, ())):
             task_notes.send(runtime.redis, task_notes.Call(task_names.FOLLOW_UP_OUTCOME, (pair_id,)), time.time())
+
+
+def _judge_signalled(runtime: Runtime, pair_ids: list[int]) -> None:
+    """A failure signal makes an answer certain to be judged (workers.sampling): one sampling skipped is judged now,
+    a judged one's inclusion probability becomes 1. Idempotent; a lost send leaves the pair pending, for the stale
+    sweeper."""
+    if not pair_ids:
+        return
+    with runtime.db.engine.begin() as connection:
+        to_judge = sampling_store.now_certain(connection, pair_ids)
+    for pair_id in to_judge:
+        celery.send_task(task_names.JUDGE_PAIR, args=[pair_id])
 
 
 def _announce(runtime: Runtime, pair_id: int, new: list[str], noted: list[Send], **fields) -> None:

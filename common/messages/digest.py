@@ -20,6 +20,7 @@ from common.messages.golden import digest_line
 from common.messages.outcomes import NOTE as OUTCOME_NOTE
 from common.messages.outcomes import outcome_lines
 from common.messages.readable import Readable
+from common.messages.sampling import sampled_text
 from common.messages.team_judges import shown_judges, team_judge_line, team_section
 from common.messages.topics import cost_text, fix_first_blocks, topics_text
 from common.messages.trust import TRUST_HEADING, precision_text, trust_lines, trust_section
@@ -41,9 +42,10 @@ Links = Mapping[int, str]  # pair id -> permalink
 
 
 def mean_text(stats: JudgeStats | None) -> str:
-    if stats is None or stats.mean is None:
+    mean = stats.weighted_mean if stats is not None else None  # reweighted when the answers were sampled
+    if stats is None or mean is None:
         return "no scores"
-    return f"{stats.mean:.2f} / {stats.scale[1]}"
+    return f"{mean:.2f} / {stats.scale[1]}"
 
 
 def threshold_text(stats: JudgeStats) -> str:
@@ -133,6 +135,9 @@ def _volume_line(stats: ChannelStats) -> str:
         parts.append(f"{stats.not_judged} without a question")
     if stats.waiting:
         parts.append(f"{stats.waiting} still waiting")
+    sampled = sampled_text(stats.sampled_share)
+    if sampled:
+        parts.append(sampled)
     return " · ".join(parts)
 
 

@@ -11,11 +11,13 @@ from common.messages.blocks import pct
 from common.messages.digest import channel_ref, judge_line
 from common.messages.outcomes import NOTE as OUTCOME_NOTE
 from common.messages.outcomes import outcome_lines
+from common.messages.sampling import plan_text, sampled_text
 from common.messages.team_judges import shown_judges
 from common.messages.trust import precision_text, trust_section
 from common.reports.stats import ChannelStats, Report
 from store.rules import EffectiveRule
 from store.settings import Settings
+from store.settings_sampling import SamplePlan
 
 MAX_BLOCKS = 100  # Slack's limit for Home tabs
 MAX_CHANNELS = 60  # one section each, leaving room for the rest
@@ -25,6 +27,9 @@ DAY_NAMES |= {"sat": "Saturday", "sun": "Sunday"}
 
 def _figures(stats: ChannelStats, report: Report | None = None) -> str:
     parts = [f"{stats.judged} judged of {stats.seen}"]
+    sampled = sampled_text(stats.sampled_share)
+    if sampled:
+        parts.append(sampled)
     for name in shown_judges(stats):  # a team judge where it runs, with its pass rate
         parts.append(f"{name} {judge_line(stats.judges[name])}")
         found = report.trust.precision_of(stats.channel_id, name) if report is not None else None
@@ -54,6 +59,12 @@ def _rule_text(rule: EffectiveRule, default: EffectiveRule) -> str:
     return " · ".join(changes)
 
 
+def _sampling_text(settings: Settings, default: EffectiveRule) -> str:
+    if default.daily_cap is None:
+        return plan_text(SamplePlan(rate=default.sample_rate))
+    return plan_text(settings.sample_plan)
+
+
 def settings_fields(settings: Settings, default: EffectiveRule) -> list[dict]:
     """The environment's settings, and the default rule in force (the rules file's `defaults` over them)."""
     thresholds = " · ".join(f"{judge} ≤ {default.thresholds[judge]:g}" for judge in default.judges)
@@ -64,7 +75,7 @@ def settings_fields(settings: Settings, default: EffectiveRule) -> list[dict]:
         {"type": "mrkdwn", "text": f"*Judge model*\n`{settings.judge_model}`"},
         {"type": "mrkdwn", "text": f"*Judges*\n{', '.join(default.judges)}"},
         {"type": "mrkdwn", "text": f"*Alert thresholds*\n{thresholds}"},
-        {"type": "mrkdwn", "text": f"*Sampling*\n{pct(default.sample_rate)} of answers"},
+        {"type": "mrkdwn", "text": f"*Sampling*\n{_sampling_text(settings, default)}"},
         {"type": "mrkdwn", "text": f"*Daily budget*\n{settings.daily_budget:,} judgments"},
         {"type": "mrkdwn", "text": f"*Alerts*\n{alerts_to}, at most {default.alert_cap_per_hour} an hour"},
         {

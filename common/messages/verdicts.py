@@ -24,10 +24,12 @@ from common.messages.blocks import (
 )
 from common.messages.judge_config import HELP_LINE
 from common.messages.resolution import resolution_lines
+from common.messages.sampling import sampled_text
 from common.messages.trust import precision_text
 from common.reports.intervals import Estimate, bootstrap_mean, proportion
 from common.reports.resolution import ResolutionStats
 from common.reports.trust import Precision
+from common.reports.weighted import Weights, weighted_mean, weighted_proportion
 from judges.names import CORRECTNESS, GROUNDED, RELEVANCY
 
 # Errors a person may see: one short sentence each, "what happened: what to do" (tests check the action).
@@ -126,13 +128,22 @@ class StatsRow:
     precision: Precision | None = None  # of the alerts people voted on
     disputed: int = 0  # low scores a second opinion disputed (not alerted)
     distribution: Mapping[int, int] = field(default_factory=dict)  # score -> answers: the mean's interval
+    weights: Weights | None = None  # sampled answers' weights 1/π when they differ (common.reports.weighted)
 
     @property
     def mean_estimate(self) -> Estimate:
-        """The mean with its n and bootstrap interval (none when the scores' counts are not known)."""
+        """The mean with its n and bootstrap interval (none when the scores' counts are not known); reweighted for
+        sampling."""
+        if self.weights is not None:
+            return weighted_mean(self.weights)
         if self.mean is None or sum(self.distribution.values()) != self.judged:
             return Estimate(self.mean, self.judged, None)
         return replace(bootstrap_mean(self.distribution), value=self.mean)
+
+    @property
+    def low_estimate(self) -> Estimate:
+        """The share at or below the threshold; reweighted for sampling (Hájek, Wilson at Kish's n_eff)."""
+        return weighted_proportion(self.weights) if self.weights is not None else proportion(self.low, self.judged)
 
 
 def stats_message(
@@ -142,15 +153,19 @@ def stats_message(
     days: int = 7,
     resolution: ResolutionStats | None = None,
     window_seconds: int | None = None,
+    sampled_share: float | None = None,
 ) -> dict:
-    blocks = [header(f"The last {days} days"), context(f"Answers judged in {channel_mention(channel_id)}")]
+    """`sampled_share`: the share of the unsignalled answers judged, when sampling left some out."""
+    where = f"Answers judged in {channel_mention(channel_id)}"
+    sampled = sampled_text(sampled_share)
+    blocks = [header(f"The last {days} days"), context(f"{where} · {sampled}" if sampled else where)]
     lines = []
     for row in rows:
         if row.judged == 0 and row.errors == 0:
             continue
         label = judge_label(row.judge)
         mean = rates.mean_text(row.mean_estimate, row.max_score) if row.judged else "no score"
-        share = rates.rate_text(proportion(row.low, row.judged), f"at or below {format_score(row.threshold, None)}")
+        share = rates.rate_text(row.low_estimate, f"at or below {format_score(row.threshold, None)}")
         answers = f"{row.judged} answer{'s' if row.judged != 1 else ''}"
         line = f"*{label}*: {answers} judged · mean {mean} · {share if row.judged else 'n/a'}"
         if row.errors:
@@ -166,7 +181,8 @@ def stats_message(
         return message(text, [section(text)])
     lines += tiers
     blocks.append(section("\n".join(lines)))
-    return message(f"The last {days} days in {channel_mention(channel_id)}: " + "; ".join(lines), blocks)
+    note = f" ({sampled})" if sampled else ""
+    return message(f"The last {days} days in {channel_mention(channel_id)}{note}: " + "; ".join(lines), blocks)
 
 
 HELP_TEXT = (

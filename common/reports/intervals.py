@@ -48,6 +48,8 @@ class Estimate:
     value: float | None
     n: int
     interval: Interval | None
+    # Kish's effective sample size when the figure is reweighted for sampling (common.reports.weighted); else None.
+    effective_n: float | None = None
 
     @property
     def enough(self) -> bool:
@@ -62,8 +64,11 @@ class Estimate:
         return self.interval.high if self.interval else None
 
     def as_json(self) -> dict[str, float | int | None]:
-        """`value`, `n`, `low` and `high`, for `--json`."""
-        return {"value": self.value, "n": self.n, "low": self.low, "high": self.high}
+        """`value`, `n`, `low` and `high` (and `effective_n` when reweighted), for `--json`."""
+        found: dict[str, float | int | None] = {"value": self.value, "n": self.n, "low": self.low, "high": self.high}
+        if self.effective_n is not None:
+            found["effective_n"] = round(self.effective_n, 1)
+        return found
 
 
 @dataclass(frozen=True)

@@ -16,12 +16,29 @@ from datetime import date
 from common.reports.agreement import AgreementReport
 from common.reports.costs import Prices, Tokens, TokenTally
 from common.reports.golden import GoldenFigures
-from common.reports.intervals import Estimate, Shift, bootstrap_mean, mean_change, proportion, proportion_change
+from common.reports.intervals import (
+    Estimate,
+    Interval,
+    Shift,
+    bootstrap_mean,
+    mean_change,
+    proportion,
+    proportion_change,
+)
 from common.reports.outcomes import OutcomeReport
 from common.reports.period import DayIndex, Period
 from common.reports.trust import Trust
+from common.reports.weighted import (
+    Weights,
+    weight_of,
+    weighted_mean,
+    weighted_mean_change,
+    weighted_proportion,
+    weighted_proportion_change,
+)
 from judges.names import CORRECTNESS, GROUNDED, JUDGE_NAMES, RELEVANCY
 from store.models import ANSWER_SOURCES, JudgmentStatus, PairStatus
+from store.signals import ALWAYS_JUDGED
 from store.stats_queries import JudgmentRow, PairRow
 
 # The score scale of each judge (docs/judges.md); a judge not listed uses what it stored.
@@ -51,26 +68,52 @@ class JudgeStats:
     distribution: dict[int, int]  # score -> count, every score of the scale present
     low: int  # scored at or below the channel's threshold
     thresholds: tuple[float, ...]  # the thresholds in force (several when channels differ)
+    # Sampled answers (RELMON_SAMPLE): each scored answer's weight 1/π, when they differ; None: every weight 1.
+    weights: Weights | None = None
     # A team judge's scale from its file (the seed judges' are `SCALES`); not compared: a figure, not a verdict.
     scale_of_file: tuple[int, int] | None = field(default=None, compare=False)
 
     @property
     def share_low(self) -> float | None:
+        if self.weights is not None:
+            return self.low_estimate.value
         return self.low / self.scored if self.scored else None
 
     @property
+    def weighted_mean(self) -> float | None:
+        """The mean score, reweighted when the answers were sampled (`mean` is the judged answers' own)."""
+        return self.mean_estimate.value if self.weights is not None else self.mean
+
+    @property
     def mean_estimate(self) -> Estimate:
-        """The mean score with its n and bootstrap interval (from the distribution: scores are whole numbers)."""
+        """The mean score with its n and bootstrap interval (from the distribution: scores are whole numbers);
+        reweighted for sampling (common.reports.weighted)."""
+        if self.weights is not None:
+            return weighted_mean(self.weights)
         return bootstrap_mean(self.distribution)
 
     @property
     def low_estimate(self) -> Estimate:
-        """The share at or below the threshold with its n and Wilson interval."""
+        """The share at or below the threshold with its n and Wilson interval; reweighted for sampling (the Hájek
+        share, Wilson at the estimator's effective n: common.reports.weighted)."""
+        if self.weights is not None:
+            return weighted_proportion(self.weights)
         return proportion(self.low, self.scored)
+
+    def as_weights(self) -> Weights:
+        """Its weights, every one 1 when not sampled: to compare a sampled week with an unsampled one."""
+        return self.weights if self.weights is not None else Weights.of_counts(self.low, self.distribution)
 
     @property
     def pass_estimate(self) -> Estimate:
-        """The share above the threshold (passed) with its n and Wilson interval: a team judge's headline."""
+        """The share above the threshold (passed) with its n and Wilson interval: a team judge's headline;
+        reweighted for sampling (the complement of the weighted low share)."""
+        if self.weights is not None:
+            low = self.low_estimate
+            if low.value is None or low.interval is None:
+                return low
+            interval = Interval(1 - low.interval.high, 1 - low.interval.low)
+            return Estimate(1 - low.value, low.n, interval, effective_n=low.effective_n)
         return proportion(self.scored - self.low, self.scored)
 
     @property
@@ -117,6 +160,18 @@ class ChannelStats:
     votes_wrong: int
     worst: list[WorstAnswer]
     tokens: Tokens
+    # Sampling (RELMON_SAMPLE): unsignalled answers judged and decided on (judged or skipped by sampling), and
+    # whether any judged answer had a chance below 1 (its figures are then weighted).
+    unsignalled_judged: int = 0
+    unsignalled_decided: int = 0
+    sampled: bool = False
+
+    @property
+    def sampled_share(self) -> float | None:
+        """The share of the unsignalled answers that were judged, when sampling was in force."""
+        if not self.sampled or not self.unsignalled_decided:
+            return None
+        return self.unsignalled_judged / self.unsignalled_decided
 
     @property
     def errors(self) -> int:
@@ -188,6 +243,12 @@ class Report:
 # Captured live, or read from Slack's history or an export (`relmon backfill`, `relmon import`).
 
 
+def answer_probability(row: PairRow) -> float | None:
+    """The chance the answer had of being judged: None (certain) once its conversation signalled a failure, whatever
+    was stored when it was sampled (workers.sampling)."""
+    return None if ALWAYS_JUDGED & set(row.signals) else row.inclusion_probability
+
+
 def is_answer(row: PairRow) -> bool:
     """One of the support bot's answers: a captured pair that stands on its own (not an on-demand /judge request)."""
     return row.source in ANSWER_SOURCES and row.status not in _NOT_AN_ANSWER
@@ -202,8 +263,9 @@ class JudgeTally:
         self.total = 0.0
         self.counts: Counter[int] = Counter()  # scores are discrete: a count per score of the scale
         self.thresholds: set[float] = set()
+        self.weights = Weights()  # each scored answer's weight 1/π (sampling)
 
-    def add(self, judgment: JudgmentRow, threshold: float | None) -> None:
+    def add(self, judgment: JudgmentRow, threshold: float | None, weight: float = 1.0) -> None:
         if judgment.status == JudgmentStatus.ERROR:
             self.errors += 1
         elif judgment.status == JudgmentStatus.NULL or judgment.score is None:
@@ -212,10 +274,12 @@ class JudgeTally:
             self.scored += 1
             self.total += judgment.score
             self.counts[round(judgment.score)] += 1
+            low = threshold is not None and judgment.score <= threshold
             if threshold is not None:
                 self.thresholds.add(float(threshold))
-                if judgment.score <= threshold:
+                if low:
                     self.low += 1
+            self.weights.add(weight, hit=low, score=float(round(judgment.score)))
 
     def stats(self) -> JudgeStats:
         counts = self.counts
@@ -230,6 +294,7 @@ class JudgeTally:
             distribution={score: counts.get(score, 0) for score in range(low_end, high_end + 1)},
             low=self.low,
             thresholds=tuple(sorted(self.thresholds)),
+            weights=self.weights if self.weights.unequal else None,
             scale_of_file=self.scale,
         )
 
@@ -296,6 +361,8 @@ class ChannelTally:
         self.judges: dict[str, JudgeTally] = {}  # the judges that judged these answers, as first seen
         self.worst = WorstTally(worst)
         self.spent = TokenTally(prices)
+        self.unsignalled_judged = self.unsignalled_decided = 0
+        self.sampled = False
 
     def add(self, row: PairRow) -> None:
         # Tokens count every LLM call, on-demand /judge requests included: they are on the same bill. Every
@@ -310,14 +377,28 @@ class ChannelTally:
             self.judged += 1
         elif row.judgments and all(j.status == JudgmentStatus.ERROR for j in row.judgments):
             self.errored += 1
+        probability = answer_probability(row)
+        weight = weight_of(probability)
+        self._count_sampling(row, probability)
         thresholds = self.thresholds_for(row.channel_id) if row.judgments else {}
         for judgment in row.judgments:
             if judgment.judge not in self.judges:
                 self.judges[judgment.judge] = self._tally(judgment.judge)
-            self.judges[judgment.judge].add(judgment, thresholds.get(judgment.judge))
+            self.judges[judgment.judge].add(judgment, thresholds.get(judgment.judge), weight)
             self.votes_right += judgment.votes_right
             self.votes_wrong += judgment.votes_wrong
         self.worst.add(row)
+
+    def _count_sampling(self, row: PairRow, probability: float | None) -> None:
+        if ALWAYS_JUDGED & set(row.signals):
+            return  # judged for certain: not part of the sample
+        if row.status == PairStatus.SKIPPED_SAMPLING:
+            self.unsignalled_decided += 1
+            self.sampled = True
+        elif row.judgments:
+            self.unsignalled_decided += 1
+            self.unsignalled_judged += 1
+            self.sampled = self.sampled or probability is not None
 
     def _tally(self, judge: str) -> JudgeTally:
         return JudgeTally(judge, self.scales.get(judge) if is_team_judge(judge) else None)
@@ -340,6 +421,9 @@ class ChannelTally:
             votes_wrong=self.votes_wrong,
             worst=self.worst.answers(),
             tokens=self.spent.tokens(),
+            unsignalled_judged=self.unsignalled_judged,
+            unsignalled_decided=self.unsignalled_decided,
+            sampled=self.sampled,
         )
 
 
@@ -348,6 +432,15 @@ def judge_change(current: JudgeStats | None, previous: JudgeStats | None) -> Cha
         return Change(mean=None, share_low=None)
     if previous is None or not previous.scored:
         return Change(mean=None, share_low=None, no_previous=True)
+    if current.weights is not None or previous.weights is not None:
+        before, after = previous.as_weights(), current.as_weights()
+        mean_shift, share_shift = weighted_mean_change(before, after), weighted_proportion_change(before, after)
+        return Change(
+            mean=mean_shift.after.value - mean_shift.before.value,
+            share_low=share_shift.after.value - share_shift.before.value,
+            mean_shift=mean_shift,
+            share_shift=share_shift,
+        )
     mean = current.mean - previous.mean if current.mean is not None and previous.mean is not None else None
     share = (
         current.share_low - previous.share_low
@@ -380,15 +473,17 @@ class DailyTally:
         if index is None:
             return
         self.answers[index] += 1
+        weight = weight_of(answer_probability(row))  # a sampled answer's day mean is reweighted as the week's
         for j in row.judgments:
             if j.status == JudgmentStatus.OK and j.score is not None:
-                day = self.scores.setdefault(j.judge, [[0, 0] for _ in self.answers])[index]
+                day = self.scores.setdefault(j.judge, [[0, 0.0, 0.0] for _ in self.answers])[index]
                 day[0] += 1
-                day[1] += j.score
+                day[1] += weight * j.score
+                day[2] += weight
 
     def points(self, judge: str) -> list[DailyPoint]:
-        scores = self.scores.get(judge) or [[0, 0] for _ in self.answers]
+        scores = self.scores.get(judge) or [[0, 0.0, 0.0] for _ in self.answers]
         return [
-            DailyPoint(day=day, answers=answers, scored=scored, mean=total / scored if scored else None)
-            for day, answers, (scored, total) in zip(self.days.days, self.answers, scores, strict=True)
+            DailyPoint(day=day, answers=answers, scored=scored, mean=total / weights if scored else None)
+            for day, answers, (scored, total, weights) in zip(self.days.days, self.answers, scores, strict=True)
         ]

@@ -11,6 +11,7 @@ from typing import Any
 
 from common.runtime import Runtime
 from judges import TransientLLMError
+from store import sampling as sampling_store
 from store.judgments import find_cached_many, pair_for_judging, set_pair_status, stored_judges
 from store.models import PairStatus
 from workers import budget, sampling
@@ -46,10 +47,16 @@ def plan(runtime: Runtime, pair_id: int) -> Plan:
             for n in judges_in_force(pair.judges, rule.judges, pair.reference is not None, runtime.judges)
             if n not in stored
         ]
-        if todo and not stored and not sampling.is_sampled_in(pair.channel_id, pair.answer_ts, rule.sample_rate,
-                                                              source=pair.source):  # fmt: skip
-            set_pair_status(connection, pair_id, PairStatus.SKIPPED_SAMPLING, only_from=[PairStatus.PENDING])
-            return Plan(pair, SAMPLED_OUT)
+        if todo and not stored and rule.sample_rate < 1:
+            # As the live path: a history answer whose thread signalled a failure (recorded before its judging) is
+            # judged for certain, the rest at the rate, each one's chance stored for the reports' weights.
+            signalled = sampling_store.is_signalled(connection, pair_id)
+            probability = sampling.inclusion_probability(rule.sample_rate, source=pair.source, signalled=signalled)
+            if not sampling.chosen(sampling.sample_point(pair.channel_id, pair.answer_ts), probability):
+                set_pair_status(connection, pair_id, PairStatus.SKIPPED_SAMPLING, only_from=[PairStatus.PENDING])
+                return Plan(pair, SAMPLED_OUT)
+            if not pair.on_demand:
+                sampling_store.sampled_in(connection, pair_id, probability)
         given = pair.judge_input
         keys = {n: runtime.judges.get(n).cache_key(settings.judge_model, *given.texts) for n in todo}
         cached = find_cached_many(connection, list(keys.values()))

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from common import task_names, task_notes
@@ -30,8 +31,8 @@ from store.judgments import (
     stored_judges,
 )
 from store.models import PairStatus
-from workers import budget, sampling
-from workers.judging import outage
+from workers import budget
+from workers.judging import outage, sampling_step
 from workers.judging.rules import (
     TASK_MAX_RETRIES,
     gave_up_values,
@@ -98,17 +99,8 @@ def judge_run(
         rule = runtime.rules.for_channel(key, settings)
         wanted = judges_in_force(pair.judges, rule.judges, pair.reference is not None, runtime.judges)
         todo = [name for name in wanted if name not in stored]
-        if (
-            todo
-            and not stored
-            and not sampling.is_sampled_in(
-                pair.channel_id,
-                sampling.sampled_message(pair.answer_ts, pair_id),
-                rule.sample_rate,
-                source=pair.source,
-            )
-        ):
-            set_pair_status(connection, pair_id, PairStatus.SKIPPED_SAMPLING, only_from=[PairStatus.PENDING])
+        # A failure the conversation signalled is judged for certain, the rest sampled (workers.sampling).
+        if todo and not stored and not sampling_step.judged(runtime, connection, pair, rule, datetime.now(UTC)):
             return PairStatus.SKIPPED_SAMPLING
         given = pair.judge_input
         catalog = runtime.judges
