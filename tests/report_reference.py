@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 
 from capture.outcomes import ESCALATION, HUMAN_TAKEOVER, NEGATIVE_REACTION, POSITIVE_REACTION, REASK, RESOLVED, failed
 from capture.resolution import OPEN, TIERS
+from common.reports.agreement import AgreementReport, AgreementTally
 from common.reports.costs import Tokens, judgment_cost
 from common.reports.outcomes import DailyOutcome, OutcomeReport, OutcomeStats, ScoreMean
 from common.reports.resolution import ResolutionRules, ResolutionStats
@@ -441,4 +442,16 @@ def build_report(period, current, previous, thresholds_for, prices, *, channels,
             bots_of(before_answers),
             1800,
         ),
+        agreement=AgreementReport(
+            agreement_of(now_answers, thresholds_for), agreement_of(before_answers, thresholds_for)
+        ),
     )
+
+
+def agreement_of(rows, thresholds_for):
+    """Each judge's agreement with the team over a list of captured answers (the same tally the stream feeds: this
+    checks that the stream gives it the same rows, in the same order, as the per-row read)."""
+    tally = AgreementTally(thresholds_for)
+    for row in rows:
+        tally.add(row)
+    return tally.result()
