@@ -1,12 +1,17 @@
-"""An ingested dm or private exchange's "Show the exchange" button (on its alert, which never quotes it), its
-modal with the question and answer, and the private refusal to a person the bot's rule does not name. Rendering
-only: the listener (bot/listeners/exchange_view.py) checks who clicked (common.exchange_access)."""
+"""An ingested dm or private exchange's withheld note and "Show the exchange" button (on its alert, which never
+quotes it), its modal with the question and answer, and the private refusal to a person the bot's rule does not
+name. Rendering only: the listener (bot/listeners/exchange_view.py) checks who clicked (common.exchange_access)."""
 
 from __future__ import annotations
 
 from common.messages.blocks import button, context, plain, shorten
 
 SHOW_EXCHANGE_ACTION_ID = "show_exchange"
+SHOW_EXCHANGE_BLOCK_ID = "relmon_show_exchange"  # the alert's block that holds the button
+WITHHELD_EXCHANGE = (
+    "_Question, answer and reasoning withheld: the bot sent this exchange as private (a DM or a private "
+    "conversation), and its rule does not let this channel quote it. The people its rule names can open it._"
+)
 EXCHANGE_MODAL_ID = "exchange_modal"
 MAX_SHOWN = 2900  # of each text in one plain_text section (Slack: 3,000)
 

@@ -8,7 +8,8 @@ import pytest
 
 from common.feedback import Tally
 from common.messages import blocks as bk
-from common.messages.alerts import DegradationAlert, degradation_alert, low_score_alert
+from common.messages.alerts import low_score_alert
+from common.messages.summaries import DegradationAlert, degradation_alert
 from tests.message_checks import AT, PERMALINK, alert, all_text, check_limits
 
 

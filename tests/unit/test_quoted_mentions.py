@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 
 from common.messages import blocks as bk
-from common.messages.alerts import SummaryItem, low_score_alert, summary_message
+from common.messages.alerts import low_score_alert
+from common.messages.summaries import SummaryItem, summary_message
 from common.messages.verdicts import VerdictItem, verdict_message
 from tests.message_checks import AT, PERMALINK, alert, all_text
 

@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 
 from common.messages import blocks as bk
-from common.messages.alerts import DegradationAlert, SummaryItem, degradation_alert, summary_message
+from common.messages.summaries import DegradationAlert, SummaryItem, degradation_alert, summary_message
 from common.reports.intervals import bootstrap_mean
 from tests.message_checks import AT, PERMALINK, all_text, check_limits
 

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 from slack_sdk.errors import SlackApiError
 
-from common.messages.alerts import DegradationAlert, SummaryItem, summary_message
+from common.messages.summaries import DegradationAlert, SummaryItem, summary_message
 from common.runtime import Runtime
 from store import alert_summaries
 from store import alerts as alert_store

@@ -1,5 +1,5 @@
 """Stored alert rows as message models: what a low-score alert, a degradation alert and the lines of the hour's
-summary show. Rendering them as Block Kit stays in `common.messages.alerts`."""
+summary show. Rendering them as Block Kit stays in `common.messages.alerts` and `common.messages.summaries`."""
 
 from __future__ import annotations
 
@@ -10,15 +10,10 @@ from sqlalchemy.orm import Session
 
 from capture.outcomes import describe_signal
 from common.feedback import tally
-from common.messages.alerts import (
-    DegradationAlert,
-    LowScoreAlert,
-    SummaryItem,
-    degradation_alert,
-    low_score_alert,
-)
+from common.messages.alerts import LowScoreAlert, low_score_alert
 from common.messages.change_alerts import ChangeAlert, change_alert
 from common.messages.missed_failure import missed_failure_alert
+from common.messages.summaries import DegradationAlert, SummaryItem, degradation_alert
 from common.privacy import may_quote, may_quote_exchange
 from common.runtime import Runtime
 from judges.names import JUDGE_NAMES
