@@ -18,7 +18,7 @@ from common.membership import MembershipCache, Refusal
 from common.messages.verdicts import StatsRow, error_message, stats_message
 from common.replies import Asker
 from common.reports.resolution import ResolutionRules, ResolutionStats, ResolutionTally
-from common.reports.stats import is_answer
+from common.reports.tallies import is_answer
 from common.reports.trust import Vote, precision
 from common.reports.view_cache import REPORT_VIEW_KEY, cached, digest_of
 from common.reports.weighted import Weights

@@ -19,16 +19,7 @@ from common.reports.agreement import AgreementReport, AgreementTally
 from common.reports.costs import Tokens, judgment_cost
 from common.reports.outcomes import DailyOutcome, OutcomeReport, OutcomeStats, ScoreMean
 from common.reports.resolution import ResolutionRules, ResolutionStats
-from common.reports.stats import (
-    ANSWER_SOURCES,
-    PRIMARY_JUDGE,
-    SCALES,
-    ChannelStats,
-    DailyPoint,
-    JudgeStats,
-    Report,
-    WorstAnswer,
-)
+from common.reports.stats import PRIMARY_JUDGE, SCALES, ChannelStats, DailyPoint, JudgeStats, Report, WorstAnswer
 from common.reports.trust import (
     DISPUTED_SHOWN,
     Comparability,
@@ -39,7 +30,7 @@ from common.reports.trust import (
     VersionChange,
     canary_figures,
 )
-from store.models import ConfirmationStatus, Feedback, Judgment, JudgmentStatus, OutcomeSignal
+from store.models import ANSWER_SOURCES, ConfirmationStatus, Feedback, Judgment, JudgmentStatus, OutcomeSignal
 from store.stats_queries import JudgmentRow, PairRow, _aware, _judgment_columns, period_pairs
 
 OK, NULL, ERROR = JudgmentStatus.OK, JudgmentStatus.NULL, JudgmentStatus.ERROR

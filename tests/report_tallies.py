@@ -11,7 +11,8 @@ from common.reports.builder import ReportBuilder
 from common.reports.costs import Prices
 from common.reports.outcomes import OutcomeStats, OutcomeTally
 from common.reports.period import Period
-from common.reports.stats import DailyPoint, DailyTally, Report, ThresholdsFor
+from common.reports.stats import DailyPoint, Report
+from common.reports.tallies import DailyTally, ThresholdsFor
 from common.reports.trust import (
     Comparability,
     Disputed,
@@ -50,7 +51,7 @@ def daily_series(rows: Iterable[PairRow], period: Period, judge: str) -> list[Da
 
 
 def outcome_stats(channel_id: str | None, rows: Iterable[PairRow], judge: str) -> OutcomeStats:
-    """The figures of these answers (captured answers only, `stats.is_answer`)."""
+    """The figures of these answers (captured answers only, `tallies.is_answer`)."""
     tally = OutcomeTally()
     for row in rows:
         tally.add(row)

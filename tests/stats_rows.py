@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from common.reports.costs import Prices
 from common.reports.period import period_for
-from common.reports.stats import Prices
 from store.stats_queries import JudgmentRow, PairRow
 
 NOW = datetime(2026, 11, 23, 9, 0, tzinfo=UTC)  # a Monday, ISO week 48

@@ -24,8 +24,9 @@ from common.messages.sampling import sampled_text
 from common.messages.team_judges import shown_judges, team_judge_line, team_section
 from common.messages.topics import cost_text, fix_first_blocks, topics_text
 from common.messages.trust import TRUST_HEADING, precision_text, trust_lines, trust_section
+from common.reports.costs import Prices
 from common.reports.intervals import MIN_N
-from common.reports.stats import Change, ChannelStats, JudgeStats, Prices, Report, WorstAnswer
+from common.reports.stats import Change, ChannelStats, JudgeStats, Report, WorstAnswer
 from common.reports.topics import TopicsView
 from store import bot_groups
 

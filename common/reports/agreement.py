@@ -144,7 +144,7 @@ class _Counts:
 
 
 class AgreementTally:
-    """One week's judged answers (the caller feeds captured answers only, `stats.is_answer`), counted per judge,
+    """One week's judged answers (the caller feeds captured answers only, `tallies.is_answer`), counted per judge,
     over every channel and per channel."""
 
     def __init__(self, thresholds_for: ThresholdsFor) -> None:

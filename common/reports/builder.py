@@ -1,7 +1,7 @@
 """The whole report of a period in one pass over its pairs: overall and per channel, this week and the one before,
 the daily series, the trust and the outcome figures and each judge's agreement with the team.
 
-Each pair is handed to running tallies (`common.reports.stats`, `.trust`, `.outcomes`) and dropped, so a report
+Each pair is handed to running tallies (`common.reports.tallies`, `.trust`, `.outcomes`) and dropped, so a report
 holds counts per channel, judge, score and day and the few worst answers, never a row per pair: a backfill's year
 of history is reported in the memory of a week (`common.reports.figures` streams the rows from the store).
 """
@@ -14,22 +14,12 @@ from typing import TypeVar
 
 from capture.resolution import Resolution
 from common.reports.agreement import AgreementReport, AgreementTally
+from common.reports.costs import Prices
 from common.reports.outcomes import DailyOutcomeTally, OutcomeReport, OutcomeTally
 from common.reports.period import Period
 from common.reports.resolution import KeyedTallies, ResolutionRules
-from common.reports.stats import (
-    PRIMARY_JUDGE,
-    SCALES,
-    ChannelTally,
-    DailyTally,
-    Prices,
-    Report,
-    Scales,
-    ThresholdsFor,
-    is_answer,
-    ordered_judges,
-    primary_judge,
-)
+from common.reports.stats import PRIMARY_JUDGE, SCALES, Report, ordered_judges, primary_judge
+from common.reports.tallies import ChannelTally, DailyTally, Scales, ThresholdsFor, is_answer
 from common.reports.trust import CanaryPoint, TrustTally
 from store.stats_queries import PairRow
 

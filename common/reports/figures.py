@@ -8,10 +8,11 @@ from dataclasses import replace
 from datetime import timedelta
 
 from common.reports.builder import ReportBuilder
+from common.reports.costs import Prices
 from common.reports.golden import golden_figures
 from common.reports.period import Period
 from common.reports.resolution import ResolutionRules
-from common.reports.stats import Prices, Report
+from common.reports.stats import Report
 from common.reports.trust import CanaryPoint
 from common.runtime import Runtime
 from judges.names import JUDGE_NAMES

@@ -163,7 +163,7 @@ _COUNTED = (RESOLVED, REASK, HUMAN_TAKEOVER, ESCALATION, POSITIVE_REACTION, NEGA
 
 
 class OutcomeTally:
-    """The outcome figures of captured answers so far (the caller feeds captured answers only, `stats.is_answer`).
+    """The outcome figures of captured answers so far (the caller feeds captured answers only, `tallies.is_answer`).
     The mean scores are kept for every judge: which one the report sets against the outcomes is known only once
     every answer has been seen."""
 

@@ -137,8 +137,8 @@ def test_a_rejudged_answer_costs_both_judgments_but_scores_the_current_one(datab
     """The digest's figures from the store: spend counts the superseded judgment's tokens, scores do not."""
     from datetime import UTC, datetime, timedelta
 
+    from common.reports.costs import Prices
     from common.reports.period import period_for
-    from common.reports.stats import Prices
     from store.stats_queries import stream_pair_rows
     from tests.report_tallies import build_report
 

@@ -10,9 +10,9 @@ from common.messages.agreement import channel_parts, corrected_text, disagreemen
 from common.messages.digest import digest_message, digest_text
 from common.messages.home import home_view
 from common.reports.agreement import Disagreement
+from common.reports.costs import Prices
 from common.reports.kappa import cohen_kappa, ppi_failure_rate
 from common.reports.period import period_for
-from common.reports.stats import Prices
 from store.rules import ChannelRules
 from store.settings import Settings
 from store.signals import HUMAN_TAKEOVER, REASK, RESOLVED

@@ -4,7 +4,7 @@ its own price, and the prices that apply when none is set."""
 from __future__ import annotations
 
 from common.messages.digest import digest_message, digest_text
-from common.reports.stats import Prices
+from common.reports.costs import Prices
 from store.settings import Settings
 from store.stats_queries import PairRow
 from tests.report_tallies import build_report

@@ -9,9 +9,10 @@ from common.messages import blocks as block_kit
 from common.messages.digest import MAX_BLOCKS, digest_message, digest_text
 from common.messages.home import home_view
 from common.messages.outcomes import outcome_line, score_line, teammate_line
+from common.reports.costs import Prices
 from common.reports.outcomes import OutcomeStats, outcome_change
 from common.reports.period import period_for
-from common.reports.stats import Prices, Report
+from common.reports.stats import Report
 from store.rules import ChannelRules
 from store.settings import Settings
 from store.stats_queries import JudgmentRow, PairRow

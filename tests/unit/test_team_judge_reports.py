@@ -9,9 +9,9 @@ from common.messages.digest import digest_message, digest_text
 from common.messages.home import home_view
 from common.messages.trust import trust_lines
 from common.messages.versions import change_text
+from common.reports.costs import Prices
 from common.reports.intervals import wilson
 from common.reports.period import period_for
-from common.reports.stats import Prices
 from common.reports.trust import VersionChange
 from store.rules import ChannelRules
 from store.settings import Settings

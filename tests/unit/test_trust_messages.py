@@ -12,8 +12,9 @@ from common.messages.digest import digest_message, digest_text
 from common.messages.home import home_view
 from common.messages.trust import canary_text, precision_text, second_opinion_text, suggestion_text, trust_lines
 from common.messages.verdicts import StatsRow, stats_message
+from common.reports.costs import Prices
 from common.reports.period import period_for
-from common.reports.stats import Prices, Report
+from common.reports.stats import Report
 from common.reports.trust import CanaryFigures, CanaryPoint, Disputed, Precision, Suggestion, Trust
 from store.rules import ChannelRules
 from store.settings import Settings

@@ -12,7 +12,7 @@ import pytest
 from statsmodels.stats.proportion import proportion_confint
 
 from common.reports.intervals import bootstrap_mean, proportion, proportion_change
-from common.reports.stats import ChannelTally
+from common.reports.tallies import ChannelTally
 from common.reports.weighted import (
     Weights,
     hajek,
@@ -183,7 +183,7 @@ def test_the_weighted_interval_covers_the_rate_95_percent_of_weeks():
 
 
 def test_the_daily_means_are_reweighted_too():
-    from common.reports.stats import DailyTally
+    from common.reports.tallies import DailyTally
     from tests.stats_rows import PERIOD
 
     tally = DailyTally(PERIOD)
