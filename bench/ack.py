@@ -18,26 +18,20 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
-import multiprocessing
 import os
 import statistics
-import tempfile
 import time
-from pathlib import Path
 
 import redis
 from sqlalchemy import select, tuple_
 
-from bench.events import SECRET, BenchRedis, _judged, make_events
+from bench.events import SECRET, make_events
 from bench.measure import SignedEventPoster, percentile
-from bench.pipeline import add_pairs, start_fake_openai
-from common import task_names, task_notes
-from common.celery_app import QUEUE_JUDGE, create_celery
+from bench.processes import from_processes, judged_pairs, services
+from common import task_notes
 from store.db import Database
 from store.models import Pair
-from store.settings import Settings
-from tests.fakes.slack_server import FakeSlack
-from tests.processes import RelmonProcess, relmon_env, start_bot, start_worker, wait_for
+from tests.processes import RelmonProcess, wait_for
 
 TARGET_P99_MS = 1000.0
 TARGET_MAX_MS = 3000.0  # Slack sends an event again when it waited 3 s for the acknowledgement
@@ -66,27 +60,9 @@ def _send_all(url: str, bodies: list[bytes], ready, go, results) -> None:
 
 
 def burst(url: str, bodies: list[bytes], senders: int) -> tuple[list[float], int]:
-    """The bodies split among `senders` processes (forked: nothing to import), which start sending together once
-    all are connected; returns (ack latencies in ms, non-200 answers)."""
-    context = multiprocessing.get_context("fork")
-    results, ready, go = context.Queue(), context.Semaphore(0), context.Event()
-    processes = [
-        context.Process(target=_send_all, args=(url, bodies[i::senders], ready, go, results)) for i in range(senders)
-    ]
-    for process in processes:
-        process.start()
-    for _ in processes:
-        ready.acquire(timeout=60)
-    go.set()
-    latencies: list[float] = []
-    failures = 0
-    for _ in processes:
-        got, failed = results.get(timeout=300)
-        latencies += got
-        failures += failed
-    for process in processes:
-        process.join()
-    return latencies, failures
+    """The bodies sent from `senders` processes at once; returns (ack latencies in ms, non-200 answers)."""
+    measured, _ = from_processes(_send_all, url, bodies, senders, timeout=300)
+    return [ms for got, _ in measured for ms in got], sum(failed for _, failed in measured)
 
 
 def summary(latencies: list[float]) -> str:
@@ -123,64 +99,40 @@ def captured(client: redis.Redis, database: Database, answers: list[tuple[str, s
 
 
 def run(args: argparse.Namespace) -> int:
-    work = Path(tempfile.mkdtemp(prefix="relmon-bench-ack-"))
-    redis_server = BenchRedis(work / "redis")
-    redis_server.start()
-    client = redis.Redis.from_url(redis_server.url)
-    database = Database(f"sqlite:///{work / 'relmon.sqlite3'}")
-    database.migrate()
-    fake_openai, openai_url = start_fake_openai(0.0)
-    producer = create_celery(Settings(_env_file=None, redis_url=redis_server.url), redis_server.url)
     latencies: list[float] = []
     failures = 0
     event_ids: set[str] = set()
     answers: list[tuple[str, str]] = []
-    try:
-        with FakeSlack() as slack:
-            env = relmon_env(
-                redis_url=redis_server.url,
-                database_url=database.url,
-                slack_api_url=slack.api_url,
-                openai_base_url=openai_url,
-                data_dir=work / "data",
-            )
-            env.pop("RELMON_WORKER_CONCURRENCY")  # relmon's defaults throughout
-            bot, base_url = start_bot(env, log_dir=work, timeout=120)
-            with bot, start_worker(env, log_dir=work, timeout=120):
-                for pair_id in add_pairs(database, args.backlog, start=0):
-                    producer.send_task(task_names.JUDGE_PAIR, args=[pair_id], queue=QUEUE_JUDGE)
-                wait_for(lambda: _judged(database) >= 20, timeout=120, interval=0.2, what="judging to start")
-                for round_number in range(args.rounds):
-                    bodies, round_answers = make_events(args.events, channels=20, tag=f"burst-{round_number}")
-                    event_ids |= {json.loads(body)["event_id"] for body in bodies}
-                    answers += round_answers
-                    before = _judged(database)
-                    got, failed = burst(base_url + "/slack/events", bodies, args.senders)
-                    latencies += got
-                    failures += failed
-                    print(
-                        f"burst {round_number + 1}: {len(got)} events, {failed} non-200, {summary(got)} "
-                        f"(the worker judged {_judged(database) - before} pairs meanwhile)",
-                        flush=True,
-                    )
-                if _judged(database) >= args.backlog:
-                    print("warning: the worker ran out of backlog during the bursts: raise --backlog", flush=True)
-                # The burst's capture_event tasks queue behind what is left of the backlog.
-                wait_started = time.monotonic()
-                try:
-                    wait_for(lambda: captured(client, database, answers), timeout=300, interval=0.5, what="capture")
-                except AssertionError as error:
-                    print(f"warning: {error}", flush=True)
-                waited = time.monotonic() - wait_started
-                sent_on = handed_on(bot, event_ids)
-                notes_left = client.hlen(task_notes.KEY)
-                stored = stored_answers(database, answers)
-    finally:
-        fake_openai.terminate()
-        fake_openai.wait(timeout=10)
-        producer.close()
-        database.dispose()
-        redis_server.stop()
+    with services("relmon-bench-ack-") as running:
+        database, client = running.database, running.broker
+        bot, base_url = running.start_bot()
+        with bot, running.start_worker():
+            running.judge_backlog(args.backlog)
+            for round_number in range(args.rounds):
+                bodies, round_answers = make_events(args.events, channels=20, tag=f"burst-{round_number}")
+                event_ids |= {json.loads(body)["event_id"] for body in bodies}
+                answers += round_answers
+                before = judged_pairs(database)
+                got, failed = burst(base_url + "/slack/events", bodies, args.senders)
+                latencies += got
+                failures += failed
+                print(
+                    f"burst {round_number + 1}: {len(got)} events, {failed} non-200, {summary(got)} "
+                    f"(the worker judged {judged_pairs(database) - before} pairs meanwhile)",
+                    flush=True,
+                )
+            if judged_pairs(database) >= args.backlog:
+                print("warning: the worker ran out of backlog during the bursts: raise --backlog", flush=True)
+            # The burst's capture_event tasks queue behind what is left of the backlog.
+            wait_started = time.monotonic()
+            try:
+                wait_for(lambda: captured(client, database, answers), timeout=300, interval=0.5, what="capture")
+            except AssertionError as error:
+                print(f"warning: {error}", flush=True)
+            waited = time.monotonic() - wait_started
+            sent_on = handed_on(bot, event_ids)
+            notes_left = client.hlen(task_notes.KEY)
+            stored = stored_answers(database, answers)
     # Lost: not handed on by the bot, or handed on and never captured (its note left); an answer captured but not
     # stored is counted apart.
     lost = len(event_ids) - sent_on + notes_left

@@ -25,7 +25,6 @@ import argparse
 import http.client
 import os
 import statistics
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -33,28 +32,13 @@ from pathlib import Path
 import httpx
 from sqlalchemy import func, select
 
-from bench.measure import SignedEventPoster, fresh_database, percentile
-from bench.pipeline import JUDGE_PAIR, add_pairs, start_fake_openai
-from common.celery_app import QUEUE_JUDGE, create_celery
+from bench.measure import SignedEventPoster, percentile
+from bench.pipeline import add_pairs
+from bench.processes import judged_pairs, services
 from store.db import Database
 from store.models import Judgment, Pair, PairStatus
-from store.settings import Settings
 from tests import slack_requests as sr
-from tests.fakes.slack_server import FakeSlack
-from tests.processes import relmon_env, start_bot, start_worker, wait_for
-from tests.services import RedisProcess, drop_postgres_database, postgres_admin_url
-
-
-class BenchRedis(RedisProcess):
-    """The test Redis, but with `appendfsync everysec` (Redis's default and the usual production setting)
-    instead of the tests' fsync on every write."""
-
-    def start(self) -> None:
-        super().start()
-        import redis
-
-        redis.Redis.from_url(self.url).config_set("appendfsync", "everysec")
-
+from tests.processes import wait_for
 
 SECRET = "test-signing-secret"
 
@@ -198,93 +182,64 @@ def check_counts(database: Database, answers: list[tuple[str, str]], backlog_ids
 
 
 def run(args: argparse.Namespace) -> int:
-    work = Path(tempfile.mkdtemp(prefix="relmon-bench-"))
-    redis_server = BenchRedis(work / "redis")
-    redis_server.start()
-    admin = postgres_admin_url() if args.postgresql else None
-    database_url, database_name = fresh_database(admin, work / "relmon.sqlite3")
-    if admin is None and args.database_url:
-        database_url = args.database_url
-    database = Database(database_url)
-    database.migrate()
-    fake_openai, openai_url = start_fake_openai(args.llm_latency_ms, niceness=args.llm_niceness)
-    producer = create_celery(Settings(redis_url=redis_server.url), redis_server.url)
     results: dict[str, dict] = {}
-    try:
-        with FakeSlack() as slack:
-            env = relmon_env(
-                redis_url=redis_server.url,
-                database_url=database_url,
-                slack_api_url=slack.api_url,
-                openai_base_url=openai_url,
-                data_dir=work / "data",
-                RELMON_LOG_LEVEL="WARNING",
-                # A second: the senders run concurrently, so an answer's event may come before its question's.
-                RELMON_SETTLE_SECONDS=1,
-                RELMON_HISTORY_FALLBACK="false",
-                RELMON_ALERT_CHANNEL_CAP_PER_HOUR=1_000_000,
+    with services(
+        "relmon-bench-",
+        llm_latency_ms=args.llm_latency_ms,
+        llm_niceness=args.llm_niceness,
+        postgresql=args.postgresql,
+        database_url=args.database_url,
+        RELMON_LOG_LEVEL="WARNING",
+        # A second: the senders run concurrently, so an answer's event may come before its question's.
+        RELMON_SETTLE_SECONDS=1,
+        RELMON_HISTORY_FALLBACK="false",
+        RELMON_ALERT_CHANNEL_CAP_PER_HOUR=1_000_000,
+    ) as running:
+        database = running.database
+        bot, base_url = running.start_bot()
+        url = base_url + "/slack/events"
+        with bot:
+            answers: list[tuple[str, str]] = []
+            results["no worker"] = drive(url, bot.pid, args.rate, args.seconds, args.senders, "idle")
+            answers += results["no worker"]["answers"]
+            print_run("no worker", results["no worker"])
+            if args.no_worker:
+                return 0
+            backlog_ids = add_pairs(database, args.backlog, start=0)
+            worker_settings: dict[str, object] = {"RELMON_LOG_LEVEL": "INFO"}
+            if args.worker_niceness is not None:
+                worker_settings["RELMON_WORKER_NICENESS"] = args.worker_niceness
+            with running.start_worker(**worker_settings):
+                running.judge(backlog_ids, started=50)
+                results["busy worker"] = drive(url, bot.pid, args.rate, args.seconds, args.senders, "busy")
+                answers += results["busy worker"]["answers"]
+                judged_during = judged_pairs(database)
+                print_run("busy worker", results["busy worker"])
+                print(f"  the worker judged {judged_during} pairs by the end of the run", flush=True)
+                expected = len(answers) + len(backlog_ids)
+                try:
+                    wait_for(lambda: judged_pairs(database) >= expected, timeout=300, interval=0.5, what="the drain")
+                except AssertionError as error:
+                    print(f"warning: {error}", flush=True)
+                time.sleep(2.0)  # late duplicates would land now
+                counts = check_counts(database, answers, backlog_ids, running.openai_url)
+            print(
+                f"database: {counts['answers']} answers sent, {counts['captured']} captured; "
+                f"{counts['judged']} of {counts['expected']} pairs judged (backlog included), "
+                f"{counts['judged_twice']} judged twice; {counts['judgments']} judgments, "
+                f"{counts['llm_calls']} LLM calls"
             )
-            env.pop("RELMON_WORKER_CONCURRENCY")  # relmon's default
-            bot, base_url = start_bot(env, log_dir=work, timeout=120)
-            url = base_url + "/slack/events"
-            with bot:
-                answers: list[tuple[str, str]] = []
-                results["no worker"] = drive(url, bot.pid, args.rate, args.seconds, args.senders, "idle")
-                answers += results["no worker"]["answers"]
-                print_run("no worker", results["no worker"])
-                if args.no_worker:
-                    return 0
-                backlog_ids = add_pairs(database, args.backlog, start=0)
-                worker_env = dict(env, RELMON_LOG_LEVEL="INFO")
-                if args.worker_niceness is not None:
-                    worker_env["RELMON_WORKER_NICENESS"] = str(args.worker_niceness)
-                worker = start_worker(worker_env, log_dir=work, timeout=120)
-                with worker:
-                    for pair_id in backlog_ids:
-                        producer.send_task(JUDGE_PAIR, args=[pair_id], queue=QUEUE_JUDGE)
-                    wait_for(lambda: _judged(database) >= 50, timeout=120, interval=0.2, what="judging to start")
-                    results["busy worker"] = drive(url, bot.pid, args.rate, args.seconds, args.senders, "busy")
-                    answers += results["busy worker"]["answers"]
-                    judged_during = _judged(database)
-                    print_run("busy worker", results["busy worker"])
-                    print(f"  the worker judged {judged_during} pairs by the end of the run", flush=True)
-                    expected = len(answers) + len(backlog_ids)
-                    try:
-                        wait_for(lambda: _judged(database) >= expected, timeout=300, interval=0.5, what="the drain")
-                    except AssertionError as error:
-                        print(f"warning: {error}", flush=True)
-                    time.sleep(2.0)  # late duplicates would land now
-                    counts = check_counts(database, answers, backlog_ids, openai_url)
-                print(
-                    f"database: {counts['answers']} answers sent, {counts['captured']} captured; "
-                    f"{counts['judged']} of {counts['expected']} pairs judged (backlog included), "
-                    f"{counts['judged_twice']} judged twice; {counts['judgments']} judgments, "
-                    f"{counts['llm_calls']} LLM calls"
-                )
-                ok = (
-                    counts["captured"] == counts["answers"]
-                    and counts["judged"] == counts["expected"]
-                    and counts["judged_twice"] == 0
-                    and counts["llm_calls"] == counts["judgments"]
-                    and all(r["failures"] == 0 for r in results.values())
-                )
-                met = ok and all(r["p99_ms"] <= 25 for r in results.values())
-                print(f"nothing lost or judged twice: {'yes' if ok else 'NO'}; p99 <= 25 ms in both: "
-                      f"{'met' if met else 'NOT met'}")  # fmt: skip
-                return 0 if ok else 1
-    finally:
-        fake_openai.terminate()
-        fake_openai.wait(timeout=10)
-        producer.close()
-        database.dispose()
-        redis_server.stop()
-        if database_name is not None and admin is not None:
-            drop_postgres_database(admin, database_name)
-
-
-def _judged(database: Database) -> int:
-    with database.session() as session:
-        return session.scalar(select(func.count(func.distinct(Judgment.pair_id))))
+            ok = (
+                counts["captured"] == counts["answers"]
+                and counts["judged"] == counts["expected"]
+                and counts["judged_twice"] == 0
+                and counts["llm_calls"] == counts["judgments"]
+                and all(r["failures"] == 0 for r in results.values())
+            )
+            met = ok and all(r["p99_ms"] <= 25 for r in results.values())
+            print(f"nothing lost or judged twice: {'yes' if ok else 'NO'}; p99 <= 25 ms in both: "
+                  f"{'met' if met else 'NOT met'}")  # fmt: skip
+            return 0 if ok else 1
 
 
 def main() -> None:

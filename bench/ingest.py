@@ -20,29 +20,22 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
-import multiprocessing
 import os
 import statistics
-import tempfile
 import time
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from urllib.parse import urlsplit
 
 import redis
 from sqlalchemy import func, select
 
-from bench.events import BenchRedis, _judged
 from bench.measure import percentile
-from bench.pipeline import add_pairs, start_fake_openai
-from common import task_names, task_notes
-from common.celery_app import QUEUE_JUDGE, create_celery
+from bench.processes import from_processes, judged_pairs, services
+from common import task_notes
 from store.db import Database
 from store.exchange_models import Exchange
 from store.models import Pair, PairSource
-from store.settings import Settings
-from tests.fakes.slack_server import FakeSlack
-from tests.processes import relmon_env, start_bot, start_worker, wait_for
+from tests.processes import wait_for
 
 TOKEN = "bench-ingest-token"
 TARGET_RATE = 200.0  # exchanges accepted a second
@@ -116,28 +109,9 @@ def _send_all(url: str, bodies: list[bytes], ready, go, results) -> None:
 
 def burst(url: str, bodies: list[bytes], senders: int) -> tuple[list[float], int, int, float]:
     """(latencies in ms, exchanges accepted, non-202 answers, seconds from the go to the last answer)."""
-    context = multiprocessing.get_context("fork")
-    results, ready, go = context.Queue(), context.Semaphore(0), context.Event()
-    processes = [
-        context.Process(target=_send_all, args=(url, bodies[i::senders], ready, go, results)) for i in range(senders)
-    ]
-    for process in processes:
-        process.start()
-    for _ in processes:
-        ready.acquire(timeout=60)
-    started = time.perf_counter()
-    go.set()
-    latencies: list[float] = []
-    accepted = failures = 0
-    for _ in processes:
-        got, took, failed = results.get(timeout=600)
-        latencies += got
-        accepted += took
-        failures += failed
-    elapsed = time.perf_counter() - started
-    for process in processes:
-        process.join()
-    return latencies, accepted, failures, elapsed
+    measured, elapsed = from_processes(_send_all, url, bodies, senders, timeout=600)
+    latencies = [ms for got, _, _ in measured for ms in got]
+    return latencies, sum(took for _, took, _ in measured), sum(failed for _, _, failed in measured), elapsed
 
 
 # What was stored -----------------------------------------------------------------------------------------------
@@ -162,51 +136,26 @@ def drained(client: redis.Redis, database: Database, unique: int) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    work = Path(tempfile.mkdtemp(prefix="relmon-bench-ingest-"))
-    redis_server = BenchRedis(work / "redis")
-    redis_server.start()
-    client = redis.Redis.from_url(redis_server.url)
-    database = Database(f"sqlite:///{work / 'relmon.sqlite3'}")
-    database.migrate()
-    fake_openai, openai_url = start_fake_openai(0.0)
-    producer = create_celery(Settings(_env_file=None, redis_url=redis_server.url), redis_server.url)
     bodies, sent = bodies_for(args.exchanges, args.batch, args.resend, "bench")
-    try:
-        with FakeSlack() as slack:
-            env = relmon_env(
-                redis_url=redis_server.url,
-                database_url=database.url,
-                slack_api_url=slack.api_url,
-                openai_base_url=openai_url,
-                data_dir=work / "data",
-                RELMON_INGEST_TOKENS=TOKEN,
-                RELMON_INGEST_PER_MINUTE=1_000_000,
-            )
-            env.pop("RELMON_WORKER_CONCURRENCY")  # relmon's defaults throughout
-            bot, base_url = start_bot(env, log_dir=work, timeout=120)
-            with bot, start_worker(env, log_dir=work, timeout=120):
-                for pair_id in add_pairs(database, args.backlog, start=0):
-                    producer.send_task(task_names.JUDGE_PAIR, args=[pair_id], queue=QUEUE_JUDGE)
-                wait_for(lambda: _judged(database) >= 20, timeout=120, interval=0.2, what="judging to start")
-                before = _judged(database)
-                latencies, accepted, failures, elapsed = burst(base_url + "/v1/exchanges", bodies, args.senders)
-                judged_meanwhile = _judged(database) - before
-                if _judged(database) >= args.backlog:
-                    print("warning: the worker ran out of backlog during the burst: raise --backlog", flush=True)
-                wait_started = time.monotonic()
-                try:
-                    wait_for(lambda: drained(client, database, args.exchanges), timeout=900, interval=0.5, what="drain")
-                except AssertionError as error:
-                    print(f"warning: {error}", flush=True)
-                waited = time.monotonic() - wait_started
-                rows, distinct, pairs = stored(database)
-                notes_left = client.hlen(task_notes.KEY)
-    finally:
-        fake_openai.terminate()
-        fake_openai.wait(timeout=10)
-        producer.close()
-        database.dispose()
-        redis_server.stop()
+    settings = {"RELMON_INGEST_TOKENS": TOKEN, "RELMON_INGEST_PER_MINUTE": 1_000_000}
+    with services("relmon-bench-ingest-", **settings) as running:
+        database, client = running.database, running.broker
+        bot, base_url = running.start_bot()
+        with bot, running.start_worker():
+            running.judge_backlog(args.backlog)
+            before = judged_pairs(database)
+            latencies, accepted, failures, elapsed = burst(base_url + "/v1/exchanges", bodies, args.senders)
+            judged_meanwhile = judged_pairs(database) - before
+            if judged_pairs(database) >= args.backlog:
+                print("warning: the worker ran out of backlog during the burst: raise --backlog", flush=True)
+            wait_started = time.monotonic()
+            try:
+                wait_for(lambda: drained(client, database, args.exchanges), timeout=900, interval=0.5, what="drain")
+            except AssertionError as error:
+                print(f"warning: {error}", flush=True)
+            waited = time.monotonic() - wait_started
+            rows, distinct, pairs = stored(database)
+            notes_left = client.hlen(task_notes.KEY)
     rate = accepted / elapsed
     lost = args.exchanges - distinct if accepted == sent else None  # every exchange sent was accepted: all due
     duplicated = (rows - distinct) + (pairs - distinct)

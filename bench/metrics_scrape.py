@@ -21,7 +21,7 @@ from pathlib import Path
 
 from sqlalchemy import insert
 
-from bench.events import BenchRedis
+from bench.processes import BenchRedis
 from common import metrics
 from common.runtime import Runtime
 from store.db import Database

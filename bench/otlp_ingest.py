@@ -18,9 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import tempfile
 import time
-from pathlib import Path
 
 import httpx
 import redis
@@ -29,13 +27,10 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
-from bench.events import BenchRedis
+from bench.processes import services
 from common import task_notes
 from common.celery_app import QUEUE_JUDGE
-from store.db import Database
-from tests.fakes.slack_server import FakeSlack
 from tests.otlp_spans import http_span, request, semconv_chat, span
-from tests.processes import relmon_env, start_bot
 
 TARGET_SECONDS = 1.0
 SPANS = 512
@@ -81,37 +76,19 @@ def measure(url: str, chat_every: int, rounds: int, broker: redis.Redis) -> tupl
 
 
 def run(args: argparse.Namespace) -> int:
-    work = Path(tempfile.mkdtemp(prefix="relmon-bench-otlp-"))
-    redis_server = BenchRedis(work / "redis")
-    redis_server.start()
-    database = Database(f"sqlite:///{work / 'relmon.sqlite3'}")
-    database.migrate()
     worst = 0.0
-    try:
-        with FakeSlack() as slack:
-            env = relmon_env(
-                redis_url=redis_server.url,
-                database_url=database.url,
-                slack_api_url=slack.api_url,
-                data_dir=work / "data",
-                RELMON_INGEST_TOKENS=TOKEN,
-            )
-            bot, base_url = start_bot(env, log_dir=work, timeout=120)
-            broker = redis.Redis.from_url(redis_server.url)
-            with bot:
-                for label, chat_every in (("every span a chat", 1), ("one chat span in eight", 8)):
-                    size, times, messages, notes = measure(base_url + "/v1/traces", chat_every, args.rounds, broker)
-                    worst = max(worst, max(times))
-                    print(
-                        f"{SPANS} spans, {label} ({SPANS // chat_every} exchanges, {size / 1024:.0f} KiB): "
-                        f"p50 {statistics.median(times) * 1000:.0f} ms, worst {max(times) * 1000:.0f} ms "
-                        f"over {len(times)} requests; task messages {messages:g}, notes {notes:g} a request",
-                        flush=True,
-                    )
-            broker.close()
-    finally:
-        database.dispose()
-        redis_server.stop()
+    with services("relmon-bench-otlp-", llm_latency_ms=None, producer=False, RELMON_INGEST_TOKENS=TOKEN) as running:
+        bot, base_url = running.start_bot()
+        with bot:
+            for label, chat_every in (("every span a chat", 1), ("one chat span in eight", 8)):
+                size, times, messages, notes = measure(base_url + "/v1/traces", chat_every, args.rounds, running.broker)
+                worst = max(worst, max(times))
+                print(
+                    f"{SPANS} spans, {label} ({SPANS // chat_every} exchanges, {size / 1024:.0f} KiB): "
+                    f"p50 {statistics.median(times) * 1000:.0f} ms, worst {max(times) * 1000:.0f} ms "
+                    f"over {len(times)} requests; task messages {messages:g}, notes {notes:g} a request",
+                    flush=True,
+                )
     verdict = "ok" if worst < TARGET_SECONDS else "over"
     print(f"target: a batch accepted in under {TARGET_SECONDS:.0f} s: {verdict} (worst {worst * 1000:.0f} ms)")
     return 0 if worst < TARGET_SECONDS else 1

@@ -27,8 +27,8 @@ import time
 from collections import Counter, deque
 from pathlib import Path
 
-from bench.events import BenchRedis
 from bench.measure import fresh_database
+from bench.processes import BenchRedis
 from common import celery_app, task_names
 from store.db import Database
 from tests import slack_requests as sr
