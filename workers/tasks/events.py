@@ -14,18 +14,15 @@ from common.celery_app import celery
 from common.runtime import get_runtime
 from workers.live_capture import LiveCapture
 from workers.pairs.capturing import ConversationBusy
+from workers.tasks.handed_on import HANDED_ON_RETRIES
 
 
-# The database may be down for a while (a restart, a failover): the event waits in its message, retried with
-# backoff for about an hour; past that, its note stays and the orphan check sends it again.
+# Retried as every task the bot hands on is (workers.tasks.handed_on); ConversationBusy too.
 @celery.task(
     name=task_names.CAPTURE_EVENT,
     bind=True,
-    acks_late=True,
     autoretry_for=(redis.RedisError, OperationalError, ConversationBusy),
-    retry_backoff=1,
-    retry_backoff_max=60,
-    max_retries=60,
+    **HANDED_ON_RETRIES,
 )
 def capture_event(self, entry: dict[str, Any]) -> None:
     LiveCapture(get_runtime()).capture_entry(entry)

@@ -16,44 +16,23 @@ from common.celery_app import celery
 from common.runtime import get_runtime
 from workers.bot_signals import ingest_signal_in
 from workers.ingesting import RETRIED, ingest, ingest_all
+from workers.tasks.handed_on import HANDED_ON_RETRIES
 
 
-# The database down for a while: retried with backoff for about an hour; past that, the note stays and the orphan
-# check sends it again. IntegrityError: capture stored the same Slack message's pair meanwhile; the retry joins it.
-@celery.task(
-    name=task_names.INGEST_EXCHANGE,
-    bind=True,
-    acks_late=True,
-    autoretry_for=RETRIED,
-    retry_backoff=1,
-    retry_backoff_max=60,
-    max_retries=60,
-)
+# Retried as every task the bot hands on is (workers.tasks.handed_on). IntegrityError too: capture stored the same
+# Slack message's pair meanwhile; the retry joins it.
+@celery.task(name=task_names.INGEST_EXCHANGE, bind=True, autoretry_for=RETRIED, **HANDED_ON_RETRIES)
 def ingest_exchange(self, exchange: dict[str, Any]) -> str:
     return ingest(get_runtime(), exchange)
 
 
-@celery.task(
-    name=task_names.INGEST_EXCHANGES,
-    bind=True,
-    acks_late=True,
-    autoretry_for=RETRIED,
-    retry_backoff=1,
-    retry_backoff_max=60,
-    max_retries=60,
-)
+@celery.task(name=task_names.INGEST_EXCHANGES, bind=True, autoretry_for=RETRIED, **HANDED_ON_RETRIES)
 def ingest_exchanges(self, exchanges: list[dict[str, Any]]) -> str:
     return ingest_all(get_runtime(), exchanges)
 
 
 @celery.task(
-    name=task_names.INGEST_SIGNAL,
-    bind=True,
-    acks_late=True,
-    autoretry_for=(redis.RedisError, OperationalError),
-    retry_backoff=1,
-    retry_backoff_max=60,
-    max_retries=60,
+    name=task_names.INGEST_SIGNAL, bind=True, autoretry_for=(redis.RedisError, OperationalError), **HANDED_ON_RETRIES
 )
 def ingest_signal(self, exchange_id: str, signal: dict[str, Any]) -> str:
     """A signal of the bot's side (POST /v1/exchanges/{id}/signals): recorded, or waiting for its exchange."""
