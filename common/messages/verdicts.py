@@ -65,6 +65,13 @@ def error_message(code: str) -> dict:
     return message(text, [section(text)])
 
 
+def unknown_judge_message(name: str, known: Sequence[str]) -> dict:
+    """`/judge <link> --judge NAME` with a name that is no judge here (or none at all)."""
+    asked = f"relmon has no judge “{name[:40]}”" if name else "`--judge` needs a judge's name"
+    text = f"{asked}: use `--judge` with one of {', '.join(known)}."
+    return message(text, [section(text)])
+
+
 @dataclass(frozen=True)
 class VerdictItem:
     judge: str
@@ -188,6 +195,7 @@ def stats_message(
 HELP_TEXT = (
     """*relmon: how to judge an answer*
 • `/judge <message link>`: judge that answer against its question (use “Copy link” on the bot's message).
+• `/judge <message link> --judge NAME`: with that judge only (`relevancy`, or one of your team's judges).
 • `/judge`: open a form to paste a question, an answer and an optional reference, and pick a judge.
 • *Judge this answer* (message shortcut, in the message's ⋯ menu): judge the answer you are looking at.
 • `/judge stats [#channel]`: the last 7 days: answers judged, mean score, share below the alert threshold, and how
