@@ -1,14 +1,13 @@
-"""`GET /healthz`, over HTTP and in Socket Mode alike."""
+"""`GET /healthz`, over HTTP and in Socket Mode alike (bot.service_wsgi serves it in both)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from http.server import ThreadingHTTPServer
 
-from common.metrics_door import HEALTH_PATH, start_server
+from common.metrics_door import HEALTH_PATH
 from common.runtime import Runtime
 
-__all__ = ["HEALTH_PATH", "health_report", "start_health_server"]
+__all__ = ["HEALTH_PATH", "health_report"]
 
 
 def health_report(runtime: Runtime, socket_mode_connected: Callable[[], bool] | None = None) -> tuple[int, dict]:
@@ -27,18 +26,3 @@ def health_report(runtime: Runtime, socket_mode_connected: Callable[[], bool] | 
             checks["socket_mode"] = f"error: {type(error).__name__}"
     healthy = all(value == "ok" for value in checks.values())
     return 200 if healthy else 503, {"status": "ok" if healthy else "error", "checks": checks}
-
-
-def start_health_server(
-    host: str,
-    port: int,
-    report: Callable[[], tuple[int, dict]],
-    scrape: Callable[[], tuple[bytes, str]] | None = None,
-    *,
-    token: str | None = None,
-) -> ThreadingHTTPServer:
-    """Socket Mode serves no Slack endpoint over HTTP, but container health checks still ask GET /healthz on
-    --port: a tiny stdlib server in a daemon thread answers that, GET /metrics with `scrape` (body, content
-    type) through the same door as the HTTP bot's --port (`common.metrics_door`: only with the token), and 404 to
-    everything else."""
-    return start_server(host, port, token=token, scrape=scrape, own_port=False, health=report, name="relmon-healthz")

@@ -1,21 +1,19 @@
 """`relmon bot`: the Slack app over HTTP on gunicorn (gthread workers), or over Socket Mode when
-SLACK_APP_TOKEN is set (then only `GET /healthz` is served over HTTP, on the same --port, from a small stdlib
-server in a thread: container health checks work in both modes).
+SLACK_APP_TOKEN is set (then --port serves every route below but `/slack/events`, from the standard library's WSGI
+server in a thread: `bot.socket_mode`).
 
-HTTP routes: `POST /slack/events` (events, slash commands, interactivity), `/v1/exchanges` and the paths under it
-(the ingest API, `bot.ingest`: HTTP mode only), `POST /v1/traces` (OTLP traces in, `bot.otlp_ingest`), `GET /healthz`
-and `GET /metrics`
-(Prometheus, `common.metrics`; only with RELMON_METRICS_TOKEN's bearer token, `common.metrics_door`). With
-RELMON_METRICS_PORT, gunicorn also listens there (127.0.0.1 unless the token guards it), for GET /metrics alone.
-Requests are checked before Bolt sees them (`bot.request_guard`); answers to input Slack should not resend
-carry `X-Slack-No-Retry: 1`. Socket Mode is `bot.socket_mode`.
+HTTP routes: `POST /slack/events` (events, slash commands, interactivity), and `bot.service_wsgi`'s, served in both
+modes: `/v1/exchanges` and the paths under it (the ingest API, `bot.ingest`), `POST /v1/traces` (OTLP traces in,
+`bot.otlp_ingest`), `GET /healthz` and `GET /metrics` (Prometheus, `common.metrics`; only with RELMON_METRICS_TOKEN's
+bearer token, `common.metrics_door`). With RELMON_METRICS_PORT, gunicorn also listens there (127.0.0.1 unless the
+token guards it), for GET /metrics alone. Requests are checked before Bolt sees them (`bot.request_guard`); answers
+to input Slack should not resend carry `X-Slack-No-Retry: 1`. Socket Mode is `bot.socket_mode`.
 """
 
 from __future__ import annotations
 
 import gc
 import io
-import json
 import logging
 import sys
 import time
@@ -26,12 +24,13 @@ from slack_bolt import App
 from slack_bolt.adapter.wsgi import SlackRequestHandler
 from slack_sdk.signature import SignatureVerifier
 
-from bot.health import HEALTH_PATH, health_report
-from bot.ingest import INGEST_PATH, IngestRoute
-from bot.otlp_ingest import TRACES_PATH, TracesRoute
+from bot.health import health_report
+from bot.ingest import IngestRoute
+from bot.otlp_ingest import TracesRoute
 from bot.request_guard import BadRequest, checked_body
+from bot.service_wsgi import ServiceWSGI, StartResponse, ingest_routes, respond
 from common import metrics
-from common.metrics_door import bind_host, metrics_answer, scrape_slots
+from common.metrics_door import bind_host
 from common.runtime import Runtime
 from store.settings import Settings
 
@@ -39,35 +38,10 @@ log = logging.getLogger("relmon.bot")
 
 EVENT_PATH = "/slack/events"
 
-StartResponse = Callable[..., Any]
 
-
-_STATUS_TEXT = {
-    200: "200 OK",
-    202: "202 Accepted",
-    400: "400 Bad Request",
-    401: "401 Unauthorized",
-    404: "404 Not Found",
-    405: "405 Method Not Allowed",
-    411: "411 Length Required",
-    413: "413 Payload Too Large",
-    415: "415 Unsupported Media Type",
-    429: "429 Too Many Requests",
-    500: "500 Internal Server Error",
-    503: "503 Service Unavailable",
-}
-
-
-def _respond(start_response: StartResponse, status: int, body: dict, extra: Iterable[tuple[str, str]] = ()) -> list:
-    data = json.dumps(body).encode()
-    headers = [("Content-Type", "application/json"), ("Content-Length", str(len(data))), *extra]
-    start_response(_STATUS_TEXT.get(status, f"{status} Error"), headers)
-    return [data]
-
-
-class EventsWSGI:
-    """The WSGI app: /healthz, /metrics, /v1/exchanges (bot.ingest; 404 without its route), and /slack/events
-    checked (bot.request_guard), then dispatched by Bolt."""
+class EventsWSGI(ServiceWSGI):
+    """The WSGI app over HTTP: bot.service_wsgi's routes (/healthz, /metrics, the ingest API, /v1/traces, the same
+    as Socket Mode's --port), and /slack/events checked (bot.request_guard), then dispatched by Bolt."""
 
     def __init__(
         self,
@@ -77,72 +51,48 @@ class EventsWSGI:
         ingest: IngestRoute | None = None,
         traces: TracesRoute | None = None,
     ) -> None:
+        super().__init__(
+            settings,
+            lambda: health_report(runtime),
+            metrics.scraper(runtime),
+            ingest,
+            traces,
+            metrics_port=settings.metrics_port,
+        )
         self.settings = settings
-        self.ingest = ingest
-        self.traces = traces  # POST /v1/traces (bot.otlp_ingest)
         self.runtime = runtime
         self.bolt = SlackRequestHandler(app)
         self.verifier = SignatureVerifier(settings.secret("slack_signing_secret") or "")
-        self.metrics_token = settings.secret("metrics_token")
-        self.metrics_port = str(settings.metrics_port) if settings.metrics_port else None
-        self.scrape = metrics.scraper(runtime)  # the state read once per 15 s for this process and its siblings
-        self.scrapes = scrape_slots()
 
     def __call__(self, environ: dict, start_response: StartResponse) -> Iterable[bytes]:
+        answered = self.serve(environ, start_response)
+        if answered is not None:
+            return answered
         path = environ.get("PATH_INFO", "")
         method = environ.get("REQUEST_METHOD", "GET")
-        # Which of gunicorn's listeners took the request (its socket's port, not the Host header).
-        own_port = self.metrics_port is not None and environ.get("SERVER_PORT") == self.metrics_port
-        if own_port and path != metrics.METRICS_PATH:
-            return _respond(start_response, 404, {"error": "not found"})  # the metrics port serves nothing else
-        if path == HEALTH_PATH:
-            return self.health(start_response)
-        if path == metrics.METRICS_PATH:
-            return self.metrics(environ, start_response, own_port=own_port)
-        if (path == INGEST_PATH or path.startswith(INGEST_PATH + "/")) and self.ingest is not None:
-            answer = self.ingest(environ)
-            return _respond(start_response, answer.status, answer.body, answer.headers)
-        if path == TRACES_PATH and self.traces is not None:
-            return self.traces.wsgi(environ, start_response)
         if path != EVENT_PATH:
-            return _respond(start_response, 404, {"error": "not found"})
+            return respond(start_response, 404, {"error": "not found"})
         if method != "POST":
-            return _respond(start_response, 405, {"error": "POST only"}, [("Allow", "POST")])
+            return respond(start_response, 405, {"error": "POST only"}, [("Allow", "POST")])
         started = time.monotonic()
         try:
             body = checked_body(environ, self.verifier)
         except BadRequest as error:
             log.info("request refused", extra={"status": error.status, "reason": error.reason})
             extra = [("X-Slack-No-Retry", "1")] if error.no_retry else []
-            return _respond(start_response, error.status, {"error": error.reason}, extra)
+            return respond(start_response, error.status, {"error": error.reason}, extra)
         environ["wsgi.input"] = io.BytesIO(body)  # Bolt reads the body again
         environ["CONTENT_LENGTH"] = str(len(body))
-        answered: list[str] = []
+        answered_status: list[str] = []
 
         def timed_start_response(status: str, headers: list, *rest: Any) -> Any:
-            answered.append(status.split(" ", 1)[0])
+            answered_status.append(status.split(" ", 1)[0])
             return start_response(status, headers, *rest)
 
         body_parts = self.bolt(environ, timed_start_response)
-        metrics.event_acked("http", int(answered[0]) if answered else 0, time.monotonic() - started)
+        status = int(answered_status[0]) if answered_status else 0
+        metrics.event_acked("http", status, time.monotonic() - started)
         return body_parts
-
-    def metrics(self, environ: dict, start_response: StartResponse, *, own_port: bool) -> list:
-        answer = metrics_answer(
-            environ.get("REQUEST_METHOD", "GET"),
-            environ.get("HTTP_AUTHORIZATION"),
-            token=self.metrics_token,
-            own_port=own_port,
-            scrape=self.scrape,
-            slots=self.scrapes,
-        )
-        headers = [("Content-Type", answer.content_type), ("Content-Length", str(len(answer.body))), *answer.headers]
-        start_response(_STATUS_TEXT.get(answer.status, f"{answer.status} Error"), headers)
-        return [answer.body]
-
-    def health(self, start_response: StartResponse) -> list:
-        status, body = health_report(self.runtime)
-        return _respond(start_response, status, body)
 
 
 def build_wsgi_app(settings: Settings, runtime: Runtime | None = None) -> EventsWSGI:
@@ -152,8 +102,8 @@ def build_wsgi_app(settings: Settings, runtime: Runtime | None = None) -> Events
     runtime = runtime or Runtime(settings)
     deps = BotDeps.build(runtime)  # one publisher (and spool) for Slack's events and the ingest API's exchanges
     app = create_app(settings, runtime, deps)
-    ingest = IngestRoute(settings, runtime.redis, deps.publisher)
-    wsgi = EventsWSGI(settings, app, runtime, ingest, TracesRoute(settings, runtime.redis, deps.publisher))
+    ingest, traces = ingest_routes(settings, runtime.redis, deps.publisher)
+    wsgi = EventsWSGI(settings, app, runtime, ingest, traces)
     metrics.create_counters()
     return wsgi
 

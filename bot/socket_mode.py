@@ -1,5 +1,6 @@
-"""`relmon bot` over Socket Mode (SLACK_APP_TOKEN set): events over Slack's websocket, and only `GET /healthz`
-over HTTP, on the same --port, from a small stdlib server in a thread."""
+"""`relmon bot` over Socket Mode (SLACK_APP_TOKEN set): events over Slack's websocket, and on --port over HTTP the
+bot's routes other than Slack's (bot.service_wsgi: `GET /healthz`, `GET /metrics`, the ingest API and
+`POST /v1/traces`, the same app as HTTP mode's), from the standard library's WSGI server in a thread."""
 
 from __future__ import annotations
 
@@ -16,8 +17,9 @@ from slack_sdk.socket_mode.client import BaseSocketModeClient
 from slack_sdk.socket_mode.request import SocketModeRequest
 from slack_sdk.socket_mode.response import SocketModeResponse
 
-from bot.health import HEALTH_PATH, health_report, start_health_server
+from bot.health import health_report
 from bot.request_guard import payload_problem
+from bot.service_wsgi import ServiceWSGI, ingest_routes, serve_in_thread
 from common import metrics
 from common.backoff import backoff_seconds
 from common.runtime import Runtime
@@ -29,12 +31,14 @@ log = logging.getLogger("relmon.bot")
 
 
 def serve_socket_mode(settings: Settings, host: str, port: int) -> int:
-    """Events over Slack's websocket (no public URL); GET /healthz on --port for health checks."""
+    """Events over Slack's websocket (no public URL); on --port, health checks, metrics and the ingest API."""
     from bot.app import create_app
+    from bot.deps import BotDeps
 
     runtime = Runtime(settings)
+    deps = BotDeps.build(runtime)  # one publisher (and spool) for Slack's events and the ingest API's exchanges
     try:
-        app = create_app(settings, runtime)  # checks the bot token (auth.test)
+        app = create_app(settings, runtime, deps)  # checks the bot token (auth.test)
     except (SlackApiError, BoltError) as error:  # Bolt wraps auth.test's refusal in a BoltError
         refusal = error if isinstance(error, SlackApiError) else (error.__cause__ or error.__context__)
         code = refusal.response.get("error") if isinstance(refusal, SlackApiError) else str(error)[:200]
@@ -47,24 +51,25 @@ def serve_socket_mode(settings: Settings, host: str, port: int) -> int:
     handler = GuardedSocketModeHandler(app, settings.secret("slack_app_token"))
     try:
         scrape = metrics.scraper(runtime)  # the state read once per 15 s, however many scrape
-        health = start_health_server(
-            host,
-            port,
+        wsgi = ServiceWSGI(
+            settings,
             lambda: health_report(runtime, handler.client.is_connected),
             scrape,
-            token=settings.secret("metrics_token"),
+            *ingest_routes(settings, runtime.redis, deps.publisher),
         )
-        if settings.metrics_port:
+        metrics.create_counters()
+        http = serve_in_thread(host, port, wsgi)
+        if settings.metrics_port:  # GET /metrics alone, by the door's rule (a server of its own)
             metrics.serve_metrics_port(settings, settings.metrics_port, scrape)
     except OSError as error:
-        print(f"relmon bot: cannot serve {HEALTH_PATH} on {host}:{port}: {error.strerror or error}", file=sys.stderr)
+        print(f"relmon bot: cannot serve HTTP on {host}:{port}: {error.strerror or error}", file=sys.stderr)
         return 1
-    log.info("socket mode", extra={"host": host, "port": port, "path": HEALTH_PATH})
+    log.info("socket mode", extra={"host": host, "port": port, "ingest": bool(settings.ingest_token_values())})
     try:
         connect_socket_mode(handler)
         threading.Event().wait()  # what SocketModeHandler.start does once connected: serve until stopped
     finally:
-        health.shutdown()
+        http.shutdown()
     return 0
 
 

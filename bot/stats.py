@@ -11,25 +11,29 @@ import re
 from datetime import UTC, datetime, timedelta
 
 from slack_sdk import WebClient
+from sqlalchemy.orm import Session
 
 from bot.on_demand_limits import take_report
 from bot.replies import tell
 from common.membership import MembershipCache, Refusal
 from common.messages.verdicts import StatsRow, error_message, stats_message
+from common.messages.versions import within_text
 from common.replies import Asker
+from common.reports.figures import team_scales
 from common.reports.resolution import ResolutionRules, ResolutionStats, ResolutionTally
+from common.reports.stats import JudgeStats, is_team_judge
 from common.reports.tallies import is_answer
-from common.reports.trust import Vote, precision
+from common.reports.trust import Vote, comparability, precision
 from common.reports.view_cache import REPORT_VIEW_KEY, cached, digest_of
 from common.reports.weighted import Weights
 from common.runtime import Runtime
 from store import bot_groups
-from store.channel_scores import ChannelJudgeStats, channel_judge_stats
+from store.channel_scores import ChannelJudgeStats, channel_judge_stats, judge_versions
 from store.confirmations import disputed_counts
 from store.exchanges import in_report_channel
 from store.feedback import voted_scores
 from store.sampling import sampling_counts
-from store.stats_queries import data_version, stream_pair_rows
+from store.stats_queries import data_version, prompt_numbers, stream_pair_rows
 
 log = logging.getLogger("relmon.commands")
 
@@ -147,6 +151,9 @@ def _build_stats(runtime: Runtime, channel_id: str, rule) -> dict:
         voted = voted_scores(session, channel_id, since)
         disputed = disputed_counts(session, channel_id, since)
         resolution = channel_resolution(runtime, session, channel_id, since, now)
+        team = [s.judge for s in stats if is_team_judge(s.judge)]
+        notes = version_notes_of(session, channel_id, since, team, runtime.settings.timezone)
+    scales = team_scales(runtime.settings) if team else {}
     votes = [Vote(channel_id, judge, score, right > wrong) for judge, score, right, wrong in voted if right != wrong]
     agreed = {found.judge: found for found in precision(votes) if found.channel_id == channel_id}
     rows = [
@@ -162,6 +169,8 @@ def _build_stats(runtime: Runtime, channel_id: str, rule) -> dict:
             disputed=disputed.get(s.judge, 0),
             distribution=s.distribution,
             weights=_weights(s),
+            team=team_judge_stats(s, rule.thresholds[s.judge], scales.get(s.judge)) if s.judge in team else None,
+            version_note=notes.get(s.judge),
         )
         for s in stats
     ]
@@ -171,6 +180,43 @@ def _build_stats(runtime: Runtime, channel_id: str, rule) -> dict:
     return stats_message(
         channel_id, rows, days=STATS_DAYS, resolution=resolution, window_seconds=window, sampled_share=share
     )
+
+
+def team_judge_stats(stats: ChannelJudgeStats, threshold: float, scale: tuple[int, int] | None) -> JudgeStats:
+    """A team judge's figures in the digest's terms (common.reports.stats.JudgeStats: its pass rate is the share
+    scored above the threshold), so `/judge stats` shows it as the digest and App Home do. `scale`: from its file
+    (None when the file is gone: the scores seen)."""
+    seen = stats.distribution
+    low, high = scale or (min(seen, default=0), max(seen, default=0))
+    return JudgeStats(
+        judge=stats.judge,
+        scored=stats.judged,
+        nulls=stats.nulls,
+        errors=stats.errors,
+        mean=stats.mean,
+        distribution={score: seen.get(score, 0) for score in range(low, high + 1)},
+        low=stats.low,
+        thresholds=(float(threshold),),
+        weights=_weights(stats),
+        scale_of_file=scale,
+    )
+
+
+def version_notes_of(
+    session: Session, channel_id: str, since: datetime, judges: list[str], timezone: str | None
+) -> dict[str, str]:
+    """A note per judge whose prompt (or model) changed within the period: its rate mixes versions, said as the
+    digest says it (common.messages.versions), the versions numbered as people know them ("v3")."""
+    changes = {
+        judge: comparability(judge, set(seen), set(), seen).change
+        for judge, seen in judge_versions(session, channel_id, since, judges).items()
+    }
+    changed = {judge: change for judge, change in changes.items() if change is not None}
+    numbers = prompt_numbers(session, changed) if changed else {}
+    return {
+        judge: within_text(judge, change, numbers.get(judge, {}), timezone, whose=f"the {STATS_DAYS} days'")
+        for judge, change in changed.items()
+    }
 
 
 def _weights(stats: ChannelJudgeStats) -> Weights | None:

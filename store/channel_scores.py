@@ -4,6 +4,7 @@ the 7-day figures of `/judge stats`."""
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -131,6 +132,7 @@ class ChannelJudgeStats:
     weight_low_squares: float = 0.0
     weighted_distribution: dict[int, float] = field(default_factory=dict)
     weight_squares_distribution: dict[int, float] = field(default_factory=dict)
+    nulls: int = 0  # the judge could not score (the pair lacked what it needs: a team judge's placeholders)
 
 
 def channel_judge_stats(
@@ -155,13 +157,14 @@ def channel_judge_stats(
         )
         ok = scope.c.status == JudgmentStatus.OK
         weight = scope.c.weight
-        judged, mean, low, max_score, errors, total, squares, low_weight, low_squares = session.execute(
+        judged, mean, low, max_score, errors, nulls, total, squares, low_weight, low_squares = session.execute(
             select(
                 func.count().filter(ok),
                 func.avg(scope.c.score).filter(ok),
                 func.count().filter(ok, scope.c.score <= threshold),
                 func.max(scope.c.max_score),
                 func.count().filter(scope.c.status == JudgmentStatus.ERROR),
+                func.count().filter(scope.c.status == JudgmentStatus.NULL),
                 func.sum(weight).filter(ok),
                 func.sum(weight * weight).filter(ok),
                 func.sum(weight).filter(ok, scope.c.score <= threshold),
@@ -188,6 +191,36 @@ def channel_judge_stats(
                 float(low_squares or 0.0),
                 {int(score): float(weights) for score, _, weights, _ in scores if score is not None},
                 {int(score): float(weights) for score, _, _, weights in scores if score is not None},
+                int(nulls or 0),
             )
         )
     return stats
+
+
+def judge_versions(
+    session: Session, channel_id: str, since: datetime, judges: Iterable[str]
+) -> dict[str, dict[tuple[str | None, str | None], datetime]]:
+    """Each judge's (model, prompt version) that scored live answers of the channel (or a bot's) since `since`, with
+    the time of the first answer each scored: what the digest's version notes read
+    (common.reports.trust.VersionTally: ok judgments not reused from the cache), for `/judge stats`."""
+    names = sorted(set(judges))
+    if not names:
+        return {}
+    query = (
+        select(Judgment.judge, Judgment.model, Judgment.prompt_version, func.min(Pair.created_at))
+        .join(Pair, Pair.id == Judgment.pair_id)
+        .where(
+            in_report_channel(channel_id),
+            Pair.source.in_(ALERTING_SOURCES),
+            Judgment.judge.in_(names),
+            Judgment.created_at >= since,
+            Judgment.status == JudgmentStatus.OK,
+            Judgment.cached.is_(False),
+            is_current(),
+        )
+        .group_by(Judgment.judge, Judgment.model, Judgment.prompt_version)
+    )
+    found: dict[str, dict[tuple[str | None, str | None], datetime]] = {}
+    for judge, model, prompt_version, first in session.execute(query):
+        found.setdefault(judge, {})[(model, prompt_version)] = as_utc(first)
+    return found

@@ -45,6 +45,7 @@ from common.messages.verdicts import (
     error_message,
     help_message,
     judge_modal,
+    unknown_judge_message,
 )
 from common.replies import Asker, keep_response_url
 from common.runtime import Runtime
@@ -88,13 +89,35 @@ def route(text: str | None) -> Route:
     return Route("unknown")
 
 
+@dataclass(frozen=True)
+class JudgeChoice:
+    """The judge a `/judge <link>` names: `name` (None: the channel's judges), or `unknown`, a name after `--judge`
+    that is no judge here ("" when `--judge` has no name after it)."""
+
+    name: str | None = None
+    unknown: str | None = None
+
+
+JUDGE_FLAG = "--judge"
+# Some keyboards turn "--" into a dash as it is typed (macOS's smart punctuation): the flag is read either way.
+_DASHES = re.compile(r"^[\u2013\u2014]")
+
+
+def chosen_judge(text: str, names: tuple[str, ...] = JUDGE_NAMES) -> JudgeChoice:
+    """The judge named after the link: `--judge NAME`, `--judge=NAME`, or a judge's name alone (`/judge <link>
+    relevancy`, as the manifest's usage hint shows); `names`: the seed judges and the team's (store.judge_catalog).
+    A word that is no judge's name is ignored unless it follows `--judge`."""
+    words = [_DASHES.sub("--", word) for word in re.split(r"[\s<>|]+", text.lower()) if word]
+    for at, word in enumerate(words):
+        if word == JUDGE_FLAG or word.startswith(JUDGE_FLAG + "="):
+            given = word[len(JUDGE_FLAG) + 1 :] if "=" in word else (words[at + 1] if at + 1 < len(words) else "")
+            return JudgeChoice(name=given) if given in names else JudgeChoice(unknown=given)
+    return JudgeChoice(name=next((word for word in words if word in names), None))
+
+
 def named_judge(text: str, names: tuple[str, ...] = JUDGE_NAMES) -> str | None:
-    """A judge named after the link (`/judge <link> relevancy`, `/judge <link> --judge refund_policy`), as the
-    manifest's usage hint shows; `names`: the seed judges and the team's (store.judge_catalog)."""
-    for word in re.split(r"[\s<>|]+", text.lower()):
-        if word in names:
-            return word
-    return None
+    """The judge named after the link, None for the channel's judges (or a name that is no judge)."""
+    return chosen_judge(text, names).name
 
 
 def _command_asker(command: dict) -> Asker:
@@ -104,14 +127,18 @@ def _command_asker(command: dict) -> Asker:
 # Listeners ---------------------------------------------------------------------------------------------
 
 
-def ack_judge(ack: Ack, command: dict) -> None:
-    """Answer within Slack's 3 seconds from the text alone."""
+def ack_judge(ack: Ack, command: dict, names: tuple[str, ...] = JUDGE_NAMES) -> None:
+    """Answer within Slack's 3 seconds from the text alone (and `names`, the judges in force: read from files
+    already in memory, store.judge_catalog)."""
     wanted = route(command.get("text"))
+    choice = chosen_judge(wanted.argument, names) if wanted.kind == "link" else JudgeChoice()
     if wanted.kind == "help":
         ack(**help_message(), response_type="ephemeral")
     elif wanted.kind in ("bad_link", "unknown"):
         ack(**error_message("bad_link" if wanted.kind == "bad_link" else "unknown_command"), response_type="ephemeral")
-    elif wanted.kind == "link" and named_judge(wanted.argument) in JUDGES_NEEDING_REFERENCE:
+    elif choice.unknown is not None:
+        ack(**unknown_judge_message(choice.unknown, names), response_type="ephemeral")
+    elif choice.name in JUDGES_NEEDING_REFERENCE:
         ack(**error_message("link_needs_reference"), response_type="ephemeral")
     elif wanted.kind == "link":
         ack(**accepted_message(), response_type="ephemeral")
@@ -141,6 +168,10 @@ class SlowWork:
     def __init__(self, runtime: Runtime, membership: MembershipCache) -> None:
         self.runtime, self.membership = runtime, membership
 
+    def ack_judge(self, ack: Ack, command: dict) -> None:
+        """/judge's ack, with the judges in force (the team's files may change while the bot runs)."""
+        ack_judge(ack, command, self.runtime.judges.names)
+
     def judge(self, command: dict, client: WebClient) -> None:
         """The slow part of /judge."""
         wanted = route(command.get("text"))
@@ -148,8 +179,9 @@ class SlowWork:
         if wanted.kind == "link":
             link = parse_message_link(wanted.argument)
             assert link is not None  # route() checked
-            judge = named_judge(wanted.argument, self.runtime.judges.names)
-            if judge in JUDGES_NEEDING_REFERENCE:
+            choice = chosen_judge(wanted.argument, self.runtime.judges.names)
+            judge = choice.name
+            if choice.unknown is not None or judge in JUDGES_NEEDING_REFERENCE:
                 return  # refused in the ack
             judge_message(
                 self.runtime,
@@ -299,7 +331,7 @@ def ack_feedback(ack: Ack) -> None:
 def register(app: App, deps: BotDeps) -> None:
     """Wire this module's listeners onto the app."""
     work = SlowWork(deps.runtime, deps.membership)
-    app.command("/judge")(ack=ack_judge, lazy=[work.judge])
+    app.command("/judge")(ack=work.ack_judge, lazy=[work.judge])
     app.shortcut(SHORTCUT_CALLBACK_ID)(ack=ack_shortcut, lazy=[work.shortcut])
     app.view(MODAL_CALLBACK_ID)(ack=ack_modal, lazy=[work.modal])
     app.action(ACTION_RIGHT)(ack=ack_feedback, lazy=[work.feedback])

@@ -25,9 +25,11 @@ from common.messages.blocks import (
 from common.messages.judge_config import HELP_LINE
 from common.messages.resolution import resolution_lines
 from common.messages.sampling import sampled_text
+from common.messages.team_judges import team_judge_line
 from common.messages.trust import precision_text
 from common.reports.intervals import Estimate, bootstrap_mean, proportion
 from common.reports.resolution import ResolutionStats
+from common.reports.stats import JudgeStats
 from common.reports.trust import Precision
 from common.reports.weighted import Weights, weighted_mean, weighted_proportion
 from judges.names import CORRECTNESS, GROUNDED, RELEVANCY
@@ -62,6 +64,13 @@ ERRORS = {
 
 def error_message(code: str) -> dict:
     text = ERRORS[code]
+    return message(text, [section(text)])
+
+
+def unknown_judge_message(name: str, known: Sequence[str]) -> dict:
+    """`/judge <link> --judge NAME` with a name that is no judge here (or none at all)."""
+    asked = f"relmon has no judge “{name[:40]}”" if name else "`--judge` needs a judge's name"
+    text = f"{asked}: use `--judge` with one of {', '.join(known)}."
     return message(text, [section(text)])
 
 
@@ -129,6 +138,9 @@ class StatsRow:
     disputed: int = 0  # low scores a second opinion disputed (not alerted)
     distribution: Mapping[int, int] = field(default_factory=dict)  # score -> answers: the mean's interval
     weights: Weights | None = None  # sampled answers' weights 1/π when they differ (common.reports.weighted)
+    # A team's judge (judges.d): its figures as the digest reads them (a pass rate), and its version's change.
+    team: JudgeStats | None = None
+    version_note: str | None = None
 
     @property
     def mean_estimate(self) -> Estimate:
@@ -146,6 +158,17 @@ class StatsRow:
         return weighted_proportion(self.weights) if self.weights is not None else proportion(self.low, self.judged)
 
 
+def _seed_line(row: StatsRow) -> str:
+    label = judge_label(row.judge)
+    mean = rates.mean_text(row.mean_estimate, row.max_score) if row.judged else "no score"
+    share = rates.rate_text(row.low_estimate, f"at or below {format_score(row.threshold, None)}")
+    answers = f"{row.judged} answer{'s' if row.judged != 1 else ''}"
+    line = f"*{label}*: {answers} judged · mean {mean} · {share if row.judged else 'n/a'}"
+    if row.errors:
+        line += f" · {row.errors} could not be judged"
+    return line
+
+
 def stats_message(
     channel_id: str,
     rows: Sequence[StatsRow],
@@ -161,20 +184,21 @@ def stats_message(
     blocks = [header(f"The last {days} days"), context(f"{where} · {sampled}" if sampled else where)]
     lines = []
     for row in rows:
-        if row.judged == 0 and row.errors == 0:
+        if row.team is not None:
+            if not row.team.active:
+                continue  # a team's judge runs only where its rules say
+            line = f"*{row.judge}*: {team_judge_line(row.team)}"  # as the digest and App Home show it
+        elif row.judged == 0 and row.errors == 0:
             continue
-        label = judge_label(row.judge)
-        mean = rates.mean_text(row.mean_estimate, row.max_score) if row.judged else "no score"
-        share = rates.rate_text(row.low_estimate, f"at or below {format_score(row.threshold, None)}")
-        answers = f"{row.judged} answer{'s' if row.judged != 1 else ''}"
-        line = f"*{label}*: {answers} judged · mean {mean} · {share if row.judged else 'n/a'}"
-        if row.errors:
-            line += f" · {row.errors} could not be judged"
+        else:
+            line = _seed_line(row)
         if row.precision is not None and row.precision.voted:
             line += f" · {precision_text(row.precision)}"
         if row.disputed:
             line += f" · {row.disputed} low score{'s' if row.disputed != 1 else ''} disputed by a second opinion"
         lines.append(line)
+        if row.version_note:
+            lines.append(f"Judge changed: {row.version_note}")
     tiers = resolution_lines(resolution, window_seconds) if resolution is not None else []
     if not lines and not tiers:
         text = f"No answers judged in {channel_mention(channel_id)} in the last {days} days."
@@ -188,6 +212,7 @@ def stats_message(
 HELP_TEXT = (
     """*relmon: how to judge an answer*
 • `/judge <message link>`: judge that answer against its question (use “Copy link” on the bot's message).
+• `/judge <message link> --judge NAME`: with that judge only (`relevancy`, or one of your team's judges).
 • `/judge`: open a form to paste a question, an answer and an optional reference, and pick a judge.
 • *Judge this answer* (message shortcut, in the message's ⋯ menu): judge the answer you are looking at.
 • `/judge stats [#channel]`: the last 7 days: answers judged, mean score, share below the alert threshold, and how

@@ -41,6 +41,23 @@ def _when(moment: datetime | None, timezone: str | None) -> str:
 
 
 def change_text(judge: str, change: VersionChange, numbers: Mapping[str, int], timezone: str | None = None) -> str:
+    text = within_text(judge, change, numbers, timezone)
+    rate = "rate" if is_team_judge(judge) else "figures"
+    if change.before:
+        was = "was" if rate == "rate" else "were"
+        return f"{text}; last week's {rate} {was} {_names(change.before, change.what, numbers)}: not compared"
+    return f"{text}: not compared with last week"
+
+
+def within_text(
+    judge: str,
+    change: VersionChange,
+    numbers: Mapping[str, int],
+    timezone: str | None = None,
+    whose: str = "this week's",
+) -> str:
+    """The change within the period alone (`/judge stats`, which compares with no other week, says it so):
+    `refund_policy v3 since Tue 10:00 (v2 before: this week's rate mixes them)`."""
     what = change.what
     rate = "rate" if is_team_judge(judge) else "figures"
     (newest, since), earlier = change.now[-1], [version for version, _ in change.now[:-1]]
@@ -50,13 +67,8 @@ def change_text(judge: str, change: VersionChange, numbers: Mapping[str, int], t
     if change.during:
         mixes = "mixes them" if rate == "rate" else "mix them"
         before = _names(earlier, what, numbers)
-        text = f"{subject}{_when(since, timezone)} ({before} before: this week's {rate} {mixes})"
-    else:
-        text = f"{subject} this week"
-    if change.before:
-        was = "was" if rate == "rate" else "were"
-        return f"{text}; last week's {rate} {was} {_names(change.before, what, numbers)}: not compared"
-    return f"{text}: not compared with last week"
+        return f"{subject}{_when(since, timezone)} ({before} before: {whose} {rate} {mixes})"
+    return f"{subject} this week"
 
 
 def comparability_text(found: Comparability, numbers: Mapping[str, int], timezone: str | None = None) -> str | None:

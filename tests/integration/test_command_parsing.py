@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.listeners.commands import Route, named_judge, route
+from bot.listeners.commands import JudgeChoice, Route, chosen_judge, named_judge, route
 from bot.permalinks import MessageLink, parse_message_link
 from bot.stats import channel_reference
 from tests.command_helpers import ANSWER_TS, LINK, QUESTION_TS, C
@@ -53,6 +53,28 @@ def test_named_judge():
     assert named_judge(f"{LINK} relevancy") == "relevancy"
     assert named_judge(f"<{LINK}> Correctness") == "correctness"
     assert named_judge(LINK) is None
+
+
+TEAM = ("relevancy", "correctness", "grounded", "refund_policy")
+
+
+@pytest.mark.parametrize(
+    ("after_link", "expected"),
+    [
+        ("--judge refund_policy", JudgeChoice(name="refund_policy")),
+        ("--judge=refund_policy", JudgeChoice(name="refund_policy")),
+        ("--JUDGE Relevancy", JudgeChoice(name="relevancy")),
+        ("\u2014judge refund_policy", JudgeChoice(name="refund_policy")),  # "--" turned into a dash as typed
+        ("refund_policy", JudgeChoice(name="refund_policy")),
+        ("--judge refund", JudgeChoice(unknown="refund")),
+        ("--judge=", JudgeChoice(unknown="")),
+        ("--judge", JudgeChoice(unknown="")),
+        ("please", JudgeChoice()),  # a word that is no judge's name, without --judge: the channel's judges
+        ("", JudgeChoice()),
+    ],
+)
+def test_chosen_judge(after_link, expected):
+    assert chosen_judge(f"<{LINK}> {after_link}", TEAM) == expected
 
 
 def test_channel_reference():

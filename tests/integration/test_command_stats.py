@@ -6,6 +6,11 @@ from __future__ import annotations
 
 import json
 import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+from sqlalchemy import update
 
 from common import replies
 from common.messages.verdicts import ERRORS
@@ -13,6 +18,7 @@ from common.reports.intervals import bootstrap_mean
 from store import confirmations
 from store.confirmations import SecondOpinion
 from store.feedback import record_vote
+from store.models import Judgment, Pair, as_utc
 from tests import command_helpers
 from tests.alert_helpers import add_judgment
 from tests.bot_harness import ServedBot
@@ -160,3 +166,32 @@ def test_stats_of_a_bots_exchanges_show_their_figures_and_count_them_in_their_ch
     command(bot, f"stats <#{C}|support>", slack, key="channel")
     [answer] = wait_for(lambda: slack.responses["channel"], timeout=10, what="stats")
     assert "1 answer judged · mean too few (n=1)" in answer["blocks"][-1]["text"]["text"]
+
+
+def test_stats_show_a_team_judge_s_pass_rate_and_its_prompt_change(make_bot, slack):
+    """A team judge (judges.d, pass/fail) reads as in the digest: its pass rate with interval and n, not the seed
+    judges' mean and low share; its prompt changed within the 7 days, so the rate is said to mix two versions. A team
+    judge that gave no verdict in the channel is not listed."""
+    bot = make_bot(judges_dir=Path(__file__).resolve().parents[2] / "examples" / "judges.d")
+    earlier = datetime.now(UTC) - timedelta(days=3)
+    old = [add_judgment(bot.runtime, score=1, judge="refund_policy", max_score=1, created_at=earlier) for _ in range(4)]
+    new = [add_judgment(bot.runtime, score=s, judge="refund_policy", max_score=1) for s in (1,) * 5 + (0,) * 3]
+    add_judgment(bot.runtime, score=None, status="null", judge="refund_policy", max_score=1)
+    for score in (0, 2, 4, 4) * 3:
+        add_judgment(bot.runtime, score=score, channel_id=C)
+    with bot.runtime.db.session() as session:
+        for ids, version in ((old, "1f0a9c2e" * 8), (new, "7b3d41aa" * 8)):
+            session.execute(update(Judgment).where(Judgment.id.in_(ids)).values(prompt_version=version))
+        old_pairs = [session.get(Judgment, judgment_id).pair_id for judgment_id in old]
+        session.execute(update(Pair).where(Pair.id.in_(old_pairs)).values(created_at=earlier))
+        started = as_utc(session.get(Pair, session.get(Judgment, new[0]).pair_id).created_at)
+    command(bot, f"stats <#{C}|support>", slack, key="team")
+    [answer] = wait_for(lambda: slack.responses["team"], timeout=10, what="stats")
+    lines = answer["blocks"][-1]["text"]["text"].splitlines()
+    [team] = [line for line in lines if line.startswith("*refund_policy*")]
+    assert team == "*refund_policy*: 75% passed (47–91%, n=12) · 1 not judged"  # 9 of 12 passed
+    since = started.astimezone(ZoneInfo(bot.runtime.settings.timezone))
+    note = f"Judge changed: refund_policy v2 since {since:%a %H:%M} (v1 before: the 7 days' rate mixes them)"
+    assert lines[lines.index(team) + 1] == note
+    assert any(line.startswith("*Relevancy*: 12 answers judged · mean 2.50 / 4") for line in lines)
+    assert not [line for line in lines if "status_page" in line or "customer_language" in line]

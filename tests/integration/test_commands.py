@@ -86,6 +86,34 @@ def test_link_with_a_team_judge_s_name(make_bot, slack):
     assert pair.judges == ["refund_policy"]
 
 
+def test_link_with_judge_equals_a_team_judge(make_bot, slack):
+    examples = Path(__file__).resolve().parents[2] / "examples" / "judges.d"
+    bot = make_bot(judges_dir=examples)
+    assert "Judging that answer" in command(bot, f"{LINK} --judge=customer_language", slack).json()["text"]
+    [pair] = wait_for(lambda: pairs(bot), timeout=10, what="an on-demand pair")
+    assert pair.judges == ["customer_language"]
+
+
+def test_an_unknown_judge_is_refused_with_the_known_ones(make_bot, slack):
+    """Refused in the ack, naming the judges in force (seed and the team's); nothing stored or queued."""
+    examples = Path(__file__).resolve().parents[2] / "examples" / "judges.d"
+    bot = make_bot(judges_dir=examples)
+    body = command(bot, f"{LINK} --judge refund", slack).json()
+    assert body["response_type"] == "ephemeral"
+    assert body["text"].startswith("relmon has no judge “refund”: use `--judge` with one of ")
+    for name in (*JUDGE_NAMES, "refund_policy", "customer_language", "status_page"):
+        assert name in body["text"], name
+    assert "`--judge` needs a judge's name" in command(bot, f"{LINK} --judge", slack).json()["text"]
+    assert "run `/judge` alone" in command(bot, f"{LINK} --judge=grounded", slack).json()["text"]
+    time.sleep(0.5)  # the lazy listener runs after the ack: it must store nothing either
+    assert pairs(bot) == []
+    assert slack.responses.get("cmd", []) == []
+
+
+def test_help_shows_the_judge_flag(bot, slack):
+    assert "--judge NAME" in command(bot, "help", slack).json()["blocks"][0]["text"]["text"]
+
+
 def test_a_stored_pair_supplies_the_question(bot, slack):
     """The captured pair is used as stored (no history call) when relmon already paired the answer."""
     with bot.runtime.db.session() as session:

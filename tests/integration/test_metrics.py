@@ -16,7 +16,6 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from bot.health import start_health_server
 from common import metrics, metrics_door
 from common.celery_app import QUEUES
 from common.runtime import Runtime
@@ -124,11 +123,23 @@ def test_a_database_that_does_not_answer_gives_state_up_0_not_a_failed_scrape(
 TOKEN = "doctor-and-bot-share-this-token"
 
 
+def bot_port_server(port: int, runtime: Runtime, *, token: str | None):
+    """/healthz and /metrics behind the door, as on a bot's --port (not a metrics port of its own)."""
+    return metrics_door.start_server(
+        "127.0.0.1",
+        port,
+        token=token,
+        scrape=lambda: metrics.exposition(runtime),
+        own_port=False,
+        health=lambda: (200, {}),
+    )
+
+
 def test_doctor_checks_a_real_metrics_endpoint(settings_for, runtime_for: Callable[..., Runtime]) -> None:
     settings = settings_for(metrics_token=TOKEN)
     runtime = runtime_for(settings)
     port = free_port()
-    server = start_health_server("127.0.0.1", port, lambda: (200, {}), lambda: metrics.exposition(runtime), token=TOKEN)
+    server = bot_port_server(port, runtime, token=TOKEN)
     try:
         served = check_metrics(settings.model_copy(update={"metrics_url": f"http://127.0.0.1:{port}/metrics"}))
         assert served.status == "ok" and "metric families" in served.detail
@@ -154,7 +165,7 @@ def test_doctor_skips_a_bot_port_that_serves_no_metrics_without_a_token(
     settings = settings_for(metrics_url="")
     runtime = runtime_for(settings)
     port = free_port()
-    server = start_health_server("127.0.0.1", port, lambda: (200, {}), lambda: metrics.exposition(runtime))
+    server = bot_port_server(port, runtime, token=None)
     try:
         closed = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5)
         assert closed.status_code == 404 and "RELMON_METRICS_TOKEN" in closed.json()["hint"]

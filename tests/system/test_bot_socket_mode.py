@@ -1,7 +1,8 @@
 """End to end over Socket Mode: `relmon bot` with SLACK_APP_TOKEN (and no signing secret) opens its connection
 through `apps.connections.open` on the fake Slack, receives a question and an answer as Socket Mode envelopes
 from the fake websocket endpoint, acknowledges each one once it is captured, reconnects when Slack asks it to,
-skips a redelivery, and a real `relmon worker` started afterwards judges the stored pair."""
+skips a redelivery, takes an exchange on its --port's ingest API (no public URL for Slack, but the bot's side
+reaches relmon from its own network), and a real `relmon worker` started afterwards judges both pairs."""
 
 from __future__ import annotations
 
@@ -12,17 +13,19 @@ from pathlib import Path
 import httpx
 import pytest
 import redis
-from sqlalchemy import func, select
+from sqlalchemy import select
 
 from common.celery_app import QUEUE_JUDGE
 from store.db import Database
-from store.models import Judgment, Pair, PairStatus
+from store.exchange_models import Exchange
+from store.models import Judgment, Pair, PairSource, PairStatus
 from tests import slack_requests as sr
 from tests.fakes.slack_server import FakeSlack
 from tests.fakes.socket_mode_server import FakeSocketMode
 from tests.processes import RelmonProcess, WaitTimeout, relmon_env, wait_for
 from tests.running_system import relmon_processes
 from tests.services import free_port
+from tests.system.test_ingest_processes import TOKEN, exchange, post
 from workers.judging.queued import note_of
 
 pytestmark = pytest.mark.slow
@@ -70,13 +73,17 @@ def test_socket_mode_events_are_judged_once(redis_url: str, db_url: str, tmp_pat
             slack_options={"socket_mode_url": socket_mode.url},
             SLACK_APP_TOKEN=APP_TOKEN,
             RELMON_SETTLE_SECONDS="0.5",
+            RELMON_INGEST_TOKENS=TOKEN,
+            RELMON_CONFIRM="off",
         ) as system,
     ):
         slack, env = system.slack, system.env
         del env["SLACK_SIGNING_SECRET"]  # Socket Mode needs no signing secret (Settings.missing)
 
         database = Database(db_url)
-        bot = start_socket_mode_bot(env, socket_mode, tmp_path)
+        port = free_port()
+        bot = start_socket_mode_bot(env, socket_mode, tmp_path, port=port)
+        base_url = f"http://127.0.0.1:{port}"
         try:
             # The connection URL came from apps.connections.open (which the fake only answers for xapp- tokens).
             assert slack.calls_to("apps.connections.open")
@@ -110,19 +117,26 @@ def test_socket_mode_events_are_judged_once(redis_url: str, db_url: str, tmp_pat
             assert len(socket_mode.acks) == 3
             assert bot.running()
 
+            # The ingest API on --port: the same routes, tokens and refusals as over HTTP (bot.service_wsgi).
+            assert post(base_url, exchange("sock-1", documents=[])).status_code == 202
+            assert post(base_url, exchange("sock-2"), token="wrong").status_code == 401
+            assert post(base_url, exchange("sock-3", turn="one")).status_code == 400
+            traces = httpx.post(f"{base_url}/v1/traces", content=b"{}", timeout=10)
+            assert traces.status_code == 401 and traces.headers["WWW-Authenticate"] == "Bearer"
+
             with system.start("worker"):
 
-                def judged() -> Judgment | None:
-                    with database.session() as session:
-                        return session.execute(select(Judgment)).scalar()
+                def both_judged() -> list | None:
+                    pairs = _pairs(database)
+                    return pairs if len(pairs) == 2 and all(s == PairStatus.JUDGED for _, s, _ in pairs) else None
 
-                judgment = wait_for(judged, timeout=90, what="a stored judgment")
-                assert (judgment.judge, judgment.status) == ("relevancy", "ok")
-                wait_for(lambda: _pairs(database)[0][1] == PairStatus.JUDGED, timeout=60, what="the pair judged")
+                wait_for(both_judged, timeout=90, what="the captured pair and the exchange judged")
             with database.session() as session:
-                pair = session.execute(select(Pair)).scalar_one()
-                assert session.execute(select(func.count()).select_from(Judgment)).scalar_one() == 1
-            assert judgment.pair_id == pair.id
+                pair = session.execute(select(Pair).where(Pair.source == PairSource.CAPTURE)).scalar_one()
+                judgments = session.execute(select(Judgment.pair_id, Judgment.judge, Judgment.status)).all()
+                ingested = session.execute(select(Exchange.client_id, Exchange.pair_id)).all()
+            assert [client_id for client_id, _ in ingested] == ["sock-1"]  # the refused ones were never kept
+            assert sorted(judgments) == sorted([(pair.id, "relevancy", "ok"), (ingested[0][1], "relevancy", "ok")])
             assert (pair.question_text, pair.answer_text) == (question["text"], answer["text"])
             assert pair.question_ts == question["ts"]
             assert bot.running(), bot.tail()
