@@ -46,7 +46,7 @@ Tier = Literal["resolved", "teammate", "escalated", "unresolved", "open"]
 
 # Why an answer is in its tier (`Resolution.reason`): unresolved ones say which way it went wrong.
 REASKED = "reasked"
-NEGATIVE = "negative_reaction"
+NEGATIVE = NEGATIVE_REACTION  # the reason is the signal itself
 ABANDONED = "abandoned"  # no word after a failed answer
 ENDED_UNRESOLVED = "ended_unresolved"  # the bot's side said so
 CONFIRMED = "confirmed"  # resolved: the asker (or the bot's side) said it helped

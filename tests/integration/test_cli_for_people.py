@@ -104,7 +104,8 @@ def test_two_channels_each_get_one_block_by_name(cli, fake, tmp_path) -> None:
     path = write(tmp_path, {C: ("support", five_threads(start)), OTHER: ("billing", billing)})
     done = cli("import", str(path), **env)
     assert done.returncode == 0, done.stderr
-    assert headings(done.stdout) == ["== All channels ==", "== #billing ==", "== #support =="]
+    trust = "== Can the alerts be trusted? =="  # the closed conversations label the judge's verdicts: its agreement
+    assert headings(done.stdout) == ["== All channels ==", trust, "== #billing ==", "== #support =="]
     assert done.stdout.count("Answers: 5 seen") == 1 and done.stdout.count("Answers: 2 seen") == 1
     assert C not in done.stdout and OTHER not in done.stdout
 

@@ -12,12 +12,12 @@ from sqlalchemy.exc import OperationalError
 from common import task_names
 from common.celery_app import celery
 from common.runtime import get_runtime
+from workers.handed_on import HANDED_ON_RETRIES
 from workers.live_capture import LiveCapture
 from workers.pairs.capturing import ConversationBusy
-from workers.tasks.handed_on import HANDED_ON_RETRIES
 
 
-# Retried as every task the bot hands on is (workers.tasks.handed_on); ConversationBusy too.
+# Retried as every task the bot hands on is (workers.handed_on); ConversationBusy too.
 @celery.task(
     name=task_names.CAPTURE_EVENT,
     bind=True,

@@ -15,11 +15,11 @@ from common import task_names
 from common.celery_app import celery
 from common.runtime import get_runtime
 from workers.bot_signals import ingest_signal_in
+from workers.handed_on import HANDED_ON_RETRIES
 from workers.ingesting import RETRIED, ingest, ingest_all
-from workers.tasks.handed_on import HANDED_ON_RETRIES
 
 
-# Retried as every task the bot hands on is (workers.tasks.handed_on). IntegrityError too: capture stored the same
+# Retried as every task the bot hands on is (workers.handed_on). IntegrityError too: capture stored the same
 # Slack message's pair meanwhile; the retry joins it.
 @celery.task(name=task_names.INGEST_EXCHANGE, bind=True, autoretry_for=RETRIED, **HANDED_ON_RETRIES)
 def ingest_exchange(self, exchange: dict[str, Any]) -> str:
