@@ -19,6 +19,12 @@ def _signalled(pair_id_column):
     return exists().where(OutcomeSignal.pair_id == pair_id_column, OutcomeSignal.name.in_(sorted(ALWAYS_JUDGED)))
 
 
+def probability_of(signals: Collection[str], stored: float | None) -> float | None:
+    """An answer's inclusion probability as the reports read it: None (certain) once its conversation signalled a
+    failure, whatever was stored when it was sampled (`answer_weight`, in Python)."""
+    return None if ALWAYS_JUDGED & set(signals) else stored
+
+
 def answer_weight():
     """An answer's weight in the reports, in SQL: 1/π, and 1 for one judged for certain (no probability stored, or
     a failure signalled since)."""

@@ -18,8 +18,9 @@ from datetime import datetime, timedelta
 from common.messages.fixes import FixLine, mark_message, verdict_reply
 from common.post_once import PostOnce, Receipts
 from common.privacy import Destination
-from common.reports.fixes import FixVerdict, GoldenRerun, verdict
+from common.reports.fixes import FixVerdict, GoldenRerun, Side, verdict
 from common.reports.topic_runs import place_of
+from common.reports.weighted import Weights
 from common.runtime import Runtime
 from golden.regress import MISSING, PASS
 from store import fixes as fix_rows
@@ -37,15 +38,18 @@ class UnknownTopic(LookupError):
     """No topic has that key (nor a unique prefix of it)."""
 
 
-def counts(runtime: Runtime, key: str, marked_at: datetime, now: datetime) -> tuple[tuple[int, int], tuple[int, int]]:
-    """((failed, answers) before the mark, (failed, answers) since), over the topic's pairs."""
+def counts(runtime: Runtime, key: str, marked_at: datetime, now: datetime) -> tuple[Side, Side]:
+    """((failed, answers) before the mark, (failed, answers) since), over the topic's pairs; under sampling each
+    side's weights instead (its judged answers at 1/π, those sampling skipped left out: the failure rate's, as the
+    topics count it)."""
     from topics.service import question_of  # numpy: the worker's and the CLI's, not the bot's
 
     settings = runtime.settings
     start = marked_at - timedelta(days=settings.fix_baseline_days)
     with runtime.db.reading() as session:
         ids = fix_rows.pair_ids(session, key)
-    before, after = [0, 0], [0, 0]
+    before, after = Weights(), Weights()
+    skipped = False
     if not ids:
         return (0, 0), (0, 0)
     with runtime.db.session() as session:  # a transaction: PostgreSQL streams through a server-side cursor
@@ -57,9 +61,13 @@ def counts(runtime: Runtime, key: str, marked_at: datetime, now: datetime) -> tu
             if question is None:
                 continue
             side = after if row.created_at >= marked_at else before  # the window is of pairs made
-            side[0] += question.failed
-            side[1] += 1
-    return (before[0], before[1]), (after[0], after[1])
+            if question.weight is None:
+                skipped = True  # sampling skipped it: whether it failed is not known
+            else:
+                side.add(question.weight, hit=question.failed)
+    if skipped or before.unequal or after.unequal:
+        return before, after
+    return (round(before.hits), before.n), (round(after.hits), after.n)
 
 
 def golden_rerun(runtime: Runtime, fix: Fix) -> GoldenRerun | None:

@@ -38,6 +38,7 @@ from common.reports.weighted import (
 )
 from judges.names import CORRECTNESS, GROUNDED, JUDGE_NAMES, RELEVANCY
 from store.models import ANSWER_SOURCES, JudgmentStatus, PairStatus
+from store.sampling import probability_of
 from store.signals import ALWAYS_JUDGED
 from store.stats_queries import JudgmentRow, PairRow
 
@@ -246,7 +247,7 @@ class Report:
 def answer_probability(row: PairRow) -> float | None:
     """The chance the answer had of being judged: None (certain) once its conversation signalled a failure, whatever
     was stored when it was sampled (workers.sampling)."""
-    return None if ALWAYS_JUDGED & set(row.signals) else row.inclusion_probability
+    return probability_of(row.signals, row.inclusion_probability)
 
 
 def is_answer(row: PairRow) -> bool:
