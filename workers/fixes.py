@@ -18,9 +18,8 @@ from datetime import datetime, timedelta
 from common.messages.fixes import FixLine, mark_message, verdict_reply
 from common.post_once import PostOnce, Receipts
 from common.privacy import Destination
-from common.reports.fixes import FixVerdict, GoldenRerun, Side, verdict
+from common.reports.fixes import FixVerdict, GoldenRerun, Side, sides, verdict
 from common.reports.topic_runs import place_of
-from common.reports.weighted import Weights
 from common.runtime import Runtime
 from golden.regress import MISSING, PASS
 from store import fixes as fix_rows
@@ -48,26 +47,18 @@ def counts(runtime: Runtime, key: str, marked_at: datetime, now: datetime) -> tu
     start = marked_at - timedelta(days=settings.fix_baseline_days)
     with runtime.db.reading() as session:
         ids = fix_rows.pair_ids(session, key)
-    before, after = Weights(), Weights()
-    skipped = False
     if not ids:
         return (0, 0), (0, 0)
+    found = []
     with runtime.db.session() as session:  # a transaction: PostgreSQL streams through a server-side cursor
         for row, text in topic_rows.stream_questions(session, start, now):
             if row.id not in ids:
                 continue
             rule = runtime.rules.for_channel(row.channel_id, settings)
             question = question_of(row, text, rule.thresholds) if rule.watch else None
-            if question is None:
-                continue
-            side = after if row.created_at >= marked_at else before  # the window is of pairs made
-            if question.weight is None:
-                skipped = True  # sampling skipped it: whether it failed is not known
-            else:
-                side.add(question.weight, hit=question.failed)
-    if skipped or before.unequal or after.unequal:
-        return before, after
-    return (round(before.hits), before.n), (round(after.hits), after.n)
+            if question is not None:  # the window is of pairs made
+                found.append((row.created_at, question.failed, question.weight))
+    return sides(found, marked_at)
 
 
 def golden_rerun(runtime: Runtime, fix: Fix) -> GoldenRerun | None:

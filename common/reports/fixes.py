@@ -19,6 +19,7 @@ The test set's items of the topic re-run against a new version (`relmon regress`
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from statistics import NormalDist
@@ -78,6 +79,22 @@ class FixVerdict:
     def key(self) -> str:
         """What a change of verdict is told by: the outcome (a new n needed is not a new verdict)."""
         return self.outcome
+
+
+def sides(questions: Iterable[tuple[datetime, bool, float | None]], marked_at: datetime) -> tuple[Side, Side]:
+    """Each side of the mark from the topic's questions (when the pair was made, failed, weight 1/π or None when
+    sampling skipped it): (failed, answers) each; under sampling the weights of its judged questions, those skipped
+    left out (whether they failed is not known)."""
+    before, after = Weights(), Weights()
+    skipped = False
+    for made, failed, weight in questions:
+        if weight is None:
+            skipped = True
+            continue
+        (after if made >= marked_at else before).add(weight, hit=failed)
+    if skipped or before.unequal or after.unequal:
+        return before, after
+    return (round(before.hits), before.n), (round(after.hits), after.n)
 
 
 def cohens_h(p1: float, p2: float) -> float:
