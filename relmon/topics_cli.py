@@ -79,13 +79,13 @@ def _where(readable: Readable | None, channel_id: str | None, ts: str | None) ->
 def rates_json(figures: Figures, previous: Figures | None) -> dict:
     """The topic's rates as `{value, n, low, high}` (95% Wilson intervals, docs/statistics.md) and what the change
     rule says of the failure rate against the week before: up, down, none, too_few, or null without a week before."""
-    from common.reports.intervals import proportion, proportion_change
+    from common.reports.intervals import proportion
     from common.reports.resolution import ResolutionStats
+    from common.reports.topics import failure_change, failure_of
 
-    failed = (figures.failed, figures.questions)
-    change = proportion_change((previous.failed, previous.questions), failed).direction if previous else None
+    change = failure_change(previous, figures).direction if previous else None
     return {
-        "failure_rate": proportion(*failed).as_json(),
+        "failure_rate": failure_of(figures).as_json(),  # weighted under sampling (common.reports.weighted)
         "resolution": proportion(figures.resolved, figures.decided).as_json(),
         # The tiers (docs/resolution.md): each one's count, share and Wilson interval, of the closed questions.
         "resolution_tiers": ResolutionStats(None, dict(figures.tiers)).as_json() if figures.tiers else None,

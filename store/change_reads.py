@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 
 from store.exchange_models import Exchange
 from store.models import ALERTING_SOURCES, Judgment, Pair
+from store.sampling import in_uniform_sample
 from store.topic_models import PairTopic, TopicRecord
 
 
@@ -74,6 +75,7 @@ def _scored(judge: str) -> tuple:
         Judgment.status == "ok",
         Judgment.score.is_not(None),
         Pair.source.in_(sorted(ALERTING_SOURCES)),
+        in_uniform_sample(),  # under sampling: not the judged answers, which lean to failures (store.sampling)
     )
 
 

@@ -17,7 +17,7 @@ from store.exchange_models import Exchange
 from store.exchanges import in_report_channel
 from store.judgments import is_current
 from store.models import ALERTING_SOURCES, Judgment, JudgmentStatus, Pair, PairStatus, as_utc
-from store.sampling import answer_weight
+from store.sampling import answer_weight, in_uniform_sample
 from store.settings import TIME_WINDOW_MOST_ANSWERS
 
 # The time window's sample is the newest answers of the window, at most this many: on a busy channel the last hour
@@ -104,7 +104,10 @@ def _recent_statements(of_bot: bool) -> dict[str, Any]:
     else:
         where = (Pair.channel_id == bindparam("channel"),)
     pairs = select(Pair.id, Pair.created_at, score).where(
-        *where, Pair.source.in_(ALERTING_SOURCES), Pair.status == PairStatus.JUDGED
+        *where,
+        Pair.source.in_(ALERTING_SOURCES),
+        Pair.status == PairStatus.JUDGED,
+        in_uniform_sample(),  # under sampling the uniform subsample, unbiased without weights (store.sampling)
     )
     order = (Pair.created_at.desc(),)
     older = pairs.where(Pair.created_at <= bindparam("oldest"))

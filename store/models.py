@@ -103,6 +103,9 @@ class Pair(Base):
     judges: Mapped[list | None] = mapped_column(JSON)  # judges to run; None: the channel's rules
     # The chance this answer had of being judged (workers.sampling): the reports weigh it by 1/this. NULL: 1.
     inclusion_probability: Mapped[float | None] = mapped_column(Float)
+    # Whether its hashed point fell below the day's probability (workers.sampling.sample_point): the uniform
+    # subsample, signalled or not, that the change and degradation alerts read. NULL: no sampling (every answer).
+    uniform_sample: Mapped[bool | None] = mapped_column(Boolean)
     created_at: Mapped[CreatedAt]
     updated_at: Mapped[UpdatedAt]
 

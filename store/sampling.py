@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from datetime import datetime
 
-from sqlalchemy import Connection, Float, case, exists, func, literal, select, update
+from sqlalchemy import Connection, Float, case, exists, false, func, literal, select, update
 from sqlalchemy.orm import Session
 
 from store.models import ANSWER_SOURCES, OutcomeSignal, Pair, PairStatus
@@ -19,6 +19,12 @@ def _signalled(pair_id_column):
     return exists().where(OutcomeSignal.pair_id == pair_id_column, OutcomeSignal.name.in_(sorted(ALWAYS_JUDGED)))
 
 
+def probability_of(signals: Collection[str], stored: float | None) -> float | None:
+    """An answer's inclusion probability as the reports read it: None (certain) once its conversation signalled a
+    failure, whatever was stored when it was sampled (`answer_weight`, in Python)."""
+    return None if ALWAYS_JUDGED & set(signals) else stored
+
+
 def answer_weight():
     """An answer's weight in the reports, in SQL: 1/π, and 1 for one judged for certain (no probability stored, or
     a failure signalled since)."""
@@ -27,6 +33,20 @@ def answer_weight():
         (Pair.inclusion_probability.is_(None), literal(1.0, Float)),
         else_=literal(1.0, Float) / Pair.inclusion_probability,
     )
+
+
+def in_uniform_sample():
+    """The answers of the uniform subsample, in SQL: those whose hashed point fell below the day's probability,
+    signalled or not, and every answer sampling did not decide on (NULL: no sampling). The hash knows nothing of the
+    conversation, so they are an unbiased sample of all the traffic: what a detector reads without weights."""
+    return Pair.uniform_sample.is_not(false())
+
+
+def mark_uniform(executor: Executor, pair_id: int, uniform: bool) -> None:
+    """Record whether the pair's point is below the day's probability (`in_uniform_sample`), once: a pair decided
+    again (a failure signal sending a skipped one back to judging) keeps its first day's answer."""
+    statement = update(Pair).where(Pair.id == pair_id, Pair.uniform_sample.is_(None)).values(uniform_sample=uniform)
+    executor.execute(statement.execution_options(synchronize_session=False))
 
 
 def sampling_counts(executor: Executor, in_scope, since: datetime) -> tuple[int, int, bool]:

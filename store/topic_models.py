@@ -96,6 +96,9 @@ class TopicPeriod(Base):
     mean_relevancy: Mapped[float | None] = mapped_column(Float)
     previous_questions: Mapped[int | None] = mapped_column(Integer)
     previous_failed: Mapped[int | None] = mapped_column(Integer)
+    # Under sampling, the failure rates' weights (common.reports.weighted.Weights.as_json); NULL: plain shares.
+    rate_weights: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    previous_rate_weights: Mapped[dict | None] = mapped_column(JSON, nullable=True)
     channels: Mapped[list] = mapped_column(JSON)
     private_channels: Mapped[list] = mapped_column(JSON)
     only_private: Mapped[bool] = mapped_column(Boolean)

@@ -3,6 +3,7 @@ the week before; and what a period with too few questions to group says."""
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -21,6 +22,10 @@ class Figures:
     relevancy_scored: int = 0
     reasons: dict[str, int] = field(default_factory=dict)  # failed questions per reason (one may have several)
     tiers: dict[str, int] = field(default_factory=dict)  # closed questions per resolution tier (capture.resolution)
+    # Under sampling (RELMON_SAMPLE): the failure rate's sums over the questions whose failure is known (not skipped
+    # by sampling), each weighing 1/π: `common.reports.weighted.Weights.as_json`'s n, total, squares, hits and
+    # hit_squares (the estimate and its interval are common.reports.topics.failure_of's). None: the plain share.
+    rate_weights: dict[str, float] | None = None
 
     @property
     def resolution_rate(self) -> float | None:
@@ -32,7 +37,11 @@ class Figures:
 
     @property
     def failure_rate(self) -> float | None:
-        return self.failed / self.questions if self.questions else None
+        """Failed of questions; under sampling the Hájek share Σ wᵢyᵢ / Σ wᵢ of the questions judged."""
+        if self.rate_weights is None:
+            return self.failed / self.questions if self.questions else None
+        total = self.rate_weights["total"]
+        return self.rate_weights["hits"] / total if total else None
 
     def as_dict(self) -> dict:
         return {
@@ -50,10 +59,18 @@ class Figures:
 def figures_of(questions: Iterable[Question]) -> Figures:
     count = failed = resolved = decided = scored = 0
     total = 0.0
+    weights = {"n": 0, "total": 0.0, "squares": 0.0, "hits": 0.0, "hit_squares": 0.0}
     reasons: Counter[str] = Counter()
     tiers: Counter[str] = Counter()
     for question in questions:
         count += 1
+        if (weight := question.weight) is not None:
+            weights["n"] += 1
+            weights["total"] += weight
+            weights["squares"] += weight * weight
+            if question.failed:
+                weights["hits"] += weight
+                weights["hit_squares"] += weight * weight
         if question.tier in TIERS:
             tiers[question.tier] += 1
         if question.failed:
@@ -66,7 +83,19 @@ def figures_of(questions: Iterable[Question]) -> Figures:
             scored += 1
             total += question.relevancy
     ordered = {reason: reasons[reason] for reason in REASONS if reasons[reason]}
-    return Figures(count, failed, resolved, decided, total, scored, ordered, {tier: tiers[tier] for tier in TIERS})
+    # Some weigh more, or were skipped: the plain share would be biased. (Equal weights: n·Σw² = (Σw)².)
+    sampled = weights["n"] != count or not math.isclose(weights["total"] ** 2, count * weights["squares"])
+    return Figures(
+        count,
+        failed,
+        resolved,
+        decided,
+        total,
+        scored,
+        ordered,
+        {tier: tiers[tier] for tier in TIERS},
+        weights if sampled else None,
+    )
 
 
 def rank_key(figures: Figures) -> tuple:

@@ -51,6 +51,9 @@ class Question:
     relevancy: float | None = None  # the relevancy judge's score (0–4), if it scored
     teammate_answer: str | None = None  # the teammate's reply in the thread after the bot failed
     tier: str | None = None  # its resolution tier (capture.resolution), `open` inside its window; None: not watched
+    # Its weight in the failure rate, 1/π (sampling, common.reports.weighted); None: skipped by sampling, so whether
+    # it failed is not known (it is counted among the questions, not in the rate).
+    weight: float | None = 1.0
 
     @property
     def failed(self) -> bool:

@@ -22,6 +22,7 @@ import numpy as np
 from capture.resolution import AnswerSignals, judged_failed, resolution_of
 from judges import LLMClient
 from judges.names import RELEVANCY
+from store import sampling
 from store import topics as rows
 from store.db import Database
 from store.models import ANSWER_SOURCES, PairStatus
@@ -33,6 +34,7 @@ from store.usage import claim_llm_call
 from topics.audience import Place
 from topics.build import KnownTopic, TopicsReport, build_topics, too_few_report
 from topics.embeddings import EmbeddingClient
+from topics.figures import Figures
 from topics.naming_run import BudgetSpent, NamingDeps, Spend, name_topics
 from topics.questions import CurrentJudgment, Question, failure_reasons, resolution
 from topics.vectors import VectorSource
@@ -93,6 +95,10 @@ def question_of(
         failed_score = judged_failed(row.judgments, thresholds)
         answer = AnswerSignals(row.created_at, row.signals, judged_failed=failed_score, ended=row.window_closed)
         tier = resolution_of(answer, now, window).tier
+    # Sampling: a skipped answer's failure is not known (no verdict); a judged one counts 1/π in the failure rate.
+    skipped = row.status == PairStatus.SKIPPED_SAMPLING
+    probability = sampling.probability_of(row.signals, row.inclusion_probability)
+    weight = None if skipped else 1.0 / (probability or 1.0)
     return Question(
         pair_id=row.id,
         channel_id=row.channel_id,
@@ -105,6 +111,7 @@ def question_of(
         relevancy=relevancy,
         teammate_answer=teammate,
         tier=tier,
+        weight=weight,
     )
 
 
@@ -255,6 +262,10 @@ def run_record(report: TopicsReport, run_key: str) -> dict:
     }
 
 
+def _weights_json(figures: Figures | None) -> dict | None:
+    return dict(figures.rate_weights) if figures is not None and figures.rate_weights is not None else None
+
+
 def period_records(report: TopicsReport) -> list[dict]:
     return [
         {
@@ -270,6 +281,8 @@ def period_records(report: TopicsReport) -> list[dict]:
             "mean_relevancy": t.figures.mean_relevancy,
             "previous_questions": t.previous.questions if t.previous else None,
             "previous_failed": t.previous.failed if t.previous else None,
+            "rate_weights": _weights_json(t.figures),
+            "previous_rate_weights": _weights_json(t.previous),
             "channels": sorted(t.channels),
             "private_channels": sorted(t.private_channels),
             "only_private": t.only_private,

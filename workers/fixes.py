@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 from common.messages.fixes import FixLine, mark_message, verdict_reply
 from common.post_once import PostOnce, Receipts
 from common.privacy import Destination
-from common.reports.fixes import FixVerdict, GoldenRerun, verdict
+from common.reports.fixes import FixVerdict, GoldenRerun, Side, sides, verdict
 from common.reports.topic_runs import place_of
 from common.runtime import Runtime
 from golden.regress import MISSING, PASS
@@ -37,29 +37,28 @@ class UnknownTopic(LookupError):
     """No topic has that key (nor a unique prefix of it)."""
 
 
-def counts(runtime: Runtime, key: str, marked_at: datetime, now: datetime) -> tuple[tuple[int, int], tuple[int, int]]:
-    """((failed, answers) before the mark, (failed, answers) since), over the topic's pairs."""
+def counts(runtime: Runtime, key: str, marked_at: datetime, now: datetime) -> tuple[Side, Side]:
+    """((failed, answers) before the mark, (failed, answers) since), over the topic's pairs; under sampling each
+    side's weights instead (its judged answers at 1/π, those sampling skipped left out: the failure rate's, as the
+    topics count it)."""
     from topics.service import question_of  # numpy: the worker's and the CLI's, not the bot's
 
     settings = runtime.settings
     start = marked_at - timedelta(days=settings.fix_baseline_days)
     with runtime.db.reading() as session:
         ids = fix_rows.pair_ids(session, key)
-    before, after = [0, 0], [0, 0]
     if not ids:
         return (0, 0), (0, 0)
+    found = []
     with runtime.db.session() as session:  # a transaction: PostgreSQL streams through a server-side cursor
         for row, text in topic_rows.stream_questions(session, start, now):
             if row.id not in ids:
                 continue
             rule = runtime.rules.for_channel(row.channel_id, settings)
             question = question_of(row, text, rule.thresholds) if rule.watch else None
-            if question is None:
-                continue
-            side = after if row.created_at >= marked_at else before  # the window is of pairs made
-            side[0] += question.failed
-            side[1] += 1
-    return (before[0], before[1]), (after[0], after[1])
+            if question is not None:  # the window is of pairs made
+                found.append((row.created_at, question.failed, question.weight))
+    return sides(found, marked_at)
 
 
 def golden_rerun(runtime: Runtime, fix: Fix) -> GoldenRerun | None:

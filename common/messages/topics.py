@@ -9,8 +9,17 @@ from common.messages import blocks as block_kit
 from common.messages import rates, resolution
 from common.messages.blocks import escape, no_data, one_line
 from common.messages.fixes import mark_buttons
-from common.reports.intervals import Estimate, proportion, proportion_change
-from common.reports.topics import TOP_TOPICS, FailedLine, GapLine, TooFew, TopicLine, TopicsView
+from common.reports.intervals import Estimate, proportion
+from common.reports.topics import (
+    TOP_TOPICS,
+    FailedLine,
+    GapLine,
+    TooFew,
+    TopicLine,
+    TopicsView,
+    failure_change,
+    failure_of,
+)
 from store.signals import ESCALATION, HUMAN_TAKEOVER, NEGATIVE_REACTION, REASK
 
 HEADING = "What to fix first"
@@ -41,13 +50,12 @@ def figures_text(line: TopicLine) -> str:
     them."""
     figures = line.figures
     failed = f"{figures.failed} failed of {figures.questions} question{'s' if figures.questions != 1 else ''}"
-    rate = proportion(figures.failed, figures.questions)
+    rate = failure_of(figures)  # weighted under sampling: its n is the questions judged (common.reports.weighted)
     failed += f": {rates.rate_text(rate)}" if rate.enough else " (too few for a rate)"
     if line.previous is None:
         failed += f" ({no_data()})"
     elif rate.enough:
-        before = (line.previous.failed, line.previous.questions)
-        failed += f", {rates.shift_text(proportion_change(before, (figures.failed, figures.questions)))}"
+        failed += f", {rates.shift_text(failure_change(line.previous, figures))}"
     parts = [failed]
     if figures.tiers and sum(figures.tiers.values()):
         parts.append(resolution.topic_text(figures.tiers))

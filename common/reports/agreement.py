@@ -10,7 +10,10 @@ A team label says whether an answer failed, in the team's eyes (docs/statistics.
 
 The judge's verdict is its score at or below the channel's alert threshold (failed) or above it (passed). Kappa is
 Cohen's plain kappa of that pass/fail table (the team's labels are pass/fail, so there is no scale to weight), with
-the failure rate corrected by the labels (`common.reports.kappa.ppi_failure_rate`)."""
+the failure rate corrected by the labels (`common.reports.kappa.ppi_failure_rate`). Under sampling (RELMON_SAMPLE)
+the judge's failure rate over every judged answer is the weighted one, each answer 1/π (`common.reports.weighted`):
+the judged answers hold every signalled one and only a share of the rest. Kappa's table is of the labelled answers
+as they are (unweighted)."""
 
 from __future__ import annotations
 
@@ -19,7 +22,9 @@ from dataclasses import dataclass, field
 
 from capture.outcomes import failed
 from common.reports.kappa import Corrected, Kappa, KappaFall, cohen_kappa, kappa_fall, ppi_failure_rate
+from common.reports.weighted import Weights, weight_of
 from store.models import JudgmentStatus
+from store.sampling import probability_of
 from store.signals import RESOLVED
 from store.stats_queries import PairRow
 
@@ -115,10 +120,14 @@ class _Counts:
         self.judged = self.judge_failed = self.votes = self.outcomes = 0
         self.table = [[0, 0], [0, 0]]
         self.disagreements: list[Disagreement] = []
+        self.weights = Weights()  # each judged answer's 1/π (sampling): the judge's rate over them all
 
-    def add(self, judge_failed: bool, label: tuple[bool, str] | None, disagreement: Disagreement | None) -> None:
+    def add(
+        self, judge_failed: bool, label: tuple[bool, str] | None, disagreement: Disagreement | None, weight: float = 1.0
+    ) -> None:
         self.judged += 1
         self.judge_failed += judge_failed
+        self.weights.add(weight, hit=judge_failed)
         if label is None:
             return
         team_failed, source = label
@@ -136,7 +145,7 @@ class _Counts:
             judge,
             table,
             cohen_kappa(table),
-            ppi_failure_rate(self.judged, self.judge_failed, table),
+            ppi_failure_rate(self.judged, self.judge_failed, table, weights=self.weights),
             self.votes,
             self.outcomes,
             tuple(reversed(self.disagreements)),
@@ -153,6 +162,7 @@ class AgreementTally:
 
     def add(self, row: PairRow) -> None:
         thresholds = self.thresholds_for(row.channel_id) if row.judgments else {}
+        weight = weight_of(probability_of(row.signals, row.inclusion_probability))
         for judgment in row.judgments:
             threshold = thresholds.get(judgment.judge)
             if judgment.status != JudgmentStatus.OK or judgment.score is None or threshold is None:
@@ -169,7 +179,7 @@ class AgreementTally:
                 counts = self.counts.get((channel, judgment.judge))
                 if counts is None:
                     counts = self.counts[(channel, judgment.judge)] = _Counts()
-                counts.add(judge_failed, label, disagreement)
+                counts.add(judge_failed, label, disagreement, weight)
 
     def result(self) -> dict[tuple[str | None, str], JudgeAgreement]:
         return {key: counts.result(*key) for key, counts in self.counts.items()}

@@ -1,7 +1,9 @@
 """Whether a fix worked, pure: a topic's failure rate before and after it was marked fixed, and the verdict.
 
 `verdict` is a plain function of the counts (failed, answers) before and after the mark, when the mark was made and
-`now` (docs/statistics.md, "Fixes"):
+`now` (docs/statistics.md, "Fixes"); under sampling each side is the weights of its judged answers
+(`common.reports.weighted.Weights`): the rates are then the Hájek shares, and the answers are counted at their
+effective n:
 
 - **improved**: the failure rate fell, significantly (Newcombe's interval of after − before below 0);
 - **worse**: it rose, significantly;
@@ -17,11 +19,13 @@ The test set's items of the topic re-run against a new version (`relmon regress`
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from statistics import NormalDist
 
 from common.reports.intervals import CONFIDENCE, MIN_N, Shift, proportion_change, z_of
+from common.reports.weighted import Weights, weighted_proportion_change
 
 IMPROVED = "improved"
 NO_EVIDENCE = "no_evidence"
@@ -34,6 +38,24 @@ TARGET_REDUCTION = 0.5  # the fall a fix is expected to make: half the failures 
 MIN_FOLLOW = timedelta(days=7)  # "not improved" only after a whole week: a weekday's traffic is not the week's
 
 Counts = tuple[int, int]  # (failed, answers)
+Side = Counts | Weights  # a side's counts, or its answers' weights 1/π under sampling
+
+
+def _counts(side: Side) -> tuple[float, float]:
+    """(failed, answers) of a side: a sampled side's at its effective n (the Hájek share times n_eff, n_eff)."""
+    if isinstance(side, tuple):
+        return side
+    if not side.unequal:
+        return round(side.hits), side.n
+    n_eff = side.share_n
+    return side.hits / side.total * n_eff, n_eff
+
+
+def _shift(before: Side, after: Side) -> Shift:
+    if isinstance(before, tuple) and isinstance(after, tuple):
+        return proportion_change(before, after)
+    weights = [side if isinstance(side, Weights) else Weights.of_share(*side) for side in (before, after)]
+    return weighted_proportion_change(*weights)
 
 
 @dataclass(frozen=True)
@@ -59,13 +81,29 @@ class FixVerdict:
         return self.outcome
 
 
+def sides(questions: Iterable[tuple[datetime, bool, float | None]], marked_at: datetime) -> tuple[Side, Side]:
+    """Each side of the mark from the topic's questions (when the pair was made, failed, weight 1/π or None when
+    sampling skipped it): (failed, answers) each; under sampling the weights of its judged questions, those skipped
+    left out (whether they failed is not known)."""
+    before, after = Weights(), Weights()
+    skipped = False
+    for made, failed, weight in questions:
+        if weight is None:
+            skipped = True
+            continue
+        (after if made >= marked_at else before).add(weight, hit=failed)
+    if skipped or before.unequal or after.unequal:
+        return before, after
+    return (round(before.hits), before.n), (round(after.hits), after.n)
+
+
 def cohens_h(p1: float, p2: float) -> float:
     """The arcsine distance of two proportions: the two-proportion test's effect size."""
     return 2 * math.asin(math.sqrt(p1)) - 2 * math.asin(math.sqrt(p2))
 
 
 def answers_needed(
-    before: Counts, p_after: float, *, confidence: float = CONFIDENCE, power: float = POWER
+    before: tuple[float, float], p_after: float, *, confidence: float = CONFIDENCE, power: float = POWER
 ) -> int | None:
     """How many answers after the mark a two-sided two-proportion test (normal approximation on the arcsine
     scale, as statsmodels' NormalIndPower) needs to show `p_after` against the rate before at `power`, the answers
@@ -83,19 +121,19 @@ def answers_needed(
     return math.ceil(1 / room)
 
 
-def _no_evidence(shift: Shift, before: Counts, after: Counts, target: float) -> int | None:
+def _no_evidence(shift: Shift, before: tuple[float, float], after: tuple[float, float], target: float) -> int | None:
     """More answers after the mark needed, at the observed fall or the target one, whichever is larger."""
     failed, n = after
     p_after = target if n == 0 else min(failed / n, target)
     needed = answers_needed(before, p_after)
     if needed is None:
         return None
-    return max(needed - n, MIN_N - n, 1)
+    return max(math.ceil(needed - n), math.ceil(MIN_N - n), 1)
 
 
 def verdict(
-    before: Counts,
-    after: Counts,
+    before: Side,
+    after: Side,
     *,
     marked_at: datetime,
     now: datetime,
@@ -107,7 +145,8 @@ def verdict(
         raise ValueError("now is before the mark")
     if not 0 < target_reduction <= 1:
         raise ValueError("target_reduction must be in (0, 1]")
-    shift = proportion_change(before, after)
+    shift = _shift(before, after)
+    before, after = _counts(before), _counts(after)
     if shift.direction == "down":
         return FixVerdict(IMPROVED, shift, None, golden=golden)
     if shift.direction == "up":

@@ -11,7 +11,10 @@ counts (docs/statistics.md, "A judge you can check").
 - `ppi_failure_rate`: the same for a failure rate when the labelled answers are not a random sample of them (votes
   come only on alerts, the answers the judge failed): the residual is averaged within each of the judge's verdicts
   and weighted by that verdict's share of every judged answer (stratified PPI, Fisch et al. 2024). With labels
-  drawn at random it is the plain estimate, up to the sampling of the labels.
+  drawn at random it is the plain estimate, up to the sampling of the labels. Under sampling (RELMON_SAMPLE) each
+  verdict's share of every judged answer is the weighted one (each answer 1/π, the Hájek share of
+  `common.reports.weighted`), its variance at that share's effective n: the judged answers over-represent the
+  signalled ones, which the judge fails far more often than the traffic's.
 
 Nothing here imports numpy: these are tables of at most a scale's size.
 """
@@ -24,6 +27,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from common.reports.intervals import CONFIDENCE, Estimate, Interval, z_of
+from common.reports.weighted import Weights as AnswerWeights
 
 Weights = Literal["linear", "quadratic"] | None
 MIN_LABELS = 10  # below this many labelled answers a kappa or a corrected rate is "too few"
@@ -159,9 +163,12 @@ class Corrected:
     judged: int  # N: every answer the judge scored
     judge_failed: int  # of those, how many it failed
     rate: Estimate  # the corrected rate; no value below the minimum of labels ("too few")
+    weighted_rate: float | None = None  # under sampling: the judge's failure rate weighted by 1/π (Hájek)
 
     @property
     def judge_rate(self) -> float | None:
+        if self.weighted_rate is not None:
+            return self.weighted_rate
         return self.judge_failed / self.judged if self.judged else None
 
 
@@ -173,6 +180,7 @@ def ppi_failure_rate(
     *,
     min_labels: int = MIN_LABELS,
     min_per_verdict: int = MIN_PER_VERDICT,
+    weights: AnswerWeights | None = None,
 ) -> Corrected:
     """The failure rate corrected by labels, from counts: `judged` answers, `judge_failed` of them failed by the
     judge, and the labelled ones as a 2×2 table [[judge fail & team fail, judge fail & team pass], [judge pass &
@@ -181,24 +189,31 @@ def ppi_failure_rate(
     Within each of the judge's verdicts the judge's value is constant, so judge + mean residual is the share the
     team failed there; the verdicts are weighted by their share w of all N. Variance: Σ w² p̃(1 − p̃)/n_v (p̃ the
     team's share with one failure and one pass added, Agresti–Caffo, so a verdict whose few labels all agree does
-    not claim certainty) + (Σ w p² − rate²)/N for the weights estimated from N."""
+    not claim certainty) + (Σ w p² − rate²)/N for the weights estimated from N.
+
+    `weights`: the judged answers' weights 1/π under sampling, the judge's failures its hits: the verdicts' shares
+    are then the Hájek ones and N their effective n (`Weights.share_n`)."""
     if not 0 <= judge_failed <= judged:
         raise ValueError("judge_failed must be between 0 and judged")
     (fail_fail, fail_pass), (pass_fail, pass_pass) = table
     labelled = fail_fail + fail_pass + pass_fail + pass_pass
-    weights = (judge_failed / judged, 1 - judge_failed / judged) if judged else (0.0, 0.0)
+    share, size = (judge_failed / judged if judged else 0.0), float(judged)
+    weighted = weights is not None and weights.unequal
+    if weighted:
+        share, size = weights.hits / weights.total, weights.share_n
+    strata = (share, 1 - share) if judged else (0.0, 0.0)
     verdicts = ((fail_fail, fail_fail + fail_pass), (pass_fail, pass_fail + pass_pass))
-    short = any(weight > 0 and count < min_per_verdict for weight, (_, count) in zip(weights, verdicts, strict=True))
+    short = any(weight > 0 and count < min_per_verdict for weight, (_, count) in zip(strata, verdicts, strict=True))
     if not judged or labelled < min_labels or short:
-        return Corrected(judged, judge_failed, Estimate(None, labelled, None))
+        return Corrected(judged, judge_failed, Estimate(None, labelled, None), share if weighted else None)
     shares = [failed / count if count else 0.0 for failed, count in verdicts]
-    value = sum(w * p for w, p in zip(weights, shares, strict=True))
+    value = sum(w * p for w, p in zip(strata, shares, strict=True))
     variance = sum(
         w * w * ((failed + 1) / (count + 2)) * (1 - (failed + 1) / (count + 2)) / count
-        for w, (failed, count) in zip(weights, verdicts, strict=True)
+        for w, (failed, count) in zip(strata, verdicts, strict=True)
         if w > 0
     )
-    variance += max(sum(w * p * p for w, p in zip(weights, shares, strict=True)) - value * value, 0.0) / judged
+    variance += max(sum(w * p * p for w, p in zip(strata, shares, strict=True)) - value * value, 0.0) / size
     half = z_of(confidence) * math.sqrt(variance)
     interval = Interval(max(0.0, value - half), min(1.0, value + half))
-    return Corrected(judged, judge_failed, Estimate(value, labelled, interval))
+    return Corrected(judged, judge_failed, Estimate(value, labelled, interval), share if weighted else None)

@@ -25,6 +25,7 @@ from common.reports.stats import (
 )
 from common.reports.weighted import Weights, weight_of
 from store.models import ANSWER_SOURCES, JudgmentStatus, PairStatus
+from store.sampling import probability_of
 from store.signals import ALWAYS_JUDGED
 from store.stats_queries import JudgmentRow, PairRow
 
@@ -43,7 +44,7 @@ Scales = Mapping[str, tuple[int, int]]
 def answer_probability(row: PairRow) -> float | None:
     """The chance the answer had of being judged: None (certain) once its conversation signalled a failure, whatever
     was stored when it was sampled (workers.sampling)."""
-    return None if ALWAYS_JUDGED & set(row.signals) else row.inclusion_probability
+    return probability_of(row.signals, row.inclusion_probability)
 
 
 def is_answer(row: PairRow) -> bool:

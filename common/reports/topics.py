@@ -14,6 +14,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from common.reports.intervals import Estimate, Shift, proportion, proportion_change
+from common.reports.weighted import Weights, weighted_proportion, weighted_proportion_change
 from topics.audience import Place, shown_name
 from topics.figures import Figures, too_few_note
 from topics.small_groups import FailedGroup
@@ -23,6 +25,28 @@ if TYPE_CHECKING:  # numpy and scikit-learn stay out of the processes that only 
     from topics.build import TopicsReport
     from topics.gaps import Gap
     from topics.questions import Question
+
+
+def rate_weights_of(figures: Figures) -> Weights:
+    """The failure rate's weights: a sampled topic's (1/π each judged question), else every question's 1."""
+    stored = Weights.of_json(figures.rate_weights)
+    return stored if stored is not None else Weights.of_share(figures.failed, figures.questions)
+
+
+def failure_of(figures: Figures) -> Estimate:
+    """A topic's failure rate with its interval: under sampling the Hájek share of its judged questions with the
+    interval at its effective n (common.reports.weighted); else failed of questions (Wilson)."""
+    if figures.rate_weights is None:
+        return proportion(figures.failed, figures.questions)
+    return weighted_proportion(rate_weights_of(figures))
+
+
+def failure_change(before: Figures, after: Figures) -> Shift:
+    """The failure rate's change against the week before, weighted when either week was sampled."""
+    if before.rate_weights is None and after.rate_weights is None:
+        return proportion_change((before.failed, before.questions), (after.failed, after.questions))
+    return weighted_proportion_change(rate_weights_of(before), rate_weights_of(after))
+
 
 TOP_TOPICS = 3
 TOP_GAPS = 3
@@ -188,11 +212,18 @@ def stored_view(
             withheld = True
         relevancy = (period.mean_relevancy, 1) if period.mean_relevancy is not None else (0.0, 0)
         figures = Figures(
-            period.questions, period.failed, period.resolved, period.decided, *relevancy, tiers=dict(period.tiers or {})
+            period.questions,
+            period.failed,
+            period.resolved,
+            period.decided,
+            *relevancy,
+            tiers=dict(period.tiers or {}),
+            rate_weights=getattr(period, "rate_weights", None),
         )
         previous = None
         if period.previous_questions is not None:
-            previous = Figures(period.previous_questions, period.previous_failed or 0)
+            weights = getattr(period, "previous_rate_weights", None)
+            previous = Figures(period.previous_questions, period.previous_failed or 0, rate_weights=weights)
         sources = tuple(period.name_sources) if period.name_sources is not None else None
         name = shown_name(period.name, sources, place)
         lines.append(TopicLine(name, figures, previous, example, withheld, period.topic_key))

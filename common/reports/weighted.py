@@ -69,6 +69,22 @@ class Weights:
         scores = {float(score): float(count) for score, count in distribution.items() if count}
         return cls(n, float(n), float(n), float(hits), float(hits), scores, dict(scores))
 
+    @classmethod
+    def of_share(cls, hits: int, n: int) -> Weights:
+        """The weights of an unsampled share (every weight 1): `hits` of `n` answers."""
+        return cls(n, float(n), float(n), float(hits), float(hits))
+
+    def as_json(self) -> dict:
+        """What a share's estimate needs (stored with a topics run; the scores' sums are not kept)."""
+        names = ("total", "squares", "hits", "hit_squares")
+        return {"n": self.n} | {name: getattr(self, name) for name in names}
+
+    @classmethod
+    def of_json(cls, data: Mapping | None) -> Weights | None:
+        if not data:
+            return None
+        return cls(int(data["n"]), *(float(data[k]) for k in ("total", "squares", "hits", "hit_squares")))
+
     @property
     def effective_n(self) -> float:
         """Kish's effective sample size (Σ w)² / Σ w²."""

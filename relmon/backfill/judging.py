@@ -50,9 +50,11 @@ def plan(runtime: Runtime, pair_id: int) -> Plan:
         if todo and not stored and rule.sample_rate < 1:
             # As the live path: a history answer whose thread signalled a failure (recorded before its judging) is
             # judged for certain, the rest at the rate, each one's chance stored for the reports' weights.
+            point = sampling.sample_point(pair.channel_id, pair.answer_ts)
+            sampling_store.mark_uniform(connection, pair_id, sampling.chosen(point, rule.sample_rate))
             signalled = sampling_store.is_signalled(connection, pair_id)
             probability = sampling.inclusion_probability(rule.sample_rate, source=pair.source, signalled=signalled)
-            if not sampling.chosen(sampling.sample_point(pair.channel_id, pair.answer_ts), probability):
+            if not sampling.chosen(point, probability):
                 set_pair_status(connection, pair_id, PairStatus.SKIPPED_SAMPLING, only_from=[PairStatus.PENDING])
                 return Plan(pair, SAMPLED_OUT)
             if not pair.on_demand:

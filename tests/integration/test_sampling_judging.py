@@ -117,6 +117,56 @@ def test_signalled_answers_are_all_judged_and_the_digest_rate_is_weighted(settin
     assert f"{estimate.value * 100:.0f}% at or below 2 ({estimate.low * 100:.0f}–" in stats_reply
 
 
+def test_the_change_and_degradation_alerts_read_the_uniform_subsample(settings_for, database: Database) -> None:
+    """RELMON_SAMPLE=0.3, signalled answers failing 75% and the rest 20%: the judged answers lean to failures, and
+    the change detector's and the degradation window's reads take only the answers whose hashed point is below 0.3,
+    signalled or not (an unbiased sample of all traffic, no weights needed); sampling off, they read every one."""
+    from store import change_reads
+    from store.channel_scores import recent_scores
+    from workers import sampling
+    from workers.tasks.judging import judge_pair
+
+    quiet = _answers(database, 200, failing=40, start=60_000)
+    signalled = _answers(database, 40, failing=30, start=61_000)
+    with (
+        FakeOpenAI(latency_ms=0) as fake,
+        installed_runtime(settings_for(openai_base_url=fake.base_url, sample="0.3")) as runtime,
+    ):
+        _watch(database, signalled)
+        for pair_id in signalled:
+            record_signals_in(runtime, pair_id, [REASK], at=datetime.now(UTC))
+        for pair_id in quiet + signalled:
+            judge_pair.apply(args=[pair_id]).get()
+        with database.session() as session:
+            rows = {r.id: r for r in session.execute(select(Pair.id, Pair.status, Pair.answer_ts)).all()}
+            fed = change_reads.judged_since(session, 0, "relevancy", limit=10_000)
+            window = recent_scores(session, CHANNEL, "relevancy", last=10_000)
+    below = {p for p in quiet + signalled if sampling.chosen(sampling.sample_point(CHANNEL, rows[p].answer_ts), 0.3)}
+    judged = {p for p in quiet + signalled if rows[p].status == PairStatus.JUDGED}
+    assert below <= judged and set(signalled) <= judged
+    assert {answer.pair_id for answer in fed} == below  # signalled ones above 0.3 left out, quiet ones below kept
+    assert len(window) == len(below)
+    bad = set(quiet[:40] + signalled[:30])
+    truth = len(bad) / 240  # 29%
+    all_judged = proportion(len(bad & judged), len(judged))
+    uniform = proportion(len(bad & below), len(below))
+    assert all_judged.low > truth  # what the detector read before: biased towards failures
+    assert uniform.low <= truth <= uniform.high
+    assert sum(score <= 2 for score, _at in window) == len(bad & below)  # the fake judge scores an off-topic one 0
+
+    more = _answers(database, 20, failing=5, start=62_000)
+    with (
+        FakeOpenAI(latency_ms=0) as fake,
+        installed_runtime(settings_for(openai_base_url=fake.base_url)) as runtime,  # sampling off
+    ):
+        for pair_id in more:
+            judge_pair.apply(args=[pair_id]).get()
+        with database.session() as session:
+            after = max(answer.judgment_id for answer in fed)
+            unsampled = change_reads.judged_since(session, after, "relevancy", limit=10_000)
+    assert {answer.pair_id for answer in unsampled} == set(more)
+
+
 def test_a_daily_cap_judges_its_share_of_yesterdays_volume(settings_for, database: Database) -> None:
     """RELMON_SAMPLE=60/day after a day of 600 unsignalled answers: today's answers are judged with probability 0.1,
     decided once for the day (every worker reads the same), and each judged answer stores it."""

@@ -12,6 +12,9 @@ second opinion). Groups: the answer's channel; an ingested exchange in no channe
 and its topic, once a topics run stored one for it (a day or so later) and the answer is not private (a topic's
 name is drawn from its questions: a private conversation never feeds a group whose name is shown). A topic's alert
 goes to the default alert channel; a channel's and a bot's to their rule's.
+
+Under sampling (RELMON_SAMPLE) the reads take the uniform subsample only (`store.sampling.in_uniform_sample`): the
+judged answers hold every signalled one, and a detector fed them would see a failure rate the traffic does not have.
 """
 
 from __future__ import annotations

@@ -50,9 +50,11 @@ def judged(runtime: Runtime, connection: Connection, pair: PairView, rule: Effec
     rate = rate_for(runtime, rule, now)
     if rate >= 1.0:
         return True  # every answer: nothing to record (NULL is 1), the hot path as without sampling
+    point = sampling.sample_point(pair.channel_id, sampling.sampled_message(pair.answer_ts, pair.id))
+    # Below the day's rate, signalled or not: the uniform subsample the change and degradation alerts read.
+    store.mark_uniform(connection, pair.id, sampling.chosen(point, rate))
     signalled = store.is_signalled(connection, pair.id)
     probability = sampling.inclusion_probability(rate, source=pair.source, signalled=signalled)
-    point = sampling.sample_point(pair.channel_id, sampling.sampled_message(pair.answer_ts, pair.id))
     if sampling.chosen(point, probability):
         store.sampled_in(connection, pair.id, probability)
         return True
