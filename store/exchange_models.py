@@ -16,7 +16,7 @@ class Exchange(Base):
     __tablename__ = "exchanges"
     __table_args__ = (
         UniqueConstraint("bot", "client_id", name="uq_exchanges_bot_client_id"),
-        Index("ix_exchanges_pair", "pair_id"),
+        Index("ix_exchanges_pair", "pair_id", "id"),  # a pair's first exchange: one look-up (migration 0025)
     )
 
     id: Mapped[IdKey]
