@@ -61,6 +61,12 @@ PAIR_FIELDS = (
 
 
 @functools.lru_cache(maxsize=8)  # built once per entity: building the aliased subquery cost more than running it
+def pair_of_judgment(session: Session, judgment_id: int) -> Pair | None:
+    """The pair a judgment (an alert's button) is of; None when either is gone (retention, a deletion)."""
+    judgment = session.get(Judgment, judgment_id)
+    return session.get(Pair, judgment.pair_id) if judgment is not None else None
+
+
 def is_current(judgment=Judgment) -> ColumnElement[bool]:
     """True for the judgment no later version of its answer superseded: the one of the highest pair version for
     its pair and judge. What stats, the digest, App Home and alerts read; the older ones stay as history."""

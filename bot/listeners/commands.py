@@ -20,7 +20,6 @@ from dataclasses import dataclass
 
 from slack_bolt import Ack, App
 from slack_sdk import WebClient
-from slack_sdk.errors import SlackApiError
 
 from bot.config_grammar import ConfigError, parse_config
 from bot.deps import BotDeps
@@ -29,7 +28,7 @@ from bot.listeners.clicks import alert_click
 from bot.on_demand import judge_message, judge_pasted
 from bot.on_demand_limits import take_report
 from bot.permalinks import find_link, parse_message_link
-from bot.replies import tell
+from bot.replies import open_view, tell
 from bot.stats import show_stats
 from bot.votes import record_click
 from common import task_names
@@ -274,11 +273,7 @@ def _queue_digest_preview(runtime: Runtime, client: WebClient, asker: Asker) -> 
 
 def _open_modal(client: WebClient, asker: Asker, trigger_id: str) -> None:
     metadata = {"response_url": asker.response_url, "channel_id": asker.channel_id}
-    try:
-        client.views_open(trigger_id=trigger_id, view=judge_modal(metadata))
-    except SlackApiError as error:
-        log.warning("views.open failed", extra={"error": error.response.get("error")})
-        tell(client, asker, error_message("unavailable"))
+    open_view(client, asker, trigger_id, judge_modal(metadata))
 
 
 def _field(value: object, *path: str) -> object:

@@ -10,11 +10,10 @@ import logging
 
 from slack_bolt import App
 from slack_sdk import WebClient
-from slack_sdk.errors import SlackApiError
 
 from bot.deps import BotDeps
 from bot.listeners.clicks import ack_now, alert_click
-from bot.replies import tell
+from bot.replies import open_view, tell
 from common.exchange_access import may_view, slack_group_members
 from common.messages.blocks import message, section
 from common.messages.exchange_view import SHOW_EXCHANGE_ACTION_ID, exchange_modal, gone_text, refusal_text
@@ -22,7 +21,7 @@ from common.messages.verdicts import error_message
 from common.replies import Asker
 from common.runtime import Runtime
 from store import exchanges
-from store.models import Judgment, Pair
+from store.judgments import pair_of_judgment
 
 log = logging.getLogger("relmon.exchange_view")
 
@@ -39,8 +38,7 @@ def open_exchange(runtime: Runtime, body: dict, client: WebClient) -> None:
     asker, judgment_id = click.asker, click.judgment_id
     try:
         with runtime.db.reading() as session:
-            judgment = session.get(Judgment, judgment_id)
-            pair = session.get(Pair, judgment.pair_id) if judgment is not None else None
+            pair = pair_of_judgment(session, judgment_id)
             sent = exchanges.origin(session, pair.id) if pair is not None else None
             if pair is None or sent is None:
                 _say(client, asker, gone_text())
@@ -52,11 +50,8 @@ def open_exchange(runtime: Runtime, body: dict, client: WebClient) -> None:
                 _say(client, asker, refusal_text(sent.bot, viewers))
                 return
             view = exchange_modal(sent.bot, sent.visibility, pair.question_text, pair.answer_text)
-        client.views_open(trigger_id=body["trigger_id"], view=view)
+        open_view(client, asker, body["trigger_id"], view)
         log.info("exchange shown", extra={"judgment_id": judgment_id, "bot": sent.bot, "user": asker.user_id})
-    except SlackApiError as error:
-        log.warning("views.open failed", extra={"error": error.response.get("error")})
-        tell(client, asker, error_message("unavailable"))
     except Exception:
         log.exception("the exchange's modal could not open")
         tell(client, asker, error_message("unavailable"))

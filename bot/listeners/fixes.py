@@ -8,10 +8,11 @@ import logging
 import re
 import time
 
-from slack_bolt import Ack, App
+from slack_bolt import App
 from slack_sdk import WebClient
 
 from bot.deps import BotDeps
+from bot.listeners.clicks import ack_now
 from bot.replies import tell
 from common import task_names
 from common.celery_app import celery
@@ -24,10 +25,6 @@ log = logging.getLogger("relmon.fixes")
 ACTION_PATTERN = re.compile(rf"^{MARK_ACTION_ID}(:[0-9]{{1,3}})?$")
 _KEY = re.compile(r"[A-Za-z0-9_.:-]{1,40}")
 _TS = re.compile(r"[0-9]{1,12}(\.[0-9]{1,8})?")
-
-
-def ack_now(ack: Ack) -> None:
-    ack()
 
 
 def _clicked_at(action: dict) -> float:

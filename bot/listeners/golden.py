@@ -12,11 +12,10 @@ import logging
 
 from slack_bolt import Ack, App
 from slack_sdk import WebClient
-from slack_sdk.errors import SlackApiError
 
 from bot.deps import BotDeps
 from bot.listeners.clicks import ack_now, alert_click, judgment_id_of
-from bot.replies import tell
+from bot.replies import open_view, tell
 from common import golden_notes, task_names
 from common.celery_app import celery
 from common.golden_access import Clicker, Source, pair_source
@@ -36,7 +35,7 @@ from common.messages.verdicts import error_message
 from common.replies import Asker
 from common.runtime import Runtime
 from store import golden as golden_store
-from store.models import Judgment, Pair
+from store.judgments import pair_of_judgment
 
 log = logging.getLogger("relmon.golden")
 
@@ -51,8 +50,7 @@ def open_modal(runtime: Runtime, membership: MembershipCache, body: dict, client
     asker, judgment_id = click.asker, click.judgment_id
     try:
         with runtime.db.reading() as session:
-            judgment = session.get(Judgment, judgment_id)
-            pair = session.get(Pair, judgment.pair_id) if judgment is not None else None
+            pair = pair_of_judgment(session, judgment_id)
             if pair is None:
                 tell(client, asker, error_message("vote_gone"))
                 return
@@ -70,10 +68,7 @@ def open_modal(runtime: Runtime, membership: MembershipCache, body: dict, client
             view = golden_modal(judgment_id, question=pair.question_text, expected=expected, in_set=item is not None,
                                 withheld=clicker.withheld(sources), source_channel=pair.channel_id,
                                 times=item.times if item is not None else 0, channel_id=asker.channel_id)  # fmt: skip
-        client.views_open(trigger_id=body["trigger_id"], view=view)
-    except SlackApiError as error:
-        log.warning("views.open failed", extra={"error": error.response.get("error")})
-        tell(client, asker, error_message("unavailable"))
+        open_view(client, asker, body["trigger_id"], view)
     except Exception:
         log.exception("the test set's modal could not open")
         tell(client, asker, error_message("unavailable"))
