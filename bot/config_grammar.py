@@ -64,11 +64,17 @@ class ConfigRequest:
     reset_fields: tuple[str, ...] = ()  # reset: the rule fields to drop; empty: all of them
 
 
-def channel_ref(word: str) -> ChannelRef | None:
+def channel_id_of(word: str) -> str | None:
+    """The channel a command's word names by ID: a mention `<#C123|name>` (how Slack sends `#name` with escaping on)
+    or a bare `C123`; None otherwise (a name is looked up by its caller)."""
     if m := _CHANNEL_MENTION.fullmatch(word):
-        return ChannelRef(channel_id=m.group(1))
-    if _CHANNEL_ID.fullmatch(word):
-        return ChannelRef(channel_id=word)
+        return m.group(1)
+    return word if _CHANNEL_ID.fullmatch(word) else None
+
+
+def channel_ref(word: str) -> ChannelRef | None:
+    if (channel_id := channel_id_of(word)) is not None:
+        return ChannelRef(channel_id=channel_id)
     if m := _CHANNEL_NAME.fullmatch(word.lower()):
         return ChannelRef(name=m.group(1))
     return None

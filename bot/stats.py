@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 from slack_sdk import WebClient
 from sqlalchemy.orm import Session
 
+from bot.config_grammar import channel_id_of
 from bot.on_demand_limits import take_report
 from bot.replies import tell
 from common.membership import MembershipCache, Refusal
@@ -41,20 +42,15 @@ STATS_DAYS = 7
 CHANNEL_NAMES_KEY = "relmon:channel_names"  # name -> ID of the channels relmon can see (conversations.list)
 CHANNEL_NAMES_SECONDS = 600
 
-_CHANNEL_MENTION = re.compile(r"^<#([CG][A-Z0-9_]+)(?:\|[^>]*)?>$")
-_CHANNEL_ID = re.compile(r"^[CG][A-Z0-9_]{6,}$")
-
 
 def channel_reference(argument: str) -> tuple[str | None, str | None]:
     """(channel ID, channel name) from `<#C123|name>`, `C123` or `#name`; (None, None) for nothing."""
     argument = argument.strip()
     if not argument:
         return None, None
-    mention = _CHANNEL_MENTION.match(argument)
-    if mention:
-        return mention.group(1), None
-    if _CHANNEL_ID.match(argument):
-        return argument, None
+    channel_id = channel_id_of(argument)
+    if channel_id is not None:
+        return channel_id, None
     return None, argument.lstrip("#").lower()
 
 

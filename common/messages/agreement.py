@@ -12,11 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from common.messages.blocks import WEEK_BEFORE
+from common.messages.blocks import WEEK_BEFORE, channel_ref
 from common.reports.agreement import OUTCOME, AgreementReport, Disagreement, JudgeAgreement
 from common.reports.intervals import Interval
 from common.reports.kappa import MIN_LABELS, MIN_PER_VERDICT, Kappa, KappaFall
-from store import bot_groups
 
 Links = Mapping[int, str]  # pair id -> permalink
 
@@ -92,15 +91,6 @@ def corrected_text(found: JudgeAgreement) -> str:
     return f"{said}; corrected by {rate.n} team labels: {_share(rate.value, rate.interval)}"
 
 
-def _where(channel_id: str | None, *, slack: bool) -> str:
-    if channel_id is None:
-        return "all channels"
-    bot = bot_groups.bot_of(channel_id)
-    if bot is not None:
-        return bot_groups.label(bot)
-    return f"<#{channel_id}>" if slack else f"#{channel_id}"
-
-
 def disagreement_text(found: Disagreement, links: Links, *, slack: bool = True) -> str:
     """`judge fail 1, team pass (vote)`, a link to the answer when there is one; never its words."""
     team = "pass" if found.judge_failed else "fail"
@@ -109,7 +99,7 @@ def disagreement_text(found: Disagreement, links: Links, *, slack: bool = True) 
     link = links.get(found.pair_id)
     if link:
         return f"<{link}|{said}>" if slack else f"{said} {link}"
-    return f"{said} in {_where(found.channel_id, slack=slack)}"
+    return f"{said} in {channel_ref(found.channel_id, slack=slack)}"
 
 
 def judge_lines(
@@ -159,7 +149,7 @@ def linked_disagreements(agreement: AgreementReport) -> list[Disagreement]:
 
 def fall_alert_text(found: JudgeAgreement, fall: KappaFall, links: Links) -> str:
     """The alert when a judge's agreement with the team fell significantly since last week."""
-    where = _where(found.channel_id, slack=True)
+    where = channel_ref(found.channel_id, slack=True)
     return (
         f":warning: *The {found.judge} judge agrees less with the team* in {where}: "
         f"kappa {_num(fall.before.value)} last week (n={fall.before.n}) → {kappa_text(fall.after)} this week, "

@@ -183,6 +183,22 @@ def channel_mention(channel_id: str | None) -> str:
     return f"<#{channel_id}>" if channel_id else "a direct check"
 
 
+def person_mention(person_id: str) -> str:
+    """A user (U…/W…) or a user group (S…) as Slack mentions them."""
+    return f"<!subteam^{person_id}>" if person_id.startswith("S") else f"<@{person_id}>"
+
+
+def channel_ref(channel_id: str | None, *, slack: bool = True) -> str:
+    """Where a report's figures are from: a channel (linked in Slack, `#C…` in a terminal), a bot's ingested
+    exchanges by the bot, or every channel (None)."""
+    if channel_id is None:
+        return "all channels"
+    bot = bot_groups.bot_of(channel_id)
+    if bot is not None:
+        return bot_groups.label(bot)
+    return f"<#{channel_id}>" if slack else f"#{channel_id}"
+
+
 def format_score(score: float | None, max_score: float | None, *, decimals: int = 1) -> str:
     """A score on its scale, such as "1 / 4"; whole numbers without decimals."""
 

@@ -14,7 +14,7 @@ from zoneinfo import ZoneInfo
 from common.messages import blocks as block_kit
 from common.messages import rates
 from common.messages.agreement import channel_parts, judge_lines
-from common.messages.blocks import WEEK_BEFORE, escape, no_data
+from common.messages.blocks import WEEK_BEFORE, channel_ref, escape, no_data
 from common.messages.fixes import FixLine, fixes_blocks, fixes_text
 from common.messages.golden import digest_line
 from common.messages.outcomes import NOTE as OUTCOME_NOTE
@@ -28,7 +28,6 @@ from common.reports.costs import Prices
 from common.reports.intervals import MIN_N
 from common.reports.stats import Change, ChannelStats, JudgeStats, Report, WorstAnswer
 from common.reports.topics import TopicsView
-from store import bot_groups
 
 MAX_BLOCKS = block_kit.MAX_BLOCKS  # Slack's limit per message
 MAX_CHANNEL_SECTIONS = 30  # leaves room for the header, overall figures and footer
@@ -83,15 +82,6 @@ def judge_line(stats: JudgeStats, change: Change | None = None, before: str = WE
 def distribution_line(stats: JudgeStats) -> str:
     """`scores 0:12 · 1:22 · 2:18 · 3:44 · 4:58`: answers per score, every score of the scale shown."""
     return "scores " + " · ".join(f"{score}:{count}" for score, count in stats.distribution.items())
-
-
-def channel_ref(channel_id: str | None, *, slack: bool = True) -> str:
-    if channel_id is None:
-        return "all channels"
-    bot = bot_groups.bot_of(channel_id)
-    if bot is not None:
-        return bot_groups.label(bot)
-    return f"<#{channel_id}>" if slack else f"#{channel_id}"
 
 
 def money(usd: float) -> str:

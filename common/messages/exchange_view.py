@@ -4,7 +4,7 @@ name. Rendering only: the listener (bot/listeners/exchange_view.py) checks who c
 
 from __future__ import annotations
 
-from common.messages.blocks import button, context, plain, shorten
+from common.messages.blocks import button, context, person_mention, plain, shorten
 
 SHOW_EXCHANGE_ACTION_ID = "show_exchange"
 SHOW_EXCHANGE_BLOCK_ID = "relmon_show_exchange"  # the alert's block that holds the button
@@ -41,7 +41,7 @@ def exchange_modal(bot: str, visibility: str, question: str | None, answer: str 
 def refusal_text(bot: str, viewers: list[str]) -> str:
     """To a person the bot's rule does not name: whom to ask."""
     if viewers:
-        named = ", ".join(f"<!subteam^{v}>" if v.startswith("S") else f"<@{v}>" for v in viewers)
+        named = ", ".join(person_mention(v) for v in viewers)
         return f"Only the people bot {bot}'s rule names can read this exchange: ask {named}."
     return (
         f"Nobody may read bot {bot}'s private exchanges in Slack: ask a relmon admin to name viewers in its rule "

@@ -7,8 +7,8 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from common.messages.agreement import channel_parts, judge_lines
-from common.messages.blocks import pct
-from common.messages.digest import channel_ref, judge_line
+from common.messages.blocks import channel_ref, pct
+from common.messages.digest import judge_line
 from common.messages.outcomes import NOTE as OUTCOME_NOTE
 from common.messages.outcomes import outcome_lines
 from common.messages.sampling import plan_text, sampled_text

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from common.messages.blocks import channel_mention, context, message, section
+from common.messages.blocks import channel_mention, context, message, person_mention, section
 from judges.names import CORRECTNESS, GROUNDED, RELEVANCY
 from store import bot_groups
 from store.rules import THRESHOLD_FIELDS, EffectiveRule
@@ -27,7 +27,7 @@ def scope_name(scope: str) -> str:
 
 
 def _people(ids: Iterable[str]) -> str:
-    named = [f"<!subteam^{i}>" if i.startswith("S") else f"<@{i}>" for i in ids]
+    named = [person_mention(i) for i in ids]
     return ", ".join(named) if named else "nobody"
 
 
