@@ -17,6 +17,7 @@ from sqlalchemy import select
 from common.runtime import Runtime
 from store.models import Digest, Feedback, Judgment, Pair
 from tests.builders import make_settings
+from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.slack_server import FakeSlack
 
 DIGEST_CHANNEL = "CDIGEST"
@@ -33,6 +34,21 @@ def make_runtime(db_url: str, slack: FakeSlack, tmp_path: Path, runtime_for) -> 
         "data_dir": tmp_path / "data",
     }
     return lambda **extra: runtime_for(make_settings(**{**values, **extra}))
+
+
+@pytest.fixture
+def digest_services(settings_for, tmp_path: Path, runtime_for):
+    """(runtime, fake Slack, fake LLM) of their own: the digest goes to DIGEST_CHANNEL, alerts to CALERTS, topics
+    are embedded and named by the fake LLM."""
+    with FakeSlack() as slack, FakeOpenAI() as llm:
+        settings = settings_for(
+            slack_api_url=slack.api_url,
+            digest_channel_setting=DIGEST_CHANNEL,
+            alert_channel="CALERTS",
+            data_dir=tmp_path / "data",
+            openai_base_url=llm.base_url,
+        )
+        yield runtime_for(settings), slack, llm
 
 
 @pytest.fixture

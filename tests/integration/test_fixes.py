@@ -7,34 +7,21 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import timedelta
 
-import pytest
 from sqlalchemy import select
 
 from common.messages.fixes import MARK_BLOCK_ID
 from relmon.digest_cli import _dry_run
 from store.topic_models import TopicFix
-from tests.fakes.openai_server import FakeOpenAI
-from tests.fakes.slack_server import FakeSlack
+from tests import digest_helpers
+from tests.digest_helpers import DIGEST_CHANNEL
 from tests.topics_corpus import FAILING_TOPIC, START, corpus, corpus_questions, store_questions
 from workers.digest.delivery import deliver_digest
 from workers.fixes import follow, mark
 
-DIGEST = "CDIGEST"
+digest_services = digest_helpers.digest_services  # the fixture
+DIGEST = DIGEST_CHANNEL
 WEEK = timedelta(days=7)
 NOW = START + WEEK
-
-
-@pytest.fixture
-def services(settings_for, tmp_path, runtime_for):
-    with FakeSlack() as slack, FakeOpenAI() as llm:
-        settings = settings_for(
-            slack_api_url=slack.api_url,
-            digest_channel_setting=DIGEST,
-            alert_channel="CALERTS",
-            data_dir=tmp_path / "data",
-            openai_base_url=llm.base_url,
-        )
-        yield runtime_for(settings), slack, llm
 
 
 def week(number: int, failing: str | None) -> list:
@@ -68,8 +55,8 @@ def refunds_key(runtime) -> str:
     return Counter(keys).most_common(1)[0][0]
 
 
-def test_a_fix_whose_failures_drop_is_improved_in_the_digest_and_its_thread(services, capsys):
-    runtime, slack, _llm = services
+def test_a_fix_whose_failures_drop_is_improved_in_the_digest_and_its_thread(digest_services, capsys):
+    runtime, slack, _llm = digest_services
     store_questions(runtime.db, week(0, FAILING_TOPIC))
     first = deliver_digest(runtime, NOW)
     assert first.status == "sent"

@@ -8,7 +8,6 @@ import io
 from dataclasses import replace
 from datetime import timedelta
 
-import pytest
 from PIL import Image
 
 from bot.listeners.home import publish_home
@@ -16,34 +15,22 @@ from common.membership import MembershipCache
 from common.messages.blocks import escape, one_line
 from common.reports.topic_runs import refresh
 from relmon.digest_cli import _dry_run
-from tests.fakes.openai_server import FakeOpenAI
-from tests.fakes.slack_server import FakeSlack
+from tests import digest_helpers
+from tests.digest_helpers import DIGEST_CHANNEL
 from tests.topics_corpus import FAILING_TOPIC, START, corpus, corpus_questions, store_questions
 from workers.digest.delivery import deliver_digest
 
-DIGEST = "CDIGEST"
+digest_services = digest_helpers.digest_services  # the fixture
+DIGEST = DIGEST_CHANNEL
 NOW = START + timedelta(days=7)
-
-
-@pytest.fixture
-def services(settings_for, tmp_path, runtime_for):
-    with FakeSlack() as slack, FakeOpenAI() as llm:
-        settings = settings_for(
-            slack_api_url=slack.api_url,
-            digest_channel_setting=DIGEST,
-            alert_channel="CALERTS",
-            data_dir=tmp_path / "data",
-            openai_base_url=llm.base_url,
-        )
-        yield runtime_for(settings), slack, llm
 
 
 def _text(blocks) -> str:
     return "\n".join(str(block) for block in blocks)
 
 
-def test_the_digest_opens_with_what_to_fix_first(services, capsys):
-    runtime, slack, _llm = services
+def test_the_digest_opens_with_what_to_fix_first(digest_services, capsys):
+    runtime, slack, _llm = digest_services
     store_questions(runtime.db, corpus_questions())
     assert deliver_digest(runtime, NOW).status == "sent"
     blocks = slack.posted(DIGEST)[0]["blocks"]
@@ -62,8 +49,8 @@ def test_the_digest_opens_with_what_to_fix_first(services, capsys):
     assert "== What to fix first ==" in capsys.readouterr().out
 
 
-def test_a_private_channels_topics_are_not_named_where_its_people_are_not(services):
-    runtime, slack, _llm = services
+def test_a_private_channels_topics_are_not_named_where_its_people_are_not(digest_services):
+    runtime, slack, _llm = digest_services
     labels = [row["topic"] for row in corpus()]
     private_topics = {FAILING_TOPIC, "sso_login"}  # asked only in a private channel the digest's people are not in
     questions = [
@@ -79,8 +66,8 @@ def test_a_private_channels_topics_are_not_named_where_its_people_are_not(servic
     assert "refund" not in opening.lower() and "refunded pro rata" not in text
 
 
-def test_app_home_shows_the_latest_stored_topics(services):
-    runtime, _slack, _llm = services
+def test_app_home_shows_the_latest_stored_topics(digest_services):
+    runtime, _slack, _llm = digest_services
     store_questions(runtime.db, corpus_questions())
     membership = MembershipCache(runtime.redis)
     before = publish_home(runtime, runtime.slack, membership, "U1", now=NOW)
@@ -91,9 +78,9 @@ def test_app_home_shows_the_latest_stored_topics(services):
     assert "Topics of the last 7 days" in text and "1. *" in text and "failed of" in text
 
 
-def test_a_week_of_too_few_questions_opens_with_its_failed_ones(services):
+def test_a_week_of_too_few_questions_opens_with_its_failed_ones(digest_services):
     """Never an empty "What to fix first": too few to group says so, and lists the failed questions."""
-    runtime, slack, llm = services
+    runtime, slack, llm = digest_services
     questions = corpus_questions()[:12]
     store_questions(runtime.db, questions)
     assert deliver_digest(runtime, NOW).status == "sent"
