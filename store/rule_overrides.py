@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
@@ -51,10 +51,6 @@ def save_override(session: Session, scope: str, values: dict[str, Any], user_id:
     else:
         row.rule_values = dict(values)  # a new dict: JSON columns track assignment only
         row.updated_by, row.updated_at = user_id, datetime.now(UTC)
-
-
-def clear_overrides(session: Session) -> None:
-    session.execute(delete(RuleOverride))
 
 
 class RuleSource:

@@ -121,10 +121,5 @@ def verdict_reply(name: str, marked_at: datetime, verdict: FixVerdict) -> dict:
     return block_kit.message(fallback, [block_kit.section(text)])
 
 
-def marked_text(name: str) -> str:
-    """What the person who clicked is told (privately) once the mark is stored."""
-    return f"Marked {one_line(name, NAME_CHARS)} fixed: relmon follows it and replies in the thread as it learns."
-
-
 def unknown_topic_text() -> str:
     return "That topic is no longer known to relmon: mark it again from this week's digest or App Home."
